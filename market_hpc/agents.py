@@ -1,0 +1,107 @@
+"""Thin Mesa agents: nodes, jobs, the queue and the resource manager.
+
+Agents hold state and hand work to pure functions and policies; the model owns time
+and validates every decision.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from typing import TYPE_CHECKING
+
+import mesa
+import numpy as np
+
+from market_hpc.domain.job import Job, JobStatus
+from market_hpc.policies.base import Decision, Policy, RunningJob
+
+if TYPE_CHECKING:
+    from market_hpc.model import HPCModel
+
+
+class NodeAgent(mesa.Agent):
+    """One node: its row of the model's free-resource array and the jobs running on it."""
+
+    def __init__(self, model: HPCModel, index: int) -> None:
+        super().__init__(model)
+        self.index = index
+        self.running: dict[int, RunningJob] = {}
+
+    @property
+    def free(self) -> np.ndarray:
+        """This node's free resources (read-only row)."""
+        return self.model.free_readonly[self.index]
+
+    def bid(self) -> int:
+        """Offer the node's free cores (seed 002's bid)."""
+        return int(self.model.free_readonly[self.index, 0])
+
+
+class JobAgent(mesa.Agent):
+    """A job while it is in the system: created at arrival, removed when it leaves.
+
+    Attributes:
+        job: The frozen job record.
+        status: Current ``JobStatus``.
+        progress: Fraction of the work done by finished execution segments.
+        hold_count: Times it was held.
+        first_start: Start of its first segment (None while never started).
+        segment: Number of segments started so far; completion events carry it so a
+            completion scheduled before a hold is recognised as stale.
+        requeued_at: Time it last returned to the queue after a hold.
+    """
+
+    def __init__(self, model: HPCModel, job: Job) -> None:
+        super().__init__(model)
+        self.job = job
+        self.status = JobStatus.QUEUED
+        self.progress = 0.0
+        self.hold_count = 0
+        self.first_start: float | None = None
+        self.segment = 0
+        self.requeued_at: float | None = None
+        self.running: RunningJob | None = None
+        self.last_allocation: tuple[tuple[int, int], ...] | None = None
+        self.seg_duration = 0.0
+        self.seg_full = 0.0
+        self.nodes: np.ndarray | None = None
+        self.taken: np.ndarray | None = None
+        self.busy_time = 0.0
+        self.value = 0.0
+
+
+class QueueAgent(mesa.Agent):
+    """The waiting jobs of one queue, in queue order (insertion-ordered by job id)."""
+
+    def __init__(self, model: HPCModel, name: str = "default") -> None:
+        super().__init__(model)
+        self.name = name
+        self.jobs: dict[int, Job] = {}
+
+    def push(self, job: Job) -> None:
+        """Append a job at the tail."""
+        self.jobs[job.job_id] = job
+
+    def take(self, job_id: int) -> None:
+        """Take a job out of the queue (started, dropped)."""
+        del self.jobs[job_id]
+
+
+class ResourceManagerAgent(mesa.Agent):
+    """Builds the view, calls the policy, times the call, returns the decision."""
+
+    def __init__(self, model: HPCModel, policy: Policy) -> None:
+        super().__init__(model)
+        self.policy = policy
+        self.decisions = 0
+        self.decide_seconds = 0.0
+
+    def dispatch(self) -> Decision:
+        """Ask the policy what to do now."""
+        model = self.model
+        view = model.make_view()
+        began = _time.perf_counter()
+        decision = self.policy.decide(view, model.policy_rng)
+        self.decide_seconds += _time.perf_counter() - began
+        self.decisions += 1
+        return decision

@@ -1,0 +1,52 @@
+"""One exception hierarchy for the whole package.
+
+Every error names what was wrong, what was received and, where there is a finite set,
+what is valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class MarketHpcError(Exception):
+    """Base class of every error raised by market_hpc."""
+
+
+class ConfigError(MarketHpcError):
+    """A configuration value, key, preset or file is invalid."""
+
+
+class UnknownNameError(ConfigError):
+    """A name (policy, preset, key) is not one of the known choices."""
+
+    def __init__(self, kind: str, name: str, choices: Iterable[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.choices = sorted(choices)
+        super().__init__(f"unknown {kind} {name!r}; valid choices: {', '.join(self.choices)}")
+
+
+class TraceFormatError(MarketHpcError):
+    """A workload file has a malformed line or field."""
+
+    def __init__(self, path: str, line: int | None, message: str, field: str | None = None) -> None:
+        self.path = path
+        self.line = line
+        self.field = field
+        where = path if line is None else f"{path}:{line}"
+        what = f" field {field}:" if field else ""
+        super().__init__(f"{where}:{what} {message}")
+
+
+class PolicyError(MarketHpcError):
+    """A policy returned a decision the model cannot execute."""
+
+    def __init__(self, policy: str, time: float, message: str) -> None:
+        self.policy = policy
+        self.time = time
+        super().__init__(f"policy {policy!r} at t={time:g}: {message}")
+
+
+class SimulationError(MarketHpcError):
+    """The simulation reached a state it cannot continue from."""

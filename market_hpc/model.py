@@ -1,0 +1,353 @@
+"""``HPCModel``: the Mesa model that owns time and validates every decision.
+
+Time is a heap of ``(time, order, seq, event)``; at each instant completions are handled
+first, then arrivals (in job-id order), then one decision. Arrivals come from the
+workload, already sorted by ``(submit, job_id)``, and are merged with the heap rather than
+pushed into it, so a 300k-job trace costs nothing before its jobs arrive.
+``step()`` advances to the next instant that has events; nothing polls idle time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+import mesa
+import numpy as np
+from sortedcontainers import SortedKeyList
+
+from market_hpc.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
+from market_hpc.domain.job import Job, JobStatus
+from market_hpc.domain.platform import Platform, load_platform
+from market_hpc.errors import ConfigError, PolicyError
+from market_hpc.policies.base import Decision, Drop, Hold, Policy, RunningJob, Start
+from market_hpc.policies.registry import make_policy
+from market_hpc.recorder import Recorder
+from market_hpc.view import ModelView
+
+COMPLETION, ARRIVAL, DECISION = 0, 1, 2
+_NEVER = math.inf
+
+
+class ValueCurveLike(Protocol):
+    """What the model needs of a job's value curve (``job.payload["value_curve"]``)."""
+
+    max_value: float
+
+    def value_at(self, elapsed: float) -> float:
+        """Value earned when the job completes ``elapsed`` after its arrival."""
+
+
+def _by_end(running: RunningJob) -> tuple[float, int]:
+    return (running.est_end, running.seq)
+
+
+class HPCModel(mesa.Model):
+    """Event-driven simulation of one platform, one workload, one dispatcher.
+
+    Args:
+        jobs: The workload; any order (sorted here by submit time, then job id).
+        platform: A ``Platform``, preset name, inline spec or TOML path.
+        scheduler: Scheduler name (ignored when ``policy`` is given).
+        allocator: Allocator name (ignored when ``policy`` is given).
+        policy: A ready dispatcher; overrides ``scheduler``/``allocator``.
+        exclusive: Allocate whole nodes per job instead of individual cores.
+        hold_penalty: Fraction of a held job's maximum value charged per hold (seed 002).
+        seed: One seed per run; the policy gets its own independent stream.
+        record_timeseries: Record queue length, utilisation and profit per instant.
+
+    Raises:
+        ConfigError: on duplicate job ids or invalid parameters.
+    """
+
+    def __init__(
+        self,
+        jobs: Iterable[Job] = (),
+        platform: Platform | str = "kth-sp2",
+        scheduler: str = "fifo",
+        allocator: str | None = None,
+        *,
+        policy: Policy | None = None,
+        exclusive: bool = False,
+        hold_penalty: float = 0.0,
+        seed: int = 0,
+        record_timeseries: bool = True,
+    ) -> None:
+        super().__init__(seed=seed)
+        if not 0.0 <= hold_penalty <= 1.0:
+            raise ConfigError(f"hold_penalty must be in [0, 1], got {hold_penalty}")
+        self.seed_value = seed
+        self.policy_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+        self.platform = load_platform(platform)
+        self.exclusive = exclusive
+        self.hold_penalty = hold_penalty
+        self.policy = policy if policy is not None else make_policy(scheduler, allocator)
+        self.now: float = 0.0
+        self.free = self.platform.capacity.copy()
+        self.free_readonly = self.free.view()
+        self.free_readonly.flags.writeable = False
+        self.free_bb = float(self.platform.burst_buffer)
+        self.node_agents = [NodeAgent(self, i) for i in range(self.platform.n_nodes)]
+        self.queue_agent = QueueAgent(self)
+        self.manager = ResourceManagerAgent(self, self.policy)
+        self.job_agents: dict[int, JobAgent] = {}
+        self.running_by_end: SortedKeyList = SortedKeyList(key=_by_end)
+        self._jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
+        ids = {j.job_id for j in self._jobs}
+        if len(ids) != len(self._jobs):
+            raise ConfigError("workload has duplicate job ids")
+        self._next_arrival = 0
+        self._heap: list[tuple[float, int, int, Any]] = []
+        self._seq = 0
+        self._start_seq = 0
+        self.recorder = Recorder(self.platform, record_timeseries)
+        self._wake_pending: set[float] = set()
+        self.running = bool(self._jobs)
+
+    # ----------------------------------------------------------------- time
+    def _push(self, when: float, order: int, event: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (when, order, self._seq, event))
+
+    def next_time(self) -> float:
+        """Time of the next instant with events (``inf`` when none is left)."""
+        heap_time = self._heap[0][0] if self._heap else _NEVER
+        if self._next_arrival < len(self._jobs):
+            return min(heap_time, self._jobs[self._next_arrival].submit)
+        return heap_time
+
+    def step(self) -> None:
+        """Advance to the next instant with events and handle all of them."""
+        if not self._advance():
+            self.running = False
+
+    def run(self, until: float = _NEVER, progress: Any = None) -> None:
+        """Run until no event is left or the next one is after ``until``.
+
+        Args:
+            until: Stop before handling any instant later than this.
+            progress: Optional callable ``progress(arrived_jobs)`` called every 1,000
+                instants (used for the terminal progress bar).
+        """
+        advance = self._advance
+        instants = 0
+        next_time = self.next_time
+        while (upcoming := next_time()) != _NEVER and upcoming <= until:
+            advance()
+            instants += 1
+            if progress is not None and instants % 1000 == 0:
+                progress(self._next_arrival)
+        if self.next_time() == _NEVER:
+            self.running = False
+
+    def _advance(self) -> bool:
+        now = self.next_time()
+        if now == _NEVER:
+            return False
+        if now < self.now:
+            raise AssertionError(f"time went backwards: {now} < {self.now}")
+        self.now = now
+        heap = self._heap
+        changed = False
+        while heap and heap[0][0] == now and heap[0][1] == COMPLETION:
+            _, _, _, (job_id, segment) = heapq.heappop(heap)
+            agent = self.job_agents.get(job_id)
+            if agent is not None and agent.segment == segment and agent.status is JobStatus.RUNNING:
+                self._finish(agent)
+                changed = True
+        jobs = self._jobs
+        while self._next_arrival < len(jobs) and jobs[self._next_arrival].submit == now:
+            self._arrive(jobs[self._next_arrival])
+            self._next_arrival += 1
+            changed = True
+        while heap and heap[0][0] == now:
+            heapq.heappop(heap)  # wake-up request: forces a decision
+            changed = True
+        self._wake_pending.discard(now)
+        if changed and self.queue_agent.jobs:
+            self._apply(self.manager.dispatch())
+        self.recorder.sample(self)
+        return True
+
+    # ------------------------------------------------------------ lifecycle
+    def _arrive(self, job: Job) -> None:
+        if not self._can_ever_run(job):
+            self.recorder.job_left(job, JobStatus.REJECTED, None, self.now, 0.0, 0, 0.0, None)
+            return
+        agent = JobAgent(self, job)
+        self.job_agents[job.job_id] = agent
+        self.queue_agent.push(job)
+
+    def _can_ever_run(self, job: Job) -> bool:
+        if job.bb > self.platform.burst_buffer:
+            return False
+        from market_hpc.algorithms.allocation import units_fit
+
+        fits = units_fit(self.platform.capacity, job.unit)
+        if job.moldable:
+            return bool(fits.max() >= 1)
+        return int(fits.sum()) >= job.units
+
+    def _finish(self, agent: JobAgent) -> None:
+        self._release(agent)
+        agent.progress = 1.0
+        agent.status = JobStatus.FINISHED
+        curve = agent.job.payload.get("value_curve")
+        if curve is not None:
+            agent.value = float(curve.value_at(self.now - agent.job.submit))
+        self._leave(agent)
+
+    def _leave(self, agent: JobAgent) -> None:
+        job = agent.job
+        last = agent.running.allocation if agent.running is not None else agent.last_allocation
+        self.recorder.job_left(
+            job, agent.status, agent.first_start, self.now, agent.busy_time, agent.hold_count,
+            agent.value, last,
+        )
+        del self.job_agents[job.job_id]
+        agent.remove()
+
+    def _release(self, agent: JobAgent) -> None:
+        running = agent.running
+        assert running is not None and agent.nodes is not None and agent.taken is not None
+        self.free[agent.nodes] += agent.taken
+        self.free_bb += agent.job.bb
+        self.running_by_end.remove(running)
+        for node, _ in running.allocation:
+            del self.node_agents[node].running[agent.job.job_id]
+        elapsed = self.now - running.start
+        agent.busy_time += elapsed
+        self.recorder.busy(agent.taken, elapsed)
+
+    # ------------------------------------------------------------- decisions
+    def make_view(self) -> ModelView:
+        """The read-only snapshot policies decide on."""
+        return ModelView(self)
+
+    def _fail(self, message: str) -> PolicyError:
+        return PolicyError(getattr(self.policy, "name", type(self.policy).__name__), self.now, message)
+
+    def _apply(self, decision: Decision) -> None:
+        if not isinstance(decision, Decision):
+            raise self._fail(f"decide() must return a Decision, got {type(decision).__name__}")
+        for action in decision.actions:
+            if isinstance(action, Start):
+                self._start(action)
+            elif isinstance(action, Hold):
+                self._hold(action)
+            elif isinstance(action, Drop):
+                self._drop(action)
+            else:
+                raise self._fail(f"unknown action {action!r}")
+        wake = decision.wake_at
+        if wake is not None and wake > self.now and wake not in self._wake_pending:
+            self._wake_pending.add(wake)
+            self._push(wake, DECISION, None)
+
+    def _queued_agent(self, job_id: int, verb: str) -> JobAgent:
+        agent = self.job_agents.get(job_id)
+        if agent is None or agent.status not in (JobStatus.QUEUED, JobStatus.HELD):
+            state = "unknown" if agent is None else agent.status.value
+            raise self._fail(f"cannot {verb} job {job_id}: it is {state}, not queued")
+        return agent
+
+    def _start(self, action: Start) -> None:
+        agent = self._queued_agent(action.job_id, "start")
+        job = agent.job
+        allocation = action.allocation
+        if not allocation:
+            raise self._fail(f"start of job {job.job_id} has an empty allocation")
+        nodes = np.fromiter((n for n, _ in allocation), dtype=np.int64, count=len(allocation))
+        units = np.fromiter((u for _, u in allocation), dtype=np.int64, count=len(allocation))
+        n_nodes = self.platform.n_nodes
+        if nodes[0] < 0 or nodes[-1] >= n_nodes or (len(nodes) > 1 and (np.diff(nodes) <= 0).any()):
+            raise self._fail(f"job {job.job_id}: allocation {allocation} must list distinct nodes "
+                             f"0..{n_nodes - 1} in increasing order")
+        if (units <= 0).any():
+            raise self._fail(f"job {job.job_id}: allocation {allocation} has a non-positive unit count")
+        total_units = int(units.sum())
+        if job.moldable:
+            assert job.profile is not None
+            if len(allocation) != 1 or not 1 <= total_units <= len(job.profile):
+                raise self._fail(f"moldable job {job.job_id} must run on 1..{len(job.profile)} cores "
+                                 f"of one node, got {allocation}")
+        elif total_units != job.units:
+            raise self._fail(f"job {job.job_id} needs {job.units} units, allocation gives {total_units}")
+        need = units[:, None] * np.asarray(job.unit, dtype=np.int64)[None, :]
+        free_rows = self.free[nodes]
+        if self.exclusive:
+            if (free_rows != self.platform.capacity[nodes]).any():
+                raise self._fail(f"job {job.job_id}: exclusive allocation on busy nodes {allocation}")
+            taken = free_rows.copy()
+        else:
+            taken = need
+        if (need > free_rows).any():
+            raise self._fail(f"job {job.job_id} over-allocates: needs {need.tolist()} on nodes "
+                             f"{nodes.tolist()} with free {free_rows.tolist()}")
+        if job.bb > self.free_bb:
+            raise self._fail(f"job {job.job_id} needs {job.bb} GB of burst buffer, {self.free_bb} free")
+        self.free[nodes] -= taken
+        self.free_bb -= job.bb
+        self.queue_agent.take(job.job_id)
+        duration, estimate = self._segment_times(agent, total_units)
+        self._start_seq += 1
+        running = RunningJob(job, self.now, self.now + estimate, allocation, self._start_seq)
+        agent.running = running
+        agent.nodes, agent.taken = nodes, taken
+        agent.status = JobStatus.RUNNING
+        agent.segment += 1
+        if agent.first_start is None:
+            agent.first_start = self.now
+        self.running_by_end.add(running)
+        for node, _ in allocation:
+            self.node_agents[node].running[job.job_id] = running
+        self._push(self.now + duration, COMPLETION, (job.job_id, agent.segment))
+
+    def _segment_times(self, agent: JobAgent, cores: int) -> tuple[float, float]:
+        """Real and estimated duration of the next segment on ``cores`` cores/units.
+
+        Remaining work maps onto a new core count proportionally (seed 002 spec A11): a
+        job on c cores progresses at 1/RT(c) per time unit; a resumed moldable job runs
+        ``ceil((1 - progress) * RT(c))`` so segments stay on the integer time grid.
+        """
+        job = agent.job
+        left = 1.0 - agent.progress
+        if job.moldable:
+            assert job.profile is not None
+            full = job.profile[cores - 1]
+            duration = full if agent.progress == 0.0 else float(math.ceil(left * full - 1e-9))
+            agent.seg_full = full
+            return duration, duration
+        agent.seg_full = job.run_time
+        if agent.progress == 0.0:
+            return job.run_time, job.estimate
+        return left * job.run_time, left * job.estimate
+
+    def _hold(self, action: Hold) -> None:
+        agent = self.job_agents.get(action.job_id)
+        if agent is None or agent.status is not JobStatus.RUNNING:
+            state = "unknown" if agent is None else agent.status.value
+            raise self._fail(f"cannot hold job {action.job_id}: it is {state}, not running")
+        assert agent.running is not None
+        done = self.now - agent.running.start
+        self._release(agent)
+        if agent.seg_full > 0:
+            agent.progress = min(agent.progress + done / agent.seg_full, 1.0)
+        agent.last_allocation = agent.running.allocation
+        agent.running = None
+        agent.status = JobStatus.HELD
+        agent.hold_count += 1
+        agent.requeued_at = self.now
+        curve = agent.job.payload.get("value_curve")
+        if curve is not None:
+            self.recorder.penalty(self.hold_penalty * curve.max_value)
+        self.recorder.holds += 1
+        self.queue_agent.push(agent.job)
+
+    def _drop(self, action: Drop) -> None:
+        agent = self._queued_agent(action.job_id, "drop")
+        self.queue_agent.take(agent.job.job_id)
+        agent.status = JobStatus.DROPPED
+        self._leave(agent)

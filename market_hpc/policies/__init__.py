@@ -1,0 +1,28 @@
+"""Dispatching policies: the decision protocol, the registry, the built-in policies."""
+
+from market_hpc.policies.base import (
+    NOTHING,
+    Allocation,
+    Allocator,
+    Decision,
+    Drop,
+    Hold,
+    JobState,
+    Policy,
+    RunningJob,
+    Start,
+    View,
+)
+from market_hpc.policies.registry import (
+    allocator_names,
+    make_allocator,
+    make_policy,
+    scheduler_entry,
+    scheduler_names,
+)
+
+__all__ = [
+    "NOTHING", "Allocation", "Allocator", "Decision", "Drop", "Hold", "JobState", "Policy",
+    "RunningJob", "Start", "View", "allocator_names", "make_allocator", "make_policy",
+    "scheduler_entry", "scheduler_names",
+]

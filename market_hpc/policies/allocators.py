@@ -1,0 +1,43 @@
+"""Allocators registered by name: first-fit and best-fit (core-level or node-exclusive)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from market_hpc.algorithms.allocation import best_fit, exclusive_fit, first_fit, units_fit
+from market_hpc.domain.job import Job
+from market_hpc.policies.base import Allocation, View
+from market_hpc.policies.registry import register_allocator
+
+
+def job_fits(job: Job, free: np.ndarray, view: View) -> np.ndarray:
+    """Units of ``job`` each node can take, honouring node-exclusive mode."""
+    if view.exclusive:
+        return exclusive_fit(free, view.platform.capacity, job.unit)
+    return units_fit(free, job.unit)
+
+
+@register_allocator("first-fit", "lowest-index nodes first")
+class FirstFit:
+    """Fill nodes in index order."""
+
+    name = "first-fit"
+
+    def allocate(self, job: Job, free: np.ndarray, view: View) -> Allocation | None:
+        """Place ``job`` on the lowest-index nodes that have room."""
+        if job.bb > view.free_bb:
+            return None
+        return first_fit(job_fits(job, free, view), job.units)
+
+
+@register_allocator("best-fit", "nodes with the fewest free cores first")
+class BestFit:
+    """Fill the tightest nodes first."""
+
+    name = "best-fit"
+
+    def allocate(self, job: Job, free: np.ndarray, view: View) -> Allocation | None:
+        """Place ``job`` on the nodes with the fewest free cores that have room."""
+        if job.bb > view.free_bb:
+            return None
+        return best_fit(job_fits(job, free, view), free[:, 0], job.units)

@@ -1,0 +1,77 @@
+"""The read-only snapshot policies see (see ``market_hpc.policies.base.View``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from itertools import islice
+from typing import TYPE_CHECKING, overload
+
+import numpy as np
+
+from market_hpc.domain.job import Job
+from market_hpc.domain.platform import Platform
+from market_hpc.policies.base import JobState, RunningJob
+
+if TYPE_CHECKING:
+    from market_hpc.model import HPCModel
+
+
+class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
+    """A sequence facade over a live container; iteration is O(1) to start."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Sequence | dict) -> None:  # type: ignore[type-arg]
+        self._items = items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator:  # type: ignore[type-arg]
+        items = self._items
+        return iter(items.values()) if isinstance(items, dict) else iter(items)
+
+    @overload
+    def __getitem__(self, index: int) -> object: ...
+    @overload
+    def __getitem__(self, index: slice) -> list: ...  # type: ignore[type-arg]
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        items = self._items
+        if not isinstance(items, dict):
+            return items[index] if isinstance(index, int) else list(items[index])
+        if isinstance(index, slice):
+            return list(items.values())[index]
+        if index < 0:
+            index += len(items)
+        if not 0 <= index < len(items):
+            raise IndexError(index)
+        return next(islice(items.values(), index, None))
+
+
+class ModelView:
+    """Snapshot of ``model`` at the current instant, valid during one ``decide`` call."""
+
+    __slots__ = ("_model", "time", "platform", "free", "free_bb", "exclusive", "queue", "running")
+
+    def __init__(self, model: HPCModel) -> None:
+        self._model = model
+        self.time: float = model.now
+        self.platform: Platform = model.platform
+        self.free: np.ndarray = model.free_readonly
+        self.free_bb: float = model.free_bb
+        self.exclusive: bool = model.exclusive
+        self.queue: Sequence[Job] = ReadOnlySequence(model.queue_agent.jobs)
+        self.running: Sequence[RunningJob] = ReadOnlySequence(model.running_by_end)
+
+    def expected_end(self, running: RunningJob) -> float:
+        """``max(est_end, now)``: a job past its estimate is expected to end now."""
+        return running.est_end if running.est_end > self.time else self.time
+
+    def state(self, job_id: int) -> JobState:
+        """Dynamic state of a queued or running job."""
+        agent = self._model.job_agents[job_id]
+        return JobState(agent.progress, agent.hold_count, agent.job.submit, agent.requeued_at)
+
+    def running_on(self, node: int) -> Sequence[RunningJob]:
+        """Running jobs with units on ``node``, in start order."""
+        return ReadOnlySequence(self._model.node_agents[node].running)
