@@ -25,12 +25,16 @@ class NodeAgent(mesa.Agent):
     def __init__(self, model: HPCModel, index: int) -> None:
         super().__init__(model)
         self.index = index
-        self.running: dict[int, RunningJob] = {}
 
     @property
     def free(self) -> np.ndarray:
         """This node's free resources (read-only row)."""
         return self.model.free_readonly[self.index]
+
+    @property
+    def running(self) -> list[RunningJob]:
+        """Jobs running on this node, in start order."""
+        return self.model.running_on(self.index)
 
     def bid(self) -> int:
         """Offer the node's free cores (seed 002's bid)."""
@@ -66,6 +70,7 @@ class JobAgent(mesa.Agent):
         self.seg_full = 0.0
         self.nodes: np.ndarray | None = None
         self.taken: np.ndarray | None = None
+        self.taken_total: tuple[int, ...] = ()
         self.busy_time = 0.0
         self.value = 0.0
 

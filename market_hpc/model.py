@@ -16,19 +16,27 @@ from typing import Any, Protocol
 
 import mesa
 import numpy as np
-from sortedcontainers import SortedKeyList
+from sortedcontainers import SortedList
 
+from market_hpc.algorithms.allocation import units_fit
 from market_hpc.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError, PolicyError
 from market_hpc.policies.base import Decision, Drop, Hold, Policy, RunningJob, Start
-from market_hpc.policies.registry import make_policy
+from market_hpc.algorithms.market import remaining_time
+from market_hpc.policies.registry import make_policy, scheduler_entry
 from market_hpc.recorder import Recorder
 from market_hpc.view import ModelView
 
 COMPLETION, ARRIVAL, DECISION = 0, 1, 2
 _NEVER = math.inf
+
+
+def make_market_aware_policy(scheduler: str, allocator: str | None, hold_penalty: float) -> Policy:
+    """``make_policy`` that hands the holding penalty to market schedulers."""
+    params = {"penalty": hold_penalty} if scheduler_entry(scheduler).market else None
+    return make_policy(scheduler, allocator, scheduler_params=params)
 
 
 class ValueCurveLike(Protocol):
@@ -38,10 +46,6 @@ class ValueCurveLike(Protocol):
 
     def value_at(self, elapsed: float) -> float:
         """Value earned when the job completes ``elapsed`` after its arrival."""
-
-
-def _by_end(running: RunningJob) -> tuple[float, int]:
-    return (running.est_end, running.seq)
 
 
 class HPCModel(mesa.Model):
@@ -83,7 +87,7 @@ class HPCModel(mesa.Model):
         self.platform = load_platform(platform)
         self.exclusive = exclusive
         self.hold_penalty = hold_penalty
-        self.policy = policy if policy is not None else make_policy(scheduler, allocator)
+        self.policy = policy if policy is not None else make_market_aware_policy(scheduler, allocator, hold_penalty)
         self.now: float = 0.0
         self.free = self.platform.capacity.copy()
         self.free_readonly = self.free.view()
@@ -93,7 +97,8 @@ class HPCModel(mesa.Model):
         self.queue_agent = QueueAgent(self)
         self.manager = ResourceManagerAgent(self, self.policy)
         self.job_agents: dict[int, JobAgent] = {}
-        self.running_by_end: SortedKeyList = SortedKeyList(key=_by_end)
+        self.running_by_end: SortedList = SortedList()
+        self.free_total: tuple[int, ...] = tuple(self.platform.total.tolist())
         self._jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
         ids = {j.job_id for j in self._jobs}
         if len(ids) != len(self._jobs):
@@ -104,6 +109,7 @@ class HPCModel(mesa.Model):
         self._start_seq = 0
         self.recorder = Recorder(self.platform, record_timeseries)
         self._wake_pending: set[float] = set()
+        self._unit_limits: dict[tuple[int, ...], tuple[int, int]] = {}
         self.running = bool(self._jobs)
 
     # ----------------------------------------------------------------- time
@@ -183,12 +189,13 @@ class HPCModel(mesa.Model):
     def _can_ever_run(self, job: Job) -> bool:
         if job.bb > self.platform.burst_buffer:
             return False
-        from market_hpc.algorithms.allocation import units_fit
-
-        fits = units_fit(self.platform.capacity, job.unit)
+        limits = self._unit_limits.get(job.unit)
+        if limits is None:
+            fits = units_fit(self.platform.capacity, job.unit)
+            limits = self._unit_limits[job.unit] = (int(fits.sum()), int(fits.max()))
         if job.moldable:
-            return bool(fits.max() >= 1)
-        return int(fits.sum()) >= job.units
+            return limits[1] >= 1
+        return limits[0] >= job.units
 
     def _finish(self, agent: JobAgent) -> None:
         self._release(agent)
@@ -215,11 +222,10 @@ class HPCModel(mesa.Model):
         self.free[agent.nodes] += agent.taken
         self.free_bb += agent.job.bb
         self.running_by_end.remove(running)
-        for node, _ in running.allocation:
-            del self.node_agents[node].running[agent.job.job_id]
+        self._adjust_free_total(agent.taken_total, 1)
         elapsed = self.now - running.start
         agent.busy_time += elapsed
-        self.recorder.busy(agent.taken, elapsed)
+        self.recorder.busy(agent.taken_total, elapsed)
 
     # ------------------------------------------------------------- decisions
     def make_view(self) -> ModelView:
@@ -259,13 +265,16 @@ class HPCModel(mesa.Model):
         allocation = action.allocation
         if not allocation:
             raise self._fail(f"start of job {job.job_id} has an empty allocation")
-        nodes = np.fromiter((n for n, _ in allocation), dtype=np.int64, count=len(allocation))
-        units = np.fromiter((u for _, u in allocation), dtype=np.int64, count=len(allocation))
+        try:
+            pairs = np.array(allocation, dtype=np.int64).reshape(-1, 2)
+        except (TypeError, ValueError):
+            raise self._fail(f"job {job.job_id}: allocation {allocation!r} is not ((node, units), ...)") from None
+        nodes, units = pairs[:, 0], pairs[:, 1]
         n_nodes = self.platform.n_nodes
-        if nodes[0] < 0 or nodes[-1] >= n_nodes or (len(nodes) > 1 and (np.diff(nodes) <= 0).any()):
+        if nodes[0] < 0 or nodes[-1] >= n_nodes or (len(nodes) > 1 and (nodes[1:] <= nodes[:-1]).any()):
             raise self._fail(f"job {job.job_id}: allocation {allocation} must list distinct nodes "
                              f"0..{n_nodes - 1} in increasing order")
-        if (units <= 0).any():
+        if units.min() <= 0:
             raise self._fail(f"job {job.job_id}: allocation {allocation} has a non-positive unit count")
         total_units = int(units.sum())
         if job.moldable:
@@ -275,35 +284,47 @@ class HPCModel(mesa.Model):
                                  f"of one node, got {allocation}")
         elif total_units != job.units:
             raise self._fail(f"job {job.job_id} needs {job.units} units, allocation gives {total_units}")
-        need = units[:, None] * np.asarray(job.unit, dtype=np.int64)[None, :]
+        need = units[:, None] * np.asarray(job.unit, dtype=np.int64)
         free_rows = self.free[nodes]
-        if self.exclusive:
-            if (free_rows != self.platform.capacity[nodes]).any():
-                raise self._fail(f"job {job.job_id}: exclusive allocation on busy nodes {allocation}")
-            taken = free_rows.copy()
-        else:
-            taken = need
         if (need > free_rows).any():
             raise self._fail(f"job {job.job_id} over-allocates: needs {need.tolist()} on nodes "
                              f"{nodes.tolist()} with free {free_rows.tolist()}")
+        if self.exclusive:
+            if (free_rows != self.platform.capacity[nodes]).any():
+                raise self._fail(f"job {job.job_id}: exclusive allocation on busy nodes {allocation}")
+            taken = free_rows
+            agent.taken_total = tuple(free_rows.sum(axis=0).tolist())
+        else:
+            taken = need
+            agent.taken_total = tuple(total_units * u for u in job.unit)
         if job.bb > self.free_bb:
             raise self._fail(f"job {job.job_id} needs {job.bb} GB of burst buffer, {self.free_bb} free")
-        self.free[nodes] -= taken
+        self.free[nodes] = free_rows - taken
         self.free_bb -= job.bb
         self.queue_agent.take(job.job_id)
         duration, estimate = self._segment_times(agent, total_units)
         self._start_seq += 1
-        running = RunningJob(job, self.now, self.now + estimate, allocation, self._start_seq)
+        now = self.now
+        running = RunningJob(now + estimate, self._start_seq, job, now, allocation, total_units)
         agent.running = running
         agent.nodes, agent.taken = nodes, taken
         agent.status = JobStatus.RUNNING
         agent.segment += 1
         if agent.first_start is None:
-            agent.first_start = self.now
+            agent.first_start = now
         self.running_by_end.add(running)
-        for node, _ in allocation:
-            self.node_agents[node].running[job.job_id] = running
-        self._push(self.now + duration, COMPLETION, (job.job_id, agent.segment))
+        self._adjust_free_total(agent.taken_total, -1)
+        self._push(now + duration, COMPLETION, (job.job_id, agent.segment))
+
+    def _adjust_free_total(self, amounts: tuple[int, ...], sign: int) -> None:
+        totals = self.free_total
+        self.free_total = tuple(t + sign * a for t, a in zip(totals, amounts))
+
+    def running_on(self, node: int) -> list[RunningJob]:
+        """Running jobs with units on ``node``, in start order."""
+        found = [r for r in self.running_by_end if any(n == node for n, _ in r.allocation)]
+        found.sort(key=lambda r: r.seq)
+        return found
 
     def _segment_times(self, agent: JobAgent, cores: int) -> tuple[float, float]:
         """Real and estimated duration of the next segment on ``cores`` cores/units.
@@ -316,9 +337,8 @@ class HPCModel(mesa.Model):
         left = 1.0 - agent.progress
         if job.moldable:
             assert job.profile is not None
-            full = job.profile[cores - 1]
-            duration = full if agent.progress == 0.0 else float(math.ceil(left * full - 1e-9))
-            agent.seg_full = full
+            agent.seg_full = job.profile[cores - 1]
+            duration = remaining_time(job.profile, cores, agent.progress)
             return duration, duration
         agent.seg_full = job.run_time
         if agent.progress == 0.0:

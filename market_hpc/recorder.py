@@ -47,7 +47,7 @@ class Recorder:
         self.rows: list[tuple] = []  # type: ignore[type-arg]
         self.samples: list[tuple] = []  # type: ignore[type-arg]
         self.record_timeseries = record_timeseries
-        self.busy_resource_seconds = np.zeros(len(RESOURCES), dtype=np.float64)
+        self._busy = [0.0] * len(RESOURCES)
         self.holds = 0
         self.drops = 0
         self.rejected = 0
@@ -80,7 +80,7 @@ class Recorder:
         if self.first_submit is None or job.submit < self.first_submit:
             self.first_submit = job.submit
         started = first_start is not None
-        units = sum(u for _, u in allocation) if allocation else job.units
+        units = job.units if not allocation or not job.moldable else allocation[0][1]
         unit = job.unit
         self.rows.append((
             job.job_id, job.submit,
@@ -89,13 +89,20 @@ class Recorder:
             (first_start - job.submit) if started else np.nan,  # type: ignore[operator]
             busy_time if started else np.nan,
             status.value, units * unit[0], units * unit[1], units * unit[2], units * unit[3],
-            job.bb, units, job.estimate, job.user, job.queue, format_allocation(allocation),
+            job.bb, units, job.estimate, job.user, job.queue, allocation,
             value, hold_count,
         ))
 
-    def busy(self, taken: np.ndarray, seconds: float) -> None:
+    def busy(self, taken_total: tuple[int, ...], seconds: float) -> None:
         """Add resource-seconds used by a finished or held segment."""
-        self.busy_resource_seconds += taken.sum(axis=0) * seconds
+        busy = self._busy
+        for index, amount in enumerate(taken_total):
+            busy[index] += amount * seconds
+
+    @property
+    def busy_resource_seconds(self) -> np.ndarray:
+        """Resource-seconds used so far, per resource."""
+        return np.asarray(self._busy, dtype=np.float64)
 
     def penalty(self, amount: float) -> None:
         """Charge a holding penalty."""
@@ -119,6 +126,7 @@ class Recorder:
     def jobs_frame(self) -> pd.DataFrame:
         """One row per job that left the system, sorted by job id."""
         frame = pd.DataFrame.from_records(self.rows, columns=list(JOB_COLUMNS))
+        frame["nodes"] = [format_allocation(a) for a in frame["nodes"]]
         return frame.sort_values("job_id", kind="stable").reset_index(drop=True)
 
     def timeseries_frame(self) -> pd.DataFrame:

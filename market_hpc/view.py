@@ -51,13 +51,15 @@ class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
 class ModelView:
     """Snapshot of ``model`` at the current instant, valid during one ``decide`` call."""
 
-    __slots__ = ("_model", "time", "platform", "free", "free_bb", "exclusive", "queue", "running")
+    __slots__ = ("_model", "time", "platform", "free", "free_total", "free_bb", "exclusive", "queue",
+                 "running")
 
     def __init__(self, model: HPCModel) -> None:
         self._model = model
         self.time: float = model.now
         self.platform: Platform = model.platform
         self.free: np.ndarray = model.free_readonly
+        self.free_total: tuple[int, ...] = model.free_total
         self.free_bb: float = model.free_bb
         self.exclusive: bool = model.exclusive
         self.queue: Sequence[Job] = ReadOnlySequence(model.queue_agent.jobs)
@@ -74,4 +76,4 @@ class ModelView:
 
     def running_on(self, node: int) -> Sequence[RunningJob]:
         """Running jobs with units on ``node``, in start order."""
-        return ReadOnlySequence(self._model.node_agents[node].running)
+        return ReadOnlySequence(self._model.running_on(node))

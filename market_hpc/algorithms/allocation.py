@@ -24,11 +24,23 @@ def units_fit(free: np.ndarray, unit: tuple[int, ...] | np.ndarray) -> np.ndarra
     >>> units_fit(free, (1, 0, 0, 0)).tolist()
     [4, 8]
     """
-    need = np.asarray(unit)
-    mask = need > 0
-    if not mask.any():
-        raise ValueError("a unit must request at least one resource")
-    return (free[:, mask] // need[mask]).min(axis=1)
+    key = tuple(unit)
+    cached = _UNIT_CACHE.get(key)
+    if cached is None:
+        need = np.asarray(key, dtype=np.int64)
+        mask = need > 0
+        if not mask.any():
+            raise ValueError("a unit must request at least one resource")
+        columns = np.flatnonzero(mask)
+        cached = _UNIT_CACHE[key] = (int(columns[0]) if columns.size == 1 and need[mask][0] == 1 else -1,
+                                     columns, need[mask])
+    single, columns, amounts = cached
+    if single >= 0:
+        return free[:, single]
+    return (free[:, columns] // amounts).min(axis=1)
+
+
+_UNIT_CACHE: dict[tuple[int, ...], tuple[int, np.ndarray, np.ndarray]] = {}
 
 
 def exclusive_fit(free: np.ndarray, capacity: np.ndarray, unit: tuple[int, ...] | np.ndarray) -> np.ndarray:
@@ -71,9 +83,16 @@ def first_fit(fits: np.ndarray, units: int) -> Allocation | None:
     ((1, 2), (2, 1))
     """
     if units == 1:
-        nonzero = np.flatnonzero(fits)
-        return ((int(nonzero[0]), 1),) if nonzero.size else None
-    return place_in_order(fits, np.arange(fits.size), units)
+        first = int(fits.argmax())
+        return ((first, 1),) if fits[first] > 0 else None
+    cumulative = np.cumsum(fits)
+    if cumulative[-1] < units:
+        return None
+    last = int(np.searchsorted(cumulative, units))
+    taken = fits[: last + 1].copy()
+    taken[last] -= cumulative[last] - units
+    nodes = np.flatnonzero(taken)
+    return tuple(zip(nodes.tolist(), taken[nodes].tolist()))
 
 
 def best_fit(fits: np.ndarray, free_cores: np.ndarray, units: int) -> Allocation | None:

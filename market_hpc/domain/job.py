@@ -63,6 +63,10 @@ class Job:
     def __post_init__(self) -> None:
         if len(self.unit) != N_RESOURCES:
             raise ValueError(f"job {self.job_id}: unit must have {N_RESOURCES} entries, got {self.unit}")
+        if self.unit[0] < 1 or min(self.unit) < 0:
+            raise ValueError(f"job {self.job_id}: a unit needs >= 1 core and no negative amounts, got {self.unit}")
+        if self.units < 1:
+            raise ValueError(f"job {self.job_id}: units must be >= 1, got {self.units}")
 
     @property
     def moldable(self) -> bool:

@@ -41,3 +41,18 @@ class BestFit:
         if job.bb > view.free_bb:
             return None
         return best_fit(job_fits(job, free, view), free[:, 0], job.units)
+
+
+@register_allocator("max-bid", "the node bidding the most free cores (seed 002 auction; single node)")
+class MaxBid:
+    """Worst-fit on one node: the node with the most free cores, ties by lowest index."""
+
+    name = "max-bid"
+
+    def allocate(self, job: Job, free: np.ndarray, view: View) -> Allocation | None:
+        """Place all of ``job``'s units on the node with the most free cores, if they fit."""
+        if job.bb > view.free_bb:
+            return None
+        fits = job_fits(job, free, view)
+        node = int(free[:, 0].argmax())
+        return ((node, job.units),) if fits[node] >= job.units else None

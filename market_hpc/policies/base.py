@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -22,8 +22,7 @@ Allocation = tuple[tuple[int, int], ...]
 """Where a job runs: ``((node_index, units_on_that_node), ...)`` with node indices increasing."""
 
 
-@dataclass(frozen=True, slots=True)
-class Start:
+class Start(NamedTuple):
     """Start (or resume) a queued job on an allocation.
 
     For a rigid job the units must sum to ``job.units``; a moldable job (one with a
@@ -34,15 +33,13 @@ class Start:
     allocation: Allocation
 
 
-@dataclass(frozen=True, slots=True)
-class Hold:
+class Hold(NamedTuple):
     """Suspend a running job; it returns to the queue keeping the work done (seed 002)."""
 
     job_id: int
 
 
-@dataclass(frozen=True, slots=True)
-class Drop:
+class Drop(NamedTuple):
     """Remove a queued job that can no longer earn anything."""
 
     job_id: int
@@ -52,8 +49,7 @@ class Drop:
 Action = Start | Hold | Drop
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """What a policy wants done now.
 
     Attributes:
@@ -69,30 +65,28 @@ class Decision:
 NOTHING = Decision()
 
 
-@dataclass(frozen=True, slots=True)
-class RunningJob:
+class RunningJob(NamedTuple):
     """A running job as policies see it.
 
+    Fields are ordered so that tuples sort by ``(est_end, seq)``.
+
     Attributes:
-        job: The job record.
-        start: Start of the current execution segment (the last resume for a held job).
         est_end: When the job is expected to end, from its estimate (rigid jobs) or
             profile (moldable jobs). Use :meth:`View.expected_end`, which never returns
             a time in the past.
+        seq: Start order; later starts have larger ``seq`` (unique).
+        job: The job record.
+        start: Start of the current execution segment (the last resume for a held job).
         allocation: Where it runs.
-        seq: Start order; later starts have larger ``seq``.
+        units: Units (cores for moldable jobs) held by this segment.
     """
 
+    est_end: float
+    seq: int
     job: Job
     start: float
-    est_end: float
     allocation: Allocation
-    seq: int
-
-    @property
-    def units(self) -> int:
-        """Units (cores for moldable jobs) held by this segment."""
-        return sum(u for _, u in self.allocation)
+    units: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +117,9 @@ class View(Protocol):
     @property
     def free(self) -> np.ndarray:
         """``(n_nodes, N_RESOURCES)`` free resources, read-only."""
+    @property
+    def free_total(self) -> tuple[int, ...]:
+        """Free amount per resource summed over nodes."""
     @property
     def free_bb(self) -> float:
         """Free burst-buffer capacity of the shared pool."""

@@ -8,6 +8,7 @@ job id.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 import numpy as np
@@ -20,11 +21,18 @@ from market_hpc.policies.registry import register_scheduler
 
 def _take(free: np.ndarray, job: Job, allocation: Allocation, view: View) -> None:
     """Subtract an allocation from a scratch copy of the free array."""
-    for node, units in allocation:
+    if len(allocation) == 1:
+        node, units = allocation[0]
         if view.exclusive:
             free[node] = 0
         else:
-            free[node] -= np.asarray(job.unit) * units
+            free[node] -= np.multiply(job.unit, units)
+        return
+    pairs = np.array(allocation, dtype=np.int64)
+    if view.exclusive:
+        free[pairs[:, 0]] = 0
+    else:
+        free[pairs[:, 0]] -= pairs[:, 1, None] * np.asarray(job.unit, dtype=np.int64)
 
 
 class _OrderedScheduler:
@@ -42,7 +50,7 @@ class _OrderedScheduler:
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         free = None
         actions: list[Action] = []
-        free_cores = int(view.free[:, 0].sum())
+        free_cores = view.free_total[0]
         for job in self.order(view.queue):
             if job.cores > free_cores and not view.exclusive:
                 break
@@ -96,12 +104,15 @@ class Easy:
         self.name = f"easy+{allocator.name}"
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
-        free = view.free.copy()
-        free_cores = int(free[:, 0].sum())
-        actions: list[Action] = []
+        free_cores = view.free_total[0]
         queue = iter(view.queue)
+        first = next(queue)
+        if first.cores > free_cores and free_cores == 0:
+            return NOTHING  # nothing can start or backfill now
+        free = view.free.copy()
+        actions: list[Action] = []
         head = None
-        for job in queue:
+        for job in itertools.chain((first,), queue):
             allocation = None if job.cores > free_cores else self.allocator.allocate(job, free, view)
             if allocation is None:
                 head = job

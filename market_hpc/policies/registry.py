@@ -79,7 +79,7 @@ def register_allocator(name: str, summary: str) -> Callable[[AllocatorFactory], 
     return add
 
 
-BUILTIN_MODULES = ("allocators", "classic")
+BUILTIN_MODULES = ("allocators", "classic", "market")
 
 
 def _load_builtin() -> None:

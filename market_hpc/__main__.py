@@ -1,0 +1,7 @@
+"""``python -m market_hpc``."""
+
+import sys
+
+from market_hpc.cli import main
+
+sys.exit(main())

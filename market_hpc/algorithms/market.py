@@ -1,0 +1,176 @@
+"""Market-inspired allocation maths (Singh, Dziurzanski & Indrusiak, HPCS 2015).
+
+Pure functions over plain data: profits of moldable jobs on a number of cores, the
+policies' scores, and the holding search of Algorithm 3. Decisions where the paper is
+silent follow ``shared/spec/002-market-hold-resume.md`` and are named by its item (A1..A32).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class Curve(Protocol):
+    """What the market needs of a value curve (see ``algorithms.valuecurve``)."""
+
+    max_value: float
+
+    def value_at(self, elapsed: float) -> float: ...
+    def remaining_value(self, elapsed: float) -> float: ...
+
+
+def c_star(profile: Sequence[float]) -> int:
+    """Smallest core count reaching the minimum response time (spec A4).
+
+    >>> c_star((86, 43, 29, 23, 19, 17, 15, 15, 15))   # Table II, j1
+    7
+    >>> c_star((74, 37, 26, 25, 25))                    # Table II, j4
+    4
+    """
+    best = min(profile)
+    return next(c for c, rt in enumerate(profile, start=1) if rt == best)
+
+
+def remaining_time(profile: Sequence[float], cores: int, progress: float) -> float:
+    """Time to finish on ``cores`` cores with ``progress`` of the work done (spec A11).
+
+    A job on c cores progresses at 1/RT(c) per time unit; a resumed job needs
+    ``ceil((1 - progress) * RT(c))`` so segments stay on the integer time grid.
+
+    >>> remaining_time((10, 6, 4), 2, 0.0)
+    6
+    >>> remaining_time((10, 6, 4), 3, 0.5)
+    2.0
+    >>> remaining_time((10, 6, 4), 2, 0.25)
+    5.0
+    """
+    full = profile[cores - 1]
+    if progress == 0.0:
+        return full
+    return float(math.ceil((1.0 - progress) * full - 1e-9))
+
+
+def profit(curve: Curve, now: float, arrival: float, profile: Sequence[float], cores: int,
+           progress: float = 0.0) -> float:
+    """Value earned if the job starts now on ``cores`` cores (spec A3: value at the
+    projected completion, relative to arrival, A2).
+
+    >>> from market_hpc.algorithms.valuecurve import StepCurve
+    >>> profit(StepCurve(500.0, 15.0), now=0, arrival=0, profile=(30, 15), cores=2)
+    500.0
+    >>> profit(StepCurve(500.0, 15.0), now=0, arrival=0, profile=(30, 15), cores=1)
+    0.0
+    """
+    return float(curve.value_at(now + remaining_time(profile, cores, progress) - arrival))
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A queued job as the market sees it at one instant.
+
+    Attributes:
+        job_id: Job id.
+        arrival: Arrival time (value curves are relative to it).
+        curve: Value curve.
+        profile: Response time on 1..len(profile) cores.
+        progress: Work fraction done before (held jobs).
+        recent: Arrived at this instant and never held (may trigger holding, A12/A13).
+    """
+
+    job_id: int
+    arrival: float
+    curve: Curve
+    profile: tuple[float, ...]
+    progress: float
+    recent: bool
+
+    @property
+    def best_cores(self) -> int:
+        """c*: cores that give the maximum profit / parallelism (A4)."""
+        return c_star(self.profile)
+
+
+@dataclass(frozen=True, slots=True)
+class Executing:
+    """A running job that might be held.
+
+    Attributes:
+        job_id: Job id.
+        node: Node it runs on.
+        cores: Cores it holds.
+        start: Start of its current segment (A28).
+        seq: Start order (tie-break among equal start times: later seq is later).
+        expected_value: Value it was expected to earn at its planned finish (A9's Loss).
+        max_value: Its curve's maximum (the penalty base, A14).
+    """
+
+    job_id: int
+    node: int
+    cores: int
+    start: float
+    seq: int
+    expected_value: float
+    max_value: float
+
+
+@dataclass(frozen=True, slots=True)
+class HoldPlan:
+    """The best holding instance found by Algorithm 3."""
+
+    job_id: int
+    node: int
+    held: tuple[int, ...]
+    cores: int
+    net_profit: float
+    profit: float
+
+
+def hold_search(
+    arrivals: Sequence[Candidate],
+    executing: Sequence[Executing],
+    free_cores: Sequence[int],
+    now: float,
+    penalty: float,
+) -> HoldPlan | None:
+    """Algorithm 3: find the most profitable (arrival, node, latest-start prefix) to hold.
+
+    For each recently arrived job and each node, the node's running jobs are taken latest
+    start first and held as growing prefixes; net profit = profit of the arrival on the
+    freed cores - the held jobs' expected values - penalty x their maximum values
+    (Eq. 1 plus Sec. V-D). The best strictly positive instance wins; ties keep the first
+    found (earlier arrival, lower node, shorter prefix; A8).
+
+    >>> from market_hpc.algorithms.valuecurve import StepCurve
+    >>> newcomer = Candidate(8, 0.0, StepCurve(300.0, 12.0), (20.0, 10.0), 0.0, True)
+    >>> running = [Executing(1, 0, 1, 0.0, 1, 50.0, 50.0), Executing(2, 0, 1, 1.0, 2, 40.0, 40.0)]
+    >>> plan = hold_search([newcomer], running, [0], now=2.0, penalty=0.0)
+    >>> plan.held, plan.cores, plan.net_profit   # holding one job frees too few cores
+    ((2, 1), 2, 210.0)
+    """
+    by_node: dict[int, list[Executing]] = {}
+    for job in executing:
+        by_node.setdefault(job.node, []).append(job)
+    for jobs in by_node.values():
+        jobs.sort(key=lambda e: (e.start, e.seq), reverse=True)
+    best: HoldPlan | None = None
+    best_net = 0.0
+    for arrival in arrivals:
+        c_best = arrival.best_cores
+        for node in sorted(by_node):
+            freed = free_cores[node]
+            loss = 0.0
+            held: list[int] = []
+            for victim in by_node[node]:
+                freed += victim.cores
+                loss += victim.expected_value + penalty * victim.max_value
+                held.append(victim.job_id)
+                cores = min(freed, c_best, len(arrival.profile))
+                gain = profit(arrival.curve, now, arrival.arrival, arrival.profile, cores, arrival.progress)
+                net = gain - loss
+                if net > best_net:
+                    best_net = net
+                    best = HoldPlan(arrival.job_id, node, tuple(held), cores, net, gain)
+    return best

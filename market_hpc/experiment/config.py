@@ -1,0 +1,220 @@
+"""Scenario configuration: TOML in, frozen validated dataclasses out.
+
+A scenario file::
+
+    name = "kth-easy"
+    platform = "kth-sp2"          # preset, inline spec or platform TOML
+    seed = 1
+    exclusive = false             # whole nodes per job
+    timeseries = true
+
+    [workload]
+    trace = "../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz"   # or: generator = "lublin-feitelson"
+    load_factor = 1.0
+    first_n = 5000
+
+    [policy]
+    scheduler = "easy"
+    allocator = "first-fit"
+
+Every key has a dotted path (``policy.scheduler``, ``workload.load_factor``, ``seed``)
+used by ``--set`` and by sweeps. Unknown keys and ill-typed values raise
+``ConfigError`` naming the path, the value received and what is valid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from market_hpc.errors import ConfigError, UnknownNameError
+
+GENERATORS = ("lublin-feitelson", "taskgraphs")
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """Where jobs come from and how they are transformed.
+
+    Attributes:
+        trace: SWF file (plain or .gz); relative paths are resolved against the
+            scenario file's folder.
+        jobset: Task-graph job set JSON (seed 002).
+        generator: Synthetic generator name when no file is given.
+        jobs: Number of jobs to generate.
+        max_procs: Largest generated job (default: platform cores).
+        lenient: Skip malformed trace lines (counted per anomaly) instead of failing.
+        load_factor: Compress inter-arrival times by this factor (> 1 = more load).
+        first_n: Keep only the first N jobs.
+        start: Keep jobs submitted at or after this time (seconds).
+        end: Keep jobs submitted before this time.
+    """
+
+    trace: str | None = None
+    jobset: str | None = None
+    generator: str | None = None
+    jobs: int = 1000
+    max_procs: int | None = None
+    lenient: bool = False
+    load_factor: float = 1.0
+    first_n: int | None = None
+    start: float | None = None
+    end: float | None = None
+
+    def __post_init__(self) -> None:
+        sources = [s for s in (self.trace, self.jobset, self.generator) if s is not None]
+        if len(sources) != 1:
+            raise ConfigError(
+                "workload needs exactly one of trace, jobset or generator; got "
+                + (", ".join(f"{k}={v!r}" for k, v in (("trace", self.trace), ("jobset", self.jobset),
+                                                       ("generator", self.generator)) if v) or "none")
+            )
+        if self.generator is not None and self.generator not in GENERATORS:
+            raise UnknownNameError("workload.generator", self.generator, GENERATORS)
+        if self.load_factor <= 0:
+            raise ConfigError(f"workload.load_factor must be > 0, got {self.load_factor}")
+        if self.jobs < 1:
+            raise ConfigError(f"workload.jobs must be >= 1, got {self.jobs}")
+        if self.first_n is not None and self.first_n < 1:
+            raise ConfigError(f"workload.first_n must be >= 1, got {self.first_n}")
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Which dispatcher runs.
+
+    Attributes:
+        scheduler: Registered scheduler name (``market-hpc`` lists them).
+        allocator: Registered allocator name (default: the scheduler's default).
+        hold_penalty: Fraction of a held job's maximum value charged per hold (seed 002).
+    """
+
+    scheduler: str = "fifo"
+    allocator: str | None = None
+    hold_penalty: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.hold_penalty <= 1.0:
+            raise ConfigError(f"policy.hold_penalty must be in [0, 1], got {self.hold_penalty}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One simulation run, fully specified."""
+
+    workload: WorkloadConfig
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    name: str = "run"
+    platform: str = "kth-sp2"
+    seed: int = 0
+    exclusive: bool = False
+    timeseries: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (the inverse of ``config_from_dict``)."""
+        return dataclasses.asdict(self)
+
+
+def _check_type(path: str, value: Any, annotation: Any) -> Any:
+    hint = annotation
+    allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    if value is None and type(None) in allowed:
+        return None
+    for kind in allowed:
+        if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if kind is int and isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if kind in (str, bool) and isinstance(value, kind):
+            return value
+    names = " or ".join("none" if k is type(None) else k.__name__ for k in allowed)
+    raise ConfigError(f"{path}: expected {names}, got {value!r}")
+
+
+def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if key not in fields:
+            raise UnknownNameError("config key", path, [f"{prefix}{k}" for k in fields])
+        hint = hints[key]
+        if dataclasses.is_dataclass(hint):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: expected a table, got {value!r}")
+            kwargs[key] = _build(hint, value, f"{path}.")  # type: ignore[arg-type]
+        else:
+            kwargs[key] = _check_type(path, value, hint)
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"{prefix or 'scenario'}: {exc}") from None
+
+
+def config_from_dict(data: dict[str, Any], base_dir: Path | None = None) -> RunConfig:
+    """Validate a nested dict into a ``RunConfig``.
+
+    Relative ``workload.trace`` / ``workload.jobset`` paths are resolved against
+    ``base_dir`` when given.
+    """
+    if "workload" not in data:
+        raise ConfigError("scenario needs a [workload] table (trace, jobset or generator)")
+    config: RunConfig = _build(RunConfig, data, "")
+    if base_dir is not None:
+        workload = config.workload
+        updates = {}
+        for key in ("trace", "jobset"):
+            value = getattr(workload, key)
+            if value is not None and not Path(value).is_absolute():
+                updates[key] = str((base_dir / value).resolve())
+        if updates:
+            config = dataclasses.replace(config, workload=dataclasses.replace(workload, **updates))
+    return config
+
+
+def parse_value(raw: str) -> Any:
+    """Parse a ``--set`` value as a TOML literal, falling back to a plain string.
+
+    >>> parse_value("0.5"), parse_value("true"), parse_value("easy"), parse_value('"7"')
+    (0.5, True, 'easy', '7')
+    """
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def set_path(data: dict[str, Any], path: str, value: Any) -> None:
+    """Set ``data[a][b] = value`` for ``path = "a.b"``, creating tables as needed."""
+    *tables, leaf = path.split(".")
+    node = data
+    for table in tables:
+        child = node.setdefault(table, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{path}: {table!r} is not a table")
+        node = child
+    node[leaf] = value
+
+
+def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Read a scenario TOML file, apply ``overrides`` (dotted paths), validate.
+
+    Raises:
+        ConfigError: unreadable file, invalid TOML, unknown keys, bad values.
+    """
+    file = Path(path)
+    try:
+        data = tomllib.loads(file.read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read scenario {file}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    for key, value in (overrides or {}).items():
+        set_path(data, key, value)
+    return config_from_dict(data, base_dir=file.parent)

@@ -1,0 +1,179 @@
+"""Run one configured simulation and write its results directory."""
+
+from __future__ import annotations
+
+import json
+import platform as _platform
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from market_hpc.domain.job import Job
+from market_hpc.domain.platform import Platform, load_platform
+from market_hpc.experiment.config import RunConfig
+from market_hpc.metrics import summarize
+from market_hpc.model import HPCModel, make_market_aware_policy
+from market_hpc.workload import first_n, read_swf, scale_load, time_slice
+
+PROVENANCE_PACKAGES = ("market_hpc", "mesa", "numpy", "pandas", "pyarrow", "networkx", "deap", "ortools")
+
+
+@dataclass
+class Result:
+    """Everything one run produced."""
+
+    config: RunConfig
+    jobs: pd.DataFrame
+    timeseries: pd.DataFrame
+    summary: dict[str, Any]
+    workload_report: dict[str, Any] = field(default_factory=dict)
+
+    def write(self, out: str | Path) -> Path:
+        """Write ``jobs.csv``, ``jobs.parquet``, ``summary.json``, ``timeseries.csv``,
+        ``config.json`` into ``out`` (created if needed)."""
+        directory = Path(out)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.jobs.to_csv(directory / "jobs.csv", index=False)
+        self.jobs.to_parquet(directory / "jobs.parquet", index=False)
+        self.timeseries.to_csv(directory / "timeseries.csv", index=False)
+        (directory / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
+        (directory / "config.json").write_text(json.dumps(provenance(self.config, self.workload_report),
+                                                          indent=2, default=_json_default) + "\n")
+        return directory
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the packages that shape results."""
+    versions = {"python": sys.version.split()[0], "platform": _platform.platform()}
+    for name in PROVENANCE_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def provenance(config: RunConfig, workload_report: dict[str, Any]) -> dict[str, Any]:
+    """The ``config.json`` content: config, seed, versions, workload report."""
+    return {
+        "config": config.to_dict(),
+        "seed": config.seed,
+        "versions": package_versions(),
+        "workload": workload_report,
+    }
+
+
+def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], dict[str, Any]]:
+    """Load or generate the configured jobs and apply load scaling and windows."""
+    spec = config.workload
+    report: dict[str, Any] = {}
+    if spec.trace is not None:
+        workload = read_swf(spec.trace, lenient=spec.lenient)
+        jobs: list[Job] = list(workload.jobs)
+        report = workload.report.to_dict()
+    elif spec.jobset is not None:
+        from market_hpc.workload.taskgraph_jobs import read_job_set
+
+        jobs = list(read_job_set(spec.jobset))
+        report = {"source": spec.jobset, "jobs_kept": len(jobs)}
+    else:
+        jobs, report = _generate(config, platform)
+    if spec.start is not None or spec.end is not None:
+        jobs = list(time_slice(jobs, spec.start if spec.start is not None else -np.inf,
+                               spec.end if spec.end is not None else np.inf))
+    if spec.first_n is not None:
+        jobs = list(first_n(jobs, spec.first_n))
+    if spec.load_factor != 1.0:
+        jobs = list(scale_load(jobs, spec.load_factor))
+    return jobs, report
+
+
+def _generate(config: RunConfig, platform: Platform) -> tuple[list[Job], dict[str, Any]]:
+    spec = config.workload
+    if spec.generator == "lublin-feitelson":
+        from market_hpc.workload.synthetic import lublin_feitelson
+
+        max_procs = spec.max_procs or platform.total_cores
+        jobs = list(lublin_feitelson(spec.jobs, max_procs, config.seed))
+        return jobs, {"generator": spec.generator, "jobs": len(jobs), "max_procs": max_procs}
+    from market_hpc.workload.taskgraph_jobs import demo_job_set
+
+    jobs = list(demo_job_set(spec.jobs, config.seed))
+    return jobs, {"generator": spec.generator, "jobs": len(jobs)}
+
+
+def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = False) -> Result:
+    """Run one configured simulation in this process.
+
+    Args:
+        config: The validated run configuration.
+        jobs: Pre-loaded jobs (skips building the workload from ``config``).
+        progress: Show a progress bar on stderr (only when it is a terminal).
+    """
+    platform = load_platform(config.platform)
+    report: dict[str, Any] = {}
+    if jobs is None:
+        jobs, report = build_workload(config, platform)
+    policy = make_market_aware_policy(config.policy.scheduler, config.policy.allocator,
+                                      config.policy.hold_penalty)
+    model = HPCModel(
+        jobs, platform, policy=policy, exclusive=config.exclusive,
+        hold_penalty=config.policy.hold_penalty, seed=config.seed,
+        record_timeseries=config.timeseries,
+    )
+    began = time.perf_counter()
+    bar = _progress_bar(len(jobs)) if progress else None
+    if bar is None:
+        model.run()
+    else:
+        model.run(progress=lambda arrived: bar.update(arrived - bar.n))
+        bar.update(len(jobs) - bar.n)
+        bar.close()
+    elapsed = time.perf_counter() - began
+    return collect(model, config, report, elapsed)
+
+
+def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed: float) -> Result:
+    """Turn a finished model into a ``Result``."""
+    recorder = model.recorder
+    jobs_frame = recorder.jobs_frame()
+    series = recorder.timeseries_frame()
+    manager = model.manager
+    extra = {
+        "total_profit": recorder.profit,
+        "value_earned": recorder.value_earned,
+        "penalties": recorder.penalties,
+        "holds": recorder.holds,
+        "decisions": manager.decisions,
+        "dispatch_seconds": manager.decide_seconds,
+        "mean_dispatch_ms": 1e3 * manager.decide_seconds / manager.decisions if manager.decisions else 0.0,
+        "simulation_seconds": elapsed,
+        "jobs_skipped": int(report.get("jobs_skipped", 0)),
+        "scheduler": config.policy.scheduler,
+        "allocator": model.policy.name,
+        "seed": config.seed,
+    }
+    summary = summarize(jobs_frame, series, model.platform.total, recorder.busy_resource_seconds, extra)
+    return Result(config, jobs_frame, series, summary, report)
+
+
+def _progress_bar(total: int) -> Any:
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="job", desc="simulating", file=sys.stderr, leave=False)

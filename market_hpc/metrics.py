@@ -1,0 +1,97 @@
+"""Summary metrics of one run.
+
+Definitions (all over jobs that finished unless stated):
+
+- wait = first start - submit;
+- slowdown = (end - submit) / run time, over finished jobs with run time > 0;
+- bounded slowdown (tau = 10 s) = max((end - submit) / max(run time, tau), 1);
+- utilisation of a resource = resource-seconds used by running segments /
+  (platform capacity x (last end - first submit));
+- makespan = last end - first submit;
+- mean queue length is time-weighted over the run;
+- total profit = value of completed jobs - holding penalties (seed 002).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from market_hpc.domain.resources import RESOURCES
+
+BOUNDED_SLOWDOWN_TAU = 10.0
+
+
+def _mean(series: pd.Series) -> float:
+    return float(series.mean()) if len(series) else float("nan")
+
+
+def slowdowns(jobs: pd.DataFrame, tau: float = BOUNDED_SLOWDOWN_TAU) -> tuple[pd.Series, pd.Series]:
+    """Slowdown (jobs with run time > 0) and bounded slowdown of finished jobs.
+
+    >>> frame = pd.DataFrame({"status": ["finished"] * 2, "submit_time": [0, 0],
+    ...                       "end_time": [20, 4], "run_time": [10, 2]})
+    >>> [s.tolist() for s in slowdowns(frame)]
+    [[2.0, 2.0], [2.0, 1.0]]
+    """
+    done = jobs[jobs["status"] == "finished"]
+    response = done["end_time"] - done["submit_time"]
+    run = done["run_time"]
+    positive = run > 0
+    slowdown = response[positive] / run[positive]
+    bounded = np.maximum(response / np.maximum(run, tau), 1.0)
+    return slowdown, bounded
+
+
+def time_weighted_mean(times: np.ndarray, values: np.ndarray) -> float:
+    """Mean of a step function holding ``values[i]`` on ``[times[i], times[i+1])``.
+
+    >>> time_weighted_mean(np.array([0.0, 10.0, 30.0]), np.array([2.0, 4.0, 0.0]))
+    3.3333333333333335
+    """
+    if len(times) < 2 or times[-1] == times[0]:
+        return float(values[0]) if len(values) else float("nan")
+    widths = np.diff(times)
+    return float((values[:-1] * widths).sum() / widths.sum())
+
+
+def summarize(
+    jobs: pd.DataFrame,
+    timeseries: pd.DataFrame,
+    capacity_total: np.ndarray,
+    busy_resource_seconds: np.ndarray,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Compute the summary dictionary written to ``summary.json``."""
+    status = jobs["status"]
+    done = jobs[status == "finished"]
+    slowdown, bounded = slowdowns(jobs)
+    first_submit = float(jobs["submit_time"].min()) if len(jobs) else 0.0
+    last_end = float(done["end_time"].max()) if len(done) else first_submit
+    span = last_end - first_submit
+    summary: dict[str, Any] = {
+        "jobs_total": int(len(jobs)),
+        "jobs_completed": int(len(done)),
+        "jobs_dropped": int((status == "dropped").sum()),
+        "jobs_rejected": int((status == "rejected").sum()),
+        "mean_wait": _mean(done["wait_time"]),
+        "median_wait": float(done["wait_time"].median()) if len(done) else float("nan"),
+        "max_wait": float(done["wait_time"].max()) if len(done) else float("nan"),
+        "mean_slowdown": _mean(slowdown),
+        "mean_bounded_slowdown": _mean(bounded),
+        "makespan": span,
+    }
+    for index, resource in enumerate(RESOURCES):
+        if capacity_total[index] > 0:
+            summary[f"utilisation_{resource}"] = (
+                float(busy_resource_seconds[index] / (capacity_total[index] * span)) if span > 0 else 0.0
+            )
+    if len(timeseries):
+        times = timeseries["time"].to_numpy(dtype=float)
+        queue = timeseries["queue_length"].to_numpy(dtype=float)
+        summary["mean_queue_length"] = time_weighted_mean(times, queue)
+        summary["max_queue_length"] = int(queue.max())
+    summary.update(extra or {})
+    return summary
