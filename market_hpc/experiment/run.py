@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform as _platform
 import sys
@@ -84,7 +85,8 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
     if spec.trace is not None:
         workload = read_swf(spec.trace, lenient=spec.lenient)
         jobs: list[Job] = list(workload.jobs)
-        report = workload.report.to_dict()
+        report = {"source": workload.source, **dataclasses.asdict(workload.report),
+                  "jobs_skipped": workload.report.skipped}
     elif spec.jobset is not None:
         from market_hpc.workload.taskgraph_jobs import read_job_set
 

@@ -1,0 +1,105 @@
+"""Pure transformations of job sequences: load scaling, prefixes and time windows.
+
+Every function takes a sequence of :class:`~market_hpc.domain.job.Job` and returns a new
+tuple; jobs are frozen, so changed jobs are copies (``dataclasses.replace``) and the
+input is never modified. Order is preserved.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+from market_hpc.domain.job import Job
+from market_hpc.errors import ConfigError
+
+
+def scale_load(jobs: Sequence[Job], factor: float) -> tuple[Job, ...]:
+    """Compress (factor > 1) or stretch (factor < 1) inter-arrival times.
+
+    With ``t0`` the earliest submit time, each job's submit becomes
+    ``t0 + (submit - t0) / factor``; run times and estimates are unchanged, so the
+    offered load is multiplied by ``factor``.
+
+    Args:
+        jobs: Jobs in any order.
+        factor: Positive, finite load multiplier.
+
+    Returns:
+        The jobs with scaled submit times, in input order.
+
+    Raises:
+        ConfigError: ``factor`` is not a positive finite number.
+
+    >>> jobs = [Job(1, 100.0, 5.0, 5.0), Job(2, 110.0, 5.0, 5.0), Job(3, 140.0, 5.0, 5.0)]
+    >>> [job.submit for job in scale_load(jobs, 2.0)]
+    [100.0, 105.0, 120.0]
+    >>> [job.submit for job in scale_load(jobs, 0.5)]
+    [100.0, 120.0, 180.0]
+    >>> scale_load(jobs, 0)
+    Traceback (most recent call last):
+    ...
+    market_hpc.errors.ConfigError: load factor must be a positive finite number, got 0
+    """
+    if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor > 0):
+        raise ConfigError(f"load factor must be a positive finite number, got {factor!r}")
+    if not jobs:
+        return ()
+    t0 = min(job.submit for job in jobs)
+    return tuple(
+        dataclasses.replace(job, submit=t0 + (job.submit - t0) / factor) for job in jobs
+    )
+
+
+def first_n(jobs: Sequence[Job], n: int) -> tuple[Job, ...]:
+    """Keep the first ``n`` jobs (all of them when there are fewer).
+
+    Args:
+        jobs: Jobs, normally in submit order as :func:`read_swf` returns them.
+        n: Number of jobs to keep, ``>= 0``.
+
+    Raises:
+        ConfigError: ``n`` is negative or not an integer.
+
+    >>> jobs = [Job(i, float(i), 1.0, 1.0) for i in range(1, 6)]
+    >>> [job.job_id for job in first_n(jobs, 3)]
+    [1, 2, 3]
+    >>> len(first_n(jobs, 10))
+    5
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ConfigError(f"number of jobs must be an integer >= 0, got {n!r}")
+    return tuple(jobs[:n])
+
+
+def time_slice(
+    jobs: Sequence[Job], start: float, end: float, *, rebase: bool = False
+) -> tuple[Job, ...]:
+    """Keep the jobs submitted in ``[start, end)``.
+
+    Args:
+        jobs: Jobs in any order.
+        start: Window start (inclusive), seconds.
+        end: Window end (exclusive), seconds; ``>= start``.
+        rebase: Subtract ``start`` from the kept submit times, so the window starts
+            at time 0.
+
+    Returns:
+        The jobs in the window, in input order.
+
+    Raises:
+        ConfigError: ``end < start`` or a bound is NaN.
+
+    >>> jobs = [Job(i, t, 1.0, 1.0) for i, t in enumerate([0.0, 50.0, 100.0, 150.0])]
+    >>> [job.submit for job in time_slice(jobs, 50, 150)]
+    [50.0, 100.0]
+    >>> [job.submit for job in time_slice(jobs, 50, 150, rebase=True)]
+    [0.0, 50.0]
+    """
+    if math.isnan(start) or math.isnan(end) or end < start:
+        raise ConfigError(f"time slice needs start <= end, got start={start!r}, end={end!r}")
+    kept = (job for job in jobs if start <= job.submit < end)
+    if rebase:
+        return tuple(dataclasses.replace(job, submit=job.submit - start) for job in kept)
+    return tuple(kept)
