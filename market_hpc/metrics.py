@@ -76,6 +76,7 @@ def summarize(
         "jobs_completed": int(len(done)),
         "jobs_dropped": int((status == "dropped").sum()),
         "jobs_rejected": int((status == "rejected").sum()),
+        "jobs_never_started": int(status.isin(["queued", "held"]).sum()),
         "mean_wait": _mean(done["wait_time"]),
         "median_wait": float(done["wait_time"].median()) if len(done) else float("nan"),
         "max_wait": float(done["wait_time"].max()) if len(done) else float("nan"),

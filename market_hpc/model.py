@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -126,8 +127,8 @@ class HPCModel(mesa.Model):
 
     def step(self) -> None:
         """Advance to the next instant with events and handle all of them."""
-        if not self._advance():
-            self.running = False
+        if not self._advance() or self.next_time() == _NEVER:
+            self.finalize()
 
     def run(self, until: float = _NEVER, progress: Any = None) -> None:
         """Run until no event is left or the next one is after ``until``.
@@ -146,7 +147,19 @@ class HPCModel(mesa.Model):
             if progress is not None and instants % 1000 == 0:
                 progress(self._next_arrival)
         if self.next_time() == _NEVER:
-            self.running = False
+            self.finalize()
+
+    def finalize(self) -> None:
+        """End the run: jobs still waiting when no event is left can never start (for
+        example a head job no allocator can place); record them as ``queued`` so nothing
+        disappears from the results. Idempotent."""
+        self.running = False
+        if self.next_time() != _NEVER:
+            return
+        for agent in list(self.job_agents.values()):
+            self.queue_agent.take(agent.job.job_id)
+            self.recorder.starved += 1
+            self._leave(agent)
 
     def _advance(self) -> bool:
         now = self.next_time()
@@ -265,18 +278,18 @@ class HPCModel(mesa.Model):
         allocation = action.allocation
         if not allocation:
             raise self._fail(f"start of job {job.job_id} has an empty allocation")
+        n_nodes = self.platform.n_nodes
+        previous = -1
+        total_units = 0
         try:
-            pairs = np.array(allocation, dtype=np.int64).reshape(-1, 2)
+            for node, units in allocation:
+                if not previous < node < n_nodes or units <= 0:
+                    raise self._fail(f"job {job.job_id}: allocation {allocation} must list distinct nodes "
+                                     f"0..{n_nodes - 1} in increasing order with positive unit counts")
+                previous = node
+                total_units += units
         except (TypeError, ValueError):
             raise self._fail(f"job {job.job_id}: allocation {allocation!r} is not ((node, units), ...)") from None
-        nodes, units = pairs[:, 0], pairs[:, 1]
-        n_nodes = self.platform.n_nodes
-        if nodes[0] < 0 or nodes[-1] >= n_nodes or (len(nodes) > 1 and (nodes[1:] <= nodes[:-1]).any()):
-            raise self._fail(f"job {job.job_id}: allocation {allocation} must list distinct nodes "
-                             f"0..{n_nodes - 1} in increasing order")
-        if units.min() <= 0:
-            raise self._fail(f"job {job.job_id}: allocation {allocation} has a non-positive unit count")
-        total_units = int(units.sum())
         if job.moldable:
             assert job.profile is not None
             if len(allocation) != 1 or not 1 <= total_units <= len(job.profile):
@@ -284,7 +297,9 @@ class HPCModel(mesa.Model):
                                  f"of one node, got {allocation}")
         elif total_units != job.units:
             raise self._fail(f"job {job.job_id} needs {job.units} units, allocation gives {total_units}")
-        need = units[:, None] * np.asarray(job.unit, dtype=np.int64)
+        pairs = np.array(allocation, dtype=np.int64)
+        nodes = pairs[:, 0]
+        need = np.outer(pairs[:, 1], job.unit)
         free_rows = self.free[nodes]
         if (need > free_rows).any():
             raise self._fail(f"job {job.job_id} over-allocates: needs {need.tolist()} on nodes "
@@ -317,8 +332,8 @@ class HPCModel(mesa.Model):
         self._push(now + duration, COMPLETION, (job.job_id, agent.segment))
 
     def _adjust_free_total(self, amounts: tuple[int, ...], sign: int) -> None:
-        totals = self.free_total
-        self.free_total = tuple(t + sign * a for t, a in zip(totals, amounts))
+        combine = operator.add if sign > 0 else operator.sub
+        self.free_total = tuple(map(combine, self.free_total, amounts))
 
     def running_on(self, node: int) -> list[RunningJob]:
         """Running jobs with units on ``node``, in start order."""

@@ -5,6 +5,7 @@ Plain Python lists of tuples on the hot path; pandas only when the run is over.
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,9 +49,11 @@ class Recorder:
         self.samples: list[tuple] = []  # type: ignore[type-arg]
         self.record_timeseries = record_timeseries
         self._busy = [0.0] * len(RESOURCES)
+        self._total = tuple(platform.total.tolist())
         self.holds = 0
         self.drops = 0
         self.rejected = 0
+        self.starved = 0
         self.finished = 0
         self.value_earned = 0.0
         self.penalties = 0.0
@@ -85,7 +88,7 @@ class Recorder:
         self.rows.append((
             job.job_id, job.submit,
             first_start if started else np.nan,
-            end if status is not JobStatus.REJECTED else np.nan,
+            end if status in (JobStatus.FINISHED, JobStatus.DROPPED) else np.nan,
             (first_start - job.submit) if started else np.nan,  # type: ignore[operator]
             busy_time if started else np.nan,
             status.value, units * unit[0], units * unit[1], units * unit[2], units * unit[3],
@@ -117,9 +120,9 @@ class Recorder:
         """Record one row of the time series at the current instant."""
         if not self.record_timeseries:
             return
-        used = self.platform.total - model.free.sum(axis=0)
+        used = map(operator.sub, self._total, model.free_total)
         self.samples.append((
-            model.now, len(model.queue_agent.jobs), len(model.running_by_end), *used.tolist(),
+            model.now, len(model.queue_agent.jobs), len(model.running_by_end), *used,
             self.holds, self.drops, self.profit,
         ))
 

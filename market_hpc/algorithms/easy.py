@@ -9,15 +9,17 @@ uses only extra resources, so it can never delay the head's reservation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-import numpy as np
+Amounts = Sequence[int]
 
 
 def shadow_and_extra(
-    free_total: np.ndarray, releases: Iterable[tuple[float, np.ndarray]], need: np.ndarray
-) -> tuple[float, np.ndarray]:
+    free_total: Amounts, releases: Iterable[tuple[float, Amounts]], need: Amounts
+) -> tuple[float, tuple[int, ...]]:
     """Compute the head job's shadow time and the extra resources at that time.
+
+    Amounts are short per-resource vectors (plain tuples: cheaper than numpy at this size).
 
     Args:
         free_total: Free amount per resource now.
@@ -28,22 +30,29 @@ def shadow_and_extra(
         ``(shadow_time, extra)``; ``shadow_time`` is ``inf`` when even all releases are
         not enough (the head can never run on what is running now).
 
-    >>> releases = [(10.0, np.array([2])), (20.0, np.array([3]))]
-    >>> shadow_and_extra(np.array([1]), releases, np.array([4]))
-    (20.0, array([2]))
-    >>> shadow_and_extra(np.array([1]), releases, np.array([9]))[0]
+    >>> releases = [(10.0, (2,)), (20.0, (3,))]
+    >>> shadow_and_extra((1,), releases, (4,))
+    (20.0, (2,))
+    >>> shadow_and_extra((1,), releases, (9,))[0]
     inf
+    >>> shadow_and_extra((0,), [(5.0, (2,)), (5.0, (2,)), (9.0, (1,))], (2,))   # ties at the shadow
+    (5.0, (2,))
     """
-    available = free_total.copy()
+    available = list(free_total)
+    indices = range(len(available))
+    shadow = float("inf")
     for end, amount in releases:
-        available += amount
-        if (available >= need).all():
-            return end, available - need
-    return float("inf"), available - need
+        if end > shadow:
+            break  # every job ending exactly at the shadow time counts towards extra
+        for i in indices:
+            available[i] += amount[i]
+        if shadow == float("inf") and all(available[i] >= need[i] for i in indices):
+            shadow = end
+    return shadow, tuple(available[i] - need[i] for i in indices)
 
 
 def may_backfill(
-    now: float, estimate: float, need: np.ndarray, shadow: float, extra: np.ndarray
+    now: float, estimate: float, need: Amounts, shadow: float, extra: Amounts
 ) -> tuple[bool, bool]:
     """Decide whether a job that fits now may be backfilled.
 
@@ -51,13 +60,13 @@ def may_backfill(
         ``(allowed, uses_extra)``: ``uses_extra`` is true when the job would still be
         running at the shadow time, so its resources must come out of ``extra``.
 
-    >>> may_backfill(0.0, 5.0, np.array([3]), 10.0, np.array([0]))
+    >>> may_backfill(0.0, 5.0, (3,), 10.0, (0,))
     (True, False)
-    >>> may_backfill(0.0, 15.0, np.array([3]), 10.0, np.array([2]))
+    >>> may_backfill(0.0, 15.0, (3,), 10.0, (2,))
     (False, True)
-    >>> may_backfill(0.0, 15.0, np.array([2]), 10.0, np.array([2]))
+    >>> may_backfill(0.0, 15.0, (2,), 10.0, (2,))
     (True, True)
     """
     if now + estimate <= shadow:
         return True, False
-    return bool((need <= extra).all()), True
+    return all(n <= e for n, e in zip(need, extra)), True

@@ -166,7 +166,8 @@ def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed:
         "simulation_seconds": elapsed,
         "jobs_skipped": int(report.get("jobs_skipped", 0)),
         "scheduler": config.policy.scheduler,
-        "allocator": model.policy.name,
+        "allocator": config.policy.allocator or "",
+        "policy": model.policy.name,
         "seed": config.seed,
     }
     summary = summarize(jobs_frame, series, model.platform.total, recorder.busy_resource_seconds, extra)

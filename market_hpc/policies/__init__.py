@@ -15,6 +15,7 @@ from market_hpc.policies.base import (
 )
 from market_hpc.policies.registry import (
     allocator_names,
+    allocators_for,
     make_allocator,
     make_policy,
     scheduler_entry,
@@ -23,6 +24,6 @@ from market_hpc.policies.registry import (
 
 __all__ = [
     "NOTHING", "Allocation", "Allocator", "Decision", "Drop", "Hold", "JobState", "Policy",
-    "RunningJob", "Start", "View", "allocator_names", "make_allocator", "make_policy",
+    "RunningJob", "Start", "View", "allocator_names", "allocators_for", "make_allocator", "make_policy",
     "scheduler_entry", "scheduler_names",
 ]

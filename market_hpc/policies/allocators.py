@@ -43,7 +43,9 @@ class BestFit:
         return best_fit(job_fits(job, free, view), free[:, 0], job.units)
 
 
-@register_allocator("max-bid", "the node bidding the most free cores (seed 002 auction; single node)")
+@register_allocator(
+    "max-bid", "the node bidding the most free cores (seed 002 auction; single node)", market_only=True
+)
 class MaxBid:
     """Worst-fit on one node: the node with the most free cores, ties by lowest index."""
 

@@ -8,6 +8,7 @@ job id.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Iterable
 
@@ -33,6 +34,10 @@ def _take(free: np.ndarray, job: Job, allocation: Allocation, view: View) -> Non
         free[pairs[:, 0]] = 0
     else:
         free[pairs[:, 0]] -= pairs[:, 1, None] * np.asarray(job.unit, dtype=np.int64)
+
+
+def _totals(unit: tuple[int, ...], units: int) -> tuple[int, ...]:
+    return tuple(units * amount for amount in unit)
 
 
 class _OrderedScheduler:
@@ -111,6 +116,7 @@ class Easy:
             return NOTHING  # nothing can start or backfill now
         free = view.free.copy()
         actions: list[Action] = []
+        started: list[tuple[float, tuple[int, ...]]] = []
         head = None
         for job in itertools.chain((first,), queue):
             allocation = None if job.cores > free_cores else self.allocator.allocate(job, free, view)
@@ -118,18 +124,19 @@ class Easy:
                 head = job
                 break
             actions.append(Start(job.job_id, allocation))
+            started.append((view.time + job.estimate, _totals(job.unit, job.units)))
             _take(free, job, allocation, view)
             free_cores -= job.cores
         if head is None or free_cores == 0:
             return Decision(tuple(actions)) if actions else NOTHING
-        shadow, extra = self._reservation(view, free, head)
+        shadow, extra = self._reservation(view, free, head, sorted(started))
         now = view.time
         for job in queue:
             if free_cores == 0:
                 break
             if job.cores > free_cores:
                 continue
-            need = np.asarray(job.unit, dtype=np.int64) * job.units
+            need = _totals(job.unit, job.units)
             allowed, uses_extra = may_backfill(now, job.estimate, need, shadow, extra)
             if not allowed:
                 continue
@@ -140,13 +147,16 @@ class Easy:
             _take(free, job, allocation, view)
             free_cores -= job.cores
             if uses_extra:
-                extra = extra - need
+                extra = tuple(e - n for e, n in zip(extra, need))
         return Decision(tuple(actions)) if actions else NOTHING
 
-    def _reservation(self, view: View, free: np.ndarray, head: Job) -> tuple[float, np.ndarray]:
-        need = np.asarray(head.unit, dtype=np.int64) * head.units
-        releases = (
-            (view.expected_end(r), np.asarray(r.job.unit, dtype=np.int64) * r.units)
-            for r in view.running
+    def _reservation(
+        self, view: View, free: np.ndarray, head: Job, started: list[tuple[float, tuple[int, ...]]]
+    ) -> tuple[float, tuple[int, ...]]:
+        """Shadow time and extra of ``head``; ``started`` are jobs started in this decision."""
+        now = view.time
+        running = (
+            (r.est_end if r.est_end > now else now, _totals(r.job.unit, r.units)) for r in view.running
         )
-        return shadow_and_extra(free.sum(axis=0), releases, need)
+        releases = heapq.merge(running, started, key=lambda release: release[0]) if started else running
+        return shadow_and_extra(free.sum(axis=0).tolist(), releases, _totals(head.unit, head.units))

@@ -46,6 +46,7 @@ class SchedulerEntry:
 
 SCHEDULERS: dict[str, SchedulerEntry] = {}
 ALLOCATORS: dict[str, tuple[AllocatorFactory, str]] = {}
+MARKET_ONLY_ALLOCATORS: set[str] = set()
 
 
 def register_scheduler(
@@ -67,13 +68,21 @@ def register_scheduler(
     return add
 
 
-def register_allocator(name: str, summary: str) -> Callable[[AllocatorFactory], AllocatorFactory]:
-    """Class/function decorator adding an allocator to the registry."""
+def register_allocator(
+    name: str, summary: str, *, market_only: bool = False
+) -> Callable[[AllocatorFactory], AllocatorFactory]:
+    """Class/function decorator adding an allocator to the registry.
+
+    ``market_only`` allocators (the auction's single-node ``max-bid``) are offered only to
+    schedulers that list them explicitly.
+    """
 
     def add(factory: AllocatorFactory) -> AllocatorFactory:
         if name in ALLOCATORS:
             raise ValueError(f"allocator {name!r} registered twice")
         ALLOCATORS[name] = (factory, summary)
+        if market_only:
+            MARKET_ONLY_ALLOCATORS.add(name)
         return factory
 
     return add
@@ -98,6 +107,14 @@ def allocator_names() -> list[str]:
     """All registered allocator names, sorted."""
     _load_builtin()
     return sorted(ALLOCATORS)
+
+
+def allocators_for(scheduler: str) -> list[str]:
+    """The allocators a scheduler composes with, sorted."""
+    entry = scheduler_entry(scheduler)
+    if entry.allocators is not None:
+        return sorted(entry.allocators)
+    return sorted(set(ALLOCATORS) - MARKET_ONLY_ALLOCATORS)
 
 
 def scheduler_entry(name: str) -> SchedulerEntry:
@@ -132,12 +149,13 @@ def make_policy(
     """
     entry = scheduler_entry(scheduler)
     alloc_name = (allocator or entry.default_allocator).lower()
-    if entry.allocators is not None and alloc_name not in entry.allocators:
-        raise ConfigError(
-            f"scheduler {entry.name!r} chooses nodes itself; allocator must be one of "
-            f"{', '.join(entry.allocators)}, got {allocator!r}"
-        )
     alloc = make_allocator(alloc_name, **(allocator_params or {}))
+    valid = allocators_for(entry.name)
+    if alloc_name not in valid:
+        raise ConfigError(
+            f"scheduler {entry.name!r} does not work with allocator {alloc_name!r}; "
+            f"valid choices: {', '.join(valid)}"
+        )
     try:
         return entry.factory(alloc, **(scheduler_params or {}))
     except TypeError as exc:
