@@ -212,6 +212,9 @@ class HPCModel(mesa.Model):
 
     def _finish(self, agent: JobAgent) -> None:
         self._release(agent)
+        assert agent.running is not None
+        self.recorder.segment(agent.job.job_id, agent.running.start, self.now, agent.running.units,
+                              agent.progress, 1.0)
         agent.progress = 1.0
         agent.status = JobStatus.FINISHED
         curve = agent.job.payload.get("value_curve")
@@ -368,8 +371,11 @@ class HPCModel(mesa.Model):
         assert agent.running is not None
         done = self.now - agent.running.start
         self._release(agent)
+        before = agent.progress
         if agent.seg_full > 0:
             agent.progress = min(agent.progress + done / agent.seg_full, 1.0)
+        self.recorder.segment(agent.job.job_id, agent.running.start, self.now, agent.running.units,
+                              before, agent.progress)
         agent.last_allocation = agent.running.allocation
         agent.running = None
         agent.status = JobStatus.HELD

@@ -47,6 +47,7 @@ class Recorder:
         self.platform = platform
         self.rows: list[tuple] = []  # type: ignore[type-arg]
         self.samples: list[tuple] = []  # type: ignore[type-arg]
+        self.segments: list[tuple[int, float, float, int, float, float]] = []
         self.record_timeseries = record_timeseries
         self._busy = [0.0] * len(RESOURCES)
         self._total = tuple(platform.total.tolist())
@@ -106,6 +107,18 @@ class Recorder:
     def busy_resource_seconds(self) -> np.ndarray:
         """Resource-seconds used so far, per resource."""
         return np.asarray(self._busy, dtype=np.float64)
+
+    def segment(self, job_id: int, start: float, end: float, units: int, progress_before: float,
+                progress_after: float) -> None:
+        """Record one execution segment (a job runs once, or once per hold/resume cycle)."""
+        self.segments.append((job_id, start, end, units, progress_before, progress_after))
+
+    def segments_frame(self) -> pd.DataFrame:
+        """One row per execution segment."""
+        return pd.DataFrame.from_records(
+            self.segments,
+            columns=["job_id", "start", "end", "units", "progress_before", "progress_after"],
+        )
 
     def penalty(self, amount: float) -> None:
         """Charge a holding penalty."""

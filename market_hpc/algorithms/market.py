@@ -8,7 +8,7 @@ silent follow ``shared/spec/002-market-hold-resume.md`` and are named by its ite
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -150,13 +150,29 @@ def hold_search(
     >>> plan.held, plan.cores, plan.net_profit   # holding one job frees too few cores
     ((2, 1), 2, 210.0)
     """
+    best: HoldPlan | None = None
+    for plan in hold_instances(arrivals, executing, free_cores, now, penalty):
+        if plan.net_profit > (best.net_profit if best is not None else 0.0):
+            best = plan
+    return best
+
+
+def hold_instances(
+    arrivals: Sequence[Candidate],
+    executing: Sequence[Executing],
+    free_cores: Sequence[int],
+    now: float,
+    penalty: float,
+) -> Iterator[HoldPlan]:
+    """Every holding instance Algorithm 3 evaluates, in its order (arrival, node, prefix).
+
+    The rows of the paper's Fig. 5 table are these instances.
+    """
     by_node: dict[int, list[Executing]] = {}
     for job in executing:
         by_node.setdefault(job.node, []).append(job)
     for jobs in by_node.values():
         jobs.sort(key=lambda e: (e.start, e.seq), reverse=True)
-    best: HoldPlan | None = None
-    best_net = 0.0
     for arrival in arrivals:
         c_best = arrival.best_cores
         for node in sorted(by_node):
@@ -169,8 +185,4 @@ def hold_search(
                 held.append(victim.job_id)
                 cores = min(freed, c_best, len(arrival.profile))
                 gain = profit(arrival.curve, now, arrival.arrival, arrival.profile, cores, arrival.progress)
-                net = gain - loss
-                if net > best_net:
-                    best_net = net
-                    best = HoldPlan(arrival.job_id, node, tuple(held), cores, net, gain)
-    return best
+                yield HoldPlan(arrival.job_id, node, tuple(held), cores, gain - loss, gain)

@@ -1,0 +1,175 @@
+"""Seed 002 market dispatchers: the paper's worked examples, accounting, work conservation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from market_fixtures import FIG5_LOSSES, fig5_jobs, market_job
+
+from market_hpc.algorithms.market import Candidate, Executing, c_star, hold_instances, hold_search
+from market_hpc.algorithms.valuecurve import LinearDecayCurve, StepCurve
+from market_hpc.errors import ConfigError
+from market_hpc.model import HPCModel
+from market_hpc.policies import scheduler_entry, scheduler_names
+
+MARKET = [name for name in scheduler_names() if scheduler_entry(name).market]
+
+
+def test_all_eight_market_policies_are_registered():
+    assert sorted(MARKET) == sorted(["sjq", "maxv", "maxvd", "minvr", "sjqh", "maxvh", "maxvdh", "minvrh"])
+
+
+def test_table_ii_saturation_points():
+    # Table II rows: the smallest core count reaching the minimum response time.
+    assert c_star((86, 43, 29, 23, 19, 17, 15, 15, 15)) == 7
+    assert c_star((58, 29, 20, 17, 13, 11, 11)) == 6
+    assert c_star((83, 42, 28, 22, 22, 22)) == 4
+    assert c_star((74, 37, 26, 25, 25)) == 4
+
+
+def fig5_state():
+    jobs = {job.job_id: job for job in fig5_jobs()}
+    placement = {1: (0, 3, 0), 4: (0, 3, 3), 7: (0, 3, 5), 3: (1, 3, 1), 2: (1, 4, 4), 5: (1, 2, 6),
+                 6: (2, 9, 2)}
+    executing = [Executing(j, node, cores, start, start, FIG5_LOSSES[j], FIG5_LOSSES[j])
+                 for j, (node, cores, start) in placement.items()]
+    j8 = jobs[8]
+    arrival = Candidate(8, 7.0, j8.payload["value_curve"], j8.profile, 0.0, True)
+    return arrival, executing
+
+
+def test_fig5_holding_instances_match_the_paper_table():
+    arrival, executing = fig5_state()
+    table = {(p.node, p.held): p.net_profit for p in hold_instances([arrival], executing, [0, 0, 0], 7.0, 0.0)}
+    assert table[(0, (7,))] == 40
+    assert table[(0, (7, 4))] == 100
+    assert table[(1, (5,))] == -80
+    assert table[(1, (5, 2))] == 200
+    best = hold_search([arrival], executing, [0, 0, 0], 7.0, 0.0)
+    assert (best.node, best.held, best.cores, best.net_profit) == (1, (5, 2), 6, 200)
+
+
+def test_fig5_penalty_enters_the_holding_decision():
+    arrival, executing = fig5_state()
+    # pi = 0.5 charges half of each held job's maximum value: {j5, j2} nets 200 - 100 = 100,
+    # {j7, j4} 100 - 150 < 0, {j7} 40 - 30 = 10, j6 alone 100 - 150 < 0.
+    best = hold_search([arrival], executing, [0, 0, 0], 7.0, 0.5)
+    assert (best.node, best.held, best.net_profit) == (1, (5, 2), 100)
+    assert hold_search([arrival], executing, [0, 0, 0], 7.0, 1.0) is None
+
+
+@pytest.mark.parametrize("policy", ["maxvh", "maxvdh", "sjqh", "minvrh"])
+def test_fig5_in_the_model_holds_j5_and_j2_on_node_2(policy):
+    model = HPCModel(fig5_jobs(), "hlrs-3x9", policy)
+    model.run(until=7)
+    placement = {r.job.job_id: r.allocation for r in model.running_by_end}
+    assert placement[8] == ((1, 6),)
+    assert 5 not in placement and 2 not in placement
+    assert {placement[j][0][0] for j in (1, 4, 7)} == {0}
+    assert model.recorder.holds == 2
+    model.run()
+    jobs = model.recorder.jobs_frame().set_index("job_id")
+    assert jobs.loc[8, "value"] == 400 and jobs.loc[8, "end_time"] == 17
+    assert jobs.loc[5, "hold_count"] == 1 and jobs.loc[2, "hold_count"] == 1
+    assert (jobs["status"] == "finished").all()
+
+
+def test_fig5_without_holding_j8_waits():
+    model = HPCModel(fig5_jobs(), "hlrs-3x9", "maxv")
+    model.run(until=7)
+    assert 8 not in {r.job.job_id for r in model.running_by_end}
+    assert model.recorder.holds == 0
+
+
+def work_done(segments: pd.DataFrame, jobs_by_id) -> pd.Series:
+    """Fraction of each job's work its segments performed (1/RT(c) per time unit)."""
+    rate = [1.0 / jobs_by_id[j].profile[c - 1] for j, c in zip(segments.job_id, segments.units)]
+    return ((segments.end - segments.start) * rate).groupby(segments.job_id).sum()
+
+
+def overload_jobs(seed: int, n: int = 40):
+    rng = np.random.default_rng(seed)
+    jobs = []
+    t = 0
+    for job_id in range(1, n + 1):
+        t += int(rng.integers(0, 4))
+        tasks = int(rng.integers(3, 9))
+        serial = float(rng.integers(20, 80))
+        profile = tuple(float(np.ceil(max(serial / c, serial / 4))) for c in range(1, tasks + 1))
+        plateau = profile[-1] * rng.uniform(1.0, 1.5)
+        curve = LinearDecayCurve(float(rng.uniform(100, 1000)), plateau, plateau + rng.uniform(1, 3) * serial)
+        jobs.append(market_job(job_id, t, profile, curve))
+    return jobs
+
+
+@pytest.mark.parametrize("policy", MARKET)
+@pytest.mark.parametrize("penalty", [0.0, 0.3])
+def test_profit_accounting_and_work_conservation(policy, penalty):
+    jobs = overload_jobs(seed=7)
+    by_id = {j.job_id: j for j in jobs}
+    model = HPCModel(jobs, "hlrs-3x9", policy, hold_penalty=penalty)
+    model.run()
+    frame = model.recorder.jobs_frame()
+    finished = frame[frame.status == "finished"]
+    dropped = frame[frame.status == "dropped"]
+    assert len(finished) + len(dropped) == len(jobs)
+    # total = values at completion - penalties; dropped jobs earn nothing and pay nothing extra
+    penalties = sum(penalty * by_id[j].payload["value_curve"].max_value * k
+                    for j, k in zip(frame.job_id, frame.hold_count))
+    assert model.recorder.penalties == pytest.approx(penalties)
+    assert model.recorder.profit == pytest.approx(finished.value.sum() - penalties)
+    assert (dropped.value == 0).all()
+    expected = [by_id[j].payload["value_curve"].value_at(end - by_id[j].submit)
+                for j, end in zip(finished.job_id, finished.end_time)]
+    assert finished.value.tolist() == pytest.approx(expected)
+    # work conserved: finished jobs did exactly one job's work (up to the integer time grid)
+    done = work_done(model.recorder.segments_frame(), by_id)
+    for job_id in finished.job_id:
+        profile = by_id[job_id].profile
+        assert 1.0 - 1e-9 <= done[job_id] < 1.0 + (1 + frame.set_index("job_id").hold_count[job_id]) / min(profile)
+
+
+def test_holding_happens_under_overload_and_jobs_resume_from_the_hold_point():
+    jobs = overload_jobs(seed=3, n=60)
+    model = HPCModel(jobs, "hlrs-3x9", "maxvh")
+    model.run()
+    segments = model.recorder.segments_frame()
+    held = segments[segments.progress_after < 1.0]
+    assert model.recorder.holds == len(held) > 0
+    for row in held.itertuples():
+        later = segments[(segments.job_id == row.job_id) & (segments.start >= row.end)]
+        if len(later):
+            assert later.iloc[0].progress_before == pytest.approx(row.progress_after)
+
+
+def test_queued_job_is_dropped_when_its_value_runs_out():
+    blocker = market_job(1, 0, (100.0,) * 1, StepCurve(10.0, 1_000.0))
+    blockers = [market_job(i, 0, (100.0,), StepCurve(10.0, 1_000.0)) for i in range(2, 4)]
+    late = market_job(9, 1, (5.0,), StepCurve(50.0, 20.0))
+    model = HPCModel([blocker, *blockers, late], "nodes=1,cores=3", "maxv")
+    model.run()
+    frame = model.recorder.jobs_frame().set_index("job_id")
+    assert frame.loc[9, "status"] == "dropped"
+    # started at t=16 it would end at 21, elapsed 20: still worth 50. From t=17 on its fastest
+    # finish earns nothing, and the policy's wake-up drops it exactly then.
+    assert frame.loc[9, "end_time"] == 17
+    assert frame.loc[9, "value"] == 0
+
+
+def test_market_policy_refuses_jobs_without_value_curves():
+    from market_hpc.domain.job import Job
+
+    model = HPCModel([Job(1, 0, 10, 10)], "hlrs-3x9", "maxv")
+    with pytest.raises(ConfigError, match="job 1 has no value curve"):
+        model.run()
+
+
+def test_market_policies_are_deterministic():
+    jobs = overload_jobs(seed=11)
+    frames = []
+    for _ in range(2):
+        model = HPCModel(jobs, "hlrs-3x9", "minvrh", seed=5)
+        model.run()
+        frames.append(model.recorder.jobs_frame())
+    pd.testing.assert_frame_equal(*frames)
