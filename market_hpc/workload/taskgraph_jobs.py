@@ -150,6 +150,7 @@ def generate_job_set(
     beta_range: tuple[float, float] = (1.0, 3.0),
     curve_shape: str = "linear_decay",
     first_job_id: int = 1,
+    graph_pool: Sequence[nx.DiGraph] | None = None,
 ) -> JobSet:
     """Draw ``n_jobs`` profiled task-graph jobs with value curves.
 
@@ -170,6 +171,9 @@ def generate_job_set(
         beta_range: Range of the decay length in units of ``RT(1)``.
         curve_shape: ``linear_decay``, ``step`` or ``exponential``.
         first_job_id: Id of the first job.
+        graph_pool: Applications to draw jobs from (uniformly, from the graph stream)
+            instead of drawing a fresh graph per job; a centre's workload repeats its
+            applications, so a pool is profiled once.
 
     Returns:
         Jobs sorted by arrival, each with payload ``value_curve``, ``task_graph`` and
@@ -194,12 +198,18 @@ def generate_job_set(
     graph_rng, value_rng, arrival_rng = (
         np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(3)
     )
-    graphs = [
-        random_task_graph(
-            graph_rng, n_tasks=n_tasks, shapes=shapes, edge_prob=edge_prob, wcet_range=wcet_range
-        )
-        for _ in range(n_jobs)
-    ]
+    if graph_pool is not None:
+        if not graph_pool:
+            raise ConfigError("graph_pool must hold at least one task graph")
+        picks = graph_rng.integers(0, len(graph_pool), size=n_jobs)
+        graphs = [graph_pool[int(i)] for i in picks]
+    else:
+        graphs = [
+            random_task_graph(
+                graph_rng, n_tasks=n_tasks, shapes=shapes, edge_prob=edge_prob, wcet_range=wcet_range
+            )
+            for _ in range(n_jobs)
+        ]
     hashes = [graph_hash(g) for g in graphs]
     cache: dict[str, tuple[float, ...]] = {}
     for index, (g, key) in enumerate(zip(graphs, hashes)):
