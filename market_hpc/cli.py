@@ -53,7 +53,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     config = config_from_dict(data)
     result = simulate(config, progress=True)
     out = result.write(args.out) if args.out else None
-    print(f"replay of {args.trace} on {args.platform} with {result.summary['allocator']}")
+    print(f"replay of {args.trace} on {args.platform} with {result.summary['policy']}")
     _print_summary(result.summary, out)
     return 0
 
@@ -64,7 +64,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = load_scenario(args.scenario, _overrides(args.set or []))
     result = simulate(config, progress=True)
     out = result.write(args.out) if args.out else None
-    print(f"scenario {config.name}: {result.summary['allocator']} on {config.platform}")
+    print(f"scenario {config.name}: {result.summary['policy']} on {config.platform}")
     _print_summary(result.summary, out)
     return 0
 

@@ -48,6 +48,9 @@ class WorkloadConfig:
         generator: Synthetic generator name when no file is given.
         jobs: Number of jobs to generate.
         max_procs: Largest generated job (default: platform cores).
+        load: Offered load of generated task-graph job sets (arrival rate x mean work /
+            platform cores; > 1 overloads the platform). Unlike ``load_factor`` it shapes
+            the generator; ``load_factor`` compresses any workload afterwards.
         lenient: Skip malformed trace lines (counted per anomaly) instead of failing.
         load_factor: Compress inter-arrival times by this factor (> 1 = more load).
         first_n: Keep only the first N jobs.
@@ -60,6 +63,7 @@ class WorkloadConfig:
     generator: str | None = None
     jobs: int = 1000
     max_procs: int | None = None
+    load: float = 2.0
     lenient: bool = False
     load_factor: float = 1.0
     first_n: int | None = None
@@ -78,6 +82,8 @@ class WorkloadConfig:
             raise UnknownNameError("workload.generator", self.generator, GENERATORS)
         if self.load_factor <= 0:
             raise ConfigError(f"workload.load_factor must be > 0, got {self.load_factor}")
+        if self.load <= 0:
+            raise ConfigError(f"workload.load must be > 0, got {self.load}")
         if self.jobs < 1:
             raise ConfigError(f"workload.jobs must be >= 1, got {self.jobs}")
         if self.first_n is not None and self.first_n < 1:

@@ -112,10 +112,12 @@ def _generate(config: RunConfig, platform: Platform) -> tuple[list[Job], dict[st
         max_procs = spec.max_procs or platform.total_cores
         jobs = list(lublin_feitelson(spec.jobs, max_procs, config.seed))
         return jobs, {"generator": spec.generator, "jobs": len(jobs), "max_procs": max_procs}
-    from market_hpc.workload.taskgraph_jobs import demo_job_set
+    from market_hpc.workload.applications import library_job_set
 
-    jobs = list(demo_job_set(spec.jobs, config.seed))
-    return jobs, {"generator": spec.generator, "jobs": len(jobs)}
+    cores = platform.total_cores
+    jobs = list(library_job_set(spec.jobs, config.seed, load=spec.load, platform_cores=cores))
+    return jobs, {"generator": spec.generator, "jobs": len(jobs), "load": spec.load,
+                  "applications": "bundled HLRS-like library"}
 
 
 def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = False) -> Result:
