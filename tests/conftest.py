@@ -1,0 +1,18 @@
+"""Shared fixtures: the real traces beside the checkout, skipped cleanly when absent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_TRACES = REPO.parent / "shared" / "traces"
+
+
+def real_trace(name: str) -> Path:
+    """Path of a Parallel Workloads Archive trace, or skip the test with the reason."""
+    path = SHARED_TRACES / name
+    if not path.is_file():
+        pytest.skip(f"real trace {name} absent ({SHARED_TRACES} not available)")
+    return path

@@ -1,0 +1,81 @@
+"""Scenario configuration: validation at the boundary with precise errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.experiment.config import config_from_dict, load_scenario, parse_value
+
+pytestmark = pytest.mark.smoke
+
+BASE = {"workload": {"generator": "lublin-feitelson", "jobs": 50}}
+
+
+def test_defaults_and_round_trip():
+    config = config_from_dict(BASE)
+    assert config.policy.scheduler == "fifo" and config.seed == 0 and config.platform == "kth-sp2"
+    assert config_from_dict(config.to_dict()) == config
+
+
+def test_unknown_top_level_key_lists_valid_keys():
+    with pytest.raises(UnknownNameError) as info:
+        config_from_dict({**BASE, "sead": 1})
+    assert str(info.value) == (
+        "unknown config key 'sead'; valid choices: exclusive, name, platform, policy, seed, timeseries, workload"
+    )
+
+
+def test_unknown_nested_key_names_its_path():
+    with pytest.raises(UnknownNameError, match=r"unknown config key 'policy.schedular'; valid choices: "
+                                               r"policy.allocator, policy.hold_penalty, policy.scheduler"):
+        config_from_dict({**BASE, "policy": {"schedular": "easy"}})
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({**BASE, "seed": "one"}, "seed: expected int, got 'one'"),
+        ({**BASE, "seed": True}, "seed: expected int, got True"),
+        ({"workload": {"generator": "lublin-feitelson", "load_factor": 0}},
+         "workload.load_factor must be > 0, got 0.0"),
+        ({"workload": {}}, "workload needs exactly one of trace, jobset or generator; got none"),
+        ({"workload": {"trace": "a.swf", "generator": "taskgraphs"}},
+         "workload needs exactly one of trace, jobset or generator; got trace='a.swf', generator='taskgraphs'"),
+        ({**BASE, "policy": {"hold_penalty": 1.5}}, "policy.hold_penalty must be in [0, 1], got 1.5"),
+        ({"platform": "kth-sp2"}, "scenario needs a [workload] table (trace, jobset or generator)"),
+        ({**BASE, "policy": "easy"}, "policy: expected a table, got 'easy'"),
+    ],
+)
+def test_bad_values(data, message):
+    with pytest.raises(ConfigError) as info:
+        config_from_dict(data)
+    assert str(info.value) == message
+
+
+def test_unknown_generator():
+    with pytest.raises(UnknownNameError, match="unknown workload.generator 'lf'; valid choices: lublin-feitelson, taskgraphs"):
+        config_from_dict({"workload": {"generator": "lf"}})
+
+
+def test_scenario_file_relative_trace_and_overrides(tmp_path):
+    (tmp_path / "sub").mkdir()
+    scenario = tmp_path / "sub" / "s.toml"
+    scenario.write_text('platform = "hpc2n"\n[workload]\ntrace = "t.swf"\n[policy]\nscheduler = "easy"\n')
+    config = load_scenario(scenario, {"policy.allocator": "best-fit", "seed": 4})
+    assert config.workload.trace == str((tmp_path / "sub" / "t.swf").resolve())
+    assert (config.policy.allocator, config.seed, config.platform) == ("best-fit", 4, "hpc2n")
+
+
+def test_scenario_file_errors(tmp_path):
+    with pytest.raises(ConfigError, match=r"cannot read scenario .*nope.toml: No such file or directory"):
+        load_scenario(tmp_path / "nope.toml")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("platform = \n")
+    with pytest.raises(ConfigError, match=r"broken.toml: invalid TOML"):
+        load_scenario(broken)
+
+
+def test_parse_value():
+    assert parse_value("3") == 3 and parse_value("0.25") == 0.25 and parse_value("false") is False
+    assert parse_value("best-fit") == "best-fit"

@@ -1,0 +1,100 @@
+"""Platforms: presets, inline specs, TOML files, and their errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from market_hpc.domain.platform import PRESETS, load_platform
+from market_hpc.errors import ConfigError, UnknownNameError
+
+pytestmark = pytest.mark.smoke
+
+
+@pytest.mark.parametrize(
+    ("name", "nodes", "cores", "gpus", "mics"),
+    [
+        ("kth-sp2", 100, 100, 0, 0),
+        ("nasa-ipsc", 128, 128, 0, 0),
+        ("hpc2n", 120, 240, 0, 0),
+        ("curie", 5544, 93312, 288, 0),
+        ("eurora", 64, 1024, 64, 64),
+        ("kit-fh2", 1173, 1152 * 20 + 21 * 48, 84, 0),
+        ("hlrs-3x9", 3, 27, 0, 0),
+    ],
+)
+def test_presets(name, nodes, cores, gpus, mics):
+    platform = load_platform(name)
+    assert platform.n_nodes == nodes
+    assert platform.total.tolist()[:3] == [cores, gpus, mics]
+
+
+def test_curie_matches_its_trace_header():
+    curie = load_platform("curie")
+    counts = {t.name: (t.count, t.count * t.cores) for t in curie.node_types}
+    assert counts == {"thin": (5040, 80640), "fat": (360, 11520), "hybrid": (144, 1152)}
+
+
+def test_inline_spec():
+    platform = load_platform("nodes=4,cores=8,gpus=2,mem=16,bb=100")
+    assert platform.capacity.tolist() == [[8, 2, 0, 16384]] * 4
+    assert platform.burst_buffer == 100
+
+
+def test_capacity_is_read_only():
+    with pytest.raises(ValueError):
+        load_platform("kth-sp2").capacity[0, 0] = 5
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("nodes=4", "platform spec 'nodes=4': missing cores="),
+        ("nodes=4,cores=x", "platform spec 'nodes=4,cores=x': cores='x' is not a number"),
+        ("nodes=0,cores=2", "node type 'node': count must be >= 1, got 0"),
+        ("nodes=2,cores=2,gpu=1", "unknown platform key 'gpu'; valid choices: bb, cores, gpus, mem, mics, nodes"),
+        ("nodes=2;cores=2", "platform spec 'nodes=2;cores=2': nodes='2;cores=2' is not a number"),
+        ("nodes=2,cores", "platform spec 'nodes=2,cores': item 'cores' is not key=value"),
+    ],
+)
+def test_inline_errors(spec, message):
+    with pytest.raises(ConfigError) as info:
+        load_platform(spec)
+    assert str(info.value) == message
+
+
+def test_unknown_preset_lists_the_presets():
+    with pytest.raises(UnknownNameError) as info:
+        load_platform("kth")
+    for name in PRESETS:
+        assert name in str(info.value)
+    assert str(info.value).startswith("unknown platform preset 'kth'; valid choices: ")
+
+
+def test_toml_platform(tmp_path):
+    path = tmp_path / "mini.toml"
+    path.write_text(
+        'name = "mini"\nburst_buffer = 10\n'
+        '[[node_type]]\nname = "thin"\ncount = 2\ncores = 4\nmem = 8\n'
+        '[[node_type]]\nname = "gpu"\ncount = 1\ncores = 2\ngpus = 2\n'
+    )
+    platform = load_platform(str(path))
+    assert platform.capacity.tolist() == [[4, 0, 0, 8192], [4, 0, 0, 8192], [2, 2, 0, 0]]
+    assert platform.node_type_index.tolist() == [0, 0, 1]
+
+
+def test_toml_platform_errors(tmp_path):
+    bad_key = tmp_path / "bad.toml"
+    bad_key.write_text('[[node_type]]\ncount = 1\ncores = 2\nfpgas = 1\n')
+    with pytest.raises(UnknownNameError, match=r"unknown node_type key in .*bad.toml \(node_type #1\) 'fpgas'"):
+        load_platform(str(bad_key))
+    missing = tmp_path / "missing.toml"
+    with pytest.raises(ConfigError, match=r"cannot read platform file .*missing.toml: No such file"):
+        load_platform(str(missing))
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[[node_type]\n")
+    with pytest.raises(ConfigError, match=r"broken.toml: invalid TOML"):
+        load_platform(str(broken))
+    empty = tmp_path / "empty.toml"
+    empty.write_text('name = "x"\n')
+    with pytest.raises(ConfigError, match=r"needs at least one \[\[node_type\]\] table"):
+        load_platform(str(empty))
