@@ -78,6 +78,7 @@ class Candidate:
         profile: Response time on 1..len(profile) cores.
         progress: Work fraction done before (held jobs).
         recent: Arrived at this instant and never held (may trigger holding, A12/A13).
+        best_cores: c*, the cores that give the maximum profit / parallelism (A4).
     """
 
     job_id: int
@@ -86,11 +87,7 @@ class Candidate:
     profile: tuple[float, ...]
     progress: float
     recent: bool
-
-    @property
-    def best_cores(self) -> int:
-        """c*: cores that give the maximum profit / parallelism (A4)."""
-        return c_star(self.profile)
+    best_cores: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +141,7 @@ def hold_search(
     found (earlier arrival, lower node, shorter prefix; A8).
 
     >>> from market_hpc.algorithms.valuecurve import StepCurve
-    >>> newcomer = Candidate(8, 0.0, StepCurve(300.0, 12.0), (20.0, 10.0), 0.0, True)
+    >>> newcomer = Candidate(8, 0.0, StepCurve(300.0, 12.0), (20.0, 10.0), 0.0, True, 2)
     >>> running = [Executing(1, 0, 1, 0.0, 1, 50.0, 50.0), Executing(2, 0, 1, 1.0, 2, 40.0, 40.0)]
     >>> plan = hold_search([newcomer], running, [0], now=2.0, penalty=0.0)
     >>> plan.held, plan.cores, plan.net_profit   # holding one job frees too few cores

@@ -2,37 +2,35 @@
 
 Singh, Indrusiak et al., "Market-inspired Dynamic Resource Allocation in Many-core HPC
 Systems", Algorithm 1: for each c = 1..|T| find, by a GA "similarly as in [25]" (Sayuti
-& Indrusiak, ISVLSI 2013), the mapping of tasks onto exactly c cores with minimum
-response time. The paper gives no GA details; this follows spec A17-A20:
+& Indrusiak, ISVLSI 2013), the mapping onto exactly c cores (spec A17: surjective,
+c <= |T|) with minimum response time. GA details are not in the paper; spec A18-A20:
 
-* **Profile (A17).** Entry c uses *exactly* c cores (surjective mappings), c <= |T|.
-* **Decoder (A19).** Non-preemptive list scheduling: tasks (sorted node order) are taken
-  in a topological *task order*; each starts at max(its core free, every predecessor's
-  finish plus ``data * comm_cost`` if that ran on another core); response time = max
-  finish. In ``taskgraph``'s rank order (descending b-level, ties by index) this is
-  exactly ``taskgraph.makespan``.
-* **Encoding (A20 with its optional order part).** 2|T| integer genes: each task's core
-  (0..c-1), then a key per task (0..|T|-1). The task order sorts tasks by (key raised to
-  the largest key of any predecessor, rank position): always topological, the rank order
-  when all keys are 0, and able to express any per-core order. Rank order alone is not
-  enough: there even the best mapping is up to 28 % slower than the CP-SAT optimum on
-  5-8-task DAGs (a long independent task is ranked before a short one feeding another
-  core). Repair moves random tasks of multi-task cores to empty cores.
+* **Decoder (A19).** List scheduling in a topological *task order*: each task starts at
+  max(its core free, each predecessor's finish + ``data * comm_cost`` if on another
+  core); response time = max finish. In ``taskgraph``'s rank order (descending b-level,
+  ties by index) this is ``taskgraph.makespan``.
+* **Encoding.** 2|T| integer genes: each task's core (0..c-1), then a key per task
+  (0..|T|-1, A20's optional order part). The task order sorts by (key raised to the
+  largest predecessor key, rank position): topological, the rank order when keys are 0,
+  and able to express any per-core order. Rank order alone is not enough: there even
+  the best mapping is up to 28 % above the CP-SAT optimum on 5-8-task DAGs (a long
+  independent task goes before a short one feeding another core). A repair operator
+  moves random tasks of multi-task cores to empty cores.
 * **Operators.** Tournament (k=3), two-point crossover (cxpb 0.8), uniform integer reset
-  per gene (indpb 1/|T|, mutpb 0.2), elitism by re-inserting the ``HallOfFame(1)`` best;
-  fitness = decoded makespan (weights ``(-1.0,)``), memoised.
+  (indpb 1/|T|, mutpb 0.2), elitism by re-inserting the ``HallOfFame(1)`` best; fitness =
+  decoded makespan (weights ``(-1.0,)``), memoised.
 * **Sizes** (:class:`GASettings`). Population 150 (at 40-60 the GA converged early and
-  missed packed optima by 6-8 %); stop at the bound max(critical path, ceil(work / c)),
-  after 60 generations without improvement, or after 300. Seeds: a HEFT (earliest
-  finish) and a round-robin mapping in rank order. c = 1 and c = |T| are direct.
+  missed packed optima by 6-8 %); stop at max(critical path, ceil(work / c)), after 60
+  generations without improvement, or at 300. Seeds: HEFT (earliest finish) and
+  round-robin mappings in rank order. c = 1 and c = |T| are computed directly.
 * **Monotonicity (A17).** Entry c becomes the best split of entry c-1 (one task of a
-  multi-task core moved to the new core) when that is strictly better. With comm 0 a
-  split never increases the makespan (the moved task and its old core successors can
-  only start earlier), so profiles are non-increasing; with comm > 0 they may not be.
+  multi-task core moved to the new core) when strictly better. With comm 0 a split
+  never increases the makespan (the moved task and its old core successors can only
+  start earlier), so profiles are non-increasing; with comm > 0 they may not be.
 
-Randomness: DEAP is used only inside :func:`profile_graph`, with operators drawing from a
-private ``random.Random(seed)``, never the global ``random``: the same seed gives a
-bit-identical :class:`Profile` whatever other code does with ``random``.
+DEAP is used only inside :func:`profile_graph`; its operators draw from a private
+``random.Random(seed)``, never the global ``random``, so a seed gives a bit-identical
+:class:`Profile` whatever other code does with ``random``.
 """
 
 from __future__ import annotations
@@ -60,22 +58,30 @@ class GASettings:
 
     Attributes:
         population: Individuals per generation (>= 2).
-        max_generations: Hard cap on generations per core count.
-        stall_generations: Stop after this many generations without improvement.
-        cxpb: Probability that a pair of offspring undergoes two-point crossover.
-        mutpb: Probability that an offspring undergoes uniform-int mutation.
+        max_generations: Cap on generations per run.
+        stall_generations: End a run after this many generations without improvement.
+        restarts: Independent runs per core count (stopping early at the lower bound).
+        cxpb: Probability that a pair of offspring is crossed (two-point).
+        mutpb: Probability that an offspring is mutated (uniform int).
         tournament_size: Aspirants per tournament.
     """
 
     population: int = 150
     max_generations: int = 300
-    stall_generations: int = 60
+    stall_generations: int = 30
+    restarts: int = 2
     cxpb: float = 0.8
     mutpb: float = 0.2
     tournament_size: int = 3
 
     def __post_init__(self) -> None:
-        for name in ("population", "max_generations", "stall_generations", "tournament_size"):
+        for name in (
+            "population",
+            "max_generations",
+            "stall_generations",
+            "restarts",
+            "tournament_size",
+        ):
             value, low = getattr(self, name), 2 if name == "population" else 1
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"GASettings.{name} must be an int >= {low}, got {value!r}")
@@ -188,13 +194,10 @@ def response_time(
     where = {task: i for i, task in enumerate(order)}
     if len(mapping) != n or any(not 0 <= core < n for core in mapping):
         raise ConfigError(f"mapping needs a core in 0..{n - 1} per task ({n}), got {mapping!r}")
-    if sorted(order) != list(range(n)) or any(where[p] > where[t] for t, p in _edges(ctx)):
+    edges = ((pred, task) for task in range(n) for pred, _ in ctx.preds[task])
+    if sorted(order) != list(range(n)) or any(where[p] > where[t] for p, t in edges):
         raise ConfigError(f"task_order must be topological over 0..{n - 1}, got {task_order!r}")
     return _makespan(ctx, mapping, order)
-
-
-def _edges(ctx: _Context) -> list[tuple[int, int]]:
-    return [(task, pred) for task in range(len(ctx.wcet)) for pred, _ in ctx.preds[task]]
 
 
 def _canonical(mapping: Sequence[int]) -> tuple[int, ...]:
@@ -219,31 +222,24 @@ def _heft_mapping(ctx: _Context, n_cores: int) -> list[int]:
     """Assign tasks in rank order to the core giving the earliest finish (HEFT)."""
     mapping, finish, core_free = [0] * len(ctx.wcet), [0.0] * len(ctx.wcet), [0.0] * n_cores
     for task in ctx.order:
-        best_core, best_end = 0, math.inf
-        for core in range(n_cores):
-            start = core_free[core]
-            for pred, delay in ctx.preds[task]:
-                start = max(start, finish[pred] + (delay if mapping[pred] != core else 0.0))
-            if start + ctx.wcet[task] < best_end:
-                best_core, best_end = core, start + ctx.wcet[task]
-        mapping[task], finish[task], core_free[best_core] = best_core, best_end, best_end
+        delays = [(finish[p], d, mapping[p]) for p, d in ctx.preds[task]]
+        starts = [
+            max([free] + [f + d * (c != k) for f, d, c in delays])
+            for k, free in enumerate(core_free)
+        ]
+        core = starts.index(min(starts))
+        mapping[task], finish[task] = core, starts[core] + ctx.wcet[task]
+        core_free[core] = finish[task]
     return mapping
 
 
-def _individual_class() -> Any:
-    """Create the DEAP fitness and individual classes once, under guarded names."""
-    if not hasattr(creator, _FITNESS):
+def _toolbox(ctx: _Context, n_cores: int, rng: random.Random, settings: GASettings) -> Any:
+    """Register the GA's operators, all drawing from ``rng``, in a DEAP toolbox."""
+    if not hasattr(creator, _INDIVIDUAL):  # DEAP's creator is global: create once, guarded
         creator.create(_FITNESS, base.Fitness, weights=(-1.0,))
-    if not hasattr(creator, _INDIVIDUAL):
         creator.create(_INDIVIDUAL, list, fitness=getattr(creator, _FITNESS))
-    return getattr(creator, _INDIVIDUAL)
-
-
-def _evolve(ctx: _Context, n_cores: int, rng: random.Random, settings: GASettings) -> _Entry:
-    """Run the GA for one core count (1 < n_cores < |T|); return its best entry."""
-    individual = _individual_class()
+    individual = getattr(creator, _INDIVIDUAL)
     n = len(ctx.wcet)
-    lower_bound = max(ctx.critical_path, float(math.ceil(ctx.total_work / n_cores)))
     memo: dict[tuple[int, ...], float] = {}
 
     def evaluate(ind: list[int]) -> tuple[float]:
@@ -254,13 +250,13 @@ def _evolve(ctx: _Context, n_cores: int, rng: random.Random, settings: GASetting
 
     def clone(ind: Any) -> Any:
         twin = individual(ind)
-        twin.fitness.values = ind.fitness.values
+        twin.fitness.wvalues = ind.fitness.wvalues
         return twin
 
     def select(population: list[Any], k: int) -> list[Any]:  # DEAP's selTournament
-        size, aspirants = len(population), range(settings.tournament_size)
-        draws = ([population[rng.randrange(size)] for _ in aspirants] for _ in range(k))
-        return [max(draw, key=lambda ind: ind.fitness) for draw in draws]
+        draws = rng.choices(population, k=k * settings.tournament_size)
+        size = settings.tournament_size
+        return [max(draws[i : i + size], key=_weighted) for i in range(0, len(draws), size)]
 
     def mate(a: list[int], b: list[int]) -> None:  # DEAP's cxTwoPoint
         cut1, cut2 = rng.randint(1, 2 * n), rng.randint(1, 2 * n - 1)
@@ -273,48 +269,67 @@ def _evolve(ctx: _Context, n_cores: int, rng: random.Random, settings: GASetting
                 ind[i] = rng.randint(0, n_cores - 1 if i < n else n - 1)
 
     toolbox = base.Toolbox()
+    toolbox.register("individual", individual)
     toolbox.register("evaluate", evaluate)
     toolbox.register("clone", clone)
     toolbox.register("select", select)
     toolbox.register("mate", mate)
     toolbox.register("mutate", mutate)
+    return toolbox
+
+
+def _weighted(ind: Any) -> tuple[float, ...]:
+    return ind.fitness.wvalues  # type: ignore[no-any-return]
+
+
+def _evolve(ctx: _Context, n_cores: int, rng: random.Random, settings: GASettings) -> _Entry:
+    """Run the GA for one core count (1 < n_cores < |T|); return its best entry.
+
+    Runs up to ``settings.restarts`` independent populations (the first seeded with the
+    HEFT and round-robin mappings), stopping once the lower bound is reached.
+    """
+    toolbox, n = _toolbox(ctx, n_cores, rng, settings), len(ctx.wcet)
+    lower_bound = max(ctx.critical_path, float(math.ceil(ctx.total_work / n_cores)))
     round_robin = [0] * n
     for position, task in enumerate(ctx.order):
         round_robin[task] = position % n_cores
-    seeds = [_heft_mapping(ctx, n_cores) + [0] * n, round_robin + [0] * n]
-    while len(seeds) < settings.population:
-        seeds.append([rng.randrange(n_cores if i < n else n) for i in range(2 * n)])
-    population = []
-    for genes in seeds[: settings.population]:
-        _repair(genes, n, n_cores, rng)
-        population.append(individual(genes))
-        population[-1].fitness.values = toolbox.evaluate(genes)
-    hall = tools.HallOfFame(1)
-    hall.update(population)
-    best, stall = hall[0].fitness.values[0], 0
-    for _ in range(settings.max_generations):
-        if best <= lower_bound or stall >= settings.stall_generations:
-            break
-        offspring = [toolbox.clone(ind) for ind in toolbox.select(population, len(population))]
-        changed = [False] * len(offspring)
-        for i in range(1, len(offspring), 2):
-            if rng.random() < settings.cxpb:
-                toolbox.mate(offspring[i - 1], offspring[i])
-                changed[i - 1] = changed[i] = True
-        for i, ind in enumerate(offspring):
-            if rng.random() < settings.mutpb:
-                toolbox.mutate(ind)
-                changed[i] = True
-        for ind in (ind for ind, was_changed in zip(offspring, changed) if was_changed):
-            _repair(ind, n, n_cores, rng)
-            ind.fitness.values = toolbox.evaluate(ind)
-        worst = max(range(len(offspring)), key=lambda i: offspring[i].fitness.values[0])
-        offspring[worst] = toolbox.clone(hall[0])
-        population = offspring
+    overall = tools.HallOfFame(1)
+    for run in range(settings.restarts):
+        seeds = [_heft_mapping(ctx, n_cores) + [0] * n, round_robin + [0] * n] if run == 0 else []
+        while len(seeds) < settings.population:
+            seeds.append([rng.randrange(n_cores if i < n else n) for i in range(2 * n)])
+        population = []
+        for genes in seeds[: settings.population]:
+            _repair(genes, n, n_cores, rng)
+            population.append(toolbox.individual(genes))
+            population[-1].fitness.values = toolbox.evaluate(genes)
+        hall, stall = tools.HallOfFame(1), 0
         hall.update(population)
-        stall = 0 if hall[0].fitness.values[0] < best else stall + 1
-        best = hall[0].fitness.values[0]
-    return best, _canonical(hall[0][:n]), _task_order(ctx, hall[0][n:])
+        for _ in range(settings.max_generations):
+            if hall[0].fitness.values[0] <= lower_bound or stall >= settings.stall_generations:
+                break
+            offspring = [toolbox.clone(ind) for ind in toolbox.select(population, len(population))]
+            for first, second in zip(offspring[::2], offspring[1::2]):
+                if rng.random() < settings.cxpb:
+                    toolbox.mate(first, second)
+                    del first.fitness.values, second.fitness.values
+            for ind in offspring:
+                if rng.random() < settings.mutpb:
+                    toolbox.mutate(ind)
+                    del ind.fitness.values
+            for ind in (ind for ind in offspring if not ind.fitness.valid):
+                _repair(ind, n, n_cores, rng)
+                ind.fitness.values = toolbox.evaluate(ind)
+            worst = min(range(len(offspring)), key=lambda i: _weighted(offspring[i]))
+            offspring[worst] = toolbox.clone(hall[0])
+            population, before = offspring, hall[0].fitness.values[0]
+            hall.update(population)
+            stall = 0 if hall[0].fitness.values[0] < before else stall + 1
+        overall.update(hall)
+        if overall[0].fitness.values[0] <= lower_bound:
+            break
+    best = overall[0]
+    return best.fitness.values[0], _canonical(best[:n]), _task_order(ctx, best[n:])
 
 
 def _best_split(ctx: _Context, entry: _Entry, n_cores: int) -> _Entry:
@@ -337,11 +352,9 @@ def profile_graph(
     """Profile a task graph on 1..|T| cores (Algorithm 1 of the paper, GA as in [25]).
 
     Args:
-        g: Task graph; node attribute ``wcet`` (positive int), edge attribute ``data``
-            (default 0).
+        g: Task graph: node attribute ``wcet`` (positive int), edge ``data`` (default 0).
         seed: Seed of the private ``random.Random`` driving the GA.
-        comm_cost: Delay per unit of edge ``data`` between tasks on different cores
-            (spec A18; 0 matches Table II).
+        comm_cost: Delay per unit of edge ``data`` across cores (A18; 0 fits Table II).
         settings: GA sizes and rates; ``GASettings()`` when omitted.
 
     Returns:
@@ -368,24 +381,15 @@ def profile_graph(
             found = _evolve(ctx, n_cores, rng, settings)
         split = _best_split(ctx, entries[-1], n_cores)
         entries.append(split if split[0] < found[0] else found)
-    times = tuple(value for value, _, _ in entries)
-    c_star = next(
-        c for c, value in enumerate(times, 1) if math.isclose(value, min(times), abs_tol=1e-9)
-    )
-    return Profile(
-        response_times=times,
-        mappings=tuple(mapping for _, mapping, _ in entries),
-        c_star=c_star,
-        graph_hash=graph_hash(g),
-        task_orders=tuple(order for _, _, order in entries),
-    )
+    times, mappings, orders = (tuple(part) for part in zip(*entries))
+    c_star = next(c for c, rt in enumerate(times, 1) if math.isclose(rt, min(times), abs_tol=1e-9))
+    return Profile(times, mappings, c_star, graph_hash(g), orders)
 
 
 class ProfileCache:
-    """Profiles keyed by (graph hash, seed), so a workload's repeated jobs run the GA once.
+    """Profiles keyed by (graph hash, seed), so repeated graphs of a workload run the GA once.
 
-    Use one profiling seed per run so repeated graphs hit; keying on the seed too keeps
-    results independent of which job came first.
+    Use one profiling seed per run; keying on the seed keeps results order-independent.
 
     Args:
         comm_cost: ``comm_cost`` of every :func:`profile_graph` call of this cache.
@@ -403,9 +407,6 @@ class ProfileCache:
         self.comm_cost, self.settings = comm_cost, settings or GASettings()
         self.hits = self.misses = 0
         self._profiles: dict[tuple[str, int], Profile] = {}
-
-    def __len__(self) -> int:
-        return len(self._profiles)
 
     def get_or_profile(self, g: nx.DiGraph, seed: int) -> Profile:
         """Return the cached profile of ``g`` for ``seed``, profiling it on a miss."""

@@ -56,6 +56,10 @@ class WorkloadConfig:
         first_n: Keep only the first N jobs.
         start: Keep jobs submitted at or after this time (seconds).
         end: Keep jobs submitted before this time.
+        market: Give trace jobs speedup profiles and value curves
+            (``workload.market_rule``) so market policies can run on them.
+        serial_fraction: Amdahl serial fraction of the market rule.
+        plateau_slack: Seconds of full value after the fastest completion (market rule).
     """
 
     trace: str | None = None
@@ -69,6 +73,9 @@ class WorkloadConfig:
     first_n: int | None = None
     start: float | None = None
     end: float | None = None
+    market: bool = False
+    serial_fraction: float = 0.05
+    plateau_slack: float = 4 * 3600.0
 
     def __post_init__(self) -> None:
         sources = [s for s in (self.trace, self.jobset, self.generator) if s is not None]

@@ -101,6 +101,12 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
         jobs = list(first_n(jobs, spec.first_n))
     if spec.load_factor != 1.0:
         jobs = list(scale_load(jobs, spec.load_factor))
+    if spec.market:
+        from market_hpc.workload.market_rule import MarketRule, apply_market_rule
+
+        rule = MarketRule(serial_fraction=spec.serial_fraction, plateau_slack=spec.plateau_slack)
+        jobs = apply_market_rule(jobs, rule)
+        report["market_rule"] = dataclasses.asdict(rule)
     return jobs, report
 
 

@@ -36,11 +36,12 @@ def _candidate(view: View, job, now: float) -> Candidate:  # type: ignore[no-unt
         raise ConfigError(
             f"market policies need moldable jobs with value curves; job {job.job_id} has "
             f"{'no value curve' if curve is None else 'no profile'} (use a task-graph job set or "
-            "the workload market rule)"
+            "workload.market = true for traces)"
         )
     state = view.state(job.job_id)
     recent = job.submit == now and state.hold_count == 0
-    return Candidate(job.job_id, job.submit, curve, job.profile, state.progress, recent)
+    best = job.payload.get("c_star") or c_star(job.profile)
+    return Candidate(job.job_id, job.submit, curve, job.profile, state.progress, recent, best)
 
 
 class MarketPolicy:

@@ -37,6 +37,7 @@ from typing import Any, TypeAlias
 import networkx as nx
 import numpy as np
 
+from market_hpc.algorithms.market import c_star
 from market_hpc.algorithms.taskgraph import (
     DEFAULT_SHAPES,
     WCET_RANGE,
@@ -233,7 +234,8 @@ def generate_job_set(
                 units=g.number_of_nodes(),
                 unit=(1, 0, 0, 0),
                 profile=profile,
-                payload={"value_curve": curve, "task_graph": g, "graph_hash": key},
+                payload={"value_curve": curve, "task_graph": g, "graph_hash": key,
+                         "c_star": c_star(profile)},
             )
         )
     return tuple(jobs)

@@ -1,0 +1,102 @@
+"""Give rigid SWF jobs what the market needs: a speedup profile and a value curve.
+
+Seed 002 is defined on moldable task-graph jobs; archive traces only record how long a
+job ran on the processors it got. This documented rule turns each trace job into a
+moldable market job:
+
+* **Speedup profile (Amdahl).** With serial fraction ``f`` the job's response time on
+  ``c`` cores is ``T1 * (f + (1 - f) / c)`` for ``c = 1..P`` (P = its processor request),
+  with ``T1`` chosen so that ``RT(P)`` equals the trace's run time: on the processors it
+  asked for, the job runs exactly as recorded. Fewer cores make it slower, never faster.
+* **Value curve.** The job is worth what it costs to run as requested, one unit per
+  core-hour: ``V_max = P * run_time / 3600`` (at least ``min_value``). It keeps full value
+  while it completes within ``plateau_slack`` seconds of what it would need on its full
+  request (``RT(P) + plateau_slack`` after arrival), then loses value linearly and is
+  worth nothing ``decay`` seconds later, where ``decay = decay_factor * max(RT(1),
+  min_decay)``.
+* The rule is deterministic (no randomness): the same trace gives the same market.
+
+The market treats a machine whose jobs span nodes as one pool of cores (``--platform
+nodes=1,cores=N``): with core-level allocation node identity does not change a trace
+job's run time, and the auction's single-node rule (seed 002's "tasks of a job are
+allocated to only one node") then holds. See ``scenarios/hpc2n_market.toml``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from market_hpc.algorithms.valuecurve import LinearDecayCurve
+from market_hpc.domain.job import Job
+from market_hpc.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class MarketRule:
+    """Parameters of the trace-to-market rule (see the module docstring).
+
+    Attributes:
+        serial_fraction: Amdahl serial fraction ``f`` in [0, 1).
+        plateau_slack: Seconds of full value after the fastest possible completion.
+        decay_factor: Value decays to zero over this many times the serial run time...
+        min_decay: ...but over at least this many seconds.
+        min_value: Floor of ``V_max`` so zero-length jobs are still worth something.
+    """
+
+    serial_fraction: float = 0.05
+    plateau_slack: float = 4 * 3600.0
+    decay_factor: float = 1.0
+    min_decay: float = 24 * 3600.0
+    min_value: float = 0.01
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.serial_fraction < 1.0:
+            raise ConfigError(f"market rule serial_fraction must be in [0, 1), got {self.serial_fraction}")
+        for name in ("plateau_slack", "decay_factor", "min_decay", "min_value"):
+            if getattr(self, name) <= 0 and name != "plateau_slack":
+                raise ConfigError(f"market rule {name} must be > 0, got {getattr(self, name)}")
+        if self.plateau_slack < 0:
+            raise ConfigError(f"market rule plateau_slack must be >= 0, got {self.plateau_slack}")
+
+    def profile(self, run_time: float, procs: int) -> tuple[float, ...]:
+        """Amdahl response times on 1..procs cores, equal to ``run_time`` on ``procs``.
+
+        >>> [round(t, 2) for t in MarketRule(serial_fraction=0.0).profile(10.0, 4)]
+        [40.0, 20.0, 13.33, 10.0]
+        """
+        f = self.serial_fraction
+        serial = run_time / (f + (1.0 - f) / procs)
+        times = [serial * (f + (1.0 - f) / c) for c in range(1, procs + 1)]
+        times[-1] = float(run_time)
+        return tuple(times)
+
+    def curve(self, run_time: float, procs: int, serial_time: float) -> LinearDecayCurve:
+        """The job's value curve (elapsed time since arrival -> value).
+
+        >>> MarketRule().curve(3600.0, 2, 7000.0)
+        LinearDecayCurve(max_value=2.0, plateau_end=18000.0, zero_time=104400.0)
+        """
+        max_value = max(procs * run_time / 3600.0, self.min_value)
+        plateau = run_time + self.plateau_slack
+        decay = self.decay_factor * max(serial_time, self.min_decay)
+        return LinearDecayCurve(max_value, plateau, plateau + decay)
+
+    def apply(self, job: Job) -> Job:
+        """The market version of one rigid single-core-unit trace job."""
+        if job.unit != (1, 0, 0, 0):
+            raise ConfigError(f"job {job.job_id}: the market rule needs plain processor requests, got unit {job.unit}")
+        run_time = float(job.run_time)
+        profile = self.profile(run_time, job.units)
+        curve = self.curve(run_time, job.units, profile[0])
+        # Amdahl with f < 1 is strictly decreasing, so c* is the full request; a
+        # zero-length job is as fast on one core.
+        payload = {**job.payload, "value_curve": curve, "c_star": job.units if run_time > 0 else 1}
+        # run_time and estimate stay as recorded: classic schedulers see the same job.
+        return replace(job, profile=profile, payload=payload)
+
+
+def apply_market_rule(jobs: Iterable[Job], rule: MarketRule | None = None) -> list[Job]:
+    """Apply ``rule`` (default parameters when ``None``) to every job."""
+    chosen = rule or MarketRule()
+    return [chosen.apply(job) for job in jobs]
