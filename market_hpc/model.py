@@ -80,7 +80,7 @@ class HPCModel(mesa.Model):
         seed: int = 0,
         record_timeseries: bool = True,
     ) -> None:
-        super().__init__(seed=seed)
+        super().__init__(rng=seed)  # Mesa 3.3 deprecates seed= in favour of rng=
         if not 0.0 <= hold_penalty <= 1.0:
             raise ConfigError(f"hold_penalty must be in [0, 1], got {hold_penalty}")
         self.seed_value = seed

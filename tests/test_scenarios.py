@@ -1,0 +1,60 @@
+"""Every file in scenarios/ runs end to end on small data, with invariants checked."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from conftest import SHARED_TRACES
+
+from market_hpc.experiment import load_scenario, simulate
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+RUN_FILES = sorted(p for p in SCENARIOS.glob("*.toml") if "grid" not in tomllib.loads(p.read_text()))
+SMALL = {"workload.first_n": 400}
+
+
+def small_overrides(path: Path) -> dict[str, object]:
+    data = tomllib.loads(path.read_text())
+    workload = data["workload"]
+    if "generator" in workload:
+        return {"workload.jobs": min(int(workload.get("jobs", 30)), 30)}
+    return dict(SMALL)
+
+
+def check_run(result) -> None:  # type: ignore[no-untyped-def]
+    jobs = result.jobs
+    assert jobs.job_id.is_unique
+    assert set(jobs.status) <= {"finished", "dropped", "rejected", "queued", "held"}
+    started = jobs[jobs.start_time.notna()]
+    assert (started.start_time >= started.submit_time).all()
+    done = jobs[jobs.status == "finished"]
+    assert (done.end_time >= done.start_time).all()
+    summary = result.summary
+    assert summary["jobs_completed"] + summary["jobs_dropped"] + summary["jobs_rejected"] \
+        + summary["jobs_never_started"] == len(jobs)
+
+
+@pytest.mark.parametrize("path", RUN_FILES, ids=[p.stem for p in RUN_FILES])
+def test_scenario_runs_end_to_end(path):
+    data = tomllib.loads(path.read_text())
+    trace = data["workload"].get("trace")
+    if trace and "shared/traces" in trace and not SHARED_TRACES.is_dir():
+        pytest.skip(f"{path.name} replays a real trace and {SHARED_TRACES} is absent")
+    config = load_scenario(path, small_overrides(path))
+    result = simulate(config)
+    check_run(result)
+    assert len(result.jobs) > 0
+
+
+@pytest.mark.parametrize("script", ["fig6_profit_vs_jobs.py", "fig7_sjq_vs_sjqh.py"])
+def test_figure_scripts_run(script, tmp_path, monkeypatch, capsys):
+    args = ["--out", str(tmp_path)]
+    args += ["--seeds", "1", "--sizes", "10", "20"] if script.startswith("fig6") else ["--jobs", "20"]
+    monkeypatch.setattr(sys, "argv", [script, *args])
+    runpy.run_path(str(SCENARIOS / script), run_name="__main__")
+    assert any(p.suffix == ".png" for p in tmp_path.iterdir())
+    assert "wrote" in capsys.readouterr().out
