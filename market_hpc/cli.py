@@ -83,6 +83,56 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from market_hpc.experiment.report import write_report
+    from market_hpc.experiment.sweep import run_sweep
+
+    out = Path(args.out) if args.out else Path("out") / Path(args.sweep).stem
+    outcome = run_sweep(args.sweep, out, workers=args.workers, dask=args.dask, keep_runs=args.keep_runs)
+    print(f"sweep {args.sweep}: {outcome.describe()}")
+    for run_id, error in outcome.errors[:10]:
+        print(f"  failed {run_id}: {error}")
+    if len(outcome.errors) > 10:
+        print(f"  ... {len(outcome.errors) - 10} more failed runs, see {out}/results.csv")
+    print(f"results written to {out}/results.parquet and results.csv")
+    if outcome.done or outcome.skipped:
+        written = write_report(out)
+        print(f"report: {len(written)} files in {out}/report/")
+    return 1 if outcome.failed else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from market_hpc.experiment.report import write_report
+
+    written = write_report(args.directory, args.metric)
+    print(f"report: {len(written)} files in {Path(args.directory) / 'report'}/")
+    return 0
+
+
+def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    sweep = sub.add_parser("sweep", help="run a parameter sweep (resumable)",
+                           description="Run every point x seed of a sweep file; re-running into "
+                           "the same --out skips runs already stored ok and retries failed ones.")
+    sweep.add_argument("sweep", help="sweep TOML file (see docs/sweeps.md)")
+    sweep.add_argument("--out", help="results folder (default: out/<sweep file name>)")
+    where = sweep.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, default=1,
+                       help="local worker processes (default: 1, in this process)")
+    where.add_argument("--dask", metavar="ADDRESS",
+                       help="local:N for a loopback LocalCluster of N workers, or a scheduler "
+                       "address tcp://HOST:PORT")
+    sweep.add_argument("--keep-runs", action="store_true",
+                       help="also write each run's results folder to OUT/runs/<run_id>/")
+    sweep.set_defaults(func=cmd_sweep)
+
+    report = sub.add_parser("report", help="tables and plots of a sweep results folder")
+    report.add_argument("directory", help="a sweep --out folder")
+    report.add_argument("--metric", action="append",
+                        help="metric to plot (repeatable; default: the sweep file's "
+                        "[report] metrics, else total_profit or mean_bounded_slowdown)")
+    report.set_defaults(func=cmd_report)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for docs and tests)."""
     from market_hpc import __version__
@@ -133,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("trace")
     info.add_argument("--lenient", action="store_true")
     info.set_defaults(func=cmd_trace_info)
+    _add_sweep_commands(sub)
     return parser
 
 

@@ -304,12 +304,12 @@ class HPCModel(mesa.Model):
         nodes = pairs[:, 0]
         need = np.outer(pairs[:, 1], job.unit)
         free_rows = self.free[nodes]
+        if self.exclusive and (free_rows != self.platform.capacity[nodes]).any():
+            raise self._fail(f"job {job.job_id}: exclusive allocation on busy nodes {allocation}")
         if (need > free_rows).any():
             raise self._fail(f"job {job.job_id} over-allocates: needs {need.tolist()} on nodes "
                              f"{nodes.tolist()} with free {free_rows.tolist()}")
         if self.exclusive:
-            if (free_rows != self.platform.capacity[nodes]).any():
-                raise self._fail(f"job {job.job_id}: exclusive allocation on busy nodes {allocation}")
             taken = free_rows
             agent.taken_total = tuple(free_rows.sum(axis=0).tolist())
         else:

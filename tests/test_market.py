@@ -35,7 +35,7 @@ def fig5_state():
     executing = [Executing(j, node, cores, start, start, FIG5_LOSSES[j], FIG5_LOSSES[j])
                  for j, (node, cores, start) in placement.items()]
     j8 = jobs[8]
-    arrival = Candidate(8, 7.0, j8.payload["value_curve"], j8.profile, 0.0, True)
+    arrival = Candidate(8, 7.0, j8.payload["value_curve"], j8.profile, 0.0, True, c_star(j8.profile))
     return arrival, executing
 
 

@@ -237,10 +237,15 @@ def _axes(file: Path, grid: Any, zips: Any) -> tuple[list[tuple[list[str], list[
     for path in paths:
         if paths.count(path) > 1:
             raise SweepError(f"{file}: {path} is varied twice (grid and zip groups must not overlap)")
-    return axes, _parameters(paths)
+    return axes, parameter_columns(paths)
 
 
-def _parameters(paths: list[str]) -> tuple[Parameter, ...]:
+def parameter_columns(paths: list[str]) -> tuple[Parameter, ...]:
+    """Results columns of swept paths: the last component unless it is ambiguous.
+
+    >>> [p.column for p in parameter_columns(["a.x", "b.x", "policy.scheduler", "c.status"])]
+    ['a.x', 'b.x', 'scheduler', 'c.status']
+    """
     leaves = [path.rsplit(".", 1)[-1] for path in paths]
     return tuple(
         Parameter(path, leaf if leaves.count(leaf) == 1 and leaf not in FIXED_COLUMNS else path)

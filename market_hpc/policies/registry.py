@@ -149,7 +149,10 @@ def make_policy(
     """
     entry = scheduler_entry(scheduler)
     alloc_name = (allocator or entry.default_allocator).lower()
-    alloc = make_allocator(alloc_name, **(allocator_params or {}))
+    try:
+        alloc = make_allocator(alloc_name, **(allocator_params or {}))
+    except TypeError as exc:
+        raise ConfigError(f"allocator {alloc_name!r}: bad parameters {allocator_params}: {exc}") from None
     valid = allocators_for(entry.name)
     if alloc_name not in valid:
         raise ConfigError(

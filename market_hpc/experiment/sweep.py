@@ -1,0 +1,174 @@
+"""Parameter sweeps: many runs of one scenario, resumable, on processes or Dask.
+
+``run_sweep`` expands and validates a sweep file (``sweep_spec``), skips the runs
+already stored with status ``ok`` in the results directory, runs the rest on the chosen
+executor (``sweep_exec``) and stores each row as soon as its run finishes
+(``sweep_store``). One row per run::
+
+    run_id, <one column per swept parameter>, seed, status, error, duration_s,
+    <the run's scalar summary metrics: total_profit, mean_wait, mean_slowdown, ...>
+
+Decisions:
+    * Re-running skips runs stored as ``ok`` and retries runs stored as ``failed``
+      (their new row replaces the old one); rows of runs that are no longer in the
+      sweep file are kept.
+    * A run that raises is stored as ``failed`` with ``"ExceptionType: message"`` in
+      ``error``; the sweep goes on.
+    * ``results.parquet``/``results.csv`` are rebuilt from the stored rows at most every
+      ``CONSOLIDATE_SECONDS`` while running and always at the end (also after an error
+      or Ctrl-C); the per-run part files are what survives a kill -9.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from market_hpc.experiment.sweep_exec import TIMING_COLUMNS, RunTask, make_executor
+from market_hpc.experiment.sweep_spec import (
+    FIXED_COLUMNS, Parameter, RunSpec, Sweep, SweepError, load_sweep, run_id,
+)
+from market_hpc.experiment.sweep_store import ResultStore
+
+__all__ = [
+    "FIXED_COLUMNS", "TIMING_COLUMNS", "Parameter", "RunSpec", "Sweep", "SweepError",
+    "SweepOutcome", "load_sweep", "run_id", "run_sweep",
+]
+
+CONSOLIDATE_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class SweepOutcome:
+    """What one invocation of a sweep did.
+
+    Attributes:
+        directory: The results directory.
+        total: Runs in the sweep.
+        done: Runs that finished ``ok`` in this invocation.
+        skipped: Runs already stored ``ok`` (not run again).
+        failed: Runs that failed in this invocation.
+        errors: ``(run_id, error)`` of the failed runs.
+        executor: Where the runs executed.
+    """
+
+    directory: Path
+    total: int
+    done: int
+    skipped: int
+    failed: int
+    errors: tuple[tuple[str, str], ...]
+    executor: str
+
+    def describe(self) -> str:
+        """One line of counts, e.g. ``27 runs: 20 done, 5 skipped, 2 failed``."""
+        return (f"{self.total} runs: {self.done} done, {self.skipped} skipped, "
+                f"{self.failed} failed ({self.executor})")
+
+
+def leading_columns(sweep: Sweep) -> list[str]:
+    """Column order of the results tables: id, parameters, then the fixed columns."""
+    return ["run_id", *(p.column for p in sweep.parameters), *FIXED_COLUMNS[1:]]
+
+
+def compose_row(run: RunSpec, outcome: dict[str, Any]) -> dict[str, Any]:
+    """A results row: the run's id, parameters and seed, then what ``execute_run``
+    returned; parameter and fixed columns win over summary entries of the same name."""
+    row: dict[str, Any] = {"run_id": run.run_id, **run.params, "seed": run.seed}
+    for key in FIXED_COLUMNS[2:]:
+        row[key] = outcome[key]
+    for key, value in outcome.items():
+        row.setdefault(key, value)
+    return row
+
+
+def manifest(sweep: Sweep) -> dict[str, Any]:
+    """The ``sweep.json`` content."""
+    return {
+        "sweep_file": str(sweep.source.resolve()),
+        "parameters": [{"path": p.path, "column": p.column} for p in sweep.parameters],
+        "seeds": list(sweep.seeds),
+        "runs": len(sweep.runs),
+        "metrics": list(sweep.metrics),
+        "timing_columns": list(TIMING_COLUMNS),
+        "run_ids": [run.run_id for run in sweep.runs],
+    }
+
+
+def run_sweep(
+    sweep: Sweep | str | Path,
+    out: str | Path,
+    *,
+    workers: int = 1,
+    dask: str | None = None,
+    keep_runs: bool = False,
+    progress: bool = True,
+) -> SweepOutcome:
+    """Run every run of a sweep not already stored ``ok`` in ``out``.
+
+    Args:
+        sweep: A loaded sweep or a sweep file.
+        out: Results directory (created if needed; re-use it to resume).
+        workers: Local processes; 1 runs in this process.
+        dask: ``local:N`` or a Dask scheduler address (instead of ``workers``).
+        keep_runs: Also write each run's results directory to ``out/runs/<run_id>/``.
+        progress: Show a progress bar with ETA on stderr when it is a terminal.
+
+    Returns:
+        The counts of done, skipped and failed runs.
+
+    Raises:
+        SweepError: invalid sweep file or options, a directory in use by another sweep,
+            or a worker pool that died (stored rows stay valid; re-run to resume).
+    """
+    plan = sweep if isinstance(sweep, Sweep) else load_sweep(sweep)
+    executor = make_executor(workers, dask)
+    directory = Path(out)
+    order = [run.run_id for run in plan.runs]
+    leading = leading_columns(plan)
+    errors: list[tuple[str, str]] = []
+    done = 0
+    with ResultStore(directory) as store:
+        store.write_manifest(manifest(plan))
+        stored_ok = store.ok_ids()
+        pending = {run.run_id: run for run in plan.runs if run.run_id not in stored_ok}
+        keep_dir = None
+        if keep_runs:
+            keep_dir = str((directory / "runs").resolve())
+            Path(keep_dir).mkdir(parents=True, exist_ok=True)
+        tasks = [RunTask(run.run_id, run.config, keep_dir) for run in pending.values()]
+        bar = _progress_bar(len(tasks), progress)
+        last_consolidation = time.monotonic()
+        try:
+            if tasks:
+                with executor:
+                    for outcome in executor.run(tasks):
+                        row = compose_row(pending[outcome["run_id"]], outcome)
+                        store.add(row)
+                        if row["status"] == "ok":
+                            done += 1
+                        else:
+                            errors.append((row["run_id"], row["error"]))
+                        if bar is not None:
+                            bar.update(1)
+                            bar.set_postfix(failed=len(errors), refresh=False)
+                        if time.monotonic() - last_consolidation >= CONSOLIDATE_SECONDS:
+                            store.consolidate(order, leading)
+                            last_consolidation = time.monotonic()
+        finally:
+            if bar is not None:
+                bar.close()
+            store.consolidate(order, leading)
+    return SweepOutcome(directory, len(plan.runs), done, len(plan.runs) - len(pending),
+                        len(errors), tuple(errors), executor.description)
+
+
+def _progress_bar(total: int, enabled: bool) -> Any:
+    if not enabled or total == 0 or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="run", desc="sweep", file=sys.stderr, dynamic_ncols=True)

@@ -1,0 +1,302 @@
+"""Sweeps: file validation, expansion, run ids, resume, failures, kill -9, executors,
+reports, and HPCModel under ``mesa.batch_run``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from market_hpc.cli import main
+from market_hpc.errors import ConfigError
+from market_hpc.experiment import config_from_dict, simulate
+from market_hpc.experiment.report import write_report
+from market_hpc.experiment.sweep import TIMING_COLUMNS, SweepError, load_sweep, run_id, run_sweep
+from market_hpc.experiment.sweep_exec import make_executor
+
+ROOT = Path(__file__).resolve().parents[1]
+# Scenario tables written inline so that sweep keys can follow at the top level.
+MARKET_BASE = """
+platform = "hlrs-3x9"
+workload = { generator = "taskgraphs", jobs = 12 }
+policy = { scheduler = "maxvh" }
+"""
+CLASSIC_BASE = """
+platform = "kth-sp2"
+timeseries = false
+workload = { generator = "lublin-feitelson", jobs = JOBS }
+policy = { scheduler = "easy" }
+"""
+BAD_SWF = ("; Version: 2.2\n1 0 -1 10 4 -1 -1 4 20 -1 1 1 -1 -1 1 -1 -1 -1\n"
+           "2 5 -1 10 x 4 -1 4 20 -1 1 1 -1 -1 1 -1 -1 -1\n")
+
+
+def sweep_file(tmp_path: Path, text: str, base: str = MARKET_BASE, name: str = "sweep.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(base + "\n" + text)
+    return path
+
+
+def comparable(frame: pd.DataFrame) -> pd.DataFrame:
+    return (frame.drop(columns=[c for c in TIMING_COLUMNS if c in frame])
+            .sort_values("run_id").reset_index(drop=True))
+
+
+# ------------------------------------------------------------------ validation
+@pytest.mark.parametrize(("text", "message"), [
+    ('[grid]\n"policy.foo" = [1]',
+     "policy.foo: unknown config key 'policy.foo'; valid choices: policy.allocator, "
+     "policy.hold_penalty, policy.scheduler"),
+    ('seeds = 2\n[[zip]]\n"policy.scheduler" = ["maxv", "maxvh"]\n"policy.hold_penalty" = [0.1]',
+     "zip group 1: lists must have equal lengths; got policy.scheduler: 2, policy.hold_penalty: 1"),
+    ('seeds = 0', "seeds: expected a positive integer N (meaning 1..N) or a non-empty list of "
+     "distinct non-negative integers, got 0"),
+    ('seeds = [1, 1]', "seeds lists a seed twice: [1, 1]"),
+    ('[grid]\n"policy.hold_penalty" = 0.1',
+     "grid: policy.hold_penalty must be a non-empty list of values, got 0.1"),
+    ('[grid]\n"policy.hold_penalty" = [0.1, 0.1]', "grid: policy.hold_penalty lists 0.1 twice"),
+    ('[grid]\nseed = [1, 2]', "grid: seed cannot be swept here; use seeds = N or [..]"),
+    ('[grid]\n"policy.hold_penalty" = [0.1]\n[[zip]]\n"policy.hold_penalty" = [0.2]',
+     "policy.hold_penalty is varied twice (grid and zip groups must not overlap)"),
+    ('[grid]\n"policy.hold_penalty" = [0.5, 2.0]',
+     "point policy.hold_penalty=2.0: policy.hold_penalty must be in [0, 1], got 2.0"),
+    ('[grid]\n"policy.scheduler" = ["maxv", "nope"]',
+     "point {'scheduler': 'nope'} (seed 0): unknown scheduler 'nope'; valid choices: easy, fifo, "
+     "ljf, maxv, maxvd, maxvdh, maxvh, minvr, minvrh, sjf, sjq, sjqh"),
+    ('grids = 1', "base scenario: unknown config key 'grids'; valid choices: exclusive, name, "
+     "platform, policy, seed, timeseries, workload (or a sweep key: base, seeds, grid, zip, report)"),
+    ('[report]\nmetric = "x"', "[report] accepts only metrics = [names], got {'metric': 'x'}"),
+])
+def test_invalid_sweep_files_fail_naming_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+    path = sweep_file(tmp_path, text)
+    with pytest.raises(SweepError) as caught:
+        load_sweep(path)
+    assert str(caught.value) == f"{path}: {message}"
+    assert isinstance(caught.value, ConfigError)
+
+
+def test_missing_input_file_and_base_fail_before_running(tmp_path: Path) -> None:
+    path = sweep_file(tmp_path, '[grid]\n"workload.lenient" = [true, false]',
+                      base='[workload]\ntrace = "missing.swf"\n')
+    with pytest.raises(SweepError, match=r"workload.trace: no such file .*missing.swf$"):
+        load_sweep(path)
+    path = sweep_file(tmp_path, 'base = "nowhere.toml"', base="")
+    with pytest.raises(SweepError, match=r"cannot read base scenario .*nowhere.toml: No such file"):
+        load_sweep(path)
+
+
+@pytest.mark.parametrize(("workers", "dask", "message"), [
+    (0, None, "--workers must be >= 1, got 0"),
+    (2, "local:2", "give either --workers or --dask, not both"),
+    (1, "local:0", "--dask expects local:N (a LocalCluster of N workers) or a scheduler address "
+     "like tcp://HOST:PORT; got 'local:0' (N must be a positive integer)"),
+    (1, "myhost:8786", "--dask expects local:N (a LocalCluster of N workers) or a scheduler "
+     "address like tcp://HOST:PORT; got 'myhost:8786'"),
+])
+def test_executor_options_are_validated(workers: int, dask: str | None, message: str) -> None:
+    with pytest.raises(SweepError) as caught:
+        make_executor(workers, dask)
+    assert str(caught.value) == message
+
+
+# ------------------------------------------------------------------- expansion
+def test_grid_zip_and_seeds_expand_in_order(tmp_path: Path) -> None:
+    path = sweep_file(tmp_path, """
+seeds = [3, 5]
+[grid]
+policy.scheduler = ["maxv", "maxvh"]
+[[zip]]
+"policy.hold_penalty" = [0.1, 0.2, 0.3]
+"workload.load" = [1.5, 2.0, 2.5]
+""")
+    sweep = load_sweep(path)
+    assert [(p.path, p.column) for p in sweep.parameters] == [
+        ("policy.scheduler", "scheduler"), ("policy.hold_penalty", "hold_penalty"),
+        ("workload.load", "load")]
+    assert sweep.seeds == (3, 5)
+    assert [(r.params["scheduler"], r.params["hold_penalty"], r.params["load"], r.seed)
+            for r in sweep.runs[:4]] == [("maxv", 0.1, 1.5, 3), ("maxv", 0.1, 1.5, 5),
+                                          ("maxv", 0.2, 2.0, 3), ("maxv", 0.2, 2.0, 5)]
+    assert len(sweep.runs) == 2 * 3 * 2
+    assert len({r.run_id for r in sweep.runs}) == 12
+    assert sweep.runs[-1].config["policy"] == {"scheduler": "maxvh", "allocator": None,
+                                               "hold_penalty": 0.3}
+    assert load_sweep(sweep_file(tmp_path, "seeds = 4")).seeds == (1, 2, 3, 4)
+    assert [r.seed for r in load_sweep(sweep_file(tmp_path, "seed = 9")).runs] == [9]
+
+
+def test_base_file_is_relative_to_the_sweep_and_inline_tables_override_it(tmp_path: Path) -> None:
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "bad.swf").write_text(BAD_SWF)
+    (tmp_path / "scenarios" / "base.toml").write_text(
+        'platform = "kth-sp2"\n[workload]\ntrace = "bad.swf"\nlenient = true\n'
+        '[policy]\nscheduler = "easy"\n')
+    (tmp_path / "sweeps").mkdir()
+    path = sweep_file(tmp_path / "sweeps", 'base = "../scenarios/base.toml"\n[policy]\n'
+                      'allocator = "best-fit"\n[grid]\n"workload.load_factor" = [1.0, 2.0]', base="")
+    runs = load_sweep(path).runs
+    assert runs[0].config["workload"]["trace"] == str((tmp_path / "scenarios" / "bad.swf").resolve())
+    assert runs[0].config["policy"] == {"scheduler": "easy", "allocator": "best-fit", "hold_penalty": 0.0}
+    assert [r.params for r in runs] == [{"load_factor": 1.0}, {"load_factor": 2.0}]
+
+
+def test_run_id_is_a_stable_hash_of_the_full_config() -> None:
+    data = {"platform": "hlrs-3x9", "seed": 4, "workload": {"generator": "taskgraphs", "jobs": 12},
+            "policy": {"scheduler": "maxvh", "hold_penalty": 0.25}}
+    # pinned canonical form (sorted keys, compact JSON, SHA-256, 16 hex): stored sweeps resume
+    assert run_id({"platform": "hlrs-3x9", "seed": 4,
+                   "policy": {"scheduler": "maxvh", "hold_penalty": 0.25}}) == "fdb094dbb1858972"
+    config = config_from_dict(data).to_dict()
+    assert run_id(dict(reversed(list(config.items())))) == run_id(config)
+    assert run_id({**config, "name": "renamed"}) == run_id(config)
+    assert run_id({**config, "seed": 5}) != run_id(config)
+    int_penalty = config_from_dict({**data, "policy": {"scheduler": "maxvh", "hold_penalty": 0}})
+    assert run_id(int_penalty.to_dict()) == run_id(config_from_dict({**data, "policy": {
+        "scheduler": "maxvh", "hold_penalty": 0.0}}).to_dict())
+
+
+# ------------------------------------------------------------- resume, failures
+def test_resume_skips_stored_runs_and_keeps_run_dirs(tmp_path: Path) -> None:
+    text = '[grid]\n"policy.scheduler" = ["maxv", "maxvh"]\n'
+    out = tmp_path / "out"
+    first = run_sweep(sweep_file(tmp_path, "seeds = 2\n" + text), out, keep_runs=True)
+    assert (first.total, first.done, first.skipped, first.failed) == (4, 4, 0, 0)
+    again = run_sweep(sweep_file(tmp_path, "seeds = 2\n" + text), out)
+    assert (again.done, again.skipped) == (0, 4)
+    more = run_sweep(sweep_file(tmp_path, "seeds = 3\n" + text), out)
+    assert (more.total, more.done, more.skipped, more.failed) == (6, 2, 4, 0)
+    frame = pd.read_parquet(out / "results.parquet")
+    assert len(frame) == 6 and set(frame["status"]) == {"ok"}
+    assert list(frame.columns[:6]) == ["run_id", "scheduler", "seed", "status", "error", "duration_s"]
+    assert {"total_profit", "mean_wait", "mean_slowdown", "holds"} <= set(frame.columns)
+    assert pd.read_csv(out / "results.csv")["run_id"].tolist() == frame["run_id"].tolist()
+    kept = sorted(p.name for p in (out / "runs").iterdir())
+    assert kept == sorted(frame["run_id"][frame["seed"] < 3])
+    assert (out / "runs" / kept[0] / "summary.json").is_file()
+
+
+def test_failing_run_is_recorded_and_retried_while_the_rest_go_on(tmp_path: Path) -> None:
+    (tmp_path / "bad.swf").write_text(BAD_SWF)
+    path = sweep_file(tmp_path, '[grid]\n"workload.lenient" = [true, false]',
+                      base='platform = "kth-sp2"\n[workload]\ntrace = "bad.swf"\n')
+    out = tmp_path / "out"
+    outcome = run_sweep(path, out)
+    assert (outcome.done, outcome.failed) == (1, 1)
+    frame = pd.read_parquet(out / "results.parquet").set_index("lenient")
+    assert frame.loc[True, "status"] == "ok" and frame.loc[True, "error"] == ""
+    assert frame.loc[False, "status"] == "failed"
+    assert frame.loc[False, "error"] == (f"TraceFormatError: {tmp_path / 'bad.swf'}:3: "
+                                         "field 5 (allocated processors): 'x' is not a number")
+    assert outcome.errors == ((frame.loc[False, "run_id"], frame.loc[False, "error"]),)
+    retried = run_sweep(path, out)
+    assert (retried.done, retried.skipped, retried.failed) == (0, 1, 1)
+
+
+def test_kill_9_loses_only_runs_in_flight(tmp_path: Path) -> None:
+    path = sweep_file(tmp_path, "seeds = 10", base=CLASSIC_BASE.replace("JOBS", "2000"))
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "market_hpc", "sweep", str(path), "--out", str(out), "--workers", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    try:
+        while len(list((out / "parts").glob("*.parquet"))) < 3:
+            assert process.poll() is None, "the sweep ended before it could be killed"
+            assert time.monotonic() < deadline, "no rows stored within 60 s"
+            time.sleep(0.02)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    assert process.returncode == -signal.SIGKILL
+    parts = sorted((out / "parts").glob("*.parquet"))
+    planned = {run.run_id for run in load_sweep(path).runs}
+    assert 3 <= len(parts) < 10
+    for part in parts:
+        (row,) = pq.read_table(part).to_pylist()
+        assert row["run_id"] == part.stem and row["run_id"] in planned
+        assert row["status"] == "ok" and row["jobs_completed"] == 2000
+    if (out / "results.parquet").exists():
+        assert set(pd.read_parquet(out / "results.parquet")["run_id"]) <= {p.stem for p in parts}
+    resumed = run_sweep(path, out)
+    assert (resumed.skipped, resumed.done, resumed.failed) == (len(parts), 10 - len(parts), 0)
+    assert len(pd.read_parquet(out / "results.parquet")) == 10
+    assert not list(out.rglob("*.tmp"))
+
+
+# -------------------------------------------------------------------- executors
+def test_local_processes_and_dask_give_identical_rows(tmp_path: Path) -> None:
+    pytest.importorskip("dask.distributed", reason="dask[distributed] is not installed")
+    path = sweep_file(tmp_path, 'seeds = 2\n[grid]\n"policy.scheduler" = ["maxv", "maxvh"]\n'
+                      '"policy.hold_penalty" = [0.0, 0.3]')
+    in_process = run_sweep(path, tmp_path / "one")
+    local = run_sweep(path, tmp_path / "local", workers=2)
+    try:
+        on_dask = run_sweep(path, tmp_path / "dask", dask="local:2")
+    except SweepError as exc:
+        if "cannot start a Dask LocalCluster" in str(exc):
+            pytest.skip(f"dask.distributed cannot start here: {exc}")
+        raise
+    assert [o.done for o in (in_process, local, on_dask)] == [8, 8, 8]
+    reference = comparable(pd.read_parquet(tmp_path / "one" / "results.parquet"))
+    for folder in ("local", "dask"):
+        pd.testing.assert_frame_equal(comparable(pd.read_parquet(tmp_path / folder / "results.parquet")),
+                                      reference)
+
+
+# ---------------------------------------------------------------------- reports
+def test_cli_sweep_writes_report_pngs_and_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = sweep_file(tmp_path, 'seeds = 2\n[grid]\n"policy.scheduler" = ["maxv", "maxvh"]\n'
+                      '"policy.hold_penalty" = [0.0, 0.2, 0.4]')
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "12 runs: 12 done, 0 skipped, 0 failed (in-process)" in printed
+    report = out / "report"
+    for stem in ("total_profit_vs_hold_penalty", "total_profit_by_policy",
+                 "total_profit_heatmap_scheduler_hold_penalty"):
+        assert (report / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (report / f"{stem}.csv").is_file()
+    lines = pd.read_csv(report / "total_profit_vs_hold_penalty.csv")
+    assert list(lines.columns) == ["scheduler", "hold_penalty", "mean", "min", "max", "std", "n"]
+    assert len(lines) == 6 and set(lines["n"]) == {2}
+    assert main(["report", str(out), "--metric", "holds"]) == 0
+    assert (report / "holds_vs_hold_penalty.png").is_file()
+    assert main(["report", str(out), "--metric", "nope"]) == 2
+    assert "unknown metric 'nope'; valid choices: " in capsys.readouterr().err
+    assert main(["report", str(tmp_path)]) == 2
+
+
+# ------------------------------------------------------------------------- Mesa
+def test_hpc_model_runs_under_mesa_batch_run() -> None:
+    from mesa import batch_run
+
+    from market_hpc.domain.platform import load_platform
+    from market_hpc.model import HPCModel
+    from market_hpc.workload.applications import library_job_set
+
+    platform = load_platform("hlrs-3x9")
+    jobs = list(library_job_set(12, 1, load=2.0, platform_cores=platform.total_cores))
+    rows = batch_run(
+        HPCModel,
+        {"jobs": [jobs], "platform": "hlrs-3x9", "scheduler": ["maxv", "maxvh"],
+         "hold_penalty": 0.2, "seed": [1, 2]},
+        number_processes=1, iterations=1, data_collection_period=-1, max_steps=10**7,
+        display_progress=False,
+    )
+    assert [(row["scheduler"], row["seed"]) for row in rows] == [
+        ("maxv", 1), ("maxv", 2), ("maxvh", 1), ("maxvh", 2)]
+    for row in rows:
+        config = config_from_dict({"platform": "hlrs-3x9", "seed": row["seed"],
+                                   "workload": {"generator": "taskgraphs", "jobs": 12},
+                                   "policy": {"scheduler": row["scheduler"], "hold_penalty": 0.2}})
+        summary = simulate(config, jobs=jobs).summary
+        assert row["jobs_completed"] == summary["jobs_completed"]
+        assert row["total_profit"] == pytest.approx(summary["total_profit"])
+        assert row["queue_length"] == 0 and row["running_jobs"] == 0
