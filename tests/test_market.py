@@ -173,3 +173,29 @@ def test_market_policies_are_deterministic():
         model.run()
         frames.append(model.recorder.jobs_frame())
     pd.testing.assert_frame_equal(*frames)
+
+
+@pytest.mark.parametrize("policy", MARKET)
+def test_market_conformance_view_not_mutated_and_decisions_executable(policy):
+    from test_conformance import assert_same_state, snapshot
+
+    from market_hpc.model import make_market_aware_policy
+    from market_hpc.policies import Decision
+
+    jobs = overload_jobs(seed=5, n=30)
+    probe = make_market_aware_policy(policy, None, 0.2)
+    model = HPCModel(jobs, "hlrs-3x9", policy, hold_penalty=0.2, seed=1, record_timeseries=False)
+    rng = np.random.default_rng(0)
+    probed = 0
+    while model.running:
+        model.step()
+        if not model.queue_agent.jobs:
+            continue
+        before = snapshot(model)
+        decision = probe.decide(model.make_view(), rng)
+        assert isinstance(decision, Decision)
+        assert_same_state(before, snapshot(model), f"{policy} at t={model.now:g}")
+        probed += 1
+    assert probed > 0
+    frame = model.recorder.jobs_frame()
+    assert set(frame.status) <= {"finished", "dropped"} and len(frame) == len(jobs)
