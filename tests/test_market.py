@@ -199,3 +199,32 @@ def test_market_conformance_view_not_mutated_and_decisions_executable(policy):
     assert probed > 0
     frame = model.recorder.jobs_frame()
     assert set(frame.status) <= {"finished", "dropped"} and len(frame) == len(jobs)
+
+
+def test_pruned_hold_search_equals_the_exhaustive_argmax():
+    rng = np.random.default_rng(42)
+    for _ in range(300):
+        n_nodes = int(rng.integers(1, 4))
+        executing = []
+        seq = 0
+        for node in range(n_nodes):
+            for _ in range(int(rng.integers(1, 5))):
+                seq += 1
+                value = float(rng.integers(0, 300))
+                executing.append(Executing(seq, node, int(rng.integers(1, 4)), float(rng.integers(0, 10)),
+                                           seq, value, value + float(rng.integers(0, 100))))
+        arrivals = []
+        for k in range(int(rng.integers(1, 4))):
+            tasks = int(rng.integers(1, 8))
+            work = float(rng.integers(10, 60))
+            profile = tuple(float(np.ceil(work / c)) for c in range(1, tasks + 1))
+            curve = LinearDecayCurve(float(rng.integers(100, 900)), float(rng.integers(5, 30)),
+                                     float(rng.integers(40, 120)))
+            arrivals.append(Candidate(100 + k, 10.0, curve, profile, 0.0, True, c_star(profile)))
+        penalty = float(rng.choice([0.0, 0.2, 0.6]))
+        free = [0] * n_nodes
+        brute = None
+        for plan in hold_instances(arrivals, executing, free, 10.0, penalty):
+            if plan.net_profit > (brute.net_profit if brute else 0.0):
+                brute = plan
+        assert hold_search(arrivals, executing, free, 10.0, penalty) == brute

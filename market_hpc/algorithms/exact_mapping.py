@@ -8,12 +8,13 @@ one task (spec A17: a profile entry uses *exactly* c cores); an edge (u, v) forc
 ``start[v] >= end[u] + data * comm_cost`` when u and v are on different cores and
 ``start[v] >= end[u]`` otherwise. The makespan is minimised.
 
-How this relates to the GA: the GA's decoder (``profiling._makespan``) builds list
-schedules with a fixed per-core order (descending upward rank), while CP-SAT optimises
-over *every* non-preemptive schedule, including per-core orders and idle times a list
-schedule never uses. The CP optimum is therefore a lower bound on anything the GA can
-report, and ``tests/test_profiling.py`` compares the GA's response time directly with it
-(the stricter comparison: a gap mixes GA search misses and decoder restrictions).
+How this relates to the GA: the GA's decoder (``profiling``) builds list schedules, each
+task starting as early as its core and predecessors allow, in a task order the GA evolves
+alongside the mapping. Any non-preemptive schedule's per-core orders can be expressed
+that way, so a perfect search would equal the optimum here; with ``taskgraph``'s fixed
+rank order instead, even the best mapping is up to 28 % slower on 5-8-task DAGs. The
+tests compare the GA's response time directly with this optimum, so a gap is a search
+miss of the GA.
 
 Durations and delays must be integers for CP-SAT; fractional ``data * comm_cost``
 delays are scaled by the smallest power of ten (<= 10**6) making them integral.
@@ -24,11 +25,13 @@ status is always returned and must be checked by the caller.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import networkx as nx
 from ortools.sat.python import cp_model
 
+from market_hpc.algorithms.taskgraph import schedule_context
 from market_hpc.errors import ConfigError, MarketHpcError
 
 
@@ -84,8 +87,8 @@ def optimal_makespan(
         The :class:`ExactResult`; check ``status`` before treating it as optimal.
 
     Raises:
-        ConfigError: Bad graph (empty, cyclic, non-positive / non-int WCET) or an
-            ``n_cores`` outside 1..|T|, or a negative ``comm_cost`` / ``time_limit``.
+        ConfigError: Bad graph (see ``taskgraph.validate_task_graph``), ``n_cores``
+            outside 1..|T|, negative ``comm_cost`` or non-positive ``time_limit``.
         ExactSolveError: CP-SAT proved infeasibility, rejected the model, or stopped at
             the time limit without any schedule.
 
@@ -95,28 +98,22 @@ def optimal_makespan(
     >>> (result.makespan, result.status)
     (8.0, 'OPTIMAL')
     """
-    nodes = sorted(g.nodes)
-    n = len(nodes)
-    if n == 0 or not nx.is_directed_acyclic_graph(g):
-        raise ConfigError(
-            f"task graph must be a non-empty DAG, got {n} tasks, acyclic={n and nx.is_directed_acyclic_graph(g)}"
-        )
-    if not isinstance(n_cores, int) or not 1 <= n_cores <= n:
+    shared = schedule_context(g)  # validates the graph
+    n = len(shared.wcet)
+    if isinstance(n_cores, bool) or not isinstance(n_cores, int) or not 1 <= n_cores <= n:
         raise ConfigError(
             f"n_cores must be an int in 1..{n} (the number of tasks), got {n_cores!r}"
         )
-    if comm_cost < 0 or time_limit <= 0:
+    if not 0 <= comm_cost < math.inf or not time_limit > 0:
         raise ConfigError(
-            f"comm_cost must be >= 0 and time_limit > 0, got {comm_cost!r}, {time_limit!r}"
+            f"need 0 <= comm_cost < inf, time_limit > 0; got {comm_cost!r}, {time_limit!r}"
         )
-    index = {node: i for i, node in enumerate(nodes)}
-    wcet = [g.nodes[node].get("wcet") for node in nodes]
-    for node, value in zip(nodes, wcet):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ConfigError(f"task {node!r}: wcet must be a positive int, got {value!r}")
-    edges = sorted(
-        (index[u], index[v], float(d) * comm_cost) for u, v, d in g.edges(data="data", default=0)
-    )
+    wcet = shared.wcet
+    edges = [
+        (pred, task, data * comm_cost)
+        for task in range(n)
+        for pred, data in zip(shared.preds[task], shared.pred_data[task])
+    ]
     scale = _integer_scale([delay for _, _, delay in edges])
     duration = [w * scale for w in wcet]
     delay = {(u, v): round(d * scale) for u, v, d in edges}

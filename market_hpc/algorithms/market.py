@@ -147,11 +147,49 @@ def hold_search(
     >>> plan.held, plan.cores, plan.net_profit   # holding one job frees too few cores
     ((2, 1), 2, 210.0)
     """
+    by_node = _latest_first(executing)
     best: HoldPlan | None = None
-    for plan in hold_instances(arrivals, executing, free_cores, now, penalty):
-        if plan.net_profit > (best.net_profit if best is not None else 0.0):
-            best = plan
+    best_net = 0.0
+    for arrival in arrivals:
+        c_best = min(arrival.best_cores, len(arrival.profile))
+        gains: dict[int, float] = {}
+
+        def gain_on(cores: int, arrival: Candidate = arrival, gains: dict[int, float] = gains) -> float:
+            if cores not in gains:
+                gains[cores] = profit(arrival.curve, now, arrival.arrival, arrival.profile, cores,
+                                      arrival.progress)
+            return gains[cores]
+
+        top = gain_on(c_best)  # no prefix earns more than the arrival on c* cores
+        if top <= best_net:
+            continue
+        for node in sorted(by_node):
+            freed = free_cores[node]
+            loss = 0.0
+            held: list[int] = []
+            for victim in by_node[node]:
+                freed += victim.cores
+                loss += victim.expected_value + penalty * victim.max_value
+                held.append(victim.job_id)
+                if top - loss <= best_net:
+                    break  # longer prefixes only add loss
+                cores = min(freed, c_best)
+                net = gain_on(cores) - loss
+                if net > best_net:
+                    best_net = net
+                    best = HoldPlan(arrival.job_id, node, tuple(held), cores, net, gains[cores])
+                if freed >= c_best:
+                    break  # longer prefixes earn the same and lose more
     return best
+
+
+def _latest_first(executing: Sequence[Executing]) -> dict[int, list[Executing]]:
+    by_node: dict[int, list[Executing]] = {}
+    for job in executing:
+        by_node.setdefault(job.node, []).append(job)
+    for jobs in by_node.values():
+        jobs.sort(key=lambda e: (e.start, e.seq), reverse=True)
+    return by_node
 
 
 def hold_instances(
@@ -163,13 +201,11 @@ def hold_instances(
 ) -> Iterator[HoldPlan]:
     """Every holding instance Algorithm 3 evaluates, in its order (arrival, node, prefix).
 
-    The rows of the paper's Fig. 5 table are these instances.
+    The rows of the paper's Fig. 5 table are these instances. ``hold_search`` returns the
+    first instance with the largest positive net profit among them, pruning prefixes that
+    cannot win.
     """
-    by_node: dict[int, list[Executing]] = {}
-    for job in executing:
-        by_node.setdefault(job.node, []).append(job)
-    for jobs in by_node.values():
-        jobs.sort(key=lambda e: (e.start, e.seq), reverse=True)
+    by_node = _latest_first(executing)
     for arrival in arrivals:
         c_best = arrival.best_cores
         for node in sorted(by_node):

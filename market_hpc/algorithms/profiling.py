@@ -3,34 +3,32 @@
 Singh, Indrusiak et al., "Market-inspired Dynamic Resource Allocation in Many-core HPC
 Systems", Algorithm 1: for each c = 1..|T| find, by a GA "similarly as in [25]" (Sayuti
 & Indrusiak, ISVLSI 2013), the mapping onto exactly c cores (spec A17: surjective,
-c <= |T|) with minimum response time. GA details are not in the paper; spec A18-A20:
+c <= |T|) with minimum response time. The paper gives no GA details; spec A18-A20:
 
-* **Decoder (A19).** List scheduling in a topological *task order*: each task starts at
+* **Decoder (A19).** List scheduling in a topological *task order*: a task starts at
   max(its core free, each predecessor's finish + ``data * comm_cost`` if on another
   core); response time = max finish. In ``taskgraph``'s rank order (descending b-level,
   ties by index) this is ``taskgraph.makespan``.
 * **Encoding.** 2|T| integer genes: each task's core (0..c-1), then a key per task
-  (0..|T|-1, A20's optional order part). The task order sorts by (key raised to the
+  (0..|T|-1; A20's optional order part). The task order sorts by (key raised to the
   largest predecessor key, rank position): topological, the rank order when keys are 0,
-  and able to express any per-core order. Rank order alone is not enough: there even
-  the best mapping is up to 28 % above the CP-SAT optimum on 5-8-task DAGs (a long
-  independent task goes before a short one feeding another core). A repair operator
+  and able to express any per-core order. The rank order alone is not enough: there
+  even the best mapping is up to 28 % above the CP-SAT optimum on 5-8-task DAGs. Repair
   moves random tasks of multi-task cores to empty cores.
 * **Operators.** Tournament (k=3), two-point crossover (cxpb 0.8), uniform integer reset
-  (indpb 1/|T|, mutpb 0.2), elitism by re-inserting the ``HallOfFame(1)`` best; fitness =
-  decoded makespan (weights ``(-1.0,)``), memoised.
-* **Sizes** (:class:`GASettings`). Population 150 (at 40-60 the GA converged early and
-  missed packed optima by 6-8 %); stop at max(critical path, ceil(work / c)), after 60
-  generations without improvement, or at 300. Seeds: HEFT (earliest finish) and
-  round-robin mappings in rank order. c = 1 and c = |T| are computed directly.
-* **Monotonicity (A17).** Entry c becomes the best split of entry c-1 (one task of a
-  multi-task core moved to the new core) when strictly better. With comm 0 a split
-  never increases the makespan (the moved task and its old core successors can only
-  start earlier), so profiles are non-increasing; with comm > 0 they may not be.
+  (indpb 1/|T|, mutpb 0.2), ``HallOfFame(1)`` elitism; fitness = makespan, memoised.
+* **Sizes** (:class:`GASettings`). Runs of population 150 end after 15 generations
+  without improvement; tournaments converge fast, so fresh runs (up to 4, the first
+  seeded with HEFT and round-robin mappings) beat one long run; restarting stops once a
+  run fails to improve the best, and everything at a :func:`_lower_bound`.
+* **Monotonicity (A17).** Entry c-1 split (one task of a multi-task core moved to a new
+  core) replaces entry c when better, and skips the GA when it meets the bound. With
+  comm 0 a split never hurts (the moved task and its old core successors can only start
+  earlier), so profiles are non-increasing; with comm > 0 they may not be. c = 1 and
+  c = |T| need no search.
 
 DEAP is used only inside :func:`profile_graph`; its operators draw from a private
-``random.Random(seed)``, never the global ``random``, so a seed gives a bit-identical
-:class:`Profile` whatever other code does with ``random``.
+``random.Random(seed)``, never the global ``random``: same seed, bit-identical result.
 """
 
 from __future__ import annotations
@@ -38,7 +36,8 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any
 
 import networkx as nx
@@ -47,6 +46,7 @@ from deap import base, creator, tools
 from market_hpc.algorithms.taskgraph import graph_hash, schedule_context
 from market_hpc.errors import ConfigError
 
+_weighted = attrgetter("fitness.wvalues")  # DEAP's comparison key: larger is fitter
 _FITNESS = "MarketHpcMakespanFitness"
 _INDIVIDUAL = "MarketHpcMappingOrder"
 _Entry = tuple[float, tuple[int, ...], tuple[int, ...]]  # (response time, mapping, order)
@@ -58,7 +58,7 @@ class GASettings:
 
     Attributes:
         population: Individuals per generation (>= 2).
-        max_generations: Cap on generations per run.
+        max_generations: Cap on generations per run, the initial one included.
         stall_generations: End a run after this many generations without improvement.
         restarts: Independent runs per core count (stopping early at the lower bound).
         cxpb: Probability that a pair of offspring is crossed (two-point).
@@ -68,26 +68,20 @@ class GASettings:
 
     population: int = 150
     max_generations: int = 300
-    stall_generations: int = 30
-    restarts: int = 2
+    stall_generations: int = 15
+    restarts: int = 4
     cxpb: float = 0.8
     mutpb: float = 0.2
     tournament_size: int = 3
 
     def __post_init__(self) -> None:
-        for name in (
-            "population",
-            "max_generations",
-            "stall_generations",
-            "restarts",
-            "tournament_size",
-        ):
-            value, low = getattr(self, name), 2 if name == "population" else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"GASettings.{name} must be an int >= {low}, got {value!r}")
-        for name in ("cxpb", "mutpb"):
-            if not 0.0 <= (value := getattr(self, name)) <= 1.0:
+        for field in fields(self):
+            name, value = field.name, getattr(self, field.name)
+            if field.type == "float" and not 0.0 <= value <= 1.0:
                 raise ConfigError(f"GASettings.{name} must be in [0, 1], got {value!r}")
+            low = 2 if name == "population" else 1
+            if field.type == "int" and (type(value) is not int or value < low):
+                raise ConfigError(f"GASettings.{name} must be an int >= {low}, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +94,7 @@ class Profile:
             cores are numbered by first use.
         c_star: Smallest c reaching the minimum response time (spec A4).
         graph_hash: ``taskgraph.graph_hash`` of the profiled graph.
-        task_orders: ``task_orders[c - 1]`` = the task order that reproduces
-            ``response_times[c - 1]`` with the mapping (see :func:`response_time`).
+        task_orders: Per c, the task order reproducing it in :func:`response_time`.
     """
 
     response_times: tuple[float, ...]
@@ -118,8 +111,8 @@ class _Context:
     wcet: tuple[float, ...]
     preds: tuple[tuple[tuple[int, float], ...], ...]  # (predecessor, delay across cores)
     order: tuple[int, ...]  # taskgraph's rank order
-    total_work: float
-    critical_path: float  # ignoring communication: a lower bound for every c
+    heads: tuple[float, ...]  # longest path into each task, ignoring communication
+    tails: tuple[float, ...]  # longest path out of each task, ignoring communication
 
 
 def _build_context(g: nx.DiGraph, comm_cost: float) -> _Context:
@@ -131,11 +124,30 @@ def _build_context(g: nx.DiGraph, comm_cost: float) -> _Context:
         tuple((pred, data * comm_cost) for pred, data in zip(task_preds, task_data))
         for task_preds, task_data in zip(shared.preds, shared.pred_data)
     )
-    earliest_finish = [0.0] * len(wcet)
+    heads, tails = [0.0] * len(wcet), [0.0] * len(wcet)
     for task in shared.order:
-        ready = max((earliest_finish[pred] for pred, _ in preds[task]), default=0.0)
-        earliest_finish[task] = ready + wcet[task]
-    return _Context(wcet, preds, shared.order, sum(wcet), max(earliest_finish))
+        heads[task] = max((heads[pred] + wcet[pred] for pred, _ in preds[task]), default=0.0)
+    for task in reversed(shared.order):
+        for pred, _ in preds[task]:
+            tails[pred] = max(tails[pred], tails[task] + wcet[task])
+    return _Context(wcet, preds, shared.order, tuple(heads), tuple(tails))
+
+
+def _lower_bound(ctx: _Context, n_cores: int) -> float:
+    """Bound the makespan on ``n_cores`` cores from below, ignoring communication.
+
+    Tasks with head >= a and tail >= b run in [a, makespan - b], in full, at most c at a
+    time (covering ceil(work / c) and the critical path); two of the c + 1 longest tasks
+    share a core.
+    """
+    tasks = list(zip(ctx.wcet, ctx.heads, ctx.tails))
+    bound = 0.0
+    for head in {0.0, *ctx.heads}:
+        for tail in {0.0, *ctx.tails}:
+            if late := [w for w, h, t in tasks if h >= head and t >= tail]:
+                bound = max(bound, head + tail + max(max(late), math.ceil(sum(late) / n_cores)))
+    longest = sorted(ctx.wcet, reverse=True) + [0.0]
+    return max(bound, longest[n_cores - 1] + longest[n_cores] if n_cores < len(tasks) else 0.0)
 
 
 def _task_order(ctx: _Context, keys: Sequence[int]) -> tuple[int, ...]:
@@ -152,9 +164,8 @@ def _task_order(ctx: _Context, keys: Sequence[int]) -> tuple[int, ...]:
 
 def _makespan(ctx: _Context, mapping: Sequence[int], order: Sequence[int]) -> float:
     """Decode a mapping by list scheduling in ``order`` (spec A19); return the makespan."""
-    core_free = [0.0] * len(ctx.wcet)  # cores are numbered below |T|
-    finish = [0.0] * len(ctx.wcet)
-    wcet, preds = ctx.wcet, ctx.preds
+    wcet, preds, finish = ctx.wcet, ctx.preds, [0.0] * len(ctx.wcet)
+    core_free = [0.0] * len(wcet)  # cores are numbered below |T|
     for task in order:
         core = mapping[task]
         start = core_free[core]
@@ -167,18 +178,14 @@ def _makespan(ctx: _Context, mapping: Sequence[int], order: Sequence[int]) -> fl
 
 
 def response_time(
-    g: nx.DiGraph,
-    mapping: Sequence[int],
-    *,
-    task_order: Sequence[int] | None = None,
-    comm_cost: float = 0.0,
+    g: nx.DiGraph, mapping: Sequence[int], order: Sequence[int] | None = None, comm_cost: float = 0
 ) -> float:
     """Return the response time of ``mapping`` under the profiling decoder.
 
     Args:
         g: Task graph (``wcet`` on nodes, optional ``data`` on edges).
         mapping: Core of each task (sorted node order), cores in 0..|T|-1.
-        task_order: Topological order of task indices; the rank order if omitted.
+        order: Topological order of task indices (``Profile.task_orders``); rank order if None.
         comm_cost: Delay per unit of edge ``data`` between tasks on different cores.
 
     Raises:
@@ -190,13 +197,12 @@ def response_time(
     """
     ctx = _build_context(g, comm_cost)
     n = len(ctx.wcet)
-    order = ctx.order if task_order is None else tuple(task_order)
-    where = {task: i for i, task in enumerate(order)}
+    order = ctx.order if order is None else tuple(order)
     if len(mapping) != n or any(not 0 <= core < n for core in mapping):
         raise ConfigError(f"mapping needs a core in 0..{n - 1} per task ({n}), got {mapping!r}")
-    edges = ((pred, task) for task in range(n) for pred, _ in ctx.preds[task])
-    if sorted(order) != list(range(n)) or any(where[p] > where[t] for p, t in edges):
-        raise ConfigError(f"task_order must be topological over 0..{n - 1}, got {task_order!r}")
+    positions = [order.index(task) for task in range(n)] if sorted(order) == [*range(n)] else []
+    if not positions or _task_order(ctx, positions) != order:  # unchanged iff topological
+        raise ConfigError(f"order must be a topological order of 0..{n - 1}, got {order!r}")
     return _makespan(ctx, mapping, order)
 
 
@@ -208,12 +214,9 @@ def _canonical(mapping: Sequence[int]) -> tuple[int, ...]:
 
 def _repair(genes: list[int], n_tasks: int, n_cores: int, rng: random.Random) -> None:
     """Make the core genes surjective onto 0..n_cores-1 in place (no empty core)."""
-    counts = [0] * n_cores
-    for core in genes[:n_tasks]:
-        counts[core] += 1
+    counts = [genes[:n_tasks].count(core) for core in range(n_cores)]
     for empty in [core for core in range(n_cores) if counts[core] == 0]:
-        movable = [task for task in range(n_tasks) if counts[genes[task]] > 1]
-        task = movable[rng.randrange(len(movable))]
+        task = rng.choice([task for task in range(n_tasks) if counts[genes[task]] > 1])
         counts[genes[task]] -= 1
         genes[task], counts[empty] = empty, 1
 
@@ -222,10 +225,9 @@ def _heft_mapping(ctx: _Context, n_cores: int) -> list[int]:
     """Assign tasks in rank order to the core giving the earliest finish (HEFT)."""
     mapping, finish, core_free = [0] * len(ctx.wcet), [0.0] * len(ctx.wcet), [0.0] * n_cores
     for task in ctx.order:
-        delays = [(finish[p], d, mapping[p]) for p, d in ctx.preds[task]]
+        preds = [(finish[p], d, mapping[p]) for p, d in ctx.preds[task]]
         starts = [
-            max([free] + [f + d * (c != k) for f, d, c in delays])
-            for k, free in enumerate(core_free)
+            max([at] + [f + d * (c != k) for f, d, c in preds]) for k, at in enumerate(core_free)
         ]
         core = starts.index(min(starts))
         mapping[task], finish[task] = core, starts[core] + ctx.wcet[task]
@@ -266,68 +268,51 @@ def _toolbox(ctx: _Context, n_cores: int, rng: random.Random, settings: GASettin
     def mutate(ind: list[int]) -> None:  # DEAP's mutUniformInt, bounds per gene part
         for i in range(2 * n):
             if rng.random() < 1.0 / n:
-                ind[i] = rng.randint(0, n_cores - 1 if i < n else n - 1)
+                ind[i] = int(rng.random() * (n_cores if i < n else n))  # uniform, fast
 
     toolbox = base.Toolbox()
     toolbox.register("individual", individual)
-    toolbox.register("evaluate", evaluate)
-    toolbox.register("clone", clone)
-    toolbox.register("select", select)
-    toolbox.register("mate", mate)
-    toolbox.register("mutate", mutate)
+    for operator in (evaluate, clone, select, mate, mutate):
+        toolbox.register(operator.__name__, operator)
     return toolbox
 
 
-def _weighted(ind: Any) -> tuple[float, ...]:
-    return ind.fitness.wvalues  # type: ignore[no-any-return]
-
-
-def _evolve(ctx: _Context, n_cores: int, rng: random.Random, settings: GASettings) -> _Entry:
-    """Run the GA for one core count (1 < n_cores < |T|); return its best entry.
-
-    Runs up to ``settings.restarts`` independent populations (the first seeded with the
-    HEFT and round-robin mappings), stopping once the lower bound is reached.
-    """
+def _evolve(
+    ctx: _Context, n_cores: int, lower_bound: float, rng: random.Random, settings: GASettings
+) -> _Entry:
+    """Return the best entry of the GA runs for 1 < n_cores < |T| (see the module doc)."""
     toolbox, n = _toolbox(ctx, n_cores, rng, settings), len(ctx.wcet)
-    lower_bound = max(ctx.critical_path, float(math.ceil(ctx.total_work / n_cores)))
-    round_robin = [0] * n
-    for position, task in enumerate(ctx.order):
-        round_robin[task] = position % n_cores
+    round_robin = [ctx.order.index(task) % n_cores for task in range(n)]
     overall = tools.HallOfFame(1)
     for run in range(settings.restarts):
         seeds = [_heft_mapping(ctx, n_cores) + [0] * n, round_robin + [0] * n] if run == 0 else []
         while len(seeds) < settings.population:
-            seeds.append([rng.randrange(n_cores if i < n else n) for i in range(2 * n)])
-        population = []
-        for genes in seeds[: settings.population]:
-            _repair(genes, n, n_cores, rng)
-            population.append(toolbox.individual(genes))
-            population[-1].fitness.values = toolbox.evaluate(genes)
+            seeds.append([int(rng.random() * (n_cores if i < n else n)) for i in range(2 * n)])
+        population = [toolbox.individual(genes) for genes in seeds[: settings.population]]
         hall, stall = tools.HallOfFame(1), 0
-        hall.update(population)
         for _ in range(settings.max_generations):
+            for ind in (ind for ind in population if not ind.fitness.valid):
+                _repair(ind, n, n_cores, rng)
+                ind.fitness.values = toolbox.evaluate(ind)
+            before = hall[0].fitness.values[0] if len(hall) else math.inf
+            hall.update(population)
+            stall = 0 if hall[0].fitness.values[0] < before else stall + 1
             if hall[0].fitness.values[0] <= lower_bound or stall >= settings.stall_generations:
                 break
-            offspring = [toolbox.clone(ind) for ind in toolbox.select(population, len(population))]
-            for first, second in zip(offspring[::2], offspring[1::2]):
+            population = list(map(toolbox.clone, toolbox.select(population, len(population) - 1)))
+            for first, second in zip(population[::2], population[1::2]):
                 if rng.random() < settings.cxpb:
                     toolbox.mate(first, second)
                     del first.fitness.values, second.fitness.values
-            for ind in offspring:
+            for ind in population:
                 if rng.random() < settings.mutpb:
                     toolbox.mutate(ind)
                     del ind.fitness.values
-            for ind in (ind for ind in offspring if not ind.fitness.valid):
-                _repair(ind, n, n_cores, rng)
-                ind.fitness.values = toolbox.evaluate(ind)
-            worst = min(range(len(offspring)), key=lambda i: _weighted(offspring[i]))
-            offspring[worst] = toolbox.clone(hall[0])
-            population, before = offspring, hall[0].fitness.values[0]
-            hall.update(population)
-            stall = 0 if hall[0].fitness.values[0] < before else stall + 1
+            population.append(toolbox.clone(hall[0]))  # elitism: the run's best survives
+        improved = not len(overall) or hall[0].fitness > overall[0].fitness
         overall.update(hall)
-        if overall[0].fitness.values[0] <= lower_bound:
-            break
+        if overall[0].fitness.values[0] <= lower_bound or not improved:
+            break  # optimal, or a fresh run did not beat the best: stop restarting
     best = overall[0]
     return best.fitness.values[0], _canonical(best[:n]), _task_order(ctx, best[n:])
 
@@ -367,20 +352,20 @@ def profile_graph(
     >>> g.add_edge(0, 1)
     >>> profile = profile_graph(g, seed=1)
     >>> profile.response_times, profile.mappings[1], profile.c_star
-    ((12.0, 8.0, 8.0), (0, 0, 1), 2)
+    ((12.0, 8.0, 8.0), (0, 1, 1), 2)
     """
-    settings = settings or GASettings()
-    ctx = _build_context(g, comm_cost)
+    settings, ctx, rng = settings or GASettings(), _build_context(g, comm_cost), random.Random(seed)
     n = len(ctx.wcet)
-    rng = random.Random(seed)
     entries: list[_Entry] = [(_makespan(ctx, (0,) * n, ctx.order), (0,) * n, ctx.order)]
     for n_cores in range(2, n + 1):
+        split, lower_bound = _best_split(ctx, entries[-1], n_cores), _lower_bound(ctx, n_cores)
         if n_cores == n:  # one task per core: the order cannot matter
             found = (_makespan(ctx, tuple(range(n)), ctx.order), tuple(range(n)), ctx.order)
+        elif split[0] <= lower_bound:  # the split is optimal already
+            found = split
         else:
-            found = _evolve(ctx, n_cores, rng, settings)
-        split = _best_split(ctx, entries[-1], n_cores)
-        entries.append(split if split[0] < found[0] else found)
+            found = _evolve(ctx, n_cores, lower_bound, rng, settings)
+        entries.append(min(found, split, key=lambda entry: entry[0]))
     times, mappings, orders = (tuple(part) for part in zip(*entries))
     c_star = next(c for c, rt in enumerate(times, 1) if math.isclose(rt, min(times), abs_tol=1e-9))
     return Profile(times, mappings, c_star, graph_hash(g), orders)
@@ -394,13 +379,6 @@ class ProfileCache:
     Args:
         comm_cost: ``comm_cost`` of every :func:`profile_graph` call of this cache.
         settings: GA settings of every call.
-
-    >>> g = nx.DiGraph(); g.add_node("a", wcet=2)
-    >>> cache = ProfileCache()
-    >>> cache.get_or_profile(g, seed=0) is cache.get_or_profile(nx.DiGraph(g), seed=0)
-    True
-    >>> (cache.hits, cache.misses)
-    (1, 1)
     """
 
     def __init__(self, *, comm_cost: float = 0.0, settings: GASettings | None = None) -> None:

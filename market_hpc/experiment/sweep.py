@@ -29,7 +29,13 @@ from typing import Any
 
 from market_hpc.experiment.sweep_exec import TIMING_COLUMNS, RunTask, make_executor
 from market_hpc.experiment.sweep_spec import (
-    FIXED_COLUMNS, Parameter, RunSpec, Sweep, SweepError, load_sweep, run_id,
+    FIXED_COLUMNS,
+    Parameter,
+    RunSpec,
+    Sweep,
+    SweepError,
+    load_sweep,
+    run_id,
 )
 from market_hpc.experiment.sweep_store import ResultStore
 
@@ -171,4 +177,4 @@ def _progress_bar(total: int, enabled: bool) -> Any:
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="run", desc="sweep", file=sys.stderr, dynamic_ncols=True)
+    return tqdm(total=total, unit="run", desc="sweep", file=sys.stderr)

@@ -18,7 +18,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import numpy as np
 
@@ -101,7 +101,7 @@ class Executor(Protocol):
 
     description: str
 
-    def __enter__(self) -> Executor: ...
+    def __enter__(self) -> Self: ...
 
     def __exit__(self, *exc_info: object) -> None: ...
 
@@ -115,7 +115,7 @@ class InProcessExecutor:
 
     description = "in-process"
 
-    def __enter__(self) -> InProcessExecutor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -135,7 +135,7 @@ class ProcessExecutor:
         self.description = f"{workers} local processes"
         self._pool: ProcessPoolExecutor | None = None
 
-    def __enter__(self) -> ProcessExecutor:
+    def __enter__(self) -> Self:
         self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
         return self
 
@@ -185,7 +185,7 @@ class DaskExecutor:
         self._cluster: Any = None
         self._client: Any = None
 
-    def __enter__(self) -> DaskExecutor:
+    def __enter__(self) -> Self:
         try:
             from dask.distributed import Client, LocalCluster
         except ImportError:

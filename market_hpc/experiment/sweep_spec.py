@@ -1,6 +1,6 @@
 """Sweep files: a base scenario, a grid of parameter lists, zipped groups and seeds.
 
-A sweep file is a scenario file plus four reserved keys::
+A sweep file is a scenario file plus five reserved keys::
 
     base = "kth_easy.toml"        # optional: the base scenario, relative to this file;
                                   # scenario tables written here are merged over it

@@ -6,6 +6,7 @@ Layout of a sweep directory::
     DIR/results.parquet          all rows, rebuilt from memory every few seconds and at
     DIR/results.csv              the end (a cache of the parts, in plan order)
     DIR/sweep.json               the sweep that last wrote here (parameters, seeds, runs)
+    DIR/runs/<run_id>/           with --keep-runs: each run's own results folder
     DIR/.sweep.lock              held while a sweep writes here
 
 Every file is written to a temporary name, flushed to disk and renamed into place, so a
@@ -19,10 +20,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Self
 
 import pandas as pd
 import pyarrow as pa
@@ -39,7 +41,7 @@ TMP_SUFFIX = ".tmp"
 LOCK_FILE = ".sweep.lock"
 
 
-def atomic_write(target: Path, write: Callable[[IO[bytes]], None]) -> None:
+def atomic_write(target: Path, write: Callable[[IO[bytes]], object]) -> None:
     """Write ``target`` through a temporary file that is fsynced and renamed into place."""
     temporary = target.with_name(f".{target.name}.{os.getpid()}{TMP_SUFFIX}")
     try:
@@ -100,9 +102,12 @@ class ResultStore:
         self.parts = self.directory / "parts"
         self.parts.mkdir(parents=True, exist_ok=True)
         self._lock = self._acquire_lock()
-        for folder in (self.directory, self.parts):
+        for folder in (self.directory, self.parts, self.directory / "runs"):
             for stale in folder.glob(f".*{TMP_SUFFIX}"):
-                stale.unlink(missing_ok=True)
+                if stale.is_dir():  # a --keep-runs folder being written when killed
+                    shutil.rmtree(stale, ignore_errors=True)
+                else:
+                    stale.unlink(missing_ok=True)
         self.rows: dict[str, dict[str, Any]] = {}
         self._load()
 
@@ -119,7 +124,7 @@ class ResultStore:
     def _acquire_lock(self) -> IO[str] | None:
         if fcntl is None:
             return None
-        handle = open(self.directory / LOCK_FILE, "w")
+        handle = open(self.directory / LOCK_FILE, "w")  # noqa: SIM115 - held until close()
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -134,7 +139,7 @@ class ResultStore:
             self._lock.close()
             self._lock = None
 
-    def __enter__(self) -> ResultStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

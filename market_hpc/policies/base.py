@@ -89,8 +89,7 @@ class RunningJob(NamedTuple):
     units: int
 
 
-@dataclass(frozen=True, slots=True)
-class JobState:
+class JobState(NamedTuple):
     """Dynamic facts about a queued or running job.
 
     Attributes:

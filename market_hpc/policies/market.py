@@ -19,6 +19,7 @@ Decisions where the paper is silent (spec items):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class MarketPolicy:
         """Drop worthless jobs, then auction free cores, holding when none are free."""
         now = view.time
         actions: list[Action] = []
-        candidates: list[Candidate] = []
+        candidates: dict[int, Candidate] = {}
         wake = math.inf
         for job in view.queue:
             cand = _candidate(view, job, now)
@@ -77,15 +78,16 @@ class MarketPolicy:
             if cand.curve.value_at(now + fastest - cand.arrival) <= 0:
                 actions.append(Drop(cand.job_id))
                 continue
-            candidates.append(cand)
+            candidates[cand.job_id] = cand
             wake = min(wake, math.floor(cand.arrival + cand.curve.zero_time - fastest) + 1)
         free = view.free[:, 0].copy()
         busy: set[int] = set()
+        self._gains: dict[tuple[int, int], float] = {}
         while candidates:
             node = int(free.argmax())
             bid = int(free[node])
             if bid > 0:
-                choice = self._select(candidates, bid, now)
+                choice = self._select(candidates.values(), bid, now)
                 if choice is None:
                     break
                 cand, cores = choice
@@ -98,22 +100,26 @@ class MarketPolicy:
                     actions.append(Hold(held))
                     busy.add(held)
                 free[plan.node] += sum(r.units for r in view.running if r.job.job_id in plan.held)
-                cand = next(c for c in candidates if c.job_id == plan.job_id)
+                cand = candidates[plan.job_id]
                 node, cores = plan.node, plan.cores
                 actions.append(Start(cand.job_id, ((node, cores),)))
             free[node] -= cores
             busy.add(cand.job_id)
-            candidates.remove(cand)
+            del candidates[cand.job_id]
         if not actions and wake == math.inf:
             return NOTHING
         return Decision(tuple(actions), wake_at=wake if wake > now else None)
 
-    def _select(self, candidates: list[Candidate], bid: int, now: float) -> tuple[Candidate, int] | None:
+    def _select(self, candidates: Iterable[Candidate], bid: int, now: float) -> tuple[Candidate, int] | None:
         best: tuple[Candidate, int] | None = None
         best_key: tuple[float, float, int] | None = None
+        gains = self._gains
         for cand in candidates:
             cores = min(bid, cand.best_cores)
-            gain = profit(cand.curve, now, cand.arrival, cand.profile, cores, cand.progress)
+            key = (cand.job_id, cores)
+            gain = gains.get(key)
+            if gain is None:
+                gain = gains[key] = profit(cand.curve, now, cand.arrival, cand.profile, cores, cand.progress)
             if gain <= 0:
                 continue
             if self.rule == "sjq":
@@ -123,14 +129,17 @@ class MarketPolicy:
             elif self.rule == "maxvd":
                 score = -gain / cores
             else:
-                score = cand.curve.remaining_value(now - cand.arrival)
+                remaining = gains.get((cand.job_id, 0))
+                if remaining is None:
+                    remaining = gains[(cand.job_id, 0)] = cand.curve.remaining_value(now - cand.arrival)
+                score = remaining
             key = (score, cand.arrival, cand.job_id)
             if best_key is None or key < best_key:
                 best, best_key = (cand, cores), key
         return best
 
-    def _plan_hold(self, view: View, candidates: list[Candidate], free: np.ndarray, busy: set[int]):  # type: ignore[no-untyped-def]
-        arrivals = [c for c in candidates if c.recent]
+    def _plan_hold(self, view: View, candidates: dict[int, Candidate], free: np.ndarray, busy: set[int]):  # type: ignore[no-untyped-def]
+        arrivals = [c for c in candidates.values() if c.recent]
         if not arrivals:
             return None
         executing = []
