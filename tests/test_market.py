@@ -228,3 +228,39 @@ def test_pruned_hold_search_equals_the_exhaustive_argmax():
             if plan.net_profit > (brute.net_profit if brute else 0.0):
                 brute = plan
         assert hold_search(arrivals, executing, free, 10.0, penalty) == brute
+
+
+@pytest.mark.parametrize("rule", ["sjq", "maxv", "maxvd", "minvr"])
+def test_bounded_auction_selects_what_a_full_scan_selects(rule):
+    from market_hpc.algorithms.market import profit
+    from market_hpc.policies.market import _Auction
+
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        now = float(rng.integers(0, 40))
+        candidates = {}
+        for job_id in range(1, int(rng.integers(1, 12)) + 1):
+            tasks = int(rng.integers(1, 9))
+            work = float(rng.integers(5, 80))
+            profile = tuple(float(max(np.ceil(work / c), work / 4)) for c in range(1, tasks + 1))
+            plateau = float(rng.integers(1, 40))
+            curve = LinearDecayCurve(float(rng.integers(50, 900)), plateau, plateau + float(rng.integers(1, 90)))
+            candidates[job_id] = Candidate(job_id, float(rng.integers(0, int(now) + 1)), curve, profile,
+                                           float(rng.choice([0.0, 0.3])), False, c_star(profile))
+        taken = set(rng.choice(list(candidates), size=int(rng.integers(0, 2)), replace=False).tolist())
+        bid = int(rng.integers(1, 10))
+        expected, expected_key = None, None
+        for index, cand in enumerate(candidates.values()):
+            if cand.job_id in taken:
+                continue
+            cores = min(bid, cand.best_cores)
+            gain = profit(cand.curve, now, cand.arrival, cand.profile, cores, cand.progress)
+            if gain <= 0:
+                continue
+            score = {"sjq": index, "maxv": -gain, "maxvd": -gain / cores,
+                     "minvr": cand.curve.remaining_value(now - cand.arrival)}[rule]
+            key = (score, cand.arrival, cand.job_id)
+            if expected_key is None or key < expected_key:
+                expected, expected_key = (cand.job_id, cores), key
+        got = _Auction(rule, candidates, now).select(bid, taken)
+        assert (None if got is None else (got[0].job_id, got[1])) == expected, trial

@@ -19,7 +19,6 @@ Decisions where the paper is silent (spec items):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 
 import numpy as np
 
@@ -82,12 +81,12 @@ class MarketPolicy:
             wake = min(wake, math.floor(cand.arrival + cand.curve.zero_time - fastest) + 1)
         free = view.free[:, 0].copy()
         busy: set[int] = set()
-        self._gains: dict[tuple[int, int], float] = {}
+        auction = _Auction(self.rule, candidates, now)
         while candidates:
             node = int(free.argmax())
             bid = int(free[node])
             if bid > 0:
-                choice = self._select(candidates.values(), bid, now)
+                choice = auction.select(bid, busy)
                 if choice is None:
                     break
                 cand, cores = choice
@@ -110,34 +109,6 @@ class MarketPolicy:
             return NOTHING
         return Decision(tuple(actions), wake_at=wake if wake > now else None)
 
-    def _select(self, candidates: Iterable[Candidate], bid: int, now: float) -> tuple[Candidate, int] | None:
-        best: tuple[Candidate, int] | None = None
-        best_key: tuple[float, float, int] | None = None
-        gains = self._gains
-        for cand in candidates:
-            cores = min(bid, cand.best_cores)
-            key = (cand.job_id, cores)
-            gain = gains.get(key)
-            if gain is None:
-                gain = gains[key] = profit(cand.curve, now, cand.arrival, cand.profile, cores, cand.progress)
-            if gain <= 0:
-                continue
-            if self.rule == "sjq":
-                return cand, cores
-            if self.rule == "maxv":
-                score = -gain
-            elif self.rule == "maxvd":
-                score = -gain / cores
-            else:
-                remaining = gains.get((cand.job_id, 0))
-                if remaining is None:
-                    remaining = gains[(cand.job_id, 0)] = cand.curve.remaining_value(now - cand.arrival)
-                score = remaining
-            key = (score, cand.arrival, cand.job_id)
-            if best_key is None or key < best_key:
-                best, best_key = (cand, cores), key
-        return best
-
     def _plan_hold(self, view: View, candidates: dict[int, Candidate], free: np.ndarray, busy: set[int]):  # type: ignore[no-untyped-def]
         arrivals = [c for c in candidates.values() if c.recent]
         if not arrivals:
@@ -153,6 +124,71 @@ class MarketPolicy:
                                        float(curve.value_at(running.est_end - job.submit)),
                                        float(curve.max_value)))
         return hold_search(arrivals, executing, free.tolist(), view.time, self.penalty)
+
+
+class _Auction:
+    """One instant's job selection, exact and fast.
+
+    Candidates are scanned in the order of a lower bound on their selection key (the key
+    on ``c*`` cores for maxV, the remaining value for minVR, queue order for SJQ; for
+    maxVD the bound is ``-profit(c*)`` since a job's value density on ``c >= 1`` cores is at
+    most its profit on ``c*``). A job's profit on fewer cores never exceeds its profit on
+    ``c*`` (response times are non-increasing up to ``c*``), so the scan stops as soon as a
+    bound cannot beat the best exact key found; ties break by arrival then job id (A15).
+    Jobs with no profit even on ``c*`` cores are never candidates in this instant.
+    """
+
+    def __init__(self, rule: str, candidates: dict[int, Candidate], now: float) -> None:
+        self.rule = rule
+        self.now = now
+        self.gains: dict[tuple[int, int], float] = {}
+        entries = []
+        for index, cand in enumerate(candidates.values()):
+            full = self.gain(cand, cand.best_cores)
+            if full <= 0:
+                continue
+            if rule == "sjq":
+                bound = float(index)
+            elif rule == "minvr":
+                bound = cand.curve.remaining_value(now - cand.arrival)
+            else:
+                bound = -full
+            entries.append((bound, cand.arrival, cand.job_id, cand))
+        entries.sort(key=lambda entry: entry[:3])
+        self.entries = entries
+
+    def gain(self, cand: Candidate, cores: int) -> float:
+        key = (cand.job_id, cores)
+        value = self.gains.get(key)
+        if value is None:
+            value = self.gains[key] = profit(cand.curve, self.now, cand.arrival, cand.profile, cores,
+                                             cand.progress)
+        return value
+
+    def select(self, bid: int, taken: set[int]) -> tuple[Candidate, int] | None:
+        best: tuple[Candidate, int] | None = None
+        best_key: tuple[float, float, int] | None = None
+        for bound, arrival, job_id, cand in self.entries:
+            if job_id in taken:
+                continue
+            if best_key is not None and (bound, arrival, job_id) >= best_key:
+                break
+            cores = min(bid, cand.best_cores)
+            gain = self.gain(cand, cores)
+            if gain <= 0:
+                continue
+            if self.rule == "sjq":
+                return cand, cores
+            if self.rule == "maxv":
+                score = -gain
+            elif self.rule == "maxvd":
+                score = -gain / cores
+            else:
+                score = bound
+            key = (score, arrival, job_id)
+            if best_key is None or key < best_key:
+                best, best_key = (cand, cores), key
+        return best
 
 
 def _factory(rule: str, holding: bool):  # type: ignore[no-untyped-def]
