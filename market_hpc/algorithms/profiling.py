@@ -19,8 +19,8 @@ c <= |T|) with minimum response time. The paper gives no GA details; spec A18-A2
   (indpb 1/|T|, mutpb 0.2), ``HallOfFame(1)`` elitism; fitness = makespan, memoised.
 * **Sizes** (:class:`GASettings`). Runs of population 150 end after 15 generations
   without improvement; tournaments converge fast, so fresh runs (up to 4, the first
-  seeded with HEFT and round-robin mappings) beat one long run; restarting stops once a
-  run fails to improve the best, and everything at a :func:`_lower_bound`.
+  seeded with HEFT and round-robin mappings) beat one long run; restarting stops when a
+  third or later run fails to improve the best, and everything at a :func:`_lower_bound`.
 * **Monotonicity (A17).** Entry c-1 split (one task of a multi-task core moved to a new
   core) replaces entry c when better, and skips the GA when it meets the bound. With
   comm 0 a split never hurts (the moved task and its old core successors can only start
@@ -60,7 +60,8 @@ class GASettings:
         population: Individuals per generation (>= 2).
         max_generations: Cap on generations per run, the initial one included.
         stall_generations: End a run after this many generations without improvement.
-        restarts: Independent runs per core count (stopping early at the lower bound).
+        restarts: Most runs per core count; a third or later run that does not beat the
+            best so far ends them early (as does reaching the lower bound).
         cxpb: Probability that a pair of offspring is crossed (two-point).
         mutpb: Probability that an offspring is mutated (uniform int).
         tournament_size: Aspirants per tournament.
@@ -223,15 +224,13 @@ def _repair(genes: list[int], n_tasks: int, n_cores: int, rng: random.Random) ->
 
 def _heft_mapping(ctx: _Context, n_cores: int) -> list[int]:
     """Assign tasks in rank order to the core giving the earliest finish (HEFT)."""
-    mapping, finish, core_free = [0] * len(ctx.wcet), [0.0] * len(ctx.wcet), [0.0] * n_cores
+    mapping, finish, free = [0] * len(ctx.wcet), [0.0] * len(ctx.wcet), [0.0] * n_cores
     for task in ctx.order:
         preds = [(finish[p], d, mapping[p]) for p, d in ctx.preds[task]]
-        starts = [
-            max([at] + [f + d * (c != k) for f, d, c in preds]) for k, at in enumerate(core_free)
-        ]
+        starts = [max([at] + [f + d * (c != k) for f, d, c in preds]) for k, at in enumerate(free)]
         core = starts.index(min(starts))
         mapping[task], finish[task] = core, starts[core] + ctx.wcet[task]
-        core_free[core] = finish[task]
+        free[core] = finish[task]
     return mapping
 
 
@@ -309,10 +308,10 @@ def _evolve(
                     toolbox.mutate(ind)
                     del ind.fitness.values
             population.append(toolbox.clone(hall[0]))  # elitism: the run's best survives
-        improved = not len(overall) or hall[0].fitness > overall[0].fitness
+        improved = run < 2 or hall[0].fitness > overall[0].fitness
         overall.update(hall)
         if overall[0].fitness.values[0] <= lower_bound or not improved:
-            break  # optimal, or a fresh run did not beat the best: stop restarting
+            break  # optimal, or a third (or later) run did not beat the best
     best = overall[0]
     return best.fitness.values[0], _canonical(best[:n]), _task_order(ctx, best[n:])
 
