@@ -9,6 +9,7 @@ pushed into it, so a 300k-job trace costs nothing before its jobs arrive.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import operator
@@ -40,6 +41,20 @@ def make_market_aware_policy(scheduler: str, allocator: str | None, hold_penalty
     return make_policy(scheduler, allocator, scheduler_params=params)
 
 
+class Predictor(Protocol):
+    """Predicts run times online (seed 000): what schedulers see as ``job.estimate``.
+
+    The model calls ``predict`` when a job arrives (the job the policies see carries the
+    prediction as its estimate; the clock still uses the real run time) and ``observe``
+    when a job finishes, so predictions only use what was known at submission.
+    """
+
+    name: str
+
+    def predict(self, job: Job, now: float) -> float: ...
+    def observe(self, job: Job, run_time: float, now: float) -> None: ...
+
+
 class ValueCurveLike(Protocol):
     """What the model needs of a job's value curve (``job.payload["value_curve"]``)."""
 
@@ -62,6 +77,8 @@ class HPCModel(mesa.Model):
         hold_penalty: Fraction of a held job's maximum value charged per hold (seed 002).
         seed: One seed per run; the policy gets its own independent stream.
         record_timeseries: Record queue length, utilisation and profit per instant.
+        predictor: Online run-time predictor whose predictions replace the estimates
+            schedulers see (``None``: the workload's estimates).
 
     Raises:
         ConfigError: on duplicate job ids or invalid parameters.
@@ -79,6 +96,7 @@ class HPCModel(mesa.Model):
         hold_penalty: float = 0.0,
         seed: int = 0,
         record_timeseries: bool = True,
+        predictor: Predictor | None = None,
     ) -> None:
         super().__init__(rng=seed)  # Mesa 3.3 deprecates seed= in favour of rng=
         if not 0.0 <= hold_penalty <= 1.0:
@@ -111,6 +129,7 @@ class HPCModel(mesa.Model):
         self.recorder = Recorder(self.platform, record_timeseries)
         self._wake_pending: set[float] = set()
         self._unit_limits: dict[tuple[int, ...], tuple[int, int]] = {}
+        self.predictor = predictor
         self.running = bool(self._jobs)
 
     # ----------------------------------------------------------------- time
@@ -195,6 +214,8 @@ class HPCModel(mesa.Model):
         if not self._can_ever_run(job):
             self.recorder.job_left(job, JobStatus.REJECTED, None, self.now, 0.0, 0, 0.0, None)
             return
+        if self.predictor is not None:
+            job = dataclasses.replace(job, estimate=float(self.predictor.predict(job, self.now)))
         agent = JobAgent(self, job)
         self.job_agents[job.job_id] = agent
         self.queue_agent.push(job)
@@ -220,6 +241,8 @@ class HPCModel(mesa.Model):
         curve = agent.job.payload.get("value_curve")
         if curve is not None:
             agent.value = float(curve.value_at(self.now - agent.job.submit))
+        if self.predictor is not None:
+            self.predictor.observe(agent.job, agent.busy_time, self.now)
         self._leave(agent)
 
     def _leave(self, agent: JobAgent) -> None:
