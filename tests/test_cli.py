@@ -71,9 +71,9 @@ def test_jobs_larger_than_the_platform_are_rejected_and_counted(tmp_path, capsys
         (["replay", "nope.swf", "--platform", "kth-sp2"], "cannot read"),
         (["replay", str(SAMPLE), "--platform", "kth"], "unknown platform preset 'kth'; valid choices:"),
         (["replay", str(SAMPLE), "--platform", "kth-sp2", "--scheduler", "fcfs"],
-         "unknown scheduler 'fcfs'; valid choices: easy, fifo, ljf, maxv"),
+         "unknown scheduler 'fcfs'; valid choices: easy, "),
         (["replay", str(SAMPLE), "--platform", "kth-sp2", "--allocator", "worst-fit"],
-         "unknown allocator 'worst-fit'; valid choices: best-fit, first-fit, max-bid"),
+         "unknown allocator 'worst-fit'; valid choices: "),
         (["replay", str(SAMPLE), "--platform", "kth-sp2", "--load-factor", "-1"],
          "workload.load_factor must be > 0, got -1.0"),
     ],
@@ -83,6 +83,11 @@ def test_bad_input_exits_2_with_a_clear_message(argv, message, capsys):
     err = capsys.readouterr().err
     assert err.startswith("market-hpc: error: ")
     assert message in err
+    if message.startswith(("unknown scheduler", "unknown allocator")):
+        from market_hpc.policies import allocator_names, scheduler_names
+
+        names = scheduler_names() if "scheduler" in message else allocator_names()
+        assert err.rstrip().endswith(", ".join(names))
 
 
 def test_malformed_trace_names_file_line_and_field_unless_lenient(tmp_path, capsys):

@@ -150,12 +150,13 @@ class LinearDecayCurve(_Curve):
             return float(self.max_value)
         if elapsed >= self.zero_time:
             return 0.0
-        return self.max_value * (self.zero_time - elapsed) / (self.zero_time - self.plateau_end)
+        # The fraction is <= 1 by construction; multiplying last keeps the value <= max.
+        return self.max_value * ((self.zero_time - elapsed) / (self.zero_time - self.plateau_end))
 
     def values(self, elapsed: np.ndarray) -> np.ndarray:
         elapsed = np.asarray(elapsed, dtype=float)
         clipped = np.clip(elapsed, self.plateau_end, self.zero_time)
-        ramp = self.max_value * (self.zero_time - clipped) / (self.zero_time - self.plateau_end)
+        ramp = self.max_value * ((self.zero_time - clipped) / (self.zero_time - self.plateau_end))
         return np.where(elapsed <= self.plateau_end, self.max_value, ramp)
 
     def remaining_value(self, elapsed: float) -> float:

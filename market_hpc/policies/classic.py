@@ -22,6 +22,10 @@ from market_hpc.policies.registry import register_scheduler
 
 def _take(free: np.ndarray, job: Job, allocation: Allocation, view: View) -> None:
     """Subtract an allocation from a scratch copy of the free array."""
+    if job.unit == _CORE_UNIT and not view.exclusive:
+        for node, units in allocation:
+            free[node, 0] -= units
+        return
     if len(allocation) == 1:
         node, units = allocation[0]
         if view.exclusive:
@@ -36,7 +40,12 @@ def _take(free: np.ndarray, job: Job, allocation: Allocation, view: View) -> Non
         free[pairs[:, 0]] -= pairs[:, 1, None] * np.asarray(job.unit, dtype=np.int64)
 
 
+_CORE_UNIT = (1, 0, 0, 0)
+
+
 def _totals(unit: tuple[int, ...], units: int) -> tuple[int, ...]:
+    if unit == _CORE_UNIT:
+        return (units, 0, 0, 0)
     return tuple(units * amount for amount in unit)
 
 
@@ -56,7 +65,12 @@ class _OrderedScheduler:
         free = None
         actions: list[Action] = []
         free_cores = view.free_total[0]
-        for job in self.order(view.queue):
+        ordered = self.order(view.queue)
+        begin_pass = getattr(self.allocator, "begin_pass", None)
+        if begin_pass is not None:  # seed 000 WEIGHTED looks ahead along this order
+            ordered = list(ordered)
+            begin_pass(ordered, view)
+        for job in ordered:
             if job.cores > free_cores and not view.exclusive:
                 break
             if free is None:
@@ -129,34 +143,43 @@ class Easy:
             free_cores -= job.cores
         if head is None or free_cores == 0:
             return Decision(tuple(actions)) if actions else NOTHING
-        shadow, extra = self._reservation(view, free, head, sorted(started))
+        free_total = tuple(f - sum(t[i] for _, t in started) for i, f in enumerate(view.free_total))
+        shadow, extra = self._reservation(view, free_total, head, sorted(started))
         now = view.time
         for job in queue:
             if free_cores == 0:
                 break
-            if job.cores > free_cores:
+            cores = job.units * job.unit[0]
+            if cores > free_cores:
                 continue
-            need = _totals(job.unit, job.units)
-            allowed, uses_extra = may_backfill(now, job.estimate, need, shadow, extra)
-            if not allowed:
-                continue
+            if now + job.estimate <= shadow:
+                uses_extra = False
+                need = None
+            else:
+                need = _totals(job.unit, job.units)
+                allowed, uses_extra = may_backfill(now, job.estimate, need, shadow, extra)
+                if not allowed:
+                    continue
             allocation = self.allocator.allocate(job, free, view)
             if allocation is None:
                 continue
             actions.append(Start(job.job_id, allocation))
             _take(free, job, allocation, view)
-            free_cores -= job.cores
+            free_cores -= cores
             if uses_extra:
+                assert need is not None
                 extra = tuple(e - n for e, n in zip(extra, need))
         return Decision(tuple(actions)) if actions else NOTHING
 
     def _reservation(
-        self, view: View, free: np.ndarray, head: Job, started: list[tuple[float, tuple[int, ...]]]
+        self, view: View, free_total: tuple[int, ...], head: Job,
+        started: list[tuple[float, tuple[int, ...]]],
     ) -> tuple[float, tuple[int, ...]]:
-        """Shadow time and extra of ``head``; ``started`` are jobs started in this decision."""
+        """Shadow time and extra of ``head``; ``started`` are jobs started in this decision,
+        ``free_total`` what is free after them."""
         now = view.time
         running = (
             (r.est_end if r.est_end > now else now, _totals(r.job.unit, r.units)) for r in view.running
         )
         releases = heapq.merge(running, started, key=lambda release: release[0]) if started else running
-        return shadow_and_extra(free.sum(axis=0).tolist(), releases, _totals(head.unit, head.units))
+        return shadow_and_extra(free_total, releases, _totals(head.unit, head.units))
