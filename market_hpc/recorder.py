@@ -72,7 +72,11 @@ class Recorder:
         value: float,
         allocation: tuple[tuple[int, int], ...] | None,
     ) -> None:
-        """Record a job leaving the system (finished, dropped or rejected)."""
+        """Record a job leaving the system (finished, dropped or rejected).
+
+        The allocation is stored formatted: a compact string instead of a tuple of pairs
+        (wide jobs on CEA-Curie span thousands of nodes).
+        """
         if status is JobStatus.FINISHED:
             self.finished += 1
             self.value_earned += value
@@ -93,7 +97,7 @@ class Recorder:
             (first_start - job.submit) if started else np.nan,  # type: ignore[operator]
             busy_time if started else np.nan,
             status.value, units * unit[0], units * unit[1], units * unit[2], units * unit[3],
-            job.bb, units, job.estimate, job.user, job.queue, allocation,
+            job.bb, units, job.estimate, job.user, job.queue, format_allocation(allocation),
             value, hold_count,
         ))
 
@@ -142,7 +146,6 @@ class Recorder:
     def jobs_frame(self) -> pd.DataFrame:
         """One row per job that left the system, sorted by job id."""
         frame = pd.DataFrame.from_records(self.rows, columns=list(JOB_COLUMNS))
-        frame["nodes"] = [format_allocation(a) for a in frame["nodes"]]
         return frame.sort_values("job_id", kind="stable").reset_index(drop=True)
 
     def timeseries_frame(self) -> pd.DataFrame:
