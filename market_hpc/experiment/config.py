@@ -181,7 +181,7 @@ def config_from_dict(data: dict[str, Any], base_dir: Path | None = None) -> RunC
     config: RunConfig = _build(RunConfig, data, "")
     if base_dir is not None:
         workload = config.workload
-        updates = {}
+        updates: dict[str, Any] = {}
         for key in ("trace", "jobset"):
             value = getattr(workload, key)
             if value is not None and not Path(value).is_absolute():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -53,7 +54,7 @@ def run_study(sizes: tuple[int, ...], seeds: int, load: float = DEMO_LOAD,
                                        "jobs_dropped", "holds", "n_jobs", "curves"])
 
 
-def claims(table: pd.DataFrame) -> dict[str, object]:
+def claims(table: pd.DataFrame) -> dict[str, Any]:
     """Check the paper's claims on a study table."""
     wide = table.pivot_table(index=["seed", "n_jobs"], columns="policy", values="total_profit")
     holding_ok = {base: int((wide[base + "h"] >= wide[base] - 1e-9).sum()) for base in ("sjq", "maxv", "maxvd", "minvr")}
@@ -96,17 +97,17 @@ def run_demo(out: Path, seeds: int = 3, quick: bool = False) -> pd.DataFrame:
     return table
 
 
-def _print_claims(curves: str, found: dict[str, object]) -> None:
+def _print_claims(curves: str, found: dict[str, Any]) -> None:
     detail = {"spec": "beta ~ U[1, 3]", "steep": "beta ~ U[0.2, 0.6]"}[curves]
     runs = found["runs_per_policy"]
     print(f"\npaper's claims (Singh et al., HPCS 2015), {curves} value curves ({detail}):")
-    for base, count in found["holding_at_least_base"].items():  # type: ignore[union-attr]
+    for base, count in found["holding_at_least_base"].items():
         print(f"  {LABELS[base + 'h']} >= {LABELS[base]}: {count} of {runs} job sets")
     print(f"  maxVH earns most: {found['maxvh_best_count']} of {runs} job sets "
           f"(best per set: {found['best_policy_counts']})")
-    print(f"  maxVH vs maxV: mean gain {100 * found['maxvh_vs_maxv_mean_gain']:+.1f}% "  # type: ignore[operator]
+    print(f"  maxVH vs maxV: mean gain {100 * found['maxvh_vs_maxv_mean_gain']:+.1f}% "
           f"(paper: +8%), per seed: "
-          + ", ".join(f"{s}: {100 * g:+.1f}%" for s, g in found["gain_per_seed"].items()))  # type: ignore[union-attr]
+          + ", ".join(f"{s}: {100 * g:+.1f}%" for s, g in found["gain_per_seed"].items()))
 
 
 def _plot(profit: pd.DataFrame, path: Path) -> None:
