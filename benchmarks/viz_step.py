@@ -52,9 +52,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def measure(policy: str, args: argparse.Namespace) -> bool:
     """Time ``args.steps`` steps of one policy; print ms per step and the yardstick ratio."""
-    from visualization.figures import TimeSeriesPlot, ValueCurvePlot, node_grid_pixels, png_bytes
     from visualization.model import VizModel
+    from visualization.node_grid import node_grid_pixels, png_bytes
     from visualization.panels import job_details, queue_rows, status
+    from visualization.plots import TimeSeriesPlot, ValueCurvePlot
 
     model = VizModel(policy=policy, platform=args.platform, jobs=args.jobs, load=args.load, seed=1)
     series, curve_plot = TimeSeriesPlot(model.platform, model.time_unit), ValueCurvePlot(model.time_unit)

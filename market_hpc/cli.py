@@ -184,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--lenient", action="store_true")
     info.set_defaults(func=cmd_trace_info)
     _add_sweep_commands(sub)
+    from market_hpc.viz import add_viz_command
+
+    add_viz_command(sub)
     return parser
 
 

@@ -1,0 +1,101 @@
+"""``market-hpc viz``: serve the browser app (``visualization/app.py``) with solara.
+
+The app is a leaf outside the package; this launcher only finds it and starts
+``python -m solara run APP`` in a child process, so nothing here imports solara or the
+app. Loopback by default: the app has no authentication.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from market_hpc.errors import ConfigError
+
+APP_ENV = "MARKET_HPC_VIZ_APP"
+SCENARIO_ENV = "MARKET_HPC_VIZ_SCENARIO"  # read by visualization/model.py
+INSTALL_HINT = "install with pip install 'market_hpc[viz]'"
+NEEDED_MODULES = ("solara", "altair")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def find_app() -> Path:
+    """``visualization/app.py`` beside the package (a source checkout) or ``$MARKET_HPC_VIZ_APP``.
+
+    Raises:
+        ConfigError: when the app file is not there.
+    """
+    override = os.environ.get(APP_ENV)
+    app = Path(override) if override else Path(__file__).resolve().parent.parent / "visualization" / "app.py"
+    if not app.is_file():
+        raise ConfigError(f"browser app not found at {app}: it ships with the source checkout "
+                          f"(visualization/app.py); set {APP_ENV} to its path")
+    return app
+
+
+def check_viz_extra() -> None:
+    """Fail with the install command when the ``viz`` extra is missing.
+
+    Raises:
+        ConfigError: naming the missing modules.
+    """
+    missing = [name for name in NEEDED_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(f"the browser app needs the viz extra ({', '.join(missing)} missing): "
+                          f"{INSTALL_HINT}")
+
+
+def server_command(app: Path, host: str, port: int) -> list[str]:
+    """The solara 1.58 command line serving ``app``."""
+    return [sys.executable, "-m", "solara", "run", str(app), "--host", host, "--port", str(port),
+            "--production", "--no-open", "--no-check-version"]
+
+
+def server_env(scenario: str | None) -> dict[str, str]:
+    """Environment of the server: the scenario for the app, no telemetry."""
+    env = dict(os.environ)
+    env["SOLARA_TELEMETRY_MIXPANEL_ENABLE"] = "False"
+    env[SCENARIO_ENV] = str(Path(scenario).resolve()) if scenario else ""
+    return env
+
+
+def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765) -> int:
+    """Serve the app until interrupted; return the server's exit code.
+
+    Raises:
+        ConfigError: missing viz extra, app file, or an invalid scenario.
+    """
+    check_viz_extra()
+    app = find_app()
+    if scenario:
+        from market_hpc.experiment.config import load_scenario
+
+        load_scenario(scenario)
+    if host not in LOOPBACK:
+        print(f"market-hpc viz: serving on {host}, reachable from other machines; the app has "
+              "no authentication", file=sys.stderr)
+    print(f"market-hpc viz: http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
+    with subprocess.Popen(server_command(app, host, port), env=server_env(scenario)) as server:
+        # Ctrl-C reaches the server through the terminal; pass a SIGTERM on too.
+        previous = signal.signal(signal.SIGTERM, lambda *_: server.terminate())
+        try:
+            return server.wait()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def add_viz_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``market-hpc viz`` on the CLI's subcommands."""
+    viz = sub.add_parser("viz", help="serve the live market in the browser (Mesa SolaraViz)",
+                         description="Serve visualization/app.py with solara. Needs the viz "
+                         f"extra ({INSTALL_HINT}).")
+    viz.add_argument("scenario", nargs="?", help="scenario TOML whose workload to show "
+                     "(default: jobs generated from the controls)")
+    viz.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    viz.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
+    viz.set_defaults(func=lambda args: serve(args.scenario, args.host, args.port))

@@ -1,0 +1,93 @@
+"""The live market in the browser: Mesa's SolaraViz over ``HPCModel``.
+
+Serve it with ``market-hpc viz [SCENARIO]`` (or ``solara run visualization/app.py``).
+Controls: policy (every registered scheduler), platform, jobs, load factor, holding
+penalty, seed; Mesa's Reset / Play / Step. Tiles: status line with the simulated clock,
+node grid, queue, time series, job details.
+
+Rendering offline needs the pinned ``viz`` extra (solara 1.58.2 with solara-assets
+1.58.2, ipyvuetify < 3, ipyvue < 3): it serves every script from the local assets; newer
+solara loads its JavaScript from a CDN.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+# ``solara run`` executes this file by path; make the ``visualization`` package importable.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+import solara
+from mesa.visualization import Slider, SolaraViz, solara_viz
+
+from market_hpc.domain.platform import PRESETS
+from market_hpc.policies.registry import scheduler_names
+from visualization.components import COMPONENTS, LAYOUT
+from visualization.model import (
+    DEFAULT_PLATFORM,
+    DEFAULT_POLICY,
+    EXTRA_PLATFORMS,
+    SCENARIO_ENV,
+    VizModel,
+    scenario_defaults,
+)
+
+
+def _layout(num_components: int) -> list[dict[str, int]]:
+    if num_components == len(LAYOUT):
+        return [dict(item) for item in LAYOUT]
+    return _mesa_layout(num_components)
+
+
+_mesa_layout = solara_viz.make_initial_grid_layout
+solara_viz.make_initial_grid_layout = _layout
+
+
+def model_params(scenario: str) -> dict[str, object]:
+    """SolaraViz controls, starting from the scenario's values when one is given."""
+    start: dict[str, Any] = {"policy": DEFAULT_POLICY, "platform": DEFAULT_PLATFORM, "seed": 1,
+                                "hold_penalty": 0.1, "load": 2.0}
+    if scenario:
+        start.update(scenario_defaults(scenario))
+    platforms = list(dict.fromkeys([*EXTRA_PLATFORMS, *PRESETS, str(start["platform"])]))
+    return {
+        "policy": {"type": "Select", "label": "policy", "value": start["policy"],
+                   "values": scheduler_names()},
+        "platform": {"type": "Select", "label": "platform", "value": start["platform"],
+                     "values": platforms},
+        "jobs": Slider("jobs (generated workloads)", 1500, 100, 5000, 100),
+        "load": Slider("load factor", float(start["load"]), 0.25, 5.0, 0.25),
+        "hold_penalty": Slider("holding penalty (share of max value)",
+                               float(start["hold_penalty"]), 0.0, 1.0, 0.05),
+        "seed": Slider("seed", int(start["seed"]), 0, 99, 1),
+        "scenario": scenario,
+    }
+
+
+def initial_values(params: dict[str, object]) -> dict[str, object]:
+    """The constructor arguments the controls start at."""
+    values: dict[str, object] = {}
+    for name, param in params.items():
+        if isinstance(param, Slider):
+            values[name] = param.value
+        elif isinstance(param, dict):
+            values[name] = param["value"]
+        else:
+            values[name] = param
+    return values
+
+
+_params = model_params(os.environ.get(SCENARIO_ENV, ""))
+
+
+@solara.component
+def Page() -> None:
+    """The app; every browser session gets its own model."""
+    model = solara.use_memo(lambda: VizModel(**initial_values(_params)), [])  # type: ignore[arg-type]
+    SolaraViz(model, components=COMPONENTS, model_params=_params,
+              name="market_hpc: the live market", play_interval=150)

@@ -1,0 +1,163 @@
+"""Solara components of the market view, one per SolaraViz grid tile.
+
+Each component takes the model, reads Mesa's ``update_counter`` so it redraws after every
+Step/Play, and marks what the browser test looks at with ``mhpc-*`` CSS classes.
+"""
+
+from __future__ import annotations
+
+import html
+
+import solara
+from mesa.visualization.utils import update_counter
+
+from visualization.model import VizModel
+from visualization.node_grid import node_grid_pixels, png_bytes
+from visualization.panels import QueueRow, job_details, queue_rows, status
+from visualization.plots import TimeSeriesPlot, ValueCurvePlot
+
+selected_job = solara.reactive(0)
+
+CSS = """
+.mhpc-tile { height: 100%; overflow: auto; padding: 6px 10px; }
+.mhpc-title { font-weight: 600; font-size: 14px; margin-bottom: 4px; }
+.mhpc-note { font-size: 11px; color: #666; }
+.mhpc-status { display: flex; flex-wrap: wrap; gap: 6px 18px; align-items: baseline; font-size: 13px; }
+.mhpc-status b { font-size: 15px; }
+.mhpc-nodes { max-width: 100%; max-height: 340px; object-fit: contain; object-position: left top; }
+.mhpc-table td, .mhpc-table th { padding: 0 6px !important; height: 22px !important; font-size: 12px; }
+.mhpc-table th { text-align: right !important; }
+.mhpc-table td { text-align: right; }
+"""
+
+
+@solara.component
+def StatusBar(model: VizModel) -> None:
+    """Simulated clock, counters and profit in one line; the model's error if any."""
+    update_counter.get()
+    now = status(model, model.time_unit)
+    parts = [
+        f'<span>clock <b class="mhpc-clock">{html.escape(now.clock)}</b></span>',
+        f"<span>step <b>{now.step}</b></span>",
+        f"<span>queued <b>{now.queued:,}</b> ({now.held} held)</span>",
+        f"<span>running <b>{now.running:,}</b></span>",
+        f"<span>done <b>{now.finished:,}</b></span>",
+        f"<span>dropped <b>{now.dropped:,}</b></span>",
+        f"<span>holds <b>{now.holds:,}</b></span>",
+        f'<span>profit <b class="mhpc-profit">{now.profit:,.1f}</b></span>',
+        f"<span>cores busy <b>{now.utilisation:.0f} %</b></span>",
+        '<span style="color: #c62828"><b>stopped: see the platform tile</b></span>' if model.error else "",
+        (f'<span class="mhpc-note">{html.escape(model.policy_name)} on '
+         f"{html.escape(_platform_text(model))}, {model.n_jobs:,} jobs "
+         "(change parameters, then Reset)</span>"),
+    ]
+    with solara.Column(classes=["mhpc-tile"], gap="2px"):
+        solara.Style(CSS)
+        solara.HTML(tag="div", unsafe_innerHTML="".join(parts), classes=["mhpc-status"])
+
+
+def _platform_text(model: VizModel) -> str:
+    types = " + ".join(f"{t.count} x {t.cores} cores" + (f", {t.gpus} GPUs" if t.gpus else "")
+                       + (f", {t.mics} MICs" if t.mics else "") for t in model.platform.node_types)
+    return f"{model.platform.name} ({types})" if "=" not in model.platform.name else types
+
+
+@solara.component
+def NodeGrid(model: VizModel) -> None:
+    """Nodes x cores coloured by job, GPUs/MICs where present, held jobs marked."""
+    update_counter.get()
+    pixels = node_grid_pixels(model, selected_job.value or None)
+    with solara.Column(classes=["mhpc-tile"], gap="4px"):
+        solara.Text("Platform", classes=["mhpc-title"])
+        if model.error:
+            solara.Error(f"The run stopped: {model.error}")
+        solara.Image(png_bytes(pixels), classes=["mhpc-nodes"])
+        solara.Text("colour = job on the core · grey = free core (blue GPU, orange MIC) · "
+                    "hatched = job resumed after a hold · red × = node a held job "
+                    "waits to return from · black frame = selected job", classes=["mhpc-note"])
+
+
+@solara.component
+def QueuePanel(model: VizModel) -> None:
+    """Queue length and its top jobs; clicking a job id selects it."""
+    update_counter.get()
+    rows = queue_rows(model, limit=12)
+    waiting = len(model.queue_agent.jobs)
+    order = "by value density" if rows and rows[0].density is not None else "in queue order"
+    with solara.Column(classes=["mhpc-tile"], gap="2px"):
+        solara.Text(f"Queue: {waiting:,} waiting", classes=["mhpc-title"])
+        solara.Text(f"top jobs {order}; click an id for details", classes=["mhpc-note"])
+        with solara.v.SimpleTable(dense=True, class_="mhpc-table"):
+            with solara.v.Html(tag="thead"), solara.v.Html(tag="tr"):
+                for title in ("job", "#", "held", "cores", "waited", "value", "value/core"):
+                    solara.v.Html(tag="th", children=[title])
+            with solara.v.Html(tag="tbody"):
+                for row in rows:
+                    _queue_row(row)
+
+
+def _queue_row(row: QueueRow) -> None:
+    def select(job_id: int = row.job_id) -> None:
+        selected_job.set(job_id)
+
+    cells = (str(row.position), f"{row.held}x" if row.held else "", str(row.cores),
+             f"{row.waited:,.0f}", "-" if row.value is None else f"{row.value:,.1f}",
+             "-" if row.density is None else f"{row.density:,.1f}")
+    with solara.v.Html(tag="tr"):
+        with solara.v.Html(tag="td"):
+            solara.Button(str(row.job_id), text=True, small=True, on_click=select,
+                          style="min-width: 0; padding: 0 4px;")
+        for cell in cells:
+            solara.v.Html(tag="td", children=[cell])
+
+
+@solara.component
+def TimeSeries(model: VizModel) -> None:
+    """Cumulative profit, utilisation, queue length, holds and drops over time."""
+    update_counter.get()
+    plot = solara.use_memo(lambda: TimeSeriesPlot(model.platform, model.time_unit), [model])
+    plot.update(model)
+    with solara.Column(classes=["mhpc-tile"], gap="2px"):
+        solara.Image(plot.png(), width="100%", classes=["mhpc-timeseries"])
+
+
+@solara.component
+def JobDetails(model: VizModel) -> None:
+    """The selected job: state, allocation, holds and its value curve."""
+    update_counter.get()
+    curve_plot = solara.use_memo(lambda: ValueCurvePlot(model.time_unit), [model])
+    job_id = selected_job.value
+    with solara.Column(classes=["mhpc-tile"], gap="2px"):
+        solara.Text("Job details", classes=["mhpc-title"])
+        solara.InputInt("job id", value=selected_job, continuous_update=False)
+        if not job_id:
+            solara.Text("Click a job id in the queue, or type one.", classes=["mhpc-note"])
+            return
+        pairs = job_details(model, job_id, model.time_unit)
+        if pairs is None:
+            solara.Text(f"Job {job_id} has not arrived (or is not in this workload).",
+                        classes=["mhpc-note"])
+            return
+        with (solara.v.SimpleTable(dense=True, class_="mhpc-table mhpc-job"),
+              solara.v.Html(tag="tbody")):
+            for label, value in pairs:
+                with solara.v.Html(tag="tr"):
+                    solara.v.Html(tag="td", children=[label], style_="text-align: left")
+                    solara.v.Html(tag="td", children=[value], style_="text-align: left")
+        agent = model.job_agents.get(job_id)
+        if agent is not None and "value_curve" in agent.job.payload:
+            curve_plot.update(agent.job.payload["value_curve"], model.now - agent.job.submit)
+            solara.Image(curve_plot.png(), width="100%")
+
+
+COMPONENTS = [StatusBar, NodeGrid, QueuePanel, TimeSeries, JobDetails]
+
+# SolaraViz 3.3 tiles every component at half width and 390 px with no layout argument;
+# this is the grid (12 columns, 30 px rows) laid out for these five.
+LAYOUT = [
+    {"i": 0, "x": 0, "y": 0, "w": 12, "h": 2},
+    {"i": 1, "x": 0, "y": 2, "w": 7, "h": 11},
+    {"i": 2, "x": 7, "y": 2, "w": 5, "h": 11},
+    {"i": 3, "x": 0, "y": 13, "w": 8, "h": 11},
+    {"i": 4, "x": 8, "y": 13, "w": 4, "h": 11},
+]

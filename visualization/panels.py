@@ -1,0 +1,146 @@
+"""Plain data for the text panels: the status line, the queue's top jobs, one job's details.
+
+No solara here, so the benchmark and tests read the same numbers the page shows.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+from market_hpc.algorithms.market import c_star, profit
+from market_hpc.domain.job import Job, JobStatus
+from market_hpc.model import HPCModel
+from market_hpc.recorder import JOB_COLUMNS, format_allocation
+from visualization.model import format_clock
+
+_ROW = {name: index for index, name in enumerate(JOB_COLUMNS)}
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """A waiting job as the queue panel lists it.
+
+    Attributes:
+        position: 1-based place in queue order.
+        job_id: Job id.
+        held: Times it was held (0: never started or never held).
+        cores: Cores it asks for (c*, its best core count, for moldable jobs).
+        waited: Time since arrival.
+        value: Value if started now on ``cores`` (None without a value curve).
+        density: ``value / cores`` (None without a value curve).
+    """
+
+    position: int
+    job_id: int
+    held: int
+    cores: int
+    waited: float
+    value: float | None
+    density: float | None
+
+
+def _best_cores(job: Job) -> int:
+    if job.profile is None:
+        return job.cores
+    return int(job.payload.get("c_star") or c_star(job.profile))
+
+
+def queue_rows(model: HPCModel, limit: int = 10) -> list[QueueRow]:
+    """The top ``limit`` waiting jobs: by current value density when jobs carry value
+    curves (what the market wants most), else the head of the queue in order."""
+    now = model.now
+    agents = model.job_agents
+    rows = []
+    for position, job in enumerate(list(model.queue_agent.jobs.values()), start=1):
+        agent = agents[job.job_id]
+        cores = _best_cores(job)
+        curve = job.payload.get("value_curve")
+        value = density = None
+        if curve is not None and job.profile is not None:
+            value = profit(curve, now, job.submit, job.profile, cores, agent.progress)
+            density = value / cores
+        rows.append(QueueRow(position, job.job_id, agent.hold_count, cores, now - job.submit,
+                             value, density))
+        if curve is None and len(rows) >= limit:
+            break
+    if rows and rows[0].density is not None:
+        return heapq.nlargest(limit, rows, key=lambda r: (r.density or 0.0, -r.position))
+    return rows[:limit]
+
+
+@dataclass(frozen=True)
+class Status:
+    """The numbers of the status line."""
+
+    clock: str
+    step: int
+    queued: int
+    held: int
+    running: int
+    finished: int
+    dropped: int
+    holds: int
+    profit: float
+    utilisation: float
+
+
+def status(model: HPCModel, unit: str) -> Status:
+    """What the status line shows now."""
+    recorder = model.recorder
+    held = sum(1 for a in list(model.job_agents.values()) if a.status is JobStatus.HELD)
+    total = float(model.platform.total[0])
+    used = total - float(model.free_total[0])
+    return Status(format_clock(model.now, unit), int(model.steps), len(model.queue_agent.jobs), held,
+                  len(model.running_by_end), recorder.finished, recorder.drops, recorder.holds,
+                  recorder.profit, 100.0 * used / total if total else 0.0)
+
+
+def job_details(model: HPCModel, job_id: int, unit: str) -> list[tuple[str, str]] | None:
+    """Label/value pairs describing a job in or gone from the system (None: unknown)."""
+    agent = model.job_agents.get(job_id)
+    if agent is None:
+        return _departed(model, job_id, unit)
+    job = agent.job
+    pairs = [("status", agent.status.value), ("arrived", format_clock(job.submit, unit)),
+             ("asks for", _request(job)), ("progress", f"{100.0 * agent.progress:.0f} %"),
+             ("holds", str(agent.hold_count))]
+    if agent.running is not None:
+        pairs.append(("running on", _nodes(agent.running.allocation)))
+        pairs.append(("segment since", format_clock(agent.running.start, unit)))
+        pairs.append(("expected end", format_clock(agent.running.est_end, unit)))
+    elif agent.last_allocation:
+        pairs.append(("last ran on", _nodes(agent.last_allocation)))
+    curve = job.payload.get("value_curve")
+    if curve is not None:
+        pairs.append(("max value", f"{curve.max_value:,.1f}"))
+        if agent.status is not JobStatus.RUNNING and job.profile is not None:
+            cores = _best_cores(job)
+            pairs.append(("value if started now", f"{profit(curve, model.now, job.submit, job.profile, cores, agent.progress):,.1f}"))
+    return pairs
+
+
+def _request(job: Job) -> str:
+    if job.profile is not None:
+        return f"1-{len(job.profile)} cores on one node (best {_best_cores(job)})"
+    extra = "".join(f", {job.total(i)} {name}" for i, name in ((1, "GPUs"), (2, "MICs")) if job.unit[i])
+    return f"{job.cores} cores{extra}"
+
+
+def _nodes(allocation: tuple[tuple[int, int], ...]) -> str:
+    text = format_allocation(allocation).replace(";", ", ")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _departed(model: HPCModel, job_id: int, unit: str) -> list[tuple[str, str]] | None:
+    for row in reversed(model.recorder.rows):
+        if row[_ROW["job_id"]] == job_id:
+            pairs = [("status", str(row[_ROW["status"]])),
+                     ("arrived", format_clock(row[_ROW["submit_time"]], unit))]
+            end = row[_ROW["end_time"]]
+            if not math.isnan(end):
+                pairs.append(("left", format_clock(end, unit)))
+            pairs += [("holds", str(row[_ROW["hold_count"]])), ("value earned", f"{row[_ROW['value']]:,.1f}")]
+            return pairs
+    return None
