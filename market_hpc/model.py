@@ -43,6 +43,17 @@ def make_market_aware_policy(scheduler: str, allocator: str | None, hold_penalty
     return make_policy(scheduler, allocator, scheduler_params=params)
 
 
+MODEL_REPORTERS = {
+    "time": "now",
+    "queue_length": lambda m: len(m.queue_agent.jobs),
+    "running_jobs": lambda m: len(m.running_by_end),
+    "jobs_completed": lambda m: m.recorder.finished,
+    "jobs_dropped": lambda m: m.recorder.drops,
+    "holds": lambda m: m.recorder.holds,
+    "total_profit": lambda m: m.recorder.profit,
+}
+
+
 class Predictor(Protocol):
     """Predicts run times online (seed 000): what schedulers see as ``job.estimate``.
 
@@ -133,6 +144,7 @@ class HPCModel(mesa.Model):
         self._unit_limits: dict[tuple[int, ...], tuple[int, int]] = {}
         self.predictor = predictor
         self.running = bool(self._jobs)
+        self.datacollector = mesa.DataCollector(model_reporters=MODEL_REPORTERS)
 
     # ----------------------------------------------------------------- time
     def _push(self, when: float, order: int, event: Any) -> None:
@@ -147,9 +159,15 @@ class HPCModel(mesa.Model):
         return heap_time
 
     def step(self) -> None:
-        """Advance to the next instant with events and handle all of them."""
+        """Advance to the next instant with events and handle all of them.
+
+        This is the path Mesa's tools drive (SolaraViz, ``mesa.batch_run``): each step is
+        one instant and the ``datacollector`` records the model reporters after it.
+        ``run()`` loops over instants without that bookkeeping.
+        """
         if not self._advance() or self.next_time() == _NEVER:
             self.finalize()
+        self.datacollector.collect(self)
 
     def run(self, until: float = _NEVER, progress: Any = None) -> None:
         """Run until no event is left or the next one is after ``until``.
