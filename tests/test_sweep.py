@@ -3,6 +3,7 @@ reports, and HPCModel under ``mesa.batch_run``."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -16,10 +17,11 @@ import pytest
 
 from market_hpc.cli import main
 from market_hpc.errors import ConfigError
-from market_hpc.experiment import config_from_dict, simulate
-from market_hpc.experiment.report import write_report
+from market_hpc.experiment import PolicyConfig, RunConfig, config_from_dict, simulate
 from market_hpc.experiment.sweep import TIMING_COLUMNS, SweepError, load_sweep, run_id, run_sweep
-from market_hpc.experiment.sweep_exec import make_executor
+from market_hpc.experiment.sweep_exec import RunTask, execute_run, make_executor
+from market_hpc.experiment.sweep_store import ResultStore
+from market_hpc.policies import scheduler_names
 
 ROOT = Path(__file__).resolve().parents[1]
 # Scenario tables written inline so that sweep keys can follow at the top level.
@@ -34,6 +36,10 @@ timeseries = false
 workload = { generator = "lublin-feitelson", jobs = JOBS }
 policy = { scheduler = "easy" }
 """
+# valid-choice lists as config.py and the registry define them (e.g. "exclusive, name, ...")
+POLICY_KEYS = ", ".join(sorted(f"policy.{f.name}" for f in dataclasses.fields(PolicyConfig)))
+TOP_KEYS = ", ".join(sorted(f.name for f in dataclasses.fields(RunConfig)))
+SCHEDULERS = ", ".join(sorted(scheduler_names()))
 BAD_SWF = ("; Version: 2.2\n1 0 -1 10 4 -1 -1 4 20 -1 1 1 -1 -1 1 -1 -1 -1\n"
            "2 5 -1 10 x 4 -1 4 20 -1 1 1 -1 -1 1 -1 -1 -1\n")
 
@@ -52,12 +58,11 @@ def comparable(frame: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------ validation
 @pytest.mark.parametrize(("text", "message"), [
     ('[grid]\n"policy.foo" = [1]',
-     "policy.foo: unknown config key 'policy.foo'; valid choices: policy.allocator, "
-     "policy.hold_penalty, policy.scheduler"),
+     f"policy.foo: unknown config key 'policy.foo'; valid choices: {POLICY_KEYS}"),
     ('seeds = 2\n[[zip]]\n"policy.scheduler" = ["maxv", "maxvh"]\n"policy.hold_penalty" = [0.1]',
      "zip group 1: lists must have equal lengths; got policy.scheduler: 2, policy.hold_penalty: 1"),
-    ('seeds = 0', "seeds: expected a positive integer N (meaning 1..N) or a non-empty list of "
-     "distinct non-negative integers, got 0"),
+    ('seeds = 0', ("seeds: expected a positive integer N (meaning 1..N) or a non-empty list of "
+                   "distinct non-negative integers, got 0")),
     ('seeds = [1, 1]', "seeds lists a seed twice: [1, 1]"),
     ('[grid]\n"policy.hold_penalty" = 0.1',
      "grid: policy.hold_penalty must be a non-empty list of values, got 0.1"),
@@ -68,10 +73,9 @@ def comparable(frame: pd.DataFrame) -> pd.DataFrame:
     ('[grid]\n"policy.hold_penalty" = [0.5, 2.0]',
      "point policy.hold_penalty=2.0: policy.hold_penalty must be in [0, 1], got 2.0"),
     ('[grid]\n"policy.scheduler" = ["maxv", "nope"]',
-     "point {'scheduler': 'nope'} (seed 0): unknown scheduler 'nope'; valid choices: easy, fifo, "
-     "ljf, maxv, maxvd, maxvdh, maxvh, minvr, minvrh, sjf, sjq, sjqh"),
-    ('grids = 1', "base scenario: unknown config key 'grids'; valid choices: exclusive, name, "
-     "platform, policy, seed, timeseries, workload (or a sweep key: base, seeds, grid, zip, report)"),
+     f"point {{'scheduler': 'nope'}} (seed 0): unknown scheduler 'nope'; valid choices: {SCHEDULERS}"),
+    ('grids = 1', (f"base scenario: unknown config key 'grids'; valid choices: {TOP_KEYS} "
+                   "(or a sweep key: base, seeds, grid, zip, report)")),
     ('[report]\nmetric = "x"', "[report] accepts only metrics = [names], got {'metric': 'x'}"),
 ])
 def test_invalid_sweep_files_fail_naming_file_and_key(tmp_path: Path, text: str, message: str) -> None:
@@ -95,10 +99,10 @@ def test_missing_input_file_and_base_fail_before_running(tmp_path: Path) -> None
 @pytest.mark.parametrize(("workers", "dask", "message"), [
     (0, None, "--workers must be >= 1, got 0"),
     (2, "local:2", "give either --workers or --dask, not both"),
-    (1, "local:0", "--dask expects local:N (a LocalCluster of N workers) or a scheduler address "
-     "like tcp://HOST:PORT; got 'local:0' (N must be a positive integer)"),
-    (1, "myhost:8786", "--dask expects local:N (a LocalCluster of N workers) or a scheduler "
-     "address like tcp://HOST:PORT; got 'myhost:8786'"),
+    (1, "local:0", ("--dask expects local:N (a LocalCluster of N workers) or a scheduler address "
+                    "like tcp://HOST:PORT; got 'local:0' (N must be a positive integer)")),
+    (1, "myhost:8786", ("--dask expects local:N (a LocalCluster of N workers) or a scheduler "
+                        "address like tcp://HOST:PORT; got 'myhost:8786'")),
 ])
 def test_executor_options_are_validated(workers: int, dask: str | None, message: str) -> None:
     with pytest.raises(SweepError) as caught:
@@ -162,6 +166,19 @@ def test_run_id_is_a_stable_hash_of_the_full_config() -> None:
         "scheduler": "maxvh", "hold_penalty": 0.0}}).to_dict())
 
 
+@pytest.mark.parametrize(("name", "runs", "columns"), [
+    ("overload_sweep.toml", 27, ["scheduler", "load_factor"]),
+    ("penalty_sweep.toml", 80, ["scheduler", "hold_penalty"]),
+])
+def test_bundled_sweep_files_validate_and_run(name: str, runs: int, columns: list[str]) -> None:
+    sweep = load_sweep(ROOT / "scenarios" / name)
+    assert len(sweep.runs) == runs
+    assert [p.column for p in sweep.parameters] == columns
+    first = sweep.runs[0]
+    row = execute_run(RunTask(first.run_id, first.config))
+    assert row["status"] == "ok", row["error"]
+
+
 # ------------------------------------------------------------- resume, failures
 def test_resume_skips_stored_runs_and_keeps_run_dirs(tmp_path: Path) -> None:
     text = '[grid]\n"policy.scheduler" = ["maxv", "maxvh"]\n'
@@ -180,6 +197,8 @@ def test_resume_skips_stored_runs_and_keeps_run_dirs(tmp_path: Path) -> None:
     kept = sorted(p.name for p in (out / "runs").iterdir())
     assert kept == sorted(frame["run_id"][frame["seed"] < 3])
     assert (out / "runs" / kept[0] / "summary.json").is_file()
+    with ResultStore(out), pytest.raises(SweepError, match="is in use by another sweep"):
+        run_sweep(sweep_file(tmp_path, "seeds = 3\n" + text), out)
 
 
 def test_failing_run_is_recorded_and_retried_while_the_rest_go_on(tmp_path: Path) -> None:
