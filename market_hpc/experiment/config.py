@@ -35,6 +35,7 @@ from typing import Any
 from market_hpc.errors import ConfigError, UnknownNameError
 
 GENERATORS = ("lublin-feitelson", "taskgraphs")
+CURVE_REGIME_NAMES = ("spec", "steep")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ class WorkloadConfig:
         first_n: Keep only the first N jobs.
         start: Keep jobs submitted at or after this time (seconds).
         end: Keep jobs submitted before this time.
+        curves: Value-curve regime of generated task-graph jobs: ``spec`` (decay over
+            1-3 x the serial run time) or ``steep`` (0.2-0.6 x).
         market: Give trace jobs speedup profiles and value curves
             (``workload.market_rule``) so market policies can run on them.
         serial_fraction: Amdahl serial fraction of the market rule.
@@ -73,6 +76,7 @@ class WorkloadConfig:
     first_n: int | None = None
     start: float | None = None
     end: float | None = None
+    curves: str = "spec"
     market: bool = False
     serial_fraction: float = 0.05
     plateau_slack: float = 4 * 3600.0
@@ -89,6 +93,8 @@ class WorkloadConfig:
             raise UnknownNameError("workload.generator", self.generator, GENERATORS)
         if self.load_factor <= 0:
             raise ConfigError(f"workload.load_factor must be > 0, got {self.load_factor}")
+        if self.curves not in CURVE_REGIME_NAMES:
+            raise UnknownNameError("workload.curves", self.curves, CURVE_REGIME_NAMES)
         if self.load <= 0:
             raise ConfigError(f"workload.load must be > 0, got {self.load}")
         if self.jobs < 1:

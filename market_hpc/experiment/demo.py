@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from market_hpc.model import HPCModel
-from market_hpc.workload.applications import library_job_set
+from market_hpc.workload.applications import CURVE_REGIMES, library_job_set
 
 POLICIES = ("sjq", "maxv", "maxvd", "minvr", "sjqh", "maxvh", "maxvdh", "minvrh")
 LABELS = {"sjq": "SJQ", "maxv": "maxV", "maxvd": "maxVD", "minvr": "minVR", "sjqh": "SJQH",
@@ -28,9 +28,7 @@ LABELS = {"sjq": "SJQ", "maxv": "maxV", "maxvd": "maxVD", "minvr": "minVR", "sjq
 JOB_SET_SIZES = (10, 25, 50, 100)
 QUICK_SIZES = (10, 30)
 DEMO_LOAD = 2.0
-# Value-curve regimes: the spec's suggested decay (beta ~ U[1, 3] x RT(1)) and a steep one.
-# Holding pays when waiting costs value quickly; the study reports both.
-CURVES = {"spec": {}, "steep": {"beta_range": (0.2, 0.6)}}
+CURVES = CURVE_REGIMES  # the study reports both value-curve regimes
 
 
 def run_study(sizes: tuple[int, ...], seeds: int, load: float = DEMO_LOAD,
@@ -39,7 +37,7 @@ def run_study(sizes: tuple[int, ...], seeds: int, load: float = DEMO_LOAD,
     rows = []
     for seed in range(1, seeds + 1):
         for n_jobs in sizes:
-            jobs = library_job_set(n_jobs, seed, load=load, **CURVES[curves])
+            jobs = library_job_set(n_jobs, seed, load=load, curves=curves)
             for policy in POLICIES:
                 model = HPCModel(jobs, "hlrs-3x9", policy, hold_penalty=penalty, seed=seed,
                                  record_timeseries=False)

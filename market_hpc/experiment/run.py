@@ -121,8 +121,9 @@ def _generate(config: RunConfig, platform: Platform) -> tuple[list[Job], dict[st
     from market_hpc.workload.applications import library_job_set
 
     cores = platform.total_cores
-    jobs = list(library_job_set(spec.jobs, config.seed, load=spec.load, platform_cores=cores))
-    return jobs, {"generator": spec.generator, "jobs": len(jobs), "load": spec.load,
+    jobs = list(library_job_set(spec.jobs, config.seed, load=spec.load, curves=spec.curves,
+                                platform_cores=cores))
+    return jobs, {"generator": spec.generator, "jobs": len(jobs), "load": spec.load, "curves": spec.curves,
                   "applications": "bundled HLRS-like library"}
 
 

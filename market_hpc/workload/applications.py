@@ -29,6 +29,9 @@ from market_hpc.workload.taskgraph_jobs import JobSet, generate_job_set
 LIBRARY_SEED = 2015
 LIBRARY_SIZE = 24
 LIBRARY_FILE = "hlrs_like_apps.json"
+# Value-curve regimes (options of ``generate_job_set``): the spec's suggested decay over
+# beta ~ U[1, 3] x RT(1), and a steep one. Holding pays when waiting loses value fast.
+CURVE_REGIMES: dict[str, dict[str, Any]] = {"spec": {}, "steep": {"beta_range": (0.2, 0.6)}}
 
 
 @dataclass(frozen=True)
@@ -98,15 +101,22 @@ def bundled_library() -> tuple[Application, ...]:
     return tuple(library_from_dict(json.loads(text), LIBRARY_FILE))
 
 
-def library_job_set(n_jobs: int, seed: int, *, load: float = 2.0, **options: Any) -> JobSet:
+def library_job_set(n_jobs: int, seed: int, *, load: float = 2.0, curves: str = "spec",
+                    **options: Any) -> JobSet:
     """An HLRS-like job set drawn from the bundled applications (no profiling at run time).
 
     Args:
         n_jobs: Jobs in the set.
         seed: Seed of the set (arrivals, values, which application each job runs).
         load: Offered load of the Poisson arrivals (> 1 overloads the platform).
+        curves: A value-curve regime of ``CURVE_REGIMES``.
         options: Passed to ``generate_job_set`` (``platform_cores``, ``curve_shape``...).
     """
+    if curves not in CURVE_REGIMES:
+        from market_hpc.errors import UnknownNameError
+
+        raise UnknownNameError("value-curve regime", curves, CURVE_REGIMES)
+    options = {**CURVE_REGIMES[curves], **options}
     apps = bundled_library()
     profiles = {app.key: app.response_times for app in apps}
     return generate_job_set(
