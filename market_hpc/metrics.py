@@ -9,6 +9,12 @@ Definitions (all over jobs that finished unless stated):
   (platform capacity x (last end - first submit));
 - makespan = last end - first submit;
 - mean queue length is time-weighted over the run;
+- mean queue size (seed 000) is the number of waiting jobs *before* the decision,
+  averaged over the instants with an arrival or a completion (empty queues included,
+  as AccaSim logs every step): at instant t, the jobs submitted at or before t (not
+  rejected) that had not started (or been dropped) before t;
+- load ratio of a resource (seed 000) = used / capacity averaged over the recorded
+  instants (after each instant's decision), only with a time series;
 - total profit = value of completed jobs - holding penalties (seed 002).
 """
 
@@ -57,6 +63,34 @@ def time_weighted_mean(times: np.ndarray, values: np.ndarray) -> float:
     return float((values[:-1] * widths).sum() / widths.sum())
 
 
+def mean_queue_size(jobs: pd.DataFrame) -> float:
+    """Mean number of jobs waiting before the decision, over arrival and completion instants.
+
+    A job waits at instant t when it was submitted at or before t and had not left the
+    queue (first start, or drop) before t; rejected jobs never wait. Jobs held and
+    requeued (seed 002) count only until their first start.
+
+    >>> frame = pd.DataFrame({"status": ["finished", "finished", "rejected"],
+    ...                       "submit_time": [0.0, 0.0, 5.0], "start_time": [0.0, 10.0, None],
+    ...                       "end_time": [10.0, 20.0, None]})
+    >>> mean_queue_size(frame)          # instants 0, 5, 10, 20: 2, 1, 1, 0 waiting
+    1.0
+    """
+    if not len(jobs):
+        return float("nan")
+    status = jobs["status"]
+    finished = jobs.loc[status == "finished", "end_time"].to_numpy(dtype=float)
+    instants = np.unique(np.concatenate((jobs["submit_time"].to_numpy(dtype=float), finished)))
+    waiting = jobs[status != "rejected"]
+    leave = waiting["start_time"].to_numpy(dtype=float)
+    dropped = (waiting["status"] == "dropped").to_numpy() & np.isnan(leave)
+    leave = np.where(dropped, waiting["end_time"].to_numpy(dtype=float), leave)
+    leave = np.sort(np.where(np.isnan(leave), np.inf, leave))
+    arrived = np.sort(waiting["submit_time"].to_numpy(dtype=float))
+    count = np.searchsorted(arrived, instants, side="right") - np.searchsorted(leave, instants, side="left")
+    return float(count.mean())
+
+
 def summarize(
     jobs: pd.DataFrame,
     timeseries: pd.DataFrame,
@@ -94,5 +128,10 @@ def summarize(
         queue = timeseries["queue_length"].to_numpy(dtype=float)
         summary["mean_queue_length"] = time_weighted_mean(times, queue)
         summary["max_queue_length"] = int(queue.max())
+        for index, resource in enumerate(RESOURCES):
+            column = f"used_{resource}"
+            if capacity_total[index] > 0 and column in timeseries:
+                summary[f"load_ratio_{resource}"] = float(timeseries[column].mean() / capacity_total[index])
+    summary["mean_queue_size"] = mean_queue_size(jobs)
     summary.update(extra or {})
     return summary

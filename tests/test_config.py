@@ -28,7 +28,8 @@ def test_unknown_top_level_key_lists_valid_keys():
 
 def test_unknown_nested_key_names_its_path():
     with pytest.raises(UnknownNameError, match=r"unknown config key 'policy.schedular'; valid choices: "
-                                               r"policy.allocator, policy.hold_penalty, policy.scheduler"):
+                                               r"policy.allocator, policy.hold_penalty, policy.predictor, "
+                                               r"policy.scheduler"):
         config_from_dict({**BASE, "policy": {"schedular": "easy"}})
 
 
@@ -54,7 +55,8 @@ def test_bad_values(data, message):
 
 
 def test_unknown_generator():
-    with pytest.raises(UnknownNameError, match="unknown workload.generator 'lf'; valid choices: lublin-feitelson, taskgraphs"):
+    with pytest.raises(UnknownNameError, match="unknown workload.generator 'lf'; valid choices: eurora, lublin-feitelson, "
+                                             "taskgraphs"):
         config_from_dict({"workload": {"generator": "lf"}})
 
 

@@ -131,7 +131,7 @@ policy.scheduler = ["maxv", "maxvh"]
     assert len(sweep.runs) == 2 * 3 * 2
     assert len({r.run_id for r in sweep.runs}) == 12
     assert sweep.runs[-1].config["policy"] == {"scheduler": "maxvh", "allocator": None,
-                                               "hold_penalty": 0.3}
+                                               "hold_penalty": 0.3, "predictor": None}
     assert load_sweep(sweep_file(tmp_path, "seeds = 4")).seeds == (1, 2, 3, 4)
     assert [r.seed for r in load_sweep(sweep_file(tmp_path, "seed = 9")).runs] == [9]
 
@@ -147,7 +147,8 @@ def test_base_file_is_relative_to_the_sweep_and_inline_tables_override_it(tmp_pa
                       'allocator = "best-fit"\n[grid]\n"workload.load_factor" = [1.0, 2.0]', base="")
     runs = load_sweep(path).runs
     assert runs[0].config["workload"]["trace"] == str((tmp_path / "scenarios" / "bad.swf").resolve())
-    assert runs[0].config["policy"] == {"scheduler": "easy", "allocator": "best-fit", "hold_penalty": 0.0}
+    assert runs[0].config["policy"] == {"scheduler": "easy", "allocator": "best-fit", "hold_penalty": 0.0,
+                                        "predictor": None}
     assert [r.params for r in runs] == [{"load_factor": 1.0}, {"load_factor": 2.0}]
 
 

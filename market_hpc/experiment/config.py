@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.workload.accelerators import AcceleratorRule
 
-GENERATORS = ("lublin-feitelson", "taskgraphs")
+GENERATORS = ("lublin-feitelson", "taskgraphs", "eurora")
 CURVE_REGIME_NAMES = ("spec", "steep")
 
 
@@ -63,6 +64,10 @@ class WorkloadConfig:
             (``workload.market_rule``) so market policies can run on them.
         serial_fraction: Amdahl serial fraction of the market rule.
         plateau_slack: Seconds of full value after the fastest completion (market rule).
+        month: Month profile of the ``eurora`` generator (``2014-04``, ``2014-08``,
+            ``2014-09``, ``2015-04``; none: whole-trace averages), seed 000.
+        accelerators: Rule adding GPU/MIC unit requests to the jobs
+            (``workload.accelerators``; off unless a partition or user share is set).
     """
 
     trace: str | None = None
@@ -80,6 +85,8 @@ class WorkloadConfig:
     market: bool = False
     serial_fraction: float = 0.05
     plateau_slack: float = 4 * 3600.0
+    month: str | None = None
+    accelerators: AcceleratorRule = field(default_factory=AcceleratorRule)
 
     def __post_init__(self) -> None:
         sources = [s for s in (self.trace, self.jobset, self.generator) if s is not None]
@@ -101,6 +108,14 @@ class WorkloadConfig:
             raise ConfigError(f"workload.jobs must be >= 1, got {self.jobs}")
         if self.first_n is not None and self.first_n < 1:
             raise ConfigError(f"workload.first_n must be >= 1, got {self.first_n}")
+        if self.month is not None:
+            from market_hpc.workload.eurora import MONTHS
+
+            if self.generator != "eurora":
+                raise ConfigError(f"workload.month applies to generator = \"eurora\" only, got "
+                                  f"generator={self.generator!r}")
+            if self.month not in MONTHS:
+                raise UnknownNameError("workload.month", self.month, MONTHS)
 
 
 @dataclass(frozen=True)
@@ -111,15 +126,24 @@ class PolicyConfig:
         scheduler: Registered scheduler name (``market-hpc`` lists them).
         allocator: Registered allocator name (default: the scheduler's default).
         hold_penalty: Fraction of a held job's maximum value charged per hold (seed 002).
+        predictor: Run-time predictor whose predictions schedulers see
+            (``market_hpc.predictors``: wall-time, data-driven, real; none: the
+            workload's estimates), seed 000.
     """
 
     scheduler: str = "fifo"
     allocator: str | None = None
     hold_penalty: float = 0.0
+    predictor: str | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.hold_penalty <= 1.0:
             raise ConfigError(f"policy.hold_penalty must be in [0, 1], got {self.hold_penalty}")
+        if self.predictor is not None:
+            from market_hpc.predictors import PREDICTORS
+
+            if self.predictor not in PREDICTORS:
+                raise UnknownNameError("policy.predictor", self.predictor, PREDICTORS)
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,12 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
                                spec.end if spec.end is not None else np.inf))
     if spec.first_n is not None:
         jobs = list(first_n(jobs, spec.first_n))
+    if spec.accelerators.enabled:
+        from market_hpc.workload.accelerators import add_accelerators, read_partitions
+
+        partitions = read_partitions(spec.trace) if spec.accelerators.uses_partitions and spec.trace else None
+        added, report["accelerators"] = add_accelerators(jobs, spec.accelerators, platform, partitions)
+        jobs = list(added)
     if spec.load_factor != 1.0:
         jobs = list(scale_load(jobs, spec.load_factor))
     if spec.market:
@@ -118,6 +124,11 @@ def _generate(config: RunConfig, platform: Platform) -> tuple[list[Job], dict[st
         max_procs = spec.max_procs or platform.total_cores
         jobs = list(lublin_feitelson(spec.jobs, max_procs, config.seed))
         return jobs, {"generator": spec.generator, "jobs": len(jobs), "max_procs": max_procs}
+    if spec.generator == "eurora":
+        from market_hpc.workload.eurora import eurora_like, workload_statistics
+
+        jobs = list(eurora_like(spec.jobs, config.seed, spec.month))
+        return jobs, {"generator": spec.generator, "month": spec.month, **workload_statistics(jobs)}
     from market_hpc.workload.applications import library_job_set
 
     cores = platform.total_cores
@@ -141,10 +152,15 @@ def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = 
         jobs, report = build_workload(config, platform)
     policy = make_market_aware_policy(config.policy.scheduler, config.policy.allocator,
                                       config.policy.hold_penalty)
+    predictor = None
+    if config.policy.predictor is not None:
+        from market_hpc.predictors import make_predictor
+
+        predictor = make_predictor(config.policy.predictor)
     model = HPCModel(
         jobs, platform, policy=policy, exclusive=config.exclusive,
         hold_penalty=config.policy.hold_penalty, seed=config.seed,
-        record_timeseries=config.timeseries,
+        record_timeseries=config.timeseries, predictor=predictor,
     )
     began = time.perf_counter()
     bar = _progress_bar(len(jobs)) if progress else None

@@ -88,7 +88,7 @@ def register_allocator(
     return add
 
 
-BUILTIN_MODULES = ("allocators", "classic", "market")
+BUILTIN_MODULES = ("allocators", "classic", "market", "hetero")
 
 
 def _load_builtin() -> None:

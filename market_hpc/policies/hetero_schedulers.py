@@ -1,0 +1,251 @@
+"""Seed 000 schedulers: PRB (Borghesi et al.) and EBF (AccaSim's EASY backfilling).
+
+Both compose with every allocator and announce their pass order to pass-aware ones
+(``market_hpc.policies.hetero``). Neither calls ``allocate`` twice for a shape that
+already failed in a pass: within a pass free resources only shrink, and every
+registered allocator succeeds exactly when the nodes together take enough units, so a
+unit shape that failed with ``U`` units fails again with ``U`` or more (the skipped
+attempt is still reported to PRIORITY-WEIGHTED through ``note_failed_attempt``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from market_hpc.algorithms.hetero import job_demand, prb_order
+from market_hpc.domain.job import Job
+from market_hpc.domain.resources import RESOURCES
+from market_hpc.errors import ConfigError
+from market_hpc.policies.allocators import job_fits
+from market_hpc.policies.base import NOTHING, Action, Allocation, Allocator, Decision, Start, View
+from market_hpc.policies.hetero import _unit_array, announce
+from market_hpc.policies.registry import register_scheduler
+
+DEFAULT_EXPECTED_WAIT = 1800.0
+"""PRB's expected queue wait when none is known (AccaSim's default, spec C3)."""
+
+
+class _Arena:
+    """A scratch free array for one pass and the unit shapes known to fail on it."""
+
+    __slots__ = ("failed", "free")
+
+    def __init__(self, free: np.ndarray) -> None:
+        self.free = free
+        self.failed: dict[tuple[int, ...], int] = {}
+
+    def attempt(self, allocator: Allocator, job: Job, view: View) -> Allocation | None:
+        limit = self.failed.get(job.unit)
+        if limit is not None and job.units >= limit:
+            note = getattr(allocator, "note_failed_attempt", None)
+            if note is not None:
+                note(job)
+            return None
+        allocation = allocator.allocate(job, self.free, view)
+        if allocation is None and job.bb <= view.free_bb:
+            self.failed[job.unit] = job.units if limit is None else min(limit, job.units)
+        return allocation
+
+
+def _take(free: np.ndarray, job: Job, allocation: Allocation, view: View) -> np.ndarray:
+    """Subtract an allocation from a scratch free array; return its node indices."""
+    pairs = np.array(allocation, dtype=np.int64)
+    nodes = pairs[:, 0]
+    if view.exclusive:
+        free[nodes] = 0
+    else:
+        free[nodes] -= pairs[:, 1, None] * _unit_array(job.unit)
+    return nodes
+
+
+@register_scheduler("prb", "seed 000 PRB: longest wait relative to the queue's expected wait first; skips")
+class Prb:
+    """Priority Rule-Based scheduling (Borghesi et al., as in Netti et al. 2018).
+
+    Jobs are ordered by urgency (waiting time over their queue's expected waiting time),
+    ties by demand; every job is tried in that order and a job that does not fit is
+    skipped (non-blocking).
+
+    Args:
+        allocator: Where jobs go.
+        expected_wait: Expected waiting time (s) per queue id; queues not listed use
+            ``default_wait``. With no data every queue gets the default and PRB becomes
+            "longest waiting first" (spec C3).
+        default_wait: The expected wait of queues without data.
+    """
+
+    def __init__(self, allocator: Allocator, expected_wait: Mapping[int, float] | None = None,
+                 default_wait: float = DEFAULT_EXPECTED_WAIT) -> None:
+        waits = dict(expected_wait or {})
+        if default_wait <= 0 or any(w <= 0 for w in waits.values()):
+            raise ConfigError(f"scheduler 'prb': expected waits must be > 0, got {waits} / {default_wait}")
+        self.allocator = allocator
+        self.expected_wait = waits
+        self.default_wait = float(default_wait)
+        self.name = f"prb+{allocator.name}"
+
+    def order(self, jobs: Sequence[Job], now: float) -> list[Job]:
+        """The queued jobs in PRB order."""
+        count = len(jobs)
+        submit = np.fromiter((job.submit for job in jobs), dtype=np.float64, count=count)
+        waits = self.expected_wait
+        ewt = np.fromiter((waits.get(job.queue, self.default_wait) for job in jobs),
+                          dtype=np.float64, count=count)
+        units = np.fromiter((job.units for job in jobs), dtype=np.float64, count=count)
+        estimate = np.fromiter((job.estimate for job in jobs), dtype=np.float64, count=count)
+        rows = np.array([job.unit for job in jobs], dtype=np.float64).reshape(count, len(RESOURCES))
+        positions = prb_order(now, submit, ewt, job_demand(units, rows, estimate))
+        return [jobs[i] for i in positions.tolist()]
+
+    def decide(self, view: View, rng: np.random.Generator) -> Decision:
+        """Start every queued job the allocator places, most urgent first."""
+        queue = list(view.queue)
+        if view.free_total[0] == 0:
+            for job in queue:  # every attempt fails; the counters still see it
+                _note_failure(self.allocator, job)
+            return NOTHING
+        ordered = self.order(queue, view.time)
+        announce(self.allocator, ordered, view)
+        arena = _Arena(view.free.copy())
+        actions: list[Action] = []
+        for job in ordered:
+            allocation = arena.attempt(self.allocator, job, view)
+            if allocation is not None:
+                actions.append(Start(job.job_id, allocation))
+                _take(arena.free, job, allocation, view)
+        return Decision(tuple(actions)) if actions else NOTHING
+
+
+def _note_failure(allocator: Allocator, job: Job) -> None:
+    note = getattr(allocator, "note_failed_attempt", None)
+    if note is not None:
+        note(job)
+
+
+Release = tuple[float, Allocation, tuple[int, ...]]
+
+
+@register_scheduler("ebf", "seed 000 EBF: EASY backfilling, reservation placed by the allocator (AccaSim)")
+class Ebf:
+    """EASY backfilling as AccaSim implements it for Netti et al. (2018), spec C2.
+
+    Jobs start in arrival order until one does not fit. That job is *blocked* and gets a
+    reservation: the earliest predicted end of running jobs (a job past its prediction is
+    expected to end now; jobs started in this step count with ``now + estimate``) at
+    which the allocator, run on the virtual future free resources, places it; the
+    reservation is those nodes at that time. Later jobs are backfilled in arrival order,
+    skipping those that do not fit: a job predicted to end by the reservation time may
+    use any free resource, any other job no reserved node at all.
+
+    With ``static_reservation`` (AccaSim, the default) the reservation is never
+    recomputed and the blocked job is tried again only from the reservation time on
+    (every decision after it until it starts); the scheduler asks to be woken at the
+    reservation time (AccaSim waits for the next submission or completion instead).
+    Without it, the head is tried and its reservation recomputed at every decision
+    (classic EASY with node-level reservations).
+
+    Args:
+        allocator: Where jobs go, and where the reservation is placed.
+        static_reservation: Keep a reservation until its job starts.
+    """
+
+    def __init__(self, allocator: Allocator, static_reservation: bool = True) -> None:
+        self.allocator = allocator
+        self.static_reservation = static_reservation
+        self.name = f"ebf+{allocator.name}"
+        self._clear()
+
+    def _clear(self) -> None:
+        self.blocked: int | None = None
+        self.reserved_at = math.inf
+        self.reserved_nodes = np.zeros(0, dtype=np.int64)
+
+    def decide(self, view: View, rng: np.random.Generator) -> Decision:
+        """Start, reserve and backfill as described in the class docstring."""
+        now = view.time
+        queue = list(view.queue)
+        if not queue:
+            return NOTHING
+        if not self.static_reservation or (self.blocked is not None and queue[0].job_id != self.blocked):
+            self._clear()
+        arena = _Arena(view.free.copy())
+        actions: list[Action] = []
+        started: list[Release] = []
+
+        def start(job: Job, allocation: Allocation) -> np.ndarray:
+            actions.append(Start(job.job_id, allocation))
+            started.append((now + job.estimate, allocation, job.unit))
+            return _take(arena.free, job, allocation, view)
+
+        if self.blocked is not None and now >= self.reserved_at:
+            announce(self.allocator, queue[:1], view)
+            allocation = arena.attempt(self.allocator, queue[0], view)
+            if allocation is not None:
+                start(queue[0], allocation)
+                self._clear()
+                queue = queue[1:]
+        if self.blocked is None:
+            announce(self.allocator, queue, view)
+            prefix = 0
+            for job in queue:
+                allocation = arena.attempt(self.allocator, job, view)
+                if allocation is None:
+                    break
+                start(job, allocation)
+                prefix += 1
+            queue = queue[prefix:]
+            if not queue:
+                return Decision(tuple(actions)) if actions else NOTHING
+            self.blocked = queue[0].job_id
+            self._reserve(view, arena.free, queue[0], started)
+        self._backfill(view, arena, queue[1:], start)
+        wake = self.reserved_at if now < self.reserved_at < math.inf else None
+        return Decision(tuple(actions), wake) if actions or wake is not None else NOTHING
+
+    def _reserve(self, view: View, free: np.ndarray, head: Job, started: list[Release]) -> None:
+        """Place ``head`` on the predicted future free resources, earliest time first."""
+        releases: list[Release] = [(view.expected_end(r), r.allocation, r.job.unit) for r in view.running]
+        releases.extend(started)
+        releases.sort(key=lambda release: release[0])
+        virtual = free.copy()
+        capacity = view.platform.capacity
+        for index, (end, held, unit) in enumerate(releases):
+            pairs = np.array(held, dtype=np.int64)
+            if view.exclusive:
+                virtual[pairs[:, 0]] = capacity[pairs[:, 0]]
+            else:
+                virtual[pairs[:, 0]] += pairs[:, 1, None] * _unit_array(unit)
+            if index + 1 < len(releases) and releases[index + 1][0] == end:
+                continue  # release everything ending at the same time first
+            if job_fits(head, virtual, view).sum() < head.units:
+                continue
+            announce(self.allocator, [head], view)
+            reservation = self.allocator.allocate(head, virtual, view)
+            if reservation is not None:
+                self.reserved_at = end
+                self.reserved_nodes = np.array([node for node, _ in reservation], dtype=np.int64)
+                return
+        self.reserved_at = math.inf  # cannot happen for a job the platform can hold
+
+    def _backfill(self, view: View, inside: _Arena, jobs: Sequence[Job], start: Any) -> None:
+        if not jobs:
+            return
+        announce(self.allocator, jobs, view)
+        reserved = self.reserved_nodes
+        outside = _Arena(inside.free.copy())
+        outside.free[reserved] = 0
+        now, reserved_at = view.time, self.reserved_at
+        for job in jobs:
+            arena = inside if now + job.estimate <= reserved_at else outside
+            allocation = arena.attempt(self.allocator, job, view)
+            if allocation is not None:
+                nodes = start(job, allocation)
+                outside.free[nodes] = inside.free[nodes]
+                outside.free[reserved] = 0
+
+
+__all__ = ["DEFAULT_EXPECTED_WAIT", "Ebf", "Prb"]
