@@ -19,16 +19,14 @@ A platform is built from a preset name, an inline spec
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-
 from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.tomlfile import read_toml
 
 MIB_PER_GB = 1024
 
@@ -258,14 +256,7 @@ def load_platform(spec: str | Platform) -> Platform:
     if "=" in spec:
         return parse_inline(spec)
     if spec.endswith(".toml"):
-        path = Path(spec)
-        try:
-            data = tomllib.loads(path.read_text())
-        except OSError as exc:
-            raise ConfigError(f"cannot read platform file {spec}: {exc.strerror}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{spec}: invalid TOML: {exc}") from None
-        return platform_from_dict(data, spec)
+        return platform_from_dict(read_toml(spec, "platform file"), spec)
     raise UnknownNameError(
         "platform preset", spec, list(PRESETS) + ["nodes=N,cores=C[,...]", "FILE.toml"]
     )

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.tomlfile import read_toml
 from market_hpc.workload.accelerators import AcceleratorRule
 
 GENERATORS = ("lublin-feitelson", "taskgraphs", "eurora")
@@ -252,12 +253,7 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
         ConfigError: unreadable file, invalid TOML, unknown keys, bad values.
     """
     file = Path(path)
-    try:
-        data = tomllib.loads(file.read_text())
-    except OSError as exc:
-        raise ConfigError(f"cannot read scenario {file}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    data = read_toml(file, "scenario")
     for key, value in (overrides or {}).items():
         set_path(data, key, value)
     return config_from_dict(data, base_dir=file.parent)

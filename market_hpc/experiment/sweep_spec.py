@@ -39,7 +39,6 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +46,7 @@ from typing import Any
 
 from market_hpc.errors import ConfigError, MarketHpcError, UnknownNameError
 from market_hpc.experiment.config import config_from_dict, set_path
+from market_hpc.tomlfile import read_toml
 
 RESERVED_KEYS = ("base", "seeds", "grid", "zip", "report")
 FIXED_COLUMNS = ("run_id", "seed", "status", "error", "duration_s")
@@ -145,12 +145,7 @@ def load_sweep(path: str | Path) -> Sweep:
 
 
 def _read_toml(file: Path, what: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(file.read_text())
-    except OSError as exc:
-        raise SweepError(f"cannot read {what} {file}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SweepError(f"{file}: invalid TOML: {exc}") from None
+    return read_toml(file, what, SweepError)
 
 
 def _resolve_inputs(data: dict[str, Any], folder: Path) -> None:
