@@ -14,7 +14,7 @@ from market_hpc.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "traces" / "lf-kth-like-2000.swf"
-SAMPLE_GZ = REPO / "traces" / "lf-hpc2n-like-5000.swf.gz"
+SAMPLE_GZ = REPO / "traces" / "lf-240p-5000.swf.gz"
 
 
 @pytest.mark.smoke

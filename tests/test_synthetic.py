@@ -108,7 +108,7 @@ def test_rejects_bad_arguments(kwargs: dict, message: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "n_jobs", "procs"),
-    [("lf-kth-like-2000.swf", 2000, 100), ("lf-hpc2n-like-5000.swf.gz", 5000, 240)],
+    [("lf-kth-like-2000.swf", 2000, 100), ("lf-240p-5000.swf.gz", 5000, 240)],
 )
 def test_sample_traces_read_back(name: str, n_jobs: int, procs: int) -> None:
     path = TRACES / name

@@ -21,7 +21,7 @@ LOAD_FACTOR = 2.0
 SAMPLES: tuple[tuple[str, int, int, int, str], ...] = (
     # file name, jobs, processors, seed, what it imitates
     ("lf-kth-like-2000.swf", 2000, 100, 1996, "KTH SP2 size (100 processors)"),
-    ("lf-hpc2n-like-5000.swf.gz", 5000, 240, 2002, "HPC2N Seth size (120 nodes x 2)"),
+    ("lf-240p-5000.swf.gz", 5000, 240, 2002, "HPC2N Seth size (120 nodes x 2)"),
 )
 
 
