@@ -12,32 +12,16 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import PRESETS, Platform
 from market_hpc.policies.hetero import PriorityWeighted, Weighted
+from market_hpc.view import StaticView
 
 MIB_PER_GB = 1024
 TARGET_MS = 5.0
-
-
-@dataclass
-class BenchView:
-    """The parts of a view an allocator reads."""
-
-    platform: Platform
-    free: np.ndarray
-    queue: list[Job]
-    time: float = 0.0
-    free_bb: float = 0.0
-    exclusive: bool = False
-    free_total: tuple[int, ...] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.free_total = tuple(self.free.sum(axis=0).tolist())
 
 
 def busy_state(platform: Platform, rng: np.random.Generator) -> np.ndarray:
@@ -56,7 +40,7 @@ def window_jobs(rng: np.random.Generator, count: int) -> list[Job]:
     return jobs
 
 
-def naive_weighted(job: Job, free: np.ndarray, view: BenchView, window: list[Job]) -> tuple | None:
+def naive_weighted(job: Job, free: np.ndarray, view: StaticView, window: list[Job]) -> tuple | None:
     """The same WEIGHTED allocation, one node at a time in plain Python."""
     scale = [1.0, 1.0, 1.0, 1.0 / MIB_PER_GB]
     kinds = range(len(scale))
@@ -121,7 +105,7 @@ def main() -> None:
 def time_case(label: str, job: Job, platform: Platform, free: np.ndarray, window: list[Job],
               repeat: int) -> str:
     """Check against the loop, time both; one line of results."""
-    view = BenchView(platform, free, [job, *window])
+    view = StaticView(platform, free, [job, *window])
     allocator = Weighted()
     allocator.begin_pass(view.queue, view)  # the pass prefix sums are built on first use
     ours = allocator.allocate(job, free, view)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from market_hpc.errors import ConfigError, MarketHpcError
 
@@ -36,8 +37,18 @@ def _print_summary(summary: dict[str, object], out: Path | None) -> None:
         print(f"results written to {out}/")
 
 
+def _simulate_and_report(config: Any, out_dir: str | None, title: Callable[[str], str]) -> int:
+    from market_hpc.experiment import simulate
+
+    result = simulate(config, progress=True)
+    out = result.write(out_dir) if out_dir else None
+    print(title(result.summary["policy"]))
+    _print_summary(result.summary, out)
+    return 0
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
-    from market_hpc.experiment import config_from_dict, simulate
+    from market_hpc.experiment import config_from_dict
 
     data = {
         "name": Path(args.trace).name,
@@ -51,22 +62,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.first_n is not None:
         data["workload"]["first_n"] = args.first_n  # type: ignore[index]
     config = config_from_dict(data)
-    result = simulate(config, progress=True)
-    out = result.write(args.out) if args.out else None
-    print(f"replay of {args.trace} on {args.platform} with {result.summary['policy']}")
-    _print_summary(result.summary, out)
-    return 0
+    return _simulate_and_report(config, args.out, lambda policy: f"replay of {args.trace} on "
+                                f"{args.platform} with {policy}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from market_hpc.experiment import load_scenario, simulate
+    from market_hpc.experiment import load_scenario
 
     config = load_scenario(args.scenario, _overrides(args.set or []))
-    result = simulate(config, progress=True)
-    out = result.write(args.out) if args.out else None
-    print(f"scenario {config.name}: {result.summary['policy']} on {config.platform}")
-    _print_summary(result.summary, out)
-    return 0
+    return _simulate_and_report(config, args.out,
+                                lambda policy: f"scenario {config.name}: {policy} on {config.platform}")
 
 
 def cmd_trace_info(args: argparse.Namespace) -> int:

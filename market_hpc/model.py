@@ -21,13 +21,13 @@ import mesa
 import numpy as np
 from sortedcontainers import SortedList
 
-from market_hpc.algorithms.allocation import units_fit
 from market_hpc.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
+from market_hpc.algorithms.allocation import units_fit
+from market_hpc.algorithms.market import remaining_time
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError, PolicyError
 from market_hpc.policies.base import Decision, Drop, Hold, Policy, RunningJob, Start
-from market_hpc.algorithms.market import remaining_time
 from market_hpc.policies.registry import make_policy, scheduler_entry
 from market_hpc.recorder import Recorder
 from market_hpc.view import ModelView
@@ -66,15 +66,6 @@ class Predictor(Protocol):
 
     def predict(self, job: Job, now: float) -> float: ...
     def observe(self, job: Job, run_time: float, now: float) -> None: ...
-
-
-class ValueCurveLike(Protocol):
-    """What the model needs of a job's value curve (``job.payload["value_curve"]``)."""
-
-    max_value: float
-
-    def value_at(self, elapsed: float) -> float:
-        """Value earned when the job completes ``elapsed`` after its arrival."""
 
 
 class HPCModel(mesa.Model):

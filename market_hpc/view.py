@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, overload
 
@@ -77,3 +78,20 @@ class ModelView:
     def running_on(self, node: int) -> Sequence[RunningJob]:
         """Running jobs with units on ``node``, in start order."""
         return ReadOnlySequence(self._model.running_on(node))
+
+
+@dataclass
+class StaticView:
+    """A hand-made view over given arrays, for calling allocators outside a model
+    (tests, benchmarks). Only the fields allocators read; ``free_total`` is derived."""
+
+    platform: Platform
+    free: np.ndarray
+    queue: list[Job]
+    time: float = 0.0
+    free_bb: float = 0.0
+    exclusive: bool = False
+    free_total: tuple[int, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.free_total = tuple(self.free.sum(axis=0).tolist())

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import pytest
 
@@ -18,26 +16,11 @@ from market_hpc.domain.platform import NodeType, Platform
 from market_hpc.errors import UnknownNameError
 from market_hpc.policies import allocator_names, make_allocator
 from market_hpc.policies.hetero import Balanced, PriorityWeighted, Weighted
+from market_hpc.view import StaticView
 
 HETERO = ("balanced", "weighted", "priority-weighted")
 # nodes 0-1: 4 cores + 2 GPUs; nodes 2-3: 4 cores, no accelerator
 SMALL = Platform("small", (NodeType("gpu", 2, 4, gpus=2), NodeType("cpu", 2, 4)))
-
-
-@dataclass
-class StubView:
-    """What allocators read from a view, set by hand."""
-
-    platform: Platform
-    free: np.ndarray
-    queue: list[Job]
-    time: float = 0.0
-    free_bb: float = 0.0
-    exclusive: bool = False
-    free_total: tuple[int, ...] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.free_total = tuple(self.free.sum(axis=0).tolist())
 
 
 def cpu_job(job_id: int, cores: int = 1, units: int = 1, estimate: float = 9.0) -> Job:
@@ -72,7 +55,7 @@ def test_balanced_leaves_out_nodes_without_free_cores_before_binning() -> None:
 
 def test_balanced_puts_cpu_jobs_on_nodes_without_free_accelerators_first() -> None:
     free = np.array([[4, 2, 0, 0], [2, 1, 0, 0], [4, 0, 0, 0], [1, 0, 0, 0]])
-    view = StubView(SMALL, free, [cpu_job(1, cores=2)])
+    view = StaticView(SMALL, free, [cpu_job(1, cores=2)])
     # nul bin [2, 3] first (node 3 has 1 core: no room for 2), then GPU nodes, fewest free GPUs first
     assert Balanced().allocate(cpu_job(1, cores=2), free, view) == ((2, 1),)
     assert Balanced().allocate(cpu_job(1, cores=2, units=3), free, view) == ((1, 1), (2, 2))
@@ -96,7 +79,7 @@ def hand_weights(free: np.ndarray, window: list[Job]) -> np.ndarray:
 def test_weighted_ranks_nodes_by_weighted_leftover() -> None:
     free = np.array([[4, 2, 0, 0], [2, 1, 0, 0], [4, 0, 0, 0], [1, 0, 0, 0]])
     job, nxt = cpu_job(1, cores=2), gpu_job(2)
-    view = StubView(SMALL, free, [job, nxt])
+    view = StaticView(SMALL, free, [job, nxt])
     allocator = Weighted()
     weights = allocator.weights(job, view)
     # window = [job 2]: req = (1 + 10) / (1 + 10) = 1 for cores and GPUs; used = 5 cores, 1 GPU
@@ -116,13 +99,13 @@ def test_weighted_looks_ahead_along_the_announced_pass_order() -> None:
     free = SMALL.capacity.copy()
     first, second, third = cpu_job(1), gpu_job(2, units=3, estimate=99.0), cpu_job(3, cores=4)
     allocator = Weighted(window=1)
-    view = StubView(SMALL, free, [first, second, third])
+    view = StaticView(SMALL, free, [first, second, third])
     allocator.begin_pass([first, third, second], view)  # e.g. SJF order
     assert allocator.weights(first, view) == pytest.approx(hand_weights(free, [third]))
     assert allocator.weights(third, view) == pytest.approx(hand_weights(free, [second]))
     assert allocator.weights(second, view) == pytest.approx(hand_weights(free, []))
     # without an announcement for this view: queue order
-    other = StubView(SMALL, free, [first, second, third])
+    other = StaticView(SMALL, free, [first, second, third])
     assert allocator.weights(first, other) == pytest.approx(hand_weights(free, [second]))
     # window=None: the whole queue, the current job included
     assert Weighted(window=None).weights(first, other) == pytest.approx(
@@ -151,7 +134,7 @@ def flip_state() -> tuple[np.ndarray, list[Job]]:
 
 def test_priority_counters_rise_on_failures_fall_on_successes_and_stay_in_bounds() -> None:
     free, queue = flip_state()
-    view = StubView(SMALL, free, queue)
+    view = StaticView(SMALL, free, queue)
     allocator = PriorityWeighted()
     too_big = gpu_job(9, units=5)
     history = []
@@ -206,7 +189,7 @@ def test_units_never_land_on_a_node_lacking_what_they_need(name: str, exclusive:
             free = np.where(idle[:, None], MIXED.capacity, free)
         unit = units_from[int(rng.integers(len(units_from)))]
         job = Job(1, 0.0, 5.0, 5.0, units=int(rng.integers(1, 6)), unit=unit)
-        view = StubView(MIXED, free, [job])
+        view = StaticView(MIXED, free, [job])
         view.exclusive = exclusive
         allocation = allocator.allocate(job, free, view)
         need = np.asarray(unit)
