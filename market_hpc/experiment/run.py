@@ -82,11 +82,13 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
     """Load or generate the configured jobs and apply load scaling and windows."""
     spec = config.workload
     report: dict[str, Any] = {}
+    skipped: list[dict[str, Any]] = []
     if spec.trace is not None:
         workload = read_swf(spec.trace, lenient=spec.lenient)
         jobs: list[Job] = list(workload.jobs)
         report = {"source": workload.source, **dataclasses.asdict(workload.report),
                   "jobs_skipped": workload.report.skipped}
+        skipped = workload.skipped.records()
     elif spec.jobset is not None:
         from market_hpc.workload.taskgraph_jobs import read_job_set
 
@@ -99,6 +101,8 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
                                spec.end if spec.end is not None else np.inf))
     if spec.first_n is not None:
         jobs = list(first_n(jobs, spec.first_n))
+    if skipped:
+        report[SKIPPED_KEY] = _skipped_in_window(skipped, jobs, spec)
     if spec.accelerators.enabled:
         from market_hpc.workload.accelerators import add_accelerators, read_partitions
 
@@ -114,6 +118,48 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
         jobs = apply_market_rule(jobs, rule)
         report["market_rule"] = dataclasses.asdict(rule)
     return jobs, report
+
+
+SKIPPED_KEY = "_skipped_jobs"
+"""Report key of the skipped trace lines listed in ``jobs.csv`` (not written to config.json)."""
+
+
+def _skipped_in_window(skipped: list[dict[str, Any]], jobs: list[Job], spec: Any) -> list[dict[str, Any]]:
+    """The skipped lines that belong to the replayed part of the trace.
+
+    Without a window (``start``/``end``/``first_n``) every skipped line is listed. With
+    one, a line is listed when its submit time is known and inside the window (for
+    ``first_n``: not after the last kept job's submit); lines of unknown submit time
+    then only count in the summary, since they belong to no window.
+    """
+    if spec.start is None and spec.end is None and spec.first_n is None:
+        return skipped
+    low = spec.start if spec.start is not None else -np.inf
+    high = spec.end if spec.end is not None else np.inf
+    if spec.first_n is not None:
+        high = min(high, np.nextafter(max((job.submit for job in jobs), default=-np.inf), np.inf))
+    return [row for row in skipped if low <= row["submit"] < high]
+
+
+def skipped_jobs_frame(skipped: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
+    """``jobs.csv`` rows (status ``skipped``, with the reason) of skipped trace lines."""
+    frame = pd.DataFrame({
+        "job_id": [row["job_id"] for row in skipped],
+        "submit_time": [row["submit"] for row in skipped],
+        "status": "skipped",
+        "cores": [row["procs"] for row in skipped],
+        "units": [row["procs"] for row in skipped],
+        "estimate": [row["estimate"] for row in skipped],
+        "user": [row["user"] for row in skipped],
+        "queue": [row["queue"] for row in skipped],
+        "reason": [row["reason"] for row in skipped],
+    })
+    for name in ("start_time", "end_time", "wait_time", "run_time"):
+        frame[name] = np.nan
+    for name in ("gpus", "mics", "mem", "bb", "value", "hold_count"):
+        frame[name] = 0
+    frame["nodes"] = ""
+    return frame[columns]
 
 
 def _generate(config: RunConfig, platform: Platform) -> tuple[list[Job], dict[str, Any]]:
@@ -196,6 +242,19 @@ def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed:
         "seed": config.seed,
     }
     summary = summarize(jobs_frame, series, model.platform.total, recorder.busy_resource_seconds, extra)
+    summary["jobs_skipped_by_reason"] = {k: v for k, v in report.get("anomalies", {}).items()}
+    report = dict(report)
+    skipped = report.pop(SKIPPED_KEY, [])
+    # Missing reasons are NaN (not None) so jobs.csv and jobs.parquet read back equal.
+    rejected = (jobs_frame["status"] == "rejected").to_numpy()
+    jobs_frame["reason"] = np.nan
+    if rejected.any():
+        jobs_frame["reason"] = jobs_frame["reason"].astype(object)
+        jobs_frame.loc[rejected, "reason"] = "request larger than the platform"
+    if skipped:
+        rows = skipped_jobs_frame(skipped, list(jobs_frame.columns))
+        jobs_frame = pd.concat([jobs_frame, rows], ignore_index=True)
+        jobs_frame = jobs_frame.sort_values("job_id", kind="stable").reset_index(drop=True)
     return Result(config, jobs_frame, series, summary, report)
 
 

@@ -16,7 +16,11 @@ Semantics used here (1-based field numbers):
 * Run time 0 is valid and kept. Jobs submitted at the same second are all kept; jobs are
   returned sorted by (submit time, job id), which is file order for archive traces.
 * Data facts, skipped and counted in both modes (never silently): run time ``-1``
-  (``unknown_run_time``), fields 5 and 8 both non-positive (``unknown_size``).
+  (``unknown_run_time``), fields 5 and 8 both non-positive (``unknown_size``), submit
+  time ``-1`` (``unknown_submit``; e.g. LLNL-Thunder's all ``-1`` lines), decided in
+  that order *before* any other field check, so such a line never fails the read. Each
+  skipped line is kept in :attr:`Workload.skipped` with its line number and reason, so
+  results can list it (``jobs.csv`` status ``skipped``).
 * Malformed lines raise :class:`TraceFormatError` naming the file, the 1-based line
   and the field, or with ``lenient=True`` are skipped and counted under their kind:
   ``field_count`` (not 18 fields), ``non_numeric``, ``not_finite`` (NaN, infinity),
@@ -40,7 +44,7 @@ import math
 import os
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -55,7 +59,12 @@ FIELD_NAMES: tuple[str, ...] = (
     "partition", "preceding job", "think time",
 )
 N_FIELDS = len(FIELD_NAMES)
-UNKNOWN_KINDS: tuple[str, ...] = ("unknown_run_time", "unknown_size")
+UNKNOWN_KINDS: tuple[str, ...] = ("unknown_run_time", "unknown_size", "unknown_submit")
+UNKNOWN_REASONS: dict[str, str] = {
+    "unknown_run_time": "run time unknown (field 4 is -1)",
+    "unknown_size": "processor count unknown (fields 5 and 8 not positive)",
+    "unknown_submit": "submit time unknown (field 2 is -1)",
+}
 MALFORMED_KINDS: tuple[str, ...] = (
     "field_count", "non_numeric", "not_finite", "non_integer", "negative_submit",
     "negative_run_time", "duplicate_job_id",
@@ -96,6 +105,65 @@ class TraceReport:
         return sum(self.anomalies.values())
 
 
+@dataclass(frozen=True, eq=False)
+class SkippedJobs:
+    """Job lines skipped because a key field is unknown, kept so results can list them.
+
+    Attributes:
+        lines: 1-based line numbers, in file order.
+        rows: ``(n, 18)`` field values of those lines (NaN where a field is not a number).
+        kinds: The ``UNKNOWN_KINDS`` entry of each line.
+    """
+
+    lines: np.ndarray
+    rows: np.ndarray
+    kinds: tuple[str, ...]
+
+    @classmethod
+    def empty(cls) -> SkippedJobs:
+        """No skipped lines."""
+        return cls(np.zeros(0, dtype=np.int64), np.zeros((0, N_FIELDS)), ())
+
+    def __len__(self) -> int:
+        return len(self.kinds)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SkippedJobs):
+            return NotImplemented
+        return (self.kinds == other.kinds and np.array_equal(self.lines, other.lines)
+                and np.array_equal(self.rows, other.rows, equal_nan=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def records(self) -> list[dict[str, object]]:
+        """One dict per skipped line with the job fields that are known (NaN/-1 otherwise).
+
+        ``procs`` and ``estimate`` follow the request and estimate rules (field 8 when
+        positive, else field 5; field 9 when positive, else the run time) and ``reason``
+        names the line and what was unknown.
+        """
+        out: list[dict[str, object]] = []
+        for line, row, kind in zip(self.lines.tolist(), self.rows, self.kinds, strict=True):
+            procs = row[_REQ] if row[_REQ] > 0 else row[_ALLOC]
+            out.append({
+                "job_id": _whole_or(row[_JOB_ID], -1), "submit": _known(row[_SUBMIT]),
+                "run_time": _known(row[_RUN]), "procs": _whole_or(procs, 0),
+                "estimate": float(row[_REQ_TIME]) if row[_REQ_TIME] > 0 else _known(row[_RUN]),
+                "user": _whole_or(row[_USER], -1),
+                "queue": _whole_or(row[_QUEUE], -1),
+                "reason": f"line {line}: {UNKNOWN_REASONS[kind]}",
+            })
+        return out
+
+
+def _known(value: float) -> float:
+    return float(value) if value >= 0 else math.nan
+
+
+def _whole_or(value: float, default: int) -> int:
+    return int(value) if math.isfinite(value) and value > 0 and value == math.floor(value) else default
+
+
 @dataclass(frozen=True)
 class Workload:
     """Jobs read from a trace, with the trace's header and what was skipped.
@@ -105,12 +173,14 @@ class Workload:
         header: The ``;`` header lines, verbatim without trailing whitespace.
         source: The path read.
         report: Counts of lines, kept jobs and anomalies.
+        skipped: The lines skipped for an unknown run time, size or submit time.
     """
 
     jobs: tuple[Job, ...]
     header: tuple[str, ...]
     source: str
     report: TraceReport
+    skipped: SkippedJobs = field(default_factory=SkippedJobs.empty)
 
 
 class _Anomalies:
@@ -152,7 +222,7 @@ def read_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> Workload
     job_lines = len(rows) + sum(anomalies.counts.values())
     if job_lines == 0:
         raise TraceFormatError(source, None, "no jobs: the file has no job lines")
-    keep = _drop_unknowns(rows, data, line_numbers, anomalies)
+    keep, skipped = _drop_unknowns(rows, data, line_numbers, anomalies)
     jobs = _jobs_from_rows(rows[keep])
     if not jobs:
         skipped = ", ".join(f"{k}: {v}" for k, v in anomalies.counts.items())
@@ -161,7 +231,7 @@ def read_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> Workload
     n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     examples = {kind: tuple(lines) for kind, lines in anomalies.examples.items()}
     report = TraceReport(n_lines, job_lines, len(jobs), dict(anomalies.counts), examples)
-    return Workload(jobs=tuple(jobs), header=header, source=source, report=report)
+    return Workload(jobs=tuple(jobs), header=header, source=source, report=report, skipped=skipped)
 
 
 def _read_bytes(source: str) -> bytes:
@@ -203,21 +273,21 @@ def _parse_fast(data: bytes) -> np.ndarray | None:
         )
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return None
-    rows = frame.to_numpy(dtype=np.float64)
-    if rows.ndim != 2 or rows.shape[1] != N_FIELDS or len(rows) == 0:
+    all_rows = frame.to_numpy(dtype=np.float64)
+    if all_rows.ndim != 2 or all_rows.shape[1] != N_FIELDS or len(all_rows) == 0:
         return None
+    rows = all_rows[_unknown_masks(all_rows)[0]]  # unknown lines skip every other check
     ints = rows[:, _INT_COLUMNS]
-    run = rows[:, _RUN]
     if not (
         np.isfinite(rows).all()
         and (np.abs(ints) < _MAX_EXACT_INT).all()
         and (ints == np.floor(ints)).all()
         and (rows[:, _SUBMIT] >= 0).all()
-        and ((run >= 0) | (run == -1)).all()
+        and (rows[:, _RUN] >= 0).all()
         and np.unique(rows[:, _JOB_ID]).size == len(rows)
     ):
         return None
-    return rows
+    return all_rows
 
 
 def _parse_slow(
@@ -232,6 +302,11 @@ def _parse_slow(
         tokens = line.split(";", 1)[0].split()
         if not tokens:
             continue
+        unknown = _unknown_values(tokens)
+        if unknown is not None:
+            rows.append(unknown)
+            numbers.append(number)
+            continue
         values, problem = _check_line(tokens, first_line_of)
         if problem is not None:
             kind, index, message = problem
@@ -245,6 +320,42 @@ def _parse_slow(
         numbers.append(number)
     array = np.asarray(rows, dtype=np.float64).reshape(len(rows), N_FIELDS)
     return array, np.asarray(numbers, dtype=np.int64)
+
+
+def _unknown_values(tokens: list[str]) -> list[float] | None:
+    """The values of a line whose run time, size or submit time is unknown, else ``None``.
+
+    Decided before any other check (NaN stands for a field that is not a number), so a
+    line of a job that could never be simulated is skipped, not reported as malformed.
+    """
+    if len(tokens) != N_FIELDS:
+        return None
+    values = []
+    for token in tokens:
+        try:
+            values.append(float(token))
+        except ValueError:
+            values.append(math.nan)
+    # The scalar twin of _unknown_masks (NaN compares false in both).
+    if values[_RUN] == -1 or (values[_ALLOC] <= 0 and values[_REQ] <= 0) or values[_SUBMIT] == -1:
+        return values
+    return None
+
+
+def _unknown_masks(rows: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Rows to check further, and the rows of each unknown kind (first kind wins).
+
+    >>> rows = np.full((3, N_FIELDS), 1.0)
+    >>> rows[0, _RUN] = rows[0, _SUBMIT] = -1; rows[1, _SUBMIT] = -1
+    >>> known, kinds = _unknown_masks(rows)
+    >>> known.tolist(), {k: v.tolist() for k, v in kinds.items()}
+    ([False, False, True], {'unknown_run_time': [True, False, False], 'unknown_size': [False, False, False], 'unknown_submit': [False, True, False]})
+    """
+    run = rows[:, _RUN] == -1
+    size = ~run & (rows[:, _ALLOC] <= 0) & (rows[:, _REQ] <= 0)
+    submit = ~run & ~size & (rows[:, _SUBMIT] == -1)
+    kinds = {"unknown_run_time": run, "unknown_size": size, "unknown_submit": submit}
+    return ~(run | size | submit), kinds
 
 
 def _check_line(
@@ -281,18 +392,22 @@ def _check_line(
 
 def _drop_unknowns(
     rows: np.ndarray, data: bytes, line_numbers: np.ndarray | None, anomalies: _Anomalies
-) -> np.ndarray:
-    """Count jobs of unknown run time or size; return the mask of jobs to keep."""
-    unknown_run = rows[:, _RUN] == -1
-    unknown_size = ~unknown_run & (rows[:, _ALLOC] <= 0) & (rows[:, _REQ] <= 0)
-    if unknown_run.any() or unknown_size.any():
-        if line_numbers is None:
-            line_numbers = _data_line_numbers(data)
-        for kind, mask in (("unknown_run_time", unknown_run), ("unknown_size", unknown_size)):
-            count = int(mask.sum())
-            if count:
-                anomalies.add(kind, line_numbers[mask][:MAX_EXAMPLES].tolist(), count)
-    return ~(unknown_run | unknown_size)
+) -> tuple[np.ndarray, SkippedJobs]:
+    """Count jobs of unknown run time, size or submit time; return the mask of jobs to
+    keep and the skipped lines."""
+    keep, kinds = _unknown_masks(rows)
+    if keep.all():
+        return keep, SkippedJobs.empty()
+    if line_numbers is None:
+        line_numbers = _data_line_numbers(data)
+    kind_of = np.full(len(rows), "", dtype=object)
+    for kind, mask in kinds.items():
+        count = int(mask.sum())
+        if count:
+            anomalies.add(kind, line_numbers[mask][:MAX_EXAMPLES].tolist(), count)
+            kind_of[mask] = kind
+    skipped = ~keep
+    return keep, SkippedJobs(line_numbers[skipped], rows[skipped], tuple(kind_of[skipped].tolist()))
 
 
 def _data_line_numbers(data: bytes) -> np.ndarray:
