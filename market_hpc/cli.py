@@ -138,11 +138,31 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:  # type: ignor
     report.set_defaults(func=cmd_report)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed for docs and tests)."""
-    from market_hpc import __version__
+def _replay_choices() -> tuple[str, str, str]:
+    """Platform presets, schedulers and allocators for ``replay --help``.
+
+    Importing them loads numpy and every policy module, so only the ``replay`` command
+    pays for it; ``market-hpc --help`` and the other commands start without.
+    """
     from market_hpc.domain.platform import PRESETS
     from market_hpc.policies import allocator_names, scheduler_names
+
+    return ", ".join(PRESETS), ", ".join(scheduler_names()), ", ".join(allocator_names())
+
+
+def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
+    """The argument parser (exposed for docs and tests).
+
+    Args:
+        list_choices: Name every preset, scheduler and allocator in ``replay``'s help
+            (imports the policy registry); without, the help points to ``replay --help``.
+    """
+    from market_hpc import __version__
+
+    if list_choices:
+        presets, schedulers, allocators = _replay_choices()
+    else:
+        presets = schedulers = allocators = "see market-hpc replay --help"
 
     parser = argparse.ArgumentParser(
         prog="market-hpc",
@@ -168,10 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="replay an SWF trace")
     replay.add_argument("trace", help="SWF file (.swf or .swf.gz)")
     replay.add_argument("--platform", required=True,
-                        help=f"preset ({', '.join(PRESETS)}), nodes=N,cores=C[,gpus=G,mics=M,mem=GB] "
+                        help=f"preset ({presets}), nodes=N,cores=C[,gpus=G,mics=M,mem=GB] "
                         "or a platform TOML file")
-    replay.add_argument("--scheduler", default="fifo", help=f"one of {', '.join(scheduler_names())}")
-    replay.add_argument("--allocator", default=None, help=f"one of {', '.join(allocator_names())}")
+    replay.add_argument("--scheduler", default="fifo", help=f"one of {schedulers}")
+    replay.add_argument("--allocator", default=None, help=f"one of {allocators}")
     replay.add_argument("--out", help="results folder")
     replay.add_argument("--seed", type=int, default=0)
     replay.add_argument("--lenient", action="store_true", help="skip malformed lines, report counts")
@@ -197,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``market-hpc`` and ``python -m market_hpc``."""
-    parser = build_parser()
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(list_choices="replay" in arguments)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
