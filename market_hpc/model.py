@@ -22,6 +22,7 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from market_hpc.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
+from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
 from market_hpc.algorithms.allocation import units_fit
 from market_hpc.algorithms.market import remaining_time
 from market_hpc.domain.job import Job, JobStatus
@@ -83,6 +84,8 @@ class HPCModel(mesa.Model):
         record_timeseries: Record queue length, utilisation and profit per instant.
         predictor: Online run-time predictor whose predictions replace the estimates
             schedulers see (``None``: the workload's estimates).
+        bidder: Bidding strategy of every node agent in market auctions (default: free
+            cores, seed 002); set ``node_agents[i].bidder`` for per-node strategies.
 
     Raises:
         ConfigError: on duplicate job ids or invalid parameters.
@@ -101,6 +104,7 @@ class HPCModel(mesa.Model):
         seed: int = 0,
         record_timeseries: bool = True,
         predictor: Predictor | None = None,
+        bidder: Bidder | None = None,
     ) -> None:
         super().__init__(rng=seed)  # Mesa 3.3 deprecates seed= in favour of rng=
         if not 0.0 <= hold_penalty <= 1.0:
@@ -116,7 +120,8 @@ class HPCModel(mesa.Model):
         self.free_readonly = self.free.view()
         self.free_readonly.flags.writeable = False
         self.free_bb = float(self.platform.burst_buffer)
-        self.node_agents = [NodeAgent(self, i) for i in range(self.platform.n_nodes)]
+        bidder = bidder if bidder is not None else FreeCoresBidder()
+        self.node_agents = [NodeAgent(self, i, bidder) for i in range(self.platform.n_nodes)]
         self.queue_agent = QueueAgent(self)
         self.manager = ResourceManagerAgent(self, self.policy)
         self.job_agents: dict[int, JobAgent] = {}
