@@ -73,6 +73,7 @@ class JobAgent(mesa.Agent):
         self.last_allocation: tuple[tuple[int, int], ...] | None = None
         self.seg_duration = 0.0
         self.seg_full = 0.0
+        self.seg_overhead = 0.0
         self.nodes: np.ndarray | None = None
         self.taken: np.ndarray | None = None
         self.taken_total: tuple[int, ...] = ()
