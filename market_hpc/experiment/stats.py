@@ -13,6 +13,7 @@ wide; that is the honest answer, not a failure.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -46,11 +47,14 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple
 
 
 def verdict(low: float, high: float) -> str:
-    """``holds`` (interval above 0), ``contradicted`` (below 0) or ``undecided``.
+    """``holds`` (interval above 0), ``contradicted`` (below 0), ``equal`` (every paired
+    difference 0) or ``undecided``.
 
-    >>> verdict(0.5, 2.0), verdict(-2.0, -0.1), verdict(-1.0, 1.0)
-    ('holds', 'contradicted', 'undecided')
+    >>> verdict(0.5, 2.0), verdict(-2.0, -0.1), verdict(-1.0, 1.0), verdict(0.0, 0.0)
+    ('holds', 'contradicted', 'undecided', 'equal')
     """
+    if low == high == 0:
+        return "equal"
     if low > 0:
         return "holds"
     if high < 0:
@@ -117,7 +121,37 @@ def format_differences(table: pd.DataFrame, labels: dict[str, str] | None = None
     lines = []
     for row in table.itertuples():
         name, base = labels.get(row.policy, row.policy), labels.get(row.baseline, row.baseline)
+        relative = ("" if np.isnan(row.rel_mean) else
+                    f"{100 * row.rel_mean:+.1f}% ({100 * row.rel_low:+.1f}..{100 * row.rel_high:+.1f}%), ")
         lines.append(f"  {name} - {base}: {row.mean_diff:+,.1f} (95% CI {row.ci_low:+,.1f}..{row.ci_high:+,.1f}), "
-                     f"{100 * row.rel_mean:+.1f}% ({100 * row.rel_low:+.1f}..{100 * row.rel_high:+.1f}%), "
-                     f"{row.seeds} seeds: {row.verdict}")
+                     f"{relative}{row.seeds} seeds: {row.verdict}")
     return "\n".join(lines)
+
+
+POLICY_COLUMNS = ("scheduler", "policy.scheduler", "policy")
+
+
+def paired_tables(frame: pd.DataFrame, varying: Sequence[str], metric: str, out: Path) -> list[Path]:
+    """Write the paired differences of a sweep's policies on ``metric`` into ``out``.
+
+    The first policy of the sweep (plan order) is the baseline; the differences are
+    computed separately for every combination of the other varying parameters. Writes
+    ``<metric>_paired_differences.csv`` and a ``.txt`` rendering (``market-hpc report``
+    prints it); nothing when no policy column varies or there are fewer than two seeds.
+    """
+    policy_col = next((c for c in POLICY_COLUMNS if c in varying), None)
+    if policy_col is None or "seed" not in frame or frame["seed"].nunique() < 2:
+        return []
+    runs = frame.assign(**{policy_col: frame[policy_col].astype(str)})
+    names = list(pd.unique(runs[policy_col]))
+    others = [c for c in varying if c != policy_col]
+    tables, lines = [], [f"{metric}: paired differences to {names[0]} across seeds (95% t intervals)"]
+    for key, group in (runs.groupby(others, sort=False) if others else [((), runs)]):
+        setting = ", ".join(f"{c}={v}" for c, v in zip(others, key if isinstance(key, tuple) else (key,)))
+        table = paired_differences(group, policy_col, metric, "seed", names[0], names[1:])
+        tables.append(table.assign(**dict(zip(others, key if isinstance(key, tuple) else (key,)))))
+        lines += [setting or "all runs", format_differences(table)]
+    csv, txt = out / f"{metric}_paired_differences.csv", out / f"{metric}_paired_differences.txt"
+    pd.concat(tables, ignore_index=True).to_csv(csv, index=False)
+    txt.write_text("\n".join(lines) + "\n")
+    return [csv, txt]
