@@ -169,7 +169,8 @@ def test_run_id_is_a_stable_hash_of_the_full_config() -> None:
 
 @pytest.mark.parametrize(("name", "runs", "columns"), [
     ("overload_sweep.toml", 27, ["scheduler", "load_factor"]),
-    ("penalty_sweep.toml", 160, ["scheduler", "hold_penalty", "curves"]),
+    ("penalty_sweep.toml", 240, ["scheduler", "hold_penalty", "curves"]),
+    ("penalty_sweep_heldout.toml", 960, ["scheduler", "hold_penalty", "curves"]),
 ])
 def test_bundled_sweep_files_validate_and_run(name: str, runs: int, columns: list[str]) -> None:
     sweep = load_sweep(ROOT / "scenarios" / name)
