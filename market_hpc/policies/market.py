@@ -69,13 +69,15 @@ class MarketPolicy:
         lookahead: Hold only when holding beats waiting (``hold_search`` with baselines,
             non-paper); implies ``holding``.
         max_holds: Jobs held this many times are never held again (look-ahead only;
-            the seed's variants may hold a job repeatedly, spec A12).
+            the seed's variants may hold a job repeatedly, spec A12). 2 rather than 1:
+            a strict single hold cost SJQ-LH and minVR-LH 4-12% of their profit in the
+            demo study, a second hold recovers most of it.
         wait_weight: Weight of the arrival's estimated value after waiting in the
             look-ahead's baseline (``WAIT_WEIGHT``).
     """
 
     def __init__(self, allocator: Allocator, *, rule: str, holding: bool, penalty: float = 0.0,
-                 lookahead: bool = False, max_holds: int = 1, wait_weight: float = WAIT_WEIGHT) -> None:
+                 lookahead: bool = False, max_holds: int = 2, wait_weight: float = WAIT_WEIGHT) -> None:
         if rule not in RULES:
             raise ConfigError(f"market rule must be one of {', '.join(RULES)}, got {rule!r}")
         if not 0.0 <= penalty <= 1.0:
