@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -70,8 +71,8 @@ def main(argv: list[str] | None = None) -> None:
     worst = 0.0
     for platform, cores, n_jobs, policy in cases:
         jobs = list(library_job_set(n_jobs, 1, load=2.0, platform_cores=cores))
-        t_bids, p_bids = best_of(args.repeat, lambda: run(jobs, platform, policy, argmax=False))
-        t_argmax, p_argmax = best_of(args.repeat, lambda: run(jobs, platform, policy, argmax=True))
+        t_bids, p_bids = best_of(args.repeat, partial(run, jobs, platform, policy, False))
+        t_argmax, p_argmax = best_of(args.repeat, partial(run, jobs, platform, policy, True))
         if p_bids != p_argmax:
             raise SystemExit(f"schedules differ on {platform} {policy}: profit {p_bids} vs {p_argmax}")
         ratio = t_bids / t_argmax

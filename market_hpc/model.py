@@ -22,8 +22,8 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from market_hpc.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
-from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
 from market_hpc.algorithms.allocation import units_fit
+from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
 from market_hpc.algorithms.market import remaining_time
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform

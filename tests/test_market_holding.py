@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 from market_fixtures import fig5_jobs, market_job
 from test_market import overload_jobs

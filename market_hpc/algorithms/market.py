@@ -164,7 +164,8 @@ def hold_search(
         gains: dict[int, float] = {}
         baseline = baselines.get(arrival.job_id, 0.0) if baselines else 0.0
 
-        def gain_on(cores: int, arrival: Candidate = arrival, gains: dict[int, float] = gains) -> float:
+        def gain_on(cores: int, arrival: Candidate = arrival, gains: dict[int, float] = gains,
+                    baseline: float = baseline) -> float:
             if cores not in gains:
                 gains[cores] = profit(arrival.curve, now, arrival.arrival, arrival.profile, cores,
                                       arrival.progress) - baseline

@@ -52,16 +52,16 @@ class MoldableEasy:
         actions: list[Action] = []
         started: list[tuple[float, tuple[int]]] = []
         queue = iter(view.queue)
-        reservation = None
+        reservation: tuple[float, int] | None = None
         for job in queue:
             expected, requested = _expected(job)
             node = int(free.argmax())
             width = requested if requested <= free[node] else 0
             if not width:
-                shadow, extra = self._reservation(view, free, started, requested)
+                shadow, extras = self._reservation(view, free, started, requested)
                 width = mold_width(expected, requested, int(free[node]), now, shadow)
                 if not width:
-                    reservation = (shadow, extra[0])
+                    reservation = (shadow, extras[0])
                     break
             actions.append(Start(job.job_id, ((node, width),)))
             started.append((now + expected[width - 1], (width,)))
