@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import mesa
 import numpy as np
 
-from market_hpc.algorithms.bidding import Bidder
+from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.policies.base import Decision, Policy, RunningJob
 
@@ -112,13 +112,17 @@ class ResourceManagerAgent(mesa.Agent):
     def collect_bids(self, free: np.ndarray) -> np.ndarray:
         """Every node agent's bid on ``free`` (the current or a hypothetical free array):
         one vectorised call when all nodes share a strategy (the usual case)."""
-        agents = self.model.node_agents
-        capacity = self.model.platform.capacity
-        if self._shared is False:
+        shared = self._shared
+        if shared is False:
+            agents = self.model.node_agents
             first = agents[0].bidder
-            self._shared = first if all(agent.bidder is first for agent in agents) else None
-        if self._shared is not None:
-            return self._shared.bids(free, capacity, self._nodes)  # type: ignore[union-attr]
+            shared = self._shared = first if all(agent.bidder is first for agent in agents) else None
+        if type(shared) is FreeCoresBidder:
+            return free[:, 0]  # the default strategy, without a call per auction round
+        capacity = self.model.platform.capacity
+        if shared is not None:
+            return shared.bids(free, capacity, self._nodes)  # type: ignore[union-attr]
+        agents = self.model.node_agents
         return np.concatenate([a.bidder.bids(free[a.index:a.index + 1], capacity[a.index:a.index + 1],
                                              self._nodes[a.index:a.index + 1]) for a in agents])
 

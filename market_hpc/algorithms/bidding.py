@@ -149,7 +149,12 @@ def clear_auction(bids: np.ndarray, free_cores: np.ndarray) -> int | None:
     1
     >>> clear_auction(np.array([0, 0]), np.array([0, 0])) is None
     True
+    >>> clear_auction(np.array([2.0, 2.0]), np.array([0, 3]))   # tie with a full node
+    1
     """
+    node = int(bids.argmax())
+    if free_cores.item(node) > 0:  # the usual case: the top bidder has something to offer
+        return node if bids.item(node) > 0 else None
     priced = np.where(free_cores > 0, bids, 0)
     node = int(priced.argmax())
     return node if priced[node] > 0 else None

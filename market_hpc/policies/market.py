@@ -113,8 +113,9 @@ class MarketPolicy:
         free = rows[:, 0]  # a view: bids are priced on the rows this instant's starts update
         busy: set[int] = set()
         auction = _Auction(self.rule, candidates, now)
+        bids = view.bids
         while candidates:
-            winner = clear_auction(view.bids(rows), free)
+            winner = clear_auction(bids(rows), free)
             if winner is not None:
                 node = winner
                 choice = auction.select(int(free[node]), busy)  # the winner offers its free cores
