@@ -217,6 +217,10 @@ class _Auction:
         e.g. one that would be held, goes to the tail under SJQ)."""
         if self.rule == "sjq":
             bound = next((entry[0] for entry in self.entries if entry[2] == cand.job_id), math.inf)
+        elif self.rule == "maxvd":
+            density = self.gain(cand, cand.best_cores) / cand.best_cores
+            return sum(1 for entry in self.entries if entry[2] not in taken and entry[2] != cand.job_id
+                       and self.gain(entry[3], entry[3].best_cores) / entry[3].best_cores > density)
         elif self.rule == "minvr":
             bound = cand.curve.remaining_value(self.now - cand.arrival)
         else:
