@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import mesa
 import numpy as np
 
+from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.policies.base import Decision, Policy, RunningJob
 
@@ -22,9 +23,10 @@ if TYPE_CHECKING:
 class NodeAgent(mesa.Agent):
     """One node: its row of the model's free-resource array and the jobs running on it."""
 
-    def __init__(self, model: HPCModel, index: int) -> None:
+    def __init__(self, model: HPCModel, index: int, bidder: Bidder) -> None:
         super().__init__(model)
         self.index = index
+        self.bidder = bidder
 
     @property
     def free(self) -> np.ndarray:
@@ -36,9 +38,12 @@ class NodeAgent(mesa.Agent):
         """Jobs running on this node, in start order."""
         return self.model.running_on(self.index)
 
-    def bid(self) -> int:
-        """Offer the node's free cores (seed 002's bid)."""
-        return int(self.model.free_readonly[self.index, 0])
+    def bid(self) -> float:
+        """Price the node's free cores with its bidding strategy (seed 002: the free cores)."""
+        row = slice(self.index, self.index + 1)
+        model = self.model
+        return float(self.bidder.bids(model.free_readonly[row], model.platform.capacity[row],
+                                      np.arange(self.index, self.index + 1))[0])
 
 
 class JobAgent(mesa.Agent):
@@ -68,6 +73,7 @@ class JobAgent(mesa.Agent):
         self.last_allocation: tuple[tuple[int, int], ...] | None = None
         self.seg_duration = 0.0
         self.seg_full = 0.0
+        self.seg_overhead = 0.0
         self.nodes: np.ndarray | None = None
         self.taken: np.ndarray | None = None
         self.taken_total: tuple[int, ...] = ()
@@ -100,10 +106,30 @@ class ResourceManagerAgent(mesa.Agent):
         self.policy = policy
         self.decisions = 0
         self.decide_seconds = 0.0
+        self._nodes = np.arange(model.platform.n_nodes)
+        self._shared: Bidder | None | bool = False  # False: not checked in this decision
+
+    def collect_bids(self, free: np.ndarray) -> np.ndarray:
+        """Every node agent's bid on ``free`` (the current or a hypothetical free array):
+        one vectorised call when all nodes share a strategy (the usual case)."""
+        shared = self._shared
+        if shared is False:
+            agents = self.model.node_agents
+            first = agents[0].bidder
+            shared = self._shared = first if all(agent.bidder is first for agent in agents) else None
+        if type(shared) is FreeCoresBidder:
+            return free[:, 0]  # the default strategy, without a call per auction round
+        capacity = self.model.platform.capacity
+        if shared is not None:
+            return shared.bids(free, capacity, self._nodes)  # type: ignore[union-attr]
+        agents = self.model.node_agents
+        return np.concatenate([a.bidder.bids(free[a.index:a.index + 1], capacity[a.index:a.index + 1],
+                                             self._nodes[a.index:a.index + 1]) for a in agents])
 
     def dispatch(self) -> Decision:
         """Ask the policy what to do now."""
         model = self.model
+        self._shared = False  # node agents may have changed strategy since the last decision
         view = model.make_view()
         began = _time.perf_counter()
         decision = self.policy.decide(view, model.policy_rng)

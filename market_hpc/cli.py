@@ -110,6 +110,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from market_hpc.experiment.report import write_report
 
     written = write_report(args.directory, args.metric)
+    for path in written:
+        if path.name.endswith("_paired_differences.txt"):
+            print(path.read_text(), end="")
     print(f"report: {len(written)} files in {Path(args.directory) / 'report'}/")
     return 0
 

@@ -23,6 +23,7 @@ from sortedcontainers import SortedList
 
 from market_hpc.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
 from market_hpc.algorithms.allocation import units_fit
+from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
 from market_hpc.algorithms.market import remaining_time
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform
@@ -83,6 +84,12 @@ class HPCModel(mesa.Model):
         record_timeseries: Record queue length, utilisation and profit per instant.
         predictor: Online run-time predictor whose predictions replace the estimates
             schedulers see (``None``: the workload's estimates).
+        bidder: Bidding strategy of every node agent in market auctions (default: free
+            cores, seed 002); set ``node_agents[i].bidder`` for per-node strategies.
+        resume_seconds: Holding cost: time added to every resumed segment (suspend and
+            resume overhead); 0 in seed 002.
+        hold_progress_loss: Holding cost: fraction of a held segment's work that is lost
+            (e.g. since the last checkpoint), in [0, 1]; 0 in seed 002.
 
     Raises:
         ConfigError: on duplicate job ids or invalid parameters.
@@ -101,6 +108,9 @@ class HPCModel(mesa.Model):
         seed: int = 0,
         record_timeseries: bool = True,
         predictor: Predictor | None = None,
+        bidder: Bidder | None = None,
+        resume_seconds: float = 0.0,
+        hold_progress_loss: float = 0.0,
     ) -> None:
         super().__init__(rng=seed)  # Mesa 3.3 deprecates seed= in favour of rng=
         if not 0.0 <= hold_penalty <= 1.0:
@@ -110,13 +120,19 @@ class HPCModel(mesa.Model):
         self.platform = load_platform(platform)
         self.exclusive = exclusive
         self.hold_penalty = hold_penalty
+        if not 0.0 <= resume_seconds < math.inf or not 0.0 <= hold_progress_loss <= 1.0:
+            raise ConfigError(f"resume_seconds must be >= 0 and hold_progress_loss in [0, 1], got "
+                              f"{resume_seconds} and {hold_progress_loss}")
+        self.resume_seconds = resume_seconds
+        self.hold_progress_loss = hold_progress_loss
         self.policy = policy if policy is not None else make_market_aware_policy(scheduler, allocator, hold_penalty)
         self.now: float = 0.0
         self.free = self.platform.capacity.copy()
         self.free_readonly = self.free.view()
         self.free_readonly.flags.writeable = False
         self.free_bb = float(self.platform.burst_buffer)
-        self.node_agents = [NodeAgent(self, i) for i in range(self.platform.n_nodes)]
+        bidder = bidder if bidder is not None else FreeCoresBidder()
+        self.node_agents = [NodeAgent(self, i, bidder) for i in range(self.platform.n_nodes)]
         self.queue_agent = QueueAgent(self)
         self.manager = ResourceManagerAgent(self, self.policy)
         self.job_agents: dict[int, JobAgent] = {}
@@ -412,15 +428,19 @@ class HPCModel(mesa.Model):
         """
         job = agent.job
         left = 1.0 - agent.progress
+        # A resume (seed 002 holds) first pays the holding cost; the segment's work rate
+        # stays 1/RT(c), so progress counts from the end of that overhead.
+        overhead = self.resume_seconds if agent.hold_count else 0.0
+        agent.seg_overhead = overhead
         if job.moldable:
             assert job.profile is not None
             agent.seg_full = job.profile[cores - 1]
-            duration = remaining_time(job.profile, cores, agent.progress)
+            duration = remaining_time(job.profile, cores, agent.progress) + overhead
             return duration, duration
         agent.seg_full = job.run_time
         if agent.progress == 0.0:
             return job.run_time, job.estimate
-        return left * job.run_time, left * job.estimate
+        return left * job.run_time + overhead, left * job.estimate + overhead
 
     def _hold(self, action: Hold) -> None:
         agent = self.job_agents.get(action.job_id)
@@ -428,11 +448,12 @@ class HPCModel(mesa.Model):
             state = "unknown" if agent is None else agent.status.value
             raise self._fail(f"cannot hold job {action.job_id}: it is {state}, not running")
         assert agent.running is not None
-        done = self.now - agent.running.start
+        done = max(self.now - agent.running.start - agent.seg_overhead, 0.0)
         self._release(agent)
         before = agent.progress
         if agent.seg_full > 0:
-            agent.progress = min(agent.progress + done / agent.seg_full, 1.0)
+            kept = done * (1.0 - self.hold_progress_loss)
+            agent.progress = min(agent.progress + kept / agent.seg_full, 1.0)
         self.recorder.segment(agent.job.job_id, agent.running.start, self.now, agent.running.units,
                               before, agent.progress)
         agent.last_allocation = agent.running.allocation

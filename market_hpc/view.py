@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, overload
@@ -53,7 +53,7 @@ class ModelView:
     """Snapshot of ``model`` at the current instant, valid during one ``decide`` call."""
 
     __slots__ = ("_model", "time", "platform", "free", "free_total", "free_bb", "exclusive", "queue",
-                 "running")
+                 "running", "bids")
 
     def __init__(self, model: HPCModel) -> None:
         self._model = model
@@ -65,6 +65,8 @@ class ModelView:
         self.exclusive: bool = model.exclusive
         self.queue: Sequence[Job] = ReadOnlySequence(model.queue_agent.jobs)
         self.running: Sequence[RunningJob] = ReadOnlySequence(model.running_by_end)
+        # bids(free) -> one bid per node: the node agents' strategies priced on ``free``
+        self.bids: Callable[[np.ndarray], np.ndarray] = model.manager.collect_bids
 
     def expected_end(self, running: RunningJob) -> float:
         """``max(est_end, now)``: a job past its estimate is expected to end now."""
@@ -95,3 +97,7 @@ class StaticView:
 
     def __post_init__(self) -> None:
         self.free_total = tuple(self.free.sum(axis=0).tolist())
+
+    def bids(self, free: np.ndarray) -> np.ndarray:
+        """The seed's bids: every node's free cores."""
+        return free[:, 0]

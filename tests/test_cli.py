@@ -129,7 +129,8 @@ def test_demo_quick(tmp_path, capsys):
     assert list(table.columns[:2]) == ["policy", "seed"]
     for column in ("total_profit", "jobs_completed", "jobs_dropped", "holds"):
         assert column in table.columns
-    assert set(table.policy) == {"sjq", "maxv", "maxvd", "minvr", "sjqh", "maxvh", "maxvdh", "minvrh"}
+    assert set(table.policy) == {"sjq", "maxv", "maxvd", "minvr", "sjqh", "maxvh", "maxvdh", "minvrh",
+                                 "sjqlh", "maxvlh", "maxvdlh", "minvrlh"}
     assert (tmp_path / "profit_vs_jobs.png").stat().st_size > 10_000
     assert "maxVH vs maxV" in capsys.readouterr().out
 

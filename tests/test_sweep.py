@@ -131,7 +131,8 @@ policy.scheduler = ["maxv", "maxvh"]
     assert len(sweep.runs) == 2 * 3 * 2
     assert len({r.run_id for r in sweep.runs}) == 12
     assert sweep.runs[-1].config["policy"] == {"scheduler": "maxvh", "allocator": None,
-                                               "hold_penalty": 0.3, "predictor": None}
+                                               "hold_penalty": 0.3, "predictor": None,
+                                               "resume_seconds": 0.0, "hold_progress_loss": 0.0}
     assert load_sweep(sweep_file(tmp_path, "seeds = 4")).seeds == (1, 2, 3, 4)
     assert [r.seed for r in load_sweep(sweep_file(tmp_path, "seed = 9")).runs] == [9]
 
@@ -148,7 +149,7 @@ def test_base_file_is_relative_to_the_sweep_and_inline_tables_override_it(tmp_pa
     runs = load_sweep(path).runs
     assert runs[0].config["workload"]["trace"] == str((tmp_path / "scenarios" / "bad.swf").resolve())
     assert runs[0].config["policy"] == {"scheduler": "easy", "allocator": "best-fit", "hold_penalty": 0.0,
-                                        "predictor": None}
+                                        "predictor": None, "resume_seconds": 0.0, "hold_progress_loss": 0.0}
     assert [r.params for r in runs] == [{"load_factor": 1.0}, {"load_factor": 2.0}]
 
 
@@ -169,7 +170,8 @@ def test_run_id_is_a_stable_hash_of_the_full_config() -> None:
 
 @pytest.mark.parametrize(("name", "runs", "columns"), [
     ("overload_sweep.toml", 27, ["scheduler", "load_factor"]),
-    ("penalty_sweep.toml", 160, ["scheduler", "hold_penalty", "curves"]),
+    ("penalty_sweep.toml", 240, ["scheduler", "hold_penalty", "curves"]),
+    ("penalty_sweep_heldout.toml", 960, ["scheduler", "hold_penalty", "curves"]),
 ])
 def test_bundled_sweep_files_validate_and_run(name: str, runs: int, columns: list[str]) -> None:
     sweep = load_sweep(ROOT / "scenarios" / name)

@@ -8,7 +8,7 @@ silent follow ``shared/spec/002-market-hold-resume.md`` and are named by its ite
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -133,6 +133,7 @@ def hold_search(
     free_cores: Sequence[int],
     now: float,
     penalty: float,
+    baselines: Mapping[int, float] | None = None,
 ) -> HoldPlan | None:
     """Algorithm 3: find the most profitable (arrival, node, latest-start prefix) to hold.
 
@@ -142,12 +143,18 @@ def hold_search(
     (Eq. 1 plus Sec. V-D). The best strictly positive instance wins; ties keep the first
     found (earlier arrival, lower node, shorter prefix; A8).
 
+    ``baselines`` (non-paper, the look-ahead policies) maps an arrival to what it is
+    expected to earn without holding; it is subtracted from its profit, so holding must
+    beat waiting rather than nothing. The seed's rule is ``baselines=None``.
+
     >>> from market_hpc.algorithms.valuecurve import StepCurve
     >>> newcomer = Candidate(8, 0.0, StepCurve(300.0, 12.0), (20.0, 10.0), 0.0, True, 2)
     >>> running = [Executing(1, 0, 1, 0.0, 1, 50.0, 50.0), Executing(2, 0, 1, 1.0, 2, 40.0, 40.0)]
     >>> plan = hold_search([newcomer], running, [0], now=2.0, penalty=0.0)
     >>> plan.held, plan.cores, plan.net_profit   # holding one job frees too few cores
     ((2, 1), 2, 210.0)
+    >>> hold_search([newcomer], running, [0], now=2.0, penalty=0.0, baselines={8: 250.0}) is None
+    True
     """
     by_node = _latest_first(executing)
     best: HoldPlan | None = None
@@ -155,11 +162,13 @@ def hold_search(
     for arrival in arrivals:
         c_best = min(arrival.best_cores, len(arrival.profile))
         gains: dict[int, float] = {}
+        baseline = baselines.get(arrival.job_id, 0.0) if baselines else 0.0
 
-        def gain_on(cores: int, arrival: Candidate = arrival, gains: dict[int, float] = gains) -> float:
+        def gain_on(cores: int, arrival: Candidate = arrival, gains: dict[int, float] = gains,
+                    baseline: float = baseline) -> float:
             if cores not in gains:
                 gains[cores] = profit(arrival.curve, now, arrival.arrival, arrival.profile, cores,
-                                      arrival.progress)
+                                      arrival.progress) - baseline
             return gains[cores]
 
         top = gain_on(c_best)  # no prefix earns more than the arrival on c* cores
@@ -179,7 +188,7 @@ def hold_search(
                 net = gain_on(cores) - loss
                 if net > best_net:
                     best_net = net
-                    best = HoldPlan(arrival.job_id, node, tuple(held), cores, net, gains[cores])
+                    best = HoldPlan(arrival.job_id, node, tuple(held), cores, net, gains[cores] + baseline)
                 if freed >= c_best:
                     break  # longer prefixes earn the same and lose more
     return best
@@ -221,3 +230,55 @@ def hold_instances(
                 cores = min(freed, c_best, len(arrival.profile))
                 gain = profit(arrival.curve, now, arrival.arrival, arrival.profile, cores, arrival.progress)
                 yield HoldPlan(arrival.job_id, node, tuple(held), cores, gain - loss, gain)
+
+
+Release = tuple[float, int, int, int]
+"""A running job's expected end as ``(time, node, cores, job_id)``."""
+
+
+def first_release(releases: Sequence[Release], free_cores: Sequence[int], ahead: int) -> tuple[float, int] | None:
+    """When and with how many free cores a queued job gets a node without holding.
+
+    Algorithm 2 starts a job at the first release it wins, on the cores its node has
+    free then (it never waits for more cores). The ``ahead`` queued jobs ranked before
+    it take the earlier releases, each all of its node's free cores (a pessimistic
+    guess). Releases at one instant count one by one. ``None`` if it never gets one.
+
+    >>> first_release([(8.0, 0, 2, 7), (5.0, 0, 1, 6)], [0], ahead=0)
+    (5.0, 1)
+    >>> first_release([(8.0, 0, 2, 7), (5.0, 0, 1, 6)], [0], ahead=1)
+    (8.0, 2)
+    >>> first_release([(5.0, 0, 1, 6)], [0], ahead=1) is None
+    True
+    """
+    free = list(free_cores)
+    for end, node, cores, _ in sorted(releases):
+        free[node] += cores
+        if ahead > 0:
+            ahead -= 1
+            free[node] = 0
+            continue
+        return end, free[node]
+    return None
+
+
+def value_after_wait(job: Candidate, releases: Sequence[Release], free_cores: Sequence[int], now: float,
+                     ahead: int, overhead: float = 0.0) -> float:
+    """Value ``job`` earns when it starts at its ``first_release`` (0 if never).
+
+    ``overhead`` delays its completion (a resume's cost).
+
+    >>> from market_hpc.algorithms.valuecurve import LinearDecayCurve
+    >>> job = Candidate(9, 0.0, LinearDecayCurve(100.0, 10.0, 30.0), (20.0, 10.0), 0.0, True, 2)
+    >>> value_after_wait(job, [(5.0, 0, 1, 1), (8.0, 0, 1, 2)], [0], now=0.0, ahead=0)  # 1 core: done at 25
+    25.0
+    >>> value_after_wait(job, [(5.0, 0, 1, 1), (8.0, 0, 1, 2)], [0], now=0.0, ahead=1)  # t=8, done at 28
+    10.0
+    """
+    got = first_release(releases, free_cores, ahead)
+    if got is None or got[1] <= 0:
+        return 0.0
+    start, cores = got
+    use = min(cores, job.best_cores, len(job.profile))
+    finish = max(start, now) + overhead + remaining_time(job.profile, use, job.progress)
+    return float(job.curve.value_at(finish - job.arrival))

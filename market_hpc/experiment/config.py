@@ -61,6 +61,8 @@ class WorkloadConfig:
         end: Keep jobs submitted before this time.
         curves: Value-curve regime of generated task-graph jobs: ``spec`` (decay over
             1-3 x the serial run time) or ``steep`` (0.2-0.6 x).
+        curve_shape: Value-curve shape of generated task-graph jobs: ``linear_decay``,
+            ``step`` or ``exponential`` (``workload.taskgraph_jobs.CURVE_SHAPES``).
         market: Give trace jobs speedup profiles and value curves
             (``workload.market_rule``) so market policies can run on them.
         serial_fraction: Amdahl serial fraction of the market rule.
@@ -83,6 +85,7 @@ class WorkloadConfig:
     start: float | None = None
     end: float | None = None
     curves: str = "spec"
+    curve_shape: str = "linear_decay"
     market: bool = False
     serial_fraction: float = 0.05
     plateau_slack: float = 4 * 3600.0
@@ -103,6 +106,10 @@ class WorkloadConfig:
             raise ConfigError(f"workload.load_factor must be > 0, got {self.load_factor}")
         if self.curves not in CURVE_REGIME_NAMES:
             raise UnknownNameError("workload.curves", self.curves, CURVE_REGIME_NAMES)
+        from market_hpc.workload.taskgraph_jobs import CURVE_SHAPES
+
+        if self.curve_shape not in CURVE_SHAPES:
+            raise UnknownNameError("workload.curve_shape", self.curve_shape, CURVE_SHAPES)
         if self.load <= 0:
             raise ConfigError(f"workload.load must be > 0, got {self.load}")
         if self.jobs < 1:
@@ -130,16 +137,23 @@ class PolicyConfig:
         predictor: Run-time predictor whose predictions schedulers see
             (``market_hpc.predictors``: wall-time, data-driven, real; none: the
             workload's estimates), seed 000.
+        resume_seconds: Holding cost: time every resumed segment spends resuming (seed 002: 0).
+        hold_progress_loss: Holding cost: fraction of a held segment's work lost (seed 002: 0).
     """
 
     scheduler: str = "fifo"
     allocator: str | None = None
     hold_penalty: float = 0.0
     predictor: str | None = None
+    resume_seconds: float = 0.0
+    hold_progress_loss: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.hold_penalty <= 1.0:
             raise ConfigError(f"policy.hold_penalty must be in [0, 1], got {self.hold_penalty}")
+        if self.resume_seconds < 0 or not 0.0 <= self.hold_progress_loss <= 1.0:
+            raise ConfigError(f"policy.resume_seconds must be >= 0 and policy.hold_progress_loss in [0, 1], "
+                              f"got {self.resume_seconds} and {self.hold_progress_loss}")
         if self.predictor is not None:
             from market_hpc.predictors import PREDICTORS
 

@@ -9,6 +9,11 @@ paper's claims: every holding variant earns at least its base policy, maxVH earn
 and maxVH's mean gain over maxV (the paper reports +8 %). It runs two value-curve regimes:
 the spec's suggested decay and a steep one, because whether holding pays depends on how
 fast value is lost while waiting.
+
+Every claim is also judged at 95% confidence: the paired difference of total profit
+across seeds (``experiment.stats``; a seed's job sets are averaged first) must lie above
+zero for the claim to *hold*. The look-ahead holding variants (non-paper, ``...lh``) run
+too and are compared with maxV and maxVH the same way.
 """
 
 from __future__ import annotations
@@ -19,12 +24,15 @@ from typing import Any
 
 import pandas as pd
 
+from market_hpc.experiment.stats import format_differences, paired_differences
 from market_hpc.model import HPCModel
 from market_hpc.workload.applications import CURVE_REGIMES, library_job_set
 
 POLICIES = ("sjq", "maxv", "maxvd", "minvr", "sjqh", "maxvh", "maxvdh", "minvrh")
+LOOKAHEAD = ("sjqlh", "maxvlh", "maxvdlh", "minvrlh")
 LABELS = {"sjq": "SJQ", "maxv": "maxV", "maxvd": "maxVD", "minvr": "minVR", "sjqh": "SJQH",
-          "maxvh": "maxVH", "maxvdh": "maxVDH", "minvrh": "minVRH"}
+          "maxvh": "maxVH", "maxvdh": "maxVDH", "minvrh": "minVRH", "sjqlh": "SJQ-LH",
+          "maxvlh": "maxV-LH", "maxvdlh": "maxVD-LH", "minvrlh": "minVR-LH"}
 JOB_SET_SIZES = (10, 25, 50, 100)
 QUICK_SIZES = (10, 30)
 DEMO_LOAD = 2.0
@@ -32,13 +40,14 @@ CURVES = CURVE_REGIMES  # the study reports both value-curve regimes
 
 
 def run_study(sizes: tuple[int, ...], seeds: int, load: float = DEMO_LOAD,
-              penalty: float = 0.0, curves: str = "spec") -> pd.DataFrame:
+              penalty: float = 0.0, curves: str = "spec",
+              policies: tuple[str, ...] = POLICIES + LOOKAHEAD) -> pd.DataFrame:
     """Run every policy on every (job-set size, seed); one row per run."""
     rows = []
     for seed in range(1, seeds + 1):
         for n_jobs in sizes:
             jobs = library_job_set(n_jobs, seed, load=load, curves=curves)
-            for policy in POLICIES:
+            for policy in policies:
                 model = HPCModel(jobs, "hlrs-3x9", policy, hold_penalty=penalty, seed=seed,
                                  record_timeseries=False)
                 model.run()
@@ -53,7 +62,8 @@ def run_study(sizes: tuple[int, ...], seeds: int, load: float = DEMO_LOAD,
 
 
 def claims(table: pd.DataFrame) -> dict[str, Any]:
-    """Check the paper's claims on a study table."""
+    """Check the paper's claims on a study table (counts per job set)."""
+    table = table[table.policy.isin(POLICIES)]
     wide = table.pivot_table(index=["seed", "n_jobs"], columns="policy", values="total_profit")
     holding_ok = {base: int((wide[base + "h"] >= wide[base] - 1e-9).sum()) for base in ("sjq", "maxv", "maxvd", "minvr")}
     best = wide.idxmax(axis=1)
@@ -69,6 +79,26 @@ def claims(table: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def claims_with_confidence(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The paper's claims as paired differences of total profit across seeds (95% CIs).
+
+    Returns tables of ``experiment.stats.paired_differences``: ``holding`` (each H
+    variant minus its base), ``maxvh_best`` (maxVH minus every other seed policy) and
+    ``lookahead`` (each look-ahead variant minus its base and minus its H variant).
+    """
+    def diff(policy: str, baseline: str) -> pd.DataFrame:
+        pair = table[table.policy.isin((policy, baseline))]
+        return paired_differences(pair, "policy", "total_profit", "seed", baseline, [policy])
+
+    holding = pd.concat([diff(base + "h", base) for base in ("sjq", "maxv", "maxvd", "minvr")], ignore_index=True)
+    best = pd.concat([diff("maxvh", other) for other in POLICIES if other != "maxvh"], ignore_index=True)
+    present = set(table.policy)
+    ahead = [diff(name, other) for name in LOOKAHEAD if name in present
+             for other in (name[:-2], name[:-2] + "h")]
+    lookahead = pd.concat(ahead, ignore_index=True) if ahead else pd.DataFrame()
+    return {"holding": holding, "maxvh_best": best, "lookahead": lookahead}
+
+
 def run_demo(out: Path, seeds: int = 3, quick: bool = False) -> pd.DataFrame:
     """Run the study, print the table and claims, write ``comparison.csv`` and the plot."""
     began = time.perf_counter()
@@ -79,16 +109,17 @@ def run_demo(out: Path, seeds: int = 3, quick: bool = False) -> pd.DataFrame:
     table.to_csv(out / "comparison.csv", index=False)
     spec = studies["spec"]
     profit = spec.pivot_table(index="policy", columns="n_jobs", values="total_profit", aggfunc="mean")
-    profit = profit.loc[list(POLICIES)].rename(index=LABELS)
+    profit = profit.loc[[p for p in POLICIES + LOOKAHEAD if p in profit.index]].rename(index=LABELS)
     print(f"market demo: hlrs-3x9, task-graph job sets at load {DEMO_LOAD:g}, {seeds} seeds, "
           f"{len(table)} runs")
     print("\nmean total profit by job-set size (spec value curves):")
     print(profit.to_string(float_format=lambda v: f"{v:,.0f}"))
     totals = spec.groupby("policy")[["jobs_completed", "jobs_dropped", "holds"]].sum()
     print("\njobs completed / dropped / holds, all job sets (spec value curves):")
-    print(totals.loc[list(POLICIES)].rename(index=LABELS).to_string())
+    print(totals.loc[[p for p in POLICIES + LOOKAHEAD if p in totals.index]].rename(index=LABELS).to_string())
     for name, study in studies.items():
         _print_claims(name, claims(study))
+        _print_confidence(name, claims_with_confidence(study))
     _plot(profit, out / "profit_vs_jobs.png")
     print(f"\nwrote {out / 'comparison.csv'} and {out / 'profit_vs_jobs.png'} "
           f"in {time.perf_counter() - began:.1f} s")
@@ -106,6 +137,24 @@ def _print_claims(curves: str, found: dict[str, Any]) -> None:
     print(f"  maxVH vs maxV: mean gain {100 * found['maxvh_vs_maxv_mean_gain']:+.1f}% "
           f"(paper: +8%), per seed: "
           + ", ".join(f"{s}: {100 * g:+.1f}%" for s, g in found["gain_per_seed"].items()))
+
+
+def _print_confidence(curves: str, tables: dict[str, pd.DataFrame]) -> None:
+    print(f"\nat 95% confidence ({curves} value curves; paired over seeds, a seed's job sets averaged):")
+    print(" every holding variant earns more than its base (paper: always):")
+    print(format_differences(tables["holding"], LABELS))
+    best = tables["maxvh_best"]
+    overall = "holds" if (best.verdict == "holds").all() else (
+        "contradicted" if (best.verdict == "contradicted").any() else "undecided")
+    print(f" maxVH earns most (paper: yes): {overall}")
+    print(format_differences(best, LABELS))
+    gain = best[best.baseline == "maxv"].iloc[0]
+    inside = gain.rel_low <= 0.08 <= gain.rel_high
+    print(f" maxVH vs maxV: {100 * gain.rel_mean:+.1f}% (95% CI {100 * gain.rel_low:+.1f}..{100 * gain.rel_high:+.1f}%);"
+          f" the paper's +8% is {'inside' if inside else 'outside'} the interval")
+    if len(tables["lookahead"]):
+        print(" look-ahead holding (non-paper) against its base and its H variant:")
+        print(format_differences(tables["lookahead"], LABELS))
 
 
 def _plot(profit: pd.DataFrame, path: Path) -> None:

@@ -31,6 +31,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from market_hpc.errors import UnknownNameError
+from market_hpc.experiment.stats import paired_tables
 from market_hpc.experiment.sweep_spec import FIXED_COLUMNS, SweepError
 
 MAX_LINES = 12
@@ -112,6 +113,7 @@ def write_report(directory: str | Path, metrics: Sequence[str] | None = None) ->
         written += _bar_plot(frame, metric, varying, out)
         for a, b in list(itertools.combinations(varying, 2))[:MAX_HEATMAPS]:
             written += _heatmap(frame, metric, a, b, out)
+        written += paired_tables(frame, varying, metric, out)  # issue 14: paired 95% CIs across seeds
     return written
 
 

@@ -179,8 +179,9 @@ def _generate(config: RunConfig, platform: Platform) -> tuple[list[Job], dict[st
 
     cores = platform.total_cores
     jobs = list(library_job_set(spec.jobs, config.seed, load=spec.load, curves=spec.curves,
-                                platform_cores=cores))
+                                platform_cores=cores, curve_shape=spec.curve_shape))
     return jobs, {"generator": spec.generator, "jobs": len(jobs), "load": spec.load, "curves": spec.curves,
+                  "curve_shape": spec.curve_shape,
                   "applications": "bundled HLRS-like library"}
 
 
@@ -207,6 +208,7 @@ def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = 
         jobs, platform, policy=policy, exclusive=config.exclusive,
         hold_penalty=config.policy.hold_penalty, seed=config.seed,
         record_timeseries=config.timeseries, predictor=predictor,
+        resume_seconds=config.policy.resume_seconds, hold_progress_loss=config.policy.hold_progress_loss,
     )
     began = time.perf_counter()
     bar = _progress_bar(len(jobs)) if progress else None

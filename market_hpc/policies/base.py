@@ -137,6 +137,8 @@ class View(Protocol):
         """Dynamic state of a queued or running job."""
     def running_on(self, node: int) -> Sequence[RunningJob]:
         """Running jobs with units on ``node``, in start order."""
+    def bids(self, free: np.ndarray) -> np.ndarray:
+        """The node agents' bids (one per node) priced on ``free`` (market auctions)."""
 
 
 @runtime_checkable

@@ -1,0 +1,157 @@
+"""Paired differences between policies with 95% confidence intervals across seeds.
+
+Runs of different policies on the same seed see the same workload, so policies are
+compared *paired*: for every seed, the policy's metric minus the baseline's (averaged
+over any other varied parameter first), then Student's t interval over seeds. A claim
+"A earns more than B" *holds* at 95% when the interval lies above 0, is *contradicted*
+when it lies below 0, and is *undecided* otherwise. With few seeds the intervals are
+wide; that is the honest answer, not a failure.
+
+``paired_differences`` is what ``market-hpc report`` and the demo call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from market_hpc.errors import ConfigError
+
+CONFIDENCE = 0.95
+COLUMNS = ["policy", "baseline", "seeds", "mean_diff", "ci_low", "ci_high", "rel_mean", "rel_low", "rel_high",
+           "verdict"]
+
+
+def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """Mean and two-sided t confidence interval of ``values`` (NaN bounds for one value).
+
+    >>> mean, low, high = t_interval([1.0, 2.0, 3.0])
+    >>> mean, round(low, 3), round(high, 3)
+    (2.0, -0.484, 4.484)
+    >>> t_interval([5.0, 5.0])
+    (5.0, 5.0, 5.0)
+    """
+    data = np.asarray(values, dtype=float)
+    mean = float(data.mean())
+    if data.size < 2:
+        return mean, float("nan"), float("nan")
+    sem = float(data.std(ddof=1)) / float(np.sqrt(data.size))
+    if sem == 0.0:
+        return mean, mean, mean
+    half = float(stats.t.ppf(0.5 + confidence / 2, data.size - 1)) * sem
+    return mean, float(mean - half), float(mean + half)
+
+
+def verdict(low: float, high: float) -> str:
+    """``holds`` (interval above 0), ``contradicted`` (below 0), ``equal`` (every paired
+    difference 0) or ``undecided``.
+
+    >>> verdict(0.5, 2.0), verdict(-2.0, -0.1), verdict(-1.0, 1.0), verdict(0.0, 0.0)
+    ('holds', 'contradicted', 'undecided', 'equal')
+    """
+    if low == high == 0:
+        return "equal"
+    if low > 0:
+        return "holds"
+    if high < 0:
+        return "contradicted"
+    return "undecided"
+
+
+def paired_differences(frame: pd.DataFrame, policy_col: str, metric: str, seed_col: str, baseline: str,
+                       policies: Sequence[str] | None = None,
+                       confidence: float = CONFIDENCE) -> pd.DataFrame:
+    """Each policy's paired difference to ``baseline`` on ``metric``, across seeds.
+
+    Args:
+        frame: One row per run.
+        policy_col: Column naming the policy (e.g. ``policy`` or ``policy.scheduler``).
+        metric: Column to compare (e.g. ``total_profit``).
+        seed_col: Column of the seed; runs with the same seed are paired.
+        baseline: The policy every other one is compared with.
+        policies: Policies to compare (default: every other policy, in order of appearance).
+        confidence: Confidence level of the intervals.
+
+    Returns:
+        One row per policy: ``seeds`` (pairs), ``mean_diff`` and its interval
+        ``ci_low``/``ci_high``, the relative difference ``(P - P_base) / P_base`` per seed
+        (``rel_*``, mean and interval), and the ``verdict`` of "policy beats baseline".
+        Other parameters varying in ``frame`` are averaged per seed first; split the frame
+        by them to compare within each setting.
+
+    Raises:
+        ConfigError: on a missing column or baseline.
+
+    >>> runs = pd.DataFrame({"policy": ["a", "b"] * 3, "seed": [1, 1, 2, 2, 3, 3],
+    ...                      "profit": [10.0, 12.0, 20.0, 21.0, 30.0, 33.0]})
+    >>> row = paired_differences(runs, "policy", "profit", "seed", "a").iloc[0]
+    >>> row.policy, int(row.seeds), float(row.mean_diff), row.verdict
+    ('b', 3, 2.0, 'undecided')
+    """
+    for column in (policy_col, metric, seed_col):
+        if column not in frame.columns:
+            raise ConfigError(f"paired_differences: no column {column!r}; columns are {list(frame.columns)}")
+    wide = frame.pivot_table(index=seed_col, columns=policy_col, values=metric, aggfunc="mean")
+    if baseline not in wide.columns:
+        raise ConfigError(f"paired_differences: baseline {baseline!r} not among {list(wide.columns)}")
+    names = [p for p in (policies or pd.unique(frame[policy_col])) if p != baseline]
+    rows = []
+    for name in names:
+        pairs = wide[[name, baseline]].dropna()
+        diff = pairs[name] - pairs[baseline]
+        mean, low, high = t_interval(diff.tolist(), confidence)
+        safe = pairs[baseline].where(pairs[baseline] != 0)
+        rel_mean, rel_low, rel_high = t_interval((diff / safe).dropna().tolist() or [float("nan")], confidence)
+        rows.append([name, baseline, len(pairs), mean, low, high, rel_mean, rel_low, rel_high, verdict(low, high)])
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def format_differences(table: pd.DataFrame, labels: dict[str, str] | None = None) -> str:
+    """Render ``paired_differences`` output as aligned text lines.
+
+    >>> runs = pd.DataFrame({"policy": ["a", "b"] * 2, "seed": [1, 1, 2, 2], "profit": [10.0, 12.0, 20.0, 23.0]})
+    >>> print(format_differences(paired_differences(runs, "policy", "profit", "seed", "a")))
+      b - a: +2.5 (95% CI -3.9..+8.9), +17.5% (-14.3..+49.3%), 2 seeds: undecided
+    """
+    labels = labels or {}
+    lines = []
+    for row in table.itertuples():
+        name, base = labels.get(row.policy, row.policy), labels.get(row.baseline, row.baseline)
+        relative = ("" if np.isnan(row.rel_mean) else
+                    f"{100 * row.rel_mean:+.1f}% ({100 * row.rel_low:+.1f}..{100 * row.rel_high:+.1f}%), ")
+        lines.append(f"  {name} - {base}: {row.mean_diff:+,.1f} (95% CI {row.ci_low:+,.1f}..{row.ci_high:+,.1f}), "
+                     f"{relative}{row.seeds} seeds: {row.verdict}")
+    return "\n".join(lines)
+
+
+POLICY_COLUMNS = ("scheduler", "policy.scheduler", "policy")
+
+
+def paired_tables(frame: pd.DataFrame, varying: Sequence[str], metric: str, out: Path) -> list[Path]:
+    """Write the paired differences of a sweep's policies on ``metric`` into ``out``.
+
+    The first policy of the sweep (plan order) is the baseline; the differences are
+    computed separately for every combination of the other varying parameters. Writes
+    ``<metric>_paired_differences.csv`` and a ``.txt`` rendering (``market-hpc report``
+    prints it); nothing when no policy column varies or there are fewer than two seeds.
+    """
+    policy_col = next((c for c in POLICY_COLUMNS if c in varying), None)
+    if policy_col is None or "seed" not in frame or frame["seed"].nunique() < 2:
+        return []
+    runs = frame.assign(**{policy_col: frame[policy_col].astype(str)})
+    names = list(pd.unique(runs[policy_col]))
+    others = [c for c in varying if c != policy_col]
+    tables, lines = [], [f"{metric}: paired differences to {names[0]} across seeds (95% t intervals)"]
+    for key, group in (runs.groupby(others, sort=False) if others else [((), runs)]):
+        setting = ", ".join(f"{c}={v}" for c, v in zip(others, key if isinstance(key, tuple) else (key,)))
+        table = paired_differences(group, policy_col, metric, "seed", names[0], names[1:])
+        tables.append(table.assign(**dict(zip(others, key if isinstance(key, tuple) else (key,)))))
+        lines += [setting or "all runs", format_differences(table)]
+    csv, txt = out / f"{metric}_paired_differences.csv", out / f"{metric}_paired_differences.txt"
+    pd.concat(tables, ignore_index=True).to_csv(csv, index=False)
+    txt.write_text("\n".join(lines) + "\n")
+    return [csv, txt]

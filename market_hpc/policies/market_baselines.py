@@ -1,0 +1,103 @@
+"""Fair EASY baselines for the market dispatchers (issue 14).
+
+The market policies mold jobs (any width up to ``c*`` on one node) and read the jobs'
+profiles. Plain EASY runs every job rigidly at its requested width. ``easy-mold`` is EASY
+given the same moldability: jobs start in queue order at their requested width; a head
+job that does not fit starts narrower now when that completes no later than its
+reservation would (``algorithms.moldable.mold_width``), else it keeps its reservation at
+the shadow time; later jobs backfill, molded down to the free cores, when they end by the
+shadow time or fit in the extra cores. What it *knows* is the scheduler's estimate
+(``job.estimate``, the user's request unless ``policy.predictor`` replaces it, e.g.
+``real``): every width's response time is the profile's scaled by ``estimate / run_time``
+(``algorithms.moldable.scaled_profile``), so with exact estimates it knows what the
+market knows.
+
+Decisions where nothing is prescribed:
+
+- a job's requested width is ``len(profile)`` (a market-rule trace job's request;
+  a task-graph job's task count);
+- jobs run on one node, the one with the most free cores (as the auction's winner);
+  shadow and extra are computed on platform totals, exact on one-pool platforms
+  (``nodes=1,cores=N``, the market's view of a trace machine);
+- it never drops or holds jobs: it runs worthless jobs too (the differences are listed in
+  ``docs/market.md``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from market_hpc.algorithms.easy import shadow_and_extra
+from market_hpc.algorithms.moldable import mold_width, scaled_profile
+from market_hpc.errors import ConfigError
+from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start, View
+from market_hpc.policies.registry import register_scheduler
+
+
+class MoldableEasy:
+    """EASY backfilling over moldable jobs (see the module docstring).
+
+    Args:
+        allocator: Must be ``max-bid`` (one node, the one with the most free cores).
+    """
+
+    def __init__(self, allocator: Allocator, penalty: float = 0.0) -> None:
+        self.allocator = allocator
+        self.name = "easy-mold"
+
+    def decide(self, view: View, rng: np.random.Generator) -> Decision:
+        """Start jobs in order (molding the head when that is faster), then backfill."""
+        now = view.time
+        free = view.free[:, 0].copy()
+        actions: list[Action] = []
+        started: list[tuple[float, tuple[int]]] = []
+        queue = iter(view.queue)
+        reservation: tuple[float, int] | None = None
+        for job in queue:
+            expected, requested = _expected(job)
+            node = int(free.argmax())
+            width = requested if requested <= free[node] else 0
+            if not width:
+                shadow, extras = self._reservation(view, free, started, requested)
+                width = mold_width(expected, requested, int(free[node]), now, shadow)
+                if not width:
+                    reservation = (shadow, extras[0])
+                    break
+            actions.append(Start(job.job_id, ((node, width),)))
+            started.append((now + expected[width - 1], (width,)))
+            free[node] -= width
+        if reservation is not None:
+            shadow, extra = reservation
+            for job in queue:
+                node = int(free.argmax())
+                if free[node] == 0:
+                    break
+                expected, requested = _expected(job)
+                width = min(requested, int(free[node]))
+                ends_in_time = now + expected[width - 1] <= shadow
+                if not ends_in_time and width > extra:
+                    continue
+                if not ends_in_time:
+                    extra -= width
+                actions.append(Start(job.job_id, ((node, width),)))
+                free[node] -= width
+        return Decision(tuple(actions)) if actions else NOTHING
+
+    @staticmethod
+    def _reservation(view: View, free: np.ndarray, started: list[tuple[float, tuple[int]]],
+                     need: int) -> tuple[float, tuple[int, ...]]:
+        releases = [(view.expected_end(r), (r.units,)) for r in view.running] + started
+        releases.sort()
+        return shadow_and_extra((int(free.sum()),), releases, (need,))
+
+
+def _expected(job) -> tuple[tuple[float, ...], int]:  # type: ignore[no-untyped-def]
+    if job.profile is None:
+        raise ConfigError(f"easy-mold needs moldable jobs; job {job.job_id} has no profile "
+                          "(use a task-graph job set or workload.market = true for traces)")
+    requested = len(job.profile)
+    return scaled_profile(job.profile, job.estimate, job.run_time), requested
+
+
+register_scheduler("easy-mold", "EASY backfilling with the market's moldability (fair market baseline)",
+                   allocators=("max-bid",), default_allocator="max-bid", market=True)(MoldableEasy)
