@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from deap import base
 
-from market_hpc.algorithms.bbsched import ObjectiveTable, ParetoSet, Window, nondominated, representatives
+from market_hpc.algorithms.bbsched import ObjectiveTable, ParetoSet, Window, representatives
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def initial_population(window: Window, size: int, rng: np.random.Generator) -> n
             free_b -= int(window.bb[i])
     seeds.append(greedy)
     seeds.extend(1 << i for i in range(k) if window.nodes[i] <= window.free_nodes and window.bb[i] <= window.free_bb)
-    share = min(0.5, max(1, bin(greedy).count("1")) / max(k, 1))  # about as many jobs as fit greedily
+    share = min(0.5, max(1, greedy.bit_count()) / max(k, 1))  # about as many jobs as fit greedily
     for _ in range(4 * size):
         if len(set(seeds)) >= size:
             break
@@ -85,30 +85,49 @@ def initial_population(window: Window, size: int, rng: np.random.Generator) -> n
     return np.array(unique, dtype=np.int64)
 
 
-def _mate(population: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+class _Draws:
+    """All random numbers of a run, drawn up front in three calls (a per-generation draw
+    would cost more than the generation's arithmetic)."""
+
+    def __init__(self, generations: int, size: int, k: int, probability: float,
+                 rng: np.random.Generator) -> None:
+        self.keys = rng.random((generations, size))
+        self.cuts = rng.integers(1, max(k, 2), size=(generations, size // 2), dtype=np.int64)
+        flips = rng.random((generations, 2 * (size // 2), k)) < probability
+        self.flips = (flips.astype(np.int64) << np.arange(k, dtype=np.int64)).sum(axis=2)
+
+
+def _mate(population: np.ndarray, generation: int, draws: _Draws, k: int) -> np.ndarray:
     """One-point crossover of P/2 random pairs (without replacement): two children each."""
     count = len(population) // 2
     if count == 0 or k < 2:
         return np.zeros(0, dtype=np.int64)
-    order = rng.permutation(len(population))[: 2 * count]
+    order = np.argsort(draws.keys[generation, : len(population)])[: 2 * count]
     a, b = population[order[:count]], population[order[count:]]
-    low = (np.int64(1) << rng.integers(1, k, size=count, dtype=np.int64)) - 1
+    low = (np.int64(1) << draws.cuts[generation, :count]) - 1
     return np.concatenate(((a & low) | (b & ~low), (b & low) | (a & ~low)))
 
 
-def _mutate(children: np.ndarray, k: int, probability: float, rng: np.random.Generator) -> np.ndarray:
-    """Flip each gene of each child with ``probability``."""
-    if probability <= 0.0 or not len(children):
-        return children
-    flips = rng.random((len(children), k)) < probability
-    if not flips.any():
-        return children
-    return children ^ (flips.astype(np.int64) << np.arange(k, dtype=np.int64)).sum(axis=1)
+def _mutate(children: np.ndarray, generation: int, draws: _Draws) -> np.ndarray:
+    """Flip each gene of each child with the mutation probability (drawn up front)."""
+    return children ^ draws.flips[generation, : len(children)]
+
+
+def dominated(objectives: np.ndarray) -> np.ndarray:
+    """Rows some other row dominates (maximising every column); pairwise, for small sets.
+
+    >>> dominated(np.array([[100, 20], [80, 90], [90, 20], [80, 90]])).tolist()
+    [False, False, True, False]
+    """
+    f1, f2 = objectives[:, 0], objectives[:, 1]
+    ge1, ge2 = f1[:, None] >= f1, f2[:, None] >= f2
+    gt1, gt2 = f1[:, None] > f1, f2[:, None] > f2
+    return (ge1 & ge2 & (gt1 | gt2)).any(axis=0)
 
 
 def _select(masks: np.ndarray, objectives: np.ndarray, ages: np.ndarray, size: int) -> np.ndarray:
     """Indices of the survivors: Set 1, then the youngest of Set 2 (or the youngest of Set 1)."""
-    front = nondominated(objectives)
+    front = ~dominated(objectives)
     # youngest first; among equal ages the later-created (larger index) first
     by_age = np.lexsort((-np.arange(len(ages)), ages))
     set1 = by_age[front[by_age]]
@@ -119,12 +138,13 @@ def _select(masks: np.ndarray, objectives: np.ndarray, ages: np.ndarray, size: i
 
 
 def make_toolbox(window: Window, settings: GaSettings, rng: np.random.Generator) -> base.Toolbox:
-    """The DEAP operator registry of one run, bound to the window and the RNG."""
+    """The DEAP operator registry of one run, bound to the window and its random draws."""
     table = ObjectiveTable(window.nodes, window.bb)
+    draws = _Draws(settings.generations, settings.population, window.size, settings.mutation, rng)
     toolbox = base.Toolbox()
     toolbox.register("evaluate", table.evaluate)
-    toolbox.register("mate", _mate, k=window.size, rng=rng)
-    toolbox.register("mutate", _mutate, k=window.size, probability=settings.mutation, rng=rng)
+    toolbox.register("mate", _mate, draws=draws, k=window.size)
+    toolbox.register("mutate", _mutate, draws=draws)
     toolbox.register("select", _select, size=settings.population)
     return toolbox
 
@@ -141,13 +161,13 @@ def ga_pareto(window: Window, settings: GaSettings, seed: int | np.random.SeedSe
     (['0b10001', '0b11110'], [[100, 20], [80, 90]])
     """
     rng = np.random.default_rng(seed)
-    toolbox = make_toolbox(window, settings, rng)
     masks = initial_population(window, settings.population, rng)
+    toolbox = make_toolbox(window, settings, rng)
     objectives = toolbox.evaluate(masks)
     ages = np.zeros(len(masks), dtype=np.int64)
     free = np.array([window.free_nodes, window.free_bb], dtype=np.int64)
-    for _ in range(settings.generations):
-        children = toolbox.mutate(toolbox.mate(masks))
+    for generation in range(settings.generations):
+        children = toolbox.mutate(toolbox.mate(masks, generation), generation)
         child_obj = toolbox.evaluate(children)
         feasible = (child_obj <= free).all(axis=1)
         pool = np.concatenate((masks, children[feasible]))
@@ -159,5 +179,5 @@ def ga_pareto(window: Window, settings: GaSettings, seed: int | np.random.SeedSe
             pool, pool_obj, pool_age = pool[first], pool_obj[first], pool_age[first]
         keep = toolbox.select(pool, pool_obj, pool_age)
         masks, objectives, ages = pool[keep], pool_obj[keep], pool_age[keep] + 1
-    front = nondominated(objectives)
+    front = ~dominated(objectives)
     return representatives(masks[front], objectives[front], window.size)

@@ -51,6 +51,9 @@ from market_hpc.policies.classic import Easy
 from market_hpc.policies.registry import register_scheduler
 
 BASE_ORDERS = ("fcfs", "wfp")
+ALLOCATORS = ("first-fit", "best-fit")
+"""Seed 003 schedules node counts; seed 000's heterogeneity allocators add nothing here
+(and every allocator pair multiplies the conformance suite)."""
 DEFAULT_STARVATION = 86400.0
 """Seconds a job may stay in windows before it is forced (the paper's example bound is
 50 invocations; a time bound does not depend on how often events happen)."""
@@ -146,9 +149,9 @@ class WindowScheduler:
             began = time.perf_counter()
             mask = self.select(candidates, view, rng)
             self.stats["solver_seconds"] += time.perf_counter() - began
-            self.stats["optimisations"] += 1
         if mask is None:
             return window + rest
+        self.stats["optimisations"] += 1
         chosen = {fitting[bit] for bit in range(len(fitting)) if mask >> bit & 1}
         selected = [j for i, j in enumerate(pool) if i in chosen]
         unselected = [j for i, j in enumerate(pool) if i not in chosen]
@@ -159,7 +162,11 @@ def _totals(view: View) -> tuple[float, float]:
     return float(view.platform.total[0]), float(view.platform.burst_buffer)
 
 
-@register_scheduler("bb-baseline", "seed 003 Baseline: base order (fcfs/wfp) under EASY over nodes and burst buffer")
+@register_scheduler(
+    "bb-baseline",
+    "seed 003 Baseline: base order (fcfs/wfp) under EASY over nodes and burst buffer",
+    allocators=ALLOCATORS,
+)
 class BbBaseline(WindowScheduler):
     """The naive method (Slurm-like): serve the base order while jobs fit, then EASY."""
 
@@ -172,18 +179,30 @@ class _Weighted(WindowScheduler):
         return weighted_select(window, *self.weights, *_totals(view))
 
 
-@register_scheduler("bb-weighted", "seed 003 Weighted: max 0.5 node + 0.5 burst-buffer utilisation of the window")
+@register_scheduler(
+    "bb-weighted",
+    "seed 003 Weighted: max 0.5 node + 0.5 burst-buffer utilisation of the window",
+    allocators=ALLOCATORS,
+)
 class BbWeighted(_Weighted):
     label = "bb-weighted"
 
 
-@register_scheduler("bb-weighted-cpu", "seed 003 Weighted_CPU: max 0.8 node + 0.2 burst-buffer utilisation")
+@register_scheduler(
+    "bb-weighted-cpu",
+    "seed 003 Weighted_CPU: max 0.8 node + 0.2 burst-buffer utilisation",
+    allocators=ALLOCATORS,
+)
 class BbWeightedCpu(_Weighted):
     label = "bb-weighted-cpu"
     weights = (0.8, 0.2)
 
 
-@register_scheduler("bb-weighted-bb", "seed 003 Weighted_BB: max 0.2 node + 0.8 burst-buffer utilisation")
+@register_scheduler(
+    "bb-weighted-bb",
+    "seed 003 Weighted_BB: max 0.2 node + 0.8 burst-buffer utilisation",
+    allocators=ALLOCATORS,
+)
 class BbWeightedBb(_Weighted):
     label = "bb-weighted-bb"
     weights = (0.2, 0.8)
@@ -197,18 +216,30 @@ class _Constrained(WindowScheduler):
         return constrained_select(window, self.resource)
 
 
-@register_scheduler("bb-constrained-cpu", "seed 003 Constrained_CPU: max nodes used, burst buffer as a constraint")
+@register_scheduler(
+    "bb-constrained-cpu",
+    "seed 003 Constrained_CPU: max nodes used, burst buffer as a constraint",
+    allocators=ALLOCATORS,
+)
 class BbConstrainedCpu(_Constrained):
     label = "bb-constrained-cpu"
 
 
-@register_scheduler("bb-constrained-bb", "seed 003 Constrained_BB: max burst buffer used, nodes as a constraint")
+@register_scheduler(
+    "bb-constrained-bb",
+    "seed 003 Constrained_BB: max burst buffer used, nodes as a constraint",
+    allocators=ALLOCATORS,
+)
 class BbConstrainedBb(_Constrained):
     label = "bb-constrained-bb"
     resource = "bb"
 
 
-@register_scheduler("bb-binpacking", "seed 003 Bin_Packing: Tetris-like alignment score over the window")
+@register_scheduler(
+    "bb-binpacking",
+    "seed 003 Bin_Packing: Tetris-like alignment score over the window",
+    allocators=ALLOCATORS,
+)
 class BbBinPacking(WindowScheduler):
     """Bin_Packing; ``normalise=False`` uses raw units as the reference code (spec A12)."""
 
@@ -222,7 +253,11 @@ class BbBinPacking(WindowScheduler):
         return bin_packing_select(window, *_totals(view), normalise=self.normalise)
 
 
-@register_scheduler("bbsched", "seed 003 BBSched: GA Pareto set of (nodes, burst buffer) + the paper's decision rule")
+@register_scheduler(
+    "bbsched",
+    "seed 003 BBSched: GA Pareto set of (nodes, burst buffer) + the paper's decision rule",
+    allocators=ALLOCATORS,
+)
 class BbSched(WindowScheduler):
     """BBSched (Fan et al. 2019).
 
@@ -269,3 +304,23 @@ class BbSched(WindowScheduler):
 
 BB_SCHEDULERS = ("bbsched", "bb-baseline", "bb-weighted", "bb-weighted-cpu", "bb-weighted-bb",
                  "bb-constrained-cpu", "bb-constrained-bb", "bb-binpacking")
+
+_COMMON = {"size": "window", "order": "order", "starvation": "starvation"}
+_OWN = {"bbsched": ("generations", "population", "mutation", "rule", "exhaustive_up_to"),
+        "bb-binpacking": ("normalise",)}
+
+
+def window_params(scheduler: str, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """Constructor parameters of a window scheduler from ``policy.window`` settings
+    (``None`` for other schedulers, which take none of them).
+
+    >>> window_params("bb-weighted", {"size": 10, "order": "wfp", "starvation": 60.0, "rule": "code"})
+    {'window': 10, 'order': 'wfp', 'starvation': 60.0}
+    >>> window_params("easy", {"size": 10}) is None
+    True
+    """
+    if scheduler not in BB_SCHEDULERS:
+        return None
+    params = {name: settings[key] for key, name in _COMMON.items() if key in settings}
+    params.update({key: settings[key] for key in _OWN.get(scheduler, ()) if key in settings})
+    return params
