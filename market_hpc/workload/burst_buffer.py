@@ -120,7 +120,7 @@ class BurstBufferRule:
         """
         if self.capacity_gb is not None:
             return float(self.capacity_gb)
-        return float(math.floor(MACHINES[self.machine].capacity_gb * self.scale(system_nodes)))
+        return float(round(MACHINES[self.machine].capacity_gb * self.scale(system_nodes)))
 
 
 def synthesize(jobs: Sequence[Job], rule: BurstBufferRule, system_nodes: int,
