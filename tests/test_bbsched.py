@@ -69,10 +69,11 @@ def test_table1_pareto_set_is_solutions_2_and_3() -> None:
     assert front.objectives.tolist() == [[100, 20], [80, 90]]
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_table1_ga_finds_the_pareto_set(seed: int) -> None:
-    front = ga_pareto(TABLE1, GaSettings(), seed)
-    assert front.masks.tolist() == [SOL2, SOL3]
+@pytest.mark.parametrize("kernel", ["ints", "numpy", "deap"])
+def test_table1_ga_finds_the_pareto_set(kernel: str) -> None:
+    for seed in range(3):
+        front = ga_pareto(TABLE1, GaSettings(), seed, kernel)
+        assert front.masks.tolist() == [SOL2, SOL3]
 
 
 def test_table1_decisions() -> None:
@@ -129,14 +130,15 @@ def test_dominance_helpers_agree() -> None:
 
 
 # ------------------------------------------------------------------- the GA
-@pytest.mark.parametrize("k", [12, 16, 20])
-def test_ga_front_is_feasible_and_close_to_the_exact_front(k: int) -> None:
+@pytest.mark.parametrize(("kernel", "k"), [("ints", 12), ("ints", 16), ("ints", 20), ("numpy", 16),
+                                           ("deap", 12)])
+def test_ga_front_is_feasible_and_close_to_the_exact_front(kernel: str, k: int) -> None:
     rng = np.random.default_rng(k)
     distances = []
     for trial in range(3):
         window = random_window(rng, k)
         exact = exact_pareto(window)
-        found = ga_pareto(window, GaSettings(), seed=trial)
+        found = ga_pareto(window, GaSettings(), trial, kernel)
         assert len(found.masks) >= 1
         assert (found.objectives <= [window.free_nodes, window.free_bb]).all()
         # no GA point beats the true front
@@ -146,10 +148,17 @@ def test_ga_front_is_feasible_and_close_to_the_exact_front(k: int) -> None:
     assert np.mean(distances) < 0.1, distances
 
 
-def test_ga_is_deterministic_per_seed() -> None:
+@pytest.mark.parametrize("kernel", ["ints", "numpy"])
+def test_ga_is_deterministic_per_seed(kernel: str) -> None:
     window = random_window(np.random.default_rng(9), 18)
-    a, b = (ga_pareto(window, GaSettings(), seed=4) for _ in range(2))
+    a, b, c = (ga_pareto(window, GaSettings(), seed, kernel) for seed in (4, 4, 5))
     assert a.masks.tolist() == b.masks.tolist()
+    assert len(c.masks) >= 1
+
+
+def test_unknown_kernel_is_an_error() -> None:
+    with pytest.raises(ValueError, match="valid: deap, ints, numpy"):
+        ga_pareto(TABLE1, GaSettings(), 0, "cuda")
 
 
 def test_generational_distance_is_zero_only_on_the_front() -> None:

@@ -27,12 +27,13 @@ chromosome.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from deap import base
 
-from market_hpc.algorithms.bbsched import ObjectiveTable, ParetoSet, Window, representatives
+from market_hpc.algorithms.bbsched import CHUNK_BITS, ObjectiveTable, ParetoSet, Window, representatives
 
 
 @dataclass(frozen=True)
@@ -149,17 +150,8 @@ def make_toolbox(window: Window, settings: GaSettings, rng: np.random.Generator)
     return toolbox
 
 
-def ga_pareto(window: Window, settings: GaSettings, seed: int | np.random.SeedSequence) -> ParetoSet:
-    """Approximate the Pareto set of ``window`` with the paper's GA.
-
-    Deterministic for a given seed. The result holds one selection per objective vector
-    (the one nearest the window front), ordered by nodes used, descending.
-
-    >>> table1 = Window.of([80, 10, 40, 10, 20], [20, 85, 5, 0, 0], 100, 100)
-    >>> front = ga_pareto(table1, GaSettings(), seed=1)
-    >>> [bin(m) for m in front.masks], front.objectives.tolist()
-    (['0b10001', '0b11110'], [[100, 20], [80, 90]])
-    """
+def _ga_numpy(window: Window, settings: GaSettings, seed: int | np.random.SeedSequence) -> ParetoSet:
+    """The GA with each generation as numpy arrays and DEAP's toolbox as the registry."""
     rng = np.random.default_rng(seed)
     masks = initial_population(window, settings.population, rng)
     toolbox = make_toolbox(window, settings, rng)
@@ -181,3 +173,129 @@ def ga_pareto(window: Window, settings: GaSettings, seed: int | np.random.SeedSe
         masks, objectives, ages = pool[keep], pool_obj[keep], pool_age[keep] + 1
     front = ~dominated(objectives)
     return representatives(masks[front], objectives[front], window.size)
+
+
+SHIFT = 48  # packed objective: nodes << SHIFT | burst buffer (GB < 2**48)
+LOW = (1 << SHIFT) - 1
+
+
+def _packed_tables(window: Window) -> list[tuple[int, list[int]]]:
+    """Per 10-bit chunk of a mask, the packed objective of every sub-selection."""
+    table = ObjectiveTable(window.nodes, window.bb)
+    return [(index * CHUNK_BITS, ((t[:, 0] << SHIFT) | t[:, 1]).tolist()) for index, t in enumerate(table.tables)]
+
+
+def _front_values(values: list[int]) -> set[int]:
+    """Non-dominated packed objectives among distinct ``values`` sorted descending."""
+    front = set()
+    best_higher = -1  # best burst buffer among points using strictly more nodes
+    group_nodes, group_best = -1, -1
+    for value in values:
+        nodes, bb = value >> SHIFT, value & LOW
+        if nodes != group_nodes:
+            best_higher = max(best_higher, group_best)
+            group_nodes, group_best = nodes, bb  # sorted: the first of a group has its max
+            if bb > best_higher:
+                front.add(value)
+    return front
+
+
+def _evaluator(window: Window) -> Callable[[int], int]:
+    """Packed objective ``nodes << SHIFT | bb`` of a mask by 10-bit chunk look-ups."""
+    table = ObjectiveTable(window.nodes, window.bb)
+    packed = [((t[:, 0] << SHIFT) | t[:, 1]).tolist() for t in table.tables]
+    if len(packed) == 1:
+        (only,) = packed
+        return only.__getitem__
+    if len(packed) == 2:
+        first, second = packed
+        return lambda mask: first[mask & 1023] + second[mask >> 10]
+    shifts = [(index * CHUNK_BITS, chunk) for index, chunk in enumerate(packed)]
+    return lambda mask: sum(chunk[(mask >> shift) & 1023] for shift, chunk in shifts)
+
+
+def _ga_ints(window: Window, settings: GaSettings, seed: int | np.random.SeedSequence) -> ParetoSet:
+    """The GA with each generation in plain Python integers (the default kernel).
+
+    The living chromosomes are kept youngest first (ages grow together, so survivors
+    never change order and children go in front, latest first): survivor selection
+    then needs no sort by age, only the objective sort of the dominance test.
+    """
+    rng = np.random.default_rng(seed)
+    k, size, generations = window.size, settings.population, settings.generations
+    order = initial_population(window, size, rng).tolist()[::-1]
+    evaluate = _evaluator(window)
+    value = {mask: evaluate(mask) for mask in order}
+    perms = np.argsort(rng.random((generations, size)), axis=1).tolist()
+    cuts = ((np.int64(1) << rng.integers(1, max(k, 2), size=(generations, size // 2), dtype=np.int64)) - 1).tolist()
+    flips = rng.random((generations, 2 * (size // 2), k)) < settings.mutation
+    flip_masks = (flips.astype(np.int64) << np.arange(k, dtype=np.int64)).sum(axis=2).tolist()
+    limit_nodes, limit_bb = window.free_nodes, window.free_bb
+    for generation in range(generations):
+        living = set(order)
+        count = len(order) // 2 if k >= 2 else 0
+        perm = perms[generation] if len(order) == size else [i for i in perms[generation] if i < len(order)]
+        lows, flip = cuts[generation], flip_masks[generation]
+        born: list[int] = []
+        for j in range(count):
+            a, b, low = order[perm[j]], order[perm[count + j]], lows[j]
+            for child in (((a & low) | (b & ~low)) ^ flip[2 * j], ((b & low) | (a & ~low)) ^ flip[2 * j + 1]):
+                if child in living:
+                    continue
+                packed = value.get(child)
+                if packed is None:
+                    packed = value[child] = evaluate(child)
+                if packed >> SHIFT <= limit_nodes and packed & LOW <= limit_bb:
+                    living.add(child)
+                    born.append(child)
+        pool = born[::-1] + order
+        front = _front_values(sorted({value[mask] for mask in pool}, reverse=True))
+        order = [mask for mask in pool if value[mask] in front]
+        if len(order) < size:
+            order += [mask for mask in pool if value[mask] not in front][: size - len(order)]
+        else:
+            del order[size:]
+    masks = np.array(order, dtype=np.int64)
+    values = np.array([value[mask] for mask in order], dtype=np.int64)
+    objectives = np.stack((values >> SHIFT, values & LOW), axis=1)
+    kept = ~dominated(objectives)
+    return representatives(masks[kept], objectives[kept], window.size)
+
+
+KERNELS: dict[str, Callable[[Window, GaSettings, int | np.random.SeedSequence], ParetoSet]] = {
+    "ints": _ga_ints, "numpy": _ga_numpy,
+}
+
+
+def ga_pareto(window: Window, settings: GaSettings, seed: int | np.random.SeedSequence,
+              kernel: str = "ints") -> ParetoSet:
+    """Approximate the Pareto set of ``window`` with the paper's GA.
+
+    Deterministic for a given seed and kernel. The result holds one selection per
+    objective vector (the one nearest the window front), ordered by nodes used,
+    descending.
+
+    Args:
+        window: The jobs that each fit the free resources, and the free resources.
+        settings: G, P and p_m.
+        seed: Seed of this run's random stream.
+        kernel: ``ints`` (default: plain integers, fastest at P = 20), ``numpy`` (one
+            array per generation, DEAP toolbox) or ``deap`` (DEAP's per-individual
+            operators, ``market_hpc.algorithms.bbsched_deap``; the reference). All run
+            the same algorithm; their random streams differ.
+
+    >>> table1 = Window.of([80, 10, 40, 10, 20], [20, 85, 5, 0, 0], 100, 100)
+    >>> for kernel in ("ints", "numpy", "deap"):
+    ...     front = ga_pareto(table1, GaSettings(), seed=1, kernel=kernel)
+    ...     print(kernel, [bin(m) for m in front.masks], front.objectives.tolist())
+    ints ['0b10001', '0b11110'] [[100, 20], [80, 90]]
+    numpy ['0b10001', '0b11110'] [[100, 20], [80, 90]]
+    deap ['0b10001', '0b11110'] [[100, 20], [80, 90]]
+    """
+    if kernel == "deap":
+        from market_hpc.algorithms.bbsched_deap import ga_pareto_deap
+
+        return ga_pareto_deap(window, settings, seed)
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown GA kernel {kernel!r}; valid: deap, {', '.join(KERNELS)}")
+    return KERNELS[kernel](window, settings, seed)
