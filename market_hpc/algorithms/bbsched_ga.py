@@ -123,7 +123,7 @@ def dominated(objectives: np.ndarray) -> np.ndarray:
     f1, f2 = objectives[:, 0], objectives[:, 1]
     ge1, ge2 = f1[:, None] >= f1, f2[:, None] >= f2
     gt1, gt2 = f1[:, None] > f1, f2[:, None] > f2
-    return (ge1 & ge2 & (gt1 | gt2)).any(axis=0)
+    return np.asarray((ge1 & ge2 & (gt1 | gt2)).any(axis=0))
 
 
 def _select(masks: np.ndarray, objectives: np.ndarray, ages: np.ndarray, size: int) -> np.ndarray:
