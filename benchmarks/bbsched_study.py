@@ -17,6 +17,7 @@ over jobs that ran at least 60 s (the paper filters "abnormal jobs" without sayi
 
     python benchmarks/bbsched_study.py --out out/bbsched --workers 2
     python benchmarks/bbsched_study.py --out out/bbsched --no-run
+    python benchmarks/bbsched_study.py --scenario scenarios/bbsched_pressure.toml --out out/bbsched_pressure
 """
 
 from __future__ import annotations
@@ -44,10 +45,10 @@ MARGIN = 15 * 86400.0
 MIN_RUN_FOR_SLOWDOWN = 60.0
 
 
-def run_sweep(out: Path, workers: int) -> float:
+def run_sweep(scenario: Path, out: Path, workers: int) -> float:
     """Run the sweep; return its wall time in seconds."""
     began = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "market_hpc", "sweep", str(SCENARIO), "--out", str(out),
+    subprocess.run([sys.executable, "-m", "market_hpc", "sweep", str(scenario), "--out", str(out),
                     "--workers", str(workers), "--keep-runs"], check=True, cwd=ROOT)
     return time.perf_counter() - began
 
@@ -134,11 +135,12 @@ def claims(table: pd.DataFrame) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", type=Path, default=SCENARIO, help="the sweep file (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "bbsched")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--no-run", action="store_true", help="only read an existing sweep")
     args = parser.parse_args()
-    seconds = None if args.no_run else run_sweep(args.out, args.workers)
+    seconds = None if args.no_run else run_sweep(args.scenario.resolve(), args.out, args.workers)
     table = study_table(args.out)
     table.to_csv(args.out / "study_table.csv", index=False)
     text = summary(table, seconds)
