@@ -28,6 +28,9 @@ def test_study_sweep_expands_to_every_method_scenario_and_trace() -> None:
     assert {p[1] for p in points} == {"S1", "S2", "S3", "S4"}
     orders = {r.params["machine"]: r.config["policy"]["window"]["order"] for r in sweep.runs}
     assert orders == {"theta": "wfp", "cori": "fcfs"}
+    pressure = load_sweep(SWEEP.with_name("bbsched_pressure.toml"))
+    assert len(pressure.runs) == 16
+    assert {r.config["workload"]["burst_buffer"]["capacity_gb"] for r in pressure.runs} == {9567.0, 11924.0}
 
 
 @pytest.mark.parametrize("machine", ["theta", "cori"])
