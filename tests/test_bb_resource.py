@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from invariants import assert_schedule_invariants, random_workload
+
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.experiment import config_from_dict, simulate

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from conftest import SHARED_TRACES
-
 from invariants import assert_schedule_invariants
+
 from market_hpc.domain.platform import load_platform
 from market_hpc.experiment import config_from_dict, simulate
 from market_hpc.experiment.run import build_workload

@@ -20,7 +20,6 @@ from market_hpc.algorithms.bbsched import ParetoSet, Window, representatives
 from market_hpc.algorithms.bbsched_ga import GaSettings, initial_population
 
 
-
 def _individual_class() -> Any:
     """DEAP's ``creator`` classes, made on first use (creator is global state)."""
     if not hasattr(creator, "BBSchedIndividual"):

@@ -33,7 +33,13 @@ from dataclasses import dataclass
 import numpy as np
 from deap import base
 
-from market_hpc.algorithms.bbsched import CHUNK_BITS, ObjectiveTable, ParetoSet, Window, representatives
+from market_hpc.algorithms.bbsched import (
+    CHUNK_BITS,
+    ObjectiveTable,
+    ParetoSet,
+    Window,
+    representatives,
+)
 
 
 @dataclass(frozen=True)
