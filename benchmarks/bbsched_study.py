@@ -53,7 +53,7 @@ def run_sweep(scenario: Path, out: Path, workers: int) -> float:
     return time.perf_counter() - began
 
 
-def run_metrics(run_dir: Path) -> dict[str, float]:
+def run_metrics(run_dir: Path) -> dict[str, float | str]:
     """The paper's four metrics of one run over its measurement interval."""
     jobs = pd.read_parquet(run_dir / "jobs.parquet")
     provenance = json.loads((run_dir / "config.json").read_text())
@@ -66,7 +66,9 @@ def run_metrics(run_dir: Path) -> dict[str, float]:
     span = end - begin
     inside = jobs[(jobs["submit_time"] >= begin) & (jobs["submit_time"] < end) & (jobs["status"] == "finished")]
     long = inside[inside["run_time"] >= MIN_RUN_FOR_SLOWDOWN]
+    rule = workload["burst_buffer"]
     return {
+        "machine": rule["machine"], "scenario": rule["scenario"],
         "node_usage": float((started["cores"] * overlap).sum() / (nodes * span)),
         "bb_usage": float((started["bb"] * overlap).sum() / (pool * span)),
         "mean_wait": float(inside["wait_time"].mean()),
@@ -82,7 +84,7 @@ def study_table(out: Path) -> pd.DataFrame:
         if row.status != "ok":
             raise SystemExit(f"run {row.run_id} failed: {row.error}")
         metrics = run_metrics(out / "runs" / row.run_id)
-        rows.append({"machine": row.machine, "scenario": row.scenario, "method": row.scheduler,
+        rows.append({"method": row.scheduler,
                      "duration_s": row.duration_s, "solver_s": row.policy_solver_seconds,
                      "ga_runs": row.policy_ga_runs, "forced": row.policy_forced_starts, **metrics})
     table = pd.DataFrame(rows)
