@@ -3,8 +3,10 @@
 Runs the sweep (``market-hpc sweep --keep-runs`` underneath; re-running resumes) and
 times it, or reads the results of one, then writes into the results directory:
 
-* ``study_table.csv``: one row per run: trace, scenario, method, node usage, burst-buffer
-  usage, mean wait, mean slowdown, and their change against the baseline;
+* ``study_runs.csv``: one row per run: trace, scenario, method, seed, node usage,
+  burst-buffer usage, mean wait, mean slowdown, and their change against the baseline of
+  the same workload and seed;
+* ``study_table.csv``: the same, averaged over seeds (changes are of the seed means);
 * ``study_summary.md``: per workload the eight methods side by side, then the paper's
   claims checked (best BB usage in how many workloads, largest BB-usage gain, largest
   wait reduction, node usage, every method beating the baseline on wait).
@@ -77,28 +79,44 @@ def run_metrics(run_dir: Path) -> dict[str, float | str]:
     }
 
 
-def study_table(out: Path) -> pd.DataFrame:
+METRICS = ("node_usage", "bb_usage", "mean_wait", "mean_slowdown")
+
+
+def run_table(out: Path) -> pd.DataFrame:
+    """One row per run, with its change against the baseline of the same workload and seed."""
     results = pd.read_parquet(out / "results.parquet")
     rows = []
     for row in results.itertuples(index=False):
         if row.status != "ok":
             raise SystemExit(f"run {row.run_id} failed: {row.error}")
         metrics = run_metrics(out / "runs" / row.run_id)
-        rows.append({"method": row.scheduler,
+        rows.append({"method": row.scheduler, "seed": row.seed,
                      "duration_s": row.duration_s, "solver_s": row.policy_solver_seconds,
                      "ga_runs": row.policy_ga_runs, "forced": row.policy_forced_starts, **metrics})
-    table = pd.DataFrame(rows)
-    base = table[table["method"] == "bb-baseline"].set_index(["machine", "scenario"])
-    for metric in ("node_usage", "bb_usage", "mean_wait", "mean_slowdown"):
-        ref = base[metric].reindex(pd.MultiIndex.from_frame(table[["machine", "scenario"]])).to_numpy()
+    return with_change(pd.DataFrame(rows), ["machine", "scenario", "seed"])
+
+
+def with_change(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    base = table[table["method"] == "bb-baseline"].set_index(keys)
+    for metric in METRICS:
+        ref = base[metric].reindex(pd.MultiIndex.from_frame(table[keys])).to_numpy()
         table[f"{metric}_vs_base_pct"] = 100.0 * (table[metric].to_numpy() - ref) / ref
     return table
+
+
+def study_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Seed means per workload and method, with their change against the baseline's mean."""
+    keys = ["machine", "scenario", "method"]
+    numeric = [c for c in ("duration_s", "solver_s", "ga_runs", "forced", *METRICS, "jobs_measured") if c in runs]
+    table = runs.groupby(keys, as_index=False)[numeric].mean()
+    table["seeds"] = runs.groupby(keys)["seed"].nunique().to_numpy()
+    return with_change(table, ["machine", "scenario"])
 
 
 def summary(table: pd.DataFrame, seconds: float | None) -> str:
     lines = ["# Seed 003 study: BBSched and seven baselines", ""]
     if seconds is not None:
-        lines += [f"Sweep wall time: {seconds:.0f} s ({len(table)} runs, 2 workers).", ""]
+        lines += [f"Sweep wall time: {seconds:.0f} s ({len(table)} workload x method points).", ""]
     for (machine, scenario), group in table.groupby(["machine", "scenario"], sort=True):
         lines += [f"## {MACHINE[machine]} {scenario}", "",
                   "| method | node usage | BB usage | mean wait (h) | mean slowdown | wait vs baseline |",
@@ -132,6 +150,20 @@ def claims(table: pd.DataFrame) -> list[str]:
     return ["## The paper's claims, checked", "", bb_best, bb_gain, wait, node, others_line, ""]
 
 
+def seed_lines(runs: pd.DataFrame) -> str:
+    """How BBSched's change against the baseline varies across seeds."""
+    bbs = runs[runs["method"] == "bbsched"]
+    if bbs["seed"].nunique() < 2:
+        return ""
+    lines = ["## BBSched against the baseline, per seed (mean wait change %)", "",
+             "| workload | " + " | ".join(f"seed {s}" for s in sorted(bbs["seed"].unique())) + " |",
+             "|---|" + "---|" * bbs["seed"].nunique()]
+    for (machine, scenario), group in bbs.groupby(["machine", "scenario"]):
+        cells = " | ".join(f"{v:+.1f}" for v in group.sort_values("seed")["mean_wait_vs_base_pct"])
+        lines.append(f"| {MACHINE[machine]} {scenario} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", type=Path, default=SCENARIO, help="the sweep file (default: %(default)s)")
@@ -140,9 +172,11 @@ def main() -> None:
     parser.add_argument("--no-run", action="store_true", help="only read an existing sweep")
     args = parser.parse_args()
     seconds = None if args.no_run else run_sweep(args.scenario.resolve(), args.out, args.workers)
-    table = study_table(args.out)
+    runs = run_table(args.out)
+    runs.to_csv(args.out / "study_runs.csv", index=False)
+    table = study_table(runs)
     table.to_csv(args.out / "study_table.csv", index=False)
-    text = summary(table, seconds)
+    text = summary(table, seconds) + seed_lines(runs)
     (args.out / "study_summary.md").write_text(text)
     print(text)
 

@@ -22,7 +22,7 @@ SWEEP = Path(__file__).resolve().parents[1] / "scenarios" / "bbsched.toml"
 
 def test_study_sweep_expands_to_every_method_scenario_and_trace() -> None:
     sweep = load_sweep(SWEEP)
-    assert len(sweep.runs) == 64
+    assert len(sweep.runs) == 128
     points = {(r.params["scheduler"], r.params["scenario"], r.params["machine"]) for r in sweep.runs}
     assert {p[0] for p in points} == set(BB_SCHEDULERS)
     assert {p[1] for p in points} == {"S1", "S2", "S3", "S4"}
