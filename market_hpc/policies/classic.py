@@ -196,9 +196,12 @@ class Easy:
         """Shadow time and extra of ``head``; ``started`` are jobs started in this decision,
         ``free_total`` what is free after them (burst buffer last when ``with_bb``)."""
         now = view.time
-        running = (
-            (r.est_end if r.est_end > now else now, _needs(r.job, r.units, with_bb)) for r in view.running
-        )
+        if with_bb:
+            running = (
+                (r.est_end if r.est_end > now else now, _needs(r.job, r.units, True)) for r in view.running
+            )
+        else:  # the plain path, as cheap as before burst buffers existed
+            running = ((r.est_end if r.est_end > now else now, _totals(r.job.unit, r.units)) for r in view.running)
         releases = heapq.merge(running, started, key=lambda release: release[0]) if started else running
         return shadow_and_extra(free_total, releases, _needs(head, head.units, with_bb))
 
