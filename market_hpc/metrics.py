@@ -97,8 +97,14 @@ def summarize(
     capacity_total: np.ndarray,
     busy_resource_seconds: np.ndarray,
     extra: dict[str, Any] | None = None,
+    burst_buffer: float = 0.0,
 ) -> dict[str, Any]:
-    """Compute the summary dictionary written to ``summary.json``."""
+    """Compute the summary dictionary written to ``summary.json``.
+
+    With a burst-buffer pool (GB) it adds ``utilisation_bb`` (GB-seconds held by running
+    jobs, from the jobs' requests and busy times, over pool x makespan) and, with a time
+    series, ``load_ratio_bb``.
+    """
     status = jobs["status"]
     done = jobs[status == "finished"]
     slowdown, bounded = slowdowns(jobs)
@@ -132,6 +138,11 @@ def summarize(
             column = f"used_{resource}"
             if capacity_total[index] > 0 and column in timeseries:
                 summary[f"load_ratio_{resource}"] = float(timeseries[column].mean() / capacity_total[index])
+    if burst_buffer > 0:
+        held = (jobs["bb"] * jobs["run_time"].fillna(0.0)).sum() if len(jobs) else 0.0
+        summary["utilisation_bb"] = float(held / (burst_buffer * span)) if span > 0 else 0.0
+        if "used_bb" in timeseries and len(timeseries):
+            summary["load_ratio_bb"] = float(timeseries["used_bb"].mean() / burst_buffer)
     summary["mean_queue_size"] = mean_queue_size(jobs)
     summary.update(extra or {})
     return summary

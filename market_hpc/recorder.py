@@ -25,7 +25,7 @@ JOB_COLUMNS = (
 )
 TIMESERIES_COLUMNS = (
     "time", "queue_length", "running_jobs", *(f"used_{r}" for r in RESOURCES),
-    "holds", "drops", "profit",
+    "holds", "drops", "profit", "used_bb",
 )
 
 
@@ -140,7 +140,7 @@ class Recorder:
         used = map(operator.sub, self._total, model.free_total)
         self.samples.append((
             model.now, len(model.queue_agent.jobs), len(model.running_by_end), *used,
-            self.holds, self.drops, self.profit,
+            self.holds, self.drops, self.profit, self.platform.burst_buffer - model.free_bb,
         ))
 
     def jobs_frame(self) -> pd.DataFrame:

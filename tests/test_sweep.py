@@ -23,6 +23,8 @@ from market_hpc.experiment.sweep_exec import RunTask, execute_run, make_executor
 from market_hpc.experiment.sweep_store import ResultStore
 from market_hpc.policies import scheduler_names
 
+DEFAULT_WINDOW = dataclasses.asdict(PolicyConfig().window)  # seed 003 window schedulers' parameters
+
 ROOT = Path(__file__).resolve().parents[1]
 # Scenario tables written inline so that sweep keys can follow at the top level.
 MARKET_BASE = """
@@ -132,7 +134,8 @@ policy.scheduler = ["maxv", "maxvh"]
     assert len({r.run_id for r in sweep.runs}) == 12
     assert sweep.runs[-1].config["policy"] == {"scheduler": "maxvh", "allocator": None,
                                                "hold_penalty": 0.3, "predictor": None,
-                                               "resume_seconds": 0.0, "hold_progress_loss": 0.0}
+                                               "resume_seconds": 0.0, "hold_progress_loss": 0.0,
+                                               "window": DEFAULT_WINDOW}
     assert load_sweep(sweep_file(tmp_path, "seeds = 4")).seeds == (1, 2, 3, 4)
     assert [r.seed for r in load_sweep(sweep_file(tmp_path, "seed = 9")).runs] == [9]
 
@@ -149,7 +152,8 @@ def test_base_file_is_relative_to_the_sweep_and_inline_tables_override_it(tmp_pa
     runs = load_sweep(path).runs
     assert runs[0].config["workload"]["trace"] == str((tmp_path / "scenarios" / "bad.swf").resolve())
     assert runs[0].config["policy"] == {"scheduler": "easy", "allocator": "best-fit", "hold_penalty": 0.0,
-                                        "predictor": None, "resume_seconds": 0.0, "hold_progress_loss": 0.0}
+                                        "predictor": None, "resume_seconds": 0.0, "hold_progress_loss": 0.0,
+                                        "window": DEFAULT_WINDOW}
     assert [r.params for r in runs] == [{"load_factor": 1.0}, {"load_factor": 2.0}]
 
 

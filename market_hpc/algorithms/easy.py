@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-Amounts = Sequence[int]
+Amounts = Sequence[float]  # integers per node resource; the burst buffer (GB) may be fractional
 
 
 def shadow_and_extra(
     free_total: Amounts, releases: Iterable[tuple[float, Amounts]], need: Amounts
-) -> tuple[float, tuple[int, ...]]:
+) -> tuple[float, tuple[float, ...]]:
     """Compute the head job's shadow time and the extra resources at that time.
 
     Amounts are short per-resource vectors (plain tuples: cheaper than numpy at this size).

@@ -35,6 +35,7 @@ from typing import Any
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.tomlfile import read_toml
 from market_hpc.workload.accelerators import AcceleratorRule
+from market_hpc.workload.burst_buffer import BurstBufferRule
 
 GENERATORS = ("lublin-feitelson", "taskgraphs", "eurora")
 CURVE_REGIME_NAMES = ("spec", "steep")
@@ -71,6 +72,8 @@ class WorkloadConfig:
             ``2014-09``, ``2015-04``; none: whole-trace averages), seed 000.
         accelerators: Rule adding GPU/MIC unit requests to the jobs
             (``workload.accelerators``; off unless a partition or user share is set).
+        burst_buffer: Burst-buffer pool size and S1-S4 request synthesis
+            (``workload.burst_buffer``), seed 003.
     """
 
     trace: str | None = None
@@ -91,6 +94,7 @@ class WorkloadConfig:
     plateau_slack: float = 4 * 3600.0
     month: str | None = None
     accelerators: AcceleratorRule = field(default_factory=AcceleratorRule)
+    burst_buffer: BurstBufferRule = field(default_factory=BurstBufferRule)
 
     def __post_init__(self) -> None:
         sources = [s for s in (self.trace, self.jobset, self.generator) if s is not None]
@@ -127,6 +131,32 @@ class WorkloadConfig:
 
 
 @dataclass(frozen=True)
+class WindowConfig:
+    """Parameters of the seed 003 window schedulers (``policy.window``; ``bbsched`` and
+    ``bb-*``, see ``market_hpc.policies.bbsched``).
+
+    Attributes:
+        size: Window size w.
+        order: Base order, ``fcfs`` or ``wfp``.
+        starvation: Seconds in windows after which a job is forced.
+        generations: BBSched's G. population: P. mutation: p_m.
+        rule: BBSched's decision rule, ``paper`` or ``code``.
+        exhaustive_up_to: BBSched enumerates exactly when at most this many jobs fit.
+        normalise: Bin_Packing's capacity-normalised alignment score.
+    """
+
+    size: int = 20
+    order: str = "fcfs"
+    starvation: float = 86400.0
+    generations: int = 500
+    population: int = 20
+    mutation: float = 0.0005
+    rule: str = "paper"
+    exhaustive_up_to: int = 10
+    normalise: bool = True
+
+
+@dataclass(frozen=True)
 class PolicyConfig:
     """Which dispatcher runs.
 
@@ -139,6 +169,7 @@ class PolicyConfig:
             workload's estimates), seed 000.
         resume_seconds: Holding cost: time every resumed segment spends resuming (seed 002: 0).
         hold_progress_loss: Holding cost: fraction of a held segment's work lost (seed 002: 0).
+        window: Window scheduler parameters (seed 003).
     """
 
     scheduler: str = "fifo"
@@ -147,6 +178,7 @@ class PolicyConfig:
     predictor: str | None = None
     resume_seconds: float = 0.0
     hold_progress_loss: float = 0.0
+    window: WindowConfig = field(default_factory=WindowConfig)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.hold_penalty <= 1.0:

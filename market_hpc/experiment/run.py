@@ -111,6 +111,14 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
         jobs = list(added)
     if spec.load_factor != 1.0:
         jobs = list(scale_load(jobs, spec.load_factor))
+    if spec.burst_buffer.enabled:
+        from market_hpc.workload.burst_buffer import synthesize
+
+        jobs, report["burst_buffer"] = synthesize(jobs, spec.burst_buffer, platform.total_cores, config.seed)
+    if any(job.bb > 0 for job in jobs):
+        from market_hpc.workload.burst_buffer import check_requests
+
+        check_requests(jobs, platform.burst_buffer, spec.trace or spec.jobset or "workload")
     if spec.market:
         from market_hpc.workload.market_rule import MarketRule, apply_market_rule
 
@@ -194,11 +202,13 @@ def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = 
         progress: Show a progress bar on stderr (only when it is a terminal).
     """
     platform = load_platform(config.platform)
+    from market_hpc.workload.burst_buffer import with_capacity
+
+    platform = with_capacity(platform, config.workload.burst_buffer)
     report: dict[str, Any] = {}
     if jobs is None:
         jobs, report = build_workload(config, platform)
-    policy = make_market_aware_policy(config.policy.scheduler, config.policy.allocator,
-                                      config.policy.hold_penalty)
+    policy = _make_policy(config)
     predictor = None
     if config.policy.predictor is not None:
         from market_hpc.predictors import make_predictor
@@ -222,6 +232,17 @@ def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = 
     return collect(model, config, report, elapsed)
 
 
+def _make_policy(config: RunConfig) -> Any:
+    """The configured dispatcher; seed 003 window schedulers get ``policy.window``."""
+    from market_hpc.policies import make_policy
+    from market_hpc.policies.bbsched import window_params
+
+    params = window_params(config.policy.scheduler.lower(), dataclasses.asdict(config.policy.window))
+    if params is not None:
+        return make_policy(config.policy.scheduler, config.policy.allocator, scheduler_params=params)
+    return make_market_aware_policy(config.policy.scheduler, config.policy.allocator, config.policy.hold_penalty)
+
+
 def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed: float) -> Result:
     """Turn a finished model into a ``Result``."""
     recorder = model.recorder
@@ -243,7 +264,11 @@ def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed:
         "policy": model.policy.name,
         "seed": config.seed,
     }
-    summary = summarize(jobs_frame, series, model.platform.total, recorder.busy_resource_seconds, extra)
+    policy_stats = getattr(model.policy, "stats", None)
+    if isinstance(policy_stats, dict):  # seed 003 window schedulers: invocations, solver time
+        extra.update({f"policy_{key}": value for key, value in policy_stats.items()})
+    summary = summarize(jobs_frame, series, model.platform.total, recorder.busy_resource_seconds, extra,
+                        burst_buffer=model.platform.burst_buffer)
     summary["jobs_skipped_by_reason"] = {k: v for k, v in report.get("anomalies", {}).items()}
     report = dict(report)
     skipped = report.pop(SKIPPED_KEY, [])

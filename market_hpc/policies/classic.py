@@ -70,8 +70,9 @@ class _OrderedScheduler:
         if begin_pass is not None:  # seed 000 WEIGHTED looks ahead along this order
             ordered = list(ordered)
             begin_pass(ordered, view)
+        free_bb = view.free_bb  # allocators see only the view's pool, not this pass's starts
         for job in ordered:
-            if job.cores > free_cores and not view.exclusive:
+            if (job.cores > free_cores and not view.exclusive) or job.bb > free_bb:
                 break
             if free is None:
                 free = view.free.copy()
@@ -81,6 +82,7 @@ class _OrderedScheduler:
             actions.append(Start(job.job_id, allocation))
             _take(free, job, allocation, view)
             free_cores -= job.cores
+            free_bb -= job.bb
         return Decision(tuple(actions)) if actions else NOTHING
 
 
@@ -123,40 +125,55 @@ class Easy:
         self.name = f"easy+{allocator.name}"
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
+        return self.schedule(view, view.queue)
+
+    def schedule(self, view: View, ordered: Iterable[Job]) -> Decision:
+        """EASY over ``ordered`` (the queue in the order to serve it).
+
+        With a burst-buffer pool the burst buffer is one more resource (seed 003): a job
+        starts only if the pool still holds its request, the shadow time is the first
+        time both nodes and burst buffer suffice for the head, and backfilled jobs must
+        fit the extra of both.
+        """
         free_cores = view.free_total[0]
-        queue = iter(view.queue)
-        first = next(queue)
-        if first.cores > free_cores and free_cores == 0:
+        with_bb = view.platform.burst_buffer > 0
+        free_bb = view.free_bb
+        queue = iter(ordered)
+        first = next(queue, None)
+        if first is None or (first.cores > free_cores and free_cores == 0):
             return NOTHING  # nothing can start or backfill now
         free = view.free.copy()
         actions: list[Action] = []
-        started: list[tuple[float, tuple[int, ...]]] = []
+        started: list[tuple[float, tuple[float, ...]]] = []
         head = None
         for job in itertools.chain((first,), queue):
-            allocation = None if job.cores > free_cores else self.allocator.allocate(job, free, view)
+            fits = job.cores <= free_cores and job.bb <= free_bb
+            allocation = self.allocator.allocate(job, free, view) if fits else None
             if allocation is None:
                 head = job
                 break
             actions.append(Start(job.job_id, allocation))
-            started.append((view.time + job.estimate, _totals(job.unit, job.units)))
+            started.append((view.time + job.estimate, _needs(job, job.units, with_bb)))
             _take(free, job, allocation, view)
             free_cores -= job.cores
+            free_bb -= job.bb
         if head is None or free_cores == 0:
             return Decision(tuple(actions)) if actions else NOTHING
-        free_total = tuple(f - sum(t[i] for _, t in started) for i, f in enumerate(view.free_total))
-        shadow, extra = self._reservation(view, free_total, head, sorted(started))
+        base_total = view.free_total + (view.free_bb,) if with_bb else view.free_total
+        free_total = tuple(f - sum(t[i] for _, t in started) for i, f in enumerate(base_total))
+        shadow, extra = self._reservation(view, free_total, head, sorted(started), with_bb)
         now = view.time
         for job in queue:
             if free_cores == 0:
                 break
             cores = job.units * job.unit[0]
-            if cores > free_cores:
+            if cores > free_cores or job.bb > free_bb:
                 continue
             if now + job.estimate <= shadow:
                 uses_extra = False
                 need = None
             else:
-                need = _totals(job.unit, job.units)
+                need = _needs(job, job.units, with_bb)
                 allowed, uses_extra = may_backfill(now, job.estimate, need, shadow, extra)
                 if not allowed:
                     continue
@@ -166,20 +183,30 @@ class Easy:
             actions.append(Start(job.job_id, allocation))
             _take(free, job, allocation, view)
             free_cores -= cores
+            free_bb -= job.bb
             if uses_extra:
                 assert need is not None
                 extra = tuple(e - n for e, n in zip(extra, need))
         return Decision(tuple(actions)) if actions else NOTHING
 
     def _reservation(
-        self, view: View, free_total: tuple[int, ...], head: Job,
-        started: list[tuple[float, tuple[int, ...]]],
-    ) -> tuple[float, tuple[int, ...]]:
+        self, view: View, free_total: tuple[float, ...], head: Job,
+        started: list[tuple[float, tuple[float, ...]]], with_bb: bool = False,
+    ) -> tuple[float, tuple[float, ...]]:
         """Shadow time and extra of ``head``; ``started`` are jobs started in this decision,
-        ``free_total`` what is free after them."""
+        ``free_total`` what is free after them (burst buffer last when ``with_bb``)."""
         now = view.time
-        running = (
-            (r.est_end if r.est_end > now else now, _totals(r.job.unit, r.units)) for r in view.running
-        )
+        if with_bb:
+            running = (
+                (r.est_end if r.est_end > now else now, _needs(r.job, r.units, True)) for r in view.running
+            )
+        else:  # the plain path, as cheap as before burst buffers existed
+            running = ((r.est_end if r.est_end > now else now, _totals(r.job.unit, r.units)) for r in view.running)
         releases = heapq.merge(running, started, key=lambda release: release[0]) if started else running
-        return shadow_and_extra(free_total, releases, _totals(head.unit, head.units))
+        return shadow_and_extra(free_total, releases, _needs(head, head.units, with_bb))
+
+
+def _needs(job: Job, units: int, with_bb: bool) -> tuple[float, ...]:
+    """Per-resource totals of ``units`` units of ``job``, plus its burst buffer when ``with_bb``."""
+    totals = _totals(job.unit, units)
+    return totals + (job.bb,) if with_bb else totals

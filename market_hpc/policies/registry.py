@@ -88,7 +88,7 @@ def register_allocator(
     return add
 
 
-BUILTIN_MODULES = ("allocators", "classic", "market", "hetero", "market_baselines")
+BUILTIN_MODULES = ("allocators", "classic", "market", "hetero", "market_baselines", "bbsched")
 
 
 def _load_builtin() -> None:

@@ -1,0 +1,184 @@
+"""Burst-buffer requests for any trace: the S1-S4 synthesis of seed 003 (BBSched).
+
+SWF has no burst-buffer field, and the paper's own request data (Cori's Slurm log,
+Theta's Darshan log) is not public, so BB requests are synthesised as the paper builds
+its S1-S4 workloads (Fan et al., HPDC '19, §4.1; spec A9):
+
+* **Which jobs.** Exactly ``round(share * jobs)`` jobs, drawn uniformly without
+  replacement: 50 % (S1, S3) or 75 % (S2, S4). The others request nothing.
+* **How much.** Each drawn job's request is sampled (with replacement) from the
+  machine's request distribution restricted to requests strictly above the threshold:
+  5 TB (S1, S2) or 20 TB (S3, S4). The original request logs being unavailable, the
+  distribution is log-uniform on ``(threshold, max_request]`` with the paper's reported
+  maxima: Theta 285 TB, Cori 65 TB ("besides few extremely large requests (165TB), the
+  burst buffer requests are in the range of [1GB, 65TB]").
+* **Scaled to the system.** A trace's system is far smaller than Theta (4,392 nodes,
+  1.26 PB: 1.8 PB x 913.5 / 1,304.5 TB of memory, Table 2, spec A5) or Cori (12,076
+  nodes, 1.8 PB). Capacity *and* requests are multiplied by ``system / machine nodes``
+  (processors of the trace's platform, the unit jobs request), so each request keeps its
+  share of the pool and the pool its share per node. Amounts are whole GB (>= 1).
+
+Deterministic from the run seed (its own stream, independent of the scheduler's).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from market_hpc.domain.job import Job
+from market_hpc.domain.platform import Platform
+from market_hpc.errors import ConfigError, UnknownNameError
+
+GB_PER_TB = 1000  # decimal units (spec A7)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A reference machine of the paper (Table 2)."""
+
+    nodes: int
+    capacity_gb: float
+    max_request_gb: float
+
+
+MACHINES = {
+    "theta": Machine(4392, 1_800_000 * 913.5 / 1304.5, 285 * GB_PER_TB),
+    "cori": Machine(12076, 1_800_000, 65 * GB_PER_TB),
+}
+SCENARIOS = {"S1": (0.50, 5 * GB_PER_TB), "S2": (0.75, 5 * GB_PER_TB),
+             "S3": (0.50, 20 * GB_PER_TB), "S4": (0.75, 20 * GB_PER_TB)}
+_STREAM = 3003  # keeps the synthesis stream apart from the model's
+
+
+@dataclass(frozen=True)
+class BurstBufferRule:
+    """Burst-buffer capacity and S1-S4 request synthesis (``workload.burst_buffer``).
+
+    Attributes:
+        scenario: ``S1``..``S4``, or ``none`` (no synthesis; the platform's pool and the
+            jobs' requests stay as they are).
+        machine: ``theta`` or ``cori``: whose capacity and request distribution to scale.
+        capacity_gb: Pool size in GB; default the machine's scaled to the platform.
+        share: Fraction of jobs requesting (default: the scenario's).
+        threshold_gb: Requests are drawn above this, in machine GB (default: scenario's).
+        max_request_gb: Largest request, in machine GB (default: the machine's).
+    """
+
+    scenario: str = "none"
+    machine: str = "theta"
+    capacity_gb: float | None = None
+    share: float | None = None
+    threshold_gb: float | None = None
+    max_request_gb: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.scenario != "none" and self.scenario not in SCENARIOS:
+            raise UnknownNameError("workload.burst_buffer.scenario", self.scenario, ("none", *SCENARIOS))
+        if self.machine not in MACHINES:
+            raise UnknownNameError("workload.burst_buffer.machine", self.machine, MACHINES)
+        if self.share is not None and not 0.0 <= self.share <= 1.0:
+            raise ConfigError(f"workload.burst_buffer.share must be in [0, 1], got {self.share}")
+        for name in ("capacity_gb", "threshold_gb", "max_request_gb"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigError(f"workload.burst_buffer.{name} must be >= 0, got {value}")
+        if self.enabled and self.upper <= self.lower:
+            raise ConfigError(f"workload.burst_buffer: max_request_gb {self.upper} must exceed the "
+                              f"threshold {self.lower}")
+
+    @property
+    def enabled(self) -> bool:
+        """Whether requests are synthesised."""
+        return self.scenario != "none"
+
+    @property
+    def lower(self) -> float:
+        """Requests are strictly above this (machine GB)."""
+        if self.threshold_gb is not None:
+            return self.threshold_gb
+        return SCENARIOS[self.scenario][1] if self.enabled else 0.0
+
+    @property
+    def upper(self) -> float:
+        """Largest request (machine GB)."""
+        return self.max_request_gb if self.max_request_gb is not None else MACHINES[self.machine].max_request_gb
+
+    def scale(self, system_nodes: int) -> float:
+        """Factor from the machine to a system of ``system_nodes`` nodes (processors)."""
+        return system_nodes / MACHINES[self.machine].nodes
+
+    def capacity(self, system_nodes: int) -> float:
+        """Pool size in whole GB for a system of ``system_nodes`` nodes.
+
+        >>> BurstBufferRule("S1", "theta").capacity(100)          # 1,260.5 TB x 100 / 4,392
+        28700.0
+        """
+        if self.capacity_gb is not None:
+            return float(self.capacity_gb)
+        return float(round(MACHINES[self.machine].capacity_gb * self.scale(system_nodes)))
+
+
+def synthesize(jobs: Sequence[Job], rule: BurstBufferRule, system_nodes: int,
+               seed: int) -> tuple[list[Job], dict[str, Any]]:
+    """Give jobs burst-buffer requests by ``rule`` (module docstring).
+
+    Returns:
+        The jobs (same order) and a report: scenario, capacity, counts, volumes.
+
+    >>> jobs = [Job(i, float(i), 10.0, 10.0, units=4) for i in range(1, 9)]
+    >>> out, report = synthesize(jobs, BurstBufferRule("S2", "theta"), 100, seed=1)
+    >>> report["requesting"], sum(1 for j in out if j.bb > 0)
+    (6, 6)
+    >>> all(114 <= j.bb <= 6490 for j in out if j.bb)       # (5 TB, 285 TB] x 100 / 4,392
+    True
+    """
+    if not rule.enabled:
+        return list(jobs), {"scenario": "none"}
+    share = rule.share if rule.share is not None else SCENARIOS[rule.scenario][0]
+    rng = np.random.default_rng(np.random.SeedSequence([seed, _STREAM]))
+    count = round(share * len(jobs))
+    chosen = rng.choice(len(jobs), size=count, replace=False) if count else np.zeros(0, dtype=np.int64)
+    low, high = math.log(rule.lower if rule.lower > 0 else 1.0), math.log(rule.upper)
+    # uniform on (low, high]: 1 - U with U in [0, 1) keeps the threshold itself out
+    machine_gb = np.exp(low + (1.0 - rng.random(count)) * (high - low))
+    scaled = np.maximum(np.rint(machine_gb * rule.scale(system_nodes)), 1.0)
+    requests = np.zeros(len(jobs))
+    requests[chosen] = scaled
+    out = [replace(job, bb=float(amount)) if amount else job for job, amount in zip(jobs, requests.tolist())]
+    return out, {
+        "scenario": rule.scenario, "machine": rule.machine, "share": share,
+        "threshold_machine_gb": rule.lower, "max_request_machine_gb": rule.upper,
+        "scale": rule.scale(system_nodes), "capacity_gb": rule.capacity(system_nodes),
+        "requesting": int(count), "requested_gb_total": float(scaled.sum()),
+        "request_gb_mean": float(scaled.mean()) if count else 0.0,
+    }
+
+
+def check_requests(jobs: Sequence[Job], capacity_gb: float, source: str = "workload") -> None:
+    """Fail on the first job whose burst-buffer request exceeds the pool.
+
+    Raises:
+        ConfigError: naming the job, its request and the pool size.
+
+    >>> check_requests([Job(7, 0.0, 1.0, 1.0, bb=50.0)], 40.0)
+    Traceback (most recent call last):
+    ...
+    market_hpc.errors.ConfigError: workload: job 7 requests 50 GB of burst buffer, but the platform's pool holds 40 GB
+    """
+    for job in jobs:
+        if job.bb > capacity_gb:
+            raise ConfigError(f"{source}: job {job.job_id} requests {job.bb:g} GB of burst buffer, but the "
+                              f"platform's pool holds {capacity_gb:g} GB")
+
+
+def with_capacity(platform: Platform, rule: BurstBufferRule) -> Platform:
+    """``platform`` with the pool the rule sizes (unchanged when the rule is off and
+    sets no ``capacity_gb``)."""
+    if not rule.enabled and rule.capacity_gb is None:
+        return platform
+    return replace(platform, burst_buffer=rule.capacity(platform.total_cores))

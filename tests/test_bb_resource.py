@@ -1,0 +1,187 @@
+"""The burst buffer as a scheduled resource (seed 003): capacity invariants on every run,
+multi-resource EASY, starvation, holds releasing the pool, synthesis and configuration."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from invariants import assert_schedule_invariants, random_workload
+
+from market_hpc.domain.job import Job
+from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.experiment import config_from_dict, simulate
+from market_hpc.model import HPCModel
+from market_hpc.policies import Decision, Hold, Start, make_policy
+from market_hpc.policies.bbsched import BB_SCHEDULERS
+from market_hpc.workload.burst_buffer import BurstBufferRule, synthesize
+
+BB_PLATFORMS = {
+    "single-core": ("nodes=8,cores=1,bb=100", [(1, 0, 0, 0)]),
+    "multi-core": ("nodes=6,cores=4,bb=100", [(2, 0, 0, 0), (1, 0, 0, 0)]),
+}
+CHECKED = (*BB_SCHEDULERS, "easy", "fifo", "sjf")
+
+
+def bb_workload(seed: int, platform: str, units: list[tuple[int, ...]]) -> list[Job]:
+    """``random_workload`` with burst-buffer requests: 60 % of jobs, some over the pool."""
+    rng = np.random.default_rng(seed + 1000)
+    jobs = []
+    for job in random_workload(seed, platform, units, count=40):
+        bb = float(rng.integers(1, 80)) if rng.random() < 0.6 else 0.0
+        if rng.random() < 0.03:
+            bb = 150.0  # larger than the pool: rejected on arrival
+        jobs.append(Job(job.job_id, job.submit, job.run_time, job.estimate, job.units, job.unit, bb))
+    return jobs
+
+
+@pytest.mark.parametrize("exclusive", [False, True], ids=["core-level", "exclusive"])
+@pytest.mark.parametrize("scheduler", CHECKED)
+def test_bb_capacity_invariants(scheduler: str, exclusive: bool) -> None:
+    for name, (platform, units) in BB_PLATFORMS.items():
+        for seed in (1, 2):
+            jobs = bb_workload(seed, platform, units)
+            frames = []
+            for _ in range(2):
+                policy = make_policy(scheduler, "first-fit",
+                                     scheduler_params={"generations": 60} if scheduler == "bbsched" else None)
+                model = HPCModel(jobs, platform, policy=policy, exclusive=exclusive, seed=5)
+                model.run()
+                assert model.free_bb == model.platform.burst_buffer, f"{name}: pool not returned"
+                frames.append(model.recorder.jobs_frame())
+            assert_schedule_invariants(jobs, frames[0], platform, exclusive=exclusive)
+            pd.testing.assert_frame_equal(frames[0], frames[1], obj=f"{scheduler} {name} seed {seed}")
+
+
+def test_easy_reserves_burst_buffer_for_the_head() -> None:
+    """The head needs BB held by a running job: a long backfill candidate that would take
+    that BB past the shadow time must wait, a short one may go."""
+    jobs = [
+        Job(1, 0.0, 100.0, 100.0, units=2, bb=80.0),   # holds 80 of 100 GB until t=100
+        Job(2, 1.0, 50.0, 50.0, units=2, bb=90.0),     # head: needs 90 GB -> shadow t=100, extra 10
+        Job(3, 1.0, 500.0, 500.0, units=1, bb=20.0),   # fits now, runs past the shadow, takes BB
+        Job(4, 1.0, 50.0, 50.0, units=1, bb=20.0),     # fits now, ends before the shadow
+    ]
+    for scheduler in ("easy", "bb-baseline"):
+        model = HPCModel(jobs, "nodes=8,cores=1,bb=100", scheduler=scheduler, seed=1)
+        model.run()
+        start = model.recorder.jobs_frame().set_index("job_id")["start_time"]
+        assert start[2] == 100.0, scheduler
+        assert start[4] == 1.0, scheduler
+        assert start[3] >= 100.0, scheduler  # would have delayed the head in BB
+
+
+def test_starving_job_is_forced_into_the_selection() -> None:
+    """Constrained_CPU prefers two 5-node jobs to one 6-node job; once the 6-node job has
+    been passed over for longer than the bound it runs first."""
+    jobs = [Job(1, 0.0, 100.0, 100.0, units=6), Job(2, 0.0, 100.0, 100.0, units=5),
+            Job(3, 0.0, 100.0, 100.0, units=5), Job(4, 50.0, 100.0, 100.0, units=5),
+            Job(5, 50.0, 100.0, 100.0, units=5)]
+    starts = {}
+    for bound in (10.0, 1e9):
+        policy = make_policy("bb-constrained-cpu", "first-fit", scheduler_params={"starvation": bound})
+        model = HPCModel(jobs, "nodes=10,cores=1,bb=10", policy=policy, seed=1)
+        model.run()
+        starts[bound] = model.recorder.jobs_frame().set_index("job_id")["start_time"].to_dict()
+        assert starts[bound][2] == starts[bound][3] == 0.0
+    assert starts[10.0][1] == 100.0 and policy.stats["forced_starts"] == 0
+    assert starts[1e9][1] == 200.0  # passed over twice without the bound
+
+
+class _StartThenHold:
+    name = "start-then-hold"
+
+    def decide(self, view, rng):  # type: ignore[no-untyped-def]
+        if view.running:
+            return Decision((Hold(view.running[0].job.job_id),))
+        job = view.queue[0]
+        return Decision((Start(job.job_id, ((0, job.units),)),))
+
+
+def test_held_job_releases_its_burst_buffer() -> None:
+    jobs = [Job(1, 0.0, 100.0, 100.0, units=1, bb=70.0), Job(2, 5.0, 1.0, 1.0, units=1)]
+    model = HPCModel(jobs, "nodes=1,cores=1,bb=100", policy=_StartThenHold(), seed=1)
+    model.step()
+    assert model.free_bb == 30.0
+    model.step()  # t=5: job 2 arrives, job 1 is held
+    assert model.free_bb == 100.0 and not model.running_by_end
+
+
+# ---------------------------------------------------------------- synthesis
+def test_synthesis_shares_ranges_and_determinism() -> None:
+    jobs = [Job(i, float(i), 10.0, 10.0, units=2) for i in range(1, 401)]
+    for scenario, share, low in (("S1", 0.5, 5000), ("S2", 0.75, 5000), ("S3", 0.5, 20000),
+                                 ("S4", 0.75, 20000)):
+        rule = BurstBufferRule(scenario, "cori")
+        out, report = synthesize(jobs, rule, 120, seed=3)
+        requests = np.array([j.bb for j in out])
+        assert (requests > 0).sum() == round(share * len(jobs)) == report["requesting"]
+        scale = 120 / 12076
+        positive = requests[requests > 0]
+        assert positive.min() >= np.floor(low * scale) and positive.max() <= np.ceil(65000 * scale)
+        again, _ = synthesize(jobs, rule, 120, seed=3)
+        assert [j.bb for j in again] == requests.tolist()
+    other, _ = synthesize(jobs, BurstBufferRule("S1", "cori"), 120, seed=4)
+    first, _ = synthesize(jobs, BurstBufferRule("S1", "cori"), 120, seed=3)
+    assert [j.bb for j in other] != [j.bb for j in first]
+
+
+def test_rule_validation() -> None:
+    with pytest.raises(UnknownNameError, match="S5"):
+        BurstBufferRule("S5")
+    with pytest.raises(UnknownNameError, match="theta"):
+        BurstBufferRule("S1", "summit")
+    with pytest.raises(ConfigError, match="share"):
+        BurstBufferRule("S1", share=1.5)
+
+
+def _scenario(trace: str, **policy: object) -> dict:  # type: ignore[type-arg]
+    return {"platform": "nodes=64,cores=1", "seed": 2,
+            "workload": {"trace": trace, "first_n": 150, "burst_buffer": {"scenario": "S2", "machine": "theta"}},
+            "policy": {"scheduler": "bbsched", "window": {"size": 12, "order": "wfp", "generations": 50},
+                       **policy}}
+
+
+@pytest.fixture
+def small_trace(tmp_path):  # type: ignore[no-untyped-def]
+    from market_hpc.workload.swf import write_swf
+
+    rng = np.random.default_rng(0)
+    jobs = [Job(i, float(i * 30), float(rng.integers(10, 2000)), 2000.0, units=int(rng.integers(1, 40)))
+            for i in range(1, 201)]
+    path = tmp_path / "small.swf"
+    write_swf(jobs, path)
+    return str(path)
+
+
+def test_scenario_runs_with_bb_and_reports_its_utilisation(small_trace: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    config = config_from_dict(_scenario(small_trace))
+    result = simulate(config)
+    summary = result.summary
+    assert 0 < summary["utilisation_bb"] <= 1 and 0 < summary["load_ratio_bb"] <= 1
+    assert summary["policy"] == "bbsched+first-fit" and summary["policy_invocations"] > 0
+    assert (result.jobs["bb"] > 0).sum() == round(0.75 * 150)
+    assert result.timeseries["used_bb"].max() <= 64 * 1_260_498 / 4392 + 1
+    assert result.workload_report["burst_buffer"]["capacity_gb"] == round(1_800_000 * 913.5 / 1304.5 * 64 / 4392)
+    out = result.write(tmp_path / "out")
+    assert "utilisation_bb" in json.loads((out / "summary.json").read_text())
+    again = simulate(config)
+    pd.testing.assert_frame_equal(result.jobs, again.jobs)
+
+
+def test_bb_request_larger_than_the_pool_is_rejected_at_load(small_trace: str) -> None:
+    data = _scenario(small_trace)
+    data["workload"]["burst_buffer"]["capacity_gb"] = 100.0
+    with pytest.raises(ConfigError, match=r"job \d+ requests \d+ GB of burst buffer, but the platform's pool holds 100"):
+        simulate(config_from_dict(data))
+
+
+def test_window_parameters_are_validated(small_trace: str) -> None:
+    with pytest.raises(ConfigError, match="order"):
+        simulate(config_from_dict(_scenario(small_trace, window={"order": "sjf"})))
+    with pytest.raises(ConfigError, match="policy.window.sizes"):
+        config_from_dict(_scenario(small_trace, window={"sizes": 3}))
+    with pytest.raises(ConfigError, match="window must be in 1..22"):
+        make_policy("bb-weighted", "first-fit", scheduler_params={"window": 30})

@@ -1,0 +1,52 @@
+"""scenarios/bbsched.toml validates into the 64-run study and its points run on small data
+with the burst-buffer invariants checked."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from conftest import SHARED_TRACES
+from invariants import assert_schedule_invariants
+
+from market_hpc.domain.platform import load_platform
+from market_hpc.experiment import config_from_dict, simulate
+from market_hpc.experiment.run import build_workload
+from market_hpc.experiment.sweep_spec import load_sweep
+from market_hpc.policies.bbsched import BB_SCHEDULERS
+from market_hpc.workload.burst_buffer import with_capacity
+
+SWEEP = Path(__file__).resolve().parents[1] / "scenarios" / "bbsched.toml"
+
+
+def test_study_sweep_expands_to_every_method_scenario_and_trace() -> None:
+    sweep = load_sweep(SWEEP)
+    assert len(sweep.runs) == 128
+    points = {(r.params["scheduler"], r.params["scenario"], r.params["machine"]) for r in sweep.runs}
+    assert {p[0] for p in points} == set(BB_SCHEDULERS)
+    assert {p[1] for p in points} == {"S1", "S2", "S3", "S4"}
+    orders = {r.params["machine"]: r.config["policy"]["window"]["order"] for r in sweep.runs}
+    assert orders == {"theta": "wfp", "cori": "fcfs"}
+    pressure = load_sweep(SWEEP.with_name("bbsched_pressure.toml"))
+    assert len(pressure.runs) == 16
+    assert {r.config["workload"]["burst_buffer"]["capacity_gb"] for r in pressure.runs} == {9567.0, 11924.0}
+
+
+@pytest.mark.parametrize("machine", ["theta", "cori"])
+def test_study_points_run_on_small_data(machine: str) -> None:
+    if not SHARED_TRACES.is_dir():
+        pytest.skip(f"the study replays real traces and {SHARED_TRACES} is absent")
+    sweep = load_sweep(SWEEP)
+    for scheduler in ("bbsched", "bb-baseline"):
+        spec = next(r for r in sweep.runs if r.params["machine"] == machine and r.params["scenario"] == "S4"
+                    and r.params["scheduler"] == scheduler)
+        data = copy.deepcopy(spec.config)
+        data["workload"]["first_n"] = 300
+        config = config_from_dict(data)
+        platform = with_capacity(load_platform(config.platform), config.workload.burst_buffer)
+        jobs, _ = build_workload(config, platform)
+        result = simulate(config, jobs)
+        assert sum(job.bb > 0 for job in jobs) == round(0.75 * 300)
+        assert_schedule_invariants(jobs, result.jobs, platform)
+        assert result.summary["utilisation_bb"] > 0
