@@ -39,10 +39,11 @@ def test_policy_registry_loads_without_solvers_or_plotting():
     assert set(loaded_after(code)) <= {"numpy"}
 
 
-def test_replay_help_lists_every_registered_name(capsys):
+def test_replay_help_lists_every_registered_name(capsys, monkeypatch):
     from market_hpc.cli import main
     from market_hpc.policies import allocator_names, scheduler_names
 
+    monkeypatch.setenv("COLUMNS", "100000")  # argparse would otherwise wrap names at hyphens
     with pytest.raises(SystemExit):
         main(["replay", "--help"])
     text = " ".join(capsys.readouterr().out.split())

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from deap import base
 
 from market_hpc.algorithms.bbsched import (
     CHUNK_BITS,
@@ -40,6 +40,9 @@ from market_hpc.algorithms.bbsched import (
     Window,
     representatives,
 )
+
+if TYPE_CHECKING:
+    from deap import base
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,8 @@ def _select(masks: np.ndarray, objectives: np.ndarray, ages: np.ndarray, size: i
 
 def make_toolbox(window: Window, settings: GaSettings, rng: np.random.Generator) -> base.Toolbox:
     """The DEAP operator registry of one run, bound to the window and its random draws."""
+    from deap import base  # loaded on first use: registering the policies must stay light
+
     table = ObjectiveTable(window.nodes, window.bb)
     draws = _Draws(settings.generations, settings.population, window.size, settings.mutation, rng)
     toolbox = base.Toolbox()
