@@ -1,8 +1,10 @@
 """The browser app (``market-hpc viz``) in a real headless Chromium, offline.
 
-Starts the server on a free loopback port, drives Debian's ``/usr/bin/chromium`` with
-Playwright, clicks Step five times and checks the node grid, the plots and the clock
-changed, with every request served from loopback (no CDN). Skips, with the reason, only
+Starts one server on a free loopback port for the module and drives Debian's
+``/usr/bin/chromium`` with Playwright: Step changes the grid, the plots and the clock with
+every request served from loopback (no CDN); each control is changed and its effect read
+back from the page after Reset; Play runs 10 s on Curie and prints the step rate; one
+screenshot per platform preset is saved under ``out/viz/``. Skips, with the reason, only
 where Playwright, the viz extra or Chromium is missing. The first tests check the
 pictures' data without a browser.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -75,7 +78,7 @@ def test_launcher_serves_on_loopback_in_production_mode() -> None:
     assert {"--production", "--no-open", "--no-check-version"} <= set(command)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def sync_api():  # type: ignore[no-untyped-def]
     """Playwright's sync API, or a skip naming what is missing."""
     api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (dev extra)")
@@ -124,11 +127,11 @@ def _stop(server: subprocess.Popen) -> None:  # type: ignore[type-arg]
         pass
 
 
-@pytest.fixture
-def viz_server(sync_api, tmp_path: Path):  # type: ignore[no-untyped-def]
-    """``market-hpc viz`` on a free loopback port; yields its URL."""
+@pytest.fixture(scope="module")
+def viz_server(sync_api, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """``market-hpc viz`` on a free loopback port, shared by the module; yields its URL."""
     port = _free_port()
-    log = tmp_path / "server.log"
+    log = tmp_path_factory.mktemp("viz") / "server.log"
     with log.open("w") as sink:
         server = subprocess.Popen(
             [sys.executable, "-m", "market_hpc", "viz", "--host", "127.0.0.1", "--port", str(port)],
@@ -142,50 +145,100 @@ def viz_server(sync_api, tmp_path: Path):  # type: ignore[no-untyped-def]
         _stop(server)
 
 
-def test_browser_steps_the_live_market_offline(sync_api, viz_server: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    url = viz_server
-    requested: list[str] = []
-    page_errors: list[str] = []
+# ------------------------------------------------------------------- in the browser
+SCREENSHOTS = REPO / "out" / "viz"
+KTH_SAMPLE = REPO / "traces" / "lf-kth-like-2000.swf"
+OPEN_MENU = ".menuable__content__active"  # Vuetify keeps closed menus in the page
+
+
+@pytest.fixture
+def page(sync_api, viz_server: str):  # type: ignore[no-untyped-def]
+    """A fresh browser session on the app (its own model), with request and error logs."""
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
                                              args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1500, "height": 1250})
-            page.on("request", lambda request: requested.append(request.url))
-            page.on("websocket", lambda socket_: requested.append(socket_.url))
-            page.on("pageerror", lambda error: page_errors.append(str(error)))
-            page.goto(url)
-            step = page.get_by_role("button", name="Step")
-            step.wait_for(timeout=30_000)
-            nodes, plots = page.locator("img.mhpc-nodes"), page.locator("img.mhpc-timeseries")
-            nodes.wait_for(timeout=30_000)
-            plots.wait_for(timeout=30_000)
-            page.get_by_text("Step: 0", exact=True).wait_for(timeout=10_000)
-            assert "Traceback" not in page.inner_text("body")
-            before = (nodes.screenshot(), plots.screenshot(), page.locator(".mhpc-clock").inner_text())
-            for done in range(1, 6):
-                step.click()
-                page.get_by_text(f"Step: {done}", exact=True).wait_for(timeout=10_000)
-            page.wait_for_function(
-                "clock => document.querySelector('.mhpc-clock').innerText !== clock",
-                arg=before[2], timeout=10_000)
-            after = (nodes.screenshot(), plots.screenshot(), page.locator(".mhpc-clock").inner_text())
-            _play_then_select_a_job(page)
-            shot = tmp_path / "viz.png"
-            page.screenshot(path=str(shot), full_page=True)
-            print(f"browser screenshot: {shot}")
-            body = page.inner_text("body")
+            tab = browser.new_page(viewport={"width": 1500, "height": 1300})
+            tab.requested, tab.errors = [], []
+            tab.on("request", lambda request: tab.requested.append(request.url))
+            tab.on("websocket", lambda socket_: tab.requested.append(socket_.url))
+            tab.on("pageerror", lambda error: tab.errors.append(str(error)))
+            tab.goto(viz_server)
+            tab.get_by_role("button", name="Step").wait_for(timeout=30_000)
+            tab.locator("img.mhpc-nodes").wait_for(timeout=30_000)
+            yield tab
+            assert not tab.errors, tab.errors
+            assert "Traceback" not in tab.inner_text("body")
         finally:
             browser.close()
-    assert "Traceback" not in body
-    assert not page_errors, page_errors
+
+
+def _steps(page) -> int:  # type: ignore[no-untyped-def]
+    line = next(line for line in page.inner_text("body").splitlines() if line.startswith("Step: "))
+    return int(line.removeprefix("Step: "))
+
+
+def _select(page, label: str, value: str) -> None:  # type: ignore[no-untyped-def]
+    page.locator(".v-select").filter(has_text=label).first.click()
+    page.locator(OPEN_MENU).get_by_role("option", name=value, exact=True).click()
+    page.locator(OPEN_MENU).wait_for(state="detached", timeout=5_000)
+
+
+def _slide(page, label: str, presses: int) -> None:  # type: ignore[no-untyped-def]
+    """Move a slider ``presses`` steps (negative: to the left) with the keyboard."""
+    thumb = page.locator(".v-input").filter(has_text=label).first.locator(".v-slider__thumb-container")
+    thumb.focus()
+    for _ in range(abs(presses)):
+        page.keyboard.press("ArrowRight" if presses > 0 else "ArrowLeft")
+
+
+def _type(page, label: str, text: str) -> None:  # type: ignore[no-untyped-def]
+    field = page.get_by_role("textbox", name=re.compile("^" + re.escape(label)))
+    field.fill(text)
+    field.press("Enter")
+
+
+def _reset_and_read(page, expected: str) -> str:  # type: ignore[no-untyped-def]
+    """Reset, wait for ``expected`` in the status line, return the status line."""
+    page.get_by_role("button", name="Reset").click()
+    status_line = page.locator(".mhpc-status")
+    try:
+        page.wait_for_function("text => document.querySelector('.mhpc-status').innerText.includes(text)",
+                               arg=expected, timeout=20_000)
+    except Exception:  # noqa: BLE001 - say what the page showed instead
+        pytest.fail(f"status line lacks {expected!r}: {status_line.inner_text()}\n"
+                    f"{page.locator('.mhpc-tile').nth(1).inner_text()}")
+    return status_line.inner_text()
+
+
+def _step(page, times: int) -> None:  # type: ignore[no-untyped-def]
+    first = _steps(page)
+    for done in range(1, times + 1):
+        page.get_by_role("button", name="Step").click()
+        page.get_by_text(f"Step: {first + done}", exact=True).wait_for(timeout=20_000)
+
+
+def test_browser_steps_the_live_market_offline(page) -> None:  # type: ignore[no-untyped-def]
+    nodes, plots = page.locator("img.mhpc-nodes"), page.locator(".mhpc-timeseries")
+    plots.wait_for(timeout=30_000)
+    assert page.title() == "market_hpc: the live market"
+    assert not page.get_by_text("Page 0", exact=True).is_visible(), "Mesa's single tab is shown"
+    assert not page.get_by_text("This website runs on").is_visible(), "Solara's banner covers tiles"
+    before = (nodes.screenshot(), plots.inner_html(), page.locator(".mhpc-clock").inner_text())
+    _step(page, 5)
+    page.wait_for_function("clock => document.querySelector('.mhpc-clock').innerText !== clock",
+                           arg=before[2], timeout=10_000)
+    after = (nodes.screenshot(), plots.inner_html(), page.locator(".mhpc-clock").inner_text())
     assert after[0] != before[0], "node grid did not change after five steps"
     assert after[1] != before[1], "time series did not change after five steps"
-    assert after[2] != before[2]
-    foreign = sorted({u for u in requested
+    _play_then_select_a_job(page)
+    assert page.locator(".mhpc-curve polyline").count() == 1, "no value curve for the selected job"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "market_default.png"), full_page=True)
+    foreign = sorted({u for u in page.requested
                       if urlsplit(u).scheme not in ("data", "blob") and urlsplit(u).hostname not in LOCAL_HOSTS})
     assert not foreign, f"requests left the machine: {foreign}"
-    assert requested
+    assert page.requested
 
 
 def _play_then_select_a_job(page) -> None:  # type: ignore[no-untyped-def]
@@ -200,3 +253,91 @@ def _play_then_select_a_job(page) -> None:  # type: ignore[no-untyped-def]
     top.wait_for(timeout=10_000)
     top.click()
     page.locator(".mhpc-job").wait_for(timeout=10_000)
+
+
+def test_every_control_changes_the_model(page) -> None:  # type: ignore[no-untyped-def]
+    """Each control, changed in the page and applied with Reset, shows in the status line."""
+    _select(page, "policy (scheduler)", "easy")
+    _reset_and_read(page, "easy on")
+    _select(page, "allocator", "balanced")
+    _reset_and_read(page, "easy + balanced on")
+    _select(page, "platform", "custom")
+    _slide(page, "custom platform: nodes", -24)            # 32 -> 8 nodes
+    _slide(page, "custom platform: cores per node", -8)    # 16 -> 8 cores
+    _slide(page, "custom platform: GPUs per node", 2)
+    _slide(page, "custom platform: MICs per node", 1)
+    _reset_and_read(page, "8 x 8 cores, 2 GPUs, 1 MICs")
+    _select(page, "workload", "lublin-feitelson")
+    _slide(page, "jobs (generated", -10)                   # 1500 -> 500 jobs
+    _slide(page, "share of GPU jobs", 8)                   # 0.4
+    _slide(page, "share of MIC jobs", 4)                   # 0.2
+    _slide(page, "load factor", 1)                         # 2.25
+    _slide(page, "holding penalty", 1)                     # 0.15
+    _slide(page, "seed", 2)                                # 3
+    line = _reset_and_read(page, "500 jobs; workload lublin-feitelson, 40 % GPU jobs, 20 % MIC jobs, "
+                                 "load 2.25, holding penalty 0.15, seed 3")
+    assert "GPUs busy" in line and "MICs busy" in line
+    _step(page, 40)
+    busy = {name: int(page.locator(f".mhpc-{name}").inner_text().rstrip(" %")) for name in ("GPUs", "MICs")}
+    assert busy["GPUs"] > 0 and busy["MICs"] > 0, busy
+    _select(page, "workload", "eurora")
+    _select(page, "platform", "eurora")
+    _select(page, "policy (scheduler)", "ebf")
+    _select(page, "allocator", "weighted")
+    _reset_and_read(page, "ebf + weighted on eurora")
+    _select(page, "workload", "trace file")
+    _type(page, "trace file", str(KTH_SAMPLE))
+    _select(page, "platform", "kth-sp2")
+    _select(page, "allocator", "default")
+    line = _reset_and_read(page, f"workload trace {KTH_SAMPLE.name}")
+    assert "500 jobs" in line
+    _step(page, 3)
+    _select(page, "policy (scheduler)", "maxv")
+    _select(page, "allocator", "first-fit")
+    _reset_and_read(page, "stopped")
+    assert "does not work with allocator 'first-fit'" in page.locator(".mhpc-tile").nth(1).inner_text()
+
+
+def test_policy_control_lists_every_registered_scheduler(page) -> None:  # type: ignore[no-untyped-def]
+    from market_hpc.policies.registry import scheduler_names
+
+    page.locator(".v-select").filter(has_text="policy (scheduler)").first.click()
+    listed = page.locator(OPEN_MENU).get_by_role("option").all_inner_texts()
+    page.keyboard.press("Escape")
+    assert sorted(text.strip() for text in listed) == scheduler_names()
+
+
+def test_play_on_curie_for_ten_seconds(page) -> None:  # type: ignore[no-untyped-def]
+    _select(page, "platform", "curie")
+    _select(page, "policy (scheduler)", "easy")
+    _reset_and_read(page, "easy on curie")
+    _step(page, 1)
+    first = _steps(page)
+    began = time.monotonic()
+    page.get_by_role("button", name="\u25b6").click()
+    page.wait_for_timeout(10_000)
+    page.get_by_role("button", name="\u275a\u275a").click()
+    elapsed = time.monotonic() - began
+    page.get_by_role("button", name="Step").and_(page.locator(":enabled")).wait_for(timeout=10_000)
+    steps = _steps(page) - first
+    print(f"\nPlay on Curie (5,544 nodes), headless Chromium: {steps} steps in {elapsed:.1f} s = "
+          f"{steps / elapsed:.1f} steps/s (load average {os.getloadavg()[0]:.1f})")
+    assert steps > 0
+
+
+def test_screenshot_of_each_platform_preset(page) -> None:  # type: ignore[no-untyped-def]
+    from market_hpc.domain.platform import PRESETS
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    _select(page, "policy (scheduler)", "easy")
+    _select(page, "workload", "lublin-feitelson")
+    _slide(page, "share of GPU jobs", 6)
+    _slide(page, "share of MIC jobs", 6)
+    for name in PRESETS:
+        _select(page, "platform", name)
+        _reset_and_read(page, f"easy on {name}")
+        _step(page, 12)
+        path = SCREENSHOTS / f"preset_{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        print(f"screenshot: {path}")
+        assert path.stat().st_size > 10_000
