@@ -208,6 +208,7 @@ def _reset_and_read(page, expected: str) -> str:  # type: ignore[no-untyped-def]
     except Exception:  # noqa: BLE001 - say what the page showed instead
         pytest.fail(f"status line lacks {expected!r}: {status_line.inner_text()}\n"
                     f"{page.locator('.mhpc-tile').nth(1).inner_text()}")
+    page.get_by_text("Step: 0", exact=True).wait_for(timeout=10_000)
     return status_line.inner_text()
 
 

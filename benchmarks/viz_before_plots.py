@@ -1,4 +1,7 @@
-"""Matplotlib plots of a running model: the time series and a job's value curve.
+"""The matplotlib time series as it was before issue 15 (a 2x2 Agg figure encoded as PNG
+every step): the "before" of ``viz_step.py``. Not used by the app.
+
+Matplotlib plots of a running model: the time series and a job's value curve.
 
 Each plot is built once per model and updated in place every step: creating axes and
 ticks is what costs time in matplotlib, drawing new data into them is cheap. Figures use
