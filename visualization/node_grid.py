@@ -286,7 +286,7 @@ class Scale:
 
     def px(self, cell: int) -> int:
         """First pixel of a cell."""
-        return int(math.floor(cell * self.factor + 1e-9))
+        return math.floor(cell * self.factor + 1e-9)
 
     def index(self, cells: int) -> np.ndarray:
         """The cell each pixel of ``cells`` cells shows."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import math
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,7 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     power = 10.0 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * power >= raw)
     first = math.floor(low / step) * step
-    return [round(first + i * step, 10) for i in range(int(math.ceil((high - first) / step - 1e-9)) + 1)]
+    return [round(first + i * step, 10) for i in range(math.ceil((high - first) / step - 1e-9) + 1)]
 
 
 def _format(value: float) -> str:
@@ -88,11 +89,13 @@ class Panel:
         """Data limits of the plot area."""
         self.x_range, self.y_range = x_range, y_range
 
-    def px(self, x: np.ndarray) -> np.ndarray:
+    def px(self, x: Any) -> Any:
+        """Pixel column of data ``x`` (an array or a number)."""
         low, high = self.x_range
         return self.left + (x - low) / (high - low) * self.width
 
-    def py(self, y: np.ndarray) -> np.ndarray:
+    def py(self, y: Any) -> Any:
+        """Pixel row of data ``y`` (an array or a number)."""
         low, high = self.y_range
         return self.top + self.height - (y - low) / (high - low) * self.height
 
@@ -100,8 +103,8 @@ class Panel:
               y_ticks: list[float], x_ticks: list[float]) -> list[str]:
         """Axes box, grid, ticks, title and an inline legend right of the title."""
         right, bottom = self.left + self.width, self.top + self.height
-        parts = [f"<rect x='{self.left:.1f}' y='{self.top:.1f}' width='{self.width:.1f}' "
-                 f"height='{self.height:.1f}' fill='white' stroke='#999' stroke-width='0.8'/>"]
+        parts = [(f"<rect x='{self.left:.1f}' y='{self.top:.1f}' width='{self.width:.1f}' "
+                 f"height='{self.height:.1f}' fill='white' stroke='#999' stroke-width='0.8'/>")]
         for tick in y_ticks:
             y = float(self.py(np.float64(tick)))
             parts.append(f"<line x1='{self.left:.1f}' x2='{right:.1f}' y1='{y:.1f}' y2='{y:.1f}' "
@@ -193,8 +196,8 @@ class TimeSeriesPlot:
         span = right - left if right > left else 1.0
         x_range = (left, right + RIGHT_MARGIN * span)
         x_ticks = [t for t in nice_ticks(left, right) if x_range[0] <= t <= x_range[1]]
-        parts = [f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {WIDTH} {HEIGHT}' "
-                 f"class='mhpc-svg' {FONT} font-size='10' fill='#333'>"]
+        parts = [(f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {WIDTH} {HEIGHT}' "
+                 f"class='mhpc-svg' {FONT} font-size='10' fill='#333'>")]
         for number, panel in enumerate(self.panels):
             lines = [s for s in self.series if s[0] == number]
             values = [picked[:, _COLUMN[s[1]]] * self.scale.get(s[1], 1.0) for s in lines]
@@ -229,8 +232,8 @@ class ValueCurvePlot:
         top = float(curve.max_value) * 1.08 or 1.0
         y_ticks = nice_ticks(0.0, top, 3)
         self.panel.set_ranges((0.0, horizon), (0.0, max(top, y_ticks[-1])))
-        parts = ["<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 360 136' "
-                 f"class='mhpc-svg mhpc-curve' {FONT} font-size='9' fill='#333'>"]
+        parts = [("<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 360 136' "
+                 f"class='mhpc-svg mhpc-curve' {FONT} font-size='9' fill='#333'>")]
         x_ticks = [t for t in nice_ticks(0.0, horizon, 4) if t <= horizon]
         parts += self.panel.frame("", [], f"since arrival ({self.unit})", y_ticks, x_ticks)
         parts.append(self.panel.line(times, values, "#2ca02c", False))

@@ -25,7 +25,7 @@ import itertools
 import re
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +35,13 @@ from matplotlib.figure import Figure
 
 from market_hpc.errors import UnknownNameError
 from market_hpc.experiment.metrics_table import metric
-from market_hpc.experiment.report_data import TASK_GRAPH_TIME, Axis, SweepData, is_numeric, load_results
+from market_hpc.experiment.report_data import (
+    TASK_GRAPH_TIME,
+    Axis,
+    SweepData,
+    is_numeric,
+    load_results,
+)
 from market_hpc.experiment.report_html import Figureset, write_html
 from market_hpc.experiment.sweep_spec import FIXED_COLUMNS
 
@@ -331,4 +337,4 @@ def _heatmap(data: SweepData, name: str, a: Axis, b: Axis, out: Path) -> list[Pa
     return [_write_csv(table, stem.with_suffix(".csv")), _save(figure, stem.with_suffix(".png"))]
 
 
-_DRAW = {"line": _line_plot, "bar": _bar_plot, "heatmap": _heatmap}
+_DRAW: dict[str, Callable[..., list[Path]]] = {"line": _line_plot, "bar": _bar_plot, "heatmap": _heatmap}

@@ -81,8 +81,8 @@ def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[s
     manifest_file = directory / "sweep.json"
     manifest = json.loads(manifest_file.read_text()) if manifest_file.is_file() else {}
     title = f"Sweep report: {Path(manifest.get('sweep_file', str(directory))).name}"
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}"
-             f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
+    parts = [(f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}"
+             f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>")]
     axes = ", ".join(a.name for a in data.axes) or "none"
     parts.append(
         f"<p>{len(data.frame)} runs finished ok; axes: {html.escape(axes)}; seeds: "
