@@ -234,7 +234,8 @@ def page(sync_api, viz_server: str):  # type: ignore[no-untyped-def]
             tab.locator("img.mhpc-nodes").wait_for(timeout=30_000)
             yield tab
             assert not tab.errors, tab.errors
-            assert "Traceback" not in tab.inner_text("body")
+            body = tab.inner_text("body")
+            assert "Traceback" not in body, body[body.find("Traceback"):][:3000]
         finally:
             browser.close()
 

@@ -9,7 +9,9 @@ MIC jobs, holding penalty, seed; Mesa's Reset / Play / Step. Tiles: status line 
 simulated clock, node grid, queue, time series, job details.
 
 Play: Mesa sleeps ``play_interval`` between steps and the tiles render in between, so
-the interval is 50 ms and a step renders in a few tens of ms (SVG plots, numpy grid).
+the interval is 100 ms and a step renders in a few tens of ms (SVG plots, numpy grid):
+5 steps/s or more. A shorter interval leaves a click (Pause, Reset) no gap to render in
+when the machine is loaded (reacton stops with "Too many renders triggered").
 
 Rendering offline needs the pinned ``viz`` extra (solara 1.58.2 with solara-assets
 1.58.2, ipyvuetify < 3, ipyvue < 3): it serves every script from the local assets; newer
@@ -48,7 +50,7 @@ from visualization.model import (
 )
 
 TITLE = "market_hpc: the live market"
-PLAY_INTERVAL_MS = 50
+PLAY_INTERVAL_MS = 100
 
 
 def _layout(num_components: int) -> list[dict[str, int]]:
