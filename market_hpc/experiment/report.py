@@ -228,7 +228,8 @@ def _line_plot(data: SweepData, name: str, axis: Axis, out: Path) -> list[Path]:
     panel_keys = [a.key for a in panel_axes]
     table = _with_averaged(_stats(frame, [*panel_keys, *groups, x], name), averaged)
     panels = list(table.groupby(panel_keys, sort=False, observed=True)) if panel_keys else [((), table)]
-    figure = Figure(figsize=(3.2 * len(panels) + (2.5 if groups else 3.0), 4.6), layout="constrained")
+    figure = Figure(figsize=(max(6.0, 3.8 * len(panels)) + (2.8 if groups else 0.0), 4.6),
+                    layout="constrained")
     along = axis.name if x == axis.name else f"{x} (zip group: {axis.name})"
     shared = None
     for index, (key, part) in enumerate(panels):
