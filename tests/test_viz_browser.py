@@ -252,11 +252,20 @@ def _select(page, label: str, value: str) -> None:  # type: ignore[no-untyped-de
 
 
 def _slide(page, label: str, presses: int) -> None:  # type: ignore[no-untyped-def]
-    """Move a slider ``presses`` steps (negative: to the left) with the keyboard."""
-    thumb = page.locator(".v-input").filter(has_text=label).first.locator(".v-slider__thumb-container")
+    """Move a slider ``presses`` steps (negative: to the left) with the keyboard, one key
+    at a time: each press makes a server round trip, and a key pressed before the slider
+    shows the previous one is overwritten by the server's older value."""
+    thumb = page.locator(".v-input").filter(has_text=label).first.locator("[role=slider]")
     thumb.focus()
     for _ in range(abs(presses)):
+        before = thumb.get_attribute("aria-valuenow")
         page.keyboard.press("ArrowRight" if presses > 0 else "ArrowLeft")
+        page.wait_for_function("([el, old]) => el.getAttribute('aria-valuenow') !== old",
+                               arg=[thumb.element_handle(), before], timeout=10_000)
+        page.wait_for_timeout(60)
+    settled = thumb.get_attribute("aria-valuenow")
+    page.wait_for_timeout(200)
+    assert thumb.get_attribute("aria-valuenow") == settled, f"slider {label!r} moved back"
 
 
 def _type(page, label: str, text: str) -> None:  # type: ignore[no-untyped-def]
@@ -330,22 +339,22 @@ def test_every_control_changes_the_model(page) -> None:  # type: ignore[no-untyp
     _select(page, "allocator", "balanced")
     _reset_and_read(page, "easy + balanced on")
     _select(page, "platform", "custom")
-    _slide(page, "custom platform: nodes", -24)            # 32 -> 8 nodes
-    _slide(page, "custom platform: cores per node", -8)    # 16 -> 8 cores
+    _slide(page, "custom platform: nodes", -4)             # 32 -> 28 nodes
+    _slide(page, "custom platform: cores per node", -4)    # 16 -> 12 cores
     _slide(page, "custom platform: GPUs per node", 2)
     _slide(page, "custom platform: MICs per node", 1)
-    _reset_and_read(page, "8 x 8 cores, 2 GPUs, 1 MICs")
+    _reset_and_read(page, "28 x 12 cores, 2 GPUs, 1 MICs")
     _select(page, "workload", "lublin-feitelson")
-    _slide(page, "jobs (generated", -10)                   # 1500 -> 500 jobs
-    _slide(page, "share of GPU jobs", 8)                   # 0.4
+    _slide(page, "jobs (generated", -2)                    # 1500 -> 1300 jobs
+    _slide(page, "share of GPU jobs", 4)                   # 0.2
     _slide(page, "share of MIC jobs", 4)                   # 0.2
     _slide(page, "load factor", 1)                         # 2.25
     _slide(page, "holding penalty", 1)                     # 0.15
     _slide(page, "seed", 2)                                # 3
-    line = _reset_and_read(page, "500 jobs; workload lublin-feitelson, 40 % GPU jobs, 20 % MIC jobs, "
+    line = _reset_and_read(page, "1,300 jobs; workload lublin-feitelson, 20 % GPU jobs, 20 % MIC jobs, "
                                  "load 2.25, holding penalty 0.15, seed 3")
     assert "GPUs busy" in line and "MICs busy" in line
-    _step(page, 40)
+    _step(page, 60)
     busy = {name: int(page.locator(f".mhpc-{name}").inner_text().rstrip(" %")) for name in ("GPUs", "MICs")}
     assert busy["GPUs"] > 0 and busy["MICs"] > 0, busy
     _select(page, "workload", "eurora")
@@ -358,7 +367,7 @@ def test_every_control_changes_the_model(page) -> None:  # type: ignore[no-untyp
     _select(page, "platform", "kth-sp2")
     _select(page, "allocator", "default")
     line = _reset_and_read(page, f"workload trace {KTH_SAMPLE.name}")
-    assert "500 jobs" in line
+    assert "1,300 jobs" in line
     _step(page, 3)
     _select(page, "policy (scheduler)", "maxv")
     _select(page, "allocator", "first-fit")
@@ -399,8 +408,8 @@ def test_screenshot_of_each_platform_preset(page) -> None:  # type: ignore[no-un
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     _select(page, "policy (scheduler)", "easy")
     _select(page, "workload", "lublin-feitelson")
-    _slide(page, "share of GPU jobs", 6)
-    _slide(page, "share of MIC jobs", 6)
+    _slide(page, "share of GPU jobs", 4)
+    _slide(page, "share of MIC jobs", 4)
     for name in PRESETS:
         _select(page, "platform", name)
         _reset_and_read(page, f"easy on {name}")
