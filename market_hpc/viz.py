@@ -50,6 +50,25 @@ def check_viz_extra() -> None:
                           f"{INSTALL_HINT}")
 
 
+def check_not_a_sweep(path: str) -> None:
+    """Refuse a sweep file, saying what it is and what to run instead.
+
+    Raises:
+        ConfigError: ``path`` has sweep keys (``grid``, ``zip``, ``seeds``, ``base``,
+            ``report``).
+    """
+    from market_hpc.experiment.sweep_spec import RESERVED_KEYS
+    from market_hpc.tomlfile import read_toml
+
+    found = [key for key in RESERVED_KEYS if key in read_toml(path, "scenario")]
+    if found:
+        raise ConfigError(
+            f"{path} is a sweep file (it has {', '.join(found)}), not a scenario: `market-hpc viz` "
+            f"shows one scenario. Run the sweep with `market-hpc sweep {path} --out DIR` and see "
+            "its plots with `market-hpc report DIR`, or give `market-hpc viz` a scenario file "
+            "(a sweep's point written without the sweep keys, e.g. scenarios/sample_overload.toml)")
+
+
 def server_command(app: Path, host: str, port: int) -> list[str]:
     """The solara 1.58 command line serving ``app``."""
     return [sys.executable, "-m", "solara", "run", str(app), "--host", host, "--port", str(port),
@@ -60,6 +79,8 @@ def server_env(scenario: str | None) -> dict[str, str]:
     """Environment of the server: the scenario for the app, no telemetry."""
     env = dict(os.environ)
     env["SOLARA_TELEMETRY_MIXPANEL_ENABLE"] = "False"
+    env["SOLARA_THEME_SHOW_BANNER"] = "False"  # its fixed footer covered the job-details tile
+    env["SOLARA_THEME_TITLE"] = "market_hpc: the live market"
     env[SCENARIO_ENV] = str(Path(scenario).resolve()) if scenario else ""
     return env
 
@@ -75,6 +96,7 @@ def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765
     if scenario:
         from market_hpc.experiment.config import load_scenario
 
+        check_not_a_sweep(scenario)
         load_scenario(scenario)
     if host not in LOOPBACK:
         print(f"market-hpc viz: serving on {host}, reachable from other machines; the app has "

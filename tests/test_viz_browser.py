@@ -1,8 +1,10 @@
 """The browser app (``market-hpc viz``) in a real headless Chromium, offline.
 
-Starts the server on a free loopback port, drives Debian's ``/usr/bin/chromium`` with
-Playwright, clicks Step five times and checks the node grid, the plots and the clock
-changed, with every request served from loopback (no CDN). Skips, with the reason, only
+Starts one server on a free loopback port for the module and drives Debian's
+``/usr/bin/chromium`` with Playwright: Step changes the grid, the plots and the clock with
+every request served from loopback (no CDN); each control is changed and its effect read
+back from the page after Reset; Play runs 10 s on Curie and prints the step rate; one
+screenshot per platform preset is saved under ``out/viz/``. Skips, with the reason, only
 where Playwright, the viz extra or Chromium is missing. The first tests check the
 pictures' data without a browser.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -29,9 +32,10 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # visualization/ is a leaf beside the package, not installed
 
 from market_hpc.viz import server_command
-from visualization.model import VizModel
+from visualization.model import VizModel, generated_jobs, with_accelerators
 from visualization.node_grid import cell_owners, grid_geometry, node_grid_pixels
 from visualization.panels import queue_rows
+from visualization.plots import TimeSeriesPlot
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -75,7 +79,72 @@ def test_launcher_serves_on_loopback_in_production_mode() -> None:
     assert {"--production", "--no-open", "--no-check-version"} <= set(command)
 
 
-@pytest.fixture
+def test_newest_sample_is_inside_the_time_series_plot() -> None:
+    model = VizModel(policy="easy", platform="nodes=8,cores=4", workload="lublin-feitelson", jobs=80, seed=2)
+    plot = TimeSeriesPlot(model.platform, model.time_unit)
+    for _ in range(30):
+        model.step()
+        plot.update(model)
+    svg = plot.svg()
+    newest = [float(x) for x in re.findall(r"<circle cx='([0-9.]+)'", svg)]
+    assert len(newest) == 6  # profit, cores, queued, running, holds, drops
+    for panel in plot.panels:
+        right = panel.left + panel.width
+        assert all(x <= right - 0.02 * panel.width for x in newest if panel.left <= x <= right + 1)
+    assert "<polyline" in svg and "utilisation (%)" in svg
+
+
+def test_curie_grid_has_one_labelled_section_per_partition() -> None:
+    model = VizModel(policy="easy", platform="curie", workload="lublin-feitelson", jobs=200, seed=1,
+                     gpu_share=0.5)
+    geometry = grid_geometry(model.platform)
+    assert [(s.name, s.first, s.count) for s in geometry.sections] == [
+        ("thin", 0, 5040), ("fat", 5040, 360), ("hybrid", 5400, 144)]
+    assert geometry.cell(5400)[1] == geometry.sections[2].left + 1
+    for _ in range(40):
+        model.step()
+    owners = cell_owners(model)
+    used = model.platform.capacity - model.free
+    assert ((owners[:, :32] > 0).sum(axis=1) == used[:, 0]).all()
+    gpu = geometry.offsets[2 - 1]
+    assert ((owners[:, gpu:gpu + 2] > 0).sum(axis=1) == used[:, 1]).all()
+    assert used[:, 1].sum() > 0, "no GPU job placed with gpu_share = 0.5"
+    pixels = node_grid_pixels(model)
+    assert pixels.shape[1] <= 760 and pixels.shape[0] <= 440
+
+
+def test_accelerator_shares_and_workloads_reach_the_model() -> None:
+    model = VizModel(policy="easy", allocator="balanced", platform="custom", nodes=6, cores=8, gpus=2,
+                     mics=2, workload="lublin-feitelson", jobs=300, gpu_share=0.3, mic_share=0.3, seed=4)
+    assert model.error is None and model.policy_name == "easy + balanced"
+    jobs = generated_jobs("easy", model.platform, 300, 2.0, 4, "lublin-feitelson")
+    jobs = with_accelerators(jobs, model.platform, 0.3, 0.3, 4)
+    kinds = [(job.unit[1] > 0, job.unit[2] > 0) for job in jobs]
+    assert 0.15 < kinds.count((True, False)) / len(jobs) < 0.45
+    assert 0.1 < kinds.count((False, True)) / len(jobs) < 0.45
+    for _ in range(60):
+        model.step()
+    assert model.recorder.busy_resource_seconds[1] > 0 and model.recorder.busy_resource_seconds[2] > 0
+    trace = VizModel(policy="ebf", workload="trace file", trace=str(REPO / "traces" / "lf-kth-like-2000.swf"),
+                     platform="kth-sp2", jobs=100)
+    assert trace.error is None and trace.n_jobs == 100
+    broken = VizModel(policy="maxv", allocator="first-fit")
+    assert broken.error is not None and "valid choices: max-bid" in broken.error
+    broken.step()  # stopped, not a traceback
+    assert not broken.running
+
+
+def test_viz_refuses_a_sweep_file_naming_what_to_run() -> None:
+    from market_hpc.errors import ConfigError
+    from market_hpc.viz import check_not_a_sweep
+
+    with pytest.raises(ConfigError, match=r"heterogeneity.toml is a sweep file \(it has seeds, grid, zip, "
+                                          r"report\).*market-hpc sweep .*market-hpc report DIR"):
+        check_not_a_sweep(str(REPO / "scenarios" / "heterogeneity.toml"))
+    check_not_a_sweep(str(REPO / "scenarios" / "sample_overload.toml"))
+
+
+@pytest.fixture(scope="module")
 def sync_api():  # type: ignore[no-untyped-def]
     """Playwright's sync API, or a skip naming what is missing."""
     api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (dev extra)")
@@ -124,11 +193,11 @@ def _stop(server: subprocess.Popen) -> None:  # type: ignore[type-arg]
         pass
 
 
-@pytest.fixture
-def viz_server(sync_api, tmp_path: Path):  # type: ignore[no-untyped-def]
-    """``market-hpc viz`` on a free loopback port; yields its URL."""
+@pytest.fixture(scope="module")
+def viz_server(sync_api, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """``market-hpc viz`` on a free loopback port, shared by the module; yields its URL."""
     port = _free_port()
-    log = tmp_path / "server.log"
+    log = tmp_path_factory.mktemp("viz") / "server.log"
     with log.open("w") as sink:
         server = subprocess.Popen(
             [sys.executable, "-m", "market_hpc", "viz", "--host", "127.0.0.1", "--port", str(port)],
@@ -142,50 +211,111 @@ def viz_server(sync_api, tmp_path: Path):  # type: ignore[no-untyped-def]
         _stop(server)
 
 
-def test_browser_steps_the_live_market_offline(sync_api, viz_server: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    url = viz_server
-    requested: list[str] = []
-    page_errors: list[str] = []
+# ------------------------------------------------------------------- in the browser
+SCREENSHOTS = REPO / "out" / "viz"
+KTH_SAMPLE = REPO / "traces" / "lf-kth-like-2000.swf"
+OPEN_MENU = ".menuable__content__active"  # Vuetify keeps closed menus in the page
+
+
+@pytest.fixture
+def page(sync_api, viz_server: str):  # type: ignore[no-untyped-def]
+    """A fresh browser session on the app (its own model), with request and error logs."""
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
                                              args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1500, "height": 1250})
-            page.on("request", lambda request: requested.append(request.url))
-            page.on("websocket", lambda socket_: requested.append(socket_.url))
-            page.on("pageerror", lambda error: page_errors.append(str(error)))
-            page.goto(url)
-            step = page.get_by_role("button", name="Step")
-            step.wait_for(timeout=30_000)
-            nodes, plots = page.locator("img.mhpc-nodes"), page.locator("img.mhpc-timeseries")
-            nodes.wait_for(timeout=30_000)
-            plots.wait_for(timeout=30_000)
-            page.get_by_text("Step: 0", exact=True).wait_for(timeout=10_000)
-            assert "Traceback" not in page.inner_text("body")
-            before = (nodes.screenshot(), plots.screenshot(), page.locator(".mhpc-clock").inner_text())
-            for done in range(1, 6):
-                step.click()
-                page.get_by_text(f"Step: {done}", exact=True).wait_for(timeout=10_000)
-            page.wait_for_function(
-                "clock => document.querySelector('.mhpc-clock').innerText !== clock",
-                arg=before[2], timeout=10_000)
-            after = (nodes.screenshot(), plots.screenshot(), page.locator(".mhpc-clock").inner_text())
-            _play_then_select_a_job(page)
-            shot = tmp_path / "viz.png"
-            page.screenshot(path=str(shot), full_page=True)
-            print(f"browser screenshot: {shot}")
-            body = page.inner_text("body")
+            tab = browser.new_page(viewport={"width": 1500, "height": 1300})
+            tab.requested, tab.errors = [], []
+            tab.on("request", lambda request: tab.requested.append(request.url))
+            tab.on("websocket", lambda socket_: tab.requested.append(socket_.url))
+            tab.on("pageerror", lambda error: tab.errors.append(str(error)))
+            tab.goto(viz_server)
+            tab.get_by_role("button", name="Step").wait_for(timeout=30_000)
+            tab.locator("img.mhpc-nodes").wait_for(timeout=30_000)
+            yield tab
+            assert not tab.errors, tab.errors
+            body = tab.inner_text("body")
+            assert "Traceback" not in body, body[body.find("Traceback"):][:3000]
         finally:
             browser.close()
-    assert "Traceback" not in body
-    assert not page_errors, page_errors
+
+
+def _steps(page) -> int:  # type: ignore[no-untyped-def]
+    line = next(line for line in page.inner_text("body").splitlines() if line.startswith("Step: "))
+    return int(line.removeprefix("Step: "))
+
+
+def _select(page, label: str, value: str) -> None:  # type: ignore[no-untyped-def]
+    page.locator(".v-select").filter(has_text=label).first.click()
+    page.locator(OPEN_MENU).get_by_role("option", name=value, exact=True).click()
+    page.locator(OPEN_MENU).wait_for(state="detached", timeout=5_000)
+
+
+def _slide(page, label: str, presses: int) -> None:  # type: ignore[no-untyped-def]
+    """Move a slider ``presses`` steps (negative: to the left) with the keyboard, one key
+    at a time: each press makes a server round trip, and a key pressed before the slider
+    shows the previous one is overwritten by the server's older value."""
+    thumb = page.locator(".v-input").filter(has_text=label).first.locator("[role=slider]")
+    thumb.focus()
+    for _ in range(abs(presses)):
+        before = thumb.get_attribute("aria-valuenow")
+        page.keyboard.press("ArrowRight" if presses > 0 else "ArrowLeft")
+        page.wait_for_function("([el, old]) => el.getAttribute('aria-valuenow') !== old",
+                               arg=[thumb.element_handle(), before], timeout=10_000)
+        page.wait_for_timeout(60)
+    settled = thumb.get_attribute("aria-valuenow")
+    page.wait_for_timeout(200)
+    assert thumb.get_attribute("aria-valuenow") == settled, f"slider {label!r} moved back"
+
+
+def _type(page, label: str, text: str) -> None:  # type: ignore[no-untyped-def]
+    field = page.get_by_role("textbox", name=re.compile("^" + re.escape(label)))
+    field.fill(text)
+    field.press("Enter")
+
+
+def _reset_and_read(page, expected: str) -> str:  # type: ignore[no-untyped-def]
+    """Reset, wait for ``expected`` in the status line, return the status line."""
+    page.get_by_role("button", name="Reset").click()
+    status_line = page.locator(".mhpc-status")
+    try:
+        page.wait_for_function("text => document.querySelector('.mhpc-status').innerText.includes(text)",
+                               arg=expected, timeout=20_000)
+    except Exception:  # noqa: BLE001 - say what the page showed instead
+        pytest.fail(f"status line lacks {expected!r}: {status_line.inner_text()}\n"
+                    f"{page.locator('.mhpc-tile').nth(1).inner_text()}")
+    page.get_by_text("Step: 0", exact=True).wait_for(timeout=10_000)
+    return status_line.inner_text()
+
+
+def _step(page, times: int) -> None:  # type: ignore[no-untyped-def]
+    first = _steps(page)
+    for done in range(1, times + 1):
+        page.get_by_role("button", name="Step").click()
+        page.get_by_text(f"Step: {first + done}", exact=True).wait_for(timeout=20_000)
+
+
+def test_browser_steps_the_live_market_offline(page) -> None:  # type: ignore[no-untyped-def]
+    nodes, plots = page.locator("img.mhpc-nodes"), page.locator(".mhpc-timeseries")
+    plots.wait_for(timeout=30_000)
+    assert page.title() == "market_hpc: the live market"
+    assert not page.get_by_text("Page 0", exact=True).is_visible(), "Mesa's single tab is shown"
+    assert not page.get_by_text("This website runs on").is_visible(), "Solara's banner covers tiles"
+    before = (nodes.screenshot(), plots.inner_html(), page.locator(".mhpc-clock").inner_text())
+    _step(page, 5)
+    page.wait_for_function("clock => document.querySelector('.mhpc-clock').innerText !== clock",
+                           arg=before[2], timeout=10_000)
+    after = (nodes.screenshot(), plots.inner_html(), page.locator(".mhpc-clock").inner_text())
     assert after[0] != before[0], "node grid did not change after five steps"
     assert after[1] != before[1], "time series did not change after five steps"
-    assert after[2] != before[2]
-    foreign = sorted({u for u in requested
+    _play_then_select_a_job(page)
+    assert page.locator(".mhpc-curve polyline").count() == 1, "no value curve for the selected job"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "market_default.png"), full_page=True)
+    foreign = sorted({u for u in page.requested
                       if urlsplit(u).scheme not in ("data", "blob") and urlsplit(u).hostname not in LOCAL_HOSTS})
     assert not foreign, f"requests left the machine: {foreign}"
-    assert requested
+    assert page.requested
 
 
 def _play_then_select_a_job(page) -> None:  # type: ignore[no-untyped-def]
@@ -200,3 +330,91 @@ def _play_then_select_a_job(page) -> None:  # type: ignore[no-untyped-def]
     top.wait_for(timeout=10_000)
     top.click()
     page.locator(".mhpc-job").wait_for(timeout=10_000)
+
+
+def test_every_control_changes_the_model(page) -> None:  # type: ignore[no-untyped-def]
+    """Each control, changed in the page and applied with Reset, shows in the status line."""
+    _select(page, "policy (scheduler)", "easy")
+    _reset_and_read(page, "easy on")
+    _select(page, "allocator", "balanced")
+    _reset_and_read(page, "easy + balanced on")
+    _select(page, "platform", "custom")
+    _slide(page, "custom platform: nodes", -4)             # 32 -> 28 nodes
+    _slide(page, "custom platform: cores per node", -4)    # 16 -> 12 cores
+    _slide(page, "custom platform: GPUs per node", 2)
+    _slide(page, "custom platform: MICs per node", 1)
+    _reset_and_read(page, "28 x 12 cores, 2 GPUs, 1 MICs")
+    _select(page, "workload", "lublin-feitelson")
+    _slide(page, "jobs (generated", -2)                    # 1500 -> 1300 jobs
+    _slide(page, "share of GPU jobs", 4)                   # 0.2
+    _slide(page, "share of MIC jobs", 4)                   # 0.2
+    _slide(page, "load factor", 1)                         # 2.25
+    _slide(page, "holding penalty", 1)                     # 0.15
+    _slide(page, "seed", 2)                                # 3
+    line = _reset_and_read(page, "1,300 jobs; workload lublin-feitelson, 20 % GPU jobs, 20 % MIC jobs, "
+                                 "load 2.25, holding penalty 0.15, seed 3")
+    assert "GPUs busy" in line and "MICs busy" in line
+    _step(page, 60)
+    busy = {name: int(page.locator(f".mhpc-{name}").inner_text().rstrip(" %")) for name in ("GPUs", "MICs")}
+    assert busy["GPUs"] > 0 and busy["MICs"] > 0, busy
+    _select(page, "workload", "eurora")
+    _select(page, "platform", "eurora")
+    _select(page, "policy (scheduler)", "ebf")
+    _select(page, "allocator", "weighted")
+    _reset_and_read(page, "ebf + weighted on eurora")
+    _select(page, "workload", "trace file")
+    _type(page, "trace file", str(KTH_SAMPLE))
+    _select(page, "platform", "kth-sp2")
+    _select(page, "allocator", "default")
+    line = _reset_and_read(page, f"workload trace {KTH_SAMPLE.name}")
+    assert "1,300 jobs" in line
+    _step(page, 3)
+    _select(page, "policy (scheduler)", "maxv")
+    _select(page, "allocator", "first-fit")
+    _reset_and_read(page, "stopped")
+    assert "does not work with allocator 'first-fit'" in page.locator(".mhpc-tile").nth(1).inner_text()
+
+
+def test_policy_control_lists_every_registered_scheduler(page) -> None:  # type: ignore[no-untyped-def]
+    from market_hpc.policies.registry import scheduler_names
+
+    page.locator(".v-select").filter(has_text="policy (scheduler)").first.click()
+    listed = page.locator(OPEN_MENU).get_by_role("option").all_inner_texts()
+    page.keyboard.press("Escape")
+    assert sorted(text.strip() for text in listed) == scheduler_names()
+
+
+def test_play_on_curie_for_ten_seconds(page) -> None:  # type: ignore[no-untyped-def]
+    _select(page, "platform", "curie")
+    _select(page, "policy (scheduler)", "easy")
+    _reset_and_read(page, "easy on curie")
+    _step(page, 1)
+    first = _steps(page)
+    began = time.monotonic()
+    page.get_by_role("button", name="\u25b6").click()
+    page.wait_for_timeout(10_000)
+    page.get_by_role("button", name="\u275a\u275a").click()
+    elapsed = time.monotonic() - began
+    page.get_by_role("button", name="Step").and_(page.locator(":enabled")).wait_for(timeout=10_000)
+    steps = _steps(page) - first
+    print(f"\nPlay on Curie (5,544 nodes), headless Chromium: {steps} steps in {elapsed:.1f} s = "
+          f"{steps / elapsed:.1f} steps/s (load average {os.getloadavg()[0]:.1f})")
+    assert steps > 0
+
+
+def test_screenshot_of_each_platform_preset(page) -> None:  # type: ignore[no-untyped-def]
+    from market_hpc.domain.platform import PRESETS
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    _select(page, "policy (scheduler)", "easy")
+    _select(page, "workload", "lublin-feitelson")
+    _slide(page, "share of GPU jobs", 4)
+    _slide(page, "share of MIC jobs", 4)
+    for name in PRESETS:
+        _select(page, "platform", name)
+        _reset_and_read(page, f"easy on {name}")
+        _step(page, 12)
+        path = SCREENSHOTS / f"preset_{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        print(f"screenshot: {path}")
+        assert path.stat().st_size > 10_000

@@ -1,9 +1,17 @@
 """The live market in the browser: Mesa's SolaraViz over ``HPCModel``.
 
 Serve it with ``market-hpc viz [SCENARIO]`` (or ``solara run visualization/app.py``).
-Controls: policy (every registered scheduler), platform, jobs, load factor, holding
-penalty, seed; Mesa's Reset / Play / Step. Tiles: status line with the simulated clock,
-node grid, queue, time series, job details.
+Controls: policy (every registered scheduler, read from the registry when the page is
+built, so policies registered later appear too), allocator (every registered one, or the
+scheduler's default), platform (every preset, inline specs, or a custom platform with
+GPU/MIC counts), workload (generator or SWF trace file), jobs, load, shares of GPU and
+MIC jobs, holding penalty, seed; Mesa's Reset / Play / Step. Tiles: status line with the
+simulated clock, node grid, queue, time series, job details.
+
+Play: Mesa sleeps ``play_interval`` between steps and the tiles render in between, so
+the interval is 100 ms and a step renders in a few tens of ms (SVG plots, numpy grid):
+5 steps/s or more. A shorter interval leaves a click (Pause, Reset) no gap to render in
+when the machine is loaded (reacton stops with "Too many renders triggered").
 
 Rendering offline needs the pinned ``viz`` extra (solara 1.58.2 with solara-assets
 1.58.2, ipyvuetify < 3, ipyvue < 3): it serves every script from the local assets; newer
@@ -26,16 +34,23 @@ import solara
 from mesa.visualization import Slider, SolaraViz, solara_viz
 
 from market_hpc.domain.platform import PRESETS
-from market_hpc.policies.registry import scheduler_names
+from market_hpc.policies.registry import allocator_names, scheduler_names
 from visualization.components import COMPONENTS, LAYOUT
 from visualization.model import (
+    AUTO,
+    CUSTOM,
+    DEFAULT_ALLOCATOR,
     DEFAULT_PLATFORM,
     DEFAULT_POLICY,
     EXTRA_PLATFORMS,
     SCENARIO_ENV,
+    WORKLOADS,
     VizModel,
     scenario_defaults,
 )
+
+TITLE = "market_hpc: the live market"
+PLAY_INTERVAL_MS = 100
 
 
 def _layout(num_components: int) -> list[dict[str, int]]:
@@ -51,22 +66,39 @@ solara_viz.make_initial_grid_layout = _layout
 def model_params(scenario: str) -> dict[str, object]:
     """SolaraViz controls, starting from the scenario's values when one is given."""
     start: dict[str, Any] = {"policy": DEFAULT_POLICY, "platform": DEFAULT_PLATFORM, "seed": 1,
-                                "hold_penalty": 0.1, "load": 2.0}
+                             "hold_penalty": 0.1, "load": 2.0, "allocator": DEFAULT_ALLOCATOR}
     if scenario:
         start.update(scenario_defaults(scenario))
-    platforms = list(dict.fromkeys([*EXTRA_PLATFORMS, *PRESETS, str(start["platform"])]))
-    return {
-        "policy": {"type": "Select", "label": "policy", "value": start["policy"],
+    platforms = list(dict.fromkeys([*EXTRA_PLATFORMS, *PRESETS, str(start["platform"]), CUSTOM]))
+    params: dict[str, object] = {
+        "policy": {"type": "Select", "label": "policy (scheduler)", "value": start["policy"],
                    "values": scheduler_names()},
+        "allocator": {"type": "Select", "label": "allocator", "value": start["allocator"],
+                      "values": [DEFAULT_ALLOCATOR, *allocator_names()]},
         "platform": {"type": "Select", "label": "platform", "value": start["platform"],
                      "values": platforms},
-        "jobs": Slider("jobs (generated workloads)", 1500, 100, 5000, 100),
+        "nodes": Slider("custom platform: nodes", 32, 1, 512, 1),
+        "cores": Slider("custom platform: cores per node", 16, 1, 128, 1),
+        "gpus": Slider("custom platform: GPUs per node", 0, 0, 8, 1),
+        "mics": Slider("custom platform: MICs per node", 0, 0, 8, 1),
+    }
+    if not scenario:
+        params |= {
+            "workload": {"type": "Select", "label": "workload", "value": AUTO, "values": list(WORKLOADS)},
+            "trace": {"type": "InputText", "label": "trace file (SWF, for workload 'trace file')",
+                      "value": ""},
+            "jobs": Slider("jobs (generated, or first N of the trace)", 1500, 100, 5000, 100),
+            "gpu_share": Slider("share of GPU jobs", 0.0, 0.0, 1.0, 0.05),
+            "mic_share": Slider("share of MIC jobs", 0.0, 0.0, 1.0, 0.05),
+        }
+    params |= {
         "load": Slider("load factor", float(start["load"]), 0.25, 5.0, 0.25),
         "hold_penalty": Slider("holding penalty (share of max value)",
                                float(start["hold_penalty"]), 0.0, 1.0, 0.05),
         "seed": Slider("seed", int(start["seed"]), 0, 99, 1),
         "scenario": scenario,
     }
+    return params
 
 
 def initial_values(params: dict[str, object]) -> dict[str, object]:
@@ -89,5 +121,6 @@ _params = model_params(os.environ.get(SCENARIO_ENV, ""))
 def Page() -> None:
     """The app; every browser session gets its own model."""
     model = solara.use_memo(lambda: VizModel(**initial_values(_params)), [])  # type: ignore[arg-type]
-    SolaraViz(model, components=COMPONENTS, model_params=_params,
-              name="market_hpc: the live market", play_interval=150)
+    solara.Title(TITLE)
+    SolaraViz(model, components=COMPONENTS, model_params=_params, name=TITLE,
+              play_interval=PLAY_INTERVAL_MS)

@@ -11,6 +11,7 @@ import html
 import solara
 from mesa.visualization.utils import update_counter
 
+from market_hpc.domain.resources import GPUS, MICS
 from visualization.model import VizModel
 from visualization.node_grid import node_grid_pixels, png_bytes
 from visualization.panels import QueueRow, job_details, queue_rows, status
@@ -24,7 +25,11 @@ CSS = """
 .mhpc-note { font-size: 11px; color: #666; }
 .mhpc-status { display: flex; flex-wrap: wrap; gap: 6px 18px; align-items: baseline; font-size: 13px; }
 .mhpc-status b { font-size: 15px; }
-.mhpc-nodes { max-width: 100%; max-height: 340px; object-fit: contain; object-position: left top; }
+.mhpc-nodes { max-width: 100%; max-height: 400px; object-fit: contain; object-position: left top; }
+.mhpc-svg { width: 100%; height: auto; display: block; }
+.mhpc-timeseries svg { max-height: 380px; }
+/* one page of tiles: Mesa's "Page 0" tab bar says nothing */
+.v-tabs:not(:has(.v-tab ~ .v-tab)) { display: none; }
 .mhpc-table td, .mhpc-table th { padding: 0 6px !important; height: 22px !important; font-size: 12px; }
 .mhpc-table th { text-align: right !important; }
 .mhpc-table td { text-align: right; }
@@ -46,10 +51,12 @@ def StatusBar(model: VizModel) -> None:
         f"<span>holds <b>{now.holds:,}</b></span>",
         f'<span>profit <b class="mhpc-profit">{now.profit:,.1f}</b></span>',
         f"<span>cores busy <b>{now.utilisation:.0f} %</b></span>",
+        *(f'<span>{name} busy <b class="mhpc-{name}">{100 * (1 - model.free_total[r] / model.platform.total[r]):.0f} %'
+          "</b></span>" for r, name in ((GPUS, "GPUs"), (MICS, "MICs")) if model.platform.total[r]),
         '<span style="color: #c62828"><b>stopped: see the platform tile</b></span>' if model.error else "",
         (f'<span class="mhpc-note">{html.escape(model.policy_name)} on '
-         f"{html.escape(_platform_text(model))}, {model.n_jobs:,} jobs "
-         "(change parameters, then Reset)</span>"),
+         f"{html.escape(_platform_text(model))}, {model.n_jobs:,} jobs; "
+         f"{html.escape(model.settings_text)} (change parameters, then Reset)</span>"),
     ]
     with solara.Column(classes=["mhpc-tile"], gap="2px"):
         solara.Style(CSS)
@@ -68,11 +75,12 @@ def NodeGrid(model: VizModel) -> None:
     update_counter.get()
     pixels = node_grid_pixels(model, selected_job.value or None)
     with solara.Column(classes=["mhpc-tile"], gap="4px"):
-        solara.Text("Platform", classes=["mhpc-title"])
+        solara.Text(f"Platform: {_platform_text(model)}", classes=["mhpc-title"])
         if model.error:
             solara.Error(f"The run stopped: {model.error}")
         solara.Image(png_bytes(pixels), classes=["mhpc-nodes"])
-        solara.Text("colour = job on the core · grey = free core (blue GPU, orange MIC) · "
+        solara.Text("one section per node type (partition), one row per node · "
+                    "colour = job on the core · grey = free core (blue GPU, orange MIC) · "
                     "hatched = job resumed after a hold · red × = node a held job "
                     "waits to return from · black frame = selected job", classes=["mhpc-note"])
 
@@ -86,7 +94,8 @@ def QueuePanel(model: VizModel) -> None:
     order = "by value density" if rows and rows[0].density is not None else "in queue order"
     with solara.Column(classes=["mhpc-tile"], gap="2px"):
         solara.Text(f"Queue: {waiting:,} waiting", classes=["mhpc-title"])
-        solara.Text(f"top jobs {order}; click an id for details", classes=["mhpc-note"])
+        solara.Text(f"one queue, dispatched by {model.policy_name}; top jobs {order}; "
+                    "# = place in queue; click an id for details", classes=["mhpc-note"])
         with solara.v.SimpleTable(dense=True, class_="mhpc-table"):
             with solara.v.Html(tag="thead"), solara.v.Html(tag="tr"):
                 for title in ("job", "#", "held", "cores", "waited", "value", "value/core"):
@@ -118,7 +127,7 @@ def TimeSeries(model: VizModel) -> None:
     plot = solara.use_memo(lambda: TimeSeriesPlot(model.platform, model.time_unit), [model])
     plot.update(model)
     with solara.Column(classes=["mhpc-tile"], gap="2px"):
-        solara.Image(plot.png(), width="100%", classes=["mhpc-timeseries"])
+        solara.HTML(tag="div", unsafe_innerHTML=plot.svg(), classes=["mhpc-timeseries"])
 
 
 @solara.component
@@ -147,7 +156,7 @@ def JobDetails(model: VizModel) -> None:
         agent = model.job_agents.get(job_id)
         if agent is not None and "value_curve" in agent.job.payload:
             curve_plot.update(agent.job.payload["value_curve"], model.now - agent.job.submit)
-            solara.Image(curve_plot.png(), width="100%")
+            solara.HTML(tag="div", unsafe_innerHTML=curve_plot.svg())
 
 
 COMPONENTS = [StatusBar, NodeGrid, QueuePanel, TimeSeries, JobDetails]

@@ -6,11 +6,21 @@ without a browser.
 
 Decisions:
 
-* Market policies (``scheduler_entry(name).market``) get a task-graph job set drawn from
-  the bundled HLRS-like library (``library_job_set``) whose arrival rate is sized for the
-  chosen platform's total cores and the load factor; classic policies get a
-  Lublin-Feitelson workload as large as the platform with its arrival rate multiplied by
-  the load factor.
+* The workload is built by the same code as ``market-hpc run`` (``build_workload`` of a
+  validated scenario config), so every generator and trace file works here as in a
+  scenario. ``auto`` picks task graphs from the bundled HLRS-like library for market
+  policies (``scheduler_entry(name).market``) and a Lublin-Feitelson workload otherwise.
+  Market policies on any other workload get value curves by the market rule
+  (``workload.market``). ``jobs`` is the generated count, or the first N jobs of a trace.
+* ``load`` is the offered load of task-graph sets and the arrival-rate multiplier
+  (``workload.load_factor``) of every other workload.
+* ``gpu_share``/``mic_share`` turn that share of the jobs into GPU/MIC jobs with the
+  accelerator rule of seed 000 (``workload.accelerators``; 4 cores + 1 accelerator per
+  unit). The rule draws users; generated jobs have none, so each job counts as its own
+  user and the share is a share of jobs. The Eurora generator already asks for GPUs and
+  MICs and is left as it is.
+* ``platform = "custom"`` builds ``nodes`` x (``cores``, ``gpus``, ``mics``) nodes; every
+  other value is a preset or an inline spec and ignores those four controls.
 * With a scenario file, its workload is used instead and the controls override its
   policy, platform, seed, holding penalty and ``workload.load_factor``.
 * A workload or policy that cannot be built, or a policy error during a step, stops the
@@ -19,31 +29,89 @@ Decisions:
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from pathlib import Path
+from typing import Any
 
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
-from market_hpc.errors import MarketHpcError
-from market_hpc.model import HPCModel
+from market_hpc.errors import ConfigError, MarketHpcError
+from market_hpc.model import HPCModel, make_market_aware_policy
 from market_hpc.policies.registry import scheduler_entry
 from market_hpc.viz import SCENARIO_ENV
 
 DEFAULT_POLICY = "maxvdh"
 DEFAULT_PLATFORM = "nodes=32,cores=16"
 EXTRA_PLATFORMS = ("nodes=16,cores=16", "nodes=32,cores=16", "nodes=64,cores=32")
+CUSTOM = "custom"
+AUTO = "auto"
+DEFAULT_ALLOCATOR = "default"
+TRACE = "trace file"
+WORKLOADS = (AUTO, "lublin-feitelson", "taskgraphs", "eurora", TRACE)
 SECONDS = "s"
 TIME_UNITS = "time-units"
 
 
-def generated_jobs(policy: str, platform: Platform, n_jobs: int, load: float, seed: int) -> list[Job]:
-    """The workload the controls describe: task graphs for market policies, else LF."""
-    if scheduler_entry(policy).market:
-        from market_hpc.workload.applications import library_job_set
+def platform_spec(platform: str, nodes: int, cores: int, gpus: int, mics: int) -> str:
+    """The platform the controls describe: a preset/inline spec, or the custom sliders.
 
-        return list(library_job_set(n_jobs, seed, load=load, platform_cores=platform.total_cores))
-    from market_hpc.workload.synthetic import lublin_feitelson
+    >>> platform_spec("custom", 8, 16, 2, 0)
+    'nodes=8,cores=16,gpus=2,mics=0'
+    >>> platform_spec("eurora", 8, 16, 2, 0)
+    'eurora'
+    """
+    if platform == CUSTOM:
+        return f"nodes={int(nodes)},cores={int(cores)},gpus={int(gpus)},mics={int(mics)}"
+    return platform
 
-    return list(lublin_feitelson(n_jobs, platform.total_cores, seed, load_factor=load))
+
+def workload_table(policy: str, workload: str, trace: str, n_jobs: int, load: float) -> dict[str, Any]:
+    """The scenario ``[workload]`` table of the controls (see the module docstring)."""
+    market = scheduler_entry(policy).market
+    kind = workload if workload != AUTO else ("taskgraphs" if market else "lublin-feitelson")
+    if kind == TRACE:
+        if not trace.strip():
+            raise ConfigError("workload 'trace file' needs the path of an SWF trace in the "
+                              "'trace file' box (e.g. ../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz)")
+        table: dict[str, Any] = {"trace": trace.strip(), "first_n": int(n_jobs), "lenient": True}
+    elif kind in WORKLOADS:
+        table = {"generator": kind, "jobs": int(n_jobs)}
+    else:
+        raise ConfigError(f"workload {workload!r}; valid choices: {', '.join(WORKLOADS)}")
+    if kind == "taskgraphs":
+        table["load"] = float(load)
+    elif float(load) != 1.0:
+        table["load_factor"] = float(load)
+    if market and kind != "taskgraphs":
+        table["market"] = True
+    return table
+
+
+def with_accelerators(jobs: list[Job], platform: Platform, gpu_share: float, mic_share: float,
+                      seed: int) -> list[Job]:
+    """Turn a share of CPU-only jobs into GPU/MIC jobs (seed 000's accelerator rule)."""
+    if gpu_share <= 0 and mic_share <= 0:
+        return jobs
+    from market_hpc.workload.accelerators import AcceleratorRule, add_accelerators
+
+    rule = AcceleratorRule(gpu_users=float(gpu_share), mic_users=float(mic_share), seed=int(seed))
+    users = [job if job.user >= 0 else dataclasses.replace(job, user=job.job_id) for job in jobs]
+    converted, _ = add_accelerators(users, rule, platform)
+    return list(converted)
+
+
+def generated_jobs(policy: str, platform: Platform, n_jobs: int, load: float, seed: int,
+                   workload: str = AUTO, trace: str = "") -> list[Job]:
+    """The workload the controls describe, built as ``market-hpc run`` builds it."""
+    from market_hpc.experiment.config import config_from_dict
+    from market_hpc.experiment.run import build_workload
+
+    config = config_from_dict({"platform": "nodes=1,cores=1", "seed": int(seed),
+                               "workload": workload_table(policy, workload, trace, n_jobs, load),
+                               "policy": {"scheduler": policy}}, base_dir=Path.cwd())
+    jobs, _ = build_workload(config, platform)
+    return jobs
 
 
 def scenario_defaults(path: str) -> dict[str, object]:
@@ -56,7 +124,8 @@ def scenario_defaults(path: str) -> dict[str, object]:
 
     config = load_scenario(path)
     return {"policy": config.policy.scheduler, "platform": config.platform, "seed": config.seed,
-            "hold_penalty": config.policy.hold_penalty, "load": config.workload.load_factor}
+            "hold_penalty": config.policy.hold_penalty, "load": config.workload.load_factor,
+            "allocator": config.policy.allocator or DEFAULT_ALLOCATOR}
 
 
 def scenario_workload(path: str, policy: str, platform: str, load: float, seed: int,
@@ -78,48 +147,79 @@ class VizModel(HPCModel):
     """An ``HPCModel`` whose constructor takes the browser controls.
 
     Args:
-        policy: Registered scheduler name (its default allocator is used).
-        platform: Preset name or inline spec.
-        jobs: Jobs to generate (ignored with a scenario).
-        load: Load factor: offered load of task-graph sets, arrival-rate multiplier of LF
-            workloads, ``workload.load_factor`` of a scenario.
+        policy: Registered scheduler name.
+        allocator: Registered allocator name, or ``default`` (the scheduler's own).
+        platform: Preset name, inline spec, or ``custom`` (the next four controls).
+        nodes: Nodes of a custom platform.
+        cores: Cores per node of a custom platform.
+        gpus: GPUs per node of a custom platform.
+        mics: MICs per node of a custom platform.
+        workload: ``auto``, a generator name or ``trace file``.
+        trace: SWF trace path (with ``workload = "trace file"``).
+        jobs: Jobs to generate, or the first N jobs of the trace (ignored with a scenario).
+        load: Offered load of task-graph sets, arrival-rate multiplier otherwise.
+        gpu_share: Share of jobs made GPU jobs (accelerator rule).
+        mic_share: Share of jobs made MIC jobs.
         hold_penalty: Fraction of a held job's maximum value charged per hold.
         seed: The run's one seed.
-        scenario: Scenario TOML file whose workload to use ("" for generated jobs;
+        scenario: Scenario TOML file whose workload to use ("" for the controls';
             defaults to ``$MARKET_HPC_VIZ_SCENARIO``, set by ``market-hpc viz SCENARIO``).
     """
 
     def __init__(
         self,
         policy: str = DEFAULT_POLICY,
+        allocator: str = DEFAULT_ALLOCATOR,
         platform: str = DEFAULT_PLATFORM,
+        nodes: int = 32,
+        cores: int = 16,
+        gpus: int = 0,
+        mics: int = 0,
+        workload: str = AUTO,
+        trace: str = "",
         jobs: int = 1500,
         load: float = 2.0,
+        gpu_share: float = 0.0,
+        mic_share: float = 0.0,
         hold_penalty: float = 0.1,
         seed: int = 1,
         scenario: str | None = None,
     ) -> None:
         scenario = os.environ.get(SCENARIO_ENV, "") if scenario is None else scenario
         self.error: str | None = None
-        self.scenario = scenario
+        self.scenario_file = scenario  # not .scenario: Mesa >= 3.4 owns that attribute
+        spec = platform_spec(platform, nodes, cores, gpus, mics)
+        chosen = None if allocator in ("", DEFAULT_ALLOCATOR) else allocator
         try:
-            resolved = load_platform(platform)
-            allocator = None
+            resolved = load_platform(spec)
+            policy_object = None
+            if not scenario:  # built first: a failure here must not half-construct the model
+                policy_object = make_market_aware_policy(policy, chosen, float(hold_penalty))
             if scenario:
-                workload, allocator = scenario_workload(scenario, policy, platform, float(load),
-                                                        int(seed), float(hold_penalty))
+                workload_jobs, scenario_allocator = scenario_workload(
+                    scenario, policy, spec, float(load), int(seed), float(hold_penalty))
+                chosen = chosen or scenario_allocator
             else:
-                workload = generated_jobs(policy, resolved, int(jobs), float(load), int(seed))
-            super().__init__(workload, resolved, policy, allocator,
+                workload_jobs = generated_jobs(policy, resolved, int(jobs), float(load), int(seed),
+                                               workload, trace)
+                if workload != "eurora":
+                    workload_jobs = with_accelerators(workload_jobs, resolved, gpu_share, mic_share, seed)
+            super().__init__(workload_jobs, resolved, policy, chosen, policy=policy_object,
                              hold_penalty=float(hold_penalty), seed=int(seed))
         except MarketHpcError as exc:
-            workload = []
+            workload_jobs = []
             super().__init__((), "nodes=1,cores=1", "fifo", seed=int(seed))
             self.error = f"{type(exc).__name__}: {exc}"
-        self.policy_name = policy
-        self.n_jobs = len(workload)
-        self.time_unit = TIME_UNITS if any("task_graph" in j.payload for j in workload[:1]) else SECONDS
-        self.market = any("value_curve" in j.payload for j in workload[:1])
+        self.policy_name = policy if chosen is None else f"{policy} + {chosen}"
+        source = "scenario " + os.path.basename(scenario) if scenario else (
+            f"trace {os.path.basename(trace)}" if workload == TRACE else workload)
+        shares = "".join(f", {100 * share:.0f} % {name} jobs" for share, name in
+                         ((gpu_share, "GPU"), (mic_share, "MIC")) if share > 0 and not scenario)
+        self.settings_text = (f"workload {source}{shares}, load {float(load):g}, "
+                              f"holding penalty {float(hold_penalty):g}, seed {int(seed)}")
+        self.n_jobs = len(workload_jobs)
+        self.time_unit = TIME_UNITS if any("task_graph" in j.payload for j in workload_jobs[:1]) else SECONDS
+        self.market = any("value_curve" in j.payload for j in workload_jobs[:1])
 
     def step(self) -> None:
         """Advance one instant; a policy error stops the run and is kept in ``error``."""

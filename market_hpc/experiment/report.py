@@ -1,28 +1,31 @@
-"""Sweep reports: tidy tables and PNG plots in ``DIR/report/``.
+"""Sweep reports: tidy tables, PNG plots and one self-contained HTML file in ``DIR/report/``.
 
 For each metric (``--metric``, else the sweep file's ``[report] metrics``, else
 ``total_profit`` when any run earned value, else ``mean_bounded_slowdown``):
 
-* ``<metric>_vs_<param>.png/.csv`` for each numeric swept parameter: one line per
-  combination of the other swept parameters (the policies), the mean over seeds with a
-  min/max band;
-* ``<metric>_by_policy.png/.csv``: bars per policy (the string-valued swept parameters,
-  else the runs' ``policy`` names), grouped by the numeric parameters when there are at
-  most ``MAX_GROUPS`` combinations, with min/max whiskers;
-* ``<metric>_heatmap_<a>_<b>.png/.csv`` for each pair of swept parameters (averaged
-  over seeds and any other parameter).
+* ``<metric>_vs_<param>.png/.csv`` for each numeric axis: one line per combination of
+  the other axes (the policies), the mean over seeds with a min/max band;
+* ``<metric>_by_policy.png/.csv``: bars per policy (the categorical axes, else the
+  runs' ``policy`` names), grouped by the numeric axes, with min/max whiskers;
+* ``<metric>_heatmap_<a>_<b>.png/.csv`` for each pair of axes, one panel per
+  combination of the other axes.
 
-``points.csv`` holds every metric per point (mean, min, max, std, n over seeds). Only
-runs of the sweep that last wrote the folder (``sweep.json``) with status ``ok`` are used. Figures are drawn on matplotlib's Agg canvas without
-pyplot, so no global backend state is touched.
+An axis is a grid parameter or a whole ``[[zip]]`` group (``report_data``). No plot
+averages silently: what a plot does not show is either a line, a bar group or a panel,
+or, past ``MAX_LINES``/``MAX_GROUPS``/``MAX_PANELS`` combinations, averaged over and
+named in the plot's title and in the CSV's ``averaged_over`` column. Labels and units
+come from ``metrics_table``. ``points.csv`` holds every metric per point (mean, min, max,
+std, n over seeds) and ``report.html`` every plot and table in one file. Figures are
+drawn on matplotlib's Agg canvas without pyplot, so no global backend state is touched.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import re
-from collections.abc import Sequence
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -31,43 +34,30 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from market_hpc.errors import UnknownNameError
+from market_hpc.experiment.metrics_table import metric
+from market_hpc.experiment.report_data import (
+    TASK_GRAPH_TIME,
+    Axis,
+    SweepData,
+    is_numeric,
+    load_results,
+)
+from market_hpc.experiment.report_html import Figureset, write_html
 from market_hpc.experiment.stats import paired_tables
-from market_hpc.experiment.sweep_spec import FIXED_COLUMNS, SweepError
+from market_hpc.experiment.sweep_spec import FIXED_COLUMNS
 
 MAX_LINES = 12
 MAX_GROUPS = 8
+MAX_PANELS = 6
 MAX_HEATMAPS = 6
 STATS = ["mean", "min", "max", "std", "count"]
-
-
-def load_results(directory: str | Path) -> tuple[pd.DataFrame, list[str], list[str]]:
-    """The ``ok`` rows of a sweep directory, its parameter columns and default metrics.
-
-    Raises:
-        SweepError: no results or no ``sweep.json`` in ``directory``, or no ``ok`` run.
-    """
-    folder = Path(directory)
-    results, manifest_file = folder / "results.parquet", folder / "sweep.json"
-    if not results.is_file() or not manifest_file.is_file():
-        raise SweepError(f"{folder} is not a sweep results directory (needs results.parquet "
-                         "and sweep.json; run `market-hpc sweep FILE --out DIR` first)")
-    manifest = json.loads(manifest_file.read_text())
-    frame = pd.read_parquet(results)
-    planned = manifest.get("run_ids")
-    if planned is not None:  # rows of an earlier, different sweep into this folder stay out
-        frame = frame[frame["run_id"].isin(planned)]
-    frame = frame[frame["status"] == "ok"].reset_index(drop=True)
-    if frame.empty:
-        raise SweepError(f"{results}: no run of the sweep finished ok; nothing to report")
-    params = [p["column"] for p in manifest["parameters"] if p["column"] in frame.columns]
-    return frame, params, list(manifest.get("metrics", []))
+WRAP = 18  # characters per tick-label line
 
 
 def metric_columns(frame: pd.DataFrame, params: Sequence[str]) -> list[str]:
     """Numeric columns that are run metrics (not parameters, seed or bookkeeping)."""
     skip = {*params, *FIXED_COLUMNS}
-    return [c for c in frame.columns if c not in skip and pd.api.types.is_numeric_dtype(frame[c])
-            and not pd.api.types.is_bool_dtype(frame[c])]
+    return [c for c in frame.columns if c not in skip and is_numeric(frame[c])]
 
 
 def default_metrics(frame: pd.DataFrame, preferred: Sequence[str]) -> list[str]:
@@ -79,12 +69,15 @@ def default_metrics(frame: pd.DataFrame, preferred: Sequence[str]) -> list[str]:
     return ["mean_bounded_slowdown"]
 
 
-def write_report(directory: str | Path, metrics: Sequence[str] | None = None) -> list[Path]:
-    """Write tables and plots of a sweep directory into ``directory/report/``.
+def write_report(directory: str | Path, metrics: Sequence[str] | None = None,
+                 progress: bool = True) -> list[Path]:
+    """Write tables, plots and ``report.html`` of a sweep directory into ``directory/report/``.
 
     Args:
         directory: A sweep results directory.
         metrics: Metrics to plot (default: see the module docstring).
+        progress: Print what the loader did and show a progress bar on stderr (a
+            terminal only).
 
     Returns:
         The files written.
@@ -93,32 +86,48 @@ def write_report(directory: str | Path, metrics: Sequence[str] | None = None) ->
         SweepError: not a sweep directory, or no run finished ok.
         UnknownNameError: a metric that is not a numeric results column.
     """
-    frame, params, preferred = load_results(directory)
-    numeric = metric_columns(frame, params)
-    chosen = list(metrics) if metrics else default_metrics(frame, preferred)
-    for metric in chosen:
-        if metric not in numeric:
-            raise UnknownNameError("metric", metric, numeric)
+    data = load_results(directory)
+    frame = data.frame
+    numeric = metric_columns(frame, [*data.params, *(a.key for a in data.axes)])
+    chosen = list(metrics) if metrics else default_metrics(frame, data.metrics)
+    for name in chosen:
+        if name not in numeric:
+            raise UnknownNameError("metric", name, numeric)
+    if progress:
+        for note in data.notes:
+            print(f"report: {note}", file=sys.stderr)
     out = Path(directory) / "report"
     out.mkdir(exist_ok=True)
-    varying = [p for p in params if frame[p].nunique(dropna=False) > 1]
-    for column in [*params, "policy"]:
-        if column in frame and not _is_numeric(frame[column]):
-            # plan order (first appearance), not alphabetical, in legends and axes
-            frame[column] = pd.Categorical(frame[column], categories=frame[column].dropna().unique())
-    written = [_write_csv(_points_table(frame, params, numeric), out / "points.csv")]
-    for metric in chosen:
-        for x in (p for p in varying if _is_numeric(frame[p])):
-            written += _line_plot(frame, metric, x, [p for p in varying if p != x], out)
-        written += _bar_plot(frame, metric, varying, out)
-        for a, b in list(itertools.combinations(varying, 2))[:MAX_HEATMAPS]:
-            written += _heatmap(frame, metric, a, b, out)
-        written += paired_tables(frame, varying, metric, out)  # issue 14: paired 95% CIs across seeds
+    if "policy" in frame and not is_numeric(frame["policy"]):
+        frame["policy"] = pd.Categorical(frame["policy"], categories=frame["policy"].dropna().unique())
+    written = [_write_csv(_points_table(frame, data.params, numeric), out / "points.csv")]
+    jobs = [(name, kind, args) for name in chosen for kind, args in _plan(data)]
+    figures: list[Figureset] = []
+    for name, kind, args in _bar(jobs, progress):
+        files = _DRAW[kind](data, name, *args, out)
+        if files:
+            written += files
+            figures.append(Figureset(name, files[1], files[0]))
+    varying = [p for p in data.params if frame[p].nunique(dropna=False) > 1]
+    for name in chosen:  # issue 14: paired 95% intervals between policies across seeds
+        written += paired_tables(frame, varying, name, out)
+    written.append(write_html(out / "report.html", Path(directory), data, chosen, figures))
     return written
 
 
-def _is_numeric(column: pd.Series) -> bool:
-    return bool(pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column))
+def _plan(data: SweepData) -> list[tuple[str, tuple[object, ...]]]:
+    plots: list[tuple[str, tuple[object, ...]]] = [("line", (axis,)) for axis in data.axes if axis.x]
+    plots.append(("bar", ()))
+    plots += [("heatmap", pair) for pair in list(itertools.combinations(data.axes, 2))[:MAX_HEATMAPS]]
+    return plots
+
+
+def _bar(jobs: list[tuple[str, str, tuple[object, ...]]], enabled: bool):  # type: ignore[no-untyped-def]
+    if not enabled:
+        return jobs
+    from tqdm import tqdm
+
+    return tqdm(jobs, desc="report", unit="plot", file=sys.stderr, disable=None, leave=False)
 
 
 def _slug(text: str) -> str:
@@ -136,11 +145,47 @@ def _save(figure: Figure, path: Path) -> Path:
     return path
 
 
+def _wrap(text: str) -> str:
+    return "\n".join(textwrap.wrap(text, WRAP, break_on_hyphens=False)) or text
+
+
+def _values(values: object) -> str:
+    """Tick text of a point: its values only (the axis label names the parameters)."""
+    items = values if isinstance(values, tuple) else (values,)
+    return ", ".join(str(item) for item in items)
+
+
 def _label(values: object, names: Sequence[str]) -> str:
     items = values if isinstance(values, tuple) else (values,)
     if len(names) == 1:
         return str(items[0])
     return ", ".join(f"{name}={value}" for name, value in zip(names, items))
+
+
+def axis_label(name: str, time_unit: str) -> str:
+    """A metric's axis label with its unit; seconds become time-units for task graphs."""
+    entry = metric(name)
+    if time_unit == TASK_GRAPH_TIME and entry.unit == "s" and name not in _WALL_CLOCK:
+        return f"{entry.label} ({TASK_GRAPH_TIME})"
+    return entry.axis_label
+
+
+_WALL_CLOCK = {"dispatch_seconds", "simulation_seconds", "duration_s"}
+
+
+def _legend(axes, title: str) -> None:  # type: ignore[no-untyped-def]
+    """A legend right of the data, never over it."""
+    axes.legend(title=_wrap(title), fontsize="small", title_fontsize="small",
+                loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+
+
+def _panel_title(key: object, names: Sequence[str]) -> str:
+    items = key if isinstance(key, tuple) else (key,)
+    return _wrap("; ".join(f"{name} = {value}" for name, value in zip(names, items)))
+
+
+def _averaged_note(names: Sequence[str]) -> str:
+    return f"; averaged over {', '.join(names)}" if names else ""
 
 
 def _points_table(frame: pd.DataFrame, params: Sequence[str], numeric: Sequence[str]) -> pd.DataFrame:
@@ -151,89 +196,150 @@ def _points_table(frame: pd.DataFrame, params: Sequence[str], numeric: Sequence[
     return grouped.agg(STATS).rename(columns={"count": "n"}).reset_index()
 
 
-def _stats(frame: pd.DataFrame, keys: Sequence[str], metric: str) -> pd.DataFrame:
-    grouped = frame.groupby(list(keys), sort=True, dropna=False, observed=True)[metric]
+def _stats(frame: pd.DataFrame, keys: Sequence[str], name: str) -> pd.DataFrame:
+    grouped = frame.groupby(list(keys), sort=True, dropna=False, observed=True)[name]
     return grouped.agg(STATS).rename(columns={"count": "n"}).reset_index()
 
 
-def _line_plot(frame: pd.DataFrame, metric: str, x: str, others: Sequence[str], out: Path) -> list[Path]:
-    """Metric against a numeric parameter, one line per combination of the others."""
-    groups = list(others)
-    if groups and frame.groupby(groups, dropna=False, observed=True).ngroups > MAX_LINES:
-        groups = [p for p in groups if not _is_numeric(frame[p])]
-    table = _stats(frame, [*groups, x], metric)
-    figure = Figure(figsize=(7, 4.5), layout="constrained")
-    axes = figure.add_subplot()
-    parts = table.groupby(groups, sort=True, dropna=False, observed=True) if groups else [("all", table)]
-    for key, part in parts:
-        line, = axes.plot(part[x], part["mean"], marker="o", label=_label(key, groups))
-        axes.fill_between(part[x], part["min"], part["max"], color=line.get_color(), alpha=0.2)
-    axes.set_xlabel(x)
-    axes.set_ylabel(metric)
-    axes.set_title(f"{metric} vs {x}\nmean over seeds, band: min to max", fontsize="medium")
+def _combinations(frame: pd.DataFrame, axes: Sequence[Axis]) -> int:
+    keys = [a.key for a in axes]
+    return frame.groupby(keys, observed=True).ngroups if keys else 1
+
+
+def _with_averaged(table: pd.DataFrame, averaged: Sequence[Axis]) -> pd.DataFrame:
+    if averaged:
+        table["averaged_over"] = "; ".join(a.name for a in averaged)
+    return table
+
+
+def _line_plot(data: SweepData, name: str, axis: Axis, out: Path) -> list[Path]:
+    """Metric along a numeric axis: one line per combination of the other axes; past
+    ``MAX_LINES`` lines, one panel per value of the first other axis."""
+    frame, x = data.frame, axis.x
+    assert x is not None
+    others = [a for a in data.axes if a is not axis]
+    panel_axes: list[Axis] = []
+    shown = others
+    if _combinations(frame, shown) > MAX_LINES and len(others) > 1 \
+            and frame[others[0].key].nunique() <= MAX_PANELS:
+        panel_axes, shown = others[:1], others[1:]
+    if _combinations(frame, shown) > MAX_LINES:
+        shown = [a for a in shown if a.x is None]
+        if _combinations(frame, shown) > MAX_LINES:
+            shown = []
+    averaged = [a for a in others if a not in shown and a not in panel_axes]
+    groups = [a.key for a in shown]
+    panel_keys = [a.key for a in panel_axes]
+    table = _with_averaged(_stats(frame, [*panel_keys, *groups, x], name), averaged)
+    panels = list(table.groupby(panel_keys, sort=False, observed=True)) if panel_keys else [((), table)]
+    figure = Figure(figsize=(max(6.0, 3.8 * len(panels)) + (2.8 if groups else 0.0), 4.6),
+                    layout="constrained")
+    along = axis.name if x == axis.name else f"{x} (zip group: {axis.name})"
+    shared = None
+    for index, (key, part) in enumerate(panels):
+        axes = figure.add_subplot(1, len(panels), index + 1, sharey=shared)
+        shared = shared or axes
+        lines = part.groupby(groups, sort=True, dropna=False, observed=True) if groups else [("all", part)]
+        for line_key, points in lines:
+            line, = axes.plot(points[x], points["mean"], marker="o", label=_label(line_key, groups))
+            axes.fill_between(points[x], points["min"], points["max"], color=line.get_color(), alpha=0.2)
+        axes.set_xlabel(_wrap(along) if len(panels) > 1 else along)
+        if index == 0:
+            axes.set_ylabel(axis_label(name, data.time_unit))
+        if panel_keys:
+            axes.set_title(_panel_title(key, panel_keys), fontsize="small")
+        axes.grid(alpha=0.3)
     if groups:
-        axes.legend(title=", ".join(groups), fontsize="small")
-    axes.grid(alpha=0.3)
-    stem = out / f"{_slug(metric)}_vs_{_slug(x)}"
+        _legend(axes, ", ".join(groups))
+    figure.suptitle(f"{metric(name).label} vs {along}\nmean over seeds, band: min to max"
+                    f"{_averaged_note([a.name for a in averaged])}", fontsize="medium")
+    stem = out / f"{_slug(name)}_vs_{_slug(x)}"
     return [_write_csv(table, stem.with_suffix(".csv")), _save(figure, stem.with_suffix(".png"))]
 
 
-def _bar_plot(frame: pd.DataFrame, metric: str, varying: Sequence[str], out: Path) -> list[Path]:
-    """Bars per policy, grouped by the numeric parameters when they are few."""
-    policy_keys = [p for p in varying if not _is_numeric(frame[p])]
+def _bar_plot(data: SweepData, name: str, out: Path) -> list[Path]:
+    """Bars per policy (the categorical axes), grouped by the numeric axes."""
+    frame = data.frame
+    policy_axes = [a for a in data.axes if a.x is None]
+    policy_keys = [a.key for a in policy_axes]
     if not policy_keys and "policy" in frame and frame["policy"].nunique() > 1:
         policy_keys = ["policy"]
     if not policy_keys:
         return []
-    hue = [p for p in varying if p not in policy_keys]
-    if hue and frame.groupby(hue, dropna=False, observed=True).ngroups > MAX_GROUPS:
-        hue = []
-    table = _stats(frame, [*policy_keys, *hue], metric)
+    hue_axes = [a for a in data.axes if a not in policy_axes]
+    if _combinations(frame, hue_axes) > MAX_GROUPS:
+        hue_axes = []
+    averaged = [a for a in data.axes if a not in policy_axes and a not in hue_axes]
+    hue = [a.key for a in hue_axes]
+    table = _with_averaged(_stats(frame, [*policy_keys, *hue], name), averaged)
     policies = list(dict.fromkeys(map(tuple, table[policy_keys].itertuples(index=False))))
     hues = list(dict.fromkeys(map(tuple, table[hue].itertuples(index=False)))) if hue else [()]
     width = 0.8 / len(hues)
-    figure = Figure(figsize=(max(6.0, 0.9 * len(policies) * max(1, len(hues) / 2)), 4.5),
+    figure = Figure(figsize=(max(6.5, 0.55 * len(policies) * max(1.0, len(hues) / 1.5) + 3.0), 5.0),
                     layout="constrained")
     axes = figure.add_subplot()
     for index, hue_value in enumerate(hues):
         rows = table
-        for name, value in zip(hue, hue_value):
-            rows = rows[rows[name] == value]
+        for column, value in zip(hue, hue_value):
+            rows = rows[rows[column] == value]
         positions = [policies.index(tuple(r)) for r in rows[policy_keys].itertuples(index=False)]
         offsets = np.asarray(positions) - 0.4 + width * (index + 0.5)
         errors = np.vstack([rows["mean"] - rows["min"], rows["max"] - rows["mean"]])
         axes.bar(offsets, rows["mean"], width, yerr=errors, capsize=3,
                  label=_label(hue_value, hue) if hue else None)
-    axes.set_xticks(range(len(policies)), [_label(p, policy_keys) for p in policies],
-                    rotation=30 if len(policies) > 4 else 0, ha="right" if len(policies) > 4 else "center")
-    axes.set_ylabel(metric)
-    axes.set_title(f"{metric} by {', '.join(policy_keys)}\nmean, whiskers: min to max", fontsize="medium")
+    rotate = len(policies) > 4
+    axes.set_xticks(range(len(policies)), [_wrap(_values(p)) for p in policies],
+                    rotation=40 if rotate else 0, ha="right" if rotate else "center",
+                    rotation_mode="anchor", fontsize="small")
+    axes.set_xlabel(", ".join(policy_keys))
+    axes.set_ylabel(axis_label(name, data.time_unit))
+    axes.set_title(f"{metric(name).label} by {', '.join(policy_keys)}\nmean over seeds, whiskers: "
+                   f"min to max{_averaged_note([a.name for a in averaged])}", fontsize="medium")
     if hue:
-        axes.legend(title=", ".join(hue), fontsize="small")
+        _legend(axes, ", ".join(hue))
     axes.grid(axis="y", alpha=0.3)
-    stem = out / f"{_slug(metric)}_by_policy"
+    stem = out / f"{_slug(name)}_by_policy"
     return [_write_csv(table, stem.with_suffix(".csv")), _save(figure, stem.with_suffix(".png"))]
 
 
-def _heatmap(frame: pd.DataFrame, metric: str, a: str, b: str, out: Path) -> list[Path]:
-    """Mean metric over the grid of two parameters."""
-    table = _stats(frame, [a, b], metric)
-    grid = table.pivot(index=a, columns=b, values="mean")
-    figure = Figure(figsize=(1.2 + 0.8 * max(4, grid.shape[1]), 1.2 + 0.6 * max(4, grid.shape[0])),
+def _heatmap(data: SweepData, name: str, a: Axis, b: Axis, out: Path) -> list[Path]:
+    """Mean metric over the grid of two axes, one panel per combination of the others."""
+    frame = data.frame
+    others = [o for o in data.axes if o is not a and o is not b]
+    panel_axes = others if _combinations(frame, others) <= MAX_PANELS else []
+    averaged = [o for o in others if o not in panel_axes]
+    panel_keys = [o.key for o in panel_axes]
+    table = _with_averaged(_stats(frame, [*panel_keys, a.key, b.key], name), averaged)
+    panels = list(table.groupby(panel_keys, sort=False, observed=True)) if panel_keys else [((), table)]
+    rows_a, cols_b = frame[a.key].nunique(), frame[b.key].nunique()
+    width = 2.2 + 0.75 * max(3, cols_b)
+    columns = min(len(panels), 3)
+    figure = Figure(figsize=(width * columns, (1.6 + 0.45 * max(3, rows_a)) * -(-len(panels) // columns)),
                     layout="constrained")
-    axes = figure.add_subplot()
-    image = axes.imshow(grid.to_numpy(dtype=float), aspect="auto", cmap="viridis", origin="lower")
-    axes.set_xticks(range(grid.shape[1]), [str(v) for v in grid.columns])
-    axes.set_yticks(range(grid.shape[0]), [str(v) for v in grid.index])
-    axes.set_xlabel(b)
-    axes.set_ylabel(a)
-    if grid.size <= 100:
-        finite = grid.to_numpy(dtype=float)
-        middle = np.nanmean(finite) if np.isfinite(finite).any() else 0.0
-        for (row, col), value in np.ndenumerate(finite):
-            axes.text(col, row, f"{value:.3g}", ha="center", va="center", fontsize="x-small",
-                      color="black" if value > middle else "white")
-    figure.colorbar(image, ax=axes, label=f"mean {metric}")
-    axes.set_title(f"{metric}\n{a} x {b}", fontsize="medium")
-    stem = out / f"{_slug(metric)}_heatmap_{_slug(a)}_{_slug(b)}"
+    label = axis_label(name, data.time_unit)
+    for index, (key, part) in enumerate(panels):
+        axes = figure.add_subplot(-(-len(panels) // columns), columns, index + 1)
+        grid = part.pivot(index=a.key, columns=b.key, values="mean")
+        values = grid.to_numpy(dtype=float)
+        image = axes.imshow(values, aspect="auto", cmap="viridis", origin="lower")
+        axes.set_xticks(range(grid.shape[1]), [_wrap(str(v)) for v in grid.columns],
+                        rotation=30 if grid.shape[1] > 3 else 0, ha="right" if grid.shape[1] > 3 else "center",
+                        rotation_mode="anchor", fontsize="small")
+        axes.set_yticks(range(grid.shape[0]), [_wrap(str(v)) for v in grid.index], fontsize="small")
+        axes.set_xlabel(b.name)
+        axes.set_ylabel(a.name)
+        if values.size <= 100 and np.isfinite(values).any():
+            middle = np.nanmean(values)
+            for (row, col), value in np.ndenumerate(values):
+                axes.text(col, row, f"{value:.3g}", ha="center", va="center", fontsize="x-small",
+                          color="black" if value > middle else "white")
+        figure.colorbar(image, ax=axes, label=_wrap(label) if len(panels) > 1 else label)
+        if panel_keys:
+            axes.set_title(_panel_title(key, panel_keys), fontsize="small")
+    figure.suptitle(f"{metric(name).label}: {a.name} x {b.name}, mean over seeds"
+                    f"{_averaged_note([o.name for o in averaged])}", fontsize="medium")
+    stem = out / f"{_slug(name)}_heatmap_{_slug(a.name)}_{_slug(b.name)}"
     return [_write_csv(table, stem.with_suffix(".csv")), _save(figure, stem.with_suffix(".png"))]
+
+
+_DRAW: dict[str, Callable[..., list[Path]]] = {"line": _line_plot, "bar": _bar_plot, "heatmap": _heatmap}

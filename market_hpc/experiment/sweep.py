@@ -101,7 +101,17 @@ def manifest(sweep: Sweep) -> dict[str, Any]:
         "metrics": list(sweep.metrics),
         "timing_columns": list(TIMING_COLUMNS),
         "run_ids": [run.run_id for run in sweep.runs],
+        "axes": [list(axis) for axis in sweep.axes],
+        "time_unit": time_unit(sweep),
     }
+
+
+def time_unit(sweep: Sweep) -> str:
+    """``time-units`` when every run replays task-graph jobs (seed 002 counts abstract
+    time), else ``s``."""
+    task_graphs = [run.config["workload"].get("generator") == "taskgraphs"
+                   or run.config["workload"].get("jobset") is not None for run in sweep.runs]
+    return "time-units" if task_graphs and all(task_graphs) else "s"
 
 
 def run_sweep(
@@ -146,6 +156,10 @@ def run_sweep(
             keep_dir = str((directory / "runs").resolve())
             Path(keep_dir).mkdir(parents=True, exist_ok=True)
         tasks = [RunTask(run.run_id, run.config, keep_dir) for run in pending.values()]
+        if progress:
+            print(f"sweep {plan.source.name}: {len(plan.runs)} runs validated, {len(tasks)} to run, "
+                  f"{len(plan.runs) - len(tasks)} already stored; {executor.description}",
+                  file=sys.stderr, flush=True)
         bar = _progress_bar(len(tasks), progress)
         last_consolidation = time.monotonic()
         try:
@@ -177,4 +191,5 @@ def _progress_bar(total: int, enabled: bool) -> Any:
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="run", desc="sweep", file=sys.stderr)
+    # mininterval 0: the first run can take minutes, show the bar (and its rate) at once
+    return tqdm(total=total, unit="run", desc="sweep", file=sys.stderr, mininterval=0, smoothing=0.1)

@@ -85,6 +85,9 @@ class Sweep:
         seeds: Seeds every point runs with.
         runs: Every run, in plan order.
         metrics: Metrics the report plots by default (empty: the report chooses).
+        axes: Results columns of each axis of the plan: one per grid parameter, all
+            the columns of a zip group together (the report draws a zip group as one
+            series, not as unrelated parameters).
     """
 
     source: Path
@@ -92,6 +95,7 @@ class Sweep:
     seeds: tuple[int, ...]
     runs: tuple[RunSpec, ...]
     metrics: tuple[str, ...] = ()
+    axes: tuple[tuple[str, ...], ...] = ()
 
 
 def run_id(config: dict[str, Any]) -> str:
@@ -134,14 +138,16 @@ def load_sweep(path: str | Path) -> Sweep:
     seeds_value = data.pop("seeds", None)
     grid = data.pop("grid", {})
     zips = data.pop("zip", [])
-    report = data.pop("report", {})
+    metrics = _report_metrics(file, data.pop("report", {}))
     base = _base_scenario(file, base_ref, data)
     axes, parameters = _axes(file, grid, zips)
     _check_each_parameter(file, base, axes)
     seeds = _seeds(file, seeds_value, base)
     runs = tuple(_expand(file, base, axes, parameters, seeds))
     _preflight(file, runs)
-    return Sweep(file, parameters, seeds, runs, _report_metrics(file, report))
+    column = {p.path: p.column for p in parameters}
+    axis_columns = tuple(tuple(column[path] for path in paths) for paths, _ in axes)
+    return Sweep(file, parameters, seeds, runs, metrics, axis_columns)
 
 
 def _read_toml(file: Path, what: str) -> dict[str, Any]:
@@ -331,9 +337,17 @@ def _check_file(key: str, path: str) -> None:
 
 
 def _report_metrics(file: Path, report: Any) -> tuple[str, ...]:
+    """``[report] metrics``, each checked against the metric table (before any run)."""
+    from market_hpc.experiment.metrics_table import metric_names
+
     if not isinstance(report, dict) or set(report) - {"metrics"}:
         raise SweepError(f"{file}: [report] accepts only metrics = [names], got {report!r}")
     metrics = report.get("metrics", [])
     if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
         raise SweepError(f"{file}: report.metrics must be a list of metric names, got {metrics!r}")
+    valid = metric_names()
+    for name in metrics:
+        if name not in valid:
+            raise SweepError(f"{file}: report.metrics: unknown metric {name!r}; valid metrics: "
+                             f"{', '.join(valid)}")
     return tuple(metrics)

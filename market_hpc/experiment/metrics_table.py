@@ -1,0 +1,84 @@
+"""One table of the run metrics a report can plot: label, unit and which way is better.
+
+The sweep file's ``[report] metrics`` is checked against this table before any run
+starts, and every axis label of a report comes from it. A metric added to
+``metrics.summarize`` or ``run.collect`` that should be plotted by name belongs here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from market_hpc.domain.resources import RESOURCES
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How a summary metric is shown.
+
+    Attributes:
+        name: Column of ``summary.json`` / ``results.parquet``.
+        label: Axis label without the unit.
+        unit: Unit ("" for counts and pure ratios shown as such).
+        better: ``lower``, ``higher`` or ``""`` (neither).
+    """
+
+    name: str
+    label: str
+    unit: str = ""
+    better: str = ""
+
+    @property
+    def axis_label(self) -> str:
+        """``label (unit)``, or the label alone for unitless metrics."""
+        return f"{self.label} ({self.unit})" if self.unit else self.label
+
+
+_RESOURCE_UNITS = {"cores": "cores", "gpus": "GPUs", "mics": "MICs", "mem": "memory"}
+
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("jobs_total", "jobs in the workload", ""),
+    Metric("jobs_completed", "jobs completed", "", "higher"),
+    Metric("jobs_dropped", "jobs dropped", "", "lower"),
+    Metric("jobs_rejected", "jobs rejected (larger than the platform)", "", "lower"),
+    Metric("jobs_never_started", "jobs never started", "", "lower"),
+    Metric("jobs_skipped", "trace jobs skipped (unknown size or run time)", ""),
+    Metric("mean_wait", "mean wait", "s", "lower"),
+    Metric("median_wait", "median wait", "s", "lower"),
+    Metric("max_wait", "maximum wait", "s", "lower"),
+    Metric("mean_slowdown", "mean slowdown", "x", "lower"),
+    Metric("mean_bounded_slowdown", "mean bounded slowdown (10 s)", "x", "lower"),
+    Metric("makespan", "makespan", "s", "lower"),
+    Metric("mean_queue_length", "time-weighted mean queue length", "jobs", "lower"),
+    Metric("max_queue_length", "maximum queue length", "jobs", "lower"),
+    Metric("mean_queue_size", "mean queue size seen by arrivals", "jobs", "lower"),
+    Metric("total_profit", "total profit", "value units", "higher"),
+    Metric("value_earned", "value earned", "value units", "higher"),
+    Metric("penalties", "hold penalties", "value units", "lower"),
+    Metric("holds", "holds (hold/resume events)"),
+    Metric("decisions", "dispatcher decisions"),
+    Metric("dispatch_seconds", "dispatcher time", "s", "lower"),
+    Metric("mean_dispatch_ms", "mean dispatcher time per decision", "ms", "lower"),
+    Metric("simulation_seconds", "simulation wall time", "s", "lower"),
+    Metric("duration_s", "run wall time", "s", "lower"),
+    *(Metric(f"utilisation_{r}", f"utilisation of {_RESOURCE_UNITS[r]}", "fraction", "higher")
+      for r in RESOURCES),
+    *(Metric(f"load_ratio_{r}", f"mean load of {_RESOURCE_UNITS[r]}", "fraction", "")
+      for r in RESOURCES),
+)}
+
+
+def metric(name: str) -> Metric:
+    """The table entry of ``name``; a column not in the table is labelled by its name.
+
+    >>> metric("mean_wait").axis_label
+    'mean wait (s)'
+    >>> metric("some_new_column").axis_label
+    'some_new_column'
+    """
+    return METRICS.get(name) or Metric(name, name)
+
+
+def metric_names() -> list[str]:
+    """Every metric of the table, in table order."""
+    return list(METRICS)

@@ -1,0 +1,105 @@
+"""``report.html``: every plot and table of a sweep report in one self-contained file.
+
+PNGs are embedded as ``data:`` URIs and tables as HTML, so the file can be mailed or
+attached to a paper's supplementary material without its folder. No JavaScript, no
+external resources.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from market_hpc.experiment.metrics_table import metric
+
+if TYPE_CHECKING:
+    from market_hpc.experiment.report_data import SweepData
+
+MAX_TABLE_ROWS = 200
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+h3 { font-size: 1em; margin-top: 1.5em; }
+table { border-collapse: collapse; font-size: 12px; margin: 0.5em 0; }
+th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
+th { background: #f3f3f3; }
+td:first-child, th:first-child { text-align: left; }
+img { max-width: 100%; border: 1px solid #eee; }
+.note { color: #8a4b00; }
+details { margin: 0.3em 0 1em; }
+"""
+
+
+@dataclass(frozen=True)
+class Figureset:
+    """One plot of the report and the table it was drawn from.
+
+    Attributes:
+        metric: The metric it shows.
+        png: The picture.
+        csv: Its table.
+    """
+
+    metric: str
+    png: Path
+    csv: Path
+
+
+def _table(frame: pd.DataFrame) -> str:
+    shown = frame.head(MAX_TABLE_ROWS)
+    text = shown.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="", border=0)
+    if len(frame) > MAX_TABLE_ROWS:
+        text += f"<p>first {MAX_TABLE_ROWS} of {len(frame)} rows; all in the CSV file</p>"
+    return text
+
+
+def _summary(data: SweepData, metrics: Sequence[str]) -> pd.DataFrame:
+    """One row per point: the parameters and ``mean ± std (n)`` of each metric."""
+    keys = [a.key for a in data.axes] or [data.frame.columns[0]]
+    grouped = data.frame.groupby(keys, sort=False, observed=True)
+    table = grouped[list(metrics)].agg(["mean", "std", "count"])
+    out = table.index.to_frame(index=False)
+    for name in metrics:
+        mean, std, n = (table[(name, s)].to_numpy() for s in ("mean", "std", "count"))
+        out[metric(name).axis_label] = [f"{m:.4g} ± {s:.2g} ({c})" if c > 1 else f"{m:.4g}"
+                                        for m, s, c in zip(mean, std, n)]
+    return out
+
+
+def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[str],
+               figures: Sequence[Figureset]) -> Path:
+    """Write the report page; return its path."""
+    manifest_file = directory / "sweep.json"
+    manifest = json.loads(manifest_file.read_text()) if manifest_file.is_file() else {}
+    title = f"Sweep report: {Path(manifest.get('sweep_file', str(directory))).name}"
+    parts = [(f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}"
+             f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>")]
+    axes = ", ".join(a.name for a in data.axes) or "none"
+    parts.append(
+        f"<p>{len(data.frame)} runs finished ok; axes: {html.escape(axes)}; seeds: "
+        f"{html.escape(str(manifest.get('seeds', '?')))}; results folder "
+        f"<code>{html.escape(str(directory.resolve()))}</code>; written "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Each point is the mean over seeds; "
+        "bands and whiskers span min to max.</p>")
+    parts += [f"<p class='note'>{html.escape(note)}</p>" for note in data.notes]
+    parts.append("<h2>Summary: mean ± std over seeds (n)</h2>" + _table(_summary(data, metrics)))
+    for name in metrics:
+        parts.append(f"<h2>{html.escape(metric(name).axis_label)}</h2>")
+        for figure in (f for f in figures if f.metric == name):
+            encoded = base64.b64encode(figure.png.read_bytes()).decode()
+            parts.append(f"<h3>{html.escape(figure.png.stem)}</h3>"
+                         f"<img alt='{html.escape(figure.png.stem)}' src='data:image/png;base64,{encoded}'>"
+                         f"<details><summary>table ({html.escape(figure.csv.name)})</summary>"
+                         f"{_table(pd.read_csv(figure.csv))}</details>")
+    parts.append("</body></html>\n")
+    path.write_text("".join(parts), encoding="utf-8")
+    return path
