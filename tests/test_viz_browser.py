@@ -241,8 +241,11 @@ def page(sync_api, viz_server: str):  # type: ignore[no-untyped-def]
 
 
 def _steps(page) -> int:  # type: ignore[no-untyped-def]
-    line = next(line for line in page.inner_text("body").splitlines() if line.startswith("Step: "))
-    return int(line.removeprefix("Step: "))
+    """Steps taken, from SolaraViz's counter: "Step: N" (Mesa 3.3) or "Time: N.0" (Mesa >= 3.4,
+    whose model time advances by one per step unless a simulator drives it)."""
+    line = next(line for line in page.inner_text("body").splitlines()
+                if line.startswith(("Step: ", "Time: ")))
+    return int(float(line.split(": ", 1)[1]))
 
 
 def _select(page, label: str, value: str) -> None:  # type: ignore[no-untyped-def]
