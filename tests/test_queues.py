@@ -7,11 +7,25 @@ import math
 import numpy as np
 import pytest
 
-from market_hpc.algorithms.queues import (apportion, cpu_hours, layout, proportional_partitions, route,
-                                          scaled_table1)
+from market_hpc.algorithms.queues import (
+    apportion,
+    cpu_hours,
+    layout,
+    proportional_partitions,
+    route,
+    scaled_table1,
+)
 from market_hpc.algorithms.queues_fit import NlpProblem, fit_cubic, monomial_exponents, solve_nlp
-from market_hpc.algorithms.queues_search import (Evaluation, History, can_merge, carve_pool, dqr, merge_queues,
-                                                 sample_partitions, split_queue)
+from market_hpc.algorithms.queues_search import (
+    Evaluation,
+    History,
+    can_merge,
+    carve_pool,
+    dqr,
+    merge_queues,
+    sample_partitions,
+    split_queue,
+)
 from market_hpc.algorithms.queues_sim import QueueJobs, easy_waits
 from market_hpc.domain.queues import QueueConfig, QueueSpec
 from market_hpc.errors import ConfigError

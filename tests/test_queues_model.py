@@ -188,3 +188,13 @@ def test_hpc2n_month_is_planned_and_replayed(tmp_path) -> None:  # type: ignore[
     for job in jobs:
         counts[route(hybrid, job.cores, job.estimate)] += 1
     assert -1 not in counts
+
+
+@pytest.mark.parametrize("seed", [31, 32])
+def test_shared_mode_is_plain_easy(seed: int) -> None:
+    """Non-partitioned queues schedule exactly as EASY over the whole machine."""
+    jobs = random_workload(seed, PLATFORM, [(1, 0, 0, 0)], count=80)
+    shared = _run(jobs, CONFIGS["shared"]).recorder.jobs_frame()
+    easy = HPCModel(jobs, PLATFORM, "easy", "first-fit", seed=3, record_timeseries=False)
+    easy.run()
+    assert shared.equals(easy.recorder.jobs_frame())

@@ -165,7 +165,7 @@ def solve_nlp(problem: NlpProblem, starts: Sequence[Sequence[float]], max_iter: 
         if sizes is not None and (best is None or problem.objective(np.array(sizes)) < best[0]):
             best = (problem.objective(np.array(sizes)), np.array(sizes))
     if best is None:
-        feasible = [tuple(int(round(v)) for v in s) for s in starts]
+        feasible = [tuple(round(float(v)) for v in s) for s in starts]
         feasible = [s for s in feasible if problem.feasible(s)]
         if not feasible:
             return apportion(problem.total, problem.hours, problem.lower)

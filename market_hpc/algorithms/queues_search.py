@@ -117,7 +117,7 @@ def utilisation_bounds(config: QueueConfig, evaluate: Evaluate, minimum: Sequenc
     configs = []
     for i in owners:
         top = total - sum(minimum[j] for j in owners if j != i)
-        grid = sorted({int(round(v)) for v in np.linspace(minimum[i], max(minimum[i], top), points)})
+        grid = sorted({round(float(v)) for v in np.linspace(minimum[i], max(minimum[i], top), points)})
         grids[i] = grid
         for size in grid:
             sizes = list(bounds)

@@ -99,7 +99,7 @@ def easy_waits(jobs: QueueJobs, capacity: int) -> np.ndarray:
         need = cores[waiting[0]]
         available = free
         shadow = INF
-        for end, job in sorted((e if e > now else now, j) for j, e in running.items()):
+        for end, job in sorted((max(now, e), j) for j, e in running.items()):
             if end > shadow:
                 break
             available += cores[job]

@@ -23,10 +23,17 @@ from typing import Any
 
 import numpy as np
 
-from market_hpc.algorithms.queues import apportion, proportional_partitions, scaled_table1
+from market_hpc.algorithms.queues import proportional_partitions, scaled_table1
 from market_hpc.algorithms.queues_fit import NlpProblem, fit_cubic, solve_nlp
-from market_hpc.algorithms.queues_search import (Evaluation, History, carve_pool, dqr, nodes_for,
-                                                 sample_partitions, utilisation_bounds)
+from market_hpc.algorithms.queues_search import (
+    Evaluation,
+    History,
+    carve_pool,
+    dqr,
+    nodes_for,
+    sample_partitions,
+    utilisation_bounds,
+)
 from market_hpc.algorithms.queues_sim import QueueJobs, easy_waits, utilisation
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
@@ -100,7 +107,7 @@ class Simulator:
         pending: dict[tuple[bytes, int], SimTask] = {}
         for config in configs:
             queue_of, _, _ = self.history.per_queue(config)
-            rows = []
+            rows: list[tuple[tuple[bytes, int] | None, int]] = []
             for index, queue in enumerate(config.queues):
                 members = np.flatnonzero(queue_of == index)
                 if queue.reservation or not len(members):

@@ -25,6 +25,7 @@ used, so the registered names run on any platform (conformance suite).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 import numpy as np
 
@@ -34,7 +35,16 @@ from market_hpc.algorithms.queues import default_config, layout, route
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import NodeType, Platform
 from market_hpc.domain.queues import QueueConfig
-from market_hpc.policies.base import NOTHING, Action, Allocation, Allocator, Decision, RunningJob, Start, View
+from market_hpc.policies.base import (
+    NOTHING,
+    Action,
+    Allocation,
+    Allocator,
+    Decision,
+    RunningJob,
+    Start,
+    View,
+)
 from market_hpc.policies.registry import register_scheduler
 
 _CORE_UNIT = (1, 0, 0, 0)
@@ -65,13 +75,16 @@ class _SubView:
         self.time = view.time
         self.platform = platform
         self.free = free
-        self.free_total = tuple(free.sum(axis=0).tolist())
         self.free_bb = view.free_bb
         self.exclusive = view.exclusive
         self.queue = queue
 
+    @property
+    def free_total(self) -> Amounts:
+        return tuple(self.free.sum(axis=0).tolist())
+
     def expected_end(self, running: RunningJob) -> float:
-        return running.est_end if running.est_end > self.time else self.time
+        return max(self.time, running.est_end)
 
 
 class QueueDispatcher:
@@ -129,8 +142,8 @@ class QueueDispatcher:
             index = route(self.active, job.cores, job.estimate)
             group = self.group_of_queue[index] if index >= 0 else -1
             if group >= 0:
-                lo, hi = self.groups[group]
-                capacity = self.platforms[group].capacity if hi > lo else np.zeros((0, 4), dtype=np.int64)
+                platform = self.platforms[group]
+                capacity = platform.capacity if platform is not None else np.zeros((0, 4), dtype=np.int64)
                 if int(units_fit(capacity, job.unit).sum()) < job.units and not job.moldable:
                     group = -1
             self.home[job.job_id] = group
@@ -142,7 +155,7 @@ class QueueDispatcher:
         machine = []
         now = view.time
         for running in view.running:
-            end = running.est_end if running.est_end > now else now
+            end = max(now, running.est_end)
             machine.append((end, _totals(running.job.unit, running.units)))
             parts = self.releases_of.get(running.seq)
             if parts is None:
@@ -180,7 +193,7 @@ class QueueDispatcher:
         reservation: tuple[float, Amounts] = (INF, ())
         now = view.time
         for job in machine_jobs:
-            allocation = self.allocator.allocate(job, free, _SubView(view, view.platform, free, machine_jobs))
+            allocation = self.allocator.allocate(job, free, cast(View, _SubView(view, view.platform, free, machine_jobs)))
             if allocation is None:
                 free_total = tuple(free.sum(axis=0).tolist())
                 releases = sorted(machine + [(e, a) for e, a, _ in started_ends])
@@ -206,7 +219,7 @@ class QueueDispatcher:
         if platform is None:
             return None
         block = free[lo:hi]
-        allocation = self.allocator.allocate(job, block, _SubView(view, platform, block, jobs))
+        allocation = self.allocator.allocate(job, block, cast(View, _SubView(view, platform, block, jobs)))
         if allocation is None:
             return None
         return tuple((node + lo, units) for node, units in allocation)
@@ -222,15 +235,18 @@ class QueueDispatcher:
         started: list[tuple[float, Amounts]] = []
         head: Job | None = None
         remaining: Iterable[Job] = iter(jobs)
+        free_cores = int(free[lo:hi, 0].sum())
         for job in remaining:
             need = _totals(job.unit, job.units)
             allowed, uses_big = may_backfill(now, job.estimate, need, shadow_big, extra_big) \
                 if shadow_big < INF else (True, False)
-            allocation = self._allocate(view, group, job, free, jobs) if allowed else None
+            fits = allowed and job.cores <= free_cores
+            allocation = self._allocate(view, group, job, free, jobs) if fits else None
             if allocation is None:
                 head = job
                 break
             self._take(free, job, allocation, view.exclusive, view.platform.capacity)
+            free_cores -= job.cores
             actions.append(Start(job.job_id, allocation))
             started.append((now + job.estimate, need))
             if uses_big:
