@@ -15,7 +15,7 @@ from market_hpc.algorithms.queues import (
     route,
     scaled_table1,
 )
-from market_hpc.algorithms.queues_fit import NlpProblem, fit_cubic, monomial_exponents, solve_nlp
+from market_hpc.algorithms.queues_fit import NlpProblem, fit_cubic, monomial_exponents, share_floor, solve_nlp
 from market_hpc.algorithms.queues_search import (
     Evaluation,
     History,
@@ -91,12 +91,15 @@ def test_nlp_finds_the_constrained_minimum() -> None:
     # f = (x0 - 0.5)^2 + (x1 - 0.2)^2 on shares of 100 nodes: optimum (50, 20, 30).
     x = np.random.default_rng(0).random((50, 2))
     surrogate = fit_cubic(x, (x[:, 0] - 0.5) ** 2 + (x[:, 1] - 0.2) ** 2)
-    problem = NlpProblem(100, (10, 10, 10), (80, 80, 80), (1.0, 1.0, 1.0), 0.1, (surrogate,), (1.0,))
+    problem = NlpProblem(100, (10, 10, 10), (80, 80, 80), (surrogate,), (1.0,))
     assert solve_nlp(problem, [(34, 33, 33), (10, 10, 80)]) == (50, 20, 30)
-    # the relaxed Eq. 6 (alpha = 0.9, equal CPU hours) forbids such an uneven split
-    tight = NlpProblem(100, (10, 10, 10), (80, 80, 80), (1.0, 1.0, 1.0), 0.9, (surrogate,), (1.0,))
-    sizes = solve_nlp(tight, [(34, 33, 33)])
-    assert tight.feasible(sizes) and sizes[0] >= sizes[1]
+    # the relaxed Eq. 6 with equal CPU hours and alpha = 0.9 keeps every queue >= 30 nodes
+    floor = share_floor(100, (10, 10, 10), (1.0, 1.0, 1.0), 0.9)
+    assert floor == (30, 30, 30)
+    tight = NlpProblem(100, floor, (80, 80, 80), (surrogate,), (1.0,))
+    assert solve_nlp(tight, [(34, 33, 33)]) == (40, 30, 30)
+    # alpha = 1 gives the proportional partition back
+    assert share_floor(100, (1, 1, 1), (57.0, 22.0, 21.0), 1.0) == (57, 22, 21)
 
 
 def test_samples_are_distinct_and_feasible() -> None:
@@ -160,3 +163,14 @@ def test_dqr_keeps_a_split_only_when_the_wait_falls() -> None:
     config = QueueConfig((QueueSpec("q", 1, 8, 0, 40000.0),), partitions=(20,))
     found, wait = dqr(config, _history(), _toy_evaluate, cores_per_node=1)
     assert found == config and wait == pytest.approx(50.0)          # splitting halves nodes: worse
+
+
+def test_doctests() -> None:
+    import doctest
+
+    from market_hpc.algorithms import queues, queues_fit, queues_search, queues_sim
+    from market_hpc.domain import queues as domain_queues
+
+    for module in (queues, queues_fit, queues_search, queues_sim, domain_queues):
+        failures, _ = doctest.testmod(module)
+        assert failures == 0, module.__name__

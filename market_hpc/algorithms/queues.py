@@ -59,9 +59,22 @@ def route(config: QueueConfig, cores: int, estimate: float) -> int:
 
 
 def route_all(config: QueueConfig, cores: np.ndarray, estimates: np.ndarray) -> np.ndarray:
-    """``route`` over arrays of requests (one queue index per job, -1 unrouted)."""
-    return np.array([route(config, int(c), float(e)) for c, e in zip(cores.tolist(), estimates.tolist())],
-                    dtype=np.int64)
+    """``route`` over arrays of requests (one queue index per job, -1 unrouted).
+
+    >>> cfg = QueueConfig((QueueSpec("id", 1, 8, 0, 7200), QueueSpec("small", 1, 64)), partitions=(1, 1))
+    >>> route_all(cfg, np.array([4, 4, 100]), np.array([3600.0, 9000.0, 60.0])).tolist()
+    [0, 1, -1]
+    """
+    result = np.full(len(cores), -1, dtype=np.int64)
+    order = sorted(range(len(config.queues)), key=lambda i: (specificity(config.queues[i]), i))
+    for index in reversed(order):  # the most specific queue writes last
+        queue = config.queues[index]
+        accepts = ((cores >= queue.min_cores) & (cores <= queue.max_cores)
+                   & (estimates >= queue.min_wall) & (estimates <= queue.max_wall))
+        result[accepts] = index
+    if config.catch_all is not None:
+        result[result < 0] = config.names.index(config.catch_all)
+    return result
 
 
 def unroutable_message(config: QueueConfig, job_id: int, cores: int, estimate: float) -> str:

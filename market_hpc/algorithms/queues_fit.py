@@ -4,12 +4,14 @@ constrained minimisation (seed 004, Eqs. 1-4 and 6).
 Spec A6: with sum(P_i) = P the last size is implied, so the surrogate is a full
 polynomial of total degree <= 3 in the first NQ-1 shares x_i = P_i / P (20 terms for
 NQ = 4). Spec A21: scipy SLSQP from several starts, then integer repair (largest
-remainder in node units) and a one-unit pairwise local search.
+remainder in node units) and a one-unit pairwise local search. Eq. 6 enters as a floor
+of ``alpha`` x the proportional share per queue (``share_floor``).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -76,7 +78,7 @@ def fit_cubic(x: np.ndarray, y: np.ndarray, degree: int = 3, ridge: float = 1e-9
     >>> y = 1 + 2 * x[:, 0] - x[:, 1] ** 2 + 3 * x[:, 0] * x[:, 1] ** 2
     >>> model = fit_cubic(x, y)
     >>> round(float(model(np.array([0.5, 0.5]))[0]), 6), round(model.r2, 6)
-    (1.625, 1.0)
+    (2.125, 1.0)
     """
     exponents = tuple(monomial_exponents(x.shape[1], degree))
     matrix = design_matrix(x, exponents)
@@ -88,25 +90,43 @@ def fit_cubic(x: np.ndarray, y: np.ndarray, degree: int = 3, ridge: float = 1e-9
     return Cubic(exponents, coef, r2)
 
 
+def share_floor(total: int, lower: Sequence[int], hours: Sequence[float], alpha: float) -> tuple[int, ...]:
+    """Per-queue minimum: the larger of lb_i and ``alpha`` x its Eq. 7 share.
+
+    This is the relaxed Eq. 6 used here (spec A4): as written, P_i/P_j > C_i/C_j for
+    every pair is infeasible, and a pairwise ratio bound is too once whole nodes and
+    lb_i meet queues with tiny CPU hours; "each queue keeps at least alpha of its
+    proportional share" is always satisfiable for alpha < 1 and alpha = 1 gives PP
+    back. When the floors exceed ``total`` their excess over ``lower`` is scaled down.
+
+    >>> share_floor(100, [1, 1, 1], [60.0, 30.0, 10.0], 0.5)
+    (30, 15, 5)
+    """
+    weight = sum(hours)
+    floors = [max(lo, math.ceil(alpha * total * h / weight - 1e-9)) if weight > 0 else lo
+              for lo, h in zip(lower, hours)]
+    if sum(floors) > total:
+        extra = apportion(total - sum(lower), [f - lo for f, lo in zip(floors, lower)])
+        floors = [lo + e for lo, e in zip(lower, extra)]
+    return tuple(int(f) for f in floors)
+
+
 @dataclass(frozen=True)
 class NlpProblem:
-    """Eqs. 2-4 and 6 in node units.
+    """Eqs. 2-4 and the relaxed Eq. 6 in node units.
 
     Attributes:
         total: P, nodes to share (Eq. 3).
-        lower: lb_i per queue (Eq. 4).
+        floor: Smallest size per queue: lb_i (Eq. 4) and the relaxed Eq. 6
+            (``share_floor``).
         upper: Largest size per queue (the sampled region's top, spec A5).
-        hours: CPU hours per queue (Eq. 5), for the relaxed Eq. 6.
-        alpha: Relaxation of Eq. 6: P_i C_j >= alpha P_j C_i for every pair (spec A4a).
         surrogates: One fitted cubic per epoch, on x = P[:-1] / total.
         weights: Epoch weights (Eq. 2; 1/3, 2/3, 1 by recency).
     """
 
     total: int
-    lower: tuple[int, ...]
+    floor: tuple[int, ...]
     upper: tuple[int, ...]
-    hours: tuple[float, ...]
-    alpha: float
     surrogates: tuple[Cubic, ...]
     weights: tuple[float, ...]
 
@@ -116,66 +136,52 @@ class NlpProblem:
         return float(sum(w * f(x)[0] for w, f in zip(self.weights, self.surrogates)))
 
     def feasible(self, sizes: Sequence[int]) -> bool:
-        """Whether integer sizes meet Eqs. 3, 4 and the relaxed Eq. 6."""
-        if sum(sizes) != self.total or any(s < lo for s, lo in zip(sizes, self.lower)):
-            return False
-        return all(sizes[i] * self.hours[j] >= self.alpha * sizes[j] * self.hours[i] - 1e-9
-                   for i in range(len(sizes)) for j in range(len(sizes)) if i != j)
+        """Whether integer sizes meet Eq. 3 and the floors and upper bounds."""
+        return sum(sizes) == self.total and all(lo <= s <= max(lo, hi)
+                                                for s, lo, hi in zip(sizes, self.floor, self.upper))
 
 
 def solve_nlp(problem: NlpProblem, starts: Sequence[Sequence[float]], max_iter: int = 200) -> tuple[int, ...]:
-    """Minimise the weighted surrogate under Eqs. 3, 4, 6; return integer node sizes.
+    """Minimise the weighted surrogate under Eq. 3 and the floors; integer node sizes.
 
-    SLSQP runs from every start; the best continuous optimum is rounded by largest
-    remainder and improved by moving one node between pairs while the objective falls
-    and the constraints hold. Falls back to the best feasible start if SLSQP finds
-    nothing feasible.
+    The variables are shares y_i = P_i / P (well scaled for SLSQP): bounds
+    [floor_i, upper_i] / P and one equality sum(y) = 1. SLSQP runs from every start;
+    each optimum is rounded by largest remainder above the floors and the best is
+    improved by moving one node between pairs while the objective falls.
     """
-    n = len(problem.lower)
+    n = len(problem.floor)
     total = float(problem.total)
     scale = max(abs(problem.objective(np.asarray(s, dtype=float))) for s in starts) or 1.0
 
-    def fun(v: np.ndarray) -> float:
-        return problem.objective(v) / scale
+    def fun(y: np.ndarray) -> float:
+        return sum(w * f(y[:-1])[0] for w, f in zip(problem.weights, problem.surrogates)) / scale
 
-    def jac(v: np.ndarray) -> np.ndarray:
+    def jac(y: np.ndarray) -> np.ndarray:
         grad = np.zeros(n)
-        x = v[:-1] / total
         for w, f in zip(problem.weights, problem.surrogates):
-            grad[:-1] += w * f.gradient(x) / total
+            grad[:-1] += w * f.gradient(y[:-1])
         return grad / scale
 
-    constraints = [{"type": "eq", "fun": lambda v: (v.sum() - total) / total,
-                    "jac": lambda v: np.ones(n) / total}]
-    for i in range(n):
-        for j in range(n):
-            if i != j and problem.hours[i] > 0 and problem.hours[j] > 0:
-                ci, cj = problem.hours[i], problem.hours[j]
-                row = np.zeros(n)
-                row[i], row[j] = cj, -problem.alpha * ci
-                row /= max(ci, cj)
-                constraints.append({"type": "ineq", "fun": lambda v, r=row: float(r @ v) / total,
-                                    "jac": lambda v, r=row: r / total})
-    bounds = [(lo, max(lo, hi)) for lo, hi in zip(problem.lower, problem.upper)]
-    best: tuple[float, np.ndarray] | None = None
+    constraints = [{"type": "eq", "fun": lambda y: y.sum() - 1.0, "jac": lambda y: np.ones(n)}]
+    bounds = [(lo / total, max(lo, hi) / total) for lo, hi in zip(problem.floor, problem.upper)]
+    best: tuple[float, tuple[int, ...]] | None = None
     for start in starts:
-        result = minimize(fun, np.asarray(start, dtype=float), jac=jac, method="SLSQP", bounds=bounds,
-                          constraints=constraints, options={"maxiter": max_iter, "ftol": 1e-10})
-        sizes = _round(result.x, problem)
-        if sizes is not None and (best is None or problem.objective(np.array(sizes)) < best[0]):
-            best = (problem.objective(np.array(sizes)), np.array(sizes))
+        y0 = np.clip(np.asarray(start, dtype=float) / total, [b[0] for b in bounds], [b[1] for b in bounds])
+        result = minimize(fun, y0, jac=jac, method="SLSQP", bounds=bounds, constraints=constraints,
+                          options={"maxiter": max_iter, "ftol": 1e-12})
+        sizes = _round(result.x * total, problem)
+        if sizes is not None:
+            value = problem.objective(np.array(sizes))
+            if best is None or value < best[0]:
+                best = (value, sizes)
     if best is None:
-        feasible = [tuple(round(float(v)) for v in s) for s in starts]
-        feasible = [s for s in feasible if problem.feasible(s)]
-        if not feasible:
-            return apportion(problem.total, problem.hours, problem.lower)
-        best = min((problem.objective(np.array(s)), np.array(s)) for s in feasible)
-    return _local_search(tuple(int(v) for v in best[1]), problem)
+        return apportion(problem.total, [1.0] * n, problem.floor)
+    return _local_search(best[1], problem)
 
 
 def _round(values: np.ndarray, problem: NlpProblem) -> tuple[int, ...] | None:
-    clipped = np.maximum(values, np.asarray(problem.lower, dtype=float))
-    shares = apportion(problem.total, clipped.tolist(), problem.lower)
+    clipped = np.maximum(values, np.asarray(problem.floor, dtype=float))
+    shares = apportion(problem.total, clipped.tolist(), problem.floor)
     return shares if problem.feasible(shares) else None
 
 

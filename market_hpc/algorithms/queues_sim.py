@@ -107,9 +107,9 @@ def easy_waits(jobs: QueueJobs, capacity: int) -> np.ndarray:
                 shadow = end
         extra = available - need
         kept = [waiting[0]]
-        for job in rest:
+        for position, job in enumerate(rest):
             size = cores[job]
-            if free == 0 or size > free:
+            if size > free:
                 kept.append(job)
                 continue
             if now + estimate[job] <= shadow:
@@ -123,6 +123,9 @@ def easy_waits(jobs: QueueJobs, capacity: int) -> np.ndarray:
             waits[job] = now - submit[job]
             running[job] = now + estimate[job]
             heapq.heappush(ends, (now + run[job], job))
+            if free == 0:
+                kept.extend(rest[position + 1:])
+                break
         waiting = kept
     return np.array(waits)
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from market_hpc.algorithms.queues import proportional_partitions, scaled_table1
-from market_hpc.algorithms.queues_fit import NlpProblem, fit_cubic, solve_nlp
+from market_hpc.algorithms.queues import apportion, proportional_partitions, scaled_table1
+from market_hpc.algorithms.queues_fit import NlpProblem, fit_cubic, share_floor, solve_nlp
 from market_hpc.algorithms.queues_search import (
     Evaluation,
     History,
@@ -166,9 +166,9 @@ def dp_nlpm(pp: QueueConfig, simulator: Simulator, n_nodes: int, settings: Queue
     minimum = [0 if pp.queues[i].reservation else nodes_for(int(largest[i]), simulator.cores_per_node)
                for i in range(len(pp.queues))]
     lower = utilisation_bounds(pp, simulator, minimum, n_nodes, settings.lb_points, settings.tau_util)
-    lower_owned = [lower[i] for i in owners]
-    sets = sample_partitions(rng, settings.samples, lower_owned, n_nodes,
-                             include=[[max(pp.partitions[i], lower[i]) for i in owners]])
+    floor = share_floor(n_nodes, [lower[i] for i in owners], [float(hours[i]) for i in owners], settings.alpha)
+    sets = sample_partitions(rng, settings.samples, floor, n_nodes,
+                             include=[apportion(n_nodes, [float(pp.partitions[i]) for i in owners], floor)])
     weights = tuple((k + 1) / settings.epochs for k in range(settings.epochs))
     surrogates, fits, sample_scores = [], [], np.zeros(len(sets))
     for (epoch_jobs, span), weight in zip(epochs_of(simulator.jobs, start, simulator.span, settings.epochs), weights):
@@ -187,12 +187,10 @@ def dp_nlpm(pp: QueueConfig, simulator: Simulator, n_nodes: int, settings: Queue
         return replace(pp, label="dpnlpm"), {"r2": fits}
     order = np.argsort(sample_scores, kind="stable")
     starts = [sets[0]] + [sets[i] for i in order[:19]]
-    problem = NlpProblem(n_nodes, tuple(lower_owned), tuple(int(v) for v in np.max(sets, axis=0)),
-                         tuple(float(max(hours[i], 1e-6)) for i in owners), settings.alpha,
-                         tuple(surrogates), weights)
+    problem = NlpProblem(n_nodes, floor, tuple(int(v) for v in np.max(sets, axis=0)), tuple(surrogates), weights)
     sizes = solve_nlp(problem, starts)
     chosen = replace(pp, partitions=_expand(pp, owners, sizes), label="dpnlpm")
-    return chosen, {"r2": fits, "lower": lower_owned, "samples": len(sets)}
+    return chosen, {"r2": fits, "lower": [lower[i] for i in owners], "floor": list(floor), "samples": len(sets)}
 
 
 def _expand(config: QueueConfig, owners: list[int], sizes: Sequence[int]) -> tuple[int, ...]:
@@ -248,6 +246,15 @@ def period_starts(jobs: Sequence[Job], period: float) -> list[float]:
     return [first + k * period for k in range(int((last - first) // period) + 1)]
 
 
+_PLANS: dict[tuple[Any, ...], PeriodPlan] = {}
+
+
+def _fingerprint(jobs: Sequence[Job]) -> bytes:
+    """Identity of a job set for the plan memo (ids, submits, sizes, times)."""
+    data = np.array([(j.job_id, j.submit, j.run_time, j.estimate, j.cores) for j in jobs], dtype=float)
+    return hashlib.blake2b(data.tobytes(), digest_size=16).digest()
+
+
 def plan_schedule(jobs: Sequence[Job], platform: Platform, settings: QueuesConfig, seed: int,
                   strategy: str) -> tuple[list[tuple[float, QueueConfig]], list[PeriodPlan]]:
     """Configuration in force from each period start: period 0 runs the static (Eq. 7 of
@@ -257,7 +264,8 @@ def plan_schedule(jobs: Sequence[Job], platform: Platform, settings: QueuesConfi
     by_period: list[list[Job]] = [[] for _ in starts]
     for job in jobs:
         by_period[min(int((job.submit - starts[0]) // period), len(starts) - 1)].append(job)
-    wanted = ("proportional",) if strategy in ("static", "proportional", "nonpartitioned") else (strategy,)
+    wanted = ("proportional",) if strategy in ("static", "proportional", "nonpartitioned") else \
+        ("proportional", "dpnlpm", "dqr", "hybrid")  # one plan serves all three (memoised)
     plans = []
     schedule = []
     with make_executor(settings.workers, settings.dask) as executor:
@@ -267,7 +275,13 @@ def plan_schedule(jobs: Sequence[Job], platform: Platform, settings: QueuesConfi
         if strategy in ("static", "nonpartitioned"):
             return schedule, [first]
         for k in range(1, len(starts)):
-            plan = plan_period(by_period[k - 1], starts[k - 1], period, platform, settings, seed, wanted, executor)
+            key = (_fingerprint(by_period[k - 1]), starts[k - 1], period, platform, replace(settings, strategy=None),
+                   seed, wanted)
+            plan = _PLANS.get(key)
+            if plan is None:
+                plan = plan_period(by_period[k - 1], starts[k - 1], period, platform, settings, seed, wanted,
+                                   executor)
+                _PLANS[key] = plan
             plans.append(plan)
             schedule.append((starts[k], plan.configs[strategy]))
     return schedule, plans
