@@ -304,8 +304,8 @@ def simulate_queues(config: RunConfig, jobs: list[Job], platform: Platform, repo
     began = time.perf_counter()
     model.run()
     result = collect(model, config, report, time.perf_counter() - began)
-    starts = [when for when, _ in schedule]
-    result.summary["queue_periods"] = period_metrics(result.jobs, jobs, starts, settings.period_days * DAY,
+    period = settings.period_days * DAY
+    result.summary["queue_periods"] = period_metrics(result.jobs, jobs, period_starts(jobs, period), period,
                                                      platform.total_cores)
     result.summary["queue_configs"] = [{"from": when, "config": c.describe()}
                                        for when, c in model.queue_agent.history]
