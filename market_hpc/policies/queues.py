@@ -313,11 +313,22 @@ class QueueDispatcher:
 
     @staticmethod
     def _take(free: np.ndarray, job: Job, allocation: Allocation, exclusive: bool, capacity: np.ndarray) -> None:
-        for node, units in allocation:
+        if len(allocation) == 1:
+            node, units = allocation[0]
             if exclusive:
                 free[node] = 0
+            elif job.unit == _CORE_UNIT:
+                free[node, 0] -= units
             else:
                 free[node] -= np.multiply(job.unit, units)
+            return
+        pairs = np.array(allocation, dtype=np.int64)
+        if exclusive:
+            free[pairs[:, 0]] = 0
+        elif job.unit == _CORE_UNIT:
+            free[pairs[:, 0], 0] -= pairs[:, 1]
+        else:
+            free[pairs[:, 0]] -= pairs[:, 1, None] * np.asarray(job.unit, dtype=np.int64)
 
 
 def _factory(mode: str):  # type: ignore[no-untyped-def]
