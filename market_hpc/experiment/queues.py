@@ -171,8 +171,10 @@ def dp_nlpm(pp: QueueConfig, simulator: Simulator, n_nodes: int, settings: Queue
                              include=[apportion(n_nodes, [float(pp.partitions[i]) for i in owners], floor)])
     weights = tuple((k + 1) / settings.epochs for k in range(settings.epochs))
     surrogates, fits, sample_scores = [], [], np.zeros(len(sets))
+    epochs = []
     for (epoch_jobs, span), weight in zip(epochs_of(simulator.jobs, start, simulator.span, settings.epochs), weights):
         epoch = Simulator(epoch_jobs, span, simulator.cores_per_node, simulator.executor, simulator.batches)
+        epochs.append(epoch)
         configs = [pp.with_partitions(_expand(pp, owners, s)) for s in sets]
         waits = np.array([e.overall for e in epoch(configs)]) / 3600.0
         simulator.seconds += epoch.seconds
@@ -189,8 +191,22 @@ def dp_nlpm(pp: QueueConfig, simulator: Simulator, n_nodes: int, settings: Queue
     starts = [sets[0]] + [sets[i] for i in order[:19]]
     problem = NlpProblem(n_nodes, floor, tuple(int(v) for v in np.max(sets, axis=0)), tuple(surrogates), weights)
     sizes = solve_nlp(problem, starts)
+    # Check the surrogate's optimum by simulation (a guard the paper does not have): a cubic
+    # fitted to heavy-tailed waits can extrapolate into a region that is far worse than
+    # every sample; then the best simulated sample is kept instead.
+    candidate = pp.with_partitions(_expand(pp, owners, sizes))
+    before = [(e.seconds, e.runs) for e in epochs]
+    checked = sum(w * e([candidate])[0].overall / 3600.0 for w, e in zip(weights, epochs))
+    simulator.seconds += sum(e.seconds - b[0] for e, b in zip(epochs, before))
+    simulator.runs += sum(e.runs - b[1] for e, b in zip(epochs, before))
+    best = int(order[0])
+    source = "nlp"
+    if checked > sample_scores[best]:
+        sizes, source = sets[best], "best-sample"
     chosen = replace(pp, partitions=_expand(pp, owners, sizes), label="dpnlpm")
-    return chosen, {"r2": fits, "lower": [lower[i] for i in owners], "floor": list(floor), "samples": len(sets)}
+    return chosen, {"r2": fits, "lower": [lower[i] for i in owners], "floor": list(floor), "samples": len(sets),
+                    "chosen": source, "nlp_wait_h": round(checked, 3),
+                    "best_sample_wait_h": round(float(sample_scores[best]), 3)}
 
 
 def _expand(config: QueueConfig, owners: list[int], sizes: Sequence[int]) -> tuple[int, ...]:
@@ -307,8 +323,9 @@ def simulate_queues(config: RunConfig, jobs: list[Job], platform: Platform, repo
     period = settings.period_days * DAY
     result.summary["queue_periods"] = period_metrics(result.jobs, jobs, period_starts(jobs, period), period,
                                                      platform.total_cores)
-    result.summary["queue_configs"] = [{"from": when, "config": c.describe()}
-                                       for when, c in model.queue_agent.history]
+    history = model.queue_agent.history  # the first entry is stamped at construction (t = 0)
+    result.summary["queue_configs"] = [{"from": schedule[0][0] if k == 0 else when, "config": c.describe()}
+                                       for k, (when, c) in enumerate(history)]
     result.summary["planning_seconds"] = sum(p.seconds for p in plans)
     result.summary["planning_simulation_seconds"] = sum(p.simulation_seconds for p in plans)
     result.summary["planning_simulations"] = sum(p.simulations for p in plans)
