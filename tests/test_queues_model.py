@@ -169,10 +169,10 @@ def test_hpc2n_month_is_planned_and_replayed(tmp_path) -> None:  # type: ignore[
     from market_hpc.workload import read_swf, time_slice
 
     trace = real_trace("HPC2N-2002-2.1-cln.swf.gz")
-    jobs = list(time_slice(read_swf(trace).jobs, 180 * 86400.0, 190 * 86400.0))
+    jobs = list(time_slice(read_swf(trace).jobs, 180 * 86400.0, 185 * 86400.0))
     platform = load_platform("hpc2n")
-    settings = QueuesConfig(strategy="hybrid", samples=20, lb_points=4, period_days=10.0)
-    plan = plan_period(jobs, jobs[0].submit, 10 * 86400.0, platform, settings, seed=1)
+    settings = QueuesConfig(strategy="hybrid", samples=10, lb_points=3, period_days=5.0)
+    plan = plan_period(jobs, jobs[0].submit, 5 * 86400.0, platform, settings, seed=1)
     assert set(plan.configs) >= {"proportional", "dpnlpm", "dqr", "hybrid", "nonpartitioned"}
     for name, config in plan.configs.items():
         assert config.mode == "shared" or config.used_nodes == platform.n_nodes, name

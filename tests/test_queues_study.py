@@ -18,7 +18,7 @@ from market_hpc.experiment.sweep_exec import make_executor
 from market_hpc.workload import read_swf, time_slice
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "queues.toml"
-SMALL = {"workload.end": 15_552_000.0 + 12 * 86400, "queues.period_days": 4.0, "queues.samples": 12,
+SMALL = {"workload.end": 15_552_000.0 + 6 * 86400, "queues.period_days": 2.0, "queues.samples": 8,
          "queues.lb_points": 3}
 
 
@@ -43,13 +43,13 @@ def test_periodic_reconfiguration_end_to_end(strategy: str) -> None:
 
 def test_sampling_simulations_give_the_same_plan_in_local_processes() -> None:
     trace = real_trace("HPC2N-2002-2.1-cln.swf.gz")
-    jobs = list(time_slice(read_swf(trace).jobs, 180 * 86400.0, 184 * 86400.0))
-    settings = QueuesConfig(strategy="hybrid", samples=10, lb_points=3, period_days=4.0)
+    jobs = list(time_slice(read_swf(trace).jobs, 180 * 86400.0, 182 * 86400.0))
+    settings = QueuesConfig(strategy="hybrid", samples=6, lb_points=2, period_days=2.0)
     platform = load_platform("hpc2n")
     plans = []
     for workers in (1, 2):
         with make_executor(workers) as executor:
-            plans.append(plan_period(jobs, jobs[0].submit, 4 * 86400.0, platform, settings, 1, executor=executor))
+            plans.append(plan_period(jobs, jobs[0].submit, 2 * 86400.0, platform, settings, 1, executor=executor))
     assert plans[0].configs == plans[1].configs and plans[0].simulations == plans[1].simulations
 
 
