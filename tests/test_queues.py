@@ -15,7 +15,13 @@ from market_hpc.algorithms.queues import (
     route,
     scaled_table1,
 )
-from market_hpc.algorithms.queues_fit import NlpProblem, fit_cubic, monomial_exponents, share_floor, solve_nlp
+from market_hpc.algorithms.queues_fit import (
+    NlpProblem,
+    fit_cubic,
+    monomial_exponents,
+    share_floor,
+    solve_nlp,
+)
 from market_hpc.algorithms.queues_search import (
     Evaluation,
     History,
