@@ -90,6 +90,9 @@ class HPCModel(mesa.Model):
             resume overhead); 0 in seed 002.
         hold_progress_loss: Holding cost: fraction of a held segment's work that is lost
             (e.g. since the last checkpoint), in [0, 1]; 0 in seed 002.
+        queues: Seed 004 ``QueueConfig``: one queue agent per queue, jobs routed at
+            arrival (``market_hpc.queue_agents``); ``None``: the single queue.
+        reconfigurations: ``(time, QueueConfig)`` pairs put in force at those times.
 
     Raises:
         ConfigError: on duplicate job ids or invalid parameters.
@@ -111,6 +114,8 @@ class HPCModel(mesa.Model):
         bidder: Bidder | None = None,
         resume_seconds: float = 0.0,
         hold_progress_loss: float = 0.0,
+        queues: Any = None,
+        reconfigurations: Any = (),
     ) -> None:
         super().__init__(rng=seed)  # Mesa 3.3 deprecates seed= in favour of rng=
         if not 0.0 <= hold_penalty <= 1.0:
@@ -152,6 +157,10 @@ class HPCModel(mesa.Model):
         self.predictor = predictor
         self.running = bool(self._jobs)
         self.datacollector = mesa.DataCollector(model_reporters=MODEL_REPORTERS)
+        if queues is not None:  # seed 004: a QueueAgent per queue, reconfiguration events
+            from market_hpc.queue_agents import install_queues
+
+            install_queues(self, queues, reconfigurations)
 
     # ----------------------------------------------------------------- time
     def _push(self, when: float, order: int, event: Any) -> None:
@@ -237,7 +246,9 @@ class HPCModel(mesa.Model):
             self._next_arrival += 1
             changed = True
         while heap and heap[0][0] == now:
-            heapq.heappop(heap)  # wake-up request: forces a decision
+            event = heapq.heappop(heap)[3]  # wake-up request: forces a decision
+            if event is not None:
+                event(self)  # seed 004: a queue reconfiguration
             changed = True
         self._wake_pending.discard(now)
         if changed and self.queue_agent.jobs:

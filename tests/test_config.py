@@ -22,7 +22,7 @@ def test_unknown_top_level_key_lists_valid_keys():
     with pytest.raises(UnknownNameError) as info:
         config_from_dict({**BASE, "sead": 1})
     assert str(info.value) == (
-        "unknown config key 'sead'; valid choices: exclusive, name, platform, policy, seed, timeseries, workload"
+        "unknown config key 'sead'; valid choices: exclusive, name, platform, policy, queues, seed, timeseries, workload"
     )
 
 

@@ -193,6 +193,59 @@ class PolicyConfig:
                 raise UnknownNameError("policy.predictor", self.predictor, PREDICTORS)
 
 
+QUEUE_STRATEGIES = ("static", "proportional", "dpnlpm", "dqr", "hybrid", "nonpartitioned")
+
+
+@dataclass(frozen=True)
+class QueuesConfig:
+    """Seed 004 multi-queue runs (``[queues]``; off unless ``strategy`` is set).
+
+    Attributes:
+        strategy: ``static``, ``proportional``, ``dpnlpm``, ``dqr``, ``hybrid`` or
+            ``nonpartitioned`` (``market_hpc.experiment.queues``).
+        period_days: Reconfiguration period; each period is configured from the previous one.
+        epochs: History epochs of the weighted NLP (weights 1/3, 2/3, 1 for 3).
+        samples: Partition sets simulated per epoch.
+        chunk_cores: Pool carving step (processors, rounded up to whole nodes).
+        degradation: Allowed wait degradation while carving the pool (degPercent).
+        alpha: Relaxation of Eq. 6 (spec A4a).
+        tau_util: Utilisation share defining the lower bounds (Eq. 4).
+        tau_pf: Priority-factor threshold for the pool.
+        lb_points: Sizes per queue in the lower-bound sweep.
+        max_queues: Most queues DQR splits into.
+        open_wall: Lift Table I's longest wall limits (archive traces ask for more).
+        catch_all: Queue taking jobs no queue accepts (none: such jobs are an error).
+        workers: Local processes for the sampling simulations (1: in this process).
+        dask: Dask address for them instead (``local:N`` or ``tcp://...``).
+    """
+
+    strategy: str | None = None
+    period_days: float = 30.0
+    epochs: int = 3
+    samples: int = 100
+    chunk_cores: int = 5
+    degradation: float = 0.30
+    alpha: float = 0.5
+    tau_util: float = 0.9
+    tau_pf: float = 0.5
+    lb_points: int = 8
+    max_queues: int = 8
+    open_wall: bool = True
+    catch_all: str | None = None
+    workers: int = 1
+    dask: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.strategy is not None and self.strategy not in QUEUE_STRATEGIES:
+            raise UnknownNameError("queues.strategy", self.strategy, QUEUE_STRATEGIES)
+        for key in ("period_days", "degradation", "alpha", "tau_util", "tau_pf"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"queues.{key} must be > 0, got {getattr(self, key)}")
+        for key in ("epochs", "samples", "chunk_cores", "lb_points", "max_queues", "workers"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"queues.{key} must be >= 1, got {getattr(self, key)}")
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """One simulation run, fully specified."""
@@ -204,6 +257,7 @@ class RunConfig:
     seed: int = 0
     exclusive: bool = False
     timeseries: bool = True
+    queues: QueuesConfig = field(default_factory=QueuesConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (the inverse of ``config_from_dict``)."""

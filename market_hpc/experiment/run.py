@@ -208,6 +208,10 @@ def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = 
     report: dict[str, Any] = {}
     if jobs is None:
         jobs, report = build_workload(config, platform)
+    if config.queues.strategy is not None:  # seed 004 multi-queue runs
+        from market_hpc.experiment.queues import simulate_queues
+
+        return simulate_queues(config, jobs, platform, report)
     policy = _make_policy(config)
     predictor = None
     if config.policy.predictor is not None:

@@ -88,7 +88,7 @@ def register_allocator(
     return add
 
 
-BUILTIN_MODULES = ("allocators", "classic", "market", "hetero", "market_baselines", "bbsched")
+BUILTIN_MODULES = ("allocators", "classic", "market", "hetero", "market_baselines", "bbsched", "queues")
 
 
 def _load_builtin() -> None:

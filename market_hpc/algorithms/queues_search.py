@@ -1,0 +1,294 @@
+"""Simulation-driven searches of seed 004: partition samples, utilisation lower bounds,
+DQR split/merge and hybrid pool carving.
+
+Every search takes an ``evaluate(configs) -> [Evaluation]`` function that simulates the
+history under each configuration (the experiment layer runs those simulations,
+possibly in parallel). Partition sizes are in nodes; requests in cores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from market_hpc.algorithms.queues import apportion, cpu_hours, route_all
+from market_hpc.domain.queues import INF, QueueConfig, QueueSpec
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Simulated history under one configuration (partitioned queues only).
+
+    Attributes:
+        waits: Mean wait (s) per queue; ``nan`` for reservation queues or no jobs.
+        counts: Jobs per queue.
+        utilisations: Busy share of each queue's partition.
+    """
+
+    waits: tuple[float, ...]
+    counts: tuple[int, ...]
+    utilisations: tuple[float, ...]
+
+    @property
+    def overall(self) -> float:
+        """Job-weighted mean wait over the partitioned queues' jobs (spec A22).
+
+        >>> Evaluation((10.0, float("nan"), 40.0), (3, 5, 1), (0.5, 0.0, 0.5)).overall
+        17.5
+        """
+        pairs = [(w, n) for w, n in zip(self.waits, self.counts) if n and not math.isnan(w)]
+        jobs = sum(n for _, n in pairs)
+        return sum(w * n for w, n in pairs) / jobs if jobs else 0.0
+
+
+Evaluate = Callable[[Sequence[QueueConfig]], list[Evaluation]]
+
+
+@dataclass(frozen=True)
+class History:
+    """The history period's jobs as columns (requests in cores, times in seconds)."""
+
+    cores: np.ndarray
+    estimate: np.ndarray
+    run: np.ndarray
+
+    def per_queue(self, config: QueueConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Queue index per job, CPU hours per queue, largest request (cores) per queue."""
+        queue_of = route_all(config, self.cores, self.estimate)
+        hours = cpu_hours(self.cores, self.run, queue_of, len(config.queues))
+        largest = np.zeros(len(config.queues), dtype=np.int64)
+        valid = queue_of >= 0
+        np.maximum.at(largest, queue_of[valid], self.cores[valid])
+        return queue_of, hours, largest
+
+
+def nodes_for(cores: int, cores_per_node: int) -> int:
+    """Nodes needed for ``cores`` cores (at least 1).
+
+    >>> nodes_for(33, 16), nodes_for(0, 16)
+    (3, 1)
+    """
+    return max(1, -(-int(cores) // cores_per_node))
+
+
+def sample_partitions(rng: np.random.Generator, count: int, lower: Sequence[int], total: int,
+                      include: Sequence[Sequence[int]] = ()) -> list[tuple[int, ...]]:
+    """``count`` distinct partition sets with sum ``total`` and each size >= ``lower``
+    (spec A5): the ``include`` points first, then Dirichlet(1) draws of the slack.
+
+    >>> sets = sample_partitions(np.random.default_rng(1), 5, [2, 3], 10)
+    >>> len(sets), all(sum(s) == 10 and s[0] >= 2 and s[1] >= 3 for s in sets)
+    (5, True)
+    """
+    slack = total - sum(lower)
+    chosen: list[tuple[int, ...]] = []
+    seen: set[tuple[int, ...]] = set()
+    for point in include:
+        key = tuple(int(v) for v in point)
+        if key not in seen and sum(key) == total:
+            seen.add(key)
+            chosen.append(key)
+    attempts = 0
+    while len(chosen) < count and attempts < 50 * count:
+        attempts += 1
+        share = apportion(slack, rng.dirichlet(np.ones(len(lower))).tolist())
+        key = tuple(lo + s for lo, s in zip(lower, share))
+        if key not in seen:
+            seen.add(key)
+            chosen.append(key)
+    return chosen
+
+
+def utilisation_bounds(config: QueueConfig, evaluate: Evaluate, minimum: Sequence[int], total: int,
+                       points: int = 8, tau: float = 0.9) -> tuple[int, ...]:
+    """lb_i of Eq. 4 (spec "tau_util" = 90% of the maximum utilisation, A20).
+
+    Queue i alone is simulated on a grid of sizes from its largest request up to what
+    the others' largest requests leave; lb_i is the last grid size before the
+    utilisation first drops below ``tau`` x its maximum. When the bounds add up to
+    more than ``total``, their excess over the minimums is scaled down to fit.
+    """
+    owners = [i for i, q in enumerate(config.queues) if not q.reservation]
+    bounds = [0 if config.queues[i].reservation else minimum[i] for i in range(len(config.queues))]
+    grids = {}
+    configs = []
+    for i in owners:
+        top = total - sum(minimum[j] for j in owners if j != i)
+        grid = sorted({round(float(v)) for v in np.linspace(minimum[i], max(minimum[i], top), points)})
+        grids[i] = grid
+        for size in grid:
+            sizes = list(bounds)
+            sizes[i] = size
+            configs.append(config.with_partitions(tuple(sizes), 0))
+    results = iter(evaluate(configs))
+    for i in owners:
+        utils = [next(results).utilisations[i] for _ in grids[i]]
+        peak = max(utils)
+        chosen = grids[i][0]
+        for size, util in zip(grids[i], utils):
+            if util < tau * peak:
+                break
+            chosen = size
+        bounds[i] = chosen
+    excess = sum(bounds[i] - minimum[i] for i in owners)
+    room = total - sum(minimum[i] for i in owners)
+    if excess > room:
+        scaled = apportion(room, [bounds[i] - minimum[i] for i in owners])
+        for i, extra in zip(owners, scaled):
+            bounds[i] = minimum[i] + extra
+    return tuple(bounds)
+
+
+def split_queue(config: QueueConfig, index: int, history: History, cores_per_node: int,
+                method: str) -> QueueConfig | None:
+    """Split queue ``index`` by ``runtime`` (halve the wall range), ``cpu_hours`` or
+    ``jobs`` (cut the core range where the sorted requests reach half the CPU hours or
+    half the jobs; equal requests stay together); nodes are divided by the CPU hours
+    of the two halves (§II-B). ``None`` when the split is degenerate (spec A8 v).
+    """
+    queue = config.queues[index]
+    queue_of, _, _ = history.per_queue(config)
+    mine = queue_of == index
+    cores, est, run = history.cores[mine], history.estimate[mine], history.run[mine]
+    if len(cores) < 2:
+        return None
+    if method == "runtime":
+        limit = queue.max_wall if queue.max_wall != INF else float(est.max())
+        cut = math.floor((queue.min_wall + limit) / 2)
+        if not queue.min_wall <= cut < min(limit, queue.max_wall):
+            return None
+        first = replace(queue, name=f"{queue.name}.1", max_wall=float(cut), parent=queue.name)
+        second = replace(queue, name=f"{queue.name}.2", min_wall=float(cut + 1), parent=queue.name)
+    else:
+        order = np.argsort(cores, kind="stable")
+        weight = (cores * run)[order] if method == "cpu_hours" else np.ones(len(cores))
+        reach = np.searchsorted(np.cumsum(weight), weight.sum() / 2)
+        cut = int(cores[order][min(reach, len(cores) - 1)])
+        if cut >= queue.max_cores or cut >= int(cores.max()):
+            return None
+        first = replace(queue, name=f"{queue.name}.1", max_cores=cut, parent=queue.name)
+        second = replace(queue, name=f"{queue.name}.2", min_cores=cut + 1, parent=queue.name)
+    in_first = np.array([first.accepts(int(c), float(e)) for c, e in zip(cores, est)])
+    if in_first.all() or not in_first.any():
+        return None
+    hours = [float((cores * run)[in_first].sum()), float((cores * run)[~in_first].sum())]
+    need = [nodes_for(int(cores[in_first].max()), cores_per_node),
+            nodes_for(int(cores[~in_first].max()), cores_per_node)]
+    size = config.partitions[index]
+    if sum(need) > size:
+        return None
+    shares = apportion(size, hours, need)
+    queues = config.queues[:index] + (first, second) + config.queues[index + 1:]
+    partitions = config.partitions[:index] + shares + config.partitions[index + 1:]
+    return replace(config, queues=queues, partitions=partitions)
+
+
+def can_merge(a: QueueSpec, b: QueueSpec) -> bool:
+    """§II-B merge feasibility: core and wall ranges adjacent or overlapping (integer
+    ranges: touching counts, spec A9), different parents, no reservation queue.
+
+    >>> can_merge(QueueSpec("s", 1, 1032), QueueSpec("m", 1033, 8208))
+    True
+    >>> can_merge(QueueSpec("a.1", 1, 4, parent="a"), QueueSpec("a.2", 5, 8, parent="a"))
+    False
+    """
+    if a.reservation or b.reservation or (a.parent is not None and a.parent == b.parent):
+        return False
+    cores_touch = max(a.min_cores, b.min_cores) <= min(a.max_cores, b.max_cores) + 1
+    wall_touch = max(a.min_wall, b.min_wall) <= min(a.max_wall, b.max_wall) + 1
+    return cores_touch and wall_touch
+
+
+def merge_queues(config: QueueConfig, i: int, j: int) -> QueueConfig:
+    """Replace queues ``i < j`` by their bounding box owning both partitions."""
+    a, b = config.queues[i], config.queues[j]
+    merged = QueueSpec(f"{a.name}+{b.name}", min(a.min_cores, b.min_cores), max(a.max_cores, b.max_cores),
+                       min(a.min_wall, b.min_wall), max(a.max_wall, b.max_wall), max(a.priority, b.priority))
+    queues = list(config.queues)
+    partitions = list(config.partitions)
+    queues[i], partitions[i] = merged, partitions[i] + partitions[j]
+    del queues[j], partitions[j]
+    return replace(config, queues=tuple(queues), partitions=tuple(partitions))
+
+
+def dqr(config: QueueConfig, history: History, evaluate: Evaluate, cores_per_node: int,
+        max_queues: int = 8) -> tuple[QueueConfig, float]:
+    """Phase 2 (DQR): greedy splits (best of three methods, kept while the overall wait
+    falls, a kept split's first half tried again), then greedy merges; returns the
+    configuration and its simulated overall wait."""
+    current = config
+    best = evaluate([current])[0].overall
+    index = 0
+    while index < len(current.queues) and len(current.queues) < max_queues:
+        if current.queues[index].reservation:
+            index += 1
+            continue
+        candidates = [c for m in ("runtime", "cpu_hours", "jobs")
+                      if (c := split_queue(current, index, history, cores_per_node, m)) is not None]
+        scores = [e.overall for e in evaluate(candidates)] if candidates else []
+        if scores and min(scores) < best:
+            position = int(np.argmin(scores))
+            current, best = candidates[position], scores[position]
+        else:
+            index += 1
+    while True:
+        pairs = [(i, j) for i in range(len(current.queues)) for j in range(i + 1, len(current.queues))
+                 if can_merge(current.queues[i], current.queues[j])]
+        if not pairs:
+            break
+        candidates = [merge_queues(current, i, j) for i, j in pairs]
+        scores = [e.overall for e in evaluate(candidates)]
+        position = int(np.argmin(scores))
+        if scores[position] >= best:
+            break
+        current, best = candidates[position], scores[position]
+    return current, best
+
+
+def carve_pool(config: QueueConfig, history: History, evaluate: Evaluate, cores_per_node: int,
+               chunk: int = 1, degradation: float = 0.30, floor: float = 60.0) -> QueueConfig:
+    """The hybrid pool (§III): shrink each partition by ``chunk`` nodes at a time while
+    its queue's simulated mean wait stays within ``1 + degradation`` of the original
+    (at least ``floor`` seconds, spec A14 iii) and never below its largest request;
+    the removed chunks form the pool.
+
+    Speed-up (spec A14 ii): the largest allowed reduction of every queue is found by a
+    bisection run for all queues at once (queues are independent when partitioned);
+    then, while the overall wait exceeds ``1 + degradation`` times the original,
+    one chunk is handed back round-robin (the paper's global stop rule).
+    """
+    owners = [i for i, q in enumerate(config.queues) if not q.reservation]
+    base = evaluate([config])[0]
+    _, _, largest = history.per_queue(config)
+    allowed = {i: (1 + degradation) * max(base.waits[i] if base.counts[i] else 0.0, floor) for i in owners}
+    top = {i: max(0, (config.partitions[i] - nodes_for(int(largest[i]), cores_per_node)) // chunk)
+           for i in owners}
+    low = {i: 0 for i in owners}
+    high = dict(top)
+
+    def shrunk(cuts: dict[int, int]) -> QueueConfig:
+        sizes = list(config.partitions)
+        for i, k in cuts.items():
+            sizes[i] -= k * chunk
+        return replace(config, mode="hybrid", partitions=tuple(sizes), pool=sum(cuts.values()) * chunk)
+
+    while any(low[i] < high[i] for i in owners):
+        probe = {i: (low[i] + high[i] + 1) // 2 for i in owners}
+        result = evaluate([shrunk(probe)])[0]
+        for i in owners:
+            if low[i] < high[i]:
+                if result.waits[i] <= allowed[i] or not result.counts[i]:
+                    low[i] = probe[i]
+                else:
+                    high[i] = probe[i] - 1
+    cuts = dict(low)
+    limit = (1 + degradation) * max(base.overall, floor)
+    order = sorted(owners, key=lambda i: config.partitions[i])
+    while sum(cuts.values()) and evaluate([shrunk(cuts)])[0].overall > limit:
+        for i in order:
+            if cuts[i]:
+                cuts[i] -= 1
+    return shrunk(cuts)

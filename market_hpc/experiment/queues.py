@@ -1,0 +1,332 @@
+"""Seed 004 experiments: sampling simulations, the monthly planner and multi-queue runs.
+
+``plan_period`` turns one history period's jobs into the configurations of every
+strategy: Eq. 7 proportional partitioning, DP-NLPM (utilisation lower bounds, 100
+partition sets per 10-day epoch, cubic surrogates, SLSQP), DQR (greedy split/merge) and
+the hybrid pool. The simulations it needs run through the sweep runner's executors
+(``make_executor``: in this process, local processes or Dask) as batches of
+``(queue jobs, capacity)`` tasks; results are cached per (queue job set, size), since a
+partitioned queue's waits depend on its own partition only.
+
+``simulate_queues`` runs a whole trace with the configuration of each period put in
+force by a reconfiguration event at the period's start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from market_hpc.algorithms.queues import apportion, proportional_partitions, scaled_table1
+from market_hpc.algorithms.queues_fit import NlpProblem, fit_cubic, share_floor, solve_nlp
+from market_hpc.algorithms.queues_search import (
+    Evaluation,
+    History,
+    carve_pool,
+    dqr,
+    nodes_for,
+    sample_partitions,
+    utilisation_bounds,
+)
+from market_hpc.algorithms.queues_sim import QueueJobs, easy_waits, utilisation
+from market_hpc.domain.job import Job
+from market_hpc.domain.platform import Platform
+from market_hpc.domain.queues import QueueConfig
+from market_hpc.experiment.config import QueuesConfig, RunConfig
+from market_hpc.experiment.sweep_exec import DaskExecutor, ProcessExecutor, make_executor
+
+DAY = 86400.0
+SimTask = tuple[QueueJobs, int, float]
+
+
+def simulate_batch(tasks: Sequence[SimTask]) -> list[tuple[float, float]]:
+    """Run a batch of one-queue EASY simulations: (mean wait, utilisation) each."""
+    results = []
+    for jobs, capacity, span in tasks:
+        waits = easy_waits(jobs, capacity)
+        results.append((float(waits.mean()) if len(waits) else 0.0, utilisation(jobs, capacity, waits, span)))
+    return results
+
+
+def map_batches(executor: Any, tasks: list[SimTask], batches: int) -> list[tuple[float, float]]:
+    """Run ``tasks`` on a sweep executor in ``batches`` chunks, results in task order."""
+    if not tasks:
+        return []
+    size = max(1, math.ceil(len(tasks) / batches))
+    chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
+    if isinstance(executor, ProcessExecutor) and executor._pool is not None:
+        parts = list(executor._pool.map(simulate_batch, chunks))
+    elif isinstance(executor, DaskExecutor) and executor._client is not None:
+        parts = executor._client.gather(executor._client.map(simulate_batch, chunks, pure=False))
+    else:
+        parts = [simulate_batch(chunk) for chunk in chunks]
+    return [result for part in parts for result in part]
+
+
+def columns(jobs: Sequence[Job]) -> QueueJobs:
+    """Jobs (sorted by submit, id) as ``QueueJobs`` columns."""
+    ordered = sorted(jobs, key=lambda j: (j.submit, j.job_id))
+    return QueueJobs(np.array([j.submit for j in ordered], dtype=float), np.array([j.run_time for j in ordered]),
+                     np.array([j.estimate for j in ordered]), np.array([j.cores for j in ordered], dtype=np.int64))
+
+
+@dataclass
+class Simulator:
+    """``evaluate(configs)`` for the searches over one set of history jobs.
+
+    Attributes:
+        jobs: The history jobs (sorted columns).
+        span: Length of the history period (s), for utilisation.
+        cores_per_node: Node granularity of partition sizes.
+        executor: A sweep executor (entered) or None for in-process.
+        batches: Chunks per executor call.
+    """
+
+    jobs: QueueJobs
+    span: float
+    cores_per_node: int
+    executor: Any = None
+    batches: int = 2
+    cache: dict[tuple[bytes, int], tuple[float, float]] = field(default_factory=dict)
+    seconds: float = 0.0
+    runs: int = 0
+
+    @property
+    def history(self) -> History:
+        return History(self.jobs.cores, self.jobs.estimate, self.jobs.run)
+
+    def __call__(self, configs: Sequence[QueueConfig]) -> list[Evaluation]:
+        began = time.perf_counter()
+        plans = []
+        pending: dict[tuple[bytes, int], SimTask] = {}
+        for config in configs:
+            queue_of, _, _ = self.history.per_queue(config)
+            rows: list[tuple[tuple[bytes, int] | None, int]] = []
+            for index, queue in enumerate(config.queues):
+                members = np.flatnonzero(queue_of == index)
+                if queue.reservation or not len(members):
+                    rows.append((None, len(members)))
+                    continue
+                key = (hashlib.blake2b(members.tobytes(), digest_size=16).digest(), config.partitions[index])
+                if key not in self.cache and key not in pending:
+                    subset = QueueJobs(self.jobs.submit[members], self.jobs.run[members],
+                                       self.jobs.estimate[members], self.jobs.cores[members])
+                    pending[key] = (subset, config.partitions[index] * self.cores_per_node, self.span)
+                rows.append((key, len(members)))
+            plans.append(rows)
+        keys = list(pending)
+        for key, result in zip(keys, map_batches(self.executor, [pending[k] for k in keys], self.batches)):
+            self.cache[key] = result
+        self.runs += len(keys)
+        self.seconds += time.perf_counter() - began
+        out = []
+        for rows in plans:
+            waits = tuple(self.cache[k][0] if k is not None else math.nan for k, _ in rows)
+            utils = tuple(self.cache[k][1] if k is not None else 0.0 for k, _ in rows)
+            out.append(Evaluation(waits, tuple(n for _, n in rows), utils))
+        return out
+
+
+def base_config(total_cores: int, settings: QueuesConfig) -> QueueConfig:
+    """Table I queues rescaled to the platform, before any partition sizes."""
+    queues = scaled_table1(total_cores, settings.open_wall)
+    return QueueConfig(queues, mode="shared", tau_pf=settings.tau_pf, catch_all=settings.catch_all, label="base")
+
+
+def proportional(base: QueueConfig, simulator: Simulator, n_nodes: int) -> QueueConfig:
+    """Eq. 7 partitions of ``base``'s queues from the history's CPU hours."""
+    _, hours, largest = simulator.history.per_queue(base)
+    minimum = [0 if q.reservation else nodes_for(int(c), simulator.cores_per_node)
+               for q, c in zip(base.queues, largest)]
+    sizes = proportional_partitions(base, n_nodes, hours.tolist(), minimum)
+    return replace(base, mode="partitioned", partitions=sizes, label="proportional")
+
+
+def epochs_of(jobs: QueueJobs, start: float, span: float, count: int) -> list[tuple[QueueJobs, float]]:
+    """The history split into ``count`` epochs of span/count seconds (spec A19)."""
+    out = []
+    for k in range(count):
+        lo, hi = start + k * span / count, start + (k + 1) * span / count
+        mask = (jobs.submit >= lo) & (jobs.submit < hi) if k < count - 1 else jobs.submit >= lo
+        out.append((QueueJobs(jobs.submit[mask], jobs.run[mask], jobs.estimate[mask], jobs.cores[mask]), hi - lo))
+    return out
+
+
+def dp_nlpm(pp: QueueConfig, simulator: Simulator, n_nodes: int, settings: QueuesConfig, start: float,
+            rng: np.random.Generator) -> tuple[QueueConfig, dict[str, Any]]:
+    """Phase 1: lower bounds, sampled partition sets per epoch, cubic fits, SLSQP."""
+    owners = [i for i, q in enumerate(pp.queues) if not q.reservation]
+    _, hours, largest = simulator.history.per_queue(pp)
+    minimum = [0 if pp.queues[i].reservation else nodes_for(int(largest[i]), simulator.cores_per_node)
+               for i in range(len(pp.queues))]
+    lower = utilisation_bounds(pp, simulator, minimum, n_nodes, settings.lb_points, settings.tau_util)
+    floor = share_floor(n_nodes, [lower[i] for i in owners], [float(hours[i]) for i in owners], settings.alpha)
+    sets = sample_partitions(rng, settings.samples, floor, n_nodes,
+                             include=[apportion(n_nodes, [float(pp.partitions[i]) for i in owners], floor)])
+    weights = tuple((k + 1) / settings.epochs for k in range(settings.epochs))
+    surrogates, fits, sample_scores = [], [], np.zeros(len(sets))
+    epochs = []
+    for (epoch_jobs, span), weight in zip(epochs_of(simulator.jobs, start, simulator.span, settings.epochs), weights):
+        epoch = Simulator(epoch_jobs, span, simulator.cores_per_node, simulator.executor, simulator.batches)
+        epochs.append(epoch)
+        configs = [pp.with_partitions(_expand(pp, owners, s)) for s in sets]
+        waits = np.array([e.overall for e in epoch(configs)]) / 3600.0
+        simulator.seconds += epoch.seconds
+        simulator.runs += epoch.runs
+        x = np.array(sets, dtype=float)[:, :-1] / n_nodes
+        surrogate = fit_cubic(x, waits) if len(owners) > 1 else None
+        if surrogate is not None:
+            surrogates.append(surrogate)
+            fits.append(round(surrogate.r2, 3))
+        sample_scores += weight * waits
+    if len(owners) < 2:
+        return replace(pp, label="dpnlpm"), {"r2": fits}
+    order = np.argsort(sample_scores, kind="stable")
+    starts = [sets[0]] + [sets[i] for i in order[:19]]
+    problem = NlpProblem(n_nodes, floor, tuple(int(v) for v in np.max(sets, axis=0)), tuple(surrogates), weights)
+    sizes = solve_nlp(problem, starts)
+    # Check the surrogate's optimum by simulation (a guard the paper does not have): a cubic
+    # fitted to heavy-tailed waits can extrapolate into a region that is far worse than
+    # every sample; then the best simulated sample is kept instead.
+    candidate = pp.with_partitions(_expand(pp, owners, sizes))
+    before = [(e.seconds, e.runs) for e in epochs]
+    checked = sum(w * e([candidate])[0].overall / 3600.0 for w, e in zip(weights, epochs))
+    simulator.seconds += sum(e.seconds - b[0] for e, b in zip(epochs, before))
+    simulator.runs += sum(e.runs - b[1] for e, b in zip(epochs, before))
+    best = int(order[0])
+    source = "nlp"
+    if checked > sample_scores[best]:
+        sizes, source = sets[best], "best-sample"
+    chosen = replace(pp, partitions=_expand(pp, owners, sizes), label="dpnlpm")
+    return chosen, {"r2": fits, "lower": [lower[i] for i in owners], "floor": list(floor), "samples": len(sets),
+                    "chosen": source, "nlp_wait_h": round(checked, 3),
+                    "best_sample_wait_h": round(float(sample_scores[best]), 3)}
+
+
+def _expand(config: QueueConfig, owners: list[int], sizes: Sequence[int]) -> tuple[int, ...]:
+    full = [0] * len(config.queues)
+    for i, size in zip(owners, sizes):
+        full[i] = int(size)
+    return tuple(full)
+
+
+@dataclass
+class PeriodPlan:
+    """The configurations of one period, planned from the previous period's jobs."""
+
+    configs: dict[str, QueueConfig]
+    seconds: float
+    simulation_seconds: float
+    simulations: int
+    details: dict[str, Any]
+
+
+def plan_period(history: Sequence[Job], start: float, span: float, platform: Platform, settings: QueuesConfig,
+                seed: int, strategies: Sequence[str] = ("proportional", "dpnlpm", "dqr", "hybrid"),
+                executor: Any = None) -> PeriodPlan:
+    """Configure the next period from ``history`` (jobs submitted in [start, start+span))."""
+    began = time.perf_counter()
+    n_nodes = platform.n_nodes
+    cores_per_node = int(platform.capacity[0, 0])
+    simulator = Simulator(columns(history), span, cores_per_node, executor, max(2, settings.workers))
+    base = base_config(platform.total_cores, settings)
+    configs = {"nonpartitioned": replace(base, label="nonpartitioned")}
+    pp = proportional(base, simulator, n_nodes)
+    configs["proportional"] = pp
+    details: dict[str, Any] = {}
+    if any(s in strategies for s in ("dpnlpm", "dqr", "hybrid")):
+        rng = np.random.default_rng(np.random.SeedSequence([seed, int(start)]))
+        configs["dpnlpm"], details["dpnlpm"] = dp_nlpm(pp, simulator, n_nodes, settings, start, rng)
+    if any(s in strategies for s in ("dqr", "hybrid")):
+        found, wait = dqr(configs["dpnlpm"], simulator.history, simulator, cores_per_node, settings.max_queues)
+        configs["dqr"] = replace(found, label="dqr")
+        details["dqr_wait_h"] = round(wait / 3600, 3)
+    if "hybrid" in strategies:
+        chunk = nodes_for(settings.chunk_cores, cores_per_node)
+        carved = carve_pool(configs["dqr"], simulator.history, simulator, cores_per_node, chunk,
+                            settings.degradation)
+        configs["hybrid"] = replace(carved, label="hybrid")
+    return PeriodPlan(configs, time.perf_counter() - began, simulator.seconds, simulator.runs, details)
+
+
+def period_starts(jobs: Sequence[Job], period: float) -> list[float]:
+    """Start of every period covering the jobs, from the first submit."""
+    first = min(j.submit for j in jobs)
+    last = max(j.submit for j in jobs)
+    return [first + k * period for k in range(int((last - first) // period) + 1)]
+
+
+_PLANS: dict[tuple[Any, ...], PeriodPlan] = {}
+
+
+def _fingerprint(jobs: Sequence[Job]) -> bytes:
+    """Identity of a job set for the plan memo (ids, submits, sizes, times)."""
+    data = np.array([(j.job_id, j.submit, j.run_time, j.estimate, j.cores) for j in jobs], dtype=float)
+    return hashlib.blake2b(data.tobytes(), digest_size=16).digest()
+
+
+def plan_schedule(jobs: Sequence[Job], platform: Platform, settings: QueuesConfig, seed: int,
+                  strategy: str) -> tuple[list[tuple[float, QueueConfig]], list[PeriodPlan]]:
+    """Configuration in force from each period start: period 0 runs the static (Eq. 7 of
+    period 0) configuration, period k >= 1 the ``strategy``'s plan from period k-1."""
+    period = settings.period_days * DAY
+    starts = period_starts(jobs, period)
+    by_period: list[list[Job]] = [[] for _ in starts]
+    for job in jobs:
+        by_period[min(int((job.submit - starts[0]) // period), len(starts) - 1)].append(job)
+    wanted = ("proportional",) if strategy in ("static", "proportional", "nonpartitioned") else \
+        ("proportional", "dpnlpm", "dqr", "hybrid")  # one plan serves all three (memoised)
+    plans = []
+    schedule = []
+    with make_executor(settings.workers, settings.dask) as executor:
+        first = plan_period(by_period[0], starts[0], period, platform, settings, seed, ("proportional",), executor)
+        static = replace(first.configs["proportional"], label="static")
+        schedule.append((starts[0], first.configs["nonpartitioned"] if strategy == "nonpartitioned" else static))
+        if strategy in ("static", "nonpartitioned"):
+            return schedule, [first]
+        for k in range(1, len(starts)):
+            key = (_fingerprint(by_period[k - 1]), starts[k - 1], period, platform, replace(settings, strategy=None),
+                   seed, wanted)
+            plan = _PLANS.get(key)
+            if plan is None:
+                plan = plan_period(by_period[k - 1], starts[k - 1], period, platform, settings, seed, wanted,
+                                   executor)
+                _PLANS[key] = plan
+            plans.append(plan)
+            schedule.append((starts[k], plan.configs[strategy]))
+    return schedule, plans
+
+
+def simulate_queues(config: RunConfig, jobs: list[Job], platform: Platform, report: dict[str, Any]) -> Any:
+    """Run a multi-queue scenario (``[queues]``); summary gains per-period metrics."""
+    from market_hpc.experiment.queues_study import period_metrics
+    from market_hpc.experiment.run import collect
+    from market_hpc.model import HPCModel
+    from market_hpc.policies import make_policy
+
+    settings = config.queues
+    assert settings.strategy is not None
+    schedule, plans = plan_schedule(jobs, platform, settings, config.seed, settings.strategy)
+    first = schedule[0][1]
+    policy = make_policy(f"queues-{first.mode}", config.policy.allocator, scheduler_params={"config": first})
+    model = HPCModel(jobs, platform, policy=policy, exclusive=config.exclusive, seed=config.seed,
+                     record_timeseries=config.timeseries, queues=first, reconfigurations=schedule[1:])
+    began = time.perf_counter()
+    model.run()
+    result = collect(model, config, report, time.perf_counter() - began)
+    period = settings.period_days * DAY
+    result.summary["queue_periods"] = period_metrics(result.jobs, jobs, period_starts(jobs, period), period,
+                                                     platform.total_cores)
+    history = model.queue_agent.history  # the first entry is stamped at construction (t = 0)
+    result.summary["queue_configs"] = [{"from": schedule[0][0] if k == 0 else when, "config": c.describe()}
+                                       for k, (when, c) in enumerate(history)]
+    result.summary["planning_seconds"] = sum(p.seconds for p in plans)
+    result.summary["planning_simulation_seconds"] = sum(p.simulation_seconds for p in plans)
+    result.summary["planning_simulations"] = sum(p.simulations for p in plans)
+    return result

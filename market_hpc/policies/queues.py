@@ -1,0 +1,345 @@
+"""Multi-queue dispatchers (seed 004): EASY inside each partition, a hybrid common pool
+and advance reservations for the large queue.
+
+One dispatcher serves the three modes of a :class:`~market_hpc.domain.queues.QueueConfig`:
+
+* ``partitioned``: each queue's jobs run EASY (its own head reservation, backfilling)
+  on the allocator's view of its partition's nodes only.
+* ``shared`` (non-partitioned): all queues' jobs run one EASY on the whole machine.
+* ``hybrid``: partitions as above; then a waiting job whose priority factor
+  (slowdown x queue priority, §III) exceeds ``tau_pf`` and that does not fit its
+  partition's free cores runs entirely on the common pool (spec A13), highest factor
+  first, without pool reservations.
+
+Jobs of ``reservation`` queues (the paper's *large* queue), and jobs larger than their
+partition can ever hold, are served machine-wide in arrival order: the first that does
+not fit gets an advance reservation computed from all running jobs' estimates (spec
+A10), and partition and pool jobs may then only start if they end before it or use
+the cores it leaves spare.
+
+The configuration is given to the constructor (``config=``) or switched by the model at
+a reconfiguration (``configure``); without one, ``default_config`` of the platform is
+used, so the registered names run on any platform (conformance suite).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import cast
+
+import numpy as np
+
+from market_hpc.algorithms.allocation import units_fit
+from market_hpc.algorithms.easy import may_backfill, shadow_and_extra
+from market_hpc.algorithms.queues import default_config, layout, route
+from market_hpc.domain.job import Job
+from market_hpc.domain.platform import NodeType, Platform
+from market_hpc.domain.queues import QueueConfig
+from market_hpc.policies.base import (
+    NOTHING,
+    Action,
+    Allocation,
+    Allocator,
+    Decision,
+    RunningJob,
+    Start,
+    View,
+)
+from market_hpc.policies.registry import register_scheduler
+
+_CORE_UNIT = (1, 0, 0, 0)
+INF = float("inf")
+Amounts = tuple[int, ...]
+
+
+def _totals(unit: tuple[int, ...], units: int) -> Amounts:
+    return (units, 0, 0, 0) if unit == _CORE_UNIT else tuple(units * a for a in unit)
+
+
+def sub_platform(platform: Platform, lo: int, hi: int) -> Platform:
+    """The nodes ``[lo, hi)`` of ``platform`` as a platform of their own."""
+    types, start = [], 0
+    for node_type in platform.node_types:
+        first, last = max(lo, start), min(hi, start + node_type.count)
+        if first < last:
+            types.append(NodeType(node_type.name, last - first, node_type.cores, node_type.gpus,
+                                  node_type.mics, node_type.mem))
+        start += node_type.count
+    return Platform(f"{platform.name}[{lo}:{hi}]", tuple(types), platform.burst_buffer)
+
+
+class _SubView:
+    """What an allocator sees of one node range (indices relative to ``lo``)."""
+
+    def __init__(self, view: View, platform: Platform, free: np.ndarray, queue: list[Job]) -> None:
+        self.time = view.time
+        self.platform = platform
+        self.free = free
+        self.free_bb = view.free_bb
+        self.exclusive = view.exclusive
+        self.queue = queue
+
+    @property
+    def free_total(self) -> Amounts:
+        return tuple(self.free.sum(axis=0).tolist())
+
+    def expected_end(self, running: RunningJob) -> float:
+        return max(self.time, running.est_end)
+
+
+class QueueDispatcher:
+    """Seed 004 dispatcher; see the module docstring.
+
+    Args:
+        allocator: Places jobs inside a partition, the pool or the whole machine.
+        mode: Mode of the default configuration when ``config`` is None.
+        config: The queue configuration in force.
+    """
+
+    def __init__(self, allocator: Allocator, mode: str = "partitioned", config: QueueConfig | None = None) -> None:
+        self.allocator = allocator
+        self.mode = mode
+        self.name = f"queues-{mode}+{allocator.name}"
+        self.config = config
+        self._key: tuple[int, QueueConfig | None] | None = None
+
+    def configure(self, config: QueueConfig) -> None:
+        """Put another configuration in force (running jobs keep their nodes)."""
+        self.config = config
+        self._key = None
+
+    # ------------------------------------------------------------------ set-up
+    def _prepare(self, view: View) -> None:
+        platform = view.platform
+        if self._key == (id(platform), self.config):
+            return
+        config = self.config or default_config(self.mode, platform.n_nodes, platform.total_cores)
+        self.active = config
+        ranges, pool = layout(config, platform.n_nodes)
+        shared = config.mode == "shared"
+        # groups: one node range per partition (one for the whole machine when shared), pool last
+        self.groups: list[tuple[int, int]] = [(0, platform.n_nodes)] if shared else [
+            r for q, r in zip(config.queues, ranges) if not q.reservation]
+        self.group_of_queue = [0 if shared or q.reservation else -1 for q in config.queues]
+        if not shared:
+            owner = iter(range(len(self.groups)))
+            self.group_of_queue = [-1 if q.reservation else next(owner) for q in config.queues]
+        self.pool_group = len(self.groups) if config.mode == "hybrid" and pool[1] > pool[0] else -1
+        if self.pool_group >= 0:
+            self.groups.append(pool)
+        self.node_group = np.full(platform.n_nodes, -1, dtype=np.int64)
+        for index, (lo, hi) in enumerate(self.groups):
+            self.node_group[lo:hi] = index
+        self.platforms = [sub_platform(platform, lo, hi) if hi > lo else None for lo, hi in self.groups]
+        self.home: dict[int, int] = {}
+        self.releases_of: dict[int, list[tuple[int, Amounts]]] = {}
+        self._key = (id(platform), self.config)
+
+    def _home(self, job: Job) -> int:
+        """Group a job runs in (-1: machine-wide, advance reservation)."""
+        group = self.home.get(job.job_id)
+        if group is None:
+            index = route(self.active, job.cores, job.estimate)
+            group = self.group_of_queue[index] if index >= 0 else -1
+            if group >= 0:
+                platform = self.platforms[group]
+                capacity = platform.capacity if platform is not None else np.zeros((0, 4), dtype=np.int64)
+                if int(units_fit(capacity, job.unit).sum()) < job.units and not job.moldable:
+                    group = -1
+            self.home[job.job_id] = group
+        return group
+
+    def _running_releases(self, view: View) -> tuple[list[list[tuple[float, Amounts]]], list[tuple[float, Amounts]]]:
+        """Per group and machine-wide: (expected end, amounts released) of running jobs."""
+        per_group: list[list[tuple[float, Amounts]]] = [[] for _ in self.groups]
+        machine = []
+        now = view.time
+        for running in view.running:
+            end = max(now, running.est_end)
+            machine.append((end, _totals(running.job.unit, running.units)))
+            parts = self.releases_of.get(running.seq)
+            if parts is None:
+                parts = self._split(running)
+                self.releases_of[running.seq] = parts
+            for group, amounts in parts:
+                per_group[group].append((end, amounts))
+        return per_group, machine
+
+    def _split(self, running: RunningJob) -> list[tuple[int, Amounts]]:
+        allocation = running.allocation
+        first, last = self.node_group[allocation[0][0]], self.node_group[allocation[-1][0]]
+        if first == last:
+            return [] if first < 0 else [(int(first), _totals(running.job.unit, running.units))]
+        units: dict[int, int] = {}
+        for node, count in allocation:
+            group = int(self.node_group[node])
+            if group >= 0:
+                units[group] = units.get(group, 0) + count
+        return [(g, _totals(running.job.unit, u)) for g, u in units.items()]
+
+    # ------------------------------------------------------------------ decide
+    def decide(self, view: View, rng: np.random.Generator) -> Decision:
+        """Machine-wide (large) jobs, then EASY per partition, then the pool."""
+        self._prepare(view)
+        queues: list[list[Job]] = [[] for _ in self.groups]
+        machine_jobs: list[Job] = []
+        for job in view.queue:
+            group = self._home(job)
+            (machine_jobs if group < 0 else queues[group]).append(job)
+        free = view.free.copy()
+        actions: list[Action] = []
+        per_group, machine = self._running_releases(view)
+        started_ends: list[tuple[float, Amounts, int]] = []
+        reservation: tuple[float, Amounts] = (INF, ())
+        now = view.time
+        for job in machine_jobs:
+            allocation = self.allocator.allocate(job, free, cast(View, _SubView(view, view.platform, free, machine_jobs)))
+            if allocation is None:
+                free_total = tuple(free.sum(axis=0).tolist())
+                releases = sorted(machine + [(e, a) for e, a, _ in started_ends])
+                reservation = shadow_and_extra(free_total, releases, _totals(job.unit, job.units))
+                break
+            self._take(free, job, allocation, view.exclusive, view.platform.capacity)
+            actions.append(Start(job.job_id, allocation))
+            started_ends.append((now + job.estimate, _totals(job.unit, job.units), -1))
+        pool = self.pool_group
+        waiting_for_pool: list[Job] = []
+        for group, jobs in enumerate(queues):
+            if group == pool or not jobs:
+                continue
+            reservation = self._easy(view, group, jobs, free, per_group[group], reservation, actions,
+                                     waiting_for_pool)
+        if pool >= 0 and waiting_for_pool:
+            self._pool(view, waiting_for_pool, free, reservation, actions)
+        return Decision(tuple(actions)) if actions else NOTHING
+
+    def _allocate(self, view: View, group: int, job: Job, free: np.ndarray, jobs: list[Job]) -> Allocation | None:
+        lo, hi = self.groups[group]
+        platform = self.platforms[group]
+        if platform is None:
+            return None
+        block = free[lo:hi]
+        allocation = self.allocator.allocate(job, block, cast(View, _SubView(view, platform, block, jobs)))
+        if allocation is None:
+            return None
+        return tuple((node + lo, units) for node, units in allocation)
+
+    def _easy(self, view: View, group: int, jobs: list[Job], free: np.ndarray,
+              running: list[tuple[float, Amounts]], reservation: tuple[float, Amounts],
+              actions: list[Action], leftovers: list[Job]) -> tuple[float, Amounts]:
+        """EASY on one partition, honouring the machine-wide reservation; returns the
+        reservation's remaining spare amounts."""
+        now = view.time
+        lo, hi = self.groups[group]
+        shadow_big, extra_big = reservation
+        started: list[tuple[float, Amounts]] = []
+        head: Job | None = None
+        remaining: Iterable[Job] = iter(jobs)
+        free_cores = int(free[lo:hi, 0].sum())
+        for job in remaining:
+            need = _totals(job.unit, job.units)
+            allowed, uses_big = may_backfill(now, job.estimate, need, shadow_big, extra_big) \
+                if shadow_big < INF else (True, False)
+            fits = allowed and job.cores <= free_cores
+            allocation = self._allocate(view, group, job, free, jobs) if fits else None
+            if allocation is None:
+                head = job
+                break
+            self._take(free, job, allocation, view.exclusive, view.platform.capacity)
+            free_cores -= job.cores
+            actions.append(Start(job.job_id, allocation))
+            started.append((now + job.estimate, need))
+            if uses_big:
+                extra_big = tuple(e - n for e, n in zip(extra_big, need))
+        if head is None:
+            return shadow_big, extra_big
+        leftovers.append(head)
+        free_total = tuple(free[lo:hi].sum(axis=0).tolist())
+        releases = sorted(running + started)
+        shadow, extra = shadow_and_extra(free_total, releases, _totals(head.unit, head.units))
+        for job in remaining:
+            if free_total[0] == 0:
+                leftovers.append(job)
+                continue
+            need = _totals(job.unit, job.units)
+            if need[0] > free_total[0]:
+                leftovers.append(job)
+                continue
+            allowed, uses_extra = may_backfill(now, job.estimate, need, shadow, extra)
+            allowed_big, uses_big = may_backfill(now, job.estimate, need, shadow_big, extra_big) \
+                if shadow_big < INF else (True, False)
+            allocation = self._allocate(view, group, job, free, jobs) if allowed and allowed_big else None
+            if allocation is None:
+                leftovers.append(job)
+                continue
+            self._take(free, job, allocation, view.exclusive, view.platform.capacity)
+            actions.append(Start(job.job_id, allocation))
+            free_total = tuple(f - n for f, n in zip(free_total, need))
+            if uses_extra:
+                extra = tuple(e - n for e, n in zip(extra, need))
+            if uses_big:
+                extra_big = tuple(e - n for e, n in zip(extra_big, need))
+        return shadow_big, extra_big
+
+    def _pool(self, view: View, jobs: list[Job], free: np.ndarray, reservation: tuple[float, Amounts],
+              actions: list[Action]) -> None:
+        """Start jobs whose priority factor exceeds tau_pf entirely on the pool."""
+        now = view.time
+        config = self.active
+        candidates = []
+        for job in jobs:
+            lo, hi = self.groups[self._home(job)]
+            if int(free[lo:hi, 0].sum()) >= job.cores:
+                continue  # it fits its own partition: EASY holds it back for a reason
+            queue = config.queues[route(config, job.cores, job.estimate)]
+            slowdown = (now - job.submit) / max(min(job.estimate, queue.max_wall), 1.0)
+            factor = slowdown * queue.priority
+            if factor > config.tau_pf:
+                candidates.append((-factor, job.submit, job.job_id, job))
+        shadow_big, extra_big = reservation
+        for _, _, _, job in sorted(candidates, key=lambda c: c[:3]):
+            need = _totals(job.unit, job.units)
+            allowed, uses_big = may_backfill(now, job.estimate, need, shadow_big, extra_big) \
+                if shadow_big < INF else (True, False)
+            if not allowed:
+                continue
+            allocation = self._allocate(view, self.pool_group, job, free, jobs)
+            if allocation is None:
+                continue
+            self._take(free, job, allocation, view.exclusive, view.platform.capacity)
+            actions.append(Start(job.job_id, allocation))
+            if uses_big:
+                extra_big = tuple(e - n for e, n in zip(extra_big, need))
+
+    @staticmethod
+    def _take(free: np.ndarray, job: Job, allocation: Allocation, exclusive: bool, capacity: np.ndarray) -> None:
+        if len(allocation) == 1:
+            node, units = allocation[0]
+            if exclusive:
+                free[node] = 0
+            elif job.unit == _CORE_UNIT:
+                free[node, 0] -= units
+            else:
+                free[node] -= np.multiply(job.unit, units)
+            return
+        pairs = np.array(allocation, dtype=np.int64)
+        if exclusive:
+            free[pairs[:, 0]] = 0
+        elif job.unit == _CORE_UNIT:
+            free[pairs[:, 0], 0] -= pairs[:, 1]
+        else:
+            free[pairs[:, 0]] -= pairs[:, 1, None] * np.asarray(job.unit, dtype=np.int64)
+
+
+def _factory(mode: str):  # type: ignore[no-untyped-def]
+    def make(allocator: Allocator, config: QueueConfig | None = None) -> QueueDispatcher:
+        return QueueDispatcher(allocator, mode, config)
+    return make
+
+
+register_scheduler("queues-partitioned", "seed 004: EASY in each queue's partition, large queue by reservation")(
+    _factory("partitioned"))
+register_scheduler("queues-shared", "seed 004: non-partitioned queues, one EASY over the whole machine")(
+    _factory("shared"))
+register_scheduler("queues-hybrid", "seed 004: partitions plus a common pool by priority factor")(
+    _factory("hybrid"))
