@@ -382,7 +382,15 @@ def test_policy_control_lists_every_registered_scheduler(page) -> None:  # type:
     from market_hpc.policies.registry import scheduler_names
 
     page.locator(".v-select").filter(has_text="policy (scheduler)").first.click()
-    listed = page.locator(OPEN_MENU).get_by_role("option").all_inner_texts()
+    options = page.locator(OPEN_MENU).get_by_role("option")
+    listed: list[str] = []
+    while len(listed) < len(scheduler_names()):  # Vuetify renders long menus in pages of 20
+        before = len(listed)
+        options.last.scroll_into_view_if_needed()
+        page.wait_for_timeout(200)
+        listed = options.all_inner_texts()
+        if len(listed) == before:
+            break
     page.keyboard.press("Escape")
     assert sorted(text.strip() for text in listed) == scheduler_names()
 

@@ -42,7 +42,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("jobs_dropped", "jobs dropped", "", "lower"),
     Metric("jobs_rejected", "jobs rejected (larger than the platform)", "", "lower"),
     Metric("jobs_never_started", "jobs never started", "", "lower"),
-    Metric("jobs_skipped", "trace jobs skipped (unknown size or run time)", ""),
+    Metric("jobs_skipped", "trace jobs skipped (unknown size, run time or submit time)", ""),
     Metric("mean_wait", "mean wait", "s", "lower"),
     Metric("median_wait", "median wait", "s", "lower"),
     Metric("max_wait", "maximum wait", "s", "lower"),
@@ -65,6 +65,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
       for r in RESOURCES),
     *(Metric(f"load_ratio_{r}", f"mean load of {_RESOURCE_UNITS[r]}", "fraction", "")
       for r in RESOURCES),
+    Metric("utilisation_bb", "utilisation of the burst buffer", "fraction", "higher"),
+    Metric("load_ratio_bb", "mean load of the burst buffer", "fraction", ""),
 )}
 
 
