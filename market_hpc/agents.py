@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import mesa
 import numpy as np
 
+from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.policies.base import Decision, Policy, RunningJob
 
@@ -68,6 +69,7 @@ class JobAgent(mesa.Agent):
         self.last_allocation: tuple[tuple[int, int], ...] | None = None
         self.seg_duration = 0.0
         self.seg_full = 0.0
+        self.runs: NodeRuns | None = None
         self.nodes: np.ndarray | None = None
         self.taken: np.ndarray | None = None
         self.taken_total: tuple[int, ...] = ()

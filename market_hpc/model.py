@@ -23,6 +23,8 @@ from sortedcontainers import SortedList
 
 from market_hpc.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
 from market_hpc.algorithms.allocation import units_fit
+from market_hpc.algorithms.free_index import FreeCoreIndex
+from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.algorithms.market import remaining_time
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform
@@ -116,6 +118,7 @@ class HPCModel(mesa.Model):
         self.free_readonly = self.free.view()
         self.free_readonly.flags.writeable = False
         self.free_bb = float(self.platform.burst_buffer)
+        self.free_index = FreeCoreIndex(self.free[:, 0].tolist())
         self.node_agents = [NodeAgent(self, i) for i in range(self.platform.n_nodes)]
         self.queue_agent = QueueAgent(self)
         self.manager = ResourceManagerAgent(self, self.policy)
@@ -277,17 +280,29 @@ class HPCModel(mesa.Model):
 
     def _release(self, agent: JobAgent) -> None:
         running = agent.running
-        assert running is not None and agent.nodes is not None and agent.taken is not None
-        if agent.taken.ndim == 1:
-            self.free[agent.nodes, 0] += agent.taken
+        assert running is not None and agent.runs is not None
+        if agent.taken is None:  # plain cores, core-level: run by run
+            free, index = self.free, self.free_index
+            for first, count, units in agent.runs.runs:
+                free[first:first + count, 0] += units
+                index.add(first, first + count, units)
         else:
             self.free[agent.nodes] += agent.taken
+            self._index_rows(agent.runs, agent.taken[:, 0])
         self.free_bb += agent.job.bb
         self.running_by_end.remove(running)
         self._adjust_free_total(agent.taken_total, 1)
         elapsed = self.now - running.start
         agent.busy_time += elapsed
         self.recorder.busy(agent.taken_total, elapsed)
+
+    def _index_rows(self, runs: NodeRuns, cores: np.ndarray) -> None:
+        """Add ``cores`` (one entry per allocated node, in node order) to the free-core index."""
+        offset = 0
+        give = self.free_index.give
+        for first, count, _ in runs.runs:
+            give(first, cores[offset:offset + count].tolist())
+            offset += count
 
     # ------------------------------------------------------------- decisions
     def make_view(self) -> ModelView:
@@ -327,18 +342,9 @@ class HPCModel(mesa.Model):
         allocation = action.allocation
         if not allocation:
             raise self._fail(f"start of job {job.job_id} has an empty allocation")
-        n_nodes = self.platform.n_nodes
-        previous = -1
-        total_units = 0
-        try:
-            for node, units in allocation:
-                if not previous < node < n_nodes or units <= 0:
-                    raise self._fail(f"job {job.job_id}: allocation {allocation} must list distinct nodes "
-                                     f"0..{n_nodes - 1} in increasing order with positive unit counts")
-                previous = node
-                total_units += units
-        except (TypeError, ValueError):
-            raise self._fail(f"job {job.job_id}: allocation {allocation!r} is not ((node, units), ...)") from None
+        runs = allocation if type(allocation) is NodeRuns else self._runs_of(job, allocation)
+        self._check_runs(job, runs)
+        total_units = runs.total_units
         if job.moldable:
             assert job.profile is not None
             if len(allocation) != 1 or not 1 <= total_units <= len(job.profile):
@@ -348,19 +354,23 @@ class HPCModel(mesa.Model):
             raise self._fail(f"job {job.job_id} needs {job.units} units, allocation gives {total_units}")
         if job.bb > self.free_bb:
             raise self._fail(f"job {job.job_id} needs {job.bb} GB of burst buffer, {self.free_bb} free")
-        pairs = np.array(allocation, dtype=np.int64)
-        nodes = pairs[:, 0]
         if job.unit == _CORE_UNIT and not self.exclusive:
-            # Plain processor requests touch only the cores column.
-            counts = pairs[:, 1]
-            free_cores = self.free[nodes, 0]
-            if (counts > free_cores).any():
-                self._take_rows(job, allocation, nodes, counts, agent)  # raises with the full vectors
-            self.free[nodes, 0] = free_cores - counts
-            taken = counts
+            # Plain processor requests touch only the cores column, run by run.
+            index, free = self.free_index, self.free
+            for first, count, units in runs.runs:
+                if index.min_free(first, first + count) < units:
+                    pairs = np.array(runs.pairs(), dtype=np.int64)
+                    self._take_rows(job, allocation, pairs[:, 0], pairs[:, 1], agent)  # raises with the vectors
+            for first, count, units in runs.runs:
+                free[first:first + count, 0] -= units
+                index.add(first, first + count, -units)
+            taken = nodes = None
             agent.taken_total = (total_units, 0, 0, 0)
         else:
+            pairs = np.array(runs.pairs(), dtype=np.int64)
+            nodes = pairs[:, 0]
             taken = self._take_rows(job, allocation, nodes, pairs[:, 1], agent)
+            self._index_rows(runs, -taken[:, 0])
         self.free_bb -= job.bb
         self.queue_agent.take(job.job_id)
         duration, estimate = self._segment_times(agent, total_units)
@@ -368,7 +378,7 @@ class HPCModel(mesa.Model):
         now = self.now
         running = RunningJob(now + estimate, self._start_seq, job, now, allocation, total_units)
         agent.running = running
-        agent.nodes, agent.taken = nodes, taken
+        agent.runs, agent.nodes, agent.taken = runs, nodes, taken
         agent.status = JobStatus.RUNNING
         agent.segment += 1
         if agent.first_start is None:
@@ -376,6 +386,30 @@ class HPCModel(mesa.Model):
         self.running_by_end.add(running)
         self._adjust_free_total(agent.taken_total, -1)
         self._push(now + duration, COMPLETION, (job.job_id, agent.segment))
+
+    def _runs_of(self, job: Job, allocation: Any) -> NodeRuns:
+        """Validate a plain ``((node, units), ...)`` allocation and group it into runs."""
+        n_nodes = self.platform.n_nodes
+        previous = -1
+        try:
+            for node, units in allocation:
+                if not previous < node < n_nodes or units <= 0:
+                    raise self._fail(f"job {job.job_id}: allocation {allocation} must list distinct nodes "
+                                     f"0..{n_nodes - 1} in increasing order with positive unit counts")
+                previous = node
+        except (TypeError, ValueError):
+            raise self._fail(f"job {job.job_id}: allocation {allocation!r} is not ((node, units), ...)") from None
+        return NodeRuns.from_pairs(allocation)
+
+    def _check_runs(self, job: Job, runs: NodeRuns) -> None:
+        """Runs must be in increasing node order, disjoint, on the platform, non-empty."""
+        n_nodes = self.platform.n_nodes
+        end = 0
+        for first, count, units in runs.runs:
+            if first < end or count < 1 or units < 1 or first + count > n_nodes:
+                raise self._fail(f"job {job.job_id}: allocation {runs!r} must list distinct nodes "
+                                 f"0..{n_nodes - 1} in increasing order with positive unit counts")
+            end = first + count
 
     def _take_rows(self, job: Job, allocation: Any, nodes: np.ndarray, counts: np.ndarray,
                    agent: JobAgent) -> np.ndarray:

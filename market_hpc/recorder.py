@@ -1,12 +1,17 @@
 """Collects per-job rows, per-instant samples and run totals during a simulation.
 
-Plain Python lists of tuples on the hot path; pandas only when the run is over.
+Per-job results are kept as typed columns (``array`` of machine numbers, the allocation
+objects as they were started) and formatted once, when the frame is built: a job leaving
+costs a few appends, never string formatting. Samples are plain tuples. pandas only when
+the run is over.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -29,7 +34,7 @@ TIMESERIES_COLUMNS = (
 )
 
 
-def format_allocation(allocation: tuple[tuple[int, int], ...] | None) -> str:
+def format_allocation(allocation: Sequence[tuple[int, int]] | None) -> str:
     """``((0, 2), (5, 1))`` -> ``"0:2;5:1"`` (empty when never allocated).
 
     >>> format_allocation(((0, 2), (5, 1)))
@@ -37,7 +42,78 @@ def format_allocation(allocation: tuple[tuple[int, int], ...] | None) -> str:
     """
     if not allocation:
         return ""
+    compact = getattr(allocation, "format", None)
+    if compact is not None:
+        return str(compact())
     return ";".join(f"{node}:{units}" for node, units in allocation)
+
+
+_STATUSES = tuple(JobStatus)
+_STATUS_CODE = {status: code for code, status in enumerate(_STATUSES)}
+_FLOAT_COLUMNS = ("submit_time", "start_time", "end_time", "run_time", "bb", "estimate", "value")
+_INT_COLUMNS = ("job_id", "cores", "gpus", "mics", "mem", "units", "user", "queue", "hold_count")
+
+
+class JobColumns:
+    """Per-job results as columns: machine numbers in ``array``s, allocations as objects.
+
+    ``rows`` reads them back as ``JOB_COLUMNS`` tuples (in leaving order) for displays.
+    """
+
+    def __init__(self) -> None:
+        self.floats = {name: array("d") for name in _FLOAT_COLUMNS}
+        self.ints = {name: array("q") for name in _INT_COLUMNS}
+        self.status = array("b")
+        self.allocations: list[Any] = []
+
+    def __len__(self) -> int:
+        return len(self.status)
+
+    def columns(self) -> dict[str, Any]:
+        """Every ``JOB_COLUMNS`` column as a numpy array or list, in leaving order."""
+        # Copies: a buffer exported to numpy would stop the arrays from growing.
+        floats = {name: np.array(column, dtype=np.float64) for name, column in self.floats.items()}
+        ints = {name: np.array(column, dtype=np.int64) for name, column in self.ints.items()}
+        names = np.array([status.value for status in _STATUSES], dtype=object)
+        codes = np.array(self.status, dtype=np.int8)
+        values: dict[str, Any] = {**floats, **ints}
+        values["wait_time"] = floats["start_time"] - floats["submit_time"]
+        values["status"] = names[codes]
+        values["nodes"] = [format_allocation(allocation) for allocation in self.allocations]
+        return {name: values[name] for name in JOB_COLUMNS}
+
+    def row(self, index: int) -> tuple[Any, ...]:
+        """One job's row, as ``JOB_COLUMNS``."""
+        floats, ints = self.floats, self.ints
+        start, submit = floats["start_time"][index], floats["submit_time"][index]
+        values = {name: column[index] for name, column in floats.items()}
+        values.update({name: column[index] for name, column in ints.items()})
+        values["wait_time"] = start - submit
+        values["status"] = _STATUSES[self.status[index]].value
+        values["nodes"] = format_allocation(self.allocations[index])
+        return tuple(values[name] for name in JOB_COLUMNS)
+
+
+class _Rows(Sequence):  # type: ignore[type-arg]
+    """``JobColumns`` read as a sequence of row tuples."""
+
+    def __init__(self, columns: JobColumns) -> None:
+        self._columns = columns
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        if isinstance(index, slice):
+            return [self._columns.row(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._columns.row(index)
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return (self._columns.row(i) for i in range(len(self)))
 
 
 class Recorder:
@@ -45,7 +121,7 @@ class Recorder:
 
     def __init__(self, platform: Platform, record_timeseries: bool = True) -> None:
         self.platform = platform
-        self.rows: list[tuple] = []  # type: ignore[type-arg]
+        self.jobs = JobColumns()
         self.samples: list[tuple] = []  # type: ignore[type-arg]
         self.segments: list[tuple[int, float, float, int, float, float]] = []
         self.record_timeseries = record_timeseries
@@ -70,12 +146,12 @@ class Recorder:
         busy_time: float,
         hold_count: int,
         value: float,
-        allocation: tuple[tuple[int, int], ...] | None,
+        allocation: Sequence[tuple[int, int]] | None,
     ) -> None:
         """Record a job leaving the system (finished, dropped or rejected).
 
-        The allocation is stored formatted: a compact string instead of a tuple of pairs
-        (wide jobs on CEA-Curie span thousands of nodes).
+        The allocation is kept as it was started (compact ``NodeRuns`` from the indexed
+        allocators) and formatted only when the frame is built.
         """
         if status is JobStatus.FINISHED:
             self.finished += 1
@@ -87,19 +163,35 @@ class Recorder:
             self.rejected += 1
         if self.first_submit is None or job.submit < self.first_submit:
             self.first_submit = job.submit
+        nan = np.nan
         started = first_start is not None
         units = job.units if not allocation or not job.moldable else allocation[0][1]
         unit = job.unit
-        self.rows.append((
-            job.job_id, job.submit,
-            first_start if started else np.nan,
-            end if status in (JobStatus.FINISHED, JobStatus.DROPPED) else np.nan,
-            (first_start - job.submit) if started else np.nan,  # type: ignore[operator]
-            busy_time if started else np.nan,
-            status.value, units * unit[0], units * unit[1], units * unit[2], units * unit[3],
-            job.bb, units, job.estimate, job.user, job.queue, format_allocation(allocation),
-            value, hold_count,
-        ))
+        columns = self.jobs
+        floats, ints = columns.floats, columns.ints
+        floats["submit_time"].append(job.submit)
+        floats["start_time"].append(first_start if started else nan)  # type: ignore[arg-type]
+        floats["end_time"].append(end if status in (JobStatus.FINISHED, JobStatus.DROPPED) else nan)
+        floats["run_time"].append(busy_time if started else nan)
+        floats["bb"].append(job.bb)
+        floats["estimate"].append(job.estimate)
+        floats["value"].append(value)
+        ints["job_id"].append(job.job_id)
+        ints["cores"].append(units * unit[0])
+        ints["gpus"].append(units * unit[1])
+        ints["mics"].append(units * unit[2])
+        ints["mem"].append(units * unit[3])
+        ints["units"].append(units)
+        ints["user"].append(job.user)
+        ints["queue"].append(job.queue)
+        ints["hold_count"].append(hold_count)
+        columns.status.append(_STATUS_CODE[status])
+        columns.allocations.append(allocation)
+
+    @property
+    def rows(self) -> Sequence[tuple[Any, ...]]:
+        """Jobs that left, in leaving order, as ``JOB_COLUMNS`` tuples (built on access)."""
+        return _Rows(self.jobs)
 
     def busy(self, taken_total: tuple[int, ...], seconds: float) -> None:
         """Add resource-seconds used by a finished or held segment."""
@@ -145,7 +237,7 @@ class Recorder:
 
     def jobs_frame(self) -> pd.DataFrame:
         """One row per job that left the system, sorted by job id."""
-        frame = pd.DataFrame.from_records(self.rows, columns=list(JOB_COLUMNS))
+        frame = pd.DataFrame(self.jobs.columns(), columns=list(JOB_COLUMNS))
         return frame.sort_values("job_id", kind="stable").reset_index(drop=True)
 
     def timeseries_frame(self) -> pd.DataFrame:

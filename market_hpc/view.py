@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
+from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.policies.base import JobState, RunningJob
@@ -53,7 +54,7 @@ class ModelView:
     """Snapshot of ``model`` at the current instant, valid during one ``decide`` call."""
 
     __slots__ = ("_model", "time", "platform", "free", "free_total", "free_bb", "exclusive", "queue",
-                 "running")
+                 "running", "free_index")
 
     def __init__(self, model: HPCModel) -> None:
         self._model = model
@@ -65,6 +66,9 @@ class ModelView:
         self.exclusive: bool = model.exclusive
         self.queue: Sequence[Job] = ReadOnlySequence(model.queue_agent.jobs)
         self.running: Sequence[RunningJob] = ReadOnlySequence(model.running_by_end)
+        # Free cores indexed for placement; schedulers try allocations on it only inside
+        # ``free_index.scratch()``, which undoes them (see ``policies.scratch``).
+        self.free_index: FreeCoreIndex = model.free_index
 
     def expected_end(self, running: RunningJob) -> float:
         """``max(est_end, now)``: a job past its estimate is expected to end now."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -18,26 +18,12 @@ from market_hpc.algorithms.easy import may_backfill, shadow_and_extra
 from market_hpc.domain.job import Job
 from market_hpc.policies.base import NOTHING, Action, Allocation, Allocator, Decision, Start, View
 from market_hpc.policies.registry import register_scheduler
+from market_hpc.policies.scratch import PassScratch, pass_scratch, take_dense
 
 
 def _take(free: np.ndarray, job: Job, allocation: Allocation, view: View) -> None:
     """Subtract an allocation from a scratch copy of the free array."""
-    if job.unit == _CORE_UNIT and not view.exclusive:
-        for node, units in allocation:
-            free[node, 0] -= units
-        return
-    if len(allocation) == 1:
-        node, units = allocation[0]
-        if view.exclusive:
-            free[node] = 0
-        else:
-            free[node] -= np.multiply(job.unit, units)
-        return
-    pairs = np.array(allocation, dtype=np.int64)
-    if view.exclusive:
-        free[pairs[:, 0]] = 0
-    else:
-        free[pairs[:, 0]] -= pairs[:, 1, None] * np.asarray(job.unit, dtype=np.int64)
+    take_dense(free, job, allocation, view.exclusive)
 
 
 _CORE_UNIT = (1, 0, 0, 0)
@@ -62,7 +48,6 @@ class _OrderedScheduler:
         return queue
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
-        free = None
         actions: list[Action] = []
         free_cores = view.free_total[0]
         ordered = self.order(view.queue)
@@ -70,17 +55,16 @@ class _OrderedScheduler:
         if begin_pass is not None:  # seed 000 WEIGHTED looks ahead along this order
             ordered = list(ordered)
             begin_pass(ordered, view)
-        for job in ordered:
-            if job.cores > free_cores and not view.exclusive:
-                break
-            if free is None:
-                free = view.free.copy()
-            allocation = self.allocator.allocate(job, free, view)
-            if allocation is None:
-                break
-            actions.append(Start(job.job_id, allocation))
-            _take(free, job, allocation, view)
-            free_cores -= job.cores
+        with pass_scratch(view) as scratch:
+            for job in ordered:
+                if job.cores > free_cores and not view.exclusive:
+                    break
+                allocation = scratch.allocate(self.allocator, job)
+                if allocation is None:
+                    break
+                actions.append(Start(job.job_id, allocation))
+                scratch.take(job, allocation)
+                free_cores -= job.cores
         return Decision(tuple(actions)) if actions else NOTHING
 
 
@@ -128,18 +112,22 @@ class Easy:
         first = next(queue)
         if first.cores > free_cores and free_cores == 0:
             return NOTHING  # nothing can start or backfill now
-        free = view.free.copy()
+        with pass_scratch(view) as scratch:
+            return self._pass(view, first, queue, free_cores, scratch)
+
+    def _pass(self, view: View, first: Job, queue: Iterator[Job], free_cores: int,
+              scratch: PassScratch) -> Decision:
         actions: list[Action] = []
         started: list[tuple[float, tuple[int, ...]]] = []
         head = None
         for job in itertools.chain((first,), queue):
-            allocation = None if job.cores > free_cores else self.allocator.allocate(job, free, view)
+            allocation = None if job.cores > free_cores else scratch.allocate(self.allocator, job)
             if allocation is None:
                 head = job
                 break
             actions.append(Start(job.job_id, allocation))
             started.append((view.time + job.estimate, _totals(job.unit, job.units)))
-            _take(free, job, allocation, view)
+            scratch.take(job, allocation)
             free_cores -= job.cores
         if head is None or free_cores == 0:
             return Decision(tuple(actions)) if actions else NOTHING
@@ -160,11 +148,11 @@ class Easy:
                 allowed, uses_extra = may_backfill(now, job.estimate, need, shadow, extra)
                 if not allowed:
                     continue
-            allocation = self.allocator.allocate(job, free, view)
+            allocation = scratch.allocate(self.allocator, job)
             if allocation is None:
                 continue
             actions.append(Start(job.job_id, allocation))
-            _take(free, job, allocation, view)
+            scratch.take(job, allocation)
             free_cores -= cores
             if uses_extra:
                 assert need is not None

@@ -1,0 +1,81 @@
+"""The free-core index places exactly as the array functions, whatever the updates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from market_hpc.algorithms.allocation import best_fit, first_fit
+from market_hpc.algorithms.free_index import FreeCoreIndex
+from market_hpc.algorithms.node_runs import NodeRuns, as_runs
+
+
+def check_runs(index: FreeCoreIndex, free: np.ndarray) -> None:
+    runs = index.runs()
+    rebuilt = np.concatenate([np.full(count, value) for _, count, value in runs])
+    assert rebuilt.tolist() == free.tolist()
+    values = [value for _, _, value in runs]
+    assert all(a != b for a, b in zip(values, values[1:])), f"adjacent runs share a count: {runs}"
+    assert index.total == int(free.sum())
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_index_matches_first_fit_and_best_fit_under_random_updates(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    cap = int(rng.integers(1, 5))
+    free = np.full(n, cap, dtype=np.int64)
+    index = FreeCoreIndex(free.tolist())
+    for _ in range(300):
+        units = int(rng.integers(1, max(2, n * cap // 3)))
+        expected_first = first_fit(free, units)
+        got_first = index.first_fit(units)
+        assert (got_first is None) == (expected_first is None)
+        if got_first is not None:
+            assert got_first == expected_first
+        expected_best = best_fit(free, free, units)
+        got_best = index.best_fit(units)
+        assert (got_best is None) == (expected_best is None)
+        if got_best is not None:
+            assert got_best == expected_best
+        chosen = got_best if rng.random() < 0.5 else got_first
+        if chosen is not None and rng.random() < 0.6:
+            for node, taken in chosen:
+                free[node] -= taken
+            index.take(chosen)
+        elif (free < cap).any():  # release a random node range by a random amount
+            first = int(rng.integers(0, n))
+            end = int(rng.integers(first + 1, n + 1))
+            room = cap - free[first:end]
+            give = rng.integers(0, room + 1)
+            free[first:end] += give
+            index.give(first, give.tolist())
+        check_runs(index, free)
+
+
+def test_scratch_rolls_back_every_update_and_nests() -> None:
+    index = FreeCoreIndex([4, 4, 1, 0, 3])
+    before = index.runs()
+    with index.scratch():
+        index.take(index.first_fit(6))
+        with index.scratch():
+            index.clear(0, 5)
+            assert index.total == 0
+        assert index.total == 6
+        index.take(NodeRuns(((4, 1, 3),)), whole_nodes=True)
+    assert index.runs() == before and index.total == 12
+
+
+def test_single_unit_first_fit_takes_the_node_with_most_free_cores() -> None:
+    index = FreeCoreIndex([1, 3, 3, 2])
+    assert index.first_fit(1) == ((1, 1),)
+    assert first_fit(np.array([1, 3, 3, 2]), 1) == ((1, 1),)
+
+
+def test_node_runs_read_as_pairs() -> None:
+    pairs = ((0, 1), (1, 1), (2, 1), (7, 4))
+    runs = as_runs(pairs)
+    assert runs.runs == ((0, 3, 1), (7, 1, 4))
+    assert runs == pairs and list(runs) == list(pairs) and len(runs) == 4 and runs[3] == (7, 4)
+    assert runs.total_units == 7 and runs.format() == "0:1;1:1;2:1;7:4"
+    assert as_runs(runs) is runs and hash(runs) == hash(pairs)
