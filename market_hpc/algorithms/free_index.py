@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from sortedcontainers import SortedList
+from bisect import bisect_left, bisect_right, insort
 
 from market_hpc.algorithms.node_runs import NodeRuns, Run
 
@@ -55,35 +55,35 @@ class FreeCoreIndex:
                 value[node] = free
                 previous = free
         self._value = value
-        self._starts = SortedList(value)
-        self._by_value = SortedList((free, first) for first, free in value.items())
+        self._starts: list[int] = list(value)
+        self._by_value: list[tuple[int, int]] = sorted((free, first) for first, free in value.items())
         self.total = int(sum(int(f) for f in free_cores))
         self._journal: list[tuple[int, int, int]] | None = None
 
     # ------------------------------------------------------------------ reading
     def runs(self) -> list[Run]:
         """All runs ``(first, count, free)`` in node order (for tests and displays)."""
-        starts = list(self._starts)
+        starts = self._starts
         ends = [*starts[1:], self.n_nodes]
         return [(s, e - s, self._value[s]) for s, e in zip(starts, ends)]
 
     def free_of(self, node: int) -> int:
         """Free cores of one node."""
         starts = self._starts
-        return self._value[starts[starts.bisect_right(node) - 1]]
+        return self._value[starts[bisect_right(starts, node) - 1]]
 
     def min_free(self, first: int, end: int) -> int:
         """Fewest free cores over nodes ``first..end-1``."""
-        starts = self._starts
-        value = self._value
-        lowest = value[starts[starts.bisect_right(first) - 1]]
-        for start in starts.irange(first, end, inclusive=(False, False)):
-            lowest = min(lowest, value[start])
+        starts, value = self._starts, self._value
+        i = bisect_right(starts, first) - 1
+        lowest = value[starts[i]]
+        for k in range(i + 1, bisect_left(starts, end)):
+            lowest = min(lowest, value[starts[k]])
         return lowest
 
     def _end(self, start: int) -> int:
         starts = self._starts
-        i = starts.bisect_right(start)
+        i = bisect_right(starts, start)
         return starts[i] if i < len(starts) else self.n_nodes
 
     def _in_node_order(self) -> Iterator[tuple[int, int, int]]:
@@ -106,7 +106,7 @@ class FreeCoreIndex:
             most = by_value[-1][0]
             if most <= 0:
                 return None
-            first = by_value[by_value.bisect_left((most, -1))][1]
+            first = by_value[bisect_left(by_value, (most, -1))][1]
             return NodeRuns(((first, 1, 1),))
         return self._place(((s, e, v) for s, e, v in self._in_node_order() if v > 0), units, sort=False)
 
@@ -114,7 +114,8 @@ class FreeCoreIndex:
         """Nodes with the fewest free cores first (ties by index), as ``allocation.best_fit``."""
         if units > self.total:
             return None
-        runs = ((s, self._end(s), v) for v, s in self._by_value.irange((1, -1)))
+        by_value = self._by_value
+        runs = ((s, self._end(s), v) for v, s in by_value[bisect_left(by_value, (1, -1)):])
         return self._place(runs, units, sort=True)
 
     @staticmethod
@@ -144,26 +145,44 @@ class FreeCoreIndex:
         """Add ``delta`` free cores to each node ``first..end-1``."""
         if delta == 0 or first >= end:
             return
-        self._split(first)
-        self._split(end)
-        value, by_value = self._value, self._by_value
-        for start in list(self._starts.irange(first, end, inclusive=(True, False))):
+        starts, value, by_value = self._starts, self._value, self._by_value
+        n_nodes = self.n_nodes
+        for cut in (first, end):  # make runs start at ``first`` and ``end``
+            if 0 < cut < n_nodes and cut not in value:
+                i = bisect_right(starts, cut)
+                free = value[starts[i - 1]]
+                starts.insert(i, cut)
+                value[cut] = free
+                insort(by_value, (free, cut))
+        i = bisect_left(starts, first)
+        j = bisect_left(starts, end, i)
+        for k in range(i, j):
+            start = starts[k]
             old = value[start]
-            by_value.remove((old, start))
+            del by_value[bisect_left(by_value, (old, start))]
             value[start] = old + delta
-            by_value.add((old + delta, start))
-        self._merge(end)
-        self._merge(first)
+            insort(by_value, (old + delta, start))
+        # Runs inside the range still differ from each other; only the edges may merge.
+        if j < len(starts) and value[starts[j]] == value[starts[j - 1]]:
+            self._drop_start(j)
+        if i > 0 and value[starts[i]] == value[starts[i - 1]]:
+            self._drop_start(i)
         self.total += delta * (end - first)
         if self._journal is not None:
             self._journal.append((first, end, delta))
 
+    def _drop_start(self, k: int) -> None:
+        start = self._starts.pop(k)
+        free = self._value.pop(start)
+        by_value = self._by_value
+        del by_value[bisect_left(by_value, (free, start))]
+
     def clear(self, first: int, end: int) -> None:
         """Set the free cores of nodes ``first..end-1`` to zero (run by run)."""
         starts, value = self._starts, self._value
-        head = starts[starts.bisect_right(first) - 1]
-        pieces = [(max(head, first), value[head])]
-        pieces.extend((start, value[start]) for start in starts.irange(first, end, inclusive=(False, False)))
+        i = bisect_right(starts, first) - 1
+        pieces = [(max(starts[i], first), value[starts[i]])]
+        pieces.extend((starts[k], value[starts[k]]) for k in range(i + 1, bisect_left(starts, end)))
         bounds = [start for start, _ in pieces[1:]] + [end]
         for (start, free), stop in zip(pieces, bounds):
             if free:
@@ -201,25 +220,3 @@ class FreeCoreIndex:
             for first, end, delta in reversed(journal):
                 self.add(first, end, -delta)
             self._journal = outer
-
-    def _split(self, node: int) -> None:
-        if not 0 < node < self.n_nodes or node in self._value:
-            return
-        starts = self._starts
-        free = self._value[starts[starts.bisect_right(node) - 1]]
-        starts.add(node)
-        self._value[node] = free
-        self._by_value.add((free, node))
-
-    def _merge(self, node: int) -> None:
-        """Join the run starting at ``node`` to the one before it if their counts agree."""
-        value = self._value
-        if not 0 < node < self.n_nodes or node not in value:
-            return
-        starts = self._starts
-        previous = starts[starts.bisect_left(node) - 1]
-        free = value[node]
-        if value[previous] == free:
-            starts.remove(node)
-            self._by_value.remove((free, node))
-            del value[node]

@@ -4,7 +4,9 @@ A scheduler that starts several jobs in one decision must place each on what the
 ones left. :class:`PassScratch` answers plain core requests from the model's free-core
 index (``view.free_index``) through allocators that offer ``allocate_indexed(job, index,
 view)`` (first-fit, best-fit), taking each placement on the index inside its scratch
-section, which the pass undoes when it ends. Everything else (GPU/MIC units, allocators
+section, which the pass undoes when it ends (a placement is taken on the index only when
+a later indexed placement of the same pass needs it, so a pass that starts one job and
+stops costs no update at all). Everything else (GPU/MIC units, allocators
 that need the dense array such as seed 000's BALANCED and WEIGHTED, views without an
 index) gets the classic scratch copy of ``view.free``, built only when first needed and
 kept in step with every placement of the pass. Allocations from both paths are plain
@@ -13,8 +15,7 @@ allocations for the model to validate.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
@@ -39,9 +40,12 @@ def take_dense(free: np.ndarray, job: Job, allocation: Allocation, exclusive: bo
 
 
 class PassScratch:
-    """What one pass has tentatively taken, on the index and (lazily) on a dense copy."""
+    """What one pass has tentatively taken, on the index and (lazily) on a dense copy.
 
-    __slots__ = ("_dense", "_pending", "exclusive", "index", "view")
+    Use it as a context manager: leaving the block undoes every index update of the pass.
+    """
+
+    __slots__ = ("_dense", "_journal", "_pending", "_unindexed", "exclusive", "index", "view")
 
     def __init__(self, view: View) -> None:
         self.view = view
@@ -49,13 +53,31 @@ class PassScratch:
         self.exclusive = view.exclusive
         self._dense: np.ndarray | None = None
         self._pending: list[tuple[Job, Allocation]] = []
+        self._unindexed: list[tuple[Job, Allocation]] = []
+        self._journal: Any = None
+
+    def __enter__(self) -> PassScratch:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._journal is not None:
+            journal, self._journal = self._journal, None
+            journal.__exit__(*exc_info)
 
     def allocate(self, allocator: Allocator, job: Job) -> Allocation | None:
         """Ask ``allocator`` where ``job`` goes on what is left in this pass."""
-        if self.index is not None and job.unit == CORE_UNIT:
+        index = self.index
+        if index is not None and job.unit == CORE_UNIT:
             indexed = getattr(allocator, "allocate_indexed", None)
             if indexed is not None:
-                return indexed(job, self.index, self.view)  # type: ignore[no-any-return]
+                if self._unindexed:
+                    if self._journal is None:
+                        self._journal = index.scratch()
+                        self._journal.__enter__()
+                    for taken, allocation in self._unindexed:
+                        index.take(as_runs(allocation), taken.unit[0], self.exclusive)
+                    self._unindexed.clear()
+                return indexed(job, index, self.view)  # type: ignore[no-any-return]
         return allocator.allocate(job, self.dense(), self.view)
 
     def dense(self) -> np.ndarray:
@@ -73,16 +95,10 @@ class PassScratch:
             take_dense(self._dense, job, allocation, self.exclusive)
         else:
             self._pending.append((job, allocation))
-        if self.index is not None:
-            self.index.take(as_runs(allocation), job.unit[0], self.exclusive)
+        if self.index is not None:  # taken on the index when an indexed placement needs it
+            self._unindexed.append((job, allocation))
 
 
-@contextmanager
-def pass_scratch(view: View) -> Iterator[PassScratch]:
-    """A :class:`PassScratch` whose index updates are undone when the block ends."""
-    scratch = PassScratch(view)
-    if scratch.index is None:
-        yield scratch
-        return
-    with scratch.index.scratch():
-        yield scratch
+def pass_scratch(view: View) -> PassScratch:
+    """A :class:`PassScratch` for ``view`` (a context manager undoing its index updates)."""
+    return PassScratch(view)
