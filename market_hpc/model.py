@@ -114,11 +114,12 @@ class HPCModel(mesa.Model):
         self.hold_penalty = hold_penalty
         self.policy = policy if policy is not None else make_market_aware_policy(scheduler, allocator, hold_penalty)
         self.now: float = 0.0
-        self.free = self.platform.capacity.copy()
-        self.free_readonly = self.free.view()
-        self.free_readonly.flags.writeable = False
+        self._free = self.platform.capacity.copy()
+        self._free_readonly = self._free.view()
+        self._free_readonly.flags.writeable = False
+        self._core_log: list[tuple[int, int, int]] = []  # core changes not yet in ``_free``
         self.free_bb = float(self.platform.burst_buffer)
-        self.free_index = FreeCoreIndex(self.free[:, 0].tolist())
+        self.free_index = FreeCoreIndex(self._free[:, 0].tolist())
         self.node_agents = [NodeAgent(self, i) for i in range(self.platform.n_nodes)]
         self.queue_agent = QueueAgent(self)
         self.manager = ResourceManagerAgent(self, self.policy)
@@ -139,6 +140,44 @@ class HPCModel(mesa.Model):
         self.predictor = predictor
         self.running = bool(self._jobs)
         self.datacollector = mesa.DataCollector(model_reporters=MODEL_REPORTERS)
+
+    # ------------------------------------------------------- free resources
+    @property
+    def free(self) -> np.ndarray:
+        """``(n_nodes, N_RESOURCES)`` free resources (the model's own, writeable array).
+
+        Plain core starts and ends update the free-core index at once and this array
+        lazily: their changes are logged and applied in one vectorised pass when the
+        array is read (or the log grows long), so no start costs work over all nodes.
+        """
+        self._flush_cores()
+        return self._free
+
+    @property
+    def free_readonly(self) -> np.ndarray:
+        """``free`` as a read-only array (what views hand to policies)."""
+        self._flush_cores()
+        return self._free_readonly
+
+    @property
+    def _log_limit(self) -> int:
+        return max(64, self.platform.n_nodes // 4)
+
+    def _flush_cores(self) -> None:
+        log = self._core_log
+        if not log:
+            return
+        if len(log) <= 8:
+            free = self._free
+            for first, end, delta in log:
+                free[first:end, 0] += delta
+        else:
+            firsts, ends, deltas = np.array(log, dtype=np.int64).T
+            change = np.zeros(self.platform.n_nodes + 1, dtype=np.int64)
+            np.add.at(change, firsts, deltas)
+            np.add.at(change, ends, -deltas)
+            self._free[:, 0] += np.cumsum(change[:-1])
+        log.clear()
 
     # ----------------------------------------------------------------- time
     def _push(self, when: float, order: int, event: Any) -> None:
@@ -282,10 +321,12 @@ class HPCModel(mesa.Model):
         running = agent.running
         assert running is not None and agent.runs is not None
         if agent.taken is None:  # plain cores, core-level: run by run
-            free, index = self.free, self.free_index
+            log, index = self._core_log, self.free_index
             for first, count, units in agent.runs.runs:
-                free[first:first + count, 0] += units
+                log.append((first, first + count, units))
                 index.add(first, first + count, units)
+            if len(log) > self._log_limit:
+                self._flush_cores()
         else:
             self.free[agent.nodes] += agent.taken
             self._index_rows(agent.runs, agent.taken[:, 0])
@@ -356,13 +397,13 @@ class HPCModel(mesa.Model):
             raise self._fail(f"job {job.job_id} needs {job.bb} GB of burst buffer, {self.free_bb} free")
         if job.unit == _CORE_UNIT and not self.exclusive:
             # Plain processor requests touch only the cores column, run by run.
-            index, free = self.free_index, self.free
+            index, log = self.free_index, self._core_log
             for first, count, units in runs.runs:
                 if index.min_free(first, first + count) < units:
                     pairs = np.array(runs.pairs(), dtype=np.int64)
                     self._take_rows(job, allocation, pairs[:, 0], pairs[:, 1], agent)  # raises with the vectors
             for first, count, units in runs.runs:
-                free[first:first + count, 0] -= units
+                log.append((first, first + count, -units))
                 index.add(first, first + count, -units)
             taken = nodes = None
             agent.taken_total = (total_units, 0, 0, 0)

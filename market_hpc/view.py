@@ -53,14 +53,13 @@ class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
 class ModelView:
     """Snapshot of ``model`` at the current instant, valid during one ``decide`` call."""
 
-    __slots__ = ("_model", "time", "platform", "free", "free_total", "free_bb", "exclusive", "queue",
+    __slots__ = ("_model", "time", "platform", "free_total", "free_bb", "exclusive", "queue",
                  "running", "free_index")
 
     def __init__(self, model: HPCModel) -> None:
         self._model = model
         self.time: float = model.now
         self.platform: Platform = model.platform
-        self.free: np.ndarray = model.free_readonly
         self.free_total: tuple[int, ...] = model.free_total
         self.free_bb: float = model.free_bb
         self.exclusive: bool = model.exclusive
@@ -69,6 +68,12 @@ class ModelView:
         # Free cores indexed for placement; schedulers try allocations on it only inside
         # ``free_index.scratch()``, which undoes them (see ``policies.scratch``).
         self.free_index: FreeCoreIndex = model.free_index
+
+    @property
+    def free(self) -> np.ndarray:
+        """``(n_nodes, N_RESOURCES)`` free resources, read-only (brought up to date on
+        access: schedulers that place from ``free_index`` never pay for it)."""
+        return self._model.free_readonly
 
     def expected_end(self, running: RunningJob) -> float:
         """``max(est_end, now)``: a job past its estimate is expected to end now."""
