@@ -7,7 +7,6 @@ and validates every decision.
 from __future__ import annotations
 
 import time as _time
-from typing import TYPE_CHECKING
 
 import mesa
 import numpy as np
@@ -15,15 +14,14 @@ import numpy as np
 from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.policies.base import Decision, Policy, RunningJob
+from market_hpc.state import SimulationState
 
-if TYPE_CHECKING:
-    from market_hpc.model import HPCModel
 
 
 class NodeAgent(mesa.Agent):
     """One node: its row of the model's free-resource array and the jobs running on it."""
 
-    def __init__(self, model: HPCModel, index: int) -> None:
+    def __init__(self, model: SimulationState, index: int) -> None:
         super().__init__(model)
         self.index = index
 
@@ -56,7 +54,7 @@ class JobAgent(mesa.Agent):
         requeued_at: Time it last returned to the queue after a hold.
     """
 
-    def __init__(self, model: HPCModel, job: Job) -> None:
+    def __init__(self, model: SimulationState, job: Job) -> None:
         super().__init__(model)
         self.job = job
         self.status = JobStatus.QUEUED
@@ -80,7 +78,7 @@ class JobAgent(mesa.Agent):
 class QueueAgent(mesa.Agent):
     """The waiting jobs of one queue, in queue order (insertion-ordered by job id)."""
 
-    def __init__(self, model: HPCModel, name: str = "default") -> None:
+    def __init__(self, model: SimulationState, name: str = "default") -> None:
         super().__init__(model)
         self.name = name
         self.jobs: dict[int, Job] = {}
@@ -97,7 +95,7 @@ class QueueAgent(mesa.Agent):
 class ResourceManagerAgent(mesa.Agent):
     """Builds the view, calls the policy, times the call, returns the decision."""
 
-    def __init__(self, model: HPCModel, policy: Policy) -> None:
+    def __init__(self, model: SimulationState, policy: Policy) -> None:
         super().__init__(model)
         self.policy = policy
         self.decisions = 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 from array import array
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,9 +19,8 @@ import pandas as pd
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform
 from market_hpc.domain.resources import RESOURCES
+from market_hpc.state import SimulationState
 
-if TYPE_CHECKING:
-    from market_hpc.model import HPCModel
 
 JOB_COLUMNS = (
     "job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time", "status",
@@ -225,7 +224,7 @@ class Recorder:
         """Value earned by completed jobs minus holding penalties."""
         return self.value_earned - self.penalties
 
-    def sample(self, model: HPCModel) -> None:
+    def sample(self, model: SimulationState) -> None:
         """Record one row of the time series at the current instant."""
         if not self.record_timeseries:
             return

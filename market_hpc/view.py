@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, overload
+from typing import overload
 
 import numpy as np
 
@@ -13,9 +13,8 @@ from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.policies.base import JobState, RunningJob
+from market_hpc.state import SimulationState
 
-if TYPE_CHECKING:
-    from market_hpc.model import HPCModel
 
 
 class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
@@ -56,7 +55,7 @@ class ModelView:
     __slots__ = ("_model", "time", "platform", "free_total", "free_bb", "exclusive", "queue",
                  "running", "free_index")
 
-    def __init__(self, model: HPCModel) -> None:
+    def __init__(self, model: SimulationState) -> None:
         self._model = model
         self.time: float = model.now
         self.platform: Platform = model.platform
