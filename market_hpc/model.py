@@ -14,7 +14,7 @@ import gc
 import heapq
 import math
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 import mesa
@@ -74,7 +74,8 @@ class HPCModel(mesa.Model):
     """Event-driven simulation of one platform, one workload, one dispatcher.
 
     Args:
-        jobs: The workload; any order (sorted here by submit time, then job id).
+        jobs: The workload: a collection in any order (sorted here by submit time, then
+            job id) or an iterator already in that order, consumed as jobs arrive.
         platform: A ``Platform``, preset name, inline spec or TOML path.
         scheduler: Scheduler name (ignored when ``policy`` is given).
         allocator: Allocator name (ignored when ``policy`` is given).
@@ -126,10 +127,18 @@ class HPCModel(mesa.Model):
         self.job_agents: dict[int, JobAgent] = {}
         self.running_by_end: SortedList = SortedList()
         self.free_total: tuple[int, ...] = tuple(self.platform.total.tolist())
-        self._jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
-        ids = {j.job_id for j in self._jobs}
-        if len(ids) != len(self._jobs):
-            raise ConfigError("workload has duplicate job ids")
+        self._stream_ids: set[int] | None = None
+        if isinstance(jobs, Iterator):
+            # A stream already sorted by (submit, job_id): consumed as jobs arrive, so a
+            # 10^6-job trace never sits in memory; order and ids are checked on arrival.
+            self._arrivals: Iterator[Job] = jobs
+            self._stream_ids = set()
+        else:
+            ordered = sorted(jobs, key=lambda j: (j.submit, j.job_id))
+            if len({j.job_id for j in ordered}) != len(ordered):
+                raise ConfigError("workload has duplicate job ids")
+            self._arrivals = iter(ordered)
+        self._upcoming: Job | None = next(self._arrivals, None)
         self._next_arrival = 0
         self._heap: list[tuple[float, int, int, Any]] = []
         self._seq = 0
@@ -138,7 +147,7 @@ class HPCModel(mesa.Model):
         self._wake_pending: set[float] = set()
         self._unit_limits: dict[tuple[int, ...], tuple[int, int]] = {}
         self.predictor = predictor
-        self.running = bool(self._jobs)
+        self.running = self._upcoming is not None
         self.datacollector = mesa.DataCollector(model_reporters=MODEL_REPORTERS)
 
     # ------------------------------------------------------- free resources
@@ -187,8 +196,8 @@ class HPCModel(mesa.Model):
     def next_time(self) -> float:
         """Time of the next instant with events (``inf`` when none is left)."""
         heap_time = self._heap[0][0] if self._heap else _NEVER
-        if self._next_arrival < len(self._jobs):
-            return min(heap_time, self._jobs[self._next_arrival].submit)
+        if self._upcoming is not None:
+            return min(heap_time, self._upcoming.submit)
         return heap_time
 
     def step(self) -> None:
@@ -229,6 +238,20 @@ class HPCModel(mesa.Model):
         if self.next_time() == _NEVER:
             self.finalize()
 
+    def _next_job(self, previous: Job) -> Job | None:
+        job = next(self._arrivals, None)
+        seen = self._stream_ids
+        if seen is not None and job is not None:
+            if (job.submit, job.job_id) <= (previous.submit, previous.job_id):
+                raise ConfigError(f"job stream not sorted by (submit, job_id): job {job.job_id} "
+                                  f"(submit {job.submit}) after job {previous.job_id} (submit {previous.submit})")
+            if not seen:
+                seen.add(previous.job_id)
+            if job.job_id in seen:
+                raise ConfigError(f"workload has duplicate job ids: {job.job_id}")
+            seen.add(job.job_id)
+        return job
+
     def finalize(self) -> None:
         """End the run: jobs still waiting when no event is left can never start (for
         example a head job no allocator can place); record them as ``queued`` so nothing
@@ -257,10 +280,11 @@ class HPCModel(mesa.Model):
             if agent is not None and agent.segment == segment and agent.status is JobStatus.RUNNING:
                 self._finish(agent)
                 changed = True
-        jobs = self._jobs
-        while self._next_arrival < len(jobs) and jobs[self._next_arrival].submit == now:
-            self._arrive(jobs[self._next_arrival])
+        upcoming = self._upcoming
+        while upcoming is not None and upcoming.submit == now:
+            self._arrive(upcoming)
             self._next_arrival += 1
+            upcoming = self._upcoming = self._next_job(upcoming)
             changed = True
         while heap and heap[0][0] == now:
             heapq.heappop(heap)  # wake-up request: forces a decision

@@ -11,11 +11,13 @@ from __future__ import annotations
 import operator
 from array import array
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from market_hpc.algorithms.node_runs import as_runs
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform
 from market_hpc.domain.resources import RESOURCES
@@ -53,23 +55,51 @@ _FLOAT_COLUMNS = ("submit_time", "start_time", "end_time", "run_time", "bb", "es
 _INT_COLUMNS = ("job_id", "cores", "gpus", "mics", "mem", "units", "user", "queue", "hold_count")
 
 
-class JobColumns:
-    """Per-job results as columns: machine numbers in ``array``s, allocations as objects.
+def format_runs(flat: Sequence[int]) -> str:
+    """Flat runs ``first, count, units, ...`` as ``node:units`` pairs joined by ``;``.
 
-    ``rows`` reads them back as ``JOB_COLUMNS`` tuples (in leaving order) for displays.
+    >>> format_runs([4, 2, 1, 9, 1, 3])
+    '4:1;5:1;9:3'
+    """
+    return ";".join(
+        f"{node}:{flat[i + 2]}" for i in range(0, len(flat), 3) for node in range(flat[i], flat[i] + flat[i + 1])
+    )
+
+
+class JobColumns:
+    """Per-job results as columns: machine numbers in ``array``s, allocations as flat runs.
+
+    A job's last allocation is stored as ``first, count, units`` triples in ``runs`` (from
+    ``run_offsets[i]`` to ``run_offsets[i + 1]``): a few machine words per job, formatted
+    as ``node:units`` text only when a frame or file is written. ``rows`` reads the
+    columns back as ``JOB_COLUMNS`` tuples (in leaving order) for displays.
     """
 
     def __init__(self) -> None:
         self.floats = {name: array("d") for name in _FLOAT_COLUMNS}
         self.ints = {name: array("q") for name in _INT_COLUMNS}
         self.status = array("b")
-        self.allocations: list[Any] = []
+        self.runs = array("q")
+        self.run_offsets = array("q", [0])
+
+    def add_allocation(self, allocation: Sequence[tuple[int, int]] | None) -> None:
+        """Append one job's allocation (``None`` or empty: never started)."""
+        if allocation:
+            runs = self.runs
+            for run in as_runs(allocation).runs:
+                runs.extend(run)
+        self.run_offsets.append(len(self.runs))
+
+    def nodes(self, index: int) -> str:
+        """The ``nodes`` text of the ``index``-th job."""
+        return format_runs(self.runs[self.run_offsets[index]:self.run_offsets[index + 1]])
 
     def __len__(self) -> int:
         return len(self.status)
 
-    def columns(self) -> dict[str, Any]:
-        """Every ``JOB_COLUMNS`` column as a numpy array or list, in leaving order."""
+    def columns(self, order: np.ndarray | None = None) -> dict[str, Any]:
+        """Every ``JOB_COLUMNS`` column as a numpy array or list, in leaving order (or
+        for the rows ``order`` selects, in that order)."""
         # Copies: a buffer exported to numpy would stop the arrays from growing.
         floats = {name: np.array(column, dtype=np.float64) for name, column in self.floats.items()}
         ints = {name: np.array(column, dtype=np.int64) for name, column in self.ints.items()}
@@ -78,7 +108,9 @@ class JobColumns:
         values: dict[str, Any] = {**floats, **ints}
         values["wait_time"] = floats["start_time"] - floats["submit_time"]
         values["status"] = names[codes]
-        values["nodes"] = [format_allocation(allocation) for allocation in self.allocations]
+        if order is not None:
+            values = {name: column[order] for name, column in values.items()}
+        values["nodes"] = [self.nodes(i) for i in (range(len(self)) if order is None else order.tolist())]
         return {name: values[name] for name in JOB_COLUMNS}
 
     def row(self, index: int) -> tuple[Any, ...]:
@@ -89,7 +121,7 @@ class JobColumns:
         values.update({name: column[index] for name, column in ints.items()})
         values["wait_time"] = start - submit
         values["status"] = _STATUSES[self.status[index]].value
-        values["nodes"] = format_allocation(self.allocations[index])
+        values["nodes"] = self.nodes(index)
         return tuple(values[name] for name in JOB_COLUMNS)
 
 
@@ -185,7 +217,7 @@ class Recorder:
         ints["queue"].append(job.queue)
         ints["hold_count"].append(hold_count)
         columns.status.append(_STATUS_CODE[status])
-        columns.allocations.append(allocation)
+        columns.add_allocation(allocation)
 
     @property
     def rows(self) -> Sequence[tuple[Any, ...]]:
@@ -238,6 +270,18 @@ class Recorder:
         """One row per job that left the system, sorted by job id."""
         frame = pd.DataFrame(self.jobs.columns(), columns=list(JOB_COLUMNS))
         return frame.sort_values("job_id", kind="stable").reset_index(drop=True)
+
+    def write_jobs_csv(self, path: str | Path, chunk_rows: int = 100_000) -> int:
+        """Write ``jobs_frame()`` as CSV (same columns, order and text as
+        ``jobs_frame().to_csv(path, index=False)``) ``chunk_rows`` rows at a time, so the
+        text of a 10^6-job run never sits in memory at once. Returns the rows written."""
+        job_ids = np.array(self.jobs.ints["job_id"], dtype=np.int64)
+        order = np.argsort(job_ids, kind="stable")
+        with open(path, "w", newline="") as handle:
+            for begin in range(0, max(len(order), 1), chunk_rows):
+                chunk = pd.DataFrame(self.jobs.columns(order[begin:begin + chunk_rows]), columns=list(JOB_COLUMNS))
+                chunk.to_csv(handle, index=False, header=begin == 0)
+        return len(order)
 
     def timeseries_frame(self) -> pd.DataFrame:
         """One row per instant."""
