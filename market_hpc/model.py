@@ -121,7 +121,7 @@ class HPCModel(mesa.Model):
         self._core_log: list[tuple[int, int, int]] = []  # core changes not yet in ``_free``
         self.free_bb = float(self.platform.burst_buffer)
         self.free_index = FreeCoreIndex(self._free[:, 0].tolist())
-        self.node_agents = [NodeAgent(self, i) for i in range(self.platform.n_nodes)]
+        self._node_agents: list[NodeAgent] | None = None
         self.queue_agent = QueueAgent(self)
         self.manager = ResourceManagerAgent(self, self.policy)
         self.job_agents: dict[int, JobAgent] = {}
@@ -149,6 +149,14 @@ class HPCModel(mesa.Model):
         self.predictor = predictor
         self.running = self._upcoming is not None
         self.datacollector = mesa.DataCollector(model_reporters=MODEL_REPORTERS)
+
+    @property
+    def node_agents(self) -> list[NodeAgent]:
+        """One ``NodeAgent`` per node, created on first use (a 10^5-node platform's
+        agents cost a second to register with Mesa; replays never read them)."""
+        if self._node_agents is None:
+            self._node_agents = [NodeAgent(self, i) for i in range(self.platform.n_nodes)]
+        return self._node_agents
 
     # ------------------------------------------------------- free resources
     @property
