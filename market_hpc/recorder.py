@@ -153,7 +153,7 @@ class Recorder:
     def __init__(self, platform: Platform, record_timeseries: bool = True) -> None:
         self.platform = platform
         self.jobs = JobColumns()
-        self.samples: list[tuple] = []  # type: ignore[type-arg]
+        self._samples = array("d")  # TIMESERIES_COLUMNS values, instant after instant
         self.segments: list[tuple[int, float, float, int, float, float]] = []
         self.record_timeseries = record_timeseries
         self._busy = [0.0] * len(RESOURCES)
@@ -261,10 +261,15 @@ class Recorder:
         if not self.record_timeseries:
             return
         used = map(operator.sub, self._total, model.free_total)
-        self.samples.append((
+        self._samples.extend((
             model.now, len(model.queue_agent.jobs), len(model.running_by_end), *used,
             self.holds, self.drops, self.profit,
         ))
+
+    @property
+    def samples(self) -> np.ndarray:
+        """The time series so far, one row per instant (``TIMESERIES_COLUMNS``)."""
+        return np.array(self._samples, dtype=np.float64).reshape(-1, len(TIMESERIES_COLUMNS))
 
     def jobs_frame(self) -> pd.DataFrame:
         """One row per job that left the system, sorted by job id."""
@@ -285,4 +290,9 @@ class Recorder:
 
     def timeseries_frame(self) -> pd.DataFrame:
         """One row per instant."""
-        return pd.DataFrame.from_records(self.samples, columns=list(TIMESERIES_COLUMNS))
+        if not self._samples:
+            return pd.DataFrame.from_records([], columns=list(TIMESERIES_COLUMNS))
+        frame = pd.DataFrame(self.samples, columns=list(TIMESERIES_COLUMNS))
+        # Stored as machine floats (8 bytes a value); counts are exact and go back to ints.
+        counts = [name for name in TIMESERIES_COLUMNS if name not in ("time", "profit")]
+        return frame.astype(dict.fromkeys(counts, np.int64))
