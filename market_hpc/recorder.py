@@ -49,6 +49,7 @@ def format_allocation(allocation: Sequence[tuple[int, int]] | None) -> str:
     return ";".join(f"{node}:{units}" for node, units in allocation)
 
 
+_SEGMENT_COLUMNS = ("job_id", "start", "end", "units", "progress_before", "progress_after")
 _STATUSES = tuple(JobStatus)
 _STATUS_CODE = {status: code for code, status in enumerate(_STATUSES)}
 _FLOAT_COLUMNS = ("submit_time", "start_time", "end_time", "run_time", "bb", "estimate", "value")
@@ -154,7 +155,7 @@ class Recorder:
         self.platform = platform
         self.jobs = JobColumns()
         self._samples = array("d")  # TIMESERIES_COLUMNS values, instant after instant
-        self.segments: list[tuple[int, float, float, int, float, float]] = []
+        self._segments = array("d")  # _SEGMENT_COLUMNS values, segment after segment
         self.record_timeseries = record_timeseries
         self._busy = [0.0] * len(RESOURCES)
         self._total = tuple(platform.total.tolist())
@@ -238,14 +239,19 @@ class Recorder:
     def segment(self, job_id: int, start: float, end: float, units: int, progress_before: float,
                 progress_after: float) -> None:
         """Record one execution segment (a job runs once, or once per hold/resume cycle)."""
-        self.segments.append((job_id, start, end, units, progress_before, progress_after))
+        self._segments.extend((job_id, start, end, units, progress_before, progress_after))
+
+    @property
+    def segments(self) -> list[tuple[int, float, float, int, float, float]]:
+        """Execution segments so far as ``(job_id, start, end, units, progress_before,
+        progress_after)`` tuples."""
+        return list(self.segments_frame().itertuples(index=False, name=None))
 
     def segments_frame(self) -> pd.DataFrame:
         """One row per execution segment."""
-        return pd.DataFrame.from_records(
-            self.segments,
-            columns=["job_id", "start", "end", "units", "progress_before", "progress_after"],
-        )
+        values = np.array(self._segments, dtype=np.float64).reshape(-1, len(_SEGMENT_COLUMNS))
+        frame = pd.DataFrame(values, columns=list(_SEGMENT_COLUMNS))
+        return frame.astype({"job_id": np.int64, "units": np.int64})
 
     def penalty(self, amount: float) -> None:
         """Charge a holding penalty."""
