@@ -79,3 +79,48 @@ def test_node_runs_read_as_pairs() -> None:
     assert runs == pairs and list(runs) == list(pairs) and len(runs) == 4 and runs[3] == (7, 4)
     assert runs.total_units == 7 and runs.format() == "0:1;1:1;2:1;7:4"
     assert as_runs(runs) is runs and hash(runs) == hash(pairs)
+
+
+def test_subclass_overriding_allocate_keeps_its_own_placement() -> None:
+    from market_hpc.domain.job import Job
+    from market_hpc.model import HPCModel
+    from market_hpc.policies.allocators import FirstFit
+    from market_hpc.policies.classic import Fifo
+
+    class LastNode(FirstFit):
+        name = "last-node"
+
+        def allocate(self, job, free, view):  # type: ignore[no-untyped-def]
+            node = int(np.flatnonzero(free[:, 0] >= job.units)[-1])
+            return ((node, job.units),)
+
+    model = HPCModel([Job(1, 0.0, 5.0, 5.0, units=2)], "nodes=4,cores=2", policy=Fifo(LastNode()))
+    model.run(until=0)
+    assert [r.allocation for r in model.running_by_end] == [((3, 2),)]
+
+
+def test_indexed_allocators_match_array_allocators_in_a_model() -> None:
+    from market_hpc.domain.job import Job
+    from market_hpc.model import HPCModel
+    from market_hpc.policies.allocators import BestFit, FirstFit
+    from market_hpc.policies.classic import Easy, Fifo
+
+    class DenseFirstFit(FirstFit):  # same placement, array path only
+        allocate_indexed = None  # type: ignore[assignment]
+
+    class DenseBestFit(BestFit):
+        allocate_indexed = None  # type: ignore[assignment]
+
+    rng = np.random.default_rng(5)
+    jobs = [Job(i, float(rng.integers(0, 400)), float(rng.integers(1, 60)), float(rng.integers(1, 90)),
+                units=int(rng.integers(1, 9))) for i in range(1, 300)]
+    for exclusive in (False, True):
+        for scheduler in (Fifo, Easy):
+            for fast, dense in ((FirstFit, DenseFirstFit), (BestFit, DenseBestFit)):
+                frames = []
+                for allocator in (fast(), dense()):
+                    model = HPCModel(jobs, "nodes=6,cores=3", policy=scheduler(allocator), exclusive=exclusive,
+                                     record_timeseries=False)
+                    model.run()
+                    frames.append(model.recorder.jobs_frame())
+                assert frames[0].equals(frames[1]), (exclusive, scheduler, fast)

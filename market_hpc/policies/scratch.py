@@ -39,6 +39,25 @@ def take_dense(free: np.ndarray, job: Job, allocation: Allocation, exclusive: bo
         free[pairs[:, 0]] -= pairs[:, 1, None] * np.asarray(job.unit, dtype=np.int64)
 
 
+_INDEXED: dict[type, bool] = {}
+
+
+def _indexed_path(allocator: Allocator) -> Any:
+    """``allocator.allocate_indexed`` when it answers for the class's ``allocate``: a
+    subclass that overrides ``allocate`` but not ``allocate_indexed`` keeps its own
+    placement (the inherited index path would bypass it)."""
+    kind = type(allocator)
+    usable = _INDEXED.get(kind)
+    if usable is None:
+        def owner(name: str) -> type | None:
+            return next((c for c in kind.__mro__ if name in vars(c)), None)
+
+        allocate, indexed = owner("allocate"), owner("allocate_indexed")
+        usable = indexed is not None and allocate is not None and issubclass(indexed, allocate)
+        usable = _INDEXED[kind] = usable and getattr(allocator, "allocate_indexed", None) is not None
+    return getattr(allocator, "allocate_indexed", None) if usable else None
+
+
 class PassScratch:
     """What one pass has tentatively taken, on the index and (lazily) on a dense copy.
 
@@ -68,7 +87,7 @@ class PassScratch:
         """Ask ``allocator`` where ``job`` goes on what is left in this pass."""
         index = self.index
         if index is not None and job.unit == CORE_UNIT:
-            indexed = getattr(allocator, "allocate_indexed", None)
+            indexed = _indexed_path(allocator)
             if indexed is not None:
                 if self._unindexed:
                     if self._journal is None:
