@@ -29,6 +29,7 @@ from market_hpc.algorithms.market import remaining_time
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError, PolicyError
+from market_hpc.free_state import FreeResources, check_runs
 from market_hpc.policies.base import Decision, Drop, Hold, Policy, RunningJob, Start
 from market_hpc.policies.registry import make_policy, scheduler_entry
 from market_hpc.recorder import Recorder
@@ -115,12 +116,9 @@ class HPCModel(mesa.Model):
         self.hold_penalty = hold_penalty
         self.policy = policy if policy is not None else make_market_aware_policy(scheduler, allocator, hold_penalty)
         self.now: float = 0.0
-        self._free = self.platform.capacity.copy()
-        self._free_readonly = self._free.view()
-        self._free_readonly.flags.writeable = False
-        self._core_log: list[tuple[int, int, int]] = []  # core changes not yet in ``_free``
+        self._free = FreeResources(self.platform.capacity)
         self.free_bb = float(self.platform.burst_buffer)
-        self.free_index = FreeCoreIndex(self._free[:, 0].tolist())
+        self.free_index: FreeCoreIndex = self._free.index
         self._node_agents: list[NodeAgent] | None = None
         self.queue_agent = QueueAgent(self)
         self.manager = ResourceManagerAgent(self, self.policy)
@@ -161,40 +159,14 @@ class HPCModel(mesa.Model):
     # ------------------------------------------------------- free resources
     @property
     def free(self) -> np.ndarray:
-        """``(n_nodes, N_RESOURCES)`` free resources (the model's own, writeable array).
-
-        Plain core starts and ends update the free-core index at once and this array
-        lazily: their changes are logged and applied in one vectorised pass when the
-        array is read (or the log grows long), so no start costs work over all nodes.
-        """
-        self._flush_cores()
-        return self._free
+        """``(n_nodes, N_RESOURCES)`` free resources (the model's own, writeable array,
+        brought up to date on access; see ``market_hpc.free_state``)."""
+        return self._free.array
 
     @property
     def free_readonly(self) -> np.ndarray:
         """``free`` as a read-only array (what views hand to policies)."""
-        self._flush_cores()
-        return self._free_readonly
-
-    @property
-    def _log_limit(self) -> int:
-        return max(64, self.platform.n_nodes // 4)
-
-    def _flush_cores(self) -> None:
-        log = self._core_log
-        if not log:
-            return
-        if len(log) <= 8:
-            free = self._free
-            for first, end, delta in log:
-                free[first:end, 0] += delta
-        else:
-            firsts, ends, deltas = np.array(log, dtype=np.int64).T
-            change = np.zeros(self.platform.n_nodes + 1, dtype=np.int64)
-            np.add.at(change, firsts, deltas)
-            np.add.at(change, ends, -deltas)
-            self._free[:, 0] += np.cumsum(change[:-1])
-        log.clear()
+        return self._free.readonly
 
     # ----------------------------------------------------------------- time
     def _push(self, when: float, order: int, event: Any) -> None:
@@ -353,29 +325,16 @@ class HPCModel(mesa.Model):
         running = agent.running
         assert running is not None and agent.runs is not None
         if agent.taken is None:  # plain cores, core-level: run by run
-            log, index = self._core_log, self.free_index
-            for first, count, units in agent.runs.runs:
-                log.append((first, first + count, units))
-                index.add(first, first + count, units)
-            if len(log) > self._log_limit:
-                self._flush_cores()
+            self._free.move_cores(agent.runs, 1)
         else:
             self.free[agent.nodes] += agent.taken
-            self._index_rows(agent.runs, agent.taken[:, 0])
+            self._free.index_rows(agent.runs, agent.taken[:, 0])
         self.free_bb += agent.job.bb
         self.running_by_end.remove(running)
         self._adjust_free_total(agent.taken_total, 1)
         elapsed = self.now - running.start
         agent.busy_time += elapsed
         self.recorder.busy(agent.taken_total, elapsed)
-
-    def _index_rows(self, runs: NodeRuns, cores: np.ndarray) -> None:
-        """Add ``cores`` (one entry per allocated node, in node order) to the free-core index."""
-        offset = 0
-        give = self.free_index.give
-        for first, count, _ in runs.runs:
-            give(first, cores[offset:offset + count].tolist())
-            offset += count
 
     # ------------------------------------------------------------- decisions
     def make_view(self) -> ModelView:
@@ -397,6 +356,7 @@ class HPCModel(mesa.Model):
                 self._drop(action)
             else:
                 raise self._fail(f"unknown action {action!r}")
+        self.free_index.settle()
         wake = decision.wake_at
         if wake is not None and wake > self.now and wake not in self._wake_pending:
             self._wake_pending.add(wake)
@@ -416,7 +376,9 @@ class HPCModel(mesa.Model):
         if not allocation:
             raise self._fail(f"start of job {job.job_id} has an empty allocation")
         runs = allocation if type(allocation) is NodeRuns else self._runs_of(job, allocation)
-        self._check_runs(job, runs)
+        if not check_runs(runs, self.platform.n_nodes):
+            raise self._fail(f"job {job.job_id}: allocation {runs!r} must list distinct nodes "
+                             f"0..{self.platform.n_nodes - 1} in increasing order with positive unit counts")
         total_units = runs.total_units
         if job.moldable:
             assert job.profile is not None
@@ -429,21 +391,18 @@ class HPCModel(mesa.Model):
             raise self._fail(f"job {job.job_id} needs {job.bb} GB of burst buffer, {self.free_bb} free")
         if job.unit == _CORE_UNIT and not self.exclusive:
             # Plain processor requests touch only the cores column, run by run.
-            index, log = self.free_index, self._core_log
-            for first, count, units in runs.runs:
-                if index.min_free(first, first + count) < units:
-                    pairs = np.array(runs.pairs(), dtype=np.int64)
-                    self._take_rows(job, allocation, pairs[:, 0], pairs[:, 1], agent)  # raises with the vectors
-            for first, count, units in runs.runs:
-                log.append((first, first + count, -units))
-                index.add(first, first + count, -units)
+            claimed = self.free_index.claim(job.job_id, runs)  # the pass took it already
+            if not claimed and not self._free.has_cores(runs):
+                pairs = np.array(runs.pairs(), dtype=np.int64)
+                self._take_rows(job, allocation, pairs[:, 0], pairs[:, 1], agent)  # raises with the vectors
+            self._free.move_cores(runs, -1, indexed=claimed)
             taken = nodes = None
             agent.taken_total = (total_units, 0, 0, 0)
         else:
             pairs = np.array(runs.pairs(), dtype=np.int64)
             nodes = pairs[:, 0]
             taken = self._take_rows(job, allocation, nodes, pairs[:, 1], agent)
-            self._index_rows(runs, -taken[:, 0])
+            self._free.index_rows(runs, -taken[:, 0])
         self.free_bb -= job.bb
         self.queue_agent.take(job.job_id)
         duration, estimate = self._segment_times(agent, total_units)
@@ -473,16 +432,6 @@ class HPCModel(mesa.Model):
         except (TypeError, ValueError):
             raise self._fail(f"job {job.job_id}: allocation {allocation!r} is not ((node, units), ...)") from None
         return NodeRuns.from_pairs(allocation)
-
-    def _check_runs(self, job: Job, runs: NodeRuns) -> None:
-        """Runs must be in increasing node order, disjoint, on the platform, non-empty."""
-        n_nodes = self.platform.n_nodes
-        end = 0
-        for first, count, units in runs.runs:
-            if first < end or count < 1 or units < 1 or first + count > n_nodes:
-                raise self._fail(f"job {job.job_id}: allocation {runs!r} must list distinct nodes "
-                                 f"0..{n_nodes - 1} in increasing order with positive unit counts")
-            end = first + count
 
     def _take_rows(self, job: Job, allocation: Any, nodes: np.ndarray, counts: np.ndarray,
                    agent: JobAgent) -> np.ndarray:

@@ -124,3 +124,22 @@ def test_indexed_allocators_match_array_allocators_in_a_model() -> None:
                     model.run()
                     frames.append(model.recorder.jobs_frame())
                 assert frames[0].equals(frames[1]), (exclusive, scheduler, fast)
+
+
+def test_proposals_are_claimed_in_order_and_the_rest_settled() -> None:
+    index = FreeCoreIndex([2, 2, 2])
+    proposals = []
+    for job_id in (1, 2):
+        runs = index.first_fit(2)
+        outer = index.begin_journal()
+        index.take(runs)
+        proposals.append((job_id, runs, index.end_journal(outer)))
+    index.propose(proposals)
+    assert index.claim(1, proposals[0][1])  # node 0 now belongs to job 1
+    assert not index.claim(3, proposals[1][1])  # out of order: job 2's placement is undone
+    assert index.runs() == [(0, 1, 0), (1, 2, 2)] and index.total == 4
+    runs = index.first_fit(2)
+    outer = index.begin_journal()
+    index.take(runs)
+    index.propose([(4, runs, index.end_journal(outer))])
+    assert index.first_fit(2) == runs and index.total == 4  # a query settles it first

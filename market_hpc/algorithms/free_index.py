@@ -41,7 +41,7 @@ class FreeCoreIndex:
     (5, True)
     """
 
-    __slots__ = ("_by_value", "_journal", "_starts", "_value", "n_nodes", "total")
+    __slots__ = ("_by_value", "_claimed", "_journal", "_proposed", "_starts", "_value", "n_nodes", "total")
 
     def __init__(self, free_cores: Sequence[int]) -> None:
         self.n_nodes = len(free_cores)
@@ -59,10 +59,13 @@ class FreeCoreIndex:
         self._by_value: list[tuple[int, int]] = sorted((free, first) for first, free in value.items())
         self.total = int(sum(int(f) for f in free_cores))
         self._journal: list[tuple[int, int, int]] | None = None
+        self._proposed: list[tuple[int, NodeRuns | None, list[tuple[int, int, int]]]] = []
+        self._claimed = 0
 
     # ------------------------------------------------------------------ reading
     def runs(self) -> list[Run]:
         """All runs ``(first, count, free)`` in node order (for tests and displays)."""
+        self.settle()
         starts = self._starts
         ends = [*starts[1:], self.n_nodes]
         return [(s, e - s, self._value[s]) for s, e in zip(starts, ends)]
@@ -99,6 +102,8 @@ class FreeCoreIndex:
     def first_fit(self, units: int) -> NodeRuns | None:
         """Lowest-index nodes first; one unit goes to the node with the most free cores
         (lowest index among ties), as ``allocation.first_fit``. ``None`` if it cannot fit."""
+        if self._proposed:
+            self.settle()
         if units > self.total:
             return None
         if units == 1:
@@ -112,6 +117,8 @@ class FreeCoreIndex:
 
     def best_fit(self, units: int) -> NodeRuns | None:
         """Nodes with the fewest free cores first (ties by index), as ``allocation.best_fit``."""
+        if self._proposed:
+            self.settle()
         if units > self.total:
             return None
         by_value = self._by_value
@@ -211,12 +218,64 @@ class FreeCoreIndex:
     @contextmanager
     def scratch(self) -> Iterator[FreeCoreIndex]:
         """Try placements on the index; every update made inside is undone on exit."""
-        outer = self._journal
-        self._journal = []
+        outer = self.begin_journal()
         try:
             yield self
         finally:
-            journal, self._journal = self._journal, None
-            for first, end, delta in reversed(journal):
-                self.add(first, end, -delta)
-            self._journal = outer
+            self.undo(self.end_journal(outer))
+
+    def begin_journal(self) -> list[tuple[int, int, int]] | None:
+        """Start recording updates (returns the enclosing journal, for ``end_journal``)."""
+        self.settle()
+        outer = self._journal
+        self._journal = []
+        return outer
+
+    def end_journal(self, outer: list[tuple[int, int, int]] | None) -> list[tuple[int, int, int]]:
+        """Stop recording; return the updates made since ``begin_journal``."""
+        journal, self._journal = self._journal or [], outer
+        return journal
+
+    def undo(self, updates: list[tuple[int, int, int]]) -> None:
+        """Revert ``add`` updates (unrecorded: adds commute, so any order is exact)."""
+        journal, self._journal = self._journal, None
+        for first, end, delta in reversed(updates):
+            self.add(first, end, -delta)
+        self._journal = journal
+
+    # -------------------------------------------------------------- proposals
+    # A scheduling pass leaves the placements it tried on the index as *proposals* instead
+    # of undoing them; the model claims each one as it applies the matching start (the
+    # index then already holds it) and settles (undoes) the rest at the end of the
+    # decision. Any placement query settles first, so nobody else ever sees a proposal.
+    def propose(self, proposals: list[tuple[int, NodeRuns | None, list[tuple[int, int, int]]]]) -> None:
+        """Leave ``(job_id, runs, updates)`` placements on the index for ``claim``
+        (``runs`` is ``None`` when the placement may not be claimed)."""
+        self.settle()
+        self._proposed = proposals
+        self._claimed = 0
+
+    def claim(self, job_id: int, runs: NodeRuns) -> bool:
+        """Whether the next proposal is exactly ``runs`` for ``job_id`` (and still leaves
+        no node short); if so it now belongs to the caller. Otherwise settle everything."""
+        proposed = self._proposed
+        if proposed and self._claimed < len(proposed):
+            proposal_job, proposal_runs, updates = proposed[self._claimed]
+            if proposal_job == job_id and proposal_runs is runs:
+                self._claimed += 1
+                if all(self.min_free(first, end) >= 0 for first, end, _ in updates):
+                    return True
+                self.undo(updates)
+                self.settle()
+                return False
+        self.settle()
+        return False
+
+    def settle(self) -> None:
+        """Undo every proposal not claimed."""
+        proposed = self._proposed
+        if proposed:
+            self._proposed = []
+            for _, _, updates in proposed[self._claimed:]:
+                self.undo(updates)
+            self._claimed = 0

@@ -3,10 +3,10 @@
 A scheduler that starts several jobs in one decision must place each on what the earlier
 ones left. :class:`PassScratch` answers plain core requests from the model's free-core
 index (``view.free_index``) through allocators that offer ``allocate_indexed(job, index,
-view)`` (first-fit, best-fit), taking each placement on the index inside its scratch
-section, which the pass undoes when it ends (a placement is taken on the index only when
-a later indexed placement of the same pass needs it, so a pass that starts one job and
-stops costs no update at all). Everything else (GPU/MIC units, allocators
+view)`` (first-fit, best-fit), taking each placement on the index only when a later
+indexed placement of the same pass needs it (a pass that starts one job and stops costs
+no update at all). Placements taken are left on the index as proposals the model claims
+when it applies the starts, so a start costs one index update, not three. Everything else (GPU/MIC units, allocators
 that need the dense array such as seed 000's BALANCED and WEIGHTED, views without an
 index) gets the classic scratch copy of ``view.free``, built only when first needed and
 kept in step with every placement of the pass. Allocations from both paths are plain
@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.node_runs import as_runs
 from market_hpc.domain.job import Job
 from market_hpc.policies.base import Allocation, Allocator, View
@@ -61,10 +62,13 @@ def _indexed_path(allocator: Allocator) -> Any:
 class PassScratch:
     """What one pass has tentatively taken, on the index and (lazily) on a dense copy.
 
-    Use it as a context manager: leaving the block undoes every index update of the pass.
+    Use it as a context manager. Placements taken on the index are left there as
+    *proposals* when the block ends (``FreeCoreIndex.propose``): the model claims each as
+    it applies the matching start and settles (undoes) the rest, and any later placement
+    query settles first. An exception in the block undoes them at once.
     """
 
-    __slots__ = ("_dense", "_journal", "_pending", "_unindexed", "exclusive", "index", "view")
+    __slots__ = ("_dense", "_pending", "_proposals", "_unindexed", "exclusive", "index", "view")
 
     def __init__(self, view: View) -> None:
         self.view = view
@@ -73,15 +77,21 @@ class PassScratch:
         self._dense: np.ndarray | None = None
         self._pending: list[tuple[Job, Allocation]] = []
         self._unindexed: list[tuple[Job, Allocation]] = []
-        self._journal: Any = None
+        self._proposals: list[tuple[int, Any, list[tuple[int, int, int]]]] = []
 
     def __enter__(self) -> PassScratch:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        if self._journal is not None:
-            journal, self._journal = self._journal, None
-            journal.__exit__(*exc_info)
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
+        if not self._proposals:
+            return
+        assert self.index is not None
+        if exc_type is None:  # the model claims them as it applies the starts
+            self.index.propose(self._proposals)
+        else:
+            for _, _, updates in self._proposals:
+                self.index.undo(updates)
+        self._proposals = []
 
     def allocate(self, allocator: Allocator, job: Job) -> Allocation | None:
         """Ask ``allocator`` where ``job`` goes on what is left in this pass."""
@@ -90,14 +100,20 @@ class PassScratch:
             indexed = _indexed_path(allocator)
             if indexed is not None:
                 if self._unindexed:
-                    if self._journal is None:
-                        self._journal = index.scratch()
-                        self._journal.__enter__()
-                    for taken, allocation in self._unindexed:
-                        index.take(as_runs(allocation), taken.unit[0], self.exclusive)
-                    self._unindexed.clear()
+                    self._take_on_index(index)
                 return indexed(job, index, self.view)  # type: ignore[no-any-return]
         return allocator.allocate(job, self.dense(), self.view)
+
+    def _take_on_index(self, index: FreeCoreIndex) -> None:
+        for job, allocation in self._unindexed:
+            runs = as_runs(allocation)
+            outer = index.begin_journal()
+            index.take(runs, job.unit[0], self.exclusive)
+            updates = index.end_journal(outer)
+            # The model applies a plain core start exactly as this take: it may claim it.
+            claimable = runs is allocation and job.unit == CORE_UNIT and not self.exclusive
+            self._proposals.append((job.job_id, runs if claimable else None, updates))
+        self._unindexed.clear()
 
     def dense(self) -> np.ndarray:
         """The scratch free array (a copy of ``view.free`` minus this pass's placements)."""
