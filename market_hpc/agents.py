@@ -17,7 +17,6 @@ from market_hpc.policies.base import Decision, Policy, RunningJob
 from market_hpc.state import SimulationState
 
 
-
 class NodeAgent(mesa.Agent):
     """One node: its row of the model's free-resource array and the jobs running on it."""
 

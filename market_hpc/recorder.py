@@ -23,7 +23,6 @@ from market_hpc.domain.platform import Platform
 from market_hpc.domain.resources import RESOURCES
 from market_hpc.state import SimulationState
 
-
 JOB_COLUMNS = (
     "job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time", "status",
     "cores", "gpus", "mics", "mem", "bb", "units", "estimate", "user", "queue", "nodes",
@@ -118,7 +117,7 @@ class JobColumns:
         """One job's row, as ``JOB_COLUMNS``."""
         floats, ints = self.floats, self.ints
         start, submit = floats["start_time"][index], floats["submit_time"][index]
-        values = {name: column[index] for name, column in floats.items()}
+        values: dict[str, Any] = {name: column[index] for name, column in floats.items()}
         values.update({name: column[index] for name, column in ints.items()})
         values["wait_time"] = start - submit
         values["status"] = _STATUSES[self.status[index]].value

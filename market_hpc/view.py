@@ -16,7 +16,6 @@ from market_hpc.policies.base import JobState, RunningJob
 from market_hpc.state import SimulationState
 
 
-
 class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
     """A sequence facade over a live container; iteration is O(1) to start."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -15,7 +17,7 @@ def check_runs(index: FreeCoreIndex, free: np.ndarray) -> None:
     rebuilt = np.concatenate([np.full(count, value) for _, count, value in runs])
     assert rebuilt.tolist() == free.tolist()
     values = [value for _, _, value in runs]
-    assert all(a != b for a, b in zip(values, values[1:])), f"adjacent runs share a count: {runs}"
+    assert all(a != b for a, b in itertools.pairwise(values)), f"adjacent runs share a count: {runs}"
     assert index.total == int(free.sum())
 
 

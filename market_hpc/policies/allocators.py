@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.allocation import best_fit, exclusive_fit, first_fit, units_fit
+from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.domain.job import Job
 from market_hpc.policies.base import Allocation, View
 from market_hpc.policies.registry import register_allocator

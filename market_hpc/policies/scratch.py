@@ -15,7 +15,7 @@ allocations for the model to validate.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -79,7 +79,7 @@ class PassScratch:
         self._unindexed: list[tuple[Job, Allocation]] = []
         self._proposals: list[tuple[int, Any, list[tuple[int, int, int]]]] = []
 
-    def __enter__(self) -> PassScratch:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: object, *exc_info: object) -> None:
