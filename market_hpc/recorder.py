@@ -100,16 +100,18 @@ class JobColumns:
     def columns(self, order: np.ndarray | None = None) -> dict[str, Any]:
         """Every ``JOB_COLUMNS`` column as a numpy array or list, in leaving order (or
         for the rows ``order`` selects, in that order)."""
-        # Copies: a buffer exported to numpy would stop the arrays from growing.
-        floats = {name: np.array(column, dtype=np.float64) for name, column in self.floats.items()}
-        ints = {name: np.array(column, dtype=np.int64) for name, column in self.ints.items()}
+        def pick(column: array, dtype: type) -> np.ndarray:  # type: ignore[type-arg]
+            if order is None:  # a copy: an exported buffer would stop the array from growing
+                return np.array(column, dtype=dtype)
+            # Only the selected rows are copied (the temporary view is dropped at once).
+            return np.frombuffer(column, dtype=dtype)[order] if len(column) else np.empty(0, dtype=dtype)
+
+        floats = {name: pick(column, np.float64) for name, column in self.floats.items()}
+        ints = {name: pick(column, np.int64) for name, column in self.ints.items()}
         names = np.array([status.value for status in _STATUSES], dtype=object)
-        codes = np.array(self.status, dtype=np.int8)
         values: dict[str, Any] = {**floats, **ints}
         values["wait_time"] = floats["start_time"] - floats["submit_time"]
-        values["status"] = names[codes]
-        if order is not None:
-            values = {name: column[order] for name, column in values.items()}
+        values["status"] = names[pick(self.status, np.int8)]
         values["nodes"] = [self.nodes(i) for i in (range(len(self)) if order is None else order.tolist())]
         return {name: values[name] for name in JOB_COLUMNS}
 
