@@ -59,7 +59,7 @@ import statistics
 import sys
 import time
 from bisect import bisect_left, insort
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -142,7 +142,10 @@ def easy_loop(submit: list[int], run: list[int], est: list[int], procs: list[int
     completions: list[tuple[int, int]] = []  # heap of (end, job index)
     running: list[tuple[int, int, int]] = []  # sorted (est_end, start seq, job index)
     key_of: list[tuple[int, int]] = [(0, 0)] * n  # job index -> its (est_end, seq)
-    queue: dict[int, None] = {}  # insertion-ordered; O(1) removal from the middle
+    # Insertion-ordered with O(1) removal from the middle. An OrderedDict, not a dict: a
+    # dict keeps the holes removals leave at its front, so finding the head of a long
+    # queue costs O(queue) (CEA-Curie); the model's queue is an OrderedDict too.
+    queue: OrderedDict[int, None] = OrderedDict()
     free = total
     seq = 0
     nxt = 0

@@ -7,23 +7,22 @@ and validates every decision.
 from __future__ import annotations
 
 import time as _time
-from typing import TYPE_CHECKING
+from collections import OrderedDict
 
 import mesa
 import numpy as np
 
 from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
+from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.policies.base import Decision, Policy, RunningJob
-
-if TYPE_CHECKING:
-    from market_hpc.model import HPCModel
+from market_hpc.state import SimulationState
 
 
 class NodeAgent(mesa.Agent):
     """One node: its row of the model's free-resource array and the jobs running on it."""
 
-    def __init__(self, model: HPCModel, index: int, bidder: Bidder) -> None:
+    def __init__(self, model: SimulationState, index: int, bidder: Bidder) -> None:
         super().__init__(model)
         self.index = index
         self.bidder = bidder
@@ -60,7 +59,7 @@ class JobAgent(mesa.Agent):
         requeued_at: Time it last returned to the queue after a hold.
     """
 
-    def __init__(self, model: HPCModel, job: Job) -> None:
+    def __init__(self, model: SimulationState, job: Job) -> None:
         super().__init__(model)
         self.job = job
         self.status = JobStatus.QUEUED
@@ -74,6 +73,7 @@ class JobAgent(mesa.Agent):
         self.seg_duration = 0.0
         self.seg_full = 0.0
         self.seg_overhead = 0.0
+        self.runs: NodeRuns | None = None
         self.nodes: np.ndarray | None = None
         self.taken: np.ndarray | None = None
         self.taken_total: tuple[int, ...] = ()
@@ -84,10 +84,13 @@ class JobAgent(mesa.Agent):
 class QueueAgent(mesa.Agent):
     """The waiting jobs of one queue, in queue order (insertion-ordered by job id)."""
 
-    def __init__(self, model: HPCModel, name: str = "default") -> None:
+    def __init__(self, model: SimulationState, name: str = "default") -> None:
         super().__init__(model)
         self.name = name
-        self.jobs: dict[int, Job] = {}
+        # An OrderedDict, not a dict: a dict used as a FIFO keeps the holes its removals
+        # leave at the front until it resizes, so finding the head costs O(queue) on long
+        # queues (16 us per decision on a 50,000-job queue); the linked order is O(1).
+        self.jobs: dict[int, Job] = OrderedDict()
 
     def push(self, job: Job) -> None:
         """Append a job at the tail."""
@@ -101,7 +104,7 @@ class QueueAgent(mesa.Agent):
 class ResourceManagerAgent(mesa.Agent):
     """Builds the view, calls the policy, times the call, returns the decision."""
 
-    def __init__(self, model: HPCModel, policy: Policy) -> None:
+    def __init__(self, model: SimulationState, policy: Policy) -> None:
         super().__init__(model)
         self.policy = policy
         self.decisions = 0

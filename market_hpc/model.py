@@ -14,7 +14,7 @@ import gc
 import heapq
 import math
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 import mesa
@@ -24,10 +24,13 @@ from sortedcontainers import SortedList
 from market_hpc.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
 from market_hpc.algorithms.allocation import units_fit
 from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
+from market_hpc.algorithms.free_index import FreeCoreIndex
+from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.algorithms.market import remaining_time
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError, PolicyError
+from market_hpc.free_state import FreeResources, check_runs
 from market_hpc.policies.base import Decision, Drop, Hold, Policy, RunningJob, Start
 from market_hpc.policies.registry import make_policy, scheduler_entry
 from market_hpc.recorder import Recorder
@@ -73,7 +76,8 @@ class HPCModel(mesa.Model):
     """Event-driven simulation of one platform, one workload, one dispatcher.
 
     Args:
-        jobs: The workload; any order (sorted here by submit time, then job id).
+        jobs: The workload: a collection in any order (sorted here by submit time, then
+            job id) or an iterator already in that order, consumed as jobs arrive.
         platform: A ``Platform``, preset name, inline spec or TOML path.
         scheduler: Scheduler name (ignored when ``policy`` is given).
         allocator: Allocator name (ignored when ``policy`` is given).
@@ -132,21 +136,31 @@ class HPCModel(mesa.Model):
         self.hold_progress_loss = hold_progress_loss
         self.policy = policy if policy is not None else make_market_aware_policy(scheduler, allocator, hold_penalty)
         self.now: float = 0.0
-        self.free = self.platform.capacity.copy()
-        self.free_readonly = self.free.view()
-        self.free_readonly.flags.writeable = False
+        self._free = FreeResources(self.platform.capacity)
         self.free_bb = float(self.platform.burst_buffer)
-        bidder = bidder if bidder is not None else FreeCoresBidder()
-        self.node_agents = [NodeAgent(self, i, bidder) for i in range(self.platform.n_nodes)]
+        self._bidder: Bidder = bidder if bidder is not None else FreeCoresBidder()
+        self.free_index: FreeCoreIndex = self._free.index
+        self._node_agents: list[NodeAgent] | None = None
         self.queue_agent = QueueAgent(self)
         self.manager = ResourceManagerAgent(self, self.policy)
         self.job_agents: dict[int, JobAgent] = {}
         self.running_by_end: SortedList = SortedList()
         self.free_total: tuple[int, ...] = tuple(self.platform.total.tolist())
-        self._jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
-        ids = {j.job_id for j in self._jobs}
-        if len(ids) != len(self._jobs):
-            raise ConfigError("workload has duplicate job ids")
+        self._stream_ids: set[int] | None = None
+        if queues is not None and isinstance(jobs, Iterator):
+            jobs = list(jobs)  # seed 004 checks at load that every job has a queue
+        ordered: list[Job] = []
+        if isinstance(jobs, Iterator):
+            # A stream already sorted by (submit, job_id): consumed as jobs arrive, so a
+            # 10^6-job trace never sits in memory; order and ids are checked on arrival.
+            self._arrivals: Iterator[Job] = jobs
+            self._stream_ids = set()
+        else:
+            ordered = sorted(jobs, key=lambda j: (j.submit, j.job_id))
+            if len({j.job_id for j in ordered}) != len(ordered):
+                raise ConfigError("workload has duplicate job ids")
+            self._arrivals = iter(ordered)
+        self._upcoming: Job | None = next(self._arrivals, None)
         self._next_arrival = 0
         self._heap: list[tuple[float, int, int, Any]] = []
         self._seq = 0
@@ -155,12 +169,32 @@ class HPCModel(mesa.Model):
         self._wake_pending: set[float] = set()
         self._unit_limits: dict[tuple[int, ...], tuple[int, int]] = {}
         self.predictor = predictor
-        self.running = bool(self._jobs)
+        self.running = self._upcoming is not None
         self.datacollector = mesa.DataCollector(model_reporters=MODEL_REPORTERS)
         if queues is not None:  # seed 004: a QueueAgent per queue, reconfiguration events
             from market_hpc.queue_agents import install_queues
 
-            install_queues(self, queues, reconfigurations)
+            install_queues(self, queues, reconfigurations, ordered)
+
+    @property
+    def node_agents(self) -> list[NodeAgent]:
+        """One ``NodeAgent`` per node, created on first use (a 10^5-node platform's
+        agents cost a second to register with Mesa; replays never read them)."""
+        if self._node_agents is None:
+            self._node_agents = [NodeAgent(self, i, self._bidder) for i in range(self.platform.n_nodes)]
+        return self._node_agents
+
+    # ------------------------------------------------------- free resources
+    @property
+    def free(self) -> np.ndarray:
+        """``(n_nodes, N_RESOURCES)`` free resources (the model's own, writeable array,
+        brought up to date on access; see ``market_hpc.free_state``)."""
+        return self._free.array
+
+    @property
+    def free_readonly(self) -> np.ndarray:
+        """``free`` as a read-only array (what views hand to policies)."""
+        return self._free.readonly
 
     # ----------------------------------------------------------------- time
     def _push(self, when: float, order: int, event: Any) -> None:
@@ -170,8 +204,8 @@ class HPCModel(mesa.Model):
     def next_time(self) -> float:
         """Time of the next instant with events (``inf`` when none is left)."""
         heap_time = self._heap[0][0] if self._heap else _NEVER
-        if self._next_arrival < len(self._jobs):
-            return min(heap_time, self._jobs[self._next_arrival].submit)
+        if self._upcoming is not None:
+            return min(heap_time, self._upcoming.submit)
         return heap_time
 
     def step(self) -> None:
@@ -212,6 +246,20 @@ class HPCModel(mesa.Model):
         if self.next_time() == _NEVER:
             self.finalize()
 
+    def _next_job(self, previous: Job) -> Job | None:
+        job = next(self._arrivals, None)
+        seen = self._stream_ids
+        if seen is not None and job is not None:
+            if (job.submit, job.job_id) <= (previous.submit, previous.job_id):
+                raise ConfigError(f"job stream not sorted by (submit, job_id): job {job.job_id} "
+                                  f"(submit {job.submit}) after job {previous.job_id} (submit {previous.submit})")
+            if not seen:
+                seen.add(previous.job_id)
+            if job.job_id in seen:
+                raise ConfigError(f"workload has duplicate job ids: {job.job_id}")
+            seen.add(job.job_id)
+        return job
+
     def finalize(self) -> None:
         """End the run: jobs still waiting when no event is left can never start (for
         example a head job no allocator can place); record them as ``queued`` so nothing
@@ -240,10 +288,11 @@ class HPCModel(mesa.Model):
             if agent is not None and agent.segment == segment and agent.status is JobStatus.RUNNING:
                 self._finish(agent)
                 changed = True
-        jobs = self._jobs
-        while self._next_arrival < len(jobs) and jobs[self._next_arrival].submit == now:
-            self._arrive(jobs[self._next_arrival])
+        upcoming = self._upcoming
+        while upcoming is not None and upcoming.submit == now:
+            self._arrive(upcoming)
             self._next_arrival += 1
+            upcoming = self._upcoming = self._next_job(upcoming)
             changed = True
         while heap and heap[0][0] == now:
             event = heapq.heappop(heap)[3]  # wake-up request: forces a decision
@@ -304,11 +353,12 @@ class HPCModel(mesa.Model):
 
     def _release(self, agent: JobAgent) -> None:
         running = agent.running
-        assert running is not None and agent.nodes is not None and agent.taken is not None
-        if agent.taken.ndim == 1:
-            self.free[agent.nodes, 0] += agent.taken
+        assert running is not None and agent.runs is not None
+        if agent.taken is None:  # plain cores, core-level: run by run
+            self._free.move_cores(agent.runs, 1)
         else:
             self.free[agent.nodes] += agent.taken
+            self._free.index_rows(agent.runs, agent.taken[:, 0])
         self.free_bb += agent.job.bb
         self.running_by_end.remove(running)
         self._adjust_free_total(agent.taken_total, 1)
@@ -336,6 +386,7 @@ class HPCModel(mesa.Model):
                 self._drop(action)
             else:
                 raise self._fail(f"unknown action {action!r}")
+        self.free_index.settle()
         wake = decision.wake_at
         if wake is not None and wake > self.now and wake not in self._wake_pending:
             self._wake_pending.add(wake)
@@ -354,18 +405,11 @@ class HPCModel(mesa.Model):
         allocation = action.allocation
         if not allocation:
             raise self._fail(f"start of job {job.job_id} has an empty allocation")
-        n_nodes = self.platform.n_nodes
-        previous = -1
-        total_units = 0
-        try:
-            for node, units in allocation:
-                if not previous < node < n_nodes or units <= 0:
-                    raise self._fail(f"job {job.job_id}: allocation {allocation} must list distinct nodes "
-                                     f"0..{n_nodes - 1} in increasing order with positive unit counts")
-                previous = node
-                total_units += units
-        except (TypeError, ValueError):
-            raise self._fail(f"job {job.job_id}: allocation {allocation!r} is not ((node, units), ...)") from None
+        runs = allocation if type(allocation) is NodeRuns else self._runs_of(job, allocation)
+        if not check_runs(runs, self.platform.n_nodes):
+            raise self._fail(f"job {job.job_id}: allocation {runs!r} must list distinct nodes "
+                             f"0..{self.platform.n_nodes - 1} in increasing order with positive unit counts")
+        total_units = runs.total_units
         if job.moldable:
             assert job.profile is not None
             if len(allocation) != 1 or not 1 <= total_units <= len(job.profile):
@@ -375,19 +419,20 @@ class HPCModel(mesa.Model):
             raise self._fail(f"job {job.job_id} needs {job.units} units, allocation gives {total_units}")
         if job.bb > self.free_bb:
             raise self._fail(f"job {job.job_id} needs {job.bb} GB of burst buffer, {self.free_bb} free")
-        pairs = np.array(allocation, dtype=np.int64)
-        nodes = pairs[:, 0]
         if job.unit == _CORE_UNIT and not self.exclusive:
-            # Plain processor requests touch only the cores column.
-            counts = pairs[:, 1]
-            free_cores = self.free[nodes, 0]
-            if (counts > free_cores).any():
-                self._take_rows(job, allocation, nodes, counts, agent)  # raises with the full vectors
-            self.free[nodes, 0] = free_cores - counts
-            taken = counts
+            # Plain processor requests touch only the cores column, run by run.
+            claimed = self.free_index.claim(job.job_id, runs)  # the pass took it already
+            if not claimed and not self._free.has_cores(runs):
+                pairs = np.array(runs.pairs(), dtype=np.int64)
+                self._take_rows(job, allocation, pairs[:, 0], pairs[:, 1], agent)  # raises with the vectors
+            self._free.move_cores(runs, -1, indexed=claimed)
+            taken = nodes = None
             agent.taken_total = (total_units, 0, 0, 0)
         else:
+            pairs = np.array(runs.pairs(), dtype=np.int64)
+            nodes = pairs[:, 0]
             taken = self._take_rows(job, allocation, nodes, pairs[:, 1], agent)
+            self._free.index_rows(runs, -taken[:, 0])
         self.free_bb -= job.bb
         self.queue_agent.take(job.job_id)
         duration, estimate = self._segment_times(agent, total_units)
@@ -395,7 +440,7 @@ class HPCModel(mesa.Model):
         now = self.now
         running = RunningJob(now + estimate, self._start_seq, job, now, allocation, total_units)
         agent.running = running
-        agent.nodes, agent.taken = nodes, taken
+        agent.runs, agent.nodes, agent.taken = runs, nodes, taken
         agent.status = JobStatus.RUNNING
         agent.segment += 1
         if agent.first_start is None:
@@ -403,6 +448,20 @@ class HPCModel(mesa.Model):
         self.running_by_end.add(running)
         self._adjust_free_total(agent.taken_total, -1)
         self._push(now + duration, COMPLETION, (job.job_id, agent.segment))
+
+    def _runs_of(self, job: Job, allocation: Any) -> NodeRuns:
+        """Validate a plain ``((node, units), ...)`` allocation and group it into runs."""
+        n_nodes = self.platform.n_nodes
+        previous = -1
+        try:
+            for node, units in allocation:
+                if not previous < node < n_nodes or units <= 0:
+                    raise self._fail(f"job {job.job_id}: allocation {allocation} must list distinct nodes "
+                                     f"0..{n_nodes - 1} in increasing order with positive unit counts")
+                previous = node
+        except (TypeError, ValueError):
+            raise self._fail(f"job {job.job_id}: allocation {allocation!r} is not ((node, units), ...)") from None
+        return NodeRuns.from_pairs(allocation)
 
     def _take_rows(self, job: Job, allocation: Any, nodes: np.ndarray, counts: np.ndarray,
                    agent: JobAgent) -> np.ndarray:

@@ -15,7 +15,7 @@ job no queue accepts (and no ``catch_all``) is a ``ConfigError`` naming it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from market_hpc.agents import QueueAgent
 from market_hpc.algorithms.queues import route, unroutable_message
@@ -23,8 +23,21 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.queues import QueueConfig
 from market_hpc.errors import ConfigError
 
-if TYPE_CHECKING:
-    from market_hpc.model import HPCModel
+DECISION_ORDER = 2
+"""The model's event order of decisions (``market_hpc.model.DECISION``): after completions
+and arrivals at the same instant."""
+
+
+class QueueHost(Protocol):
+    """What the routed queue needs of the model (``market_hpc.model.HPCModel``; typed by
+    this protocol so that the model's lazy import of this module makes no import cycle)."""
+
+    now: float
+    policy: Any
+    platform: Any
+    queue_agent: Any
+
+    def _push(self, when: float, order: int, event: Any) -> None: ...
 
 
 class RoutedQueueAgent(QueueAgent):
@@ -36,7 +49,7 @@ class RoutedQueueAgent(QueueAgent):
         history: ``(time, config)`` each time a configuration was put in force.
     """
 
-    def __init__(self, model: HPCModel, config: QueueConfig) -> None:
+    def __init__(self, model: QueueHost, config: QueueConfig) -> None:
         super().__init__(model, "all-queues")
         self.queues: dict[str, QueueAgent] = {}
         self.queue_of: dict[int, str] = {}
@@ -83,20 +96,21 @@ def check_routable(config: QueueConfig, jobs: Iterable[Job]) -> None:
             raise ConfigError(unroutable_message(config, job.job_id, job.cores, job.estimate))
 
 
-def install_queues(model: HPCModel, config: QueueConfig,
-                   reconfigurations: Sequence[tuple[float, QueueConfig]] = ()) -> RoutedQueueAgent:
-    """Replace ``model``'s queue agent by a routed one and schedule reconfigurations."""
+def install_queues(model: QueueHost, config: QueueConfig,
+                   reconfigurations: Sequence[tuple[float, QueueConfig]] = (),
+                   jobs: Sequence[Job] = ()) -> RoutedQueueAgent:
+    """Replace ``model``'s queue agent by a routed one and schedule reconfigurations;
+    every job in ``jobs`` must have a queue in every configuration (checked now, at load)."""
     from market_hpc.algorithms.queues import layout
-    from market_hpc.model import DECISION
-
+    
     for _, later in ((0.0, config), *reconfigurations):
         layout(later, model.platform.n_nodes)  # raises if it needs more nodes than exist
-        check_routable(later, model._jobs)
+        check_routable(later, jobs)
     model.queue_agent.remove()
     agent = RoutedQueueAgent(model, config)
     model.queue_agent = agent
     for when, later in sorted(reconfigurations, key=lambda item: item[0]):
-        model._push(float(when), DECISION, _Reconfigure(later))
+        model._push(float(when), DECISION_ORDER, _Reconfigure(later))
     return agent
 
 
@@ -106,7 +120,7 @@ class _Reconfigure:
     def __init__(self, config: QueueConfig) -> None:
         self.config = config
 
-    def __call__(self, model: HPCModel) -> None:
+    def __call__(self, model: QueueHost) -> None:
         agent = model.queue_agent
         assert isinstance(agent, RoutedQueueAgent)
         agent.configure(self.config)

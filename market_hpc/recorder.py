@@ -1,22 +1,27 @@
 """Collects per-job rows, per-instant samples and run totals during a simulation.
 
-Plain Python lists of tuples on the hot path; pandas only when the run is over.
+Per-job results are kept as typed columns (``array`` of machine numbers, the allocation
+objects as they were started) and formatted once, when the frame is built: a job leaving
+costs a few appends, never string formatting. Samples are plain tuples. pandas only when
+the run is over.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING
+from array import array
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from market_hpc.algorithms.node_runs import as_runs
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform
 from market_hpc.domain.resources import RESOURCES
-
-if TYPE_CHECKING:
-    from market_hpc.model import HPCModel
+from market_hpc.state import SimulationState
 
 JOB_COLUMNS = (
     "job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time", "status",
@@ -29,7 +34,7 @@ TIMESERIES_COLUMNS = (
 )
 
 
-def format_allocation(allocation: tuple[tuple[int, int], ...] | None) -> str:
+def format_allocation(allocation: Sequence[tuple[int, int]] | None) -> str:
     """``((0, 2), (5, 1))`` -> ``"0:2;5:1"`` (empty when never allocated).
 
     >>> format_allocation(((0, 2), (5, 1)))
@@ -37,7 +42,111 @@ def format_allocation(allocation: tuple[tuple[int, int], ...] | None) -> str:
     """
     if not allocation:
         return ""
+    compact = getattr(allocation, "format", None)
+    if compact is not None:
+        return str(compact())
     return ";".join(f"{node}:{units}" for node, units in allocation)
+
+
+_SEGMENT_COLUMNS = ("job_id", "start", "end", "units", "progress_before", "progress_after")
+_STATUSES = tuple(JobStatus)
+_STATUS_CODE = {status: code for code, status in enumerate(_STATUSES)}
+_FLOAT_COLUMNS = ("submit_time", "start_time", "end_time", "run_time", "bb", "estimate", "value")
+_INT_COLUMNS = ("job_id", "cores", "gpus", "mics", "mem", "units", "user", "queue", "hold_count")
+
+
+def format_runs(flat: Sequence[int]) -> str:
+    """Flat runs ``first, count, units, ...`` as ``node:units`` pairs joined by ``;``.
+
+    >>> format_runs([4, 2, 1, 9, 1, 3])
+    '4:1;5:1;9:3'
+    """
+    return ";".join(
+        f"{node}:{flat[i + 2]}" for i in range(0, len(flat), 3) for node in range(flat[i], flat[i] + flat[i + 1])
+    )
+
+
+class JobColumns:
+    """Per-job results as columns: machine numbers in ``array``s, allocations as flat runs.
+
+    A job's last allocation is stored as ``first, count, units`` triples in ``runs`` (from
+    ``run_offsets[i]`` to ``run_offsets[i + 1]``): a few machine words per job, formatted
+    as ``node:units`` text only when a frame or file is written. ``rows`` reads the
+    columns back as ``JOB_COLUMNS`` tuples (in leaving order) for displays.
+    """
+
+    def __init__(self) -> None:
+        self.floats = {name: array("d") for name in _FLOAT_COLUMNS}
+        self.ints = {name: array("q") for name in _INT_COLUMNS}
+        self.status = array("b")
+        self.runs = array("q")
+        self.run_offsets = array("q", [0])
+
+    def add_allocation(self, allocation: Sequence[tuple[int, int]] | None) -> None:
+        """Append one job's allocation (``None`` or empty: never started)."""
+        if allocation:
+            runs = self.runs
+            for run in as_runs(allocation).runs:
+                runs.extend(run)
+        self.run_offsets.append(len(self.runs))
+
+    def nodes(self, index: int) -> str:
+        """The ``nodes`` text of the ``index``-th job."""
+        return format_runs(self.runs[self.run_offsets[index]:self.run_offsets[index + 1]])
+
+    def __len__(self) -> int:
+        return len(self.status)
+
+    def columns(self, order: np.ndarray | None = None) -> dict[str, Any]:
+        """Every ``JOB_COLUMNS`` column as a numpy array or list, in leaving order (or
+        for the rows ``order`` selects, in that order)."""
+        def pick(column: array, dtype: type) -> np.ndarray:  # type: ignore[type-arg]
+            if order is None:  # a copy: an exported buffer would stop the array from growing
+                return np.array(column, dtype=dtype)
+            # Only the selected rows are copied (the temporary view is dropped at once).
+            return np.frombuffer(column, dtype=dtype)[order] if len(column) else np.empty(0, dtype=dtype)
+
+        floats = {name: pick(column, np.float64) for name, column in self.floats.items()}
+        ints = {name: pick(column, np.int64) for name, column in self.ints.items()}
+        names = np.array([status.value for status in _STATUSES], dtype=object)
+        values: dict[str, Any] = {**floats, **ints}
+        values["wait_time"] = floats["start_time"] - floats["submit_time"]
+        values["status"] = names[pick(self.status, np.int8)]
+        values["nodes"] = [self.nodes(i) for i in (range(len(self)) if order is None else order.tolist())]
+        return {name: values[name] for name in JOB_COLUMNS}
+
+    def row(self, index: int) -> tuple[Any, ...]:
+        """One job's row, as ``JOB_COLUMNS``."""
+        floats, ints = self.floats, self.ints
+        start, submit = floats["start_time"][index], floats["submit_time"][index]
+        values: dict[str, Any] = {name: column[index] for name, column in floats.items()}
+        values.update({name: column[index] for name, column in ints.items()})
+        values["wait_time"] = start - submit
+        values["status"] = _STATUSES[self.status[index]].value
+        values["nodes"] = self.nodes(index)
+        return tuple(values[name] for name in JOB_COLUMNS)
+
+
+class _Rows(Sequence):  # type: ignore[type-arg]
+    """``JobColumns`` read as a sequence of row tuples."""
+
+    def __init__(self, columns: JobColumns) -> None:
+        self._columns = columns
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        if isinstance(index, slice):
+            return [self._columns.row(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._columns.row(index)
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return (self._columns.row(i) for i in range(len(self)))
 
 
 class Recorder:
@@ -45,9 +154,9 @@ class Recorder:
 
     def __init__(self, platform: Platform, record_timeseries: bool = True) -> None:
         self.platform = platform
-        self.rows: list[tuple] = []  # type: ignore[type-arg]
-        self.samples: list[tuple] = []  # type: ignore[type-arg]
-        self.segments: list[tuple[int, float, float, int, float, float]] = []
+        self.jobs = JobColumns()
+        self._samples = array("d")  # TIMESERIES_COLUMNS values, instant after instant
+        self._segments = array("d")  # _SEGMENT_COLUMNS values, segment after segment
         self.record_timeseries = record_timeseries
         self._busy = [0.0] * len(RESOURCES)
         self._total = tuple(platform.total.tolist())
@@ -70,12 +179,12 @@ class Recorder:
         busy_time: float,
         hold_count: int,
         value: float,
-        allocation: tuple[tuple[int, int], ...] | None,
+        allocation: Sequence[tuple[int, int]] | None,
     ) -> None:
         """Record a job leaving the system (finished, dropped or rejected).
 
-        The allocation is stored formatted: a compact string instead of a tuple of pairs
-        (wide jobs on CEA-Curie span thousands of nodes).
+        The allocation is kept as it was started (compact ``NodeRuns`` from the indexed
+        allocators) and formatted only when the frame is built.
         """
         if status is JobStatus.FINISHED:
             self.finished += 1
@@ -87,19 +196,35 @@ class Recorder:
             self.rejected += 1
         if self.first_submit is None or job.submit < self.first_submit:
             self.first_submit = job.submit
+        nan = np.nan
         started = first_start is not None
         units = job.units if not allocation or not job.moldable else allocation[0][1]
         unit = job.unit
-        self.rows.append((
-            job.job_id, job.submit,
-            first_start if started else np.nan,
-            end if status in (JobStatus.FINISHED, JobStatus.DROPPED) else np.nan,
-            (first_start - job.submit) if started else np.nan,  # type: ignore[operator]
-            busy_time if started else np.nan,
-            status.value, units * unit[0], units * unit[1], units * unit[2], units * unit[3],
-            job.bb, units, job.estimate, job.user, job.queue, format_allocation(allocation),
-            value, hold_count,
-        ))
+        columns = self.jobs
+        floats, ints = columns.floats, columns.ints
+        floats["submit_time"].append(job.submit)
+        floats["start_time"].append(first_start if started else nan)  # type: ignore[arg-type]
+        floats["end_time"].append(end if status in (JobStatus.FINISHED, JobStatus.DROPPED) else nan)
+        floats["run_time"].append(busy_time if started else nan)
+        floats["bb"].append(job.bb)
+        floats["estimate"].append(job.estimate)
+        floats["value"].append(value)
+        ints["job_id"].append(job.job_id)
+        ints["cores"].append(units * unit[0])
+        ints["gpus"].append(units * unit[1])
+        ints["mics"].append(units * unit[2])
+        ints["mem"].append(units * unit[3])
+        ints["units"].append(units)
+        ints["user"].append(job.user)
+        ints["queue"].append(job.queue)
+        ints["hold_count"].append(hold_count)
+        columns.status.append(_STATUS_CODE[status])
+        columns.add_allocation(allocation)
+
+    @property
+    def rows(self) -> Sequence[tuple[Any, ...]]:
+        """Jobs that left, in leaving order, as ``JOB_COLUMNS`` tuples (built on access)."""
+        return _Rows(self.jobs)
 
     def busy(self, taken_total: tuple[int, ...], seconds: float) -> None:
         """Add resource-seconds used by a finished or held segment."""
@@ -115,14 +240,19 @@ class Recorder:
     def segment(self, job_id: int, start: float, end: float, units: int, progress_before: float,
                 progress_after: float) -> None:
         """Record one execution segment (a job runs once, or once per hold/resume cycle)."""
-        self.segments.append((job_id, start, end, units, progress_before, progress_after))
+        self._segments.extend((job_id, start, end, units, progress_before, progress_after))
+
+    @property
+    def segments(self) -> list[tuple[int, float, float, int, float, float]]:
+        """Execution segments so far as ``(job_id, start, end, units, progress_before,
+        progress_after)`` tuples."""
+        return list(self.segments_frame().itertuples(index=False, name=None))
 
     def segments_frame(self) -> pd.DataFrame:
         """One row per execution segment."""
-        return pd.DataFrame.from_records(
-            self.segments,
-            columns=["job_id", "start", "end", "units", "progress_before", "progress_after"],
-        )
+        values = np.array(self._segments, dtype=np.float64).reshape(-1, len(_SEGMENT_COLUMNS))
+        frame = pd.DataFrame(values, columns=list(_SEGMENT_COLUMNS))
+        return frame.astype({"job_id": np.int64, "units": np.int64})
 
     def penalty(self, amount: float) -> None:
         """Charge a holding penalty."""
@@ -133,21 +263,43 @@ class Recorder:
         """Value earned by completed jobs minus holding penalties."""
         return self.value_earned - self.penalties
 
-    def sample(self, model: HPCModel) -> None:
+    def sample(self, model: SimulationState) -> None:
         """Record one row of the time series at the current instant."""
         if not self.record_timeseries:
             return
         used = map(operator.sub, self._total, model.free_total)
-        self.samples.append((
+        self._samples.extend((
             model.now, len(model.queue_agent.jobs), len(model.running_by_end), *used,
             self.holds, self.drops, self.profit, self.platform.burst_buffer - model.free_bb,
         ))
 
+    @property
+    def samples(self) -> np.ndarray:
+        """The time series so far, one row per instant (``TIMESERIES_COLUMNS``)."""
+        return np.array(self._samples, dtype=np.float64).reshape(-1, len(TIMESERIES_COLUMNS))
+
     def jobs_frame(self) -> pd.DataFrame:
         """One row per job that left the system, sorted by job id."""
-        frame = pd.DataFrame.from_records(self.rows, columns=list(JOB_COLUMNS))
+        frame = pd.DataFrame(self.jobs.columns(), columns=list(JOB_COLUMNS))
         return frame.sort_values("job_id", kind="stable").reset_index(drop=True)
+
+    def write_jobs_csv(self, path: str | Path, chunk_rows: int = 100_000) -> int:
+        """Write ``jobs_frame()`` as CSV (same columns, order and text as
+        ``jobs_frame().to_csv(path, index=False)``) ``chunk_rows`` rows at a time, so the
+        text of a 10^6-job run never sits in memory at once. Returns the rows written."""
+        job_ids = np.array(self.jobs.ints["job_id"], dtype=np.int64)
+        order = np.argsort(job_ids, kind="stable")
+        with open(path, "w", newline="") as handle:
+            for begin in range(0, max(len(order), 1), chunk_rows):
+                chunk = pd.DataFrame(self.jobs.columns(order[begin:begin + chunk_rows]), columns=list(JOB_COLUMNS))
+                chunk.to_csv(handle, index=False, header=begin == 0)
+        return len(order)
 
     def timeseries_frame(self) -> pd.DataFrame:
         """One row per instant."""
-        return pd.DataFrame.from_records(self.samples, columns=list(TIMESERIES_COLUMNS))
+        if not self._samples:
+            return pd.DataFrame.from_records([], columns=list(TIMESERIES_COLUMNS))
+        frame = pd.DataFrame(self.samples, columns=list(TIMESERIES_COLUMNS))
+        # Stored as machine floats (8 bytes a value); counts are exact and go back to ints.
+        counts = [name for name in TIMESERIES_COLUMNS if name not in ("time", "profit")]
+        return frame.astype(dict.fromkeys(counts, np.int64))

@@ -5,16 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, overload
+from typing import overload
 
 import numpy as np
 
+from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.policies.base import JobState, RunningJob
-
-if TYPE_CHECKING:
-    from market_hpc.model import HPCModel
+from market_hpc.state import SimulationState
 
 
 class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
@@ -52,14 +51,13 @@ class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
 class ModelView:
     """Snapshot of ``model`` at the current instant, valid during one ``decide`` call."""
 
-    __slots__ = ("_model", "time", "platform", "free", "free_total", "free_bb", "exclusive", "queue",
-                 "running", "bids")
+    __slots__ = ("_model", "time", "platform", "free_total", "free_bb", "exclusive", "queue",
+                 "running", "free_index", "bids")
 
-    def __init__(self, model: HPCModel) -> None:
+    def __init__(self, model: SimulationState) -> None:
         self._model = model
         self.time: float = model.now
         self.platform: Platform = model.platform
-        self.free: np.ndarray = model.free_readonly
         self.free_total: tuple[int, ...] = model.free_total
         self.free_bb: float = model.free_bb
         self.exclusive: bool = model.exclusive
@@ -67,6 +65,15 @@ class ModelView:
         self.running: Sequence[RunningJob] = ReadOnlySequence(model.running_by_end)
         # bids(free) -> one bid per node: the node agents' strategies priced on ``free``
         self.bids: Callable[[np.ndarray], np.ndarray] = model.manager.collect_bids
+        # Free cores indexed for placement; schedulers try allocations on it only inside
+        # ``free_index.scratch()``, which undoes them (see ``policies.scratch``).
+        self.free_index: FreeCoreIndex = model.free_index
+
+    @property
+    def free(self) -> np.ndarray:
+        """``(n_nodes, N_RESOURCES)`` free resources, read-only (brought up to date on
+        access: schedulers that place from ``free_index`` never pay for it)."""
+        return self._model.free_readonly
 
     def expected_end(self, running: RunningJob) -> float:
         """``max(est_end, now)``: a job past its estimate is expected to end now."""

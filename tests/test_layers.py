@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "market_hpc"
@@ -39,3 +40,54 @@ def test_layer_imports_point_left(layer):
 def test_nothing_imports_visualization():
     for path in PACKAGE.rglob("*.py"):
         assert not any(n.startswith("visualization") for n in imported_modules(path)), path
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> nx.DiGraph:
+    """Modules of the package and the package modules each imports (any import statement,
+    including those under ``TYPE_CHECKING`` or inside functions; ``from pkg import mod``
+    counts as importing ``pkg.mod``)."""
+    modules = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+    graph = nx.DiGraph()
+    for name, path in modules.items():
+        graph.add_node(name)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules
+                           else node.module for alias in node.names]
+            else:
+                continue
+            graph.add_edges_from((name, target) for target in targets if target in modules and target != name)
+    return graph
+
+
+@pytest.mark.smoke
+def test_the_package_has_no_import_cycles():
+    graph = import_graph()
+    assert {"market_hpc.model", "market_hpc.agents", "market_hpc.view", "market_hpc.recorder"} <= set(graph)
+    assert graph.has_edge("market_hpc.model", "market_hpc.agents")  # the scan sees imports at all
+    cycles = sorted(sorted(cycle) for cycle in nx.simple_cycles(graph))
+    cycles = [cycle for cycle in cycles if not set(cycle) <= KNOWN_EXPERIMENT_CYCLE]
+    assert not cycles, f"import cycles: {cycles}"
+
+
+# Known and not yet removed (issue 13 closing note): a seed 004 run (``experiment.queues``)
+# is started by ``run.simulate``, collects its results with ``run.collect`` and samples
+# partitions through the sweep executors, which run ``run.simulate``. Removing it needs
+# the executors' process/Dask pools in a module below ``run`` and ``collect`` below the
+# dispatch; until then these three modules (and the study script) may import each other
+# lazily, and any other cycle fails.
+KNOWN_EXPERIMENT_CYCLE = {"market_hpc.experiment.queues", "market_hpc.experiment.queues_study",
+                          "market_hpc.experiment.run", "market_hpc.experiment.sweep_exec"}
+
+
+def test_the_cycle_check_sees_type_checking_imports(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from market_hpc.model import X\n")
+    assert "market_hpc.model" in imported_modules(module)

@@ -17,7 +17,7 @@ import numpy as np
 from deap import base, creator, tools
 
 from market_hpc.algorithms.bbsched import ParetoSet, Window, representatives
-from market_hpc.algorithms.bbsched_ga import GaSettings, initial_population
+from market_hpc.algorithms.bbsched_ga_common import GaSettings, initial_population
 
 
 def _individual_class() -> Any:

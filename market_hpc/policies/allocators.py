@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from market_hpc.algorithms.allocation import best_fit, exclusive_fit, first_fit, units_fit
+from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.domain.job import Job
 from market_hpc.policies.base import Allocation, View
 from market_hpc.policies.registry import register_allocator
@@ -29,6 +30,14 @@ class FirstFit:
             return None
         return first_fit(job_fits(job, free, view), job.units)
 
+    def allocate_indexed(self, job: Job, index: FreeCoreIndex, view: View) -> Allocation | None:
+        """The same placement for a plain core job, from the free-core index (see
+        ``policies.scratch``): under node-exclusive allocation only idle nodes have free
+        cores in the index, so this holds in both modes."""
+        if job.bb > view.free_bb:
+            return None
+        return index.first_fit(job.units)
+
 
 @register_allocator("best-fit", "nodes with the fewest free cores first")
 class BestFit:
@@ -41,6 +50,12 @@ class BestFit:
         if job.bb > view.free_bb:
             return None
         return best_fit(job_fits(job, free, view), free[:, 0], job.units)
+
+    def allocate_indexed(self, job: Job, index: FreeCoreIndex, view: View) -> Allocation | None:
+        """The same placement for a plain core job, from the free-core index."""
+        if job.bb > view.free_bb:
+            return None
+        return index.best_fit(job.units)
 
 
 @register_allocator(

@@ -15,11 +15,21 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 
 Allocation = tuple[tuple[int, int], ...]
-"""Where a job runs: ``((node_index, units_on_that_node), ...)`` with node indices increasing."""
+"""Where a job runs: ``((node_index, units_on_that_node), ...)`` with node indices increasing.
+
+A :class:`~market_hpc.algorithms.node_runs.NodeRuns` (runs of consecutive nodes with equal
+units, read as those pairs) is accepted wherever an allocation is: the indexed first-fit
+and best-fit return one, so a wide job costs its runs, not its nodes."""
+
+__all__ = [
+    "NOTHING", "Action", "Allocation", "Allocator", "Decision", "Drop", "Hold", "JobState",
+    "NodeRuns", "Policy", "RunningJob", "Start", "View", "iter_units",
+]
 
 
 class Start(NamedTuple):

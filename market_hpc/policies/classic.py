@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -18,26 +18,12 @@ from market_hpc.algorithms.easy import may_backfill, shadow_and_extra
 from market_hpc.domain.job import Job
 from market_hpc.policies.base import NOTHING, Action, Allocation, Allocator, Decision, Start, View
 from market_hpc.policies.registry import register_scheduler
+from market_hpc.policies.scratch import PassScratch, pass_scratch, take_dense
 
 
 def _take(free: np.ndarray, job: Job, allocation: Allocation, view: View) -> None:
     """Subtract an allocation from a scratch copy of the free array."""
-    if job.unit == _CORE_UNIT and not view.exclusive:
-        for node, units in allocation:
-            free[node, 0] -= units
-        return
-    if len(allocation) == 1:
-        node, units = allocation[0]
-        if view.exclusive:
-            free[node] = 0
-        else:
-            free[node] -= np.multiply(job.unit, units)
-        return
-    pairs = np.array(allocation, dtype=np.int64)
-    if view.exclusive:
-        free[pairs[:, 0]] = 0
-    else:
-        free[pairs[:, 0]] -= pairs[:, 1, None] * np.asarray(job.unit, dtype=np.int64)
+    take_dense(free, job, allocation, view.exclusive)
 
 
 _CORE_UNIT = (1, 0, 0, 0)
@@ -62,7 +48,6 @@ class _OrderedScheduler:
         return queue
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
-        free = None
         actions: list[Action] = []
         free_cores = view.free_total[0]
         ordered = self.order(view.queue)
@@ -71,18 +56,17 @@ class _OrderedScheduler:
             ordered = list(ordered)
             begin_pass(ordered, view)
         free_bb = view.free_bb  # allocators see only the view's pool, not this pass's starts
-        for job in ordered:
-            if (job.cores > free_cores and not view.exclusive) or job.bb > free_bb:
-                break
-            if free is None:
-                free = view.free.copy()
-            allocation = self.allocator.allocate(job, free, view)
-            if allocation is None:
-                break
-            actions.append(Start(job.job_id, allocation))
-            _take(free, job, allocation, view)
-            free_cores -= job.cores
-            free_bb -= job.bb
+        with pass_scratch(view) as scratch:
+            for job in ordered:
+                if (job.cores > free_cores and not view.exclusive) or job.bb > free_bb:
+                    break
+                allocation = scratch.allocate(self.allocator, job)
+                if allocation is None:
+                    break
+                actions.append(Start(job.job_id, allocation))
+                scratch.take(job, allocation)
+                free_cores -= job.cores
+                free_bb -= job.bb
         return Decision(tuple(actions)) if actions else NOTHING
 
 
@@ -142,19 +126,23 @@ class Easy:
         first = next(queue, None)
         if first is None or (first.cores > free_cores and free_cores == 0):
             return NOTHING  # nothing can start or backfill now
-        free = view.free.copy()
+        with pass_scratch(view) as scratch:
+            return self._pass(view, first, queue, free_cores, free_bb, with_bb, scratch)
+
+    def _pass(self, view: View, first: Job, queue: Iterator[Job], free_cores: int, free_bb: float,
+              with_bb: bool, scratch: PassScratch) -> Decision:
         actions: list[Action] = []
         started: list[tuple[float, tuple[float, ...]]] = []
         head = None
         for job in itertools.chain((first,), queue):
             fits = job.cores <= free_cores and job.bb <= free_bb
-            allocation = self.allocator.allocate(job, free, view) if fits else None
+            allocation = scratch.allocate(self.allocator, job) if fits else None
             if allocation is None:
                 head = job
                 break
             actions.append(Start(job.job_id, allocation))
             started.append((view.time + job.estimate, _needs(job, job.units, with_bb)))
-            _take(free, job, allocation, view)
+            scratch.take(job, allocation)
             free_cores -= job.cores
             free_bb -= job.bb
         if head is None or free_cores == 0:
@@ -177,11 +165,11 @@ class Easy:
                 allowed, uses_extra = may_backfill(now, job.estimate, need, shadow, extra)
                 if not allowed:
                     continue
-            allocation = self.allocator.allocate(job, free, view)
+            allocation = scratch.allocate(self.allocator, job)
             if allocation is None:
                 continue
             actions.append(Start(job.job_id, allocation))
-            _take(free, job, allocation, view)
+            scratch.take(job, allocation)
             free_cores -= cores
             free_bb -= job.bb
             if uses_extra:

@@ -1,4 +1,4 @@
-"""Seed 000 allocators BALANCED, WEIGHTED and PRIORITY-WEIGHTED (and, by import, PRB and EBF).
+"""Seed 000 allocators BALANCED, WEIGHTED and PRIORITY-WEIGHTED (PRB and EBF: ``hetero_schedulers``).
 
 The orderings are the pure functions of ``market_hpc.algorithms.hetero`` (its docstring
 lists the decisions taken where the paper is silent); the schedulers PRB and EBF live in
@@ -222,6 +222,3 @@ def _unit_free_scale(view: View) -> np.ndarray:
 
 
 __all__ = ["CRITICAL", "GPUS", "MICS", "Balanced", "PriorityWeighted", "Weighted", "announce"]
-
-# Registers the seed 000 schedulers with the allocators (one builtin module for the registry).
-from market_hpc.policies import hetero_schedulers  # noqa: F401

@@ -88,7 +88,8 @@ def register_allocator(
     return add
 
 
-BUILTIN_MODULES = ("allocators", "classic", "market", "hetero", "market_baselines", "bbsched", "queues")
+BUILTIN_MODULES = ("allocators", "classic", "market", "hetero", "hetero_schedulers", "market_baselines",
+                   "bbsched", "queues")
 
 
 def _load_builtin() -> None:

@@ -1,0 +1,61 @@
+"""What agents, views and the recorder read from a running simulation.
+
+``HPCModel`` satisfies :class:`SimulationState`; the modules that read it depend on this
+protocol, not on ``market_hpc.model``, so imports point one way: ``state <- agents,
+view, recorder <- model`` (house rule: no import cycles, even under ``TYPE_CHECKING``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from market_hpc.algorithms.free_index import FreeCoreIndex
+from market_hpc.domain.job import Job
+from market_hpc.domain.platform import Platform
+from market_hpc.policies.base import RunningJob, View
+
+
+class QueueState(Protocol):
+    """A queue: its waiting jobs by id, in queue order."""
+
+    jobs: dict[int, Job]
+
+
+class JobAgentState(Protocol):
+    """The dynamic facts of a job in the system that views report."""
+
+    job: Job
+    progress: float
+    hold_count: int
+    requeued_at: float | None
+
+
+class SimulationState(Protocol):
+    """The read side of a simulation (implemented by ``market_hpc.model.HPCModel``)."""
+
+    now: float
+    platform: Platform
+    exclusive: bool
+    free_total: tuple[int, ...]
+    free_bb: float
+    free_index: FreeCoreIndex
+    policy_rng: np.random.Generator
+    queue_agent: QueueState
+    running_by_end: Sequence[RunningJob]
+
+    @property
+    def job_agents(self) -> Mapping[int, JobAgentState]:
+        """Jobs in the system (queued, held or running) by id."""
+
+    @property
+    def free_readonly(self) -> np.ndarray:
+        """``(n_nodes, N_RESOURCES)`` free resources, read-only."""
+
+    def running_on(self, node: int) -> list[RunningJob]:
+        """Running jobs with units on ``node``, in start order."""
+
+    def make_view(self) -> View:
+        """The read-only snapshot policies decide on."""
