@@ -15,7 +15,7 @@ from collections import defaultdict
 import numpy as np
 from ortools.sat.python import cp_model
 
-from market_hpc.algorithms.cp_greedy import greedy_plan
+from market_hpc.algorithms.cp_greedy import greedy_plan, plan_outcome
 from market_hpc.algorithms.cp_instance import FALLBACK, CpInstance, CpLimits, CpOutcome, Stopwatch, model_size
 from market_hpc.algorithms.cp_pooled import _timed, doubling_control
 
@@ -34,6 +34,8 @@ def solve_pcp19(instance: CpInstance, limits: CpLimits, max_doublings: int = 4) 
     watch = Stopwatch()
     capacity = instance.capacity
     plan = greedy_plan(instance)
+    if plan.objective(instance) == 0:  # every job starts now: the lower bound, optimal
+        return plan_outcome(instance, plan, watch)
     model = cp_model.CpModel()
     horizon = max(1, instance.horizon)
     per_node: dict[tuple[int, int], list[tuple[cp_model.IntervalVar, object]]] = defaultdict(list)

@@ -35,7 +35,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 from ortools.util.python import sorted_interval_list
 
-from market_hpc.algorithms.cp_greedy import Plan, greedy_plan, node_offsets
+from market_hpc.algorithms.cp_greedy import Plan, greedy_plan, node_offsets, plan_outcome
 from market_hpc.algorithms.cp_instance import (
     FALLBACK,
     CpInstance,
@@ -211,6 +211,8 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4) ->
     """
     watch = Stopwatch()
     plan = greedy_plan(instance)
+    if plan.objective(instance) == 0:  # every job starts now: the lower bound, optimal
+        return plan_outcome(instance, plan, watch)
     built = Pcp20Model(instance, plan)
     variables, constraints = model_size(built.model)
     budget = limits.deterministic_time

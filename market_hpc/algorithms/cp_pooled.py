@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 from ortools.sat.python import cp_model
 
-from market_hpc.algorithms.cp_greedy import Plan, greedy_plan, pooled_instance
+from market_hpc.algorithms.cp_greedy import Plan, greedy_plan, plan_outcome, pooled_instance
 from market_hpc.algorithms.cp_instance import (
     FALLBACK,
     CpInstance,
@@ -109,6 +109,8 @@ def solve_pooled(instance: CpInstance, limits: CpLimits, stable_runs: int = 2,
     """
     watch = Stopwatch()
     plan = greedy_plan(pooled_instance(instance))
+    if plan.objective(instance) == 0:  # every job starts now: the lower bound, optimal
+        return plan_outcome(instance, plan, watch, placed=False)
     model, starts = build_pooled(instance, plan)
     variables, constraints = model_size(model)
     fallback = CpOutcome(dict(plan.starts), {}, FALLBACK, variables, constraints, plan.objective(instance))

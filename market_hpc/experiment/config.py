@@ -130,12 +130,15 @@ class PolicyConfig:
         predictor: Run-time predictor whose predictions schedulers see
             (``market_hpc.predictors``: wall-time, data-driven, real; none: the
             workload's estimates), seed 000.
+        params: Keyword parameters of the scheduler (a ``[policy.params]`` table, e.g.
+            the CP dispatchers' ``deterministic_time``); checked when the policy is built.
     """
 
     scheduler: str = "fifo"
     allocator: str | None = None
     hold_penalty: float = 0.0
     predictor: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.hold_penalty <= 1.0:
@@ -170,6 +173,8 @@ def _check_type(path: str, value: Any, annotation: Any) -> Any:
     if value is None and type(None) in allowed:
         return None
     for kind in allowed:
+        if typing.get_origin(kind) is dict and isinstance(value, dict):
+            return dict(value)
         if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
         if kind is int and isinstance(value, int) and not isinstance(value, bool):

@@ -20,6 +20,7 @@ from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.experiment.config import RunConfig
 from market_hpc.metrics import summarize
 from market_hpc.model import HPCModel, make_market_aware_policy
+from market_hpc.policies.registry import make_policy
 from market_hpc.workload import first_n, read_swf, scale_load, time_slice
 
 PROVENANCE_PACKAGES = ("market_hpc", "mesa", "numpy", "pandas", "pyarrow", "networkx", "deap", "ortools")
@@ -150,8 +151,12 @@ def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = 
     report: dict[str, Any] = {}
     if jobs is None:
         jobs, report = build_workload(config, platform)
-    policy = make_market_aware_policy(config.policy.scheduler, config.policy.allocator,
-                                      config.policy.hold_penalty)
+    if config.policy.params:  # scheduler parameters from [policy.params]
+        policy = make_policy(config.policy.scheduler, config.policy.allocator,
+                             scheduler_params=dict(config.policy.params))
+    else:
+        policy = make_market_aware_policy(config.policy.scheduler, config.policy.allocator,
+                                          config.policy.hold_penalty)
     predictor = None
     if config.policy.predictor is not None:
         from market_hpc.predictors import make_predictor
@@ -188,6 +193,7 @@ def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed:
         "decisions": manager.decisions,
         "dispatch_seconds": manager.decide_seconds,
         "mean_dispatch_ms": 1e3 * manager.decide_seconds / manager.decisions if manager.decisions else 0.0,
+        **dispatch_percentiles(manager.decide_times),
         "simulation_seconds": elapsed,
         "jobs_skipped": int(report.get("jobs_skipped", 0)),
         "scheduler": config.policy.scheduler,
@@ -195,8 +201,24 @@ def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed:
         "policy": model.policy.name,
         "seed": config.seed,
     }
+    policy_stats = getattr(model.policy, "summary_stats", None)
+    if policy_stats is not None:  # e.g. the CP dispatchers' status counts and model sizes
+        extra.update(policy_stats())
     summary = summarize(jobs_frame, series, model.platform.total, recorder.busy_resource_seconds, extra)
     return Result(config, jobs_frame, series, summary, report)
+
+
+def dispatch_percentiles(seconds: Any) -> dict[str, float]:
+    """p99 and max of the per-decision dispatch times, in ms.
+
+    >>> dispatch_percentiles([0.001] * 99 + [0.5])
+    {'p99_dispatch_ms': 5.99, 'max_dispatch_ms': 500.0}
+    """
+    times = np.asarray(seconds, dtype=np.float64)
+    if not times.size:
+        return {"p99_dispatch_ms": 0.0, "max_dispatch_ms": 0.0}
+    return {"p99_dispatch_ms": round(float(np.percentile(times, 99)) * 1e3, 6),
+            "max_dispatch_ms": float(times.max()) * 1e3}
 
 
 def _progress_bar(total: int) -> Any:

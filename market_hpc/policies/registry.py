@@ -88,7 +88,7 @@ def register_allocator(
     return add
 
 
-BUILTIN_MODULES = ("allocators", "classic", "market", "hetero")
+BUILTIN_MODULES = ("allocators", "classic", "market", "hetero", "cp")
 
 
 def _load_builtin() -> None:
