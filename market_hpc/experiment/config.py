@@ -36,7 +36,7 @@ from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.tomlfile import read_toml
 from market_hpc.workload.accelerators import AcceleratorRule
 
-GENERATORS = ("lublin-feitelson", "taskgraphs", "eurora")
+GENERATORS = ("lublin-feitelson", "taskgraphs", "eurora", "kit")
 CURVE_REGIME_NAMES = ("spec", "steep")
 
 
@@ -51,8 +51,8 @@ class WorkloadConfig:
         generator: Synthetic generator name when no file is given.
         jobs: Number of jobs to generate.
         max_procs: Largest generated job (default: platform cores).
-        load: Offered load of generated task-graph job sets (arrival rate x mean work /
-            platform cores; > 1 overloads the platform). Unlike ``load_factor`` it shapes
+        load: Offered load of generated task-graph job sets and of the ``kit`` generator
+            (arrival rate x mean work / platform cores; > 1 overloads the platform). Unlike ``load_factor`` it shapes
             the generator; ``load_factor`` compresses any workload afterwards.
         lenient: Skip malformed trace lines (counted per anomaly) instead of failing.
         load_factor: Compress inter-arrival times by this factor (> 1 = more load).

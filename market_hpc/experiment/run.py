@@ -130,6 +130,11 @@ def _generate(config: RunConfig, platform: Platform) -> tuple[list[Job], dict[st
 
         jobs = list(eurora_like(spec.jobs, config.seed, spec.month))
         return jobs, {"generator": spec.generator, "month": spec.month, **workload_statistics(jobs)}
+    if spec.generator == "kit":  # seed 001's KIT ForHLR II (workload.kit)
+        from market_hpc.workload.kit import kit_like
+
+        jobs = list(kit_like(spec.jobs, config.seed, spec.load, platform))
+        return jobs, {"generator": spec.generator, "jobs": len(jobs), "load": spec.load}
     from market_hpc.workload.applications import library_job_set
 
     cores = platform.total_cores

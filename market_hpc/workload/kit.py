@@ -44,7 +44,8 @@ USERS = 40
 
 
 def _durations(rng: np.random.Generator, count: int) -> np.ndarray:
-    short = rng.random(count) < SHORT_SHARE
+    short = np.zeros(count, dtype=bool)  # the paper's share exactly, at random positions
+    short[rng.permutation(count)[: round(SHORT_SHARE * count)]] = True
     scale = 900.0
     u = rng.random(count)
     # inverse CDF of an exponential truncated to [10 s, 1 h)
