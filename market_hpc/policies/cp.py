@@ -117,7 +117,7 @@ class CpScheduler:
         self.constraints: list[int] = []
         self.solve_seconds: list[float] = []
         self.last: CpOutcome | None = None
-        self._units: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._units: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None  # per platform
 
     # ------------------------------------------------------------ instance
     def durations(self, jobs: Sequence[Job]) -> list[int]:
@@ -147,9 +147,9 @@ class CpScheduler:
 
     def instance(self, jobs: Sequence[Job], weights: Sequence[int], view: View) -> CpInstance:
         """The CP instance of ``jobs`` (in priority order) and the running jobs."""
-        if self._units is None:
-            self._units = model_units(view.platform.capacity)
-        cols, scale, capacity = self._units
+        if self._units is None or self._units[0] is not view.platform:
+            self._units = (view.platform, *model_units(view.platform.capacity))
+        _, cols, scale, capacity = self._units
         durations = self.durations(jobs)
         cp_jobs = tuple(CpJob(job.job_id, job.units, _ceil_units(job.unit, cols, scale), d, w)
                         for job, d, w in zip(jobs, durations, weights))
