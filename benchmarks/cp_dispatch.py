@@ -21,7 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from market_hpc.algorithms.cp_instance import CpInstance, CpJob, CpLimits, CpRunning, slowdown_weight
+from market_hpc.algorithms.cp_instance import (
+    CpInstance,
+    CpJob,
+    CpLimits,
+    CpRunning,
+    slowdown_weight,
+)
 from market_hpc.algorithms.cp_pcp19 import solve_pcp19
 from market_hpc.algorithms.cp_pcp20 import solve_pcp20
 from market_hpc.policies.cp import DETERMINISTIC_TIME

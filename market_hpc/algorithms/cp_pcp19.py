@@ -11,12 +11,20 @@ which is ``|Q| (1 + |N|)`` for jobs every node can host.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from market_hpc.algorithms.cp_greedy import greedy_plan, plan_outcome
-from market_hpc.algorithms.cp_instance import FALLBACK, CpInstance, CpLimits, CpOutcome, Stopwatch, model_size
+from market_hpc.algorithms.cp_instance import (
+    FALLBACK,
+    CpInstance,
+    CpLimits,
+    CpOutcome,
+    Stopwatch,
+    model_size,
+)
 from market_hpc.algorithms.cp_pooled import _timed, doubling_control
 
 
@@ -38,12 +46,12 @@ def solve_pcp19(instance: CpInstance, limits: CpLimits, max_doublings: int = 4) 
         return plan_outcome(instance, plan, watch)
     model = cp_model.CpModel()
     horizon = max(1, instance.horizon)
-    per_node: dict[tuple[int, int], list[tuple[cp_model.IntervalVar, object]]] = defaultdict(list)
+    per_node: dict[tuple[int, int], list[tuple[cp_model.IntervalVar, Any]]] = defaultdict(list)
     fixed: dict[int, cp_model.IntervalVar] = {}
     running_on: dict[int, list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
-    for job in instance.running:
-        for node, amounts in job.usage:
-            running_on[node].append((job.remaining, amounts))
+    for run in instance.running:
+        for node, amounts in run.usage:
+            running_on[node].append((run.remaining, amounts))
     starts: dict[int, cp_model.IntVar] = {}
     counts: dict[int, dict[int, cp_model.IntVar]] = {}
     for job in instance.jobs:
@@ -71,10 +79,9 @@ def solve_pcp19(instance: CpInstance, limits: CpLimits, max_doublings: int = 4) 
         demands = [demand for _, demand in boxes]
         for remaining, amounts in running_on.get(node, ()):
             if amounts[r] > 0:
-                interval = fixed.get(remaining)
-                if interval is None:
-                    interval = fixed[remaining] = model.new_fixed_size_interval_var(0, remaining, "")
-                intervals.append(interval)
+                if remaining not in fixed:
+                    fixed[remaining] = model.new_fixed_size_interval_var(0, remaining, "")
+                intervals.append(fixed[remaining])
                 demands.append(int(amounts[r]))
         model.add_cumulative(intervals, demands, int(capacity[node, r]))
     model.minimize(sum(job.weight * starts[job.key] for job in instance.jobs))

@@ -141,9 +141,11 @@ class Pcp20Model:
                     sorted_interval_list.Domain.from_intervals(
                         [[first, first + count - 1] for first, count in fitting]), f"n{job.key}.{j}")
                 unit_nodes.append(node)
-                choice = [model.new_bool_var("") for _ in fitting] if len(fitting) > 1 else [None]
+                choice: list[cp_model.IntVar | None] = [None]
                 if len(fitting) > 1:
-                    model.add_exactly_one(choice)
+                    booleans = [model.new_bool_var("") for _ in fitting]
+                    model.add_exactly_one(booleans)
+                    choice = list(booleans)
                 for (first, count), chosen in zip(fitting, choice):
                     if chosen is not None:
                         model.add_linear_constraint(node, first, first + count - 1).only_enforce_if(chosen)

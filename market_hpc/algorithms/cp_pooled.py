@@ -68,9 +68,9 @@ def build_pooled(instance: CpInstance, plan: Plan | None) -> tuple[cp_model.CpMo
     horizon = max(1, instance.horizon)
     resources = range(instance.capacity.shape[1])
     running: dict[int, np.ndarray] = {}
-    for job in instance.running:
-        usage = running.setdefault(job.remaining, np.zeros(len(totals), dtype=np.int64))
-        for _, amounts in job.usage:
+    for run in instance.running:
+        usage = running.setdefault(run.remaining, np.zeros(len(totals), dtype=np.int64))
+        for _, amounts in run.usage:
             usage += amounts
     intervals: list[cp_model.IntervalVar] = []
     demands: list[list[int]] = [[] for _ in resources]

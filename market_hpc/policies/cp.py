@@ -354,4 +354,4 @@ class Cph(CpScheduler):
         return solve_pooled(instance, self.limits, stable_runs=1)
 
 
-__all__ = ["Cph", "CpScheduler", "Hcp19", "Pcp19", "Pcp20", "model_units"]
+__all__ = ["CpScheduler", "Cph", "Hcp19", "Pcp19", "Pcp20", "model_units"]
