@@ -193,3 +193,25 @@ def test_bad_scheduler_parameters_fail_with_the_scheduler_name() -> None:
 def test_cph_composes_with_every_allocator() -> None:
     for allocator in ("first-fit", "best-fit", "balanced", "weighted", "priority-weighted"):
         assert make_policy("cph", allocator).name == f"cph+{allocator}"
+
+
+def test_the_cp_study_sweep_runs_end_to_end_on_small_data() -> None:
+    import copy
+    from pathlib import Path
+
+    from invariants import assert_schedule_invariants
+
+    from market_hpc.domain.platform import load_platform
+    from market_hpc.experiment.run import build_workload
+    from market_hpc.experiment.sweep import load_sweep
+
+    sweep = load_sweep(Path(__file__).resolve().parents[1] / "scenarios" / "cp_dispatch.toml")
+    assert len(sweep.runs) == 10
+    for run in sweep.runs:
+        data = copy.deepcopy(run.config)
+        data["workload"]["jobs"] = 40
+        config = config_from_dict(data)
+        jobs, _ = build_workload(config, load_platform(config.platform))
+        result = simulate(config, jobs=jobs)
+        assert_schedule_invariants(jobs, result.jobs, config.platform)
+        assert result.summary["jobs_completed"] == len(jobs), run.params
