@@ -4,9 +4,10 @@
     PYTHONPATH=. python benchmarks/cp_dispatch.py --study out/cp_dispatch   # study table
 
 Instances: KIT's two node types (20-core thin nodes, 21 fat 48-core nodes with 4 GPUs)
-at 64, 1,173 and 5,544 nodes; 90% of the thin nodes busy with whole-node jobs ending
-at random times; 10, 50 or 100 queued jobs that each fit the free nodes now (the
-modelled set of PCP'19/20 holds only such jobs). Both models get the schedulers'
+at 64, 1,173 and 5,544 nodes; every node busy until a random time except 8 thin nodes
+(whole-node jobs of 1-8 nodes, so the number of running jobs, and of fixed boxes, grows
+with the system); 10, 50 or 100 queued jobs that each fit the free nodes now (the
+modelled set of PCP'19/20 holds only such jobs) but not all together. Both models get the schedulers'
 default limits (deterministic time 0.002 per solve, 1 worker, seed 0), so decisions
 are reproducible; the wall time (model building + search) is what is measured, in one
 process, so machine load shifts both columns alike. PCP'19 at 5,544 nodes is run for
@@ -35,6 +36,7 @@ from market_hpc.policies.cp import DETERMINISTIC_TIME
 SIZES = (64, 1173, 5544)
 QUEUES = (10, 50, 100)
 THIN, FAT = (20, 0, 64), (48, 4, 1024)
+FREE_THIN = 8
 
 
 def instance(nodes: int, queued: int, seed: int) -> CpInstance:
@@ -43,12 +45,16 @@ def instance(nodes: int, queued: int, seed: int) -> CpInstance:
     thin = nodes - 21
     capacity = np.array([THIN] * thin + [FAT] * 21, dtype=np.int64)
     running, node = [], 0
-    while node < int(0.9 * thin):
-        width = min(int(rng.integers(1, 9)), int(0.9 * thin) - node)
+    busy = thin - FREE_THIN
+    while node < busy:
+        width = min(int(rng.integers(1, 9)), busy - node)
         running.append(CpRunning(int(rng.integers(60, 40_000)),
                                  tuple((n, (20, 0, 32)) for n in range(node, node + width))))
         node += width
-    free_thin = thin - node
+    for fat in range(thin, nodes):
+        running.append(CpRunning(int(rng.integers(60, 40_000)), ((fat, (48, 4, 512)),)))
+    free_thin = FREE_THIN
+    rng = np.random.default_rng([seed, 1])  # the same queue at every size
     jobs = []
     for key in range(queued):
         if rng.random() < 0.35:

@@ -164,7 +164,10 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (the inverse of ``config_from_dict``)."""
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        if not data["policy"]["params"]:  # absent when empty: sweep run ids stay as they were
+            del data["policy"]["params"]
+        return data
 
 
 def _check_type(path: str, value: Any, annotation: Any) -> Any:
