@@ -71,7 +71,7 @@ def test_jobs_larger_than_the_platform_are_rejected_and_counted(tmp_path, capsys
         (["replay", "nope.swf", "--platform", "kth-sp2"], "cannot read"),
         (["replay", str(SAMPLE), "--platform", "kth"], "unknown platform preset 'kth'; valid choices:"),
         (["replay", str(SAMPLE), "--platform", "kth-sp2", "--scheduler", "fcfs"],
-         "unknown scheduler 'fcfs'; valid choices: easy, "),
+         "unknown scheduler 'fcfs'; valid choices: cph, easy, "),
         (["replay", str(SAMPLE), "--platform", "kth-sp2", "--allocator", "worst-fit"],
          "unknown allocator 'worst-fit'; valid choices: "),
         (["replay", str(SAMPLE), "--platform", "kth-sp2", "--load-factor", "-1"],

@@ -55,7 +55,7 @@ def test_bad_values(data, message):
 
 
 def test_unknown_generator():
-    with pytest.raises(UnknownNameError, match="unknown workload.generator 'lf'; valid choices: eurora, lublin-feitelson, "
+    with pytest.raises(UnknownNameError, match="unknown workload.generator 'lf'; valid choices: eurora, kit, lublin-feitelson, "
                                              "taskgraphs"):
         config_from_dict({"workload": {"generator": "lf"}})
 
