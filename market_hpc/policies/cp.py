@@ -263,9 +263,10 @@ def _fits(job: Job, allocation: Allocation, free: np.ndarray, view: View) -> boo
 
 
 @register_scheduler("pcp20", "seed 001 PCP'20: CP-SAT schedule and allocation, model size independent of the "
-                    "node count", allocators=("best-fit",), default_allocator="best-fit")
+                    "node count", allocators=("best-fit", "first-fit"), default_allocator="best-fit")
 class Pcp20(CpScheduler):
-    """PCP'20 (``market_hpc.algorithms.cp_pcp20``); the allocator only repairs.
+    """PCP'20 (``market_hpc.algorithms.cp_pcp20``); the allocator (best-fit or first-fit)
+    only repairs allocations the checks reject and serves the idle-machine rule.
 
     Args:
         max_retries: Solves with 50% more deterministic time while none found a solution.
@@ -283,7 +284,7 @@ class Pcp20(CpScheduler):
 
 
 @register_scheduler("pcp19", "seed 001 PCP'19: CP-SAT with per-node allocation variables (grows with the "
-                    "node count)", allocators=("best-fit",), default_allocator="best-fit")
+                    "node count)", allocators=("best-fit", "first-fit"), default_allocator="best-fit")
 class Pcp19(CpScheduler):
     """PCP'19 (``market_hpc.algorithms.cp_pcp19``) with the doubling time control."""
 
@@ -295,9 +296,10 @@ class Pcp19(CpScheduler):
 
 
 @register_scheduler("hcp19", "seed 001 HCP'19: CP-SAT on pooled capacity, then best-fit allocation",
-                    allocators=("best-fit",), default_allocator="best-fit")
+                    allocators=("best-fit", "first-fit"), default_allocator="best-fit")
 class Hcp19(CpScheduler):
-    """HCP'19: pooled schedule (``market_hpc.algorithms.cp_pooled``), best-fit placement."""
+    """HCP'19: pooled schedule (``market_hpc.algorithms.cp_pooled``), best-fit placement
+    (the paper's; first-fit is accepted as a variant)."""
 
     label = "hcp19"
 
