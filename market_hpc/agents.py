@@ -7,6 +7,7 @@ and validates every decision.
 from __future__ import annotations
 
 import time as _time
+from array import array
 from collections import OrderedDict
 
 import mesa
@@ -109,6 +110,7 @@ class ResourceManagerAgent(mesa.Agent):
         self.policy = policy
         self.decisions = 0
         self.decide_seconds = 0.0
+        self.decide_times = array("d")  # seconds of each decision, for p99/max in summaries
         self._nodes = np.arange(model.platform.n_nodes)
         self._shared: Bidder | None | bool = False  # False: not checked in this decision
 
@@ -136,6 +138,8 @@ class ResourceManagerAgent(mesa.Agent):
         view = model.make_view()
         began = _time.perf_counter()
         decision = self.policy.decide(view, model.policy_rng)
-        self.decide_seconds += _time.perf_counter() - began
+        took = _time.perf_counter() - began
+        self.decide_seconds += took
+        self.decide_times.append(took)
         self.decisions += 1
         return decision

@@ -121,6 +121,8 @@ def summarize(
         "median_wait": float(done["wait_time"].median()) if len(done) else float("nan"),
         "max_wait": float(done["wait_time"].max()) if len(done) else float("nan"),
         "mean_slowdown": _mean(slowdown),
+        "std_wait": float(done["wait_time"].std(ddof=0)) if len(done) else float("nan"),
+        "std_slowdown": float(slowdown.std(ddof=0)) if len(slowdown) else float("nan"),
         "mean_bounded_slowdown": _mean(bounded),
         "makespan": span,
     }

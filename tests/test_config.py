@@ -29,7 +29,8 @@ def test_unknown_top_level_key_lists_valid_keys():
 def test_unknown_nested_key_names_its_path():
     with pytest.raises(UnknownNameError, match=r"unknown config key 'policy.schedular'; valid choices: "
                                                r"policy.allocator, policy.hold_penalty, policy.hold_progress_loss, "
-                                               r"policy.predictor, policy.resume_seconds, policy.scheduler"):
+                                               r"policy.params, policy.predictor, policy.resume_seconds, "
+                                               r"policy.scheduler"):
         config_from_dict({**BASE, "policy": {"schedular": "easy"}})
 
 
@@ -55,7 +56,7 @@ def test_bad_values(data, message):
 
 
 def test_unknown_generator():
-    with pytest.raises(UnknownNameError, match="unknown workload.generator 'lf'; valid choices: eurora, lublin-feitelson, "
+    with pytest.raises(UnknownNameError, match="unknown workload.generator 'lf'; valid choices: eurora, kit, lublin-feitelson, "
                                              "taskgraphs"):
         config_from_dict({"workload": {"generator": "lf"}})
 

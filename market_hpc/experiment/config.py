@@ -37,7 +37,7 @@ from market_hpc.tomlfile import read_toml
 from market_hpc.workload.accelerators import AcceleratorRule
 from market_hpc.workload.burst_buffer import BurstBufferRule
 
-GENERATORS = ("lublin-feitelson", "taskgraphs", "eurora")
+GENERATORS = ("lublin-feitelson", "taskgraphs", "eurora", "kit")
 CURVE_REGIME_NAMES = ("spec", "steep")
 
 
@@ -52,8 +52,8 @@ class WorkloadConfig:
         generator: Synthetic generator name when no file is given.
         jobs: Number of jobs to generate.
         max_procs: Largest generated job (default: platform cores).
-        load: Offered load of generated task-graph job sets (arrival rate x mean work /
-            platform cores; > 1 overloads the platform). Unlike ``load_factor`` it shapes
+        load: Offered load of generated task-graph job sets and of the ``kit`` generator
+            (arrival rate x mean work / platform cores; > 1 overloads the platform). Unlike ``load_factor`` it shapes
             the generator; ``load_factor`` compresses any workload afterwards.
         lenient: Skip malformed trace lines (counted per anomaly) instead of failing.
         load_factor: Compress inter-arrival times by this factor (> 1 = more load).
@@ -170,6 +170,8 @@ class PolicyConfig:
         resume_seconds: Holding cost: time every resumed segment spends resuming (seed 002: 0).
         hold_progress_loss: Holding cost: fraction of a held segment's work lost (seed 002: 0).
         window: Window scheduler parameters (seed 003).
+        params: Keyword parameters of the scheduler (a ``[policy.params]`` table, e.g.
+            the CP dispatchers' ``deterministic_time``); checked when the policy is built.
     """
 
     scheduler: str = "fifo"
@@ -179,6 +181,7 @@ class PolicyConfig:
     resume_seconds: float = 0.0
     hold_progress_loss: float = 0.0
     window: WindowConfig = field(default_factory=WindowConfig)
+    params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.hold_penalty <= 1.0:
@@ -261,7 +264,10 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (the inverse of ``config_from_dict``)."""
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        if not data["policy"]["params"]:  # absent when empty: sweep run ids stay as they were
+            del data["policy"]["params"]
+        return data
 
 
 def _check_type(path: str, value: Any, annotation: Any) -> Any:
@@ -270,6 +276,8 @@ def _check_type(path: str, value: Any, annotation: Any) -> Any:
     if value is None and type(None) in allowed:
         return None
     for kind in allowed:
+        if typing.get_origin(kind) is dict and isinstance(value, dict):
+            return dict(value)
         if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
         if kind is int and isinstance(value, int) and not isinstance(value, bool):

@@ -46,7 +46,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("mean_wait", "mean wait", "s", "lower"),
     Metric("median_wait", "median wait", "s", "lower"),
     Metric("max_wait", "maximum wait", "s", "lower"),
+    Metric("std_wait", "standard deviation of wait", "s", ""),
     Metric("mean_slowdown", "mean slowdown", "x", "lower"),
+    Metric("std_slowdown", "standard deviation of slowdown", "x", ""),
     Metric("mean_bounded_slowdown", "mean bounded slowdown (10 s)", "x", "lower"),
     Metric("makespan", "makespan", "s", "lower"),
     Metric("mean_queue_length", "time-weighted mean queue length", "jobs", "lower"),
@@ -59,6 +61,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("decisions", "dispatcher decisions"),
     Metric("dispatch_seconds", "dispatcher time", "s", "lower"),
     Metric("mean_dispatch_ms", "mean dispatcher time per decision", "ms", "lower"),
+    Metric("p99_dispatch_ms", "99th percentile dispatcher time per decision", "ms", "lower"),
+    Metric("max_dispatch_ms", "maximum dispatcher time per decision", "ms", "lower"),
     Metric("simulation_seconds", "simulation wall time", "s", "lower"),
     Metric("duration_s", "run wall time", "s", "lower"),
     *(Metric(f"utilisation_{r}", f"utilisation of {_RESOURCE_UNITS[r]}", "fraction", "higher")
@@ -66,6 +70,13 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     *(Metric(f"load_ratio_{r}", f"mean load of {_RESOURCE_UNITS[r]}", "fraction", "")
       for r in RESOURCES),
     Metric("utilisation_bb", "utilisation of the burst buffer", "fraction", "higher"),
+    Metric("cp_decisions", "CP-SAT decisions"),
+    Metric("cp_optimal_share", "share of CP-SAT decisions solved to OPTIMAL", "fraction", "higher"),
+    Metric("cp_fallback_share", "share of CP-SAT decisions that fell back to greedy", "fraction", "lower"),
+    Metric("cp_mean_variables", "mean CP-SAT variables per model", ""),
+    Metric("cp_max_variables", "maximum CP-SAT variables per model", ""),
+    Metric("cp_mean_constraints", "mean CP-SAT constraints per model", ""),
+    Metric("cp_max_constraints", "maximum CP-SAT constraints per model", ""),
     Metric("load_ratio_bb", "mean load of the burst buffer", "fraction", ""),
 )}
 

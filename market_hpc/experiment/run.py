@@ -183,6 +183,11 @@ def _generate(config: RunConfig, platform: Platform) -> tuple[list[Job], dict[st
 
         jobs = list(eurora_like(spec.jobs, config.seed, spec.month))
         return jobs, {"generator": spec.generator, "month": spec.month, **workload_statistics(jobs)}
+    if spec.generator == "kit":  # seed 001's KIT ForHLR II (workload.kit)
+        from market_hpc.workload.kit import kit_like
+
+        jobs = list(kit_like(spec.jobs, config.seed, spec.load, platform))
+        return jobs, {"generator": spec.generator, "jobs": len(jobs), "load": spec.load}
     from market_hpc.workload.applications import library_job_set
 
     cores = platform.total_cores
@@ -237,12 +242,14 @@ def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = 
 
 
 def _make_policy(config: RunConfig) -> Any:
-    """The configured dispatcher; seed 003 window schedulers get ``policy.window``."""
+    """The configured dispatcher: seed 003 window schedulers get ``policy.window``, and
+    ``[policy.params]`` (e.g. the CP dispatchers' limits) goes to the scheduler."""
     from market_hpc.policies import make_policy
     from market_hpc.policies.bbsched import window_params
 
     params = window_params(config.policy.scheduler.lower(), dataclasses.asdict(config.policy.window))
-    if params is not None:
+    if params is not None or config.policy.params:
+        params = {**(params or {}), **config.policy.params}
         return make_policy(config.policy.scheduler, config.policy.allocator, scheduler_params=params)
     return make_market_aware_policy(config.policy.scheduler, config.policy.allocator, config.policy.hold_penalty)
 
@@ -261,6 +268,7 @@ def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed:
         "decisions": manager.decisions,
         "dispatch_seconds": manager.decide_seconds,
         "mean_dispatch_ms": 1e3 * manager.decide_seconds / manager.decisions if manager.decisions else 0.0,
+        **dispatch_percentiles(manager.decide_times),
         "simulation_seconds": elapsed,
         "jobs_skipped": int(report.get("jobs_skipped", 0)),
         "scheduler": config.policy.scheduler,
@@ -271,6 +279,9 @@ def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed:
     policy_stats = getattr(model.policy, "stats", None)
     if isinstance(policy_stats, dict):  # seed 003 window schedulers: invocations, solver time
         extra.update({f"policy_{key}": value for key, value in policy_stats.items()})
+    summary_stats = getattr(model.policy, "summary_stats", None)
+    if summary_stats is not None:  # e.g. the CP dispatchers' status counts and model sizes
+        extra.update(summary_stats())
     summary = summarize(jobs_frame, series, model.platform.total, recorder.busy_resource_seconds, extra,
                         burst_buffer=model.platform.burst_buffer)
     summary["jobs_skipped_by_reason"] = {k: v for k, v in report.get("anomalies", {}).items()}
@@ -287,6 +298,19 @@ def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed:
         jobs_frame = pd.concat([jobs_frame, rows], ignore_index=True)
         jobs_frame = jobs_frame.sort_values("job_id", kind="stable").reset_index(drop=True)
     return Result(config, jobs_frame, series, summary, report)
+
+
+def dispatch_percentiles(seconds: Any) -> dict[str, float]:
+    """p99 and max of the per-decision dispatch times, in ms.
+
+    >>> dispatch_percentiles([0.001] * 99 + [0.5])
+    {'p99_dispatch_ms': 5.99, 'max_dispatch_ms': 500.0}
+    """
+    times = np.asarray(seconds, dtype=np.float64)
+    if not times.size:
+        return {"p99_dispatch_ms": 0.0, "max_dispatch_ms": 0.0}
+    return {"p99_dispatch_ms": round(float(np.percentile(times, 99)) * 1e3, 6),
+            "max_dispatch_ms": float(times.max()) * 1e3}
 
 
 def _progress_bar(total: int) -> Any:

@@ -24,7 +24,8 @@ import numpy as np
 
 from market_hpc.experiment.sweep_spec import SweepError
 
-TIMING_COLUMNS = ("duration_s", "simulation_seconds", "dispatch_seconds", "mean_dispatch_ms")
+TIMING_COLUMNS = ("duration_s", "simulation_seconds", "dispatch_seconds", "mean_dispatch_ms", "p99_dispatch_ms",
+                  "max_dispatch_ms")
 DASK_HINT = "--dask expects local:N (a LocalCluster of N workers) or a scheduler address like tcp://HOST:PORT"
 
 

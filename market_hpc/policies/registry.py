@@ -89,7 +89,7 @@ def register_allocator(
 
 
 BUILTIN_MODULES = ("allocators", "classic", "market", "hetero", "hetero_schedulers", "market_baselines",
-                   "bbsched", "queues")
+                   "bbsched", "queues", "cp")
 
 
 def _load_builtin() -> None:

@@ -1,0 +1,233 @@
+"""Data shared by the CP-SAT dispatching models (seed 001 PCP'20, PCP'19, HCP'19; seed 000 CPH).
+
+A dispatching instance at time ``t`` is plain integer data with ``t`` shifted to 0:
+node capacities in *model units* (memory in whole GB, spec 001 A1), the queued jobs to
+model in priority order, and the running jobs as per-node usage with a remaining
+duration ``max(1, expected end - t)`` (the paper's ``max(1, s + d - t)``). Everything
+here is pure (numpy and OR-Tools only); the policies in ``market_hpc.policies.cp`` build
+instances from a view.
+
+Solving is deterministic by default: limits are CP-SAT *deterministic* time with an
+explicit worker count and seed, so the same instance gives the same answer on any
+machine. A wall-clock limit is opt-in (``CpLimits.wall_seconds``); with it, results
+depend on machine speed and load.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+STATUS_NAMES = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
+                cp_model.INFEASIBLE: "INFEASIBLE", cp_model.UNKNOWN: "UNKNOWN",
+                cp_model.MODEL_INVALID: "MODEL_INVALID"}
+FALLBACK = "FALLBACK"
+"""Status of a decision whose solver found nothing: the greedy plan is used instead."""
+TRIVIAL = "TRIVIAL"
+"""Status of a decision with one modelled job that fits now: starting it now is optimal."""
+
+SLOWDOWN_SCALE = 100_000
+"""The authors' integer scale of ``1 / d`` in the slowdown objective (spec 001 sec. 3.6)."""
+
+
+@dataclass(frozen=True)
+class CpJob:
+    """A queued job as the models see it.
+
+    Attributes:
+        key: The job id.
+        units: Identical units requested (``rn_i``).
+        unit: Per-unit request in model units, one entry per model resource.
+        duration: Expected duration ``d_i`` in whole seconds (>= 1).
+        weight: Objective weight: the models minimise ``sum weight * start``.
+    """
+
+    key: int
+    units: int
+    unit: tuple[int, ...]
+    duration: int
+    weight: int
+
+
+@dataclass(frozen=True)
+class CpRunning:
+    """A running job: what it uses on each node and for how long still.
+
+    Attributes:
+        remaining: ``max(1, expected end - t)`` in whole seconds.
+        usage: ``((node, amounts), ...)`` with amounts in model units.
+    """
+
+    remaining: int
+    usage: tuple[tuple[int, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True)
+class CpInstance:
+    """One dispatching problem at ``t = 0``.
+
+    Attributes:
+        capacity: ``(n_nodes, n_resources)`` node capacities in model units.
+        jobs: Queued jobs to model, highest priority first.
+        running: Running jobs.
+    """
+
+    capacity: np.ndarray
+    jobs: tuple[CpJob, ...]
+    running: tuple[CpRunning, ...] = ()
+
+    @property
+    def used(self) -> np.ndarray:
+        """Per-node usage of the running jobs, clipped to the capacity."""
+        used = np.zeros_like(self.capacity)
+        for job in self.running:
+            for node, amounts in job.usage:
+                used[node] += amounts
+        return np.minimum(used, self.capacity)
+
+    @property
+    def horizon(self) -> int:
+        """``eoh - t``: the sum of every modelled duration (the paper's worst-case makespan)."""
+        return sum(j.remaining for j in self.running) + sum(j.duration for j in self.jobs)
+
+
+@dataclass(frozen=True)
+class CpLimits:
+    """Search limits of one solve.
+
+    Attributes:
+        deterministic_time: Initial CP-SAT deterministic time limit (its own units,
+            roughly seconds on a reference machine). The policies' retry rules grow it.
+        workers: CP-SAT ``num_workers`` (1 keeps the search order fixed).
+        seed: CP-SAT ``random_seed``.
+        wall_seconds: Optional wall-clock limit per solve. Off by default: with it the
+            result depends on machine speed and load, so runs are no longer reproducible.
+    """
+
+    deterministic_time: float = 0.2
+    workers: int = 1
+    seed: int = 0
+    wall_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.deterministic_time <= 0 or self.workers < 1:
+            raise ValueError(f"CP limits need deterministic_time > 0 and workers >= 1, got {self}")
+        if self.wall_seconds is not None and self.wall_seconds <= 0:
+            raise ValueError(f"wall_seconds must be > 0 or None, got {self.wall_seconds}")
+
+
+@dataclass(frozen=True)
+class CpOutcome:
+    """What one model answered.
+
+    Attributes:
+        starts: Planned start offset of every modelled job, by key.
+        placements: Allocation ``((node, units), ...)`` of jobs the model also placed
+            (PCP'20, PCP'19) and that start at 0; empty for pooled models.
+        status: ``OPTIMAL``, ``FEASIBLE``, ``FALLBACK`` (greedy plan used) or ``TRIVIAL``.
+        variables: Number of CP variables of the (last) model solved.
+        constraints: Number of CP constraints.
+        objective: ``sum weight * start`` of the plan returned.
+        solves: Solver calls made (retries included).
+        seconds: Wall time of model building and solving.
+    """
+
+    starts: dict[int, int]
+    placements: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    status: str = FALLBACK
+    variables: int = 0
+    constraints: int = 0
+    objective: int = 0
+    solves: int = 0
+    seconds: float = 0.0
+
+
+def slowdown_weight(duration: int) -> int:
+    """Weight of a start in the total-slowdown objective: ``round(1e5 / d)``, at least 1.
+
+    ``sum (s - q + d) / d`` differs from ``sum s / d`` by a constant, scaled to integers.
+
+    >>> slowdown_weight(1), slowdown_weight(3), slowdown_weight(10**6)
+    (100000, 33333, 1)
+    """
+    return max(1, round(SLOWDOWN_SCALE / max(1, duration)))
+
+
+def unfit_reason(unit: tuple[int, ...], units: int, capacity: np.ndarray,
+                 names: tuple[str, ...]) -> str | None:
+    """Why ``units`` x ``unit`` can never run on the empty nodes ``capacity``, or None.
+
+    >>> cap = np.array([[4, 0], [4, 2]])
+    >>> unfit_reason((2, 1), 3, cap, ("cores", "gpus"))
+    'needs 3 units of (cores=2, gpus=1) but the empty platform holds 2 (gpus: 2 in total)'
+    >>> unfit_reason((8, 0), 1, cap, ("cores", "gpus"))
+    'a unit needs cores=8 but the largest node has 4'
+    >>> unfit_reason((1, 0), 8, cap, ("cores", "gpus")) is None
+    True
+    """
+    need = np.asarray(unit, dtype=np.int64)
+    asked = np.flatnonzero(need > 0)
+    for r in asked:
+        if need[r] > capacity[:, r].max():
+            return f"a unit needs {names[r]}={need[r]} but the largest node has {capacity[:, r].max()}"
+    fits = (capacity[:, asked] // need[asked]).min(axis=1)
+    if fits.sum() >= units:
+        return None
+    shown = ", ".join(f"{names[r]}={need[r]}" for r in asked)
+    scarce = min(asked, key=lambda r: capacity[:, r].sum() // need[r])
+    return (f"needs {units} units of ({shown}) but the empty platform holds {int(fits.sum())} "
+            f"({names[scarce]}: {int(capacity[:, scarce].sum())} in total)")
+
+
+def check_instance(instance: CpInstance, names: tuple[str, ...]) -> None:
+    """Raise ``ValueError`` naming the job and resource when a modelled job can never fit."""
+    for job in instance.jobs:
+        reason = unfit_reason(job.unit, job.units, instance.capacity, names)
+        if reason is not None:
+            raise ValueError(f"job {job.key} can never run: {reason}")
+        if job.duration < 1:
+            raise ValueError(f"job {job.key}: duration must be >= 1, got {job.duration}")
+
+
+def configure(solver: cp_model.CpSolver, limits: CpLimits, deterministic_time: float) -> None:
+    """Set the deterministic limit, workers and seed (and the opt-in wall-clock limit)."""
+    params = solver.parameters
+    params.max_deterministic_time = deterministic_time
+    params.num_workers = limits.workers
+    params.random_seed = limits.seed
+    # The hint is complete and feasible; presolve and probing rebuild the model at a
+    # wall-clock cost (seconds with thousands of fixed boxes) that the deterministic
+    # clock barely counts, and presolve may drop the hint (measured, docs/cp.md).
+    params.cp_model_presolve = False
+    params.cp_model_probing_level = 0
+    if limits.wall_seconds is not None:
+        params.max_time_in_seconds = limits.wall_seconds
+
+
+def model_size(model: cp_model.CpModel) -> tuple[int, int]:
+    """``(variables, constraints)`` of a model, from its proto."""
+    proto = model.Proto()
+    return len(proto.variables), len(proto.constraints)
+
+
+class Stopwatch:
+    """Wall time since creation (model building plus search, as the paper reports)."""
+
+    def __init__(self) -> None:
+        self.began = time.perf_counter()
+
+    def seconds(self) -> float:
+        """Seconds elapsed."""
+        return time.perf_counter() - self.began
+
+
+def solve(model: cp_model.CpModel, limits: CpLimits, deterministic_time: float
+          ) -> tuple[cp_model.CpSolver, str]:
+    """Solve once; return the solver and the status name."""
+    solver = cp_model.CpSolver()
+    configure(solver, limits, deterministic_time)
+    status = solver.solve(model)
+    return solver, STATUS_NAMES.get(status, str(status))

@@ -1,0 +1,237 @@
+"""PCP'20 (Galleguillos, Kiziltan, Soto 2020): a CP-SAT dispatching model whose size does
+not grow with the node count.
+
+All units of one resource type form one ordered list across the nodes (node 0's cores,
+then node 1's, ...). A job unit is a box per requested type: width its duration along
+time, height its per-unit request along that type's list, at position ``y``. Per type
+one ``add_no_overlap_2d`` (the paper's ``diffn``) keeps boxes apart, with the running
+jobs as fixed boxes re-packed from the start of each node's block at every decision
+(spec 001 A8), plus the implied ``cumulative`` on time (A6/A7: demand per job, the
+paper's ``s`` demand read as a typo and the position-axis cumulative left to
+``no_overlap_2d``'s own energy reasoning). Units of one job are ordered
+(``y_k + u <= y_{k+1}``, the spec's valid replacement of ``alldifferent``).
+
+The paper's ``element(map_r, y)`` constraints (a unit's blocks lie on one node, the same
+node for every type) use the *node-group* encoding recommended by the spec (sec. 8 b):
+consecutive identical nodes form a group; a unit has a node variable ``n``, one Boolean
+per group that can hold it (none when only one can), and per type
+``0 <= y - base_g - cap_g (n - first_g) <= cap_g - u``. Variables per unit: ``1 + |R_i| +
+(groups > 1 ? groups : 0)``, independent of the node count (the paper counts ``|R_i|``;
+the node variable and the group Booleans are the price of CP-SAT not expanding
+``element`` into ``Tcap_r`` literals). Fixed boxes grow with the running jobs, that is
+with load, as the spec notes (sec. 3.13).
+
+Objective: total slowdown ``sum (s - q + d) / d``, i.e. ``sum round(1e5 / d) * s``
+(constants dropped). Search: per job in priority order, its start at its minimum, then
+its allocation variables by smallest domain at their maximum (the paper's interleaved
+search); the greedy plan is a complete hint and the fallback.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+from ortools.sat.python import cp_model
+from ortools.util.python import sorted_interval_list
+
+from market_hpc.algorithms.cp_greedy import Plan, greedy_plan, node_offsets, plan_outcome
+from market_hpc.algorithms.cp_instance import (
+    FALLBACK,
+    CpInstance,
+    CpLimits,
+    CpOutcome,
+    Stopwatch,
+    model_size,
+    solve,
+)
+
+Box = tuple[int, int, int]  # (position, height, remaining)
+
+
+def node_groups(capacity: np.ndarray) -> list[tuple[int, int]]:
+    """``(first node, count)`` of each run of consecutive nodes with equal capacity.
+
+    >>> node_groups(np.array([[2, 0], [2, 0], [4, 1], [2, 0]]))
+    [(0, 2), (2, 1), (3, 1)]
+    """
+    changes = np.flatnonzero((capacity[1:] != capacity[:-1]).any(axis=1)) + 1
+    firsts = np.concatenate(([0], changes)).tolist()
+    ends = firsts[1:] + [len(capacity)]
+    return [(first, end - first) for first, end in zip(firsts, ends)]
+
+
+def running_boxes(instance: CpInstance, offsets: np.ndarray) -> list[list[Box]]:
+    """Fixed boxes of the running jobs per resource type, re-packed per node.
+
+    On each node the running jobs are stacked from the node's first position, longest
+    remaining first; boxes adjacent in a list with the same remaining time are merged.
+
+    >>> from market_hpc.algorithms.cp_instance import CpRunning
+    >>> inst = CpInstance(np.array([[2], [2]]), (),
+    ...                   (CpRunning(5, ((0, (1,)), (1, (2,)))), CpRunning(9, ((0, (1,)),))))
+    >>> running_boxes(inst, node_offsets(inst.capacity))
+    [[(0, 1, 9), (1, 3, 5)]]
+    """
+    capacity = instance.capacity
+    per_node: dict[int, list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
+    for job in instance.running:
+        for node, amounts in job.usage:
+            per_node[node].append((job.remaining, amounts))
+    boxes: list[list[Box]] = [[] for _ in range(capacity.shape[1])]
+    for node in sorted(per_node):
+        fill = [0] * capacity.shape[1]
+        for remaining, amounts in sorted(per_node[node], key=lambda item: -item[0]):
+            for r, amount in enumerate(amounts):
+                height = min(amount, int(capacity[node, r]) - fill[r])
+                if height > 0:
+                    boxes[r].append((int(offsets[node, r]) + fill[r], height, remaining))
+                    fill[r] += height
+    merged: list[list[Box]] = []
+    for column in boxes:
+        out: list[Box] = []
+        for pos, height, remaining in sorted(column):
+            if out and out[-1][0] + out[-1][1] == pos and out[-1][2] == remaining:
+                out[-1] = (out[-1][0], out[-1][1] + height, remaining)
+            else:
+                out.append((pos, height, remaining))
+        merged.append(out)
+    return merged
+
+
+class Pcp20Model:
+    """The PCP'20 model of one instance, with handles to read a solution back."""
+
+    def __init__(self, instance: CpInstance, plan: Plan | None = None, hint: bool = True) -> None:
+        self.instance = instance
+        capacity = instance.capacity
+        self.model = model = cp_model.CpModel()
+        offsets = node_offsets(capacity)
+        totals = capacity.sum(axis=0)
+        horizon = max(1, instance.horizon)
+        groups = node_groups(capacity)
+        resources = range(capacity.shape[1])
+        xs: list[list[cp_model.IntervalVar]] = [[] for _ in resources]
+        ys: list[list[cp_model.IntervalVar]] = [[] for _ in resources]
+        time_boxes: list[list[tuple[cp_model.IntervalVar, int]]] = [[] for _ in resources]
+        fixed_x: dict[int, cp_model.IntervalVar] = {}
+        for r, column in enumerate(running_boxes(instance, offsets)):
+            for pos, height, remaining in column:
+                x = fixed_x.get(remaining)
+                if x is None:
+                    x = fixed_x[remaining] = model.new_fixed_size_interval_var(0, remaining, f"run{remaining}")
+                xs[r].append(x)
+                ys[r].append(model.new_fixed_size_interval_var(pos, height, ""))
+                time_boxes[r].append((x, height))
+        self.starts: dict[int, cp_model.IntVar] = {}
+        self.nodes: dict[int, list[cp_model.IntVar]] = {}
+        self._hint_vars: list[tuple[cp_model.IntVar, int]] = []
+        for job in instance.jobs:
+            start = model.new_int_var(0, horizon - job.duration, f"s{job.key}")
+            interval = model.new_fixed_size_interval_var(start, job.duration, f"x{job.key}")
+            self.starts[job.key] = start
+            asked = [r for r in resources if job.unit[r] > 0]
+            fitting = [(first, count) for first, count in groups
+                       if all(capacity[first, r] >= job.unit[r] for r in asked)]
+            alloc_vars: list[cp_model.IntVar] = []
+            unit_nodes = []
+            previous: dict[int, cp_model.IntVar] = {}
+            for j in range(job.units):
+                node = model.new_int_var_from_domain(
+                    sorted_interval_list.Domain.from_intervals(
+                        [[first, first + count - 1] for first, count in fitting]), f"n{job.key}.{j}")
+                unit_nodes.append(node)
+                choice: list[cp_model.IntVar | None] = [None]
+                if len(fitting) > 1:
+                    booleans = [model.new_bool_var("") for _ in fitting]
+                    model.add_exactly_one(booleans)
+                    choice = list(booleans)
+                for (first, count), chosen in zip(fitting, choice):
+                    if chosen is not None:
+                        model.add_linear_constraint(node, first, first + count - 1).only_enforce_if(chosen)
+                ys_unit = {}
+                for r in asked:
+                    amount = job.unit[r]
+                    y = model.new_int_var(0, int(totals[r]) - amount, f"y{job.key}.{j}.{r}")
+                    ys_unit[r] = y
+                    for (first, _), chosen in zip(fitting, choice):
+                        cap = int(capacity[first, r])
+                        low = int(offsets[first, r]) - cap * first
+                        link = model.add_linear_constraint(y - cap * node, low, low + cap - amount)
+                        if chosen is not None:
+                            link.only_enforce_if(chosen)
+                    if r in previous:
+                        model.add(previous[r] + amount <= y)
+                    xs[r].append(interval)
+                    ys[r].append(model.new_fixed_size_interval_var(y, amount, ""))
+                    alloc_vars.append(y)
+                previous = ys_unit
+                alloc_vars.append(node)
+                if plan is not None and hint:
+                    self._hint_unit(plan, job.key, j, node, choice, fitting, ys_unit)
+            for r in asked:
+                time_boxes[r].append((interval, job.units * job.unit[r]))
+            self.nodes[job.key] = unit_nodes
+            if plan is not None and hint:
+                self._hint_vars.append((start, plan.starts[job.key]))
+            model.add_decision_strategy([start], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
+            model.add_decision_strategy(alloc_vars, cp_model.CHOOSE_MIN_DOMAIN_SIZE, cp_model.SELECT_MAX_VALUE)
+        for r in resources:
+            if len(xs[r]) > 1 and any(job.unit[r] > 0 for job in instance.jobs):
+                model.add_no_overlap_2d(xs[r], ys[r])
+                model.add_cumulative([x for x, _ in time_boxes[r]], [d for _, d in time_boxes[r]],
+                                     int(totals[r]))
+        model.minimize(sum(job.weight * self.starts[job.key] for job in instance.jobs))
+        for var, value in self._hint_vars:
+            model.add_hint(var, value)
+
+    def _hint_unit(self, plan: Plan, key: int, j: int, node: cp_model.IntVar, choice: list,
+                   fitting: list[tuple[int, int]], ys_unit: dict[int, cp_model.IntVar]) -> None:
+        at = plan.nodes[key][j]
+        self._hint_vars.append((node, at))
+        for (first, count), chosen in zip(fitting, choice):
+            if chosen is not None:
+                self._hint_vars.append((chosen, int(first <= at < first + count)))
+        for r, y in ys_unit.items():
+            self._hint_vars.append((y, plan.positions[key][j][r]))
+
+
+def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4) -> CpOutcome:
+    """Build and solve the PCP'20 model of ``instance`` under the authors' time control.
+
+    The first solve gets ``limits.deterministic_time``; while no solution is found it is
+    retried with 50% of that more each time, up to ``max_retries`` times (spec 001
+    sec. 3.11); then the greedy plan is returned with status ``FALLBACK``.
+
+    >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
+    >>> inst = CpInstance(np.array([[2], [2]]),
+    ...                   (CpJob(1, 1, (2,), 10, 10_000), CpJob(2, 2, (1,), 1, 100_000)),
+    ...                   (CpRunning(4, ((0, (1,)),)),))
+    >>> out = solve_pcp20(inst, CpLimits())
+    >>> out.status, out.starts, out.placements
+    ('OPTIMAL', {1: 1, 2: 0}, {2: ((0, 1), (1, 1))})
+    """
+    watch = Stopwatch()
+    plan = greedy_plan(instance)
+    if plan.objective(instance) == 0:  # every job starts now: the lower bound, optimal
+        return plan_outcome(instance, plan, watch)
+    built = Pcp20Model(instance, plan)
+    variables, constraints = model_size(built.model)
+    budget = limits.deterministic_time
+    for attempt in range(max_retries + 1):
+        solver, status = solve(built.model, limits, budget)
+        if status in ("OPTIMAL", "FEASIBLE"):
+            starts = {key: int(solver.value(var)) for key, var in built.starts.items()}
+            placements = {}
+            for key, start in starts.items():
+                if start == 0:
+                    counts: dict[int, int] = defaultdict(int)
+                    for node in built.nodes[key]:
+                        counts[int(solver.value(node))] += 1
+                    placements[key] = tuple(sorted(counts.items()))
+            return CpOutcome(starts, placements, status, variables, constraints,
+                             int(solver.objective_value), attempt + 1, watch.seconds())
+        budget += 0.5 * limits.deterministic_time
+    placements = {key: plan.allocation(key) for key, start in plan.starts.items() if start == 0}
+    return CpOutcome(dict(plan.starts), placements, FALLBACK, variables, constraints,
+                     plan.objective(instance), max_retries + 1, watch.seconds())

@@ -1,0 +1,359 @@
+"""CP-SAT dispatchers: PCP'20, PCP'19, HCP'19 (seed 001) and CPH (seed 000).
+
+Each turns the view into a ``CpInstance`` (``market_hpc.algorithms.cp_instance``), solves
+it, and starts the jobs the plan starts now; the others stay queued with their submit
+time. Decisions taken where the papers are silent (spec 001 sec. 9, spec 000 C6):
+
+* **Model units.** Resource types with capacity on the platform; memory in whole GB
+  (per-unit requests rounded up, node capacities down; spec 001 A1). Durations are
+  whole seconds: ``max(1, ceil(estimate))``; a running job has
+  ``max(1, ceil(expected end - t))`` left (a job past its estimate gets 1 s, A9).
+* **Modelled jobs** (A2). PCP'20, PCP'19, HCP'19: the jobs that alone fit the free
+  resources now, the ``queue_limit`` (100) with the highest priority
+  ``(t - q + d) / d`` (ties: shorter ``d``, smaller area, earlier submit, lower id; A3).
+  The limit halves after a decision whose solver found nothing and is reset after a
+  solved one (sec. 3.11). CPH models the ``queue_limit`` most urgent jobs in PRB order,
+  fitting now or not, and minimises ``sum floor(maxEWT / EWT_q) * wait`` (spec 000 5.4).
+* **One modelled job** that fits now: starting it now is optimal, no solver call
+  (status ``TRIVIAL``).
+* **Checks.** Every start is re-checked on a scratch copy of the free resources
+  (node-exclusive mode, which the models do not know, and memory rounding); a plan
+  allocation that fails is replaced by the allocator's, and a job neither places waits.
+  If nothing runs and the plan starts nothing, the first job in priority order the
+  allocator places starts (no decision can then idle an empty machine forever).
+* **Not implemented**: HCP'19/PCP'19's "dispatching skip" (A15) and CPH's hand-over of
+  its plan to WEIGHTED's lookahead (spec 000 sec. 4.4); moldable jobs are dispatched
+  as rigid ones.
+
+Per decision the policy records status, model size and time; ``summary_stats()``
+feeds ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from market_hpc.algorithms.cp_instance import (
+    TRIVIAL,
+    CpInstance,
+    CpJob,
+    CpLimits,
+    CpOutcome,
+    CpRunning,
+    slowdown_weight,
+)
+from market_hpc.algorithms.cp_pcp19 import solve_pcp19
+from market_hpc.algorithms.cp_pcp20 import solve_pcp20
+from market_hpc.algorithms.cp_pooled import solve_pooled
+from market_hpc.domain.job import Job
+from market_hpc.domain.platform import MIB_PER_GB
+from market_hpc.domain.resources import MEM
+from market_hpc.errors import ConfigError
+from market_hpc.policies.allocators import job_fits
+from market_hpc.policies.base import NOTHING, Action, Allocation, Allocator, Decision, Start, View
+from market_hpc.policies.hetero import announce
+from market_hpc.policies.hetero_schedulers import DEFAULT_EXPECTED_WAIT, _take
+from market_hpc.policies.registry import register_scheduler
+
+QUEUE_LIMIT = 100
+DETERMINISTIC_TIME = 0.002
+"""Default initial deterministic-time limit per solve (small: the conformance suite runs
+every scheduler on many instances; the study raises it in ``scenarios/cp_dispatch.toml``)."""
+
+
+def model_units(platform_capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Columns with capacity, their divisor (GB for memory) and node capacities in model units.
+
+    >>> cols, scale, cap = model_units(np.array([[16, 2, 0, 16384]]))
+    >>> cols.tolist(), scale.tolist(), cap.tolist()
+    ([0, 1, 3], [1, 1, 1024], [[16, 2, 16]])
+    """
+    cols = np.flatnonzero(platform_capacity.sum(axis=0) > 0)
+    scale = np.array([MIB_PER_GB if c == MEM else 1 for c in cols], dtype=np.int64)
+    return cols, scale, platform_capacity[:, cols] // scale
+
+
+def _ceil_units(amounts: Sequence[int] | np.ndarray, cols: np.ndarray, scale: np.ndarray) -> tuple[int, ...]:
+    values = np.asarray(amounts, dtype=np.int64)[cols]
+    return tuple((-(-values // scale)).tolist())
+
+
+class CpScheduler:
+    """Shared machinery of the four CP dispatchers (see the module docstring).
+
+    Args:
+        allocator: Places jobs the model does not place, and re-places failed ones.
+        deterministic_time: Initial CP-SAT deterministic-time limit per solve.
+        workers: CP-SAT ``num_workers``.
+        solver_seed: CP-SAT ``random_seed``.
+        wall_seconds: Opt-in wall-clock limit per solve (breaks reproducibility).
+        queue_limit: Most jobs per model (the authors' ``q_length``).
+    """
+
+    label = ""
+
+    def __init__(self, allocator: Allocator, deterministic_time: float = DETERMINISTIC_TIME,
+                 workers: int = 1, solver_seed: int = 0, wall_seconds: float | None = None,
+                 queue_limit: int = QUEUE_LIMIT) -> None:
+        if queue_limit < 1:
+            raise ConfigError(f"scheduler {self.label!r}: queue_limit must be >= 1, got {queue_limit}")
+        try:
+            self.limits = CpLimits(float(deterministic_time), int(workers), int(solver_seed),
+                                   None if wall_seconds is None else float(wall_seconds))
+        except ValueError as exc:
+            raise ConfigError(f"scheduler {self.label!r}: {exc}") from None
+        self.allocator = allocator
+        self.name = f"{self.label}+{allocator.name}"
+        self.queue_limit = queue_limit
+        self.q_length = queue_limit
+        self.statuses: Counter[str] = Counter()
+        self.variables: list[int] = []
+        self.constraints: list[int] = []
+        self.solve_seconds: list[float] = []
+        self.last: CpOutcome | None = None
+        self._units: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None  # per platform
+
+    # ------------------------------------------------------------ instance
+    def durations(self, jobs: Sequence[Job]) -> list[int]:
+        """``max(1, ceil(estimate))`` per job."""
+        return [max(1, math.ceil(job.estimate)) for job in jobs]
+
+    def priority_order(self, jobs: Sequence[Job], now: float) -> list[Job]:
+        """PCP'19/20 priority: current slowdown descending, ties as in the module docstring."""
+        def key(job: Job) -> tuple[float, int, int, float, int]:
+            d = max(1, math.ceil(job.estimate))
+            return (-(now - job.submit + d) / d, d, d * job.units * sum(job.unit[:3]), job.submit, job.job_id)
+        return sorted(jobs, key=key)
+
+    def fits_now(self, jobs: Sequence[Job], view: View) -> list[Job]:
+        """The jobs that alone fit the free resources now."""
+        totals: dict[tuple[int, ...], int] = {}
+        fitting = []
+        for job in jobs:
+            if job.bb > view.free_bb:
+                continue
+            total = totals.get(job.unit)
+            if total is None:
+                total = totals[job.unit] = int(job_fits(job, view.free, view).sum())
+            if total >= job.units:
+                fitting.append(job)
+        return fitting
+
+    def instance(self, jobs: Sequence[Job], weights: Sequence[int], view: View) -> CpInstance:
+        """The CP instance of ``jobs`` (in priority order) and the running jobs."""
+        if self._units is None or self._units[0] is not view.platform:
+            self._units = (view.platform, *model_units(view.platform.capacity))
+        _, cols, scale, capacity = self._units
+        durations = self.durations(jobs)
+        cp_jobs = tuple(CpJob(job.job_id, job.units, _ceil_units(job.unit, cols, scale), d, w)
+                        for job, d, w in zip(jobs, durations, weights))
+        room = capacity.copy()
+        running = []
+        platform_capacity = view.platform.capacity
+        for job in view.running:
+            remaining = max(1, math.ceil(view.expected_end(job) - view.time))
+            usage = []
+            for node, units in job.allocation:
+                amounts = platform_capacity[node] if view.exclusive else np.multiply(job.job.unit, units)
+                taken = np.minimum(np.asarray(_ceil_units(amounts, cols, scale)), room[node])
+                room[node] -= taken
+                usage.append((node, tuple(taken.tolist())))
+            running.append(CpRunning(remaining, tuple(usage)))
+        return CpInstance(capacity, cp_jobs, tuple(running))
+
+    # ------------------------------------------------------------ decision
+    def modelled(self, queue: list[Job], view: View) -> tuple[list[Job], list[int]]:
+        """The jobs to model, in priority order, and their objective weights."""
+        jobs = self.fits_now(self.priority_order(queue, view.time), view)[: self.q_length]
+        return jobs, [slowdown_weight(d) for d in self.durations(jobs)]
+
+    def solve(self, instance: CpInstance) -> CpOutcome:
+        """Solve one instance (each dispatcher its own model)."""
+        raise NotImplementedError
+
+    def decide(self, view: View, rng: np.random.Generator) -> Decision:
+        """Model, solve, and start the jobs planned to start now."""
+        began = time.perf_counter()
+        queue = list(view.queue)
+        if not queue or not self.fits_now(queue, view):
+            return NOTHING  # nothing can start: no model (the authors' code does the same)
+        jobs, weights = self.modelled(queue, view)
+        if len(jobs) == 1 and self.fits_now(jobs, view):
+            outcome = CpOutcome({jobs[0].job_id: 0}, {}, TRIVIAL)
+        else:
+            outcome = self.solve(self.instance(jobs, weights, view))
+            self.adapt_queue_length(outcome, len(jobs))
+        self.last = outcome
+        actions = self.starts(jobs, outcome, view)
+        if not actions and not view.running:
+            actions = self.first_fitting(self.priority_order(queue, view.time), view)
+        self.statuses[outcome.status] += 1
+        if outcome.variables:  # a model was built
+            self.variables.append(outcome.variables)
+            self.constraints.append(outcome.constraints)
+        self.solve_seconds.append(time.perf_counter() - began)
+        return Decision(tuple(actions)) if actions else NOTHING
+
+    def adapt_queue_length(self, outcome: CpOutcome, modelled: int) -> None:
+        """Halve ``q_length`` after a decision without a solution, reset it after one."""
+        if outcome.status in ("OPTIMAL", "FEASIBLE"):
+            self.q_length = self.queue_limit
+        else:
+            self.q_length = max(1, min(self.q_length, modelled) // 2)
+
+    def starts(self, jobs: Sequence[Job], outcome: CpOutcome, view: View) -> list[Action]:
+        """Start actions of the jobs planned at 0, each checked on a scratch free array."""
+        now_jobs = [job for job in jobs if outcome.starts.get(job.job_id) == 0]
+        if not now_jobs:
+            return []
+        announce(self.allocator, now_jobs, view)
+        free = view.free.copy()
+        free_bb = view.free_bb
+        actions: list[Action] = []
+        for job in now_jobs:
+            if job.bb > free_bb:
+                continue
+            allocation = outcome.placements.get(job.job_id)
+            if allocation is None or not _fits(job, allocation, free, view):
+                allocation = self.allocator.allocate(job, free, view)
+            if allocation is None:
+                continue
+            actions.append(Start(job.job_id, allocation))
+            _take(free, job, allocation, view)
+            free_bb -= job.bb
+        return actions
+
+    def first_fitting(self, ordered: Sequence[Job], view: View) -> list[Action]:
+        """Start the first job the allocator places (an idle machine must not stay idle)."""
+        announce(self.allocator, ordered, view)
+        for job in ordered:
+            allocation = self.allocator.allocate(job, view.free.copy(), view) if job.bb <= view.free_bb else None
+            if allocation is not None:
+                self.statuses["LIVENESS"] += 1
+                return [Start(job.job_id, allocation)]
+        return []
+
+    def summary_stats(self) -> dict[str, Any]:
+        """Per-run CP statistics for ``summary.json``."""
+        solved = sum(self.statuses.values())
+        variables = np.asarray(self.variables or [0])
+        constraints = np.asarray(self.constraints or [0])
+        return {
+            "cp_decisions": solved,
+            "cp_status_counts": dict(sorted(self.statuses.items())),
+            "cp_optimal_share": (self.statuses["OPTIMAL"] + self.statuses[TRIVIAL]) / solved if solved else 0.0,
+            "cp_fallback_share": self.statuses["FALLBACK"] / solved if solved else 0.0,
+            "cp_mean_variables": float(variables.mean()),
+            "cp_max_variables": int(variables.max()),
+            "cp_mean_constraints": float(constraints.mean()),
+            "cp_max_constraints": int(constraints.max()),
+        }
+
+
+def _fits(job: Job, allocation: Allocation, free: np.ndarray, view: View) -> bool:
+    fits = job_fits(job, free, view)
+    return sum(units for _, units in allocation) == job.units and all(
+        fits[node] >= units for node, units in allocation)
+
+
+@register_scheduler("pcp20", "seed 001 PCP'20: CP-SAT schedule and allocation, model size independent of the "
+                    "node count", allocators=("best-fit", "first-fit"), default_allocator="best-fit")
+class Pcp20(CpScheduler):
+    """PCP'20 (``market_hpc.algorithms.cp_pcp20``); the allocator (best-fit or first-fit)
+    only repairs allocations the checks reject and serves the idle-machine rule.
+
+    Args:
+        max_retries: Solves with 50% more deterministic time while none found a solution.
+    """
+
+    label = "pcp20"
+
+    def __init__(self, allocator: Allocator, max_retries: int = 4, **limits: Any) -> None:
+        super().__init__(allocator, **limits)
+        self.max_retries = max_retries
+
+    def solve(self, instance: CpInstance) -> CpOutcome:
+        """Solve the PCP'20 model."""
+        return solve_pcp20(instance, self.limits, self.max_retries)
+
+
+@register_scheduler("pcp19", "seed 001 PCP'19: CP-SAT with per-node allocation variables (grows with the "
+                    "node count)", allocators=("best-fit", "first-fit"), default_allocator="best-fit")
+class Pcp19(CpScheduler):
+    """PCP'19 (``market_hpc.algorithms.cp_pcp19``) with the doubling time control."""
+
+    label = "pcp19"
+
+    def solve(self, instance: CpInstance) -> CpOutcome:
+        """Solve the per-node model."""
+        return solve_pcp19(instance, self.limits)
+
+
+@register_scheduler("hcp19", "seed 001 HCP'19: CP-SAT on pooled capacity, then best-fit allocation",
+                    allocators=("best-fit", "first-fit"), default_allocator="best-fit")
+class Hcp19(CpScheduler):
+    """HCP'19: pooled schedule (``market_hpc.algorithms.cp_pooled``), best-fit placement
+    (the paper's; first-fit is accepted as a variant)."""
+
+    label = "hcp19"
+
+    def solve(self, instance: CpInstance) -> CpOutcome:
+        """Solve the pooled model under the doubling time control."""
+        return solve_pooled(instance, self.limits)
+
+
+@register_scheduler("cph", "seed 000 CPH: CP-SAT on pooled capacity (PRB priorities, weighted waits), then "
+                    "any allocator")
+class Cph(CpScheduler):
+    """CPH (Borghesi et al., in Netti et al. 2018): pooled schedule, jobs starting now go
+    to the allocator in PRB order, skipping those it cannot place.
+
+    Args:
+        expected_wait: Expected waiting time (s) per queue id (PRB's EWT).
+        default_wait: EWT of queues without data (AccaSim: 1800 s).
+    """
+
+    label = "cph"
+
+    def __init__(self, allocator: Allocator, expected_wait: Mapping[int, float] | None = None,
+                 default_wait: float = DEFAULT_EXPECTED_WAIT, **limits: Any) -> None:
+        super().__init__(allocator, **limits)
+        waits = {int(k): float(v) for k, v in (expected_wait or {}).items()}
+        if default_wait <= 0 or any(w <= 0 for w in waits.values()):
+            raise ConfigError(f"scheduler 'cph': expected waits must be > 0, got {waits} / {default_wait}")
+        self.expected_wait = waits
+        self.default_wait = float(default_wait)
+
+    def prb(self, queue: Sequence[Job], now: float) -> tuple[list[Job], list[int]]:
+        """All queued jobs in PRB order and their weights ``floor(maxEWT / EWT_q)``."""
+        waits = [self.expected_wait.get(job.queue, self.default_wait) for job in queue]
+        longest = max(waits, default=self.default_wait)
+        demand = [max(1, math.ceil(j.estimate)) * j.units * sum(j.unit[:3]) for j in queue]
+        order = sorted(range(len(queue)),
+                       key=lambda i: (-longest * (now - queue[i].submit + 1.0) / waits[i], demand[i], i))
+        return [queue[i] for i in order], [max(1, int(longest // waits[i])) for i in order]
+
+    def modelled(self, queue: list[Job], view: View) -> tuple[list[Job], list[int]]:
+        """The ``queue_limit`` most urgent jobs in PRB order, fitting now or not."""
+        jobs, weights = self.prb(queue, view.time)
+        return jobs[: self.q_length], weights[: self.q_length]
+
+    def priority_order(self, jobs: Sequence[Job], now: float) -> list[Job]:
+        """PRB order (used for the idle-machine rule)."""
+        return self.prb(jobs, now)[0]
+
+    def adapt_queue_length(self, outcome: CpOutcome, modelled: int) -> None:
+        """CPH keeps its queue length (the time limit doubles instead)."""
+
+    def solve(self, instance: CpInstance) -> CpOutcome:
+        """Solve the pooled model, doubling the limit only until a solution is found."""
+        return solve_pooled(instance, self.limits, stable_runs=1)
+
+
+__all__ = ["CpScheduler", "Cph", "Hcp19", "Pcp19", "Pcp20", "model_units"]

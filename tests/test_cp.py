@@ -1,0 +1,217 @@
+"""CP-SAT dispatchers (seed 001 PCP'20, PCP'19, HCP'19; seed 000 CPH).
+
+Model size against the node count, optimality against an independent brute force on
+small random instances, load-time rejection of jobs that never fit, and the summary
+statistics a run reports. The conformance and invariant suites cover the four
+registered schedulers like every other one.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from market_hpc.algorithms.cp_greedy import greedy_plan
+from market_hpc.algorithms.cp_instance import (
+    CpInstance,
+    CpJob,
+    CpLimits,
+    CpRunning,
+    check_instance,
+    model_size,
+    slowdown_weight,
+)
+from market_hpc.algorithms.cp_pcp19 import solve_pcp19
+from market_hpc.algorithms.cp_pcp20 import Pcp20Model, solve_pcp20
+from market_hpc.algorithms.cp_pooled import solve_pooled
+from market_hpc.domain.job import Job
+from market_hpc.domain.platform import NodeType, Platform, parse_inline
+from market_hpc.errors import ConfigError
+from market_hpc.experiment.config import config_from_dict
+from market_hpc.experiment.run import simulate
+from market_hpc.policies import make_policy
+from market_hpc.workload.kit import kit_like, require_fits
+
+# KIT's two node types (cores, gpus, mem GB) at the issue's three sizes.
+THIN, FAT = (20, 0, 64), (48, 4, 1024)
+SIZES = (64, 1173, 5544)
+
+
+def kit_capacity(nodes: int) -> np.ndarray:
+    return np.array([THIN] * (nodes - 21) + [FAT] * 21, dtype=np.int64)
+
+
+def queue_on(nodes: int) -> CpInstance:
+    """The same queue and running jobs (on the first nodes) on a platform of ``nodes``."""
+    rng = np.random.default_rng(5)
+    jobs = []
+    for key in range(30):
+        units = int(rng.choice([1, 2, 4, 8]))
+        unit = (20, 0, int(rng.integers(1, 64))) if key % 5 else (48, int(rng.integers(1, 5)), 512)
+        duration = int(rng.integers(60, 7200))
+        jobs.append(CpJob(key, units if key % 5 else 1, unit, duration, slowdown_weight(duration)))
+    running = tuple(CpRunning(int(rng.integers(1, 5000)), ((node, (20, 0, 32)),)) for node in range(40))
+    return CpInstance(kit_capacity(nodes), tuple(jobs), running)
+
+
+def test_pcp20_model_size_does_not_grow_with_the_node_count() -> None:
+    sizes = set()
+    for nodes in SIZES:
+        instance = queue_on(nodes)
+        sizes.add(model_size(Pcp20Model(instance, greedy_plan(instance)).model))
+    assert len(sizes) == 1, sizes
+    variables, constraints = sizes.pop()
+    assert variables > 30 and constraints > 30
+
+
+def test_pcp19_model_grows_with_the_node_count() -> None:
+    small, large = (solve_pcp19(CpInstance(kit_capacity(n), queue_on(n).jobs[:3], ()), CpLimits())
+                    for n in (64, 1173))
+    # every job starts now on an empty platform: no model is built at all
+    assert small.variables == large.variables == 0
+    busy = [CpRunning(100, tuple((node, tuple(row)) for node, row in enumerate(kit_capacity(n).tolist())))
+            for n in (64, 1173)]
+    quick = CpLimits(deterministic_time=0.001)
+    small, large = (solve_pcp19(CpInstance(kit_capacity(n), queue_on(n).jobs[:3], (run,)), quick, 0)
+                    for n, run in zip((64, 1173), busy))
+    assert large.variables > 10 * small.variables > 0
+
+
+# ------------------------------------------------------------ brute force
+def brute_force(instance: CpInstance) -> int:
+    """Minimum ``sum weight * start`` by enumeration: every start on the grid 0..horizon and
+    every split of a job's unit-size units over the nodes, checked per node and time step.
+    With units of height 1 per-node counts are exact (interval graphs colour with their
+    clique size), so this is the PCP'20 optimum."""
+    capacity = instance.capacity[:, 0]
+    horizon = instance.horizon
+    load = np.zeros((len(capacity), horizon + 1), dtype=np.int64)
+    for job in instance.running:
+        for node, amounts in job.usage:
+            load[node, : job.remaining] += amounts[0]
+    splits = {}
+    for job in instance.jobs:
+        splits[job.key] = [split for split in itertools.product(*(range(min(job.units, c // job.unit[0]) + 1)
+                                                                  for c in capacity))
+                           if sum(split) == job.units]
+    best = [float("inf")]
+
+    def search(index: int, cost: int) -> None:
+        if cost >= best[0]:
+            return
+        if index == len(instance.jobs):
+            best[0] = cost
+            return
+        job = instance.jobs[index]
+        for start in range(horizon - job.duration + 1):
+            if cost + job.weight * start >= best[0]:
+                break
+            window = slice(start, start + job.duration)
+            for split in splits[job.key]:
+                need = np.array(split) * job.unit[0]
+                if (load[:, window] + need[:, None] <= capacity[:, None]).all():
+                    load[:, window] += need[:, None]
+                    search(index + 1, cost + job.weight * start)
+                    load[:, window] -= need[:, None]
+
+    search(0, 0)
+    return int(best[0])
+
+
+def random_instance(seed: int) -> CpInstance:
+    rng = np.random.default_rng(seed)
+    capacity = rng.integers(1, 4, size=(int(rng.integers(1, 4)), 1))
+    jobs = []
+    for key in range(int(rng.integers(2, 7))):
+        per = 1  # unit heights 1: per-node counts are exact, so the brute force is too
+        fits = int(capacity[:, 0].sum())
+        units = int(rng.integers(1, min(fits, 3) + 1))
+        duration = int(rng.integers(1, 3))
+        jobs.append(CpJob(key, units, (per,), duration, int(rng.integers(1, 4))))
+    running = []
+    for node in range(len(capacity)):
+        if rng.random() < 0.5:
+            running.append(CpRunning(int(rng.integers(1, 4)), ((node, (int(rng.integers(1, capacity[node, 0] + 1)),)),)))
+    return CpInstance(capacity, tuple(jobs), tuple(running))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_pcp20_optimum_equals_brute_force(seed: int) -> None:
+    instance = random_instance(seed)
+    outcome = solve_pcp20(instance, CpLimits(deterministic_time=10.0))
+    assert outcome.status == "OPTIMAL", outcome
+    assert outcome.objective == brute_force(instance)
+    pooled = solve_pooled(instance, CpLimits(deterministic_time=10.0))
+    assert pooled.objective <= outcome.objective  # the pooled relaxation is a lower bound
+
+
+def test_pcp19_and_pcp20_agree_on_small_instances() -> None:
+    for seed in range(10):
+        instance = random_instance(100 + seed)
+        limits = CpLimits(deterministic_time=10.0)
+        assert solve_pcp19(instance, limits).objective == solve_pcp20(instance, limits).objective
+
+
+# ------------------------------------------------------------ rejection
+def test_a_job_that_never_fits_is_rejected_naming_job_and_resource() -> None:
+    instance = CpInstance(np.array([[4, 0], [4, 2]]), (CpJob(9, 2, (2, 2), 5, 1),))
+    with pytest.raises(ValueError, match=r"job 9 can never run: needs 2 units of \(cores=2, gpus=2\) "
+                                         r"but the empty platform holds 1 \(gpus: 2 in total\)"):
+        check_instance(instance, ("cores", "gpus"))
+    small = Platform("small-kit", (NodeType("thin", 4, 20),))
+    with pytest.raises(ConfigError, match=r"job \d+ can never run on 'small-kit': .*cores"):
+        kit_like(200, seed=3, platform=small)
+    with pytest.raises(ConfigError, match=r"x: job 4 can never run on 'nodes=2,cores=4': a unit needs mics=1"):
+        require_fits([Job(4, 0.0, 1.0, 1.0, unit=(1, 0, 1, 0))], parse_inline("nodes=2,cores=4"), "x")
+
+
+# ------------------------------------------------------------ policies
+def test_cp_runs_report_status_model_size_and_dispatch_percentiles() -> None:
+    config = config_from_dict({
+        "platform": "eurora", "seed": 2, "timeseries": False,
+        "workload": {"generator": "eurora", "jobs": 120, "month": "2014-09"},
+        "policy": {"scheduler": "pcp20", "params": {"deterministic_time": 0.01, "queue_limit": 20}},
+    })
+    summary = simulate(config).summary
+    assert summary["jobs_completed"] == 120
+    assert summary["cp_decisions"] > 0
+    assert set(summary["cp_status_counts"]) <= {"OPTIMAL", "FEASIBLE", "FALLBACK", "TRIVIAL", "LIVENESS"}
+    assert 0.0 <= summary["cp_optimal_share"] <= 1.0
+    assert 0.0 < summary["mean_dispatch_ms"] <= summary["max_dispatch_ms"]
+    assert summary["p99_dispatch_ms"] <= summary["max_dispatch_ms"]
+
+
+def test_bad_scheduler_parameters_fail_with_the_scheduler_name() -> None:
+    with pytest.raises(ConfigError, match="scheduler 'pcp20'"):
+        make_policy("pcp20", scheduler_params={"deterministic_time": -1})
+    with pytest.raises(ConfigError, match="scheduler 'cph'"):
+        make_policy("cph", "balanced", scheduler_params={"no_such_parameter": 1})
+
+
+def test_cph_composes_with_every_allocator() -> None:
+    for allocator in ("first-fit", "best-fit", "balanced", "weighted", "priority-weighted"):
+        assert make_policy("cph", allocator).name == f"cph+{allocator}"
+
+
+def test_the_cp_study_sweep_runs_end_to_end_on_small_data() -> None:
+    import copy
+    from pathlib import Path
+
+    from invariants import assert_schedule_invariants
+
+    from market_hpc.domain.platform import load_platform
+    from market_hpc.experiment.run import build_workload
+    from market_hpc.experiment.sweep import load_sweep
+
+    sweep = load_sweep(Path(__file__).resolve().parents[1] / "scenarios" / "cp_dispatch.toml")
+    assert len(sweep.runs) == 10
+    for run in sweep.runs:
+        data = copy.deepcopy(run.config)
+        data["workload"]["jobs"] = 40
+        config = config_from_dict(data)
+        jobs, _ = build_workload(config, load_platform(config.platform))
+        result = simulate(config, jobs=jobs)
+        assert_schedule_invariants(jobs, result.jobs, config.platform)
+        assert result.summary["jobs_completed"] == len(jobs), run.params
