@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from ortools.sat.python import cp_model
 
-STATUS_NAMES = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
-                cp_model.INFEASIBLE: "INFEASIBLE", cp_model.UNKNOWN: "UNKNOWN",
-                cp_model.MODEL_INVALID: "MODEL_INVALID"}
+if TYPE_CHECKING:  # loaded on first solve: OR-Tools (and the pandas it imports) cost ~0.5 s
+    from ortools.sat.python import cp_model
+
 FALLBACK = "FALLBACK"
 """Status of a decision whose solver found nothing: the greedy plan is used instead."""
 TRIVIAL = "TRIVIAL"
@@ -227,7 +227,12 @@ class Stopwatch:
 def solve(model: cp_model.CpModel, limits: CpLimits, deterministic_time: float
           ) -> tuple[cp_model.CpSolver, str]:
     """Solve once; return the solver and the status name."""
+    from ortools.sat.python import cp_model
+
     solver = cp_model.CpSolver()
     configure(solver, limits, deterministic_time)
     status = solver.solve(model)
-    return solver, STATUS_NAMES.get(status, str(status))
+    names = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
+             cp_model.INFEASIBLE: "INFEASIBLE", cp_model.UNKNOWN: "UNKNOWN",
+             cp_model.MODEL_INVALID: "MODEL_INVALID"}
+    return solver, names.get(status, str(status))

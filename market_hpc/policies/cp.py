@@ -48,9 +48,6 @@ from market_hpc.algorithms.cp_instance import (
     CpRunning,
     slowdown_weight,
 )
-from market_hpc.algorithms.cp_pcp19 import solve_pcp19
-from market_hpc.algorithms.cp_pcp20 import solve_pcp20
-from market_hpc.algorithms.cp_pooled import solve_pooled
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import MIB_PER_GB
 from market_hpc.domain.resources import MEM
@@ -280,6 +277,7 @@ class Pcp20(CpScheduler):
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the PCP'20 model."""
+        from market_hpc.algorithms.cp_pcp20 import solve_pcp20  # OR-Tools on first use
         return solve_pcp20(instance, self.limits, self.max_retries)
 
 
@@ -292,6 +290,7 @@ class Pcp19(CpScheduler):
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the per-node model."""
+        from market_hpc.algorithms.cp_pcp19 import solve_pcp19  # OR-Tools on first use
         return solve_pcp19(instance, self.limits)
 
 
@@ -305,6 +304,7 @@ class Hcp19(CpScheduler):
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the pooled model under the doubling time control."""
+        from market_hpc.algorithms.cp_pooled import solve_pooled  # OR-Tools on first use
         return solve_pooled(instance, self.limits)
 
 
@@ -353,6 +353,7 @@ class Cph(CpScheduler):
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the pooled model, doubling the limit only until a solution is found."""
+        from market_hpc.algorithms.cp_pooled import solve_pooled  # OR-Tools on first use
         return solve_pooled(instance, self.limits, stable_runs=1)
 
 
