@@ -12,6 +12,7 @@ from collections import OrderedDict
 
 import mesa
 import numpy as np
+from sortedcontainers import SortedList
 
 from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
 from market_hpc.algorithms.node_runs import NodeRuns
@@ -92,14 +93,23 @@ class QueueAgent(mesa.Agent):
         # leave at the front until it resizes, so finding the head costs O(queue) on long
         # queues (16 us per decision on a 50,000-job queue); the linked order is O(1).
         self.jobs: dict[int, Job] = OrderedDict()
+        # Cores of every waiting job, sorted: the smallest tells a backfilling pass in O(1)
+        # that nothing can fit (archive traces keep thousands of jobs queued for months).
+        self.cores: SortedList = SortedList()
 
     def push(self, job: Job) -> None:
         """Append a job at the tail."""
         self.jobs[job.job_id] = job
+        self.cores.add(job.cores)
 
     def take(self, job_id: int) -> None:
         """Take a job out of the queue (started, dropped)."""
-        del self.jobs[job_id]
+        self.cores.remove(self.jobs.pop(job_id).cores)
+
+    @property
+    def min_cores(self) -> int:
+        """Fewest cores any waiting job asks for (0 when the queue is empty)."""
+        return self.cores[0] if self.cores else 0
 
 
 class ResourceManagerAgent(mesa.Agent):

@@ -23,6 +23,10 @@ class QueueState(Protocol):
 
     jobs: dict[int, Job]
 
+    @property
+    def min_cores(self) -> int:
+        """Fewest cores any waiting job asks for (0 when none waits)."""
+
 
 class JobAgentState(Protocol):
     """The dynamic facts of a job in the system that views report."""

@@ -52,7 +52,7 @@ class ModelView:
     """Snapshot of ``model`` at the current instant, valid during one ``decide`` call."""
 
     __slots__ = ("_model", "time", "platform", "free_total", "free_bb", "exclusive", "queue",
-                 "running", "free_index", "bids")
+                 "queue_min_cores", "running", "free_index", "bids")
 
     def __init__(self, model: SimulationState) -> None:
         self._model = model
@@ -62,6 +62,8 @@ class ModelView:
         self.free_bb: float = model.free_bb
         self.exclusive: bool = model.exclusive
         self.queue: Sequence[Job] = ReadOnlySequence(model.queue_agent.jobs)
+        # Fewest cores a waiting job asks for: EASY skips a pass in which nothing can fit.
+        self.queue_min_cores: int = model.queue_agent.min_cores
         self.running: Sequence[RunningJob] = ReadOnlySequence(model.running_by_end)
         # bids(free) -> one bid per node: the node agents' strategies priced on ``free``
         self.bids: Callable[[np.ndarray], np.ndarray] = model.manager.collect_bids

@@ -126,6 +126,8 @@ class Easy:
         first = next(queue, None)
         if first is None or (first.cores > free_cores and free_cores == 0):
             return NOTHING  # nothing can start or backfill now
+        if first.cores > free_cores and getattr(view, "queue_min_cores", 0) > free_cores:
+            return NOTHING  # no waiting job fits the free cores: the pass would start nothing
         with pass_scratch(view) as scratch:
             return self._pass(view, first, queue, free_cores, free_bb, with_bb, scratch)
 
