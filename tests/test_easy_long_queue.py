@@ -44,7 +44,8 @@ def test_queue_agent_tracks_the_smallest_waiting_request():
     while model.running:
         model.step()
         agent = model.queue_agent
-        seen.append((model.now, agent.min_cores, min((j.cores for j in agent.jobs.values()), default=0)))
+        smallest = min((j.cores for j in agent.jobs.values()), default=0)
+        seen.append((model.now, agent.min_cores, smallest))
     assert all(tracked == actual for _, tracked, actual in seen)
     assert seen[0][1:] == (3, 3)  # job 1 runs, job 2 (3 cores) waits
     assert model.queue_agent.min_cores == 0 and not model.queue_agent.cores
