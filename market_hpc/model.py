@@ -25,8 +25,8 @@ from market_hpc.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAg
 from market_hpc.algorithms.allocation import units_fit
 from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
 from market_hpc.algorithms.free_index import FreeCoreIndex
-from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.algorithms.market import remaining_time
+from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError, PolicyError
@@ -34,9 +34,9 @@ from market_hpc.free_state import FreeResources, check_runs
 from market_hpc.policies.base import Decision, Drop, Hold, Policy, RunningJob, Start
 from market_hpc.policies.registry import make_policy, scheduler_entry
 from market_hpc.recorder import Recorder
+from market_hpc.state import COMPLETION, DECISION
 from market_hpc.view import ModelView
 
-COMPLETION, ARRIVAL, DECISION = 0, 1, 2
 _CORE_UNIT = (1, 0, 0, 0)
 _NEVER = math.inf
 

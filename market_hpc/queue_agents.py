@@ -22,10 +22,7 @@ from market_hpc.algorithms.queues import route, unroutable_message
 from market_hpc.domain.job import Job
 from market_hpc.domain.queues import QueueConfig
 from market_hpc.errors import ConfigError
-
-DECISION_ORDER = 2
-"""The model's event order of decisions (``market_hpc.model.DECISION``): after completions
-and arrivals at the same instant."""
+from market_hpc.state import DECISION
 
 
 class QueueHost(Protocol):
@@ -110,7 +107,7 @@ def install_queues(model: QueueHost, config: QueueConfig,
     agent = RoutedQueueAgent(model, config)
     model.queue_agent = agent
     for when, later in sorted(reconfigurations, key=lambda item: item[0]):
-        model._push(float(when), DECISION_ORDER, _Reconfigure(later))
+        model._push(float(when), DECISION, _Reconfigure(later))
     return agent
 
 

@@ -17,6 +17,10 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.policies.base import RunningJob, View
 
+COMPLETION, ARRIVAL, DECISION = 0, 1, 2
+"""Event orders of the model's heap: at one instant completions, then arrivals, then
+decisions (a decision event may carry a callback, e.g. a seed 004 reconfiguration)."""
+
 
 class QueueState(Protocol):
     """A queue: its waiting jobs by id, in queue order."""
