@@ -73,18 +73,7 @@ def test_the_package_has_no_import_cycles():
     assert {"market_hpc.model", "market_hpc.agents", "market_hpc.view", "market_hpc.recorder"} <= set(graph)
     assert graph.has_edge("market_hpc.model", "market_hpc.agents")  # the scan sees imports at all
     cycles = sorted(sorted(cycle) for cycle in nx.simple_cycles(graph))
-    cycles = [cycle for cycle in cycles if not set(cycle) <= KNOWN_EXPERIMENT_CYCLE]
     assert not cycles, f"import cycles: {cycles}"
-
-
-# Known and not yet removed (issue 13 closing note): a seed 004 run (``experiment.queues``)
-# is started by ``run.simulate``, collects its results with ``run.collect`` and samples
-# partitions through the sweep executors, which run ``run.simulate``. Removing it needs
-# the executors' process/Dask pools in a module below ``run`` and ``collect`` below the
-# dispatch; until then these three modules (and the study script) may import each other
-# lazily, and any other cycle fails.
-KNOWN_EXPERIMENT_CYCLE = {"market_hpc.experiment.queues", "market_hpc.experiment.queues_study",
-                          "market_hpc.experiment.run", "market_hpc.experiment.sweep_exec"}
 
 
 def test_the_cycle_check_sees_type_checking_imports(tmp_path):

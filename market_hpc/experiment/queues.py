@@ -3,13 +3,14 @@
 ``plan_period`` turns one history period's jobs into the configurations of every
 strategy: Eq. 7 proportional partitioning, DP-NLPM (utilisation lower bounds, 100
 partition sets per 10-day epoch, cubic surrogates, SLSQP), DQR (greedy split/merge) and
-the hybrid pool. The simulations it needs run through the sweep runner's executors
-(``make_executor``: in this process, local processes or Dask) as batches of
+the hybrid pool. The simulations it needs run through the executors of
+``experiment.executors`` (in this process, local processes or Dask) as batches of
 ``(queue jobs, capacity)`` tasks; results are cached per (queue job set, size), since a
 partitioned queue's waits depend on its own partition only.
 
-``simulate_queues`` runs a whole trace with the configuration of each period put in
-force by a reconfiguration event at the period's start.
+``queue_run`` builds the model of a whole trace with the configuration of each period
+put in force by a reconfiguration event at the period's start; ``run.simulate`` runs
+and collects it and adds ``queue_summary``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,7 +40,10 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.domain.queues import QueueConfig
 from market_hpc.experiment.config import QueuesConfig, RunConfig
-from market_hpc.experiment.sweep_exec import DaskExecutor, ProcessExecutor, make_executor
+from market_hpc.experiment.executors import make_executor
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DAY = 86400.0
 SimTask = tuple[QueueJobs, int, float]
@@ -60,12 +64,10 @@ def map_batches(executor: Any, tasks: list[SimTask], batches: int) -> list[tuple
         return []
     size = max(1, math.ceil(len(tasks) / batches))
     chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
-    if isinstance(executor, ProcessExecutor) and executor._pool is not None:
-        parts = list(executor._pool.map(simulate_batch, chunks))
-    elif isinstance(executor, DaskExecutor) and executor._client is not None:
-        parts = executor._client.gather(executor._client.map(simulate_batch, chunks, pure=False))
-    else:
+    if executor is None:
         parts = [simulate_batch(chunk) for chunk in chunks]
+    else:
+        parts = executor.map(simulate_batch, chunks)
     return [result for part in parts for result in part]
 
 
@@ -303,10 +305,18 @@ def plan_schedule(jobs: Sequence[Job], platform: Platform, settings: QueuesConfi
     return schedule, plans
 
 
-def simulate_queues(config: RunConfig, jobs: list[Job], platform: Platform, report: dict[str, Any]) -> Any:
-    """Run a multi-queue scenario (``[queues]``); summary gains per-period metrics."""
-    from market_hpc.experiment.queues_study import period_metrics
-    from market_hpc.experiment.run import collect
+@dataclass
+class QueueRun:
+    """A multi-queue model ready to run, with the plans that configured it."""
+
+    model: Any
+    schedule: list[tuple[float, QueueConfig]]
+    plans: list[Any]
+
+
+def queue_run(config: RunConfig, jobs: list[Job], platform: Platform) -> QueueRun:
+    """Plan the partitions of a multi-queue scenario (``[queues]``) and build its model
+    (``run.simulate`` runs and collects it, then adds ``queue_summary``)."""
     from market_hpc.model import HPCModel
     from market_hpc.policies import make_policy
 
@@ -317,16 +327,46 @@ def simulate_queues(config: RunConfig, jobs: list[Job], platform: Platform, repo
     policy = make_policy(f"queues-{first.mode}", config.policy.allocator, scheduler_params={"config": first})
     model = HPCModel(jobs, platform, policy=policy, exclusive=config.exclusive, seed=config.seed,
                      record_timeseries=config.timeseries, queues=first, reconfigurations=schedule[1:])
-    began = time.perf_counter()
-    model.run()
-    result = collect(model, config, report, time.perf_counter() - began)
-    period = settings.period_days * DAY
-    result.summary["queue_periods"] = period_metrics(result.jobs, jobs, period_starts(jobs, period), period,
-                                                     platform.total_cores)
-    history = model.queue_agent.history  # the first entry is stamped at construction (t = 0)
-    result.summary["queue_configs"] = [{"from": schedule[0][0] if k == 0 else when, "config": c.describe()}
-                                       for k, (when, c) in enumerate(history)]
-    result.summary["planning_seconds"] = sum(p.seconds for p in plans)
-    result.summary["planning_simulation_seconds"] = sum(p.simulation_seconds for p in plans)
-    result.summary["planning_simulations"] = sum(p.simulations for p in plans)
-    return result
+    return QueueRun(model, schedule, plans)
+
+
+def queue_summary(summary: dict[str, Any], frame: Any, run: QueueRun, jobs: Sequence[Job],
+                  config: RunConfig) -> None:
+    """Add per-period metrics, the configurations in force and the planning cost to a
+    finished multi-queue run's summary."""
+    period = config.queues.period_days * DAY
+    summary["queue_periods"] = period_metrics(frame, jobs, period_starts(jobs, period), period,
+                                              run.model.platform.total_cores)
+    history = run.model.queue_agent.history  # the first entry is stamped at construction (t = 0)
+    summary["queue_configs"] = [{"from": run.schedule[0][0] if k == 0 else when, "config": c.describe()}
+                                for k, (when, c) in enumerate(history)]
+    summary["planning_seconds"] = sum(p.seconds for p in run.plans)
+    summary["planning_simulation_seconds"] = sum(p.simulation_seconds for p in run.plans)
+    summary["planning_simulations"] = sum(p.simulations for p in run.plans)
+
+
+BSLD_FLOOR = 10.0
+
+
+def period_metrics(frame: pd.DataFrame, jobs: Sequence[Job], starts: Sequence[float], period: float,
+                   total_cores: int) -> list[dict[str, Any]]:
+    """Mean and max wait, mean bounded slowdown (10 s) of the jobs submitted in each
+    period, and utilisation (busy core-seconds inside the period / capacity)."""
+    started = frame[frame["start_time"].notna()]
+    submit = started["submit_time"].to_numpy(float)
+    wait = started["wait_time"].to_numpy(float)
+    run = (started["end_time"] - started["start_time"]).to_numpy(float)
+    cores = started["cores"].to_numpy(float)
+    begin, end = started["start_time"].to_numpy(float), started["end_time"].to_numpy(float)
+    rows = []
+    for k, start in enumerate(starts):
+        stop = start + period
+        mine = (submit >= start) & (submit < stop)
+        overlap = np.clip(np.minimum(end, stop) - np.maximum(begin, start), 0, None)
+        bsld = np.maximum(1.0, (wait[mine] + run[mine]) / np.maximum(run[mine], BSLD_FLOOR))
+        rows.append({"period": k, "start": start, "jobs": int(mine.sum()),
+                     "mean_wait_h": float(wait[mine].mean() / 3600) if mine.any() else 0.0,
+                     "max_wait_h": float(wait[mine].max() / 3600) if mine.any() else 0.0,
+                     "bsld": float(bsld.mean()) if mine.any() else 0.0,
+                     "utilisation": float((cores * overlap).sum() / (total_cores * period))})
+    return rows

@@ -16,13 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from market_hpc.domain.job import Job
 from market_hpc.experiment.config import QUEUE_STRATEGIES, load_scenario
+from market_hpc.experiment.queues import BSLD_FLOOR, period_metrics  # noqa: F401 - re-exported
 
-BSLD_FLOOR = 10.0
 # Trace slices of the study: (name, overrides of the scenario).
 STUDIES: dict[str, dict[str, Any]] = {
     "hpc2n": {},
@@ -30,30 +28,6 @@ STUDIES: dict[str, dict[str, Any]] = {
               "workload.trace": "../../shared/traces/CEA-Curie-2011-2.1-cln.swf.gz",
               "workload.start": 32_000_000.0, "workload.end": 39_800_000.0},
 }
-
-
-def period_metrics(frame: pd.DataFrame, jobs: Sequence[Job], starts: Sequence[float], period: float,
-                   total_cores: int) -> list[dict[str, Any]]:
-    """Mean and max wait, mean bounded slowdown (10 s) of the jobs submitted in each
-    period, and utilisation (busy core-seconds inside the period / capacity)."""
-    started = frame[frame["start_time"].notna()]
-    submit = started["submit_time"].to_numpy(float)
-    wait = started["wait_time"].to_numpy(float)
-    run = (started["end_time"] - started["start_time"]).to_numpy(float)
-    cores = started["cores"].to_numpy(float)
-    begin, end = started["start_time"].to_numpy(float), started["end_time"].to_numpy(float)
-    rows = []
-    for k, start in enumerate(starts):
-        stop = start + period
-        mine = (submit >= start) & (submit < stop)
-        overlap = np.clip(np.minimum(end, stop) - np.maximum(begin, start), 0, None)
-        bsld = np.maximum(1.0, (wait[mine] + run[mine]) / np.maximum(run[mine], BSLD_FLOOR))
-        rows.append({"period": k, "start": start, "jobs": int(mine.sum()),
-                     "mean_wait_h": float(wait[mine].mean() / 3600) if mine.any() else 0.0,
-                     "max_wait_h": float(wait[mine].max() / 3600) if mine.any() else 0.0,
-                     "bsld": float(bsld.mean()) if mine.any() else 0.0,
-                     "utilisation": float((cores * overlap).sum() / (total_cores * period))})
-    return rows
 
 
 # The paper's comparisons (§IV-B): (strategy, baseline, metric).

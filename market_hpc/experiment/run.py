@@ -214,9 +214,14 @@ def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = 
     if jobs is None:
         jobs, report = build_workload(config, platform)
     if config.queues.strategy is not None:  # seed 004 multi-queue runs
-        from market_hpc.experiment.queues import simulate_queues
+        from market_hpc.experiment.queues import queue_run, queue_summary
 
-        return simulate_queues(config, jobs, platform, report)
+        run = queue_run(config, jobs, platform)
+        began = time.perf_counter()
+        run.model.run()
+        result = collect(run.model, config, report, time.perf_counter() - began)
+        queue_summary(result.summary, result.jobs, run, jobs, config)
+        return result
     policy = _make_policy(config)
     predictor = None
     if config.policy.predictor is not None:

@@ -1,4 +1,4 @@
-"""Where sweep runs execute: in this process, in local processes, or on Dask.
+"""What a sweep run executes, and the executors bound to it.
 
 Every executor runs the same function, ``execute_run``, on the same ``RunTask`` and
 yields its rows as runs finish, so a sweep gives identical rows everywhere (up to the
@@ -9,24 +9,20 @@ workers (on a cluster they need a filesystem shared with the workers).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Self
+from typing import Any
 
 import numpy as np
 
-from market_hpc.experiment.sweep_spec import SweepError
+from market_hpc.experiment import executors
+from market_hpc.experiment.executors import DASK_HINT, Executor, failed_row, parse_dask_address
 
 TIMING_COLUMNS = ("duration_s", "simulation_seconds", "dispatch_seconds", "mean_dispatch_ms", "p99_dispatch_ms",
                   "max_dispatch_ms")
-DASK_HINT = "--dask expects local:N (a LocalCluster of N workers) or a scheduler address like tcp://HOST:PORT"
 
 
 @dataclass(frozen=True)
@@ -91,180 +87,35 @@ def _write_run_dir(result: Any, folder: Path, run_id: str) -> None:
     os.replace(temporary, target)
 
 
-def failed_row(run_id: str, exc: BaseException) -> dict[str, Any]:
-    """The row of a run whose execution itself failed (worker lost, result unpicklable)."""
-    return {"run_id": run_id, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
-            "duration_s": float("nan")}
+class InProcessExecutor(executors.InProcessExecutor):
+    """Runs sweep tasks one after the other in this process (``--workers 1``)."""
+
+    def __init__(self) -> None:
+        super().__init__(execute_run)
 
 
-class Executor(Protocol):
-    """Runs tasks and yields their rows as they finish (a context manager)."""
-
-    description: str
-
-    def __enter__(self) -> Self: ...
-
-    def __exit__(self, *exc_info: object) -> None: ...
-
-    def run(self, tasks: Sequence[RunTask]) -> Iterator[dict[str, Any]]:
-        """Yield one row per task, in completion order."""
-        ...
-
-
-class InProcessExecutor:
-    """Runs tasks one after the other in this process (``--workers 1``)."""
-
-    description = "in-process"
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
-
-    def run(self, tasks: Sequence[RunTask]) -> Iterator[dict[str, Any]]:
-        """Yield each task's row in order."""
-        for task in tasks:
-            yield execute_run(task)
-
-
-class ProcessExecutor:
-    """A pool of ``workers`` spawned processes (``spawn``: no inherited threads or state)."""
+class ProcessExecutor(executors.ProcessExecutor):
+    """Runs sweep tasks on ``workers`` spawned processes."""
 
     def __init__(self, workers: int) -> None:
-        self.workers = workers
-        self.description = f"{workers} local processes"
-        self._pool: ProcessPoolExecutor | None = None
-
-    def __enter__(self) -> Self:
-        self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-
-    def run(self, tasks: Sequence[RunTask]) -> Iterator[dict[str, Any]]:
-        """Submit every task, yield rows as they complete.
-
-        Raises:
-            SweepError: a worker process died (killed or out of memory); stored rows
-                are safe and a re-run resumes.
-        """
-        assert self._pool is not None, "use the executor as a context manager"
-        futures: dict[Future[dict[str, Any]], str] = {
-            self._pool.submit(execute_run, task): task.run_id for task in tasks
-        }
-        for future in as_completed(futures):
-            try:
-                yield future.result()
-            except BrokenProcessPool as exc:
-                raise SweepError(f"a worker process died ({exc}); finished runs are stored, "
-                                 "re-run the sweep to resume") from None
-            except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
-                yield failed_row(futures[future], exc)
+        super().__init__(workers, execute_run)
 
 
-class DaskExecutor:
-    """Runs tasks on Dask: a loopback ``LocalCluster`` or an existing scheduler.
-
-    Args:
-        address: ``local:N`` (N single-threaded worker processes on 127.0.0.1, no
-            dashboard) or a scheduler address such as ``tcp://HOST:PORT``.
-
-    Raises:
-        SweepError: a malformed address, dask.distributed missing, or a scheduler that
-            cannot be reached.
-    """
+class DaskExecutor(executors.DaskExecutor):
+    """Runs sweep tasks on Dask (``local:N`` or a scheduler address)."""
 
     def __init__(self, address: str) -> None:
-        self.address = address
-        self.local_workers = parse_dask_address(address)
-        self.description = (f"Dask LocalCluster of {self.local_workers} workers"
-                            if self.local_workers else f"Dask scheduler {address}")
-        self._cluster: Any = None
-        self._client: Any = None
-
-    def __enter__(self) -> Self:
-        try:
-            from dask.distributed import Client, LocalCluster
-        except ImportError:
-            raise SweepError("--dask needs dask.distributed: pip install 'market_hpc[dask]'") from None
-        try:
-            if self.local_workers:
-                self._cluster = LocalCluster(
-                    n_workers=self.local_workers, threads_per_worker=1, processes=True,
-                    host="127.0.0.1", dashboard_address=None,
-                )
-                self._client = Client(self._cluster)
-            else:
-                self._client = Client(self.address, timeout=30)
-        except (OSError, TimeoutError) as exc:
-            self.__exit__()
-            what = "start a Dask LocalCluster" if self.local_workers else f"reach Dask scheduler {self.address}"
-            raise SweepError(f"cannot {what}: {exc}") from None
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        if self._cluster is not None:
-            self._cluster.close()
-            self._cluster = None
-
-    def run(self, tasks: Sequence[RunTask]) -> Iterator[dict[str, Any]]:
-        """Map ``execute_run`` over the tasks, yield rows as they complete; a task Dask
-        itself gives up on (e.g. its worker was killed) becomes a failed row."""
-        from dask.distributed import as_completed as dask_as_completed
-
-        assert self._client is not None, "use the executor as a context manager"
-        if not tasks:
-            return
-        futures = self._client.map(execute_run, list(tasks),
-                                   key=[f"market-hpc-run-{task.run_id}" for task in tasks])
-        run_ids = {future.key: task.run_id for future, task in zip(futures, tasks)}
-        try:
-            for future in dask_as_completed(futures):
-                try:
-                    yield future.result()
-                except Exception as exc:  # noqa: BLE001 - KilledWorker, lost scheduler...
-                    yield failed_row(run_ids[future.key], exc)
-                future.release()
-        finally:
-            self._client.cancel(futures)
-
-
-def parse_dask_address(address: str) -> int:
-    """Workers of a ``local:N`` address (0 for a scheduler address).
-
-    >>> parse_dask_address("local:4"), parse_dask_address("tcp://10.0.0.1:8786")
-    (4, 0)
-
-    Raises:
-        SweepError: neither form.
-    """
-    if address.startswith("local:"):
-        count = address.removeprefix("local:")
-        if count.isdigit() and int(count) >= 1:
-            return int(count)
-        raise SweepError(f"{DASK_HINT}; got {address!r} (N must be a positive integer)")
-    if "://" in address:
-        return 0
-    raise SweepError(f"{DASK_HINT}; got {address!r}")
+        super().__init__(address, execute_run)
 
 
 def make_executor(workers: int = 1, dask: str | None = None) -> Executor:
-    """The executor for ``--workers N`` / ``--dask ADDRESS``.
+    """The executor for ``--workers N`` / ``--dask ADDRESS``, running ``execute_run``.
 
     Raises:
         SweepError: ``workers`` < 1, or both options given, or a bad Dask address.
     """
-    if workers < 1:
-        raise SweepError(f"--workers must be >= 1, got {workers}")
-    if dask is not None:
-        if workers != 1:
-            raise SweepError("give either --workers or --dask, not both")
-        return DaskExecutor(dask)
-    return InProcessExecutor() if workers == 1 else ProcessExecutor(workers)
+    return executors.make_executor(workers, dask, execute_run)
+
+
+__all__ = ["DASK_HINT", "TIMING_COLUMNS", "DaskExecutor", "Executor", "InProcessExecutor", "ProcessExecutor",
+           "RunTask", "execute_run", "failed_row", "make_executor", "parse_dask_address", "scalar_metrics"]
