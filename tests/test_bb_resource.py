@@ -16,6 +16,7 @@ from market_hpc.experiment import config_from_dict, simulate
 from market_hpc.model import HPCModel
 from market_hpc.policies import Decision, Hold, Start, make_policy
 from market_hpc.policies.bbsched import BB_SCHEDULERS
+from market_hpc.policies.registry import allocators_for, scheduler_names
 from market_hpc.workload.burst_buffer import BurstBufferRule, synthesize
 
 BB_PLATFORMS = {
@@ -185,3 +186,33 @@ def test_window_parameters_are_validated(small_trace: str) -> None:
         config_from_dict(_scenario(small_trace, window={"sizes": 3}))
     with pytest.raises(ConfigError, match="window must be in 1..22"):
         make_policy("bb-weighted", "first-fit", scheduler_params={"window": 30})
+
+
+RIGID = [name for name in scheduler_names() if "first-fit" in allocators_for(name)]
+
+
+@pytest.mark.parametrize("scheduler", [name for name in RIGID if name not in CHECKED])
+def test_every_rigid_scheduler_keeps_the_burst_buffer_pool(scheduler: str) -> None:
+    """Schedulers that start several jobs in one pass must count the burst buffer those
+    starts take (PRB, EBF and the queue dispatchers once asked the allocator with the
+    pool as it was before the pass, and the model rejected the second start)."""
+    allocators = [name for name in ("first-fit", "balanced") if name in allocators_for(scheduler)]
+    for allocator in allocators:
+        for name, (platform, units) in BB_PLATFORMS.items():
+            jobs = bb_workload(3, platform, units)
+            model = HPCModel(jobs, platform, policy=make_policy(scheduler, allocator), seed=5)
+            model.run()
+            assert model.free_bb == model.platform.burst_buffer, f"{name}: pool not returned"
+            assert_schedule_invariants(jobs, model.recorder.jobs_frame(), platform, exclusive=False)
+
+
+@pytest.mark.parametrize("scheduler", ["prb", "ebf", "queues-shared"])
+def test_two_jobs_that_each_fit_the_pool_but_not_together_start_one_after_the_other(scheduler: str) -> None:
+    jobs = [Job(1, 0.0, 100.0, 100.0, units=1, bb=60.0), Job(2, 0.0, 100.0, 100.0, units=1, bb=60.0),
+            Job(3, 0.0, 10.0, 10.0, units=1, bb=30.0)]
+    model = HPCModel(jobs, "nodes=8,cores=1,bb=100", policy=make_policy(scheduler, "first-fit"), seed=1)
+    model.run()
+    start = model.recorder.jobs_frame().set_index("job_id")["start_time"].to_dict()
+    assert start[1] == 0.0
+    assert start[2] == 100.0  # waits for job 1's 60 GB
+    assert start[3] in (0.0, 100.0)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from market_hpc.errors import ConfigError
 from market_hpc.policies.allocators import job_fits
 from market_hpc.policies.base import NOTHING, Action, Allocation, Allocator, Decision, Start, View
 from market_hpc.policies.hetero import _unit_array, announce
+from market_hpc.policies.pass_view import PassView
 from market_hpc.policies.registry import register_scheduler
 
 DEFAULT_EXPECTED_WAIT = 1800.0
@@ -111,12 +112,14 @@ class Prb:
         ordered = self.order(queue, view.time)
         announce(self.allocator, ordered, view)
         arena = _Arena(view.free.copy())
+        passing = PassView(view)  # the burst buffer this pass leaves
         actions: list[Action] = []
         for job in ordered:
-            allocation = arena.attempt(self.allocator, job, view)
+            allocation = arena.attempt(self.allocator, job, cast(View, passing))
             if allocation is not None:
                 actions.append(Start(job.job_id, allocation))
                 _take(arena.free, job, allocation, view)
+                passing.take(job)
         return Decision(tuple(actions)) if actions else NOTHING
 
 
@@ -126,7 +129,7 @@ def _note_failure(allocator: Allocator, job: Job) -> None:
         note(job)
 
 
-Release = tuple[float, Allocation, tuple[int, ...]]
+Release = tuple[float, Allocation, tuple[int, ...], float]  # end, allocation, unit, burst buffer
 
 
 @register_scheduler("ebf", "seed 000 EBF: EASY backfilling, reservation placed by the allocator (AccaSim)")
@@ -173,17 +176,19 @@ class Ebf:
         if not self.static_reservation or (self.blocked is not None and queue[0].job_id != self.blocked):
             self._clear()
         arena = _Arena(view.free.copy())
+        passing = PassView(view)  # the burst buffer this pass leaves
         actions: list[Action] = []
         started: list[Release] = []
 
         def start(job: Job, allocation: Allocation) -> np.ndarray:
             actions.append(Start(job.job_id, allocation))
-            started.append((now + job.estimate, allocation, job.unit))
+            started.append((now + job.estimate, allocation, job.unit, job.bb))
+            passing.take(job)
             return _take(arena.free, job, allocation, view)
 
         if self.blocked is not None and now >= self.reserved_at:
             announce(self.allocator, queue[:1], view)
-            allocation = arena.attempt(self.allocator, queue[0], view)
+            allocation = arena.attempt(self.allocator, queue[0], cast(View, passing))
             if allocation is not None:
                 start(queue[0], allocation)
                 self._clear()
@@ -192,7 +197,7 @@ class Ebf:
             announce(self.allocator, queue, view)
             prefix = 0
             for job in queue:
-                allocation = arena.attempt(self.allocator, job, view)
+                allocation = arena.attempt(self.allocator, job, cast(View, passing))
                 if allocation is None:
                     break
                 start(job, allocation)
@@ -201,35 +206,40 @@ class Ebf:
             if not queue:
                 return Decision(tuple(actions)) if actions else NOTHING
             self.blocked = queue[0].job_id
-            self._reserve(view, arena.free, queue[0], started)
-        self._backfill(view, arena, queue[1:], start)
+            self._reserve(passing, arena.free, queue[0], started)
+        self._backfill(cast(View, passing), arena, queue[1:], start)
         wake = self.reserved_at if now < self.reserved_at < math.inf else None
         return Decision(tuple(actions), wake) if actions or wake is not None else NOTHING
 
-    def _reserve(self, view: View, free: np.ndarray, head: Job, started: list[Release]) -> None:
-        """Place ``head`` on the predicted future free resources, earliest time first."""
-        releases: list[Release] = [(view.expected_end(r), r.allocation, r.job.unit) for r in view.running]
+    def _reserve(self, passing: PassView, free: np.ndarray, head: Job, started: list[Release]) -> None:
+        """Place ``head`` on the predicted future free resources (nodes and burst
+        buffer), earliest time first."""
+        view = cast(View, passing)
+        releases: list[Release] = [(view.expected_end(r), r.allocation, r.job.unit, r.job.bb) for r in view.running]
         releases.extend(started)
         releases.sort(key=lambda release: release[0])
         virtual = free.copy()
+        future = PassView(passing.view)  # the burst buffer free at each release time
+        future.free_bb = passing.free_bb
         capacity = view.platform.capacity
-        for index, (end, held, unit) in enumerate(releases):
+        for index, (end, held, unit, bb) in enumerate(releases):
             pairs = np.array(held, dtype=np.int64)
             if view.exclusive:
                 virtual[pairs[:, 0]] = capacity[pairs[:, 0]]
             else:
                 virtual[pairs[:, 0]] += pairs[:, 1, None] * _unit_array(unit)
+            future.free_bb += bb
             if index + 1 < len(releases) and releases[index + 1][0] == end:
                 continue  # release everything ending at the same time first
-            if job_fits(head, virtual, view).sum() < head.units:
+            if job_fits(head, virtual, view).sum() < head.units or head.bb > future.free_bb:
                 continue
             announce(self.allocator, [head], view)
-            reservation = self.allocator.allocate(head, virtual, view)
+            reservation = self.allocator.allocate(head, virtual, cast(View, future))
             if reservation is not None:
                 self.reserved_at = end
                 self.reserved_nodes = np.array([node for node, _ in reservation], dtype=np.int64)
                 return
-        self.reserved_at = math.inf  # cannot happen for a job the platform can hold
+        self._clear()  # no predicted time (estimates disagree with the pool): retry the head next time
 
     def _backfill(self, view: View, inside: _Arena, jobs: Sequence[Job], start: Any) -> None:
         if not jobs:

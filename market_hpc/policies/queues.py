@@ -71,11 +71,11 @@ def sub_platform(platform: Platform, lo: int, hi: int) -> Platform:
 class _SubView:
     """What an allocator sees of one node range (indices relative to ``lo``)."""
 
-    def __init__(self, view: View, platform: Platform, free: np.ndarray, queue: list[Job]) -> None:
+    def __init__(self, view: View, platform: Platform, free: np.ndarray, queue: list[Job], free_bb: float) -> None:
         self.time = view.time
         self.platform = platform
         self.free = free
-        self.free_bb = view.free_bb
+        self.free_bb = free_bb
         self.exclusive = view.exclusive
         self.queue = queue
 
@@ -101,6 +101,7 @@ class QueueDispatcher:
         self.mode = mode
         self.name = f"queues-{mode}+{allocator.name}"
         self.config = config
+        self.free_bb = 0.0  # burst buffer left in the current pass
         self._key: tuple[int, QueueConfig | None] | None = None
 
     def configure(self, config: QueueConfig) -> None:
@@ -187,13 +188,15 @@ class QueueDispatcher:
             group = self._home(job)
             (machine_jobs if group < 0 else queues[group]).append(job)
         free = view.free.copy()
+        self.free_bb = view.free_bb  # what this pass's starts leave (``_take``)
         actions: list[Action] = []
         per_group, machine = self._running_releases(view)
         started_ends: list[tuple[float, Amounts, int]] = []
         reservation: tuple[float, Amounts] = (INF, ())
         now = view.time
         for job in machine_jobs:
-            allocation = self.allocator.allocate(job, free, cast(View, _SubView(view, view.platform, free, machine_jobs)))
+            whole = _SubView(view, view.platform, free, machine_jobs, self.free_bb)
+            allocation = self.allocator.allocate(job, free, cast(View, whole))
             if allocation is None:
                 free_total = tuple(free.sum(axis=0).tolist())
                 releases = sorted(machine + [(e, a) for e, a, _ in started_ends])
@@ -219,7 +222,8 @@ class QueueDispatcher:
         if platform is None:
             return None
         block = free[lo:hi]
-        allocation = self.allocator.allocate(job, block, cast(View, _SubView(view, platform, block, jobs)))
+        part = _SubView(view, platform, block, jobs, self.free_bb)
+        allocation = self.allocator.allocate(job, block, cast(View, part))
         if allocation is None:
             return None
         return tuple((node + lo, units) for node, units in allocation)
@@ -311,8 +315,9 @@ class QueueDispatcher:
             if uses_big:
                 extra_big = tuple(e - n for e, n in zip(extra_big, need))
 
-    @staticmethod
-    def _take(free: np.ndarray, job: Job, allocation: Allocation, exclusive: bool, capacity: np.ndarray) -> None:
+    def _take(self, free: np.ndarray, job: Job, allocation: Allocation, exclusive: bool,
+              capacity: np.ndarray) -> None:
+        self.free_bb -= job.bb
         if len(allocation) == 1:
             node, units = allocation[0]
             if exclusive:
