@@ -241,11 +241,13 @@ def page(sync_api, viz_server: str):  # type: ignore[no-untyped-def]
 
 
 def _steps(page) -> int:  # type: ignore[no-untyped-def]
-    """Steps taken, from SolaraViz's counter: "Step: N" (Mesa 3.3) or "Time: N.0" (Mesa >= 3.4,
-    whose model time advances by one per step unless a simulator drives it)."""
-    line = next(line for line in page.inner_text("body").splitlines()
-                if line.startswith(("Step: ", "Time: ")))
-    return int(float(line.split(": ", 1)[1]))
+    """Steps taken, as the sidebar shows them ("Step: N", the app's ``StepInfo``, which
+    replaces Mesa's own display: "Step: N" on Mesa 3.3, "Time: N.0" on 3.5)."""
+    return int(page.locator(".mhpc-steps").inner_text().removeprefix("Step: "))
+
+
+def _wait_steps(page, steps: int, timeout: int = 20_000) -> None:  # type: ignore[no-untyped-def]
+    page.locator(".mhpc-steps").filter(has_text=re.compile(f"^Step: {steps}$")).wait_for(timeout=timeout)
 
 
 def _select(page, label: str, value: str) -> None:  # type: ignore[no-untyped-def]
@@ -287,7 +289,7 @@ def _reset_and_read(page, expected: str) -> str:  # type: ignore[no-untyped-def]
     except Exception:  # noqa: BLE001 - say what the page showed instead
         pytest.fail(f"status line lacks {expected!r}: {status_line.inner_text()}\n"
                     f"{page.locator('.mhpc-tile').nth(1).inner_text()}")
-    page.get_by_text("Step: 0", exact=True).wait_for(timeout=10_000)
+    _wait_steps(page, 0, timeout=10_000)
     return status_line.inner_text()
 
 
@@ -295,7 +297,7 @@ def _step(page, times: int) -> None:  # type: ignore[no-untyped-def]
     first = _steps(page)
     for done in range(1, times + 1):
         page.get_by_role("button", name="Step").click()
-        page.get_by_text(f"Step: {first + done}", exact=True).wait_for(timeout=20_000)
+        _wait_steps(page, first + done)
 
 
 def test_browser_steps_the_live_market_offline(page) -> None:  # type: ignore[no-untyped-def]
@@ -311,6 +313,19 @@ def test_browser_steps_the_live_market_offline(page) -> None:  # type: ignore[no
     after = (nodes.screenshot(), plots.inner_html(), page.locator(".mhpc-clock").inner_text())
     assert after[0] != before[0], "node grid did not change after five steps"
     assert after[1] != before[1], "time series did not change after five steps"
+    assert page.get_by_text(f"Simulated time: {after[2]}", exact=True).is_visible()
+    assert not page.get_by_text(re.compile(r"^Time: ")).count(), "Mesa's step count shown as time"
+    # Reset rebuilds the model from the same parameters: the first picture and clock come
+    # back, and five steps draw the same grid and plots again (one seed, bit for bit).
+    page.get_by_role("button", name="Reset").click()
+    _wait_steps(page, 0)
+    page.wait_for_function("clock => document.querySelector('.mhpc-clock').innerText === clock",
+                           arg=before[2], timeout=10_000)
+    assert nodes.screenshot() == before[0], "Reset did not bring back the first node grid"
+    _step(page, 5)
+    page.wait_for_function("clock => document.querySelector('.mhpc-clock').innerText === clock",
+                           arg=after[2], timeout=10_000)
+    assert (nodes.screenshot(), plots.inner_html()) == after[:2], "the run after Reset differs"
     _play_then_select_a_job(page)
     assert page.locator(".mhpc-curve polyline").count() == 1, "no value curve for the selected job"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
