@@ -22,6 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -36,6 +37,8 @@ from visualization.model import VizModel, generated_jobs, with_accelerators
 from visualization.node_grid import cell_owners, grid_geometry, node_grid_pixels
 from visualization.panels import queue_rows
 from visualization.plots import TimeSeriesPlot
+
+pytestmark = pytest.mark.browser  # run-tests runs these on the newest Python and Mesa too
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -193,22 +196,40 @@ def _stop(server: subprocess.Popen) -> None:  # type: ignore[type-arg]
         pass
 
 
-@pytest.fixture(scope="module")
-def viz_server(sync_api, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """``market-hpc viz`` on a free loopback port, shared by the module; yields its URL."""
+class Server(NamedTuple):
+    """A running ``market-hpc viz``: its URL and its log."""
+
+    url: str
+    log: Path
+
+
+def _serve(tmp_path_factory: pytest.TempPathFactory, *scenario: str):  # type: ignore[no-untyped-def]
+    """Run ``market-hpc viz [SCENARIO]`` on a free loopback port until the generator closes."""
     port = _free_port()
     log = tmp_path_factory.mktemp("viz") / "server.log"
     with log.open("w") as sink:
         server = subprocess.Popen(
-            [sys.executable, "-m", "market_hpc", "viz", "--host", "127.0.0.1", "--port", str(port)],
+            [sys.executable, "-m", "market_hpc", "viz", *scenario, "--host", "127.0.0.1", "--port", str(port)],
             cwd=REPO, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}/"
     try:
         _wait_until_served(url, server, log)
-        yield url
+        yield Server(url, log)
     finally:
         _stop(server)
+
+
+@pytest.fixture(scope="module")
+def viz_server(sync_api, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """``market-hpc viz`` (controls' workload), shared by the module."""
+    yield from _serve(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def scenario_server(sync_api, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """``market-hpc viz scenarios/sample_overload.toml``."""
+    yield from _serve(tmp_path_factory, str(REPO / "scenarios" / "sample_overload.toml"))
 
 
 # ------------------------------------------------------------------- in the browser
@@ -217,9 +238,9 @@ KTH_SAMPLE = REPO / "traces" / "lf-kth-like-2000.swf"
 OPEN_MENU = ".menuable__content__active"  # Vuetify keeps closed menus in the page
 
 
-@pytest.fixture
-def page(sync_api, viz_server: str):  # type: ignore[no-untyped-def]
-    """A fresh browser session on the app (its own model), with request and error logs."""
+def _open(sync_api, server: Server):  # type: ignore[no-untyped-def]
+    """A fresh browser session on the app (its own model), with request and error logs;
+    afterwards neither the page nor the server log shows an error."""
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
                                              args=CHROMIUM_ARGS)
@@ -229,15 +250,31 @@ def page(sync_api, viz_server: str):  # type: ignore[no-untyped-def]
             tab.on("request", lambda request: tab.requested.append(request.url))
             tab.on("websocket", lambda socket_: tab.requested.append(socket_.url))
             tab.on("pageerror", lambda error: tab.errors.append(str(error)))
-            tab.goto(viz_server)
+            tab.goto(server.url)
             tab.get_by_role("button", name="Step").wait_for(timeout=30_000)
             tab.locator("img.mhpc-nodes").wait_for(timeout=30_000)
             yield tab
             assert not tab.errors, tab.errors
             body = tab.inner_text("body")
             assert "Traceback" not in body, body[body.find("Traceback"):][:3000]
+            # Mesa's controller catches a failing step, prints the traceback and shows one line.
+            assert not re.search(r"error in (step|visualization)", body), body
+            log = server.log.read_text()
+            assert "Traceback" not in log, log[log.find("Traceback"):][:3000]
         finally:
             browser.close()
+
+
+@pytest.fixture
+def page(sync_api, viz_server: Server):  # type: ignore[no-untyped-def]
+    """The app with the controls' workload."""
+    yield from _open(sync_api, viz_server)
+
+
+@pytest.fixture
+def scenario_page(sync_api, scenario_server: Server):  # type: ignore[no-untyped-def]
+    """The app showing a scenario file."""
+    yield from _open(sync_api, scenario_server)
 
 
 def _steps(page) -> int:  # type: ignore[no-untyped-def]
@@ -444,3 +481,23 @@ def test_screenshot_of_each_platform_preset(page) -> None:  # type: ignore[no-un
         page.screenshot(path=str(path), full_page=True)
         print(f"screenshot: {path}")
         assert path.stat().st_size > 10_000
+
+
+def test_scenario_file_steps_and_resets_with_new_parameters(scenario_page) -> None:  # type: ignore[no-untyped-def]
+    """``market-hpc viz SCENARIO``: the scenario's workload, policy and allocator; Reset keeps
+    the scenario file and applies the changed controls (Mesa 3.5's Reset passes its own
+    ``Scenario`` object to a constructor parameter named ``scenario``)."""
+    page = scenario_page
+    line = page.locator(".mhpc-status").inner_text()
+    assert "easy + best-fit on kth-sp2" in line and "workload scenario sample_overload.toml" in line, line
+    assert "load 1.5" in line and "2,000 jobs" in line, line
+    assert page.get_by_role("textbox", name=re.compile("^trace file")).count() == 0  # no workload controls
+    _step(page, 4)
+    assert page.locator(".mhpc-clock").inner_text() != "00:00:00"
+    _select(page, "allocator", "first-fit")
+    _slide(page, "seed", 2)
+    line = _reset_and_read(page, "easy + first-fit on kth-sp2")
+    assert "workload scenario sample_overload.toml" in line and "seed 3" in line, line
+    _step(page, 4)
+    running = re.search(r"running ([0-9,]+)", page.locator(".mhpc-status").inner_text())
+    assert running and int(running.group(1).replace(",", "")) > 0, "no job started after Reset"
