@@ -21,6 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -343,26 +344,24 @@ def test_browser_steps_the_live_market_offline(page) -> None:  # type: ignore[no
     assert page.title() == "market_hpc: the live market"
     assert not page.get_by_text("Page 0", exact=True).is_visible(), "Mesa's single tab is shown"
     assert not page.get_by_text("This website runs on").is_visible(), "Solara's banner covers tiles"
-    before = (nodes.screenshot(), plots.inner_html(), page.locator(".mhpc-clock").inner_text())
+
+    def view() -> tuple[bytes, str, str]:
+        return nodes.screenshot(), plots.inner_html(), page.locator(".mhpc-clock").inner_text()
+
+    before = _settled(view)
     _step(page, 5)
-    page.wait_for_function("clock => document.querySelector('.mhpc-clock').innerText !== clock",
-                           arg=before[2], timeout=10_000)
-    after = (nodes.screenshot(), plots.inner_html(), page.locator(".mhpc-clock").inner_text())
-    assert after[0] != before[0], "node grid did not change after five steps"
+    assert _eventually(lambda: view()[0] != before[0]), "node grid did not change after five steps"
+    after = _settled(view)
     assert after[1] != before[1], "time series did not change after five steps"
-    assert page.get_by_text(f"Simulated time: {after[2]}", exact=True).is_visible()
+    page.get_by_text(f"Simulated time: {after[2]}", exact=True).wait_for(timeout=10_000)
     assert not page.get_by_text(re.compile(r"^Time: ")).count(), "Mesa's step count shown as time"
     # Reset rebuilds the model from the same parameters: the first picture and clock come
     # back, and five steps draw the same grid and plots again (one seed, bit for bit).
     page.get_by_role("button", name="Reset").click()
     _wait_steps(page, 0)
-    page.wait_for_function("clock => document.querySelector('.mhpc-clock').innerText === clock",
-                           arg=before[2], timeout=10_000)
-    assert nodes.screenshot() == before[0], "Reset did not bring back the first node grid"
+    assert _eventually(lambda: view() == before), "Reset did not bring back the first grid, plot and clock"
     _step(page, 5)
-    page.wait_for_function("clock => document.querySelector('.mhpc-clock').innerText === clock",
-                           arg=after[2], timeout=10_000)
-    assert (nodes.screenshot(), plots.inner_html()) == after[:2], "the run after Reset differs"
+    assert _eventually(lambda: view() == after), "five steps after Reset drew another grid, plot or clock"
     _play_then_select_a_job(page)
     assert page.locator(".mhpc-curve polyline").count() == 1, "no value curve for the selected job"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -371,6 +370,26 @@ def test_browser_steps_the_live_market_offline(page) -> None:  # type: ignore[no
                       if urlsplit(u).scheme not in ("data", "blob") and urlsplit(u).hostname not in LOCAL_HOSTS})
     assert not foreign, f"requests left the machine: {foreign}"
     assert page.requested
+
+
+def _eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Whether ``check()`` holds within ``seconds`` (tiles and pictures update one after the
+    other: the picture can still be the previous one when the text has changed)."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _settled(read: Callable[[], object], seconds: float = 10.0) -> object:
+    """``read()`` once two reads in a row agree (every tile has drawn the same step)."""
+    previous, deadline = read(), time.monotonic() + seconds
+    while (current := read()) != previous and time.monotonic() < deadline:
+        previous = current
+        time.sleep(0.2)
+    return current
 
 
 def _play_then_select_a_job(page) -> None:  # type: ignore[no-untyped-def]
