@@ -8,6 +8,17 @@ GPU/MIC counts), workload (generator or SWF trace file), jobs, load, shares of G
 MIC jobs, holding penalty, seed; Mesa's Reset / Play / Step. Tiles: status line with the
 simulated clock, node grid, queue, time series, job details.
 
+Works with Mesa 3.3 (the newest for Python 3.11) to 3.5. Where they differ:
+
+* Mesa 3.5's sidebar shows ``Time: {model.time}`` where 3.3 showed ``Step: {model.steps}``;
+  Mesa advances ``model.time`` by one per step for a model no Mesa simulator drives, so
+  for this event-driven model it is a step count that would contradict the simulated
+  clock. ``StepInfo`` replaces Mesa's ``ShowSteps`` on every version: ``Step: N`` and the
+  simulated clock.
+* Mesa >= 3.4 owns ``Model.scenario`` and 3.5's Reset passes a new ``Scenario`` as
+  ``scenario=`` to a model whose constructor takes that name, so the scenario file is the
+  fixed parameter ``scenario_file``.
+
 Play: Mesa sleeps ``play_interval`` between steps and the tiles render in between, so
 the interval is 100 ms and a step renders in a few tens of ms (SVG plots, numpy grid):
 5 steps/s or more. A shorter interval leaves a click (Pause, Reset) no gap to render in
@@ -35,7 +46,7 @@ from mesa.visualization import Slider, SolaraViz, solara_viz
 
 from market_hpc.domain.platform import PRESETS
 from market_hpc.policies.registry import allocator_names, scheduler_names
-from visualization.components import COMPONENTS, LAYOUT
+from visualization.components import COMPONENTS, LAYOUT, StepInfo
 from visualization.model import (
     AUTO,
     CUSTOM,
@@ -59,8 +70,11 @@ def _layout(num_components: int) -> list[dict[str, int]]:
     return _mesa_layout(num_components)
 
 
+# SolaraViz (3.3 to 3.5) takes no layout argument and no step display: both are module
+# functions it looks up when it renders, replaced here for this app only.
 _mesa_layout = solara_viz.make_initial_grid_layout
 solara_viz.make_initial_grid_layout = _layout
+solara_viz.ShowSteps = StepInfo
 
 
 def model_params(scenario: str) -> dict[str, object]:
@@ -96,7 +110,7 @@ def model_params(scenario: str) -> dict[str, object]:
         "hold_penalty": Slider("holding penalty (share of max value)",
                                float(start["hold_penalty"]), 0.0, 1.0, 0.05),
         "seed": Slider("seed", int(start["seed"]), 0, 99, 1),
-        "scenario": scenario,
+        "scenario_file": scenario,  # fixed: not a control
     }
     return params
 
@@ -122,5 +136,5 @@ def Page() -> None:
     """The app; every browser session gets its own model."""
     model = solara.use_memo(lambda: VizModel(**initial_values(_params)), [])  # type: ignore[arg-type]
     solara.Title(TITLE)
-    SolaraViz(model, components=COMPONENTS, model_params=_params, name=TITLE,
-              play_interval=PLAY_INTERVAL_MS)
+    SolaraViz(model, components=[(component, 0) for component in COMPONENTS],
+              model_params=_params, name=TITLE, play_interval=PLAY_INTERVAL_MS)

@@ -12,7 +12,7 @@ import solara
 from mesa.visualization.utils import update_counter
 
 from market_hpc.domain.resources import GPUS, MICS
-from visualization.model import VizModel
+from visualization.model import VizModel, format_clock
 from visualization.node_grid import node_grid_pixels, png_bytes
 from visualization.panels import QueueRow, job_details, queue_rows, status
 from visualization.plots import TimeSeriesPlot, ValueCurvePlot
@@ -67,6 +67,17 @@ def _platform_text(model: VizModel) -> str:
     types = " + ".join(f"{t.count} x {t.cores} cores" + (f", {t.gpus} GPUs" if t.gpus else "")
                        + (f", {t.mics} MICs" if t.mics else "") for t in model.platform.node_types)
     return f"{model.platform.name} ({types})" if "=" not in model.platform.name else types
+
+
+@solara.component
+def StepInfo(model: VizModel) -> None:
+    """The sidebar's "Information" card (Mesa's ``ShowSteps`` replaced, see ``app.py``):
+    steps taken and the simulated clock, the same on every Mesa version."""
+    update_counter.get()
+    with solara.Column(gap="0px"):
+        solara.Text(f"Step: {model.steps}", classes=["mhpc-steps"])
+        solara.Text(f"Simulated time: {format_clock(model.now, model.time_unit)}",
+                    classes=["mhpc-note"])
 
 
 @solara.component

@@ -162,8 +162,11 @@ class VizModel(HPCModel):
         mic_share: Share of jobs made MIC jobs.
         hold_penalty: Fraction of a held job's maximum value charged per hold.
         seed: The run's one seed.
-        scenario: Scenario TOML file whose workload to use ("" for the controls';
+        scenario_file: Scenario TOML file whose workload to use ("" for the controls';
             defaults to ``$MARKET_HPC_VIZ_SCENARIO``, set by ``market-hpc viz SCENARIO``).
+            Not ``scenario``: Mesa >= 3.4 owns ``Model.scenario`` (a
+            ``mesa.experimental.scenarios.Scenario``), and Mesa 3.5's Reset passes a fresh
+            ``Scenario`` object as ``scenario=`` to every model whose constructor takes one.
     """
 
     def __init__(
@@ -183,9 +186,9 @@ class VizModel(HPCModel):
         mic_share: float = 0.0,
         hold_penalty: float = 0.1,
         seed: int = 1,
-        scenario: str | None = None,
+        scenario_file: str | None = None,
     ) -> None:
-        scenario = os.environ.get(SCENARIO_ENV, "") if scenario is None else scenario
+        scenario = os.environ.get(SCENARIO_ENV, "") if scenario_file is None else scenario_file
         self.error: str | None = None
         self.scenario_file = scenario  # not .scenario: Mesa >= 3.4 owns that attribute
         spec = platform_spec(platform, nodes, cores, gpus, mics)
