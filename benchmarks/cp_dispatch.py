@@ -1,7 +1,7 @@
 """Dispatch time per decision of PCP'20 against PCP'19, by queue length and node count.
 
     PYTHONPATH=. python benchmarks/cp_dispatch.py [--repeats 3]
-    PYTHONPATH=. python benchmarks/cp_dispatch.py --study out/cp_dispatch   # study table
+    PYTHONPATH=. python benchmarks/cp_dispatch.py --study out/cp_dispatch out/cp_dispatch_pcp19
 
 Instances: KIT's two node types (20-core thin nodes, 21 fat 48-core nodes with 4 GPUs)
 at 64, 1,173 and 5,544 nodes; every node busy until a random time except 8 thin nodes
@@ -110,13 +110,18 @@ def dispatch_times(repeats: int) -> None:
               ", ".join(f"{q} jobs {table[SIZES[-1], q] / table[SIZES[0], q]:.2f}x" for q in QUEUES))
 
 
-def study_table(folder: Path) -> None:
+def study_table(folders: list[Path]) -> None:
     import pandas as pd
 
-    files = sorted(folder.glob("*.parquet")) + sorted(folder.glob("*.csv"))
-    if not files:
-        raise SystemExit(f"no sweep results in {folder}")
-    frame = pd.read_parquet(files[0]) if files[0].suffix == ".parquet" else pd.read_csv(files[0])
+    frames = []
+    for folder in folders:
+        files = sorted(folder.glob("*.parquet")) + sorted(folder.glob("*.csv"))
+        if not files:
+            raise SystemExit(f"no sweep results in {folder}")
+        frames.append(pd.read_parquet(files[0]) if files[0].suffix == ".parquet" else pd.read_csv(files[0]))
+    frame = pd.concat(frames, ignore_index=True)
+    if "platform" not in frame:
+        frame["platform"] = frame.get("platform_name", "")
     columns = ["platform", "scheduler", "mean_slowdown", "std_slowdown", "mean_wait", "std_wait",
                "mean_dispatch_ms", "p99_dispatch_ms", "max_dispatch_ms", "cp_optimal_share",
                "cp_fallback_share", "decisions", "simulation_seconds", "jobs_completed"]
@@ -127,7 +132,8 @@ def study_table(folder: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="instances per cell")
-    parser.add_argument("--study", type=Path, help="print the cp_dispatch sweep table from this folder")
+    parser.add_argument("--study", type=Path, nargs="+",
+                        help="print the cp_dispatch sweep table from these result folders")
     args = parser.parse_args()
     if args.study is not None:
         study_table(args.study)

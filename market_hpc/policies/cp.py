@@ -115,6 +115,9 @@ class CpScheduler:
         self.solve_seconds: list[float] = []
         self.last: CpOutcome | None = None
         self._units: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None  # per platform
+        # OR-Tools is loaded when the scheduler is made, not inside the first decision's
+        # timing (importing it costs ~0.5 s; registering the policies stays free of it)
+        import market_hpc.algorithms.cp_pcp20  # noqa: F401  (imports ortools.sat)
 
     # ------------------------------------------------------------ instance
     def durations(self, jobs: Sequence[Job]) -> list[int]:
