@@ -17,7 +17,9 @@ process, so machine load shifts both columns alike. PCP'19 at 5,544 nodes is run
 from __future__ import annotations
 
 import argparse
+import json
 import time
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -118,13 +120,16 @@ def study_table(folders: list[Path]) -> None:
         files = sorted(folder.glob("*.parquet")) + sorted(folder.glob("*.csv"))
         if not files:
             raise SystemExit(f"no sweep results in {folder}")
-        frames.append(pd.read_parquet(files[0]) if files[0].suffix == ".parquet" else pd.read_csv(files[0]))
+        part = pd.read_parquet(files[0]) if files[0].suffix == ".parquet" else pd.read_csv(files[0])
+        if "platform" not in part:  # not swept: the sweep file's platform
+            sweep_file = json.loads((folder / "sweep.json").read_text())["sweep_file"]
+            part["platform"] = tomllib.loads(Path(sweep_file).read_text())["platform"]
+        frames.append(part)
     frame = pd.concat(frames, ignore_index=True)
-    if "platform" not in frame:
-        frame["platform"] = frame.get("platform_name", "")
     columns = ["platform", "scheduler", "mean_slowdown", "std_slowdown", "mean_wait", "std_wait",
                "mean_dispatch_ms", "p99_dispatch_ms", "max_dispatch_ms", "cp_optimal_share",
-               "cp_fallback_share", "decisions", "simulation_seconds", "jobs_completed"]
+               "cp_fallback_share", "cp_decisions", "cp_mean_variables", "decisions", "duration_s",
+               "jobs_completed"]
     present = [c for c in columns if c in frame]
     print(frame[present].sort_values(present[:2]).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 
