@@ -18,8 +18,9 @@ per group that can hold it (none when only one can), and per type
 ``0 <= y - base_g - cap_g (n - first_g) <= cap_g - u``. Variables per unit: ``1 + |R_i| +
 (groups > 1 ? groups : 0)``, independent of the node count (the paper counts ``|R_i|``;
 the node variable and the group Booleans are the price of CP-SAT not expanding
-``element`` into ``Tcap_r`` literals). Fixed boxes grow with the running jobs, that is
-with load, as the spec notes (sec. 3.13).
+``element`` into ``Tcap_r`` literals). Fixed boxes would grow with the running jobs,
+that is with load and system size (spec sec. 3.13); ``solve_pcp20`` therefore models the
+reduced system of ``cp_reduce`` (bounded fixed boxes and nodes, placements mapped back).
 
 Objective: total slowdown ``sum (s - q + d) / d``, i.e. ``sum round(1e5 / d) * s``
 (constants dropped). Search: per job in priority order, its start at its minimum, then

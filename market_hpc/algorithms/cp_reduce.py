@@ -141,7 +141,7 @@ def reduce_instance(instance: CpInstance, levels: int = LEVELS) -> Reduced:
     n_nodes, n_res = capacity.shape
     units_of = np.array([job.units for job in instance.jobs], dtype=np.int64)
     unit_rows = np.array([job.unit for job in instance.jobs], dtype=np.int64).reshape(-1, n_res)
-    blocking = (unit_rows > 0).all(axis=0) if len(unit_rows) else np.zeros(n_res, dtype=bool)
+    blocking = np.asarray((unit_rows > 0).all(axis=0)) if len(unit_rows) else np.zeros(n_res, dtype=bool)
     level = end_levels([job.remaining for job in instance.running], levels)
     nodes = [node for job in instance.running for node, _ in job.usage]
     ends = [level[job.remaining] for job in instance.running for _ in job.usage]
