@@ -1,8 +1,9 @@
 """CP-SAT dispatchers (seed 001 PCP'20, PCP'19, HCP'19; seed 000 CPH).
 
-Model size against the node count, optimality against an independent brute force on
-small random instances, load-time rejection of jobs that never fit, and the summary
-statistics a run reports. The conformance and invariant suites cover the four
+Model size against the node count and the number of running jobs (PCP'20's reduced
+system), optimality against an independent brute force on small random instances
+(exact and with coarse end levels), load-time rejection of jobs that never fit, and
+the summary statistics a run reports. The conformance and invariant suites cover the four
 registered schedulers like every other one.
 """
 
@@ -248,6 +249,8 @@ def test_cp_runs_report_status_model_size_and_dispatch_percentiles() -> None:
 def test_bad_scheduler_parameters_fail_with_the_scheduler_name() -> None:
     with pytest.raises(ConfigError, match="scheduler 'pcp20'"):
         make_policy("pcp20", scheduler_params={"deterministic_time": -1})
+    with pytest.raises(ConfigError, match="scheduler 'pcp20': levels must be >= 0"):
+        make_policy("pcp20", scheduler_params={"levels": -1})
     with pytest.raises(ConfigError, match="scheduler 'cph'"):
         make_policy("cph", "balanced", scheduler_params={"no_such_parameter": 1})
 
