@@ -1,8 +1,9 @@
 """CP-SAT dispatchers (seed 001 PCP'20, PCP'19, HCP'19; seed 000 CPH).
 
-Model size against the node count, optimality against an independent brute force on
-small random instances, load-time rejection of jobs that never fit, and the summary
-statistics a run reports. The conformance and invariant suites cover the four
+Model size against the node count and the number of running jobs (PCP'20's reduced
+system), optimality against an independent brute force on small random instances
+(exact and with coarse end levels), load-time rejection of jobs that never fit, and
+the summary statistics a run reports. The conformance and invariant suites cover the four
 registered schedulers like every other one.
 """
 
@@ -26,6 +27,7 @@ from market_hpc.algorithms.cp_instance import (
 from market_hpc.algorithms.cp_pcp19 import solve_pcp19
 from market_hpc.algorithms.cp_pcp20 import Pcp20Model, solve_pcp20
 from market_hpc.algorithms.cp_pooled import solve_pooled
+from market_hpc.algorithms.cp_reduce import reduce_instance
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import NodeType, Platform, parse_inline
 from market_hpc.errors import ConfigError
@@ -64,6 +66,49 @@ def test_pcp20_model_size_does_not_grow_with_the_node_count() -> None:
     assert len(sizes) == 1, sizes
     variables, constraints = sizes.pop()
     assert variables > 30 and constraints > 30
+
+
+def loaded_on(nodes: int, busy: int, seed: int) -> CpInstance:
+    """``queue_on``'s queue with whole-node jobs (random ends) on the first ``busy`` thin nodes."""
+    rng = np.random.default_rng(seed)
+    running, node = [], 0
+    while node < busy:
+        width = min(int(rng.integers(1, 5)), busy - node)
+        running.append(CpRunning(int(rng.integers(1, 40_000)), tuple((n, (20, 0, 32)) for n in range(node, node + width))))
+        node += width
+    return CpInstance(kit_capacity(nodes), queue_on(nodes).jobs, tuple(running))
+
+
+def test_pcp20_model_size_does_not_grow_with_the_running_jobs() -> None:
+    # 1,000 and 5,000 busy nodes (about 400 and 2,000 running jobs, thousands of distinct
+    # ends): the reduced system, hence the model, is the same size
+    sizes = set()
+    for nodes, busy in ((1173, 1000), (5544, 5000)):
+        instance = reduce_instance(loaded_on(nodes, busy, seed=busy)).instance
+        sizes.add(model_size(Pcp20Model(instance, greedy_plan(instance)).model))
+    assert len(sizes) == 1, sizes
+    exact = loaded_on(1173, 1000, seed=1000)
+    assert model_size(Pcp20Model(exact, greedy_plan(exact)).model)[1] > 2 * sizes.pop()[1]
+
+
+def test_the_reduced_system_keeps_what_can_start_now_and_maps_back_to_real_nodes() -> None:
+    instance = loaded_on(1173, 1000, seed=3)
+    reduced = reduce_instance(instance)
+    free = instance.capacity - instance.used
+    small = reduced.instance
+    assert len(small.capacity) < len(instance.capacity)
+    # every reduced node is a real node with the same capacity and the same use now
+    assert (small.capacity == instance.capacity[reduced.nodes]).all()
+    now = small.used
+    blocked = (free[reduced.nodes, 0] == 0)
+    assert (now[~blocked] == instance.used[reduced.nodes][~blocked]).all()
+    assert (now[blocked] == small.capacity[blocked]).all()  # saturated: no unit fits there now
+    outcome = solve_pcp20(instance, CpLimits())
+    for key, allocation in outcome.placements.items():
+        job = next(j for j in instance.jobs if j.key == key)
+        for node, units in allocation:
+            assert (np.asarray(job.unit) * units <= free[node]).all(), (key, node)
+            free[node] -= np.asarray(job.unit) * units
 
 
 def test_pcp19_model_grows_with_the_node_count() -> None:
@@ -147,6 +192,24 @@ def test_pcp20_optimum_equals_brute_force(seed: int) -> None:
     assert pooled.objective <= outcome.objective  # the pooled relaxation is a lower bound
 
 
+@pytest.mark.parametrize("seed", range(15))
+def test_coarse_end_levels_are_conservative(seed: int) -> None:
+    # one level: every running job ends with the last one; the plan stays feasible (what
+    # starts now fits the real free resources) and can only cost optimality
+    instance = random_instance(200 + seed)
+    outcome = solve_pcp20(instance, CpLimits(deterministic_time=10.0), levels=1)
+    assert outcome.status == "OPTIMAL", outcome
+    assert outcome.objective >= brute_force(instance)
+    free = instance.capacity[:, 0] - instance.used[:, 0]
+    for key, allocation in outcome.placements.items():
+        job = next(j for j in instance.jobs if j.key == key)
+        for node, units in allocation:
+            free[node] -= job.unit[0] * units
+    assert (free >= 0).all()
+    exact = solve_pcp20(instance, CpLimits(deterministic_time=10.0), levels=None)
+    assert exact.objective == brute_force(instance)
+
+
 def test_pcp19_and_pcp20_agree_on_small_instances() -> None:
     for seed in range(10):
         instance = random_instance(100 + seed)
@@ -186,6 +249,8 @@ def test_cp_runs_report_status_model_size_and_dispatch_percentiles() -> None:
 def test_bad_scheduler_parameters_fail_with_the_scheduler_name() -> None:
     with pytest.raises(ConfigError, match="scheduler 'pcp20'"):
         make_policy("pcp20", scheduler_params={"deterministic_time": -1})
+    with pytest.raises(ConfigError, match="scheduler 'pcp20': levels must be >= 0"):
+        make_policy("pcp20", scheduler_params={"levels": -1})
     with pytest.raises(ConfigError, match="scheduler 'cph'"):
         make_policy("cph", "balanced", scheduler_params={"no_such_parameter": 1})
 
@@ -205,9 +270,11 @@ def test_the_cp_study_sweep_runs_end_to_end_on_small_data() -> None:
     from market_hpc.experiment.run import build_workload
     from market_hpc.experiment.sweep import load_sweep
 
-    sweep = load_sweep(Path(__file__).resolve().parents[1] / "scenarios" / "cp_dispatch.toml")
-    assert len(sweep.runs) == 10
-    for run in sweep.runs:
+    scenarios = Path(__file__).resolve().parents[1] / "scenarios"
+    sweep = load_sweep(scenarios / "cp_dispatch.toml")
+    pcp19 = load_sweep(scenarios / "cp_dispatch_pcp19.toml")
+    assert len(sweep.runs) == 8 and len(pcp19.runs) == 1
+    for run in sweep.runs + pcp19.runs:
         data = copy.deepcopy(run.config)
         data["workload"]["jobs"] = 40
         config = config_from_dict(data)

@@ -224,13 +224,25 @@ class Stopwatch:
         return time.perf_counter() - self.began
 
 
-def solve(model: cp_model.CpModel, limits: CpLimits, deterministic_time: float
-          ) -> tuple[cp_model.CpSolver, str]:
-    """Solve once; return the solver and the status name."""
+def solve(model: cp_model.CpModel, limits: CpLimits, deterministic_time: float,
+          fixed_search: bool = False) -> tuple[cp_model.CpSolver, str]:
+    """Solve once; return the solver and the status name.
+
+    ``fixed_search`` (PCP'20): follow the model's decision strategies only
+    (``FIXED_SEARCH``, spec 001 A19), without the LP relaxation
+    (``linearization_level=0``) and without symmetry detection (``symmetry_level=0``).
+    Measured on the benchmark's 5,544-node, 100-job model: 24 ms instead of 66 ms of
+    wall time for the same answer; symmetry detection alone used 0.0019 of a 0.002
+    deterministic budget there, leaving the search nothing.
+    """
     from ortools.sat.python import cp_model
 
     solver = cp_model.CpSolver()
     configure(solver, limits, deterministic_time)
+    if fixed_search:
+        solver.parameters.search_branching = cp_model.FIXED_SEARCH
+        solver.parameters.linearization_level = 0
+        solver.parameters.symmetry_level = 0
     status = solver.solve(model)
     names = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
              cp_model.INFEASIBLE: "INFEASIBLE", cp_model.UNKNOWN: "UNKNOWN",

@@ -18,8 +18,9 @@ per group that can hold it (none when only one can), and per type
 ``0 <= y - base_g - cap_g (n - first_g) <= cap_g - u``. Variables per unit: ``1 + |R_i| +
 (groups > 1 ? groups : 0)``, independent of the node count (the paper counts ``|R_i|``;
 the node variable and the group Booleans are the price of CP-SAT not expanding
-``element`` into ``Tcap_r`` literals). Fixed boxes grow with the running jobs, that is
-with load, as the spec notes (sec. 3.13).
+``element`` into ``Tcap_r`` literals). Fixed boxes would grow with the running jobs,
+that is with load and system size (spec sec. 3.13); ``solve_pcp20`` therefore models the
+reduced system of ``cp_reduce`` (bounded fixed boxes and nodes, placements mapped back).
 
 Objective: total slowdown ``sum (s - q + d) / d``, i.e. ``sum round(1e5 / d) * s``
 (constants dropped). Search: per job in priority order, its start at its minimum, then
@@ -30,6 +31,7 @@ search); the greedy plan is a complete hint and the fallback.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -45,6 +47,7 @@ from market_hpc.algorithms.cp_instance import (
     model_size,
     solve,
 )
+from market_hpc.algorithms.cp_reduce import LEVELS, reduce_instance
 
 Box = tuple[int, int, int]  # (position, height, remaining)
 
@@ -74,29 +77,35 @@ def running_boxes(instance: CpInstance, offsets: np.ndarray) -> list[list[Box]]:
     [[(0, 1, 9), (1, 3, 5)]]
     """
     capacity = instance.capacity
-    per_node: dict[int, list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
-    for job in instance.running:
-        for node, amounts in job.usage:
-            per_node[node].append((job.remaining, amounts))
-    boxes: list[list[Box]] = [[] for _ in range(capacity.shape[1])]
-    for node in sorted(per_node):
-        fill = [0] * capacity.shape[1]
-        for remaining, amounts in sorted(per_node[node], key=lambda item: -item[0]):
-            for r, amount in enumerate(amounts):
-                height = min(amount, int(capacity[node, r]) - fill[r])
-                if height > 0:
-                    boxes[r].append((int(offsets[node, r]) + fill[r], height, remaining))
-                    fill[r] += height
-    merged: list[list[Box]] = []
-    for column in boxes:
-        out: list[Box] = []
-        for pos, height, remaining in sorted(column):
-            if out and out[-1][0] + out[-1][1] == pos and out[-1][2] == remaining:
-                out[-1] = (out[-1][0], out[-1][1] + height, remaining)
-            else:
-                out.append((pos, height, remaining))
-        merged.append(out)
-    return merged
+    n_res = capacity.shape[1]
+    node = np.array([n for job in instance.running for n, _ in job.usage], dtype=np.int64)
+    remaining = np.array([job.remaining for job in instance.running for _ in job.usage], dtype=np.int64)
+    amounts = np.array([a for job in instance.running for _, a in job.usage], dtype=np.int64).reshape(-1, n_res)
+    order = np.lexsort((np.arange(len(node)), -remaining, node))  # per node, longest first, stable
+    node, remaining, amounts = node[order], remaining[order], amounts[order]
+    head = np.ones(len(node), dtype=bool)
+    head[1:] = node[1:] != node[:-1]
+    total = np.cumsum(amounts, axis=0)
+    first = np.flatnonzero(head)
+    first_of = np.repeat(first, np.diff(np.append(first, len(node))))  # each entry's node's first entry
+    cum = total - np.where((first_of > 0)[:, None], total[np.maximum(first_of - 1, 0)], 0)
+    cap = capacity[node] if len(node) else np.zeros((0, n_res), dtype=np.int64)
+    top = np.minimum(cum, cap)
+    bottom = np.where(head[:, None], 0, np.roll(top, 1, axis=0))
+    boxes: list[list[Box]] = []
+    for r in range(n_res):
+        height = top[:, r] - bottom[:, r]
+        keep = height > 0
+        pos = offsets[node[keep], r] + bottom[keep, r]
+        height, rem = height[keep], remaining[keep]
+        by_pos = np.argsort(pos, kind="stable")
+        pos, height, rem = pos[by_pos], height[by_pos], rem[by_pos]
+        new = np.ones(len(pos), dtype=bool)
+        new[1:] = (pos[1:] != pos[:-1] + height[:-1]) | (rem[1:] != rem[:-1])
+        starts = np.flatnonzero(new)
+        merged = np.add.reduceat(height, starts) if len(starts) else height
+        boxes.append(list(zip(pos[starts].tolist(), merged.tolist(), rem[starts].tolist())))
+    return boxes
 
 
 class Pcp20Model:
@@ -196,12 +205,17 @@ class Pcp20Model:
             self._hint_vars.append((y, plan.positions[key][j][r]))
 
 
-def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4) -> CpOutcome:
+def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
+                levels: int | None = LEVELS) -> CpOutcome:
     """Build and solve the PCP'20 model of ``instance`` under the authors' time control.
 
+    The model is built on the reduced system (``cp_reduce``: running jobs' ends rounded
+    up to ``levels`` values, interchangeable nodes kept only as often as the modelled
+    units can use them); ``levels=None`` models every node and running job as they are.
     The first solve gets ``limits.deterministic_time``; while no solution is found it is
     retried with 50% of that more each time, up to ``max_retries`` times (spec 001
-    sec. 3.11); then the greedy plan is returned with status ``FALLBACK``.
+    sec. 3.11); then the greedy plan is returned with status ``FALLBACK``. Placements
+    name the real nodes.
 
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
     >>> inst = CpInstance(np.array([[2], [2]]),
@@ -212,14 +226,18 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4) ->
     ('OPTIMAL', {1: 1, 2: 0}, {2: ((0, 1), (1, 1))})
     """
     watch = Stopwatch()
+    real = np.arange(len(instance.capacity))
+    if levels is not None:
+        reduced = reduce_instance(instance, levels)
+        instance, real = reduced.instance, reduced.nodes
     plan = greedy_plan(instance)
     if plan.objective(instance) == 0:  # every job starts now: the lower bound, optimal
-        return plan_outcome(instance, plan, watch)
+        return _real_nodes(plan_outcome(instance, plan, watch), real)
     built = Pcp20Model(instance, plan)
     variables, constraints = model_size(built.model)
     budget = limits.deterministic_time
     for attempt in range(max_retries + 1):
-        solver, status = solve(built.model, limits, budget)
+        solver, status = solve(built.model, limits, budget, fixed_search=True)
         if status in ("OPTIMAL", "FEASIBLE"):
             starts = {key: int(solver.value(var)) for key, var in built.starts.items()}
             placements = {}
@@ -229,9 +247,16 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4) ->
                     for node in built.nodes[key]:
                         counts[int(solver.value(node))] += 1
                     placements[key] = tuple(sorted(counts.items()))
-            return CpOutcome(starts, placements, status, variables, constraints,
-                             int(solver.objective_value), attempt + 1, watch.seconds())
+            return _real_nodes(CpOutcome(starts, placements, status, variables, constraints,
+                                         int(solver.objective_value), attempt + 1, watch.seconds()), real)
         budget += 0.5 * limits.deterministic_time
     placements = {key: plan.allocation(key) for key, start in plan.starts.items() if start == 0}
-    return CpOutcome(dict(plan.starts), placements, FALLBACK, variables, constraints,
-                     plan.objective(instance), max_retries + 1, watch.seconds())
+    return _real_nodes(CpOutcome(dict(plan.starts), placements, FALLBACK, variables, constraints,
+                                 plan.objective(instance), max_retries + 1, watch.seconds()), real)
+
+
+def _real_nodes(outcome: CpOutcome, real: np.ndarray) -> CpOutcome:
+    """The outcome with its placements' node indices mapped to the real nodes."""
+    placements = {key: tuple(sorted((int(real[node]), units) for node, units in allocation))
+                  for key, allocation in outcome.placements.items()}
+    return replace(outcome, placements=placements)

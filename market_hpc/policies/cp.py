@@ -115,6 +115,9 @@ class CpScheduler:
         self.solve_seconds: list[float] = []
         self.last: CpOutcome | None = None
         self._units: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None  # per platform
+        # OR-Tools is loaded when the scheduler is made, not inside the first decision's
+        # timing (importing it costs ~0.5 s; registering the policies stays free of it)
+        import market_hpc.algorithms.cp_pcp20  # noqa: F401  (imports ortools.sat)
 
     # ------------------------------------------------------------ instance
     def durations(self, jobs: Sequence[Job]) -> list[int]:
@@ -267,18 +270,23 @@ class Pcp20(CpScheduler):
 
     Args:
         max_retries: Solves with 50% more deterministic time while none found a solution.
+        levels: Running jobs' remaining times are rounded up to at most this many values
+            in the model (``cp_reduce``); 0 models them exactly, every node included.
     """
 
     label = "pcp20"
 
-    def __init__(self, allocator: Allocator, max_retries: int = 4, **limits: Any) -> None:
+    def __init__(self, allocator: Allocator, max_retries: int = 4, levels: int = 8, **limits: Any) -> None:
         super().__init__(allocator, **limits)
+        if levels < 0:
+            raise ConfigError(f"scheduler 'pcp20': levels must be >= 0 (0: exact), got {levels}")
         self.max_retries = max_retries
+        self.levels = int(levels)
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the PCP'20 model."""
         from market_hpc.algorithms.cp_pcp20 import solve_pcp20  # OR-Tools on first use
-        return solve_pcp20(instance, self.limits, self.max_retries)
+        return solve_pcp20(instance, self.limits, self.max_retries, self.levels or None)
 
 
 @register_scheduler("pcp19", "seed 001 PCP'19: CP-SAT with per-node allocation variables (grows with the "
