@@ -427,7 +427,9 @@ class HPCModel(mesa.Model):
         return agent
 
     def _start(self, action: Start) -> None:
-        agent = self._queued_agent(action.job_id, "start")
+        agent = self.job_agents.get(action.job_id)
+        if agent is None or agent.status not in _WAITING:
+            agent = self._queued_agent(action.job_id, "start")  # raises, naming the state
         job = agent.job
         allocation = action.allocation
         index = self.free_index
@@ -470,7 +472,11 @@ class HPCModel(mesa.Model):
             self._adjust_free_total(agent.taken_total, -1)
         self.free_bb -= job.bb
         self.queue_agent.take(job.job_id)
-        duration, estimate = self._segment_times(agent, total_units)
+        if agent.progress == 0.0 and job.profile is None and not agent.hold_count:
+            agent.seg_full = duration = job.run_time  # a first, rigid segment (overhead stays 0)
+            estimate = job.estimate
+        else:
+            duration, estimate = self._segment_times(agent, total_units)
         self._start_seq += 1
         now = self.now
         running = _new_tuple(RunningJob, (now + estimate, self._start_seq, job, now, allocation, total_units))
@@ -481,7 +487,8 @@ class HPCModel(mesa.Model):
         if agent.first_start is None:
             agent.first_start = now
         self.running_by_end.add(running)
-        self._push(now + duration, COMPLETION, (job.job_id, agent.segment))
+        self._seq += 1
+        heapq.heappush(self._heap, (now + duration, COMPLETION, self._seq, (job.job_id, agent.segment)))
 
     def _runs_of(self, job: Job, allocation: Any) -> NodeRuns:
         """Validate a plain ``((node, units), ...)`` allocation and group it into runs."""
