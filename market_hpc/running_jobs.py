@@ -23,7 +23,8 @@ class RunningJobs(Sequence[RunningJob]):
 
     >>> from market_hpc.domain.job import Job
     >>> jobs = RunningJobs()
-    >>> a, b = (RunningJob(est, seq, Job(seq, 0.0, 1.0, 1.0), 0.0, ((0, 1),), 1) for est, seq in ((9.0, 1), (5.0, 2)))
+    >>> def running(est, seq): return RunningJob(est, seq, Job(seq, 0.0, 1.0, 1.0), 0.0, ((0, 1),), 1)
+    >>> a, b = running(9.0, 1), running(5.0, 2)
     >>> jobs.add(a); jobs.add(b); len(jobs)
     2
     >>> [r.seq for r in jobs]             # sorted on this first ordered read
