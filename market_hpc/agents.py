@@ -61,26 +61,29 @@ class JobAgent(mesa.Agent):
         requeued_at: Time it last returned to the queue after a hold.
     """
 
+    # Initial values as class attributes (immutable): an arriving job sets only its record,
+    # every other field is written when it first changes.
+    status = JobStatus.QUEUED
+    progress = 0.0
+    hold_count = 0
+    first_start: float | None = None
+    segment = 0
+    requeued_at: float | None = None
+    running: RunningJob | None = None
+    last_allocation: tuple[tuple[int, int], ...] | None = None
+    seg_duration = 0.0
+    seg_full = 0.0
+    seg_overhead = 0.0
+    runs: NodeRuns | None = None
+    nodes: np.ndarray | None = None
+    taken: np.ndarray | None = None
+    taken_total: tuple[int, ...] = ()
+    busy_time = 0.0
+    value = 0.0
+
     def __init__(self, model: SimulationState, job: Job) -> None:
         super().__init__(model)
         self.job = job
-        self.status = JobStatus.QUEUED
-        self.progress = 0.0
-        self.hold_count = 0
-        self.first_start: float | None = None
-        self.segment = 0
-        self.requeued_at: float | None = None
-        self.running: RunningJob | None = None
-        self.last_allocation: tuple[tuple[int, int], ...] | None = None
-        self.seg_duration = 0.0
-        self.seg_full = 0.0
-        self.seg_overhead = 0.0
-        self.runs: NodeRuns | None = None
-        self.nodes: np.ndarray | None = None
-        self.taken: np.ndarray | None = None
-        self.taken_total: tuple[int, ...] = ()
-        self.busy_time = 0.0
-        self.value = 0.0
 
 
 class QueueAgent(mesa.Agent):
@@ -95,21 +98,33 @@ class QueueAgent(mesa.Agent):
         self.jobs: dict[int, Job] = OrderedDict()
         # Cores of every waiting job, sorted: the smallest tells a backfilling pass in O(1)
         # that nothing can fit (archive traces keep thousands of jobs queued for months).
-        self.cores: SortedList = SortedList()
+        # Built on first use (FIFO never asks), kept in step from then on.
+        self._cores: SortedList | None = None
 
     def push(self, job: Job) -> None:
         """Append a job at the tail."""
         self.jobs[job.job_id] = job
-        self.cores.add(job.cores)
+        if self._cores is not None:
+            self._cores.add(job.cores)
 
     def take(self, job_id: int) -> None:
         """Take a job out of the queue (started, dropped)."""
-        self.cores.remove(self.jobs.pop(job_id).cores)
+        job = self.jobs.pop(job_id)
+        if self._cores is not None:
+            self._cores.remove(job.cores)
+
+    @property
+    def cores(self) -> SortedList:
+        """Cores of every waiting job, sorted."""
+        if self._cores is None:
+            self._cores = SortedList(job.cores for job in self.jobs.values())
+        return self._cores
 
     @property
     def min_cores(self) -> int:
         """Fewest cores any waiting job asks for (0 when the queue is empty)."""
-        return self.cores[0] if self.cores else 0
+        cores = self.cores
+        return cores[0] if cores else 0
 
 
 class ResourceManagerAgent(mesa.Agent):
@@ -145,7 +160,7 @@ class ResourceManagerAgent(mesa.Agent):
         """Ask the policy what to do now."""
         model = self.model
         self._shared = False  # node agents may have changed strategy since the last decision
-        view = model.make_view()
+        view = model.decision_view()
         began = _time.perf_counter()
         decision = self.policy.decide(view, model.policy_rng)
         took = _time.perf_counter() - began

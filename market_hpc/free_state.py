@@ -4,7 +4,9 @@
 the :class:`~market_hpc.algorithms.free_index.FreeCoreIndex` the indexed allocators place
 from. Plain core starts and ends (the hot path) update the index at once and the array
 lazily: their changes are logged and applied in one vectorised pass when the array is
-read or the log grows long, so no start or end costs work over all nodes. Everything
+read; a log that grows long is dropped between instants and the cores column copied from
+the index's runs instead (:meth:`FreeResources.rest`), so no start or end costs work over
+all nodes. Everything
 else (multi-resource units, node-exclusive allocation) updates the array rows and then
 the index from them.
 """
@@ -26,8 +28,8 @@ class FreeResources:
         self._array = capacity.copy()
         self._readonly = self._array.view()
         self._readonly.flags.writeable = False
-        self._log: list[tuple[int, int, int]] = []  # core changes not yet in ``_array``
-        self._log_limit = max(64, len(capacity) // 4)
+        self._log: list[tuple[NodeRuns, int]] = []  # core moves not yet in ``_array``
+        self._log_limit = max(1024, len(capacity) // 4)
         self.index = FreeCoreIndex(self._array[:, 0].tolist())
 
     @property
@@ -50,13 +52,22 @@ class FreeResources:
     def move_cores(self, runs: NodeRuns, sign: int, indexed: bool = False) -> None:
         """Take (``sign=-1``) or give back (``+1``) the cores of a plain core allocation
         (``indexed``: the index already holds the change, a claimed proposal)."""
-        log, add = self._log, self.index.add
-        for first, count, units in runs.runs:
-            log.append((first, first + count, sign * units))
-            if not indexed:
+        log = self._log
+        log.append((runs, sign))  # one entry per move; its runs are expanded when flushed
+        if not indexed:
+            add = self.index.add
+            for first, count, units in runs.runs:
                 add(first, first + count, sign * units)
-        if len(log) > self._log_limit:
-            self._flush()
+
+    def rest(self) -> None:
+        """Called where the index holds exactly the free cores (between instants, no pass
+        under way): a long log is dropped and the array's cores column copied from the
+        index's runs instead (one vectorised pass; replays that never read the array
+        never expand the log entry by entry)."""
+        if len(self._log) > self._log_limit:
+            runs = self.index.runs()
+            self._array[:, 0] = np.repeat([free for _, _, free in runs], [count for _, count, _ in runs])
+            self._log.clear()
 
     def index_rows(self, runs: NodeRuns, cores: np.ndarray) -> None:
         """Add ``cores`` (one entry per allocated node, in node order) to the index after
@@ -71,16 +82,18 @@ class FreeResources:
         log = self._log
         if not log:
             return
-        if len(log) <= 8:
+        if len(log) <= 4:
             array = self._array
-            for first, end, delta in log:
-                array[first:end, 0] += delta
+            for runs, sign in log:
+                for first, count, units in runs.runs:
+                    array[first:first + count, 0] += sign * units
         else:
-            firsts, ends, deltas = np.array(log, dtype=np.int64).T
-            change = np.zeros(len(self._array) + 1, dtype=np.int64)
-            np.add.at(change, firsts, deltas)
-            np.add.at(change, ends, -deltas)
-            self._array[:, 0] += np.cumsum(change[:-1])
+            flat = [value for runs, sign in log for first, count, units in runs.runs
+                    for value in (first, first + count, sign * units)]
+            firsts, ends, deltas = np.array(flat, dtype=np.int64).reshape(-1, 3).T
+            size = len(self._array) + 1
+            change = np.bincount(firsts, deltas, size) - np.bincount(ends, deltas, size)
+            self._array[:, 0] += np.cumsum(change[:-1]).astype(np.int64)
         log.clear()
 
 

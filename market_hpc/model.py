@@ -19,7 +19,6 @@ from typing import Any, Protocol
 
 import mesa
 import numpy as np
-from sortedcontainers import SortedList
 
 from market_hpc.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
 from market_hpc.algorithms.allocation import units_fit
@@ -34,11 +33,16 @@ from market_hpc.free_state import FreeResources, check_runs
 from market_hpc.policies.base import Decision, Drop, Hold, Policy, RunningJob, Start
 from market_hpc.policies.registry import make_policy, scheduler_entry
 from market_hpc.recorder import Recorder
+from market_hpc.running_jobs import RunningJobs
 from market_hpc.state import COMPLETION, DECISION
 from market_hpc.view import ModelView
 
 _CORE_UNIT = (1, 0, 0, 0)
 _NEVER = math.inf
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+# Enum members read once: ``JobStatus.X`` goes through the enum's metaclass (~0.4 us a read).
+_RUNNING, _FINISHED, _REJECTED = JobStatus.RUNNING, JobStatus.FINISHED, JobStatus.REJECTED
+_WAITING = (JobStatus.QUEUED, JobStatus.HELD)
 
 
 def make_market_aware_policy(scheduler: str, allocator: str | None, hold_penalty: float) -> Policy:
@@ -141,10 +145,11 @@ class HPCModel(mesa.Model):
         self._bidder: Bidder = bidder if bidder is not None else FreeCoresBidder()
         self.free_index: FreeCoreIndex = self._free.index
         self._node_agents: list[NodeAgent] | None = None
+        self._view: ModelView | None = None
         self.queue_agent = QueueAgent(self)
         self.manager = ResourceManagerAgent(self, self.policy)
         self.job_agents: dict[int, JobAgent] = {}
-        self.running_by_end: SortedList = SortedList()
+        self.running_by_end: RunningJobs = RunningJobs()  # sorted by (est_end, seq) once read
         self.free_total: tuple[int, ...] = tuple(self.platform.total.tolist())
         self._stream_ids: set[int] | None = None
         if queues is not None and isinstance(jobs, Iterator):
@@ -229,13 +234,19 @@ class HPCModel(mesa.Model):
         """
         advance = self._advance
         instants = 0
-        next_time = self.next_time
+        heap = self._heap
         # The loop allocates many short-lived, acyclic objects; cyclic GC passes over the
         # growing result lists cost ~10% and reclaim nothing, so pause it while running.
         collecting = gc.isenabled()
         gc.disable()
         try:
-            while (upcoming := next_time()) != _NEVER and upcoming <= until:
+            while True:  # next_time(), inline: the earlier of the heap's top and the next arrival
+                upcoming = heap[0][0] if heap else _NEVER
+                arrival = self._upcoming
+                if arrival is not None and arrival.submit < upcoming:
+                    upcoming = arrival.submit
+                if upcoming == _NEVER or upcoming > until:
+                    break
                 advance(upcoming)
                 instants += 1
                 if progress is not None and instants % 1000 == 0:
@@ -280,35 +291,41 @@ class HPCModel(mesa.Model):
         if now < self.now:
             raise AssertionError(f"time went backwards: {now} < {self.now}")
         self.now = now
+        self._free.rest()  # no pass under way: a long log of core changes may be dropped
         heap = self._heap
         changed = False
         while heap and heap[0][0] == now and heap[0][1] == COMPLETION:
             _, _, _, (job_id, segment) = heapq.heappop(heap)
             agent = self.job_agents.get(job_id)
-            if agent is not None and agent.segment == segment and agent.status is JobStatus.RUNNING:
+            if agent is not None and agent.segment == segment and agent.status is _RUNNING:
                 self._finish(agent)
                 changed = True
         upcoming = self._upcoming
         while upcoming is not None and upcoming.submit == now:
             self._arrive(upcoming)
             self._next_arrival += 1
-            upcoming = self._upcoming = self._next_job(upcoming)
+            if self._stream_ids is None:  # a sorted, checked collection
+                upcoming = self._upcoming = next(self._arrivals, None)
+            else:
+                upcoming = self._upcoming = self._next_job(upcoming)
             changed = True
         while heap and heap[0][0] == now:
             event = heapq.heappop(heap)[3]  # wake-up request: forces a decision
             if event is not None:
                 event(self)  # seed 004: a queue reconfiguration
             changed = True
-        self._wake_pending.discard(now)
+        if self._wake_pending:
+            self._wake_pending.discard(now)
         if changed and self.queue_agent.jobs:
             self._apply(self.manager.dispatch())
-        self.recorder.sample(self)
+        if self.recorder.record_timeseries:
+            self.recorder.sample(self)
         return True
 
     # ------------------------------------------------------------ lifecycle
     def _arrive(self, job: Job) -> None:
         if not self._can_ever_run(job):
-            self.recorder.job_left(job, JobStatus.REJECTED, None, self.now, 0.0, 0, 0.0, None)
+            self.recorder.job_left(job, _REJECTED, None, self.now, 0.0, 0, 0.0, None)
             return
         if self.predictor is not None:
             job = dataclasses.replace(job, estimate=float(self.predictor.predict(job, self.now)))
@@ -323,7 +340,7 @@ class HPCModel(mesa.Model):
         if limits is None:
             fits = units_fit(self.platform.capacity, job.unit)
             limits = self._unit_limits[job.unit] = (int(fits.sum()), int(fits.max()))
-        if job.moldable:
+        if job.profile is not None:  # moldable
             return limits[1] >= 1
         return limits[0] >= job.units
 
@@ -333,7 +350,7 @@ class HPCModel(mesa.Model):
         self.recorder.segment(agent.job.job_id, agent.running.start, self.now, agent.running.units,
                               agent.progress, 1.0)
         agent.progress = 1.0
-        agent.status = JobStatus.FINISHED
+        agent.status = _FINISHED
         curve = agent.job.payload.get("value_curve")
         if curve is not None:
             agent.value = float(curve.value_at(self.now - agent.job.submit))
@@ -356,12 +373,14 @@ class HPCModel(mesa.Model):
         assert running is not None and agent.runs is not None
         if agent.taken is None:  # plain cores, core-level: run by run
             self._free.move_cores(agent.runs, 1)
+            free_total = self.free_total
+            self.free_total = (free_total[0] + agent.taken_total[0], *free_total[1:])
         else:
             self.free[agent.nodes] += agent.taken
             self._free.index_rows(agent.runs, agent.taken[:, 0])
+            self._adjust_free_total(agent.taken_total, 1)
         self.free_bb += agent.job.bb
         self.running_by_end.remove(running)
-        self._adjust_free_total(agent.taken_total, 1)
         elapsed = self.now - running.start
         agent.busy_time += elapsed
         self.recorder.busy(agent.taken_total, elapsed)
@@ -370,6 +389,14 @@ class HPCModel(mesa.Model):
     def make_view(self) -> ModelView:
         """The read-only snapshot policies decide on."""
         return ModelView(self)
+
+    def decision_view(self) -> ModelView:
+        """The view of the current decision: one per model, refreshed for each decision."""
+        view = self._view
+        if view is None:
+            view = self._view = ModelView(self)
+            return view
+        return view.refresh()
 
     def _fail(self, message: str) -> PolicyError:
         return PolicyError(getattr(self.policy, "name", type(self.policy).__name__), self.now, message)
@@ -394,23 +421,30 @@ class HPCModel(mesa.Model):
 
     def _queued_agent(self, job_id: int, verb: str) -> JobAgent:
         agent = self.job_agents.get(job_id)
-        if agent is None or agent.status not in (JobStatus.QUEUED, JobStatus.HELD):
+        if agent is None or agent.status not in _WAITING:
             state = "unknown" if agent is None else agent.status.value
             raise self._fail(f"cannot {verb} job {job_id}: it is {state}, not queued")
         return agent
 
     def _start(self, action: Start) -> None:
-        agent = self._queued_agent(action.job_id, "start")
+        agent = self.job_agents.get(action.job_id)
+        if agent is None or agent.status not in _WAITING:
+            agent = self._queued_agent(action.job_id, "start")  # raises, naming the state
         job = agent.job
         allocation = action.allocation
-        if not allocation:
+        index = self.free_index
+        if type(allocation) is NodeRuns and allocation.runs:
+            runs = allocation
+            fresh = runs is index.fresh  # the index placed it on its current state: valid runs that fit
+        elif not allocation:
             raise self._fail(f"start of job {job.job_id} has an empty allocation")
-        runs = allocation if type(allocation) is NodeRuns else self._runs_of(job, allocation)
-        if not check_runs(runs, self.platform.n_nodes):
+        else:
+            runs, fresh = self._runs_of(job, allocation), False
+        if not fresh and not check_runs(runs, self.platform.n_nodes):
             raise self._fail(f"job {job.job_id}: allocation {runs!r} must list distinct nodes "
                              f"0..{self.platform.n_nodes - 1} in increasing order with positive unit counts")
         total_units = runs.total_units
-        if job.moldable:
+        if job.profile is not None:  # moldable
             assert job.profile is not None
             if len(allocation) != 1 or not 1 <= total_units <= len(job.profile):
                 raise self._fail(f"moldable job {job.job_id} must run on 1..{len(job.profile)} cores "
@@ -421,33 +455,40 @@ class HPCModel(mesa.Model):
             raise self._fail(f"job {job.job_id} needs {job.bb} GB of burst buffer, {self.free_bb} free")
         if job.unit == _CORE_UNIT and not self.exclusive:
             # Plain processor requests touch only the cores column, run by run.
-            claimed = self.free_index.claim(job.job_id, runs)  # the pass took it already
-            if not claimed and not self._free.has_cores(runs):
+            claimed = index.claim(job.job_id, runs)  # the pass took it already
+            if not claimed and not (fresh and runs is index.fresh) and not self._free.has_cores(runs):
                 pairs = np.array(runs.pairs(), dtype=np.int64)
                 self._take_rows(job, allocation, pairs[:, 0], pairs[:, 1], agent)  # raises with the vectors
             self._free.move_cores(runs, -1, indexed=claimed)
             taken = nodes = None
             agent.taken_total = (total_units, 0, 0, 0)
+            free_total = self.free_total
+            self.free_total = (free_total[0] - total_units, *free_total[1:])
         else:
             pairs = np.array(runs.pairs(), dtype=np.int64)
             nodes = pairs[:, 0]
             taken = self._take_rows(job, allocation, nodes, pairs[:, 1], agent)
             self._free.index_rows(runs, -taken[:, 0])
+            self._adjust_free_total(agent.taken_total, -1)
         self.free_bb -= job.bb
         self.queue_agent.take(job.job_id)
-        duration, estimate = self._segment_times(agent, total_units)
+        if agent.progress == 0.0 and job.profile is None and not agent.hold_count:
+            agent.seg_full = duration = job.run_time  # a first, rigid segment (overhead stays 0)
+            estimate = job.estimate
+        else:
+            duration, estimate = self._segment_times(agent, total_units)
         self._start_seq += 1
         now = self.now
-        running = RunningJob(now + estimate, self._start_seq, job, now, allocation, total_units)
+        running = _new_tuple(RunningJob, (now + estimate, self._start_seq, job, now, allocation, total_units))
         agent.running = running
         agent.runs, agent.nodes, agent.taken = runs, nodes, taken
-        agent.status = JobStatus.RUNNING
+        agent.status = _RUNNING
         agent.segment += 1
         if agent.first_start is None:
             agent.first_start = now
         self.running_by_end.add(running)
-        self._adjust_free_total(agent.taken_total, -1)
-        self._push(now + duration, COMPLETION, (job.job_id, agent.segment))
+        self._seq += 1
+        heapq.heappush(self._heap, (now + duration, COMPLETION, self._seq, (job.job_id, agent.segment)))
 
     def _runs_of(self, job: Job, allocation: Any) -> NodeRuns:
         """Validate a plain ``((node, units), ...)`` allocation and group it into runs."""
@@ -502,7 +543,7 @@ class HPCModel(mesa.Model):
         # stays 1/RT(c), so progress counts from the end of that overhead.
         overhead = self.resume_seconds if agent.hold_count else 0.0
         agent.seg_overhead = overhead
-        if job.moldable:
+        if job.profile is not None:  # moldable
             assert job.profile is not None
             agent.seg_full = job.profile[cores - 1]
             duration = remaining_time(job.profile, cores, agent.progress) + overhead

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from market_hpc.algorithms.node_runs import as_runs
+from market_hpc.algorithms.node_runs import NodeRuns, as_runs
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform
 from market_hpc.domain.resources import RESOURCES
@@ -51,6 +51,9 @@ def format_allocation(allocation: Sequence[tuple[int, int]] | None) -> str:
 _SEGMENT_COLUMNS = ("job_id", "start", "end", "units", "progress_before", "progress_after")
 _STATUSES = tuple(JobStatus)
 _STATUS_CODE = {status: code for code, status in enumerate(_STATUSES)}
+# Enum members read once: ``JobStatus.X`` and hashing a member cost ~0.4 us each.
+_FINISHED, _DROPPED, _REJECTED = JobStatus.FINISHED, JobStatus.DROPPED, JobStatus.REJECTED
+_NAN = float("nan")
 _FLOAT_COLUMNS = ("submit_time", "start_time", "end_time", "run_time", "bb", "estimate", "value")
 _INT_COLUMNS = ("job_id", "cores", "gpus", "mics", "mem", "units", "user", "queue", "hold_count")
 
@@ -61,9 +64,19 @@ def format_runs(flat: Sequence[int]) -> str:
     >>> format_runs([4, 2, 1, 9, 1, 3])
     '4:1;5:1;9:3'
     """
-    return ";".join(
-        f"{node}:{flat[i + 2]}" for i in range(0, len(flat), 3) for node in range(flat[i], flat[i] + flat[i + 1])
-    )
+    if len(flat) == 3:  # one run (most jobs)
+        first, count, units = flat
+        if count == 1:
+            return f"{first}:{units}"
+        return f"{f':{units};'.join(map(str, range(first, first + count)))}:{units}"
+    parts = []
+    for i in range(0, len(flat), 3):
+        first, count, units = flat[i], flat[i + 1], flat[i + 2]
+        if count == 1:
+            parts.append(f"{first}:{units}")
+        else:  # "4:1;5:1;6:1" as "4" ":1;" "5" ":1;" "6" then ":1"
+            parts.append(f"{f':{units};'.join(map(str, range(first, first + count)))}:{units}")
+    return ";".join(parts)
 
 
 class JobColumns:
@@ -81,14 +94,20 @@ class JobColumns:
         self.status = array("b")
         self.runs = array("q")
         self.run_offsets = array("q", [0])
+        # Bound ``append`` of every column, in column order (``Recorder.job_left``'s hot path).
+        self.appends = (*(column.append for column in self.floats.values()),
+                        *(column.append for column in self.ints.values()), self.status.append)
 
     def add_allocation(self, allocation: Sequence[tuple[int, int]] | None) -> None:
         """Append one job's allocation (``None`` or empty: never started)."""
-        if allocation:
-            runs = self.runs
+        runs = self.runs
+        if type(allocation) is NodeRuns:
+            for run in allocation.runs:
+                runs.extend(run)
+        elif allocation:
             for run in as_runs(allocation).runs:
                 runs.extend(run)
-        self.run_offsets.append(len(self.runs))
+        self.run_offsets.append(len(runs))
 
     def nodes(self, index: int) -> str:
         """The ``nodes`` text of the ``index``-th job."""
@@ -186,39 +205,41 @@ class Recorder:
         The allocation is kept as it was started (compact ``NodeRuns`` from the indexed
         allocators) and formatted only when the frame is built.
         """
-        if status is JobStatus.FINISHED:
+        if status is _FINISHED:
             self.finished += 1
             self.value_earned += value
             self.last_end = max(self.last_end, end)
-        elif status is JobStatus.DROPPED:
+        elif status is _DROPPED:
             self.drops += 1
-        elif status is JobStatus.REJECTED:
+        elif status is _REJECTED:
             self.rejected += 1
-        if self.first_submit is None or job.submit < self.first_submit:
-            self.first_submit = job.submit
-        nan = np.nan
+        submit = job.submit
+        if self.first_submit is None or submit < self.first_submit:
+            self.first_submit = submit
+        nan = _NAN
         started = first_start is not None
-        units = job.units if not allocation or not job.moldable else allocation[0][1]
-        unit = job.unit
+        units = job.units if job.profile is None or not allocation else allocation[0][1]
+        cores, gpus, mics, mem = job.unit
         columns = self.jobs
-        floats, ints = columns.floats, columns.ints
-        floats["submit_time"].append(job.submit)
-        floats["start_time"].append(first_start if started else nan)  # type: ignore[arg-type]
-        floats["end_time"].append(end if status in (JobStatus.FINISHED, JobStatus.DROPPED) else nan)
-        floats["run_time"].append(busy_time if started else nan)
-        floats["bb"].append(job.bb)
-        floats["estimate"].append(job.estimate)
-        floats["value"].append(value)
-        ints["job_id"].append(job.job_id)
-        ints["cores"].append(units * unit[0])
-        ints["gpus"].append(units * unit[1])
-        ints["mics"].append(units * unit[2])
-        ints["mem"].append(units * unit[3])
-        ints["units"].append(units)
-        ints["user"].append(job.user)
-        ints["queue"].append(job.queue)
-        ints["hold_count"].append(hold_count)
-        columns.status.append(_STATUS_CODE[status])
+        (submit_time, start_time, end_time, run_time, bb, estimate, value_, job_id, cores_, gpus_, mics_, mem_,
+         units_, user, queue, hold_count_, status_) = columns.appends  # _FLOAT_COLUMNS, _INT_COLUMNS, status
+        submit_time(submit)
+        start_time(first_start if started else nan)
+        end_time(end if status is _FINISHED or status is _DROPPED else nan)
+        run_time(busy_time if started else nan)
+        bb(job.bb)
+        estimate(job.estimate)
+        value_(value)
+        job_id(job.job_id)
+        cores_(units * cores)
+        gpus_(units * gpus)
+        mics_(units * mics)
+        mem_(units * mem)
+        units_(units)
+        user(job.user)
+        queue(job.queue)
+        hold_count_(hold_count)
+        status_(_STATUSES.index(status))  # the code of _STATUS_CODE, without hashing the member
         columns.add_allocation(allocation)
 
     @property
@@ -230,7 +251,8 @@ class Recorder:
         """Add resource-seconds used by a finished or held segment."""
         busy = self._busy
         for index, amount in enumerate(taken_total):
-            busy[index] += amount * seconds
+            if amount:
+                busy[index] += amount * seconds
 
     @property
     def busy_resource_seconds(self) -> np.ndarray:

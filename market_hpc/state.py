@@ -67,3 +67,6 @@ class SimulationState(Protocol):
 
     def make_view(self) -> View:
         """The read-only snapshot policies decide on."""
+
+    def decision_view(self) -> View:
+        """The view of the current decision (one object, refreshed for each decision)."""

@@ -49,27 +49,44 @@ class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
 
 
 class ModelView:
-    """Snapshot of ``model`` at the current instant, valid during one ``decide`` call."""
+    """Snapshot of ``model`` at the current instant, valid during one ``decide`` call.
+
+    The model's resource manager keeps one view and :meth:`refresh`-es it before each
+    decision (the queue and running jobs are live facades, the rest a few fields), so a
+    decision does not pay for building a view; ``model.make_view()`` builds a new one.
+    """
 
     __slots__ = ("_model", "time", "platform", "free_total", "free_bb", "exclusive", "queue",
-                 "queue_min_cores", "running", "free_index", "bids")
+                 "running", "free_index", "bids")
 
     def __init__(self, model: SimulationState) -> None:
         self._model = model
-        self.time: float = model.now
         self.platform: Platform = model.platform
-        self.free_total: tuple[int, ...] = model.free_total
-        self.free_bb: float = model.free_bb
         self.exclusive: bool = model.exclusive
         self.queue: Sequence[Job] = ReadOnlySequence(model.queue_agent.jobs)
-        # Fewest cores a waiting job asks for: EASY skips a pass in which nothing can fit.
-        self.queue_min_cores: int = model.queue_agent.min_cores
         self.running: Sequence[RunningJob] = ReadOnlySequence(model.running_by_end)
         # bids(free) -> one bid per node: the node agents' strategies priced on ``free``
         self.bids: Callable[[np.ndarray], np.ndarray] = model.manager.collect_bids
         # Free cores indexed for placement; schedulers try allocations on it only inside
         # ``free_index.scratch()``, which undoes them (see ``policies.scratch``).
         self.free_index: FreeCoreIndex = model.free_index
+        self.refresh()
+
+    def refresh(self) -> ModelView:
+        """Bring the snapshot to the model's current instant (returns itself)."""
+        model = self._model
+        self.time: float = model.now
+        self.free_total: tuple[int, ...] = model.free_total
+        self.free_bb: float = model.free_bb
+        jobs = model.queue_agent.jobs
+        if self.queue._items is not jobs:  # type: ignore[attr-defined]  # the queue agent was replaced
+            self.queue = ReadOnlySequence(jobs)
+        return self
+
+    @property
+    def queue_min_cores(self) -> int:
+        """Fewest cores a waiting job asks for: EASY skips a pass in which nothing can fit."""
+        return self._model.queue_agent.min_cores
 
     @property
     def free(self) -> np.ndarray:

@@ -51,6 +51,29 @@ def shadow_and_extra(
     return shadow, tuple(available[i] - need[i] for i in indices)
 
 
+def shadow_and_extra_cores(
+    free: float, releases: Iterable[tuple[float, float]], need: float
+) -> tuple[float, float]:
+    """:func:`shadow_and_extra` for one resource (cores only), on plain numbers.
+
+    >>> shadow_and_extra_cores(1, [(10.0, 2), (20.0, 3)], 4)
+    (20.0, 2)
+    >>> shadow_and_extra_cores(0, [(5.0, 2), (5.0, 2), (9.0, 1)], 2)   # ties at the shadow
+    (5.0, 2)
+    >>> shadow_and_extra_cores(1, [(10.0, 2)], 9)[0]
+    inf
+    """
+    available = free
+    shadow = float("inf")
+    for end, amount in releases:
+        if end > shadow:
+            break  # every job ending exactly at the shadow time counts towards extra
+        available += amount
+        if available >= need and shadow == float("inf"):
+            shadow = end
+    return shadow, available - need
+
+
 def may_backfill(
     now: float, estimate: float, need: Amounts, shadow: float, extra: Amounts
 ) -> tuple[bool, bool]:

@@ -41,7 +41,8 @@ class FreeCoreIndex:
     (5, True)
     """
 
-    __slots__ = ("_by_value", "_claimed", "_journal", "_proposed", "_starts", "_value", "n_nodes", "total")
+    __slots__ = ("_by_value", "_claimed", "_journal", "_proposed", "_starts", "_value", "fresh", "n_nodes",
+                 "total")
 
     def __init__(self, free_cores: Sequence[int]) -> None:
         self.n_nodes = len(free_cores)
@@ -61,6 +62,8 @@ class FreeCoreIndex:
         self._journal: list[tuple[int, int, int]] | None = None
         self._proposed: list[tuple[int, NodeRuns | None, list[tuple[int, int, int]]]] = []
         self._claimed = 0
+        # The last placement ``first_fit``/``best_fit`` returned, until the index changes.
+        self.fresh: NodeRuns | None = None
 
     # ------------------------------------------------------------------ reading
     def runs(self) -> list[Run]:
@@ -112,8 +115,11 @@ class FreeCoreIndex:
             if most <= 0:
                 return None
             first = by_value[bisect_left(by_value, (most, -1))][1]
-            return NodeRuns(((first, 1, 1),))
-        return self._place(((s, e, v) for s, e, v in self._in_node_order() if v > 0), units, sort=False)
+            placed: NodeRuns | None = NodeRuns(((first, 1, 1),))
+        else:
+            placed = self._place(((s, e, v) for s, e, v in self._in_node_order() if v > 0), units, sort=False)
+        self.fresh = placed
+        return placed
 
     def best_fit(self, units: int) -> NodeRuns | None:
         """Nodes with the fewest free cores first (ties by index), as ``allocation.best_fit``."""
@@ -123,7 +129,9 @@ class FreeCoreIndex:
             return None
         by_value = self._by_value
         runs = ((s, self._end(s), v) for v, s in by_value[bisect_left(by_value, (1, -1)):])
-        return self._place(runs, units, sort=True)
+        placed = self._place(runs, units, sort=True)
+        self.fresh = placed
+        return placed
 
     @staticmethod
     def _place(runs: Iterator[tuple[int, int, int]], units: int, sort: bool) -> NodeRuns | None:
@@ -152,31 +160,91 @@ class FreeCoreIndex:
         """Add ``delta`` free cores to each node ``first..end-1``."""
         if delta == 0 or first >= end:
             return
+        self.fresh = None
+        starts = self._starts
+        i = bisect_right(starts, first) - 1
+        if i + 1 == len(starts) or end <= starts[i + 1]:
+            self._add_within(i, starts[i], first, end, delta)  # the usual case: one run changes
+        else:
+            self._add_across(first, end, delta)
+        self.total += delta * (end - first)
+        if self._journal is not None:
+            self._journal.append((first, end, delta))
+
+    def _add_within(self, i: int, start: int, first: int, end: int, delta: int) -> None:
+        """``add`` on nodes ``first..end-1`` inside the ``i``-th run (which begins at ``start``)."""
         starts, value, by_value = self._starts, self._value, self._by_value
-        n_nodes = self.n_nodes
-        for cut in (first, end):  # make runs start at ``first`` and ``end``
-            if 0 < cut < n_nodes and cut not in value:
-                i = bisect_right(starts, cut)
-                free = value[starts[i - 1]]
-                starts.insert(i, cut)
-                value[cut] = free
-                insort(by_value, (free, cut))
-        i = bisect_left(starts, first)
-        j = bisect_left(starts, end, i)
+        old = value[start]
+        new = old + delta
+        run_end = starts[i + 1] if i + 1 < len(starts) else self.n_nodes
+        if end < run_end:  # the rest of the run keeps its count
+            starts.insert(i + 1, end)
+            value[end] = old
+            insort(by_value, (old, end))
+            merge_right = False
+        else:
+            merge_right = end < self.n_nodes and value[end] == new
+        if merge_right:  # the next run absorbs the changed nodes
+            del by_value[bisect_left(by_value, (new, end))]
+            del value[end]
+        if first > start:  # the run's head keeps its count; the changed nodes start a run
+            value[first] = new
+            insort(by_value, (new, first))
+            if merge_right:
+                starts[i + 1] = first
+            else:
+                starts.insert(i + 1, first)
+            return
+        del by_value[bisect_left(by_value, (old, start))]
+        if i > 0 and value[starts[i - 1]] == new:  # the previous run absorbs them
+            del value[start]
+            del starts[i:i + 2 if merge_right else i + 1]
+            return
+        value[start] = new
+        insort(by_value, (new, start))
+        if merge_right:
+            del starts[i + 1]
+
+    def _add_across(self, first: int, end: int, delta: int) -> None:
+        """``add`` on nodes ``first..end-1`` spanning several runs."""
+        starts, value, by_value = self._starts, self._value, self._by_value
+        # Make runs start at ``first`` and ``end`` (node 0 always starts a run).
+        if first in value:
+            i = bisect_left(starts, first)
+        else:
+            i = bisect_right(starts, first)
+            free = value[starts[i - 1]]
+            starts.insert(i, first)
+            value[first] = free
+            insort(by_value, (free, first))
+        n_runs = len(starts)
+        if end >= self.n_nodes:
+            j = n_runs
+        elif end in value:
+            j = bisect_left(starts, end, i)
+        else:
+            j = bisect_right(starts, end, i)
+            free = value[starts[j - 1]]
+            starts.insert(j, end)
+            value[end] = free
+            insort(by_value, (free, end))
+            n_runs += 1
         for k in range(i, j):
             start = starts[k]
             old = value[start]
             del by_value[bisect_left(by_value, (old, start))]
-            value[start] = old + delta
-            insort(by_value, (old + delta, start))
+            value[start] = new = old + delta
+            insort(by_value, (new, start))
         # Runs inside the range still differ from each other; only the edges may merge.
-        if j < len(starts) and value[starts[j]] == value[starts[j - 1]]:
+        if j < n_runs and value[starts[j]] == value[starts[j - 1]]:
             self._drop_start(j)
         if i > 0 and value[starts[i]] == value[starts[i - 1]]:
             self._drop_start(i)
-        self.total += delta * (end - first)
-        if self._journal is not None:
-            self._journal.append((first, end, delta))
+
+    def is_fresh(self, runs: object) -> bool:
+        """Whether ``runs`` is the last placement ``first_fit``/``best_fit`` returned and
+        the index has not changed since: it then fits the free cores as they are now."""
+        return runs is self.fresh and runs is not None
 
     def _drop_start(self, k: int) -> None:
         start = self._starts.pop(k)

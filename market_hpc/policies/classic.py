@@ -14,8 +14,9 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from market_hpc.algorithms.easy import may_backfill, shadow_and_extra
+from market_hpc.algorithms.easy import may_backfill, shadow_and_extra, shadow_and_extra_cores
 from market_hpc.domain.job import Job
+from market_hpc.domain.platform import Platform
 from market_hpc.policies.base import NOTHING, Action, Allocation, Allocator, Decision, Start, View
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import PassScratch, pass_scratch, take_dense
@@ -27,6 +28,7 @@ def _take(free: np.ndarray, job: Job, allocation: Allocation, view: View) -> Non
 
 
 _CORE_UNIT = (1, 0, 0, 0)
+_new_tuple = tuple.__new__  # Start(...) and Decision(...) without their Python-level __new__
 
 
 def _totals(unit: tuple[int, ...], units: int) -> tuple[int, ...]:
@@ -56,18 +58,23 @@ class _OrderedScheduler:
             ordered = list(ordered)
             begin_pass(ordered, view)
         free_bb = view.free_bb  # allocators see only the view's pool, not this pass's starts
+        jobs = iter(ordered)
+        first = next(jobs, None)
+        if first is None or (first.cores > free_cores and not view.exclusive) or first.bb > free_bb:
+            return NOTHING  # the head blocks: no pass
         with pass_scratch(view) as scratch:
-            for job in ordered:
-                if (job.cores > free_cores and not view.exclusive) or job.bb > free_bb:
+            for job in itertools.chain((first,), jobs):
+                cores = job.units * job.unit[0]
+                if (cores > free_cores and not view.exclusive) or job.bb > free_bb:
                     break
                 allocation = scratch.allocate(self.allocator, job)
                 if allocation is None:
                     break
-                actions.append(Start(job.job_id, allocation))
+                actions.append(_new_tuple(Start, (job.job_id, allocation)))
                 scratch.take(job, allocation)
-                free_cores -= job.cores
+                free_cores -= cores
                 free_bb -= job.bb
-        return Decision(tuple(actions)) if actions else NOTHING
+        return _new_tuple(Decision, (tuple(actions), None)) if actions else NOTHING
 
 
 @register_scheduler("fifo", "first come, first served; the head blocks the queue")
@@ -107,6 +114,15 @@ class Easy:
     def __init__(self, allocator: Allocator) -> None:
         self.allocator = allocator
         self.name = f"easy+{allocator.name}"
+        self._platform: object = None
+        self._platform_cores_only = False
+
+    def _cores_only(self, platform: Platform) -> bool:
+        """Whether ``platform`` has cores and nothing else (checked once per platform)."""
+        if platform is not self._platform:
+            self._platform = platform
+            self._platform_cores_only = not np.asarray(platform.total)[1:].any()
+        return self._platform_cores_only
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         return self.schedule(view, view.queue)
@@ -142,13 +158,13 @@ class Easy:
             if allocation is None:
                 head = job
                 break
-            actions.append(Start(job.job_id, allocation))
+            actions.append(_new_tuple(Start, (job.job_id, allocation)))
             started.append((view.time + job.estimate, _needs(job, job.units, with_bb)))
             scratch.take(job, allocation)
             free_cores -= job.cores
             free_bb -= job.bb
         if head is None or free_cores == 0:
-            return Decision(tuple(actions)) if actions else NOTHING
+            return _new_tuple(Decision, (tuple(actions), None)) if actions else NOTHING
         base_total = view.free_total + (view.free_bb,) if with_bb else view.free_total
         free_total = tuple(f - sum(t[i] for _, t in started) for i, f in enumerate(base_total))
         shadow, extra = self._reservation(view, free_total, head, sorted(started), with_bb)
@@ -170,14 +186,14 @@ class Easy:
             allocation = scratch.allocate(self.allocator, job)
             if allocation is None:
                 continue
-            actions.append(Start(job.job_id, allocation))
+            actions.append(_new_tuple(Start, (job.job_id, allocation)))
             scratch.take(job, allocation)
             free_cores -= cores
             free_bb -= job.bb
             if uses_extra:
                 assert need is not None
                 extra = tuple(e - n for e, n in zip(extra, need))
-        return Decision(tuple(actions)) if actions else NOTHING
+        return _new_tuple(Decision, (tuple(actions), None)) if actions else NOTHING
 
     def _reservation(
         self, view: View, free_total: tuple[float, ...], head: Job,
@@ -186,6 +202,13 @@ class Easy:
         """Shadow time and extra of ``head``; ``started`` are jobs started in this decision,
         ``free_total`` what is free after them (burst buffer last when ``with_bb``)."""
         now = view.time
+        if not with_bb and head.unit == _CORE_UNIT and self._cores_only(view.platform):
+            # Only cores exist: the same walk on plain numbers (the other resources are 0).
+            cores = ((r.est_end if r.est_end > now else now, r.units * r.job.unit[0]) for r in view.running)
+            if started:
+                cores = heapq.merge(cores, ((end, need[0]) for end, need in started), key=lambda release: release[0])
+            shadow, extra_cores = shadow_and_extra_cores(free_total[0], cores, head.units)
+            return shadow, (extra_cores, *free_total[1:])
         if with_bb:
             running = (
                 (r.est_end if r.est_end > now else now, _needs(r.job, r.units, True)) for r in view.running

@@ -97,8 +97,12 @@ class PassScratch:
         """Ask ``allocator`` where ``job`` goes on what is left in this pass."""
         index = self.index
         if index is not None and job.unit == CORE_UNIT:
-            indexed = _indexed_path(allocator)
-            if indexed is not None:
+            usable = _INDEXED.get(type(allocator))  # known classes without a call
+            if usable is None:
+                indexed = _indexed_path(allocator)
+            else:
+                indexed = usable and allocator.allocate_indexed  # type: ignore[attr-defined]
+            if indexed:
                 if self._unindexed:
                     self._take_on_index(index)
                 return indexed(job, index, self.view)  # type: ignore[no-any-return]
