@@ -274,6 +274,16 @@ class Recorder:
         ))
 
     @property
+    def sample_count(self) -> int:
+        """Instants sampled so far."""
+        return len(self._samples) // len(TIMESERIES_COLUMNS)
+
+    def sample_rows(self, begin: int, end: int) -> np.ndarray:
+        """Rows ``begin:end`` of ``samples`` (a copy of those rows only)."""
+        width = len(TIMESERIES_COLUMNS)
+        return np.array(self._samples[begin * width:end * width], dtype=np.float64).reshape(-1, width)
+
+    @property
     def samples(self) -> np.ndarray:
         """The time series so far, one row per instant (``TIMESERIES_COLUMNS``)."""
         return np.array(self._samples, dtype=np.float64).reshape(-1, len(TIMESERIES_COLUMNS))

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from market_hpc.domain.job import JobStatus
+from market_hpc.domain.resources import RESOURCES
 from market_hpc.experiment.config import RunConfig
 from market_hpc.experiment.run import REJECTED_REASON, _json_default, provenance, skipped_jobs_frame
 from market_hpc.recorder import JOB_COLUMNS, TIMESERIES_COLUMNS, Recorder
@@ -50,6 +51,27 @@ def summary_frame(recorder: Recorder) -> pd.DataFrame:
     return pd.DataFrame({"submit_time": submit, "start_time": start, "end_time": pick("end_time"),
                          "wait_time": start - submit, "run_time": pick("run_time"), "status": status,
                          "bb": pick("bb")})
+
+
+def summary_series(recorder: Recorder, capacity_total: np.ndarray, burst_buffer: float,
+                   chunk_rows: int = 100_000) -> pd.DataFrame:
+    """The columns of ``recorder.timeseries_frame()`` that ``metrics.summarize`` reads
+    (time, queue length, used amount of each resource the platform has), with their
+    values and types, copied ``chunk_rows`` samples at a time (no copy of every column).
+    """
+    names = ["time", "queue_length"]
+    names += [f"used_{resource}" for index, resource in enumerate(RESOURCES) if capacity_total[index] > 0]
+    if burst_buffer > 0:
+        names.append("used_bb")
+    if not recorder.sample_count:
+        return recorder.timeseries_frame()[names]
+    where = [TIMESERIES_COLUMNS.index(name) for name in names]
+    parts = [recorder.sample_rows(begin, begin + chunk_rows)[:, where]
+             for begin in range(0, recorder.sample_count, chunk_rows)]
+    values = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    del parts
+    return pd.DataFrame({name: values[:, i] if name == "time" else values[:, i].astype(np.int64)
+                         for i, name in enumerate(names)})
 
 
 def _with_reason(frame: pd.DataFrame, reason_object: bool) -> pd.DataFrame:
@@ -149,15 +171,15 @@ def _parquet_schema(part: pd.DataFrame) -> Any:
 
 def write_timeseries(path: Path, recorder: Recorder, chunk_rows: int) -> None:
     """Write ``timeseries.csv`` (as ``timeseries_frame().to_csv``) chunk by chunk."""
-    samples = recorder.samples
-    if not len(samples):
+    count = recorder.sample_count
+    if not count:
         recorder.timeseries_frame().to_csv(path, index=False)
         return
     counts = {name: np.int64 for name in TIMESERIES_COLUMNS if name not in ("time", "profit")}
     with open(path, "w", newline="") as handle:
-        for begin in range(0, len(samples), chunk_rows):
-            part = pd.DataFrame(samples[begin:begin + chunk_rows], columns=list(TIMESERIES_COLUMNS)).astype(counts)
-            part.to_csv(handle, index=False, header=begin == 0)
+        for begin in range(0, count, chunk_rows):
+            part = pd.DataFrame(recorder.sample_rows(begin, begin + chunk_rows), columns=list(TIMESERIES_COLUMNS))
+            part.astype(counts).to_csv(handle, index=False, header=begin == 0)
 
 
 def write_results(directory: Path, config: RunConfig, recorder: Recorder, summary: dict[str, Any],

@@ -20,6 +20,7 @@ Every other configuration falls back to ``simulate``.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import itertools
 import math
 from collections.abc import Iterator
@@ -33,7 +34,7 @@ import pandas as pd
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import load_platform
 from market_hpc.experiment.config import RunConfig, WorkloadConfig
-from market_hpc.experiment.results_out import summary_frame, write_results
+from market_hpc.experiment.results_out import summary_frame, summary_series, write_results
 from market_hpc.experiment.run import (
     SKIPPED_KEY, Result, run_model, simulate, summary_extra, with_reasons,
 )
@@ -143,7 +144,7 @@ class StreamedResult:
     summary: dict[str, Any]
     workload_report: dict[str, Any] = field(default_factory=dict)
     skipped: list[dict[str, Any]] = field(default_factory=list)
-    chunk_rows: int = 50_000
+    chunk_rows: int = 20_000
 
     @property
     def jobs(self) -> pd.DataFrame:
@@ -178,12 +179,12 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     skipped = stream.skipped.records()
     jobs = TraceJobs(stream, spec)
     model, elapsed = run_model(config, platform, iter(jobs), jobs.expected(), progress)
-    recorder = model.recorder
-    series = recorder.timeseries_frame()
-    summary = summarize(summary_frame(recorder), series, model.platform.total,
-                        recorder.busy_resource_seconds, summary_extra(model, config, report, elapsed),
-                        burst_buffer=model.platform.burst_buffer)
-    del series
+    recorder, platform = model.recorder, model.platform
+    extra = summary_extra(model, config, report, elapsed)
+    del model  # (with its Mesa agents; collected before the summary's frames are built)
+    gc.collect()
+    summary = summarize(summary_frame(recorder), summary_series(recorder, platform.total, platform.burst_buffer),
+                        platform.total, recorder.busy_resource_seconds, extra, burst_buffer=platform.burst_buffer)
     summary["jobs_skipped_by_reason"] = dict(report.get("anomalies", {}))
     if skipped:
         skipped = skipped_in_window(skipped, spec, jobs.last_submit)
