@@ -79,7 +79,7 @@ class JobColumns:
         self.floats = {name: array("d") for name in _FLOAT_COLUMNS}
         self.ints = {name: array("q") for name in _INT_COLUMNS}
         self.status = array("b")
-        self.runs = array("q")
+        self.runs = array("i")  # node, count, units: 4 bytes each (issue 13 memory)
         self.run_offsets = array("q", [0])
 
     def add_allocation(self, allocation: Sequence[tuple[int, int]] | None) -> None:
