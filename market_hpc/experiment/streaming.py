@@ -144,7 +144,7 @@ class StreamedResult:
     summary: dict[str, Any]
     workload_report: dict[str, Any] = field(default_factory=dict)
     skipped: list[dict[str, Any]] = field(default_factory=list)
-    chunk_rows: int = 20_000
+    chunk_rows: int = 10_000
 
     @property
     def jobs(self) -> pd.DataFrame:
