@@ -51,8 +51,9 @@ def million_trace(path: Path, n_jobs: int) -> Path:
     return path
 
 
-def replay(source: Path, args: list[str], out: Path) -> tuple[float, float, int, str]:
-    """Run one replay from ``source``; returns (wall s, peak RSS MB, exit code, stderr tail)."""
+def replay(source: Path, args: list[str], out: Path) -> tuple[float, float, float, int, str]:
+    """Run one replay from ``source``; returns (wall s, CPU s, peak RSS MB, exit code,
+    stderr tail). CPU time (user + system) is less sensitive to other load than wall."""
     env = {**os.environ, "PYTHONPATH": str(source)}
     cmd = [sys.executable, "-m", "market_hpc", "replay", *args, "--out", str(out)]
     with tempfile.TemporaryFile() as log:
@@ -62,7 +63,7 @@ def replay(source: Path, args: list[str], out: Path) -> tuple[float, float, int,
         wall = time.perf_counter() - began
         log.seek(0)
         tail = log.read().decode(errors="replace")[-2000:]
-    return wall, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status), tail
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status), tail
 
 
 def summary(folder: Path) -> dict[str, object]:
@@ -99,13 +100,13 @@ def main() -> int:
             for scheduler in args.scheduler or ["fifo", "easy"]:
                 runs.append((f"{args.jobs:,} {scheduler}", [str(trace), "--platform", "nodes=1000,cores=1",
                                                            "--scheduler", scheduler, "--allocator", "first-fit"]))
-        print(f"{'run':<20} {'side':<7} {'wall s':>8} {'peak MB':>8}", flush=True)
+        print(f"{'run':<20} {'side':<7} {'wall s':>8} {'cpu s':>8} {'peak MB':>8}", flush=True)
         for name, replay_args in runs:
             folders = {}
             for side in sides:
                 out = tmp / f"{name.replace(' ', '_')}_{side}"
-                wall, peak, code, tail = replay(sources[side], replay_args, out)
-                print(f"{name:<20} {side:<7} {wall:>8.1f} {peak:>8.0f}" + ("" if code == 0 else f"  FAILED {code}"),
+                wall, cpu, peak, code, tail = replay(sources[side], replay_args, out)
+                print(f"{name:<20} {side:<7} {wall:>8.1f} {cpu:>8.1f} {peak:>8.0f}" + ("" if code == 0 else f"  FAILED {code}"),
                       flush=True)
                 if code != 0:
                     print(tail)
