@@ -97,6 +97,23 @@ class TraceJobs:
             yield job
 
 
+class CheckedJobs:
+    """An iterator of jobs its producer has checked: sorted by ``(submit, job_id)``, ids
+    unique (``stream_swf`` checks both, and the windows and load scaling of
+    :class:`TraceJobs` keep them). ``HPCModel`` then keeps no set of every id it saw."""
+
+    presorted_unique = True
+
+    def __init__(self, jobs: Iterator[Job]) -> None:
+        self._jobs = jobs
+
+    def __iter__(self) -> CheckedJobs:
+        return self
+
+    def __next__(self) -> Job:
+        return next(self._jobs)
+
+
 def _scaled(jobs: Iterator[Job], factor: float) -> Iterator[Job]:
     """``scale_load`` as a stream: the first job's submit is the origin (the jobs come
     sorted), and jobs whose scaled submit times collapse onto one value come out by job
@@ -189,7 +206,7 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
                               "jobs_skipped": stream.report.skipped}
     skipped = stream.skipped.records()
     jobs = TraceJobs(stream, spec)
-    model, elapsed = run_model(config, platform, iter(jobs), jobs.expected(), progress)
+    model, elapsed = run_model(config, platform, CheckedJobs(iter(jobs)), jobs.expected(), progress)
     recorder, platform = model.recorder, model.platform
     extra = summary_extra(model, config, report, elapsed)
     del model  # (with its Mesa agents; collected before the summary's frames are built)
