@@ -124,3 +124,18 @@ def test_other_workloads_fall_back_to_simulate() -> None:
                                "workload": {"generator": "lublin-feitelson", "jobs": 20}})
     assert not can_stream(config)
     assert isinstance(simulate_streaming(config), Result)
+
+
+def test_checked_stream_needs_no_id_set(tmp_path: Path) -> None:
+    from market_hpc.experiment.streaming import CheckedJobs, TraceJobs
+    from market_hpc.model import HPCModel
+    from market_hpc.workload.swf_stream import stream_swf
+
+    trace = synthetic_trace(tmp_path / "s.swf", shuffle=False)
+    spec = config_from_dict({"name": "s", "platform": "nodes=4,cores=4", "workload": {"trace": str(trace)}}).workload
+    checked = HPCModel(CheckedJobs(iter(TraceJobs(stream_swf(trace), spec))), "nodes=4,cores=4", "fifo")
+    plain = HPCModel(iter(stream_swf(trace)), "nodes=4,cores=4", "fifo")
+    assert checked._stream_ids is None and plain._stream_ids == set()
+    checked.run()
+    plain.run()
+    pd.testing.assert_frame_equal(checked.recorder.jobs_frame(), plain.recorder.jobs_frame())
