@@ -63,11 +63,11 @@ def main() -> int:
     args = parser.parse_args()
     began = time.perf_counter()
     phase("start (python)", began)
+    import market_hpc.model  # noqa: F401  (mesa, pandas, numpy, the policies)
     from market_hpc.experiment import config_from_dict
     from market_hpc.experiment.run import simulate
     from market_hpc.experiment.streaming import simulate_streaming
     from market_hpc.workload import read_swf
-    import market_hpc.model  # noqa: F401  (mesa, pandas, numpy, the policies)
 
     phase("imports", began)
     config = config_from_dict({

@@ -38,7 +38,8 @@ def _print_summary(summary: dict[str, object], out: Path | None) -> None:
 
 
 def _simulate_and_report(config: Any, out_dir: str | None, title: Callable[[str], str]) -> int:
-    from market_hpc.experiment.streaming import simulate_streaming  # trace replays in bounded memory
+    # Trace replays stream the trace and the results (bounded memory); the rest as simulate().
+    from market_hpc.experiment.streaming import simulate_streaming
 
     result = simulate_streaming(config, progress=True)
     out = result.write(out_dir) if out_dir else None

@@ -173,13 +173,13 @@ def write_jobs(directory: Path, recorder: Recorder, skipped: list[dict[str, Any]
     chunks = JobChunks(recorder, skipped, chunk_rows, text_as_object=True)
     pool = pa.default_memory_pool()
     rows = 0
-    writer = None
-    schema = None
+    writer: Any = None
+    schema: Any = None
     try:
         with open(directory / "jobs.csv", "w", newline="") as handle:
             for part in chunks:
                 part.to_csv(handle, index=False, header=rows == 0)
-                if schema is None:
+                if writer is None:
                     schema = _parquet_schema(part.astype(chunks.dtypes))
                     writer = pq.ParquetWriter(directory / "jobs.parquet", schema, compression="snappy")
                 writer.write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False, nthreads=1))

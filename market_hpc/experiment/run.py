@@ -339,7 +339,7 @@ def dispatch_percentiles(seconds: Any) -> dict[str, float]:
             "max_dispatch_ms": float(times.max()) * 1e3}
 
 
-def _progress_bar(total: int) -> Any:
+def _progress_bar(total: int | None) -> Any:
     if not sys.stderr.isatty():
         return None
     from tqdm import tqdm

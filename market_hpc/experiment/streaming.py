@@ -37,7 +37,12 @@ from market_hpc.domain.platform import load_platform
 from market_hpc.experiment.config import RunConfig, WorkloadConfig
 from market_hpc.experiment.results_out import summary_frame, summary_series, write_results
 from market_hpc.experiment.run import (
-    SKIPPED_KEY, Result, run_model, simulate, summary_extra, with_reasons,
+    SKIPPED_KEY,
+    Result,
+    run_model,
+    simulate,
+    summary_extra,
+    with_reasons,
 )
 from market_hpc.metrics import summarize
 from market_hpc.recorder import Recorder

@@ -37,8 +37,22 @@ import numpy as np
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, TraceFormatError
 from market_hpc.workload.swf import (
-    _ALLOC, _JOB_ID, _REQ, _REQ_TIME, _RUN, _SUBMIT, _USER, _QUEUE, FIELD_NAMES, MAX_EXAMPLES,
-    N_FIELDS, UNKNOWN_KINDS, SkippedJobs, TraceReport, _check_line, _unknown_values,
+    _ALLOC,
+    _JOB_ID,
+    _QUEUE,
+    _REQ,
+    _REQ_TIME,
+    _RUN,
+    _SUBMIT,
+    _USER,
+    FIELD_NAMES,
+    MAX_EXAMPLES,
+    N_FIELDS,
+    UNKNOWN_KINDS,
+    SkippedJobs,
+    TraceReport,
+    _check_line,
+    _unknown_values,
 )
 
 _PROC_UNIT = (1, 0, 0, 0)
@@ -68,8 +82,7 @@ class _FirstLines:
     def add(self, job_id: float, line: int) -> None:
         self.ids.append(job_id)
         self.lines.append(line)
-        if job_id > self.largest:
-            self.largest = job_id
+        self.largest = max(self.largest, job_id)
         if self._dict is not None:
             self._dict[job_id] = line
 
@@ -91,7 +104,7 @@ def _lines(source: str) -> Iterator[tuple[int, str]]:
     handle = _open(source)
     try:
         number = 0
-        for number, raw in enumerate(handle, start=1):  # noqa: B007
+        for number, raw in enumerate(handle, start=1):
             yield number, raw.decode("utf-8", errors="replace")
     except (OSError, EOFError, zlib.error) as exc:
         raise TraceFormatError(source, None, f"corrupt gzip data: {exc}") from None
@@ -147,7 +160,7 @@ class SwfStream:
         job_lines = n_lines = 0
         in_order = True
         last = (-np.inf, -np.inf)
-        for n_lines, line in _lines(source):  # noqa: B007
+        for n_lines, line in _lines(source):
             before, semicolon, _ = line.partition(";")
             tokens = before.split()
             if not tokens:
