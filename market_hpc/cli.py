@@ -38,9 +38,10 @@ def _print_summary(summary: dict[str, object], out: Path | None) -> None:
 
 
 def _simulate_and_report(config: Any, out_dir: str | None, title: Callable[[str], str]) -> int:
-    from market_hpc.experiment import simulate
+    # Trace replays stream the trace and the results (bounded memory); the rest as simulate().
+    from market_hpc.experiment.streaming import simulate_streaming
 
-    result = simulate(config, progress=True)
+    result = simulate_streaming(config, progress=True)
     out = result.write(out_dir) if out_dir else None
     print(title(result.summary["policy"]))
     _print_summary(result.summary, out)

@@ -159,7 +159,8 @@ class HPCModel(mesa.Model):
             # A stream already sorted by (submit, job_id): consumed as jobs arrive, so a
             # 10^6-job trace never sits in memory; order and ids are checked on arrival.
             self._arrivals: Iterator[Job] = jobs
-            self._stream_ids = set()
+            # ``presorted_unique``: its producer checked order and ids (no id set; issue 13 memory).
+            self._stream_ids = None if getattr(jobs, "presorted_unique", False) else set()
         else:
             ordered = sorted(jobs, key=lambda j: (j.submit, j.job_id))
             if len({j.job_id for j in ordered}) != len(ordered):

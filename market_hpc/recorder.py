@@ -92,7 +92,7 @@ class JobColumns:
         self.floats = {name: array("d") for name in _FLOAT_COLUMNS}
         self.ints = {name: array("q") for name in _INT_COLUMNS}
         self.status = array("b")
-        self.runs = array("q")
+        self.runs = array("i")  # node, count, units: 4 bytes each (issue 13 memory)
         self.run_offsets = array("q", [0])
         # Bound ``append`` of every column, in column order (``Recorder.job_left``'s hot path).
         self.appends = (*(column.append for column in self.floats.values()),
@@ -294,6 +294,16 @@ class Recorder:
             model.now, len(model.queue_agent.jobs), len(model.running_by_end), *used,
             self.holds, self.drops, self.profit, self.platform.burst_buffer - model.free_bb,
         ))
+
+    @property
+    def sample_count(self) -> int:
+        """Instants sampled so far."""
+        return len(self._samples) // len(TIMESERIES_COLUMNS)
+
+    def sample_rows(self, begin: int, end: int) -> np.ndarray:
+        """Rows ``begin:end`` of ``samples`` (a copy of those rows only)."""
+        width = len(TIMESERIES_COLUMNS)
+        return np.array(self._samples[begin * width:end * width], dtype=np.float64).reshape(-1, width)
 
     @property
     def samples(self) -> np.ndarray:

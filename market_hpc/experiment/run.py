@@ -222,6 +222,18 @@ def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = 
         result = collect(run.model, config, report, time.perf_counter() - began)
         queue_summary(result.summary, result.jobs, run, jobs, config)
         return result
+    model, elapsed = run_model(config, platform, jobs, len(jobs), progress)
+    return collect(model, config, report, elapsed)
+
+
+def run_model(config: RunConfig, platform: Platform, jobs: Any, total: int | None,
+              progress: bool = False) -> tuple[HPCModel, float]:
+    """Build the configured model on ``jobs`` (a collection, or an iterator already sorted
+    by ``(submit, job_id)``) and run it; returns the model and the seconds it ran.
+
+    Args:
+        total: Jobs expected, for the progress bar (``None`` when unknown).
+    """
     policy = _make_policy(config)
     predictor = None
     if config.policy.predictor is not None:
@@ -235,15 +247,15 @@ def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = 
         resume_seconds=config.policy.resume_seconds, hold_progress_loss=config.policy.hold_progress_loss,
     )
     began = time.perf_counter()
-    bar = _progress_bar(len(jobs)) if progress else None
+    bar = _progress_bar(total) if progress else None
     if bar is None:
         model.run()
     else:
         model.run(progress=lambda arrived: bar.update(arrived - bar.n))
-        bar.update(len(jobs) - bar.n)
+        if total is not None:
+            bar.update(total - bar.n)
         bar.close()
-    elapsed = time.perf_counter() - began
-    return collect(model, config, report, elapsed)
+    return model, time.perf_counter() - began
 
 
 def _make_policy(config: RunConfig) -> Any:
@@ -264,6 +276,17 @@ def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed:
     recorder = model.recorder
     jobs_frame = recorder.jobs_frame()
     series = recorder.timeseries_frame()
+    summary = summarize(jobs_frame, series, model.platform.total, recorder.busy_resource_seconds,
+                        summary_extra(model, config, report, elapsed), burst_buffer=model.platform.burst_buffer)
+    summary["jobs_skipped_by_reason"] = {k: v for k, v in report.get("anomalies", {}).items()}
+    report = dict(report)
+    skipped = report.pop(SKIPPED_KEY, [])
+    return Result(config, with_reasons(jobs_frame, skipped), series, summary, report)
+
+
+def summary_extra(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed: float) -> dict[str, Any]:
+    """The run-level entries of ``summary.json`` beside the job metrics."""
+    recorder = model.recorder
     manager = model.manager
     extra = {
         "total_profit": recorder.profit,
@@ -287,22 +310,25 @@ def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed:
     summary_stats = getattr(model.policy, "summary_stats", None)
     if summary_stats is not None:  # e.g. the CP dispatchers' status counts and model sizes
         extra.update(summary_stats())
-    summary = summarize(jobs_frame, series, model.platform.total, recorder.busy_resource_seconds, extra,
-                        burst_buffer=model.platform.burst_buffer)
-    summary["jobs_skipped_by_reason"] = {k: v for k, v in report.get("anomalies", {}).items()}
-    report = dict(report)
-    skipped = report.pop(SKIPPED_KEY, [])
+    return extra
+
+
+def with_reasons(jobs_frame: pd.DataFrame, skipped: list[dict[str, Any]]) -> pd.DataFrame:
+    """``jobs.csv``'s frame: the ``reason`` column and the skipped trace lines, by job id."""
     # Missing reasons are NaN (not None) so jobs.csv and jobs.parquet read back equal.
     rejected = (jobs_frame["status"] == "rejected").to_numpy()
     jobs_frame["reason"] = np.nan
     if rejected.any():
         jobs_frame["reason"] = jobs_frame["reason"].astype(object)
-        jobs_frame.loc[rejected, "reason"] = "request larger than the platform"
+        jobs_frame.loc[rejected, "reason"] = REJECTED_REASON
     if skipped:
         rows = skipped_jobs_frame(skipped, list(jobs_frame.columns))
         jobs_frame = pd.concat([jobs_frame, rows], ignore_index=True)
         jobs_frame = jobs_frame.sort_values("job_id", kind="stable").reset_index(drop=True)
-    return Result(config, jobs_frame, series, summary, report)
+    return jobs_frame
+
+
+REJECTED_REASON = "request larger than the platform"
 
 
 def dispatch_percentiles(seconds: Any) -> dict[str, float]:
@@ -318,7 +344,7 @@ def dispatch_percentiles(seconds: Any) -> dict[str, float]:
             "max_dispatch_ms": float(times.max()) * 1e3}
 
 
-def _progress_bar(total: int) -> Any:
+def _progress_bar(total: int | None) -> Any:
     if not sys.stderr.isatty():
         return None
     from tqdm import tqdm

@@ -1,0 +1,228 @@
+"""Replay a trace in bounded memory: the trace streamed in, the results streamed out.
+
+``market-hpc replay`` and ``market-hpc run`` go through :func:`simulate_streaming`. For a
+plain trace replay (an SWF trace, optionally windowed with ``start``/``end``/``first_n``
+and scaled with ``load_factor``; no accelerators, burst buffers, market rule or queues)
+it gives the same results as :func:`~market_hpc.experiment.run.simulate`, bit for bit,
+while
+
+* the trace is read by :func:`~market_hpc.workload.swf_stream.stream_swf` (checked in a
+  first pass, jobs built as the model asks for them: no list of jobs);
+* the summary is computed by the same ``metrics.summarize`` on a frame of only the seven
+  columns it reads (no allocation text);
+* ``jobs.csv`` and ``jobs.parquet`` are written ``chunk_rows`` rows at a time from the
+  recorder's columns, with the ``reason`` column and the skipped trace lines merged in by
+  job id, as the whole frame would give them (:mod:`market_hpc.experiment.results_out`).
+
+Every other configuration falls back to ``simulate``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import gc
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from market_hpc.domain.job import Job
+from market_hpc.domain.platform import load_platform
+from market_hpc.experiment.config import RunConfig, WorkloadConfig
+from market_hpc.experiment.results_out import summary_frame, summary_series, write_results
+from market_hpc.experiment.run import (
+    SKIPPED_KEY,
+    Result,
+    run_model,
+    simulate,
+    summary_extra,
+    with_reasons,
+)
+from market_hpc.metrics import summarize
+from market_hpc.recorder import Recorder
+from market_hpc.workload.burst_buffer import with_capacity
+from market_hpc.workload.swf_stream import stream_swf
+
+
+def can_stream(config: RunConfig) -> bool:
+    """Whether ``config`` is a plain trace replay that :func:`simulate_streaming` streams."""
+    spec = config.workload
+    return (spec.trace is not None and config.queues.strategy is None and not spec.accelerators.enabled
+            and not spec.burst_buffer.enabled and not spec.market)
+
+
+class TraceJobs:
+    """The configured part of a streamed trace, in ``(submit, job_id)`` order.
+
+    Applies ``build_workload``'s transforms in its order (time window, ``first_n``, load
+    factor) to a :class:`~market_hpc.workload.swf_stream.SwfStream` as jobs are drawn,
+    and remembers the largest submit time handed out before scaling (what
+    ``_skipped_in_window`` needs for ``first_n``).
+    """
+
+    def __init__(self, stream: Any, spec: WorkloadConfig) -> None:
+        self.stream = stream
+        self.spec = spec
+        self.count = 0
+        self.last_submit = -math.inf
+
+    def expected(self) -> int | None:
+        """Jobs the iteration yields, when known without reading the trace again."""
+        if self.spec.start is not None or self.spec.end is not None:
+            return None
+        n = len(self.stream)
+        return n if self.spec.first_n is None else min(n, self.spec.first_n)
+
+    def __iter__(self) -> Iterator[Job]:
+        spec = self.spec
+        jobs: Iterator[Job] = iter(self.stream)
+        if spec.start is not None or spec.end is not None:
+            low = spec.start if spec.start is not None else -math.inf
+            high = spec.end if spec.end is not None else math.inf
+            # Sorted by submit: nothing after the first job at or past ``end`` is kept.
+            jobs = itertools.takewhile(lambda job: job.submit < high,
+                                       (job for job in jobs if low <= job.submit))
+        if spec.first_n is not None:
+            jobs = itertools.islice(jobs, spec.first_n)
+        jobs = self._counted(jobs)
+        if spec.load_factor != 1.0:
+            jobs = _scaled(jobs, spec.load_factor)
+        return jobs
+
+    def _counted(self, jobs: Iterator[Job]) -> Iterator[Job]:
+        for job in jobs:
+            self.count += 1
+            self.last_submit = job.submit
+            yield job
+
+
+class CheckedJobs:
+    """An iterator of jobs its producer has checked: sorted by ``(submit, job_id)``, ids
+    unique (``stream_swf`` checks both, and the windows and load scaling of
+    :class:`TraceJobs` keep them). ``HPCModel`` then keeps no set of every id it saw."""
+
+    presorted_unique = True
+
+    def __init__(self, jobs: Iterator[Job]) -> None:
+        self._jobs = jobs
+
+    def __iter__(self) -> CheckedJobs:
+        return self
+
+    def __next__(self) -> Job:
+        return next(self._jobs)
+
+
+def _scaled(jobs: Iterator[Job], factor: float) -> Iterator[Job]:
+    """``scale_load`` as a stream: the first job's submit is the origin (the jobs come
+    sorted), and jobs whose scaled submit times collapse onto one value come out by job
+    id, as the model's sort of the scaled list orders them.
+
+    >>> jobs = [Job(2, 10.0, 1.0, 1.0), Job(1, 10.5, 1.0, 1.0), Job(3, 12.0, 1.0, 1.0)]
+    >>> [(job.job_id, job.submit) for job in _scaled(iter(jobs), 1e17)]
+    [(1, 10.0), (2, 10.0), (3, 10.0)]
+    """
+    first = next(jobs, None)
+    if first is None:
+        return
+    origin = first.submit
+    group: list[Job] = []
+    for job in itertools.chain((first,), jobs):
+        scaled = dataclasses.replace(job, submit=origin + (job.submit - origin) / factor)
+        if group and scaled.submit != group[0].submit:
+            yield from sorted(group, key=lambda j: j.job_id)
+            group.clear()
+        group.append(scaled)
+    yield from sorted(group, key=lambda j: j.job_id)
+
+
+def skipped_in_window(skipped: list[dict[str, Any]], spec: WorkloadConfig, last_submit: float) -> list[dict[str, Any]]:
+    """``run._skipped_in_window`` with the last kept job's submit time given (the jobs
+    have been streamed, not kept)."""
+    if spec.start is None and spec.end is None and spec.first_n is None:
+        return skipped
+    low = spec.start if spec.start is not None else -np.inf
+    high = spec.end if spec.end is not None else np.inf
+    if spec.first_n is not None:
+        high = min(high, np.nextafter(last_submit, np.inf))
+    return [row for row in skipped if low <= row["submit"] < high]
+
+
+def _return_freed_memory() -> None:
+    """Hand the memory the run freed back to the system (glibc's ``malloc_trim``; a no-op
+    elsewhere), so the summary and the files start from the live data, not from the
+    run's high-water mark of small objects."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+@dataclass
+class StreamedResult:
+    """What a streamed run produced: ``Result``'s interface, frames built on demand.
+
+    ``jobs`` and ``timeseries`` build the same frames as ``Result`` holds (costly for
+    10^6 jobs: use them for small runs and tests); :meth:`write` never builds them.
+    """
+
+    config: RunConfig
+    recorder: Recorder
+    summary: dict[str, Any]
+    workload_report: dict[str, Any] = field(default_factory=dict)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    chunk_rows: int = 10_000
+
+    @property
+    def jobs(self) -> pd.DataFrame:
+        """The ``jobs.csv`` frame (as ``Result.jobs``)."""
+        return with_reasons(self.recorder.jobs_frame(), self.skipped)
+
+    @property
+    def timeseries(self) -> pd.DataFrame:
+        """The ``timeseries.csv`` frame (as ``Result.timeseries``)."""
+        return self.recorder.timeseries_frame()
+
+    def write(self, out: str | Path) -> Path:
+        """Write the results folder (same files and text as ``Result.write``)."""
+        return write_results(Path(out), self.config, self.recorder, self.summary, self.workload_report,
+                             self.skipped, self.chunk_rows)
+
+
+def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | StreamedResult:
+    """``simulate(config)``, streamed when :func:`can_stream` says so.
+
+    Args:
+        config: The validated run configuration.
+        progress: Show a progress bar on stderr (only when it is a terminal).
+    """
+    if not can_stream(config):
+        return simulate(config, progress=progress)
+    spec = config.workload
+    platform = with_capacity(load_platform(config.platform), spec.burst_buffer)
+    stream = stream_swf(spec.trace, lenient=spec.lenient)  # type: ignore[arg-type]
+    report: dict[str, Any] = {"source": stream.source, **dataclasses.asdict(stream.report),
+                              "jobs_skipped": stream.report.skipped}
+    skipped = stream.skipped.records()
+    jobs = TraceJobs(stream, spec)
+    model, elapsed = run_model(config, platform, CheckedJobs(iter(jobs)), jobs.expected(), progress)
+    recorder, platform = model.recorder, model.platform
+    extra = summary_extra(model, config, report, elapsed)
+    del model  # (with its Mesa agents; collected before the summary's frames are built)
+    gc.collect()
+    _return_freed_memory()
+    summary = summarize(summary_frame(recorder), summary_series(recorder, platform.total, platform.burst_buffer),
+                        platform.total, recorder.busy_resource_seconds, extra, burst_buffer=platform.burst_buffer)
+    summary["jobs_skipped_by_reason"] = dict(report.get("anomalies", {}))
+    if skipped:
+        skipped = skipped_in_window(skipped, spec, jobs.last_submit)
+    return StreamedResult(config, recorder, summary, report, skipped)
+
+
+__all__ = ["SKIPPED_KEY", "StreamedResult", "TraceJobs", "can_stream", "simulate_streaming", "skipped_in_window"]

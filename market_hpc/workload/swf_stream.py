@@ -1,0 +1,306 @@
+"""Read an SWF trace lazily: two passes over the file, never the whole trace in memory.
+
+:func:`stream_swf` gives the same jobs, in the same order, with the same report, header,
+skipped lines and errors as :func:`~market_hpc.workload.swf.read_swf`, but holds no list
+of jobs:
+
+* **Pass 1** (at construction) reads the file line by line (gzip too) and runs every
+  check of ``read_swf``'s line-by-line pass (the unknown run time / size / submit rules
+  first, then the malformed-line checks, duplicate ids with the first line winning). It
+  raises the same :class:`TraceFormatError` (file, line, field) before any job is
+  handed out, and builds the :class:`TraceReport`, the header and the
+  :class:`SkippedJobs`. It keeps 16 bytes per kept job (id and submit time, as machine
+  floats) to find duplicate ids and whether the kept jobs are in ``(submit, job_id)``
+  order; the duplicate lookup builds a dict only if ids ever stop increasing.
+* **Pass 2** (each iteration) reads the file again and builds each kept job as it goes.
+  Archive traces are sorted by submit time, so jobs come out in file order. For a file
+  that is not sorted, pass 1 ranks the kept jobs and pass 2 holds back, in a heap, only
+  the jobs read before one with a lower rank: the output order is exactly the sorted
+  order ``read_swf`` returns, and a fully shuffled file costs what ``read_swf`` costs.
+
+Pass 2 reads what pass 1 checked; a file changed in between raises
+``TraceFormatError``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import heapq
+import os
+import zlib
+from array import array
+from collections.abc import Iterator
+from typing import IO
+
+import numpy as np
+
+from market_hpc.domain.job import Job
+from market_hpc.errors import ConfigError, TraceFormatError
+from market_hpc.workload.swf import (
+    _ALLOC,
+    _JOB_ID,
+    _QUEUE,
+    _REQ,
+    _REQ_TIME,
+    _RUN,
+    _SUBMIT,
+    _USER,
+    FIELD_NAMES,
+    MAX_EXAMPLES,
+    N_FIELDS,
+    UNKNOWN_KINDS,
+    SkippedJobs,
+    TraceReport,
+    _check_line,
+    _unknown_values,
+)
+
+_PROC_UNIT = (1, 0, 0, 0)
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class _FirstLines:
+    """Job id -> first line, as ``_check_line`` asks for it, in 16 bytes per job.
+
+    While ids only increase (archive traces) a lookup is a comparison with the largest id
+    so far; the first id that does not increase builds the dict from the arrays.
+    """
+
+    def __init__(self) -> None:
+        self.ids = array("d")
+        self.lines = array("q")
+        self.largest = -np.inf
+        self._dict: dict[float, int] | None = None
+
+    def get(self, job_id: float) -> int | None:
+        if job_id > self.largest:
+            return None
+        if self._dict is None:
+            self._dict = dict(zip(self.ids, self.lines))
+        return self._dict.get(job_id)
+
+    def add(self, job_id: float, line: int) -> None:
+        self.ids.append(job_id)
+        self.lines.append(line)
+        self.largest = max(self.largest, job_id)
+        if self._dict is not None:
+            self._dict[job_id] = line
+
+
+def _open(source: str) -> IO[bytes]:
+    try:
+        handle = open(source, "rb")  # noqa: SIM115 - closed by the caller
+    except OSError as exc:
+        raise ConfigError(f"cannot read trace {source}: {exc.strerror or exc}") from None
+    if handle.read(2) == _GZIP_MAGIC:
+        handle.seek(0)
+        return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
+    handle.seek(0)
+    return handle
+
+
+def _lines(source: str) -> Iterator[tuple[int, str]]:
+    """``(1-based number, text)`` of every line, split at ``\\n`` only (as ``read_swf``)."""
+    handle = _open(source)
+    try:
+        number = 0
+        for number, raw in enumerate(handle, start=1):
+            yield number, raw.decode("utf-8", errors="replace")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TraceFormatError(source, None, f"corrupt gzip data: {exc}") from None
+    finally:
+        handle.close()
+
+
+def _check_gzip(source: str) -> None:
+    """Read a gzip file to its end: ``read_swf`` reports corrupt data before any line."""
+    handle = _open(source)
+    try:
+        if isinstance(handle, gzip.GzipFile):
+            while handle.read(1 << 20):
+                pass
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TraceFormatError(source, None, f"corrupt gzip data: {exc}") from None
+    finally:
+        handle.close()
+
+
+class SwfStream:
+    """A trace read lazily; iterate it for the jobs sorted by ``(submit, job_id)``.
+
+    Attributes:
+        source: The path read.
+        header: The ``;`` header lines (as ``Workload.header``).
+        report: Counts of lines, kept jobs and anomalies (as ``Workload.report``).
+        skipped: The lines skipped for an unknown run time, size or submit time.
+        sorted: Whether the kept jobs are in ``(submit, job_id)`` order in the file.
+        n_jobs: Jobs the iteration yields.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, lenient: bool = False) -> None:
+        self.source = os.fspath(path)
+        self.lenient = lenient
+        self._scan()
+
+    def __len__(self) -> int:
+        return self.n_jobs
+
+    # ----------------------------------------------------------------- pass 1
+    def _scan(self) -> None:
+        source, lenient = self.source, self.lenient
+        header: list[str] = []
+        malformed: dict[str, int] = {}
+        examples: dict[str, list[int]] = {}
+        unknown_lines: list[int] = []
+        unknown_rows: list[list[float]] = []
+        unknown_kinds: list[str] = []
+        dropped = set()  # job lines that do not become jobs (pass 2 skips them)
+        first_lines = _FirstLines()
+        submits = array("d")
+        job_lines = n_lines = 0
+        in_order = True
+        last = (-np.inf, -np.inf)
+        for n_lines, line in _lines(source):
+            before, semicolon, _ = line.partition(";")
+            tokens = before.split()
+            if not tokens:
+                if semicolon and not before.encode("utf-8", errors="replace").strip():
+                    header.append(line.rstrip())
+                continue
+            job_lines += 1
+            unknown = _unknown_values(tokens)
+            if unknown is not None:
+                unknown_lines.append(n_lines)
+                unknown_rows.append(unknown)
+                unknown_kinds.append(_unknown_kind(unknown))
+                dropped.add(n_lines)
+                continue
+            values, problem = _check_line(tokens, first_lines)  # type: ignore[arg-type]
+            if problem is not None:
+                kind, index, message = problem
+                if not lenient:
+                    _check_gzip(source)
+                    label = None if index is None else f"{index + 1} ({FIELD_NAMES[index]})"
+                    raise TraceFormatError(source, n_lines, message, field=label)
+                malformed[kind] = malformed.get(kind, 0) + 1
+                kept = examples.setdefault(kind, [])
+                if len(kept) < MAX_EXAMPLES:
+                    kept.append(n_lines)
+                dropped.add(n_lines)
+                continue
+            key = (values[_SUBMIT], values[_JOB_ID])
+            if key < last:
+                in_order = False
+            last = key
+            first_lines.add(values[_JOB_ID], n_lines)
+            submits.append(values[_SUBMIT])
+        if job_lines == 0:
+            raise TraceFormatError(source, None, "no jobs: the file has no job lines")
+        anomalies = dict(malformed)
+        for kind in UNKNOWN_KINDS:
+            lines = [n for n, k in zip(unknown_lines, unknown_kinds, strict=True) if k == kind]
+            if lines:
+                anomalies[kind] = len(lines)
+                examples[kind] = lines[:MAX_EXAMPLES]
+        n_jobs = len(first_lines.ids)
+        if n_jobs == 0:
+            counts = ", ".join(f"{k}: {v}" for k, v in anomalies.items())
+            raise TraceFormatError(source, None, f"no jobs: all {job_lines} job lines skipped ({counts})")
+        self.header = tuple(header)
+        self.n_jobs = n_jobs
+        self.report = TraceReport(n_lines, job_lines, n_jobs, anomalies,
+                                  {kind: tuple(lines) for kind, lines in examples.items()})
+        self.skipped = (SkippedJobs(np.asarray(unknown_lines, dtype=np.int64),
+                                    np.asarray(unknown_rows, dtype=np.float64).reshape(-1, N_FIELDS),
+                                    tuple(unknown_kinds))
+                        if unknown_lines else SkippedJobs.empty())
+        self.sorted = in_order
+        self._dropped = dropped
+        self._ranks: np.ndarray | None = None
+        if not in_order:  # rank of each kept job (file order) in (submit, job_id) order
+            ids = np.frombuffer(first_lines.ids, dtype=np.float64)
+            order = np.lexsort((ids, np.frombuffer(submits, dtype=np.float64)))
+            ranks = np.empty(n_jobs, dtype=np.int64)
+            ranks[order] = np.arange(n_jobs)
+            self._ranks = ranks
+
+    # ----------------------------------------------------------------- pass 2
+    def __iter__(self) -> Iterator[Job]:
+        jobs = self._file_order()
+        if self._ranks is None:
+            return jobs
+        return _reorder(jobs, self._ranks)
+
+    def _file_order(self) -> Iterator[Job]:
+        dropped = self._dropped
+        count = 0
+        for number, line in _lines(self.source):
+            tokens = line.split(";", 1)[0].split()
+            if not tokens or number in dropped:
+                continue
+            try:
+                job = _job(tokens)
+            except (ValueError, IndexError):
+                raise TraceFormatError(self.source, number, "file changed while it was read") from None
+            count += 1
+            yield job
+        if count != self.n_jobs:
+            raise TraceFormatError(self.source, None,
+                                   f"file changed while it was read: {count} jobs, {self.n_jobs} before")
+
+
+def stream_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> SwfStream:
+    """Check a plain or gzip-compressed SWF trace and return it as a lazy job stream.
+
+    Same arguments, checks, errors, report, header and skipped lines as
+    :func:`~market_hpc.workload.swf.read_swf`; iterating the result yields the same jobs
+    in the same order (sorted by ``(submit, job_id)``), built as they are read.
+
+    Raises:
+        ConfigError: The file is missing or unreadable.
+        TraceFormatError: A malformed line (unless ``lenient``), corrupt gzip data, or no
+            jobs to keep.
+    """
+    return SwfStream(path, lenient=lenient)
+
+
+def _unknown_kind(values: list[float]) -> str:
+    """Which ``UNKNOWN_KINDS`` rule skipped a line (first rule wins, as ``_unknown_masks``)."""
+    if values[_RUN] == -1:
+        return "unknown_run_time"
+    if values[_ALLOC] <= 0 and values[_REQ] <= 0:
+        return "unknown_size"
+    return "unknown_submit"
+
+
+def _job(tokens: list[str]) -> Job:
+    """The job of a checked line, with ``read_swf``'s request and estimate rules."""
+    if len(tokens) != N_FIELDS:
+        raise ValueError("field count")
+    run = float(tokens[_RUN])
+    request, allocated = float(tokens[_REQ]), float(tokens[_ALLOC])
+    requested_time = float(tokens[_REQ_TIME])
+    return Job(int(float(tokens[_JOB_ID])), float(tokens[_SUBMIT]), run,
+               requested_time if requested_time > 0 else run,
+               int(request if request > 0 else allocated), _PROC_UNIT, 0.0,
+               int(float(tokens[_USER])), int(float(tokens[_QUEUE])))
+
+
+def _reorder(jobs: Iterator[Job], ranks: np.ndarray) -> Iterator[Job]:
+    """Yield ``jobs`` in rank order, holding back only what comes before a lower rank.
+
+    >>> jobs = iter([Job(3, 2.0, 1.0, 1.0), Job(1, 0.0, 1.0, 1.0), Job(2, 1.0, 1.0, 1.0)])
+    >>> [job.job_id for job in _reorder(jobs, np.array([2, 0, 1]))]
+    [1, 2, 3]
+    """
+    heap: list[tuple[int, Job]] = []
+    expected = 0
+    for rank, job in zip(ranks.tolist(), jobs, strict=True):
+        if rank == expected and not heap:
+            expected += 1
+            yield job
+            continue
+        heapq.heappush(heap, (rank, job))
+        while heap and heap[0][0] == expected:
+            expected += 1
+            yield heapq.heappop(heap)[1]
