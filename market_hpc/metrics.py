@@ -112,8 +112,8 @@ def summarize(
     last_end = float(done["end_time"].max()) if len(done) else first_submit
     span = last_end - first_submit
     summary: dict[str, Any] = {
-        "jobs_total": int(len(jobs)),
-        "jobs_completed": int(len(done)),
+        "jobs_total": len(jobs),
+        "jobs_completed": len(done),
         "jobs_dropped": int((status == "dropped").sum()),
         "jobs_rejected": int((status == "rejected").sum()),
         "jobs_never_started": int(status.isin(["queued", "held"]).sum()),

@@ -137,5 +137,6 @@ def test_demo_quick(tmp_path, capsys):
 
 @pytest.mark.smoke
 def test_python_dash_m_entry_point():
-    done = subprocess.run([sys.executable, "-m", "market_hpc", "--version"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "market_hpc", "--version"], capture_output=True, text=True,
+                          check=False)
     assert done.returncode == 0 and done.stdout.startswith("market-hpc ")

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-
 from invariants import assert_schedule_invariants, classic_pairs, random_workload
+
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import NodeType, Platform
 from market_hpc.errors import PolicyError

@@ -14,7 +14,6 @@ import re
 
 import pandas as pd
 import pytest
-
 from invariants import (
     assert_schedule_invariants,
     can_ever_run,
@@ -22,6 +21,7 @@ from invariants import (
     parse_nodes,
     random_workload,
 )
+
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import load_platform
 from market_hpc.model import HPCModel

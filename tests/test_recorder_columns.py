@@ -30,7 +30,7 @@ def test_chunked_csv_equals_the_frame_and_rows_match(tmp_path) -> None:
         expected = by_id.loc[record["job_id"]]
         assert record["nodes"] == expected["nodes"] and record["status"] == expected["status"]
         assert record["start_time"] == expected["start_time"] or np.isnan(record["start_time"])
-    assert list(reversed(rows))[0] == rows[-1]
+    assert len(rows) == len(frame) and list(reversed(rows)) == list(rows)[::-1]
     series = model.recorder.timeseries_frame()
     assert series["queue_length"].dtype == np.int64 and series["time"].dtype == np.float64
 

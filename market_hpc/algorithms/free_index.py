@@ -17,10 +17,9 @@ nodes, same units), for plain core units; other resources are not indexed.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-
-from bisect import bisect_left, bisect_right, insort
 
 from market_hpc.algorithms.node_runs import NodeRuns, Run
 

@@ -2,6 +2,6 @@
 
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import NodeType, Platform
-from market_hpc.domain.resources import RESOURCES, N_RESOURCES
+from market_hpc.domain.resources import N_RESOURCES, RESOURCES
 
-__all__ = ["Job", "JobStatus", "NodeType", "Platform", "RESOURCES", "N_RESOURCES"]
+__all__ = ["N_RESOURCES", "RESOURCES", "Job", "JobStatus", "NodeType", "Platform"]

@@ -141,7 +141,7 @@ class Platform:
         }
 
 def _gb(value: float) -> int:
-    return int(round(value * MIB_PER_GB))
+    return round(value * MIB_PER_GB)
 
 PRESETS: dict[str, Platform] = {
     "kth-sp2": Platform("kth-sp2", (NodeType("sp2", 100, 1),)),

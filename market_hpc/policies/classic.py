@@ -202,19 +202,20 @@ class Easy:
         """Shadow time and extra of ``head``; ``started`` are jobs started in this decision,
         ``free_total`` what is free after them (burst buffer last when ``with_bb``)."""
         now = view.time
+        # ``a if a > b else b`` instead of ``max``: cheaper per running job (FURB136 off).
         if not with_bb and head.unit == _CORE_UNIT and self._cores_only(view.platform):
             # Only cores exist: the same walk on plain numbers (the other resources are 0).
-            cores = ((r.est_end if r.est_end > now else now, r.units * r.job.unit[0]) for r in view.running)
+            cores = ((r.est_end if r.est_end > now else now, r.units * r.job.unit[0]) for r in view.running)  # noqa: FURB136
             if started:
                 cores = heapq.merge(cores, ((end, need[0]) for end, need in started), key=lambda release: release[0])
             shadow, extra_cores = shadow_and_extra_cores(free_total[0], cores, head.units)
             return shadow, (extra_cores, *free_total[1:])
         if with_bb:
             running = (
-                (r.est_end if r.est_end > now else now, _needs(r.job, r.units, True)) for r in view.running
+                (r.est_end if r.est_end > now else now, _needs(r.job, r.units, True)) for r in view.running  # noqa: FURB136
             )
         else:  # the plain path, as cheap as before burst buffers existed
-            running = ((r.est_end if r.est_end > now else now, _totals(r.job.unit, r.units)) for r in view.running)
+            running = ((r.est_end if r.est_end > now else now, _totals(r.job.unit, r.units)) for r in view.running)  # noqa: FURB136
         releases = heapq.merge(running, started, key=lambda release: release[0]) if started else running
         return shadow_and_extra(free_total, releases, _needs(head, head.units, with_bb))
 
