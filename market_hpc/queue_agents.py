@@ -22,17 +22,15 @@ from market_hpc.algorithms.queues import route, unroutable_message
 from market_hpc.domain.job import Job
 from market_hpc.domain.queues import QueueConfig
 from market_hpc.errors import ConfigError
-from market_hpc.state import DECISION
+from market_hpc.state import DECISION, SimulationState
 
 
-class QueueHost(Protocol):
+class QueueHost(SimulationState, Protocol):
     """What the routed queue needs of the model (``market_hpc.model.HPCModel``; typed by
     this protocol so that the model's lazy import of this module makes no import cycle)."""
 
-    now: float
     policy: Any
-    platform: Any
-    queue_agent: Any
+    queue_agent: Any  # the model's QueueAgent (a mesa.Agent), removed and replaced here
 
     def _push(self, when: float, order: int, event: Any) -> None: ...
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +95,7 @@ class JobColumns:
         self.runs = array("i")  # node, count, units: 4 bytes each (issue 13 memory)
         self.run_offsets = array("q", [0])
         # Bound ``append`` of every column, in column order (``Recorder.job_left``'s hot path).
-        self.appends = (*(column.append for column in self.floats.values()),
+        self.appends: tuple[Callable[[Any], None], ...] = (*(column.append for column in self.floats.values()),
                         *(column.append for column in self.ints.values()), self.status.append)
 
     def add_allocation(self, allocation: Sequence[tuple[int, int]] | None) -> None:

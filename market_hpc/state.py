@@ -41,6 +41,13 @@ class JobAgentState(Protocol):
     requeued_at: float | None
 
 
+class BidState(Protocol):
+    """The resource manager's side of the node auction (seed 002)."""
+
+    def collect_bids(self, free: np.ndarray) -> np.ndarray:
+        """One bid per node, priced on ``free``."""
+
+
 class SimulationState(Protocol):
     """The read side of a simulation (implemented by ``market_hpc.model.HPCModel``)."""
 
@@ -53,6 +60,7 @@ class SimulationState(Protocol):
     policy_rng: np.random.Generator
     queue_agent: QueueState
     running_by_end: Sequence[RunningJob]
+    manager: BidState
 
     @property
     def job_agents(self) -> Mapping[int, JobAgentState]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 from ortools.sat.python import cp_model
@@ -124,7 +125,7 @@ def optimal_makespan(
     end = [model.new_int_var(0, horizon, f"end{t}") for t in range(n)]
     # Symmetry breaking: core k only hosts task t if k <= t and core k-1 already hosts
     # an earlier task (cores numbered by first use).
-    on = [
+    on: list[list[Any]] = [  # None where core k cannot host task t (k > t)
         [model.new_bool_var(f"on{t}_{k}") if k <= t else None for k in range(n_cores)]
         for t in range(n)
     ]

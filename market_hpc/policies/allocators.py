@@ -7,7 +7,7 @@ import numpy as np
 from market_hpc.algorithms.allocation import best_fit, exclusive_fit, first_fit, units_fit
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.domain.job import Job
-from market_hpc.policies.base import Allocation, View
+from market_hpc.policies.base import Allocation, NodeRuns, View
 from market_hpc.policies.registry import register_allocator
 
 
@@ -30,7 +30,7 @@ class FirstFit:
             return None
         return first_fit(job_fits(job, free, view), job.units)
 
-    def allocate_indexed(self, job: Job, index: FreeCoreIndex, view: View) -> Allocation | None:
+    def allocate_indexed(self, job: Job, index: FreeCoreIndex, view: View) -> NodeRuns | None:
         """The same placement for a plain core job, from the free-core index (see
         ``policies.scratch``): under node-exclusive allocation only idle nodes have free
         cores in the index, so this holds in both modes."""
@@ -51,7 +51,7 @@ class BestFit:
             return None
         return best_fit(job_fits(job, free, view), free[:, 0], job.units)
 
-    def allocate_indexed(self, job: Job, index: FreeCoreIndex, view: View) -> Allocation | None:
+    def allocate_indexed(self, job: Job, index: FreeCoreIndex, view: View) -> NodeRuns | None:
         """The same placement for a plain core job, from the free-core index."""
         if job.bb > view.free_bb:
             return None

@@ -205,7 +205,7 @@ class Easy:
         # ``a if a > b else b`` instead of ``max``: cheaper per running job (FURB136 off).
         if not with_bb and head.unit == _CORE_UNIT and self._cores_only(view.platform):
             # Only cores exist: the same walk on plain numbers (the other resources are 0).
-            cores = ((r.est_end if r.est_end > now else now, r.units * r.job.unit[0]) for r in view.running)  # noqa: FURB136
+            cores: Iterable[tuple[float, float]] = ((r.est_end if r.est_end > now else now, r.units * r.job.unit[0]) for r in view.running)  # noqa: FURB136
             if started:
                 cores = heapq.merge(cores, ((end, need[0]) for end, need in started), key=lambda release: release[0])
             shadow, extra_cores = shadow_and_extra_cores(free_total[0], cores, head.units)

@@ -52,7 +52,7 @@ class MoldableEasy:
         actions: list[Action] = []
         started: list[tuple[float, tuple[int]]] = []
         queue = iter(view.queue)
-        reservation: tuple[float, int] | None = None
+        reservation: tuple[float, float] | None = None
         for job in queue:
             expected, requested = _expected(job)
             node = int(free.argmax())
@@ -85,7 +85,7 @@ class MoldableEasy:
 
     @staticmethod
     def _reservation(view: View, free: np.ndarray, started: list[tuple[float, tuple[int]]],
-                     need: int) -> tuple[float, tuple[int, ...]]:
+                     need: int) -> tuple[float, tuple[float, ...]]:
         releases = [(view.expected_end(r), (r.units,)) for r in view.running] + started
         releases.sort()
         return shadow_and_extra((int(free.sum()),), releases, (need,))

@@ -49,7 +49,7 @@ from market_hpc.policies.registry import register_scheduler
 
 _CORE_UNIT = (1, 0, 0, 0)
 INF = float("inf")
-Amounts = tuple[int, ...]
+Amounts = tuple[float, ...]  # per resource; integers except the extra of a reservation
 
 
 def _totals(unit: tuple[int, ...], units: int) -> Amounts:

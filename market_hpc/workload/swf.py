@@ -225,8 +225,8 @@ def read_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> Workload
     keep, skipped = _drop_unknowns(rows, data, line_numbers, anomalies)
     jobs = _jobs_from_rows(rows[keep])
     if not jobs:
-        skipped = ", ".join(f"{k}: {v}" for k, v in anomalies.counts.items())
-        message = f"no jobs: all {job_lines} job lines skipped ({skipped})"
+        reasons = ", ".join(f"{k}: {v}" for k, v in anomalies.counts.items())
+        message = f"no jobs: all {job_lines} job lines skipped ({reasons})"
         raise TraceFormatError(source, None, message)
     n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     examples = {kind: tuple(lines) for kind, lines in anomalies.examples.items()}
