@@ -315,12 +315,15 @@ class Recorder:
         frame = pd.DataFrame(self.jobs.columns(), columns=list(JOB_COLUMNS))
         return frame.sort_values("job_id", kind="stable").reset_index(drop=True)
 
+    def job_order(self) -> np.ndarray:
+        """Row order of ``jobs_frame`` over the job columns (by job id, stable)."""
+        return np.argsort(np.array(self.jobs.ints["job_id"], dtype=np.int64), kind="stable")
+
     def write_jobs_csv(self, path: str | Path, chunk_rows: int = 100_000) -> int:
         """Write ``jobs_frame()`` as CSV (same columns, order and text as
         ``jobs_frame().to_csv(path, index=False)``) ``chunk_rows`` rows at a time, so the
         text of a 10^6-job run never sits in memory at once. Returns the rows written."""
-        job_ids = np.array(self.jobs.ints["job_id"], dtype=np.int64)
-        order = np.argsort(job_ids, kind="stable")
+        order = self.job_order()
         with open(path, "w", newline="") as handle:
             for begin in range(0, max(len(order), 1), chunk_rows):
                 chunk = pd.DataFrame(self.jobs.columns(order[begin:begin + chunk_rows]), columns=list(JOB_COLUMNS))

@@ -28,11 +28,6 @@ _REJECTED = list(JobStatus).index(JobStatus.REJECTED)
 _COLUMNS = [*JOB_COLUMNS, "reason"]
 
 
-def _job_order(recorder: Recorder) -> np.ndarray:
-    """Row order of ``Recorder.jobs_frame`` (by job id, leaving order among equal ids)."""
-    return np.argsort(np.array(recorder.jobs.ints["job_id"], dtype=np.int64), kind="stable")
-
-
 def summary_frame(recorder: Recorder) -> pd.DataFrame:
     """The columns of ``recorder.jobs_frame()`` that ``metrics.summarize`` reads, in its
     row order and with its values and types (without the allocation text).
@@ -41,7 +36,7 @@ def summary_frame(recorder: Recorder) -> pd.DataFrame:
         recorder: A finished run's recorder.
     """
     columns = recorder.jobs
-    order = _job_order(recorder)
+    order = recorder.job_order()
 
     def pick(name: str) -> np.ndarray:
         return np.array(columns.floats[name], dtype=np.float64)[order]
@@ -106,7 +101,7 @@ class JobChunks:
         self.recorder, self.chunk_rows, self.text_as_object = recorder, chunk_rows, text_as_object
         columns = recorder.jobs
         self.n_jobs = len(columns)
-        self.order = _job_order(recorder)
+        self.order = recorder.job_order()
         self.reason_object = bool(self.n_jobs) and bool(
             (np.array(columns.status, dtype=np.int8) == _REJECTED).any())
         self.extra = skipped_jobs_frame(skipped, _COLUMNS) if skipped else None

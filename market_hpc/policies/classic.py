@@ -17,15 +17,9 @@ import numpy as np
 from market_hpc.algorithms.easy import may_backfill, shadow_and_extra, shadow_and_extra_cores
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
-from market_hpc.policies.base import NOTHING, Action, Allocation, Allocator, Decision, Start, View
+from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start, View
 from market_hpc.policies.registry import register_scheduler
-from market_hpc.policies.scratch import PassScratch, pass_scratch, take_dense
-
-
-def _take(free: np.ndarray, job: Job, allocation: Allocation, view: View) -> None:
-    """Subtract an allocation from a scratch copy of the free array."""
-    take_dense(free, job, allocation, view.exclusive)
-
+from market_hpc.policies.scratch import PassScratch, pass_scratch
 
 _CORE_UNIT = (1, 0, 0, 0)
 _new_tuple = tuple.__new__  # Start(...) and Decision(...) without their Python-level __new__

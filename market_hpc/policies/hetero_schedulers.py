@@ -25,6 +25,7 @@ from market_hpc.policies.base import NOTHING, Action, Allocation, Allocator, Dec
 from market_hpc.policies.hetero import _unit_array, announce
 from market_hpc.policies.pass_view import PassView
 from market_hpc.policies.registry import register_scheduler
+from market_hpc.policies.scratch import take_dense
 
 DEFAULT_EXPECTED_WAIT = 1800.0
 """PRB's expected queue wait when none is known (AccaSim's default, spec C3)."""
@@ -54,13 +55,8 @@ class _Arena:
 
 def _take(free: np.ndarray, job: Job, allocation: Allocation, view: View) -> np.ndarray:
     """Subtract an allocation from a scratch free array; return its node indices."""
-    pairs = np.array(allocation, dtype=np.int64)
-    nodes = pairs[:, 0]
-    if view.exclusive:
-        free[nodes] = 0
-    else:
-        free[nodes] -= pairs[:, 1, None] * _unit_array(job.unit)
-    return nodes
+    take_dense(free, job, allocation, view.exclusive)
+    return np.fromiter((node for node, _ in allocation), dtype=np.int64, count=len(allocation))
 
 
 @register_scheduler("prb", "seed 000 PRB: longest wait relative to the queue's expected wait first; skips")

@@ -46,6 +46,7 @@ from market_hpc.policies.base import (
     View,
 )
 from market_hpc.policies.registry import register_scheduler
+from market_hpc.policies.scratch import take_dense
 
 _CORE_UNIT = (1, 0, 0, 0)
 INF = float("inf")
@@ -202,7 +203,7 @@ class QueueDispatcher:
                 releases = sorted(machine + [(e, a) for e, a, _ in started_ends])
                 reservation = shadow_and_extra(free_total, releases, _totals(job.unit, job.units))
                 break
-            self._take(free, job, allocation, view.exclusive, view.platform.capacity)
+            self._take(free, job, allocation, view.exclusive)
             actions.append(Start(job.job_id, allocation))
             started_ends.append((now + job.estimate, _totals(job.unit, job.units), -1))
         pool = self.pool_group
@@ -249,7 +250,7 @@ class QueueDispatcher:
             if allocation is None:
                 head = job
                 break
-            self._take(free, job, allocation, view.exclusive, view.platform.capacity)
+            self._take(free, job, allocation, view.exclusive)
             free_cores -= job.cores
             actions.append(Start(job.job_id, allocation))
             started.append((now + job.estimate, need))
@@ -276,7 +277,7 @@ class QueueDispatcher:
             if allocation is None:
                 leftovers.append(job)
                 continue
-            self._take(free, job, allocation, view.exclusive, view.platform.capacity)
+            self._take(free, job, allocation, view.exclusive)
             actions.append(Start(job.job_id, allocation))
             free_total = tuple(f - n for f, n in zip(free_total, need))
             if uses_extra:
@@ -310,30 +311,14 @@ class QueueDispatcher:
             allocation = self._allocate(view, self.pool_group, job, free, jobs)
             if allocation is None:
                 continue
-            self._take(free, job, allocation, view.exclusive, view.platform.capacity)
+            self._take(free, job, allocation, view.exclusive)
             actions.append(Start(job.job_id, allocation))
             if uses_big:
                 extra_big = tuple(e - n for e, n in zip(extra_big, need))
 
-    def _take(self, free: np.ndarray, job: Job, allocation: Allocation, exclusive: bool,
-              capacity: np.ndarray) -> None:
+    def _take(self, free: np.ndarray, job: Job, allocation: Allocation, exclusive: bool) -> None:
         self.free_bb -= job.bb
-        if len(allocation) == 1:
-            node, units = allocation[0]
-            if exclusive:
-                free[node] = 0
-            elif job.unit == _CORE_UNIT:
-                free[node, 0] -= units
-            else:
-                free[node] -= np.multiply(job.unit, units)
-            return
-        pairs = np.array(allocation, dtype=np.int64)
-        if exclusive:
-            free[pairs[:, 0]] = 0
-        elif job.unit == _CORE_UNIT:
-            free[pairs[:, 0], 0] -= pairs[:, 1]
-        else:
-            free[pairs[:, 0]] -= pairs[:, 1, None] * np.asarray(job.unit, dtype=np.int64)
+        take_dense(free, job, allocation, exclusive)
 
 
 def _factory(mode: str):  # type: ignore[no-untyped-def]

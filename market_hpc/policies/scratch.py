@@ -29,13 +29,16 @@ CORE_UNIT = (1, 0, 0, 0)
 
 def take_dense(free: np.ndarray, job: Job, allocation: Allocation, exclusive: bool) -> None:
     """Subtract an allocation from a scratch copy of the free array."""
-    if job.unit == CORE_UNIT and not exclusive:
+    core_job = job.unit == CORE_UNIT
+    if core_job and not exclusive and len(allocation) <= 8:
         for node, units in allocation:
             free[node, 0] -= units
         return
     pairs = np.array(tuple(allocation), dtype=np.int64)
     if exclusive:
         free[pairs[:, 0]] = 0
+    elif core_job:
+        free[pairs[:, 0], 0] -= pairs[:, 1]
     else:
         free[pairs[:, 0]] -= pairs[:, 1, None] * np.asarray(job.unit, dtype=np.int64)
 
