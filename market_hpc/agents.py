@@ -16,6 +16,7 @@ from sortedcontainers import SortedList
 
 from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
 from market_hpc.algorithms.node_runs import NodeRuns
+from market_hpc.algorithms.queue_columns import QueueColumns
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.policies.base import Decision, Policy, RunningJob
 from market_hpc.state import SimulationState
@@ -100,18 +101,32 @@ class QueueAgent(mesa.Agent):
         # that nothing can fit (archive traces keep thousands of jobs queued for months).
         # Built on first use (FIFO never asks), kept in step from then on.
         self._cores: SortedList | None = None
+        # The waiting jobs' requests as columns, for backfilling passes over long queues
+        # (``algorithms.queue_columns``); built on first use, kept in step from then on.
+        self._columns: QueueColumns | None = None
 
     def push(self, job: Job) -> None:
         """Append a job at the tail."""
         self.jobs[job.job_id] = job
         if self._cores is not None:
             self._cores.add(job.cores)
+        if self._columns is not None:
+            self._columns.push(job)
 
     def take(self, job_id: int) -> None:
         """Take a job out of the queue (started, dropped)."""
         job = self.jobs.pop(job_id)
         if self._cores is not None:
             self._cores.remove(job.cores)
+        if self._columns is not None:
+            self._columns.take(job_id)
+
+    @property
+    def columns(self) -> QueueColumns:
+        """The waiting jobs as columns, in queue order."""
+        if self._columns is None:
+            self._columns = QueueColumns(self.jobs.values())
+        return self._columns
 
     @property
     def cores(self) -> SortedList:

@@ -10,6 +10,7 @@ from typing import overload
 import numpy as np
 
 from market_hpc.algorithms.free_index import FreeCoreIndex
+from market_hpc.algorithms.queue_columns import QueueColumns
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.policies.base import JobState, RunningJob
@@ -97,6 +98,12 @@ class ModelView:
     def queue_min_cores(self) -> int:
         """Fewest cores a waiting job asks for: EASY skips a pass in which nothing can fit."""
         return self._model.queue_agent.min_cores
+
+    @property
+    def queue_columns(self) -> QueueColumns:
+        """The waiting jobs as columns in queue order (``view.queue``'s order): backfilling
+        passes over long queues find their candidates with it."""
+        return self._model.queue_agent.columns
 
     @property
     def free(self) -> np.ndarray:

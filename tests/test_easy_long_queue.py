@@ -1,18 +1,28 @@
-"""EASY over a long queue in which nothing fits looks at the head only.
+"""EASY over long queues: cheap when nothing fits, and unchanged in what it decides.
 
-Archive traces keep thousands of jobs queued for months; the queue agent keeps the
-waiting jobs' core counts sorted so a pass that could start nothing ends at once.
+Archive traces keep thousands of jobs queued for months. The queue agent keeps the
+waiting jobs' core counts sorted, so a pass that could start nothing ends at once, and
+their cores, burst buffers and estimates as columns, so the backfilling walk visits only
+the jobs that may start (``algorithms.queue_columns``); with the columns EASY must make
+exactly the decisions of the plain walk.
 """
 
 from __future__ import annotations
 
+import math
+import random
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
+import pytest
+from invariants import random_workload
 
+from market_hpc.algorithms.queue_columns import QueueColumns
 from market_hpc.domain.job import Job
 from market_hpc.model import HPCModel
 from market_hpc.policies import NOTHING, make_policy
+from market_hpc.policies.classic import Easy
 
 
 class CountingQueue(list):  # type: ignore[type-arg]
@@ -49,3 +59,70 @@ def test_queue_agent_tracks_the_smallest_waiting_request():
     assert all(tracked == actual for _, tracked, actual in seen)
     assert seen[0][1:] == (3, 3)  # job 1 runs, job 2 (3 cores) waits
     assert model.queue_agent.min_cores == 0 and not model.queue_agent.cores
+
+
+# --------------------------------------------------------------- queue columns
+def brute_candidates(jobs: list[Job], after: int, free: float, now: float, shadow: float, extra: float,
+                     free_bb: float, extra_bb: float) -> list[int]:
+    behind = [j for j in jobs[[j.job_id for j in jobs].index(after) + 1:]]
+    return [j.job_id for j in behind
+            if j.cores <= free and j.bb <= free_bb
+            and (now + j.estimate <= shadow or (j.cores <= extra and j.bb <= extra_bb))]
+
+
+def test_queue_columns_find_what_a_walk_would_keep_through_pushes_takes_and_compaction() -> None:
+    rng = random.Random(11)
+    columns = QueueColumns()
+    waiting: list[Job] = []
+    next_id = 0
+    compacted = False
+    for step in range(4000):
+        if waiting and rng.random() < (0.3 if step < 2000 else 0.7):  # grow, then drain (compaction)
+            gone = waiting.pop(rng.randrange(len(waiting)))
+            size_before = columns._size
+            columns.take(gone.job_id)
+            compacted |= columns._size < size_before
+        else:
+            next_id += 1
+            job = Job(next_id, 0.0, 10.0, float(rng.randint(1, 500)) / 4, units=rng.randint(1, 9),
+                      unit=rng.choice([(1, 0, 0, 0), (2, 1, 0, 0)]), bb=float(rng.choice([0, 0, 5, 40])))
+            waiting.append(job)
+            columns.push(job)
+        assert len(columns) == len(waiting)
+        if waiting and step % 5 == 0:
+            after = rng.choice(waiting).job_id
+            now = float(rng.randint(0, 50))
+            args = (rng.randint(0, 12), now, now + rng.randint(0, 130) / 4, rng.randint(-2, 6),
+                    rng.choice([math.inf, 30.0]), rng.choice([math.inf, 10.0]))
+            got = [j.job_id for j in columns.backfill_candidates(after, *args)]
+            assert got == brute_candidates(waiting, after, *args)
+    assert compacted
+
+
+PLATFORMS = {
+    "single-core": ("nodes=12,cores=1", [(1, 0, 0, 0)], False),
+    "multi-core": ("nodes=6,cores=4", [(1, 0, 0, 0), (3, 0, 0, 0)], False),
+    "gpu": ("nodes=4,cores=4,gpus=1", [(1, 0, 0, 0), (2, 1, 0, 0)], False),
+    "exclusive": ("nodes=6,cores=4", [(1, 0, 0, 0), (2, 0, 0, 0)], True),
+    "burst-buffer": ("nodes=8,cores=2,bb=100", [(1, 0, 0, 0)], False),
+}
+
+
+@pytest.mark.parametrize("name", PLATFORMS)
+def test_easy_with_queue_columns_decides_exactly_as_the_plain_walk(name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    platform, units, exclusive = PLATFORMS[name]
+    rng = np.random.default_rng(4)
+    for seed in range(3):
+        jobs = random_workload(seed, platform, units, count=700)  # overloaded: queues of hundreds
+        if "bb=" in platform:
+            jobs = [Job(j.job_id, j.submit, j.run_time, j.estimate, j.units, j.unit,
+                        float(rng.integers(1, 60)) if rng.random() < 0.5 else 0.0) for j in jobs]
+        frames, longest = [], 0
+        for columns_from in (10**9, 0):
+            monkeypatch.setattr(Easy, "columns_from", columns_from)
+            model = HPCModel(jobs, platform, "easy", "first-fit", exclusive=exclusive, seed=1)
+            model.run()
+            frames.append(model.recorder.jobs_frame())
+            longest = max(longest, int(model.recorder.timeseries_frame()["queue_length"].max()))
+        assert longest > 100, f"{name}: the workload should build a long queue, got {longest}"
+        pd.testing.assert_frame_equal(frames[0], frames[1], obj=f"{name} seed {seed}")

@@ -1,0 +1,136 @@
+"""Waiting jobs as columns in queue order, for backfilling passes over long queues.
+
+A backfilling pass visits every waiting job behind the head and keeps those that fit
+now and either end by the shadow time or fit the extra resources. On archive traces
+thousands of jobs wait for months, and a pass runs at every arrival and completion:
+visiting them one by one in Python costs O(queue) interpreted steps per decision even
+when nothing can start. :class:`QueueColumns` keeps each waiting job's cores, burst
+buffer and estimate in numpy columns, in queue order, so the jobs that *may* be
+backfilled are found with a few vectorised comparisons; the pass then checks only
+those, in queue order, exactly as before (other resources included).
+
+The filter is a necessary condition: free cores, burst buffer and extra only shrink
+during a pass, so a job that fails it at the start of the backfilling walk would fail at
+its turn too. Jobs leave by marking their row; the columns are compacted once the dead
+rows outnumber the live ones, so memory and work stay O(waiting jobs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from market_hpc.domain.job import Job
+
+_DEAD = np.iinfo(np.int64).max // 4  # a request no pass can satisfy: left jobs never match
+
+
+class QueueColumns:
+    """Cores, burst buffers and estimates of waiting jobs, in queue order.
+
+    >>> columns = QueueColumns([Job(1, 0.0, 50.0, 50.0, units=8), Job(2, 0.0, 5.0, 5.0, units=2),
+    ...                         Job(3, 0.0, 90.0, 90.0, units=1), Job(4, 0.0, 90.0, 90.0, units=4)])
+    >>> [j.job_id for j in columns.backfill_candidates(1, 4, 0.0, 10.0, 1)]
+    [2, 3]
+    >>> columns.take(2)
+    >>> [j.job_id for j in columns.backfill_candidates(1, 4, 0.0, 10.0, 1)]
+    [3]
+    >>> len(columns)
+    3
+    """
+
+    __slots__ = ("_bb", "_cores", "_dead", "_estimate", "_jobs", "_position", "_size")
+
+    def __init__(self, jobs: Iterable[Job] = ()) -> None:
+        self._jobs: list[Job | None] = []
+        self._position: dict[int, int] = {}
+        self._cores = np.empty(64, dtype=np.int64)
+        self._bb = np.empty(64, dtype=np.float64)
+        self._estimate = np.empty(64, dtype=np.float64)
+        self._size = 0
+        self._dead = 0
+        for job in jobs:
+            self.push(job)
+
+    def __len__(self) -> int:
+        return self._size - self._dead
+
+    def push(self, job: Job) -> None:
+        """Append ``job`` at the tail of the queue."""
+        row = self._size
+        if row == len(self._bb):
+            self._grow()
+        self._cores[row] = job.units * job.unit[0]
+        self._bb[row] = job.bb
+        self._estimate[row] = job.estimate
+        self._jobs.append(job)
+        self._position[job.job_id] = row
+        self._size = row + 1
+
+    def take(self, job_id: int) -> None:
+        """Remove a waiting job (started, dropped, moved to another queue)."""
+        row = self._position.pop(job_id)
+        self._jobs[row] = None
+        self._cores[row] = _DEAD
+        self._dead += 1
+        if self._dead > 512 and self._dead * 2 > self._size:
+            self._compact()
+
+    def backfill_candidates(self, after: int, free_cores: float, now: float, shadow: float,
+                            extra_cores: float, free_bb: float = math.inf,
+                            extra_bb: float = math.inf) -> list[Job]:
+        """Jobs behind job ``after``, in queue order, that may still be backfilled.
+
+        A candidate asks for no more than ``free_cores`` cores and ``free_bb`` of burst
+        buffer, and either ends by the shadow time (``now + estimate <= shadow``, in the
+        same float arithmetic as the scalar test) or asks for no more than
+        ``extra_cores`` (and ``extra_bb``). Every other job behind ``after`` would be
+        skipped by the pass; candidates still need every check of the pass.
+        """
+        first = self._position[after] + 1
+        end = self._size
+        if first >= end:
+            return []
+        cores = self._cores[first:end]
+        fits = cores <= free_cores
+        in_extra = cores <= extra_cores
+        if free_bb < math.inf or extra_bb < math.inf:
+            bb = self._bb[first:end]
+            fits &= bb <= free_bb
+            in_extra &= bb <= extra_bb
+        ends_in_time = (now + self._estimate[first:end]) <= shadow
+        rows = np.flatnonzero(fits & (ends_in_time | in_extra))
+        jobs = self._jobs
+        return [jobs[first + row] for row in rows.tolist()]  # type: ignore[misc]
+
+    def fitting(self, after: int, free_cores: float, free_bb: float = math.inf) -> list[Job]:
+        """Jobs behind job ``after``, in queue order, asking for no more than
+        ``free_cores`` cores and ``free_bb`` of burst buffer (necessary to start now)."""
+        return self.backfill_candidates(after, free_cores, 0.0, math.inf, free_cores, free_bb, free_bb)
+
+    def _grow(self) -> None:
+        capacity = 2 * len(self._bb)
+        cores = np.empty(capacity, dtype=np.int64)
+        cores[:self._size] = self._cores[:self._size]
+        bb = np.empty(capacity, dtype=np.float64)
+        bb[:self._size] = self._bb[:self._size]
+        estimate = np.empty(capacity, dtype=np.float64)
+        estimate[:self._size] = self._estimate[:self._size]
+        self._cores, self._bb, self._estimate = cores, bb, estimate
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self._cores[:self._size] != _DEAD)
+        live = len(keep)
+        self._cores[:live] = self._cores[keep]
+        self._bb[:live] = self._bb[keep]
+        self._estimate[:live] = self._estimate[keep]
+        jobs = [self._jobs[row] for row in keep.tolist()]
+        self._jobs = jobs
+        self._position = {job.job_id: row for row, job in enumerate(jobs)}  # type: ignore[union-attr]
+        self._size = live
+        self._dead = 0
+
+
+__all__ = ["QueueColumns"]
