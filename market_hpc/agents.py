@@ -9,10 +9,12 @@ from __future__ import annotations
 import time as _time
 from array import array
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 import mesa
 import numpy as np
-from sortedcontainers import SortedList
+from sortedcontainers import SortedKeyList, SortedList
 
 from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
 from market_hpc.algorithms.node_runs import NodeRuns
@@ -104,6 +106,9 @@ class QueueAgent(mesa.Agent):
         # The waiting jobs' requests as columns, for backfilling passes over long queues
         # (``algorithms.queue_columns``); built on first use, kept in step from then on.
         self._columns: QueueColumns | None = None
+        # The waiting jobs sorted by a scheduler's key (SJF, LJF), one list per key asked
+        # for, built on first use and kept in step from then on.
+        self._sorted: dict[Callable[[Job], Any], SortedKeyList] = {}
 
     def push(self, job: Job) -> None:
         """Append a job at the tail."""
@@ -112,6 +117,8 @@ class QueueAgent(mesa.Agent):
             self._cores.add(job.cores)
         if self._columns is not None:
             self._columns.push(job)
+        for ordered in self._sorted.values():
+            ordered.add(job)
 
     def take(self, job_id: int) -> None:
         """Take a job out of the queue (started, dropped)."""
@@ -120,6 +127,15 @@ class QueueAgent(mesa.Agent):
             self._cores.remove(job.cores)
         if self._columns is not None:
             self._columns.take(job_id)
+        for ordered in self._sorted.values():
+            ordered.remove(job)
+
+    def sorted_by(self, key: Callable[[Job], Any]) -> SortedKeyList:
+        """The waiting jobs sorted by ``key`` (which must order them totally)."""
+        ordered = self._sorted.get(key)
+        if ordered is None:
+            ordered = self._sorted[key] = SortedKeyList(self.jobs.values(), key=key)
+        return ordered
 
     @property
     def columns(self) -> QueueColumns:

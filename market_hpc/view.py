@@ -99,6 +99,11 @@ class ModelView:
         """Fewest cores a waiting job asks for: EASY skips a pass in which nothing can fit."""
         return self._model.queue_agent.min_cores
 
+    def queue_sorted(self, key: Callable[[Job], object]) -> Sequence[Job]:
+        """The waiting jobs sorted by ``key`` (a total order, e.g. SJF's), kept sorted
+        by the queue agent between decisions."""
+        return self._model.queue_agent.sorted_by(key)  # type: ignore[no-any-return]
+
     @property
     def queue_columns(self) -> QueueColumns:
         """The waiting jobs as columns in queue order (``view.queue``'s order): backfilling

@@ -23,6 +23,7 @@ from market_hpc.domain.job import Job
 from market_hpc.model import HPCModel
 from market_hpc.policies import NOTHING, make_policy
 from market_hpc.policies.classic import Easy
+from market_hpc.view import ModelView
 
 
 class CountingQueue(list):  # type: ignore[type-arg]
@@ -126,3 +127,22 @@ def test_easy_with_queue_columns_decides_exactly_as_the_plain_walk(name: str, mo
             longest = max(longest, int(model.recorder.timeseries_frame()["queue_length"].max()))
         assert longest > 100, f"{name}: the workload should build a long queue, got {longest}"
         pd.testing.assert_frame_equal(frames[0], frames[1], obj=f"{name} seed {seed}")
+
+
+@pytest.mark.parametrize("scheduler", ["sjf", "ljf"])
+@pytest.mark.parametrize("name", ["single-core", "gpu", "exclusive"])
+def test_sorted_queue_kept_between_decisions_gives_the_same_schedule(scheduler: str, name: str,
+                                                                     monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    platform, units, exclusive = PLATFORMS[name]
+    for seed in range(2):
+        jobs = random_workload(seed, platform, units, count=500)
+        model = HPCModel(jobs, platform, scheduler, "first-fit", exclusive=exclusive, seed=1)
+        model.run()
+        kept = model.recorder.jobs_frame()
+        assert len(model.queue_agent._sorted) == 1 and not model.queue_agent.jobs
+        with monkeypatch.context() as patch:
+            patch.delattr(ModelView, "queue_sorted")  # every decision sorts the whole queue
+            model = HPCModel(jobs, platform, scheduler, "first-fit", exclusive=exclusive, seed=1)
+            model.run()
+        assert not model.queue_agent._sorted
+        pd.testing.assert_frame_equal(kept, model.recorder.jobs_frame(), obj=f"{scheduler} {name} seed {seed}")

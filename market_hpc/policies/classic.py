@@ -11,7 +11,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -33,22 +34,38 @@ def _totals(unit: tuple[int, ...], units: int) -> tuple[int, ...]:
     return tuple(units * amount for amount in unit)
 
 
+def shortest_first(job: Job) -> tuple[float, float, int]:
+    """SJF's order: estimate, then submit time, then job id."""
+    return (job.estimate, job.submit, job.job_id)
+
+
+def longest_first(job: Job) -> tuple[float, float, int]:
+    """LJF's order: longest estimate, then submit time, then job id."""
+    return (-job.estimate, job.submit, job.job_id)
+
+
 class _OrderedScheduler:
     """Start jobs in an order while they fit; stop at the first that does not."""
 
     label = ""
+    # The order as a sort key (``None``: queue order). The model's views keep the queue
+    # sorted by it between decisions (``view.queue_sorted``), so a pass over a long queue
+    # costs the jobs it looks at, not a sort of the whole queue.
+    key: Callable[[Job], Any] | None = None
 
     def __init__(self, allocator: Allocator) -> None:
         self.allocator = allocator
         self.name = f"{self.label}+{allocator.name}"
 
     def order(self, queue: Iterable[Job]) -> Iterable[Job]:
-        return queue
+        """``queue`` in the order this scheduler serves it."""
+        return queue if self.key is None else sorted(queue, key=self.key)
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         actions: list[Action] = []
         free_cores = view.free_total[0]
-        ordered = self.order(view.queue)
+        queue_sorted = getattr(view, "queue_sorted", None) if self.key is not None else None
+        ordered = self.order(view.queue) if queue_sorted is None else queue_sorted(self.key)
         begin_pass = getattr(self.allocator, "begin_pass", None)
         if begin_pass is not None:  # seed 000 WEIGHTED looks ahead along this order
             ordered = list(ordered)
@@ -81,17 +98,13 @@ class Fifo(_OrderedScheduler):
 @register_scheduler("sjf", "shortest estimate first; blocks at the first job that does not fit")
 class Sjf(_OrderedScheduler):
     label = "sjf"
-
-    def order(self, queue: Iterable[Job]) -> Iterable[Job]:
-        return sorted(queue, key=lambda j: (j.estimate, j.submit, j.job_id))
+    key = staticmethod(shortest_first)
 
 
 @register_scheduler("ljf", "longest estimate first; blocks at the first job that does not fit")
 class Ljf(_OrderedScheduler):
     label = "ljf"
-
-    def order(self, queue: Iterable[Job]) -> Iterable[Job]:
-        return sorted(queue, key=lambda j: (-j.estimate, j.submit, j.job_id))
+    key = staticmethod(longest_first)
 
 
 @register_scheduler("easy", "FIFO with EASY backfilling (Mu'alem & Feitelson 2001)")
