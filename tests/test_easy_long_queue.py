@@ -20,6 +20,7 @@ from invariants import random_workload
 
 from market_hpc.algorithms.queue_columns import QueueColumns
 from market_hpc.domain.job import Job
+from market_hpc.domain.queues import QueueConfig, QueueSpec
 from market_hpc.model import HPCModel
 from market_hpc.policies import NOTHING, make_policy
 from market_hpc.policies.classic import Easy
@@ -146,3 +147,23 @@ def test_sorted_queue_kept_between_decisions_gives_the_same_schedule(scheduler: 
             model.run()
         assert not model.queue_agent._sorted
         pd.testing.assert_frame_equal(kept, model.recorder.jobs_frame(), obj=f"{scheduler} {name} seed {seed}")
+
+
+@pytest.mark.parametrize("mode", ["partitioned", "hybrid", "shared"])
+def test_queue_dispatcher_skipping_passes_where_nothing_fits_keeps_its_schedule(mode: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    queues = (QueueSpec("short", 1, 12, 0, 20), QueueSpec("narrow", 1, 4, 20), QueueSpec("wide", 5, 12, 20))
+    config = QueueConfig(queues, mode=mode, partitions=(2, 2, 2) if mode == "partitioned" else (1, 2, 2),
+                         **({"pool": 1, "tau_pf": 0.2} if mode == "hybrid" else {}))
+    jobs = [j for j in random_workload(5, "nodes=6,cores=2", [(1, 0, 0, 0)], count=400) if j.cores <= 12]
+
+    def run() -> pd.DataFrame:
+        policy = make_policy(f"queues-{mode}", "first-fit", scheduler_params={"config": config})
+        model = HPCModel(jobs, "nodes=6,cores=2", policy=policy, queues=config, seed=3)
+        model.run()
+        assert int(model.recorder.timeseries_frame()["queue_length"].max()) > 50
+        return model.recorder.jobs_frame()
+
+    skipping = run()
+    with monkeypatch.context() as patch:
+        patch.delattr(ModelView, "queue_min_cores")  # every decision runs the whole pass
+        pd.testing.assert_frame_equal(skipping, run())

@@ -182,6 +182,8 @@ class QueueDispatcher:
     # ------------------------------------------------------------------ decide
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Machine-wide (large) jobs, then EASY per partition, then the pool."""
+        if view.free_total[0] < getattr(view, "queue_min_cores", 0):
+            return NOTHING  # every start takes a job's cores: nothing fits, skip the pass
         self._prepare(view)
         queues: list[list[Job]] = [[] for _ in self.groups]
         machine_jobs: list[Job] = []
