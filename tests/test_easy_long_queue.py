@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from invariants import random_workload
 
-from market_hpc.algorithms.queue_columns import QueueColumns
+from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
 from market_hpc.domain.job import Job
 from market_hpc.domain.queues import QueueConfig, QueueSpec
 from market_hpc.model import HPCModel
@@ -96,8 +96,25 @@ def test_queue_columns_find_what_a_walk_would_keep_through_pushes_takes_and_comp
             now = float(rng.randint(0, 50))
             args = (rng.randint(0, 12), now, now + rng.randint(0, 130) / 4, rng.randint(-2, 6),
                     rng.choice([math.inf, 30.0]), rng.choice([math.inf, 10.0]))
-            got = [j.job_id for j in columns.backfill_candidates(after, *args)]
+            free, now, shadow, extra, free_bb, extra_bb = args
+            got = [j.job_id for j in columns.backfill_scan(after, now, shadow,
+                                                           BackfillLimits(free, extra, free_bb, extra_bb))]
             assert got == brute_candidates(waiting, after, *args)
+            # A pass that lowers the limits as it goes sees exactly the jobs passing the
+            # lowered limits at their turn.
+            limits = BackfillLimits(free, extra, free_bb, extra_bb)
+            seen = []
+            for job in columns.backfill_scan(after, now, shadow, limits):
+                assert job.cores <= limits.free_cores and job.bb <= limits.free_bb
+                assert now + job.estimate <= shadow or (job.cores <= limits.extra_cores and job.bb <= limits.extra_bb)
+                seen.append(job.job_id)
+                if rng.random() < 0.5:
+                    limits.free_cores -= job.cores
+                    limits.free_bb -= job.bb
+            lowered = set(seen)
+            assert all(j.job_id in lowered for j in waiting
+                       if j.job_id in set(brute_candidates(waiting, after, limits.free_cores, now, shadow, extra,
+                                                           limits.free_bb, extra_bb)))
     assert compacted
 
 

@@ -18,7 +18,7 @@ rows outnumber the live ones, so memory and work stay O(waiting jobs).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -27,15 +27,30 @@ from market_hpc.domain.job import Job
 _DEAD = np.iinfo(np.int64).max // 4  # a request no pass can satisfy: left jobs never match
 
 
+class BackfillLimits:
+    """What a backfilling pass has left: free cores and burst buffer, and the extra
+    cores and burst buffer at the shadow time (``inf``: no limit)."""
+
+    __slots__ = ("extra_bb", "extra_cores", "free_bb", "free_cores")
+
+    def __init__(self, free_cores: float, extra_cores: float, free_bb: float = math.inf,
+                 extra_bb: float = math.inf) -> None:
+        self.free_cores, self.extra_cores, self.free_bb, self.extra_bb = free_cores, extra_cores, free_bb, extra_bb
+
+    def values(self) -> tuple[float, float, float, float]:
+        """``(free_cores, extra_cores, free_bb, extra_bb)``."""
+        return self.free_cores, self.extra_cores, self.free_bb, self.extra_bb
+
+
 class QueueColumns:
     """Cores, burst buffers and estimates of waiting jobs, in queue order.
 
     >>> columns = QueueColumns([Job(1, 0.0, 50.0, 50.0, units=8), Job(2, 0.0, 5.0, 5.0, units=2),
     ...                         Job(3, 0.0, 90.0, 90.0, units=1), Job(4, 0.0, 90.0, 90.0, units=4)])
-    >>> [j.job_id for j in columns.backfill_candidates(1, 4, 0.0, 10.0, 1)]
+    >>> [j.job_id for j in columns.backfill_scan(1, 0.0, 10.0, BackfillLimits(4, 1))]
     [2, 3]
     >>> columns.take(2)
-    >>> [j.job_id for j in columns.backfill_candidates(1, 4, 0.0, 10.0, 1)]
+    >>> [j.job_id for j in columns.backfill_scan(1, 0.0, 10.0, BackfillLimits(4, 1))]
     [3]
     >>> len(columns)
     3
@@ -78,21 +93,35 @@ class QueueColumns:
         if self._dead > 512 and self._dead * 2 > self._size:
             self._compact()
 
-    def backfill_candidates(self, after: int, free_cores: float, now: float, shadow: float,
-                            extra_cores: float, free_bb: float = math.inf,
-                            extra_bb: float = math.inf) -> list[Job]:
+    def backfill_scan(self, after: int, now: float, shadow: float, limits: BackfillLimits) -> Iterator[Job]:
         """Jobs behind job ``after``, in queue order, that may still be backfilled.
 
-        A candidate asks for no more than ``free_cores`` cores and ``free_bb`` of burst
-        buffer, and either ends by the shadow time (``now + estimate <= shadow``, in the
-        same float arithmetic as the scalar test) or asks for no more than
-        ``extra_cores`` (and ``extra_bb``). Every other job behind ``after`` would be
-        skipped by the pass; candidates still need every check of the pass.
+        A candidate asks for no more than ``limits.free_cores`` cores and
+        ``limits.free_bb`` of burst buffer, and either ends by the shadow time (``now +
+        estimate <= shadow``, in the same float arithmetic as the scalar test) or asks for
+        no more than ``limits.extra_cores`` (and ``limits.extra_bb``). Every other job
+        behind ``after`` would be skipped by the pass; candidates still need every check
+        of the pass. The pass lowers ``limits`` as it starts jobs: rows are filtered in
+        growing windows, and again from the next row whenever the limits changed, so a
+        pass costs the rows it filters plus the candidates it is shown.
         """
-        first = self._position[after] + 1
-        end = self._size
-        if first >= end:
-            return []
+        row = self._position[after] + 1
+        window = 1024  # most passes filter the whole queue at once; huge ones in steps
+        jobs = self._jobs
+        while row < self._size:
+            end = min(row + window, self._size)
+            seen = limits.values()
+            hits = self._matches(row, end, now, shadow, *seen)
+            row = end
+            for hit in hits:
+                yield jobs[hit]  # type: ignore[misc]
+                if limits.values() != seen:
+                    row = hit + 1
+                    break
+            window *= 4
+
+    def _matches(self, first: int, end: int, now: float, shadow: float, free_cores: float, extra_cores: float,
+                 free_bb: float, extra_bb: float) -> list[int]:
         cores = self._cores[first:end]
         fits = cores <= free_cores
         in_extra = cores <= extra_cores
@@ -101,14 +130,7 @@ class QueueColumns:
             fits &= bb <= free_bb
             in_extra &= bb <= extra_bb
         ends_in_time = (now + self._estimate[first:end]) <= shadow
-        rows = np.flatnonzero(fits & (ends_in_time | in_extra))
-        jobs = self._jobs
-        return [jobs[first + row] for row in rows.tolist()]  # type: ignore[misc]
-
-    def fitting(self, after: int, free_cores: float, free_bb: float = math.inf) -> list[Job]:
-        """Jobs behind job ``after``, in queue order, asking for no more than
-        ``free_cores`` cores and ``free_bb`` of burst buffer (necessary to start now)."""
-        return self.backfill_candidates(after, free_cores, 0.0, math.inf, free_cores, free_bb, free_bb)
+        return ((fits & (ends_in_time | in_extra)).nonzero()[0] + first).tolist()  # type: ignore[no-any-return]
 
     def _grow(self) -> None:
         capacity = 2 * len(self._bb)
@@ -133,4 +155,4 @@ class QueueColumns:
         self._dead = 0
 
 
-__all__ = ["QueueColumns"]
+__all__ = ["BackfillLimits", "QueueColumns"]

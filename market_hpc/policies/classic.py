@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from market_hpc.algorithms.easy import may_backfill, shadow_and_extra, shadow_and_extra_cores
-from market_hpc.algorithms.queue_columns import QueueColumns
+from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start, View
@@ -185,12 +185,13 @@ class Easy:
         free_total = tuple(f - sum(t[i] for _, t in started) for i, f in enumerate(base_total))
         shadow, extra = self._reservation(view, free_total, head, sorted(started), with_bb)
         now = view.time
+        limits = None
         if columns is not None:
             # A long queue: visit only the jobs that may be backfilled (the same ones the
             # walk below would keep, in the same order; ``algorithms.queue_columns``).
-            queue = iter(columns.backfill_candidates(head.job_id, free_cores, now, shadow, extra[0],
-                                                     free_bb if with_bb else math.inf,
-                                                     extra[-1] if with_bb else math.inf))
+            limits = BackfillLimits(free_cores, extra[0], free_bb if with_bb else math.inf,
+                                    extra[-1] if with_bb else math.inf)
+            queue = columns.backfill_scan(head.job_id, now, shadow, limits)
         for job in queue:
             if free_cores == 0:
                 break
@@ -215,6 +216,10 @@ class Easy:
             if uses_extra:
                 assert need is not None
                 extra = tuple(e - n for e, n in zip(extra, need))
+            if limits is not None:
+                limits.free_cores, limits.extra_cores = free_cores, extra[0]
+                if with_bb:
+                    limits.free_bb, limits.extra_bb = free_bb, extra[-1]
         return _new_tuple(Decision, (tuple(actions), None)) if actions else NOTHING
 
     def _reservation(
