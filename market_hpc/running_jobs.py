@@ -17,6 +17,8 @@ from sortedcontainers import SortedList
 
 from market_hpc.policies.base import RunningJob
 
+_CORE_UNIT = (1, 0, 0, 0)
+
 
 class RunningJobs(Sequence[RunningJob]):
     """Running jobs: ``add``/``remove`` by value, read sorted by ``(est_end, seq)``.
@@ -33,14 +35,19 @@ class RunningJobs(Sequence[RunningJob]):
     (1, 1)
     """
 
-    __slots__ = ("_by_seq", "_sorted")
+    __slots__ = ("_by_seq", "_sorted", "beyond_cores")
 
     def __init__(self) -> None:
         self._by_seq: dict[int, RunningJob] | None = {}  # until the first ordered read
         self._sorted: SortedList | None = None
+        # Running jobs whose unit asks for more than cores (GPUs, MICs, memory): with none,
+        # a reservation on a multi-resource platform is a walk over cores alone.
+        self.beyond_cores = 0
 
     def add(self, running: RunningJob) -> None:
         """Add a job that starts (its ``seq`` is unique)."""
+        if running.job.unit != _CORE_UNIT:
+            self.beyond_cores += 1
         by_seq = self._by_seq
         if by_seq is not None:
             by_seq[running.seq] = running
@@ -56,6 +63,8 @@ class RunningJobs(Sequence[RunningJob]):
             del by_seq[running.seq]
         else:
             raise ValueError(f"{running!r} is not running")
+        if running.job.unit != _CORE_UNIT:
+            self.beyond_cores -= 1
 
     def _ordered(self) -> SortedList:
         if self._sorted is None:

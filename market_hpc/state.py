@@ -7,15 +7,17 @@ view, recorder <- model`` (house rule: no import cycles, even under ``TYPE_CHECK
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
 from market_hpc.algorithms.free_index import FreeCoreIndex
+from market_hpc.algorithms.queue_columns import QueueColumns
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.policies.base import RunningJob, View
+from market_hpc.running_jobs import RunningJobs
 
 COMPLETION, ARRIVAL, DECISION = 0, 1, 2
 """Event orders of the model's heap: at one instant completions, then arrivals, then
@@ -30,6 +32,13 @@ class QueueState(Protocol):
     @property
     def min_cores(self) -> int:
         """Fewest cores any waiting job asks for (0 when none waits)."""
+
+    @property
+    def columns(self) -> QueueColumns:
+        """The waiting jobs as columns, in queue order (long backfilling passes)."""
+
+    def sorted_by(self, key: Callable[[Job], Any]) -> Sequence[Job]:
+        """The waiting jobs sorted by ``key``, kept sorted between decisions."""
 
 
 class JobAgentState(Protocol):
@@ -59,7 +68,7 @@ class SimulationState(Protocol):
     free_index: FreeCoreIndex
     policy_rng: np.random.Generator
     queue_agent: QueueState
-    running_by_end: Sequence[RunningJob]
+    running_by_end: RunningJobs
     manager: BidState
 
     @property

@@ -95,6 +95,12 @@ class ModelView:
         return self
 
     @property
+    def running_beyond_cores(self) -> int:
+        """Running jobs whose unit asks for more than cores (0: the running jobs hold
+        cores only, whatever the platform has)."""
+        return self._model.running_by_end.beyond_cores
+
+    @property
     def queue_min_cores(self) -> int:
         """Fewest cores a waiting job asks for: EASY skips a pass in which nothing can fit."""
         return self._model.queue_agent.min_cores
@@ -102,7 +108,7 @@ class ModelView:
     def queue_sorted(self, key: Callable[[Job], object]) -> Sequence[Job]:
         """The waiting jobs sorted by ``key`` (a total order, e.g. SJF's), kept sorted
         by the queue agent between decisions."""
-        return self._model.queue_agent.sorted_by(key)  # type: ignore[no-any-return]
+        return self._model.queue_agent.sorted_by(key)
 
     @property
     def queue_columns(self) -> QueueColumns:

@@ -141,3 +141,30 @@ def test_index_placed_allocations_are_not_rechecked_but_plain_ones_are() -> None
         HPCModel(jobs, "nodes=4,cores=1",
                  policy=type("Bad", (), {"name": "bad", "decide": lambda self, view, rng: Decision(
                      (Start(1, bad),))})()).run()
+
+
+def test_cores_only_reservation_on_a_multi_resource_platform_equals_the_general_one(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """On a platform with GPUs, EASY walks cores alone while the head, the running jobs and
+    the pass's starts hold cores only: every reservation equals the general walk's."""
+    from invariants import random_workload
+
+    from market_hpc.policies.classic import Easy
+
+    reservation, held = Easy._reservation, Easy._cores_held
+    fast_paths = []
+
+    def both(self, view, free_total, head, started, with_bb=False):  # type: ignore[no-untyped-def]
+        fast = reservation(self, view, free_total, head, started, with_bb)
+        fast_paths.append(head.unit == (1, 0, 0, 0) and held(view, started))
+        with monkeypatch.context() as patch:
+            patch.setattr(Easy, "_cores_held", staticmethod(lambda view, started: False))
+            general = reservation(self, view, free_total, head, started, with_bb)
+        assert fast == general
+        return fast
+
+    monkeypatch.setattr(Easy, "_reservation", both)
+    for exclusive in (False, True):
+        for seed in range(3):
+            jobs = random_workload(seed, "nodes=6,cores=4,gpus=1", [(1, 0, 0, 0)] * 4 + [(2, 1, 0, 0)], count=300)
+            HPCModel(jobs, "nodes=6,cores=4,gpus=1", "easy", "first-fit", exclusive=exclusive, seed=1).run()
+    assert sum(fast_paths) > 50 and not all(fast_paths)  # both walks were needed

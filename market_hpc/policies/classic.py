@@ -192,6 +192,9 @@ class Easy:
             limits = BackfillLimits(free_cores, extra[0], free_bb if with_bb else math.inf,
                                     extra[-1] if with_bb else math.inf)
             queue = columns.backfill_scan(head.job_id, now, shadow, limits)
+        # A plain core job without burst buffer fits the extra when its cores do and no
+        # other resource's extra is negative (``may_backfill`` on plain numbers).
+        others_fit = with_bb or all(e >= 0 for e in extra[1:])
         for job in queue:
             if free_cores == 0:
                 break
@@ -201,6 +204,11 @@ class Easy:
             if now + job.estimate <= shadow:
                 uses_extra = False
                 need = None
+            elif not with_bb and job.unit == _CORE_UNIT:
+                if cores > extra[0] or not others_fit:
+                    continue
+                uses_extra = True
+                need = (cores, 0, 0, 0)
             else:
                 need = _needs(job, job.units, with_bb)
                 allowed, uses_extra = may_backfill(now, job.estimate, need, shadow, extra)
@@ -216,11 +224,18 @@ class Easy:
             if uses_extra:
                 assert need is not None
                 extra = tuple(e - n for e, n in zip(extra, need))
+                others_fit = with_bb or all(e >= 0 for e in extra[1:])
             if limits is not None:
                 limits.free_cores, limits.extra_cores = free_cores, extra[0]
                 if with_bb:
                     limits.free_bb, limits.extra_bb = free_bb, extra[-1]
         return _new_tuple(Decision, (tuple(actions), None)) if actions else NOTHING
+
+    @staticmethod
+    def _cores_held(view: View, started: list[tuple[float, tuple[float, ...]]]) -> bool:
+        """Whether the running jobs and this pass's starts hold cores only."""
+        return (getattr(view, "running_beyond_cores", None) == 0
+                and all(not any(need[1:]) for _, need in started))
 
     def _reservation(
         self, view: View, free_total: tuple[float, ...], head: Job,
@@ -230,8 +245,10 @@ class Easy:
         ``free_total`` what is free after them (burst buffer last when ``with_bb``)."""
         now = view.time
         # ``a if a > b else b`` instead of ``max``: cheaper per running job (FURB136 off).
-        if not with_bb and head.unit == _CORE_UNIT and self._cores_only(view.platform):
-            # Only cores exist: the same walk on plain numbers (the other resources are 0).
+        if not with_bb and head.unit == _CORE_UNIT and (
+                self._cores_only(view.platform) or self._cores_held(view, started)):
+            # Only cores are asked for (by the head, the running jobs and this pass's
+            # starts): the same walk on plain numbers; other resources keep what is free.
             cores: Iterable[tuple[float, float]] = ((r.est_end if r.est_end > now else now, r.units * r.job.unit[0]) for r in view.running)  # noqa: FURB136
             if started:
                 cores = heapq.merge(cores, ((end, need[0]) for end, need in started), key=lambda release: release[0])
