@@ -136,3 +136,13 @@ def test_one_request_rule_for_jobs_and_skipped_lines(tmp_path: Path) -> None:
     path = write(tmp_path, "\n".join([swf_line(1, -1, alloc=4, req=8, req_time=600), swf_line(2, 1)]) + "\n")
     (record,) = read_swf(path).skipped.records()
     assert (record["procs"], record["estimate"]) == (8, 600.0)
+
+
+def test_numbers_only_python_reads_go_line_by_line(tmp_path: Path) -> None:
+    """``float`` reads ``1_0`` (the C reader does not): the batch of pass 2 falls back to
+    converting line by line, with the same jobs as ``read_swf``."""
+    lines = [swf_line(1, 0, run="1_0"), swf_line(2, 1), swf_line(3, 2, alloc=2.5)]
+    path = write(tmp_path, "\n".join(lines) + "\n")
+    expected = outcome(path, True, None)
+    assert expected[0][0].run_time == 10.0  # type: ignore[index]
+    assert outcome(path, True, (1 << 22, 1 << 20)) == expected

@@ -44,6 +44,7 @@ from market_hpc.workload.swf import (
     SkippedJobs,
     TraceReport,
     _check_line,
+    _parse_fast,
     _unknown_values,
     jobs_in_row_order,
 )
@@ -264,23 +265,38 @@ class SwfStream:
                                    f"file changed while it was read: {count} jobs, {self.n_jobs} before")
 
     def _lines_order(self, dropped: set[int]) -> Iterator[Job]:
-        """Pass 2 line by line (irregular files): each kept line's fields, built in batches."""
-        batch: list[list[float]] = []
+        """Pass 2 line by line (irregular files): the kept lines, parsed and built in batches."""
+        batch: list[str] = []
+        numbers: list[int] = []
         for number, line in _lines(self.source):
             tokens = line.split(";", 1)[0].split()
             if not tokens or number in dropped:
                 continue
+            batch.append(" ".join(tokens))
+            numbers.append(number)
+            if len(batch) == _ROWS_PER_BATCH:
+                yield from jobs_in_row_order(self._batch_rows(batch, numbers))
+                batch.clear()
+                numbers.clear()
+        if batch:
+            yield from jobs_in_row_order(self._batch_rows(batch, numbers))
+
+    def _batch_rows(self, lines: list[str], numbers: list[int]) -> np.ndarray:
+        """The fields of checked job lines: one vectorised parse, else line by line (a
+        number ``float`` reads and the C reader does not, e.g. ``1_0``)."""
+        rows = _parse_fast("\n".join(lines).encode("utf-8", errors="replace"))
+        if rows is not None and rows.shape == (len(lines), N_FIELDS):
+            return rows
+        values: list[list[float]] = []
+        for number, line in zip(numbers, lines, strict=True):
+            tokens = line.split()
             try:
                 if len(tokens) != N_FIELDS:
                     raise ValueError("field count")
-                batch.append([float(token) for token in tokens])
+                values.append([float(token) for token in tokens])
             except ValueError:
                 raise TraceFormatError(self.source, number, "file changed while it was read") from None
-            if len(batch) == _ROWS_PER_BATCH:
-                yield from jobs_in_row_order(np.asarray(batch, dtype=np.float64))
-                batch.clear()
-        if batch:
-            yield from jobs_in_row_order(np.asarray(batch, dtype=np.float64))
+        return np.asarray(values, dtype=np.float64)
 
 
 def stream_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> SwfStream:
