@@ -110,10 +110,11 @@ class WorkloadConfig:
             raise ConfigError(f"workload.load_factor must be > 0, got {self.load_factor}")
         if self.curves not in CURVE_REGIME_NAMES:
             raise UnknownNameError("workload.curves", self.curves, CURVE_REGIME_NAMES)
-        from market_hpc.workload.taskgraph_jobs import CURVE_SHAPES
+        if self.curve_shape != "linear_decay":  # the default: no import of the task-graph jobs for it
+            from market_hpc.workload.taskgraph_jobs import CURVE_SHAPES
 
-        if self.curve_shape not in CURVE_SHAPES:
-            raise UnknownNameError("workload.curve_shape", self.curve_shape, CURVE_SHAPES)
+            if self.curve_shape not in CURVE_SHAPES:
+                raise UnknownNameError("workload.curve_shape", self.curve_shape, CURVE_SHAPES)
         if self.load <= 0:
             raise ConfigError(f"workload.load must be > 0, got {self.load}")
         if self.jobs < 1:

@@ -143,12 +143,13 @@ class SkippedJobs:
         names the line and what was unknown.
         """
         out: list[dict[str, object]] = []
-        for line, row, kind in zip(self.lines.tolist(), self.rows, self.kinds, strict=True):
-            procs = row[_REQ] if row[_REQ] > 0 else row[_ALLOC]
+        procs, estimates = request_and_estimate(self.rows)
+        for line, row, kind, job_procs, estimate in zip(self.lines.tolist(), self.rows, self.kinds,
+                                                         procs.tolist(), estimates.tolist(), strict=True):
             out.append({
                 "job_id": _whole_or(row[_JOB_ID], -1), "submit": _known(row[_SUBMIT]),
-                "run_time": _known(row[_RUN]), "procs": _whole_or(procs, 0),
-                "estimate": float(row[_REQ_TIME]) if row[_REQ_TIME] > 0 else _known(row[_RUN]),
+                "run_time": _known(row[_RUN]), "procs": _whole_or(job_procs, 0),
+                "estimate": _known(estimate),
                 "user": _whole_or(row[_USER], -1),
                 "queue": _whole_or(row[_QUEUE], -1),
                 "reason": f"line {line}: {UNKNOWN_REASONS[kind]}",
@@ -275,6 +276,8 @@ def _parse_fast(data: bytes) -> np.ndarray | None:
         return None
     all_rows = frame.to_numpy(dtype=np.float64)
     if all_rows.ndim != 2 or all_rows.shape[1] != N_FIELDS or len(all_rows) == 0:
+        return None
+    if np.isnan(all_rows).any():  # a short line (padded with NaN) or an NA token
         return None
     rows = all_rows[_unknown_masks(all_rows)[0]]  # unknown lines skip every other check
     ints = rows[:, _INT_COLUMNS]
@@ -420,15 +423,37 @@ def _data_line_numbers(data: bytes) -> np.ndarray:
     return np.asarray(numbers, dtype=np.int64)
 
 
-def _jobs_from_rows(rows: np.ndarray) -> list[Job]:
-    """Build jobs sorted by (submit, job_id) with the request and estimate rules."""
-    rows = rows[np.lexsort((rows[:, _JOB_ID], rows[:, _SUBMIT]))]
-    run = rows[:, _RUN]
-    procs = np.where(rows[:, _REQ] > 0, rows[:, _REQ], rows[:, _ALLOC]).astype(np.int64)
-    estimate = np.where(rows[:, _REQ_TIME] > 0, rows[:, _REQ_TIME], run)
+def request_and_estimate(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The SWF request and estimate rules, the one definition every reader uses.
+
+    A job's processors are field 8 when positive, else field 5; its estimate is field 9
+    when positive, else its run time (field 4). NaN (a field that is not a number) is not
+    positive.
+
+    Args:
+        rows: ``(n, 18)`` field values.
+
+    Returns:
+        The processors and the estimates, as floats.
+
+    >>> rows = np.full((3, N_FIELDS), -1.0)
+    >>> rows[:, _RUN], rows[:, _ALLOC] = 50.0, 4.0
+    >>> rows[1, _REQ], rows[1, _REQ_TIME] = 8.0, 600.0
+    >>> rows[2, _REQ], rows[2, _REQ_TIME] = np.nan, 0.0
+    >>> [values.tolist() for values in request_and_estimate(rows)]
+    [[4.0, 8.0, 4.0], [50.0, 600.0, 50.0]]
+    """
+    procs = np.where(rows[:, _REQ] > 0, rows[:, _REQ], rows[:, _ALLOC])
+    estimate = np.where(rows[:, _REQ_TIME] > 0, rows[:, _REQ_TIME], rows[:, _RUN])
+    return procs, estimate
+
+
+def jobs_in_row_order(rows: np.ndarray) -> list[Job]:
+    """Build the jobs of checked rows, in row order, with :func:`request_and_estimate`."""
+    procs, estimate = request_and_estimate(rows)
     job_ids, users, queues = rows[:, [_JOB_ID, _USER, _QUEUE]].astype(np.int64).T.tolist()
-    columns = zip(job_ids, rows[:, _SUBMIT].tolist(), run.tolist(), estimate.tolist(),
-                  procs.tolist(), users, queues, strict=True)
+    columns = zip(job_ids, rows[:, _SUBMIT].tolist(), rows[:, _RUN].tolist(), estimate.tolist(),
+                  procs.astype(np.int64).tolist(), users, queues, strict=True)
     # Pause the cyclic GC: 300k new jobs would otherwise trigger many useless passes.
     was_enabled = gc.isenabled()
     gc.disable()
@@ -440,6 +465,11 @@ def _jobs_from_rows(rows: np.ndarray) -> list[Job]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _jobs_from_rows(rows: np.ndarray) -> list[Job]:
+    """Build jobs sorted by (submit, job_id) with the request and estimate rules."""
+    return jobs_in_row_order(rows[np.lexsort((rows[:, _JOB_ID], rows[:, _SUBMIT]))])
 
 
 def write_swf(

@@ -18,33 +18,33 @@ of jobs:
   the jobs read before one with a lower rank: the output order is exactly the sorted
   order ``read_swf`` returns, and a fully shuffled file costs what ``read_swf`` costs.
 
+Both passes run on blocks of whole lines parsed by ``read_swf``'s vectorised pass when the
+file is regular (:mod:`market_hpc.workload.swf_blocks`; a file of one block, 4 MiB of
+text, is parsed once), and line by line as described above when it is not (malformed
+lines, duplicate ids, bare CRs, ``NA`` tokens): on KTH-SP2 the two passes take 0.04 s and
+0.05 s, against 0.27 s and 0.13 s line by line. Either way every job is built by
+``read_swf``'s builder (:func:`~market_hpc.workload.swf.jobs_in_row_order`), so the
+request and estimate rules have one definition.
+
 Pass 2 reads what pass 1 checked; a file changed in between raises
 ``TraceFormatError``.
 """
 
 from __future__ import annotations
 
-import gzip
 import heapq
 import os
 import zlib
 from array import array
 from collections.abc import Iterator
-from typing import IO
 
 import numpy as np
 
 from market_hpc.domain.job import Job
-from market_hpc.errors import ConfigError, TraceFormatError
+from market_hpc.errors import TraceFormatError
 from market_hpc.workload.swf import (
-    _ALLOC,
     _JOB_ID,
-    _QUEUE,
-    _REQ,
-    _REQ_TIME,
-    _RUN,
     _SUBMIT,
-    _USER,
     FIELD_NAMES,
     MAX_EXAMPLES,
     N_FIELDS,
@@ -52,11 +52,24 @@ from market_hpc.workload.swf import (
     SkippedJobs,
     TraceReport,
     _check_line,
+    _parse_fast,
     _unknown_values,
+    jobs_in_row_order,
+)
+from market_hpc.workload.swf_blocks import (
+    JOB_BLOCK_BYTES,
+    SCAN_BLOCK_BYTES,
+    BlockScan,
+    block_jobs,
+    in_submit_order,
+    open_trace,
+    read_blocks,
+    row_jobs,
+    scan_blocks,
+    unknown_kinds,
 )
 
-_PROC_UNIT = (1, 0, 0, 0)
-_GZIP_MAGIC = b"\x1f\x8b"
+_ROWS_PER_BATCH = 8192
 
 
 class _FirstLines:
@@ -87,21 +100,9 @@ class _FirstLines:
             self._dict[job_id] = line
 
 
-def _open(source: str) -> IO[bytes]:
-    try:
-        handle = open(source, "rb")  # noqa: SIM115 - closed by the caller
-    except OSError as exc:
-        raise ConfigError(f"cannot read trace {source}: {exc.strerror or exc}") from None
-    if handle.read(2) == _GZIP_MAGIC:
-        handle.seek(0)
-        return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
-    handle.seek(0)
-    return handle
-
-
 def _lines(source: str) -> Iterator[tuple[int, str]]:
     """``(1-based number, text)`` of every line, split at ``\\n`` only (as ``read_swf``)."""
-    handle = _open(source)
+    handle = open_trace(source)
     try:
         number = 0
         for number, raw in enumerate(handle, start=1):
@@ -112,17 +113,19 @@ def _lines(source: str) -> Iterator[tuple[int, str]]:
         handle.close()
 
 
+def _stamp(source: str) -> tuple[int, int, int] | None:
+    """Inode, size and modification time of a file (``None`` if it cannot be read)."""
+    try:
+        info = os.stat(source)
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
 def _check_gzip(source: str) -> None:
     """Read a gzip file to its end: ``read_swf`` reports corrupt data before any line."""
-    handle = _open(source)
-    try:
-        if isinstance(handle, gzip.GzipFile):
-            while handle.read(1 << 20):
-                pass
-    except (OSError, EOFError, zlib.error) as exc:
-        raise TraceFormatError(source, None, f"corrupt gzip data: {exc}") from None
-    finally:
-        handle.close()
+    for _ in read_blocks(source, 1 << 20):
+        pass
 
 
 class SwfStream:
@@ -137,23 +140,39 @@ class SwfStream:
         n_jobs: Jobs the iteration yields.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, lenient: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, lenient: bool = False,
+                 block_bytes: tuple[int, int] = (SCAN_BLOCK_BYTES, JOB_BLOCK_BYTES)) -> None:
         self.source = os.fspath(path)
         self.lenient = lenient
-        self._scan()
+        self._block_bytes = block_bytes
+        self._rows: np.ndarray | None = None
+        self._dropped: set[int] | None = None  # the line-by-line pass 2 skips these lines
+        self._stamp = _stamp(self.source)
+        scan = scan_blocks(self.source, block_bytes[0])
+        if scan is None:
+            self._scan()
+        else:
+            self._take_blocks(scan)
 
     def __len__(self) -> int:
         return self.n_jobs
 
     # ----------------------------------------------------------------- pass 1
+    def _take_blocks(self, scan: BlockScan) -> None:
+        """Pass 1's results from the vectorised scan of a regular file."""
+        self._finish(list(scan.header), scan.lines, scan.job_lines, {}, {}, scan.unknown_lines.tolist(),
+                     scan.unknown_rows, list(scan.unknown_kinds), scan.ids, scan.submits,
+                     in_submit_order(scan.ids, scan.submits))
+        self._rows = scan.rows
+
     def _scan(self) -> None:
+        """Pass 1 line by line: decides (and names the line) on any irregular file."""
         source, lenient = self.source, self.lenient
         header: list[str] = []
         malformed: dict[str, int] = {}
         examples: dict[str, list[int]] = {}
         unknown_lines: list[int] = []
         unknown_rows: list[list[float]] = []
-        unknown_kinds: list[str] = []
         dropped = set()  # job lines that do not become jobs (pass 2 skips them)
         first_lines = _FirstLines()
         submits = array("d")
@@ -172,7 +191,6 @@ class SwfStream:
             if unknown is not None:
                 unknown_lines.append(n_lines)
                 unknown_rows.append(unknown)
-                unknown_kinds.append(_unknown_kind(unknown))
                 dropped.add(n_lines)
                 continue
             values, problem = _check_line(tokens, first_lines)  # type: ignore[arg-type]
@@ -194,6 +212,17 @@ class SwfStream:
             last = key
             first_lines.add(values[_JOB_ID], n_lines)
             submits.append(values[_SUBMIT])
+        rows = np.asarray(unknown_rows, dtype=np.float64).reshape(-1, N_FIELDS)
+        self._finish(header, n_lines, job_lines, malformed, examples, unknown_lines, rows, unknown_kinds(rows),
+                     np.frombuffer(first_lines.ids, dtype=np.float64), np.frombuffer(submits, dtype=np.float64),
+                     in_order)
+        self._dropped = dropped
+
+    def _finish(self, header: list[str], n_lines: int, job_lines: int, malformed: dict[str, int],
+                examples: dict[str, list[int]], unknown_lines: list[int], unknown_rows: np.ndarray,
+                unknown_kinds: list[str], ids: np.ndarray, submits: np.ndarray, in_order: bool) -> None:
+        """The report, header, skipped lines and order of either pass 1 (same errors)."""
+        source = self.source
         if job_lines == 0:
             raise TraceFormatError(source, None, "no jobs: the file has no job lines")
         anomalies = dict(malformed)
@@ -202,7 +231,7 @@ class SwfStream:
             if lines:
                 anomalies[kind] = len(lines)
                 examples[kind] = lines[:MAX_EXAMPLES]
-        n_jobs = len(first_lines.ids)
+        n_jobs = len(ids)
         if n_jobs == 0:
             counts = ", ".join(f"{k}: {v}" for k, v in anomalies.items())
             raise TraceFormatError(source, None, f"no jobs: all {job_lines} job lines skipped ({counts})")
@@ -210,43 +239,72 @@ class SwfStream:
         self.n_jobs = n_jobs
         self.report = TraceReport(n_lines, job_lines, n_jobs, anomalies,
                                   {kind: tuple(lines) for kind, lines in examples.items()})
-        self.skipped = (SkippedJobs(np.asarray(unknown_lines, dtype=np.int64),
-                                    np.asarray(unknown_rows, dtype=np.float64).reshape(-1, N_FIELDS),
-                                    tuple(unknown_kinds))
+        self.skipped = (SkippedJobs(np.asarray(unknown_lines, dtype=np.int64), unknown_rows, tuple(unknown_kinds))
                         if unknown_lines else SkippedJobs.empty())
         self.sorted = in_order
-        self._dropped = dropped
         self._ranks: np.ndarray | None = None
         if not in_order:  # rank of each kept job (file order) in (submit, job_id) order
-            ids = np.frombuffer(first_lines.ids, dtype=np.float64)
-            order = np.lexsort((ids, np.frombuffer(submits, dtype=np.float64)))
+            order = np.lexsort((ids, submits))
             ranks = np.empty(n_jobs, dtype=np.int64)
             ranks[order] = np.arange(n_jobs)
             self._ranks = ranks
 
     # ----------------------------------------------------------------- pass 2
     def __iter__(self) -> Iterator[Job]:
-        jobs = self._file_order()
+        jobs = self._counted(self._file_order())
         if self._ranks is None:
             return jobs
         return _reorder(jobs, self._ranks)
 
     def _file_order(self) -> Iterator[Job]:
-        dropped = self._dropped
+        if self._rows is not None and _stamp(self.source) == self._stamp:
+            return row_jobs(self._rows)  # a one-block file, unchanged since pass 1: parsed once
+        if self._dropped is None:
+            return block_jobs(self.source, self._block_bytes[1])
+        return self._lines_order(self._dropped)
+
+    def _counted(self, jobs: Iterator[Job]) -> Iterator[Job]:
         count = 0
-        for number, line in _lines(self.source):
-            tokens = line.split(";", 1)[0].split()
-            if not tokens or number in dropped:
-                continue
-            try:
-                job = _job(tokens)
-            except (ValueError, IndexError):
-                raise TraceFormatError(self.source, number, "file changed while it was read") from None
+        for job in jobs:
             count += 1
             yield job
         if count != self.n_jobs:
             raise TraceFormatError(self.source, None,
                                    f"file changed while it was read: {count} jobs, {self.n_jobs} before")
+
+    def _lines_order(self, dropped: set[int]) -> Iterator[Job]:
+        """Pass 2 line by line (irregular files): the kept lines, parsed and built in batches."""
+        batch: list[str] = []
+        numbers: list[int] = []
+        for number, line in _lines(self.source):
+            tokens = line.split(";", 1)[0].split()
+            if not tokens or number in dropped:
+                continue
+            batch.append(" ".join(tokens))
+            numbers.append(number)
+            if len(batch) == _ROWS_PER_BATCH:
+                yield from jobs_in_row_order(self._batch_rows(batch, numbers))
+                batch.clear()
+                numbers.clear()
+        if batch:
+            yield from jobs_in_row_order(self._batch_rows(batch, numbers))
+
+    def _batch_rows(self, lines: list[str], numbers: list[int]) -> np.ndarray:
+        """The fields of checked job lines: one vectorised parse, else line by line (a
+        number ``float`` reads and the C reader does not, e.g. ``1_0``)."""
+        rows = _parse_fast("\n".join(lines).encode("utf-8", errors="replace"))
+        if rows is not None and rows.shape == (len(lines), N_FIELDS):
+            return rows
+        values: list[list[float]] = []
+        for number, line in zip(numbers, lines, strict=True):
+            tokens = line.split()
+            try:
+                if len(tokens) != N_FIELDS:
+                    raise ValueError("field count")
+                values.append([float(token) for token in tokens])
+            except ValueError:
+                raise TraceFormatError(self.source, number, "file changed while it was read") from None
+        return np.asarray(values, dtype=np.float64)
 
 
 def stream_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> SwfStream:
@@ -262,28 +320,6 @@ def stream_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> SwfStr
             jobs to keep.
     """
     return SwfStream(path, lenient=lenient)
-
-
-def _unknown_kind(values: list[float]) -> str:
-    """Which ``UNKNOWN_KINDS`` rule skipped a line (first rule wins, as ``_unknown_masks``)."""
-    if values[_RUN] == -1:
-        return "unknown_run_time"
-    if values[_ALLOC] <= 0 and values[_REQ] <= 0:
-        return "unknown_size"
-    return "unknown_submit"
-
-
-def _job(tokens: list[str]) -> Job:
-    """The job of a checked line, with ``read_swf``'s request and estimate rules."""
-    if len(tokens) != N_FIELDS:
-        raise ValueError("field count")
-    run = float(tokens[_RUN])
-    request, allocated = float(tokens[_REQ]), float(tokens[_ALLOC])
-    requested_time = float(tokens[_REQ_TIME])
-    return Job(int(float(tokens[_JOB_ID])), float(tokens[_SUBMIT]), run,
-               requested_time if requested_time > 0 else run,
-               int(request if request > 0 else allocated), _PROC_UNIT, 0.0,
-               int(float(tokens[_USER])), int(float(tokens[_QUEUE])))
 
 
 def _reorder(jobs: Iterator[Job], ranks: np.ndarray) -> Iterator[Job]:
