@@ -1,18 +1,25 @@
 """Free-core index: first-fit and best-fit placement touching only the nodes they return.
 
 The free cores of ``n`` nodes are kept as *runs*: maximal ranges of consecutive nodes
-with the same free count (every node is in exactly one run). Two sorted structures index
-the runs: by first node (first-fit walks them in node order) and by ``(free, first
-node)`` (best-fit walks them tightest first; the single-unit first-fit takes the node
-with the most free cores, as :func:`market_hpc.algorithms.allocation.first_fit` does).
-Adjacent runs never share a count, so between two runs with free cores there is at most
-one full run: a query visits O(runs it returns) runs, whatever the node count. An update
-of a node range touches the runs in that range only.
+with the same free count (every node is in exactly one run), stored as two parallel
+lists (first node of each run, its count). First-fit walks them in node order, skipping
+empty runs; adjacent runs never share a count, so between two runs with free cores there
+is at most one full run and a query visits O(runs it returns) runs, whatever the node
+count. The by-value order is kept only where it is read: lazy per-count heaps of first
+nodes answer the single-unit first-fit (the node with the most free cores, as
+:func:`market_hpc.algorithms.allocation.first_fit` does), and an exact sorted list of
+``(free, first node)`` for best-fit is built on the first ``best_fit`` call and kept from
+then on.
 
-A placement pass tries allocations on the live index inside :meth:`FreeCoreIndex.scratch`
-and the index is rolled back when the pass ends (cost: the updates it made, never a copy).
-Placements are those of the array functions in ``allocation.py`` bit for bit (same
-nodes, same units), for plain core units; other resources are not indexed.
+Updates come in batches: every range update of one call (a whole allocation taken or
+given back, a scratch rollback) is applied in one walk and one splice of the lists
+(:mod:`market_hpc.algorithms.run_splice`); taking the placement the last first-fit walk
+returned, the index unchanged since, empties one stretch (a splice of at most five
+runs). A placement pass tries allocations on the live index inside
+:meth:`FreeCoreIndex.scratch` and the index is rolled back when the pass ends (cost: the
+updates it made, never a copy). Placements are those of the array functions in
+``allocation.py`` bit for bit (same nodes, same units), for plain core units; other
+resources are not indexed.
 """
 
 from __future__ import annotations
@@ -20,13 +27,13 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from heapq import heappop, heappush
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 
+from market_hpc.algorithms.index_journal import IndexJournal
 from market_hpc.algorithms.node_runs import NodeRuns, Run
-from market_hpc.algorithms.run_splice import Piece, splice
+from market_hpc.algorithms.run_splice import Piece, empty_stretch, splice
 
 
-class FreeCoreIndex:
+class FreeCoreIndex(IndexJournal):
     """Free cores per node as runs of equal counts, indexed for placement.
 
     >>> index = FreeCoreIndex([2, 2, 0, 1, 4])
@@ -44,8 +51,8 @@ class FreeCoreIndex:
     [(0, 4, 0), (4, 1, 2)]
     """
 
-    __slots__ = ("_claimed", "_heaps", "_journal", "_proposed", "_pushes", "_sorted", "_starts", "_vals",
-                 "_walk", "fresh", "n_nodes", "total")
+    __slots__ = ("_claimed", "_heaps", "_held", "_journal", "_proposed", "_sorted", "_starts", "_vals", "_walk",
+                 "fresh", "n_nodes", "total")
 
     def __init__(self, free_cores: Sequence[int]) -> None:
         self.n_nodes = len(free_cores)
@@ -65,7 +72,7 @@ class FreeCoreIndex:
         # stale ones pile up) answer the single-unit first-fit; an exact sorted list of
         # ``(free, first)`` is kept only once ``best_fit`` has been asked (then it answers both).
         self._heaps: dict[int, list[int]] = {}
-        self._pushes = 0
+        self._held = 0  # entries in the heaps, current or not
         self._sorted: list[tuple[int, int]] | None = None
         self._rebuild_heaps()
         self.total = int(sum(int(f) for f in free_cores))
@@ -171,39 +178,20 @@ class FreeCoreIndex:
         already, so the stretch becomes one empty run (one splice of at most five runs)."""
         placed, used, k, full, rest = walk
         starts, vals = self._starts, self._vals
-        n_runs = len(starts)
-        free = vals[k]
-        zero_end = starts[k] + full
-        end = starts[k + 1] if k + 1 < n_runs else self.n_nodes
-        new_starts: list[int] = []
-        new_vals: list[int] = []
-        lo, hi = used, k + 1
-        if lo > 0:  # the run before may absorb the emptied stretch
-            lo -= 1
-            new_starts.append(starts[lo])
-            new_vals.append(vals[lo])
-        pieces = [(starts[used], zero_end, 0)]  # (start, end, free) of the new runs
-        if rest:
-            pieces.append((zero_end, zero_end + 1, free - rest))
-            zero_end += 1
-        pieces.append((zero_end, end, free))
+        lo, hi, new_starts, new_vals = empty_stretch(starts, vals, self.n_nodes, used, k, full, rest)
         heaps = self._heaps
-        for start, stop, v in pieces:
-            if start == stop or (new_vals and new_vals[-1] == v):
-                continue
-            new_starts.append(start)
-            new_vals.append(v)
-            if v > 0:
+        for start, v in zip(new_starts, new_vals):
+            if v > 0:  # pushes the unchanged run before too: entries are checked when read
                 heap = heaps.get(v)
                 if heap is None:
                     heaps[v] = [start]
                 else:
                     heappush(heap, start)
-        if hi < n_runs and vals[hi] == new_vals[-1]:  # the run after absorbs the last one
-            hi += 1
-        self._pushes += 2
+                self._held += 1
         starts[lo:hi] = new_starts
         vals[lo:hi] = new_vals
+        if self._held > 2 * len(starts) + 64:
+            self._rebuild_heaps()
         self.total -= placed.total_units
         self.fresh = self._walk = None
         if self._journal is not None:
@@ -225,6 +213,7 @@ class FreeCoreIndex:
                 if k < len(starts) and starts[k] == s and vals[k] == v:
                     return s
                 heappop(heap)
+                self._held -= 1
             del heaps[v]
         return None
 
@@ -238,6 +227,7 @@ class FreeCoreIndex:
         if ordered is None:  # from now on the index keeps the exact by-value order
             ordered = self._sorted = sorted((v, s) for s, v in zip(self._starts, self._vals) if v > 0)
             self._heaps = {}
+            self._held = 0
         placed = self._place(((s, self._end(s), v) for v, s in ordered), units, sort=True)
         self.fresh = placed
         return placed
@@ -283,34 +273,41 @@ class FreeCoreIndex:
         """Apply sorted, disjoint ``(first, end, delta)`` pieces in one splice."""
         self.fresh = None
         starts, vals = self._starts, self._vals
-        i, j, new_starts, new_vals, fresh, kept = splice(starts, vals, self.n_nodes, pieces)
+        i, j, new_starts, new_vals, kept = splice(starts, vals, self.n_nodes, pieces)
         ordered = self._sorted
         if ordered is not None:
-            touched: list[int] = []
-            previous = i
-            for a, b in kept:
-                touched += range(previous, a)
-                previous = b
-            touched += range(previous, j)
-            old = {(vals[k], starts[k]) for k in touched if vals[k] > 0}
-            new = {entry for entry in fresh if entry[0] > 0}
+            old: set[tuple[int, int]] = set()
+            new: set[tuple[int, int]] = set()
+            previous_old = i
+            previous_new = 0
+            for new_a, new_b, old_a, old_b in [*kept, (len(new_starts), 0, j, 0)]:
+                old.update(zip(vals[previous_old:old_a], starts[previous_old:old_a]))
+                new.update(zip(new_vals[previous_new:new_a], new_starts[previous_new:new_a]))
+                previous_old, previous_new = old_b, new_b
             for entry in old - new:
-                del ordered[bisect_left(ordered, entry)]
+                if entry[0] > 0:
+                    del ordered[bisect_left(ordered, entry)]
             for entry in new - old:
-                insort(ordered, entry)
+                if entry[0] > 0:
+                    insort(ordered, entry)
         starts[i:j] = new_starts
         vals[i:j] = new_vals
-        if ordered is None:
+        if ordered is None:  # push the runs written (current or not, entries are checked when read)
             heaps = self._heaps
-            for v, s in fresh:
-                if v > 0:
-                    heap = heaps.get(v)
-                    if heap is None:
-                        heaps[v] = [s]
-                    else:
-                        heappush(heap, s)
-            self._pushes += len(fresh)
-            if self._pushes > 2 * len(starts) + 64:
+            pushed = 0
+            previous_new = 0
+            for new_a, new_b, _, _ in [*kept, (len(new_starts), 0, 0, 0)]:
+                for s, v in zip(new_starts[previous_new:new_a], new_vals[previous_new:new_a]):
+                    if v > 0:
+                        heap = heaps.get(v)
+                        if heap is None:
+                            heaps[v] = [s]
+                        else:
+                            heappush(heap, s)
+                        pushed += 1
+                previous_new = new_b
+            self._held += pushed
+            if self._held > 2 * len(starts) + 64:
                 self._rebuild_heaps()
         for first, end, delta in pieces:
             self.total += delta * (end - first)
@@ -327,7 +324,7 @@ class FreeCoreIndex:
                 else:
                     heap.append(s)  # starts ascend: each list is a heap already
         self._heaps = heaps
-        self._pushes = 0
+        self._held = sum(map(len, heaps.values()))
 
     def is_fresh(self, runs: object) -> bool:
         """Whether ``runs`` is the last placement ``first_fit``/``best_fit`` returned and
@@ -374,74 +371,3 @@ class FreeCoreIndex:
             pieces = [(first, first + count, -units * cores_per_unit) for first, count, units in allocation.runs]
         if pieces:
             self._apply(pieces)
-
-    @contextmanager
-    def scratch(self) -> Iterator[FreeCoreIndex]:
-        """Try placements on the index; every update made inside is undone on exit."""
-        outer = self.begin_journal()
-        try:
-            yield self
-        finally:
-            self.undo(self.end_journal(outer))
-
-    def begin_journal(self) -> list[Piece] | None:
-        """Start recording updates (returns the enclosing journal, for ``end_journal``)."""
-        self.settle()
-        outer = self._journal
-        self._journal = []
-        return outer
-
-    def end_journal(self, outer: list[Piece] | None) -> list[Piece]:
-        """Stop recording; return the updates made since ``begin_journal``."""
-        journal, self._journal = self._journal or [], outer
-        return journal
-
-    def undo(self, updates: list[Piece]) -> None:
-        """Revert ``add`` updates (unrecorded: adds commute, so any order is exact)."""
-        journal, self._journal = self._journal, None
-        batch: list[Piece] = []
-        for first, end, delta in updates:  # one splice per sorted, disjoint stretch
-            if batch and first < batch[-1][1]:
-                self._apply(batch)
-                batch = []
-            batch.append((first, end, -delta))
-        if batch:
-            self._apply(batch)
-        self._journal = journal
-
-    # -------------------------------------------------------------- proposals
-    # A scheduling pass leaves the placements it tried on the index as *proposals* instead
-    # of undoing them; the model claims each one as it applies the matching start (the
-    # index then already holds it) and settles (undoes) the rest at the end of the
-    # decision. Any placement query settles first, so nobody else ever sees a proposal.
-    def propose(self, proposals: list[tuple[int, NodeRuns | None, list[Piece]]]) -> None:
-        """Leave ``(job_id, runs, updates)`` placements on the index for ``claim``
-        (``runs`` is ``None`` when the placement may not be claimed)."""
-        self.settle()
-        self._proposed = proposals
-        self._claimed = 0
-
-    def claim(self, job_id: int, runs: NodeRuns) -> bool:
-        """Whether the next proposal is exactly ``runs`` for ``job_id`` (and still leaves
-        no node short); if so it now belongs to the caller. Otherwise settle everything."""
-        proposed = self._proposed
-        if proposed and self._claimed < len(proposed):
-            proposal_job, proposal_runs, updates = proposed[self._claimed]
-            if proposal_job == job_id and proposal_runs is runs:
-                self._claimed += 1
-                if all(self.min_free(first, end) >= 0 for first, end, _ in updates):
-                    return True
-                self.undo(updates)
-                self.settle()
-                return False
-        self.settle()
-        return False
-
-    def settle(self) -> None:
-        """Undo every proposal not claimed."""
-        proposed = self._proposed
-        if proposed:
-            self._proposed = []
-            for _, _, updates in proposed[self._claimed:]:
-                self.undo(updates)
-            self._claimed = 0

@@ -20,18 +20,18 @@ Piece = tuple[int, int, int]
 
 
 def splice(starts: list[int], vals: list[int], n_nodes: int, pieces: Sequence[Piece]
-           ) -> tuple[int, int, list[int], list[int], list[tuple[int, int]], list[tuple[int, int]]]:
+           ) -> tuple[int, int, list[int], list[int], list[tuple[int, int, int, int]]]:
     """The runs that replace ``starts[i:j]``/``vals[i:j]`` once ``pieces`` are applied.
 
-    ``pieces`` must be non-empty, sorted, disjoint, inside ``0..n_nodes`` and non-empty
-    ranges. Returns ``(i, j, new_starts, new_vals, fresh, kept)``: ``fresh`` lists the
-    ``(value, start)`` entries the walk wrote itself (every run that is new or changed is
-    among them; some may equal old entries), ``kept`` the ranges ``(a, b)`` of old run
-    indices copied unchanged. Adjacent runs never share a count afterwards, including
-    across the slice's edges.
+    ``pieces`` must be non-empty, sorted, disjoint, non-empty ranges inside
+    ``0..n_nodes``. Returns ``(i, j, new_starts, new_vals, kept)``: ``kept`` lists the
+    stretches copied unchanged, ``(new_a, new_b, old_a, old_b)`` for
+    ``new_starts[new_a:new_b] == starts[old_a:old_b]``; every other new run was written
+    by the walk (it is new or changed, or an unchanged neighbour). Adjacent runs never
+    share a count afterwards, including across the slice's edges.
 
     >>> starts, vals = [0, 2, 3], [2, 0, 1]            # free: 2 2 0 1 1
-    >>> i, j, s, v, fresh, kept = splice(starts, vals, 5, [(0, 2, -2), (3, 4, -1)])
+    >>> i, j, s, v, kept = splice(starts, vals, 5, [(0, 2, -2), (3, 4, -1)])
     >>> (i, j, s, v)
     (0, 3, [0, 4], [0, 1])
     >>> starts[i:j], vals[i:j] = s, v; starts, vals    # free: 0 0 0 0 1
@@ -46,50 +46,55 @@ def splice(starts: list[int], vals: list[int], n_nodes: int, pieces: Sequence[Pi
     last = len(starts) - 1
     out_s: list[int] = []
     out_v: list[int] = []
-    fresh: list[tuple[int, int]] = []
-    kept: list[tuple[int, int]] = []
+    kept: list[tuple[int, int, int, int]] = []
+    add_s = out_s.append
+    add_v = out_v.append
+    lastv: int | None = None  # the count of the last run written
     for f, e, d in pieces:
         p = bisect_right(starts, f, pos) - 1  # the run holding node ``f``
         if p > pos:  # the rest of run ``pos``, then untouched runs, unchanged
             v = vals[pos]
-            if not out_v or out_v[-1] != v:
-                out_s.append(cur)
-                out_v.append(v)
-                fresh.append((v, cur))
+            if lastv != v:
+                add_s(cur)
+                add_v(v)
             if p > pos + 1:
+                a = len(out_s)
                 out_s += starts[pos + 1:p]
                 out_v += vals[pos + 1:p]
-                kept.append((pos + 1, p))
+                kept.append((a, len(out_s), pos + 1, p))
+                lastv = vals[p - 1]
+            else:
+                lastv = v
             pos = p
             cur = starts[p]
         v = vals[pos]
-        if cur < f and (not out_v or out_v[-1] != v):  # the head of run ``p`` before ``f``
-            out_s.append(cur)
-            out_v.append(v)
-            fresh.append((v, cur))
+        if cur < f:  # the head of run ``p`` before ``f``
+            if lastv != v:
+                add_s(cur)
+                add_v(v)
+                lastv = v
         v += d
-        if not out_v or out_v[-1] != v:
-            out_s.append(f)
-            out_v.append(v)
-            fresh.append((v, f))
+        if lastv != v:
+            add_s(f)
+            add_v(v)
+            lastv = v
         q = bisect_left(starts, e, pos) - 1  # the run holding node ``e - 1``
-        for r in range(pos + 1, q + 1):
-            v = vals[r] + d
-            if out_v[-1] != v:
-                s = starts[r]
-                out_s.append(s)
-                out_v.append(v)
-                fresh.append((v, s))
+        if q > pos:
+            for r in range(pos + 1, q + 1):
+                v = vals[r] + d
+                if lastv != v:
+                    add_s(starts[r])
+                    add_v(v)
+                    lastv = v
         pos = q + 1 if q < last and starts[q + 1] == e else q
         cur = e
     end = starts[pos + 1] if pos < last else n_nodes
     if cur < end:  # the rest of the run holding node ``e`` (it may merge)
         v = vals[pos]
-        if out_v[-1] != v:
-            out_s.append(cur)
-            out_v.append(v)
-            fresh.append((v, cur))
-    return first_index, pos + 1, out_s, out_v, fresh, kept
+        if lastv != v:
+            add_s(cur)
+            add_v(v)
+    return first_index, pos + 1, out_s, out_v, kept
 
 
 def pieces_of(runs: Sequence[tuple[int, int, int]], delta_per_unit: int) -> list[Piece]:
@@ -99,3 +104,39 @@ def pieces_of(runs: Sequence[tuple[int, int, int]], delta_per_unit: int) -> list
     [(0, 2, -1), (5, 6, -3)]
     """
     return [(first, first + count, units * delta_per_unit) for first, count, units in runs]
+
+
+def empty_stretch(starts: list[int], vals: list[int], n_nodes: int, used: int, k: int, full: int, rest: int
+                  ) -> tuple[int, int, list[int], list[int]]:
+    """The runs that replace ``starts[lo:hi]``/``vals[lo:hi]`` once a first-fit placement
+    is taken: it filled runs ``used..k-1`` (those with free cores; the others are empty),
+    ``full`` whole nodes of run ``k`` and ``rest`` units of the node after them. The
+    stretch from run ``used`` on becomes one empty run, merged with its neighbours.
+
+    >>> starts, vals = [0, 2, 3], [2, 0, 3]             # free: 2 2 0 3 3; take 6 units
+    >>> lo, hi, s, v = empty_stretch(starts, vals, 5, 0, 2, 0, 2)
+    >>> starts[lo:hi], vals[lo:hi] = s, v; starts, vals  # free: 0 0 0 1 3
+    ([0, 3, 4], [0, 1, 3])
+    """
+    free = vals[k]
+    zero_end = starts[k] + full
+    end = starts[k + 1] if k + 1 < len(starts) else n_nodes
+    new_starts: list[int] = []
+    new_vals: list[int] = []
+    lo, hi = used, k + 1
+    if lo > 0:  # the run before may absorb the emptied stretch
+        lo -= 1
+        new_starts.append(starts[lo])
+        new_vals.append(vals[lo])
+    pieces = [(starts[used], zero_end, 0)]  # (start, end, free) of the new runs
+    if rest:
+        pieces.append((zero_end, zero_end + 1, free - rest))
+        zero_end += 1
+    pieces.append((zero_end, end, free))
+    for start, stop, v in pieces:
+        if start < stop and (not new_vals or new_vals[-1] != v):
+            new_starts.append(start)
+            new_vals.append(v)
+    if hi < len(starts) and vals[hi] == new_vals[-1]:  # the run after absorbs the last one
+        hi += 1
+    return lo, hi, new_starts, new_vals
