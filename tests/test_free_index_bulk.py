@@ -136,8 +136,8 @@ def test_a_walk_over_a_negative_run_takes_the_general_path() -> None:
 
 def test_splice_keeps_untouched_runs_between_pieces_as_slices() -> None:
     starts, vals = [0, 1, 2, 3, 4, 5], [0, 1, 0, 1, 0, 1]
-    i, j, new_starts, new_vals, kept = splice(starts, vals, 6, [(0, 1, 2), (5, 6, 1)])
-    assert (i, j, kept) == (0, 6, [(2, 5, 2, 5)])  # runs 2..4 copied as one slice
+    i, j, new_starts, new_vals, kept, added = splice(starts, vals, 6, [(0, 1, 2), (5, 1, 1)], 1)
+    assert (i, j, kept, added) == (0, 6, [(2, 5, 2, 5)], 3)  # runs 2..4 copied as one slice
     assert new_starts == [0, 1, 2, 3, 4, 5] and new_vals == [2, 1, 0, 1, 0, 2]
 
 

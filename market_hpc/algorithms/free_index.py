@@ -267,52 +267,60 @@ class FreeCoreIndex(IndexJournal):
         if sign < 0 and walk is not None and runs is self.fresh and walk[0] is runs and self._sorted is None:
             self._take_walked(walk)
         elif runs.runs:
-            self._apply([(first, first + count, sign * units) for first, count, units in runs.runs])
+            self._splice(runs.runs, sign)
 
     def _apply(self, pieces: list[Piece]) -> None:
         """Apply sorted, disjoint ``(first, end, delta)`` pieces in one splice."""
+        self._splice([(first, end - first, delta) for first, end, delta in pieces], 1)
+
+    def _splice(self, runs: Sequence[Run], scale: int) -> None:
+        """Add ``scale * units`` to the nodes of each of the sorted, disjoint ``runs``."""
         self.fresh = None
         starts, vals = self._starts, self._vals
-        i, j, new_starts, new_vals, kept = splice(starts, vals, self.n_nodes, pieces)
+        i, j, new_starts, new_vals, kept, added = splice(starts, vals, self.n_nodes, runs, scale)
         ordered = self._sorted
         if ordered is not None:
-            old: set[tuple[int, int]] = set()
-            new: set[tuple[int, int]] = set()
-            previous_old = i
-            previous_new = 0
-            for new_a, new_b, old_a, old_b in [*kept, (len(new_starts), 0, j, 0)]:
-                old.update(zip(vals[previous_old:old_a], starts[previous_old:old_a]))
-                new.update(zip(new_vals[previous_new:new_a], new_starts[previous_new:new_a]))
-                previous_old, previous_new = old_b, new_b
-            for entry in old - new:
-                if entry[0] > 0:
-                    del ordered[bisect_left(ordered, entry)]
-            for entry in new - old:
-                if entry[0] > 0:
-                    insort(ordered, entry)
+            self._reorder(ordered, i, j, new_starts, new_vals, kept)
         starts[i:j] = new_starts
         vals[i:j] = new_vals
-        if ordered is None:  # push the runs written (current or not, entries are checked when read)
+        if ordered is None:  # push the runs written (current or not: entries are checked when read)
             heaps = self._heaps
-            pushed = 0
-            previous_new = 0
-            for new_a, new_b, _, _ in [*kept, (len(new_starts), 0, 0, 0)]:
-                for s, v in zip(new_starts[previous_new:new_a], new_vals[previous_new:new_a]):
-                    if v > 0:
-                        heap = heaps.get(v)
-                        if heap is None:
-                            heaps[v] = [s]
-                        else:
-                            heappush(heap, s)
-                        pushed += 1
-                previous_new = new_b
-            self._held += pushed
-            if self._held > 2 * len(starts) + 64:
+            held = self._held
+            for new_a, new_b, _, _ in kept:  # copied stretches hold no new entry
+                new_starts[new_a:new_b] = new_vals[new_a:new_b] = [0] * (new_b - new_a)
+            for s, v in zip(new_starts, new_vals):
+                if v > 0:
+                    heap = heaps.get(v)
+                    if heap is None:
+                        heaps[v] = [s]
+                    else:
+                        heappush(heap, s)
+                    held += 1
+            self._held = held
+            if held > 2 * len(starts) + 64:
                 self._rebuild_heaps()
-        for first, end, delta in pieces:
-            self.total += delta * (end - first)
+        self.total += added
         if self._journal is not None:
-            self._journal += pieces
+            self._journal += [(first, first + count, units * scale) for first, count, units in runs]
+
+    def _reorder(self, ordered: list[tuple[int, int]], i: int, j: int, new_starts: list[int],
+                 new_vals: list[int], kept: list[tuple[int, int, int, int]]) -> None:
+        """Keep the exact by-value list in step with a splice of ``starts[i:j]``."""
+        starts, vals = self._starts, self._vals
+        old: set[tuple[int, int]] = set()
+        new: set[tuple[int, int]] = set()
+        previous_old = i
+        previous_new = 0
+        for new_a, new_b, old_a, old_b in [*kept, (len(new_starts), 0, j, 0)]:
+            old.update(zip(vals[previous_old:old_a], starts[previous_old:old_a]))
+            new.update(zip(new_vals[previous_new:new_a], new_starts[previous_new:new_a]))
+            previous_old, previous_new = old_b, new_b
+        for entry in old - new:
+            if entry[0] > 0:
+                del ordered[bisect_left(ordered, entry)]
+        for entry in new - old:
+            if entry[0] > 0:
+                insort(ordered, entry)
 
     def _rebuild_heaps(self) -> None:
         heaps: dict[int, list[int]] = {}

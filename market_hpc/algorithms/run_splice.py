@@ -19,25 +19,28 @@ Piece = tuple[int, int, int]
 """``(first, end, delta)``: add ``delta`` to nodes ``first..end-1``."""
 
 
-def splice(starts: list[int], vals: list[int], n_nodes: int, pieces: Sequence[Piece]
-           ) -> tuple[int, int, list[int], list[int], list[tuple[int, int, int, int]]]:
-    """The runs that replace ``starts[i:j]``/``vals[i:j]`` once ``pieces`` are applied.
+def splice(starts: list[int], vals: list[int], n_nodes: int, runs: Sequence[tuple[int, int, int]], scale: int
+           ) -> tuple[int, int, list[int], list[int], list[tuple[int, int, int, int]], int]:
+    """The runs that replace ``starts[i:j]``/``vals[i:j]`` once ``scale * units`` is added
+    to each node of every run ``(first, count, units)`` of ``runs``.
 
-    ``pieces`` must be non-empty, sorted, disjoint, non-empty ranges inside
-    ``0..n_nodes``. Returns ``(i, j, new_starts, new_vals, kept)``: ``kept`` lists the
+    ``runs`` must be non-empty, sorted, disjoint, non-empty ranges inside ``0..n_nodes``
+    (an allocation's runs, or pieces ``(first, end - first, delta)`` with ``scale=1``).
+    Returns ``(i, j, new_starts, new_vals, kept, added)``: ``added`` is the total added,
+    ``kept`` lists the
     stretches copied unchanged, ``(new_a, new_b, old_a, old_b)`` for
     ``new_starts[new_a:new_b] == starts[old_a:old_b]``; every other new run was written
     by the walk (it is new or changed, or an unchanged neighbour). Adjacent runs never
     share a count afterwards, including across the slice's edges.
 
     >>> starts, vals = [0, 2, 3], [2, 0, 1]            # free: 2 2 0 1 1
-    >>> i, j, s, v, kept = splice(starts, vals, 5, [(0, 2, -2), (3, 4, -1)])
-    >>> (i, j, s, v)
-    (0, 3, [0, 4], [0, 1])
+    >>> i, j, s, v, kept, added = splice(starts, vals, 5, [(0, 2, 2), (3, 1, 1)], -1)
+    >>> (i, j, s, v, added)
+    (0, 3, [0, 4], [0, 1], -5)
     >>> starts[i:j], vals[i:j] = s, v; starts, vals    # free: 0 0 0 0 1
     ([0, 4], [0, 1])
     """
-    f0 = pieces[0][0]
+    f0 = runs[0][0]
     pos = bisect_right(starts, f0) - 1
     if pos > 0 and starts[pos] == f0:
         pos -= 1  # the changed nodes may merge with the run before
@@ -50,7 +53,11 @@ def splice(starts: list[int], vals: list[int], n_nodes: int, pieces: Sequence[Pi
     add_s = out_s.append
     add_v = out_v.append
     lastv: int | None = None  # the count of the last run written
-    for f, e, d in pieces:
+    added = 0
+    for f, count, units in runs:
+        e = f + count
+        d = units * scale
+        added += count * d
         p = bisect_right(starts, f, pos) - 1  # the run holding node ``f``
         if p > pos:  # the rest of run ``pos``, then untouched runs, unchanged
             v = vals[pos]
@@ -94,7 +101,7 @@ def splice(starts: list[int], vals: list[int], n_nodes: int, pieces: Sequence[Pi
         if lastv != v:
             add_s(cur)
             add_v(v)
-    return first_index, pos + 1, out_s, out_v, kept
+    return first_index, pos + 1, out_s, out_v, kept, added
 
 
 def pieces_of(runs: Sequence[tuple[int, int, int]], delta_per_unit: int) -> list[Piece]:
