@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 
 from market_hpc.algorithms.index_journal import IndexJournal
 from market_hpc.algorithms.node_runs import NodeRuns, Run
-from market_hpc.algorithms.run_splice import Piece, empty_stretch, splice
+from market_hpc.algorithms.run_splice import Piece, empty_stretch, splice, within
 
 
 class FreeCoreIndex(IndexJournal):
@@ -277,7 +277,18 @@ class FreeCoreIndex(IndexJournal):
         """Add ``scale * units`` to the nodes of each of the sorted, disjoint ``runs``."""
         self.fresh = None
         starts, vals = self._starts, self._vals
-        i, j, new_starts, new_vals, kept, added = splice(starts, vals, self.n_nodes, runs, scale)
+        kept: Sequence[tuple[int, int, int, int]] = ()
+        if len(runs) == 1:  # one range: inside one run (the usual case) or across several
+            first, count, units = runs[0]
+            k = bisect_right(starts, first) - 1
+            delta = units * scale
+            if delta and (k + 1 == len(starts) or first + count <= starts[k + 1]):
+                i, j, new_starts, new_vals = within(starts, vals, self.n_nodes, k, first, first + count, delta)
+                added = delta * count
+            else:
+                i, j, new_starts, new_vals, kept, added = splice(starts, vals, self.n_nodes, runs, scale)
+        else:
+            i, j, new_starts, new_vals, kept, added = splice(starts, vals, self.n_nodes, runs, scale)
         ordered = self._sorted
         if ordered is not None:
             self._reorder(ordered, i, j, new_starts, new_vals, kept)
@@ -304,7 +315,7 @@ class FreeCoreIndex(IndexJournal):
             self._journal += [(first, first + count, units * scale) for first, count, units in runs]
 
     def _reorder(self, ordered: list[tuple[int, int]], i: int, j: int, new_starts: list[int],
-                 new_vals: list[int], kept: list[tuple[int, int, int, int]]) -> None:
+                 new_vals: list[int], kept: Sequence[tuple[int, int, int, int]]) -> None:
         """Keep the exact by-value list in step with a splice of ``starts[i:j]``."""
         starts, vals = self._starts, self._vals
         old: set[tuple[int, int]] = set()

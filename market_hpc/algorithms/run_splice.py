@@ -147,3 +147,42 @@ def empty_stretch(starts: list[int], vals: list[int], n_nodes: int, used: int, k
     if hi < len(starts) and vals[hi] == new_vals[-1]:  # the run after absorbs the last one
         hi += 1
     return lo, hi, new_starts, new_vals
+
+
+def within(starts: list[int], vals: list[int], n_nodes: int, k: int, first: int, end: int, delta: int
+           ) -> tuple[int, int, list[int], list[int]]:
+    """The runs that replace ``starts[lo:hi]``/``vals[lo:hi]`` once ``delta`` (not 0) is
+    added to nodes ``first..end-1``, all inside run ``k`` (the usual update: one job's
+    node range).
+
+    >>> starts, vals = [0, 2, 4], [1, 0, 1]             # free: 1 1 0 0 1
+    >>> lo, hi, s, v = within(starts, vals, 5, 1, 3, 4, 1)
+    >>> starts[lo:hi], vals[lo:hi] = s, v; starts, vals  # free: 1 1 0 1 1
+    ([0, 2, 3], [1, 0, 1])
+    """
+    free = vals[k]
+    new = free + delta
+    start = starts[k]
+    n_runs = len(starts)
+    stop = starts[k + 1] if k + 1 < n_runs else n_nodes
+    lo, hi = k, k + 1
+    new_starts: list[int] = []
+    new_vals: list[int] = []
+    if first > start:  # the run's head keeps its count
+        new_starts.append(start)
+        new_vals.append(free)
+        new_starts.append(first)
+        new_vals.append(new)
+    elif k > 0 and vals[k - 1] == new:  # the run before absorbs the changed nodes
+        lo -= 1
+        new_starts.append(starts[lo])
+        new_vals.append(new)
+    else:
+        new_starts.append(first)
+        new_vals.append(new)
+    if end < stop:  # the run's tail keeps its count
+        new_starts.append(end)
+        new_vals.append(free)
+    elif hi < n_runs and vals[hi] == new:  # the run after absorbs them
+        hi += 1
+    return lo, hi, new_starts, new_vals
