@@ -25,8 +25,8 @@ resources are not indexed.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from heapq import heappop, heappush
 from collections.abc import Iterator, Sequence
+from heapq import heappop, heappush
 
 from market_hpc.algorithms.index_journal import IndexJournal
 from market_hpc.algorithms.node_runs import NodeRuns, Run
@@ -51,8 +51,7 @@ class FreeCoreIndex(IndexJournal):
     [(0, 4, 0), (4, 1, 2)]
     """
 
-    __slots__ = ("_claimed", "_heaps", "_held", "_journal", "_proposed", "_sorted", "_starts", "_vals", "_walk",
-                 "fresh", "n_nodes", "total")
+    __slots__ = ("_heaps", "_held", "_sorted", "_starts", "_vals", "_walk", "fresh", "n_nodes", "total")
 
     def __init__(self, free_cores: Sequence[int]) -> None:
         self.n_nodes = len(free_cores)
@@ -76,9 +75,7 @@ class FreeCoreIndex(IndexJournal):
         self._sorted: list[tuple[int, int]] | None = None
         self._rebuild_heaps()
         self.total = int(sum(int(f) for f in free_cores))
-        self._journal: list[Piece] | None = None
-        self._proposed: list[tuple[int, NodeRuns | None, list[Piece]]] = []
-        self._claimed = 0
+        super().__init__()
         # The last placement ``first_fit``/``best_fit`` returned, until the index changes.
         self.fresh: NodeRuns | None = None
         # The last multi-unit first-fit: (placement, first run used, last run used, whole

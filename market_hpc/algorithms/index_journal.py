@@ -20,10 +20,12 @@ class IndexJournal:
     """Journal and proposals over ``_apply`` (a batch of pieces in one splice) and
     ``min_free``, which the index defines."""
 
-    __slots__ = ()
-    _journal: list[Piece] | None
-    _proposed: list[tuple[int, NodeRuns | None, list[Piece]]]
-    _claimed: int
+    __slots__ = ("_claimed", "_journal", "_proposed")
+
+    def __init__(self) -> None:
+        self._journal: list[Piece] | None = None
+        self._proposed: list[tuple[int, NodeRuns | None, list[Piece]]] = []
+        self._claimed = 0
 
     def _apply(self, pieces: list[Piece]) -> None:
         raise NotImplementedError

@@ -75,11 +75,10 @@ def splice(starts: list[int], vals: list[int], n_nodes: int, runs: Sequence[tupl
             pos = p
             cur = starts[p]
         v = vals[pos]
-        if cur < f:  # the head of run ``p`` before ``f``
-            if lastv != v:
-                add_s(cur)
-                add_v(v)
-                lastv = v
+        if cur < f and lastv != v:  # the head of run ``p`` before ``f``
+            add_s(cur)
+            add_v(v)
+            lastv = v
         v += d
         if lastv != v:
             add_s(f)
