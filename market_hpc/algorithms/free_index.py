@@ -202,7 +202,8 @@ class FreeCoreIndex(IndexJournal):
                 return None
             return ordered[bisect_left(ordered, (ordered[-1][0], -1))][1]
         starts, vals, heaps = self._starts, self._vals, self._heaps
-        for v in sorted(heaps, reverse=True):
+        while heaps:
+            v = max(heaps)
             heap = heaps[v]
             while heap:
                 s = heap[0]
