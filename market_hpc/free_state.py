@@ -55,9 +55,7 @@ class FreeResources:
         log = self._log
         log.append((runs, sign))  # one entry per move; its runs are expanded when flushed
         if not indexed:
-            add = self.index.add
-            for first, count, units in runs.runs:
-                add(first, first + count, sign * units)
+            self.index.move(runs, sign)  # all runs in one splice
 
     def rest(self) -> None:
         """Called where the index holds exactly the free cores (between instants, no pass

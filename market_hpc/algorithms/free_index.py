@@ -1,30 +1,39 @@
 """Free-core index: first-fit and best-fit placement touching only the nodes they return.
 
 The free cores of ``n`` nodes are kept as *runs*: maximal ranges of consecutive nodes
-with the same free count (every node is in exactly one run). Two sorted structures index
-the runs: by first node (first-fit walks them in node order) and by ``(free, first
-node)`` (best-fit walks them tightest first; the single-unit first-fit takes the node
-with the most free cores, as :func:`market_hpc.algorithms.allocation.first_fit` does).
-Adjacent runs never share a count, so between two runs with free cores there is at most
-one full run: a query visits O(runs it returns) runs, whatever the node count. An update
-of a node range touches the runs in that range only.
+with the same free count (every node is in exactly one run), stored as two parallel
+lists (first node of each run, its count). First-fit walks them in node order, skipping
+empty runs; adjacent runs never share a count, so between two runs with free cores there
+is at most one full run and a query visits O(runs it returns) runs, whatever the node
+count. The by-value order is kept only where it is read: lazy per-count heaps of first
+nodes answer the single-unit first-fit (the node with the most free cores, as
+:func:`market_hpc.algorithms.allocation.first_fit` does), and an exact sorted list of
+``(free, first node)`` for best-fit is built on the first ``best_fit`` call and kept from
+then on.
 
-A placement pass tries allocations on the live index inside :meth:`FreeCoreIndex.scratch`
-and the index is rolled back when the pass ends (cost: the updates it made, never a copy).
-Placements are those of the array functions in ``allocation.py`` bit for bit (same
-nodes, same units), for plain core units; other resources are not indexed.
+Updates come in batches: every range update of one call (a whole allocation taken or
+given back, a scratch rollback) is applied in one walk and one splice of the lists
+(:mod:`market_hpc.algorithms.run_splice`); taking the placement the last first-fit walk
+returned, the index unchanged since, empties one stretch (a splice of at most five
+runs). A placement pass tries allocations on the live index inside
+:meth:`FreeCoreIndex.scratch` and the index is rolled back when the pass ends (cost: the
+updates it made, never a copy). Placements are those of the array functions in
+``allocation.py`` bit for bit (same nodes, same units), for plain core units; other
+resources are not indexed.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from heapq import heappop, heappush
 
+from market_hpc.algorithms.index_journal import IndexJournal
 from market_hpc.algorithms.node_runs import NodeRuns, Run
+from market_hpc.algorithms.run_splice import Piece, empty_stretch, splice, within
 
 
-class FreeCoreIndex:
+class FreeCoreIndex(IndexJournal):
     """Free cores per node as runs of equal counts, indexed for placement.
 
     >>> index = FreeCoreIndex([2, 2, 0, 1, 4])
@@ -38,31 +47,40 @@ class FreeCoreIndex:
     [(0, 3, 0), (3, 1, 1), (4, 1, 4)]
     >>> index.total, index.first_fit(6) is None
     (5, True)
+    >>> index.move(NodeRuns(((3, 1, 1), (4, 1, 2))), -1); index.runs()   # one splice
+    [(0, 4, 0), (4, 1, 2)]
     """
 
-    __slots__ = ("_by_value", "_claimed", "_journal", "_proposed", "_starts", "_value", "fresh", "n_nodes",
-                 "total")
+    __slots__ = ("_heaps", "_held", "_sorted", "_starts", "_vals", "_walk", "fresh", "n_nodes", "total")
 
     def __init__(self, free_cores: Sequence[int]) -> None:
         self.n_nodes = len(free_cores)
         if self.n_nodes == 0:
             raise ValueError("a free-core index needs at least one node")
-        value: dict[int, int] = {}
-        previous = None
+        starts: list[int] = []
+        vals: list[int] = []
         for node, free in enumerate(free_cores):
             free = int(free)
-            if free != previous:
-                value[node] = free
-                previous = free
-        self._value = value
-        self._starts: list[int] = list(value)
-        self._by_value: list[tuple[int, int]] = sorted((free, first) for first, free in value.items())
+            if not vals or free != vals[-1]:
+                starts.append(node)
+                vals.append(free)
+        self._starts = starts
+        self._vals = vals
+        # By-value order of the runs with free cores, for the queries that read it: lazy
+        # min-heaps of first nodes per count (entries checked when read; rebuilt when
+        # stale ones pile up) answer the single-unit first-fit; an exact sorted list of
+        # ``(free, first)`` is kept only once ``best_fit`` has been asked (then it answers both).
+        self._heaps: dict[int, list[int]] = {}
+        self._held = 0  # entries in the heaps, current or not
+        self._sorted: list[tuple[int, int]] | None = None
+        self._rebuild_heaps()
         self.total = int(sum(int(f) for f in free_cores))
-        self._journal: list[tuple[int, int, int]] | None = None
-        self._proposed: list[tuple[int, NodeRuns | None, list[tuple[int, int, int]]]] = []
-        self._claimed = 0
+        super().__init__()
         # The last placement ``first_fit``/``best_fit`` returned, until the index changes.
         self.fresh: NodeRuns | None = None
+        # The last multi-unit first-fit: (placement, first run used, last run used, whole
+        # nodes used of the last run, units on the node after them).
+        self._walk: tuple[NodeRuns, int, int, int, int] | None = None
 
     # ------------------------------------------------------------------ reading
     def runs(self) -> list[Run]:
@@ -70,35 +88,38 @@ class FreeCoreIndex:
         self.settle()
         starts = self._starts
         ends = [*starts[1:], self.n_nodes]
-        return [(s, e - s, self._value[s]) for s, e in zip(starts, ends)]
+        return [(s, e - s, v) for s, e, v in zip(starts, ends, self._vals)]
+
+    @property
+    def _value(self) -> dict[int, int]:
+        """First node -> free cores of every run."""
+        return dict(zip(self._starts, self._vals))
+
+    @property
+    def _by_value(self) -> list[tuple[int, int]]:
+        """``(free, first)`` of every run in by-value order, as the queries hold it: the
+        exact list (or the entries of the lazy heaps that are current), plus the runs
+        without free cores (which neither holds)."""
+        rest = [(v, s) for s, v in zip(self._starts, self._vals) if v <= 0]
+        if self._sorted is not None:
+            return sorted(rest + self._sorted)
+        current = set(zip(self._vals, self._starts))
+        held = {(v, s) for v, heap in self._heaps.items() for s in heap if (v, s) in current}
+        return sorted(rest + list(held))
 
     def free_of(self, node: int) -> int:
         """Free cores of one node."""
-        starts = self._starts
-        return self._value[starts[bisect_right(starts, node) - 1]]
+        return self._vals[bisect_right(self._starts, node) - 1]
 
     def min_free(self, first: int, end: int) -> int:
         """Fewest free cores over nodes ``first..end-1``."""
-        starts, value = self._starts, self._value
-        i = bisect_right(starts, first) - 1
-        lowest = value[starts[i]]
-        for k in range(i + 1, bisect_left(starts, end)):
-            lowest = min(lowest, value[starts[k]])
-        return lowest
+        starts = self._starts
+        return min(self._vals[bisect_right(starts, first) - 1:bisect_left(starts, end)])
 
     def _end(self, start: int) -> int:
         starts = self._starts
         i = bisect_right(starts, start)
         return starts[i] if i < len(starts) else self.n_nodes
-
-    def _in_node_order(self) -> Iterator[tuple[int, int, int]]:
-        value = self._value
-        previous = -1
-        for start in self._starts:
-            if previous >= 0:
-                yield previous, start, value[previous]
-            previous = start
-        yield previous, self.n_nodes, value[previous]
 
     # ---------------------------------------------------------------- placement
     def first_fit(self, units: int) -> NodeRuns | None:
@@ -108,17 +129,91 @@ class FreeCoreIndex:
             self.settle()
         if units > self.total:
             return None
+        placed: NodeRuns | None
         if units == 1:
-            by_value = self._by_value
-            most = by_value[-1][0]
-            if most <= 0:
-                return None
-            first = by_value[bisect_left(by_value, (most, -1))][1]
-            placed: NodeRuns | None = NodeRuns(((first, 1, 1),))
+            first = self._most_free()
+            placed = None if first is None else NodeRuns(((first, 1, 1),))
         else:
-            placed = self._place(((s, e, v) for s, e, v in self._in_node_order() if v > 0), units, sort=False)
+            placed = self._first_fit_walk(units)
         self.fresh = placed
         return placed
+
+    def _first_fit_walk(self, units: int) -> NodeRuns | None:
+        starts = self._starts
+        last = len(starts) - 1
+        need = units
+        out: list[Run] = []
+        used = -1
+        exact = True  # no run in the stretch is below zero (``_take_walked`` may apply)
+        for k, free in enumerate(self._vals):
+            if free <= 0:
+                if free:
+                    exact = False
+                continue
+            start = starts[k]
+            count = (starts[k + 1] if k < last else self.n_nodes) - start
+            if used < 0:
+                used = k
+            if count * free < need:
+                out.append((start, count, free))
+                need -= count * free
+                continue
+            full, rest = divmod(need, free)
+            if full:
+                out.append((start, full, free))
+            if rest:
+                out.append((start + full, 1, rest))
+            placed = NodeRuns(out)
+            if exact:
+                self._walk = (placed, used, k, full, rest)
+            return placed
+        return None
+
+    def _take_walked(self, walk: tuple[NodeRuns, int, int, int, int]) -> None:
+        """Take the placement the last first-fit walk returned, the index unchanged since:
+        every run it used but the last is emptied, and the runs between them were empty
+        already, so the stretch becomes one empty run (one splice of at most five runs)."""
+        placed, used, k, full, rest = walk
+        starts, vals = self._starts, self._vals
+        lo, hi, new_starts, new_vals = empty_stretch(starts, vals, self.n_nodes, used, k, full, rest)
+        heaps = self._heaps
+        for start, v in zip(new_starts, new_vals):
+            if v > 0:  # pushes the unchanged run before too: entries are checked when read
+                heap = heaps.get(v)
+                if heap is None:
+                    heaps[v] = [start]
+                else:
+                    heappush(heap, start)
+                self._held += 1
+        starts[lo:hi] = new_starts
+        vals[lo:hi] = new_vals
+        if self._held > 2 * len(starts) + 64:
+            self._rebuild_heaps()
+        self.total -= placed.total_units
+        self.fresh = self._walk = None
+        if self._journal is not None:
+            self._journal += [(first, first + count, -units) for first, count, units in placed.runs]
+
+    def _most_free(self) -> int | None:
+        """Lowest node among those with the most free cores (``None``: none free)."""
+        ordered = self._sorted
+        if ordered is not None:
+            if not ordered:
+                return None
+            return ordered[bisect_left(ordered, (ordered[-1][0], -1))][1]
+        starts, vals, heaps = self._starts, self._vals, self._heaps
+        while heaps:
+            v = max(heaps)
+            heap = heaps[v]
+            while heap:
+                s = heap[0]
+                k = bisect_left(starts, s)
+                if k < len(starts) and starts[k] == s and vals[k] == v:
+                    return s
+                heappop(heap)
+                self._held -= 1
+            del heaps[v]
+        return None
 
     def best_fit(self, units: int) -> NodeRuns | None:
         """Nodes with the fewest free cores first (ties by index), as ``allocation.best_fit``."""
@@ -126,9 +221,12 @@ class FreeCoreIndex:
             self.settle()
         if units > self.total:
             return None
-        by_value = self._by_value
-        runs = ((s, self._end(s), v) for v, s in by_value[bisect_left(by_value, (1, -1)):])
-        placed = self._place(runs, units, sort=True)
+        ordered = self._sorted
+        if ordered is None:  # from now on the index keeps the exact by-value order
+            ordered = self._sorted = sorted((v, s) for s, v in zip(self._starts, self._vals) if v > 0)
+            self._heaps = {}
+            self._held = 0
+        placed = self._place(((s, self._end(s), v) for v, s in ordered), units, sort=True)
         self.fresh = placed
         return placed
 
@@ -157,192 +255,136 @@ class FreeCoreIndex:
     # ------------------------------------------------------------------ updates
     def add(self, first: int, end: int, delta: int) -> None:
         """Add ``delta`` free cores to each node ``first..end-1``."""
-        if delta == 0 or first >= end:
-            return
+        if delta != 0 and first < end:
+            self._apply([(first, end, delta)])
+
+    def move(self, runs: NodeRuns, sign: int) -> None:
+        """Take (``sign=-1``) or give back (``+1``) the units of an allocation, one core
+        per unit: all its runs in one splice (the same as one ``add`` per run)."""
+        walk = self._walk
+        if sign < 0 and walk is not None and runs is self.fresh and walk[0] is runs and self._sorted is None:
+            self._take_walked(walk)
+        elif runs.runs:
+            self._splice(runs.runs, sign)
+
+    def _apply(self, pieces: list[Piece]) -> None:
+        """Apply sorted, disjoint ``(first, end, delta)`` pieces in one splice."""
+        self._splice([(first, end - first, delta) for first, end, delta in pieces], 1)
+
+    def _splice(self, runs: Sequence[Run], scale: int) -> None:
+        """Add ``scale * units`` to the nodes of each of the sorted, disjoint ``runs``."""
         self.fresh = None
-        starts = self._starts
-        i = bisect_right(starts, first) - 1
-        if i + 1 == len(starts) or end <= starts[i + 1]:
-            self._add_within(i, starts[i], first, end, delta)  # the usual case: one run changes
-        else:
-            self._add_across(first, end, delta)
-        self.total += delta * (end - first)
-        if self._journal is not None:
-            self._journal.append((first, end, delta))
-
-    def _add_within(self, i: int, start: int, first: int, end: int, delta: int) -> None:
-        """``add`` on nodes ``first..end-1`` inside the ``i``-th run (which begins at ``start``)."""
-        starts, value, by_value = self._starts, self._value, self._by_value
-        old = value[start]
-        new = old + delta
-        run_end = starts[i + 1] if i + 1 < len(starts) else self.n_nodes
-        if end < run_end:  # the rest of the run keeps its count
-            starts.insert(i + 1, end)
-            value[end] = old
-            insort(by_value, (old, end))
-            merge_right = False
-        else:
-            merge_right = end < self.n_nodes and value[end] == new
-        if merge_right:  # the next run absorbs the changed nodes
-            del by_value[bisect_left(by_value, (new, end))]
-            del value[end]
-        if first > start:  # the run's head keeps its count; the changed nodes start a run
-            value[first] = new
-            insort(by_value, (new, first))
-            if merge_right:
-                starts[i + 1] = first
+        starts, vals = self._starts, self._vals
+        kept: Sequence[tuple[int, int, int, int]] = ()
+        if len(runs) == 1:  # one range: inside one run (the usual case) or across several
+            first, count, units = runs[0]
+            k = bisect_right(starts, first) - 1
+            delta = units * scale
+            if delta and (k + 1 == len(starts) or first + count <= starts[k + 1]):
+                i, j, new_starts, new_vals = within(starts, vals, self.n_nodes, k, first, first + count, delta)
+                added = delta * count
             else:
-                starts.insert(i + 1, first)
-            return
-        del by_value[bisect_left(by_value, (old, start))]
-        if i > 0 and value[starts[i - 1]] == new:  # the previous run absorbs them
-            del value[start]
-            del starts[i:i + 2 if merge_right else i + 1]
-            return
-        value[start] = new
-        insort(by_value, (new, start))
-        if merge_right:
-            del starts[i + 1]
+                i, j, new_starts, new_vals, kept, added = splice(starts, vals, self.n_nodes, runs, scale)
+        else:
+            i, j, new_starts, new_vals, kept, added = splice(starts, vals, self.n_nodes, runs, scale)
+        ordered = self._sorted
+        if ordered is not None:
+            self._reorder(ordered, i, j, new_starts, new_vals, kept)
+        starts[i:j] = new_starts
+        vals[i:j] = new_vals
+        if ordered is None:  # push the runs written (current or not: entries are checked when read)
+            heaps = self._heaps
+            held = self._held
+            for new_a, new_b, _, _ in kept:  # copied stretches hold no new entry
+                new_starts[new_a:new_b] = new_vals[new_a:new_b] = [0] * (new_b - new_a)
+            for s, v in zip(new_starts, new_vals):
+                if v > 0:
+                    heap = heaps.get(v)
+                    if heap is None:
+                        heaps[v] = [s]
+                    else:
+                        heappush(heap, s)
+                    held += 1
+            self._held = held
+            if held > 2 * len(starts) + 64:
+                self._rebuild_heaps()
+        self.total += added
+        if self._journal is not None:
+            self._journal += [(first, first + count, units * scale) for first, count, units in runs]
 
-    def _add_across(self, first: int, end: int, delta: int) -> None:
-        """``add`` on nodes ``first..end-1`` spanning several runs."""
-        starts, value, by_value = self._starts, self._value, self._by_value
-        # Make runs start at ``first`` and ``end`` (node 0 always starts a run).
-        if first in value:
-            i = bisect_left(starts, first)
-        else:
-            i = bisect_right(starts, first)
-            free = value[starts[i - 1]]
-            starts.insert(i, first)
-            value[first] = free
-            insort(by_value, (free, first))
-        n_runs = len(starts)
-        if end >= self.n_nodes:
-            j = n_runs
-        elif end in value:
-            j = bisect_left(starts, end, i)
-        else:
-            j = bisect_right(starts, end, i)
-            free = value[starts[j - 1]]
-            starts.insert(j, end)
-            value[end] = free
-            insort(by_value, (free, end))
-            n_runs += 1
-        for k in range(i, j):
-            start = starts[k]
-            old = value[start]
-            del by_value[bisect_left(by_value, (old, start))]
-            value[start] = new = old + delta
-            insort(by_value, (new, start))
-        # Runs inside the range still differ from each other; only the edges may merge.
-        if j < n_runs and value[starts[j]] == value[starts[j - 1]]:
-            self._drop_start(j)
-        if i > 0 and value[starts[i]] == value[starts[i - 1]]:
-            self._drop_start(i)
+    def _reorder(self, ordered: list[tuple[int, int]], i: int, j: int, new_starts: list[int],
+                 new_vals: list[int], kept: Sequence[tuple[int, int, int, int]]) -> None:
+        """Keep the exact by-value list in step with a splice of ``starts[i:j]``."""
+        starts, vals = self._starts, self._vals
+        old: set[tuple[int, int]] = set()
+        new: set[tuple[int, int]] = set()
+        previous_old = i
+        previous_new = 0
+        for new_a, new_b, old_a, old_b in [*kept, (len(new_starts), 0, j, 0)]:
+            old.update(zip(vals[previous_old:old_a], starts[previous_old:old_a]))
+            new.update(zip(new_vals[previous_new:new_a], new_starts[previous_new:new_a]))
+            previous_old, previous_new = old_b, new_b
+        for entry in old - new:
+            if entry[0] > 0:
+                del ordered[bisect_left(ordered, entry)]
+        for entry in new - old:
+            if entry[0] > 0:
+                insort(ordered, entry)
+
+    def _rebuild_heaps(self) -> None:
+        heaps: dict[int, list[int]] = {}
+        for s, v in zip(self._starts, self._vals):
+            if v > 0:
+                heap = heaps.get(v)
+                if heap is None:
+                    heaps[v] = [s]
+                else:
+                    heap.append(s)  # starts ascend: each list is a heap already
+        self._heaps = heaps
+        self._held = sum(map(len, heaps.values()))
 
     def is_fresh(self, runs: object) -> bool:
         """Whether ``runs`` is the last placement ``first_fit``/``best_fit`` returned and
         the index has not changed since: it then fits the free cores as they are now."""
         return runs is self.fresh and runs is not None
 
-    def _drop_start(self, k: int) -> None:
-        start = self._starts.pop(k)
-        free = self._value.pop(start)
-        by_value = self._by_value
-        del by_value[bisect_left(by_value, (free, start))]
-
     def clear(self, first: int, end: int) -> None:
-        """Set the free cores of nodes ``first..end-1`` to zero (run by run)."""
-        starts, value = self._starts, self._value
+        """Set the free cores of nodes ``first..end-1`` to zero (one splice)."""
+        pieces = self._clear_pieces(first, end)
+        if pieces:
+            self._apply(pieces)
+
+    def _clear_pieces(self, first: int, end: int) -> list[Piece]:
+        starts, vals = self._starts, self._vals
         i = bisect_right(starts, first) - 1
-        pieces = [(max(starts[i], first), value[starts[i]])]
-        pieces.extend((starts[k], value[starts[k]]) for k in range(i + 1, bisect_left(starts, end)))
-        bounds = [start for start, _ in pieces[1:]] + [end]
-        for (start, free), stop in zip(pieces, bounds):
-            if free:
-                self.add(start, stop, -free)
+        j = bisect_left(starts, end)
+        bounds = [first, *starts[i + 1:j], end]
+        return [(a, b, -v) for a, b, v in zip(bounds, bounds[1:], vals[i:j]) if v]
 
     def give(self, first: int, free_cores: Sequence[int]) -> None:
-        """Add ``free_cores[i]`` free cores to node ``first + i`` (equal neighbours in one update)."""
+        """Add ``free_cores[i]`` free cores to node ``first + i`` (one splice)."""
+        pieces: list[Piece] = []
         start = first
         pending = None
         for node, amount in enumerate(free_cores, first):
             if amount != pending:
                 if pending:
-                    self.add(start, node, pending)
+                    pieces.append((start, node, pending))
                 start, pending = node, amount
         if pending:
-            self.add(start, first + len(free_cores), pending)
+            pieces.append((start, first + len(free_cores), pending))
+        if pieces:
+            self._apply(pieces)
 
     def take(self, allocation: NodeRuns, cores_per_unit: int = 1, whole_nodes: bool = False) -> None:
-        """Remove an allocation's cores (``whole_nodes``: every core of its nodes)."""
-        for first, count, units in allocation.runs:
-            if whole_nodes:
-                self.clear(first, first + count)
-            else:
-                self.add(first, first + count, -units * cores_per_unit)
-
-    @contextmanager
-    def scratch(self) -> Iterator[FreeCoreIndex]:
-        """Try placements on the index; every update made inside is undone on exit."""
-        outer = self.begin_journal()
-        try:
-            yield self
-        finally:
-            self.undo(self.end_journal(outer))
-
-    def begin_journal(self) -> list[tuple[int, int, int]] | None:
-        """Start recording updates (returns the enclosing journal, for ``end_journal``)."""
-        self.settle()
-        outer = self._journal
-        self._journal = []
-        return outer
-
-    def end_journal(self, outer: list[tuple[int, int, int]] | None) -> list[tuple[int, int, int]]:
-        """Stop recording; return the updates made since ``begin_journal``."""
-        journal, self._journal = self._journal or [], outer
-        return journal
-
-    def undo(self, updates: list[tuple[int, int, int]]) -> None:
-        """Revert ``add`` updates (unrecorded: adds commute, so any order is exact)."""
-        journal, self._journal = self._journal, None
-        for first, end, delta in reversed(updates):
-            self.add(first, end, -delta)
-        self._journal = journal
-
-    # -------------------------------------------------------------- proposals
-    # A scheduling pass leaves the placements it tried on the index as *proposals* instead
-    # of undoing them; the model claims each one as it applies the matching start (the
-    # index then already holds it) and settles (undoes) the rest at the end of the
-    # decision. Any placement query settles first, so nobody else ever sees a proposal.
-    def propose(self, proposals: list[tuple[int, NodeRuns | None, list[tuple[int, int, int]]]]) -> None:
-        """Leave ``(job_id, runs, updates)`` placements on the index for ``claim``
-        (``runs`` is ``None`` when the placement may not be claimed)."""
-        self.settle()
-        self._proposed = proposals
-        self._claimed = 0
-
-    def claim(self, job_id: int, runs: NodeRuns) -> bool:
-        """Whether the next proposal is exactly ``runs`` for ``job_id`` (and still leaves
-        no node short); if so it now belongs to the caller. Otherwise settle everything."""
-        proposed = self._proposed
-        if proposed and self._claimed < len(proposed):
-            proposal_job, proposal_runs, updates = proposed[self._claimed]
-            if proposal_job == job_id and proposal_runs is runs:
-                self._claimed += 1
-                if all(self.min_free(first, end) >= 0 for first, end, _ in updates):
-                    return True
-                self.undo(updates)
-                self.settle()
-                return False
-        self.settle()
-        return False
-
-    def settle(self) -> None:
-        """Undo every proposal not claimed."""
-        proposed = self._proposed
-        if proposed:
-            self._proposed = []
-            for _, _, updates in proposed[self._claimed:]:
-                self.undo(updates)
-            self._claimed = 0
+        """Remove an allocation's cores (``whole_nodes``: every core of its nodes), in one splice."""
+        if cores_per_unit == 1 and not whole_nodes:
+            self.move(allocation, -1)
+            return
+        if whole_nodes:
+            pieces = [piece for first, count, _ in allocation.runs
+                      for piece in self._clear_pieces(first, first + count)]
+        else:
+            pieces = [(first, first + count, -units * cores_per_unit) for first, count, units in allocation.runs]
+        if pieces:
+            self._apply(pieces)
