@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from market_hpc.algorithms.node_runs import NodeRuns, as_runs
+from market_hpc.algorithms.runs_text import RunTables, runs_text
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform
 from market_hpc.domain.resources import RESOURCES
@@ -79,6 +80,35 @@ def format_runs(flat: Sequence[int]) -> str:
     return ";".join(parts)
 
 
+def text_array(offsets: np.ndarray, data: np.ndarray) -> Any:
+    """Strings ``data[offsets[k]:offsets[k + 1]]`` (ASCII) as the array pandas makes of a
+    list of them: Arrow-backed ``str`` built straight from the buffers when that is what
+    pandas infers (pandas 3 with pyarrow), else the list of Python strings.
+
+    >>> list(text_array(np.array([0, 2, 2, 5]), np.frombuffer(b"0:1:2", dtype=np.uint8)))
+    ['0:', '', '1:2']
+    """
+    dtype = _inferred_text_dtype()
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        import pyarrow as pa
+
+        strings = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(np.ascontiguousarray(offsets, dtype=np.int64)),
+                                                   pa.py_buffer(data))
+        return pd.array(strings, dtype=dtype)
+    text = data.tobytes().decode()
+    return [text[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+
+
+_TEXT_DTYPE: list[Any] = []
+
+
+def _inferred_text_dtype() -> Any:
+    """The column type pandas gives a list of strings (``str`` or ``object``)."""
+    if not _TEXT_DTYPE:
+        _TEXT_DTYPE.append(pd.Series(["0:1"]).dtype)
+    return _TEXT_DTYPE[0]
+
+
 class JobColumns:
     """Per-job results as columns: machine numbers in ``array``s, allocations as flat runs.
 
@@ -94,6 +124,7 @@ class JobColumns:
         self.status = array("b")
         self.runs = array("i")  # node, count, units: 4 bytes each (issue 13 memory)
         self.run_offsets = array("q", [0])
+        self.tables = RunTables()  # the ``nodes`` text tables, kept from one chunk to the next
         # Bound ``append`` of every column, in column order (``Recorder.job_left``'s hot path).
         self.appends: tuple[Callable[[Any], None], ...] = (*(column.append for column in self.floats.values()),
                         *(column.append for column in self.ints.values()), self.status.append)
@@ -113,6 +144,17 @@ class JobColumns:
         """The ``nodes`` text of the ``index``-th job."""
         return format_runs(self.runs[self.run_offsets[index]:self.run_offsets[index + 1]])
 
+    def nodes_column(self, rows: np.ndarray) -> Any:
+        """The ``nodes`` text of the jobs ``rows`` (in that order), built at once by
+        :func:`~market_hpc.algorithms.runs_text.runs_text`: the array pandas would make of
+        the list of their strings (Arrow-backed ``str`` under pandas 3), that list otherwise."""
+        if not len(rows):
+            return []
+        runs = np.frombuffer(self.runs, dtype=np.int32) if len(self.runs) else np.zeros(0, dtype=np.int32)
+        offsets, data = runs_text(runs, np.frombuffer(self.run_offsets, dtype=np.int64), rows, self.tables)
+        del runs  # the exported buffer would stop the array from growing
+        return text_array(offsets, data)
+
     def __len__(self) -> int:
         return len(self.status)
 
@@ -131,7 +173,7 @@ class JobColumns:
         values: dict[str, Any] = {**floats, **ints}
         values["wait_time"] = floats["start_time"] - floats["submit_time"]
         values["status"] = names[pick(self.status, np.int8)]
-        values["nodes"] = [self.nodes(i) for i in (range(len(self)) if order is None else order.tolist())]
+        values["nodes"] = self.nodes_column(np.arange(len(self)) if order is None else order)
         return {name: values[name] for name in JOB_COLUMNS}
 
     def row(self, index: int) -> tuple[Any, ...]:
@@ -312,8 +354,10 @@ class Recorder:
 
     def jobs_frame(self) -> pd.DataFrame:
         """One row per job that left the system, sorted by job id."""
-        frame = pd.DataFrame(self.jobs.columns(), columns=list(JOB_COLUMNS))
-        return frame.sort_values("job_id", kind="stable").reset_index(drop=True)
+        if not len(self.jobs):
+            return pd.DataFrame(self.jobs.columns(), columns=list(JOB_COLUMNS))
+        # The rows picked in ``job_order`` are ``sort_values("job_id", kind="stable")``'s.
+        return pd.DataFrame(self.jobs.columns(self.job_order()), columns=list(JOB_COLUMNS))
 
     def job_order(self) -> np.ndarray:
         """Row order of ``jobs_frame`` over the job columns (by job id, stable)."""
@@ -323,11 +367,13 @@ class Recorder:
         """Write ``jobs_frame()`` as CSV (same columns, order and text as
         ``jobs_frame().to_csv(path, index=False)``) ``chunk_rows`` rows at a time, so the
         text of a 10^6-job run never sits in memory at once. Returns the rows written."""
+        from market_hpc.csv_text import write_csv
+
         order = self.job_order()
-        with open(path, "w", newline="") as handle:
+        with open(path, "wb") as handle:
             for begin in range(0, max(len(order), 1), chunk_rows):
                 chunk = pd.DataFrame(self.jobs.columns(order[begin:begin + chunk_rows]), columns=list(JOB_COLUMNS))
-                chunk.to_csv(handle, index=False, header=begin == 0)
+                write_csv(chunk, handle, header=begin == 0)
         return len(order)
 
     def timeseries_frame(self) -> pd.DataFrame:

@@ -1,0 +1,196 @@
+"""The ``nodes`` text of many allocations at once, built with numpy (no Python string per job).
+
+An allocation is stored as flat runs ``first, count, units`` (``recorder.JobColumns``);
+its text is every node of every run as ``node:units``, joined by ``;``
+(``recorder.format_runs``). Here the text of a whole selection of jobs is built as one
+UTF-8 byte buffer plus ``len + 1`` offsets (Arrow's string layout):
+
+* for each units value ``u`` a table holds ``;0:u;1:u;2:u...`` with the offset of every
+  node's entry, so a run ``(first, count, u)`` is one contiguous slice of it;
+* each job's text is its runs' slices back to back, its first run's leading ``;`` left
+  out; the slices are copied by one byte gather whose indices come from a ``cumsum``.
+
+The work is a few numpy passes over the runs and the bytes: no Python call per job.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_SEMICOLON, _COLON = ord(";"), ord(":")
+_CHUNK_BYTES = 1 << 19  # text built per piece (bounds the index arrays: 8 bytes per byte of text)
+
+
+class RunTables:
+    """``;node:u`` tables per units value ``u`` for nodes ``0 .. size - 1``, built on first
+    use and kept back to back in one buffer (``data``).
+
+    >>> tables = RunTables()
+    >>> offsets = tables.offsets(12, 3)
+    >>> bytes(tables.data()[offsets[0]:offsets[3]]).decode()
+    ';0:12;1:12;2:12'
+    """
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._node_text = np.zeros((0, 1), dtype=np.uint8)  # (size, width): ``;node:`` left-aligned
+        self._node_len = np.zeros(0, dtype=np.int64)
+        self._offsets: dict[int, np.ndarray] = {}
+        self._row: dict[int, int] = {}
+        self._parts: list[np.ndarray] = []
+        self._used = 0
+        self._data: np.ndarray | None = None
+        self._matrix: np.ndarray | None = None
+
+    def _grow(self, size: int) -> None:
+        self.size = max(size, 2 * self.size)
+        parts = [f";{node}:".encode() for node in range(self.size)]
+        width = max(map(len, parts))
+        flat = np.frombuffer(b"".join(part.ljust(width, b"\0") for part in parts), dtype=np.uint8)
+        self._node_text = flat.reshape(self.size, width)
+        self._node_len = np.fromiter(map(len, parts), np.int64, self.size)
+        self._offsets, self._row, self._parts, self._used, self._data, self._matrix = {}, {}, [], 0, None, None
+
+    def offsets(self, units: int, size: int) -> np.ndarray:
+        """Node ``n``'s entry ``;n:units`` is ``data()[offsets[n]:offsets[n + 1]]`` (``n < size``)."""
+        if size > self.size:
+            self._grow(size)
+        found = self._offsets.get(units)
+        if found is None:
+            node_text, node_len = self._node_text, self._node_len
+            suffix = np.frombuffer(str(units).encode(), dtype=np.uint8)
+            width = node_text.shape[1]
+            rows = np.zeros((self.size, width + len(suffix)), dtype=np.uint8)
+            rows[:, :width] = node_text
+            keep = np.zeros(rows.shape, dtype=bool)
+            keep[:, :width] = np.arange(width) < node_len[:, None]
+            # The suffix goes right after each node's ``;node:``, then the padding is dropped.
+            place = node_len[:, None] + np.arange(len(suffix))
+            rows[np.arange(self.size)[:, None], place] = suffix
+            keep[np.arange(self.size)[:, None], place] = True
+            found = np.empty(self.size + 1, dtype=np.int64)
+            found[0] = self._used
+            np.cumsum(node_len + len(suffix), out=found[1:])
+            found[1:] += self._used
+            self._parts.append(rows[keep])
+            self._used = int(found[-1])
+            self._offsets[units] = found
+            self._row[units] = len(self._row)
+            self._data = self._matrix = None
+        return found
+
+    def rows(self, values: list[int], size: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(matrix, rows)``: the entry of node ``n`` with units ``values[k]`` starts at
+        ``matrix[rows[k], n]`` in ``data()`` (tables built as needed)."""
+        for value in values:
+            self.offsets(value, size)
+        if self._matrix is None:
+            self._matrix = np.stack(list(self._offsets.values()))
+        return self._matrix, np.array([self._row[value] for value in values], dtype=np.int64)
+
+    def data(self) -> np.ndarray:
+        """Every table built so far, back to back."""
+        if self._data is None:
+            self._data = np.concatenate(self._parts) if self._parts else np.zeros(0, dtype=np.uint8)
+            self._parts = [self._data]
+        return self._data
+
+
+def _ragged_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])`` without a loop.
+
+    >>> _ragged_index(np.array([5, 0, 1]), np.array([2, 0, 3])).tolist()
+    [5, 6, 1, 2, 3]
+    """
+    used = lengths > 0
+    if not used.all():
+        starts, lengths = starts[used], lengths[used]
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    steps = np.ones(total, dtype=np.int64)
+    begins = np.cumsum(lengths[:-1])
+    steps[0] = starts[0]
+    # Where a slice begins, jump from the previous slice's last index to this one's first.
+    steps[begins] = starts[1:] - (starts[:-1] + lengths[:-1] - 1)
+    return np.cumsum(steps, out=steps)
+
+
+def _piece(runs: np.ndarray, first_run: np.ndarray, run_count: np.ndarray,
+           tables: RunTables) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`runs_text` of jobs whose runs are ``runs[first_run[k]:first_run[k] + run_count[k]]``."""
+    n_jobs = len(first_run)
+    selected = runs[_ragged_index(first_run, run_count)].astype(np.int64)
+    if not len(selected):
+        return np.zeros(n_jobs + 1, dtype=np.int64), np.zeros(0, dtype=np.uint8)
+    first, count, units = selected[:, 0], selected[:, 1], selected[:, 2]
+    size = int((first + count).max())
+    present = np.bincount(units)
+    values = np.flatnonzero(present)
+    matrix, table_rows = tables.rows(values.tolist(), size)
+    lookup = np.zeros(len(present), dtype=np.int64)
+    lookup[values] = table_rows
+    table = lookup[units]
+    starts, ends = matrix[table, first], matrix[table, first + count]
+    opening = (np.cumsum(run_count) - run_count)[run_count > 0]  # each job's first run
+    starts[opening] += 1  # no ``;`` before a job's first pair
+    lengths = ends - starts
+    job_length = np.zeros(n_jobs, dtype=np.int64)
+    job_length[run_count > 0] = np.add.reduceat(lengths, opening)
+    offsets = np.zeros(n_jobs + 1, dtype=np.int64)
+    np.cumsum(job_length, out=offsets[1:])
+    source = tables.data()
+    return offsets, source.take(_ragged_index(starts, lengths))
+
+
+def runs_text(runs: np.ndarray, run_offsets: np.ndarray, rows: np.ndarray,
+              tables: RunTables | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The ``node:units;...`` text of the jobs ``rows``, in that order.
+
+    Args:
+        runs: Flat ``first, count, units`` triples of every job (non-negative integers).
+        run_offsets: Job ``i``'s triples are ``runs[run_offsets[i]:run_offsets[i + 1]]``.
+        rows: The jobs to format (indices into ``run_offsets[:-1]``).
+        tables: Tables to reuse between calls (e.g. chunk after chunk of one file).
+
+    Returns:
+        ``(offsets, data)``: job ``rows[k]``'s text is ``data[offsets[k]:offsets[k + 1]]``
+        (ASCII; empty for a job without runs).
+
+    >>> runs = np.array([4, 2, 1, 9, 1, 13, 0, 1, 2], dtype=np.int32)
+    >>> offsets, data = runs_text(runs, np.array([0, 6, 6, 9]), np.array([0, 1, 2, 0]))
+    >>> [bytes(data[a:b]).decode() for a, b in zip(offsets[:-1], offsets[1:])]
+    ['4:1;5:1;9:13', '', '0:2', '4:1;5:1;9:13']
+    """
+    tables = tables or RunTables()
+    triples = np.asarray(runs).reshape(-1, 3)
+    rows = np.asarray(rows, dtype=np.int64)
+    run_offsets = np.asarray(run_offsets, dtype=np.int64)
+    first_run = run_offsets[rows] // 3
+    run_count = run_offsets[rows + 1] // 3 - first_run
+    # Split the selection where its text passes _CHUNK_BYTES (about 8 bytes a pair).
+    counts = triples[_ragged_index(first_run, run_count), 1].astype(np.int64)
+    pairs = np.zeros(len(rows), dtype=np.int64)
+    if len(counts):
+        pairs[run_count > 0] = np.add.reduceat(counts, (np.cumsum(run_count) - run_count)[run_count > 0])
+    cuts = np.searchsorted(np.cumsum(pairs) * 8, np.arange(_CHUNK_BYTES, 8 * pairs.sum() + 1, _CHUNK_BYTES))
+    bounds = [0, *np.unique(cuts[(cuts > 0) & (cuts < len(rows))]).tolist(), len(rows)]
+    all_offsets, all_data, done = [np.zeros(1, dtype=np.int64)], [], 0
+    for begin, end in zip(bounds[:-1], bounds[1:]):
+        offsets, data = _piece(triples, first_run[begin:end], run_count[begin:end], tables)
+        all_offsets.append(offsets[1:] + done)
+        all_data.append(data)
+        done += len(data)
+    data = np.concatenate(all_data) if all_data else np.zeros(0, dtype=np.uint8)
+    return np.concatenate(all_offsets), data
+
+
+def runs_strings(runs: np.ndarray, run_offsets: np.ndarray, rows: np.ndarray) -> list[str]:
+    """:func:`runs_text` as Python strings (for small selections and tests).
+
+    >>> runs_strings(np.array([3, 3, 2]), np.array([0, 3]), np.array([0]))
+    ['3:2;4:2;5:2']
+    """
+    offsets, data = runs_text(runs, run_offsets, rows)
+    text = data.tobytes().decode()
+    return [text[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
