@@ -40,11 +40,11 @@ def summary_frame(recorder: Recorder) -> pd.DataFrame:
     order = recorder.job_order()
 
     def pick(name: str) -> np.ndarray:
-        return np.array(columns.floats[name], dtype=np.float64)[order]
+        return columns.field(name, order)
 
     submit, start = pick("submit_time"), pick("start_time")
     # Object strings, not pandas' Arrow-backed ``str`` (same comparisons, a fifth of the memory).
-    status = pd.Series(_STATUS_NAMES[np.array(columns.status, dtype=np.int8)[order]], dtype=object)
+    status = pd.Series(_STATUS_NAMES[pick("status")], dtype=object)
     return pd.DataFrame({"submit_time": submit, "start_time": start, "end_time": pick("end_time"),
                          "wait_time": start - submit, "run_time": pick("run_time"), "status": status,
                          "bb": pick("bb")}, copy=False)
@@ -103,13 +103,12 @@ class JobChunks:
         columns = recorder.jobs
         self.n_jobs = len(columns)
         self.order = recorder.job_order()
-        self.reason_object = bool(self.n_jobs) and bool(
-            (np.array(columns.status, dtype=np.int8) == _REJECTED).any())
+        self.reason_object = bool(self.n_jobs) and bool((columns.field("status") == _REJECTED).any())
         self.extra = skipped_jobs_frame(skipped, _COLUMNS) if skipped else None
         self.merged: np.ndarray | None = None
         self.total = self.n_jobs
         if self.extra is not None:
-            keys = np.concatenate((np.array(columns.ints["job_id"], dtype=np.int64)[self.order],
+            keys = np.concatenate((columns.field("job_id", self.order),
                                    self.extra["job_id"].to_numpy(dtype=np.int64)))
             self.merged = np.argsort(keys, kind="stable")  # pd.concat + sort_values("job_id", kind="stable")
             self.total = len(keys)
