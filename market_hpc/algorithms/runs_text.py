@@ -19,6 +19,7 @@ import numpy as np
 
 _SEMICOLON, _COLON = ord(";"), ord(":")
 _CHUNK_BYTES = 1 << 19  # text built per piece (bounds the index arrays: 8 bytes per byte of text)
+_TABLE_BUDGET = 1 << 26  # bytes of ``;node:units`` tables kept; pieces that need more go job by job
 
 
 class RunTables:
@@ -37,10 +38,9 @@ class RunTables:
         self._node_len = np.zeros(0, dtype=np.int64)
         self._offsets: dict[int, np.ndarray] = {}
         self._row: dict[int, int] = {}
-        self._parts: list[np.ndarray] = []
+        self._buffer = np.zeros(0, dtype=np.uint8)  # the tables back to back, then spare room
         self._used = 0
-        self._data: np.ndarray | None = None
-        self._matrix: np.ndarray | None = None
+        self._matrix = np.zeros((0, 1), dtype=np.int64)  # row k: the offsets of the k-th table built
 
     def _grow(self, size: int) -> None:
         self.size = max(size, 2 * self.size)
@@ -49,7 +49,8 @@ class RunTables:
         flat = np.frombuffer(b"".join(part.ljust(width, b"\0") for part in parts), dtype=np.uint8)
         self._node_text = flat.reshape(self.size, width)
         self._node_len = np.fromiter(map(len, parts), np.int64, self.size)
-        self._offsets, self._row, self._parts, self._used, self._data, self._matrix = {}, {}, [], 0, None, None
+        self._offsets, self._row, self._used = {}, {}, 0
+        self._matrix = np.zeros((4, self.size + 1), dtype=np.int64)
 
     def offsets(self, units: int, size: int) -> np.ndarray:
         """Node ``n``'s entry ``;n:units`` is ``data()[offsets[n]:offsets[n + 1]]`` (``n < size``)."""
@@ -72,28 +73,38 @@ class RunTables:
             found[0] = self._used
             np.cumsum(node_len + len(suffix), out=found[1:])
             found[1:] += self._used
-            self._parts.append(rows[keep])
+            text = rows[keep]
+            if self._used + len(text) > len(self._buffer):  # room for twice as much
+                grown = np.zeros(2 * (self._used + len(text)), dtype=np.uint8)
+                grown[:self._used] = self._buffer[:self._used]
+                self._buffer = grown
+            self._buffer[self._used:self._used + len(text)] = text
             self._used = int(found[-1])
             self._offsets[units] = found
-            self._row[units] = len(self._row)
-            self._data = self._matrix = None
+            row = self._row[units] = len(self._row)
+            if row == len(self._matrix):  # room for twice as many tables
+                self._matrix = np.concatenate((self._matrix, np.zeros_like(self._matrix)))
+            self._matrix[row] = found
         return found
+
+    def cost(self, values: list[int], size: int) -> int:
+        """Bytes of tables (built and to build) that :meth:`rows` for ``values`` would hold."""
+        grown = max(size, 2 * self.size) if size > self.size else self.size
+        missing = values if size > self.size else [value for value in values if value not in self._offsets]
+        width = len(str(grown)) + 2
+        used = 0 if size > self.size else self._used
+        return used + sum(grown * (width + len(str(value))) for value in missing)
 
     def rows(self, values: list[int], size: int) -> tuple[np.ndarray, np.ndarray]:
         """``(matrix, rows)``: the entry of node ``n`` with units ``values[k]`` starts at
         ``matrix[rows[k], n]`` in ``data()`` (tables built as needed)."""
         for value in values:
             self.offsets(value, size)
-        if self._matrix is None:
-            self._matrix = np.stack(list(self._offsets.values()))
         return self._matrix, np.array([self._row[value] for value in values], dtype=np.int64)
 
     def data(self) -> np.ndarray:
         """Every table built so far, back to back."""
-        if self._data is None:
-            self._data = np.concatenate(self._parts) if self._parts else np.zeros(0, dtype=np.uint8)
-            self._parts = [self._data]
-        return self._data
+        return self._buffer[:self._used]
 
 
 def _ragged_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -125,12 +136,11 @@ def _piece(runs: np.ndarray, first_run: np.ndarray, run_count: np.ndarray,
         return np.zeros(n_jobs + 1, dtype=np.int64), np.zeros(0, dtype=np.uint8)
     first, count, units = selected[:, 0], selected[:, 1], selected[:, 2]
     size = int((first + count).max())
-    present = np.bincount(units)
-    values = np.flatnonzero(present)
+    values, table = np.unique(units, return_inverse=True)
+    if tables.cost(values.tolist(), size) > _TABLE_BUDGET:  # e.g. huge node ids with many units values
+        return _piece_by_job(runs, first_run, run_count)
     matrix, table_rows = tables.rows(values.tolist(), size)
-    lookup = np.zeros(len(present), dtype=np.int64)
-    lookup[values] = table_rows
-    table = lookup[units]
+    table = table_rows[table]
     starts, ends = matrix[table, first], matrix[table, first + count]
     opening = (np.cumsum(run_count) - run_count)[run_count > 0]  # each job's first run
     starts[opening] += 1  # no ``;`` before a job's first pair
@@ -141,6 +151,20 @@ def _piece(runs: np.ndarray, first_run: np.ndarray, run_count: np.ndarray,
     np.cumsum(job_length, out=offsets[1:])
     source = tables.data()
     return offsets, source.take(_ragged_index(starts, lengths))
+
+
+def _piece_by_job(runs: np.ndarray, first_run: np.ndarray, run_count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_piece` job by job in Python (``format_runs``' rules), for runs whose tables
+    would be too large."""
+    texts = []
+    for begin, number in zip(first_run.tolist(), run_count.tolist()):
+        parts = []
+        for first, count, units in runs[begin:begin + number].tolist():
+            parts.extend(f"{node}:{units}" for node in range(first, first + count))
+        texts.append(";".join(parts).encode())
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(text) for text in texts], out=offsets[1:])
+    return offsets, np.frombuffer(b"".join(texts), dtype=np.uint8).copy()
 
 
 def runs_text(runs: np.ndarray, run_offsets: np.ndarray, rows: np.ndarray,
