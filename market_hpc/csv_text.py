@@ -128,11 +128,22 @@ def _string_data(array: Any) -> memoryview:
     return memoryview(array.buffers()[2])[int(offsets[0]):int(offsets[-1])]
 
 
-def write_csv(frame: pd.DataFrame, handle: IO[bytes], header: bool = True) -> None:
-    """Append ``frame.to_csv(index=False, header=header)`` to a binary file."""
-    parts = csv_parts(frame, header)
-    if parts is None:
-        handle.write(frame.to_csv(index=False, header=header).encode())
-        return
-    for part in parts:
-        handle.write(part)
+def write_csv(frame: pd.DataFrame, handle: IO[bytes], header: bool = True, slice_rows: int = 2048) -> None:
+    """Append ``frame.to_csv(index=False, header=header)`` to a binary file, formatting
+    ``slice_rows`` rows at a time (the text of a slice is written and dropped)."""
+    for begin in range(0, max(len(frame), 1), slice_rows):
+        part = frame.iloc[begin:begin + slice_rows]
+        parts = csv_parts(part, header and begin == 0)
+        if parts is None:
+            handle.write(part.to_csv(index=False, header=header and begin == 0).encode())
+            continue
+        handle.writelines(parts)
+        del parts
+    _release_arrow_memory()
+
+
+def _release_arrow_memory() -> None:
+    """Give the pages Arrow's allocator kept from the text of the slices back to the system."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()

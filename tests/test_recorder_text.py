@@ -118,6 +118,9 @@ def test_csv_bytes_equal_to_csv(seed: int) -> None:
     write_csv(frame.iloc[:5], handle)
     write_csv(frame.iloc[5:], handle, header=False)
     assert handle.getvalue() == frame.to_csv(index=False).encode()
+    handle = io.BytesIO()
+    write_csv(frame, handle, slice_rows=7)  # formatted 7 rows at a time
+    assert handle.getvalue() == frame.to_csv(index=False).encode()
 
 
 def test_csv_falls_back_to_pandas_for_what_it_does_not_format() -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 _SEMICOLON, _COLON = ord(";"), ord(":")
-_CHUNK_BYTES = 1 << 19  # text built per piece (bounds the index arrays: 8 bytes per byte of text)
+_CHUNK_BYTES = 1 << 17  # text built per piece (bounds the index arrays: 8 bytes per byte of text)
 _TABLE_BUDGET = 1 << 26  # bytes of ``;node:units`` tables kept; pieces that need more go job by job
 
 
