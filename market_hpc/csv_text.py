@@ -128,7 +128,7 @@ def _string_data(array: Any) -> memoryview:
     return memoryview(array.buffers()[2])[int(offsets[0]):int(offsets[-1])]
 
 
-def write_csv(frame: pd.DataFrame, handle: IO[bytes], header: bool = True, slice_rows: int = 2048) -> None:
+def write_csv(frame: pd.DataFrame, handle: IO[bytes], header: bool = True, slice_rows: int = 4096) -> None:
     """Append ``frame.to_csv(index=False, header=header)`` to a binary file, formatting
     ``slice_rows`` rows at a time (the text of a slice is written and dropped)."""
     for begin in range(0, max(len(frame), 1), slice_rows):
