@@ -20,6 +20,7 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import subprocess
 import sys
@@ -32,11 +33,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from market_hpc import recorder as after  # noqa: E402
-from market_hpc.model import HPCModel  # noqa: E402
-from market_hpc.workload import read_swf  # noqa: E402
+from market_hpc import recorder as after
+from market_hpc.model import HPCModel
+from market_hpc.workload import read_swf
 
 TRACES = {"kth": ("KTH-SP2-1996-2.1-cln.swf.gz", "nodes=100,cores=1"),
           "hpc2n": ("HPC2N-2002-2.1-cln.swf.gz", "nodes=240,cores=1")}
@@ -135,7 +136,7 @@ def main() -> int:
                 spent = {"record": feed(recorder, calls) - loop}
                 spent["jobs_frame"], frame = timed(recorder.jobs_frame)
                 path = Path(tmp) / f"{side}.csv"
-                spent["write_jobs_csv"], _ = timed(lambda: recorder.write_jobs_csv(path))  # noqa: B023
+                spent["write_jobs_csv"], _ = timed(functools.partial(recorder.write_jobs_csv, path))
                 outputs[side] = (frame, path.read_bytes())
                 for key, value in spent.items():
                     best[side][key] = min(best[side].get(key, float("inf")), value)
@@ -143,7 +144,7 @@ def main() -> int:
             pd.testing.assert_frame_equal(outputs["before"][0], outputs["after"][0], check_exact=True)
             assert outputs["before"][1] == outputs["after"][1], "jobs.csv differs"
             del outputs
-    print("  (CPU seconds, best of {}; us per job)".format(args.repeat))
+    print(f"  (CPU seconds, best of {args.repeat}; us per job)")
     for key in ("record", "jobs_frame", "write_jobs_csv"):
         old, new = best["before"][key], best["after"][key]
         print(f"  {key:15s} before {old:7.3f} s ({1e6 * old / n_jobs:6.2f} us)  after {new:7.3f} s "

@@ -196,7 +196,7 @@ class JobColumns:
                 order: np.ndarray | None) -> np.ndarray:
         if not len(rows):
             return np.zeros(0, dtype=dtype)
-        view = np.frombuffer(rows, dtype=dtype).reshape(-1, width)[:, index]
+        view: np.ndarray = np.frombuffer(rows, dtype=dtype).reshape(-1, width)[:, index]
         # Copies only (an exported buffer would stop the arrays from growing).
         return view.copy() if order is None else view[order]
 

@@ -9,7 +9,6 @@ the run is over.
 from __future__ import annotations
 
 import operator
-from array import array
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -107,7 +106,7 @@ class Recorder:
         if status is _FINISHED:
             self.finished += 1
             self.value_earned += value
-            if end > self.last_end:  # max(last_end, end)
+            if end > self.last_end:  # max(last_end, end), without the call  # noqa: PLR1730
                 self.last_end = end
             code, ended = _FINISHED_CODE, end
         elif status is _DROPPED:

@@ -15,6 +15,8 @@ The work is a few numpy passes over the runs and the bytes: no Python call per j
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 
 _SEMICOLON, _COLON = ord(";"), ord(":")
@@ -157,8 +159,8 @@ def _piece_by_job(runs: np.ndarray, first_run: np.ndarray, run_count: np.ndarray
     """:func:`_piece` job by job in Python (``format_runs``' rules), for runs whose tables
     would be too large."""
     texts = []
-    for begin, number in zip(first_run.tolist(), run_count.tolist()):
-        parts = []
+    for begin, number in zip(first_run.tolist(), run_count.tolist(), strict=True):
+        parts: list[str] = []
         for first, count, units in runs[begin:begin + number].tolist():
             parts.extend(f"{node}:{units}" for node in range(first, first + count))
         texts.append(";".join(parts).encode())
@@ -200,7 +202,7 @@ def runs_text(runs: np.ndarray, run_offsets: np.ndarray, rows: np.ndarray,
     cuts = np.searchsorted(np.cumsum(pairs) * 8, np.arange(_CHUNK_BYTES, 8 * pairs.sum() + 1, _CHUNK_BYTES))
     bounds = [0, *np.unique(cuts[(cuts > 0) & (cuts < len(rows))]).tolist(), len(rows)]
     all_offsets, all_data, done = [np.zeros(1, dtype=np.int64)], [], 0
-    for begin, end in zip(bounds[:-1], bounds[1:]):
+    for begin, end in pairwise(bounds):
         offsets, data = _piece(triples, first_run[begin:end], run_count[begin:end], tables)
         all_offsets.append(offsets[1:] + done)
         all_data.append(data)
@@ -217,4 +219,4 @@ def runs_strings(runs: np.ndarray, run_offsets: np.ndarray, rows: np.ndarray) ->
     """
     offsets, data = runs_text(runs, run_offsets, rows)
     text = data.tobytes().decode()
-    return [text[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+    return [text[a:b] for a, b in pairwise(offsets.tolist())]
