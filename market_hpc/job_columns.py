@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Sequence
+from itertools import accumulate, chain
 from typing import Any
 
 import numpy as np
@@ -109,21 +110,22 @@ class JobColumns:
         self._run_offsets = array("q", [0])
         self.pending_floats: list[float] = []
         self.pending_ints: list[int] = []
-        self.pending_runs: list[int] = []
-        self.pending_ends: list[int] = []  # run ends, counted from the runs in ``runs`` at the last flush
+        self.pending_runs: list[tuple[tuple[int, int, int], ...]] = []  # each job's runs (``()``: none)
         self.tables = RunTables()  # the ``nodes`` text tables, kept from one chunk to the next
 
     def flush(self) -> None:
         """Move the pending jobs into the arrays."""
-        ends = self.pending_ends
-        if not ends:
+        jobs_runs = self.pending_runs
+        if not jobs_runs:
             return
         base = len(self._runs)
         self._float_rows.fromlist(self.pending_floats)
         self._int_rows.fromlist(self.pending_ints)
-        self._runs.fromlist(self.pending_runs)
-        self._run_offsets.fromlist([base + end for end in ends])
-        for pending in (self.pending_floats, self.pending_ints, self.pending_runs, ends):
+        self._runs.fromlist(list(chain.from_iterable(chain.from_iterable(jobs_runs))))
+        ends = accumulate((3 * len(runs) for runs in jobs_runs), initial=base)
+        next(ends)
+        self._run_offsets.fromlist(list(ends))
+        for pending in (self.pending_floats, self.pending_ints, jobs_runs):
             pending.clear()
 
     @property
@@ -156,19 +158,15 @@ class JobColumns:
         (``None`` or empty: never started). ``Recorder.job_left`` does the same inline."""
         self.pending_floats.extend(floats)
         self.pending_ints.extend(ints)
-        runs = self.pending_runs
         if type(allocation) is NodeRuns:
-            for run in allocation.runs:
-                runs.extend(run)
-        elif allocation:
-            for run in as_runs(allocation).runs:
-                runs.extend(run)
-        self.pending_ends.append(len(runs))
-        if len(self.pending_ends) >= self.FLUSH_JOBS:
+            self.pending_runs.append(allocation.runs)
+        else:
+            self.pending_runs.append(as_runs(allocation).runs if allocation else ())
+        if len(self.pending_runs) >= self.FLUSH_JOBS:
             self.flush()
 
     def __len__(self) -> int:
-        return len(self._run_offsets) - 1 + len(self.pending_ends)
+        return len(self._run_offsets) - 1 + len(self.pending_runs)
 
     def _pick(self, order: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """The selected rows of ``float_rows`` and ``int_rows`` as 2-D copies."""

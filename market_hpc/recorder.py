@@ -69,7 +69,7 @@ class Recorder:
         self.jobs = JobColumns()
         # The job columns' pending lists and their bound methods (``job_left``'s hot path).
         self._float_rows, self._int_rows = self.jobs.pending_floats.extend, self.jobs.pending_ints.extend
-        self._pending_runs, self._pending_ends = self.jobs.pending_runs, self.jobs.pending_ends
+        self._pending_runs, self._flush_jobs = self.jobs.pending_runs, self.jobs.FLUSH_JOBS
         self._samples = BufferedFloats()  # TIMESERIES_COLUMNS values, instant after instant
         self._segments = BufferedFloats()  # _SEGMENT_COLUMNS values, segment after segment
         self._sample_list, self._segment_list = self._samples.pending, self._segments.pending
@@ -128,16 +128,12 @@ class Recorder:
         self._int_rows((job.job_id, cores, gpus, mics, mem,
                         job.units if job.profile is None or not allocation else allocation[0][1],
                         job.user, job.queue, hold_count, code))  # job_columns.INT_FIELDS
-        runs = self._pending_runs
+        pending = self._pending_runs
         if type(allocation) is NodeRuns:
-            for run in allocation.runs:
-                runs.extend(run)
-        elif allocation:
-            for run in as_runs(allocation).runs:
-                runs.extend(run)
-        ends = self._pending_ends
-        ends.append(len(runs))
-        if len(ends) >= 4096:  # JobColumns.FLUSH_JOBS
+            pending.append(allocation.runs)
+        else:
+            pending.append(as_runs(allocation).runs if allocation else ())
+        if len(pending) >= self._flush_jobs:
             self.jobs.flush()
 
     @property
