@@ -1,9 +1,10 @@
 """Collects per-job rows, per-instant samples and run totals during a simulation.
 
-Per-job results are kept as typed columns (``array`` of machine numbers, the allocation
-objects as they were started) and formatted once, when the frame is built: a job leaving
-costs a few appends, never string formatting. Samples are plain tuples. pandas only when
-the run is over.
+Per-job results are kept as rows of machine numbers and allocation runs
+(:mod:`market_hpc.job_columns`), filled through plain lists and moved into typed arrays
+in bulk: a job leaving costs two ``list.extend`` calls and one append, never string
+formatting. Samples and segments are buffered the same way. The allocation text and the
+frames are built once, vectorised, when the run is over (pandas only then).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ _SEGMENT_COLUMNS = ("job_id", "start", "end", "units", "progress_before", "progr
 _STATUSES = STATUSES
 # Enum members read once: ``JobStatus.X`` and hashing a member cost ~0.4 us each.
 _FINISHED, _DROPPED, _REJECTED = JobStatus.FINISHED, JobStatus.DROPPED, JobStatus.REJECTED
-_FINISHED_CODE, _DROPPED_CODE, _REJECTED_CODE = (_STATUSES.index(s) for s in (_FINISHED, _DROPPED, _REJECTED))
+_FINISHED_CODE, _DROPPED_CODE = _STATUSES.index(_FINISHED), _STATUSES.index(_DROPPED)
 _NAN = float("nan")
 __all__ = ["JOB_COLUMNS", "TIMESERIES_COLUMNS", "JobColumns", "Recorder", "format_allocation", "format_runs",
            "text_array"]
