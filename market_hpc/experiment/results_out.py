@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from market_hpc.csv_text import write_csv
 from market_hpc.domain.job import JobStatus
 from market_hpc.domain.resources import RESOURCES
 from market_hpc.experiment.config import RunConfig
@@ -39,11 +40,11 @@ def summary_frame(recorder: Recorder) -> pd.DataFrame:
     order = recorder.job_order()
 
     def pick(name: str) -> np.ndarray:
-        return np.array(columns.floats[name], dtype=np.float64)[order]
+        return columns.field(name, order)
 
     submit, start = pick("submit_time"), pick("start_time")
     # Object strings, not pandas' Arrow-backed ``str`` (same comparisons, a fifth of the memory).
-    status = pd.Series(_STATUS_NAMES[np.array(columns.status, dtype=np.int8)[order]], dtype=object)
+    status = pd.Series(_STATUS_NAMES[pick("status")], dtype=object)
     return pd.DataFrame({"submit_time": submit, "start_time": start, "end_time": pick("end_time"),
                          "wait_time": start - submit, "run_time": pick("run_time"), "status": status,
                          "bb": pick("bb")}, copy=False)
@@ -85,9 +86,9 @@ class JobChunks:
     """``run.with_reasons(recorder.jobs_frame(), skipped)`` as consecutive row chunks.
 
     Iterating yields frames of at most ``chunk_rows`` rows with the whole frame's column
-    types (``dtypes``), except that with ``text_as_object`` its text columns (``status``,
-    ``nodes``) stay plain Python strings: the same CSV text, without pandas' Arrow-backed
-    copy of every allocation string (which costs more memory than the strings).
+    types (``dtypes``), except that with ``text_as_object`` the ``status`` column stays
+    plain Python strings (the same text). The ``nodes`` text is built straight into
+    Arrow buffers (``JobColumns.nodes_column``): no Python string per allocation.
 
     Args:
         recorder: A finished run's recorder.
@@ -102,13 +103,12 @@ class JobChunks:
         columns = recorder.jobs
         self.n_jobs = len(columns)
         self.order = recorder.job_order()
-        self.reason_object = bool(self.n_jobs) and bool(
-            (np.array(columns.status, dtype=np.int8) == _REJECTED).any())
+        self.reason_object = bool(self.n_jobs) and bool((columns.field("status") == _REJECTED).any())
         self.extra = skipped_jobs_frame(skipped, _COLUMNS) if skipped else None
         self.merged: np.ndarray | None = None
         self.total = self.n_jobs
         if self.extra is not None:
-            keys = np.concatenate((np.array(columns.ints["job_id"], dtype=np.int64)[self.order],
+            keys = np.concatenate((columns.field("job_id", self.order),
                                    self.extra["job_id"].to_numpy(dtype=np.int64)))
             self.merged = np.argsort(keys, kind="stable")  # pd.concat + sort_values("job_id", kind="stable")
             self.total = len(keys)
@@ -139,7 +139,7 @@ class JobChunks:
             yield part.astype(dtypes)
 
 
-_TEXT = ("status", "nodes")
+_TEXT = ("status",)
 
 
 def job_chunks(recorder: Recorder, skipped: list[dict[str, Any]], chunk_rows: int) -> Iterator[pd.DataFrame]:
@@ -171,9 +171,9 @@ def write_jobs(directory: Path, recorder: Recorder, skipped: list[dict[str, Any]
     writer: Any = None
     schema: Any = None
     try:
-        with open(directory / "jobs.csv", "w", newline="") as handle:
+        with open(directory / "jobs.csv", "wb") as handle:
             for part in chunks:
-                part.to_csv(handle, index=False, header=rows == 0)
+                write_csv(part, handle, header=rows == 0)
                 if writer is None:
                     schema = _parquet_schema(part.astype(chunks.dtypes))
                     writer = pq.ParquetWriter(directory / "jobs.parquet", schema, compression="snappy")
@@ -205,10 +205,10 @@ def write_timeseries(path: Path, recorder: Recorder, chunk_rows: int) -> None:
         recorder.timeseries_frame().to_csv(path, index=False)
         return
     counts = {name: np.int64 for name in TIMESERIES_COLUMNS if name not in ("time", "profit")}
-    with open(path, "w", newline="") as handle:
+    with open(path, "wb") as handle:
         for begin in range(0, count, chunk_rows):
             part = pd.DataFrame(recorder.sample_rows(begin, begin + chunk_rows), columns=list(TIMESERIES_COLUMNS))
-            part.astype(counts).to_csv(handle, index=False, header=begin == 0)
+            write_csv(part.astype(counts), handle, header=begin == 0)
 
 
 def write_results(directory: Path, config: RunConfig, recorder: Recorder, summary: dict[str, Any],
