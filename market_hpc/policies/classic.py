@@ -195,6 +195,7 @@ class Easy:
         # A plain core job without burst buffer fits the extra when its cores do and no
         # other resource's extra is negative (``may_backfill`` on plain numbers).
         others_fit = with_bb or all(e >= 0 for e in extra[1:])
+        need: tuple[float, ...] | None
         for job in queue:
             if free_cores == 0:
                 break
