@@ -225,3 +225,14 @@ def random_workload(seed: int, platform_spec: Platform | str, units_from: list[t
             units = sum(fits) + int(rng.integers(1, 4))
         jobs.append(Job(job_id, float(submit), float(run), float(estimate), units=units, unit=unit))
     return jobs
+
+
+def canonical_runs(free: list[int]) -> list[tuple[int, int, int]]:
+    """Maximal runs ``(first node, count, free)`` of equal free counts (free-core index form)."""
+    runs: list[list[int]] = []
+    for node, value in enumerate(free):
+        if runs and runs[-1][2] == value:
+            runs[-1][1] += 1
+        else:
+            runs.append([node, 1, value])
+    return [(first, count, value) for first, count, value in runs]

@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 import pytest
+from invariants import canonical_runs
 from sortedcontainers import SortedList
 
 from market_hpc.algorithms.easy import shadow_and_extra, shadow_and_extra_cores
@@ -18,16 +19,6 @@ from market_hpc.errors import PolicyError
 from market_hpc.model import HPCModel
 from market_hpc.policies.base import Decision, RunningJob, Start
 from market_hpc.running_jobs import RunningJobs
-
-
-def canonical_runs(free: list[int]) -> list[tuple[int, int, int]]:
-    runs: list[list[int]] = []
-    for node, value in enumerate(free):
-        if runs and runs[-1][2] == value:
-            runs[-1][1] += 1
-        else:
-            runs.append([node, 1, value])
-    return [(first, count, value) for first, count, value in runs]
 
 
 def test_index_updates_match_a_plain_array() -> None:

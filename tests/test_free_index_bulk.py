@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from invariants import canonical_runs
 
 from market_hpc.algorithms.allocation import best_fit, first_fit
 from market_hpc.algorithms.free_index import FreeCoreIndex
@@ -15,23 +16,13 @@ from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.algorithms.run_splice import splice
 
 
-def canonical(free: list[int]) -> list[tuple[int, int, int]]:
-    runs: list[list[int]] = []
-    for node, value in enumerate(free):
-        if runs and runs[-1][2] == value:
-            runs[-1][1] += 1
-        else:
-            runs.append([node, 1, value])
-    return [(a, b, c) for a, b, c in runs]
-
-
 def check(index: FreeCoreIndex, free: list[int]) -> None:
-    assert index.runs() == canonical(free)
+    assert index.runs() == canonical_runs(free)
     assert index.total == sum(free)
     # The by-value order the queries read holds every run exactly once, current.
     assert index._by_value == sorted((v, s) for s, v in index._value.items())
     if index._sorted is not None:
-        assert index._sorted == sorted((v, s) for s, _, v in canonical(free) if v > 0)
+        assert index._sorted == sorted((v, s) for s, _, v in canonical_runs(free) if v > 0)
     else:  # the lazy heaps are bounded (rebuilt when stale entries pile up)
         assert sum(map(len, index._heaps.values())) == index._held <= 2 * len(index._starts) + 64
 
@@ -90,7 +81,7 @@ def test_allocations_move_in_one_call_as_the_array_functions_place(free, sizes, 
                 with index.scratch():
                     index.take(placed)
                     assert index.total == int(array.sum()) - units
-                assert index.runs() == canonical(array.tolist())
+                assert index.runs() == canonical_runs(array.tolist())
                 placed = index.first_fit(units)
             index.move(placed, -1)
             for node, taken in placed:
