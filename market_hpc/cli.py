@@ -226,9 +226,9 @@ ONE_RUN_COMMANDS = frozenset({"replay", "run"})
 _GC = {"paused": False, "frozen": False}
 
 
-def _prepare_imports(arguments: Sequence[str]) -> bool:
+def _prepare_imports(arguments: Sequence[str]) -> None:
     """Start a command that simulates: Mesa first and, for one run, no cyclic GC while
-    importing. Returns whether the GC was paused (``main`` turns it back on).
+    importing (``_GC["paused"]``: ``_collect_from_here`` or ``main`` turns it back on).
 
     Mesa's logging helpers call ``inspect.stack()`` while Mesa is imported, and
     ``inspect.getmodule`` scans ``sys.modules`` once per frame on the stack: imported from
@@ -238,14 +238,11 @@ def _prepare_imports(arguments: Sequence[str]) -> bool:
     ``--help`` and ``trace`` import neither Mesa nor anything else here.
     """
     if not arguments or arguments[0] not in SIMULATING_COMMANDS or {"-h", "--help"} & set(arguments):
-        return False
-    paused = arguments[0] in ONE_RUN_COMMANDS and gc.isenabled()
-    if paused:
+        return
+    if arguments[0] in ONE_RUN_COMMANDS and gc.isenabled():
         gc.disable()
         _GC["paused"] = True
     import mesa  # noqa: F401
-
-    return paused
 
 
 def _collect_from_here() -> None:
@@ -263,14 +260,14 @@ def _collect_from_here() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``market-hpc`` and ``python -m market_hpc``."""
     arguments = sys.argv[1:] if argv is None else list(argv)
-    paused = _prepare_imports(arguments)
+    _prepare_imports(arguments)
     try:
         return _main(arguments, argv)
     finally:
         if _GC["frozen"]:
             _GC["frozen"] = False
             gc.unfreeze()  # (for callers in process, e.g. tests: those objects collect again)
-        if paused:
+        if _GC["paused"]:  # the run never started (an error before it)
             _GC["paused"] = False
             gc.enable()
 

@@ -77,7 +77,7 @@ class QueueColumns:
         row = self._size
         if row == len(self._bb):
             self._grow()
-        self._cores[row] = job.units * job.unit[0]
+        self._cores[row] = job.cores
         self._bb[row] = job.bb
         self._estimate[row] = job.estimate
         self._jobs.append(job)
