@@ -53,6 +53,13 @@ class NodeAgent(mesa.Agent):
 class JobAgent(mesa.Agent):
     """A job while it is in the system: created at arrival, removed when it leaves.
 
+    Registration with Mesa is deferred: the model registers the job agents in the system
+    (``mesa.Agent.__init__``: unique id, ``model.agents``, ``model.agents_by_type``) the
+    first time anything reads its agent registries (see ``HPCModel.agents``), in arrival
+    order. A replay that never reads them does not pay Mesa's bookkeeping for every job
+    that passes through (a fifth of a KTH-SP2 replay); whoever reads them sees every job
+    agent in the system, as if each had registered at arrival.
+
     Attributes:
         job: The frozen job record.
         status: Current ``JobStatus``.
@@ -84,9 +91,26 @@ class JobAgent(mesa.Agent):
     busy_time = 0.0
     value = 0.0
 
-    def __init__(self, model: SimulationState, job: Job) -> None:
-        super().__init__(model)
+    registered = False  # with Mesa (``register``)
+    unique_id: int | None = None  # Mesa's id, given when registered
+    pos = None
+
+    def __init__(self, model: SimulationState, job: Job) -> None:  # no super().__init__: see ``register``
+        self.model = model  # type: ignore[assignment]
         self.job = job
+
+    def register(self) -> None:
+        """Register with Mesa now (``mesa.Agent.__init__``); the model calls it when its
+        agent registries are read."""
+        if not self.registered:
+            mesa.Agent.__init__(self, self.model)
+            self.registered = True
+
+    def remove(self) -> None:
+        """Leave the model (deregistered from Mesa if registered)."""
+        if self.registered:
+            super().remove()
+            self.registered = False
 
 
 class QueueAgent(mesa.Agent):

@@ -190,6 +190,43 @@ class HPCModel(mesa.Model):
             self._node_agents = [NodeAgent(self, i, self._bidder) for i in range(self.platform.n_nodes)]
         return self._node_agents
 
+    # ------------------------------------------------------ Mesa registries
+    # Job agents register with Mesa when these are read (``JobAgent.register``): every
+    # reader sees every job agent in the system, and a replay that never reads them does
+    # not pay Mesa's per-agent bookkeeping for each job.
+    @property
+    def agents(self) -> mesa.agent.AgentSet:
+        """Mesa's set of all agents (job agents in the system registered first)."""
+        self.register_job_agents()
+        return super().agents
+
+    @agents.setter
+    def agents(self, agents: Any) -> None:
+        mesa.Model.agents.fset(self, agents)  # type: ignore[attr-defined]  # Mesa's error
+
+    @property
+    def agents_by_type(self) -> dict[type, mesa.agent.AgentSet]:
+        """Mesa's agent sets per agent class (job agents in the system registered first)."""
+        self.register_job_agents()
+        return super().agents_by_type
+
+    @property
+    def agent_types(self) -> list[type]:
+        """Agent classes registered with Mesa (job agents in the system registered first)."""
+        self.register_job_agents()
+        return super().agent_types
+
+    def register_job_agents(self) -> None:
+        """Register with Mesa, in arrival order, the job agents in the system that are not
+        yet (those that arrived since the last read: a suffix of ``job_agents``)."""
+        pending = []
+        for agent in reversed(self.job_agents.values()):
+            if agent.registered:
+                break
+            pending.append(agent)
+        for agent in reversed(pending):
+            agent.register()
+
     # ------------------------------------------------------- free resources
     @property
     def free(self) -> np.ndarray:
