@@ -184,3 +184,29 @@ def test_queue_dispatcher_skipping_passes_where_nothing_fits_keeps_its_schedule(
     with monkeypatch.context() as patch:
         patch.delattr(ModelView, "queue_min_cores")  # every decision runs the whole pass
         pd.testing.assert_frame_equal(skipping, run())
+
+
+@pytest.mark.parametrize("mode", ["partitioned", "hybrid"])
+def test_queue_dispatcher_caches_stay_bounded_and_pruning_keeps_the_schedule(mode: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from market_hpc.policies.queues import QueueDispatcher
+
+    queues = (QueueSpec("short", 1, 12, 0, 20), QueueSpec("narrow", 1, 4, 20), QueueSpec("wide", 5, 12, 20))
+    config = QueueConfig(queues, mode=mode, partitions=(2, 2, 2) if mode == "partitioned" else (1, 2, 2),
+                         **({"pool": 1, "tau_pf": 0.2} if mode == "hybrid" else {}))
+    jobs = [j for j in random_workload(11, "nodes=6,cores=2", [(1, 0, 0, 0)], count=500) if j.cores <= 12]
+
+    def run() -> tuple[pd.DataFrame, int]:
+        policy = make_policy(f"queues-{mode}", "first-fit", scheduler_params={"config": config})
+        model = HPCModel(jobs, "nodes=6,cores=2", policy=policy, queues=config, seed=3)
+        largest = 0
+        while model.running:
+            model.step()
+            largest = max(largest, len(policy.home) - 2 * len(model.queue_agent.jobs), len(policy.releases_of))
+        return model.recorder.jobs_frame(), largest
+
+    kept, _ = run()
+    with monkeypatch.context() as patch:
+        patch.setattr(QueueDispatcher, "prune_from", 0)  # forget every job that left, at every decision
+        pruned, largest = run()
+    pd.testing.assert_frame_equal(kept, pruned)
+    assert largest <= 12  # at most one decision's new entries beyond twice the jobs in the system

@@ -97,6 +97,10 @@ class QueueDispatcher:
         config: The queue configuration in force.
     """
 
+    # The per-job caches are pruned to the jobs in the system once they hold more than
+    # twice those plus this many entries.
+    prune_from = 1024
+
     def __init__(self, allocator: Allocator, mode: str = "partitioned", config: QueueConfig | None = None) -> None:
         self.allocator = allocator
         self.mode = mode
@@ -133,23 +137,36 @@ class QueueDispatcher:
         for index, (lo, hi) in enumerate(self.groups):
             self.node_group[lo:hi] = index
         self.platforms = [sub_platform(platform, lo, hi) if hi > lo else None for lo, hi in self.groups]
-        self.home: dict[int, int] = {}
+        # Per waiting job: (its group, its queue's index); per running job: its releases.
+        # Both are pruned to the jobs in the system once they outgrow them (``_prune``).
+        self.home: dict[int, tuple[int, int]] = {}
         self.releases_of: dict[int, list[tuple[int, Amounts]]] = {}
         self._key = (id(platform), self.config)
 
     def _home(self, job: Job) -> int:
         """Group a job runs in (-1: machine-wide, advance reservation)."""
-        group = self.home.get(job.job_id)
-        if group is None:
-            index = route(self.active, job.cores, job.estimate)
-            group = self.group_of_queue[index] if index >= 0 else -1
-            if group >= 0:
-                platform = self.platforms[group]
-                capacity = platform.capacity if platform is not None else np.zeros((0, 4), dtype=np.int64)
-                if int(units_fit(capacity, job.unit).sum()) < job.units and not job.moldable:
-                    group = -1
-            self.home[job.job_id] = group
+        known = self.home.get(job.job_id)
+        if known is not None:
+            return known[0]
+        index = route(self.active, job.cores, job.estimate)
+        group = self.group_of_queue[index] if index >= 0 else -1
+        if group >= 0:
+            platform = self.platforms[group]
+            capacity = platform.capacity if platform is not None else np.zeros((0, 4), dtype=np.int64)
+            if int(units_fit(capacity, job.unit).sum()) < job.units and not job.moldable:
+                group = -1
+        self.home[job.job_id] = (group, index)
         return group
+
+    def _prune(self, view: View) -> None:
+        """Forget the jobs that left the queue / stopped running, once the caches hold
+        more than twice the jobs in the system (a long replay keeps them bounded)."""
+        if len(self.home) > 2 * len(view.queue) + self.prune_from:
+            home = self.home
+            self.home = {job.job_id: home[job.job_id] for job in view.queue if job.job_id in home}
+        if len(self.releases_of) > 2 * len(view.running) + self.prune_from:
+            releases = self.releases_of
+            self.releases_of = {r.seq: releases[r.seq] for r in view.running if r.seq in releases}
 
     def _running_releases(self, view: View) -> tuple[list[list[tuple[float, Amounts]]], list[tuple[float, Amounts]]]:
         """Per group and machine-wide: (expected end, amounts released) of running jobs."""
@@ -185,6 +202,7 @@ class QueueDispatcher:
         if view.free_total[0] < getattr(view, "queue_min_cores", 0):
             return NOTHING  # every start takes a job's cores: nothing fits, skip the pass
         self._prepare(view)
+        self._prune(view)
         queues: list[list[Job]] = [[] for _ in self.groups]
         machine_jobs: list[Job] = []
         for job in view.queue:
@@ -294,17 +312,24 @@ class QueueDispatcher:
         now = view.time
         config = self.active
         candidates = []
+        # Free cores per partition, summed once: this pass's pool starts take pool nodes only.
+        group_free = [int(free[lo:hi, 0].sum()) for lo, hi in self.groups]
+        home = self.home
         for job in jobs:
-            lo, hi = self.groups[self._home(job)]
-            if int(free[lo:hi, 0].sum()) >= job.cores:
+            group, index = home[job.job_id]  # routed by ``decide`` (``_home``)
+            if group_free[group] >= job.cores:
                 continue  # it fits its own partition: EASY holds it back for a reason
-            queue = config.queues[route(config, job.cores, job.estimate)]
+            queue = config.queues[index]
             slowdown = (now - job.submit) / max(min(job.estimate, queue.max_wall), 1.0)
             factor = slowdown * queue.priority
             if factor > config.tau_pf:
                 candidates.append((-factor, job.submit, job.job_id, job))
         shadow_big, extra_big = reservation
+        pool_lo, pool_hi = self.groups[self.pool_group]
+        pool_free = int(free[pool_lo:pool_hi, 0].sum())
         for _, _, _, job in sorted(candidates, key=lambda c: c[:3]):
+            if job.cores > pool_free and not job.moldable:
+                continue  # more cores than the pool has free: no allocator places it
             need = _totals(job.unit, job.units)
             allowed, uses_big = may_backfill(now, job.estimate, need, shadow_big, extra_big) \
                 if shadow_big < INF else (True, False)
@@ -314,6 +339,7 @@ class QueueDispatcher:
             if allocation is None:
                 continue
             self._take(free, job, allocation, view.exclusive)
+            pool_free = int(free[pool_lo:pool_hi, 0].sum())
             actions.append(Start(job.job_id, allocation))
             if uses_big:
                 extra_big = tuple(e - n for e, n in zip(extra_big, need))
