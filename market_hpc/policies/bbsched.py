@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from itertools import chain, islice
 from typing import Any
 
 import numpy as np
@@ -112,12 +113,47 @@ class WindowScheduler:
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Run one scheduling invocation (module docstring)."""
+        if self.order == "fcfs":
+            front = list(islice(view.queue, self.window))
+            if not front:
+                return Decision()
+            self.stats["invocations"] += 1
+            arranged = self._arrange_front(front, view, rng)
+            if arranged is not None:  # the window is the queue's front: the rest stays in queue order
+                decision = self.easy.schedule(view, chain(arranged, islice(view.queue, len(front), None)))
+            else:
+                decision = self.easy.schedule(view, self._reorder(list(view.queue), view, rng))
+        else:
+            queue = wfp_order(view.queue, view.time)
+            if not queue:
+                return Decision()
+            self.stats["invocations"] += 1
+            decision = self.easy.schedule(view, self._reorder(queue, view, rng))
+        entered = self._entered
+        for action in decision.actions:  # started jobs leave the queue and the window
+            entered.pop(action.job_id, None)
+        return decision
+
+    def _arrange_front(self, front: list[Job], view: View, rng: np.random.Generator) -> list[Job] | None:
+        """``_reorder`` of an FCFS queue whose first ``window`` jobs are ``front``, without
+        the rest, when every job that ever entered a window and is still waiting is in
+        ``front`` (``None`` otherwise: the caller runs ``_reorder`` on the whole queue).
+
+        Under FCFS a job enters a window among the queue's first ``window`` jobs and only
+        moves forward from there, so that holds from one invocation to the next once
+        started jobs are forgotten (``decide``). Then every starving job is in ``front``,
+        the window is ``front`` with its starving jobs first and the rest of the queue
+        follows in queue order, as ``_reorder`` would arrange it, at a cost of O(window)
+        instead of O(queue) (archive traces keep thousands of jobs waiting).
+        """
+        entered = self._entered
+        if not {job.job_id for job in front}.issuperset(entered):
+            return None
         now = view.time
-        queue = list(view.queue) if self.order == "fcfs" else wfp_order(view.queue, now)
-        if not queue:
-            return Decision()
-        self.stats["invocations"] += 1
-        return self.easy.schedule(view, self._reorder(queue, view, rng))
+        starving = [j for j in front if now - entered.get(j.job_id, now) > self.starvation]
+        window = starving + [j for j in front if not now - entered.get(j.job_id, now) > self.starvation] \
+            if starving else front
+        return self._arrange(window, starving, view, rng, [])
 
     def _reorder(self, queue: list[Job], view: View, rng: np.random.Generator) -> list[Job]:
         now, entered = view.time, self._entered
@@ -129,6 +165,12 @@ class WindowScheduler:
             window, rest = starving + others[: self.window - len(starving)], others[self.window - len(starving):]
         else:
             window, rest = queue[: self.window], queue[self.window:]
+        return self._arrange(window, starving, view, rng, rest)
+
+    def _arrange(self, window: list[Job], starving: list[Job], view: View, rng: np.random.Generator,
+                 rest: list[Job]) -> list[Job]:
+        """The window (``starving`` jobs first) rearranged by the method, then ``rest``."""
+        now, entered = view.time, self._entered
         for job in window:
             entered.setdefault(job.job_id, now)
         free_nodes, free_bb = view.free_total[0], view.free_bb
