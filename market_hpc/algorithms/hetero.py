@@ -171,18 +171,20 @@ def update_priorities(priority: np.ndarray, unit: np.ndarray, succeeded: bool,
 
 
 def prb_order(now: float, submit: np.ndarray, expected_wait: np.ndarray,
-              demand: np.ndarray) -> np.ndarray:
+              demand: np.ndarray, max_wait: float | None = None) -> np.ndarray:
     """Positions of queued jobs in PRB order (Borghesi et al.).
 
     Most urgent first: ``max_ewt * (now - submit + 1) / ewt`` descending; ties by demand
-    ascending, then by queue position.
+    ascending, then by queue position. ``max_ewt`` is ``expected_wait.max()`` unless
+    ``max_wait`` gives it (ordering part of a queue as the whole queue orders it).
 
     >>> prb_order(10.0, np.array([0.0, 5.0, 0.0]), np.full(3, 1800.0), np.array([9.0, 1.0, 3.0])).tolist()
     [2, 0, 1]
     """
     if submit.size == 0:
         return np.zeros(0, dtype=np.int64)
-    urgency = expected_wait.max() * (now - submit + 1.0) / expected_wait
+    longest = expected_wait.max() if max_wait is None else max_wait
+    urgency = longest * (now - submit + 1.0) / expected_wait
     return np.lexsort((np.arange(submit.size), demand, -urgency))
 
 

@@ -120,6 +120,22 @@ class QueueColumns:
                     break
             window *= 4
 
+    def fitting(self, free_cores: float, free_bb: float = math.inf, after: int | None = None) -> list[Job]:
+        """Waiting jobs (all, or those behind job ``after``), in queue order, asking for no
+        more than ``free_cores`` cores and ``free_bb`` of burst buffer.
+
+        >>> columns = QueueColumns([Job(1, 0.0, 5.0, 5.0, units=8), Job(2, 0.0, 5.0, 5.0, units=2),
+        ...                         Job(3, 0.0, 5.0, 5.0, units=3, bb=10.0)])
+        >>> [j.job_id for j in columns.fitting(4)], [j.job_id for j in columns.fitting(4, 5.0, after=1)]
+        ([2, 3], [2])
+        """
+        first = 0 if after is None else self._position[after] + 1
+        fits = self._cores[first:self._size] <= free_cores
+        if free_bb < math.inf:
+            fits &= self._bb[first:self._size] <= free_bb
+        jobs = self._jobs
+        return [jobs[row] for row in (fits.nonzero()[0] + first).tolist()]  # type: ignore[misc]
+
     def _matches(self, first: int, end: int, now: float, shadow: float, free_cores: float, extra_cores: float,
                  free_bb: float, extra_bb: float) -> list[int]:
         cores = self._cores[first:end]

@@ -59,6 +59,23 @@ def _take(free: np.ndarray, job: Job, allocation: Allocation, view: View) -> np.
     return np.fromiter((node for node, _ in allocation), dtype=np.int64, count=len(allocation))
 
 
+def _skips_unplaceable(allocator: Allocator) -> bool:
+    """Whether a pass may leave out the jobs that ask for more cores or burst buffer than
+    are free: no allocator places them, and this one neither looks ahead along the pass
+    (``begin_pass``) nor counts failed attempts (``note_failed_attempt``)."""
+    return getattr(allocator, "begin_pass", None) is None and getattr(allocator, "note_failed_attempt", None) is None
+
+
+def placeable(view: View, jobs: Sequence[Job], free_cores: float, free_bb: float, after: Job | None = None) -> list[Job]:
+    """``jobs`` (the waiting jobs in queue order, or those behind ``after``) asking for
+    no more than ``free_cores`` cores and ``free_bb`` of burst buffer; from the queue's
+    columns (``view.queue_columns``) when the view keeps them and the list is long."""
+    columns = getattr(view, "queue_columns", None) if len(jobs) > 64 else None
+    if columns is not None:
+        return columns.fitting(free_cores, free_bb, None if after is None else after.job_id)  # type: ignore[no-any-return]
+    return [job for job in jobs if job.units * job.unit[0] <= free_cores and job.bb <= free_bb]
+
+
 @register_scheduler("prb", "seed 000 PRB: longest wait relative to the queue's expected wait first; skips")
 class Prb:
     """Priority Rule-Based scheduling (Borghesi et al., as in Netti et al. 2018).
@@ -85,8 +102,9 @@ class Prb:
         self.default_wait = float(default_wait)
         self.name = f"prb+{allocator.name}"
 
-    def order(self, jobs: Sequence[Job], now: float) -> list[Job]:
-        """The queued jobs in PRB order."""
+    def order(self, jobs: Sequence[Job], now: float, max_wait: float | None = None) -> list[Job]:
+        """The queued jobs in PRB order (``max_wait``: the longest expected wait of the
+        whole queue when ``jobs`` is part of it)."""
         count = len(jobs)
         submit = np.fromiter((job.submit for job in jobs), dtype=np.float64, count=count)
         waits = self.expected_wait
@@ -95,17 +113,26 @@ class Prb:
         units = np.fromiter((job.units for job in jobs), dtype=np.float64, count=count)
         estimate = np.fromiter((job.estimate for job in jobs), dtype=np.float64, count=count)
         rows = np.array([job.unit for job in jobs], dtype=np.float64).reshape(count, len(RESOURCES))
-        positions = prb_order(now, submit, ewt, job_demand(units, rows, estimate))
+        positions = prb_order(now, submit, ewt, job_demand(units, rows, estimate), max_wait)
         return [jobs[i] for i in positions.tolist()]
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Start every queued job the allocator places, most urgent first."""
-        queue = list(view.queue)
         if view.free_total[0] == 0:
-            for job in queue:  # every attempt fails; the counters still see it
-                _note_failure(self.allocator, job)
+            if getattr(self.allocator, "note_failed_attempt", None) is not None:
+                for job in view.queue:  # every attempt fails; the counters still see it
+                    _note_failure(self.allocator, job)
             return NOTHING
-        ordered = self.order(queue, view.time)
+        queue = list(view.queue)
+        if _skips_unplaceable(self.allocator) and queue:
+            # Every job is tried, but those asking for more than is free fail: order the others
+            # (as the whole queue orders them: same longest expected wait).
+            waits = self.expected_wait
+            longest = max(waits.get(job.queue, self.default_wait) for job in queue) if waits else self.default_wait
+            tried = placeable(view, queue, view.free_total[0], view.free_bb)
+            ordered = self.order(tried, view.time, longest)
+        else:
+            ordered = self.order(queue, view.time)
         announce(self.allocator, ordered, view)
         arena = _Arena(view.free.copy())
         passing = PassView(view)  # the burst buffer this pass leaves
@@ -203,7 +230,10 @@ class Ebf:
                 return Decision(tuple(actions)) if actions else NOTHING
             self.blocked = queue[0].job_id
             self._reserve(passing, arena.free, queue[0], started)
-        self._backfill(cast(View, passing), arena, queue[1:], start)
+        behind = queue[1:]
+        if _skips_unplaceable(self.allocator):  # jobs asking for more than is free are never placed
+            behind = placeable(view, behind, int(arena.free[:, 0].sum()), passing.free_bb, after=queue[0])
+        self._backfill(cast(View, passing), arena, behind, start)
         wake = self.reserved_at if now < self.reserved_at < math.inf else None
         return Decision(tuple(actions), wake) if actions or wake is not None else NOTHING
 
