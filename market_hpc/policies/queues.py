@@ -205,8 +205,10 @@ class QueueDispatcher:
         self._prune(view)
         queues: list[list[Job]] = [[] for _ in self.groups]
         machine_jobs: list[Job] = []
+        home = self.home
         for job in view.queue:
-            group = self._home(job)
+            known = home.get(job.job_id)
+            group = known[0] if known is not None else self._home(job)
             (machine_jobs if group < 0 else queues[group]).append(job)
         free = view.free.copy()
         self.free_bb = view.free_bb  # what this pass's starts leave (``_take``)
@@ -283,13 +285,10 @@ class QueueDispatcher:
         releases = sorted(running + started)
         shadow, extra = shadow_and_extra(free_total, releases, _totals(head.unit, head.units))
         for job in remaining:
-            if free_total[0] == 0:
+            if job.units * job.unit[0] > free_total[0]:  # (every job when no core is free)
                 leftovers.append(job)
                 continue
             need = _totals(job.unit, job.units)
-            if need[0] > free_total[0]:
-                leftovers.append(job)
-                continue
             allowed, uses_extra = may_backfill(now, job.estimate, need, shadow, extra)
             allowed_big, uses_big = may_backfill(now, job.estimate, need, shadow_big, extra_big) \
                 if shadow_big < INF else (True, False)
