@@ -13,7 +13,11 @@ time per job, the mean queue length and the ratio:
 * ``sjf``, ``ljf``: the queue kept sorted by the scheduler's key between decisions
   (``view.queue_sorted``), against a sort of the whole queue at every decision;
 * ``queues-partitioned``, ``queues-hybrid``, ``queues-shared`` (seed 004): a pass in which
-  no waiting job's cores fit the free cores is skipped, against running every pass.
+  no waiting job's cores fit the free cores is skipped, against running every pass;
+* ``bb-baseline``, ``bbsched`` (seed 003, FCFS): the window taken from the queue's front
+  and the rest passed on in queue order, against arranging the whole queue;
+* ``prb``, ``ebf`` (seed 000, first-fit): jobs asking for more than is free left out of
+  the pass (``QueueColumns.fitting``), against trying every waiting job.
 
 The workload is KTH-SP2 (``../shared/traces``) on fewer processors than the trace was
 made for (``--procs``, default 30 single-core nodes; jobs larger than that are left out),
@@ -43,7 +47,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 KTH = REPO.parent / "shared" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
-POLICIES = ("easy", "sjf", "ljf", "queues-partitioned", "queues-hybrid", "queues-shared")
+POLICIES = ("easy", "sjf", "ljf", "queues-partitioned", "queues-hybrid", "queues-shared", "bb-baseline", "bbsched",
+            "prb", "ebf")
 
 
 def load_jobs(args: argparse.Namespace) -> tuple[list, str]:
@@ -94,6 +99,26 @@ def without_shortcut(policy: str) -> Iterator[None]:
             yield
         finally:
             Easy.columns_from = saved
+        return
+    if policy.startswith("bb"):  # seed 003 windows: always arranged over the whole queue
+        from market_hpc.policies.bbsched import WindowScheduler
+
+        saved_front = WindowScheduler._arrange_front
+        WindowScheduler._arrange_front = lambda *args: None  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            WindowScheduler._arrange_front = saved_front  # type: ignore[method-assign]
+        return
+    if policy in ("prb", "ebf"):  # seed 000: every waiting job tried, placeable or not
+        from market_hpc.policies import hetero_schedulers
+
+        saved_skip = hetero_schedulers._skips_unplaceable
+        hetero_schedulers._skips_unplaceable = lambda allocator: False
+        try:
+            yield
+        finally:
+            hetero_schedulers._skips_unplaceable = saved_skip
         return
     name = "queue_sorted" if policy in ("sjf", "ljf") else "queue_min_cores"
     saved_attr = ModelView.__dict__[name]
