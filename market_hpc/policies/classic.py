@@ -62,10 +62,12 @@ class _OrderedScheduler:
         return queue if self.key is None else sorted(queue, key=self.key)
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
-        actions: list[Action] = []
         free_cores = view.free_total[0]
-        queue_sorted = getattr(view, "queue_sorted", None) if self.key is not None else None
-        ordered = self.order(view.queue) if queue_sorted is None else queue_sorted(self.key)
+        if self.key is None:
+            ordered: Iterable[Job] = view.queue
+        else:
+            queue_sorted = getattr(view, "queue_sorted", None)
+            ordered = self.order(view.queue) if queue_sorted is None else queue_sorted(self.key)
         begin_pass = getattr(self.allocator, "begin_pass", None)
         if begin_pass is not None:  # seed 000 WEIGHTED looks ahead along this order
             ordered = list(ordered)
@@ -73,9 +75,10 @@ class _OrderedScheduler:
         free_bb = view.free_bb  # allocators see only the view's pool, not this pass's starts
         jobs = iter(ordered)
         first = next(jobs, None)
-        if first is None or (first.cores > free_cores and not view.exclusive) or first.bb > free_bb:
+        if first is None or (first.units * first.unit[0] > free_cores and not view.exclusive) or first.bb > free_bb:
             return NOTHING  # the head blocks: no pass
-        with pass_scratch(view) as scratch:
+        actions: list[Action] = []
+        with PassScratch(view) as scratch:
             for job in itertools.chain((first,), jobs):
                 cores = job.units * job.unit[0]
                 if (cores > free_cores and not view.exclusive) or job.bb > free_bb:
