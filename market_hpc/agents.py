@@ -14,11 +14,11 @@ from typing import Any
 
 import mesa
 import numpy as np
-from sortedcontainers import SortedKeyList, SortedList
+from sortedcontainers import SortedKeyList
 
 from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
 from market_hpc.algorithms.node_runs import NodeRuns
-from market_hpc.algorithms.queue_columns import QueueColumns
+from market_hpc.algorithms.queue_columns import QueueColumns, SmallestRequest
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.policies.base import Decision, Policy, RunningJob
 from market_hpc.state import SimulationState
@@ -123,10 +123,10 @@ class QueueAgent(mesa.Agent):
         # leave at the front until it resizes, so finding the head costs O(queue) on long
         # queues (16 us per decision on a 50,000-job queue); the linked order is O(1).
         self.jobs: dict[int, Job] = OrderedDict()
-        # Cores of every waiting job, sorted: the smallest tells a backfilling pass in O(1)
-        # that nothing can fit (archive traces keep thousands of jobs queued for months).
+        # Cores of every waiting job: the smallest tells a backfilling pass in O(1) that
+        # nothing can fit (archive traces keep thousands of jobs queued for months).
         # Built on first use (FIFO never asks), kept in step from then on.
-        self._cores: SortedList | None = None
+        self._cores: SmallestRequest | None = None
         # The waiting jobs' requests as columns, for backfilling passes over long queues
         # (``algorithms.queue_columns``); built on first use, kept in step from then on.
         self._columns: QueueColumns | None = None
@@ -169,17 +169,16 @@ class QueueAgent(mesa.Agent):
         return self._columns
 
     @property
-    def cores(self) -> SortedList:
-        """Cores of every waiting job, sorted."""
+    def cores(self) -> SmallestRequest:
+        """Cores of every waiting job (the smallest is ``min_cores``)."""
         if self._cores is None:
-            self._cores = SortedList(job.cores for job in self.jobs.values())
+            self._cores = SmallestRequest(job.cores for job in self.jobs.values())
         return self._cores
 
     @property
     def min_cores(self) -> int:
         """Fewest cores any waiting job asks for (0 when the queue is empty)."""
-        cores = self.cores
-        return cores[0] if cores else 0
+        return self.cores.min()
 
 
 class ResourceManagerAgent(mesa.Agent):

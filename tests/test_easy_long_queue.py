@@ -210,3 +210,21 @@ def test_queue_dispatcher_caches_stay_bounded_and_pruning_keeps_the_schedule(mod
         pruned, largest = run()
     pd.testing.assert_frame_equal(kept, pruned)
     assert largest <= 12  # at most one decision's new entries beyond twice the jobs in the system
+
+
+def test_smallest_request_tracks_the_minimum_through_adds_removals_and_rebuilds() -> None:
+    from market_hpc.algorithms.queue_columns import SmallestRequest
+
+    rng = np.random.default_rng(9)
+    smallest, held = SmallestRequest(), []
+    for _ in range(6000):
+        if held and rng.random() < 0.5:
+            value = held.pop(int(rng.integers(len(held))))
+            smallest.remove(value)
+        else:  # values that come and go above the minimum make stale heap entries pile up
+            value = int(rng.integers(1, 40))
+            held.append(value)
+            smallest.add(value)
+        assert smallest.min() == min(held, default=0) and len(smallest) == len(held)
+    with pytest.raises(KeyError):
+        smallest.remove(10**6)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator
+from heapq import heappop, heappush
 
 import numpy as np
 
@@ -171,4 +172,63 @@ class QueueColumns:
         self._dead = 0
 
 
-__all__ = ["BackfillLimits", "QueueColumns"]
+class SmallestRequest:
+    """The smallest of a multiset of requests (waiting jobs' cores) under adds and
+    removals: a count per value and a heap of values, stale entries dropped when they
+    reach the top (and the heap rebuilt when they pile up).
+
+    >>> smallest = SmallestRequest([4, 2, 2, 8])
+    >>> smallest.remove(2); smallest.min(), len(smallest)
+    (2, 3)
+    >>> smallest.remove(2); smallest.min()
+    4
+    >>> smallest.add(1); smallest.min()
+    1
+    >>> for value in (1, 4, 8): smallest.remove(value)
+    >>> smallest.min(), len(smallest)
+    (0, 0)
+    """
+
+    __slots__ = ("_count", "_heap", "_size")
+
+    def __init__(self, values: Iterable[int] = ()) -> None:
+        self._count: dict[int, int] = {}
+        self._heap: list[int] = []
+        self._size = 0
+        for value in values:
+            self.add(value)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, value: int) -> None:
+        """Add one request of ``value``."""
+        count = self._count
+        held = count.get(value, 0)
+        count[value] = held + 1
+        self._size += 1
+        if not held:
+            heap = self._heap
+            heappush(heap, value)
+            if len(heap) > 2 * len(count) + 64:  # stale entries piled up
+                self._heap = sorted(count)
+
+    def remove(self, value: int) -> None:
+        """Remove one request of ``value`` (``KeyError`` if there is none)."""
+        count = self._count
+        held = count[value] - 1
+        if held:
+            count[value] = held
+        else:
+            del count[value]  # its heap entry goes when it reaches the top
+        self._size -= 1
+
+    def min(self) -> int:
+        """The smallest request (0 when there is none)."""
+        heap, count = self._heap, self._count
+        while heap and heap[0] not in count:
+            heappop(heap)
+        return heap[0] if heap else 0
+
+
+__all__ = ["BackfillLimits", "QueueColumns", "SmallestRequest"]
