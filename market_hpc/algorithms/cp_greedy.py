@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from market_hpc.algorithms.allocation import best_fit, units_fit
-from market_hpc.algorithms.cp_instance import CpInstance, CpOutcome, Stopwatch
+from market_hpc.algorithms.allocation import Allocation, best_fit, units_fit
+from market_hpc.algorithms.cp_instance import CpInstance, CpJob, CpOutcome, Stopwatch
 
 
 @dataclass
@@ -83,6 +83,7 @@ def greedy_plan(instance: CpInstance) -> Plan:
     running_end = max((job.remaining for job in instance.running), default=0)
     shelves = [_Shelf(0, capacity - used, used.copy(), running_end)]
     plan = Plan()
+    place = _place_one_node if len(capacity) == 1 else _place
     for job in instance.jobs:
         unit = np.asarray(job.unit, dtype=np.int64)
         chosen = None
@@ -90,7 +91,7 @@ def greedy_plan(instance: CpInstance) -> Plan:
             later = shelves[index + 1].start if index + 1 < len(shelves) else None
             if later is not None and shelf.start + job.duration > later:
                 continue
-            allocation = best_fit(units_fit(shelf.free, job.unit), shelf.free[:, 0], job.units)
+            allocation = place(shelf.free, job)
             if allocation is not None:
                 chosen = (shelf, allocation)
                 break
@@ -98,25 +99,57 @@ def greedy_plan(instance: CpInstance) -> Plan:
             start = max(shelf.end for shelf in shelves)
             shelf = _Shelf(start, capacity.copy(), np.zeros_like(capacity), start)
             shelves.append(shelf)
-            allocation = best_fit(units_fit(shelf.free, job.unit), shelf.free[:, 0], job.units)
+            allocation = place(shelf.free, job)
             if allocation is None:
                 raise ValueError(f"job {job.key} does not fit the empty platform")
             chosen = (shelf, allocation)
         shelf, allocation = chosen
         nodes: list[int] = []
         positions: list[tuple[int, ...]] = []
+        asked = [r for r, amount in enumerate(job.unit) if amount > 0]
         for node, count in allocation:
-            for _ in range(count):
+            # unit k of this node starts at the node's offset + fill + k * unit, per asked type
+            base = (offsets[node] + shelf.fill[node]).tolist()
+            for k in range(count):
+                row = [-1] * len(job.unit)
+                for r in asked:
+                    row[r] = base[r] + k * job.unit[r]
                 nodes.append(node)
-                positions.append(tuple(int(offsets[node, r] + shelf.fill[node, r]) if unit[r] > 0 else -1
-                                       for r in range(len(unit))))
-                shelf.fill[node] += unit
+                positions.append(tuple(row))
+            shelf.fill[node] += count * unit
             shelf.free[node] -= count * unit
         plan.starts[job.key] = shelf.start
         plan.nodes[job.key] = nodes
         plan.positions[job.key] = positions
         shelf.end = max(shelf.end, shelf.start + job.duration)
     return plan
+
+
+def _place(free: np.ndarray, job: CpJob) -> Allocation | None:
+    """Best-fit placement of all of ``job``'s units on ``free``, or None."""
+    return best_fit(units_fit(free, job.unit), free[:, 0], job.units)
+
+
+def _place_one_node(free: np.ndarray, job: CpJob) -> Allocation | None:
+    """``_place`` on a one-node platform (the pooled instances), without numpy.
+
+    ``best_fit`` there places ``((0, units),)`` when the node takes ``units`` units
+    (``min_r free_r // unit_r``), else nothing.
+
+    >>> free = np.array([[4, 1]])
+    >>> [(_place_one_node(free, j), _place(free, j)) for j in
+    ...  (CpJob(1, 2, (2, 0), 1, 1), CpJob(2, 1, (2, 2), 1, 1), CpJob(3, 5, (1, 0), 1, 1))]
+    [(((0, 2),), ((0, 2),)), (None, None), (None, None)]
+    """
+    row = free[0].tolist()
+    takes = None
+    for amount, need in zip(row, job.unit):
+        if need > 0:
+            fit = amount // need
+            takes = fit if takes is None or fit < takes else takes
+    if takes is None or job.units < 1:  # a unit asking nothing (units_fit raises) or no units
+        return _place(free, job)
+    return ((0, job.units),) if takes >= job.units else None
 
 
 def pooled_instance(instance: CpInstance) -> CpInstance:
