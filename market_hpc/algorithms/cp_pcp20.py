@@ -140,13 +140,19 @@ class Pcp20Model:
         self._hint_vars: list[int] = []  # proto indices of the hinted variables, in hint order
         self._hint_values: list[int] = []
         hinted = plan is not None and hint
+        cap_rows, offset_rows, total_of = capacity.tolist(), offsets.tolist(), totals.tolist()
+        weighted_sum = cp_model.LinearExpr.weighted_sum  # the same proto as ``y - cap * node``
         for job in instance.jobs:
             start = model.new_int_var(0, horizon - job.duration, f"s{job.key}")
             interval = model.new_fixed_size_interval_var(start, job.duration, f"x{job.key}")
             self.starts[job.key] = start
             asked = [r for r in resources if job.unit[r] > 0]
             fitting = [(first, count) for first, count in groups
-                       if all(capacity[first, r] >= job.unit[r] for r in asked)]
+                       if all(cap_rows[first][r] >= job.unit[r] for r in asked)]
+            # per asked type and fitting group: (cap, low, high) of ``y - cap * node``
+            links = {r: [(cap_rows[first][r], offset_rows[first][r] - cap_rows[first][r] * first,
+                          offset_rows[first][r] - cap_rows[first][r] * first + cap_rows[first][r] - job.unit[r])
+                         for first, _ in fitting] for r in asked}
             # the same node domain for every unit of the job
             node_domain = sorted_interval_list.Domain.from_intervals(
                 [[first, first + count - 1] for first, count in fitting])
@@ -167,12 +173,10 @@ class Pcp20Model:
                 ys_unit = {}
                 for r in asked:
                     amount = job.unit[r]
-                    y = model.new_int_var(0, int(totals[r]) - amount, f"y{job.key}.{j}.{r}")
+                    y = model.new_int_var(0, total_of[r] - amount, f"y{job.key}.{j}.{r}")
                     ys_unit[r] = y
-                    for (first, _), chosen in zip(fitting, choice):
-                        cap = int(capacity[first, r])
-                        low = int(offsets[first, r]) - cap * first
-                        link = model.add_linear_constraint(y - cap * node, low, low + cap - amount)
+                    for (cap, low, high), chosen in zip(links[r], choice):
+                        link = model.add_linear_constraint(weighted_sum([y, node], [1, -cap]), low, high)
                         if chosen is not None:
                             link.only_enforce_if(chosen)
                     if r in previous:
