@@ -48,10 +48,14 @@ class Plan:
 
 
 class _Shelf:
-    __slots__ = ("end", "fill", "free", "start")
+    __slots__ = ("end", "failed", "fill", "free", "start")
 
     def __init__(self, start: int, free: np.ndarray, fill: np.ndarray, end: int) -> None:
         self.start, self.free, self.fill, self.end = start, free, fill, end
+        # per unit shape, the fewest units best-fit could not place here: a shelf's free
+        # resources only shrink and placing fails exactly when the nodes take fewer units
+        # in total than asked, so a job with as many or more such units fails too
+        self.failed: dict[tuple[int, ...], int] = {}
 
 
 def node_offsets(capacity: np.ndarray) -> np.ndarray:
@@ -91,10 +95,13 @@ def greedy_plan(instance: CpInstance) -> Plan:
             later = shelves[index + 1].start if index + 1 < len(shelves) else None
             if later is not None and shelf.start + job.duration > later:
                 continue
+            if job.units >= shelf.failed.get(job.unit, job.units + 1):
+                continue
             allocation = place(shelf.free, job)
             if allocation is not None:
                 chosen = (shelf, allocation)
                 break
+            shelf.failed[job.unit] = job.units
         if chosen is None:
             start = max(shelf.end for shelf in shelves)
             shelf = _Shelf(start, capacity.copy(), np.zeros_like(capacity), start)
