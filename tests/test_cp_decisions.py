@@ -89,3 +89,28 @@ if __name__ == "__main__":  # print the pins of the code on PYTHONPATH
     for name in ("pcp20", "pcp19", "hcp19", "cph"):
         for excl in (False, True):
             print(f"    ({name!r}, {excl}): {fingerprint(name, excl)!r},")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_one_node_greedy_plan_is_the_shelf_plan(seed: int) -> None:
+    # the pooled instances (HCP'19, CPH) take the plain-integer path; it must give the
+    # numpy best-fit path's plan exactly (it is the hint and the fallback of every model)
+    import numpy as np
+
+    from market_hpc.algorithms.cp_greedy import _one_node_plan, shelf_plan
+    from market_hpc.algorithms.cp_instance import CpInstance, CpJob, CpRunning
+
+    rng = np.random.default_rng(seed)
+    capacity = rng.integers(1, 12, size=(1, 3))
+    capacity[0, 1] = rng.integers(0, 3)  # a type the platform may lack
+    jobs = []
+    for key in range(int(rng.integers(1, 30))):
+        unit = [int(rng.integers(0, c + 1)) for c in capacity[0]]
+        unit[0] = max(unit[0], 1)
+        fits = min(int(c) // u for c, u in zip(capacity[0], unit) if u > 0)
+        jobs.append(CpJob(key, int(rng.integers(1, max(1, fits) + 1)), tuple(unit),
+                          int(rng.integers(1, 50)), 1))
+    running = tuple(CpRunning(int(rng.integers(1, 60)), ((0, tuple(int(rng.integers(0, c + 1)) for c in capacity[0])),))
+                    for _ in range(int(rng.integers(0, 4))))
+    instance = CpInstance(capacity, tuple(jobs), running)
+    assert _one_node_plan(instance) == shelf_plan(instance)

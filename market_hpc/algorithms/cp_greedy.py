@@ -81,13 +81,21 @@ def greedy_plan(instance: CpInstance) -> Plan:
     >>> plan.starts, plan.allocation(1), plan.positions[1]
     ({1: 0, 2: 5}, ((0, 1), (1, 2)), [(1,), (2,), (3,)])
     """
+    if len(instance.capacity) == 1 and all(job.units >= 1 and any(a > 0 for a in job.unit)
+                                           for job in instance.jobs):
+        return _one_node_plan(instance)  # the pooled instances of HCP'19 and CPH
+    return shelf_plan(instance)
+
+
+def shelf_plan(instance: CpInstance) -> Plan:
+    """``greedy_plan`` on any platform (numpy placement by ``best_fit``)."""
     capacity = instance.capacity
     used = instance.used
     offsets = node_offsets(capacity)
     running_end = max((job.remaining for job in instance.running), default=0)
     shelves = [_Shelf(0, capacity - used, used.copy(), running_end)]
     plan = Plan()
-    place = _place_one_node if len(capacity) == 1 else _place
+    place = _place
     for job in instance.jobs:
         unit = np.asarray(job.unit, dtype=np.int64)
         chosen = None
@@ -137,26 +145,63 @@ def _place(free: np.ndarray, job: CpJob) -> Allocation | None:
     return best_fit(units_fit(free, job.unit), free[:, 0], job.units)
 
 
-def _place_one_node(free: np.ndarray, job: CpJob) -> Allocation | None:
-    """``_place`` on a one-node platform (the pooled instances), without numpy.
+def _one_node_plan(instance: CpInstance) -> Plan:
+    """``shelf_plan`` on a one-node platform in plain integers (the same plan).
 
-    ``best_fit`` there places ``((0, units),)`` when the node takes ``units`` units
-    (``min_r free_r // unit_r``), else nothing.
+    On one node best-fit places ``((0, units),)`` when ``min_r free_r // unit_r >= units``
+    and nothing otherwise; unit ``k`` of a job starts at the shelf's fill plus
+    ``k * unit`` in each requested type (the node's offset is 0). Every job asks for
+    at least one unit and one resource.
 
-    >>> free = np.array([[4, 1]])
-    >>> [(_place_one_node(free, j), _place(free, j)) for j in
-    ...  (CpJob(1, 2, (2, 0), 1, 1), CpJob(2, 1, (2, 2), 1, 1), CpJob(3, 5, (1, 0), 1, 1))]
-    [(((0, 2),), ((0, 2),)), (None, None), (None, None)]
+    >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
+    >>> inst = CpInstance(np.array([[6, 2]]), (CpJob(1, 2, (2, 1), 5, 1), CpJob(2, 3, (2, 0), 4, 1),
+    ...                                         CpJob(3, 1, (1, 0), 9, 1)), (CpRunning(3, ((0, (1, 0)),)),))
+    >>> fast, general = _one_node_plan(inst), shelf_plan(inst)
+    >>> fast == general, fast.starts, fast.positions[2]
+    (True, {1: 0, 2: 5, 3: 9}, [(0, -1), (2, -1), (4, -1)])
     """
-    row = free[0].tolist()
-    takes = None
-    for amount, need in zip(row, job.unit):
-        if need > 0:
-            fit = amount // need
-            takes = fit if takes is None or fit < takes else takes
-    if takes is None or job.units < 1:  # a unit asking nothing (units_fit raises) or no units
-        return _place(free, job)
-    return ((0, job.units),) if takes >= job.units else None
+    capacity = instance.capacity[0].tolist()
+    used = instance.used[0].tolist()
+    running_end = max((job.remaining for job in instance.running), default=0)
+    # shelves: [start, free, fill, end, failed]; ``failed`` as in ``_Shelf``
+    shelves: list[list] = [[0, [c - u for c, u in zip(capacity, used)], used, running_end, {}]]
+    plan = Plan()
+    for job in instance.jobs:
+        unit, units = job.unit, job.units
+        asked = [r for r, amount in enumerate(unit) if amount > 0]
+        chosen = None
+        for index, shelf in enumerate(shelves):
+            if index + 1 < len(shelves) and shelf[0] + job.duration > shelves[index + 1][0]:
+                continue
+            failed = shelf[4]
+            if units >= failed.get(unit, units + 1):
+                continue
+            free = shelf[1]
+            if min(free[r] // unit[r] for r in asked) >= units:
+                chosen = shelf
+                break
+            failed[unit] = units
+        if chosen is None:
+            start = max(shelf[3] for shelf in shelves)
+            chosen = [start, list(capacity), [0] * len(capacity), start, {}]
+            shelves.append(chosen)
+            if min(capacity[r] // unit[r] for r in asked) < units:
+                raise ValueError(f"job {job.key} does not fit the empty platform")
+        free, fill = chosen[1], chosen[2]
+        positions = []
+        for k in range(units):
+            row = [-1] * len(unit)
+            for r in asked:
+                row[r] = fill[r] + k * unit[r]
+            positions.append(tuple(row))
+        for r in range(len(unit)):
+            fill[r] += units * unit[r]
+            free[r] -= units * unit[r]
+        plan.starts[job.key] = chosen[0]
+        plan.nodes[job.key] = [0] * units
+        plan.positions[job.key] = positions
+        chosen[3] = max(chosen[3], chosen[0] + job.duration)
+    return plan
 
 
 def pooled_instance(instance: CpInstance) -> CpInstance:
