@@ -95,7 +95,6 @@ def shelf_plan(instance: CpInstance) -> Plan:
     running_end = max((job.remaining for job in instance.running), default=0)
     shelves = [_Shelf(0, capacity - used, used.copy(), running_end)]
     plan = Plan()
-    place = _place
     for job in instance.jobs:
         unit = np.asarray(job.unit, dtype=np.int64)
         chosen = None
@@ -105,7 +104,7 @@ def shelf_plan(instance: CpInstance) -> Plan:
                 continue
             if job.units >= shelf.failed.get(job.unit, job.units + 1):
                 continue
-            allocation = place(shelf.free, job)
+            allocation = _place(shelf.free, job)
             if allocation is not None:
                 chosen = (shelf, allocation)
                 break
@@ -114,7 +113,7 @@ def shelf_plan(instance: CpInstance) -> Plan:
             start = max(shelf.end for shelf in shelves)
             shelf = _Shelf(start, capacity.copy(), np.zeros_like(capacity), start)
             shelves.append(shelf)
-            allocation = place(shelf.free, job)
+            allocation = _place(shelf.free, job)
             if allocation is None:
                 raise ValueError(f"job {job.key} does not fit the empty platform")
             chosen = (shelf, allocation)

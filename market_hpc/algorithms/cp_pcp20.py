@@ -150,9 +150,12 @@ class Pcp20Model:
             fitting = [(first, count) for first, count in groups
                        if all(cap_rows[first][r] >= job.unit[r] for r in asked)]
             # per asked type and fitting group: (cap, low, high) of ``y - cap * node``
-            links = {r: [(cap_rows[first][r], offset_rows[first][r] - cap_rows[first][r] * first,
-                          offset_rows[first][r] - cap_rows[first][r] * first + cap_rows[first][r] - job.unit[r])
-                         for first, _ in fitting] for r in asked}
+            links: dict[int, list[tuple[int, int, int]]] = {r: [] for r in asked}
+            for r in asked:
+                for first, _ in fitting:
+                    cap = cap_rows[first][r]
+                    low = offset_rows[first][r] - cap * first
+                    links[r].append((cap, low, low + cap - job.unit[r]))
             # the same node domain for every unit of the job
             node_domain = sorted_interval_list.Domain.from_intervals(
                 [[first, first + count - 1] for first, count in fitting])
