@@ -59,9 +59,9 @@ def cases() -> list[tuple[str, str, Any]]:
     out: list[tuple[str, str, Any]] = []
     if KTH.is_file():
         def kth() -> list[Any]:
+            from market_hpc.domain.platform import load_platform
             from market_hpc.experiment import config_from_dict
             from market_hpc.experiment.run import build_workload
-            from market_hpc.domain.platform import load_platform
 
             config = config_from_dict({"name": "kth", "platform": "nodes=30,cores=1", "timeseries": False,
                                        "workload": {"trace": str(KTH), "first_n": 1500},

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -254,8 +254,8 @@ def add_hints(model: cp_model.CpModel, indices: list[int], values: list[int]) ->
         hint.values.extend(values)
 
 
-def add_strategy(model: cp_model.CpModel, indices: list[int], variable_selection: int,
-                 domain_reduction: int) -> None:
+def add_strategy(model: cp_model.CpModel, indices: list[int], variable_selection: Any,
+                 domain_reduction: Any) -> None:
     """``model.add_decision_strategy`` over the variables with these proto indices (all
     ``>= 0``), written straight into the proto (the same message, fewer Python calls).
 

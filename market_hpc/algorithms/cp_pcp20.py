@@ -139,7 +139,6 @@ class Pcp20Model:
         self.nodes: dict[int, list[cp_model.IntVar]] = {}
         self._hint_vars: list[int] = []  # proto indices of the hinted variables, in hint order
         self._hint_values: list[int] = []
-        hinted = plan is not None and hint
         cap_rows, offset_rows, total_of = capacity.tolist(), offsets.tolist(), totals.tolist()
         weighted_sum = cp_model.LinearExpr.weighted_sum  # the same proto as ``y - cap * node``
         for job in instance.jobs:
@@ -189,12 +188,12 @@ class Pcp20Model:
                     alloc_vars.append(y)
                 previous = ys_unit
                 alloc_vars.append(node)
-                if hinted:
+                if plan is not None and hint:
                     self._hint_unit(plan, job.key, j, node, choice, fitting, ys_unit)
             for r in asked:
                 time_boxes[r].append((interval, job.units * job.unit[r]))
             self.nodes[job.key] = unit_nodes
-            if hinted:
+            if plan is not None and hint:
                 self._hint_vars.append(start.index)
                 self._hint_values.append(int(plan.starts[job.key]))
             add_strategy(model, [start.index], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)

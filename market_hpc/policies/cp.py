@@ -173,14 +173,14 @@ class CpScheduler:
         running = []
         exclusive = view.exclusive
         whole = self._whole_nodes(view) if exclusive else []
-        for job in view.running:
-            remaining = max(1, math.ceil(view.expected_end(job) - view.time))
+        for run in view.running:
+            remaining = max(1, math.ceil(view.expected_end(run) - view.time))
             usage = []
-            unit = job.job.unit
-            for node, units in job.allocation:
+            unit = run.job.unit
+            for node, units in run.allocation:
                 amounts = whole[node] if exclusive else [-(-int(unit[c] * units) // k) for c, k in columns]
                 left = room[node]
-                taken = tuple(a if a <= r else r for a, r in zip(amounts, left))
+                taken = tuple(min(a, r) for a, r in zip(amounts, left))
                 room[node] = [r - t for r, t in zip(left, taken)]
                 usage.append((node, taken))
             running.append(CpRunning(remaining, tuple(usage)))
