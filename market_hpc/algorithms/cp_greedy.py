@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from market_hpc.algorithms.allocation import best_fit, units_fit
-from market_hpc.algorithms.cp_instance import CpInstance, CpOutcome, Stopwatch
+from market_hpc.algorithms.allocation import Allocation, best_fit, units_fit
+from market_hpc.algorithms.cp_instance import CpInstance, CpJob, CpOutcome, Stopwatch
 
 
 @dataclass
@@ -48,10 +48,14 @@ class Plan:
 
 
 class _Shelf:
-    __slots__ = ("end", "fill", "free", "start")
+    __slots__ = ("end", "failed", "fill", "free", "start")
 
     def __init__(self, start: int, free: np.ndarray, fill: np.ndarray, end: int) -> None:
         self.start, self.free, self.fill, self.end = start, free, fill, end
+        # per unit shape, the fewest units best-fit could not place here: a shelf's free
+        # resources only shrink and placing fails exactly when the nodes take fewer units
+        # in total than asked, so a job with as many or more such units fails too
+        self.failed: dict[tuple[int, ...], int] = {}
 
 
 def node_offsets(capacity: np.ndarray) -> np.ndarray:
@@ -77,6 +81,14 @@ def greedy_plan(instance: CpInstance) -> Plan:
     >>> plan.starts, plan.allocation(1), plan.positions[1]
     ({1: 0, 2: 5}, ((0, 1), (1, 2)), [(1,), (2,), (3,)])
     """
+    if len(instance.capacity) == 1 and all(job.units >= 1 and any(a > 0 for a in job.unit)
+                                           for job in instance.jobs):
+        return _one_node_plan(instance)  # the pooled instances of HCP'19 and CPH
+    return shelf_plan(instance)
+
+
+def shelf_plan(instance: CpInstance) -> Plan:
+    """``greedy_plan`` on any platform (numpy placement by ``best_fit``)."""
     capacity = instance.capacity
     used = instance.used
     offsets = node_offsets(capacity)
@@ -90,32 +102,104 @@ def greedy_plan(instance: CpInstance) -> Plan:
             later = shelves[index + 1].start if index + 1 < len(shelves) else None
             if later is not None and shelf.start + job.duration > later:
                 continue
-            allocation = best_fit(units_fit(shelf.free, job.unit), shelf.free[:, 0], job.units)
+            if job.units >= shelf.failed.get(job.unit, job.units + 1):
+                continue
+            allocation = _place(shelf.free, job)
             if allocation is not None:
                 chosen = (shelf, allocation)
                 break
+            shelf.failed[job.unit] = job.units
         if chosen is None:
             start = max(shelf.end for shelf in shelves)
             shelf = _Shelf(start, capacity.copy(), np.zeros_like(capacity), start)
             shelves.append(shelf)
-            allocation = best_fit(units_fit(shelf.free, job.unit), shelf.free[:, 0], job.units)
+            allocation = _place(shelf.free, job)
             if allocation is None:
                 raise ValueError(f"job {job.key} does not fit the empty platform")
             chosen = (shelf, allocation)
         shelf, allocation = chosen
         nodes: list[int] = []
         positions: list[tuple[int, ...]] = []
+        asked = [r for r, amount in enumerate(job.unit) if amount > 0]
         for node, count in allocation:
-            for _ in range(count):
+            # unit k of this node starts at the node's offset + fill + k * unit, per asked type
+            base = (offsets[node] + shelf.fill[node]).tolist()
+            for k in range(count):
+                row = [-1] * len(job.unit)
+                for r in asked:
+                    row[r] = base[r] + k * job.unit[r]
                 nodes.append(node)
-                positions.append(tuple(int(offsets[node, r] + shelf.fill[node, r]) if unit[r] > 0 else -1
-                                       for r in range(len(unit))))
-                shelf.fill[node] += unit
+                positions.append(tuple(row))
+            shelf.fill[node] += count * unit
             shelf.free[node] -= count * unit
         plan.starts[job.key] = shelf.start
         plan.nodes[job.key] = nodes
         plan.positions[job.key] = positions
         shelf.end = max(shelf.end, shelf.start + job.duration)
+    return plan
+
+
+def _place(free: np.ndarray, job: CpJob) -> Allocation | None:
+    """Best-fit placement of all of ``job``'s units on ``free``, or None."""
+    return best_fit(units_fit(free, job.unit), free[:, 0], job.units)
+
+
+def _one_node_plan(instance: CpInstance) -> Plan:
+    """``shelf_plan`` on a one-node platform in plain integers (the same plan).
+
+    On one node best-fit places ``((0, units),)`` when ``min_r free_r // unit_r >= units``
+    and nothing otherwise; unit ``k`` of a job starts at the shelf's fill plus
+    ``k * unit`` in each requested type (the node's offset is 0). Every job asks for
+    at least one unit and one resource.
+
+    >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
+    >>> inst = CpInstance(np.array([[6, 2]]), (CpJob(1, 2, (2, 1), 5, 1), CpJob(2, 3, (2, 0), 4, 1),
+    ...                                         CpJob(3, 1, (1, 0), 9, 1)), (CpRunning(3, ((0, (1, 0)),)),))
+    >>> fast, general = _one_node_plan(inst), shelf_plan(inst)
+    >>> fast == general, fast.starts, fast.positions[2]
+    (True, {1: 0, 2: 5, 3: 9}, [(0, -1), (2, -1), (4, -1)])
+    """
+    capacity = instance.capacity[0].tolist()
+    used = instance.used[0].tolist()
+    running_end = max((job.remaining for job in instance.running), default=0)
+    # shelves: [start, free, fill, end, failed]; ``failed`` as in ``_Shelf``
+    shelves: list[list] = [[0, [c - u for c, u in zip(capacity, used)], used, running_end, {}]]
+    plan = Plan()
+    for job in instance.jobs:
+        unit, units = job.unit, job.units
+        asked = [r for r, amount in enumerate(unit) if amount > 0]
+        chosen = None
+        for index, shelf in enumerate(shelves):
+            if index + 1 < len(shelves) and shelf[0] + job.duration > shelves[index + 1][0]:
+                continue
+            failed = shelf[4]
+            if units >= failed.get(unit, units + 1):
+                continue
+            free = shelf[1]
+            if min(free[r] // unit[r] for r in asked) >= units:
+                chosen = shelf
+                break
+            failed[unit] = units
+        if chosen is None:
+            start = max(shelf[3] for shelf in shelves)
+            chosen = [start, list(capacity), [0] * len(capacity), start, {}]
+            shelves.append(chosen)
+            if min(capacity[r] // unit[r] for r in asked) < units:
+                raise ValueError(f"job {job.key} does not fit the empty platform")
+        free, fill = chosen[1], chosen[2]
+        positions = []
+        for k in range(units):
+            row = [-1] * len(unit)
+            for r in asked:
+                row[r] = fill[r] + k * unit[r]
+            positions.append(tuple(row))
+        for r in range(len(unit)):
+            fill[r] += units * unit[r]
+            free[r] -= units * unit[r]
+        plan.starts[job.key] = chosen[0]
+        plan.nodes[job.key] = [0] * units
+        plan.positions[job.key] = positions
+        chosen[3] = max(chosen[3], chosen[0] + job.duration)
     return plan
 
 

@@ -23,7 +23,10 @@ from market_hpc.algorithms.cp_instance import (
     CpLimits,
     CpOutcome,
     Stopwatch,
+    add_hints,
+    add_strategy,
     model_size,
+    new_model,
 )
 from market_hpc.algorithms.cp_pooled import _timed, doubling_control
 
@@ -44,7 +47,7 @@ def solve_pcp19(instance: CpInstance, limits: CpLimits, max_doublings: int = 4) 
     plan = greedy_plan(instance)
     if plan.objective(instance) == 0:  # every job starts now: the lower bound, optimal
         return plan_outcome(instance, plan, watch)
-    model = cp_model.CpModel()
+    model = new_model()
     horizon = max(1, instance.horizon)
     per_node: dict[tuple[int, int], list[tuple[cp_model.IntervalVar, Any]]] = defaultdict(list)
     fixed: dict[int, cp_model.IntervalVar] = {}
@@ -54,6 +57,8 @@ def solve_pcp19(instance: CpInstance, limits: CpLimits, max_doublings: int = 4) 
             running_on[node].append((run.remaining, amounts))
     starts: dict[int, cp_model.IntVar] = {}
     counts: dict[int, dict[int, cp_model.IntVar]] = {}
+    hint_vars: list[int] = []  # hints in the order the per-variable add_hint calls would write them
+    hint_values: list[int] = []
     for job in instance.jobs:
         start = model.new_int_var(0, horizon - job.duration, f"s{job.key}")
         interval = model.new_fixed_size_interval_var(start, job.duration, f"x{job.key}")
@@ -66,14 +71,17 @@ def solve_pcp19(instance: CpInstance, limits: CpLimits, max_doublings: int = 4) 
         for node in np.flatnonzero(per_unit > 0).tolist():
             count = model.new_int_var(0, int(min(job.units, per_unit[node])), f"a{job.key}.{node}")
             node_vars[node] = count
-            model.add_hint(count, hinted.get(node, 0))
+            hint_vars.append(count.index)
+            hint_values.append(int(hinted.get(node, 0)))
             for r in asked.tolist():
                 per_node[node, r].append((interval, count * int(unit[r])))
         model.add(sum(node_vars.values()) == job.units)
         counts[job.key] = node_vars
-        model.add_hint(start, plan.starts[job.key])
-        model.add_decision_strategy([start], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
-        model.add_decision_strategy(list(node_vars.values()), cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+        hint_vars.append(start.index)
+        hint_values.append(int(plan.starts[job.key]))
+        add_strategy(model, [start.index], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
+        add_strategy(model, [var.index for var in node_vars.values()], cp_model.CHOOSE_FIRST,
+                     cp_model.SELECT_MAX_VALUE)
     for (node, r), boxes in per_node.items():
         intervals = [box for box, _ in boxes]
         demands = [demand for _, demand in boxes]
@@ -85,6 +93,7 @@ def solve_pcp19(instance: CpInstance, limits: CpLimits, max_doublings: int = 4) 
                 demands.append(int(amounts[r]))
         model.add_cumulative(intervals, demands, int(capacity[node, r]))
     model.minimize(sum(job.weight * starts[job.key] for job in instance.jobs))
+    add_hints(model, hint_vars, hint_values)
     variables, constraints = model_size(model)
     placements = {key: plan.allocation(key) for key, start in plan.starts.items() if start == 0}
     fallback = CpOutcome(dict(plan.starts), placements, FALLBACK, variables, constraints,

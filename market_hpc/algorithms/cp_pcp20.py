@@ -44,7 +44,10 @@ from market_hpc.algorithms.cp_instance import (
     CpLimits,
     CpOutcome,
     Stopwatch,
+    add_hints,
+    add_strategy,
     model_size,
+    new_model,
     solve,
 )
 from market_hpc.algorithms.cp_reduce import LEVELS, reduce_instance
@@ -114,7 +117,7 @@ class Pcp20Model:
     def __init__(self, instance: CpInstance, plan: Plan | None = None, hint: bool = True) -> None:
         self.instance = instance
         capacity = instance.capacity
-        self.model = model = cp_model.CpModel()
+        self.model = model = new_model()
         offsets = node_offsets(capacity)
         totals = capacity.sum(axis=0)
         horizon = max(1, instance.horizon)
@@ -134,21 +137,32 @@ class Pcp20Model:
                 time_boxes[r].append((x, height))
         self.starts: dict[int, cp_model.IntVar] = {}
         self.nodes: dict[int, list[cp_model.IntVar]] = {}
-        self._hint_vars: list[tuple[cp_model.IntVar, int]] = []
+        self._hint_vars: list[int] = []  # proto indices of the hinted variables, in hint order
+        self._hint_values: list[int] = []
+        cap_rows, offset_rows, total_of = capacity.tolist(), offsets.tolist(), totals.tolist()
+        weighted_sum = cp_model.LinearExpr.weighted_sum  # the same proto as ``y - cap * node``
         for job in instance.jobs:
             start = model.new_int_var(0, horizon - job.duration, f"s{job.key}")
             interval = model.new_fixed_size_interval_var(start, job.duration, f"x{job.key}")
             self.starts[job.key] = start
             asked = [r for r in resources if job.unit[r] > 0]
             fitting = [(first, count) for first, count in groups
-                       if all(capacity[first, r] >= job.unit[r] for r in asked)]
+                       if all(cap_rows[first][r] >= job.unit[r] for r in asked)]
+            # per asked type and fitting group: (cap, low, high) of ``y - cap * node``
+            links: dict[int, list[tuple[int, int, int]]] = {r: [] for r in asked}
+            for r in asked:
+                for first, _ in fitting:
+                    cap = cap_rows[first][r]
+                    low = offset_rows[first][r] - cap * first
+                    links[r].append((cap, low, low + cap - job.unit[r]))
+            # the same node domain for every unit of the job
+            node_domain = sorted_interval_list.Domain.from_intervals(
+                [[first, first + count - 1] for first, count in fitting])
             alloc_vars: list[cp_model.IntVar] = []
             unit_nodes = []
             previous: dict[int, cp_model.IntVar] = {}
             for j in range(job.units):
-                node = model.new_int_var_from_domain(
-                    sorted_interval_list.Domain.from_intervals(
-                        [[first, first + count - 1] for first, count in fitting]), f"n{job.key}.{j}")
+                node = model.new_int_var_from_domain(node_domain, f"n{job.key}.{j}")
                 unit_nodes.append(node)
                 choice: list[cp_model.IntVar | None] = [None]
                 if len(fitting) > 1:
@@ -161,12 +175,10 @@ class Pcp20Model:
                 ys_unit = {}
                 for r in asked:
                     amount = job.unit[r]
-                    y = model.new_int_var(0, int(totals[r]) - amount, f"y{job.key}.{j}.{r}")
+                    y = model.new_int_var(0, total_of[r] - amount, f"y{job.key}.{j}.{r}")
                     ys_unit[r] = y
-                    for (first, _), chosen in zip(fitting, choice):
-                        cap = int(capacity[first, r])
-                        low = int(offsets[first, r]) - cap * first
-                        link = model.add_linear_constraint(y - cap * node, low, low + cap - amount)
+                    for (cap, low, high), chosen in zip(links[r], choice):
+                        link = model.add_linear_constraint(weighted_sum([y, node], [1, -cap]), low, high)
                         if chosen is not None:
                             link.only_enforce_if(chosen)
                     if r in previous:
@@ -182,27 +194,33 @@ class Pcp20Model:
                 time_boxes[r].append((interval, job.units * job.unit[r]))
             self.nodes[job.key] = unit_nodes
             if plan is not None and hint:
-                self._hint_vars.append((start, plan.starts[job.key]))
-            model.add_decision_strategy([start], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
-            model.add_decision_strategy(alloc_vars, cp_model.CHOOSE_MIN_DOMAIN_SIZE, cp_model.SELECT_MAX_VALUE)
+                self._hint_vars.append(start.index)
+                self._hint_values.append(int(plan.starts[job.key]))
+            add_strategy(model, [start.index], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
+            add_strategy(model, [var.index for var in alloc_vars], cp_model.CHOOSE_MIN_DOMAIN_SIZE,
+                         cp_model.SELECT_MAX_VALUE)
         for r in resources:
             if len(xs[r]) > 1 and any(job.unit[r] > 0 for job in instance.jobs):
                 model.add_no_overlap_2d(xs[r], ys[r])
                 model.add_cumulative([x for x, _ in time_boxes[r]], [d for _, d in time_boxes[r]],
                                      int(totals[r]))
         model.minimize(sum(job.weight * self.starts[job.key] for job in instance.jobs))
-        for var, value in self._hint_vars:
-            model.add_hint(var, value)
+        add_hints(model, self._hint_vars, self._hint_values)
 
     def _hint_unit(self, plan: Plan, key: int, j: int, node: cp_model.IntVar, choice: list,
                    fitting: list[tuple[int, int]], ys_unit: dict[int, cp_model.IntVar]) -> None:
         at = plan.nodes[key][j]
-        self._hint_vars.append((node, at))
+        indices, values = self._hint_vars, self._hint_values
+        indices.append(node.index)
+        values.append(int(at))
         for (first, count), chosen in zip(fitting, choice):
             if chosen is not None:
-                self._hint_vars.append((chosen, int(first <= at < first + count)))
+                indices.append(chosen.index)
+                values.append(int(first <= at < first + count))
+        position = plan.positions[key][j]
         for r, y in ys_unit.items():
-            self._hint_vars.append((y, plan.positions[key][j][r]))
+            indices.append(y.index)
+            values.append(int(position[r]))
 
 
 def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,

@@ -21,7 +21,10 @@ from market_hpc.algorithms.cp_instance import (
     CpLimits,
     CpOutcome,
     Stopwatch,
+    add_hints,
+    add_strategy,
     model_size,
+    new_model,
     solve,
 )
 
@@ -63,7 +66,7 @@ def doubling_control(model: cp_model.CpModel, limits: CpLimits, extract: Extract
 
 def build_pooled(instance: CpInstance, plan: Plan | None) -> tuple[cp_model.CpModel, dict[int, cp_model.IntVar]]:
     """The pooled scheduling model: start variables per job and one cumulative per type."""
-    model = cp_model.CpModel()
+    model = new_model()
     totals = instance.capacity.sum(axis=0)
     horizon = max(1, instance.horizon)
     resources = range(instance.capacity.shape[1])
@@ -79,15 +82,17 @@ def build_pooled(instance: CpInstance, plan: Plan | None) -> tuple[cp_model.CpMo
         for r in resources:
             demands[r].append(int(usage[r]))
     starts: dict[int, cp_model.IntVar] = {}
+    hinted: list[int] = []
     for job in instance.jobs:
         start = model.new_int_var(0, horizon - job.duration, f"s{job.key}")
         starts[job.key] = start
         intervals.append(model.new_fixed_size_interval_var(start, job.duration, f"x{job.key}"))
         for r in resources:
             demands[r].append(job.units * job.unit[r])
-        model.add_decision_strategy([start], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
-        if plan is not None:
-            model.add_hint(start, plan.starts[job.key])
+        add_strategy(model, [start.index], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
+        hinted.append(start.index)
+    if plan is not None:
+        add_hints(model, hinted, [int(plan.starts[job.key]) for job in instance.jobs])
     for r in resources:
         if any(demands[r]):
             model.add_cumulative(intervals, demands[r], int(totals[r]))

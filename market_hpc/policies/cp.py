@@ -115,6 +115,9 @@ class CpScheduler:
         self.solve_seconds: list[float] = []
         self.last: CpOutcome | None = None
         self._units: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None  # per platform
+        self._ceil_cache: dict[tuple[int, ...], tuple[int, ...]] = {}  # per platform: unit -> model units
+        self._whole: tuple[Any, list[tuple[int, ...]]] | None = None  # per platform: node -> model units
+        self._fit_totals: dict[tuple[int, ...], int] | None = None  # during a decision
         # OR-Tools is loaded when the scheduler is made, not inside the first decision's
         # timing (importing it costs ~0.5 s; registering the policies stays free of it)
         import market_hpc.algorithms.cp_pcp20  # noqa: F401  (imports ortools.sat)
@@ -131,9 +134,11 @@ class CpScheduler:
             return (-(now - job.submit + d) / d, d, d * job.units * sum(job.unit[:3]), job.submit, job.job_id)
         return sorted(jobs, key=key)
 
-    def fits_now(self, jobs: Sequence[Job], view: View) -> list[Job]:
-        """The jobs that alone fit the free resources now."""
-        totals: dict[tuple[int, ...], int] = {}
+    def fits_now(self, jobs: Sequence[Job], view: View, first: bool = False) -> list[Job]:
+        """The jobs that alone fit the free resources now (only the first one with ``first``)."""
+        # inside a decision the free resources do not change: units fitting per unit shape
+        # are counted once per decision (``decide`` sets ``_fit_totals``)
+        totals: dict[tuple[int, ...], int] = self._fit_totals if self._fit_totals is not None else {}
         fitting = []
         for job in jobs:
             if job.bb > view.free_bb:
@@ -143,29 +148,50 @@ class CpScheduler:
                 total = totals[job.unit] = int(job_fits(job, view.free, view).sum())
             if total >= job.units:
                 fitting.append(job)
+                if first:
+                    break
         return fitting
 
     def instance(self, jobs: Sequence[Job], weights: Sequence[int], view: View) -> CpInstance:
         """The CP instance of ``jobs`` (in priority order) and the running jobs."""
         if self._units is None or self._units[0] is not view.platform:
             self._units = (view.platform, *model_units(view.platform.capacity))
+            self._ceil_cache = {}
         _, cols, scale, capacity = self._units
+        columns = list(zip(cols.tolist(), scale.tolist()))
+        ceil_cache = self._ceil_cache
         durations = self.durations(jobs)
-        cp_jobs = tuple(CpJob(job.job_id, job.units, _ceil_units(job.unit, cols, scale), d, w)
-                        for job, d, w in zip(jobs, durations, weights))
-        room = capacity.copy()
+        cp_jobs = []
+        for job, d, w in zip(jobs, durations, weights):
+            unit = ceil_cache.get(job.unit)
+            if unit is None:
+                unit = ceil_cache[job.unit] = _ceil_units(job.unit, cols, scale)
+            cp_jobs.append(CpJob(job.job_id, job.units, unit, d, w))
+        # per node, each running job takes what it uses in model units, clipped to what
+        # the jobs before it left (``min(amount, room)``, room >= 0): plain integers
+        room = capacity.tolist()
         running = []
-        platform_capacity = view.platform.capacity
-        for job in view.running:
-            remaining = max(1, math.ceil(view.expected_end(job) - view.time))
+        exclusive = view.exclusive
+        whole = self._whole_nodes(view) if exclusive else []
+        for run in view.running:
+            remaining = max(1, math.ceil(view.expected_end(run) - view.time))
             usage = []
-            for node, units in job.allocation:
-                amounts = platform_capacity[node] if view.exclusive else np.multiply(job.job.unit, units)
-                taken = np.minimum(np.asarray(_ceil_units(amounts, cols, scale)), room[node])
-                room[node] -= taken
-                usage.append((node, tuple(taken.tolist())))
+            unit = run.job.unit
+            for node, units in run.allocation:
+                amounts = whole[node] if exclusive else [-(-int(unit[c] * units) // k) for c, k in columns]
+                left = room[node]
+                taken = tuple(min(a, r) for a, r in zip(amounts, left))
+                room[node] = [r - t for r, t in zip(left, taken)]
+                usage.append((node, taken))
             running.append(CpRunning(remaining, tuple(usage)))
-        return CpInstance(capacity, cp_jobs, tuple(running))
+        return CpInstance(capacity, tuple(cp_jobs), tuple(running))
+
+    def _whole_nodes(self, view: View) -> list[tuple[int, ...]]:
+        """Each node's whole capacity in model units (what a node-exclusive job takes)."""
+        if self._whole is None or self._whole[0] is not view.platform:
+            _, cols, scale, _ = self._units  # type: ignore[misc]
+            self._whole = (view.platform, [_ceil_units(row, cols, scale) for row in view.platform.capacity])
+        return self._whole[1]
 
     # ------------------------------------------------------------ decision
     def modelled(self, queue: list[Job], view: View) -> tuple[list[Job], list[int]]:
@@ -180,8 +206,15 @@ class CpScheduler:
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Model, solve, and start the jobs planned to start now."""
         began = time.perf_counter()
+        self._fit_totals = {}
+        try:
+            return self._decide(view, began)
+        finally:
+            self._fit_totals = None
+
+    def _decide(self, view: View, began: float) -> Decision:
         queue = list(view.queue)
-        if not queue or not self.fits_now(queue, view):
+        if not queue or not self.fits_now(queue, view, first=True):
             return NOTHING  # nothing can start: no model (the authors' code does the same)
         jobs, weights = self.modelled(queue, view)
         if len(jobs) == 1 and self.fits_now(jobs, view):
