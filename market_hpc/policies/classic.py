@@ -22,7 +22,7 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start, View
 from market_hpc.policies.registry import register_scheduler
-from market_hpc.policies.scratch import PassScratch, pass_scratch
+from market_hpc.policies.scratch import PassScratch
 
 _CORE_UNIT = (1, 0, 0, 0)
 _new_tuple = tuple.__new__  # Start(...) and Decision(...) without their Python-level __new__
@@ -163,7 +163,7 @@ class Easy:
         columns = None
         if ordered is view.queue and len(ordered) > self.columns_from:  # type: ignore[arg-type]
             columns = getattr(view, "queue_columns", None)
-        with pass_scratch(view) as scratch:
+        with PassScratch(view) as scratch:
             return self._pass(view, first, queue, free_cores, free_bb, with_bb, scratch, columns)
 
     def _pass(self, view: View, first: Job, queue: Iterator[Job], free_cores: int, free_bb: float,

@@ -76,9 +76,14 @@ def model_units(platform_capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return cols, scale, platform_capacity[:, cols] // scale
 
 
-def _ceil_units(amounts: Sequence[int] | np.ndarray, cols: np.ndarray, scale: np.ndarray) -> tuple[int, ...]:
-    values = np.asarray(amounts, dtype=np.int64)[cols]
-    return tuple((-(-values // scale)).tolist())
+def _ceil_units(amounts: Sequence[int], columns: Sequence[tuple[int, int]], times: int = 1) -> tuple[int, ...]:
+    """``times * amounts`` in model units, rounded up: ``(column, divisor)`` per modelled
+    resource type (``model_units``'s columns and scales).
+
+    >>> _ceil_units((2, 1, 0, 1500), [(0, 1), (1, 1), (3, 1024)], times=3)
+    (6, 3, 5)
+    """
+    return tuple(-(-int(amounts[c] * times) // k) for c, k in columns)
 
 
 class CpScheduler:
@@ -114,7 +119,8 @@ class CpScheduler:
         self.constraints: list[int] = []
         self.solve_seconds: list[float] = []
         self.last: CpOutcome | None = None
-        self._units: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None  # per platform
+        # per platform: (platform, (column, divisor) of each modelled type, capacity in model units)
+        self._units: tuple[Any, list[tuple[int, int]], np.ndarray] | None = None
         self._ceil_cache: dict[tuple[int, ...], tuple[int, ...]] = {}  # per platform: unit -> model units
         self._whole: tuple[Any, list[tuple[int, ...]]] | None = None  # per platform: node -> model units
         self._fit_totals: dict[tuple[int, ...], int] | None = None  # during a decision
@@ -155,17 +161,17 @@ class CpScheduler:
     def instance(self, jobs: Sequence[Job], weights: Sequence[int], view: View) -> CpInstance:
         """The CP instance of ``jobs`` (in priority order) and the running jobs."""
         if self._units is None or self._units[0] is not view.platform:
-            self._units = (view.platform, *model_units(view.platform.capacity))
+            cols, scale, model_capacity = model_units(view.platform.capacity)
+            self._units = (view.platform, list(zip(cols.tolist(), scale.tolist())), model_capacity)
             self._ceil_cache = {}
-        _, cols, scale, capacity = self._units
-        columns = list(zip(cols.tolist(), scale.tolist()))
+        _, columns, capacity = self._units
         ceil_cache = self._ceil_cache
         durations = self.durations(jobs)
         cp_jobs = []
         for job, d, w in zip(jobs, durations, weights):
             unit = ceil_cache.get(job.unit)
             if unit is None:
-                unit = ceil_cache[job.unit] = _ceil_units(job.unit, cols, scale)
+                unit = ceil_cache[job.unit] = _ceil_units(job.unit, columns)
             cp_jobs.append(CpJob(job.job_id, job.units, unit, d, w))
         # per node, each running job takes what it uses in model units, clipped to what
         # the jobs before it left (``min(amount, room)``, room >= 0): plain integers
@@ -178,7 +184,7 @@ class CpScheduler:
             usage = []
             unit = run.job.unit
             for node, units in run.allocation:
-                amounts = whole[node] if exclusive else [-(-int(unit[c] * units) // k) for c, k in columns]
+                amounts = whole[node] if exclusive else _ceil_units(unit, columns, units)
                 left = room[node]
                 taken = tuple(min(a, r) for a, r in zip(amounts, left))
                 room[node] = [r - t for r, t in zip(left, taken)]
@@ -189,8 +195,8 @@ class CpScheduler:
     def _whole_nodes(self, view: View) -> list[tuple[int, ...]]:
         """Each node's whole capacity in model units (what a node-exclusive job takes)."""
         if self._whole is None or self._whole[0] is not view.platform:
-            _, cols, scale, _ = self._units  # type: ignore[misc]
-            self._whole = (view.platform, [_ceil_units(row, cols, scale) for row in view.platform.capacity])
+            columns = self._units[1]  # type: ignore[index]  # set by ``instance`` for this platform
+            self._whole = (view.platform, [_ceil_units(row, columns) for row in view.platform.capacity.tolist()])
         return self._whole[1]
 
     # ------------------------------------------------------------ decision

@@ -73,7 +73,7 @@ def placeable(view: View, jobs: Sequence[Job], free_cores: float, free_bb: float
     columns = getattr(view, "queue_columns", None) if len(jobs) > 64 else None
     if columns is not None:
         return columns.fitting(free_cores, free_bb, None if after is None else after.job_id)  # type: ignore[no-any-return]
-    return [job for job in jobs if job.units * job.unit[0] <= free_cores and job.bb <= free_bb]
+    return [job for job in jobs if job.cores <= free_cores and job.bb <= free_bb]
 
 
 @register_scheduler("prb", "seed 000 PRB: longest wait relative to the queue's expected wait first; skips")

@@ -139,8 +139,3 @@ class PassScratch:
             self._pending.append((job, allocation))
         if self.index is not None:  # taken on the index when an indexed placement needs it
             self._unindexed.append((job, allocation))
-
-
-def pass_scratch(view: View) -> PassScratch:
-    """A :class:`PassScratch` for ``view`` (a context manager undoing its index updates)."""
-    return PassScratch(view)
