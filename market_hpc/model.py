@@ -587,8 +587,8 @@ class HPCModel(mesa.Model):
             duration = remaining_time(job.profile, cores, agent.progress) + overhead
             return duration, duration
         agent.seg_full = job.run_time
-        if agent.progress == 0.0:
-            return job.run_time, job.estimate
+        # No early return at progress 0: a job held at the instant it started (or that lost
+        # all its work, hold_progress_loss = 1) still pays the resume (issue 28).
         return left * job.run_time + overhead, left * job.estimate + overhead
 
     def _hold(self, action: Hold) -> None:

@@ -9,6 +9,7 @@ from market_fixtures import fig5_jobs, market_job
 from test_market import overload_jobs
 
 from market_hpc.algorithms.valuecurve import StepCurve
+from market_hpc.domain.job import Job
 from market_hpc.model import HPCModel
 from market_hpc.policies import NOTHING, Decision, Hold, Start
 
@@ -120,3 +121,35 @@ def test_lookahead_holds_a_job_at_most_twice(policy):
         assert frame.hold_count.max() <= 2
         assert model.recorder.holds == frame.hold_count.sum()
     assert repeated > 0  # the seed's rule does hold jobs three times and more on these workloads
+
+
+def rigid_resume_end(script: dict[float, tuple], run_time: float, **costs: float) -> float:
+    """End time of one rigid 2-core job driven by ``script`` on one 4-core node (job 2,
+    never started, keeps the queue non-empty so the model decides at every scripted time)."""
+    job = Job(1, 0.0, run_time, run_time + 10.0, units=2)
+    waiting = Job(2, 0.0, 1.0, 1.0, units=4)
+    model = HPCModel([job, waiting], "nodes=1,cores=4", policy=Scripted(script), **costs)
+    model.run()
+    frame = model.recorder.jobs_frame().set_index("job_id")
+    assert frame.loc[1, "status"] == "finished" and frame.loc[1, "hold_count"] == 1
+    return float(frame.loc[1, "end_time"])
+
+
+def test_resume_cost_paid_at_progress_zero():
+    # Issue 28: held at the instant it started (progress 0), resumed at 10: the resume
+    # still costs 3 before the 40 of work (the overhead used to come after an early return).
+    held_at_start = {0.0: (Start(1, ((0, 2),)), Hold(1)), 10.0: (Start(1, ((0, 2),)),)}
+    assert rigid_resume_end(held_at_start, 40.0) == 10 + 40
+    assert rigid_resume_end(held_at_start, 40.0, resume_seconds=3.0) == 10 + 3 + 40
+    # All work lost at the hold (hold_progress_loss = 1): progress is 0 again, still paid.
+    lost = {0.0: (Start(1, ((0, 2),)),), 5.0: (Hold(1),), 10.0: (Start(1, ((0, 2),)),)}
+    assert rigid_resume_end(lost, 40.0, hold_progress_loss=1.0) == 10 + 40
+    assert rigid_resume_end(lost, 40.0, resume_seconds=3.0, hold_progress_loss=1.0) == 10 + 3 + 40
+
+
+def test_resume_cost_paid_at_progress_one_minus_epsilon():
+    # Held 2^-20 before its end: progress 1 - 2^-26 (exact in binary), 2^-20 of work left.
+    tiny = 2.0**-20
+    almost = {0.0: (Start(1, ((0, 2),)),), 64.0 - tiny: (Hold(1),), 100.0: (Start(1, ((0, 2),)),)}
+    assert rigid_resume_end(almost, 64.0) == 100 + tiny
+    assert rigid_resume_end(almost, 64.0, resume_seconds=3.0) == 100 + 3 + tiny
