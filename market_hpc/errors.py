@@ -17,6 +17,19 @@ class ConfigError(MarketHpcError):
     """A configuration value, key, preset or file is invalid."""
 
 
+class InvalidNumberError(ConfigError, ValueError):
+    """A number (time, size, factor, id) is not finite or out of range.
+
+    Also a ``ValueError``, as ``Job``'s checks raised before they were named here.
+    """
+
+    def __init__(self, source: str, value: object, valid: str) -> None:
+        self.source = source
+        self.value = value
+        self.valid = valid
+        super().__init__(f"{source}: got {value!r}; valid: {valid}")
+
+
 class UnknownNameError(ConfigError):
     """A name (policy, preset, key) is not one of the known choices."""
 

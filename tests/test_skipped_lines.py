@@ -71,7 +71,8 @@ def test_garbled_line_still_names_file_line_and_field(tmp_path: Path) -> None:
     path = write(tmp_path, line(1), line(2, alloc="4x"), "3 0 -1 10")
     with pytest.raises(TraceFormatError) as caught:
         read_swf(path)
-    assert str(caught.value) == f"{path}:4: field 5 (allocated processors): '4x' is not a number"
+    assert str(caught.value) == (f"{path}:4: field 5 (allocated processors): '4x' is not an ASCII "
+                                 "number (digits 0-9, an optional sign, point and exponent)")
     truncated = write(tmp_path, line(1), "3 0 -1 10")
     with pytest.raises(TraceFormatError, match=r":4: expected 18 fields, got 4"):
         read_swf(truncated)

@@ -118,7 +118,25 @@ MALFORMED = [
     (swf_line(job_id=2) + " -1", "field_count", "expected 18 fields, got 19"),
     ("2 1 -1 10 4", "field_count", "expected 18 fields, got 5"),
     (swf_line(job_id=2).replace(" -1 -1 -1", " abc -1 -1", 1), "non_numeric",
-     "field 6 (average CPU time): 'abc' is not a number"),
+     "field 6 (average CPU time): 'abc' is not an ASCII number (digits 0-9, an optional sign, "
+     "point and exponent)"),
+    # issue 28: Python's float() takes these; an SWF reader must not
+    (swf_line(job_id="\u0661\u0662"), "non_numeric",
+     "field 1 (job id): '\u0661\u0662' is not an ASCII number (digits 0-9, an optional sign, "
+     "point and exponent)"),
+    (swf_line(job_id=2, run="1_0"), "non_numeric",
+     "field 4 (run time): '1_0' is not an ASCII number (digits 0-9, an optional sign, point and "
+     "exponent)"),
+    (swf_line(job_id=0), "bad_job_id",
+     "field 1 (job id): job id 0 is not positive; valid: an integer in [1, 2^53 - 1]"),
+    (swf_line(job_id=-1), "bad_job_id",
+     "field 1 (job id): job id -1 is not positive; valid: an integer in [1, 2^53 - 1]"),
+    (swf_line(job_id=2, submit="4e18"), "time_too_large",
+     "field 2 (submit time): 4e18 s is too large to keep second precision in float64; valid: a "
+     "finite number in [0, 2^50 (1.1e15 s)]"),
+    (swf_line(job_id=2, req_time=2**51), "time_too_large",
+     f"field 9 (requested time): {2**51} s is too large to keep second precision in float64; "
+     "valid: a finite number in [0, 2^50 (1.1e15 s)]"),
     (swf_line(job_id=2, submit="nan"), "not_finite",
      "field 2 (submit time): 'nan' is not a finite number"),
     (swf_line(job_id=2, run="inf"), "not_finite",
@@ -266,13 +284,12 @@ def test_gzip_output_is_reproducible(tmp_path: Path) -> None:
     [
         (Job(1, 0.0, 1.0, 1.0, units=2, unit=(4, 1, 0, 0)), "SWF holds processor counts only"),
         (Job(1, 0.0, 1.0, 1.0, bb=5.0), "SWF holds processor counts only"),
-        (Job(1, -1.0, 1.0, 1.0), "submit must be >= 0"),
-        (Job(1, 0.0, -1.0, 1.0), "run_time must be >= 0"),
+        (Job(0, 0.0, 1.0, 1.0), "SWF job ids are positive"),
         (Job(1, 0.0, 5.0, 0.0), "estimate must be > 0 or equal the run time"),
     ],
 )
 def test_write_rejects_what_swf_cannot_hold(tmp_path: Path, job: Job, message: str) -> None:
-    with pytest.raises(ConfigError, match=f"job 1: {message}"):
+    with pytest.raises(ConfigError, match=f"job {job.job_id}: {message}"):
         write_swf([job], tmp_path / "x.swf")
 
 
@@ -289,7 +306,7 @@ times = st.floats(min_value=0, max_value=1e9, allow_nan=False, allow_infinity=Fa
 @st.composite
 def job_lists(draw: st.DrawFn) -> list[Job]:
     n = draw(st.integers(min_value=1, max_value=12))
-    ids = draw(st.lists(st.integers(0, 10**9), min_size=n, max_size=n, unique=True))
+    ids = draw(st.lists(st.integers(1, 10**9), min_size=n, max_size=n, unique=True))
     jobs = []
     for job_id in ids:
         run = draw(times)

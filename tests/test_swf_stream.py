@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,9 @@ SAMPLES = {
     "all skipped": [" ".join(["-1"] * 18), swf_line(2, 1, run=-1)],
     "no job lines": ["; only a header", ""],
     "latin-1 bytes": [swf_line(1, 0) + " ; caf\xe9", swf_line(2, 1)],
+    "issue 28 numbers": [swf_line(0, 0), swf_line(-2, 1), swf_line("\u0661\u0662", 2), swf_line(4, "4e18"),
+                         swf_line(5, 1, run="1_0"), swf_line(6, 3)],
+    "bare cr": [swf_line(1, 0), swf_line(2, 1) + "\r" + swf_line(3, 2)],
 }
 
 
@@ -111,6 +115,47 @@ SAMPLES = {
 def test_synthetic_files_stream_as_read(tmp_path: Path, name: str, gz: bool, lenient: bool) -> None:
     text = "; Version: 2.2\n; Computer: test\n" + "\n".join(SAMPLES[name]) + "\n"
     assert_same(write(tmp_path, text, "t.swf.gz" if gz else "t.swf"), lenient)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize(("start", "expected"), [
+    ("\ufeff", None),  # a UTF-8 byte-order mark is skipped
+    ("\ufeff\ufeff", "field 1 (job id): '\\ufeff1' is not an ASCII number"),  # only one is
+])
+def test_byte_order_mark_read_as_streamed(tmp_path: Path, gz: bool, start: str, expected: str | None) -> None:
+    path = write(tmp_path, start + swf_line(1, 0) + "\n" + swf_line(2, 1) + "\n", "t.swf.gz" if gz else "t.swf")
+    assert_same(path)
+    if expected is None:
+        assert [job.job_id for job in read_swf(path).jobs] == [1, 2]
+    else:
+        with pytest.raises(TraceFormatError, match=re.escape(f"{path}:1: {expected}")):
+            read_swf(path)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_wide_text_is_named(tmp_path: Path, encoding: str) -> None:
+    path = tmp_path / "t.swf"
+    path.write_bytes(("; h\n" + swf_line(1, 0) + "\n").encode(encoding))
+    name = encoding.upper()
+    for read in (read_swf, stream_swf):
+        with pytest.raises(TraceFormatError, match=f"t.swf:1: the file is {name} text .*SWF is ASCII"):
+            read(path)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_bare_cr_line_ends_are_named(tmp_path: Path, gz: bool) -> None:
+    # Old Mac text: every line ends in a bare CR; read as one line it had "no job lines".
+    text = "; h\r" + swf_line(1, 0) + "\r" + swf_line(2, 1) + "\r"
+    path = write(tmp_path, text, "t.swf.gz" if gz else "t.swf")
+    for read in (read_swf, stream_swf):
+        with pytest.raises(TraceFormatError, match=r"t\.swf(\.gz)?:1: bare CR line end .*tr"):
+            read(path)
+    # a bare CR after a thousand good CRLF lines is named on its own line
+    lines = "".join(swf_line(i, i) + "\r\n" for i in range(1, 1001))
+    path = write(tmp_path, lines + swf_line(1001, 1001) + "\r" + swf_line(1002, 1002) + "\n", "u.swf")
+    for read in (read_swf, stream_swf):
+        with pytest.raises(TraceFormatError, match=r"u\.swf:1001: bare CR"):
+            read(path)
 
 
 def test_error_names_file_line_and_field_before_any_job(tmp_path: Path) -> None:

@@ -23,10 +23,16 @@ Semantics used here (1-based field numbers):
   results can list it (``jobs.csv`` status ``skipped``).
 * Malformed lines raise :class:`TraceFormatError` naming the file, the 1-based line
   and the field, or with ``lenient=True`` are skipped and counted under their kind:
-  ``field_count`` (not 18 fields), ``non_numeric``, ``not_finite`` (NaN, infinity),
-  ``non_integer`` (fields 1, 5, 8, 12, 15 must be integers), ``negative_submit``,
-  ``negative_run_time`` (negative other than -1), ``duplicate_job_id`` (the first line
-  with an id wins).
+  ``field_count`` (not 18 fields), ``non_numeric`` (only ASCII decimal numbers are
+  numbers: no Unicode digits, ``1_0``, hex), ``not_finite`` (NaN, infinity),
+  ``non_integer`` (fields 1, 5, 8, 12, 15 must be integers), ``bad_job_id`` (job ids are
+  positive), ``negative_submit``, ``negative_run_time`` (negative other than -1),
+  ``time_too_large`` (a submit, run or requested time beyond
+  :data:`~market_hpc.numbers.MAX_SECONDS`, where float64 no longer keeps seconds),
+  ``duplicate_job_id`` (the first line with an id wins).
+* Text: a UTF-8 byte-order mark is skipped; UTF-16/32 text and bare CR line ends
+  (``\\r`` without ``\\n``, old Mac text) raise ``TraceFormatError`` naming the cause
+  (the line of the first bare CR), in every mode.
 * No job lines at all, or none kept, raises ``TraceFormatError`` "no jobs...". A
   missing or unreadable file raises :class:`ConfigError` with the path and OS reason.
 
@@ -51,6 +57,7 @@ import pandas as pd
 
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, TraceFormatError
+from market_hpc.numbers import MAX_SECONDS, TIME, TRACE_ID, parse_ascii_number
 
 FIELD_NAMES: tuple[str, ...] = (
     "job id", "submit time", "wait time", "run time", "allocated processors",
@@ -66,13 +73,17 @@ UNKNOWN_REASONS: dict[str, str] = {
     "unknown_submit": "submit time unknown (field 2 is -1)",
 }
 MALFORMED_KINDS: tuple[str, ...] = (
-    "field_count", "non_numeric", "not_finite", "non_integer", "negative_submit",
-    "negative_run_time", "duplicate_job_id",
+    "field_count", "non_numeric", "not_finite", "non_integer", "bad_job_id", "negative_submit",
+    "negative_run_time", "time_too_large", "duplicate_job_id",
 )
 MAX_EXAMPLES = 5  # example line numbers kept per anomaly kind
 
 _JOB_ID, _SUBMIT, _RUN, _ALLOC, _REQ, _REQ_TIME, _USER, _QUEUE = 0, 1, 3, 4, 7, 8, 11, 14
 _INT_COLUMNS = (_JOB_ID, _ALLOC, _REQ, _USER, _QUEUE)
+_TIME_COLUMNS = (_SUBMIT, _RUN, _REQ_TIME)
+UTF8_BOM = b"\xef\xbb\xbf"
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+              (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
 _MAX_EXACT_INT = 2.0**53
 _PROC_UNIT = (1, 0, 0, 0)
 # pandas 3 parses floats exactly by default and deprecates the option that pandas 2 needs.
@@ -241,12 +252,50 @@ def _read_bytes(source: str) -> bytes:
             raw = handle.read()
     except OSError as exc:
         raise ConfigError(f"cannot read trace {source}: {exc.strerror or exc}") from None
-    if raw[:2] != b"\x1f\x8b":
-        return raw
-    try:
-        return gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise TraceFormatError(source, None, f"corrupt gzip data: {exc}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise TraceFormatError(source, None, f"corrupt gzip data: {exc}") from None
+    skip = text_start(raw[:4], source)
+    check_line_ends(raw, source)
+    return raw[skip:] if skip else raw
+
+
+def text_start(head: bytes, source: str) -> int:
+    """Bytes to skip at the start of a trace: 3 for a UTF-8 byte-order mark, else 0.
+
+    Raises:
+        TraceFormatError: UTF-16 or UTF-32 text (SWF is ASCII).
+    """
+    if head.startswith(UTF8_BOM):
+        return len(UTF8_BOM)
+    for mark, encoding in _WIDE_BOMS:
+        if head.startswith(mark):
+            raise TraceFormatError(source, 1, f"the file is {encoding} text (byte-order mark "
+                                   f"{mark.hex(' ')}); SWF is ASCII: convert it, e.g. iconv -f {encoding} -t ASCII")
+    return 0
+
+
+def check_line_ends(data: bytes, source: str, first_line: int = 1) -> None:
+    """Refuse a bare CR (``\\r`` not followed by ``\\n``), naming its line.
+
+    Lines end at ``\\n`` (``\\r\\n`` is fine); a file with old Mac line ends would
+    otherwise read as one line.
+
+    >>> check_line_ends(b"1\\r\\n2\\r3\\n", "t.swf")
+    Traceback (most recent call last):
+    ...
+    market_hpc.errors.TraceFormatError: t.swf:2: bare CR line end (\\r without \\n, old Mac text): convert the line ends to \\n, e.g. tr '\\r' '\\n'
+    """
+    if b"\r" not in data or data.count(b"\r") == data.count(b"\r\n"):
+        return
+    position = data.find(b"\r")
+    while data[position + 1:position + 2] == b"\n":
+        position = data.find(b"\r", position + 2)
+    line = first_line + data.count(b"\n", 0, position)
+    raise TraceFormatError(source, line, "bare CR line end (\\r without \\n, old Mac text): convert the "
+                           "line ends to \\n, e.g. tr '\\r' '\\n'")
 
 
 def _header_lines(data: bytes) -> tuple[str, ...]:
@@ -287,6 +336,8 @@ def _parse_fast(data: bytes) -> np.ndarray | None:
         and (ints == np.floor(ints)).all()
         and (rows[:, _SUBMIT] >= 0).all()
         and (rows[:, _RUN] >= 0).all()
+        and TRACE_ID.contains_all(rows[:, _JOB_ID])
+        and (rows[:, _TIME_COLUMNS] <= MAX_SECONDS).all()
         and np.unique(rows[:, _JOB_ID]).size == len(rows)
     ):
         return None
@@ -335,10 +386,8 @@ def _unknown_values(tokens: list[str]) -> list[float] | None:
         return None
     values = []
     for token in tokens:
-        try:
-            values.append(float(token))
-        except ValueError:
-            values.append(math.nan)
+        value = parse_ascii_number(token)
+        values.append(math.nan if value is None else value)
     # The scalar twin of _unknown_masks (NaN compares false in both).
     if values[_RUN] == -1 or (values[_ALLOC] <= 0 and values[_REQ] <= 0) or values[_SUBMIT] == -1:
         return values
@@ -369,10 +418,12 @@ def _check_line(
         return [], ("field_count", None, f"expected {N_FIELDS} fields, got {len(tokens)}")
     values: list[float] = []
     for index, token in enumerate(tokens):
-        try:
-            value = float(token)
-        except ValueError:
-            return [], ("non_numeric", index, f"{token!r} is not a number")
+        value = parse_ascii_number(token)
+        if value is None:
+            if token.lstrip("+-").lower() in ("nan", "inf", "infinity"):
+                return [], ("not_finite", index, f"{token!r} is not a finite number")
+            return [], ("non_numeric", index, f"{token!r} is not an ASCII number "
+                        "(digits 0-9, an optional sign, point and exponent)")
         if not math.isfinite(value):
             return [], ("not_finite", index, f"{token!r} is not a finite number")
         values.append(value)
@@ -380,6 +431,13 @@ def _check_line(
         value = values[index]
         if not (abs(value) < _MAX_EXACT_INT and value == math.floor(value)):
             return [], ("non_integer", index, f"{tokens[index]!r} is not an integer")
+    if not TRACE_ID.contains(values[_JOB_ID]):
+        return [], ("bad_job_id", _JOB_ID, f"job id {tokens[_JOB_ID]} is not positive; valid: {TRACE_ID.describe()}")
+    for index in _TIME_COLUMNS:
+        if values[index] > MAX_SECONDS:
+            message = (f"{tokens[index]} s is too large to keep second precision in float64; "
+                       f"valid: {TIME.describe()}")
+            return [], ("time_too_large", index, message)
     if values[_SUBMIT] < 0:
         return [], ("negative_submit", _SUBMIT, f"negative submit time {tokens[_SUBMIT]}")
     run = values[_RUN]
@@ -484,8 +542,8 @@ def write_swf(
 
     Args:
         jobs: Plain processor jobs (``unit == (1, 0, 0, 0)``, no burst buffer, no
-            profile) with unique ids, ``submit >= 0``, ``run_time >= 0`` and an estimate
-            that is positive or equals the run time.
+            profile) with unique positive ids and an estimate that is positive or equals
+            the run time (``Job`` itself keeps times finite and in range).
         path: Output file.
         header: Header lines.
 
@@ -523,10 +581,8 @@ def _check_writable(job: Job, seen: set[int]) -> None:
     if job.job_id in seen:
         raise ConfigError(f"{where}: duplicate job id")
     seen.add(job.job_id)
-    if not (math.isfinite(job.submit) and job.submit >= 0):
-        raise ConfigError(f"{where}: submit must be >= 0, got {job.submit}")
-    if not (math.isfinite(job.run_time) and job.run_time >= 0):
-        raise ConfigError(f"{where}: run_time must be >= 0, got {job.run_time}")
+    if not TRACE_ID.contains(job.job_id):  # Job checked its times; ids >= 0 there, > 0 in SWF
+        raise ConfigError(f"{where}: SWF job ids are positive; valid: {TRACE_ID.describe()}")
     if not (math.isfinite(job.estimate) and (job.estimate > 0 or job.estimate == job.run_time)):
         message = f"estimate must be > 0 or equal the run time, got {job.estimate}"
         raise ConfigError(f"{where}: {message}")

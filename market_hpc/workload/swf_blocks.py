@@ -39,6 +39,8 @@ from market_hpc.workload.swf import (
     _SUBMIT,
     N_FIELDS,
     _data_line_numbers,
+    check_line_ends,
+    text_start,
     _header_lines,
     _parse_fast,
     _unknown_masks,
@@ -54,20 +56,31 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 
 def open_trace(source: str) -> IO[bytes]:
-    """The trace as a byte stream, decompressed when it is gzip data.
+    """The trace as a byte stream, decompressed when it is gzip data, past a UTF-8
+    byte-order mark (as ``read_swf``: :func:`~market_hpc.workload.swf.text_start`).
 
     Raises:
         ConfigError: The file is missing or unreadable.
+        TraceFormatError: UTF-16 or UTF-32 text, or corrupt gzip data at the start.
     """
     try:
         handle = open(source, "rb")  # noqa: SIM115 - closed by the caller
     except OSError as exc:
         raise ConfigError(f"cannot read trace {source}: {exc.strerror or exc}") from None
+    stream: IO[bytes] = handle
     if handle.read(2) == _GZIP_MAGIC:
-        handle.seek(0)
-        return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
+        stream = gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[assignment]
     handle.seek(0)
-    return handle
+    try:
+        skip = text_start(stream.read(4), source)
+    except (OSError, EOFError, zlib.error) as exc:
+        stream.close()
+        raise TraceFormatError(source, None, f"corrupt gzip data: {exc}") from None
+    except TraceFormatError:
+        stream.close()
+        raise
+    stream.seek(skip)
+    return stream
 
 
 def read_blocks(source: str, size: int) -> Iterator[bytes]:
@@ -84,6 +97,7 @@ def read_blocks(source: str, size: int) -> Iterator[bytes]:
         TraceFormatError: Corrupt gzip data.
     """
     handle = open_trace(source)
+    line = 1  # of each block's first line: a bare CR is named by its line
     try:
         rest = b""
         while chunk := handle.read(size):
@@ -93,8 +107,12 @@ def read_blocks(source: str, size: int) -> Iterator[bytes]:
                 rest = chunk
                 continue
             rest = chunk[cut:]
-            yield chunk[:cut] if rest else chunk
+            block = chunk[:cut] if rest else chunk
+            check_line_ends(block, source, line)
+            line += block.count(b"\n")
+            yield block
         if rest:
+            check_line_ends(rest, source, line)
             yield rest
     except (OSError, EOFError, zlib.error) as exc:
         raise TraceFormatError(source, None, f"corrupt gzip data: {exc}") from None

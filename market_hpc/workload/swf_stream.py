@@ -54,6 +54,7 @@ from market_hpc.workload.swf import (
     _check_line,
     _parse_fast,
     _unknown_values,
+    check_line_ends,
     jobs_in_row_order,
 )
 from market_hpc.workload.swf_blocks import (
@@ -106,6 +107,7 @@ def _lines(source: str) -> Iterator[tuple[int, str]]:
     try:
         number = 0
         for number, raw in enumerate(handle, start=1):
+            check_line_ends(raw, source, number)
             yield number, raw.decode("utf-8", errors="replace")
     except (OSError, EOFError, zlib.error) as exc:
         raise TraceFormatError(source, None, f"corrupt gzip data: {exc}") from None
