@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from market_hpc.errors import ConfigError, MarketHpcError
+from market_hpc.validation import COUNT, NON_NEGATIVE_INT, POSITIVE_FACTOR, flag_number
 
 
 def _overrides(pairs: Sequence[str]) -> dict[str, object]:
@@ -53,17 +54,19 @@ def _simulate_and_report(config: Any, out_dir: str | None, title: Callable[[str]
 def cmd_replay(args: argparse.Namespace) -> int:
     from market_hpc.experiment import config_from_dict
 
+    load_factor = flag_number(args.load_factor, POSITIVE_FACTOR, "--load-factor")
     data = {
         "name": Path(args.trace).name,
         "platform": args.platform,
-        "seed": args.seed,
+        "seed": flag_number(args.seed, NON_NEGATIVE_INT, "--seed", integer=True),
         "exclusive": args.exclusive,
         "timeseries": not args.no_timeseries,
-        "workload": {"trace": args.trace, "lenient": args.lenient, "load_factor": args.load_factor},
+        "workload": {"trace": args.trace, "lenient": args.lenient, "load_factor": load_factor},
         "policy": {"scheduler": args.scheduler, "allocator": args.allocator},
     }
-    if args.first_n is not None:
-        data["workload"]["first_n"] = args.first_n  # type: ignore[index]
+    first_n = flag_number(args.first_n, COUNT, "--first-n", integer=True)
+    if first_n is not None:
+        data["workload"]["first_n"] = first_n  # type: ignore[index]
     config = config_from_dict(data)
     return _simulate_and_report(config, args.out, lambda policy: f"replay of {args.trace} on "
                                 f"{args.platform} with {policy}")
@@ -87,7 +90,7 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from market_hpc.experiment.demo import run_demo
 
-    run_demo(Path(args.out), seeds=args.seeds, quick=args.quick)
+    run_demo(Path(args.out), seeds=flag_number(args.seeds, COUNT, "--seeds", integer=True), quick=args.quick)
     return 0
 
 
@@ -96,7 +99,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from market_hpc.experiment.sweep import run_sweep
 
     out = Path(args.out) if args.out else Path("out") / Path(args.sweep).stem
-    outcome = run_sweep(args.sweep, out, workers=args.workers, dask=args.dask, keep_runs=args.keep_runs)
+    workers = flag_number(args.workers, NON_NEGATIVE_INT, "--workers", integer=True)  # 0: run_sweep names it
+    outcome = run_sweep(args.sweep, out, workers=workers, dask=args.dask, keep_runs=args.keep_runs)
     print(f"sweep {args.sweep}: {outcome.describe()}")
     for run_id, error in outcome.errors[:10]:
         print(f"  failed {run_id}: {error}")
@@ -127,7 +131,7 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:  # type: ignor
     sweep.add_argument("sweep", help="sweep TOML file (see docs/sweeps.md)")
     sweep.add_argument("--out", help="results folder (default: out/<sweep file name>)")
     where = sweep.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=int, default=1,
+    where.add_argument("--workers", default=1,
                        help="local worker processes (default: 1, in this process)")
     where.add_argument("--dask", metavar="ADDRESS",
                        help="local:N for a loopback LocalCluster of N workers, or a scheduler "
@@ -180,7 +184,7 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="run the embedded default study")
     demo.add_argument("--out", default="out/demo", help="results folder (default: out/demo)")
-    demo.add_argument("--seeds", type=int, default=3, help="number of seeds (default: 3)")
+    demo.add_argument("--seeds", default=3, help="number of seeds (default: 3)")
     demo.add_argument("--quick", action="store_true", help="smaller study for smoke tests")
     demo.set_defaults(func=cmd_demo)
 
@@ -199,11 +203,11 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     replay.add_argument("--scheduler", default="fifo", help=f"one of {schedulers}")
     replay.add_argument("--allocator", default=None, help=f"one of {allocators}")
     replay.add_argument("--out", help="results folder")
-    replay.add_argument("--seed", type=int, default=0)
+    replay.add_argument("--seed", default=0)
     replay.add_argument("--lenient", action="store_true", help="skip malformed lines, report counts")
-    replay.add_argument("--load-factor", type=float, default=1.0,
+    replay.add_argument("--load-factor", default=1.0,
                         help="compress inter-arrival times by this factor")
-    replay.add_argument("--first-n", type=int, default=None, help="replay only the first N jobs")
+    replay.add_argument("--first-n", default=None, help="replay only the first N jobs")
     replay.add_argument("--exclusive", action="store_true", help="allocate whole nodes per job")
     replay.add_argument("--no-timeseries", action="store_true", help="skip timeseries.csv sampling")
     replay.set_defaults(func=cmd_replay)

@@ -35,6 +35,7 @@ from market_hpc.policies.registry import make_policy, scheduler_entry
 from market_hpc.recorder import Recorder
 from market_hpc.running_jobs import RunningJobs
 from market_hpc.state import COMPLETION, DECISION
+from market_hpc.validation import FRACTION, NON_NEGATIVE_INT, TIME, check
 from market_hpc.view import ModelView
 
 _CORE_UNIT = (1, 0, 0, 0)
@@ -103,7 +104,9 @@ class HPCModel(mesa.Model):
         reconfigurations: ``(time, QueueConfig)`` pairs put in force at those times.
 
     Raises:
-        ConfigError: on duplicate job ids or invalid parameters.
+        ConfigError: on duplicate job ids or invalid parameters (``InvalidNumberError``
+            naming the argument for a number out of range; each ``Job`` checked its own
+            numbers when it was made).
     """
 
     def __init__(
@@ -125,17 +128,16 @@ class HPCModel(mesa.Model):
         queues: Any = None,
         reconfigurations: Any = (),
     ) -> None:
+        check(seed, NON_NEGATIVE_INT, "HPCModel(seed=...)")
+        check(hold_penalty, FRACTION, "HPCModel(hold_penalty=...)")
+        check(resume_seconds, TIME, "HPCModel(resume_seconds=...)")
+        check(hold_progress_loss, FRACTION, "HPCModel(hold_progress_loss=...)")
         super().__init__(rng=seed)  # Mesa 3.3 deprecates seed= in favour of rng=
-        if not 0.0 <= hold_penalty <= 1.0:
-            raise ConfigError(f"hold_penalty must be in [0, 1], got {hold_penalty}")
         self.seed_value = seed
         self.policy_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
         self.platform = load_platform(platform)
         self.exclusive = exclusive
         self.hold_penalty = hold_penalty
-        if not 0.0 <= resume_seconds < math.inf or not 0.0 <= hold_progress_loss <= 1.0:
-            raise ConfigError(f"resume_seconds must be >= 0 and hold_progress_loss in [0, 1], got "
-                              f"{resume_seconds} and {hold_progress_loss}")
         self.resume_seconds = resume_seconds
         self.hold_progress_loss = hold_progress_loss
         self.policy = policy if policy is not None else make_market_aware_policy(scheduler, allocator, hold_penalty)

@@ -75,7 +75,20 @@ def test_jobs_larger_than_the_platform_are_rejected_and_counted(tmp_path, capsys
         (["replay", str(SAMPLE), "--platform", "kth-sp2", "--allocator", "worst-fit"],
          "unknown allocator 'worst-fit'; valid choices: "),
         (["replay", str(SAMPLE), "--platform", "kth-sp2", "--load-factor", "-1"],
-         "workload.load_factor must be > 0, got -1.0"),
+         "--load-factor: got '-1'; valid: a finite number > 0"),
+        # issue 28: nan used to exit 0 with an empty jobs.csv; inf and 1e-300 ran too
+        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--load-factor", "nan"],
+         "--load-factor: got 'nan'; valid: a finite number > 0"),
+        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--load-factor", "inf"],
+         "--load-factor: got 'inf'; valid: a finite number > 0"),
+        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--load-factor", "1e-300"],
+         "load factor: got 1e-300; valid: a factor keeping submit times in [0, 2^50 (1.1e15 s)]"),
+        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--first-n", "0"],
+         "--first-n: got '0'; valid: an integer in [1, 2^53 - 1]"),
+        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--first-n", "1_0"],
+         "--first-n: got '1_0'; valid: an integer in [1, 2^53 - 1]"),
+        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--seed", "-1"],
+         "--seed: got '-1'; valid: an integer in [0, 2^53 - 1]"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(argv, message, capsys):

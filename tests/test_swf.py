@@ -16,6 +16,8 @@ from market_hpc.workload import format_trace_info, read_swf, swf, trace_info, wr
 
 SHARED_TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 HEADER = "; Version: 2.2\n; Computer: test\n"
+NOT_ASCII = "is not an ASCII number (digits 0-9, an optional sign, point and exponent)"
+TOO_LARGE = "is too large to keep second precision in float64; valid: a finite number in [0, 2^50 (1.1e15 s)]"
 
 
 def swf_line(
@@ -118,25 +120,20 @@ MALFORMED = [
     (swf_line(job_id=2) + " -1", "field_count", "expected 18 fields, got 19"),
     ("2 1 -1 10 4", "field_count", "expected 18 fields, got 5"),
     (swf_line(job_id=2).replace(" -1 -1 -1", " abc -1 -1", 1), "non_numeric",
-     "field 6 (average CPU time): 'abc' is not an ASCII number (digits 0-9, an optional sign, "
-     "point and exponent)"),
+     f"field 6 (average CPU time): 'abc' {NOT_ASCII}"),
     # issue 28: Python's float() takes these; an SWF reader must not
     (swf_line(job_id="\u0661\u0662"), "non_numeric",
-     "field 1 (job id): '\u0661\u0662' is not an ASCII number (digits 0-9, an optional sign, "
-     "point and exponent)"),
+     f"field 1 (job id): '\u0661\u0662' {NOT_ASCII}"),
     (swf_line(job_id=2, run="1_0"), "non_numeric",
-     "field 4 (run time): '1_0' is not an ASCII number (digits 0-9, an optional sign, point and "
-     "exponent)"),
+     f"field 4 (run time): '1_0' {NOT_ASCII}"),
     (swf_line(job_id=0), "bad_job_id",
      "field 1 (job id): job id 0 is not positive; valid: an integer in [1, 2^53 - 1]"),
     (swf_line(job_id=-1), "bad_job_id",
      "field 1 (job id): job id -1 is not positive; valid: an integer in [1, 2^53 - 1]"),
     (swf_line(job_id=2, submit="4e18"), "time_too_large",
-     "field 2 (submit time): 4e18 s is too large to keep second precision in float64; valid: a "
-     "finite number in [0, 2^50 (1.1e15 s)]"),
+     f"field 2 (submit time): 4e18 s {TOO_LARGE}"),
     (swf_line(job_id=2, req_time=2**51), "time_too_large",
-     f"field 9 (requested time): {2**51} s is too large to keep second precision in float64; "
-     "valid: a finite number in [0, 2^50 (1.1e15 s)]"),
+     f"field 9 (requested time): {2**51} s {TOO_LARGE}"),
     (swf_line(job_id=2, submit="nan"), "not_finite",
      "field 2 (submit time): 'nan' is not a finite number"),
     (swf_line(job_id=2, run="inf"), "not_finite",

@@ -96,8 +96,8 @@ def test_zero_jobs() -> None:
         ({"n_jobs": 2.5}, "n_jobs must be an integer >= 0"),
         ({"max_procs": 0}, "max_procs must be an integer >= 1"),
         ({"seed": -3}, "seed must be an integer >= 0"),
-        ({"load_factor": 0.0}, "load_factor must be a positive finite number"),
-        ({"load_factor": float("nan")}, "load_factor must be a positive finite number"),
+        ({"load_factor": 0.0}, r"load_factor: got 0.0; valid: a finite number > 0"),
+        ({"load_factor": float("nan")}, r"load_factor: got nan; valid: a finite number > 0"),
     ],
 )
 def test_rejects_bad_arguments(kwargs: dict, message: str) -> None:

@@ -42,7 +42,7 @@ def test_scale_load_identity_and_empty() -> None:
 
 @pytest.mark.parametrize("factor", [0, -1.0, math.nan, math.inf, "2"])
 def test_scale_load_rejects_bad_factor(factor: object) -> None:
-    with pytest.raises(ConfigError, match="load factor must be a positive finite number"):
+    with pytest.raises(ConfigError, match="load factor: got .*; valid: a finite number > 0"):
         scale_load(make_jobs(0, 1), factor)  # type: ignore[arg-type]
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from market_hpc.domain.resources import N_RESOURCES
 from market_hpc.errors import InvalidNumberError
-from market_hpc.numbers import (
+from market_hpc.validation import (
     COUNT,
     MAX_INT,
     MAX_SECONDS,

@@ -25,6 +25,7 @@ used by ``--set`` and by sweeps. Unknown keys and ill-typed values raise
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 import types
 import typing
@@ -32,8 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.errors import ConfigError, InvalidNumberError, UnknownNameError
 from market_hpc.tomlfile import read_toml
+from market_hpc.validation import (
+    COUNT,
+    FRACTION,
+    NON_NEGATIVE_INT,
+    POSITIVE_FACTOR,
+    TIME,
+    check,
+)
 from market_hpc.workload.accelerators import AcceleratorRule
 from market_hpc.workload.burst_buffer import BurstBufferRule
 
@@ -106,8 +115,7 @@ class WorkloadConfig:
             )
         if self.generator is not None and self.generator not in GENERATORS:
             raise UnknownNameError("workload.generator", self.generator, GENERATORS)
-        if self.load_factor <= 0:
-            raise ConfigError(f"workload.load_factor must be > 0, got {self.load_factor}")
+        check(self.load_factor, POSITIVE_FACTOR, "workload.load_factor")
         if self.curves not in CURVE_REGIME_NAMES:
             raise UnknownNameError("workload.curves", self.curves, CURVE_REGIME_NAMES)
         if self.curve_shape != "linear_decay":  # the default: no import of the task-graph jobs for it
@@ -115,12 +123,16 @@ class WorkloadConfig:
 
             if self.curve_shape not in CURVE_SHAPES:
                 raise UnknownNameError("workload.curve_shape", self.curve_shape, CURVE_SHAPES)
-        if self.load <= 0:
-            raise ConfigError(f"workload.load must be > 0, got {self.load}")
-        if self.jobs < 1:
-            raise ConfigError(f"workload.jobs must be >= 1, got {self.jobs}")
-        if self.first_n is not None and self.first_n < 1:
-            raise ConfigError(f"workload.first_n must be >= 1, got {self.first_n}")
+        check(self.load, POSITIVE_FACTOR, "workload.load")
+        check(self.jobs, COUNT, "workload.jobs")
+        for key in ("first_n", "max_procs"):
+            if getattr(self, key) is not None:
+                check(getattr(self, key), COUNT, f"workload.{key}")
+        for key in ("start", "end"):
+            if getattr(self, key) is not None:
+                check(getattr(self, key), TIME, f"workload.{key}")
+        check(self.serial_fraction, FRACTION, "workload.serial_fraction")
+        check(self.plateau_slack, TIME, "workload.plateau_slack")
         if self.month is not None:
             from market_hpc.workload.eurora import MONTHS
 
@@ -156,6 +168,13 @@ class WindowConfig:
     exhaustive_up_to: int = 10
     normalise: bool = True
 
+    def __post_init__(self) -> None:
+        for key in ("size", "generations", "population"):
+            check(getattr(self, key), COUNT, f"policy.window.{key}")
+        check(self.exhaustive_up_to, NON_NEGATIVE_INT, "policy.window.exhaustive_up_to")
+        check(self.starvation, TIME, "policy.window.starvation")
+        check(self.mutation, FRACTION, "policy.window.mutation")
+
 
 @dataclass(frozen=True)
 class PolicyConfig:
@@ -185,11 +204,9 @@ class PolicyConfig:
     params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.hold_penalty <= 1.0:
-            raise ConfigError(f"policy.hold_penalty must be in [0, 1], got {self.hold_penalty}")
-        if self.resume_seconds < 0 or not 0.0 <= self.hold_progress_loss <= 1.0:
-            raise ConfigError(f"policy.resume_seconds must be >= 0 and policy.hold_progress_loss in [0, 1], "
-                              f"got {self.resume_seconds} and {self.hold_progress_loss}")
+        check(self.hold_penalty, FRACTION, "policy.hold_penalty")
+        check(self.resume_seconds, TIME, "policy.resume_seconds")
+        check(self.hold_progress_loss, FRACTION, "policy.hold_progress_loss")
         if self.predictor is not None:
             from market_hpc.predictors import PREDICTORS
 
@@ -243,11 +260,9 @@ class QueuesConfig:
         if self.strategy is not None and self.strategy not in QUEUE_STRATEGIES:
             raise UnknownNameError("queues.strategy", self.strategy, QUEUE_STRATEGIES)
         for key in ("period_days", "degradation", "alpha", "tau_util", "tau_pf"):
-            if getattr(self, key) <= 0:
-                raise ConfigError(f"queues.{key} must be > 0, got {getattr(self, key)}")
+            check(getattr(self, key), POSITIVE_FACTOR, f"queues.{key}")
         for key in ("epochs", "samples", "chunk_cores", "lb_points", "max_queues", "workers"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"queues.{key} must be >= 1, got {getattr(self, key)}")
+            check(getattr(self, key), COUNT, f"queues.{key}")
 
 
 @dataclass(frozen=True)
@@ -262,6 +277,9 @@ class RunConfig:
     exclusive: bool = False
     timeseries: bool = True
     queues: QueuesConfig = field(default_factory=QueuesConfig)
+
+    def __post_init__(self) -> None:
+        check(self.seed, NON_NEGATIVE_INT, "seed")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (the inverse of ``config_from_dict``)."""
@@ -280,6 +298,8 @@ def _check_type(path: str, value: Any, annotation: Any) -> Any:
         if typing.get_origin(kind) is dict and isinstance(value, dict):
             return dict(value)
         if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+            if not math.isfinite(value):  # TOML has nan and inf; no key takes them
+                raise InvalidNumberError(path, value, "a finite number")
             return float(value)
         if kind is int and isinstance(value, int) and not isinstance(value, bool):
             return value

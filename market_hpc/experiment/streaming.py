@@ -48,6 +48,7 @@ from market_hpc.metrics import summarize
 from market_hpc.recorder import Recorder
 from market_hpc.workload.burst_buffer import with_capacity
 from market_hpc.workload.swf_stream import stream_swf
+from market_hpc.workload.transform import scaled_submit
 
 
 def can_stream(config: RunConfig) -> bool:
@@ -134,7 +135,7 @@ def _scaled(jobs: Iterator[Job], factor: float) -> Iterator[Job]:
     origin = first.submit
     group: list[Job] = []
     for job in itertools.chain((first,), jobs):
-        scaled = dataclasses.replace(job, submit=origin + (job.submit - origin) / factor)
+        scaled = dataclasses.replace(job, submit=scaled_submit(origin, job.submit, factor))
         if group and scaled.submit != group[0].submit:
             yield from sorted(group, key=lambda j: j.job_id)
             group.clear()

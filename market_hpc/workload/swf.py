@@ -28,7 +28,7 @@ Semantics used here (1-based field numbers):
   ``non_integer`` (fields 1, 5, 8, 12, 15 must be integers), ``bad_job_id`` (job ids are
   positive), ``negative_submit``, ``negative_run_time`` (negative other than -1),
   ``time_too_large`` (a submit, run or requested time beyond
-  :data:`~market_hpc.numbers.MAX_SECONDS`, where float64 no longer keeps seconds),
+  :data:`~market_hpc.validation.MAX_SECONDS`, where float64 no longer keeps seconds),
   ``duplicate_job_id`` (the first line with an id wins).
 * Text: a UTF-8 byte-order mark is skipped; UTF-16/32 text and bare CR line ends
   (``\\r`` without ``\\n``, old Mac text) raise ``TraceFormatError`` naming the cause
@@ -57,7 +57,7 @@ import pandas as pd
 
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, TraceFormatError
-from market_hpc.numbers import MAX_SECONDS, TIME, TRACE_ID, parse_ascii_number
+from market_hpc.validation import MAX_SECONDS, TIME, TRACE_ID, parse_ascii_number
 
 FIELD_NAMES: tuple[str, ...] = (
     "job id", "submit time", "wait time", "run time", "allocated processors",
@@ -422,8 +422,8 @@ def _check_line(
         if value is None:
             if token.lstrip("+-").lower() in ("nan", "inf", "infinity"):
                 return [], ("not_finite", index, f"{token!r} is not a finite number")
-            return [], ("non_numeric", index, f"{token!r} is not an ASCII number "
-                        "(digits 0-9, an optional sign, point and exponent)")
+            message = f"{token!r} is not an ASCII number (digits 0-9, an optional sign, point and exponent)"
+            return [], ("non_numeric", index, message)
         if not math.isfinite(value):
             return [], ("not_finite", index, f"{token!r} is not a finite number")
         values.append(value)

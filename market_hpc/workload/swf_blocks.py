@@ -39,12 +39,12 @@ from market_hpc.workload.swf import (
     _SUBMIT,
     N_FIELDS,
     _data_line_numbers,
-    check_line_ends,
-    text_start,
     _header_lines,
     _parse_fast,
     _unknown_masks,
+    check_line_ends,
     jobs_in_row_order,
+    text_start,
 )
 
 SCAN_BLOCK_BYTES = 1 << 22

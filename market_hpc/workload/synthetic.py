@@ -52,6 +52,7 @@ import numpy as np
 
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError
+from market_hpc.validation import POSITIVE_FACTOR, check
 
 SERIAL_PROB = 0.2927
 POW2_PROB = 0.6686
@@ -96,9 +97,7 @@ def lublin_feitelson(
     _check_int("n_jobs", n_jobs, 0)
     _check_int("max_procs", max_procs, 1)
     _check_int("seed", seed, 0)
-    if not (isinstance(load_factor, (int, float)) and math.isfinite(load_factor)
-            and load_factor > 0):
-        raise ConfigError(f"load_factor must be a positive finite number, got {load_factor!r}")
+    check(load_factor, POSITIVE_FACTOR, "load_factor")
     if n_jobs == 0:
         return ()
     size_rng, run_rng, arrival_rng, estimate_rng = (

@@ -12,7 +12,8 @@ import math
 from collections.abc import Sequence
 
 from market_hpc.domain.job import Job
-from market_hpc.errors import ConfigError
+from market_hpc.errors import ConfigError, InvalidNumberError
+from market_hpc.validation import MAX_SECONDS, MAX_SECONDS_TEXT, POSITIVE_FACTOR, check
 
 
 def scale_load(jobs: Sequence[Job], factor: float) -> tuple[Job, ...]:
@@ -40,16 +41,34 @@ def scale_load(jobs: Sequence[Job], factor: float) -> tuple[Job, ...]:
     >>> scale_load(jobs, 0)
     Traceback (most recent call last):
     ...
-    market_hpc.errors.ConfigError: load factor must be a positive finite number, got 0
+    market_hpc.errors.InvalidNumberError: load factor: got 0; valid: a finite number > 0
     """
-    if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor > 0):
-        raise ConfigError(f"load factor must be a positive finite number, got {factor!r}")
+    check(factor, POSITIVE_FACTOR, "load factor")
     if not jobs:
         return ()
     t0 = min(job.submit for job in jobs)
+    last = max(job.submit for job in jobs)
+    scaled_submit(t0, last, factor)  # refuses a factor that stretches times beyond MAX_SECONDS
     return tuple(
-        dataclasses.replace(job, submit=t0 + (job.submit - t0) / factor) for job in jobs
+        dataclasses.replace(job, submit=scaled_submit(t0, job.submit, factor)) for job in jobs
     )
+
+
+def scaled_submit(origin: float, submit: float, factor: float) -> float:
+    """``origin + (submit - origin) / factor``, refused when beyond ``MAX_SECONDS``.
+
+    >>> scaled_submit(100.0, 140.0, 2.0)
+    120.0
+    >>> scaled_submit(0.0, 3600.0, 1e-300)
+    Traceback (most recent call last):
+    ...
+    market_hpc.errors.InvalidNumberError: load factor: got 1e-300; valid: a factor keeping submit times in [0, 2^50 (1.1e15 s)] (the submit time 3600 s would become 3.6e+303 s)
+    """
+    scaled = origin + (submit - origin) / factor
+    if not scaled <= MAX_SECONDS:
+        raise InvalidNumberError("load factor", factor, f"a factor keeping submit times in [0, {MAX_SECONDS_TEXT}] "
+                                 f"(the submit time {submit:g} s would become {scaled:g} s)")
+    return scaled
 
 
 def first_n(jobs: Sequence[Job], n: int) -> tuple[Job, ...]:

@@ -16,16 +16,19 @@ submit time of 4e18 s, by contrast, is 512 s from its neighbours: a 40 s job wou
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from market_hpc.errors import InvalidNumberError
 
 MAX_SECONDS = 2.0**50
+MAX_SECONDS_TEXT = "2^50 (1.1e15 s)"
 MAX_INT = 2**53 - 1  # integers a float64 holds exactly
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _ASCII_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
@@ -49,16 +52,22 @@ class Range:
 
     def contains(self, value: Any) -> bool:
         """Whether ``value`` is a valid number of this range (bools are not numbers)."""
-        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy scalars too
             return False
-        if self.integer and not (isinstance(value, int | np.integer) or float(value).is_integer()):
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond float64
             return False
-        above = self.low < value if self.low_open else self.low <= value
-        below = value < self.high if self.high_open else value <= self.high
-        return bool(above and below and math.isfinite(value))
+        if self.integer and not number.is_integer():
+            return False
+        above = self.low < number if self.low_open else self.low <= number
+        below = number < self.high if self.high_open else number <= self.high
+        return above and below and math.isfinite(number)
 
     def contains_all(self, values: np.ndarray) -> bool:
         """Vectorised :meth:`contains` over a float array (for whole trace columns)."""
+        import numpy as np  # (the command line checks its flags without numpy)
+
         above = values > self.low if self.low_open else values >= self.low
         below = values < self.high if self.high_open else values <= self.high
         ok = above & below & np.isfinite(values)
@@ -80,7 +89,7 @@ class Range:
 
 def _text(bound: float) -> str:
     if bound == MAX_SECONDS:
-        return "2^50 (1.1e15 s)"
+        return MAX_SECONDS_TEXT
     if bound == MAX_INT:
         return "2^53 - 1"
     return f"{bound:g}"
@@ -131,19 +140,20 @@ def parse_ascii_number(token: str) -> float | None:
     return float(token)
 
 
-def parse_flag(valid: Range, flag: str, integer: bool = False) -> Any:
-    """An ``argparse`` ``type=``: parse an ASCII number and check it against ``valid``.
+def flag_number(text: str | float | None, valid: Range, flag: str, integer: bool = False) -> Any:
+    """A command-line flag's value: an ASCII number checked against ``valid``, ``None``
+    when the flag was not given (``text`` may be the flag's numeric default).
 
-    The error names the flag (argparse prefixes ``argument FLAG:``), what it got and what
-    is valid.
+    >>> flag_number("4", COUNT, "--workers", integer=True)
+    4
+    >>> flag_number("nan", POSITIVE_FACTOR, "--load-factor")
+    Traceback (most recent call last):
+    ...
+    market_hpc.errors.InvalidNumberError: --load-factor: got 'nan'; valid: a finite number > 0
     """
-    import argparse
-
-    def parse(text: str) -> float | int:
-        value = parse_ascii_number(text.strip())
-        if value is None or not valid.contains(value):
-            raise argparse.ArgumentTypeError(f"got {text!r}; valid: {valid.describe()}")
-        return int(value) if integer else value
-
-    parse.__name__ = flag  # argparse names the type in some messages
-    return parse
+    if text is None:
+        return None
+    value = parse_ascii_number(text.strip()) if isinstance(text, str) else text
+    if value is None or not valid.contains(value):
+        raise InvalidNumberError(flag, text, valid.describe())
+    return int(value) if integer else float(value)
