@@ -100,7 +100,7 @@ def test_replay_lists_skipped_jobs_with_reason(tmp_path: Path) -> None:
     assert (row["cores"], row["estimate"], pd.isna(row["submit_time"])) == (8, 10.0, True)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs_skipped"] == 4
-    assert summary["jobs_skipped_by_reason"] == {"unknown_run_time": 2, "unknown_submit": 1,
+    assert summary["trace_lines_skipped_by_reason"] == {"unknown_run_time": 2, "unknown_submit": 1,
                                                  "unknown_size": 1}
     config = json.loads((out / "config.json").read_text())
     assert "_skipped_jobs" not in config["workload"]
@@ -115,3 +115,32 @@ def test_window_lists_only_skipped_lines_inside_it(tmp_path: Path) -> None:
     jobs = pd.read_csv(out / "jobs.csv")
     assert jobs["job_id"].tolist() == [1, 2, 3]
     assert jobs["status"].tolist() == ["finished", "skipped", "finished"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["jobs_skipped"] == 1 and summary["trace_lines_skipped"] == 3
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize(("window", "listed"), [
+    ({}, [2, -1, 4]),                           # no window: every skipped line, unknown submit too
+    ({"first_n": 2}, [2]),                      # jobs 1 and 3: up to submit 2
+    ({"start": 1.0}, [2, 4]),                   # from submit 1 on
+    ({"end": 50.0}, [2]),                       # before submit 50
+    ({"start": 2.0, "end": 61.0}, [4]),
+    ({"first_n": 3, "start": 1.0}, [2, 4]),     # jobs 3, 6 and 7: up to submit 70
+])
+def test_jobs_skipped_is_the_skipped_rows_of_jobs_csv(tmp_path: Path, window: dict, listed: list,
+                                                      streamed: bool) -> None:
+    # Issue 28: jobs_skipped counted the whole trace while jobs.csv listed the window.
+    from market_hpc.experiment import config_from_dict, simulate
+    from market_hpc.experiment.streaming import simulate_streaming
+
+    path = write(tmp_path, line(1), line(2, run=-1, submit=1), line(3, submit=2),
+                 line(4, run=-1, submit=50), ALL_UNKNOWN, line(6, submit=60), line(7, submit=70))
+    config = config_from_dict({"workload": {"trace": str(path), **window}, "platform": "nodes=10,cores=1",
+                               "timeseries": False})
+    result = (simulate_streaming if streamed else simulate)(config)
+    rows = result.jobs[result.jobs["status"] == "skipped"]
+    assert rows["job_id"].tolist() == sorted(listed)
+    assert result.summary["jobs_skipped"] == len(rows)
+    assert result.summary["trace_lines_skipped"] == 3
+    assert result.summary["trace_lines_skipped_by_reason"] == {"unknown_run_time": 3}

@@ -42,7 +42,11 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("jobs_dropped", "jobs dropped", "", "lower"),
     Metric("jobs_rejected", "jobs rejected (larger than the platform)", "", "lower"),
     Metric("jobs_never_started", "jobs never started", "", "lower"),
-    Metric("jobs_skipped", "trace jobs skipped (unknown size, run time or submit time)", ""),
+    # jobs_skipped: the jobs.csv rows of status skipped (trace lines of unknown size, run
+    # or submit time inside the replayed window); trace_lines_skipped: every job line of
+    # the whole trace not made a job (those, plus malformed lines under --lenient).
+    Metric("jobs_skipped", "skipped trace jobs in the replayed part", ""),
+    Metric("trace_lines_skipped", "job lines of the trace skipped", ""),
     Metric("mean_wait", "mean wait", "s", "lower"),
     Metric("median_wait", "median wait", "s", "lower"),
     Metric("max_wait", "maximum wait", "s", "lower"),

@@ -87,7 +87,7 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
         workload = read_swf(spec.trace, lenient=spec.lenient)
         jobs: list[Job] = list(workload.jobs)
         report = {"source": workload.source, **dataclasses.asdict(workload.report),
-                  "jobs_skipped": workload.report.skipped}
+                  "trace_lines_skipped": workload.report.skipped}
         skipped = workload.skipped.records()
     elif spec.jobset is not None:
         from market_hpc.workload.taskgraph_jobs import read_job_set
@@ -278,9 +278,10 @@ def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed:
     series = recorder.timeseries_frame()
     summary = summarize(jobs_frame, series, model.platform.total, recorder.busy_resource_seconds,
                         summary_extra(model, config, report, elapsed), burst_buffer=model.platform.burst_buffer)
-    summary["jobs_skipped_by_reason"] = {k: v for k, v in report.get("anomalies", {}).items()}
+    summary["trace_lines_skipped_by_reason"] = {k: v for k, v in report.get("anomalies", {}).items()}
     report = dict(report)
     skipped = report.pop(SKIPPED_KEY, [])
+    summary["jobs_skipped"] = len(skipped)  # the jobs.csv rows of status skipped
     return Result(config, with_reasons(jobs_frame, skipped), series, summary, report)
 
 
@@ -298,7 +299,10 @@ def summary_extra(model: HPCModel, config: RunConfig, report: dict[str, Any], el
         "mean_dispatch_ms": 1e3 * manager.decide_seconds / manager.decisions if manager.decisions else 0.0,
         **dispatch_percentiles(manager.decide_times),
         "simulation_seconds": elapsed,
-        "jobs_skipped": int(report.get("jobs_skipped", 0)),
+        # jobs_skipped: the skipped trace lines listed in jobs.csv (inside the window; set
+        # by the caller); trace_lines_skipped: every job line of the trace not made a job.
+        "jobs_skipped": 0,
+        "trace_lines_skipped": int(report.get("trace_lines_skipped", 0)),
         "scheduler": config.policy.scheduler,
         "allocator": config.policy.allocator or "",
         "policy": model.policy.name,

@@ -209,7 +209,7 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     platform = with_capacity(load_platform(config.platform), spec.burst_buffer)
     stream = stream_swf(spec.trace, lenient=spec.lenient)  # type: ignore[arg-type]
     report: dict[str, Any] = {"source": stream.source, **dataclasses.asdict(stream.report),
-                              "jobs_skipped": stream.report.skipped}
+                              "trace_lines_skipped": stream.report.skipped}
     skipped = stream.skipped.records()
     jobs = TraceJobs(stream, spec)
     model, elapsed = run_model(config, platform, CheckedJobs(iter(jobs)), jobs.expected(), progress)
@@ -220,9 +220,10 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     _return_freed_memory()
     summary = summarize(summary_frame(recorder), summary_series(recorder, platform.total, platform.burst_buffer),
                         platform.total, recorder.busy_resource_seconds, extra, burst_buffer=platform.burst_buffer)
-    summary["jobs_skipped_by_reason"] = dict(report.get("anomalies", {}))
+    summary["trace_lines_skipped_by_reason"] = dict(report.get("anomalies", {}))
     if skipped:
         skipped = skipped_in_window(skipped, spec, jobs.last_submit)
+    summary["jobs_skipped"] = len(skipped)  # the jobs.csv rows of status skipped
     return StreamedResult(config, recorder, summary, report, skipped)
 
 
