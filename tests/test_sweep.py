@@ -219,7 +219,8 @@ def test_failing_run_is_recorded_and_retried_while_the_rest_go_on(tmp_path: Path
     assert frame.loc[True, "status"] == "ok" and frame.loc[True, "error"] == ""
     assert frame.loc[False, "status"] == "failed"
     assert frame.loc[False, "error"] == (f"TraceFormatError: {tmp_path / 'bad.swf'}:3: "
-                                         "field 5 (allocated processors): 'x' is not a number")
+                                         "field 5 (allocated processors): 'x' is not an ASCII number "
+                                         "(digits 0-9, an optional sign, point and exponent)")
     assert outcome.errors == ((frame.loc[False, "run_id"], frame.loc[False, "error"]),)
     retried = run_sweep(path, out)
     assert (retried.done, retried.skipped, retried.failed) == (0, 1, 1)
@@ -254,6 +255,74 @@ def test_kill_9_loses_only_runs_in_flight(tmp_path: Path) -> None:
     assert (resumed.skipped, resumed.done, resumed.failed) == (len(parts), 10 - len(parts), 0)
     assert len(pd.read_parquet(out / "results.parquet")) == 10
     assert not list(out.rglob("*.tmp"))
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Live (not zombie) descendants of ``pid`` and their command lines, from /proc."""
+    parents: dict[int, list[int]] = {}
+    states: dict[int, str] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        child = int(stat.parent.name)
+        states[child] = fields[0]
+        parents.setdefault(int(fields[1]), []).append(child)
+    found, todo = {}, [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            if states.get(child) != "Z":
+                try:
+                    found[child] = (Path("/proc") / str(child) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                except OSError:
+                    continue
+            todo.append(child)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+def test_kill_9_of_a_worker_sweep_leaves_no_process_behind(tmp_path: Path) -> None:
+    # Issue 28: the two workers and the resource tracker outlived a kill -9 of the sweep.
+    path = sweep_file(tmp_path, "seeds = 12", base=CLASSIC_BASE.replace("JOBS", "2000"))
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "market_hpc", "sweep", str(path), "--out", str(out), "--workers", "2"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children: dict[int, str] = {}
+    try:
+        deadline = time.monotonic() + 120
+        while not (len(children) >= 3 and list((out / "parts").glob("*.parquet"))):
+            assert process.poll() is None, "the sweep ended before it could be killed"
+            assert time.monotonic() < deadline, f"no worker rows within 120 s; children {children}"
+            children = descendants(process.pid)
+            time.sleep(0.05)
+        children = descendants(process.pid)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        deadline = time.monotonic() + 30
+        alive = {pid: command for pid, command in children.items() if descendants_alive(pid)}
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.1)
+            alive = {pid: command for pid, command in alive.items() if descendants_alive(pid)}
+        assert not alive, f"left behind after kill -9 of the sweep: {alive}"
+        assert sum("spawn_main" in command for command in children.values()) == 2  # the workers
+        assert any("resource_tracker" in command for command in children.values())
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in children:  # only when the test failed: the processes this test started
+            if descendants_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def descendants_alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for its reaper does not)."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 # -------------------------------------------------------------------- executors

@@ -9,7 +9,13 @@ starts ``run``).
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -76,8 +82,43 @@ class InProcessExecutor:
         return [fn(item) for item in items]
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PARENT_POLL_SECONDS = 0.5
+
+
+def exit_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker when ``parent`` (the process that started the
+    pool) dies, even by ``kill -9``, which runs no clean-up in the parent.
+
+    Without it a worker blocks forever on the pool's queue (it holds a write end of that
+    pipe itself, so it never reads end-of-file), and the multiprocessing resource tracker,
+    which waits for every holder of its pipe, stays too. On Linux the kernel sends the
+    worker SIGKILL when the thread that spawned it exits (``prctl(PR_SET_PDEATHSIG)``;
+    the pool spawns workers from the thread that submits, the sweep's main thread);
+    elsewhere a daemon thread polls the parent id every ``PARENT_POLL_SECONDS``.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+        if armed:
+            if os.getppid() != parent:  # the parent died before the signal was armed
+                os._exit(1)
+            return
+    threading.Thread(target=_watch_parent, args=(parent,), name="watch-parent", daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_SECONDS)
+    os._exit(1)
+
+
 class ProcessExecutor:
-    """A pool of ``workers`` spawned processes (``spawn``: no inherited threads or state)."""
+    """A pool of ``workers`` spawned processes (``spawn``: no inherited threads or state)
+    that end when this process ends, however it ends (:func:`exit_with_parent`)."""
 
     def __init__(self, workers: int, work: Work = _no_work) -> None:
         self.work = work
@@ -86,7 +127,8 @@ class ProcessExecutor:
         self._pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> Self:
-        self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=exit_with_parent, initargs=(os.getpid(),))
         return self
 
     def __exit__(self, *exc_info: object) -> None:
