@@ -65,6 +65,9 @@ def test_jobs_larger_than_the_platform_are_rejected_and_counted(tmp_path, capsys
     assert json.loads((out / "summary.json").read_text())["jobs_rejected"] == 1
 
 
+REPLAY_SAMPLE = ["replay", str(SAMPLE), "--platform", "kth-sp2"]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -74,20 +77,20 @@ def test_jobs_larger_than_the_platform_are_rejected_and_counted(tmp_path, capsys
          "unknown scheduler 'fcfs'; valid choices: "),
         (["replay", str(SAMPLE), "--platform", "kth-sp2", "--allocator", "worst-fit"],
          "unknown allocator 'worst-fit'; valid choices: "),
-        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--load-factor", "-1"],
+        ([*REPLAY_SAMPLE, "--load-factor", "-1"],
          "--load-factor: got '-1'; valid: a finite number > 0"),
         # issue 28: nan used to exit 0 with an empty jobs.csv; inf and 1e-300 ran too
-        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--load-factor", "nan"],
+        ([*REPLAY_SAMPLE, "--load-factor", "nan"],
          "--load-factor: got 'nan'; valid: a finite number > 0"),
-        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--load-factor", "inf"],
+        ([*REPLAY_SAMPLE, "--load-factor", "inf"],
          "--load-factor: got 'inf'; valid: a finite number > 0"),
-        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--load-factor", "1e-300"],
+        ([*REPLAY_SAMPLE, "--load-factor", "1e-300"],
          "load factor: got 1e-300; valid: a factor keeping submit times in [0, 2^50 (1.1e15 s)]"),
-        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--first-n", "0"],
+        ([*REPLAY_SAMPLE, "--first-n", "0"],
          "--first-n: got '0'; valid: an integer in [1, 2^53 - 1]"),
-        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--first-n", "1_0"],
+        ([*REPLAY_SAMPLE, "--first-n", "1_0"],
          "--first-n: got '1_0'; valid: an integer in [1, 2^53 - 1]"),
-        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--seed", "-1"],
+        ([*REPLAY_SAMPLE, "--seed", "-1"],
          "--seed: got '-1'; valid: an integer in [0, 2^53 - 1]"),
     ],
 )

@@ -226,12 +226,18 @@ def test_failing_run_is_recorded_and_retried_while_the_rest_go_on(tmp_path: Path
     assert (retried.done, retried.skipped, retried.failed) == (0, 1, 1)
 
 
-def test_kill_9_loses_only_runs_in_flight(tmp_path: Path) -> None:
-    path = sweep_file(tmp_path, "seeds = 10", base=CLASSIC_BASE.replace("JOBS", "2000"))
+def start_sweep(tmp_path: Path, seeds: int, workers: int) -> tuple[Path, Path, subprocess.Popen[bytes]]:
+    """A sweep of ``seeds`` 2,000-job runs in a child ``market-hpc sweep`` process."""
+    path = sweep_file(tmp_path, f"seeds = {seeds}", base=CLASSIC_BASE.replace("JOBS", "2000"))
     out = tmp_path / "out"
     process = subprocess.Popen(
-        [sys.executable, "-m", "market_hpc", "sweep", str(path), "--out", str(out), "--workers", "1"],
+        [sys.executable, "-m", "market_hpc", "sweep", str(path), "--out", str(out), "--workers", str(workers)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return path, out, process
+
+
+def test_kill_9_loses_only_runs_in_flight(tmp_path: Path) -> None:
+    path, out, process = start_sweep(tmp_path, 10, 1)
     deadline = time.monotonic() + 60
     try:
         while len(list((out / "parts").glob("*.parquet"))) < 3:
@@ -255,6 +261,14 @@ def test_kill_9_loses_only_runs_in_flight(tmp_path: Path) -> None:
     assert (resumed.skipped, resumed.done, resumed.failed) == (len(parts), 10 - len(parts), 0)
     assert len(pd.read_parquet(out / "results.parquet")) == 10
     assert not list(out.rglob("*.tmp"))
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for its reaper does not)."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def descendants(pid: int) -> dict[int, str]:
@@ -284,11 +298,7 @@ def descendants(pid: int) -> dict[int, str]:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
 def test_kill_9_of_a_worker_sweep_leaves_no_process_behind(tmp_path: Path) -> None:
     # Issue 28: the two workers and the resource tracker outlived a kill -9 of the sweep.
-    path = sweep_file(tmp_path, "seeds = 12", base=CLASSIC_BASE.replace("JOBS", "2000"))
-    out = tmp_path / "out"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "market_hpc", "sweep", str(path), "--out", str(out), "--workers", "2"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, out, process = start_sweep(tmp_path, 12, 2)
     children: dict[int, str] = {}
     try:
         deadline = time.monotonic() + 120
@@ -301,10 +311,10 @@ def test_kill_9_of_a_worker_sweep_leaves_no_process_behind(tmp_path: Path) -> No
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
         deadline = time.monotonic() + 30
-        alive = {pid: command for pid, command in children.items() if descendants_alive(pid)}
+        alive = {pid: command for pid, command in children.items() if running(pid)}
         while alive and time.monotonic() < deadline:
             time.sleep(0.1)
-            alive = {pid: command for pid, command in alive.items() if descendants_alive(pid)}
+            alive = {pid: command for pid, command in alive.items() if running(pid)}
         assert not alive, f"left behind after kill -9 of the sweep: {alive}"
         assert sum("spawn_main" in command for command in children.values()) == 2  # the workers
         assert any("resource_tracker" in command for command in children.values())
@@ -313,16 +323,8 @@ def test_kill_9_of_a_worker_sweep_leaves_no_process_behind(tmp_path: Path) -> No
             process.kill()
             process.wait()
         for pid in children:  # only when the test failed: the processes this test started
-            if descendants_alive(pid):
+            if running(pid):
                 os.kill(pid, signal.SIGKILL)
-
-
-def descendants_alive(pid: int) -> bool:
-    """Whether ``pid`` still runs (a zombie waiting for its reaper does not)."""
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 # -------------------------------------------------------------------- executors
