@@ -50,7 +50,11 @@ def test_capacity_is_read_only():
     [
         ("nodes=4", "platform spec 'nodes=4': missing cores="),
         ("nodes=4,cores=x", "platform spec 'nodes=4,cores=x': cores='x' is not a number"),
-        ("nodes=0,cores=2", "node type 'node': count must be >= 1, got 0"),
+        ("nodes=0,cores=2", "platform spec 'nodes=0,cores=2': nodes: got '0'; valid: an integer in [1, 2^53 - 1]"),
+        # issue 28: nan raised a bare ValueError, 2.5 nodes became 2, bb=nan passed
+        ("nodes=nan,cores=2", "platform spec 'nodes=nan,cores=2': nodes='nan' is not a number"),
+        ("nodes=2.5,cores=2", "platform spec 'nodes=2.5,cores=2': nodes: got '2.5'; valid: an integer in [1, 2^53 - 1]"),
+        ("nodes=2,cores=2,bb=-1", "platform spec 'nodes=2,cores=2,bb=-1': bb: got '-1'; valid: a finite number >= 0"),
         ("nodes=2,cores=2,gpu=1", "unknown platform key 'gpu'; valid choices: bb, cores, gpus, mem, mics, nodes"),
         ("nodes=2;cores=2", "platform spec 'nodes=2;cores=2': nodes='2;cores=2' is not a number"),
         ("nodes=2,cores", "platform spec 'nodes=2,cores': item 'cores' is not key=value"),
@@ -98,3 +102,16 @@ def test_toml_platform_errors(tmp_path):
     empty.write_text('name = "x"\n')
     with pytest.raises(ConfigError, match=r"needs at least one \[\[node_type\]\] table"):
         load_platform(str(empty))
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('count = nan\ncores = 4', r"node_type #1 count: got nan; valid: an integer in \[1, 2\^53 - 1\]"),
+    ('count = 2\ncores = "4"', r"node_type #1 cores: got '4'; valid: an integer in \[1, 2\^53 - 1\]"),
+    ('count = 2\ncores = 4\nmem = inf', r"node_type #1 mem: got inf; valid: a finite number >= 0"),
+])
+def test_toml_platform_numbers_are_checked(tmp_path, table, message):
+    # issue 28: int("4") and float(nan) went through; nan raised a bare ValueError
+    path = tmp_path / "numbers.toml"
+    path.write_text(f"[[node_type]]\n{table}\n")
+    with pytest.raises(ConfigError, match=r"numbers\.toml: " + message):
+        load_platform(str(path))

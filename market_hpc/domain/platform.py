@@ -25,8 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.errors import ConfigError, InvalidNumberError, UnknownNameError
 from market_hpc.tomlfile import read_toml
+from market_hpc.validation import (
+    COUNT,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    Range,
+    check,
+    parse_ascii_number,
+)
 
 MIB_PER_GB = 1024
 
@@ -51,13 +59,8 @@ class NodeType:
     mem: int = 0
 
     def __post_init__(self) -> None:
-        if self.count < 1:
-            raise ConfigError(f"node type {self.name!r}: count must be >= 1, got {self.count}")
-        if self.cores < 1:
-            raise ConfigError(f"node type {self.name!r}: cores must be >= 1, got {self.cores}")
-        for key in ("gpus", "mics", "mem"):
-            if getattr(self, key) < 0:
-                raise ConfigError(f"node type {self.name!r}: {key} must be >= 0, got {getattr(self, key)}")
+        for key in ("count", "cores", "gpus", "mics", "mem"):
+            check(getattr(self, key), _NODE_RANGES[key], f"node type {self.name!r}: {key}")
 
     @property
     def capacity(self) -> tuple[int, ...]:
@@ -81,8 +84,7 @@ class Platform:
     def __post_init__(self) -> None:
         if not self.node_types:
             raise ConfigError(f"platform {self.name!r} has no node types")
-        if self.burst_buffer < 0:
-            raise ConfigError(f"platform {self.name!r}: burst_buffer must be >= 0")
+        check(self.burst_buffer, NON_NEGATIVE, f"platform {self.name!r}: burst_buffer")
 
     @cached_property
     def capacity(self) -> np.ndarray:
@@ -140,6 +142,12 @@ class Platform:
             ],
         }
 
+_NODE_RANGES: dict[str, Range] = {"count": COUNT, "cores": COUNT, "gpus": NON_NEGATIVE_INT,
+                                  "mics": NON_NEGATIVE_INT, "mem": NON_NEGATIVE_INT}
+# what a spec or file gives: node counts (nodes= inline, count in a file), memory in GB
+_INLINE_RANGES: dict[str, Range] = {**_NODE_RANGES, "nodes": COUNT, "mem": NON_NEGATIVE, "bb": NON_NEGATIVE}
+
+
 def _gb(value: float) -> int:
     return round(value * MIB_PER_GB)
 
@@ -194,10 +202,12 @@ def parse_inline(spec: str) -> Platform:
             raise ConfigError(f"platform spec {spec!r}: item {item!r} is not key=value")
         if key not in _INLINE_KEYS:
             raise UnknownNameError("platform key", key, _INLINE_KEYS)
-        try:
-            values[key] = float(raw)
-        except ValueError:
-            raise ConfigError(f"platform spec {spec!r}: {key}={raw!r} is not a number") from None
+        value = parse_ascii_number(raw.strip())
+        if value is None:
+            raise ConfigError(f"platform spec {spec!r}: {key}={raw!r} is not a number")
+        if not _INLINE_RANGES[key].contains(value):
+            raise InvalidNumberError(f"platform spec {spec!r}: {key}", raw, _INLINE_RANGES[key].describe())
+        values[key] = value
     for required in ("nodes", "cores"):
         if required not in values:
             raise ConfigError(f"platform spec {spec!r}: missing {required}=")
@@ -230,17 +240,21 @@ def platform_from_dict(data: dict[str, Any], source: str) -> Platform:
         for key in ("count", "cores"):
             if key not in table:
                 raise ConfigError(f"{source}: node_type #{i + 1} is missing {key!r}")
+        where = f"{source}: node_type #{i + 1}"
+        number = {key: check(table.get(key, 0), _INLINE_RANGES[key], f"{where} {key}")
+                  for key in ("count", "cores", "gpus", "mics", "mem")}
         node_types.append(
             NodeType(
                 str(table.get("name", f"type{i}")),
-                int(table["count"]),
-                int(table["cores"]),
-                gpus=int(table.get("gpus", 0)),
-                mics=int(table.get("mics", 0)),
-                mem=_gb(float(table.get("mem", 0))),
+                int(number["count"]),
+                int(number["cores"]),
+                gpus=int(number["gpus"]),
+                mics=int(number["mics"]),
+                mem=_gb(float(number["mem"])),
             )
         )
-    return Platform(str(data.get("name", source)), tuple(node_types), float(data.get("burst_buffer", 0.0)))
+    burst_buffer = check(data.get("burst_buffer", 0.0), NON_NEGATIVE, f"{source}: burst_buffer")
+    return Platform(str(data.get("name", source)), tuple(node_types), float(burst_buffer))
 
 def load_platform(spec: str | Platform) -> Platform:
     """Resolve a preset name, an inline spec or a ``.toml`` file into a platform.
