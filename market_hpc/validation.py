@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-
 @dataclass(frozen=True)
 class Range:
     """Valid values: finite numbers in ``[low, high]`` (bounds open when flagged), or
