@@ -25,7 +25,7 @@ from market_hpc.experiment.streaming import simulate_streaming
 from market_hpc.model import HPCModel
 
 PLATFORM = "nodes=2,cores=4"
-EXAMPLES = settings(max_examples=40, deadline=None, derandomize=True,
+EXAMPLES = settings(max_examples=30, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 ALARM_SECONDS = 60  # a run here takes well under a second; only a hang gets near this
 
