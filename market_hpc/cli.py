@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from market_hpc.errors import ConfigError, MarketHpcError
+from market_hpc.cli_tools import LENIENT_HELP, add_convert_command
+from market_hpc.errors import ConfigError, MarketHpcError, TraceFormatError
 
 
 def _overrides(pairs: Sequence[str]) -> dict[str, object]:
@@ -36,6 +37,8 @@ def _print_summary(summary: dict[str, object], out: Path | None) -> None:
             print(f"  {key:<{width}}  {text}")
     if out is not None:
         print(f"results written to {out}/")
+    else:
+        print("results not written (give --out DIR to keep jobs.csv, summary.json, ...)")
 
 
 def _simulate_and_report(config: Any, out_dir: str | None, title: Callable[[str], str]) -> int:
@@ -51,22 +54,33 @@ def _simulate_and_report(config: Any, out_dir: str | None, title: Callable[[str]
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from market_hpc.cli_tools import replayable_trace
     from market_hpc.experiment import config_from_dict
+    from market_hpc.experiment.config import set_path
+    from market_hpc.policies.registry import scheduler_entry
 
-    data = {
-        "name": Path(args.trace).name,
-        "platform": args.platform,
-        "seed": args.seed,
-        "exclusive": args.exclusive,
-        "timeseries": not args.no_timeseries,
-        "workload": {"trace": args.trace, "lenient": args.lenient, "load_factor": args.load_factor},
-        "policy": {"scheduler": args.scheduler, "allocator": args.allocator},
-    }
-    if args.first_n is not None:
-        data["workload"]["first_n"] = args.first_n  # type: ignore[index]
-    config = config_from_dict(data)
-    return _simulate_and_report(config, args.out, lambda policy: f"replay of {args.trace} on "
-                                f"{args.platform} with {policy}")
+    market = args.market or scheduler_entry(args.scheduler).market
+    if market and not args.market:
+        print(f"{args.scheduler} is a market policy: trace jobs get value curves "
+              "(as --market; docs/market.md)")
+    with replayable_trace(args.trace, args.out, args.lenient) as trace:
+        data: dict[str, Any] = {
+            "name": Path(args.trace).name,
+            "platform": args.platform,
+            "seed": args.seed,
+            "exclusive": args.exclusive,
+            "timeseries": not args.no_timeseries,
+            "workload": {"trace": trace, "lenient": args.lenient, "load_factor": args.load_factor,
+                         "market": market},
+            "policy": {"scheduler": args.scheduler, "allocator": args.allocator},
+        }
+        if args.first_n is not None:
+            data["workload"]["first_n"] = args.first_n
+        for key, value in _overrides(args.set or []).items():
+            set_path(data, key, value)
+        config = config_from_dict(data)
+        return _simulate_and_report(config, args.out, lambda policy: f"replay of {args.trace} on "
+                                    f"{args.platform} with {policy}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -191,8 +205,9 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
                      help="override a config value by dotted path, e.g. policy.scheduler=easy")
     run.set_defaults(func=cmd_run)
 
-    replay = sub.add_parser("replay", help="replay an SWF trace")
-    replay.add_argument("trace", help="SWF file (.swf or .swf.gz)")
+    replay = sub.add_parser("replay", help="replay an SWF trace or Slurm sacct output")
+    replay.add_argument("trace", help="SWF file (.swf or .swf.gz) or sacct --parsable2 output "
+                        "(converted first, see trace convert)")
     replay.add_argument("--platform", required=True,
                         help=f"preset ({presets}), nodes=N,cores=C[,gpus=G,mics=M,mem=GB] "
                         "or a platform TOML file")
@@ -200,7 +215,12 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     replay.add_argument("--allocator", default=None, help=f"one of {allocators}")
     replay.add_argument("--out", help="results folder")
     replay.add_argument("--seed", type=int, default=0)
-    replay.add_argument("--lenient", action="store_true", help="skip malformed lines, report counts")
+    replay.add_argument("--lenient", action="store_true", help=LENIENT_HELP)
+    replay.add_argument("--market", action="store_true",
+                        help="give trace jobs speedup profiles and value curves (workload.market; "
+                        "implied by a market scheduler such as maxvh)")
+    replay.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="override a config value by dotted path, e.g. policy.hold_penalty=0.1")
     replay.add_argument("--load-factor", type=float, default=1.0,
                         help="compress inter-arrival times by this factor")
     replay.add_argument("--first-n", type=int, default=None, help="replay only the first N jobs")
@@ -211,9 +231,10 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     trace = sub.add_parser("trace", help="workload trace tools")
     trace_sub = trace.add_subparsers(dest="trace_command", required=True)
     info = trace_sub.add_parser("info", help="counts, ranges and anomalies of a trace")
-    info.add_argument("trace")
-    info.add_argument("--lenient", action="store_true")
+    info.add_argument("trace", help="SWF file (.swf or .swf.gz)")
+    info.add_argument("--lenient", action="store_true", help=LENIENT_HELP)
     info.set_defaults(func=cmd_trace_info)
+    add_convert_command(trace_sub)
     _add_sweep_commands(sub)
     from market_hpc.viz import add_viz_command
 
@@ -279,6 +300,10 @@ def _main(arguments: list[str], argv: Sequence[str] | None) -> int:
         return int(args.func(args))
     except MarketHpcError as exc:
         print(f"market-hpc: error: {exc}", file=sys.stderr)
+        if isinstance(exc, TraceFormatError) and exc.line is not None and getattr(
+                args, "lenient", True) is False:
+            print("market-hpc: hint: add --lenient to skip malformed lines and count them "
+                  "by kind", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("market-hpc: interrupted", file=sys.stderr)

@@ -1,0 +1,63 @@
+"""``market-hpc trace convert``, ``export`` and ``plot``, and sacct input for ``replay``.
+
+Kept apart from :mod:`market_hpc.cli` so that module stays a thin list of commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+LENIENT_HELP = ("skip malformed lines instead of stopping at the first; each is counted by "
+                "kind and the first line numbers are listed")
+
+
+def cmd_trace_convert(args: argparse.Namespace) -> int:
+    """Convert sacct output to SWF and print what became of every line."""
+    from market_hpc.workload.slurm_convert import convert_sacct, side_file
+
+    out = Path(args.out) if args.out else Path(args.trace).with_suffix(".swf")
+    conversion = convert_sacct(args.trace, out, lenient=args.lenient)
+    print("\n".join(conversion.describe()))
+    print(f"written: {out} and {side_file(out)}")
+    return 0
+
+
+@contextmanager
+def replayable_trace(trace: str, out_dir: str | None, lenient: bool) -> Iterator[str]:
+    """The SWF file to replay: ``trace`` itself, or for sacct output its conversion,
+    written to ``OUT/trace.swf`` (kept with the results) or to a temporary folder."""
+    from market_hpc.workload.slurm import is_sacct
+
+    if not is_sacct(trace):
+        yield trace
+        return
+    from market_hpc.workload.slurm_convert import convert_sacct
+
+    with tempfile.TemporaryDirectory(prefix="market-hpc-sacct-") as scratch:
+        folder = Path(out_dir) if out_dir else Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        swf = folder / "trace.swf"
+        conversion = convert_sacct(trace, swf, lenient=lenient)
+        print("sacct input: " + "\n".join(conversion.describe()))
+        print(f"converted to {swf}" + ("" if out_dir else " (temporary; --out keeps it)"))
+        yield str(swf)
+
+
+def add_convert_command(trace_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``trace convert``."""
+    convert = trace_sub.add_parser(
+        "convert", help="convert Slurm sacct output to SWF",
+        description="Convert `sacct --parsable2` output (with its header line) to an SWF "
+        "trace plus NAME.slurm.csv (Slurm ids, states, GPUs, memory). Every line is counted: "
+        "converted, skipped with a reason, or rejected with file, line and field. "
+        "The mapping is in docs/slurm.md.")
+    convert.add_argument("trace", help="sacct output, e.g. from sacct --allusers --parsable2 "
+                         "--format=JobID,Submit,Start,End,Elapsed,Timelimit,NCPUS,ReqCPUS,"
+                         "NNodes,State,Partition,ReqMem,AllocTRES,ReqTRES,User")
+    convert.add_argument("--out", help="SWF file to write (default: the input name with .swf)")
+    convert.add_argument("--lenient", action="store_true", help=LENIENT_HELP)
+    convert.set_defaults(func=cmd_trace_convert)
