@@ -61,3 +61,26 @@ def add_convert_command(trace_sub: argparse._SubParsersAction) -> None:  # type:
     convert.add_argument("--out", help="SWF file to write (default: the input name with .swf)")
     convert.add_argument("--lenient", action="store_true", help=LENIENT_HELP)
     convert.set_defaults(func=cmd_trace_convert)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write a run's schedule as SWF and Batsim JSON."""
+    from market_hpc.experiment.schedule_export import export_schedule
+
+    for note in export_schedule(args.run_dir, swf=args.swf, batsim=args.batsim):
+        print(note)
+    return 0
+
+
+def add_export_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``export``."""
+    export = sub.add_parser(
+        "export", help="write a run's schedule as SWF and as a Batsim JSON workload",
+        description="Write the simulated schedule of a run folder (run/replay --out) as an SWF "
+        "trace with the simulated wait and run times, and as a Batsim JSON workload (one "
+        "resource per core, delay profiles). Replaying the SWF with the same platform and "
+        "policy reproduces the schedule.")
+    export.add_argument("run_dir", help="a run folder (run or replay --out DIR)")
+    export.add_argument("--swf", help="SWF file (default: RUN_DIR/schedule.swf)")
+    export.add_argument("--batsim", help="Batsim JSON file (default: RUN_DIR/workload.json)")
+    export.set_defaults(func=cmd_export)
