@@ -138,9 +138,10 @@ def export_schedule(directory: str | Path, swf: str | Path | None = None,
     batsim_path = Path(batsim) if batsim else run.directory / "workload.json"
     name = run.config.get("config", {}).get("name", run.directory.name)
     policy = run.config.get("config", {}).get("policy", {})
+    platform = run.config["config"]["platform"]
     header = ["Version: 2.2", f"Computer: simulated by market_hpc ({name})",
-              f"Note: schedule of {policy.get('scheduler')} on {run.config['config']['platform']}"
-              f", exported from {run.directory}", f"MaxProcs: {run.total_cores}"]
+              f"Note: schedule of {policy.get('scheduler')} on {platform} from {run.directory}",
+              f"MaxProcs: {run.total_cores}"]
     write_swf_rows(schedule_rows(jobs), swf_path, header)
     workload, too_large = batsim_workload(jobs, run.total_cores)
     try:
@@ -148,8 +149,8 @@ def export_schedule(directory: str | Path, swf: str | Path | None = None,
     except OSError as exc:
         raise ConfigError(f"cannot write {batsim_path}: {exc.strerror or exc}") from None
     notes = [f"SWF schedule ({len(jobs):,} jobs): {swf_path}",
-             f"Batsim workload ({len(workload['jobs']):,} jobs, nb_res={run.total_cores} cores): "
-             f"{batsim_path}"]
+             f"Batsim workload ({len(workload['jobs']):,} jobs, "
+             f"nb_res={run.total_cores} cores): {batsim_path}"]
     unrun = int(jobs["run_time"].isna().sum())
     if unrun:
         notes.append(f"note: {unrun:,} jobs have no recorded run time (rejected, dropped, "
