@@ -149,8 +149,8 @@ def export_schedule(directory: str | Path, swf: str | Path | None = None,
     except OSError as exc:
         raise ConfigError(f"cannot write {batsim_path}: {exc.strerror or exc}") from None
     notes = [f"SWF schedule ({len(jobs):,} jobs): {swf_path}",
-             f"Batsim workload ({len(workload['jobs']):,} jobs, "
-             f"nb_res={run.total_cores} cores): {batsim_path}"]
+             (f"Batsim workload ({len(workload['jobs']):,} jobs, "
+              f"nb_res={run.total_cores} cores): {batsim_path}")]
     unrun = int(jobs["run_time"].isna().sum())
     if unrun:
         notes.append(f"note: {unrun:,} jobs have no recorded run time (rejected, dropped, "
