@@ -9,7 +9,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from market_hpc.cli_tools import LENIENT_HELP, add_convert_command, add_export_command
+from market_hpc.cli_tools import (
+    LENIENT_HELP,
+    add_convert_command,
+    add_export_command,
+    add_plot_command,
+)
 from market_hpc.errors import ConfigError, MarketHpcError, TraceFormatError
 
 
@@ -237,6 +242,7 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     add_convert_command(trace_sub)
     _add_sweep_commands(sub)
     add_export_command(sub)
+    add_plot_command(sub)
     from market_hpc.viz import add_viz_command
 
     add_viz_command(sub)

@@ -84,3 +84,33 @@ def add_export_command(sub: argparse._SubParsersAction) -> None:  # type: ignore
     export.add_argument("--swf", help="SWF file (default: RUN_DIR/schedule.swf)")
     export.add_argument("--batsim", help="Batsim JSON file (default: RUN_DIR/workload.json)")
     export.set_defaults(func=cmd_export)
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Write a run's HTML page with its Gantt chart."""
+    from market_hpc.experiment.run_page import parse_nodes, parse_window, write_run_page
+
+    page, notes = write_run_page(args.run_dir, window=parse_window(args.window),
+                                 nodes=parse_nodes(args.nodes), out=args.out)
+    for note in notes:
+        print(f"note: {note}")
+    print(f"page: {page} (pictures also in {Path(args.run_dir) / 'plots'}/)")
+    return 0
+
+
+def add_plot_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``plot``."""
+    plot = sub.add_parser(
+        "plot", help="one HTML page of a run: Gantt chart, occupancy, utilisation, CDFs",
+        description="Draw a run folder (run/replay --out): a Gantt chart of jobs on nodes, a "
+        "binned occupancy map for large platforms, utilisation and queue length over time, "
+        "and wait and slowdown CDFs, in one self-contained HTML page (RUN_DIR/schedule.html; "
+        "PNGs in RUN_DIR/plots/).")
+    plot.add_argument("run_dir", help="a run folder (run or replay --out DIR)")
+    plot.add_argument("--window", metavar="START:END",
+                      help="time span to draw, seconds after the trace start or with a unit "
+                      "(e.g. 0:2d, 1.5h:3h, :7200); default: the whole run")
+    plot.add_argument("--nodes", metavar="FIRST:LAST",
+                      help="node range of the Gantt chart, e.g. 0:64 (default: every node)")
+    plot.add_argument("--out", help="HTML file (default: RUN_DIR/schedule.html)")
+    plot.set_defaults(func=cmd_plot)
