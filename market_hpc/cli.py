@@ -131,6 +131,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from market_hpc.experiment.report import write_report
 
+    if (Path(args.directory) / "config.json").is_file():  # a run folder: its page (as plot)
+        from market_hpc.cli_tools import cmd_plot
+
+        return cmd_plot(argparse.Namespace(run_dir=args.directory, window=None, nodes=None,
+                                           out=None))
+
     written = write_report(args.directory, args.metric)
     for path in written:
         if path.name.endswith("_paired_differences.txt"):
@@ -155,8 +161,9 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:  # type: ignor
                        help="also write each run's results folder to OUT/runs/<run_id>/")
     sweep.set_defaults(func=cmd_sweep)
 
-    report = sub.add_parser("report", help="tables and plots of a sweep results folder")
-    report.add_argument("directory", help="a sweep --out folder")
+    report = sub.add_parser("report", help="tables and plots of a sweep results folder "
+                            "(or, for a run folder, its page as market-hpc plot)")
+    report.add_argument("directory", help="a sweep --out folder, or a run/replay --out folder")
     report.add_argument("--metric", action="append",
                         help="metric to plot (repeatable; default: the sweep file's "
                         "[report] metrics, else total_profit or mean_bounded_slowdown)")

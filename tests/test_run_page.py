@@ -105,3 +105,10 @@ def test_page_renders_in_headless_chromium(run_dir: Path) -> None:
             tab.screenshot(path=str(run_dir / "page.png"), full_page=True)
         finally:
             browser.close()
+
+
+def test_report_of_a_run_folder_is_its_page(run_dir: Path) -> None:
+    main(["plot", str(run_dir)])
+    (run_dir / "schedule.html").unlink()
+    assert main(["report", str(run_dir)]) == 0
+    assert (run_dir / "schedule.html").is_file()
