@@ -97,9 +97,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_info(args: argparse.Namespace) -> int:
+    from market_hpc.cli_tools import replayable_trace
     from market_hpc.workload import format_trace_info, read_swf, trace_info
 
-    print(format_trace_info(trace_info(read_swf(args.trace, lenient=args.lenient))))
+    with replayable_trace(args.trace, None, args.lenient) as trace:  # (sacct: converted first)
+        print(format_trace_info(trace_info(read_swf(trace, lenient=args.lenient))))
     return 0
 
 
@@ -243,7 +245,7 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     trace = sub.add_parser("trace", help="workload trace tools")
     trace_sub = trace.add_subparsers(dest="trace_command", required=True)
     info = trace_sub.add_parser("info", help="counts, ranges and anomalies of a trace")
-    info.add_argument("trace", help="SWF file (.swf or .swf.gz)")
+    info.add_argument("trace", help="SWF file (.swf or .swf.gz) or sacct --parsable2 output")
     info.add_argument("--lenient", action="store_true", help=LENIENT_HELP)
     info.set_defaults(func=cmd_trace_info)
     add_convert_command(trace_sub)

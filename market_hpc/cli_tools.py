@@ -43,7 +43,8 @@ def replayable_trace(trace: str, out_dir: str | None, lenient: bool) -> Iterator
         swf = folder / "trace.swf"
         conversion = convert_sacct(trace, swf, lenient=lenient)
         print("sacct input: " + "\n".join(conversion.describe()))
-        print(f"converted to {swf}" + ("" if out_dir else " (temporary; --out keeps it)"))
+        print(f"converted to {swf}" + ("" if out_dir else " (temporary: replay --out or trace "
+                                      "convert keeps it)"))
         yield str(swf)
 
 

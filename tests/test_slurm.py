@@ -168,3 +168,9 @@ def test_cli_convert_and_lenient_hint(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["trace", "convert", str(path), "--lenient", "--out", str(tmp_path / "c.swf")]) == 0
     out = capsys.readouterr().out
     assert "rejected 1: malformed elapsed" in out and "c.slurm.csv" in out
+
+
+def test_trace_info_reads_sacct(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", "info", str(write(tmp_path, row(), row(job_id="100.batch")))]) == 0
+    out = capsys.readouterr().out
+    assert "skipped 1: job steps" in out and "jobs kept        1" in out
