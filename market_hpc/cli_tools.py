@@ -73,15 +73,21 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_dir_parser(sub: argparse._SubParsersAction, name: str, summary: str,  # type: ignore[type-arg]
+                    description: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=summary, description=description)
+    parser.add_argument("run_dir", help="a run folder (run or replay --out DIR)")
+    return parser
+
+
 def add_export_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """``export``."""
-    export = sub.add_parser(
-        "export", help="write a run's schedule as SWF and as a Batsim JSON workload",
-        description="Write the simulated schedule of a run folder (run/replay --out) as an SWF "
+    export = _run_dir_parser(
+        sub, "export", "write a run's schedule as SWF and as a Batsim JSON workload",
+        "Write the simulated schedule of a run folder (run/replay --out) as an SWF "
         "trace with the simulated wait and run times, and as a Batsim JSON workload (one "
         "resource per core, delay profiles). Replaying the SWF with the same platform and "
         "policy reproduces the schedule.")
-    export.add_argument("run_dir", help="a run folder (run or replay --out DIR)")
     export.add_argument("--swf", help="SWF file (default: RUN_DIR/schedule.swf)")
     export.add_argument("--batsim", help="Batsim JSON file (default: RUN_DIR/workload.json)")
     export.set_defaults(func=cmd_export)
@@ -101,13 +107,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def add_plot_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """``plot``."""
-    plot = sub.add_parser(
-        "plot", help="one HTML page of a run: Gantt chart, occupancy, utilisation, CDFs",
-        description="Draw a run folder (run/replay --out): a Gantt chart of jobs on nodes, a "
+    plot = _run_dir_parser(
+        sub, "plot", "one HTML page of a run: Gantt chart, occupancy, utilisation, CDFs",
+        "Draw a run folder (run/replay --out): a Gantt chart of jobs on nodes, a "
         "binned occupancy map for large platforms, utilisation and queue length over time, "
         "and wait and slowdown CDFs, in one self-contained HTML page (RUN_DIR/schedule.html; "
         "PNGs in RUN_DIR/plots/).")
-    plot.add_argument("run_dir", help="a run folder (run or replay --out DIR)")
     plot.add_argument("--window", metavar="START:END",
                       help="time span to draw, seconds after the trace start or with a unit "
                       "(e.g. 0:2d, 1.5h:3h, :7200); default: the whole run")

@@ -7,14 +7,13 @@ simulated schedule or the status of a Slurm job.
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections.abc import Iterable
 
 import numpy as np
 
 from market_hpc.errors import ConfigError
-from market_hpc.workload.swf import N_FIELDS, _number
+from market_hpc.workload.swf import N_FIELDS, _number, write_trace_text
 
 
 def swf_text(rows: np.ndarray, header: Iterable[str] = ()) -> str:
@@ -41,12 +40,4 @@ def write_swf_rows(rows: np.ndarray, path: str | os.PathLike[str],
     Raises:
         ConfigError: The rows are not ``(n, 18)`` or the file cannot be written.
     """
-    payload = swf_text(rows, header).encode("utf-8")
-    target = os.fspath(path)
-    if target.endswith(".gz"):
-        payload = gzip.compress(payload, compresslevel=9, mtime=0)
-    try:
-        with open(target, "wb") as handle:
-            handle.write(payload)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {target}: {exc.strerror or exc}") from None
+    write_trace_text(swf_text(rows, header), path)
