@@ -113,8 +113,9 @@ def _user_inputs(user_params: dict[str, Any], on_change: Any = None) -> None:
 _mesa_layout = solara_viz.make_initial_grid_layout
 solara_viz.make_initial_grid_layout = _layout
 solara_viz.ShowSteps = StepInfo
-_mesa_user_inputs = solara_viz.UserInputs
-solara_viz.UserInputs = _user_inputs
+_mesa_user_inputs = getattr(solara_viz, "UserInputs", None)
+if _mesa_user_inputs is not None:  # (a Mesa without it keeps its own sliders)
+    solara_viz.UserInputs = _user_inputs
 
 
 def model_params(scenario: str) -> dict[str, object]:
