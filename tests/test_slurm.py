@@ -174,3 +174,14 @@ def test_trace_info_reads_sacct(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["trace", "info", str(write(tmp_path, row(), row(job_id="100.batch")))]) == 0
     out = capsys.readouterr().out
     assert "skipped 1: job steps" in out and "jobs kept        1" in out
+
+
+def test_bundled_sample_counts() -> None:
+    sample = Path(__file__).resolve().parents[1] / "traces" / "slurm-sample.sacct"
+    conversion = read_sacct(sample)
+    assert len(conversion.jobs) == 68 and not conversion.rejected
+    assert conversion.skipped == {"job_step": 128, "pending_array": 7,
+                                  "cancelled_before_start": 6, "still_running": 1}
+    ids = [job.slurm_id for job in conversion.jobs]
+    assert any("_" in i for i in ids) and any("+" in i for i in ids)
+    assert sum(1 for job in conversion.jobs if job.gpus == 2) == 9
