@@ -216,6 +216,10 @@ def _gantt(started: pd.DataFrame, allocations: list[list[tuple[int, int]]], node
         notes.append(f"Gantt chart: {total:,} job pieces in the window; the first "
                      f"{MAX_RECTANGLES:,} by start are drawn (use --window or --nodes for a "
                      "smaller part; the occupancy map below counts every job)")
+    held = int((started["hold_count"] > 0).sum()) if "hold_count" in started else 0
+    if held:
+        notes.append(f"Gantt chart: {held:,} jobs were held and resumed; each is drawn from its "
+                     "first start to its end on its last allocation (the hold gaps are not shown)")
     n_nodes = last_node - first_node
     figure = Figure(figsize=(11, min(9.0, 3.2 + 0.06 * n_nodes)), layout="constrained")
     axes = figure.add_subplot()
@@ -232,7 +236,7 @@ def _gantt(started: pd.DataFrame, allocations: list[list[tuple[int, int]]], node
     axes.set_ylim(last_node, first_node)
     axes.set_xlabel(f"time after trace start ({unit.name})")
     axes.set_ylabel("node")
-    nodes_text = (f"{n_nodes:,} nodes" if n_nodes == len(node_cores)
+    nodes_text = (f"{n_nodes:,} node{'s' if n_nodes != 1 else ''}" if n_nodes == len(node_cores)
                   else f"nodes {first_node:,} to {last_node - 1:,} of {len(node_cores):,}")
     axes.set_title(f"Jobs on nodes: {int(np.unique(rects.job[shown]).size):,} jobs, {nodes_text}")
     caption = ("Each rectangle is a job on the cores it used (colours cycle by job id; a "
