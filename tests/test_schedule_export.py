@@ -67,3 +67,14 @@ def test_not_a_run_folder(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="is not a run folder: it needs jobs.csv"):
         export_schedule(tmp_path)
+
+
+def test_jobs_past_their_estimate_are_counted_for_batsim(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.swf"
+    trace.write_text("1 0 -1 100 4 -1 -1 4 50 -1 1 1 -1 -1 1 -1 -1 -1\n"
+                     "2 0 -1 10 4 -1 -1 4 50 -1 1 1 -1 -1 1 -1 -1 -1\n")
+    assert main(["replay", str(trace), "--platform", "nodes=1,cores=8", "--out",
+                 str(tmp_path / "run")]) == 0
+    assert main(["export", str(tmp_path / "run")]) == 0
+    assert "1 jobs ran longer than their estimate" in capsys.readouterr().out

@@ -19,7 +19,8 @@ The Batsim workload (``nb_res``, ``jobs``, ``profiles``) has one resource per co
 (``nb_res`` = the platform's cores), one job per job that has a run time, ``res`` = its
 cores, ``walltime`` = its estimate (omitted when 0), and a ``delay`` profile of its run
 time (jobs with equal run times share a profile). Jobs larger than the platform are
-left out (Batsim cannot run them) and counted.
+left out (Batsim cannot run them) and counted; jobs that ran past their estimate are
+counted too, since Batsim kills a job at its walltime.
 """
 
 from __future__ import annotations
@@ -157,6 +158,10 @@ def export_schedule(directory: str | Path, swf: str | Path | None = None,
                      "skipped or never started): run time -1 in the SWF, left out of Batsim")
     if too_large:
         notes.append(f"note: {too_large:,} jobs larger than the platform left out of Batsim")
+    overrun = int((jobs["run_time"] > jobs["estimate"].where(jobs["estimate"] > 0)).sum())
+    if overrun:
+        notes.append(f"note: {overrun:,} jobs ran longer than their estimate; Batsim kills a job at "
+                     "its walltime, so they end early there (the SWF keeps their run times)")
     extra = [column for column in _OTHER_RESOURCES if column in jobs and (jobs[column] > 0).any()]
     if extra:
         notes.append(f"note: SWF and this Batsim workload hold cores only; {', '.join(extra)} "
