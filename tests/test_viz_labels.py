@@ -21,3 +21,20 @@ def test_tick_labels_are_distinct_and_exact(low: float, high: float) -> None:
 
 def test_curie_clock_ticks_no_longer_repeat() -> None:
     assert tick_labels([366.4, 366.45, 366.5]) == ["366.40", "366.45", "366.50"]
+
+
+def test_queue_tile_names_the_partitions_the_policy_uses() -> None:
+    import re
+
+    from visualization.model import VizModel
+    from visualization.panels import queue_layout
+
+    model = VizModel(policy="queues-hybrid", platform="nodes=40,cores=16",
+                     workload="lublin-feitelson", jobs=100)
+    assert model.error is None
+    model.step()
+    text = queue_layout(model)
+    shown = [(int(a), int(b) + 1) for a, b in re.findall(r"nodes ([\d,]+)-([\d,]+)", text.replace(",", ""))]
+    assert shown == list(model.policy.groups), (text, model.policy.groups)  # partitions, then pool
+    assert "shared pool" in text and "by reservation" in text
+    assert queue_layout(VizModel(policy="easy", workload="lublin-feitelson", jobs=50)) == "one queue"
