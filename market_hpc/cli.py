@@ -9,7 +9,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from market_hpc.errors import ConfigError, MarketHpcError
+from market_hpc.cli_tools import (
+    LENIENT_HELP,
+    add_convert_command,
+    add_export_command,
+    add_plot_command,
+)
+from market_hpc.errors import ConfigError, MarketHpcError, TraceFormatError
 from market_hpc.validation import COUNT, NON_NEGATIVE_INT, POSITIVE_FACTOR, flag_number
 
 
@@ -37,6 +43,8 @@ def _print_summary(summary: dict[str, object], out: Path | None) -> None:
             print(f"  {key:<{width}}  {text}")
     if out is not None:
         print(f"results written to {out}/")
+    else:
+        print("results not written (give --out DIR to keep jobs.csv, summary.json, ...)")
 
 
 def _simulate_and_report(config: Any, out_dir: str | None, title: Callable[[str], str]) -> int:
@@ -52,24 +60,36 @@ def _simulate_and_report(config: Any, out_dir: str | None, title: Callable[[str]
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from market_hpc.cli_tools import replayable_trace
     from market_hpc.experiment import config_from_dict
+    from market_hpc.experiment.config import set_path
+    from market_hpc.policies.registry import scheduler_entry
 
+    market = args.market or scheduler_entry(args.scheduler).market
+    if market and not args.market:
+        print(f"{args.scheduler} is a market policy: trace jobs get value curves "
+              "(as --market; docs/market.md)")
     load_factor = flag_number(args.load_factor, POSITIVE_FACTOR, "--load-factor")
-    data = {
-        "name": Path(args.trace).name,
-        "platform": args.platform,
-        "seed": flag_number(args.seed, NON_NEGATIVE_INT, "--seed", integer=True),
-        "exclusive": args.exclusive,
-        "timeseries": not args.no_timeseries,
-        "workload": {"trace": args.trace, "lenient": args.lenient, "load_factor": load_factor},
-        "policy": {"scheduler": args.scheduler, "allocator": args.allocator},
-    }
+    seed = flag_number(args.seed, NON_NEGATIVE_INT, "--seed", integer=True)
     first_n = flag_number(args.first_n, COUNT, "--first-n", integer=True)
-    if first_n is not None:
-        data["workload"]["first_n"] = first_n  # type: ignore[index]
-    config = config_from_dict(data)
-    return _simulate_and_report(config, args.out, lambda policy: f"replay of {args.trace} on "
-                                f"{args.platform} with {policy}")
+    with replayable_trace(args.trace, args.out, args.lenient) as trace:
+        data: dict[str, Any] = {
+            "name": Path(args.trace).name,
+            "platform": args.platform,
+            "seed": seed,
+            "exclusive": args.exclusive,
+            "timeseries": not args.no_timeseries,
+            "workload": {"trace": trace, "lenient": args.lenient, "load_factor": load_factor,
+                         "market": market},
+            "policy": {"scheduler": args.scheduler, "allocator": args.allocator},
+        }
+        if first_n is not None:
+            data["workload"]["first_n"] = first_n
+        for key, value in _overrides(args.set or []).items():
+            set_path(data, key, value)
+        config = config_from_dict(data)
+        return _simulate_and_report(config, args.out, lambda policy: f"replay of {args.trace} on "
+                                    f"{args.platform} with {policy}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -81,9 +101,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_info(args: argparse.Namespace) -> int:
+    from market_hpc.cli_tools import replayable_trace
     from market_hpc.workload import format_trace_info, read_swf, trace_info
 
-    print(format_trace_info(trace_info(read_swf(args.trace, lenient=args.lenient))))
+    with replayable_trace(args.trace, None, args.lenient) as trace:  # (sacct: converted first)
+        print(format_trace_info(trace_info(read_swf(trace, lenient=args.lenient))))
     return 0
 
 
@@ -116,6 +138,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from market_hpc.experiment.report import write_report
 
+    if (Path(args.directory) / "config.json").is_file():  # a run folder: its page (as plot)
+        from market_hpc.cli_tools import cmd_plot
+
+        return cmd_plot(argparse.Namespace(run_dir=args.directory, window=None, nodes=None,
+                                           out=None))
+
     written = write_report(args.directory, args.metric)
     for path in written:
         if path.name.endswith("_paired_differences.txt"):
@@ -140,8 +168,9 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:  # type: ignor
                        help="also write each run's results folder to OUT/runs/<run_id>/")
     sweep.set_defaults(func=cmd_sweep)
 
-    report = sub.add_parser("report", help="tables and plots of a sweep results folder")
-    report.add_argument("directory", help="a sweep --out folder")
+    report = sub.add_parser("report", help="tables and plots of a sweep results folder "
+                            "(or, for a run folder, its page as market-hpc plot)")
+    report.add_argument("directory", help="a sweep --out folder, or a run/replay --out folder")
     report.add_argument("--metric", action="append",
                         help="metric to plot (repeatable; default: the sweep file's "
                         "[report] metrics, else total_profit or mean_bounded_slowdown)")
@@ -195,8 +224,9 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
                      help="override a config value by dotted path, e.g. policy.scheduler=easy")
     run.set_defaults(func=cmd_run)
 
-    replay = sub.add_parser("replay", help="replay an SWF trace")
-    replay.add_argument("trace", help="SWF file (.swf or .swf.gz)")
+    replay = sub.add_parser("replay", help="replay an SWF trace or Slurm sacct output")
+    replay.add_argument("trace", help="SWF file (.swf or .swf.gz) or sacct --parsable2 output "
+                        "(converted first, see trace convert)")
     replay.add_argument("--platform", required=True,
                         help=f"preset ({presets}), nodes=N,cores=C[,gpus=G,mics=M,mem=GB] "
                         "or a platform TOML file")
@@ -204,7 +234,12 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     replay.add_argument("--allocator", default=None, help=f"one of {allocators}")
     replay.add_argument("--out", help="results folder")
     replay.add_argument("--seed", default=0)
-    replay.add_argument("--lenient", action="store_true", help="skip malformed lines, report counts")
+    replay.add_argument("--lenient", action="store_true", help=LENIENT_HELP)
+    replay.add_argument("--market", action="store_true",
+                        help="give trace jobs speedup profiles and value curves (workload.market; "
+                        "implied by a market scheduler such as maxvh)")
+    replay.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="override a config value by dotted path, e.g. policy.hold_penalty=0.1")
     replay.add_argument("--load-factor", default=1.0,
                         help="compress inter-arrival times by this factor")
     replay.add_argument("--first-n", default=None, help="replay only the first N jobs")
@@ -215,10 +250,13 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     trace = sub.add_parser("trace", help="workload trace tools")
     trace_sub = trace.add_subparsers(dest="trace_command", required=True)
     info = trace_sub.add_parser("info", help="counts, ranges and anomalies of a trace")
-    info.add_argument("trace")
-    info.add_argument("--lenient", action="store_true")
+    info.add_argument("trace", help="SWF file (.swf or .swf.gz) or sacct --parsable2 output")
+    info.add_argument("--lenient", action="store_true", help=LENIENT_HELP)
     info.set_defaults(func=cmd_trace_info)
+    add_convert_command(trace_sub)
     _add_sweep_commands(sub)
+    add_export_command(sub)
+    add_plot_command(sub)
     from market_hpc.viz import add_viz_command
 
     add_viz_command(sub)
@@ -283,6 +321,10 @@ def _main(arguments: list[str], argv: Sequence[str] | None) -> int:
         return int(args.func(args))
     except MarketHpcError as exc:
         print(f"market-hpc: error: {exc}", file=sys.stderr)
+        if isinstance(exc, TraceFormatError) and exc.line is not None and getattr(
+                args, "lenient", True) is False:
+            print("market-hpc: hint: add --lenient to skip malformed lines and count them "
+                  "by kind", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("market-hpc: interrupted", file=sys.stderr)

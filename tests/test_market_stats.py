@@ -28,7 +28,7 @@ def test_interval_is_the_paired_t_interval_over_seeds():
     row = paired_differences(runs(diffs), "policy", "profit", "seed", "base").iloc[0]
     low, high = scipy_stats.t.interval(0.95, len(diffs) - 1, loc=np.mean(diffs), scale=scipy_stats.sem(diffs))
     assert (row.mean_diff, row.ci_low, row.ci_high) == pytest.approx((4.2, low, high))
-    assert row.verdict == "holds" and row.seeds == 5
+    assert row.verdict == "higher" and row.seeds == 5
 
 
 def test_pairing_is_by_seed_not_by_row_order():
@@ -42,7 +42,7 @@ def test_pairing_is_by_seed_not_by_row_order():
 def test_undecided_and_contradicted_verdicts():
     assert paired_differences(runs([5.0, -4.0, 1.0]), "policy", "profit", "seed", "base").verdict[0] == "undecided"
     assert paired_differences(runs([-5.0, -4.0, -6.0]), "policy", "profit", "seed", "base").verdict[0] == \
-        "contradicted"
+        "lower"
 
 
 def test_missing_baseline_names_the_choices():
@@ -55,7 +55,7 @@ def test_report_tables_split_by_the_other_swept_parameters(tmp_path: Path):
                        runs([-2.0, -3.0, -4.0]).assign(curves="steep")]).rename(columns={"policy": "scheduler"})
     written = paired_tables(frame, ["scheduler", "curves"], "profit", tmp_path)
     table = pd.read_csv(written[0])
-    assert table.set_index("curves").verdict.to_dict() == {"spec": "holds", "steep": "contradicted"}
+    assert table.set_index("curves").verdict.to_dict() == {"spec": "higher", "steep": "lower"}
     assert "curves=steep" in written[1].read_text()
 
 

@@ -73,9 +73,9 @@ def comparable(frame: pd.DataFrame) -> pd.DataFrame:
     ('[grid]\n"policy.hold_penalty" = [0.1]\n[[zip]]\n"policy.hold_penalty" = [0.2]',
      "policy.hold_penalty is varied twice (grid and zip groups must not overlap)"),
     ('[grid]\n"policy.hold_penalty" = [0.5, 2.0]',
-     "point policy.hold_penalty=2.0: policy.hold_penalty: got 2.0; valid: a finite number in [0, 1]"),
+     "point hold_penalty=2.0: policy.hold_penalty: got 2.0; valid: a finite number in [0, 1]"),
     ('[grid]\n"policy.scheduler" = ["maxv", "nope"]',
-     f"point {{'scheduler': 'nope'}} (seed 0): unknown scheduler 'nope'; valid choices: {SCHEDULERS}"),
+     f"point scheduler=nope (seed 0): unknown scheduler 'nope'; valid choices: {SCHEDULERS}"),
     ('grids = 1', (f"base scenario: unknown config key 'grids'; valid choices: {TOP_KEYS} "
                    "(or a sweep key: base, seeds, grid, zip, report)")),
     ('[report]\nmetric = "x"', "[report] accepts only metrics = [names], got {'metric': 'x'}"),

@@ -152,6 +152,9 @@ def test_every_control_changes_the_model(page) -> None:  # type: ignore[no-untyp
     slide(page, "load factor", 1)                         # 2.25
     slide(page, "holding penalty", 1)                     # 0.15
     slide(page, "seed", 2)                                # 3
+    for shown in ("jobs (generated, or first N of the trace): 1,300", "load factor: 2.25",
+                  "holding penalty (share of max value): 0.15", "seed: 3"):
+        assert page.get_by_text(shown, exact=True).is_visible(), f"slider label {shown!r} missing"
     line = reset_and_read(page, "1,300 jobs; workload lublin-feitelson, 20 % GPU jobs, 20 % MIC jobs, "
                                  "load 2.25, holding penalty 0.15, seed 3")
     assert "GPUs busy" in line and "MICs busy" in line

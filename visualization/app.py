@@ -41,6 +41,18 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+import warnings
+
+# A quiet server log: two warnings on every page load say nothing about this app. Solara's
+# rules-of-hooks check flags Mesa's own ComponentsView (Mesa's code, one warning per
+# session), and solara warns that a session cookie on plain http to 127.0.0.1 falls back
+# to samesite=lax (what a local server wants). Only these two are silenced; set before
+# Mesa's components are defined.
+warnings.filterwarnings("ignore", message=r".*mesa[/\\]visualization[/\\]solara_viz\.py:\d+: ",
+                        category=UserWarning)
+warnings.filterwarnings("ignore", message="Cookies with samesite=none require https",
+                        category=UserWarning)
+
 import solara
 from mesa.visualization import Slider, SolaraViz, solara_viz
 
@@ -70,11 +82,40 @@ def _layout(num_components: int) -> list[dict[str, int]]:
     return _mesa_layout(num_components)
 
 
+@solara.component
+def _ValueSlider(name: str, options: Slider, on_change: Any) -> None:
+    """One slider whose label ends in its current value (``load factor: 2.5``)."""
+    value, set_value = solara.use_state(options.value)
+
+    def changed(new: float) -> None:
+        set_value(new)
+        on_change(name, new)
+
+    slider = solara.SliderFloat if options.is_float_slider else solara.SliderInt
+    shown = f"{value:g}" if isinstance(value, float) else f"{value:,}"
+    slider(f"{options.label}: {shown}", value=value, min=options.min, max=options.max,
+           step=options.step, on_value=changed, thumb_label=False)
+
+
+@solara.component
+def _user_inputs(user_params: dict[str, Any], on_change: Any = None) -> None:
+    """Mesa's ``UserInputs`` with every model slider showing its value in its label
+    (Mesa's show it only on the thumb while dragged)."""
+    for name, options in user_params.items():
+        if isinstance(options, Slider):
+            _ValueSlider(name, options, on_change)
+        else:
+            _mesa_user_inputs({name: options}, on_change=on_change)
+
+
 # SolaraViz (3.3 to 3.5) takes no layout argument and no step display: both are module
 # functions it looks up when it renders, replaced here for this app only.
 _mesa_layout = solara_viz.make_initial_grid_layout
 solara_viz.make_initial_grid_layout = _layout
 solara_viz.ShowSteps = StepInfo
+_mesa_user_inputs = getattr(solara_viz, "UserInputs", None)
+if _mesa_user_inputs is not None:  # (a Mesa without it keeps its own sliders)
+    solara_viz.UserInputs = _user_inputs
 
 
 def model_params(scenario: str) -> dict[str, object]:

@@ -14,7 +14,7 @@ from mesa.visualization.utils import update_counter
 from market_hpc.domain.resources import GPUS, MICS
 from visualization.model import VizModel, format_clock
 from visualization.node_grid import node_grid_pixels, png_bytes
-from visualization.panels import QueueRow, job_details, queue_rows, status
+from visualization.panels import QueueRow, job_details, queue_layout, queue_rows, status
 from visualization.plots import TimeSeriesPlot, ValueCurvePlot
 
 selected_job = solara.reactive(0)
@@ -105,8 +105,9 @@ def QueuePanel(model: VizModel) -> None:
     order = "by value density" if rows and rows[0].density is not None else "in queue order"
     with solara.Column(classes=["mhpc-tile"], gap="2px"):
         solara.Text(f"Queue: {waiting:,} waiting", classes=["mhpc-title"])
-        solara.Text(f"one queue, dispatched by {model.policy_name}; top jobs {order}; "
-                    "# = place in queue; click an id for details", classes=["mhpc-note"])
+        solara.Text(f"{queue_layout(model)}; dispatched by {model.policy_name}; top jobs "
+                    f"{order}; # = place in queue; click an id for details",
+                    classes=["mhpc-note", "mhpc-queues"])
         with solara.v.SimpleTable(dense=True, class_="mhpc-table"):
             with solara.v.Html(tag="thead"), solara.v.Html(tag="tr"):
                 for title in ("job", "#", "held", "cores", "waited", "value", "value/core"):

@@ -144,3 +144,32 @@ def _departed(model: HPCModel, job_id: int, unit: str) -> list[tuple[str, str]] 
             pairs += [("holds", str(row[_ROW["hold_count"]])), ("value earned", f"{row[_ROW['value']]:,.1f}")]
             return pairs
     return None
+
+
+def queue_layout(model: HPCModel) -> str:
+    """How the waiting jobs are split, for the queue tile: one queue, or seed 004's
+    partitions (node ranges per queue, machine-wide reservation queues, the hybrid pool),
+    so a job waiting beside idle nodes of another partition is explained."""
+    policy = model.policy
+    mode = getattr(policy, "mode", None)
+    if mode is None or not hasattr(policy, "configure"):
+        return "one queue"
+    from market_hpc.algorithms.queues import default_config, layout
+
+    platform = model.platform
+    config = getattr(policy, "config", None) or default_config(mode, platform.n_nodes,
+                                                                platform.total_cores)
+    if config.mode == "shared":
+        return f"{len(config.queues)} queues sharing every node (one EASY)"
+    ranges, pool = layout(config, platform.n_nodes)
+    parts = []
+    for queue, (lo, hi) in zip(config.queues, ranges, strict=True):
+        cores = f"{queue.min_cores:,}-{queue.max_cores:,} cores"
+        where = ("machine-wide by reservation" if queue.reservation else
+                 f"nodes {lo:,}-{hi - 1:,}" if hi > lo else "no nodes")
+        parts.append(f"{queue.name} ({cores}): {where}")
+    if config.mode == "hybrid" and pool[1] > pool[0]:
+        parts.append(f"shared pool: nodes {pool[0]:,}-{pool[1] - 1:,}")
+    pool_note = " (or in the shared pool, by priority factor)" if config.mode == "hybrid" else ""
+    return (f"{len(config.queues)} queues, each on its own partition; a job waits for its "
+            f"queue's nodes{pool_note} even when other nodes are idle: " + "; ".join(parts))

@@ -57,13 +57,31 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     return [round(first + i * step, 10) for i in range(math.ceil((high - first) / step - 1e-9) + 1)]
 
 
-def _format(value: float) -> str:
-    magnitude = abs(value)
-    if magnitude >= 1e6:
-        return f"{value / 1e6:.3g}M"
-    if magnitude >= 1e4:
-        return f"{value / 1e3:.3g}k"
-    return f"{value:.4g}"
+def tick_labels(ticks: list[float]) -> list[str]:
+    """Labels of one axis's ticks: one scale (k, M) and the fewest decimals that keep every
+    tick exact, so neighbouring ticks never read the same.
+
+    >>> tick_labels([366.4, 366.45, 366.5])
+    ['366.40', '366.45', '366.50']
+    >>> tick_labels([0.0, 12500.0, 25000.0]), tick_labels([0.0, 2e6, 4e6])
+    (['0', '12.5k', '25k'], ['0', '2M', '4M'])
+    """
+    if not ticks:
+        return []
+    biggest = max(abs(t) for t in ticks)
+    scale, suffix = (1e6, "M") if biggest >= 1e6 else (1e3, "k") if biggest >= 1e4 else (1.0, "")
+    values = [t / scale for t in ticks]
+    for decimals in range(7):
+        labels = [f"{v:.{decimals}f}" for v in values]
+        if all(abs(float(label) - v) <= 1e-9 * max(1.0, abs(v)) for label, v in zip(labels, values)):
+            break
+    if suffix:  # 12.5k and 25k rather than 12.5k and 25.0k
+        labels = [label.rstrip("0").rstrip(".") if "." in label else label for label in labels]
+    return [label + suffix if float(label) else "0" for label in labels] if suffix else labels
+
+
+def _ticks_with_labels(ticks: list[float]) -> list[tuple[float, str]]:
+    return list(zip(ticks, tick_labels(ticks), strict=True))
 
 
 def thin_indices(n: int, keep: int = MAX_POINTS) -> np.ndarray:
@@ -105,16 +123,16 @@ class Panel:
         right, bottom = self.left + self.width, self.top + self.height
         parts = [(f"<rect x='{self.left:.1f}' y='{self.top:.1f}' width='{self.width:.1f}' "
                  f"height='{self.height:.1f}' fill='white' stroke='#999' stroke-width='0.8'/>")]
-        for tick in y_ticks:
+        for tick, text in _ticks_with_labels(y_ticks):
             y = float(self.py(np.float64(tick)))
             parts.append(f"<line x1='{self.left:.1f}' x2='{right:.1f}' y1='{y:.1f}' y2='{y:.1f}' "
                          "stroke='#e4e4e4' stroke-width='0.6'/>"
-                         f"<text x='{self.left - 4:.1f}' y='{y + 3:.1f}' text-anchor='end'>{_format(tick)}</text>")
-        for tick in x_ticks:
+                         f"<text x='{self.left - 4:.1f}' y='{y + 3:.1f}' text-anchor='end'>{text}</text>")
+        for tick, text in _ticks_with_labels(x_ticks):
             x = float(self.px(np.float64(tick)))
             parts.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{self.top:.1f}' y2='{bottom:.1f}' "
                          "stroke='#e4e4e4' stroke-width='0.6'/>"
-                         f"<text x='{x:.1f}' y='{bottom + 11:.1f}' text-anchor='middle'>{_format(tick)}</text>")
+                         f"<text x='{x:.1f}' y='{bottom + 11:.1f}' text-anchor='middle'>{text}</text>")
         title_x = self.left + self.width / 2
         parts.append(f"<text x='{title_x:.1f}' y='{self.top - 6:.1f}' text-anchor='middle' "
                      f"font-size='11' font-weight='600'>{html.escape(title)}</text>")

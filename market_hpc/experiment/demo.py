@@ -12,7 +12,7 @@ fast value is lost while waiting.
 
 Every claim is also judged at 95% confidence: the paired difference of total profit
 across seeds (``experiment.stats``; a seed's job sets are averaged first) must lie above
-zero for the claim to *hold*. The look-ahead holding variants (non-paper, ``...lh``) run
+zero for the claim to hold (verdict ``higher``). The look-ahead holding variants (non-paper, ``...lh``) run
 too and are compared with maxV and maxVH the same way.
 """
 
@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from market_hpc.experiment.paper_figures import profit_figure
 from market_hpc.experiment.stats import format_differences, paired_differences
 from market_hpc.model import HPCModel
 from market_hpc.workload.applications import CURVE_REGIMES, library_job_set
@@ -120,8 +121,11 @@ def run_demo(out: Path, seeds: int = 3, quick: bool = False) -> pd.DataFrame:
     for name, study in studies.items():
         _print_claims(name, claims(study))
         _print_confidence(name, claims_with_confidence(study))
-    _plot(profit, out / "profit_vs_jobs.png")
-    print(f"\nwrote {out / 'comparison.csv'} and {out / 'profit_vs_jobs.png'} "
+    pictures = []
+    for name, study in studies.items():  # one picture per regime, named in its title
+        picture = out / ("profit_vs_jobs.png" if name == "spec" else f"profit_vs_jobs_{name}.png")
+        pictures.append(profit_figure(study, picture, name, LABELS, list(POLICIES + LOOKAHEAD)))
+    print(f"\nwrote {out / 'comparison.csv'} and {', '.join(p.name for p in pictures)} "
           f"in {time.perf_counter() - began:.1f} s")
     return table
 
@@ -133,10 +137,9 @@ def _print_claims(curves: str, found: dict[str, Any]) -> None:
     for base, count in found["holding_at_least_base"].items():
         print(f"  {LABELS[base + 'h']} >= {LABELS[base]}: {count} of {runs} job sets")
     print(f"  maxVH earns most: {found['maxvh_best_count']} of {runs} job sets "
-          f"(best per set: {found['best_policy_counts']})")
-    print(f"  maxVH vs maxV: mean gain {100 * found['maxvh_vs_maxv_mean_gain']:+.1f}% "
-          f"(paper: +8%), per seed: "
-          + ", ".join(f"{s}: {100 * g:+.1f}%" for s, g in found["gain_per_seed"].items()))
+          "(best per set: " + ", ".join(f"{LABELS.get(name, name)} {count}" for name, count
+                                        in found["best_policy_counts"].items()) + ")")
+    # maxVH vs maxV gets one number, the paired one with its interval (_print_confidence).
 
 
 def _print_confidence(curves: str, tables: dict[str, pd.DataFrame]) -> None:
@@ -144,8 +147,8 @@ def _print_confidence(curves: str, tables: dict[str, pd.DataFrame]) -> None:
     print(" every holding variant earns more than its base (paper: always):")
     print(format_differences(tables["holding"], LABELS))
     best = tables["maxvh_best"]
-    overall = "holds" if (best.verdict == "holds").all() else (
-        "contradicted" if (best.verdict == "contradicted").any() else "undecided")
+    overall = "yes" if (best.verdict == "higher").all() else (
+        "no" if (best.verdict == "lower").any() else "undecided")
     print(f" maxVH earns most (paper: yes): {overall}")
     print(format_differences(best, LABELS))
     gain = best[best.baseline == "maxv"].iloc[0]
@@ -155,22 +158,3 @@ def _print_confidence(curves: str, tables: dict[str, pd.DataFrame]) -> None:
     if len(tables["lookahead"]):
         print(" look-ahead holding (non-paper) against its base and its H variant:")
         print(format_differences(tables["lookahead"], LABELS))
-
-
-def _plot(profit: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for label, row in profit.iterrows():
-        style = "-" if str(label).endswith("H") else "--"
-        ax.plot(row.index, row.values, style, marker="o", label=label)
-    ax.set_xlabel("jobs in the set")
-    ax.set_ylabel("mean total profit")
-    ax.set_title("Overall profit by job-set size (cf. Singh et al. 2015, Fig. 6)")
-    ax.legend(ncol=2, fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from market_hpc.errors import UnknownNameError
 from market_hpc.experiment.metrics_table import metric
@@ -42,7 +43,7 @@ from market_hpc.experiment.report_data import (
     is_numeric,
     load_results,
 )
-from market_hpc.experiment.report_html import Figureset, write_html
+from market_hpc.experiment.report_html import Figureset, plain, write_html
 from market_hpc.experiment.stats import paired_tables
 from market_hpc.experiment.sweep_spec import FIXED_COLUMNS
 
@@ -52,6 +53,7 @@ MAX_PANELS = 6
 MAX_HEATMAPS = 6
 STATS = ["mean", "min", "max", "std", "count"]
 WRAP = 18  # characters per tick-label line
+MAX_WIDTH = 12.0  # inches (1,440 px at 120 dpi): wider figures shrink their labels in a page
 
 
 def metric_columns(frame: pd.DataFrame, params: Sequence[str]) -> list[str]:
@@ -109,9 +111,13 @@ def write_report(directory: str | Path, metrics: Sequence[str] | None = None,
             written += files
             figures.append(Figureset(name, files[1], files[0]))
     varying = [p for p in data.params if frame[p].nunique(dropna=False) > 1]
+    paired: dict[str, Path] = {}
     for name in chosen:  # issue 14: paired 95% intervals between policies across seeds
-        written += paired_tables(frame, varying, name, out)
-    written.append(write_html(out / "report.html", Path(directory), data, chosen, figures))
+        tables = paired_tables(frame, varying, name, out)
+        written += tables
+        if tables:
+            paired[name] = tables[0]
+    written.append(write_html(out / "report.html", Path(directory), data, chosen, figures, paired))
     return written
 
 
@@ -137,6 +143,16 @@ def _slug(text: str) -> str:
 def _write_csv(table: pd.DataFrame, path: Path) -> Path:
     table.to_csv(path, index=False)
     return path
+
+
+PLAIN = FuncFormatter(lambda value, _: plain(value))
+
+
+def _suptitle(figure: Figure, text: str) -> None:
+    """A figure title wrapped to the figure's width (about 11 characters per inch)."""
+    width = max(30, int(figure.get_figwidth() * 11))
+    lines = [part for line in text.split("\n") for part in textwrap.wrap(line, width)]
+    figure.suptitle("\n".join(lines), fontsize="medium")
 
 
 def _save(figure: Figure, path: Path) -> Path:
@@ -246,13 +262,14 @@ def _line_plot(data: SweepData, name: str, axis: Axis, out: Path) -> list[Path]:
         axes.set_xlabel(_wrap(along) if len(panels) > 1 else along)
         if index == 0:
             axes.set_ylabel(axis_label(name, data.time_unit))
+            axes.yaxis.set_major_formatter(PLAIN)
         if panel_keys:
             axes.set_title(_panel_title(key, panel_keys), fontsize="small")
         axes.grid(alpha=0.3)
     if groups:
         _legend(axes, ", ".join(groups))
-    figure.suptitle(f"{metric(name).label} vs {along}\nmean over seeds, band: min to max"
-                    f"{_averaged_note([a.name for a in averaged])}", fontsize="medium")
+    _suptitle(figure, f"{metric(name).label} vs {along}\nmean over seeds, band: min to max"
+              f"{_averaged_note([a.name for a in averaged])}")
     stem = out / f"{_slug(name)}_vs_{_slug(x)}"
     return [_write_csv(table, stem.with_suffix(".csv")), _save(figure, stem.with_suffix(".png"))]
 
@@ -275,8 +292,8 @@ def _bar_plot(data: SweepData, name: str, out: Path) -> list[Path]:
     policies = list(dict.fromkeys(map(tuple, table[policy_keys].itertuples(index=False))))
     hues = list(dict.fromkeys(map(tuple, table[hue].itertuples(index=False)))) if hue else [()]
     width = 0.8 / len(hues)
-    figure = Figure(figsize=(max(6.5, 0.55 * len(policies) * max(1.0, len(hues) / 1.5) + 3.0), 5.0),
-                    layout="constrained")
+    wanted = 0.55 * len(policies) * max(1.0, len(hues) / 1.5) + 3.0
+    figure = Figure(figsize=(min(MAX_WIDTH, max(6.5, wanted)), 5.0), layout="constrained")
     axes = figure.add_subplot()
     for index, hue_value in enumerate(hues):
         rows = table
@@ -293,8 +310,9 @@ def _bar_plot(data: SweepData, name: str, out: Path) -> list[Path]:
                     rotation_mode="anchor", fontsize="small")
     axes.set_xlabel(", ".join(policy_keys))
     axes.set_ylabel(axis_label(name, data.time_unit))
-    axes.set_title(f"{metric(name).label} by {', '.join(policy_keys)}\nmean over seeds, whiskers: "
-                   f"min to max{_averaged_note([a.name for a in averaged])}", fontsize="medium")
+    axes.yaxis.set_major_formatter(PLAIN)
+    _suptitle(figure, f"{metric(name).label} by {', '.join(policy_keys)}\nmean over seeds, "
+              f"whiskers: min to max{_averaged_note([a.name for a in averaged])}")
     if hue:
         _legend(axes, ", ".join(hue))
     axes.grid(axis="y", alpha=0.3)
@@ -312,32 +330,52 @@ def _heatmap(data: SweepData, name: str, a: Axis, b: Axis, out: Path) -> list[Pa
     table = _with_averaged(_stats(frame, [*panel_keys, a.key, b.key], name), averaged)
     panels = list(table.groupby(panel_keys, sort=False, observed=True)) if panel_keys else [((), table)]
     rows_a, cols_b = frame[a.key].nunique(), frame[b.key].nunique()
-    width = 2.2 + 0.75 * max(3, cols_b)
+    width = 2.0 + 0.75 * max(3, cols_b)
     columns = min(len(panels), 3)
-    figure = Figure(figsize=(width * columns, (1.6 + 0.45 * max(3, rows_a)) * -(-len(panels) // columns)),
+    n_rows = -(-len(panels) // columns)
+    figure = Figure(figsize=(width * columns + 1.2, (1.7 + 0.45 * max(3, rows_a)) * n_rows),
                     layout="constrained")
     label = axis_label(name, data.time_unit)
-    for index, (key, part) in enumerate(panels):
-        axes = figure.add_subplot(-(-len(panels) // columns), columns, index + 1)
-        grid = part.pivot(index=a.key, columns=b.key, values="mean")
-        values = grid.to_numpy(dtype=float)
-        image = axes.imshow(values, aspect="auto", cmap="viridis", origin="lower")
-        axes.set_xticks(range(grid.shape[1]), [_wrap(str(v)) for v in grid.columns],
-                        rotation=30 if grid.shape[1] > 3 else 0, ha="right" if grid.shape[1] > 3 else "center",
-                        rotation_mode="anchor", fontsize="small")
-        axes.set_yticks(range(grid.shape[0]), [_wrap(str(v)) for v in grid.index], fontsize="small")
-        axes.set_xlabel(b.name)
-        axes.set_ylabel(a.name)
-        if values.size <= 100 and np.isfinite(values).any():
-            middle = np.nanmean(values)
-            for (row, col), value in np.ndenumerate(values):
-                axes.text(col, row, f"{value:.3g}", ha="center", va="center", fontsize="x-small",
-                          color="black" if value > middle else "white")
-        figure.colorbar(image, ax=axes, label=_wrap(label) if len(panels) > 1 else label)
-        if panel_keys:
-            axes.set_title(_panel_title(key, panel_keys), fontsize="small")
-    figure.suptitle(f"{metric(name).label}: {a.name} x {b.name}, mean over seeds"
-                    f"{_averaged_note([o.name for o in averaged])}", fontsize="medium")
+    grids = [part.pivot(index=a.key, columns=b.key, values="mean") for _, part in panels]
+    for row in range(n_rows):  # one colour scale per row of panels, so they compare
+        members = range(row * columns, min(len(panels), (row + 1) * columns))
+        values_row = np.concatenate([grids[i].to_numpy(dtype=float).ravel() for i in members])
+        finite = values_row[np.isfinite(values_row)]
+        low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        constant = low == high
+        row_axes = []
+        for index in members:
+            key, grid = panels[index][0], grids[index]
+            axes = figure.add_subplot(n_rows, columns, index + 1)
+            row_axes.append(axes)
+            values = grid.to_numpy(dtype=float)
+            image = axes.imshow(values, aspect="auto", cmap="viridis", origin="lower",
+                                vmin=low, vmax=high if not constant else low + 1.0)
+            axes.set_xticks(range(grid.shape[1]), [_wrap(str(v)) for v in grid.columns],
+                            rotation=30 if grid.shape[1] > 3 else 0,
+                            ha="right" if grid.shape[1] > 3 else "center",
+                            rotation_mode="anchor", fontsize="small")
+            axes.set_yticks(range(grid.shape[0]), [_wrap(str(v)) for v in grid.index],
+                            fontsize="small")
+            axes.set_xlabel(b.name)
+            if index % columns == 0:
+                axes.set_ylabel(a.name)
+            if values.size <= 100 and np.isfinite(values).any():
+                middle = (low + high) / 2
+                for (cell_row, col), value in np.ndenumerate(values):
+                    axes.text(col, cell_row, plain(value), ha="center", va="center",
+                              fontsize="x-small", color="black" if value > middle else "white")
+            title = _panel_title(key, panel_keys) if panel_keys else ""
+            if constant:
+                title = f"{title}\nevery cell {plain(low)}".strip()
+            if title:
+                axes.set_title(title, fontsize="small")
+        if not constant:
+            bar = figure.colorbar(image, ax=row_axes, label=_wrap(label) if n_rows > 1 or
+                                  len(panels) > 1 else label)
+            bar.ax.yaxis.set_major_formatter(PLAIN)
+    _suptitle(figure, f"{metric(name).label}: {a.name} x {b.name}, mean over seeds"
+              f"{_averaged_note([o.name for o in averaged])}")
     stem = out / f"{_slug(name)}_heatmap_{_slug(a.name)}_{_slug(b.name)}"
     return [_write_csv(table, stem.with_suffix(".csv")), _save(figure, stem.with_suffix(".png"))]
 

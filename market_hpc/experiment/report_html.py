@@ -16,9 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from market_hpc.experiment.metrics_table import metric
+from market_hpc.experiment.stats import COLUMNS
 
 if TYPE_CHECKING:
     from market_hpc.experiment.report_data import SweepData
@@ -56,27 +58,79 @@ class Figureset:
 
 def _table(frame: pd.DataFrame) -> str:
     shown = frame.head(MAX_TABLE_ROWS)
-    text = shown.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="", border=0)
+    text = shown.to_html(index=False, float_format=plain, na_rep="", border=0)
     if len(frame) > MAX_TABLE_ROWS:
         text += f"<p>first {MAX_TABLE_ROWS} of {len(frame)} rows; all in the CSV file</p>"
     return text
 
 
+def plain(value: float, signed: bool = False) -> str:
+    """A number as people write it: thousands separators, no exponent, 3-4 significant
+    digits for small values.
+
+    >>> plain(15190.4), plain(1400.0), plain(2.345), plain(0.01234), plain(-3.0, signed=True)
+    ('15,190', '1,400', '2.35', '0.0123', '-3.00')
+    >>> plain(0.5, signed=True), plain(float("nan"))
+    ('+0.500', 'n/a')
+    """
+    if not np.isfinite(value):
+        return "n/a"
+    sign = "+" if signed else ""
+    size = abs(value)
+    if size >= 100 or value == 0:
+        return f"{value:{sign},.0f}"
+    if size >= 1:
+        return f"{value:{sign},.2f}"
+    digits = 2 - int(np.floor(np.log10(size)))  # three significant digits
+    return f"{value:{sign}.{digits}f}"
+
+
+def _unit(name: str) -> str:
+    unit = metric(name).unit
+    return "" if unit in ("", "fraction") else f" {unit}"
+
+
 def _summary(data: SweepData, metrics: Sequence[str]) -> pd.DataFrame:
-    """One row per point: the parameters and ``mean ± std (n)`` of each metric."""
+    """One row per point: the parameters and ``mean ± std unit (n)`` of each metric."""
     keys = [a.key for a in data.axes] or [data.frame.columns[0]]
     grouped = data.frame.groupby(keys, sort=False, observed=True)
     table = grouped[list(metrics)].agg(["mean", "std", "count"])
     out = table.index.to_frame(index=False)
     for name in metrics:
         mean, std, n = (table[(name, s)].to_numpy() for s in ("mean", "std", "count"))
-        out[metric(name).axis_label] = [f"{m:.4g} ± {s:.2g} ({c})" if c > 1 else f"{m:.4g}"
-                                        for m, s, c in zip(mean, std, n)]
+        unit = _unit(name)
+        out[metric(name).label] = [f"{plain(m)} ± {plain(s)}{unit} ({c})" if c > 1
+                                   else f"{plain(m)}{unit}" for m, s, c in zip(mean, std, n)]
     return out
 
 
+def paired_section(name: str, csv: Path) -> str:
+    """The paired differences of one metric as an HTML table with 95% intervals."""
+    table = pd.read_csv(csv)
+    unit = _unit(name)
+    settings = [c for c in table.columns if c not in COLUMNS]
+    rows = pd.DataFrame({c: table[c] for c in settings})
+    rows["comparison"] = table["policy"].astype(str) + " − " + table["baseline"].astype(str)
+    rows["seeds"] = table["seeds"]
+    rows[f"difference{f' ({unit.strip()})' if unit else ''} [95% CI]"] = [
+        f"{plain(m, True)} [{plain(lo, True)}, {plain(hi, True)}]"
+        for m, lo, hi in zip(table["mean_diff"], table["ci_low"], table["ci_high"])]
+    rows["relative [95% CI]"] = [
+        "n/a" if not np.isfinite(m) else
+        f"{100 * m:+.1f} % [{100 * lo:+.1f}, {100 * hi:+.1f}] %"
+        for m, lo, hi in zip(table["rel_mean"], table["rel_low"], table["rel_high"])]
+    rows["at 95 %"] = table["verdict"]
+    better = metric(name).better
+    hint = f" ({better} is better)" if better else ""
+    return (f"<h3>{html.escape(metric(name).label)}{html.escape(hint)}</h3>" + _table(rows)
+            + "<p>Per seed, the policy's value minus the baseline's (other varied parameters "
+            "averaged per seed first, except those listed), then a Student t interval over "
+            "seeds. <em>higher</em> / <em>lower</em>: the whole interval lies above / below 0; "
+            "<em>undecided</em>: it contains 0; <em>equal</em>: every difference is 0.</p>")
+
+
 def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[str],
-               figures: Sequence[Figureset]) -> Path:
+               figures: Sequence[Figureset], paired: dict[str, Path] | None = None) -> Path:
     """Write the report page; return its path."""
     manifest_file = directory / "sweep.json"
     manifest = json.loads(manifest_file.read_text()) if manifest_file.is_file() else {}
@@ -91,6 +145,9 @@ def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[s
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Each point is the mean over seeds; "
         "bands and whiskers span min to max.</p>")
     parts += [f"<p class='note'>{html.escape(note)}</p>" for note in data.notes]
+    if paired:
+        parts.append("<h2>Paired differences between policies, 95% confidence intervals</h2>")
+        parts += [paired_section(name, csv) for name, csv in paired.items()]
     parts.append("<h2>Summary: mean ± std over seeds (n)</h2>" + _table(_summary(data, metrics)))
     for name in metrics:
         parts.append(f"<h2>{html.escape(metric(name).axis_label)}</h2>")

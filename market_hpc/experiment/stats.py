@@ -2,10 +2,12 @@
 
 Runs of different policies on the same seed see the same workload, so policies are
 compared *paired*: for every seed, the policy's metric minus the baseline's (averaged
-over any other varied parameter first), then Student's t interval over seeds. A claim
-"A earns more than B" *holds* at 95% when the interval lies above 0, is *contradicted*
-when it lies below 0, and is *undecided* otherwise. With few seeds the intervals are
-wide; that is the honest answer, not a failure.
+over any other varied parameter first), then Student's t interval over seeds. The
+verdict says where the interval lies: ``higher`` (above 0: the policy's metric is higher
+than the baseline's at 95%), ``lower`` (below 0), ``equal`` (every paired difference 0)
+or ``undecided``. The words name a direction, not a judgement, so they read the same for
+metrics where lower is better and never collide with a metric's name (e.g. ``holds``).
+With few seeds the intervals are wide; that is the honest answer, not a failure.
 
 ``paired_differences`` is what ``market-hpc report`` and the demo call.
 """
@@ -47,18 +49,18 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple
 
 
 def verdict(low: float, high: float) -> str:
-    """``holds`` (interval above 0), ``contradicted`` (below 0), ``equal`` (every paired
+    """``higher`` (interval above 0), ``lower`` (below 0), ``equal`` (every paired
     difference 0) or ``undecided``.
 
     >>> verdict(0.5, 2.0), verdict(-2.0, -0.1), verdict(-1.0, 1.0), verdict(0.0, 0.0)
-    ('holds', 'contradicted', 'undecided', 'equal')
+    ('higher', 'lower', 'undecided', 'equal')
     """
     if low == high == 0:
         return "equal"
     if low > 0:
-        return "holds"
+        return "higher"
     if high < 0:
-        return "contradicted"
+        return "lower"
     return "undecided"
 
 
@@ -79,7 +81,8 @@ def paired_differences(frame: pd.DataFrame, policy_col: str, metric: str, seed_c
     Returns:
         One row per policy: ``seeds`` (pairs), ``mean_diff`` and its interval
         ``ci_low``/``ci_high``, the relative difference ``(P - P_base) / P_base`` per seed
-        (``rel_*``, mean and interval), and the ``verdict`` of "policy beats baseline".
+        (``rel_*``, mean and interval), and the ``verdict`` (``higher``/``lower``/...
+        than the baseline at the confidence level).
         Other parameters varying in ``frame`` are averaged per seed first; split the frame
         by them to compare within each setting.
 

@@ -288,7 +288,7 @@ def _expand(file: Path, base: dict[str, Any], axes: list[Any], parameters: tuple
         data = copy.deepcopy(base)
         for parameter, value in zip(parameters, values):
             set_path(data, parameter.path, value)
-        where = ", ".join(f"{p.path}={v!r}" for p, v in zip(parameters, values)) or "base"
+        where = point_name({p.column: v for p, v in zip(parameters, values)})
         try:
             config = config_from_dict(data, base_dir=file.parent)
         except ConfigError as exc:
@@ -298,8 +298,8 @@ def _expand(file: Path, base: dict[str, Any], axes: list[Any], parameters: tuple
             params = {p.column: get_path(full, p.path) for p in parameters}
             identity = run_id(full)
             if identity in seen:
-                raise SweepError(f"{file}: points {seen[identity]} and {params} (seed {seed}) "
-                                 "are the same run")
+                raise SweepError(f"{file}: points {point_name(seen[identity], seed)} and "
+                                 f"{point_name(params, seed)} are the same run")
             seen[identity] = params
             yield RunSpec(identity, seed, params, full)
 
@@ -328,7 +328,17 @@ def _preflight(file: Path, runs: tuple[RunSpec, ...]) -> None:
             try:
                 check(*args)
             except MarketHpcError as exc:
-                raise SweepError(f"{file}: point {run.params} (seed {run.seed}): {exc}") from None
+                raise SweepError(f"{file}: point {point_name(run.params, run.seed)}: {exc}") from None
+
+
+def point_name(params: dict[str, Any], seed: int | None = None) -> str:
+    """How every sweep error names a point: ``scheduler=easy, load_factor=2.0 (seed 3)``.
+
+    >>> point_name({"scheduler": "easy", "load_factor": 2.0}, 3), point_name({})
+    ('scheduler=easy, load_factor=2.0 (seed 3)', 'base')
+    """
+    text = ", ".join(f"{key}={value}" for key, value in params.items()) or "base"
+    return text if seed is None else f"{text} (seed {seed})"
 
 
 def _check_file(key: str, path: str) -> None:

@@ -560,7 +560,17 @@ def write_swf(
             f"{job.job_id} {_number(job.submit)} -1 {_number(job.run_time)} {job.units} -1 -1 "
             f"{job.units} {estimate} -1 1 {job.user} -1 -1 {job.queue} -1 -1 -1"
         )
-    payload = ("\n".join(out) + "\n").encode("utf-8")
+    write_trace_text("\n".join(out) + "\n", path)
+
+
+def write_trace_text(text: str, path: str | os.PathLike[str]) -> None:
+    """Write a trace's text, gzip-compressed without a timestamp when the path ends in
+    ``.gz`` (the same text gives the same bytes).
+
+    Raises:
+        ConfigError: The file cannot be written.
+    """
+    payload = text.encode("utf-8")
     target = os.fspath(path)
     if target.endswith(".gz"):
         payload = gzip.compress(payload, compresslevel=9, mtime=0)

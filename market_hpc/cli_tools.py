@@ -1,0 +1,122 @@
+"""``market-hpc trace convert``, ``export`` and ``plot``, and sacct input for ``replay``.
+
+Kept apart from :mod:`market_hpc.cli` so that module stays a thin list of commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+LENIENT_HELP = ("skip malformed lines instead of stopping at the first; each is counted by "
+                "kind and the first line numbers are listed")
+
+
+def cmd_trace_convert(args: argparse.Namespace) -> int:
+    """Convert sacct output to SWF and print what became of every line."""
+    from market_hpc.workload.slurm_convert import convert_sacct, side_file
+
+    out = Path(args.out) if args.out else Path(args.trace).with_suffix(".swf")
+    conversion = convert_sacct(args.trace, out, lenient=args.lenient)
+    print("\n".join(conversion.describe()))
+    print(f"written: {out} and {side_file(out)}")
+    return 0
+
+
+@contextmanager
+def replayable_trace(trace: str, out_dir: str | None, lenient: bool) -> Iterator[str]:
+    """The SWF file to replay: ``trace`` itself, or for sacct output its conversion,
+    written to ``OUT/trace.swf`` (kept with the results) or to a temporary folder."""
+    from market_hpc.workload.slurm import is_sacct
+
+    if not is_sacct(trace):
+        yield trace
+        return
+    from market_hpc.workload.slurm_convert import convert_sacct
+
+    with tempfile.TemporaryDirectory(prefix="market-hpc-sacct-") as scratch:
+        folder = Path(out_dir) if out_dir else Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        swf = folder / "trace.swf"
+        conversion = convert_sacct(trace, swf, lenient=lenient)
+        print("sacct input: " + "\n".join(conversion.describe()))
+        print(f"converted to {swf}" + ("" if out_dir else " (temporary: replay --out or trace "
+                                      "convert keeps it)"))
+        yield str(swf)
+
+
+def add_convert_command(trace_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``trace convert``."""
+    convert = trace_sub.add_parser(
+        "convert", help="convert Slurm sacct output to SWF",
+        description="Convert `sacct --parsable2` output (with its header line) to an SWF "
+        "trace plus NAME.slurm.csv (Slurm ids, states, GPUs, memory). Every line is counted: "
+        "converted, skipped with a reason, or rejected with file, line and field. "
+        "The mapping is in docs/slurm.md.")
+    convert.add_argument("trace", help="sacct output, e.g. from sacct --allusers --parsable2 "
+                         "--format=JobID,Submit,Start,End,Elapsed,Timelimit,NCPUS,ReqCPUS,"
+                         "NNodes,State,Partition,ReqMem,AllocTRES,ReqTRES,User")
+    convert.add_argument("--out", help="SWF file to write (default: the input name with .swf)")
+    convert.add_argument("--lenient", action="store_true", help=LENIENT_HELP)
+    convert.set_defaults(func=cmd_trace_convert)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write a run's schedule as SWF and Batsim JSON."""
+    from market_hpc.experiment.schedule_export import export_schedule
+
+    for note in export_schedule(args.run_dir, swf=args.swf, batsim=args.batsim):
+        print(note)
+    return 0
+
+
+def _run_dir_parser(sub: argparse._SubParsersAction, name: str, summary: str,  # type: ignore[type-arg]
+                    description: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=summary, description=description)
+    parser.add_argument("run_dir", help="a run folder (run or replay --out DIR)")
+    return parser
+
+
+def add_export_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``export``."""
+    export = _run_dir_parser(
+        sub, "export", "write a run's schedule as SWF and as a Batsim JSON workload",
+        "Write the simulated schedule of a run folder (run/replay --out) as an SWF "
+        "trace with the simulated wait and run times, and as a Batsim JSON workload (one "
+        "resource per core, delay profiles). Replaying the SWF with the same platform and "
+        "policy reproduces the schedule.")
+    export.add_argument("--swf", help="SWF file (default: RUN_DIR/schedule.swf)")
+    export.add_argument("--batsim", help="Batsim JSON file (default: RUN_DIR/workload.json)")
+    export.set_defaults(func=cmd_export)
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Write a run's HTML page with its Gantt chart."""
+    from market_hpc.experiment.run_page import parse_nodes, parse_window, write_run_page
+
+    page, notes = write_run_page(args.run_dir, window=parse_window(args.window),
+                                 nodes=parse_nodes(args.nodes), out=args.out)
+    for note in notes:
+        print(f"note: {note}")
+    print(f"page: {page} (pictures also in {Path(args.run_dir) / 'plots'}/)")
+    return 0
+
+
+def add_plot_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``plot``."""
+    plot = _run_dir_parser(
+        sub, "plot", "one HTML page of a run: Gantt chart, occupancy, utilisation, CDFs",
+        "Draw a run folder (run/replay --out): a Gantt chart of jobs on nodes, a "
+        "binned occupancy map for large platforms, utilisation and queue length over time, "
+        "and wait and slowdown CDFs, in one self-contained HTML page (RUN_DIR/schedule.html; "
+        "PNGs in RUN_DIR/plots/).")
+    plot.add_argument("--window", metavar="START:END",
+                      help="time span to draw, seconds after the trace start or with a unit "
+                      "(e.g. 0:2d, 1.5h:3h, :7200); default: the whole run")
+    plot.add_argument("--nodes", metavar="FIRST:LAST",
+                      help="node range of the Gantt chart, e.g. 0:64 (default: every node)")
+    plot.add_argument("--out", help="HTML file (default: RUN_DIR/schedule.html)")
+    plot.set_defaults(func=cmd_plot)

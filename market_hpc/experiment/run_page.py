@@ -1,0 +1,336 @@
+"""``market-hpc plot RUN_DIR``: one self-contained HTML page of a single run.
+
+The page shows the run's headline numbers with units, a Gantt chart of jobs on nodes
+(geometry in :mod:`market_hpc.experiment.gantt`), a binned occupancy map that stays
+legible for thousands of nodes, utilisation and queue length over time, and the
+distributions (CDFs) of wait and bounded slowdown. Pictures are PNGs embedded as
+``data:`` URIs and also written to ``RUN_DIR/plots/`` for papers. ``window`` restricts the
+Gantt chart, the occupancy map and the time series to a time span.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from market_hpc.errors import ConfigError
+from market_hpc.experiment.gantt import gantt_rectangles, occupancy, parse_allocation
+from market_hpc.experiment.report_html import STYLE
+from market_hpc.experiment.schedule_export import read_run
+
+MAX_RECTANGLES = 20_000
+OCCUPANCY_ROWS, OCCUPANCY_BINS = 120, 300
+BOUND_SECONDS = 10.0  # bounded slowdown threshold, as metrics.py
+_PALETTE = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
+]
+_SUMMARY = (  # key, label, unit (divisor applied to seconds where the unit is time)
+    ("jobs_total", "jobs", ""), ("jobs_completed", "completed", ""),
+    ("jobs_rejected", "rejected", ""), ("jobs_dropped", "dropped", ""),
+    ("jobs_skipped", "skipped", ""), ("mean_wait", "mean wait", "s"),
+    ("median_wait", "median wait", "s"), ("max_wait", "max wait", "s"),
+    ("mean_bounded_slowdown", "mean bounded slowdown (10 s)", "×"),
+    ("utilisation_cores", "core utilisation", "%"), ("makespan", "makespan", "s"),
+    ("mean_queue_length", "mean queue length", "jobs"), ("total_profit", "total profit", ""),
+    ("holds", "holds", ""),
+)
+
+
+PLAIN = FuncFormatter(lambda value, _: f"{value:,.0f}" if value >= 1 or value == 0 else f"{value:g}")
+
+
+@dataclass(frozen=True)
+class TimeUnit:
+    """Seconds per unit and its name, for axis labels."""
+
+    seconds: float
+    name: str
+
+
+def time_unit(span: float) -> TimeUnit:
+    """Days past 10 days, hours past 3 hours, else seconds.
+
+    >>> time_unit(30 * 86400).name, time_unit(7200).name, time_unit(4 * 3600).name
+    ('days', 's', 'hours')
+    """
+    if span > 10 * 86400:
+        return TimeUnit(86400.0, "days")
+    if span > 3 * 3600:
+        return TimeUnit(3600.0, "hours")
+    return TimeUnit(1.0, "s")
+
+
+def parse_window(text: str | None) -> tuple[float, float] | None:
+    """``"START:END"`` in seconds, or with a unit suffix (``s``, ``h``, ``d``).
+
+    >>> parse_window("2d:3.5d"), parse_window(":7200"), parse_window(None)
+    ((172800.0, 302400.0), (-inf, 7200.0), None)
+    """
+    if not text:
+        return None
+    start, sep, end = text.partition(":")
+    if not sep:
+        raise ConfigError(f"--window expects START:END (e.g. 0:2d or 3600:7200), got {text!r}")
+    bounds = (_seconds(start, -math.inf), _seconds(end, math.inf))
+    if bounds[0] >= bounds[1]:
+        raise ConfigError(f"--window {text!r}: START must be before END")
+    return bounds
+
+
+def parse_nodes(text: str | None) -> tuple[int, int] | None:
+    """``"A:B"``: nodes A to B - 1.
+
+    >>> parse_nodes("0:64"), parse_nodes(None)
+    ((0, 64), None)
+    """
+    if not text:
+        return None
+    first, sep, last = text.partition(":")
+    if not (sep and first.strip().isdigit() and last.strip().isdigit()) or int(first) >= int(last):
+        raise ConfigError(f"--nodes expects FIRST:LAST with FIRST < LAST (e.g. 0:64), got {text!r}")
+    return int(first), int(last)
+
+
+def _seconds(text: str, default: float) -> float:
+    word = text.strip().lower()
+    if not word:
+        return default
+    scale = {"s": 1.0, "h": 3600.0, "d": 86400.0}.get(word[-1])
+    try:
+        return float(word[:-1]) * scale if scale else float(word)
+    except ValueError:
+        raise ConfigError(f"--window: {text!r} is not a time (e.g. 3600, 1.5h, 2d)") from None
+
+
+def write_run_page(directory: str | Path, *, window: tuple[float, float] | None = None,
+                   nodes: tuple[int, int] | None = None,
+                   out: str | Path | None = None) -> tuple[Path, list[str]]:
+    """Draw the run's pictures and write the page; return its path and notes to print.
+
+    Args:
+        directory: A run folder.
+        window: Time span (seconds after the trace start) of the Gantt chart, occupancy
+            map and time series; default the whole run.
+        nodes: Node range ``[first, last)`` of the Gantt chart; default every node.
+        out: The page (default ``RUN_DIR/schedule.html``).
+    """
+    from market_hpc.domain.platform import load_platform
+
+    run = read_run(directory)
+    config = run.config["config"]
+    node_cores = np.asarray(load_platform(config["platform"]).capacity[:, 0])
+    jobs = run.jobs
+    started = jobs[jobs["start_time"].notna()]
+    per_unit = (started["cores"] / started["units"].clip(lower=1)).round().astype(int).tolist()
+    allocations = [[(node, units * k) for node, units in parse_allocation(text)]
+                   for text, k in zip(started["nodes"].tolist(), per_unit, strict=True)]
+    first = float(jobs["submit_time"].min())
+    last = float(np.nanmax(started["end_time"].to_numpy())) if len(started) else first + 1.0
+    lo, hi = window or (first, last)
+    lo, hi = max(lo, first), min(hi, last)
+    if hi <= lo:
+        raise ConfigError(f"--window lies outside the run (jobs from {first:g} s to {last:g} s)")
+    unit = time_unit(hi - lo)
+    plots = run.directory / "plots"
+    plots.mkdir(exist_ok=True)
+    notes: list[str] = []
+    figures = [
+        ("Gantt chart", *_gantt(started, allocations, node_cores, (lo, hi), unit, notes,
+                                nodes or (0, len(node_cores)))),
+        ("Occupancy", *_occupancy(started, allocations, node_cores, (lo, hi), unit)),
+        ("Utilisation and queue", *_over_time(run.directory, jobs, int(node_cores.sum()),
+                                              (lo, hi), unit)),
+        ("Wait and slowdown", *_cdfs(started)),
+    ]
+    parts = [_head(config, run.directory, lo, hi, unit), _summary_table(run.directory)]
+    parts += [f"<p class='note'>{html.escape(note)}</p>" for note in notes]
+    page = Path(out) if out else run.directory / "schedule.html"
+    for (title, figure, caption), slug in zip(figures, ("gantt", "occupancy", "timeseries", "cdf"),
+                                              strict=True):
+        png = plots / f"{page.stem}-{slug}.png"
+        figure.savefig(png, dpi=110)
+        encoded = base64.b64encode(png.read_bytes()).decode()
+        parts.append(f"<h2>{html.escape(title)}</h2><img alt='{slug}' "
+                     f"src='data:image/png;base64,{encoded}'><p>{html.escape(caption)}</p>")
+    page.write_text("".join(parts) + "</body></html>\n", encoding="utf-8")
+    return page, notes
+
+
+def _head(config: dict[str, object], directory: Path, lo: float, hi: float, unit: TimeUnit) -> str:
+    policy = config.get("policy", {})
+    scheduler = policy.get("scheduler") if isinstance(policy, dict) else None
+    title = f"Run {config.get('name', directory.name)}: {scheduler} on {config.get('platform')}"
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>"
+            f"{html.escape(title)}</title><style>{STYLE}</style></head><body><h1>"
+            f"{html.escape(title)}</h1><p>Results folder <code>{html.escape(str(directory))}</code>"
+            f"; seed {html.escape(str(config.get('seed')))}; time window {lo / unit.seconds:,.2f} to "
+            f"{hi / unit.seconds:,.2f} {unit.name} after the trace start (market-hpc plot "
+            "--window START:END selects another).</p>")
+
+
+def _summary_table(directory: Path) -> str:
+    path = directory / "summary.json"
+    if not path.is_file():
+        return "<p class='note'>no summary.json in the run folder</p>"
+    summary = json.loads(path.read_text())
+    rows = []
+    for key, label, unit in _SUMMARY:
+        value = summary.get(key)
+        if not isinstance(value, int | float):
+            continue
+        if unit == "%":
+            text = f"{100 * value:.1f} %"
+        elif unit == "s":
+            text = f"{value:,.0f} s" + (f" ({value / 3600:,.1f} h)" if value >= 3600 else "")
+        else:
+            text = f"{value:,.2f} {unit}".strip() if isinstance(value, float) else f"{value:,}"
+        rows.append(f"<tr><td>{html.escape(label)}</td><td>{html.escape(text)}</td></tr>")
+    return "<h2>Summary</h2><table>" + "".join(rows) + "</table>"
+
+
+def _gantt(started: pd.DataFrame, allocations: list[list[tuple[int, int]]], node_cores: np.ndarray,
+           window: tuple[float, float], unit: TimeUnit, notes: list[str],
+           node_range: tuple[int, int]) -> tuple[Figure, str]:
+    rects = gantt_rectangles(started["job_id"].tolist(), started["start_time"].tolist(),
+                             started["end_time"].tolist(), allocations, node_cores.tolist())
+    lo, hi = window
+    first_node, last_node = node_range
+    shown = ((rects.end > lo) & (rects.start < hi) & (rects.y + rects.height > first_node)
+             & (rects.y < last_node))
+    total = int(shown.sum())
+    if total > MAX_RECTANGLES:
+        keep = np.flatnonzero(shown)[:MAX_RECTANGLES]
+        shown = np.zeros_like(shown)
+        shown[keep] = True
+        notes.append(f"Gantt chart: {total:,} job pieces in the window; the first "
+                     f"{MAX_RECTANGLES:,} by start are drawn (use --window or --nodes for a "
+                     "smaller part; the occupancy map below counts every job)")
+    held = int((started["hold_count"] > 0).sum()) if "hold_count" in started else 0
+    if held:
+        notes.append(f"Gantt chart: {held:,} jobs were held and resumed; each is drawn from its "
+                     "first start to its end on its last allocation (the hold gaps are not shown)")
+    n_nodes = last_node - first_node
+    figure = Figure(figsize=(11, min(9.0, 3.2 + 0.06 * n_nodes)), layout="constrained")
+    axes = figure.add_subplot()
+    left = np.maximum(rects.start[shown], lo) / unit.seconds
+    right = np.minimum(rects.end[shown], hi) / unit.seconds
+    bottom, top = rects.y[shown], rects.y[shown] + rects.height[shown]
+    polygons = np.stack([np.column_stack([left, bottom]), np.column_stack([right, bottom]),
+                         np.column_stack([right, top]), np.column_stack([left, top])], axis=1)
+    colours = [_PALETTE[(job * 7) % len(_PALETTE)] for job in rects.job[shown].tolist()]
+    thin = n_nodes > 64 or total > 2000
+    axes.add_collection(PolyCollection(list(polygons), facecolors=colours,
+                                       edgecolors="none" if thin else "white", linewidths=0.3))
+    axes.set_xlim(lo / unit.seconds, hi / unit.seconds)
+    axes.set_ylim(last_node, first_node)
+    axes.set_xlabel(f"time after trace start ({unit.name})")
+    axes.set_ylabel("node")
+    nodes_text = (f"{n_nodes:,} node{'s' if n_nodes != 1 else ''}" if n_nodes == len(node_cores)
+                  else f"nodes {first_node:,} to {last_node - 1:,} of {len(node_cores):,}")
+    axes.set_title(f"Jobs on nodes: {int(np.unique(rects.job[shown]).size):,} jobs, {nodes_text}")
+    caption = ("Each rectangle is a job on the cores it used (colours cycle by job id; a "
+               "node's cores are stacked within its row, whole consecutive nodes merge). "
+               "On thousands of nodes small jobs are thin lines: the occupancy map below "
+               "bins them, and --nodes A:B / --window START:END zoom in.")
+    return figure, caption
+
+
+def _occupancy(started: pd.DataFrame, allocations: list[list[tuple[int, int]]],
+               node_cores: np.ndarray, window: tuple[float, float],
+               unit: TimeUnit) -> tuple[Figure, str]:
+    grid, per_group = occupancy(started["start_time"].to_numpy(float),
+                                started["end_time"].to_numpy(float), allocations, node_cores,
+                                window, OCCUPANCY_ROWS, OCCUPANCY_BINS)
+    figure = Figure(figsize=(11, 4.2), layout="constrained")
+    axes = figure.add_subplot()
+    lo, hi = window
+    image = axes.imshow(grid, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0,
+                        vmax=1, extent=(lo / unit.seconds, hi / unit.seconds, len(node_cores), 0))
+    figure.colorbar(image, ax=axes, label="share of cores busy")
+    axes.set_xlabel(f"time after trace start ({unit.name})")
+    axes.set_ylabel("node")
+    group = "one node" if per_group == 1 else f"{per_group} nodes"
+    axes.set_title(f"Occupancy: rows of {group}, {OCCUPANCY_BINS} time bins")
+    caption = (f"Share of the cores of each row ({group}) busy in each time bin: legible for "
+               "any number of nodes.")
+    return figure, caption
+
+
+def _over_time(directory: Path, jobs: pd.DataFrame, total_cores: int,
+               window: tuple[float, float], unit: TimeUnit) -> tuple[Figure, str]:
+    path = directory / "timeseries.csv"
+    if path.is_file():
+        series = pd.read_csv(path, usecols=["time", "queue_length", "used_cores"])
+        times, used, queue = (series[c].to_numpy(float) for c in ("time", "used_cores",
+                                                                   "queue_length"))
+        source = "timeseries.csv"
+    else:
+        times, used, queue = _series_from_jobs(jobs)
+        source = "jobs.csv (no timeseries.csv in the run)"
+    lo, hi = window
+    figure = Figure(figsize=(11, 4.6), layout="constrained")
+    top, bottom = figure.subplots(2, 1, sharex=True)
+    top.step(times / unit.seconds, 100 * used / total_cores, where="post", color="#1f77b4")
+    top.set_ylabel("cores busy (%)")
+    top.set_ylim(0, 105)
+    bottom.step(times / unit.seconds, queue, where="post", color="#d62728")
+    bottom.set_ylabel("jobs waiting")
+    bottom.set_xlabel(f"time after trace start ({unit.name})")
+    bottom.set_xlim(lo / unit.seconds, hi / unit.seconds)
+    top.set_title("Utilisation and queue length")
+    return figure, f"Step functions from {source}; {total_cores:,} cores in all."
+
+
+def _series_from_jobs(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Busy cores and waiting jobs at every submit, start and end (no holds)."""
+    started = jobs[jobs["start_time"].notna()]
+    waiting = jobs[jobs["status"].isin(["finished", "dropped", "queued", "running", "held"])]
+    times = np.concatenate([started["start_time"], started["end_time"].fillna(np.inf),
+                            waiting["submit_time"], started["start_time"]])
+    cores = np.concatenate([started["cores"], -started["cores"], np.zeros(len(waiting)),
+                            np.zeros(len(started))])
+    queue = np.concatenate([np.zeros(2 * len(started)), np.ones(len(waiting)),
+                            -np.ones(len(started))])
+    order = np.argsort(times, kind="stable")
+    finite = np.isfinite(times[order])
+    return (times[order][finite], np.cumsum(cores[order])[finite],
+            np.cumsum(queue[order])[finite])
+
+
+def _cdfs(started: pd.DataFrame) -> tuple[Figure, str]:
+    finished = started[started["status"] == "finished"]
+    wait = np.sort(finished["wait_time"].to_numpy(float))
+    run = finished["run_time"].to_numpy(float)
+    bounded = np.sort(np.maximum(1.0, (finished["wait_time"].to_numpy(float) + run)
+                                 / np.maximum(run, BOUND_SECONDS)))
+    figure = Figure(figsize=(11, 3.8), layout="constrained")
+    left, right = figure.subplots(1, 2)
+    share = np.arange(1, len(wait) + 1) / max(len(wait), 1)
+    left.step(wait, share, where="post", color="#1f77b4")
+    left.set_xscale("symlog", linthresh=1.0)
+    left.set_xlabel("wait (s, log scale above 1 s)")
+    left.set_ylabel("share of finished jobs")
+    left.set_title("Wait time CDF")
+    right.step(bounded, share, where="post", color="#ff7f0e")
+    right.set_xscale("log")
+    right.set_xlabel("bounded slowdown (10 s), log scale")
+    right.set_title("Bounded slowdown CDF")
+    for axes in (left, right):
+        axes.set_ylim(0, 1.02)
+        axes.grid(alpha=0.3)
+        axes.xaxis.set_major_formatter(PLAIN)
+    zero = float((wait == 0).mean()) if len(wait) else 0.0
+    caption = (f"{len(wait):,} finished jobs; {100 * zero:.1f} % started without waiting. "
+               "Bounded slowdown = max(1, (wait + run) / max(run, 10 s)).")
+    return figure, caption

@@ -1,0 +1,169 @@
+"""Export a run's simulated schedule: an SWF trace and a Batsim JSON workload.
+
+Backs ``market-hpc export RUN_DIR``. The SWF carries the simulation's waits and run
+times, so replaying it with the same platform and policy reproduces the schedule (the
+round trip in ``tests/test_schedule_export.py``). What each job status becomes:
+
+* ``finished``: field 3 wait = start - submit, field 4 run time, field 5 = field 8 =
+  its cores, field 9 its estimate (``-1`` when 0), field 11 status 1.
+* ``rejected`` (larger than the platform), ``dropped`` (market), or never started
+  before the run ended: wait ``-1`` and, when the run did not record it, run time
+  ``-1`` (a replay of the export then skips them as "run time unknown"); status 0 for
+  rejected, 5 (cancelled) for dropped, -1 otherwise.
+* ``skipped`` trace lines: written with run time ``-1`` (skipped again on replay).
+
+SWF holds processors only: GPUs, MICs, memory and burst-buffer requests are dropped
+and counted in the result's notes.
+
+The Batsim workload (``nb_res``, ``jobs``, ``profiles``) has one resource per core
+(``nb_res`` = the platform's cores), one job per job that has a run time, ``res`` = its
+cores, ``walltime`` = its estimate (omitted when 0), and a ``delay`` profile of its run
+time (jobs with equal run times share a profile). Jobs larger than the platform are
+left out (Batsim cannot run them) and counted; jobs that ran past their estimate are
+counted too, since Batsim kills a job at its walltime.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from market_hpc.errors import ConfigError
+from market_hpc.workload.swf import N_FIELDS, _number
+from market_hpc.workload.swf_rows import write_swf_rows
+
+_STATUS = {"finished": 1, "rejected": 0, "dropped": 5}
+_OTHER_RESOURCES = ("gpus", "mics", "mem", "bb")
+
+
+@dataclass(frozen=True)
+class RunSchedule:
+    """A run folder's jobs and platform size."""
+
+    directory: Path
+    jobs: pd.DataFrame
+    total_cores: int
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+def read_run(directory: str | Path) -> RunSchedule:
+    """Read ``jobs.parquet`` (else ``jobs.csv``) and ``config.json`` of a run folder.
+
+    Raises:
+        ConfigError: Not a run folder (names what is missing), or unreadable files.
+    """
+    from market_hpc.domain.platform import load_platform
+
+    folder = Path(directory)
+    sources = [folder / "jobs.parquet", folder / "jobs.csv"]
+    source = next((path for path in sources if path.exists()), None)
+    if source is None or not (folder / "config.json").exists():
+        raise ConfigError(f"{folder} is not a run folder: it needs jobs.csv (or jobs.parquet) "
+                          "and config.json, as written by market-hpc run/replay --out DIR")
+    try:
+        jobs = pd.read_parquet(source) if source.suffix == ".parquet" else pd.read_csv(source)
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read run folder {folder}: {exc}") from None
+    platform = config.get("config", {}).get("platform")
+    if platform is None:
+        raise ConfigError(f"{folder}/config.json has no config.platform")
+    return RunSchedule(folder, jobs, load_platform(platform).total_cores, config)
+
+
+def schedule_rows(jobs: pd.DataFrame) -> np.ndarray:
+    """The 18 SWF fields of a ``jobs.csv`` frame (see the module docstring), in job order.
+
+    >>> frame = pd.DataFrame({"job_id": [1], "submit_time": [0.0], "start_time": [5.0],
+    ...     "wait_time": [5.0], "run_time": [60.0], "status": ["finished"], "cores": [4],
+    ...     "estimate": [120.0], "user": [2], "queue": [1]})
+    >>> schedule_rows(frame)[0, :11].tolist()
+    [1.0, 0.0, 5.0, 60.0, 4.0, -1.0, -1.0, 4.0, 120.0, -1.0, 1.0]
+    """
+    frame = jobs.sort_values(["submit_time", "job_id"], kind="stable")
+    rows = np.full((len(frame), N_FIELDS), -1.0)
+    started = frame["start_time"].notna().to_numpy()
+    run = frame["run_time"].to_numpy(dtype=float)
+    estimate = frame["estimate"].to_numpy(dtype=float)
+    cores = frame["cores"].to_numpy(dtype=float)
+    rows[:, 0] = frame["job_id"].to_numpy()
+    rows[:, 1] = frame["submit_time"].to_numpy()
+    rows[:, 2] = np.where(started, frame["wait_time"].to_numpy(dtype=float), -1.0)
+    rows[:, 3] = np.where(np.isfinite(run), run, -1.0)
+    rows[:, 4] = np.where(started, cores, -1.0)
+    rows[:, 7] = cores
+    rows[:, 8] = np.where(estimate > 0, estimate, -1.0)
+    rows[:, 10] = frame["status"].map(_STATUS).fillna(-1).to_numpy()
+    rows[:, 11] = frame["user"].to_numpy()
+    rows[:, 14] = frame["queue"].to_numpy()
+    return rows
+
+
+def batsim_workload(jobs: pd.DataFrame, total_cores: int) -> tuple[dict[str, Any], int]:
+    """A Batsim JSON workload of the jobs, and how many were left out as too large."""
+    frame = jobs.sort_values(["submit_time", "job_id"], kind="stable")
+    frame = frame[np.isfinite(frame["run_time"].to_numpy(dtype=float))]
+    fits = frame["cores"].to_numpy() <= total_cores
+    profiles: dict[str, dict[str, Any]] = {}
+    entries: list[dict[str, Any]] = []
+    for job in frame[fits].itertuples(index=False):
+        name = f"delay_{_number(job.run_time)}"
+        profiles.setdefault(name, {"type": "delay", "delay": float(job.run_time)})
+        entry: dict[str, Any] = {"id": str(job.job_id), "subtime": float(job.submit_time),
+                                 "res": int(job.cores), "profile": name}
+        if job.estimate > 0:
+            entry["walltime"] = float(job.estimate)
+        entries.append(entry)
+    workload = {"description": "exported by market-hpc export", "nb_res": int(total_cores),
+                "jobs": entries, "profiles": profiles}
+    return workload, int((~fits).sum())
+
+
+def export_schedule(directory: str | Path, swf: str | Path | None = None,
+                    batsim: str | Path | None = None) -> list[str]:
+    """Write a run's schedule as SWF and as a Batsim workload; return notes to print.
+
+    Args:
+        directory: A run folder (``run``/``replay --out``).
+        swf: SWF file to write (default ``RUN_DIR/schedule.swf``).
+        batsim: Batsim JSON file to write (default ``RUN_DIR/workload.json``).
+    """
+    run = read_run(directory)
+    jobs = run.jobs
+    swf_path = Path(swf) if swf else run.directory / "schedule.swf"
+    batsim_path = Path(batsim) if batsim else run.directory / "workload.json"
+    name = run.config.get("config", {}).get("name", run.directory.name)
+    policy = run.config.get("config", {}).get("policy", {})
+    platform = run.config["config"]["platform"]
+    header = ["Version: 2.2", f"Computer: simulated by market_hpc ({name})",
+              f"Note: schedule of {policy.get('scheduler')} on {platform} from {run.directory}",
+              f"MaxProcs: {run.total_cores}"]
+    write_swf_rows(schedule_rows(jobs), swf_path, header)
+    workload, too_large = batsim_workload(jobs, run.total_cores)
+    try:
+        batsim_path.write_text(json.dumps(workload, indent=1) + "\n")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {batsim_path}: {exc.strerror or exc}") from None
+    notes = [f"SWF schedule ({len(jobs):,} jobs): {swf_path}",
+             (f"Batsim workload ({len(workload['jobs']):,} jobs, "
+              f"nb_res={run.total_cores} cores): {batsim_path}")]
+    unrun = int(jobs["run_time"].isna().sum())
+    if unrun:
+        notes.append(f"note: {unrun:,} jobs have no recorded run time (rejected, dropped, "
+                     "skipped or never started): run time -1 in the SWF, left out of Batsim")
+    if too_large:
+        notes.append(f"note: {too_large:,} jobs larger than the platform left out of Batsim")
+    overrun = int((jobs["run_time"] > jobs["estimate"].where(jobs["estimate"] > 0)).sum())
+    if overrun:
+        notes.append(f"note: {overrun:,} jobs ran longer than their estimate; Batsim kills a job at "
+                     "its walltime, so they end early there (the SWF keeps their run times)")
+    extra = [column for column in _OTHER_RESOURCES if column in jobs and (jobs[column] > 0).any()]
+    if extra:
+        notes.append(f"note: SWF and this Batsim workload hold cores only; {', '.join(extra)} "
+                     "requests are not exported")
+    return notes

@@ -1,0 +1,76 @@
+"""Convert a sacct export to an SWF trace and a side file of what SWF cannot hold.
+
+Backs ``market-hpc trace convert`` and ``market-hpc replay`` of a sacct file.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from market_hpc.errors import ConfigError
+from market_hpc.workload.slurm import SacctConversion, read_sacct, swf_rows
+from market_hpc.workload.swf_rows import write_swf_rows
+
+SIDE_COLUMNS = ("swf_job_id", "slurm_job_id", "line", "state", "partition", "nodes", "gpus",
+                "mem_mib_per_cpu", "user")
+
+
+def side_file(swf_path: str | os.PathLike[str]) -> Path:
+    """The side file next to an SWF: ``cluster.swf`` -> ``cluster.slurm.csv``."""
+    path = Path(swf_path)
+    stem = path.name.removesuffix(".gz").removesuffix(".swf")
+    return path.with_name(f"{stem}.slurm.csv")
+
+
+def convert_sacct(source: str | os.PathLike[str], out: str | os.PathLike[str], *,
+                  lenient: bool = False) -> SacctConversion:
+    """Read a sacct export and write it as an SWF trace plus ``<name>.slurm.csv``.
+
+    The SWF header records the source, the first submit time, the partition and user
+    numbers and the conversion counts; the side file maps every SWF job id to its Slurm
+    JobID, state, partition, node count, GPUs and memory.
+
+    Args:
+        source: sacct ``--parsable2`` output with its header line.
+        out: The SWF file to write (``.swf`` or ``.swf.gz``).
+        lenient: Count malformed lines instead of raising on the first.
+
+    Returns:
+        The conversion (its ``describe()`` gives the counts).
+
+    Raises:
+        ConfigError, TraceFormatError: As :func:`~market_hpc.workload.slurm.read_sacct`,
+            or an output that cannot be written.
+    """
+    conversion = read_sacct(source, lenient=lenient)
+    rows, partitions, users = swf_rows(conversion)
+    first = conversion.jobs[0].submit
+    header = [
+        "Version: 2.2",
+        f"Computer: converted from Slurm accounting ({Path(conversion.source).name})",
+        "Conversion: market-hpc trace convert (see docs/slurm.md)",
+        f"UnixStartTime: {int(first)}",
+        (f"StartTime: {datetime.fromtimestamp(first, UTC).strftime('%Y-%m-%dT%H:%M:%S')} "
+         "(sacct's clock, read as UTC)"),
+        "Partitions: " + (", ".join(f"{n}={name}" for name, n in partitions.items()) or "none"),
+        f"Users: {len(users)} (numbered in order of first job)",
+        *conversion.describe(),
+    ]
+    write_swf_rows(rows, out, header)
+    _write_side_file(conversion, side_file(out))
+    return conversion
+
+
+def _write_side_file(conversion: SacctConversion, path: Path) -> None:
+    try:
+        with open(path, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(SIDE_COLUMNS)
+            for number, job in enumerate(conversion.jobs, start=1):
+                writer.writerow((number, job.slurm_id, job.line, job.state, job.partition,
+                                 job.nodes, job.gpus, f"{job.mem_mib_per_cpu:g}", job.user))
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
