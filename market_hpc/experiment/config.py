@@ -139,7 +139,9 @@ class WindowConfig:
     Attributes:
         size: Window size w.
         order: Base order, ``fcfs`` or ``wfp``.
-        starvation: Seconds in windows after which a job is forced.
+        starvation: The starvation bound: invocations spent in a window (the paper's,
+            default 50) or seconds since first entering one, per ``starvation_by``.
+        starvation_by: ``invocations`` or ``seconds``.
         generations: BBSched's G. population: P. mutation: p_m.
         rule: BBSched's decision rule, ``paper`` or ``code``.
         exhaustive_up_to: BBSched enumerates exactly when at most this many jobs fit.
@@ -148,7 +150,8 @@ class WindowConfig:
 
     size: int = 20
     order: str = "fcfs"
-    starvation: float = 86400.0
+    starvation: float = 50.0
+    starvation_by: str = "invocations"
     generations: int = 500
     population: int = 20
     mutation: float = 0.0005
