@@ -144,7 +144,9 @@ class WindowConfig:
         starvation_by: ``invocations`` or ``seconds``.
         generations: BBSched's G. population: P. mutation: p_m.
         rule: BBSched's decision rule, ``paper`` or ``code``.
-        exhaustive_up_to: BBSched enumerates exactly when at most this many jobs fit.
+        solver: BBSched's Pareto solver, ``auto``, ``exact`` or ``ga``.
+        exact_budget: ``auto`` solves exactly up to this cost (machine words).
+        exhaustive_up_to: With ``solver = "ga"``, enumerate when at most this many jobs fit.
         normalise: Bin_Packing's capacity-normalised alignment score.
     """
 
@@ -156,6 +158,8 @@ class WindowConfig:
     population: int = 20
     mutation: float = 0.0005
     rule: str = "paper"
+    solver: str = "auto"
+    exact_budget: int = 4_000_000
     exhaustive_up_to: int = 10
     normalise: bool = True
 

@@ -110,6 +110,7 @@ class WindowScheduler:
         self.starvation = starvation
         self.by_invocations = starvation_by == "invocations"
         self.name = f"{self.label}+{allocator.name}"
+        self.recording = True  # False while ``_count_forced`` runs the unforced comparison
         self._seen: dict[int, float] = {}  # invocations spent in a window, or time first in one
         self.stats = {"invocations": 0, "fit_two_plus": 0, "optimiser_runs": 0, "changed": 0,
                       "optimisations": 0, "forced_jobs": 0, "forced_starts": 0, "forced_blocks": 0, "solver_seconds": 0.0}
@@ -226,7 +227,9 @@ class WindowScheduler:
             candidates = Window.of([pool[i].cores for i in fitting], [pool[i].bb for i in fitting],
                                    free_nodes, free_bb)
             began = time.perf_counter()
+            self.recording = record
             found = self.select(candidates, view, rng)
+            self.recording = True
             if record:
                 self.stats["solver_seconds"] += time.perf_counter() - began
                 self.stats["optimiser_runs"] += 1

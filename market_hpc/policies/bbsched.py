@@ -24,6 +24,7 @@ import numpy as np
 from market_hpc.algorithms.bbsched import (
     MAX_EXACT_JOBS,
     RULES,
+    ParetoSet,
     Window,
     bin_packing_select,
     choose,
@@ -31,6 +32,7 @@ from market_hpc.algorithms.bbsched import (
     exact_pareto,
     weighted_select,
 )
+from market_hpc.algorithms.bbsched_exact import dp_cost, dp_pareto
 from market_hpc.algorithms.bbsched_ga import GaSettings, ga_pareto
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.policies.base import Allocator, View
@@ -53,6 +55,8 @@ __all__ = [
 ]
 
 ALLOCATORS = ("first-fit", "best-fit")
+SOLVERS = ("auto", "exact", "ga")
+EXACT_BUDGET = 4_000_000
 """Seed 003 schedules node counts; seed 000's heterogeneity allocators add nothing here
 (and every allocator pair multiplies the conformance suite)."""
 
@@ -158,43 +162,63 @@ class BbBinPacking(WindowScheduler):
     allocators=ALLOCATORS,
 )
 class BbSched(WindowScheduler):
-    """BBSched (Fan et al. 2019).
+    """BBSched (Fan et al. 2019): the window's Pareto set, then the paper's decision rule.
 
     Args:
         allocator: Where jobs go.
+        solver: How the Pareto set is found. ``auto`` (default): exactly by dynamic
+            programming (``algorithms.bbsched_exact``) when that costs at most
+            ``exact_budget`` machine words (``dp_cost``), else the paper's GA; ``exact``:
+            always exactly; ``ga``: the paper's GA, except that windows of at most
+            ``exhaustive_up_to`` fitting jobs are enumerated (the reference code's 10).
         generations: G (500). population: P (20). mutation: p_m (0.0005).
         rule: Decision rule, ``paper`` (2x) or ``code`` (the reference implementation's).
-        exhaustive_up_to: Enumerate the Pareto set exactly instead of running the GA
-            when at most this many window jobs fit (the reference code does at 10;
-            0 always runs the GA).
-        **params: ``window``, ``order``, ``starvation`` of ``WindowScheduler``.
+        exhaustive_up_to: See ``solver = "ga"`` (0: the GA always runs).
+        exact_budget: See ``solver = "auto"``; the default is where the exact solver
+            costs about what the GA (G = 500, P = 20) costs (``benchmarks/bbsched.py``).
+        **params: ``window``, ``order``, ``starvation``, ``starvation_by``.
     """
 
     label = "bbsched"
     max_window = 62
 
-    def __init__(self, allocator: Allocator, generations: int = 500, population: int = 20,
+    def __init__(self, allocator: Allocator, solver: str = "auto", generations: int = 500, population: int = 20,
                  mutation: float = 0.0005, rule: str = "paper", exhaustive_up_to: int = 10,
-                 **params: Any) -> None:
+                 exact_budget: int = EXACT_BUDGET, **params: Any) -> None:
         super().__init__(allocator, **params)
         if rule not in RULES:
             raise UnknownNameError("bbsched rule", rule, RULES)
+        if solver not in SOLVERS:
+            raise UnknownNameError("bbsched solver", solver, SOLVERS)
         if not 0 <= exhaustive_up_to <= MAX_EXACT_JOBS:
             raise ConfigError(f"bbsched: exhaustive_up_to must be in 0..{MAX_EXACT_JOBS}, got {exhaustive_up_to}")
+        if exact_budget < 0:
+            raise ConfigError(f"bbsched: exact_budget must be >= 0, got {exact_budget}")
         try:
             self.settings = GaSettings(generations, population, mutation)
         except ValueError as exc:
             raise ConfigError(f"bbsched: {exc}") from None
+        self.solver = solver
         self.rule = rule
         self.exhaustive_up_to = exhaustive_up_to
+        self.exact_budget = exact_budget
         self.stats["ga_runs"] = 0
+        self.stats["exact_runs"] = 0
+
+    def pareto(self, window: Window, rng: np.random.Generator) -> ParetoSet:
+        """The window's Pareto set by the configured solver (counted in ``stats``)."""
+        if self.solver == "ga":
+            use_ga = window.size > self.exhaustive_up_to
+        else:
+            use_ga = self.solver == "auto" and dp_cost(window) > self.exact_budget
+        if self.recording:
+            self.stats["ga_runs" if use_ga else "exact_runs"] += 1
+        if not use_ga:
+            return exact_pareto(window) if self.solver == "ga" else dp_pareto(window)
+        return ga_pareto(window, self.settings, int(rng.integers(2**63)))
 
     def select(self, window: Window, view: View, rng: np.random.Generator) -> int | None:
-        if window.size <= self.exhaustive_up_to:
-            front = exact_pareto(window)
-        else:
-            front = ga_pareto(window, self.settings, int(rng.integers(2**63)))
-            self.stats["ga_runs"] += 1
+        front = self.pareto(window, rng)
         total_nodes, total_bb = _totals(view)
         used_bb = total_bb - view.free_bb
         return choose(front, window.size, total_nodes, total_bb, self.rule,
@@ -205,7 +229,7 @@ BB_SCHEDULERS = ("bbsched", "bb-baseline", "bb-weighted", "bb-weighted-cpu", "bb
                  "bb-constrained-cpu", "bb-constrained-bb", "bb-binpacking")
 
 _COMMON = {"size": "window", "order": "order", "starvation": "starvation", "starvation_by": "starvation_by"}
-_OWN = {"bbsched": ("generations", "population", "mutation", "rule", "exhaustive_up_to"),
+_OWN = {"bbsched": ("solver", "exact_budget", "generations", "population", "mutation", "rule", "exhaustive_up_to"),
         "bb-binpacking": ("normalise",)}
 
 
