@@ -108,16 +108,29 @@ TABLE1_JOBS = [Job(i + 1, 0.0, 100.0, 100.0, units=n, bb=b)
 
 
 @pytest.mark.parametrize(("solver", "ran"), [("auto", "exact_runs"), ("exact", "exact_runs"), ("ga", "ga_runs")])
-def test_bbsched_runs_its_optimiser_in_a_simulation(solver: str, ran: str) -> None:
+def test_bbsched_runs_its_optimiser_in_a_simulation(solver: str, ran: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Table 1 (five jobs fit alone; the base order would start J1, then backfill J4):
     every solver runs on the window (the GA with enumeration off) and BBSched starts
     Solution 3, {J2, J3, J4, J5}."""
+    import market_hpc.policies.bbsched as module
+
+    calls = {"ga_runs": 0, "exact_runs": 0}
+
+    def spy(name: str, function):  # type: ignore[no-untyped-def]
+        def called(*args, **kwargs):  # type: ignore[no-untyped-def]
+            calls[name] += 1
+            return function(*args, **kwargs)
+        return called
+
+    monkeypatch.setattr(module, "ga_pareto", spy("ga_runs", module.ga_pareto))
+    monkeypatch.setattr(module, "dp_pareto", spy("exact_runs", module.dp_pareto))
     policy = make_policy("bbsched", "first-fit", scheduler_params={"solver": solver, "exhaustive_up_to": 0})
     model = HPCModel(TABLE1_JOBS, "nodes=100,cores=1,bb=100", policy=policy, seed=1)
     model.run()
     frame = model.recorder.jobs_frame()
     assert frame.loc[frame["start_time"] == 0, "job_id"].tolist() == [2, 3, 4, 5]
-    assert policy.stats[ran] >= 1 and policy.stats["optimiser_runs"] >= 1
+    assert policy.stats[ran] == calls[ran] >= 1 and policy.stats["optimiser_runs"] >= 1
+    assert sum(calls.values()) == calls[ran]  # the other solver never ran
     assert policy.stats["fit_two_plus"] >= 1 and policy.stats["changed"] >= 1
 
 
