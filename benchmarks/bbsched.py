@@ -35,7 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from market_hpc.algorithms.bbsched import ParetoSet, Window, choose, exact_pareto, generational_distance
+from market_hpc.algorithms.bbsched import (
+    ParetoSet,
+    Window,
+    choose,
+    exact_pareto,
+    generational_distance,
+)
 from market_hpc.algorithms.bbsched_exact import dp_cost, dp_pareto
 from market_hpc.algorithms.bbsched_ga import GaSettings, ga_pareto
 from market_hpc.policies.bbsched import EXACT_BUDGET
