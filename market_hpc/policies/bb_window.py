@@ -19,7 +19,8 @@ spec §1.6, §3.11).
    multi-resource EASY (``classic.Easy.schedule``) starts and backfills along it.
 
 Counted per run (``stats``, ``policy_*`` in ``summary.json``): ``invocations``;
-``fit_two_plus`` (two or more window jobs fit, so a method has a choice);
+``fit_two_plus`` (two or more window jobs fit, so a method has a choice; when a
+starving job blocks, the non-starving window jobs that fit the free resources);
 ``optimiser_runs`` (the method's optimiser ran on such a window); ``changed`` (its
 selection differs from the base order's: the window jobs served in order while they
 fit); ``forced_starts`` (starving jobs fixed in that the method's own selection on the
@@ -188,6 +189,9 @@ class WindowScheduler:
         for job in starving:  # fix forced jobs in while they fit
             if job.cores > free_nodes or job.bb > free_bb:
                 self.stats["forced_blocks"] += 1
+                pool = window[len(starving):]
+                fitting = sum(j.cores <= view.free_total[0] and j.bb <= view.free_bb for j in pool)
+                self.stats["fit_two_plus"] += fitting >= 2
                 return window + rest  # it heads the queue and holds the EASY reservation
             free_nodes -= job.cores
             free_bb -= job.bb
