@@ -157,3 +157,16 @@ def test_wfp_wait_is_measured_from_submission() -> None:
     jobs = [Job(1, 500.0, 10.0, 100.0, units=4), Job(2, 100.0, 10.0, 100.0, units=4)]
     assert [j.job_id for j in wfp_order(jobs, 600.0)] == [2, 1]
     assert [j.job_id for j in wfp_order(jobs, 100.0)] == [2, 1]  # both 0: earlier submit
+
+
+def test_vectorised_wfp_order_is_the_same_order() -> None:
+    """Random queues with tied sizes, submits and walltimes, some submitted after now."""
+    from market_hpc.policies.bb_window import wfp_order_fast
+
+    rng = np.random.default_rng(5)
+    for trial in range(20):
+        count = int(rng.integers(1, 300))
+        jobs = [Job(int(i), float(rng.integers(0, 50)) * 37.5, 10.0, float(rng.choice([0.5, 60.0, 3600.0, 7201.0])),
+                    units=int(rng.integers(1, 5))) for i in rng.permutation(count) + 1]
+        now = float(rng.uniform(0, 2000))
+        assert [j.job_id for j in wfp_order_fast(jobs, now, small=0)] == [j.job_id for j in wfp_order(jobs, now)]

@@ -63,6 +63,29 @@ def wfp_order(queue: Sequence[Job], now: float) -> list[Job]:
     return sorted(queue, key=key)
 
 
+def wfp_order_fast(queue: Sequence[Job], now: float, small: int = 48) -> list[Job]:
+    """``wfp_order`` with the priorities computed and sorted in numpy: the same order
+    (the same float operations, ``pow`` for the cube, and a stable lexicographic sort on
+    (-priority, submit, id)), with the per-job Python work reduced to reading three
+    attributes. Queues of at most ``small`` jobs use ``wfp_order`` itself.
+
+    >>> jobs = [Job(1, 0.0, 10.0, 100.0, units=4), Job(2, 50.0, 10.0, 10.0, units=1)]
+    >>> [j.job_id for j in wfp_order_fast(jobs, 100.0, small=0)]
+    [2, 1]
+    """
+    count = len(queue)
+    if count <= small:
+        return wfp_order(queue, now)
+    submit = np.fromiter([job.submit for job in queue], dtype=np.float64, count=count)
+    estimate = np.fromiter([job.estimate for job in queue], dtype=np.float64, count=count)
+    cores = np.fromiter([job.cores for job in queue], dtype=np.float64, count=count)
+    ids = np.fromiter([job.job_id for job in queue], dtype=np.int64, count=count)
+    ratio = np.maximum(now - submit, 0.0) / np.maximum(estimate, 1.0)
+    priority = -cores * np.power(ratio, 3.0)
+    order = np.lexsort((ids, submit, priority))
+    return [queue[i] for i in order.tolist()]
+
+
 def greedy_prefix(jobs: Sequence[Job], free_nodes: float, free_bb: float) -> list[Job]:
     """The jobs the base order starts first: in order while they fit (Slurm-like).
 
@@ -133,7 +156,7 @@ class WindowScheduler:
             else:
                 decision = self.easy.schedule(view, self._reorder(list(view.queue), view, rng))
         else:
-            queue = wfp_order(view.queue, view.time)
+            queue = wfp_order_fast(view.queue, view.time)
             if not queue:
                 return Decision()
             self.stats["invocations"] += 1
