@@ -11,7 +11,7 @@ import pytest
 from invariants import assert_schedule_invariants, random_workload
 
 from market_hpc.domain.job import Job
-from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.errors import ConfigError, MarketHpcError, UnknownNameError
 from market_hpc.experiment import config_from_dict, simulate
 from market_hpc.model import HPCModel
 from market_hpc.policies import Decision, Hold, Start, make_policy
@@ -257,3 +257,34 @@ def test_two_jobs_that_each_fit_the_pool_but_not_together_start_one_after_the_ot
     assert start[1] == 0.0
     assert start[2] == 100.0  # waits for job 1's 60 GB
     assert start[3] in (0.0, 100.0)
+
+
+# ------------------------------------------------------------- target load
+def test_target_load_sizes_the_pool_for_the_offered_bb_load() -> None:
+    """4,000 jobs of 100 s submitted over 40,000 s on a 100-processor system: S4 on the
+    Theta-like range offers, in expectation, 0.75 x E[request] x 400,000 / (pool x
+    40,000); the pool sized for 0.9 gives a realised S4 load near 0.9, S2 (smaller
+    requests, same pool) less, and the node load is 4,000 x 2 x 100 / (100 x 39,990)."""
+    from market_hpc.workload.burst_buffer import offered_loads
+
+    jobs = [Job(i + 1, i * 10.0, 100.0, 100.0, units=2) for i in range(4000)]
+    rule = BurstBufferRule("S4", "theta", target_load=0.9)
+    pool = rule.target_capacity(jobs, 100)
+    s4, _ = synthesize(jobs, rule, 100, seed=2)
+    loads = offered_loads(s4, 100, pool)
+    assert loads["offered_bb_load"] == pytest.approx(0.9, rel=0.05)
+    assert loads["offered_node_load"] == pytest.approx(4000 * 2 * 100 / (100 * 39990))
+    s2, _ = synthesize(jobs, BurstBufferRule("S2", "theta", target_load=0.9), 100, seed=2)
+    assert BurstBufferRule("S2", "theta", target_load=0.9).target_capacity(jobs, 100) == pool  # one pool
+    assert offered_loads(s2, 100, pool)["offered_bb_load"] < 0.75
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"scenario": "none", "target_load": 0.9}, "needs a scenario"),
+    ({"scenario": "S4", "target_load": 0.9, "capacity_gb": 10.0}, "not both"),
+    ({"scenario": "S4", "target_load": 0.0}, "must be > 0"),
+    ({"scenario": "S4", "target_load": 0.9, "target_scenario": "S9"}, "valid"),
+])
+def test_target_load_validation(params: dict, message: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(MarketHpcError, match=message):
+        BurstBufferRule(**params)
