@@ -11,7 +11,7 @@ import pytest
 from invariants import assert_schedule_invariants, random_workload
 
 from market_hpc.domain.job import Job
-from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.errors import ConfigError, MarketHpcError, UnknownNameError
 from market_hpc.experiment import config_from_dict, simulate
 from market_hpc.model import HPCModel
 from market_hpc.policies import Decision, Hold, Start, make_policy
@@ -74,21 +74,62 @@ def test_easy_reserves_burst_buffer_for_the_head() -> None:
         assert start[3] >= 100.0, scheduler  # would have delayed the head in BB
 
 
-def test_starving_job_is_forced_into_the_selection() -> None:
-    """Constrained_CPU prefers two 5-node jobs to one 6-node job; once the 6-node job has
-    been passed over for longer than the bound it runs first."""
+STARVING_JOBS = [Job(1, 0.0, 100.0, 100.0, units=6), Job(2, 0.0, 100.0, 100.0, units=5),
+                 Job(3, 0.0, 100.0, 100.0, units=5), Job(4, 50.0, 100.0, 100.0, units=5),
+                 Job(5, 50.0, 100.0, 100.0, units=5)]
+
+
+def _starts(scheduler: str, **params: object) -> tuple[dict[int, float], dict[str, float]]:
+    policy = make_policy(scheduler, "first-fit", scheduler_params=params)
+    model = HPCModel(STARVING_JOBS, "nodes=10,cores=1,bb=10", policy=policy, seed=1)
+    model.run()
+    return model.recorder.jobs_frame().set_index("job_id")["start_time"].to_dict(), policy.stats
+
+
+@pytest.mark.parametrize(("bound", "by"), [(1, "invocations"), (60.0, "seconds")])
+def test_starving_job_is_forced_into_the_selection(bound: float, by: str) -> None:
+    """Constrained_CPU prefers two 5-node jobs to the 6-node job 1. Invocations: t=0
+    (J2+J3 start, J1 passed over: 1 invocation in the window), t=50 (J4, J5 arrive,
+    nothing fits: 2 invocations), t=100 (J2, J3 end). With a bound of 1 invocation (or
+    60 s since J1 first entered a window) J1 is starving at t=100 and is fixed in,
+    although the unforced choice, J4+J5 (10 nodes), leaves it out: one forced start."""
+    forced, stats = _starts("bb-constrained-cpu", starvation=bound, starvation_by=by)
+    assert forced[2] == forced[3] == 0.0
+    assert forced[1] == 100.0 and forced[4] == forced[5] == 200.0
+    # J4 and J5 are starving too at t=200, but would start then anyway: not counted
+    assert stats["forced_starts"] == 1 and stats["forced_jobs"] == 3 and stats["forced_blocks"] == 0
+    free, stats = _starts("bb-constrained-cpu", starvation=2, starvation_by="invocations")
+    assert free[1] == 200.0 and free[4] == free[5] == 100.0  # J1 had 2 invocations: not > 2
+    assert stats["forced_starts"] == 0  # forced at t=200 (3 > 2) when it starts anyway
+
+
+def test_forcing_that_changes_nothing_is_not_counted() -> None:
+    """Under the baseline J1 starts at t=0; J2 and J3 wait two invocations and are starving
+    at t=100 with a bound of 1, but the base order starts them then anyway (as J4 and J5
+    at t=200)."""
+    starts, stats = _starts("bb-baseline", starvation=1)
+    assert starts[1] == 0.0 and starts[2] == starts[3] == 100.0
+    assert stats["forced_jobs"] == 4 and stats["forced_starts"] == 0  # J2, J3 at t=100; J4, J5 at t=200
+
+
+def test_starving_job_that_does_not_fit_blocks_the_optimisation() -> None:
+    """t=0: Constrained_CPU starts J2+J3 (10 nodes) over J1 (6). t=1: J4 arrives, nothing
+    fits. t=100: J2 ends, 5 nodes free; J1 (2 invocations > 1) is starving and does not
+    fit, so no selection runs: J1 heads the queue and J4 (ending at 600, past J1's shadow
+    time 400, and 5 nodes > the 4 extra) may not backfill. Unbounded, J4 starts at 100
+    and J1 waits for it until 600."""
     jobs = [Job(1, 0.0, 100.0, 100.0, units=6), Job(2, 0.0, 100.0, 100.0, units=5),
-            Job(3, 0.0, 100.0, 100.0, units=5), Job(4, 50.0, 100.0, 100.0, units=5),
-            Job(5, 50.0, 100.0, 100.0, units=5)]
+            Job(3, 0.0, 400.0, 400.0, units=5), Job(4, 1.0, 500.0, 500.0, units=5)]
     starts = {}
-    for bound in (10.0, 1e9):
+    for bound in (1, 1000):
         policy = make_policy("bb-constrained-cpu", "first-fit", scheduler_params={"starvation": bound})
         model = HPCModel(jobs, "nodes=10,cores=1,bb=10", policy=policy, seed=1)
         model.run()
         starts[bound] = model.recorder.jobs_frame().set_index("job_id")["start_time"].to_dict()
         assert starts[bound][2] == starts[bound][3] == 0.0
-    assert starts[10.0][1] == 100.0 and policy.stats["forced_starts"] == 0
-    assert starts[1e9][1] == 200.0  # passed over twice without the bound
+        assert (policy.stats["forced_blocks"] >= 1) == (bound == 1)
+    assert starts[1][1] == 400.0 and starts[1][4] == 500.0
+    assert starts[1000][4] == 100.0 and starts[1000][1] == 600.0
 
 
 class _StartThenHold:
@@ -216,3 +257,34 @@ def test_two_jobs_that_each_fit_the_pool_but_not_together_start_one_after_the_ot
     assert start[1] == 0.0
     assert start[2] == 100.0  # waits for job 1's 60 GB
     assert start[3] in (0.0, 100.0)
+
+
+# ------------------------------------------------------------- target load
+def test_target_load_sizes_the_pool_for_the_offered_bb_load() -> None:
+    """4,000 jobs of 100 s submitted over 40,000 s on a 100-processor system: S4 on the
+    Theta-like range offers, in expectation, 0.75 x E[request] x 400,000 / (pool x
+    40,000); the pool sized for 0.9 gives a realised S4 load near 0.9, S2 (smaller
+    requests, same pool) less, and the node load is 4,000 x 2 x 100 / (100 x 39,990)."""
+    from market_hpc.workload.burst_buffer import offered_loads
+
+    jobs = [Job(i + 1, i * 10.0, 100.0, 100.0, units=2) for i in range(4000)]
+    rule = BurstBufferRule("S4", "theta", target_load=0.9)
+    pool = rule.target_capacity(jobs, 100)
+    s4, _ = synthesize(jobs, rule, 100, seed=2)
+    loads = offered_loads(s4, 100, pool)
+    assert loads["offered_bb_load"] == pytest.approx(0.9, rel=0.05)
+    assert loads["offered_node_load"] == pytest.approx(4000 * 2 * 100 / (100 * 39990))
+    s2, _ = synthesize(jobs, BurstBufferRule("S2", "theta", target_load=0.9), 100, seed=2)
+    assert BurstBufferRule("S2", "theta", target_load=0.9).target_capacity(jobs, 100) == pool  # one pool
+    assert offered_loads(s2, 100, pool)["offered_bb_load"] < 0.75
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"scenario": "none", "target_load": 0.9}, "needs a scenario"),
+    ({"scenario": "S4", "target_load": 0.9, "capacity_gb": 10.0}, "not both"),
+    ({"scenario": "S4", "target_load": 0.0}, "workload.burst_buffer.target_load: got 0.0; valid: a finite number > 0"),
+    ({"scenario": "S4", "target_load": 0.9, "target_scenario": "S9"}, "valid"),
+])
+def test_target_load_validation(params: dict, message: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(MarketHpcError, match=message):
+        BurstBufferRule(**params)

@@ -33,6 +33,32 @@ def test_study_sweep_expands_to_every_method_scenario_and_trace() -> None:
     assert {r.config["workload"]["burst_buffer"]["capacity_gb"] for r in pressure.runs} == {9567.0, 11924.0}
 
 
+def test_regime_sweeps_expand_to_the_study() -> None:
+    regime = load_sweep(SWEEP.with_name("bbsched_regime.toml"))
+    assert len(regime.runs) == 320
+    assert {r.seed for r in regime.runs} == {1, 2, 3, 4, 5}
+    assert {r.config["workload"]["burst_buffer"]["target_load"] for r in regime.runs} == {0.9}
+    table3 = load_sweep(SWEEP.with_name("bbsched_table3.toml"))
+    assert sorted({r.config["policy"]["window"]["size"] for r in table3.runs}) == [10, 50]
+    nostarve = load_sweep(SWEEP.with_name("bbsched_nostarve.toml"))
+    assert {r.config["policy"]["scheduler"] for r in nostarve.runs} == {"bb-baseline", "bbsched"}
+    assert len(table3.runs) == len(nostarve.runs) == 20
+
+
+def test_regime_point_sizes_the_pool_on_small_data() -> None:
+    if not SHARED_TRACES.is_dir():
+        pytest.skip(f"the study replays real traces and {SHARED_TRACES} is absent")
+    spec = next(r for r in load_sweep(SWEEP.with_name("bbsched_regime.toml")).runs
+                if r.params["machine"] == "cori" and r.params["scenario"] == "S4" and r.params["scheduler"] == "bbsched")
+    data = copy.deepcopy(spec.config)
+    data["workload"]["first_n"] = 300
+    result = simulate(config_from_dict(data))
+    report = result.workload_report["burst_buffer"]
+    assert result.summary["utilisation_bb"] > 0
+    assert 0.6 < report["offered_bb_load"] < 1.3  # 300 jobs: the expectation is 0.9
+    assert report["capacity_gb"] < 35773  # smaller than Cori's pool scaled to 240 processors
+
+
 @pytest.mark.parametrize("machine", ["theta", "cori"])
 def test_study_points_run_on_small_data(machine: str) -> None:
     if not SHARED_TRACES.is_dir():

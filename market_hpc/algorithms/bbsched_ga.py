@@ -175,6 +175,28 @@ def _evaluator(window: Window) -> Callable[[int], int]:
     return lambda mask: sum(chunk[(mask >> shift) & 1023] for shift, chunk in shifts)
 
 
+def survivors(order: list[int], born: list[int], value: dict[int, int], size: int) -> list[int]:
+    """The next generation, youngest first (paper §3.2.2): Set 1 (the non-dominated
+    chromosomes), then the youngest of Set 2; or the youngest ``size`` of Set 1.
+
+    ``order`` holds the living chromosomes youngest first, ``born`` the children in the
+    order they were made (the last made is the youngest); ``value`` packs each mask's
+    objectives as ``nodes << SHIFT | bb``.
+
+    >>> value = {m: (n << SHIFT) | b for m, n, b in [(1, 10, 0), (2, 5, 5), (4, 4, 4), (8, 3, 3), (16, 2, 2)]}
+    >>> survivors([4, 8], [16, 1, 2], value, 3)   # Set 1 = {1, 2}; Set 2 youngest first: 16, 4, 8
+    [2, 1, 16]
+    """
+    pool = born[::-1] + order
+    front = _front_values(sorted({value[mask] for mask in pool}, reverse=True))
+    kept = [mask for mask in pool if value[mask] in front]
+    if len(kept) < size:
+        kept += [mask for mask in pool if value[mask] not in front][: size - len(kept)]
+    else:
+        del kept[size:]
+    return kept
+
+
 def _ga_ints(window: Window, settings: GaSettings, seed: int | np.random.SeedSequence) -> ParetoSet:
     """The GA with each generation in plain Python integers (the default kernel).
 
@@ -209,13 +231,7 @@ def _ga_ints(window: Window, settings: GaSettings, seed: int | np.random.SeedSeq
                 if packed >> SHIFT <= limit_nodes and packed & LOW <= limit_bb:
                     living.add(child)
                     born.append(child)
-        pool = born[::-1] + order
-        front = _front_values(sorted({value[mask] for mask in pool}, reverse=True))
-        order = [mask for mask in pool if value[mask] in front]
-        if len(order) < size:
-            order += [mask for mask in pool if value[mask] not in front][: size - len(order)]
-        else:
-            del order[size:]
+        order = survivors(order, born, value, size)
     masks = np.array(order, dtype=np.int64)
     values = np.array([value[mask] for mask in order], dtype=np.int64)
     objectives = np.stack((values >> SHIFT, values & LOW), axis=1)

@@ -151,20 +151,27 @@ class WindowConfig:
     Attributes:
         size: Window size w.
         order: Base order, ``fcfs`` or ``wfp``.
-        starvation: Seconds in windows after which a job is forced.
+        starvation: The starvation bound: invocations spent in a window (the paper's,
+            default 50) or seconds since first entering one, per ``starvation_by``.
+        starvation_by: ``invocations`` or ``seconds``.
         generations: BBSched's G. population: P. mutation: p_m.
         rule: BBSched's decision rule, ``paper`` or ``code``.
-        exhaustive_up_to: BBSched enumerates exactly when at most this many jobs fit.
+        solver: BBSched's Pareto solver, ``auto``, ``exact`` or ``ga``.
+        exact_budget: ``auto`` solves exactly up to this cost (machine words).
+        exhaustive_up_to: With ``solver = "ga"``, enumerate when at most this many jobs fit.
         normalise: Bin_Packing's capacity-normalised alignment score.
     """
 
     size: int = 20
     order: str = "fcfs"
-    starvation: float = 86400.0
+    starvation: float = 50.0
+    starvation_by: str = "invocations"
     generations: int = 500
     population: int = 20
     mutation: float = 0.0005
     rule: str = "paper"
+    solver: str = "auto"
+    exact_budget: int = 4_000_000
     exhaustive_up_to: int = 10
     normalise: bool = True
 
@@ -172,6 +179,7 @@ class WindowConfig:
         for key in ("size", "generations", "population"):
             check(getattr(self, key), COUNT, f"policy.window.{key}")
         check(self.exhaustive_up_to, NON_NEGATIVE_INT, "policy.window.exhaustive_up_to")
+        check(self.exact_budget, NON_NEGATIVE_INT, "policy.window.exact_budget")
         check(self.starvation, TIME, "policy.window.starvation")
         check(self.mutation, FRACTION, "policy.window.mutation")
 

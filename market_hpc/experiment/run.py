@@ -112,9 +112,12 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
     if spec.load_factor != 1.0:
         jobs = list(scale_load(jobs, spec.load_factor))
     if spec.burst_buffer.enabled:
-        from market_hpc.workload.burst_buffer import synthesize
+        from market_hpc.workload.burst_buffer import offered_loads, synthesize, with_capacity
 
+        platform = with_capacity(platform, spec.burst_buffer, jobs)  # a target load sizes the pool from the jobs
         jobs, report["burst_buffer"] = synthesize(jobs, spec.burst_buffer, platform.total_cores, config.seed)
+        report["burst_buffer"].update(capacity_gb=platform.burst_buffer,
+                                      **offered_loads(jobs, platform.total_cores, platform.burst_buffer))
     if any(job.bb > 0 for job in jobs):
         from market_hpc.workload.burst_buffer import check_requests
 
@@ -213,6 +216,7 @@ def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = 
     report: dict[str, Any] = {}
     if jobs is None:
         jobs, report = build_workload(config, platform)
+    platform = with_capacity(platform, config.workload.burst_buffer, jobs)
     if config.queues.strategy is not None:  # seed 004 multi-queue runs
         from market_hpc.experiment.queues import queue_run, queue_summary
 

@@ -17,6 +17,15 @@ its S1-S4 workloads (Fan et al., HPDC '19, §4.1; spec A9):
   nodes, 1.8 PB). Capacity *and* requests are multiplied by ``system / machine nodes``
   (processors of the trace's platform, the unit jobs request), so each request keeps its
   share of the pool and the pool its share per node. Amounts are whole GB (>= 1).
+* **Or sized for a target load** (``target_load``): the paper's S4 workloads are
+  burst-buffer bound (BB usage 84-95 %, Table 3), which the scaled pools are not (S4
+  offers 25-50 % on HPC2N and KTH-SP2). With ``target_load = L`` the pool is sized so
+  that the *reference* scenario (``target_scenario``, S4 by default) offers an expected
+  BB load of ``L``: offered load = sum(request x run time) / (pool x span), span = the
+  workload's submit span, its expectation share x E[request] x sum(run time) (requests
+  are independent of the jobs; E of the log-uniform request in closed form). One pool
+  per trace slice, whatever the scenario run, as one machine has one pool: S1-S3 offer
+  less. Requests keep their scaled sizes. ``offered_load`` reports the realised value.
 
 Deterministic from the run seed (its own stream, independent of the scheduler's).
 """
@@ -33,6 +42,7 @@ import numpy as np
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.validation import POSITIVE_FACTOR, check
 
 GB_PER_TB = 1000  # decimal units (spec A7)
 
@@ -67,6 +77,9 @@ class BurstBufferRule:
         share: Fraction of jobs requesting (default: the scenario's).
         threshold_gb: Requests are drawn above this, in machine GB (default: scenario's).
         max_request_gb: Largest request, in machine GB (default: the machine's).
+        target_load: Size the pool for this expected offered BB load of
+            ``target_scenario`` (module docstring); ``None``: scale the machine's pool.
+        target_scenario: The scenario ``target_load`` refers to (S4).
     """
 
     scenario: str = "none"
@@ -75,6 +88,8 @@ class BurstBufferRule:
     share: float | None = None
     threshold_gb: float | None = None
     max_request_gb: float | None = None
+    target_load: float | None = None
+    target_scenario: str = "S4"
 
     def __post_init__(self) -> None:
         if self.scenario != "none" and self.scenario not in SCENARIOS:
@@ -87,6 +102,14 @@ class BurstBufferRule:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ConfigError(f"workload.burst_buffer.{name} must be >= 0, got {value}")
+        if self.target_scenario not in SCENARIOS:
+            raise UnknownNameError("workload.burst_buffer.target_scenario", self.target_scenario, SCENARIOS)
+        if self.target_load is not None:
+            if not self.enabled:
+                raise ConfigError("workload.burst_buffer.target_load needs a scenario (S1..S4), got scenario = none")
+            if self.capacity_gb is not None:
+                raise ConfigError("workload.burst_buffer: set capacity_gb or target_load, not both")
+            check(self.target_load, POSITIVE_FACTOR, "workload.burst_buffer.target_load")
         if self.enabled and self.upper <= self.lower:
             raise ConfigError(f"workload.burst_buffer: max_request_gb {self.upper} must exceed the "
                               f"threshold {self.lower}")
@@ -121,6 +144,42 @@ class BurstBufferRule:
         if self.capacity_gb is not None:
             return float(self.capacity_gb)
         return float(round(MACHINES[self.machine].capacity_gb * self.scale(system_nodes)))
+
+    def target_capacity(self, jobs: Sequence[Job], system_nodes: int) -> float:
+        """Pool in whole GB giving ``target_scenario`` the expected offered BB load
+        ``target_load`` over ``jobs`` (their run times and submit span only).
+
+        >>> jobs = [Job(1, 0.0, 50.0, 50.0), Job(2, 100.0, 50.0, 50.0)]
+        >>> rule = BurstBufferRule("S4", "theta", target_load=1.0)
+        >>> mean = (6490 - 455) / math.log(6490 / 455)   # log-uniform on (455, 6,490] GB
+        >>> rule.target_capacity(jobs, 100) == round(0.75 * mean * 100 / 100)
+        True
+        """
+        if self.target_load is None:
+            raise ValueError("target_capacity needs target_load")
+        share, threshold = SCENARIOS[self.target_scenario]
+        scale = self.scale(system_nodes)
+        low, high = threshold * scale, self.upper * scale
+        mean = (high - low) / math.log(high / low)
+        work = math.fsum(job.run_time for job in jobs)
+        span = max(job.submit for job in jobs) - min(job.submit for job in jobs) if jobs else 0.0
+        if span <= 0 or work <= 0:
+            raise ConfigError("workload.burst_buffer.target_load needs jobs spanning a time > 0 with run time")
+        return float(max(round(share * mean * work / (self.target_load * span)), 1))
+
+
+def offered_loads(jobs: Sequence[Job], system_nodes: int, capacity_gb: float) -> dict[str, float]:
+    """Offered node and BB load: sum(request x run time) / (capacity x submit span).
+
+    >>> offered_loads([Job(1, 0.0, 50.0, 50.0, units=2, bb=10.0), Job(2, 100.0, 50.0, 50.0)], 4, 10.0)
+    {'offered_node_load': 0.375, 'offered_bb_load': 0.5}
+    """
+    span = max(job.submit for job in jobs) - min(job.submit for job in jobs) if jobs else 0.0
+    if span <= 0:
+        return {"offered_node_load": float("nan"), "offered_bb_load": float("nan")}
+    nodes = math.fsum(job.cores * job.run_time for job in jobs) / (system_nodes * span)
+    bb = math.fsum(job.bb * job.run_time for job in jobs) / (capacity_gb * span) if capacity_gb > 0 else 0.0
+    return {"offered_node_load": nodes, "offered_bb_load": bb}
 
 
 def synthesize(jobs: Sequence[Job], rule: BurstBufferRule, system_nodes: int,
@@ -176,9 +235,13 @@ def check_requests(jobs: Sequence[Job], capacity_gb: float, source: str = "workl
                               f"platform's pool holds {capacity_gb:g} GB")
 
 
-def with_capacity(platform: Platform, rule: BurstBufferRule) -> Platform:
+def with_capacity(platform: Platform, rule: BurstBufferRule, jobs: Sequence[Job] | None = None) -> Platform:
     """``platform`` with the pool the rule sizes (unchanged when the rule is off and
-    sets no ``capacity_gb``)."""
+    sets no ``capacity_gb``, or sizes for a target load and no ``jobs`` are given)."""
     if not rule.enabled and rule.capacity_gb is None:
         return platform
+    if rule.target_load is not None:
+        if jobs is None:
+            return platform
+        return replace(platform, burst_buffer=rule.target_capacity(jobs, platform.total_cores))
     return replace(platform, burst_buffer=rule.capacity(platform.total_cores))

@@ -1,0 +1,49 @@
+"""Seed 003 mutation check: apply each named one-line mutation, run the mechanism tests,
+restore the file, and print whether a test caught it (issue 23, item 4).
+
+Edits source files in place for the duration of one pytest run each (restored in a
+``finally``): run it in a clean worktree, never while editing these files.
+
+    python benchmarks/bbsched_mutations.py
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MUTATIONS = [
+ ("multiplier 2->1", "market_hpc/algorithms/bbsched.py", "candidates = gain > 2.0 * node_loss", "candidates = gain > 1.0 * node_loss"),
+ ("multiplier 2->3", "market_hpc/algorithms/bbsched.py", "candidates = gain > 2.0 * node_loss", "candidates = gain > 3.0 * node_loss"),
+ ("gain / N", "market_hpc/algorithms/bbsched.py", "gain = (f2 - f2[start]) / total_bb if", "gain = (f2 - f2[start]) / total_nodes if"),
+ ("loss / B", "market_hpc/algorithms/bbsched.py", "node_loss = (f1[start] - f1) / total_nodes", "node_loss = (f1[start] - f1) / total_bb"),
+ ("ints oldest-first", "market_hpc/algorithms/bbsched_ga.py", "pool = born[::-1] + order", "pool = order[::-1] + born"),
+ ("numpy oldest-first", "market_hpc/algorithms/bbsched_ga.py", "by_age = np.lexsort((-np.arange(len(ages)), ages))", "by_age = np.lexsort((-np.arange(len(ages)), -ages))"),
+ ("never GA", "market_hpc/policies/bbsched.py", "        if not use_ga:\n", "        if True:\n"),
+ ("never optimise", "market_hpc/policies/bbsched.py", "        front = self.pareto(window, rng)\n", "        return None\n        front = self.pareto(window, rng)\n"),
+ ("WFP exp 1", "market_hpc/policies/bb_window.py", "ratio**3", "ratio**1"),
+ ("WFP no n", "market_hpc/policies/bb_window.py", "-job.cores * ratio**3", "-ratio**3"),
+ ("starv off-by-one", "market_hpc/policies/bb_window.py", "return seen > self.starvation if", "return seen > self.starvation + 1 if"),
+ ("forced not fixed", "market_hpc/policies/bb_window.py", "        for job in starving:  # fix forced jobs in while they fit", "        for job in []:  # fix forced jobs in while they fit"),
+ ("forced_starts all", "market_hpc/policies/bb_window.py", "sum(job.job_id not in started for job in starving)", "len(starving)"),
+]
+TESTS = ["tests/test_bb_mechanisms.py", "tests/test_bbsched.py", "tests/test_bb_resource.py"]
+
+
+def main() -> None:
+    for name, path, old, new in MUTATIONS:
+        src = (ROOT / path).read_text()
+        assert old in src, name
+        (ROOT / path).write_text(src.replace(old, new))
+        try:
+            r = subprocess.run([".venv/bin/python", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *TESTS],
+                               capture_output=True, text=True, cwd=ROOT,
+                               check=False)
+            last = r.stdout.strip().splitlines()[-1]
+            print(f"{name:20s} {'CAUGHT' if r.returncode else 'SURVIVED'}  {last}", flush=True)
+        finally:
+            (ROOT / path).write_text(src)
+
+
+if __name__ == "__main__":
+    main()
