@@ -57,7 +57,7 @@ def sweep_cases() -> list[tuple[str, dict[str, Any]]]:
 
 
 def hpc2n_cases(first_n: int) -> list[tuple[str, dict[str, Any]]]:
-    if not HPC2N.is_file():
+    if not HPC2N.is_file() or first_n <= 0:
         return []
     base = {"name": "hpc2n", "platform": "nodes=1,cores=240", "seed": 1, "timeseries": False,
             "workload": {"trace": str(HPC2N), "first_n": first_n, "load_factor": 1.5, "market": True}}
@@ -105,7 +105,7 @@ def main() -> int:
     parser.add_argument("mode", choices=("record", "check"))
     parser.add_argument("file", nargs="?", default=str(REFERENCE))
     parser.add_argument("--only", help="run only the cases whose key contains this")
-    parser.add_argument("--first-n", type=int, default=6000, help="HPC2N slice length (default: 6000)")
+    parser.add_argument("--first-n", type=int, default=6000, help="HPC2N slice length (default: 6000; 0 skips it)")
     args = parser.parse_args()
     results, seconds = collect(args.only, args.first_n)
     if args.mode == "record":

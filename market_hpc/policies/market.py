@@ -26,13 +26,12 @@ from market_hpc.algorithms.bidding import clear_auction
 from market_hpc.algorithms.market import (
     Candidate,
     Executing,
+    HoldPlan,
     Release,
-    c_star,
     hold_search,
-    profit,
-    remaining_time,
     value_after_wait,
 )
+from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.errors import ConfigError
 from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Drop, Hold, Start, View
 from market_hpc.policies.registry import register_scheduler
@@ -44,18 +43,20 @@ RULES = ("sjq", "maxv", "maxvd", "minvr")
 WAIT_WEIGHT = 0.7
 
 
-def _candidate(view: View, job, now: float) -> Candidate:  # type: ignore[no-untyped-def]
-    curve = job.payload.get("value_curve")
-    if curve is None or job.profile is None:
+def _columns(view: View) -> MarketColumns:
+    """The queue as market columns: the model's (kept in step), or priced from scratch for
+    a hand-made view."""
+    columns = getattr(view, "market_columns", None)
+    if columns is None:
+        states = ((job, view.state(job.job_id)) for job in view.queue)
+        columns = MarketColumns((job, state.progress, state.hold_count) for job, state in states)
+    if columns.invalid:
+        job_id, lacks = next(iter(columns.invalid.items()))
         raise ConfigError(
-            f"market policies need moldable jobs with value curves; job {job.job_id} has "
-            f"{'no value curve' if curve is None else 'no profile'} (use a task-graph job set or "
-            "workload.market = true for traces)"
+            f"market policies need moldable jobs with value curves; job {job_id} has {lacks} "
+            "(use a task-graph job set or workload.market = true for traces)"
         )
-    state = view.state(job.job_id)
-    recent = job.submit == now and state.hold_count == 0
-    best = job.payload.get("c_star") or c_star(job.profile)
-    return Candidate(job.job_id, job.submit, curve, job.profile, state.progress, recent, best)
+    return columns
 
 
 class MarketPolicy:
@@ -98,54 +99,42 @@ class MarketPolicy:
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Drop worthless jobs, then auction free cores, holding when none are free."""
         now = view.time
-        actions: list[Action] = []
-        candidates: dict[int, Candidate] = {}
-        wake = math.inf
-        for job in view.queue:
-            cand = _candidate(view, job, now)
-            fastest = remaining_time(cand.profile, cand.best_cores, cand.progress)
-            if cand.curve.value_at(now + fastest - cand.arrival) <= 0:
-                actions.append(Drop(cand.job_id))
-                continue
-            candidates[cand.job_id] = cand
-            wake = min(wake, math.floor(cand.arrival + cand.curve.zero_time - fastest) + 1)
+        auction = _Auction(self.rule, _columns(view), now)
+        actions: list[Action] = [Drop(job_id) for job_id in auction.dropped]
+        wake = auction.wake
         rows = view.free.copy()
         free = rows[:, 0]  # a view: bids are priced on the rows this instant's starts update
         busy: set[int] = set()
-        auction = _Auction(self.rule, candidates, now)
         bids = view.bids
-        while candidates:
+        while auction.left:
             winner = clear_auction(bids(rows), free)
             if winner is not None:
                 node = winner
-                choice = auction.select(int(free[node]), busy)  # the winner offers its free cores
+                choice = auction.select(int(free[node]))  # the winner offers its free cores
                 if choice is None:
                     break
-                cand, cores = choice
-                actions.append(Start(cand.job_id, ((node, cores),)))
+                index, cores = choice
             elif free.any():
                 break  # nodes with free cores abstained; holding is only for a full platform
             else:
-                plan = self._plan_hold(view, candidates, free, busy, auction) if self.holding else None
+                plan = self._plan_hold(view, auction, free, busy) if self.holding else None
                 if plan is None:
                     break
                 for held in plan.held:
                     actions.append(Hold(held))
                     busy.add(held)
                 free[plan.node] += sum(r.units for r in view.running if r.job.job_id in plan.held)
-                cand = candidates[plan.job_id]
-                node, cores = plan.node, plan.cores
-                actions.append(Start(cand.job_id, ((node, cores),)))
+                index, node, cores = auction.index(plan.job_id), plan.node, plan.cores
+            job_id = auction.take(index)
+            actions.append(Start(job_id, ((node, cores),)))
             free[node] -= cores
-            busy.add(cand.job_id)
-            del candidates[cand.job_id]
+            busy.add(job_id)
         if not actions and wake == math.inf:
             return NOTHING
         return Decision(tuple(actions), wake_at=wake if wake > now else None)
 
-    def _plan_hold(self, view: View, candidates: dict[int, Candidate], free: np.ndarray, busy: set[int],  # type: ignore[no-untyped-def]
-                   auction: _Auction):
-        arrivals = [c for c in candidates.values() if c.recent]
+    def _plan_hold(self, view: View, auction: _Auction, free: np.ndarray, busy: set[int]) -> HoldPlan | None:
+        arrivals = auction.arrivals()
         if not arrivals:
             return None
         executing, releases = self._executing(view, busy)
@@ -153,7 +142,7 @@ class MarketPolicy:
         baselines = None
         if self.lookahead:
             baselines = {a.job_id: self.wait_weight * value_after_wait(a, releases, frees, view.time,
-                                                                       auction.rank_of(a, busy))
+                                                                       auction.rank_of(auction.index(a.job_id)))
                          for a in arrivals}
         return hold_search(arrivals, executing, frees, view.time, self.penalty, baselines)
 
@@ -173,86 +162,113 @@ class MarketPolicy:
 
 
 class _Auction:
-    """One instant's job selection, exact and fast.
+    """One instant's job selection over the whole queue at once (``MarketColumns``).
 
-    Candidates are scanned in the order of a lower bound on their selection key (the key
-    on ``c*`` cores for maxV, the remaining value for minVR, queue order for SJQ; for
-    maxVD the bound is ``-profit(c*)`` since a job's value density on ``c >= 1`` cores is at
-    most its profit on ``c*``). A job's profit on fewer cores never exceeds its profit on
-    ``c*`` (response times are non-increasing up to ``c*``), so the scan stops as soon as a
-    bound cannot beat the best exact key found; ties break by arrival then job id (A15).
-    Jobs with no profit even on ``c*`` cores are never candidates in this instant.
+    A job is dropped when even its fastest completion (``c*`` cores, from now) earns
+    nothing (A5). For a node bidding ``b`` free cores the policy picks, among the jobs not
+    yet started with positive profit on ``min(b, c*)`` cores, the first in queue order
+    (SJQ), the largest profit (maxV), the largest profit per core (maxVD) or the smallest
+    remaining value (minVR); ties break by arrival, then job id (A15). Every job's profit
+    is priced in one vectorised evaluation per selection.
     """
 
-    def __init__(self, rule: str, candidates: dict[int, Candidate], now: float) -> None:
+    def __init__(self, rule: str, columns: MarketColumns, now: float) -> None:
         self.rule = rule
         self.now = now
-        self.gains: dict[tuple[int, int], float] = {}
-        entries = []
-        for index, cand in enumerate(candidates.values()):
-            full = self.gain(cand, cand.best_cores)
-            if full <= 0:
-                continue
-            if rule == "sjq":
-                bound = float(index)
-            elif rule == "minvr":
-                bound = cand.curve.remaining_value(now - cand.arrival)
-            else:
-                bound = -full
-            entries.append((bound, cand.arrival, cand.job_id, cand))
-        entries.sort(key=lambda entry: entry[:3])
-        self.entries = entries
+        self.columns = columns
+        rows = columns.live()
+        fastest, arrival = columns.fastest[rows], columns.arrival[rows]
+        full = columns.values(rows, (now + fastest) - arrival)
+        worthless = full <= 0
+        self.dropped: list[int] = columns.job_id[rows[worthless]].tolist() if worthless.any() else []
+        if self.dropped:
+            keep = ~worthless
+            rows, full, fastest, arrival = rows[keep], full[keep], fastest[keep], arrival[keep]
+        self.rows, self.full, self.arrival = rows, full, arrival
+        self.job_id, self.best = columns.job_id[rows], columns.best[rows]
+        self.wake: float = int(np.floor((arrival + columns.zero[rows]) - fastest).min()) + 1 if len(rows) else math.inf
+        self.remaining = columns.remaining_values(rows, now - arrival) if rule == "minvr" else None
+        self.taken = np.zeros(len(rows), dtype=bool)
+        self.left = len(rows)
 
-    def gain(self, cand: Candidate, cores: int) -> float:
-        key = (cand.job_id, cores)
-        value = self.gains.get(key)
-        if value is None:
-            value = self.gains[key] = profit(cand.curve, self.now, cand.arrival, cand.profile, cores,
-                                             cand.progress)
-        return value
+    def index(self, job_id: int) -> int:
+        """Position of a job among this instant's candidates."""
+        return int(np.flatnonzero(self.job_id == job_id)[0])
 
-    def rank_of(self, cand: Candidate, taken: set[int]) -> int:
-        """How many untaken candidates other than ``cand`` rank before it (by the rule's
-        bound: the exact key on ``c*`` cores for maxV and minVR; a job not in the queue,
-        e.g. one that would be held, goes to the tail under SJQ)."""
+    def take(self, index: int) -> int:
+        """Mark a candidate started (or held for); returns its job id."""
+        self.taken[index] = True
+        self.left -= 1
+        return int(self.job_id[index])
+
+    def gains(self, cores: np.ndarray) -> np.ndarray:
+        """Every candidate's profit on ``cores`` (its profit on ``c*`` where ``cores = c*``)."""
+        fewer = np.flatnonzero(cores < self.best)
+        if not len(fewer):
+            return self.full
+        gain = self.full.copy()
+        gain[fewer] = self.columns.values_on(self.rows[fewer], self.now, cores[fewer])
+        return gain
+
+    def select(self, bid: int) -> tuple[int, int] | None:
+        """``(index, cores)`` of the job the rule picks for a node offering ``bid`` cores."""
+        cores = np.minimum(self.best, bid)
+        gain = self.gains(cores)
+        able = (gain > 0) & ~self.taken
+        if not able.any():
+            return None
         if self.rule == "sjq":
-            bound = next((entry[0] for entry in self.entries if entry[2] == cand.job_id), math.inf)
-        elif self.rule == "maxvd":
-            density = self.gain(cand, cand.best_cores) / cand.best_cores
-            return sum(1 for entry in self.entries if entry[2] not in taken and entry[2] != cand.job_id
-                       and self.gain(entry[3], entry[3].best_cores) / entry[3].best_cores > density)
+            index = int(able.argmax())
         elif self.rule == "minvr":
-            bound = cand.curve.remaining_value(self.now - cand.arrival)
+            index = _first_best(self.remaining, able, self.arrival, self.job_id, largest=False)  # type: ignore[arg-type]
         else:
-            bound = -self.gain(cand, cand.best_cores)
-        key = (bound, cand.arrival, cand.job_id)
-        return sum(1 for entry in self.entries
-                   if entry[:3] < key and entry[2] not in taken and entry[2] != cand.job_id)
+            key = gain if self.rule == "maxv" else gain / cores
+            index = _first_best(key, able, self.arrival, self.job_id, largest=True)
+        return index, int(cores[index])
 
-    def select(self, bid: int, taken: set[int]) -> tuple[Candidate, int] | None:
-        best: tuple[Candidate, int] | None = None
-        best_key: tuple[float, float, int] | None = None
-        for bound, arrival, job_id, cand in self.entries:
-            if job_id in taken:
-                continue
-            if best_key is not None and (bound, arrival, job_id) >= best_key:
-                break
-            cores = min(bid, cand.best_cores)
-            gain = self.gain(cand, cores)
-            if gain <= 0:
-                continue
-            if self.rule == "sjq":
-                return cand, cores
-            if self.rule == "maxv":
-                score = -gain
-            elif self.rule == "maxvd":
-                score = -gain / cores
-            else:
-                score = bound
-            key = (score, arrival, job_id)
-            if best_key is None or key < best_key:
-                best, best_key = (cand, cores), key
-        return best
+    def rank_of(self, index: int) -> int:
+        """How many untaken candidates other than ``index`` rank before it (by the rule's
+        key on ``c*`` cores; queue order under SJQ)."""
+        others = ~self.taken
+        others[index] = False
+        if self.rule == "sjq":
+            return int(others[:index].sum())
+        if self.rule == "maxvd":
+            density = self.full / self.best
+            return int((others & (density > density[index])).sum())
+        bound = -self.full if self.rule == "maxv" else self.remaining
+        assert bound is not None
+        key, arrival, job_id = bound[index], self.arrival[index], self.job_id[index]
+        before = (bound < key) | ((bound == key) & ((self.arrival < arrival)
+                                                    | ((self.arrival == arrival) & (self.job_id < job_id))))
+        return int((others & before).sum())
+
+    def arrivals(self) -> list[Candidate]:
+        """The untaken candidates that arrived now and were never held (A12/A13), in queue
+        order: the jobs holding is tried for."""
+        columns, rows = self.columns, self.rows
+        recent = (self.arrival == self.now) & (columns.holds[rows] == 0) & ~self.taken
+        out = []
+        for index in np.flatnonzero(recent).tolist():
+            row = int(rows[index])
+            job = columns.jobs[row]
+            assert job is not None and job.profile is not None
+            out.append(Candidate(job.job_id, job.submit, columns.curves[row], job.profile,
+                                 float(columns.progress[row]), True, int(columns.best[row])))
+        return out
+
+
+def _first_best(key: np.ndarray, able: np.ndarray, arrival: np.ndarray, job_id: np.ndarray, *, largest: bool) -> int:
+    """Index of the best ``key`` among ``able`` rows; ties: earliest arrival, then lowest id."""
+    pick = np.flatnonzero(able)
+    values = key[pick]
+    top = values.max() if largest else values.min()
+    pick = pick[values == top]
+    if len(pick) > 1:
+        pick = pick[arrival[pick] == arrival[pick].min()]
+        if len(pick) > 1:
+            pick = pick[job_id[pick] == job_id[pick].min()]
+    return int(pick[0])
 
 
 def _factory(rule: str, holding: bool, lookahead: bool = False):  # type: ignore[no-untyped-def]
