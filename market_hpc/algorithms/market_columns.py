@@ -19,6 +19,7 @@ their own scalar methods, row by row. Pure data; no Mesa.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,56 +29,72 @@ from market_hpc.algorithms.market import c_star, remaining_time
 from market_hpc.algorithms.valuecurve import LinearDecayCurve, StepCurve
 from market_hpc.domain.job import Job
 
-_COLUMNS = ("job_id", "arrival", "best", "fastest", "progress", "holds", "vmax", "plateau", "zero", "offset",
-            "alive", "scalar")
-
-
-def _empty(dtype: Any = np.float64) -> np.ndarray:
-    return np.zeros(64, dtype=dtype)
+_FLOATS = ("arrival", "fastest", "progress", "vmax", "plateau", "zero", "span", "wake")
+_INTS = ("job_id", "best", "holds", "base", "order", "scalar")
 
 
 class MarketColumns:
-    """Value-curve parameters, profiles and progress of queued jobs, in queue order.
+    """Value-curve parameters, profiles and progress of queued jobs, as dense columns.
 
-    Rows are appended on :meth:`push` and marked dead on :meth:`take`; the columns are
-    compacted once dead rows outnumber live ones. :meth:`live` returns the live rows in
-    queue order; the pricing methods take such row indices.
+    Rows ``0..len-1`` are the queued jobs; a job that leaves is replaced by the last row
+    (O(1)), so rows are not in queue order: the ``order`` column is (SJQ's order, the
+    order drops and arrivals are reported in). Static per-row quantities are computed
+    once, on :meth:`push`, with the scalar code's operations: ``fastest`` (the remaining
+    time on ``c*`` cores), ``span`` (``zero - plateau``) and ``wake`` (``floor(arrival +
+    zero - fastest)``, the last instant the job can still earn something, seed 002's
+    drop time minus one).
 
     >>> columns = MarketColumns()
     >>> columns.push(Job(1, 0.0, 10.0, 10.0, units=2, profile=(20.0, 10.0),
     ...                  payload={"value_curve": LinearDecayCurve(100.0, 10.0, 30.0)}), 0.0, 0)
-    >>> rows = columns.live()
-    >>> columns.fastest[rows].tolist(), columns.values(rows, np.array([20.0])).tolist()
+    >>> columns.fastest[:1].tolist(), columns.values(np.array([20.0])).tolist()
     ([10.0], [50.0])
-    >>> columns.remaining_values(rows, np.array([0.0])).tolist()   # 100 * 10 + 100 * 20 / 2
+    >>> columns.remaining_values(np.array([0.0])).tolist()   # 100 * 10 + 100 * 20 / 2
     [2000.0]
-    >>> columns.values_on(rows, 0.0, np.array([1])).tolist()   # done at 20 on one core
+    >>> columns.values_on(0.0, np.array([1])).tolist()   # one core: done at 20
     [50.0]
     """
 
     def __init__(self, jobs: Iterable[tuple[Job, float, int]] = ()) -> None:
-        self._size = 0
-        self._dead = 0
-        self._scalar = 0  # live rows priced by their curve's own methods
-        self.jobs: list[Job | None] = []
+        self.size = 0
+        self._pushed = 0  # queue order of the next push
+        self._scalar = 0  # rows priced by their curve's own methods
+        self._resumed = 0  # rows with progress > 0
+        self.jobs: list[Job] = []
         self.curves: list[Any] = []
         self.position: dict[int, int] = {}
         self._profiles = np.empty(256, dtype=np.float64)
         self._profiles_end = 0
+        self._profiles_live = 0
         self.invalid: dict[int, str] = {}  # job id -> what it lacks (raised by the policy)
-        self.job_id, self.arrival, self.best, self.fastest = _empty(np.int64), _empty(), _empty(np.int64), _empty()
-        self.progress, self.holds, self.vmax, self.plateau = _empty(), _empty(np.int64), _empty(), _empty()
-        self.zero, self.offset, self.alive, self.scalar = _empty(), _empty(np.int64), _empty(np.bool_), _empty(np.bool_)
+        self._floats = np.zeros((len(_FLOATS), 64))
+        self._ints = np.zeros((len(_INTS), 64), dtype=np.int64)
         for job, progress, holds in jobs:
             self.push(job, progress, holds)
 
     def __len__(self) -> int:
-        return self._size - self._dead
+        return self.size
 
-    @property
-    def profiles(self) -> np.ndarray:
-        """All rows' response-time profiles, concatenated (row ``r`` starts at ``offset[r]``)."""
-        return self._profiles
+    def _float(self, index: int) -> np.ndarray:
+        return self._floats[index, :self.size]
+
+    def _int(self, index: int) -> np.ndarray:
+        return self._ints[index, :self.size]
+
+    # Live columns (views of the first ``size`` rows).
+    arrival = property(lambda self: self._float(0))
+    fastest = property(lambda self: self._float(1))
+    progress = property(lambda self: self._float(2))
+    vmax = property(lambda self: self._float(3))
+    plateau = property(lambda self: self._float(4))
+    zero = property(lambda self: self._float(5))
+    span = property(lambda self: self._float(6))
+    wake = property(lambda self: self._float(7))
+    job_id = property(lambda self: self._int(0))
+    best = property(lambda self: self._int(1))
+    holds = property(lambda self: self._int(2))
+    base = property(lambda self: self._int(3))  # RT on c cores is profiles[base + c]
+    order = property(lambda self: self._int(4))
 
     def push(self, job: Job, progress: float, holds: int) -> None:
         """Append a queued job (its progress and hold count as it enters the queue)."""
@@ -86,108 +103,112 @@ class MarketColumns:
         if curve is None or profile is None:
             self.invalid[job.job_id] = "no value curve" if curve is None else "no profile"
             return
-        row = self._size
-        if row == len(self.alive):
-            self._grow(2 * row)
+        row = self.size
+        if row == self._floats.shape[1]:
+            self._floats = np.concatenate([self._floats, np.zeros_like(self._floats)], axis=1)
+            self._ints = np.concatenate([self._ints, np.zeros_like(self._ints)], axis=1)
         best = job.payload.get("c_star") or c_star(profile)
-        start = self._profiles_end
-        if start + len(profile) > len(self._profiles):
-            grown = np.empty(2 * (start + len(profile)), dtype=np.float64)
-            grown[:start] = self._profiles[:start]
-            self._profiles = grown
-        self._profiles[start:start + len(profile)] = profile
-        self._profiles_end = start + len(profile)
+        first = self._store_profile(profile)
         scalar = type(curve) not in (LinearDecayCurve, StepCurve)
         plateau = curve.deadline if type(curve) is StepCurve else getattr(curve, "plateau_end", 0.0)
-        self.job_id[row], self.arrival[row], self.best[row] = job.job_id, job.submit, best
-        self.fastest[row] = remaining_time(profile, best, progress)
-        self.progress[row], self.holds[row], self.vmax[row] = progress, holds, curve.max_value
-        self.plateau[row], self.zero[row], self.offset[row] = plateau, curve.zero_time, start
-        self.alive[row], self.scalar[row] = True, scalar
+        zero = curve.zero_time
+        fastest = remaining_time(profile, best, progress)
+        self._floats[:, row] = (job.submit, fastest, progress, curve.max_value, plateau, zero, zero - plateau,
+                                math.floor(job.submit + zero - fastest))
+        self._ints[:, row] = (job.job_id, best, holds, first - 1, self._pushed, scalar)
+        self._pushed += 1
         self._scalar += scalar
+        self._resumed += progress > 0.0
         self.jobs.append(job)
         self.curves.append(curve)
         self.position[job.job_id] = row
-        self._size = row + 1
+        self.size = row + 1
 
     def take(self, job_id: int) -> None:
-        """Remove a queued job (started, dropped)."""
+        """Remove a queued job (started, dropped): the last row takes its place."""
         if self.invalid.pop(job_id, None) is not None:
             return
         row = self.position.pop(job_id)
-        self.alive[row] = False
-        self._scalar -= bool(self.scalar[row])
-        self.jobs[row] = None
-        self.curves[row] = None
-        self._dead += 1
-        if self._dead > 256 and self._dead * 2 > self._size:
-            self._compact()
+        self._scalar -= int(self._ints[5, row])
+        self._resumed -= bool(self._floats[2, row] > 0.0)
+        self._profiles_live -= len(self.jobs[row].profile)  # type: ignore[arg-type]
+        last = self.size - 1
+        if row != last:
+            self._floats[:, row] = self._floats[:, last]
+            self._ints[:, row] = self._ints[:, last]
+            moved = self.jobs[row] = self.jobs[last]
+            self.curves[row] = self.curves[last]
+            self.position[moved.job_id] = row
+        self.jobs.pop()
+        self.curves.pop()
+        self.size = last
 
-    def live(self) -> np.ndarray:
-        """Indices of the live rows, in queue order."""
-        if not self._dead:
-            return np.arange(self._size)
-        return np.flatnonzero(self.alive[:self._size])
+    def values(self, elapsed: np.ndarray) -> np.ndarray:
+        """``curve.value_at(elapsed)`` of every row, bit for bit.
 
-    def values(self, rows: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
-        """``curve.value_at(elapsed)`` of each row (``LinearDecayCurve.value_at``'s operations)."""
-        vmax, plateau, zero = self.vmax[rows], self.plateau[rows], self.zero[rows]
-        with np.errstate(divide="ignore", invalid="ignore"):  # step rows: zero-width ramp, unused
-            ramp = vmax * ((zero - elapsed) / (zero - plateau))
-        out = np.where(elapsed <= plateau, vmax, np.where(elapsed >= zero, 0.0, ramp))
+        ``LinearDecayCurve.value_at`` is ``vmax`` up to the plateau's end, 0 from the zero
+        time on, ``vmax * ((zero - e) / span)`` between. Rounding is monotone, so that ramp
+        is ``>= vmax`` on the plateau and ``<= 0`` from the zero time on: clipping it to
+        ``[0, vmax]`` gives the same numbers. A step curve (``span = 0``) has ramp ``inf``
+        before its deadline, ``nan`` at it (``fmin`` then keeps ``vmax``) and ``-inf`` after.
+        """
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ramp = np.subtract(self.zero, elapsed)
+            np.divide(ramp, self.span, out=ramp)
+            np.multiply(self.vmax, ramp, out=ramp)
+        np.fmin(ramp, self.vmax, out=ramp)
+        out = np.maximum(ramp, 0.0, out=ramp)
         if self._scalar:
-            self._scalar_rows(rows, elapsed, out, "value_at")
+            self._scalar_rows(elapsed, out, "value_at")
         return out
 
-    def remaining_values(self, rows: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
-        """``curve.remaining_value(elapsed)`` of each row (the minVR key)."""
-        vmax, plateau, zero = self.vmax[rows], self.plateau[rows], self.zero[rows]
-        flat = vmax * (plateau - elapsed) + vmax * (zero - plateau) / 2.0
-        ramp = self.values(rows, elapsed) * (zero - elapsed) / 2.0
+    def remaining_values(self, elapsed: np.ndarray) -> np.ndarray:
+        """``curve.remaining_value(elapsed)`` of every row (the minVR key)."""
+        vmax, plateau, zero = self.vmax, self.plateau, self.zero
+        flat = vmax * (plateau - elapsed) + vmax * self.span / 2.0
+        ramp = self.values(elapsed) * (zero - elapsed) / 2.0
         out = np.where(elapsed >= zero, 0.0, np.where(elapsed <= plateau, flat, ramp))
         if self._scalar:
-            self._scalar_rows(rows, elapsed, out, "remaining_value")
+            self._scalar_rows(elapsed, out, "remaining_value")
         return out
 
-    def values_on(self, rows: np.ndarray, now: float, cores: np.ndarray) -> np.ndarray:
-        """Value of each row started at ``now`` on ``cores`` cores (``market.profit``)."""
-        full = self._profiles[self.offset[rows] + cores - 1]
-        progress = self.progress[rows]
-        resumed = np.ceil((1.0 - progress) * full - 1e-9)
-        left = np.where(progress == 0.0, full, resumed)
-        return self.values(rows, (now + left) - self.arrival[rows])
+    def values_on(self, now: float, cores: np.ndarray) -> np.ndarray:
+        """Value of every row started at ``now`` on ``cores`` cores (``market.profit``)."""
+        full = self._profiles[self.base + cores]
+        if self._resumed:
+            progress = self.progress
+            full = np.where(progress == 0.0, full, np.ceil((1.0 - progress) * full - 1e-9))
+        return self.values((now + full) - self.arrival)
 
-    def _scalar_rows(self, rows: np.ndarray, elapsed: np.ndarray, out: np.ndarray, method: str) -> None:
+    def _scalar_rows(self, elapsed: np.ndarray, out: np.ndarray, method: str) -> None:
         curves = self.curves
-        for index in np.flatnonzero(self.scalar[rows]).tolist():
-            out[index] = getattr(curves[rows[index]], method)(float(elapsed[index]))
+        for row in np.flatnonzero(self._int(5)).tolist():
+            out[row] = getattr(curves[row], method)(float(elapsed[row]))
 
-    def _grow(self, size: int) -> None:
-        for name in _COLUMNS:
-            old = getattr(self, name)
-            new = np.zeros(size, dtype=old.dtype)
-            new[:len(old)] = old
-            setattr(self, name, new)
+    def _store_profile(self, profile: tuple[float, ...]) -> int:
+        """Append a profile to the shared storage (rewritten once garbage dominates)."""
+        need = len(profile)
+        if self._profiles_end + need > len(self._profiles):
+            if 2 * self._profiles_live < self._profiles_end:  # mostly left jobs' profiles
+                self._repack()
+            if self._profiles_end + need > len(self._profiles):
+                grown = np.empty(2 * (self._profiles_end + need), dtype=np.float64)
+                grown[:self._profiles_end] = self._profiles[:self._profiles_end]
+                self._profiles = grown
+        start = self._profiles_end
+        self._profiles[start:start + need] = profile
+        self._profiles_end = start + need
+        self._profiles_live += need
+        return start
 
-    def _compact(self) -> None:
-        keep = self.live()
-        lengths = [len(job.profile) for job in (self.jobs[r] for r in keep.tolist())]  # type: ignore[union-attr, arg-type]
-        starts = self.offset[keep]
-        pieces = [self._profiles[s:s + n] for s, n in zip(starts.tolist(), lengths)]
-        profiles = np.concatenate(pieces) if pieces else np.empty(0)
-        self._profiles = np.empty(max(256, 2 * len(profiles)), dtype=np.float64)
-        self._profiles[:len(profiles)] = profiles
-        self._profiles_end = len(profiles)
-        offsets = np.zeros(len(keep), dtype=np.int64)
-        if lengths:
-            offsets[1:] = np.cumsum(lengths[:-1])
-        for name in _COLUMNS:
-            column = getattr(self, name)
-            kept = column[keep]
-            column[:] = 0
-            column[:len(kept)] = kept
-        self.offset[:len(keep)] = offsets
-        self.jobs = [self.jobs[r] for r in keep.tolist()]
-        self.curves = [self.curves[r] for r in keep.tolist()]
-        self.position = {job.job_id: row for row, job in enumerate(self.jobs)}  # type: ignore[union-attr]
-        self._size, self._dead = len(keep), 0
+    def _repack(self) -> None:
+        bases = self._ints[3]
+        end = 0
+        packed = np.empty(len(self._profiles), dtype=np.float64)
+        for row, job in enumerate(self.jobs):
+            length = len(job.profile)  # type: ignore[arg-type]
+            first = int(bases[row]) + 1
+            packed[end:end + length] = self._profiles[first:first + length]
+            bases[row] = end - 1
+            end += length
+        self._profiles, self._profiles_end = packed, end

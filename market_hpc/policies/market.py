@@ -95,6 +95,7 @@ class MarketPolicy:
         self.wait_weight = wait_weight
         self.penalty = penalty
         self.name = rule + ("lh" if lookahead else "h" if holding else "")
+        self._segments: dict[tuple[int, int, float, float], tuple[Executing, int]] = {}
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Drop worthless jobs, then auction free cores, holding when none are free."""
@@ -147,17 +148,32 @@ class MarketPolicy:
         return hold_search(arrivals, executing, frees, view.time, self.penalty, baselines)
 
     def _executing(self, view: View, busy: set[int]) -> tuple[list[Executing], list[Release]]:
+        """The running jobs that may be held, and every running job's expected release.
+
+        A segment's ``Executing`` record (its expected value, its hold count) does not
+        change while it runs: it is built once per segment and kept between decisions.
+        """
+        known = self._segments
+        segments: dict[tuple[int, int, float, float], tuple[Executing, int]] = {}
         executing, releases = [], []
+        now = view.time
         for running in view.running:
             job = running.job
-            node = running.allocation[0][0]
-            releases.append((view.expected_end(running), node, running.units, job.job_id))
-            if job.job_id in busy or (self.lookahead and view.state(job.job_id).hold_count >= self.max_holds):
+            key = (running.seq, job.job_id, running.start, running.est_end)
+            entry = known.get(key)
+            if entry is None:
+                curve = job.payload["value_curve"]
+                entry = (Executing(job.job_id, running.allocation[0][0], running.units, running.start, running.seq,
+                                   float(curve.value_at(running.est_end - job.submit)), float(curve.max_value)),
+                         view.state(job.job_id).hold_count)
+            segments[key] = entry
+            record = entry[0]
+            end = running.est_end
+            releases.append((max(now, end), record.node, record.cores, record.job_id))
+            if record.job_id in busy or (self.lookahead and entry[1] >= self.max_holds):
                 continue
-            curve = job.payload["value_curve"]
-            executing.append(Executing(job.job_id, node, running.units, running.start, running.seq,
-                                       float(curve.value_at(running.est_end - job.submit)),
-                                       float(curve.max_value)))
+            executing.append(record)
+        self._segments = segments
         return executing, releases
 
 
@@ -169,56 +185,49 @@ class _Auction:
     yet started with positive profit on ``min(b, c*)`` cores, the first in queue order
     (SJQ), the largest profit (maxV), the largest profit per core (maxVD) or the smallest
     remaining value (minVR); ties break by arrival, then job id (A15). Every job's profit
-    is priced in one vectorised evaluation per selection.
+    is priced in one vectorised evaluation per selection. Indices are the columns' rows.
     """
 
     def __init__(self, rule: str, columns: MarketColumns, now: float) -> None:
         self.rule = rule
         self.now = now
         self.columns = columns
-        rows = columns.live()
-        fastest, arrival = columns.fastest[rows], columns.arrival[rows]
-        full = columns.values(rows, (now + fastest) - arrival)
+        arrival = self.arrival = columns.arrival
+        self.job_id, self.best = columns.job_id, columns.best
+        full = self.full = columns.values((now + columns.fastest) - arrival)
         worthless = full <= 0
-        self.dropped: list[int] = columns.job_id[rows[worthless]].tolist() if worthless.any() else []
-        if self.dropped:
-            keep = ~worthless
-            rows, full, fastest, arrival = rows[keep], full[keep], fastest[keep], arrival[keep]
-        self.rows, self.full, self.arrival = rows, full, arrival
-        self.job_id, self.best = columns.job_id[rows], columns.best[rows]
-        self.wake: float = int(np.floor((arrival + columns.zero[rows]) - fastest).min()) + 1 if len(rows) else math.inf
-        self.remaining = columns.remaining_values(rows, now - arrival) if rule == "minvr" else None
-        self.taken = np.zeros(len(rows), dtype=bool)
-        self.left = len(rows)
+        self.open = ~worthless  # candidates not yet started (dropped jobs never are)
+        self.most = int(self.best.max()) if len(full) else 0
+        wake = columns.wake
+        self.dropped: list[int] = []
+        if worthless.any():
+            rows = np.flatnonzero(worthless)
+            self.dropped = self.job_id[rows[np.argsort(columns.order[rows])]].tolist()  # queue order
+            wake = wake[~worthless]
+        self.left = len(wake)
+        self.wake: float = int(wake.min()) + 1 if len(wake) else math.inf
+        self.remaining = columns.remaining_values(now - arrival) if rule == "minvr" else None
 
     def index(self, job_id: int) -> int:
-        """Position of a job among this instant's candidates."""
-        return int(np.flatnonzero(self.job_id == job_id)[0])
+        """Row of a queued job."""
+        return self.columns.position[job_id]
 
     def take(self, index: int) -> int:
         """Mark a candidate started (or held for); returns its job id."""
-        self.taken[index] = True
+        self.open[index] = False
         self.left -= 1
         return int(self.job_id[index])
 
-    def gains(self, cores: np.ndarray) -> np.ndarray:
-        """Every candidate's profit on ``cores`` (its profit on ``c*`` where ``cores = c*``)."""
-        fewer = np.flatnonzero(cores < self.best)
-        if not len(fewer):
-            return self.full
-        gain = self.full.copy()
-        gain[fewer] = self.columns.values_on(self.rows[fewer], self.now, cores[fewer])
-        return gain
-
     def select(self, bid: int) -> tuple[int, int] | None:
-        """``(index, cores)`` of the job the rule picks for a node offering ``bid`` cores."""
+        """``(row, cores)`` of the job the rule picks for a node offering ``bid`` cores."""
         cores = np.minimum(self.best, bid)
-        gain = self.gains(cores)
-        able = (gain > 0) & ~self.taken
+        # A job's profit on c* cores is ``full``; values_on prices every row the same way.
+        gain = self.columns.values_on(self.now, cores) if bid < self.most else self.full
+        able = (gain > 0) & self.open
         if not able.any():
             return None
         if self.rule == "sjq":
-            index = int(able.argmax())
+            index = int(np.where(able, self.columns.order, np.iinfo(np.int64).max).argmin())
         elif self.rule == "minvr":
             index = _first_best(self.remaining, able, self.arrival, self.job_id, largest=False)  # type: ignore[arg-type]
         else:
@@ -229,10 +238,11 @@ class _Auction:
     def rank_of(self, index: int) -> int:
         """How many untaken candidates other than ``index`` rank before it (by the rule's
         key on ``c*`` cores; queue order under SJQ)."""
-        others = ~self.taken
+        others = self.open.copy()
         others[index] = False
         if self.rule == "sjq":
-            return int(others[:index].sum())
+            order = self.columns.order
+            return int((others & (order < order[index])).sum())
         if self.rule == "maxvd":
             density = self.full / self.best
             return int((others & (density > density[index])).sum())
@@ -246,13 +256,12 @@ class _Auction:
     def arrivals(self) -> list[Candidate]:
         """The untaken candidates that arrived now and were never held (A12/A13), in queue
         order: the jobs holding is tried for."""
-        columns, rows = self.columns, self.rows
-        recent = (self.arrival == self.now) & (columns.holds[rows] == 0) & ~self.taken
+        columns = self.columns
+        recent = np.flatnonzero((self.arrival == self.now) & (columns.holds == 0) & self.open)
         out = []
-        for index in np.flatnonzero(recent).tolist():
-            row = int(rows[index])
+        for row in recent[np.argsort(columns.order[recent])].tolist():
             job = columns.jobs[row]
-            assert job is not None and job.profile is not None
+            assert job.profile is not None
             out.append(Candidate(job.job_id, job.submit, columns.curves[row], job.profile,
                                  float(columns.progress[row]), True, int(columns.best[row])))
         return out
@@ -260,10 +269,9 @@ class _Auction:
 
 def _first_best(key: np.ndarray, able: np.ndarray, arrival: np.ndarray, job_id: np.ndarray, *, largest: bool) -> int:
     """Index of the best ``key`` among ``able`` rows; ties: earliest arrival, then lowest id."""
-    pick = np.flatnonzero(able)
-    values = key[pick]
-    top = values.max() if largest else values.min()
-    pick = pick[values == top]
+    masked = np.where(able, key, -np.inf if largest else np.inf)
+    top = masked.max() if largest else masked.min()
+    pick = np.flatnonzero(masked == top)
     if len(pick) > 1:
         pick = pick[arrival[pick] == arrival[pick].min()]
         if len(pick) > 1:
