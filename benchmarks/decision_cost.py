@@ -9,7 +9,7 @@ nothing can start; one more arrives at t=2, when the 1-core job ends. The decisi
 (one free core, one fresh arrival, the whole queue waiting) is then timed: the policy's
 ``decide`` is called on that same view repeatedly (the decision is not applied) and the
 median is printed, with the ratio to FIFO at the same length and, per policy, the growth
-from the shortest to the longest queue.
+from the second length to the last (100 to 10,000 by default).
 
 Usage (from the repository root)::
 
@@ -107,9 +107,8 @@ def main() -> int:
     head = "".join(f"{'q=' + str(n):>18s}" for n in args.lengths)
     print(f"\nmicroseconds per decision (x FIFO), platform {PLATFORM}\n{'policy':20s}{head}   growth")
     for name, cells in rows.items():
-        parts = [("n/a" if c is None else f"{c:.0f} ({c / f:.1f}x)" if f else f"{c:.0f}") for c, f in zip(cells, fifo)]
-        low = next((c for c in cells if c is not None), None)
-        growth = f"{cells[-1] / low:.1f}x" if low and cells[-1] is not None else "n/a"
+        parts = [("n/a" if c is None else f"{c:.3g} ({c / f:.0f}x)" if f else f"{c:.3g}") for c, f in zip(cells, fifo)]
+        growth = f"{cells[-1] / cells[1]:.1f}x" if len(cells) > 2 and cells[1] and cells[-1] is not None else "n/a"
         print(f"{name:20s}" + "".join(f"{p:>18s}" for p in parts) + f"   {growth}")
     return 0
 
