@@ -124,6 +124,11 @@ class ModelView:
         return self._model.free_readonly
 
     @property
+    def running_version(self) -> int:
+        """Changes whenever a job starts, ends or is held (``running`` then differs)."""
+        return self._model.running_by_end.version
+
+    @property
     def market_columns(self) -> MarketColumns:
         """The waiting jobs' value curves, profiles and progress as columns, in queue
         order: market auctions price the whole queue with them at once."""

@@ -60,6 +60,7 @@ class MarketColumns:
         self._pushed = 0  # queue order of the next push
         self._scalar = 0  # rows priced by their curve's own methods
         self._resumed = 0  # rows with progress > 0
+        self.newest = -math.inf  # latest submit time of a job queued never held
         self.jobs: list[Job] = []
         self.curves: list[Any] = []
         self.position: dict[int, int] = {}
@@ -117,6 +118,8 @@ class MarketColumns:
                                 math.floor(job.submit + zero - fastest))
         self._ints[:, row] = (job.job_id, best, holds, first - 1, self._pushed, scalar)
         self._pushed += 1
+        if holds == 0 and job.submit > self.newest:
+            self.newest = job.submit
         self._scalar += scalar
         self._resumed += progress > 0.0
         self.jobs.append(job)

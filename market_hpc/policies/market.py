@@ -29,6 +29,7 @@ from market_hpc.algorithms.market import (
     HoldPlan,
     Release,
     hold_search,
+    latest_first,
     value_after_wait,
 )
 from market_hpc.algorithms.market_columns import MarketColumns
@@ -95,7 +96,7 @@ class MarketPolicy:
         self.wait_weight = wait_weight
         self.penalty = penalty
         self.name = rule + ("lh" if lookahead else "h" if holding else "")
-        self._segments: dict[tuple[int, int, float, float], tuple[Executing, int]] = {}
+        self._kept: tuple[View, int | None, dict[int, list[Executing]], list[Release]] | None = None
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Drop worthless jobs, then auction free cores, holding when none are free."""
@@ -105,7 +106,7 @@ class MarketPolicy:
         wake = auction.wake
         rows = view.free.copy()
         free = rows[:, 0]  # a view: bids are priced on the rows this instant's starts update
-        busy: set[int] = set()
+        held: set[int] = set()  # jobs held at this instant
         bids = view.bids
         while auction.left:
             winner = clear_auction(bids(rows), free)
@@ -118,63 +119,64 @@ class MarketPolicy:
             elif free.any():
                 break  # nodes with free cores abstained; holding is only for a full platform
             else:
-                plan = self._plan_hold(view, auction, free, busy) if self.holding else None
+                plan = self._plan_hold(view, auction, free, held) if self.holding else None
                 if plan is None:
                     break
-                for held in plan.held:
-                    actions.append(Hold(held))
-                    busy.add(held)
+                for victim in plan.held:
+                    actions.append(Hold(victim))
+                    held.add(victim)
                 free[plan.node] += sum(r.units for r in view.running if r.job.job_id in plan.held)
                 index, node, cores = auction.index(plan.job_id), plan.node, plan.cores
             job_id = auction.take(index)
             actions.append(Start(job_id, ((node, cores),)))
             free[node] -= cores
-            busy.add(job_id)
         if not actions and wake == math.inf:
             return NOTHING
         return Decision(tuple(actions), wake_at=wake if wake > now else None)
 
-    def _plan_hold(self, view: View, auction: _Auction, free: np.ndarray, busy: set[int]) -> HoldPlan | None:
+    def _plan_hold(self, view: View, auction: _Auction, free: np.ndarray, held: set[int]) -> HoldPlan | None:
         arrivals = auction.arrivals()
         if not arrivals:
             return None
-        executing, releases = self._executing(view, busy)
+        by_node, ends = self._running(view)
+        if held:  # jobs held at this instant are not held again
+            by_node = {node: [e for e in jobs if e.job_id not in held] for node, jobs in by_node.items()}
         frees = free.tolist()
         baselines = None
         if self.lookahead:
-            baselines = {a.job_id: self.wait_weight * value_after_wait(a, releases, frees, view.time,
+            now = view.time
+            releases: list[Release] = [(max(now, end), node, cores, job_id) for end, node, cores, job_id in ends]
+            baselines = {a.job_id: self.wait_weight * value_after_wait(a, releases, frees, now,
                                                                        auction.rank_of(auction.index(a.job_id)))
                          for a in arrivals}
-        return hold_search(arrivals, executing, frees, view.time, self.penalty, baselines)
+        return hold_search(arrivals, (), frees, view.time, self.penalty, baselines, by_node=by_node)
 
-    def _executing(self, view: View, busy: set[int]) -> tuple[list[Executing], list[Release]]:
-        """The running jobs that may be held, and every running job's expected release.
+    def _running(self, view: View) -> tuple[dict[int, list[Executing]], list[Release]]:
+        """The running jobs that may be held, per node latest start first, and every
+        running job's ``(est_end, node, cores, job_id)``.
 
-        A segment's ``Executing`` record (its expected value, its hold count) does not
-        change while it runs: it is built once per segment and kept between decisions.
+        Neither changes while no job starts, ends or is held (``view.running_version``),
+        so both are kept between decisions (hold attempts at successive arrivals on a full
+        machine mostly see the same running jobs).
         """
-        known = self._segments
-        segments: dict[tuple[int, int, float, float], tuple[Executing, int]] = {}
-        executing, releases = [], []
-        now = view.time
+        version = getattr(view, "running_version", None)
+        kept = self._kept
+        if version is not None and kept is not None and kept[0] is view and kept[1] == version:
+            return kept[2], kept[3]
+        executing, ends = [], []
         for running in view.running:
             job = running.job
-            key = (running.seq, job.job_id, running.start, running.est_end)
-            entry = known.get(key)
-            if entry is None:
-                curve = job.payload["value_curve"]
-                entry = (Executing(job.job_id, running.allocation[0][0], running.units, running.start, running.seq,
-                                   float(curve.value_at(running.est_end - job.submit)), float(curve.max_value)),
-                         view.state(job.job_id).hold_count)
-            segments[key] = entry
-            record = entry[0]
-            end = running.est_end
-            releases.append((max(now, end), record.node, record.cores, record.job_id))
-            if record.job_id in busy or (self.lookahead and entry[1] >= self.max_holds):
+            node = running.allocation[0][0]
+            ends.append((running.est_end, node, running.units, job.job_id))
+            if self.lookahead and view.state(job.job_id).hold_count >= self.max_holds:
                 continue
-            executing.append(record)
-        self._segments = segments
-        return executing, releases
+            curve = job.payload["value_curve"]
+            executing.append(Executing(job.job_id, node, running.units, running.start, running.seq,
+                                       float(curve.value_at(running.est_end - job.submit)),
+                                       float(curve.max_value)))
+        by_node = latest_first(executing)
+        self._kept = (view, version, by_node, ends)
+        return by_node, ends
 
 
 class _Auction:
@@ -257,6 +259,8 @@ class _Auction:
         """The untaken candidates that arrived now and were never held (A12/A13), in queue
         order: the jobs holding is tried for."""
         columns = self.columns
+        if columns.newest != self.now:  # no job arrived at this instant
+            return []
         recent = np.flatnonzero((self.arrival == self.now) & (columns.holds == 0) & self.open)
         out = []
         for row in recent[np.argsort(columns.order[recent])].tolist():
