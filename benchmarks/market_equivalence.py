@@ -8,8 +8,9 @@ The stored reference, ``benchmarks/data/market_reference.json``, was recorded at
 630059f (before the vectorised market) with ``--first-n 6000``.
 
 Workloads: (a) the demo study's job sets (``hlrs-3x9``, HLRS-like task graphs of 10 to 100
-jobs at load 2, both value-curve regimes, seeds 1-2) under every market policy (the eight
-of seed 002, the four look-ahead variants) and the ``easy-mold`` baseline; (b) the 240
+jobs at load 2, both value-curve regimes, seeds 1-2; and 25 and 50 jobs with step and
+exponential curves) under every market policy (the eight of seed 002, the four look-ahead
+variants) and the ``easy-mold`` baseline; (b) the 240
 runs of ``scenarios/penalty_sweep.toml``; (c) a slice of HPC2N (``first_n`` jobs at 1.5x
 load, the market rule, one pool of 240 cores; skipped when ``../shared/traces`` is absent)
 under the same policies, plus maxVH and maxV-LH with a holding cost. ``record`` is run on
@@ -46,6 +47,13 @@ def demo_cases() -> list[tuple[str, dict[str, Any]]]:
                         "name": "demo", "platform": "hlrs-3x9", "seed": seed, "timeseries": False,
                         "workload": {"generator": "taskgraphs", "jobs": size, "load": 2.0, "curves": curves},
                         "policy": {"scheduler": policy}}))
+    for shape in ("step", "exponential"):  # the other curve kinds (step: zero-width ramp; exponential: scalar)
+        for size in (25, 50):
+            for policy in MARKET + BASELINES:
+                out.append((f"demo/{shape}/s1/n{size}/{policy}", {
+                    "name": "demo", "platform": "hlrs-3x9", "seed": 1, "timeseries": False,
+                    "workload": {"generator": "taskgraphs", "jobs": size, "load": 2.0, "curve_shape": shape},
+                    "policy": {"scheduler": policy}}))
     return out
 
 
