@@ -30,7 +30,7 @@ from market_hpc.algorithms.valuecurve import LinearDecayCurve, StepCurve
 from market_hpc.domain.job import Job
 
 _FLOATS = ("arrival", "fastest", "progress", "vmax", "plateau", "zero", "span", "wake")
-_INTS = ("job_id", "best", "holds", "base", "order", "scalar")
+_INTS = ("job_id", "best", "holds", "base", "order", "scalar", "step")
 
 
 class MarketColumns:
@@ -60,6 +60,8 @@ class MarketColumns:
         self._pushed = 0  # queue order of the next push
         self._scalar = 0  # rows priced by their curve's own methods
         self._resumed = 0  # rows with progress > 0
+        self._steps = 0  # rows with a step curve (zero-width ramp)
+        self._views: tuple[np.ndarray, ...] | None = None
         self.newest = -math.inf  # latest submit time of a job queued never held
         self.jobs: list[Job] = []
         self.curves: list[Any] = []
@@ -76,26 +78,28 @@ class MarketColumns:
     def __len__(self) -> int:
         return self.size
 
-    def _float(self, index: int) -> np.ndarray:
-        return self._floats[index, :self.size]
-
-    def _int(self, index: int) -> np.ndarray:
-        return self._ints[index, :self.size]
+    def _columns(self) -> tuple[np.ndarray, ...]:
+        """Views of every column's live rows, kept until a row is added or removed."""
+        views = self._views
+        if views is None:
+            size = self.size
+            views = self._views = (*self._floats[:, :size], *self._ints[:, :size])
+        return views
 
     # Live columns (views of the first ``size`` rows).
-    arrival = property(lambda self: self._float(0))
-    fastest = property(lambda self: self._float(1))
-    progress = property(lambda self: self._float(2))
-    vmax = property(lambda self: self._float(3))
-    plateau = property(lambda self: self._float(4))
-    zero = property(lambda self: self._float(5))
-    span = property(lambda self: self._float(6))
-    wake = property(lambda self: self._float(7))
-    job_id = property(lambda self: self._int(0))
-    best = property(lambda self: self._int(1))
-    holds = property(lambda self: self._int(2))
-    base = property(lambda self: self._int(3))  # RT on c cores is profiles[base + c]
-    order = property(lambda self: self._int(4))
+    arrival = property(lambda self: self._columns()[0])
+    fastest = property(lambda self: self._columns()[1])
+    progress = property(lambda self: self._columns()[2])
+    vmax = property(lambda self: self._columns()[3])
+    plateau = property(lambda self: self._columns()[4])
+    zero = property(lambda self: self._columns()[5])
+    span = property(lambda self: self._columns()[6])
+    wake = property(lambda self: self._columns()[7])
+    job_id = property(lambda self: self._columns()[8])
+    best = property(lambda self: self._columns()[9])
+    holds = property(lambda self: self._columns()[10])
+    base = property(lambda self: self._columns()[11])  # RT on c cores is profiles[base + c]
+    order = property(lambda self: self._columns()[12])
 
     def push(self, job: Job, progress: float, holds: int) -> None:
         """Append a queued job (its progress and hold count as it enters the queue)."""
@@ -116,7 +120,10 @@ class MarketColumns:
         fastest = remaining_time(profile, best, progress)
         self._floats[:, row] = (job.submit, fastest, progress, curve.max_value, plateau, zero, zero - plateau,
                                 math.floor(job.submit + zero - fastest))
-        self._ints[:, row] = (job.job_id, best, holds, first - 1, self._pushed, scalar)
+        step = type(curve) is StepCurve
+        self._ints[:, row] = (job.job_id, best, holds, first - 1, self._pushed, scalar, step)
+        self._views = None
+        self._steps += step
         self._pushed += 1
         if holds == 0 and job.submit > self.newest:
             self.newest = job.submit
@@ -133,6 +140,8 @@ class MarketColumns:
             return
         row = self.position.pop(job_id)
         self._scalar -= int(self._ints[5, row])
+        self._steps -= int(self._ints[6, row])
+        self._views = None
         self._resumed -= bool(self._floats[2, row] > 0.0)
         self._profiles_live -= len(self.jobs[row].profile)  # type: ignore[arg-type]
         last = self.size - 1
@@ -155,11 +164,16 @@ class MarketColumns:
         ``[0, vmax]`` gives the same numbers. A step curve (``span = 0``) has ramp ``inf``
         before its deadline, ``nan`` at it (``fmin`` then keeps ``vmax``) and ``-inf`` after.
         """
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ramp = np.subtract(self.zero, elapsed)
-            np.divide(ramp, self.span, out=ramp)
-            np.multiply(self.vmax, ramp, out=ramp)
-        np.fmin(ramp, self.vmax, out=ramp)
+        columns = self._columns()
+        vmax = columns[3]
+        ramp = np.subtract(columns[5], elapsed)
+        if self._steps:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                np.divide(ramp, columns[6], out=ramp)
+        else:
+            np.divide(ramp, columns[6], out=ramp)
+        np.multiply(vmax, ramp, out=ramp)
+        np.fmin(ramp, vmax, out=ramp)
         out = np.maximum(ramp, 0.0, out=ramp)
         if self._scalar:
             self._scalar_rows(elapsed, out, "value_at")
@@ -185,7 +199,7 @@ class MarketColumns:
 
     def _scalar_rows(self, elapsed: np.ndarray, out: np.ndarray, method: str) -> None:
         curves = self.curves
-        for row in np.flatnonzero(self._int(5)).tolist():
+        for row in np.flatnonzero(self._ints[5, :self.size]).tolist():
             out[row] = getattr(curves[row], method)(float(elapsed[row]))
 
     def _store_profile(self, profile: tuple[float, ...]) -> int:

@@ -262,8 +262,10 @@ class _Auction:
         if columns.newest != self.now:  # no job arrived at this instant
             return []
         recent = np.flatnonzero((self.arrival == self.now) & (columns.holds == 0) & self.open)
+        if len(recent) > 1:
+            recent = recent[np.argsort(columns.order[recent])]
         out = []
-        for row in recent[np.argsort(columns.order[recent])].tolist():
+        for row in recent.tolist():
             job = columns.jobs[row]
             assert job.profile is not None
             out.append(Candidate(job.job_id, job.submit, columns.curves[row], job.profile,
