@@ -108,6 +108,17 @@ def collect(only: str | None, first_n: int) -> tuple[dict[str, Any], float]:
     return results, time.perf_counter() - began
 
 
+def differences(results: dict[str, Any], reference: dict[str, Any]) -> list[str]:
+    """One line per run whose digests or headline entries differ from the reference."""
+    lines = []
+    for key, got in results.items():
+        want = reference.get(key, {})
+        changed = {k: (want.get(k), got.get(k)) for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)}
+        if changed:
+            lines.append(f"{key}: changed (reference, now): {changed}" if want else f"{key}: no reference")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=("record", "check"))
@@ -120,18 +131,10 @@ def main() -> int:
         Path(args.file).write_text(json.dumps(results, indent=0, sort_keys=True) + "\n")
         print(f"recorded {len(results)} runs in {seconds:.1f} s")
         return 0
-    reference = json.loads(Path(args.file).read_text())
-    bad = 0
-    for key, got in results.items():
-        want = reference.get(key)
-        if want is None:
-            print(f"{key}: no reference")
-            bad += 1
-        elif got != want:
-            bad += 1
-            changed = {k: (want.get(k), got.get(k)) for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)}
-            print(f"{key}: changed (reference, now): {changed}")
-    print("identical" if not bad else f"{bad} differences", f"({len(results)} runs, {seconds:.1f} s)")
+    bad = differences(results, json.loads(Path(args.file).read_text()))
+    for line in bad:
+        print(line)
+    print("identical" if not bad else f"{len(bad)} differences", f"({len(results)} runs, {seconds:.1f} s)")
     return 1 if bad else 0
 
 
