@@ -29,7 +29,7 @@ from market_hpc.algorithms.market import c_star, remaining_time
 from market_hpc.algorithms.valuecurve import LinearDecayCurve, StepCurve
 from market_hpc.domain.job import Job
 
-_FLOATS = ("arrival", "fastest", "progress", "vmax", "plateau", "zero", "span", "wake")
+_FLOATS = ("arrival", "fastest", "progress", "vmax", "plateau", "zero", "span", "wake", "half")
 _INTS = ("job_id", "best", "holds", "base", "order", "scalar", "step")
 
 
@@ -95,11 +95,12 @@ class MarketColumns:
     zero = property(lambda self: self._columns()[5])
     span = property(lambda self: self._columns()[6])
     wake = property(lambda self: self._columns()[7])
-    job_id = property(lambda self: self._columns()[8])
-    best = property(lambda self: self._columns()[9])
-    holds = property(lambda self: self._columns()[10])
-    base = property(lambda self: self._columns()[11])  # RT on c cores is profiles[base + c]
-    order = property(lambda self: self._columns()[12])
+    half = property(lambda self: self._columns()[8])  # vmax * span / 2: the ramp's area
+    job_id = property(lambda self: self._columns()[9])
+    best = property(lambda self: self._columns()[10])
+    holds = property(lambda self: self._columns()[11])
+    base = property(lambda self: self._columns()[12])  # RT on c cores is profiles[base + c]
+    order = property(lambda self: self._columns()[13])
 
     def push(self, job: Job, progress: float, holds: int) -> None:
         """Append a queued job (its progress and hold count as it enters the queue)."""
@@ -118,8 +119,9 @@ class MarketColumns:
         plateau = curve.deadline if type(curve) is StepCurve else getattr(curve, "plateau_end", 0.0)
         zero = curve.zero_time
         fastest = remaining_time(profile, best, progress)
-        self._floats[:, row] = (job.submit, fastest, progress, curve.max_value, plateau, zero, zero - plateau,
-                                math.floor(job.submit + zero - fastest))
+        span = zero - plateau
+        self._floats[:, row] = (job.submit, fastest, progress, curve.max_value, plateau, zero, span,
+                                math.floor(job.submit + zero - fastest), curve.max_value * span / 2.0)
         step = type(curve) is StepCurve
         self._ints[:, row] = (job.job_id, best, holds, first - 1, self._pushed, scalar, step)
         self._views = None
@@ -182,7 +184,7 @@ class MarketColumns:
     def remaining_values(self, elapsed: np.ndarray) -> np.ndarray:
         """``curve.remaining_value(elapsed)`` of every row (the minVR key)."""
         vmax, plateau, zero = self.vmax, self.plateau, self.zero
-        flat = vmax * (plateau - elapsed) + vmax * self.span / 2.0
+        flat = vmax * (plateau - elapsed) + self.half
         ramp = self.values(elapsed) * (zero - elapsed) / 2.0
         out = np.where(elapsed >= zero, 0.0, np.where(elapsed <= plateau, flat, ramp))
         if self._scalar:

@@ -225,16 +225,21 @@ class _Auction:
         cores = np.minimum(self.best, bid)
         # A job's profit on c* cores is ``full``; values_on prices every row the same way.
         gain = self.columns.values_on(self.now, cores) if bid < self.most else self.full
-        able = (gain > 0) & self.open
-        if not able.any():
+        able = gain > 0
+        if self.left < len(able):  # some jobs were dropped or started
+            able &= self.open
+        count = np.count_nonzero(able)
+        if not count:
             return None
+        among = None if count == len(gain) else able  # None: every job can win
         if self.rule == "sjq":
-            index = int(np.where(able, self.columns.order, np.iinfo(np.int64).max).argmin())
+            order = self.columns.order
+            index = int((order if among is None else np.where(among, order, np.iinfo(np.int64).max)).argmin())
         elif self.rule == "minvr":
-            index = _first_best(self.remaining, able, self.arrival, self.job_id, largest=False)  # type: ignore[arg-type]
+            index = _first_best(self.remaining, among, self.arrival, self.job_id, largest=False)  # type: ignore[arg-type]
         else:
             key = gain if self.rule == "maxv" else gain / cores
-            index = _first_best(key, able, self.arrival, self.job_id, largest=True)
+            index = _first_best(key, among, self.arrival, self.job_id, largest=True)
         return index, int(cores[index])
 
     def rank_of(self, index: int) -> int:
@@ -273,16 +278,20 @@ class _Auction:
         return out
 
 
-def _first_best(key: np.ndarray, able: np.ndarray, arrival: np.ndarray, job_id: np.ndarray, *, largest: bool) -> int:
-    """Index of the best ``key`` among ``able`` rows; ties: earliest arrival, then lowest id."""
-    masked = np.where(able, key, -np.inf if largest else np.inf)
-    top = masked.max() if largest else masked.min()
-    pick = np.flatnonzero(masked == top)
-    if len(pick) > 1:
+def _first_best(key: np.ndarray, able: np.ndarray | None, arrival: np.ndarray, job_id: np.ndarray, *,
+                largest: bool) -> int:
+    """Index of the best ``key`` among ``able`` rows (all when ``None``); ties: earliest
+    arrival, then lowest id."""
+    masked = key if able is None else np.where(able, key, -np.inf if largest else np.inf)
+    index = int(masked.argmax() if largest else masked.argmin())
+    ties = masked == masked[index]
+    if np.count_nonzero(ties) > 1:
+        pick = np.flatnonzero(ties)
         pick = pick[arrival[pick] == arrival[pick].min()]
         if len(pick) > 1:
             pick = pick[job_id[pick] == job_id[pick].min()]
-    return int(pick[0])
+        index = int(pick[0])
+    return index
 
 
 def _factory(rule: str, holding: bool, lookahead: bool = False):  # type: ignore[no-untyped-def]
