@@ -3,8 +3,8 @@
 
 One platform (``nodes=8,cores=32``) is filled at t=0 by long jobs (one per node, the last
 node's split into a 31-core job and a 1-core job that ends at t=2). ``--lengths`` jobs
-(1 to 32 cores, run times of minutes to a day, every job given the market rule's profile
-and value curve so market and classic policies see the same queue) arrive at t=1, when
+(1 to 32 cores, run times of minutes to a day; for the market policies each job gets the
+market rule's profile and value curve) arrive at t=1, when
 nothing can start; one more arrives at t=2, when the 1-core job ends. The decision at t=2
 (one free core, one fresh arrival, the whole queue waiting) is then timed: the policy's
 ``decide`` is called on that same view repeatedly (the decision is not applied) and the
@@ -32,8 +32,9 @@ PLATFORM = "nodes=8,cores=32"
 LENGTHS = (10, 100, 1000, 10000)
 
 
-def workload(length: int, seed: int = 1) -> list[Any]:
-    """The fillers and ``length + 1`` queued jobs (market rule applied to all)."""
+def workload(length: int, seed: int = 1, market: bool = True) -> list[Any]:
+    """The fillers and ``length + 1`` queued jobs (with ``market``, the market rule applied
+    to all: moldable jobs on one node with value curves)."""
     from market_hpc.domain.job import Job
     from market_hpc.workload.market_rule import MarketRule
 
@@ -43,6 +44,8 @@ def workload(length: int, seed: int = 1) -> list[Any]:
     for k in range(length + 1):
         run = float(rng.integers(60, 86400))
         jobs.append(Job(100 + k, 1.0 if k < length else 2.0, run, run, units=int(rng.integers(1, 33))))
+    if not market:
+        return jobs
     rule = MarketRule()
     return [rule.apply(job) for job in jobs]
 
@@ -64,7 +67,9 @@ def decision_state(policy_name: str, jobs: list[Any]) -> tuple[Any, Any]:
 
 def time_decision(policy_name: str, length: int, budget: float) -> tuple[float, int]:
     """Median microseconds of ``decide`` at t=2, and the queue length it saw."""
-    model, policy = decision_state(policy_name, workload(length))
+    from market_hpc.policies import scheduler_entry
+
+    model, policy = decision_state(policy_name, workload(length, market=scheduler_entry(policy_name).market))
     view = model.decision_view()
     rng = np.random.default_rng(0)
     times: list[float] = []
