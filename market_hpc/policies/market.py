@@ -197,9 +197,9 @@ class _Auction:
         arrival = self.arrival = columns.arrival
         self.job_id, self.best = columns.job_id, columns.best
         full = self.full = columns.values((now + columns.fastest) - arrival)
-        worthless = full <= 0
-        self.open = ~worthless  # candidates not yet started (dropped jobs never are)
-        self.most = int(self.best.max()) if len(full) else 0
+        worthless = self._worthless = full <= 0
+        self._open: np.ndarray | None = None  # candidates not yet started (made when first needed)
+        self._most = -1  # the largest c* (found when first needed)
         wake = columns.wake
         self.dropped: list[int] = []
         if worthless.any():
@@ -208,15 +208,27 @@ class _Auction:
             wake = wake[~worthless]
         self.left = len(wake)
         self.wake: float = int(wake.min()) + 1 if len(wake) else math.inf
-        self.remaining = columns.remaining_values(now - arrival) if rule == "minvr" else None
+        self._remaining: np.ndarray | None = None
+
+    def remaining(self) -> np.ndarray:
+        """Every job's remaining value now (minVR's key), computed when first asked for."""
+        if self._remaining is None:
+            self._remaining = self.columns.remaining_values(self.now - self.arrival)
+        return self._remaining
 
     def index(self, job_id: int) -> int:
         """Row of a queued job."""
         return self.columns.position[job_id]
 
+    def open(self) -> np.ndarray:
+        """Which jobs are still candidates (not dropped, not started at this instant)."""
+        if self._open is None:
+            self._open = ~self._worthless
+        return self._open
+
     def take(self, index: int) -> int:
         """Mark a candidate started (or held for); returns its job id."""
-        self.open[index] = False
+        self.open()[index] = False
         self.left -= 1
         return int(self.job_id[index])
 
@@ -224,10 +236,12 @@ class _Auction:
         """``(row, cores)`` of the job the rule picks for a node offering ``bid`` cores."""
         cores = np.minimum(self.best, bid)
         # A job's profit on c* cores is ``full``; values_on prices every row the same way.
-        gain = self.columns.values_on(self.now, cores) if bid < self.most else self.full
+        if self._most < 0:
+            self._most = int(self.best.max())
+        gain = self.columns.values_on(self.now, cores) if bid < self._most else self.full
         able = gain > 0
         if self.left < len(able):  # some jobs were dropped or started
-            able &= self.open
+            able &= self.open()
         count = np.count_nonzero(able)
         if not count:
             return None
@@ -236,7 +250,7 @@ class _Auction:
             order = self.columns.order
             index = int((order if among is None else np.where(among, order, np.iinfo(np.int64).max)).argmin())
         elif self.rule == "minvr":
-            index = _first_best(self.remaining, among, self.arrival, self.job_id, largest=False)  # type: ignore[arg-type]
+            index = _first_best(self.remaining(), among, self.arrival, self.job_id, largest=False)
         else:
             key = gain if self.rule == "maxv" else gain / cores
             index = _first_best(key, among, self.arrival, self.job_id, largest=True)
@@ -245,7 +259,7 @@ class _Auction:
     def rank_of(self, index: int) -> int:
         """How many untaken candidates other than ``index`` rank before it (by the rule's
         key on ``c*`` cores; queue order under SJQ)."""
-        others = self.open.copy()
+        others = self.open().copy()
         others[index] = False
         if self.rule == "sjq":
             order = self.columns.order
@@ -253,8 +267,7 @@ class _Auction:
         if self.rule == "maxvd":
             density = self.full / self.best
             return int((others & (density > density[index])).sum())
-        bound = -self.full if self.rule == "maxv" else self.remaining
-        assert bound is not None
+        bound = -self.full if self.rule == "maxv" else self.remaining()
         key, arrival, job_id = bound[index], self.arrival[index], self.job_id[index]
         before = (bound < key) | ((bound == key) & ((self.arrival < arrival)
                                                     | ((self.arrival == arrival) & (self.job_id < job_id))))
@@ -266,7 +279,7 @@ class _Auction:
         columns = self.columns
         if columns.newest != self.now:  # no job arrived at this instant
             return []
-        recent = np.flatnonzero((self.arrival == self.now) & (columns.holds == 0) & self.open)
+        recent = np.flatnonzero((self.arrival == self.now) & (columns.holds == 0) & self.open())
         if len(recent) > 1:
             recent = recent[np.argsort(columns.order[recent])]
         out = []
