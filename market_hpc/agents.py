@@ -17,6 +17,7 @@ import numpy as np
 from sortedcontainers import SortedKeyList
 
 from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
+from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.algorithms.queue_columns import QueueColumns, SmallestRequest
 from market_hpc.domain.job import Job, JobStatus
@@ -133,6 +134,9 @@ class QueueAgent(mesa.Agent):
         # The waiting jobs sorted by a scheduler's key (SJF, LJF), one list per key asked
         # for, built on first use and kept in step from then on.
         self._sorted: dict[Callable[[Job], Any], SortedKeyList] = {}
+        # The waiting jobs' value curves, profiles and progress as columns, for the market
+        # auctions (``algorithms.market_columns``); built on first use, kept in step.
+        self._market: MarketColumns | None = None
 
     def push(self, job: Job) -> None:
         """Append a job at the tail."""
@@ -143,6 +147,8 @@ class QueueAgent(mesa.Agent):
             self._columns.push(job)
         for ordered in self._sorted.values():
             ordered.add(job)
+        if self._market is not None:
+            self._market.push(job, *self._progress(job.job_id))
 
     def take(self, job_id: int) -> None:
         """Take a job out of the queue (started, dropped)."""
@@ -153,6 +159,8 @@ class QueueAgent(mesa.Agent):
             self._columns.take(job_id)
         for ordered in self._sorted.values():
             ordered.remove(job)
+        if self._market is not None:
+            self._market.take(job_id)
 
     def sorted_by(self, key: Callable[[Job], Any]) -> SortedKeyList:
         """The waiting jobs sorted by ``key`` (which must order them totally)."""
@@ -167,6 +175,18 @@ class QueueAgent(mesa.Agent):
         if self._columns is None:
             self._columns = QueueColumns(self.jobs.values())
         return self._columns
+
+    @property
+    def market_columns(self) -> MarketColumns:
+        """The waiting jobs as market columns (value curves, profiles, progress), in queue order."""
+        if self._market is None:
+            self._market = MarketColumns((job, *self._progress(job.job_id)) for job in self.jobs.values())
+        return self._market
+
+    def _progress(self, job_id: int) -> tuple[float, int]:
+        """A waiting job's progress and hold count (set before it is queued)."""
+        agent = self.model.job_agents.get(job_id)  # type: ignore[attr-defined]
+        return (agent.progress, agent.hold_count) if agent is not None else (0.0, 0)
 
     @property
     def cores(self) -> SmallestRequest:

@@ -35,7 +35,7 @@ class RunningJobs(Sequence[RunningJob]):
     (1, 1)
     """
 
-    __slots__ = ("_by_seq", "_sorted", "beyond_cores")
+    __slots__ = ("_by_seq", "_sorted", "beyond_cores", "version")
 
     def __init__(self) -> None:
         self._by_seq: dict[int, RunningJob] | None = {}  # until the first ordered read
@@ -43,9 +43,13 @@ class RunningJobs(Sequence[RunningJob]):
         # Running jobs whose unit asks for more than cores (GPUs, MICs, memory): with none,
         # a reservation on a multi-resource platform is a walk over cores alone.
         self.beyond_cores = 0
+        # Bumped by every add and remove: a policy may keep what it derived from the
+        # running jobs while the version is unchanged (the market's hold candidates).
+        self.version = 0
 
     def add(self, running: RunningJob) -> None:
         """Add a job that starts (its ``seq`` is unique)."""
+        self.version += 1
         if running.job.unit != _CORE_UNIT:
             self.beyond_cores += 1
         by_seq = self._by_seq
@@ -56,6 +60,7 @@ class RunningJobs(Sequence[RunningJob]):
 
     def remove(self, running: RunningJob) -> None:
         """Remove a job that ends or is held (``ValueError`` if it is not running)."""
+        self.version += 1
         by_seq = self._by_seq
         if by_seq is None:
             self._sorted.remove(running)  # type: ignore[union-attr]

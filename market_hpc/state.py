@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from market_hpc.algorithms.free_index import FreeCoreIndex
+from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.queue_columns import QueueColumns
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
@@ -39,6 +40,10 @@ class QueueState(Protocol):
 
     def sorted_by(self, key: Callable[[Job], Any]) -> Sequence[Job]:
         """The waiting jobs sorted by ``key``, kept sorted between decisions."""
+
+    @property
+    def market_columns(self) -> MarketColumns:
+        """The waiting jobs as market columns, in queue order (market auctions)."""
 
 
 class JobAgentState(Protocol):

@@ -10,6 +10,7 @@ from typing import overload
 import numpy as np
 
 from market_hpc.algorithms.free_index import FreeCoreIndex
+from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.queue_columns import QueueColumns
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
@@ -121,6 +122,17 @@ class ModelView:
         """``(n_nodes, N_RESOURCES)`` free resources, read-only (brought up to date on
         access: schedulers that place from ``free_index`` never pay for it)."""
         return self._model.free_readonly
+
+    @property
+    def running_version(self) -> int:
+        """Changes whenever a job starts, ends or is held (``running`` then differs)."""
+        return self._model.running_by_end.version
+
+    @property
+    def market_columns(self) -> MarketColumns:
+        """The waiting jobs' value curves, profiles and progress as columns, in queue
+        order: market auctions price the whole queue with them at once."""
+        return self._model.queue_agent.market_columns
 
     def expected_end(self, running: RunningJob) -> float:
         """``max(est_end, now)``: a job past its estimate is expected to end now (written

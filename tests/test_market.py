@@ -9,6 +9,7 @@ from market_fixtures import FIG5_LOSSES, fig5_jobs, market_job
 
 from market_hpc.algorithms.market import Candidate, Executing, c_star, hold_instances, hold_search
 from market_hpc.algorithms.valuecurve import LinearDecayCurve, StepCurve
+from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError
 from market_hpc.model import HPCModel
 from market_hpc.policies import scheduler_entry, scheduler_names
@@ -235,6 +236,7 @@ def test_pruned_hold_search_equals_the_exhaustive_argmax():
 @pytest.mark.parametrize("rule", ["sjq", "maxv", "maxvd", "minvr"])
 def test_bounded_auction_selects_what_a_full_scan_selects(rule):
     from market_hpc.algorithms.market import profit
+    from market_hpc.algorithms.market_columns import MarketColumns
     from market_hpc.policies.market import _Auction
 
     rng = np.random.default_rng(7)
@@ -264,5 +266,12 @@ def test_bounded_auction_selects_what_a_full_scan_selects(rule):
             key = (score, cand.arrival, cand.job_id)
             if expected_key is None or key < expected_key:
                 expected, expected_key = (cand.job_id, cores), key
-        got = _Auction(rule, candidates, now).select(bid, taken)
-        assert (None if got is None else (got[0].job_id, got[1])) == expected, trial
+        columns = MarketColumns((Job(c.job_id, c.arrival, 1.0, 1.0, units=len(c.profile), profile=c.profile,
+                                     payload={"value_curve": c.curve}), c.progress, 0)
+                                for c in candidates.values())
+        auction = _Auction(rule, columns, now)
+        for job_id in taken:
+            if job_id not in auction.dropped:
+                auction.take(auction.index(job_id))
+        got = auction.select(bid)
+        assert (None if got is None else (int(auction.job_id[got[0]]), got[1])) == expected, trial

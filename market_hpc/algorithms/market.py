@@ -134,6 +134,7 @@ def hold_search(
     now: float,
     penalty: float,
     baselines: Mapping[int, float] | None = None,
+    by_node: Mapping[int, Sequence[Executing]] | None = None,
 ) -> HoldPlan | None:
     """Algorithm 3: find the most profitable (arrival, node, latest-start prefix) to hold.
 
@@ -146,6 +147,8 @@ def hold_search(
     ``baselines`` (non-paper, the look-ahead policies) maps an arrival to what it is
     expected to earn without holding; it is subtracted from its profit, so holding must
     beat waiting rather than nothing. The seed's rule is ``baselines=None``.
+    ``by_node`` is ``latest_first(executing)`` when the caller keeps it (then
+    ``executing`` is not read).
 
     >>> from market_hpc.algorithms.valuecurve import StepCurve
     >>> newcomer = Candidate(8, 0.0, StepCurve(300.0, 12.0), (20.0, 10.0), 0.0, True, 2)
@@ -156,7 +159,8 @@ def hold_search(
     >>> hold_search([newcomer], running, [0], now=2.0, penalty=0.0, baselines={8: 250.0}) is None
     True
     """
-    by_node = _latest_first(executing)
+    if by_node is None:
+        by_node = latest_first(executing)
     best: HoldPlan | None = None
     best_net = 0.0
     for arrival in arrivals:
@@ -194,7 +198,8 @@ def hold_search(
     return best
 
 
-def _latest_first(executing: Sequence[Executing]) -> dict[int, list[Executing]]:
+def latest_first(executing: Sequence[Executing]) -> dict[int, list[Executing]]:
+    """The running jobs per node, latest start first (Algorithm 3's hold order, A8)."""
     by_node: dict[int, list[Executing]] = {}
     for job in executing:
         by_node.setdefault(job.node, []).append(job)
@@ -216,7 +221,7 @@ def hold_instances(
     first instance with the largest positive net profit among them, pruning prefixes that
     cannot win.
     """
-    by_node = _latest_first(executing)
+    by_node = latest_first(executing)
     for arrival in arrivals:
         c_best = arrival.best_cores
         for node in sorted(by_node):

@@ -11,7 +11,7 @@ attempt is still reported to PRIORITY-WEIGHTED through ``note_failed_attempt``).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -74,6 +74,22 @@ def placeable(view: View, jobs: Sequence[Job], free_cores: float, free_bb: float
     if columns is not None:
         return columns.fitting(free_cores, free_bb, None if after is None else after.job_id)  # type: ignore[no-any-return]
     return [job for job in jobs if job.cores <= free_cores and job.bb <= free_bb]
+
+
+class _Behind:
+    """The rest of a queue being read (an iterator) with its length: ``placeable`` reads
+    the queue's columns instead of it when it is long."""
+
+    __slots__ = ("_jobs", "_length")
+
+    def __init__(self, jobs: Iterator[Job], length: int) -> None:
+        self._jobs, self._length = jobs, length
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Iterator[Job]:
+        return self._jobs
 
 
 @register_scheduler("prb", "seed 000 PRB: longest wait relative to the queue's expected wait first; skips")
@@ -191,12 +207,20 @@ class Ebf:
         self.reserved_nodes = np.zeros(0, dtype=np.int64)
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
-        """Start, reserve and backfill as described in the class docstring."""
+        """Start, reserve and backfill as described in the class docstring.
+
+        The queue is read lazily: from its head while jobs start, then (with an allocator
+        that skips what cannot fit) only the jobs the queue's columns say may fit, so a
+        blocked decision does not copy the whole queue.
+        """
         now = view.time
-        queue = list(view.queue)
-        if not queue:
+        waiting = view.queue
+        if not waiting:
             return NOTHING
-        if not self.static_reservation or (self.blocked is not None and queue[0].job_id != self.blocked):
+        ahead = iter(waiting)
+        head = next(ahead)
+        skips = _skips_unplaceable(self.allocator)
+        if not self.static_reservation or (self.blocked is not None and head.job_id != self.blocked):
             self._clear()
         arena = _Arena(view.free.copy())
         passing = PassView(view)  # the burst buffer this pass leaves
@@ -209,31 +233,43 @@ class Ebf:
             passing.take(job)
             return _take(arena.free, job, allocation, view)
 
+        position = 0  # queue position of ``head``
         if self.blocked is not None and now >= self.reserved_at:
-            announce(self.allocator, queue[:1], view)
-            allocation = arena.attempt(self.allocator, queue[0], cast(View, passing))
+            announce(self.allocator, [head], view)
+            allocation = arena.attempt(self.allocator, head, cast(View, passing))
             if allocation is not None:
-                start(queue[0], allocation)
+                start(head, allocation)
                 self._clear()
-                queue = queue[1:]
+                following = next(ahead, None)
+                if following is None:
+                    return Decision(tuple(actions))
+                position, head = 1, following
         if self.blocked is None:
-            announce(self.allocator, queue, view)
-            prefix = 0
-            for job in queue:
-                allocation = arena.attempt(self.allocator, job, cast(View, passing))
+            if not skips:  # a pass-aware allocator is told the whole pass
+                rest = [head, *ahead]
+                announce(self.allocator, rest, view)
+                ahead = iter(rest)
+                head = next(ahead)
+            while True:
+                allocation = arena.attempt(self.allocator, head, cast(View, passing))
                 if allocation is None:
                     break
-                start(job, allocation)
-                prefix += 1
-            queue = queue[prefix:]
-            if not queue:
-                return Decision(tuple(actions)) if actions else NOTHING
-            self.blocked = queue[0].job_id
-            self._reserve(passing, arena.free, queue[0], started)
-        behind = queue[1:]
-        if _skips_unplaceable(self.allocator):  # jobs asking for more than is free are never placed
-            behind = placeable(view, behind, int(arena.free[:, 0].sum()), passing.free_bb, after=queue[0])
-        self._backfill(cast(View, passing), arena, behind, start)
+                start(head, allocation)
+                position += 1
+                following = next(ahead, None)
+                if following is None:
+                    return Decision(tuple(actions)) if actions else NOTHING
+                head = following
+            self.blocked = head.job_id
+            self._reserve(passing, arena.free, head, started)
+        behind: Sequence[Job]
+        free_cores = int(arena.free[:, 0].sum())
+        if skips:  # jobs asking for more than is free are never placed
+            tail = cast(Sequence[Job], _Behind(ahead, len(waiting) - position - 1))
+            behind = placeable(view, tail, free_cores, passing.free_bb, after=head)
+        else:
+            behind = list(ahead)
+        self._backfill(cast(View, passing), arena, behind, start, free_cores if skips else None)
         wake = self.reserved_at if now < self.reserved_at < math.inf else None
         return Decision(tuple(actions), wake) if actions or wake is not None else NOTHING
 
@@ -267,7 +303,10 @@ class Ebf:
                 return
         self._clear()  # no predicted time (estimates disagree with the pool): retry the head next time
 
-    def _backfill(self, view: View, inside: _Arena, jobs: Sequence[Job], start: Any) -> None:
+    def _backfill(self, view: View, inside: _Arena, jobs: Sequence[Job], start: Any, free_cores: int | None) -> None:
+        """Backfill ``jobs`` in order; with ``free_cores`` (an allocator that never places
+        a job asking for more cores than are free) jobs asking for more than the pass has
+        left are passed over without an attempt."""
         if not jobs:
             return
         announce(self.allocator, jobs, view)
@@ -276,12 +315,16 @@ class Ebf:
         outside.free[reserved] = 0
         now, reserved_at = view.time, self.reserved_at
         for job in jobs:
+            if free_cores is not None and job.cores > free_cores:
+                continue
             arena = inside if now + job.estimate <= reserved_at else outside
             allocation = arena.attempt(self.allocator, job, view)
             if allocation is not None:
                 nodes = start(job, allocation)
                 outside.free[nodes] = inside.free[nodes]
                 outside.free[reserved] = 0
+                if free_cores is not None:
+                    free_cores = int(inside.free[:, 0].sum())
 
 
 __all__ = ["DEFAULT_EXPECTED_WAIT", "Ebf", "Prb"]

@@ -26,13 +26,13 @@ from market_hpc.algorithms.bidding import clear_auction
 from market_hpc.algorithms.market import (
     Candidate,
     Executing,
+    HoldPlan,
     Release,
-    c_star,
     hold_search,
-    profit,
-    remaining_time,
+    latest_first,
     value_after_wait,
 )
+from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.errors import ConfigError
 from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Drop, Hold, Start, View
 from market_hpc.policies.registry import register_scheduler
@@ -44,18 +44,20 @@ RULES = ("sjq", "maxv", "maxvd", "minvr")
 WAIT_WEIGHT = 0.7
 
 
-def _candidate(view: View, job, now: float) -> Candidate:  # type: ignore[no-untyped-def]
-    curve = job.payload.get("value_curve")
-    if curve is None or job.profile is None:
+def _columns(view: View) -> MarketColumns:
+    """The queue as market columns: the model's (kept in step), or priced from scratch for
+    a hand-made view."""
+    columns = getattr(view, "market_columns", None)
+    if columns is None:
+        states = ((job, view.state(job.job_id)) for job in view.queue)
+        columns = MarketColumns((job, state.progress, state.hold_count) for job, state in states)
+    if columns.invalid:
+        job_id, lacks = next(iter(columns.invalid.items()))
         raise ConfigError(
-            f"market policies need moldable jobs with value curves; job {job.job_id} has "
-            f"{'no value curve' if curve is None else 'no profile'} (use a task-graph job set or "
-            "workload.market = true for traces)"
+            f"market policies need moldable jobs with value curves; job {job_id} has {lacks} "
+            "(use a task-graph job set or workload.market = true for traces)"
         )
-    state = view.state(job.job_id)
-    recent = job.submit == now and state.hold_count == 0
-    best = job.payload.get("c_star") or c_star(job.profile)
-    return Candidate(job.job_id, job.submit, curve, job.profile, state.progress, recent, best)
+    return columns
 
 
 class MarketPolicy:
@@ -94,165 +96,215 @@ class MarketPolicy:
         self.wait_weight = wait_weight
         self.penalty = penalty
         self.name = rule + ("lh" if lookahead else "h" if holding else "")
+        self._kept: tuple[View, int | None, dict[int, list[Executing]], list[Release]] | None = None
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Drop worthless jobs, then auction free cores, holding when none are free."""
         now = view.time
-        actions: list[Action] = []
-        candidates: dict[int, Candidate] = {}
-        wake = math.inf
-        for job in view.queue:
-            cand = _candidate(view, job, now)
-            fastest = remaining_time(cand.profile, cand.best_cores, cand.progress)
-            if cand.curve.value_at(now + fastest - cand.arrival) <= 0:
-                actions.append(Drop(cand.job_id))
-                continue
-            candidates[cand.job_id] = cand
-            wake = min(wake, math.floor(cand.arrival + cand.curve.zero_time - fastest) + 1)
+        auction = _Auction(self.rule, _columns(view), now)
+        actions: list[Action] = [Drop(job_id) for job_id in auction.dropped]
+        wake = auction.wake
         rows = view.free.copy()
         free = rows[:, 0]  # a view: bids are priced on the rows this instant's starts update
-        busy: set[int] = set()
-        auction = _Auction(self.rule, candidates, now)
+        held: set[int] = set()  # jobs held at this instant
         bids = view.bids
-        while candidates:
+        while auction.left:
             winner = clear_auction(bids(rows), free)
             if winner is not None:
                 node = winner
-                choice = auction.select(int(free[node]), busy)  # the winner offers its free cores
+                choice = auction.select(int(free[node]))  # the winner offers its free cores
                 if choice is None:
                     break
-                cand, cores = choice
-                actions.append(Start(cand.job_id, ((node, cores),)))
+                index, cores = choice
             elif free.any():
                 break  # nodes with free cores abstained; holding is only for a full platform
             else:
-                plan = self._plan_hold(view, candidates, free, busy, auction) if self.holding else None
+                plan = self._plan_hold(view, auction, free, held) if self.holding else None
                 if plan is None:
                     break
-                for held in plan.held:
-                    actions.append(Hold(held))
-                    busy.add(held)
+                for victim in plan.held:
+                    actions.append(Hold(victim))
+                    held.add(victim)
                 free[plan.node] += sum(r.units for r in view.running if r.job.job_id in plan.held)
-                cand = candidates[plan.job_id]
-                node, cores = plan.node, plan.cores
-                actions.append(Start(cand.job_id, ((node, cores),)))
+                index, node, cores = auction.index(plan.job_id), plan.node, plan.cores
+            job_id = auction.take(index)
+            actions.append(Start(job_id, ((node, cores),)))
             free[node] -= cores
-            busy.add(cand.job_id)
-            del candidates[cand.job_id]
         if not actions and wake == math.inf:
             return NOTHING
         return Decision(tuple(actions), wake_at=wake if wake > now else None)
 
-    def _plan_hold(self, view: View, candidates: dict[int, Candidate], free: np.ndarray, busy: set[int],  # type: ignore[no-untyped-def]
-                   auction: _Auction):
-        arrivals = [c for c in candidates.values() if c.recent]
+    def _plan_hold(self, view: View, auction: _Auction, free: np.ndarray, held: set[int]) -> HoldPlan | None:
+        arrivals = auction.arrivals()
         if not arrivals:
             return None
-        executing, releases = self._executing(view, busy)
+        by_node, ends = self._running(view)
+        if held:  # jobs held at this instant are not held again
+            by_node = {node: [e for e in jobs if e.job_id not in held] for node, jobs in by_node.items()}
         frees = free.tolist()
         baselines = None
         if self.lookahead:
-            baselines = {a.job_id: self.wait_weight * value_after_wait(a, releases, frees, view.time,
-                                                                       auction.rank_of(a, busy))
+            now = view.time
+            releases: list[Release] = [(max(now, end), node, cores, job_id) for end, node, cores, job_id in ends]
+            baselines = {a.job_id: self.wait_weight * value_after_wait(a, releases, frees, now,
+                                                                       auction.rank_of(auction.index(a.job_id)))
                          for a in arrivals}
-        return hold_search(arrivals, executing, frees, view.time, self.penalty, baselines)
+        return hold_search(arrivals, (), frees, view.time, self.penalty, baselines, by_node=by_node)
 
-    def _executing(self, view: View, busy: set[int]) -> tuple[list[Executing], list[Release]]:
-        executing, releases = [], []
+    def _running(self, view: View) -> tuple[dict[int, list[Executing]], list[Release]]:
+        """The running jobs that may be held, per node latest start first, and every
+        running job's ``(est_end, node, cores, job_id)``.
+
+        Neither changes while no job starts, ends or is held (``view.running_version``),
+        so both are kept between decisions (hold attempts at successive arrivals on a full
+        machine mostly see the same running jobs).
+        """
+        version = getattr(view, "running_version", None)
+        kept = self._kept
+        if version is not None and kept is not None and kept[0] is view and kept[1] == version:
+            return kept[2], kept[3]
+        executing, ends = [], []
         for running in view.running:
             job = running.job
             node = running.allocation[0][0]
-            releases.append((view.expected_end(running), node, running.units, job.job_id))
-            if job.job_id in busy or (self.lookahead and view.state(job.job_id).hold_count >= self.max_holds):
+            ends.append((running.est_end, node, running.units, job.job_id))
+            if self.lookahead and view.state(job.job_id).hold_count >= self.max_holds:
                 continue
             curve = job.payload["value_curve"]
             executing.append(Executing(job.job_id, node, running.units, running.start, running.seq,
                                        float(curve.value_at(running.est_end - job.submit)),
                                        float(curve.max_value)))
-        return executing, releases
+        by_node = latest_first(executing)
+        self._kept = (view, version, by_node, ends)
+        return by_node, ends
 
 
 class _Auction:
-    """One instant's job selection, exact and fast.
+    """One instant's job selection over the whole queue at once (``MarketColumns``).
 
-    Candidates are scanned in the order of a lower bound on their selection key (the key
-    on ``c*`` cores for maxV, the remaining value for minVR, queue order for SJQ; for
-    maxVD the bound is ``-profit(c*)`` since a job's value density on ``c >= 1`` cores is at
-    most its profit on ``c*``). A job's profit on fewer cores never exceeds its profit on
-    ``c*`` (response times are non-increasing up to ``c*``), so the scan stops as soon as a
-    bound cannot beat the best exact key found; ties break by arrival then job id (A15).
-    Jobs with no profit even on ``c*`` cores are never candidates in this instant.
+    A job is dropped when even its fastest completion (``c*`` cores, from now) earns
+    nothing (A5). For a node bidding ``b`` free cores the policy picks, among the jobs not
+    yet started with positive profit on ``min(b, c*)`` cores, the first in queue order
+    (SJQ), the largest profit (maxV), the largest profit per core (maxVD) or the smallest
+    remaining value (minVR); ties break by arrival, then job id (A15). Every job's profit
+    is priced in one vectorised evaluation per selection. Indices are the columns' rows.
     """
 
-    def __init__(self, rule: str, candidates: dict[int, Candidate], now: float) -> None:
+    def __init__(self, rule: str, columns: MarketColumns, now: float) -> None:
         self.rule = rule
         self.now = now
-        self.gains: dict[tuple[int, int], float] = {}
-        entries = []
-        for index, cand in enumerate(candidates.values()):
-            full = self.gain(cand, cand.best_cores)
-            if full <= 0:
-                continue
-            if rule == "sjq":
-                bound = float(index)
-            elif rule == "minvr":
-                bound = cand.curve.remaining_value(now - cand.arrival)
-            else:
-                bound = -full
-            entries.append((bound, cand.arrival, cand.job_id, cand))
-        entries.sort(key=lambda entry: entry[:3])
-        self.entries = entries
+        self.columns = columns
+        arrival = self.arrival = columns.arrival
+        self.job_id, self.best = columns.job_id, columns.best
+        full = self.full = columns.values((now + columns.fastest) - arrival)
+        worthless = self._worthless = full <= 0
+        self._open: np.ndarray | None = None  # candidates not yet started (made when first needed)
+        self._most = -1  # the largest c* (found when first needed)
+        wake = columns.wake
+        self.dropped: list[int] = []
+        if worthless.any():
+            rows = np.flatnonzero(worthless)
+            self.dropped = self.job_id[rows[np.argsort(columns.order[rows])]].tolist()  # queue order
+            wake = wake[~worthless]
+        self.left = len(wake)
+        self.wake: float = int(wake.min()) + 1 if len(wake) else math.inf
+        self._remaining: np.ndarray | None = None
 
-    def gain(self, cand: Candidate, cores: int) -> float:
-        key = (cand.job_id, cores)
-        value = self.gains.get(key)
-        if value is None:
-            value = self.gains[key] = profit(cand.curve, self.now, cand.arrival, cand.profile, cores,
-                                             cand.progress)
-        return value
+    def remaining(self) -> np.ndarray:
+        """Every job's remaining value now (minVR's key), computed when first asked for."""
+        if self._remaining is None:
+            self._remaining = self.columns.remaining_values(self.now - self.arrival)
+        return self._remaining
 
-    def rank_of(self, cand: Candidate, taken: set[int]) -> int:
-        """How many untaken candidates other than ``cand`` rank before it (by the rule's
-        bound: the exact key on ``c*`` cores for maxV and minVR; a job not in the queue,
-        e.g. one that would be held, goes to the tail under SJQ)."""
+    def index(self, job_id: int) -> int:
+        """Row of a queued job."""
+        return self.columns.position[job_id]
+
+    def open(self) -> np.ndarray:
+        """Which jobs are still candidates (not dropped, not started at this instant)."""
+        if self._open is None:
+            self._open = ~self._worthless
+        return self._open
+
+    def take(self, index: int) -> int:
+        """Mark a candidate started (or held for); returns its job id."""
+        self.open()[index] = False
+        self.left -= 1
+        return int(self.job_id[index])
+
+    def select(self, bid: int) -> tuple[int, int] | None:
+        """``(row, cores)`` of the job the rule picks for a node offering ``bid`` cores."""
+        cores = np.minimum(self.best, bid)
+        # A job's profit on c* cores is ``full``; values_on prices every row the same way.
+        if self._most < 0:
+            self._most = int(self.best.max())
+        gain = self.columns.values_on(self.now, cores) if bid < self._most else self.full
+        able = gain > 0
+        if self.left < len(able):  # some jobs were dropped or started
+            able &= self.open()
+        count = np.count_nonzero(able)
+        if not count:
+            return None
+        among = None if count == len(gain) else able  # None: every job can win
         if self.rule == "sjq":
-            bound = next((entry[0] for entry in self.entries if entry[2] == cand.job_id), math.inf)
-        elif self.rule == "maxvd":
-            density = self.gain(cand, cand.best_cores) / cand.best_cores
-            return sum(1 for entry in self.entries if entry[2] not in taken and entry[2] != cand.job_id
-                       and self.gain(entry[3], entry[3].best_cores) / entry[3].best_cores > density)
+            order = self.columns.order
+            index = int((order if among is None else np.where(among, order, np.iinfo(np.int64).max)).argmin())
         elif self.rule == "minvr":
-            bound = cand.curve.remaining_value(self.now - cand.arrival)
+            index = _first_best(self.remaining(), among, self.arrival, self.job_id, largest=False)
         else:
-            bound = -self.gain(cand, cand.best_cores)
-        key = (bound, cand.arrival, cand.job_id)
-        return sum(1 for entry in self.entries
-                   if entry[:3] < key and entry[2] not in taken and entry[2] != cand.job_id)
+            key = gain if self.rule == "maxv" else gain / cores
+            index = _first_best(key, among, self.arrival, self.job_id, largest=True)
+        return index, int(cores[index])
 
-    def select(self, bid: int, taken: set[int]) -> tuple[Candidate, int] | None:
-        best: tuple[Candidate, int] | None = None
-        best_key: tuple[float, float, int] | None = None
-        for bound, arrival, job_id, cand in self.entries:
-            if job_id in taken:
-                continue
-            if best_key is not None and (bound, arrival, job_id) >= best_key:
-                break
-            cores = min(bid, cand.best_cores)
-            gain = self.gain(cand, cores)
-            if gain <= 0:
-                continue
-            if self.rule == "sjq":
-                return cand, cores
-            if self.rule == "maxv":
-                score = -gain
-            elif self.rule == "maxvd":
-                score = -gain / cores
-            else:
-                score = bound
-            key = (score, arrival, job_id)
-            if best_key is None or key < best_key:
-                best, best_key = (cand, cores), key
-        return best
+    def rank_of(self, index: int) -> int:
+        """How many untaken candidates other than ``index`` rank before it (by the rule's
+        key on ``c*`` cores; queue order under SJQ)."""
+        others = self.open().copy()
+        others[index] = False
+        if self.rule == "sjq":
+            order = self.columns.order
+            return int((others & (order < order[index])).sum())
+        if self.rule == "maxvd":
+            density = self.full / self.best
+            return int((others & (density > density[index])).sum())
+        bound = -self.full if self.rule == "maxv" else self.remaining()
+        key, arrival, job_id = bound[index], self.arrival[index], self.job_id[index]
+        before = (bound < key) | ((bound == key) & ((self.arrival < arrival)
+                                                    | ((self.arrival == arrival) & (self.job_id < job_id))))
+        return int((others & before).sum())
+
+    def arrivals(self) -> list[Candidate]:
+        """The untaken candidates that arrived now and were never held (A12/A13), in queue
+        order: the jobs holding is tried for."""
+        columns = self.columns
+        if columns.newest != self.now:  # no job arrived at this instant
+            return []
+        recent = np.flatnonzero((self.arrival == self.now) & (columns.holds == 0) & self.open())
+        if len(recent) > 1:
+            recent = recent[np.argsort(columns.order[recent])]
+        out = []
+        for row in recent.tolist():
+            job = columns.jobs[row]
+            assert job.profile is not None
+            out.append(Candidate(job.job_id, job.submit, columns.curves[row], job.profile,
+                                 float(columns.progress[row]), True, int(columns.best[row])))
+        return out
+
+
+def _first_best(key: np.ndarray, able: np.ndarray | None, arrival: np.ndarray, job_id: np.ndarray, *,
+                largest: bool) -> int:
+    """Index of the best ``key`` among ``able`` rows (all when ``None``); ties: earliest
+    arrival, then lowest id."""
+    masked = key if able is None else np.where(able, key, -np.inf if largest else np.inf)
+    index = int(masked.argmax() if largest else masked.argmin())
+    ties = masked == masked[index]
+    if np.count_nonzero(ties) > 1:
+        pick = np.flatnonzero(ties)
+        pick = pick[arrival[pick] == arrival[pick].min()]
+        if len(pick) > 1:
+            pick = pick[job_id[pick] == job_id[pick].min()]
+        index = int(pick[0])
+    return index
 
 
 def _factory(rule: str, holding: bool, lookahead: bool = False):  # type: ignore[no-untyped-def]

@@ -1,0 +1,142 @@
+"""Record or check the market dispatchers' results: a digest of every run's ``jobs.csv``
+and its summary (timing entries left out), so a faster market is proven to decide the same.
+
+    PYTHONPATH=. python benchmarks/market_equivalence.py check      # against the stored reference
+    PYTHONPATH=. python benchmarks/market_equivalence.py record FILE
+
+The stored reference, ``benchmarks/data/market_reference.json``, was recorded at commit
+630059f (before the vectorised market) with ``--first-n 6000``.
+
+Workloads: (a) the demo study's job sets (``hlrs-3x9``, HLRS-like task graphs of 10 to 100
+jobs at load 2, both value-curve regimes, seeds 1-2; and 25 and 50 jobs with step and
+exponential curves) under every market policy (the eight of seed 002, the four look-ahead
+variants) and the ``easy-mold`` baseline; (b) the 240
+runs of ``scenarios/penalty_sweep.toml``; (c) a slice of HPC2N (``first_n`` jobs at 1.5x
+load, the market rule, one pool of 240 cores; skipped when ``../shared/traces`` is absent)
+under the same policies, plus maxVH and maxV-LH with a holding cost. ``record`` is run on
+the unmodified code, ``check`` after each change: any changed byte of ``jobs.csv`` or any
+changed summary entry is reported. Floats are compared bit for bit (``repr``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+HPC2N = REPO.parent / "shared" / "traces" / "HPC2N-2002-2.1-cln.swf.gz"
+MARKET = ("sjq", "maxv", "maxvd", "minvr", "sjqh", "maxvh", "maxvdh", "minvrh",
+          "sjqlh", "maxvlh", "maxvdlh", "minvrlh")
+BASELINES = ("easy-mold",)
+DEMO_SIZES = (10, 25, 50, 100)
+TIMING = ("seconds", "dispatch_ms", "duration")
+REFERENCE = REPO / "benchmarks" / "data" / "market_reference.json"
+
+
+def demo_cases() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for curves in ("spec", "steep"):
+        for seed in (1, 2):
+            for size in DEMO_SIZES:
+                for policy in MARKET + BASELINES:
+                    out.append((f"demo/{curves}/s{seed}/n{size}/{policy}", {
+                        "name": "demo", "platform": "hlrs-3x9", "seed": seed, "timeseries": False,
+                        "workload": {"generator": "taskgraphs", "jobs": size, "load": 2.0, "curves": curves},
+                        "policy": {"scheduler": policy}}))
+    for shape in ("step", "exponential"):  # the other curve kinds (step: zero-width ramp; exponential: scalar)
+        for size in (25, 50):
+            for policy in MARKET + BASELINES:
+                out.append((f"demo/{shape}/s1/n{size}/{policy}", {
+                    "name": "demo", "platform": "hlrs-3x9", "seed": 1, "timeseries": False,
+                    "workload": {"generator": "taskgraphs", "jobs": size, "load": 2.0, "curve_shape": shape},
+                    "policy": {"scheduler": policy}}))
+    return out
+
+
+def sweep_cases() -> list[tuple[str, dict[str, Any]]]:
+    from market_hpc.experiment.sweep_spec import load_sweep
+
+    sweep = load_sweep(REPO / "scenarios" / "penalty_sweep.toml")
+    return [(f"sweep/{run.run_id}", run.config) for run in sweep.runs]
+
+
+def hpc2n_cases(first_n: int) -> list[tuple[str, dict[str, Any]]]:
+    if not HPC2N.is_file() or first_n <= 0:
+        return []
+    base = {"name": "hpc2n", "platform": "nodes=1,cores=240", "seed": 1, "timeseries": False,
+            "workload": {"trace": str(HPC2N), "first_n": first_n, "load_factor": 1.5, "market": True}}
+    out = [(f"hpc2n{first_n}/{policy}", {**base, "policy": {"scheduler": policy}})
+           for policy in MARKET + BASELINES]
+    for policy in ("maxvh", "maxvlh"):
+        out.append((f"hpc2n{first_n}/{policy}-cost", {**base, "policy": {
+            "scheduler": policy, "resume_seconds": 300.0, "hold_progress_loss": 0.1}}))
+    return out
+
+
+def digest(config: dict[str, Any]) -> dict[str, Any]:
+    """``jobs.csv`` digest and the untimed summary of one run."""
+    from market_hpc.experiment.config import config_from_dict
+    from market_hpc.experiment.run import simulate
+    from market_hpc.experiment.sweep_exec import scalar_metrics
+
+    result = simulate(config_from_dict(config))
+    text = result.jobs.to_csv(index=False)
+    summary = {key: repr(value) for key, value in scalar_metrics(result.summary).items()
+               if not any(word in key for word in TIMING)}
+    return compact({"jobs": hashlib.sha256(text.encode()).hexdigest(), "rows": len(result.jobs), "summary": summary})
+
+
+def compact(full: dict[str, Any]) -> dict[str, Any]:
+    """What the reference keeps of a run: the digests and the headline entries."""
+    summary = full["summary"]
+    return {"jobs": full["jobs"][:24], "rows": full["rows"],
+            "summary": hashlib.sha256(json.dumps(summary, sort_keys=True).encode()).hexdigest()[:24],
+            **{key: summary.get(key) for key in ("total_profit", "holds", "decisions", "jobs_dropped")}}
+
+
+def collect(only: str | None, first_n: int) -> tuple[dict[str, Any], float]:
+    results: dict[str, Any] = {}
+    began = time.perf_counter()
+    for key, config in demo_cases() + sweep_cases() + hpc2n_cases(first_n):
+        if only and only not in key:
+            continue
+        results[key] = digest(config)
+    return results, time.perf_counter() - began
+
+
+def differences(results: dict[str, Any], reference: dict[str, Any]) -> list[str]:
+    """One line per run whose digests or headline entries differ from the reference."""
+    lines = []
+    for key, got in results.items():
+        want = reference.get(key, {})
+        changed = {k: (want.get(k), got.get(k)) for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)}
+        if changed:
+            lines.append(f"{key}: changed (reference, now): {changed}" if want else f"{key}: no reference")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=("record", "check"))
+    parser.add_argument("file", nargs="?", default=str(REFERENCE))
+    parser.add_argument("--only", help="run only the cases whose key contains this")
+    parser.add_argument("--first-n", type=int, default=6000, help="HPC2N slice length (default: 6000; 0 skips it)")
+    args = parser.parse_args()
+    results, seconds = collect(args.only, args.first_n)
+    if args.mode == "record":
+        Path(args.file).write_text(json.dumps(results, indent=0, sort_keys=True) + "\n")
+        print(f"recorded {len(results)} runs in {seconds:.1f} s")
+        return 0
+    bad = differences(results, json.loads(Path(args.file).read_text()))
+    for line in bad:
+        print(line)
+    print("identical" if not bad else f"{len(bad)} differences", f"({len(results)} runs, {seconds:.1f} s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

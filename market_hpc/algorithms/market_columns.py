@@ -1,0 +1,233 @@
+"""Queued market jobs as numpy columns, so an auction prices the whole queue at once.
+
+Every market decision (seed 002, Algorithm 2) needs, for every queued job, its value when
+it completes on ``c*`` cores started now (to drop worthless jobs and to rank them), its
+remaining value (minVR) and its value on the winning bid's cores. Priced one job at a
+time in Python that is O(queue) interpreted work per decision. :class:`MarketColumns`
+keeps what those prices depend on in columns, in queue order, updated only when a job
+arrives or leaves the queue (a held job's progress only changes while it is out of the
+queue), and evaluates them with elementwise numpy arithmetic.
+
+Exactness: every column is evaluated with the same IEEE operations, in the same order, as
+the scalar code (``LinearDecayCurve.value_at``, ``remaining_value``,
+``algorithms.market.remaining_time``): numpy's elementwise ``+ - * /``, ``ceil`` and
+comparisons on float64 give the same bits as Python's, so decisions are identical. Step
+curves are linear curves whose ramp has zero width (the same formulas give their value
+and area exactly); curves of other kinds (piecewise linear, exponential) are priced by
+their own scalar methods, row by row. Pure data; no Mesa.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from market_hpc.algorithms.market import c_star, remaining_time
+from market_hpc.algorithms.valuecurve import LinearDecayCurve, StepCurve
+from market_hpc.domain.job import Job
+
+_FLOATS = ("arrival", "fastest", "progress", "vmax", "plateau", "zero", "span", "wake", "half")
+_INTS = ("job_id", "best", "holds", "base", "order", "scalar", "step")
+
+
+class MarketColumns:
+    """Value-curve parameters, profiles and progress of queued jobs, as dense columns.
+
+    Rows ``0..len-1`` are the queued jobs; a job that leaves is replaced by the last row
+    (O(1)), so rows are not in queue order: the ``order`` column is (SJQ's order, the
+    order drops and arrivals are reported in). Static per-row quantities are computed
+    once, on :meth:`push`, with the scalar code's operations: ``fastest`` (the remaining
+    time on ``c*`` cores), ``span`` (``zero - plateau``) and ``wake`` (``floor(arrival +
+    zero - fastest)``, the last instant the job can still earn something, seed 002's
+    drop time minus one).
+
+    >>> columns = MarketColumns()
+    >>> columns.push(Job(1, 0.0, 10.0, 10.0, units=2, profile=(20.0, 10.0),
+    ...                  payload={"value_curve": LinearDecayCurve(100.0, 10.0, 30.0)}), 0.0, 0)
+    >>> columns.fastest[:1].tolist(), columns.values(np.array([20.0])).tolist()
+    ([10.0], [50.0])
+    >>> columns.remaining_values(np.array([0.0])).tolist()   # 100 * 10 + 100 * 20 / 2
+    [2000.0]
+    >>> columns.values_on(0.0, np.array([1])).tolist()   # one core: done at 20
+    [50.0]
+    """
+
+    def __init__(self, jobs: Iterable[tuple[Job, float, int]] = ()) -> None:
+        self.size = 0
+        self._pushed = 0  # queue order of the next push
+        self._scalar = 0  # rows priced by their curve's own methods
+        self._resumed = 0  # rows with progress > 0
+        self._steps = 0  # rows with a step curve (zero-width ramp)
+        self._views: tuple[np.ndarray, ...] | None = None
+        self.newest = -math.inf  # latest submit time of a job queued never held
+        self.jobs: list[Job] = []
+        self.curves: list[Any] = []
+        self.position: dict[int, int] = {}
+        self._profiles = np.empty(256, dtype=np.float64)
+        self._profiles_end = 0
+        self._profiles_live = 0
+        self.invalid: dict[int, str] = {}  # job id -> what it lacks (raised by the policy)
+        self._floats = np.zeros((len(_FLOATS), 64))
+        self._ints = np.zeros((len(_INTS), 64), dtype=np.int64)
+        for job, progress, holds in jobs:
+            self.push(job, progress, holds)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def _columns(self) -> tuple[np.ndarray, ...]:
+        """Views of every column's live rows, kept until a row is added or removed."""
+        views = self._views
+        if views is None:
+            size = self.size
+            views = self._views = (*self._floats[:, :size], *self._ints[:, :size])
+        return views
+
+    # Live columns (views of the first ``size`` rows).
+    arrival = property(lambda self: self._columns()[0])
+    fastest = property(lambda self: self._columns()[1])
+    progress = property(lambda self: self._columns()[2])
+    vmax = property(lambda self: self._columns()[3])
+    plateau = property(lambda self: self._columns()[4])
+    zero = property(lambda self: self._columns()[5])
+    span = property(lambda self: self._columns()[6])
+    wake = property(lambda self: self._columns()[7])
+    half = property(lambda self: self._columns()[8])  # vmax * span / 2: the ramp's area
+    job_id = property(lambda self: self._columns()[9])
+    best = property(lambda self: self._columns()[10])
+    holds = property(lambda self: self._columns()[11])
+    base = property(lambda self: self._columns()[12])  # RT on c cores is profiles[base + c]
+    order = property(lambda self: self._columns()[13])
+
+    def push(self, job: Job, progress: float, holds: int) -> None:
+        """Append a queued job (its progress and hold count as it enters the queue)."""
+        curve = job.payload.get("value_curve")
+        profile = job.profile
+        if curve is None or profile is None:
+            self.invalid[job.job_id] = "no value curve" if curve is None else "no profile"
+            return
+        row = self.size
+        if row == self._floats.shape[1]:
+            self._floats = np.concatenate([self._floats, np.zeros_like(self._floats)], axis=1)
+            self._ints = np.concatenate([self._ints, np.zeros_like(self._ints)], axis=1)
+        best = job.payload.get("c_star") or c_star(profile)
+        first = self._store_profile(profile)
+        scalar = type(curve) not in (LinearDecayCurve, StepCurve)
+        plateau = curve.deadline if type(curve) is StepCurve else getattr(curve, "plateau_end", 0.0)
+        zero = curve.zero_time
+        fastest = remaining_time(profile, best, progress)
+        span = zero - plateau
+        self._floats[:, row] = (job.submit, fastest, progress, curve.max_value, plateau, zero, span,
+                                math.floor(job.submit + zero - fastest), curve.max_value * span / 2.0)
+        step = type(curve) is StepCurve
+        self._ints[:, row] = (job.job_id, best, holds, first - 1, self._pushed, scalar, step)
+        self._views = None
+        self._steps += step
+        self._pushed += 1
+        if holds == 0 and job.submit > self.newest:
+            self.newest = job.submit
+        self._scalar += scalar
+        self._resumed += progress > 0.0
+        self.jobs.append(job)
+        self.curves.append(curve)
+        self.position[job.job_id] = row
+        self.size = row + 1
+
+    def take(self, job_id: int) -> None:
+        """Remove a queued job (started, dropped): the last row takes its place."""
+        if self.invalid.pop(job_id, None) is not None:
+            return
+        row = self.position.pop(job_id)
+        self._scalar -= int(self._ints[5, row])
+        self._steps -= int(self._ints[6, row])
+        self._views = None
+        self._resumed -= bool(self._floats[2, row] > 0.0)
+        self._profiles_live -= len(self.jobs[row].profile)  # type: ignore[arg-type]
+        last = self.size - 1
+        if row != last:
+            self._floats[:, row] = self._floats[:, last]
+            self._ints[:, row] = self._ints[:, last]
+            moved = self.jobs[row] = self.jobs[last]
+            self.curves[row] = self.curves[last]
+            self.position[moved.job_id] = row
+        self.jobs.pop()
+        self.curves.pop()
+        self.size = last
+
+    def values(self, elapsed: np.ndarray) -> np.ndarray:
+        """``curve.value_at(elapsed)`` of every row, bit for bit.
+
+        ``LinearDecayCurve.value_at`` is ``vmax`` up to the plateau's end, 0 from the zero
+        time on, ``vmax * ((zero - e) / span)`` between. Rounding is monotone, so that ramp
+        is ``>= vmax`` on the plateau and ``<= 0`` from the zero time on: clipping it to
+        ``[0, vmax]`` gives the same numbers. A step curve (``span = 0``) has ramp ``inf``
+        before its deadline, ``nan`` at it (``fmin`` then keeps ``vmax``) and ``-inf`` after.
+        """
+        columns = self._columns()
+        vmax = columns[3]
+        ramp = np.subtract(columns[5], elapsed)
+        if self._steps:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                np.divide(ramp, columns[6], out=ramp)
+        else:
+            np.divide(ramp, columns[6], out=ramp)
+        np.multiply(vmax, ramp, out=ramp)
+        np.fmin(ramp, vmax, out=ramp)
+        out = np.maximum(ramp, 0.0, out=ramp)
+        if self._scalar:
+            self._scalar_rows(elapsed, out, "value_at")
+        return out
+
+    def remaining_values(self, elapsed: np.ndarray) -> np.ndarray:
+        """``curve.remaining_value(elapsed)`` of every row (the minVR key)."""
+        vmax, plateau, zero = self.vmax, self.plateau, self.zero
+        flat = vmax * (plateau - elapsed) + self.half
+        ramp = self.values(elapsed) * (zero - elapsed) / 2.0
+        out = np.where(elapsed >= zero, 0.0, np.where(elapsed <= plateau, flat, ramp))
+        if self._scalar:
+            self._scalar_rows(elapsed, out, "remaining_value")
+        return out
+
+    def values_on(self, now: float, cores: np.ndarray) -> np.ndarray:
+        """Value of every row started at ``now`` on ``cores`` cores (``market.profit``)."""
+        full = self._profiles[self.base + cores]
+        if self._resumed:
+            progress = self.progress
+            full = np.where(progress == 0.0, full, np.ceil((1.0 - progress) * full - 1e-9))
+        return self.values((now + full) - self.arrival)
+
+    def _scalar_rows(self, elapsed: np.ndarray, out: np.ndarray, method: str) -> None:
+        curves = self.curves
+        for row in np.flatnonzero(self._ints[5, :self.size]).tolist():
+            out[row] = getattr(curves[row], method)(float(elapsed[row]))
+
+    def _store_profile(self, profile: tuple[float, ...]) -> int:
+        """Append a profile to the shared storage (rewritten once garbage dominates)."""
+        need = len(profile)
+        if self._profiles_end + need > len(self._profiles):
+            if 2 * self._profiles_live < self._profiles_end:  # mostly left jobs' profiles
+                self._repack()
+            if self._profiles_end + need > len(self._profiles):
+                grown = np.empty(2 * (self._profiles_end + need), dtype=np.float64)
+                grown[:self._profiles_end] = self._profiles[:self._profiles_end]
+                self._profiles = grown
+        start = self._profiles_end
+        self._profiles[start:start + need] = profile
+        self._profiles_end = start + need
+        self._profiles_live += need
+        return start
+
+    def _repack(self) -> None:
+        bases = self._ints[3]
+        end = 0
+        packed = np.empty(len(self._profiles), dtype=np.float64)
+        for row, job in enumerate(self.jobs):
+            length = len(job.profile)  # type: ignore[arg-type]
+            first = int(bases[row]) + 1
+            packed[end:end + length] = self._profiles[first:first + length]
+            bases[row] = end - 1
+            end += length
+        self._profiles, self._profiles_end = packed, end
