@@ -120,3 +120,33 @@ def assert_plan_fits(instance: CpInstance, outcome: CpOutcome) -> None:
             load[node, start: start + job.duration] += units * job.unit[0]
     over = np.argwhere(load > instance.capacity[:, :1])
     assert len(over) == 0, f"over capacity at (node, time) {over[:3].tolist()}: {outcome}"
+
+
+# ------------------------------------------------------------ search options
+def test_search_orders_are_what_they_say() -> None:
+    from ortools.sat.python import cp_model
+
+    from market_hpc.algorithms.cp_greedy import greedy_plan
+    from market_hpc.algorithms.cp_pcp20 import Pcp20Model
+
+    instance = many_ends(3)
+    plan = greedy_plan(instance)
+    starts = [Pcp20Model(instance, plan).starts[job.key].index for job in instance.jobs]
+    models = [Pcp20Model(instance, plan, branching=b).model for b in ("priority", "earliest")]  # kept alive
+    priority, earliest = ([m.proto.search_strategy[i] for i in range(len(m.proto.search_strategy))]
+                          for m in models)
+    # priority: job by job (start, then its allocation), interleaved, in priority order
+    assert [s.exprs[0].vars[0] for s in priority[::2]] == starts
+    assert all(s.variable_selection_strategy == cp_model.CHOOSE_FIRST for s in priority[::2])
+    # earliest ("can start first"): all starts, smallest lower bound first, then allocations
+    assert [e.vars[0] for e in earliest[0].exprs] == starts
+    assert earliest[0].variable_selection_strategy == cp_model.CHOOSE_LOWEST_MIN
+    assert all(s.variable_selection_strategy == cp_model.CHOOSE_MIN_DOMAIN_SIZE for s in earliest[1:])
+
+
+@pytest.mark.parametrize("branching", ["priority", "earliest", "auto"])
+def test_every_search_order_and_the_paper_time_control_find_the_optimum(branching: str) -> None:
+    instance = staircase()
+    assert solve_pcp20(instance, LONG, branching=branching).starts == {7: 4}
+    paper = solve_pcp20(instance, CpLimits(), max_retries=30, branching=branching, paper_time=True)
+    assert (paper.status, paper.starts) == ("OPTIMAL", {7: 4})

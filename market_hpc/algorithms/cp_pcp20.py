@@ -244,7 +244,7 @@ with the smallest lower bound next, ties by priority; then the allocations), ``a
 
 
 def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
-                levels: int | None = LEVELS, search: bool = True, branching: str = "priority",
+                levels: int | None = LEVELS, search: bool = True, branching: str = "auto",
                 paper_time: bool = False) -> CpOutcome:
     """Build and solve the PCP'20 model of ``instance`` under the authors' time control.
 

@@ -65,8 +65,9 @@ TIME_CONTROLS = ("deterministic", "paper")
 """PCP'20 time control: deterministic-time limits (reproducible), or the authors' wall
 clock (1 s, +0.5 s per retry while no solution, 30 retries)."""
 DETERMINISTIC_TIME = 0.002
-"""Default initial deterministic-time limit per solve (small: the conformance suite runs
-every scheduler on many instances; the study raises it in ``scenarios/cp_dispatch.toml``)."""
+"""Default initial deterministic-time limit per solve. The study keeps it (docs/cp.md,
+"Search": 10x more raised PCP'20's OPTIMAL share from 0.31-0.36 to 0.43-0.55 on the
+study's instances at 3-5x the time per decision)."""
 
 
 def model_units(platform_capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -329,13 +330,18 @@ class Pcp20(CpScheduler):
         max_retries: Solves with 50% more deterministic time while none found a solution.
         levels: Running jobs' remaining times are rounded up to at most this many values
             in the model (``cp_reduce``); 0 models them exactly, every node included.
+        branching: ``auto`` (CP-SAT's own search from the greedy hint; the default,
+            chosen by measurement, docs/cp.md), ``priority`` (the fixed interleaved order)
+            or ``earliest`` (the paper's "highest priority that can start first").
+        time_control: ``deterministic`` (reproducible) or ``paper`` (1 s of wall clock,
+            +0.5 s per retry while no solution, ``max_retries`` 30 by default).
     """
 
     label = "pcp20"
     search = True
 
     def __init__(self, allocator: Allocator, max_retries: int | None = None, levels: int = 8,
-                 branching: str = "priority", time_control: str = "deterministic", **limits: Any) -> None:
+                 branching: str = "auto", time_control: str = "deterministic", **limits: Any) -> None:
         super().__init__(allocator, **limits)
         from market_hpc.algorithms.cp_pcp20 import BRANCHINGS
         if levels < 0:
