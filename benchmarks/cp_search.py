@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
+from market_hpc.algorithms.cp_greedy import greedy_plan
 from market_hpc.algorithms.cp_instance import CpInstance, CpLimits
 from market_hpc.algorithms.cp_pcp20 import BRANCHINGS, solve_pcp20
 from market_hpc.algorithms.cp_reduce import reduce_instance
-from market_hpc.algorithms.cp_greedy import greedy_plan
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "cp_dispatch.toml"
 
