@@ -314,7 +314,7 @@ def test_the_cp_study_sweep_runs_end_to_end_on_small_data() -> None:
     scenarios = Path(__file__).resolve().parents[1] / "scenarios"
     sweep = load_sweep(scenarios / "cp_dispatch.toml")
     pcp19 = load_sweep(scenarios / "cp_dispatch_pcp19.toml")
-    assert len(sweep.runs) == 8 and len(pcp19.runs) == 1
+    assert len(sweep.runs) == 10 and len(pcp19.runs) == 1
     for run in sweep.runs + pcp19.runs:
         data = copy.deepcopy(run.config)
         data["workload"]["jobs"] = 40
