@@ -19,34 +19,36 @@ import argparse
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
 
 @contextmanager
-def accasim_best_fit() -> Iterator[None]:
+def patched(owner: type, name: str, replacement: object) -> Iterator[None]:
+    """``owner.name`` replaced for the duration of the block."""
+    original = getattr(owner, name)
+    setattr(owner, name, replacement)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def accasim_best_fit() -> Any:
     from market_hpc.policies import allocators
     from market_hpc.policies.allocators import BestFit, job_fits
-
-    original = BestFit.allocate
 
     def allocate(self, job, free, view):  # type: ignore[no-untyped-def]
         if job.bb > view.free_bb:
             return None
         return allocators.best_fit(job_fits(job, free, view), free.sum(axis=1), job.units)
 
-    BestFit.allocate = allocate  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        BestFit.allocate = original  # type: ignore[method-assign]
+    return patched(BestFit, "allocate", allocate)
 
 
-@contextmanager
-def prb_with_memory() -> Iterator[None]:
+def prb_with_memory() -> Any:
     from market_hpc.policies.cp import Cph
-
-    original = Cph.prb
 
     def prb(self, queue, now):  # type: ignore[no-untyped-def]
         waits = [self.expected_wait.get(job.queue, self.default_wait) for job in queue]
@@ -56,11 +58,7 @@ def prb_with_memory() -> Iterator[None]:
                        key=lambda i: (-longest * (now - queue[i].submit + 1.0) / waits[i], demand[i], i))
         return [queue[i] for i in order], [max(1, int(longest // waits[i])) for i in order]
 
-    Cph.prb = prb  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        Cph.prb = original  # type: ignore[method-assign]
+    return patched(Cph, "prb", prb)
 
 
 @contextmanager
