@@ -6,7 +6,8 @@ Eurora), KIT-like and Eurora-like, several seeds, paired 95% confidence interval
 Systems (as ``scenarios/cp_dispatch.toml``, run times known: the paper's -R predictor):
 
 * **KIT-like**: ``kit-fh2`` (1,152 thin + 21 fat nodes), the ``kit`` generator at offered
-  load 1.5 (``--kit-jobs``, default 1,500 jobs per seed).
+  load 1.5 (``--kit-jobs``, default 3,000 jobs per seed, the scenario's calibration;
+  CPH runs on the first ``--cph-seeds`` seeds there only: ~4 min per run).
 * **Eurora-like**: ``eurora`` (64 nodes), the ``eurora`` generator, arrivals compressed
   4x, **one continuous run** of ``--eurora-jobs`` (default 1,500) per seed, cut into
   ``--months`` equal windows of submit time, as the paper cuts its months out of one
@@ -69,7 +70,8 @@ def one_run(task: tuple[str, str, int, int, int]) -> dict[str, Any]:
                            "wait": float(part["wait_time"].mean())})
     summary = result.summary
     keep = ("mean_slowdown", "mean_wait", "std_slowdown", "std_wait", "mean_dispatch_ms", "p99_dispatch_ms",
-            "max_dispatch_ms", "decisions", "utilisation_cores", "jobs_completed") + CP_KEYS
+            "max_dispatch_ms", "decisions", "utilisation_cores", "utilisation_gpus", "utilisation_mics",
+            "jobs_completed") + CP_KEYS
     return {"system": system, "scheduler": scheduler, "seed": seed, "seconds": seconds,
             "windows": per_window, **{k: summary[k] for k in keep if k in summary}}
 
@@ -122,12 +124,15 @@ def report(runs: list[dict[str, Any]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
-    parser.add_argument("--kit-jobs", type=int, default=1500)
+    parser.add_argument("--kit-jobs", type=int, default=3000)
     parser.add_argument("--eurora-jobs", type=int, default=1500)
     parser.add_argument("--months", type=int, default=3, help="Eurora windows cut from each run")
     parser.add_argument("--cph-seeds", type=int, default=2, help="seeds CPH runs on KIT (it is slow there)")
     parser.add_argument("--pcp19-seeds", type=int, default=1, help="seeds PCP'19 runs on Eurora")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--systems", nargs="+", default=["kit", "eurora"], choices=["kit", "eurora"])
+    parser.add_argument("--merge", type=Path, default=None,
+                        help="a saved run whose other systems' runs are reported with these")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--report", type=Path, default=None, help="only print the tables of a saved run")
     args = parser.parse_args()
@@ -144,11 +149,14 @@ def main() -> None:
             tasks.append(("eurora", scheduler, seed, args.eurora_jobs, args.months))
         if seed in args.seeds[: args.pcp19_seeds]:
             tasks.append(("eurora", "pcp19", seed, args.eurora_jobs, args.months))
+    tasks = [t for t in tasks if t[0] in args.systems]
     tasks.sort(key=lambda t: (t[0] != "kit", t[1] not in ("cph", "pcp20")))  # long runs first
     began = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
         runs = list(pool.map(one_run, tasks))
     print(f"{len(runs)} runs in {time.perf_counter() - began:.0f} s wall ({args.workers} workers)")
+    if args.merge is not None:
+        runs += [r for r in json.loads(args.merge.read_text()) if r["system"] not in args.systems]
     if args.out is not None:
         args.out.write_text(json.dumps(runs, indent=1))
     report(runs)
