@@ -23,9 +23,11 @@ that is with load and system size (spec sec. 3.13); ``solve_pcp20`` therefore mo
 reduced system of ``cp_reduce`` (bounded fixed boxes and nodes, placements mapped back).
 
 Objective: total slowdown ``sum (s - q + d) / d``, i.e. ``sum round(1e5 / d) * s``
-(constants dropped). Search: per job in priority order, its start at its minimum, then
-its allocation variables by smallest domain at their maximum (the paper's interleaved
-search); the greedy plan is a complete hint and the fallback.
+(constants dropped). Search (``BRANCHINGS``): ``auto``, CP-SAT's own search (chosen by
+measurement, docs/cp.md); ``priority``, per job in priority order its start at its
+minimum, then its allocation variables by smallest domain at their maximum (the paper's
+interleaved search); ``earliest``, the paper's "can start first" rule over the starts,
+then the allocations. The greedy plan is a complete hint and the fallback.
 """
 
 from __future__ import annotations
