@@ -1,6 +1,7 @@
 """Dispatch time per decision of PCP'20 against PCP'19, by queue length and node count.
 
-    PYTHONPATH=. python benchmarks/cp_dispatch.py [--repeats 3]
+    PYTHONPATH=. python benchmarks/cp_dispatch.py [--repeats 100] [--pcp19-repeats 3]
+    PYTHONPATH=. python benchmarks/cp_dispatch.py --exact   # exact mode (levels = 0): size vs nodes
     PYTHONPATH=. python benchmarks/cp_dispatch.py --study out/cp_dispatch out/cp_dispatch_pcp19
 
 Instances: KIT's two node types (20-core thin nodes, 21 fat 48-core nodes with 4 GPUs)
@@ -8,10 +9,11 @@ at 64, 1,173 and 5,544 nodes; every node busy until a random time except 8 thin 
 (whole-node jobs of 1-8 nodes, so the number of running jobs, and of fixed boxes, grows
 with the system); 10, 50 or 100 queued jobs that each fit the free nodes now (the
 modelled set of PCP'19/20 holds only such jobs) but not all together. Both models get the schedulers'
-default limits (deterministic time 0.002 per solve, 1 worker, seed 0), so decisions
-are reproducible; the wall time (model building + search) is what is measured, in one
-process, so machine load shifts both columns alike. PCP'19 at 5,544 nodes is run for
-10 queued jobs only (its model has ~|Q| x |N| variables).
+default limits (deterministic time 0.002 per solve, 1 worker, seed 0; PCP'20's default
+``auto`` search), so decisions are reproducible; the wall and CPU time (model building +
+search) are measured in one process, so machine load shifts both columns alike; p99 is
+over the cell's instances (100 by default). PCP'19 runs on the first 3 instances of a
+cell, at 5,544 nodes for 10 queued jobs only (its model has ~|Q| x |N| variables).
 """
 
 from __future__ import annotations
@@ -76,40 +78,75 @@ def measure(solver, inst: CpInstance, limits: CpLimits) -> tuple[float, float, C
     return time.perf_counter() - began, time.process_time() - cpu, outcome
 
 
-def dispatch_times(repeats: int) -> None:
+def dispatch_times(repeats: int, pcp19_repeats: int) -> None:
+    """PCP'20 (chosen search, default limits) on ``repeats`` instances per cell: wall and
+    CPU mean / p99, model size mean / max, statuses; PCP'19 on the first ``pcp19_repeats``
+    (its models grow with the node count, so it runs on a few only)."""
     limits = CpLimits(deterministic_time=DETERMINISTIC_TIME)
     solve_pcp20(instance(SIZES[0], QUEUES[0], 0), limits)  # load OR-Tools outside the timings
-    print(f"{'nodes':>6} {'queue':>5} | {'PCP20 mean ms':>13} {'p99':>7} {'max':>7} {'cpu mean':>8} {'vars':>5} "
-          f"{'cons':>5} | {'PCP19 mean ms':>13} {'vars':>7} | {'PCP19/PCP20':>11}  statuses")
+    print(f"{'nodes':>6} {'queue':>5} {'n':>4} | {'mean ms':>7} {'p99':>7} {'max':>7} {'cpu mean':>8} {'cpu p99':>7} | "
+          f"{'vars mean/max':>13} {'cons mean/max':>13} | {'OPT':>4} {'FEA':>4} {'FB':>3} {'chg':>4} | "
+          f"{'PCP19 ms':>8} {'vars':>7} {'19/20':>6}")
     means: dict[tuple[int, int], float] = {}
     cpus: dict[tuple[int, int], float] = {}
     for nodes in SIZES:
         for queued in QUEUES:
-            pcp20, cpu20, pcp19, statuses = [], [], [], []
-            vars20 = cons20 = vars19 = 0
+            wall, cpu, variables, constraints, statuses, changed = [], [], [], [], [], 0
+            pcp19, pcp20_paired, vars19 = [], [], 0
             for seed in range(repeats):
                 inst = instance(nodes, queued, seed)
-                seconds, cpu, outcome = measure(solve_pcp20, inst, limits)
-                vars20, cons20 = outcome.variables, outcome.constraints
-                pcp20.append(seconds)
-                cpu20.append(cpu)
-                statuses.append(outcome.status[:3])
-                if nodes <= 1173 or queued == 10:
-                    seconds, _, outcome = measure(solve_pcp19, inst, limits)
-                    vars19 = outcome.variables
-                    pcp19.append(seconds)
-                    statuses.append("19:" + outcome.status[:3])
-            times = np.asarray(pcp20) * 1e3
-            means[nodes, queued] = float(times.mean())
-            cpus[nodes, queued] = float(np.mean(cpu20) * 1e3)
-            slow = f"{np.mean(pcp19) * 1e3:13.1f} {vars19:7d} | {np.mean(pcp19) / np.mean(pcp20):10.1f}x" \
-                if pcp19 else f"{'not run':>13} {'':>7} | {'':>11}"
-            print(f"{nodes:6d} {queued:5d} | {times.mean():13.1f} {np.percentile(times, 99):7.1f} "
-                  f"{times.max():7.1f} {cpus[nodes, queued]:8.1f} {vars20:5d} {cons20:5d} | {slow}  "
-                  f"{' '.join(statuses)}")
+                seconds, used, outcome = measure(solve_pcp20, inst, limits)
+                wall.append(seconds)
+                cpu.append(used)
+                variables.append(outcome.variables)
+                constraints.append(outcome.constraints)
+                statuses.append(outcome.status)
+                changed += bool(outcome.changed)
+                if seed < pcp19_repeats and (nodes <= 1173 or queued == 10):
+                    seconds19, _, outcome19 = measure(solve_pcp19, inst, limits)
+                    vars19 = outcome19.variables
+                    pcp19.append(seconds19)
+                    pcp20_paired.append(seconds)
+            ms, cpu_ms = np.asarray(wall) * 1e3, np.asarray(cpu) * 1e3
+            means[nodes, queued] = float(ms.mean())
+            cpus[nodes, queued] = float(cpu_ms.mean())
+            slow = (f"{np.mean(pcp19) * 1e3:8.0f} {vars19:7d} {np.mean(pcp19) / np.mean(pcp20_paired):5.1f}x"
+                    if pcp19 else f"{'not run':>8}")
+            print(f"{nodes:6d} {queued:5d} {repeats:4d} | {ms.mean():7.1f} {np.percentile(ms, 99):7.1f} {ms.max():7.1f} "
+                  f"{cpu_ms.mean():8.1f} {np.percentile(cpu_ms, 99):7.1f} | "
+                  f"{np.mean(variables):6.0f}/{max(variables):6d} {np.mean(constraints):6.0f}/{max(constraints):6d} | "
+                  f"{statuses.count('OPTIMAL'):4d} {statuses.count('FEASIBLE'):4d} {statuses.count('FALLBACK'):3d} "
+                  f"{changed:4d} | {slow}", flush=True)
     for name, table in (("wall", means), ("cpu", cpus)):
         print(f"PCP'20 mean {name} time at 5,544 nodes / at 64 nodes:",
               ", ".join(f"{q} jobs {table[SIZES[-1], q] / table[SIZES[0], q]:.2f}x" for q in QUEUES))
+
+
+def exact_sizes(repeats: int) -> None:
+    """Model size of the exact mode (``levels = 0``: every node and running job) against the
+    reduced one, per node count and queue length (the models are built, not solved)."""
+    from market_hpc.algorithms.cp_greedy import greedy_plan
+    from market_hpc.algorithms.cp_instance import model_size
+    from market_hpc.algorithms.cp_pcp20 import Pcp20Model
+    from market_hpc.algorithms.cp_reduce import reduce_instance
+
+    print(f"{'nodes':>6} {'queue':>5} | {'exact vars':>10} {'exact cons':>10} {'build ms':>8} | "
+          f"{'reduced vars':>12} {'reduced cons':>12} {'nodes kept':>10}")
+    for queued in QUEUES[:2]:
+        for nodes in SIZES:
+            exact, reduced, kept, build = [], [], [], []
+            for seed in range(repeats):
+                inst = instance(nodes, queued, seed)
+                began = time.perf_counter()
+                exact.append(model_size(Pcp20Model(inst, greedy_plan(inst)).model))
+                build.append(time.perf_counter() - began)
+                small = reduce_instance(inst)
+                reduced.append(model_size(Pcp20Model(small.instance, greedy_plan(small.instance)).model))
+                kept.append(len(small.nodes))
+            ev, ec = np.mean(exact, axis=0)
+            rv, rc = np.mean(reduced, axis=0)
+            print(f"{nodes:6d} {queued:5d} | {ev:10.0f} {ec:10.0f} {np.mean(build) * 1e3:8.0f} | "
+                  f"{rv:12.0f} {rc:12.0f} {np.mean(kept):10.0f}", flush=True)
 
 
 def study_table(folders: list[Path]) -> None:
@@ -136,14 +173,18 @@ def study_table(folders: list[Path]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3, help="instances per cell")
+    parser.add_argument("--repeats", type=int, default=100, help="instances per cell")
+    parser.add_argument("--pcp19-repeats", type=int, default=3, help="of which PCP'19 also solves")
+    parser.add_argument("--exact", action="store_true", help="print the exact mode's model size instead")
     parser.add_argument("--study", type=Path, nargs="+",
                         help="print the cp_dispatch sweep table from these result folders")
     args = parser.parse_args()
     if args.study is not None:
         study_table(args.study)
+    elif args.exact:
+        exact_sizes(min(args.repeats, 5))
     else:
-        dispatch_times(args.repeats)
+        dispatch_times(args.repeats, args.pcp19_repeats)
 
 
 if __name__ == "__main__":

@@ -246,11 +246,52 @@ def test_cp_runs_report_status_model_size_and_dispatch_percentiles() -> None:
     assert summary["p99_dispatch_ms"] <= summary["max_dispatch_ms"]
 
 
+def test_every_cp_run_reports_status_counts_changed_share_and_model_size() -> None:
+    config = {
+        "platform": "eurora", "seed": 2, "timeseries": False,
+        "workload": {"generator": "eurora", "jobs": 300, "load_factor": 4.0},
+        "policy": {"scheduler": "pcp20", "predictor": "real"},
+    }
+    summaries = {}
+    for scheduler in ("pcp20", "greedy-plan", "hcp19"):
+        config["policy"]["scheduler"] = scheduler
+        summaries[scheduler] = simulate(config_from_dict(config)).summary
+    for summary in summaries.values():
+        assert {"OPTIMAL", "FEASIBLE", "FALLBACK", "TRIVIAL"} <= set(summary["cp_status_counts"])
+        assert 0.0 <= summary["cp_changed_share"] <= 1.0
+    pcp20, greedy = summaries["pcp20"], summaries["greedy-plan"]
+    # greedy-plan: no model, the plan decides (GREEDY) wherever PCP'20 builds a model
+    assert greedy["cp_models"] == 0 and greedy["cp_mean_variables"] == 0
+    assert greedy["cp_status_counts"].get("GREEDY", 0) > 0 and greedy["cp_changed_share"] == 0.0
+    assert pcp20["cp_models"] > 0 and pcp20["cp_mean_variables"] > 0 and pcp20["cp_mean_constraints"] > 0
+    assert "GREEDY" not in pcp20["cp_status_counts"]
+
+
+def test_greedy_plan_is_pcp20s_hint_without_the_search() -> None:
+    # job 1 (2 units of 2 cores, long) has the higher priority; the greedy plan starts it
+    # now on node 1 and puts the short job 2 after it; the search starts job 2 now on
+    # both nodes' free core and job 1 at 1: the objective 10,000 * 1 beats 100,000 * 10
+    instance = CpInstance(np.array([[2], [2]]),
+                          (CpJob(1, 1, (2,), 10, 10_000), CpJob(2, 2, (1,), 1, 100_000)),
+                          (CpRunning(4, ((0, (1,)),)),))
+    greedy = solve_pcp20(instance, CpLimits(), search=False)
+    searched = solve_pcp20(instance, CpLimits())
+    assert (greedy.status, greedy.starts, greedy.placements, greedy.changed) == (
+        "GREEDY", {1: 0, 2: 10}, {1: ((1, 1),)}, None)
+    assert (searched.status, searched.starts, searched.changed) == ("OPTIMAL", {1: 1, 2: 0}, True)
+    policy = make_policy("greedy-plan")
+    assert policy.name == "greedy-plan+best-fit" and policy.search is False
+
+
 def test_bad_scheduler_parameters_fail_with_the_scheduler_name() -> None:
     with pytest.raises(ConfigError, match="scheduler 'pcp20'"):
         make_policy("pcp20", scheduler_params={"deterministic_time": -1})
     with pytest.raises(ConfigError, match="scheduler 'pcp20': levels must be >= 0"):
         make_policy("pcp20", scheduler_params={"levels": -1})
+    with pytest.raises(ConfigError, match="scheduler 'pcp20': branching must be one of priority, earliest, auto"):
+        make_policy("pcp20", scheduler_params={"branching": "random"})
+    with pytest.raises(ConfigError, match="scheduler 'greedy-plan': time_control must be one of"):
+        make_policy("greedy-plan", scheduler_params={"time_control": "fast"})
     with pytest.raises(ConfigError, match="scheduler 'cph'"):
         make_policy("cph", "balanced", scheduler_params={"no_such_parameter": 1})
 
@@ -273,7 +314,7 @@ def test_the_cp_study_sweep_runs_end_to_end_on_small_data() -> None:
     scenarios = Path(__file__).resolve().parents[1] / "scenarios"
     sweep = load_sweep(scenarios / "cp_dispatch.toml")
     pcp19 = load_sweep(scenarios / "cp_dispatch_pcp19.toml")
-    assert len(sweep.runs) == 8 and len(pcp19.runs) == 1
+    assert len(sweep.runs) == 10 and len(pcp19.runs) == 1
     for run in sweep.runs + pcp19.runs:
         data = copy.deepcopy(run.config)
         data["workload"]["jobs"] = 40

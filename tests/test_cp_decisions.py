@@ -27,6 +27,7 @@ import pytest
 from invariants import random_workload
 
 from market_hpc.model import HPCModel
+from market_hpc.policies import make_policy
 
 PLATFORM = "nodes=5,cores=8,gpus=2,mem=32"
 UNITS = [(1, 0, 0, 2048), (2, 1, 0, 4096), (4, 0, 0, 1024), (1, 0, 0, 16384), (8, 2, 0, 30000)]
@@ -64,8 +65,10 @@ def fingerprint(scheduler: str, exclusive: bool) -> tuple[str, str, int]:
     cp_pcp20.solve = cp_pooled.solve = recording  # the two call sites of cp_instance.solve
     try:
         jobs = random_workload(7, PLATFORM, UNITS, count=60)
+        # the pins are of PCP'20's fixed priority search (the default is now ``auto``)
+        params = {"branching": "priority"} if scheduler == "pcp20" else None
         model = HPCModel(jobs, platform=PLATFORM, scheduler=scheduler, exclusive=exclusive, seed=3,
-                         record_timeseries=False)
+                         record_timeseries=False, policy=make_policy(scheduler, scheduler_params=params))
         model.run()
     finally:
         cp_pcp20.solve = cp_pooled.solve = original

@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # loaded on first solve: OR-Tools (and the pandas it imports)
 
 FALLBACK = "FALLBACK"
 """Status of a decision whose solver found nothing: the greedy plan is used instead."""
+GREEDY = "GREEDY"
+"""Status of a greedy-plan decision (the plan alone, no solver call)."""
 TRIVIAL = "TRIVIAL"
 """Status of a decision with one modelled job that fits now: starting it now is optimal."""
 
@@ -133,6 +135,11 @@ class CpOutcome:
         objective: ``sum weight * start`` of the plan returned.
         solves: Solver calls made (retries included).
         seconds: Wall time of model building and solving.
+        changed: Whether the jobs started now or their nodes differ from the greedy
+            plan's (the hint); None when no solver answer was used (shortcuts,
+            fallback, the greedy-plan dispatcher).
+        planned: Allocation of *every* modelled job (planned start now or later) for
+            the dispatchers that place (PCP'20, greedy-plan); empty otherwise.
     """
 
     starts: dict[int, int]
@@ -143,6 +150,26 @@ class CpOutcome:
     objective: int = 0
     solves: int = 0
     seconds: float = 0.0
+    changed: bool | None = None
+    planned: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+
+
+def changed_from(outcome: CpOutcome, starts: dict[int, int],
+                 placements: dict[int, tuple[tuple[int, int], ...]]) -> bool:
+    """Whether ``outcome`` starts other jobs now than the plan ``starts``, or puts one on
+    other nodes than ``placements`` (compared only where both place).
+
+    >>> out = CpOutcome({1: 0, 2: 3}, {1: ((0, 1),)})
+    >>> changed_from(out, {1: 0, 2: 3}, {1: ((0, 1),)}), changed_from(out, {1: 0, 2: 0}, {})
+    (False, True)
+    >>> changed_from(out, {1: 0, 2: 5}, {1: ((1, 1),)})
+    True
+    """
+    now = {key for key, start in outcome.starts.items() if start == 0}
+    if now != {key for key, start in starts.items() if start == 0}:
+        return True
+    return any(outcome.placements.get(key) != placements.get(key)
+               for key in now if key in outcome.placements and key in placements)
 
 
 def slowdown_weight(duration: int) -> int:

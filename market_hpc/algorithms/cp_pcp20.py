@@ -23,14 +23,17 @@ that is with load and system size (spec sec. 3.13); ``solve_pcp20`` therefore mo
 reduced system of ``cp_reduce`` (bounded fixed boxes and nodes, placements mapped back).
 
 Objective: total slowdown ``sum (s - q + d) / d``, i.e. ``sum round(1e5 / d) * s``
-(constants dropped). Search: per job in priority order, its start at its minimum, then
-its allocation variables by smallest domain at their maximum (the paper's interleaved
-search); the greedy plan is a complete hint and the fallback.
+(constants dropped). Search (``BRANCHINGS``): ``auto``, CP-SAT's own search (chosen by
+measurement, docs/cp.md); ``priority``, per job in priority order its start at its
+minimum, then its allocation variables by smallest domain at their maximum (the paper's
+interleaved search); ``earliest``, the paper's "can start first" rule over the starts,
+then the allocations. The greedy plan is a complete hint and the fallback.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import replace
 
 import numpy as np
@@ -40,12 +43,14 @@ from ortools.util.python import sorted_interval_list
 from market_hpc.algorithms.cp_greedy import Plan, greedy_plan, node_offsets, plan_outcome
 from market_hpc.algorithms.cp_instance import (
     FALLBACK,
+    GREEDY,
     CpInstance,
     CpLimits,
     CpOutcome,
     Stopwatch,
     add_hints,
     add_strategy,
+    changed_from,
     model_size,
     new_model,
     solve,
@@ -114,7 +119,8 @@ def running_boxes(instance: CpInstance, offsets: np.ndarray) -> list[list[Box]]:
 class Pcp20Model:
     """The PCP'20 model of one instance, with handles to read a solution back."""
 
-    def __init__(self, instance: CpInstance, plan: Plan | None = None, hint: bool = True) -> None:
+    def __init__(self, instance: CpInstance, plan: Plan | None = None, hint: bool = True,
+                 branching: str = "priority") -> None:
         self.instance = instance
         capacity = instance.capacity
         self.model = model = new_model()
@@ -139,6 +145,7 @@ class Pcp20Model:
         self.nodes: dict[int, list[cp_model.IntVar]] = {}
         self._hint_vars: list[int] = []  # proto indices of the hinted variables, in hint order
         self._hint_values: list[int] = []
+        allocations: list[list[int]] = []  # allocation variables per job, priority order
         cap_rows, offset_rows, total_of = capacity.tolist(), offsets.tolist(), totals.tolist()
         weighted_sum = cp_model.LinearExpr.weighted_sum  # the same proto as ``y - cap * node``
         for job in instance.jobs:
@@ -196,9 +203,17 @@ class Pcp20Model:
             if plan is not None and hint:
                 self._hint_vars.append(start.index)
                 self._hint_values.append(int(plan.starts[job.key]))
-            add_strategy(model, [start.index], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
-            add_strategy(model, [var.index for var in alloc_vars], cp_model.CHOOSE_MIN_DOMAIN_SIZE,
-                         cp_model.SELECT_MAX_VALUE)
+            if branching == "priority":  # interleaved: this job's start, then its allocation
+                add_strategy(model, [start.index], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
+                add_strategy(model, [var.index for var in alloc_vars], cp_model.CHOOSE_MIN_DOMAIN_SIZE,
+                             cp_model.SELECT_MAX_VALUE)
+            else:
+                allocations.append([var.index for var in alloc_vars])
+        if allocations:  # the start that can be earliest first (ties: priority order), then allocations
+            add_strategy(model, [var.index for var in self.starts.values()], cp_model.CHOOSE_LOWEST_MIN,
+                         cp_model.SELECT_MIN_VALUE)
+        for indices in allocations:
+            add_strategy(model, indices, cp_model.CHOOSE_MIN_DOMAIN_SIZE, cp_model.SELECT_MAX_VALUE)
         for r in resources:
             if len(xs[r]) > 1 and any(job.unit[r] > 0 for job in instance.jobs):
                 model.add_no_overlap_2d(xs[r], ys[r])
@@ -223,8 +238,16 @@ class Pcp20Model:
             values.append(int(position[r]))
 
 
+BRANCHINGS = ("priority", "earliest", "auto")
+"""PCP'20 search orders: ``priority`` (per job in priority order: start, then its
+allocation), ``earliest`` (the paper's "highest priority that can start first": the start
+with the smallest lower bound next, ties by priority; then the allocations), ``auto``
+(CP-SAT's own search from the hint, LP relaxation on)."""
+
+
 def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
-                levels: int | None = LEVELS) -> CpOutcome:
+                levels: int | None = LEVELS, search: bool = True, branching: str = "auto",
+                paper_time: bool = False) -> CpOutcome:
     """Build and solve the PCP'20 model of ``instance`` under the authors' time control.
 
     The model is built on the reduced system (``cp_reduce``: running jobs' ends rounded
@@ -232,17 +255,25 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     units can use them); ``levels=None`` models every node and running job as they are.
     The first solve gets ``limits.deterministic_time``; while no solution is found it is
     retried with 50% of that more each time, up to ``max_retries`` times (spec 001
-    sec. 3.11); then the greedy plan is returned with status ``FALLBACK``. Placements
-    name the real nodes.
+    sec. 3.11); then the greedy plan is returned with status ``FALLBACK``. With
+    ``paper_time`` the limits are the authors' wall-clock ones instead: 1 s, then +0.5 s
+    per retry (``max_retries``: 30 in their study), not reproducible. Placements name
+    the real nodes. ``search=False`` returns the greedy plan itself (status ``GREEDY``,
+    no model: the ``greedy-plan`` dispatcher); ``branching`` is one of ``BRANCHINGS``.
 
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
     >>> inst = CpInstance(np.array([[2], [2]]),
     ...                   (CpJob(1, 1, (2,), 10, 10_000), CpJob(2, 2, (1,), 1, 100_000)),
     ...                   (CpRunning(4, ((0, (1,)),)),))
     >>> out = solve_pcp20(inst, CpLimits())
-    >>> out.status, out.starts, out.placements
-    ('OPTIMAL', {1: 1, 2: 0}, {2: ((0, 1), (1, 1))})
+    >>> out.status, out.starts, out.placements, out.changed
+    ('OPTIMAL', {1: 1, 2: 0}, {2: ((0, 1), (1, 1))}, True)
+    >>> greedy = solve_pcp20(inst, CpLimits(), search=False)
+    >>> greedy.status, greedy.starts, greedy.placements
+    ('GREEDY', {1: 0, 2: 10}, {1: ((1, 1),)})
     """
+    if branching not in BRANCHINGS:
+        raise ValueError(f"branching must be one of {', '.join(BRANCHINGS)}, got {branching!r}")
     watch = Stopwatch()
     real = np.arange(len(instance.capacity))
     if levels is not None:
@@ -250,31 +281,56 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
         instance, real = reduced.instance, reduced.nodes
     plan = greedy_plan(instance)
     if plan.objective(instance) == 0:  # every job starts now: the lower bound, optimal
-        return _real_nodes(plan_outcome(instance, plan, watch), real)
-    built = Pcp20Model(instance, plan)
+        return _real_nodes(plan_outcome(instance, plan, watch), real, plan)
+    placements = {key: plan.allocation(key) for key, start in plan.starts.items() if start == 0}
+    if not search:
+        return _real_nodes(CpOutcome(dict(plan.starts), placements, GREEDY, 0, 0, plan.objective(instance),
+                                     0, watch.seconds()), real, plan)
+    built = Pcp20Model(instance, plan, branching=branching)
     variables, constraints = model_size(built.model)
     budget = limits.deterministic_time
     for attempt in range(max_retries + 1):
-        solver, status = solve(built.model, limits, budget, fixed_search=True)
+        if paper_time:
+            run_limits, budget = replace(limits, wall_seconds=1.0 + 0.5 * attempt), PAPER_DETERMINISTIC
+        else:
+            run_limits = limits
+        solver, status = solve(built.model, run_limits, budget, fixed_search=branching != "auto")
         if status in ("OPTIMAL", "FEASIBLE"):
             starts = {key: int(solver.value(var)) for key, var in built.starts.items()}
-            placements = {}
-            for key, start in starts.items():
-                if start == 0:
-                    counts: dict[int, int] = defaultdict(int)
-                    for node in built.nodes[key]:
-                        counts[int(solver.value(node))] += 1
-                    placements[key] = tuple(sorted(counts.items()))
-            return _real_nodes(CpOutcome(starts, placements, status, variables, constraints,
-                                         int(solver.objective_value), attempt + 1, watch.seconds()), real)
+            planned = {key: _counts(solver.value(node) for node in built.nodes[key]) for key in starts}
+            found = {key: planned[key] for key, start in starts.items() if start == 0}
+            outcome = CpOutcome(starts, found, status, variables, constraints, int(solver.objective_value),
+                                attempt + 1, watch.seconds(), changed_from_plan(starts, found, plan, placements),
+                                planned)
+            return _real_nodes(outcome, real)
         budget += 0.5 * limits.deterministic_time
-    placements = {key: plan.allocation(key) for key, start in plan.starts.items() if start == 0}
     return _real_nodes(CpOutcome(dict(plan.starts), placements, FALLBACK, variables, constraints,
-                                 plan.objective(instance), max_retries + 1, watch.seconds()), real)
+                                 plan.objective(instance), max_retries + 1, watch.seconds()), real, plan)
 
 
-def _real_nodes(outcome: CpOutcome, real: np.ndarray) -> CpOutcome:
-    """The outcome with its placements' node indices mapped to the real nodes."""
-    placements = {key: tuple(sorted((int(real[node]), units) for node, units in allocation))
-                  for key, allocation in outcome.placements.items()}
-    return replace(outcome, placements=placements)
+PAPER_DETERMINISTIC = 1e9
+"""Deterministic limit under ``paper_time`` (none in effect: the wall clock decides)."""
+
+
+def changed_from_plan(starts: dict[int, int], placements: dict[int, tuple[tuple[int, int], ...]],
+                      plan: Plan, plan_placements: dict[int, tuple[tuple[int, int], ...]]) -> bool:
+    """Whether a solution starts other jobs now than the greedy plan, or on other nodes."""
+    return changed_from(CpOutcome(starts, placements), plan.starts, plan_placements)
+
+
+def _counts(nodes: Iterable[int]) -> tuple[tuple[int, int], ...]:
+    """``((node, units), ...)``, nodes increasing, of a unit-to-node list."""
+    counts: dict[int, int] = defaultdict(int)
+    for node in nodes:
+        counts[int(node)] += 1
+    return tuple(sorted(counts.items()))
+
+
+def _real_nodes(outcome: CpOutcome, real: np.ndarray, plan: Plan | None = None) -> CpOutcome:
+    """The outcome with its placements' node indices mapped to the real nodes (and every
+    job's planned allocation: the solution's, or ``plan``'s when given)."""
+    def mapped(allocations: dict[int, tuple[tuple[int, int], ...]]) -> dict[int, tuple[tuple[int, int], ...]]:
+        return {key: tuple(sorted((int(real[node]), units) for node, units in allocation))
+                for key, allocation in allocations.items()}
+    planned = {key: plan.allocation(key) for key in plan.starts} if plan is not None else outcome.planned
+    return replace(outcome, placements=mapped(outcome.placements), planned=mapped(planned))

@@ -10,6 +10,7 @@ afterwards, and a job the allocator cannot place waits for the next decision.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -23,6 +24,7 @@ from market_hpc.algorithms.cp_instance import (
     Stopwatch,
     add_hints,
     add_strategy,
+    changed_from,
     model_size,
     new_model,
     solve,
@@ -56,12 +58,17 @@ def doubling_control(model: cp_model.CpModel, limits: CpLimits, extract: Extract
             objectives.append(outcome.objective)
             if status == "OPTIMAL" or (len(objectives) >= stable_runs
                                        and len(set(objectives[-stable_runs:])) == 1):
-                return best
+                return _against(best, fallback)
         budget *= 2
     if best is not None:
-        return best
+        return _against(best, fallback)
     return CpOutcome(fallback.starts, fallback.placements, FALLBACK, fallback.variables,
                      fallback.constraints, fallback.objective, max_doublings + 1)
+
+
+def _against(outcome: CpOutcome, plan: CpOutcome) -> CpOutcome:
+    """``outcome`` with ``changed`` set against the greedy plan (``plan``, the fallback)."""
+    return replace(outcome, changed=changed_from(outcome, plan.starts, plan.placements))
 
 
 def build_pooled(instance: CpInstance, plan: Plan | None) -> tuple[cp_model.CpModel, dict[int, cp_model.IntVar]]:
@@ -129,5 +136,4 @@ def solve_pooled(instance: CpInstance, limits: CpLimits, stable_runs: int = 2,
 
 
 def _timed(outcome: CpOutcome, watch: Stopwatch) -> CpOutcome:
-    return CpOutcome(outcome.starts, outcome.placements, outcome.status, outcome.variables,
-                     outcome.constraints, outcome.objective, outcome.solves, watch.seconds())
+    return replace(outcome, seconds=watch.seconds())

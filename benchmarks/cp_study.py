@@ -1,0 +1,167 @@
+"""Seed 001 study: PCP'20 against its own greedy plan, HCP'19, CPH, EASY (and PCP'19 on
+Eurora), KIT-like and Eurora-like, several seeds, paired 95% confidence intervals.
+
+    PYTHONPATH=. nice python benchmarks/cp_study.py --seeds 1 2 3 4 5 --out /tmp/cp_study.json
+
+Systems (as ``scenarios/cp_dispatch.toml``, run times known: the paper's -R predictor):
+
+* **KIT-like**: ``kit-fh2`` (1,152 thin + 21 fat nodes), the ``kit`` generator at offered
+  load 1.5 (``--kit-jobs``, default 1,500 jobs per seed: the scenario's 3,000 do not fit
+  5 seeds in 15 minutes; CPH runs on the first ``--cph-seeds`` seeds there only: ~4 min
+  per run).
+* **Eurora-like**: ``eurora`` (64 nodes), the ``eurora`` generator, arrivals compressed
+  4x, **one continuous run** of ``--eurora-jobs`` (default 1,500) per seed, cut into
+  ``--months`` equal windows of submit time, as the paper cuts its months out of one
+  simulation of the whole trace: a window's jobs are measured with whatever the jobs
+  before them left running and queued (only the first window starts empty).
+
+Per run: mean slowdown and wait over the measured jobs, dispatch time, the CP
+statistics of ``summary.json`` and the core utilisation. Paired differences (PCP'20 minus
+greedy-plan, PCP'20 minus HCP'19) per seed (KIT) or per seed and window (Eurora), with a
+Student-t 95% confidence interval. Runs go to ``--workers`` processes (niced by the
+caller); the machine is shared, so times are noisy, while every decision is
+deterministic (same seed, same schedule).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SCHEDULERS = ("pcp20", "greedy-plan", "hcp19", "cph", "easy")
+PAIRS = (("pcp20", "greedy-plan"), ("pcp20", "hcp19"))
+CP_KEYS = ("cp_status_counts", "cp_model_status_counts", "cp_models", "cp_changed_share",
+           "cp_mean_variables", "cp_max_variables", "cp_mean_constraints", "cp_max_constraints")
+
+
+def config(system: str, scheduler: str, seed: int, jobs: int) -> dict[str, Any]:
+    platform, generator, load = {"kit": ("kit-fh2", "kit", {"load": 1.5}),
+                                 "eurora": ("eurora", "eurora", {"load_factor": 4.0})}[system]
+    return {"platform": platform, "seed": seed, "timeseries": False,
+            "workload": {"generator": generator, "jobs": jobs, **load},
+            "policy": {"scheduler": scheduler, "predictor": "real"}}
+
+
+def one_run(task: tuple[str, str, int, int, int]) -> dict[str, Any]:
+    """Simulate one (system, scheduler, seed); per-window job metrics and the summary."""
+    from market_hpc.experiment.config import config_from_dict
+    from market_hpc.experiment.run import simulate
+    from market_hpc.metrics import slowdowns
+
+    system, scheduler, seed, jobs, windows = task
+    began = time.perf_counter()
+    result = simulate(config_from_dict(config(system, scheduler, seed, jobs)))
+    seconds = time.perf_counter() - began
+    frame = result.jobs
+    frame = frame[frame["status"] == "finished"]
+    submit = frame["submit_time"].to_numpy()
+    edges = np.linspace(submit.min(), submit.max(), windows + 1)
+    cut = np.clip(np.searchsorted(edges, submit, side="right") - 1, 0, windows - 1)
+    per_window = []
+    for w in range(windows):
+        part = frame[cut == w]
+        slowdown, _ = slowdowns(part)
+        per_window.append({"jobs": len(part), "slowdown": float(slowdown.mean()),
+                           "wait": float(part["wait_time"].mean())})
+    summary = result.summary
+    keep = ("mean_slowdown", "mean_wait", "std_slowdown", "std_wait", "mean_dispatch_ms", "p99_dispatch_ms",
+            "max_dispatch_ms", "decisions", "utilisation_cores", "utilisation_gpus", "utilisation_mics",
+            "jobs_completed") + CP_KEYS
+    return {"system": system, "scheduler": scheduler, "seed": seed, "seconds": seconds,
+            "windows": per_window, **{k: summary[k] for k in keep if k in summary}}
+
+
+def paired(runs: list[dict[str, Any]], system: str, a: str, b: str, metric: str) -> tuple[float, float, float, int]:
+    """Mean paired difference a - b over (seed, window) and its 95% t interval."""
+    from scipy import stats
+
+    by = {(r["scheduler"], r["seed"]): r for r in runs if r["system"] == system}
+    diffs = [wa[metric] - wb[metric] for (s, seed), r in by.items() if s == a and (b, seed) in by
+             for wa, wb in zip(r["windows"], by[b, seed]["windows"])]
+    d = np.asarray(diffs)
+    if len(d) < 2:
+        return float(d.mean()) if len(d) else float("nan"), float("nan"), float("nan"), len(d)
+    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    return float(d.mean()), float(d.mean() - half), float(d.mean() + half), len(d)
+
+
+def report(runs: list[dict[str, Any]]) -> None:
+    for system in ("kit", "eurora"):
+        rows = [r for r in runs if r["system"] == system]
+        if not rows:
+            continue
+        print(f"\n== {system} ({len({r['seed'] for r in rows})} seeds)")
+        print(f"{'scheduler':>12} {'runs':>4} | {'slowdown':>8} {'wait s':>8} | {'disp ms':>7} {'p99':>7} | "
+              f"{'util':>5} {'decis':>6} {'models':>6} {'OPT/mod':>7} {'changed':>7} {'vars':>6} {'cons':>6} | {'run s':>6}")
+        for scheduler in SCHEDULERS + ("pcp19",):
+            mine = [r for r in rows if r["scheduler"] == scheduler]
+            if not mine:
+                continue
+            slow = np.mean([w["slowdown"] for r in mine for w in r["windows"]])
+            wait = np.mean([w["wait"] for r in mine for w in r["windows"]])
+            models = sum(r.get("cp_models", 0) for r in mine)
+            optimal = sum(r.get("cp_model_status_counts", {}).get("OPTIMAL", 0) for r in mine)
+            changed = np.mean([r.get("cp_changed_share", 0.0) for r in mine])
+            print(f"{scheduler:>12} {len(mine):4d} | {slow:8.3f} {wait:8.1f} | "
+                  f"{np.mean([r['mean_dispatch_ms'] for r in mine]):7.1f} {np.mean([r['p99_dispatch_ms'] for r in mine]):7.1f} | "
+                  f"{np.mean([r.get('utilisation_cores', np.nan) for r in mine]):5.3f} "
+                  f"{np.mean([r['decisions'] for r in mine]):6.0f} {models:6d} "
+                  f"{optimal / models if models else float('nan'):7.3f} {changed:7.3f} "
+                  f"{np.mean([r.get('cp_mean_variables', 0) for r in mine]):6.1f} "
+                  f"{np.mean([r.get('cp_mean_constraints', 0) for r in mine]):6.1f} | "
+                  f"{np.mean([r['seconds'] for r in mine]):6.1f}")
+        for a, b in PAIRS:
+            for metric in ("slowdown", "wait"):
+                mean, low, high, n = paired(runs, system, a, b, metric)
+                print(f"  {a} - {b} {metric:>8}: {mean:+9.3f}  95% CI [{low:+.3f}, {high:+.3f}]  (n = {n} pairs)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    parser.add_argument("--kit-jobs", type=int, default=1500)
+    parser.add_argument("--eurora-jobs", type=int, default=1500)
+    parser.add_argument("--months", type=int, default=3, help="Eurora windows cut from each run")
+    parser.add_argument("--cph-seeds", type=int, default=2, help="seeds CPH runs on KIT (it is slow there)")
+    parser.add_argument("--pcp19-seeds", type=int, default=1, help="seeds PCP'19 runs on Eurora")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--systems", nargs="+", default=["kit", "eurora"], choices=["kit", "eurora"])
+    parser.add_argument("--merge", type=Path, default=None,
+                        help="a saved run whose other systems' runs are reported with these")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--report", type=Path, default=None, help="only print the tables of a saved run")
+    args = parser.parse_args()
+    if args.report is not None:
+        report(json.loads(args.report.read_text()))
+        return
+    tasks = []
+    for seed in args.seeds:
+        for scheduler in SCHEDULERS:
+            if scheduler == "cph" and seed not in args.seeds[: args.cph_seeds]:
+                tasks.append(("eurora", scheduler, seed, args.eurora_jobs, args.months))
+                continue
+            tasks.append(("kit", scheduler, seed, args.kit_jobs, 1))
+            tasks.append(("eurora", scheduler, seed, args.eurora_jobs, args.months))
+        if seed in args.seeds[: args.pcp19_seeds]:
+            tasks.append(("eurora", "pcp19", seed, args.eurora_jobs, args.months))
+    tasks = [t for t in tasks if t[0] in args.systems]
+    tasks.sort(key=lambda t: (t[0] != "kit", t[1] not in ("cph", "pcp20")))  # long runs first
+    began = time.perf_counter()
+    with ProcessPoolExecutor(args.workers) as pool:
+        runs = list(pool.map(one_run, tasks))
+    print(f"{len(runs)} runs in {time.perf_counter() - began:.0f} s wall ({args.workers} workers)")
+    if args.merge is not None:
+        runs += [r for r in json.loads(args.merge.read_text()) if r["system"] not in args.systems]
+    if args.out is not None:
+        args.out.write_text(json.dumps(runs, indent=1))
+    report(runs)
+
+
+if __name__ == "__main__":
+    main()
