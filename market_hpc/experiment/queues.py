@@ -27,6 +27,7 @@ import numpy as np
 from market_hpc.algorithms.queues import apportion, proportional_partitions, scaled_table1
 from market_hpc.algorithms.queues_fit import (
     NlpProblem,
+    cross_r2,
     epoch_weights,
     fit_cubic,
     settle,
@@ -211,13 +212,14 @@ def dp_nlpm(pp: QueueConfig, simulator: Simulator, n_nodes: int, settings: Queue
     sets = sample_partitions(rng, settings.samples, lows, room,
                              include=[apportion(room, [float(pp.partitions[i]) for i in free], lows)])
     weights = epoch_weights(settings.epochs)
-    surrogates, epoch_waits, epochs = [], [], []
+    surrogates, epoch_waits, epochs, cv = [], [], [], []
     x = np.array(sets, dtype=float)[:, :-1] / n_nodes
     for epoch_jobs, span in epochs_of(simulator.jobs, start, simulator.span, settings.epochs):
         epoch = Simulator(epoch_jobs, span, simulator.cores_per_node, simulator.executor, simulator.batches)
         epochs.append(epoch)
         waits = np.array([e.overall for e in epoch([pp.with_partitions(full(s)) for s in sets])]) / 3600.0
         surrogates.append(fit_cubic(x, waits))
+        cv.append(round(cross_r2(x, waits), 3))
         epoch_waits.append(waits)
     sample_waits = weighted_waits(epoch_waits, weights)
     order = np.argsort(sample_waits, kind="stable")
@@ -234,7 +236,7 @@ def dp_nlpm(pp: QueueConfig, simulator: Simulator, n_nodes: int, settings: Queue
         simulator.seconds += epoch.seconds
         simulator.runs += epoch.runs
     details.update(record)
-    details.update({"r2": [round(f.r2, 3) for f in surrogates], "samples": len(sets)})
+    details.update({"r2": [round(f.r2, 3) for f in surrogates], "cv_r2": cv, "samples": len(sets)})
     return replace(pp, partitions=full(chosen), label="dpnlpm"), details
 
 
@@ -360,8 +362,12 @@ def queue_summary(summary: dict[str, Any], frame: Any, run: QueueRun, jobs: Sequ
     """Add per-period metrics, the configurations in force and the planning cost to a
     finished multi-queue run's summary."""
     period = config.queues.period_days * DAY
-    summary["queue_periods"] = period_metrics(frame, jobs, period_starts(jobs, period), period,
-                                              run.model.platform.total_cores)
+    rows = period_metrics(frame, jobs, period_starts(jobs, period), period, run.model.platform.total_cores)
+    for row, (_, in_force) in zip(rows, run.schedule):
+        k = row["period"]
+        row.update(plan_row(in_force, run.plans[k - 1].details if 1 <= k <= len(run.plans) else {},
+                            in_force.label))
+    summary["queue_periods"] = rows
     history = run.model.queue_agent.history  # the first entry is stamped at construction (t = 0)
     summary["queue_configs"] = [{"from": run.schedule[0][0] if k == 0 else when, "config": c.describe()}
                                 for k, (when, c) in enumerate(history)]
@@ -371,6 +377,26 @@ def queue_summary(summary: dict[str, Any], frame: Any, run: QueueRun, jobs: Sequ
 
 
 BSLD_FLOOR = 10.0
+
+
+def plan_row(config: QueueConfig, details: dict[str, Any], strategy: str) -> dict[str, Any]:
+    """How the configuration in force in a period was made: partitioned queues, pool
+    nodes, and for DP-NLPM-derived strategies where the partition sizes came from
+    (``nlp``, ``sample``, ``fallback``), the surrogates' smallest R^2, predicted and
+    simulated weighted waits (h) of the NLP optimum and the best sample, SLSQP failures."""
+    queues = sum(1 for q in config.queues if not q.reservation) if config.mode != "shared" else 1
+    row: dict[str, Any] = {"queues": queues, "pool_nodes": config.pool, "plan_source": "",
+                           "r2_min": math.nan, "cv_r2_min": math.nan, "nlp_pred_h": math.nan, "nlp_sim_h": math.nan,
+                           "sample_pred_h": math.nan, "sample_sim_h": math.nan, "slsqp_failures": 0}
+    nlp = details.get("dpnlpm")
+    if nlp is not None and strategy in ("dpnlpm", "dqr", "hybrid"):
+        row.update({"plan_source": nlp.get("source", ""), "r2_min": min(nlp["r2"], default=math.nan),
+                    "cv_r2_min": min(nlp.get("cv_r2", []), default=math.nan),
+                    "slsqp_failures": nlp.get("failures", 0)})
+        row.update({k: nlp[k] for k in ("nlp_pred_h", "nlp_sim_h", "sample_pred_h", "sample_sim_h") if k in nlp})
+    elif strategy in ("static", "proportional"):
+        row["plan_source"] = "eq7"
+    return row
 
 
 def period_metrics(frame: pd.DataFrame, jobs: Sequence[Job], starts: Sequence[float], period: float,
