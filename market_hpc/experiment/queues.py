@@ -15,6 +15,7 @@ and collects it and adds ``queue_summary``.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 import time
@@ -363,11 +364,17 @@ def queue_summary(summary: dict[str, Any], frame: Any, run: QueueRun, jobs: Sequ
     finished multi-queue run's summary."""
     period = config.queues.period_days * DAY
     rows = period_metrics(frame, jobs, period_starts(jobs, period), period, run.model.platform.total_cores)
-    for row, (_, in_force) in zip(rows, run.schedule):
+    times = [when for when, _ in run.schedule]
+    for row in rows:
         k = row["period"]
+        in_force = run.schedule[max(0, bisect.bisect_right(times, row["start"]) - 1)][1]
         row.update(plan_row(in_force, run.plans[k - 1].details if 1 <= k <= len(run.plans) else {},
                             in_force.label))
     summary["queue_periods"] = rows
+    for row in rows:  # scalars: a sweep stores them in its per-run rows (``queues_report``)
+        for key, value in row.items():
+            if key not in ("period", "start"):
+                summary[f"period{row['period']}_{key}"] = value
     history = run.model.queue_agent.history  # the first entry is stamped at construction (t = 0)
     summary["queue_configs"] = [{"from": run.schedule[0][0] if k == 0 else when, "config": c.describe()}
                                 for k, (when, c) in enumerate(history)]

@@ -35,6 +35,7 @@ from matplotlib.figure import Figure
 
 from market_hpc.errors import UnknownNameError
 from market_hpc.experiment.metrics_table import metric
+from market_hpc.experiment.queues_report import queue_tables
 from market_hpc.experiment.report_data import (
     TASK_GRAPH_TIME,
     Axis,
@@ -111,7 +112,9 @@ def write_report(directory: str | Path, metrics: Sequence[str] | None = None,
     varying = [p for p in data.params if frame[p].nunique(dropna=False) > 1]
     for name in chosen:  # issue 14: paired 95% intervals between policies across seeds
         written += paired_tables(frame, varying, name, out)
-    written.append(write_html(out / "report.html", Path(directory), data, chosen, figures))
+    tables = queue_tables(frame, data.params, out)  # seed 004: per-period rows and claims
+    written += [path for _, path in tables]
+    written.append(write_html(out / "report.html", Path(directory), data, chosen, figures, tables))
     return written
 
 

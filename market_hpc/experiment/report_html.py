@@ -76,8 +76,8 @@ def _summary(data: SweepData, metrics: Sequence[str]) -> pd.DataFrame:
 
 
 def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[str],
-               figures: Sequence[Figureset]) -> Path:
-    """Write the report page; return its path."""
+               figures: Sequence[Figureset], tables: Sequence[tuple[str, Path]] = ()) -> Path:
+    """Write the report page (``tables``: extra (title, CSV file) sections); return its path."""
     manifest_file = directory / "sweep.json"
     manifest = json.loads(manifest_file.read_text()) if manifest_file.is_file() else {}
     title = f"Sweep report: {Path(manifest.get('sweep_file', str(directory))).name}"
@@ -100,6 +100,8 @@ def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[s
                          f"<img alt='{html.escape(figure.png.stem)}' src='data:image/png;base64,{encoded}'>"
                          f"<details><summary>table ({html.escape(figure.csv.name)})</summary>"
                          f"{_table(pd.read_csv(figure.csv))}</details>")
+    for title, table in tables:
+        parts.append(f"<h2>{html.escape(title)}</h2>" + _table(pd.read_csv(table)))
     parts.append("</body></html>\n")
     path.write_text("".join(parts), encoding="utf-8")
     return path
