@@ -1,5 +1,15 @@
-import subprocess, sys, pathlib
-root = pathlib.Path("/work/wt-24")
+"""Seed 004 mutation check: each one-line mutation of a mechanism must fail a test.
+
+    python benchmarks/queues_mutations.py
+
+Applies each mutation to the source, runs the seed 004 tests, restores the file, and
+prints which test failed (``rc=1``) or ``rc=0`` when no test noticed.
+"""
+
+import pathlib
+import subprocess
+
+root = pathlib.Path(__file__).resolve().parents[1]
 M = [
  ("SLSQP output discarded", "market_hpc/algorithms/queues_fit.py", "sizes = _round(result.x * total, problem)", "sizes = _round(attempt * total, problem)"),
  ("SLSQP success not read", "market_hpc/algorithms/queues_fit.py", "            if result.success:", "            if True:"),

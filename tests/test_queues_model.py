@@ -226,3 +226,22 @@ def test_shared_mode_is_plain_easy(seed: int) -> None:
     easy = HPCModel(jobs, PLATFORM, "easy", "first-fit", seed=3, record_timeseries=False)
     easy.run()
     assert shared.equals(easy.recorder.jobs_frame())
+
+
+@pytest.mark.parametrize("mode", ["partitioned", "hybrid"])
+@pytest.mark.parametrize("allocator", ["first-fit", "best-fit"])
+def test_per_queue_passes_schedule_exactly_like_the_walk_over_every_job(mode: str, allocator: str,
+                                                                         monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The dispatcher's per-queue path (routed queue agent's lists and columns) against
+    the walk over every waiting job, on an overloaded workload with reconfigurations."""
+    from market_hpc.policies.queues import QueueDispatcher
+
+    jobs = random_workload(41, PLATFORM, [(1, 0, 0, 0)], count=400)
+    jobs = [Job(j.job_id, j.submit / 8, j.run_time, j.estimate, units=j.units) for j in jobs]  # 8x the load
+    schedule = [(200.0, CONFIGS["partitioned"]), (500.0, CONFIGS[mode])]
+    frames = []
+    for per_queue in (True, False):
+        monkeypatch.setattr(QueueDispatcher, "per_queue", per_queue)
+        frames.append(_run(jobs, CONFIGS[mode], allocator, reconfigurations=schedule).recorder.jobs_frame())
+    assert frames[0].equals(frames[1])
+    assert frames[0]["wait_time"].max() > 0
