@@ -19,7 +19,7 @@ import bisect
 import hashlib
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -237,8 +237,31 @@ def dp_nlpm(pp: QueueConfig, simulator: Simulator, n_nodes: int, settings: Queue
         simulator.seconds += epoch.seconds
         simulator.runs += epoch.runs
     details.update(record)
-    details.update({"r2": [round(f.r2, 3) for f in surrogates], "cv_r2": cv, "samples": len(sets)})
+    details.update({"r2": [round(f.r2, 3) for f in surrogates], "cv_r2": cv, "samples": len(sets),
+                    "surface": Surface(x, tuple(epoch_waits), tuple(sets), problem, tuple(starts), simulate)})
     return replace(pp, partitions=full(chosen), label="dpnlpm"), details
+
+
+@dataclass(frozen=True)
+class Surface:
+    """What DP-NLPM sampled, for trying other surrogates on the same simulations
+    (``benchmarks/queues_surrogates.py``).
+
+    Attributes:
+        x: Sample points (free queues' sizes but the last, / machine nodes).
+        epoch_waits: Simulated mean wait (h) of every sample, per epoch.
+        sets: The sampled partition sets (free queues, nodes).
+        problem: The NLP (floors, upper bounds, cubic surrogates, weights).
+        starts: The NLP's starts.
+        simulate: Recency-weighted simulated wait (h) of a partition set.
+    """
+
+    x: np.ndarray
+    epoch_waits: tuple[np.ndarray, ...]
+    sets: tuple[tuple[int, ...], ...]
+    problem: NlpProblem
+    starts: tuple[tuple[int, ...], ...]
+    simulate: Callable[[tuple[int, ...]], float]
 
 
 @dataclass
