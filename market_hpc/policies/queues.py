@@ -24,7 +24,8 @@ used, so the registered names run on any platform (conformance suite).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any, cast
 
 import numpy as np
@@ -56,6 +57,11 @@ Amounts = tuple[float, ...]  # per resource; integers except the extra of a rese
 
 def _totals(unit: tuple[int, ...], units: int) -> Amounts:
     return (units, 0, 0, 0) if unit == _CORE_UNIT else tuple(units * a for a in unit)
+
+
+def _group_releases(releases: Callable[[], tuple[list[list[tuple[float, Amounts]]], list[tuple[float, Amounts]]]],
+                    group: int) -> list[tuple[float, Amounts]]:
+    return releases()[0][group]
 
 
 def sub_platform(platform: Platform, lo: int, hi: int) -> Platform:
@@ -240,7 +246,15 @@ class QueueDispatcher:
         free = view.free.copy()
         self.free_bb = view.free_bb  # what this pass's starts leave (``_take``)
         actions: list[Action] = []
-        per_group, machine = self._running_releases(view)
+        # Built on first need: a pass where no partition has a core left after its in-order
+        # starts (and every machine-wide job fits) never walks the running jobs.
+        known: list[tuple[list[list[tuple[float, Amounts]]], list[tuple[float, Amounts]]]] = []
+
+        def running_releases() -> tuple[list[list[tuple[float, Amounts]]], list[tuple[float, Amounts]]]:
+            if not known:
+                known.append(self._running_releases(view))
+            return known[0]
+
         started_ends: list[tuple[float, Amounts, int]] = []
         reservation: tuple[float, Amounts] = (INF, ())
         now = view.time
@@ -249,7 +263,7 @@ class QueueDispatcher:
             allocation = self.allocator.allocate(job, free, cast(View, whole))
             if allocation is None:
                 free_total = tuple(free.sum(axis=0).tolist())
-                releases = sorted(machine + [(e, a) for e, a, _ in started_ends])
+                releases = sorted(running_releases()[1] + [(e, a) for e, a, _ in started_ends])
                 reservation = shadow_and_extra(free_total, releases, _totals(job.unit, job.units))
                 break
             self._take(free, job, allocation, view.exclusive)
@@ -260,7 +274,7 @@ class QueueDispatcher:
         for group, jobs in enumerate(queues):
             if group == pool:
                 continue
-            reservation = self._easy(view, group, jobs, free, per_group[group], reservation, actions,
+            reservation = self._easy(view, group, jobs, free, partial(_group_releases, running_releases, group), reservation, actions,
                                      waiting_for_pool, columns[group])
         if pool >= 0 and fast:
             waiting_for_pool = self._pool_waiting(routed, free, actions)
@@ -336,7 +350,7 @@ class QueueDispatcher:
         return tuple((node + lo, units) for node, units in allocation)
 
     def _easy(self, view: View, group: int, jobs: Iterable[Job], free: np.ndarray,
-              running: list[tuple[float, Amounts]], reservation: tuple[float, Amounts],
+              running: Callable[[], list[tuple[float, Amounts]]], reservation: tuple[float, Amounts],
               actions: list[Action], leftovers: list[Job],
               columns: QueueColumns | None = None) -> tuple[float, Amounts]:
         """EASY on one partition, honouring the machine-wide reservation; returns the
@@ -369,7 +383,11 @@ class QueueDispatcher:
             return shadow_big, extra_big
         leftovers.append(head)
         free_total = tuple(free[lo:hi].sum(axis=0).tolist())
-        releases = sorted(running + started)
+        if not any(free_total):  # nothing free in the partition: nothing can backfill
+            if columns is None:
+                leftovers.extend(remaining)
+            return shadow_big, extra_big
+        releases = sorted(running() + started)
         shadow, extra = shadow_and_extra(free_total, releases, _totals(head.unit, head.units))
         limits = None
         if columns is not None:
