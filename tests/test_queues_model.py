@@ -240,6 +240,7 @@ def test_per_queue_passes_schedule_exactly_like_the_walk_over_every_job(mode: st
     jobs = [Job(j.job_id, j.submit / 8, j.run_time, j.estimate, units=j.units) for j in jobs]  # 8x the load
     schedule = [(200.0, CONFIGS["partitioned"]), (500.0, CONFIGS[mode])]
     frames = []
+    monkeypatch.setattr(QueueDispatcher, "columns_from", 0)  # the columns' scan from the first job
     for per_queue in (True, False):
         monkeypatch.setattr(QueueDispatcher, "per_queue", per_queue)
         frames.append(_run(jobs, CONFIGS[mode], allocator, reconfigurations=schedule).recorder.jobs_frame())

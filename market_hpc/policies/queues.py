@@ -131,6 +131,8 @@ class QueueDispatcher:
     # (``_fast_groups``); False walks every waiting job instead (same schedules: a test and
     # ``benchmarks/queues_routing.py`` compare both).
     per_queue = True
+    # A partition's backfilling walk uses its queue's columns past this many waiting jobs.
+    columns_from = 64
 
     def __init__(self, allocator: Allocator, mode: str = "partitioned", config: QueueConfig | None = None) -> None:
         self.allocator = allocator
@@ -318,7 +320,8 @@ class QueueDispatcher:
             if group >= 0:
                 agent = routed.queues[queue.name]
                 queues[group] = _GroupJobs(agent.jobs, home, group)
-                columns[group] = agent.columns
+                if len(agent.jobs) > self.columns_from:  # short queues: the plain walk is cheaper
+                    columns[group] = agent.columns
         return machine_jobs, queues, columns
 
     def _pool_waiting(self, routed: Any, free: np.ndarray, actions: list[Action]) -> list[Job]:
