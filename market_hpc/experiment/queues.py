@@ -21,7 +21,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -51,9 +51,7 @@ from market_hpc.domain.platform import Platform
 from market_hpc.domain.queues import QueueConfig
 from market_hpc.experiment.config import QueuesConfig, RunConfig
 from market_hpc.experiment.executors import make_executor
-
-if TYPE_CHECKING:
-    import pandas as pd
+from market_hpc.experiment.queues_report import period_metrics, plan_row
 
 DAY = 86400.0
 SimTask = tuple[QueueJobs, int, float]
@@ -404,50 +402,3 @@ def queue_summary(summary: dict[str, Any], frame: Any, run: QueueRun, jobs: Sequ
     summary["planning_seconds"] = sum(p.seconds for p in run.plans)
     summary["planning_simulation_seconds"] = sum(p.simulation_seconds for p in run.plans)
     summary["planning_simulations"] = sum(p.simulations for p in run.plans)
-
-
-BSLD_FLOOR = 10.0
-
-
-def plan_row(config: QueueConfig, details: dict[str, Any], strategy: str) -> dict[str, Any]:
-    """How the configuration in force in a period was made: partitioned queues, pool
-    nodes, and for DP-NLPM-derived strategies where the partition sizes came from
-    (``nlp``, ``sample``, ``fallback``), the surrogates' smallest R^2, predicted and
-    simulated weighted waits (h) of the NLP optimum and the best sample, SLSQP failures."""
-    queues = sum(1 for q in config.queues if not q.reservation) if config.mode != "shared" else 1
-    row: dict[str, Any] = {"queues": queues, "pool_nodes": config.pool, "plan_source": "",
-                           "r2_min": math.nan, "cv_r2_min": math.nan, "nlp_pred_h": math.nan, "nlp_sim_h": math.nan,
-                           "sample_pred_h": math.nan, "sample_sim_h": math.nan, "slsqp_failures": 0}
-    nlp = details.get("dpnlpm")
-    if nlp is not None and strategy in ("dpnlpm", "dqr", "hybrid"):
-        row.update({"plan_source": nlp.get("source", ""), "r2_min": min(nlp["r2"], default=math.nan),
-                    "cv_r2_min": min(nlp.get("cv_r2", []), default=math.nan),
-                    "slsqp_failures": nlp.get("failures", 0)})
-        row.update({k: nlp[k] for k in ("nlp_pred_h", "nlp_sim_h", "sample_pred_h", "sample_sim_h") if k in nlp})
-    elif strategy in ("static", "proportional"):
-        row["plan_source"] = "eq7"
-    return row
-
-
-def period_metrics(frame: pd.DataFrame, jobs: Sequence[Job], starts: Sequence[float], period: float,
-                   total_cores: int) -> list[dict[str, Any]]:
-    """Mean and max wait, mean bounded slowdown (10 s) of the jobs submitted in each
-    period, and utilisation (busy core-seconds inside the period / capacity)."""
-    started = frame[frame["start_time"].notna()]
-    submit = started["submit_time"].to_numpy(float)
-    wait = started["wait_time"].to_numpy(float)
-    run = (started["end_time"] - started["start_time"]).to_numpy(float)
-    cores = started["cores"].to_numpy(float)
-    begin, end = started["start_time"].to_numpy(float), started["end_time"].to_numpy(float)
-    rows = []
-    for k, start in enumerate(starts):
-        stop = start + period
-        mine = (submit >= start) & (submit < stop)
-        overlap = np.clip(np.minimum(end, stop) - np.maximum(begin, start), 0, None)
-        bsld = np.maximum(1.0, (wait[mine] + run[mine]) / np.maximum(run[mine], BSLD_FLOOR))
-        rows.append({"period": k, "start": start, "jobs": int(mine.sum()),
-                     "mean_wait_h": float(wait[mine].mean() / 3600) if mine.any() else 0.0,
-                     "max_wait_h": float(wait[mine].max() / 3600) if mine.any() else 0.0,
-                     "bsld": float(bsld.mean()) if mine.any() else 0.0,
-                     "utilisation": float((cores * overlap).sum() / (total_cores * period))})
-    return rows

@@ -24,7 +24,7 @@ used, so the registered names run on any platform (conformance suite).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, cast
 
@@ -35,7 +35,6 @@ from market_hpc.algorithms.easy import may_backfill, shadow_and_extra
 from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
 from market_hpc.algorithms.queues import default_config, layout, route
 from market_hpc.domain.job import Job
-from market_hpc.domain.platform import NodeType, Platform
 from market_hpc.domain.queues import QueueConfig
 from market_hpc.policies.base import (
     NOTHING,
@@ -47,72 +46,22 @@ from market_hpc.policies.base import (
     Start,
     View,
 )
+from market_hpc.policies.queues_views import (
+    Amounts,
+    GroupJobs,
+    SubView,
+    group_releases,
+    sub_platform,
+)
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import take_dense
 
 _CORE_UNIT = (1, 0, 0, 0)
 INF = float("inf")
-Amounts = tuple[float, ...]  # per resource; integers except the extra of a reservation
 
 
 def _totals(unit: tuple[int, ...], units: int) -> Amounts:
     return (units, 0, 0, 0) if unit == _CORE_UNIT else tuple(units * a for a in unit)
-
-
-def _group_releases(releases: Callable[[], tuple[list[list[tuple[float, Amounts]]], list[tuple[float, Amounts]]]],
-                    group: int) -> list[tuple[float, Amounts]]:
-    return releases()[0][group]
-
-
-def sub_platform(platform: Platform, lo: int, hi: int) -> Platform:
-    """The nodes ``[lo, hi)`` of ``platform`` as a platform of their own."""
-    types, start = [], 0
-    for node_type in platform.node_types:
-        first, last = max(lo, start), min(hi, start + node_type.count)
-        if first < last:
-            types.append(NodeType(node_type.name, last - first, node_type.cores, node_type.gpus,
-                                  node_type.mics, node_type.mem))
-        start += node_type.count
-    return Platform(f"{platform.name}[{lo}:{hi}]", tuple(types), platform.burst_buffer)
-
-
-class _GroupJobs:
-    """One partition's waiting jobs, read from its queue agent in arrival order on each
-    iteration (jobs routed machine-wide skipped)."""
-
-    def __init__(self, jobs: dict[int, Job], home: dict[int, tuple[int, int]], group: int) -> None:
-        self.jobs, self.home, self.group = jobs, home, group
-
-    def __iter__(self) -> Iterator[Job]:
-        home, group = self.home, self.group
-        return (job for job in self.jobs.values() if home[job.job_id][0] == group)
-
-
-class _SubView:
-    """What an allocator sees of one node range (indices relative to ``lo``); the
-    queue is listed only if the allocator reads it."""
-
-    def __init__(self, view: View, platform: Platform, free: np.ndarray, queue: Iterable[Job],
-                 free_bb: float) -> None:
-        self.time = view.time
-        self.platform = platform
-        self.free = free
-        self.free_bb = free_bb
-        self.exclusive = view.exclusive
-        self._queue = queue
-
-    @property
-    def queue(self) -> list[Job]:
-        if not isinstance(self._queue, list):
-            self._queue = list(self._queue)
-        return self._queue
-
-    @property
-    def free_total(self) -> Amounts:
-        return tuple(self.free.sum(axis=0).tolist())
-
-    def expected_end(self, running: RunningJob) -> float:
-        return max(self.time, running.est_end)
 
 
 class QueueDispatcher:
@@ -261,7 +210,7 @@ class QueueDispatcher:
         reservation: tuple[float, Amounts] = (INF, ())
         now = view.time
         for job in machine_jobs:
-            whole = _SubView(view, view.platform, free, machine_jobs, self.free_bb)
+            whole = SubView(view, view.platform, free, machine_jobs, self.free_bb)
             allocation = self.allocator.allocate(job, free, cast(View, whole))
             if allocation is None:
                 free_total = tuple(free.sum(axis=0).tolist())
@@ -276,7 +225,7 @@ class QueueDispatcher:
         for group, jobs in enumerate(queues):
             if group == pool:
                 continue
-            reservation = self._easy(view, group, jobs, free, partial(_group_releases, running_releases, group), reservation, actions,
+            reservation = self._easy(view, group, jobs, free, partial(group_releases, running_releases, group), reservation, actions,
                                      waiting_for_pool, columns[group])
         if pool >= 0 and fast:
             waiting_for_pool = self._pool_waiting(routed, free, actions)
@@ -319,7 +268,7 @@ class QueueDispatcher:
         for queue, group in zip(self.active.queues, self.group_of_queue):
             if group >= 0:
                 agent = routed.queues[queue.name]
-                queues[group] = _GroupJobs(agent.jobs, home, group)
+                queues[group] = GroupJobs(agent.jobs, home, group)
                 if len(agent.jobs) > self.columns_from:  # short queues: the plain walk is cheaper
                     columns[group] = agent.columns
         return machine_jobs, queues, columns
@@ -346,7 +295,7 @@ class QueueDispatcher:
         if platform is None:
             return None
         block = free[lo:hi]
-        part = _SubView(view, platform, block, jobs, self.free_bb)
+        part = SubView(view, platform, block, jobs, self.free_bb)
         allocation = self.allocator.allocate(job, block, cast(View, part))
         if allocation is None:
             return None
