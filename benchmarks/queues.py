@@ -30,6 +30,8 @@ from market_hpc.policies import make_policy
 from market_hpc.workload import read_swf, time_slice
 
 TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "HPC2N-2002-2.1-cln.swf.gz"
+CURIE = TRACE.with_name("CEA-Curie-2011-2.1-cln.swf.gz")
+CURIE_PLATFORM = "nodes=5040,cores=16"  # Curie's thin nodes (docs/queues.md)
 MONTH = 30 * 86400.0
 REPLAY = """
 import sys, time
@@ -45,11 +47,11 @@ print(best)
 """
 
 
-def plan(jobs, start, workers):  # type: ignore[no-untyped-def]
+def plan(jobs, start, workers, platform="hpc2n"):  # type: ignore[no-untyped-def]
     settings = QueuesConfig(strategy="hybrid", workers=workers)
     with make_executor(workers) as executor:
         began, cpu = time.perf_counter(), time.process_time()
-        result = plan_period(jobs, start, MONTH, load_platform("hpc2n"), settings, seed=1, executor=executor)
+        result = plan_period(jobs, start, MONTH, load_platform(platform), settings, seed=1, executor=executor)
         print(f"  workers={workers}: CPU time of this process {time.process_time() - cpu:.1f} s")
         return time.perf_counter() - began, result
 
@@ -66,7 +68,17 @@ def main() -> None:
     parser.add_argument("--month", type=int, default=7, help="HPC2N month index (30-day) to configure")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--main", default="/work/main", help="checkout without seed 004, for the ratio")
+    parser.add_argument("--curie-start", type=float, default=None,
+                        help="instead: plan one Curie month (5,040 nodes) from this submit time (s) and stop")
     args = parser.parse_args()
+    if args.curie_start is not None:
+        jobs = list(time_slice(read_swf(CURIE).jobs, args.curie_start, args.curie_start + MONTH))
+        print(f"history: {len(jobs)} Curie jobs from {args.curie_start:.0f} s -> next month's configuration")
+        seconds, result = plan(jobs, args.curie_start, 1, CURIE_PLATFORM)
+        print(f"  planning one month of a 5,040-node system: {seconds:.1f} s wall (goal 60 s), simulations "
+              f"{result.simulation_seconds:.1f} s, {result.simulations} distinct simulations")
+        print(f"    DP-NLPM: {result.details['dpnlpm'].get('source')}; DQR: {result.details['dqr']}")
+        return
     start = (args.month - 1) * MONTH
     jobs = list(time_slice(read_swf(TRACE).jobs, start, start + MONTH))
     print(f"history: {len(jobs)} HPC2N jobs of month {args.month - 1} -> configuration of month {args.month}")

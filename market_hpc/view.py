@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 
@@ -105,6 +105,13 @@ class ModelView:
     def queue_min_cores(self) -> int:
         """Fewest cores a waiting job asks for: EASY skips a pass in which nothing can fit."""
         return self._model.queue_agent.min_cores
+
+    @property
+    def routed_queue(self) -> Any:
+        """Seed 004: the model's ``RoutedQueueAgent`` (waiting jobs per configured queue,
+        each queue's columns kept in step), or None when the model has no queues."""
+        agent = self._model.queue_agent
+        return agent if hasattr(agent, "queue_of") else None
 
     def queue_sorted(self, key: Callable[[Job], object]) -> Sequence[Job]:
         """The waiting jobs sorted by ``key`` (a total order, e.g. SJF's), kept sorted

@@ -4,7 +4,6 @@ and the fast sampling simulator against the full model."""
 from __future__ import annotations
 
 import bisect
-from collections import defaultdict
 
 import numpy as np
 import pytest
@@ -173,10 +172,25 @@ def test_hpc2n_month_is_planned_and_replayed(tmp_path) -> None:  # type: ignore[
     platform = load_platform("hpc2n")
     settings = QueuesConfig(strategy="hybrid", samples=10, lb_points=3, period_days=5.0)
     plan = plan_period(jobs, jobs[0].submit, 5 * 86400.0, platform, settings, seed=1)
-    assert set(plan.configs) >= {"proportional", "dpnlpm", "dqr", "hybrid", "nonpartitioned"}
     for name, config in plan.configs.items():
         assert config.mode == "shared" or config.used_nodes == platform.n_nodes, name
+    # jobs per queue as the docs' HPC2N ranges say (idqueue 1-2 cores <= 2 h, small 1-7 <= 24 h,
+    # small72 1-7 > 24 h, medium 8-56), counted without the router
+    cores = np.array([j.cores for j in jobs])
+    est = np.array([j.estimate for j in jobs])
+    idq = (cores <= 2) & (est <= 2 * 3600)
+    small = (cores <= 7) & (est <= 24 * 3600) & ~idq
+    expected = [int(idq.sum()), int(small.sum()), int(((cores <= 7) & (est > 24 * 3600)).sum()),
+                int(((cores >= 8) & (cores <= 56)).sum())]
+    assert plan.details["dpnlpm"]["jobs"] == expected
+    nlp = plan.details["dpnlpm"]
+    assert nlp["source"] in ("nlp", "sample") and len(nlp["r2"]) == 3 and nlp["solves"] >= 11  # 1 + 10 best
+    # every partition holds the largest request routed to it (2 cores per node)
     hybrid = plan.configs["hybrid"]
+    queue_of = route_all(hybrid, cores, est)
+    for index, queue in enumerate(hybrid.queues):
+        if not queue.reservation and (queue_of == index).any():
+            assert 2 * hybrid.partitions[index] >= cores[queue_of == index].max(), queue.name
     model = HPCModel(jobs, platform, policy=make_policy("queues-hybrid", "first-fit",
                                                         scheduler_params={"config": hybrid}),
                      queues=hybrid, seed=1, record_timeseries=False)
@@ -184,10 +198,24 @@ def test_hpc2n_month_is_planned_and_replayed(tmp_path) -> None:  # type: ignore[
     frame = model.recorder.jobs_frame()
     assert set(frame.status) == {"finished"}
     assert_schedule_invariants(jobs, frame, platform)
-    counts = defaultdict(int)
-    for job in jobs:
-        counts[route(hybrid, job.cores, job.estimate)] += 1
-    assert -1 not in counts
+    assert_partitions_respected(model, jobs)
+
+
+def test_a_queue_without_history_jobs_gets_exactly_its_minimum() -> None:
+    """The Curie period-2 bug: an empty queue's utilisation is 0 at every size, so its lower
+    bound ran to the top of the grid and the bounds summed to the whole machine."""
+    from market_hpc.experiment.queues import plan_period
+
+    # 8 nodes of 4 cores: Table I scaled to 32 cores is idqueue/small/small72 [1, 1] core, medium [2, 7]
+    rng = np.random.default_rng(5)
+    jobs = [Job(i + 1, float(i * 600), float(rng.integers(600, 5000)), 7000.0 if i % 2 else 3600.0,
+                units=1 if i % 2 == 0 else int(rng.integers(2, 8))) for i in range(120)]
+    settings = QueuesConfig(strategy="hybrid", samples=10, lb_points=4, period_days=1.0)
+    plan = plan_period(jobs, 0.0, 86400.0, load_platform(PLATFORM), settings, seed=1)
+    dpnlpm = plan.configs["dpnlpm"]
+    sizes = dict(zip(dpnlpm.names, dpnlpm.partitions))
+    assert plan.details["dpnlpm"]["jobs"] == [60, 0, 0, 60]
+    assert sizes["small"] == sizes["small72"] == 1 and sizes["idqueue"] + sizes["medium"] == 6
 
 
 @pytest.mark.parametrize("seed", [31, 32])
@@ -198,3 +226,23 @@ def test_shared_mode_is_plain_easy(seed: int) -> None:
     easy = HPCModel(jobs, PLATFORM, "easy", "first-fit", seed=3, record_timeseries=False)
     easy.run()
     assert shared.equals(easy.recorder.jobs_frame())
+
+
+@pytest.mark.parametrize("mode", ["partitioned", "hybrid"])
+@pytest.mark.parametrize("allocator", ["first-fit", "best-fit"])
+def test_per_queue_passes_schedule_exactly_like_the_walk_over_every_job(mode: str, allocator: str,
+                                                                         monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The dispatcher's per-queue path (routed queue agent's lists and columns) against
+    the walk over every waiting job, on an overloaded workload with reconfigurations."""
+    from market_hpc.policies.queues import QueueDispatcher
+
+    jobs = random_workload(41, PLATFORM, [(1, 0, 0, 0)], count=400)
+    jobs = [Job(j.job_id, j.submit / 8, j.run_time, j.estimate, units=j.units) for j in jobs]  # 8x the load
+    schedule = [(200.0, CONFIGS["partitioned"]), (500.0, CONFIGS[mode])]
+    frames = []
+    monkeypatch.setattr(QueueDispatcher, "columns_from", 0)  # the columns' scan from the first job
+    for per_queue in (True, False):
+        monkeypatch.setattr(QueueDispatcher, "per_queue", per_queue)
+        frames.append(_run(jobs, CONFIGS[mode], allocator, reconfigurations=schedule).recorder.jobs_frame())
+    assert frames[0].equals(frames[1])
+    assert frames[0]["wait_time"].max() > 0

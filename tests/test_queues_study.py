@@ -13,7 +13,7 @@ from market_hpc.domain.platform import load_platform
 from market_hpc.experiment import load_scenario, simulate
 from market_hpc.experiment.config import QueuesConfig
 from market_hpc.experiment.queues import plan_period
-from market_hpc.experiment.queues_study import compare
+from market_hpc.experiment.queues_report import compare
 from market_hpc.experiment.sweep_exec import make_executor
 from market_hpc.workload import read_swf, time_slice
 
@@ -62,3 +62,37 @@ def test_compare_reports_the_papers_comparisons() -> None:
     table = compare(pd.DataFrame(rows)).set_index(["comparison", "metric"])
     row = table.loc[("hybrid vs static", "mean_wait_h")]
     assert row["mean_change_pct"] == -55.0 and row["best_change_pct"] == -60.0 and row["periods_better"] == "2/2"
+
+
+def test_the_study_runs_as_a_sweep_with_per_period_rows_and_resumes(tmp_path: Path) -> None:
+    from market_hpc.experiment.report import write_report
+    from market_hpc.experiment.sweep import run_sweep
+
+    real_trace("HPC2N-2002-2.1-cln.swf.gz")
+    sweep = tmp_path / "queues_sweep.toml"
+    sweep.write_text(f'''base = "{SCENARIO}"
+seeds = [1]
+[workload]
+end = {15_552_000.0 + 4 * 86400}
+[queues]
+period_days = 2.0
+samples = 8
+lb_points = 3
+[grid]
+"queues.strategy" = ["static", "hybrid"]
+''')
+    out = tmp_path / "out"
+    first = run_sweep(sweep, out, progress=False)
+    assert (first.total, first.done, first.failed) == (2, 2, 0)
+    again = run_sweep(sweep, out, progress=False)                 # resume: nothing left to run
+    assert (again.done, again.skipped) == (0, 2)
+    write_report(out, progress=False)
+    periods = pd.read_csv(out / "report" / "queue_periods.csv")
+    assert sorted(zip(periods.strategy, periods.period)) == [("hybrid", 0), ("hybrid", 1), ("static", 0),
+                                                             ("static", 1)]
+    hybrid = periods[(periods.strategy == "hybrid") & (periods.period == 1)].iloc[0]
+    assert hybrid.plan_source in ("nlp", "sample") and hybrid.queues >= 1 and hybrid.jobs > 0
+    assert set(periods[periods.strategy == "static"].plan_source) == {"eq7"}
+    claims = pd.read_csv(out / "report" / "queue_claims.csv")
+    assert "hybrid vs static" in set(claims.comparison)
+    assert "the paper&#x27;s comparisons" in (out / "report" / "report.html").read_text()

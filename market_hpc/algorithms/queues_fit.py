@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -90,6 +91,23 @@ def fit_cubic(x: np.ndarray, y: np.ndarray, degree: int = 3, ridge: float = 1e-9
     return Cubic(exponents, coef, r2)
 
 
+def cross_r2(x: np.ndarray, y: np.ndarray, folds: int = 5, degree: int = 3) -> float:
+    """Out-of-sample R^2 of the cubic: each of ``folds`` interleaved folds predicted by
+    a fit on the others (the in-sample R^2 is 1 whenever samples <= terms).
+
+    >>> x = np.linspace(0, 1, 40)[:, None]
+    >>> round(cross_r2(x, 1 + x[:, 0] ** 3), 6)
+    1.0
+    """
+    predicted = np.empty(len(y))
+    for fold in range(folds):
+        test = np.arange(fold, len(y), folds)
+        train = np.setdiff1d(np.arange(len(y)), test)
+        predicted[test] = fit_cubic(x[train], y[train], degree)(x[test])
+    spread = float(((y - y.mean()) ** 2).sum())
+    return 1.0 - float(((y - predicted) ** 2).sum()) / spread if spread > 0 else 1.0
+
+
 def share_floor(total: int, lower: Sequence[int], hours: Sequence[float], alpha: float) -> tuple[int, ...]:
     """Per-queue minimum: the larger of lb_i and ``alpha`` x its Eq. 7 share.
 
@@ -122,6 +140,8 @@ class NlpProblem:
         upper: Largest size per queue (the sampled region's top, spec A5).
         surrogates: One fitted cubic per epoch, on x = P[:-1] / total.
         weights: Epoch weights (Eq. 2; 1/3, 2/3, 1 by recency).
+        scale: The surrogates' unit: x = P[:-1] / scale (0: ``total``; the
+            machine's nodes when queues fixed at their floor are left out).
     """
 
     total: int
@@ -129,10 +149,16 @@ class NlpProblem:
     upper: tuple[int, ...]
     surrogates: tuple[Cubic, ...]
     weights: tuple[float, ...]
+    scale: int = 0
+
+    @property
+    def unit(self) -> float:
+        """Nodes per unit of the surrogates' variables."""
+        return float(self.scale or self.total)
 
     def objective(self, sizes: np.ndarray) -> float:
         """Weighted surrogate wait (Eq. 2) at node sizes ``sizes``."""
-        x = np.asarray(sizes, dtype=float)[:-1] / self.total
+        x = np.asarray(sizes, dtype=float)[:-1] / self.unit
         return float(sum(w * f(x)[0] for w, f in zip(self.weights, self.surrogates)))
 
     def feasible(self, sizes: Sequence[int]) -> bool:
@@ -141,16 +167,66 @@ class NlpProblem:
                                                 for s, lo, hi in zip(sizes, self.floor, self.upper))
 
 
-def solve_nlp(problem: NlpProblem, starts: Sequence[Sequence[float]], max_iter: int = 200) -> tuple[int, ...]:
+def epoch_weights(count: int) -> tuple[float, ...]:
+    """Eq. 2 recency weights, oldest first (Table III: 1/3, 2/3, 3/3 for 3 epochs).
+
+    >>> epoch_weights(3)
+    (0.3333333333333333, 0.6666666666666666, 1.0)
+    """
+    return tuple((k + 1) / count for k in range(count))
+
+
+def weighted_waits(epoch_waits: Sequence[np.ndarray], weights: Sequence[float]) -> np.ndarray:
+    """Per sample, the recency-weighted mean of its epochs' waits (Eq. 2 on the samples).
+
+    >>> weighted_waits([np.array([0.0, 9.0]), np.array([0.0, 9.0]), np.array([10.0, 0.0])], epoch_weights(3))
+    array([5. , 4.5])
+    """
+    total = np.zeros(len(epoch_waits[0]))
+    for waits, weight in zip(epoch_waits, weights):
+        total += weight * np.asarray(waits, dtype=float)
+    return total / sum(weights)
+
+
+@dataclass
+class NlpResult:
+    """What the NLP did.
+
+    Attributes:
+        sizes: Integer sizes after rounding and the one-node local search (``None``
+            when every solve failed).
+        slsqp_sizes: The best SLSQP optimum, rounded, before the local search.
+        start: Index of the start that gave it.
+        solves: SLSQP runs (retries included).
+        failures: Runs whose ``result.success`` was false.
+        retries: Failed starts retried from another start.
+        discarded: Starts whose solves all failed (their output is not used).
+        messages: Failure messages and how often each occurred.
+    """
+
+    sizes: tuple[int, ...] | None = None
+    slsqp_sizes: tuple[int, ...] | None = None
+    start: int = -1
+    solves: int = 0
+    failures: int = 0
+    retries: int = 0
+    discarded: int = 0
+    messages: dict[str, int] = field(default_factory=dict)
+
+
+def solve_nlp(problem: NlpProblem, starts: Sequence[Sequence[float]], max_iter: int = 200) -> NlpResult:
     """Minimise the weighted surrogate under Eq. 3 and the floors; integer node sizes.
 
-    The variables are shares y_i = P_i / P (well scaled for SLSQP): bounds
-    [floor_i, upper_i] / P and one equality sum(y) = 1. SLSQP runs from every start;
-    each optimum is rounded by largest remainder above the floors and the best is
-    improved by moving one node between pairs while the objective falls.
+    The variables are shares y_i = P_i / unit (well scaled for SLSQP): bounds
+    [floor_i, upper_i] / unit and one equality sum(y) = total / unit. SLSQP runs from every start;
+    a run whose ``success`` is false is retried once from the midpoint of its start
+    and the centre of the bounds, and discarded if that fails too (counted in the
+    result). Each kept optimum is rounded by largest remainder above the floors; the
+    best is improved by moving one node between pairs while the objective falls.
     """
     n = len(problem.floor)
-    total = float(problem.total)
+    total = problem.unit
+    share = problem.total / total
     scale = max(abs(problem.objective(np.asarray(s, dtype=float))) for s in starts) or 1.0
 
     def fun(y: np.ndarray) -> float:
@@ -162,21 +238,69 @@ def solve_nlp(problem: NlpProblem, starts: Sequence[Sequence[float]], max_iter: 
             grad[:-1] += w * f.gradient(y[:-1])
         return grad / scale
 
-    constraints = [{"type": "eq", "fun": lambda y: y.sum() - 1.0, "jac": lambda y: np.ones(n)}]
+    constraints = [{"type": "eq", "fun": lambda y: y.sum() - share, "jac": lambda y: np.ones(n)}]
     bounds = [(lo / total, max(lo, hi) / total) for lo, hi in zip(problem.floor, problem.upper)]
+    lows, highs = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
+    centre = lows + (highs - lows) * max(0.0, share - lows.sum()) / max((highs - lows).sum(), 1e-12)
+    out = NlpResult()
     best: tuple[float, tuple[int, ...]] | None = None
-    for start in starts:
-        y0 = np.clip(np.asarray(start, dtype=float) / total, [b[0] for b in bounds], [b[1] for b in bounds])
-        result = minimize(fun, y0, jac=jac, method="SLSQP", bounds=bounds, constraints=constraints,
-                          options={"maxiter": max_iter, "ftol": 1e-12})
+    for position, start in enumerate(starts):
+        y0 = np.clip(np.asarray(start, dtype=float) / total, lows, highs)
+        for attempt in (y0, (y0 + centre) / 2):
+            result = minimize(fun, attempt, jac=jac, method="SLSQP", bounds=bounds, constraints=constraints,
+                              options={"maxiter": max_iter, "ftol": 1e-12})
+            out.solves += 1
+            if result.success:
+                break
+            out.failures += 1
+            out.messages[str(result.message)] = out.messages.get(str(result.message), 0) + 1
+            if attempt is y0:
+                out.retries += 1
+        else:
+            out.discarded += 1
+            continue
         sizes = _round(result.x * total, problem)
         if sizes is not None:
             value = problem.objective(np.array(sizes))
             if best is None or value < best[0]:
                 best = (value, sizes)
-    if best is None:
-        return apportion(problem.total, [1.0] * n, problem.floor)
-    return _local_search(best[1], problem)
+                out.start = position
+    if best is not None:
+        out.slsqp_sizes = best[1]
+        out.sizes = _local_search(best[1], problem)
+    return out
+
+
+def settle(problem: NlpProblem, starts: Sequence[Sequence[int]], samples: Sequence[Sequence[int]],
+           sample_waits: np.ndarray, simulate: Callable[[tuple[int, ...]], float],
+           max_iter: int = 200) -> tuple[tuple[int, ...], dict[str, Any]]:
+    """The DP-NLPM decision: solve the NLP, simulate its optimum (``simulate`` returns
+    the recency-weighted wait, the unit of ``sample_waits``) and keep it unless the best
+    simulated sample is better (a check the paper does not have: a cubic fitted to
+    heavy-tailed waits can put its optimum where every simulation is worse).
+
+    Returns the sizes and the record of the decision: ``source`` (``nlp``, ``sample``:
+    the best sample beat the NLP optimum, or ``fallback``: every solve failed, best
+    sample used), predicted (surrogate) and simulated waits of both, solver counts.
+    """
+    solved = solve_nlp(problem, starts, max_iter)
+    best = int(np.argmin(sample_waits))
+    weight = sum(problem.weights)
+    record: dict[str, Any] = {"solves": solved.solves, "failures": solved.failures, "retries": solved.retries,
+                    "discarded": solved.discarded, "messages": dict(solved.messages),
+                    "sample_sim_h": float(sample_waits[best]),
+                    "sample_pred_h": problem.objective(np.array(samples[best])) / weight}
+    if solved.sizes is None:
+        return tuple(samples[best]), {**record, "source": "fallback"}
+    simulated = simulate(solved.sizes)
+    record.update({"nlp_sim_h": simulated, "nlp_pred_h": problem.objective(np.array(solved.sizes)) / weight,
+                   "slsqp_moved": solved.slsqp_sizes != tuple(starts[solved.start]),
+                   "search_moved": solved.sizes != solved.slsqp_sizes,
+                   "nlp_gain_pct": 100.0 * (sample_waits[best] - simulated) / sample_waits[best]
+                   if sample_waits[best] > 0 else 0.0})
+    if simulated <= sample_waits[best]:
+        return solved.sizes, {**record, "source": "nlp"}
+    return tuple(samples[best]), {**record, "source": "sample"}
 
 
 def _round(values: np.ndarray, problem: NlpProblem) -> tuple[int, ...] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -26,11 +26,14 @@ class Evaluation:
         waits: Mean wait (s) per queue; ``nan`` for reservation queues or no jobs.
         counts: Jobs per queue.
         utilisations: Busy share of each queue's partition.
+        job_waits: Wait (s) of every history job, in history order (``nan``: a
+            reservation queue's or unrouted job); ``None`` when not simulated per job.
     """
 
     waits: tuple[float, ...]
     counts: tuple[int, ...]
     utilisations: tuple[float, ...]
+    job_waits: np.ndarray | None = field(default=None, compare=False)
 
     @property
     def overall(self) -> float:
@@ -102,6 +105,27 @@ def sample_partitions(rng: np.random.Generator, count: int, lower: Sequence[int]
     return chosen
 
 
+def knee(grid: Sequence[int], utils: Sequence[float], tau: float = 0.9) -> int:
+    """The last grid size before the utilisation first drops below ``tau`` x its peak.
+
+    A queue whose utilisation never rises above zero (no jobs, or none that ever
+    runs) keeps the grid's first size, its minimum: "below 0.9 x 0" is never true, so
+    without this rule an idle queue would run to the top of its grid.
+
+    >>> knee([2, 4, 6, 8], [0.8, 0.8, 0.75, 0.5]), knee([2, 4, 6], [0.0, 0.0, 0.0])
+    (6, 2)
+    """
+    peak = max(utils, default=0.0)
+    chosen = grid[0]
+    if peak <= 0.0:
+        return chosen
+    for size, util in zip(grid, utils):
+        if util < tau * peak:
+            break
+        chosen = size
+    return chosen
+
+
 def utilisation_bounds(config: QueueConfig, evaluate: Evaluate, minimum: Sequence[int], total: int,
                        points: int = 8, tau: float = 0.9) -> tuple[int, ...]:
     """lb_i of Eq. 4 (spec "tau_util" = 90% of the maximum utilisation, A20).
@@ -125,14 +149,7 @@ def utilisation_bounds(config: QueueConfig, evaluate: Evaluate, minimum: Sequenc
             configs.append(config.with_partitions(tuple(sizes), 0))
     results = iter(evaluate(configs))
     for i in owners:
-        utils = [next(results).utilisations[i] for _ in grids[i]]
-        peak = max(utils)
-        chosen = grids[i][0]
-        for size, util in zip(grids[i], utils):
-            if util < tau * peak:
-                break
-            chosen = size
-        bounds[i] = chosen
+        bounds[i] = knee(grids[i], [next(results).utilisations[i] for _ in grids[i]], tau)
     excess = sum(bounds[i] - minimum[i] for i in owners)
     room = total - sum(minimum[i] for i in owners)
     if excess > room:
@@ -155,13 +172,14 @@ def split_queue(config: QueueConfig, index: int, history: History, cores_per_nod
     cores, est, run = history.cores[mine], history.estimate[mine], history.run[mine]
     if len(cores) < 2:
         return None
+    lineage = tuple(sorted({*queue.splits, queue.name}))
     if method == "runtime":
         limit = queue.max_wall if queue.max_wall != INF else float(est.max())
         cut = math.floor((queue.min_wall + limit) / 2)
         if not queue.min_wall <= cut < min(limit, queue.max_wall):
             return None
-        first = replace(queue, name=f"{queue.name}.1", max_wall=float(cut), parent=queue.name)
-        second = replace(queue, name=f"{queue.name}.2", min_wall=float(cut + 1), parent=queue.name)
+        first = replace(queue, name=f"{queue.name}.1", max_wall=float(cut), splits=lineage)
+        second = replace(queue, name=f"{queue.name}.2", min_wall=float(cut + 1), splits=lineage)
     else:
         order = np.argsort(cores, kind="stable")
         weight = (cores * run)[order] if method == "cpu_hours" else np.ones(len(cores))
@@ -169,8 +187,8 @@ def split_queue(config: QueueConfig, index: int, history: History, cores_per_nod
         cut = int(cores[order][min(reach, len(cores) - 1)])
         if cut >= queue.max_cores or cut >= int(cores.max()):
             return None
-        first = replace(queue, name=f"{queue.name}.1", max_cores=cut, parent=queue.name)
-        second = replace(queue, name=f"{queue.name}.2", min_cores=cut + 1, parent=queue.name)
+        first = replace(queue, name=f"{queue.name}.1", max_cores=cut, splits=lineage)
+        second = replace(queue, name=f"{queue.name}.2", min_cores=cut + 1, splits=lineage)
     in_first = np.array([first.accepts(int(c), float(e)) for c, e in zip(cores, est)])
     if in_first.all() or not in_first.any():
         return None
@@ -188,14 +206,18 @@ def split_queue(config: QueueConfig, index: int, history: History, cores_per_nod
 
 def can_merge(a: QueueSpec, b: QueueSpec) -> bool:
     """§II-B merge feasibility: core and wall ranges adjacent or overlapping (integer
-    ranges: touching counts, spec A9), different parents, no reservation queue.
+    ranges: touching counts, spec A9), no reservation queue, and not two parts of one
+    split ("previously split queues should not be merged"): no split queue in common
+    in their ancestries, so halves are not merged back through a third queue either.
 
     >>> can_merge(QueueSpec("s", 1, 1032), QueueSpec("m", 1033, 8208))
     True
-    >>> can_merge(QueueSpec("a.1", 1, 4, parent="a"), QueueSpec("a.2", 5, 8, parent="a"))
+    >>> can_merge(QueueSpec("a.1", 1, 4, splits=("a",)), QueueSpec("a.2", 5, 8, splits=("a",)))
+    False
+    >>> can_merge(QueueSpec("a.1+b", 1, 9, splits=("a",)), QueueSpec("a.2", 5, 8, splits=("a",)))
     False
     """
-    if a.reservation or b.reservation or (a.parent is not None and a.parent == b.parent):
+    if a.reservation or b.reservation or set(a.splits) & set(b.splits):
         return False
     cores_touch = max(a.min_cores, b.min_cores) <= min(a.max_cores, b.max_cores) + 1
     wall_touch = max(a.min_wall, b.min_wall) <= min(a.max_wall, b.max_wall) + 1
@@ -203,10 +225,12 @@ def can_merge(a: QueueSpec, b: QueueSpec) -> bool:
 
 
 def merge_queues(config: QueueConfig, i: int, j: int) -> QueueConfig:
-    """Replace queues ``i < j`` by their bounding box owning both partitions."""
+    """Replace queues ``i < j`` by their bounding box owning both partitions (it
+    inherits both ancestries' splits)."""
     a, b = config.queues[i], config.queues[j]
     merged = QueueSpec(f"{a.name}+{b.name}", min(a.min_cores, b.min_cores), max(a.max_cores, b.max_cores),
-                       min(a.min_wall, b.min_wall), max(a.max_wall, b.max_wall), max(a.priority, b.priority))
+                       min(a.min_wall, b.min_wall), max(a.max_wall, b.max_wall), max(a.priority, b.priority),
+                       splits=tuple(sorted({*a.splits, *b.splits})))
     queues = list(config.queues)
     partitions = list(config.partitions)
     queues[i], partitions[i] = merged, partitions[i] + partitions[j]
@@ -214,11 +238,52 @@ def merge_queues(config: QueueConfig, i: int, j: int) -> QueueConfig:
     return replace(config, queues=tuple(queues), partitions=tuple(partitions))
 
 
+def within_limits(before: Evaluation, after: Evaluation, members: Sequence[np.ndarray], degradation: float,
+                  floor: float) -> bool:
+    """Whether no job group (the jobs of one queue before a merge) waits on average
+    more than ``1 + degradation`` times what it waited before (at least ``floor``
+    seconds): a merge may not buy a lower overall wait with one queue's jobs.
+
+    >>> before = Evaluation((100.0, 10.0), (1, 1), (0, 0), np.array([100.0, 10.0]))
+    >>> after = Evaluation((40.0,), (2,), (0,), np.array([10.0, 70.0]))
+    >>> within_limits(before, after, [np.array([0]), np.array([1])], 0.3, 60.0)
+    True
+    >>> within_limits(before, after, [np.array([0]), np.array([1])], 0.3, 0.0)
+    False
+    """
+    if before.job_waits is None or after.job_waits is None:
+        return True
+    for group in members:
+        if len(group):
+            was = float(np.mean(before.job_waits[group]))
+            now = float(np.mean(after.job_waits[group]))
+            if now > (1 + degradation) * max(was, floor):
+                return False
+    return True
+
+
+@dataclass
+class DqrLog:
+    """What DQR did: splits tried/kept, merges tried/kept, merges refused by a
+    queue's degradation limit or blocked as parts of one split."""
+
+    splits_tried: int = 0
+    splits_kept: int = 0
+    merges_tried: int = 0
+    merges_kept: int = 0
+    merges_over_limit: int = 0
+    merges_split_blocked: int = 0
+
+
 def dqr(config: QueueConfig, history: History, evaluate: Evaluate, cores_per_node: int,
-        max_queues: int = 8) -> tuple[QueueConfig, float]:
+        max_queues: int = 8, degradation: float = 0.30, floor: float = 60.0,
+        log: DqrLog | None = None) -> tuple[QueueConfig, float]:
     """Phase 2 (DQR): greedy splits (best of three methods, kept while the overall wait
-    falls, a kept split's first half tried again), then greedy merges; returns the
-    configuration and its simulated overall wait."""
+    falls, a kept split's first half tried again), then greedy merges: the feasible
+    merge with the lowest overall wait among those keeping each merged queue's jobs
+    within ``degradation`` of their wait before, while the overall wait falls. Returns
+    the configuration and its simulated overall wait."""
+    log = log if log is not None else DqrLog()
     current = config
     best = evaluate([current])[0].overall
     index = 0
@@ -229,27 +294,48 @@ def dqr(config: QueueConfig, history: History, evaluate: Evaluate, cores_per_nod
         candidates = [c for m in ("runtime", "cpu_hours", "jobs")
                       if (c := split_queue(current, index, history, cores_per_node, m)) is not None]
         scores = [e.overall for e in evaluate(candidates)] if candidates else []
+        log.splits_tried += len(candidates)
         if scores and min(scores) < best:
             position = int(np.argmin(scores))
             current, best = candidates[position], scores[position]
+            log.splits_kept += 1
         else:
             index += 1
     while True:
-        pairs = [(i, j) for i in range(len(current.queues)) for j in range(i + 1, len(current.queues))
-                 if can_merge(current.queues[i], current.queues[j])]
+        queues = current.queues
+        pairs = []
+        for i in range(len(queues)):
+            for j in range(i + 1, len(queues)):
+                if can_merge(queues[i], queues[j]):
+                    pairs.append((i, j))
+                elif set(queues[i].splits) & set(queues[j].splits):
+                    log.merges_split_blocked += 1
         if not pairs:
             break
+        before = evaluate([current])[0]
+        queue_of, _, _ = history.per_queue(current)
         candidates = [merge_queues(current, i, j) for i, j in pairs]
-        scores = [e.overall for e in evaluate(candidates)]
-        position = int(np.argmin(scores))
-        if scores[position] >= best:
+        results = evaluate(candidates)
+        log.merges_tried += len(candidates)
+        allowed = []
+        for (i, j), result in zip(pairs, results):
+            members = [np.flatnonzero(queue_of == i), np.flatnonzero(queue_of == j)]
+            if within_limits(before, result, members, degradation, floor):
+                allowed.append(result.overall)
+            else:
+                allowed.append(math.inf)
+                log.merges_over_limit += 1
+        position = int(np.argmin(allowed))
+        if allowed[position] >= best:
             break
-        current, best = candidates[position], scores[position]
+        current, best = candidates[position], allowed[position]
+        log.merges_kept += 1
     return current, best
 
 
 def carve_pool(config: QueueConfig, history: History, evaluate: Evaluate, cores_per_node: int,
-               chunk: int = 1, degradation: float = 0.30, floor: float = 60.0) -> QueueConfig:
+               chunk: int = 1, degradation: float = 0.30, floor: float = 60.0,
+               stats: dict[str, int] | None = None) -> QueueConfig:
     """The hybrid pool (§III): shrink each partition by ``chunk`` nodes at a time while
     its queue's simulated mean wait stays within ``1 + degradation`` of the original
     (at least ``floor`` seconds, spec A14 iii) and never below its largest request;
@@ -258,7 +344,10 @@ def carve_pool(config: QueueConfig, history: History, evaluate: Evaluate, cores_
     Speed-up (spec A14 ii): the largest allowed reduction of every queue is found by a
     bisection run for all queues at once (queues are independent when partitioned);
     then, while the overall wait exceeds ``1 + degradation`` times the original,
-    one chunk is handed back round-robin (the paper's global stop rule).
+    one chunk is handed back round-robin (the paper's global stop rule; it acts only
+    when the queues are coupled or a queue's wait is under the ``floor``: otherwise
+    every queue within its own limit keeps the job-weighted mean within it too).
+    ``stats`` receives the chunks kept and the chunks the global stop handed back.
     """
     owners = [i for i, q in enumerate(config.queues) if not q.reservation]
     base = evaluate([config])[0]
@@ -287,8 +376,13 @@ def carve_pool(config: QueueConfig, history: History, evaluate: Evaluate, cores_
     cuts = dict(low)
     limit = (1 + degradation) * max(base.overall, floor)
     order = sorted(owners, key=lambda i: config.partitions[i])
+    handed_back = 0
     while sum(cuts.values()) and evaluate([shrunk(cuts)])[0].overall > limit:
         for i in order:
             if cuts[i]:
                 cuts[i] -= 1
+                handed_back += 1
+    if stats is not None:
+        stats["pool_chunks"] = sum(cuts.values())
+        stats["global_stop_chunks"] = handed_back
     return shrunk(cuts)

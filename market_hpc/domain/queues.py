@@ -37,7 +37,9 @@ class QueueSpec:
         priority: Queue priority (the hybrid pool's priority factor multiplies by it).
         reservation: Jobs run machine-wide through an advance reservation instead of
             a partition (the paper's *large* queue).
-        parent: Name of the queue this one was split from (DQR never merges siblings).
+        splits: Names of every queue split in this one's ancestry (DQR's splits and
+            the merges of their halves inherit them): two queues sharing one are
+            halves of a split, which DQR never merges back, directly or through a third.
     """
 
     name: str
@@ -47,7 +49,7 @@ class QueueSpec:
     max_wall: float = INF
     priority: float = 1.0
     reservation: bool = False
-    parent: str | None = None
+    splits: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_cores <= self.max_cores:

@@ -15,18 +15,28 @@ and collects it and adds ``queue_summary``.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 from market_hpc.algorithms.queues import apportion, proportional_partitions, scaled_table1
-from market_hpc.algorithms.queues_fit import NlpProblem, fit_cubic, share_floor, solve_nlp
+from market_hpc.algorithms.queues_fit import (
+    NlpProblem,
+    cross_r2,
+    epoch_weights,
+    fit_cubic,
+    settle,
+    share_floor,
+    weighted_waits,
+)
 from market_hpc.algorithms.queues_search import (
+    DqrLog,
     Evaluation,
     History,
     carve_pool,
@@ -41,24 +51,26 @@ from market_hpc.domain.platform import Platform
 from market_hpc.domain.queues import QueueConfig
 from market_hpc.experiment.config import QueuesConfig, RunConfig
 from market_hpc.experiment.executors import make_executor
-
-if TYPE_CHECKING:
-    import pandas as pd
+from market_hpc.experiment.queues_report import period_metrics, plan_row
 
 DAY = 86400.0
 SimTask = tuple[QueueJobs, int, float]
 
 
-def simulate_batch(tasks: Sequence[SimTask]) -> list[tuple[float, float]]:
-    """Run a batch of one-queue EASY simulations: (mean wait, utilisation) each."""
+SimResult = tuple[float, float, np.ndarray]
+
+
+def simulate_batch(tasks: Sequence[SimTask]) -> list[SimResult]:
+    """Run a batch of one-queue EASY simulations: (mean wait, utilisation, waits) each."""
     results = []
     for jobs, capacity, span in tasks:
         waits = easy_waits(jobs, capacity)
-        results.append((float(waits.mean()) if len(waits) else 0.0, utilisation(jobs, capacity, waits, span)))
+        results.append((float(waits.mean()) if len(waits) else 0.0, utilisation(jobs, capacity, waits, span),
+                        waits.astype(np.float32)))
     return results
 
 
-def map_batches(executor: Any, tasks: list[SimTask], batches: int) -> list[tuple[float, float]]:
+def map_batches(executor: Any, tasks: list[SimTask], batches: int) -> list[SimResult]:
     """Run ``tasks`` on a sweep executor in ``batches`` chunks, results in task order."""
     if not tasks:
         return []
@@ -95,7 +107,7 @@ class Simulator:
     cores_per_node: int
     executor: Any = None
     batches: int = 2
-    cache: dict[tuple[bytes, int], tuple[float, float]] = field(default_factory=dict)
+    cache: dict[tuple[bytes, int], SimResult] = field(default_factory=dict)
     seconds: float = 0.0
     runs: int = 0
 
@@ -109,18 +121,18 @@ class Simulator:
         pending: dict[tuple[bytes, int], SimTask] = {}
         for config in configs:
             queue_of, _, _ = self.history.per_queue(config)
-            rows: list[tuple[tuple[bytes, int] | None, int]] = []
+            rows: list[tuple[tuple[bytes, int] | None, np.ndarray]] = []
             for index, queue in enumerate(config.queues):
                 members = np.flatnonzero(queue_of == index)
                 if queue.reservation or not len(members):
-                    rows.append((None, len(members)))
+                    rows.append((None, members))
                     continue
                 key = (hashlib.blake2b(members.tobytes(), digest_size=16).digest(), config.partitions[index])
                 if key not in self.cache and key not in pending:
                     subset = QueueJobs(self.jobs.submit[members], self.jobs.run[members],
                                        self.jobs.estimate[members], self.jobs.cores[members])
                     pending[key] = (subset, config.partitions[index] * self.cores_per_node, self.span)
-                rows.append((key, len(members)))
+                rows.append((key, members))
             plans.append(rows)
         keys = list(pending)
         for key, result in zip(keys, map_batches(self.executor, [pending[k] for k in keys], self.batches)):
@@ -131,7 +143,11 @@ class Simulator:
         for rows in plans:
             waits = tuple(self.cache[k][0] if k is not None else math.nan for k, _ in rows)
             utils = tuple(self.cache[k][1] if k is not None else 0.0 for k, _ in rows)
-            out.append(Evaluation(waits, tuple(n for _, n in rows), utils))
+            job_waits = np.full(len(self.jobs), np.nan)
+            for cached, members in rows:
+                if cached is not None:
+                    job_waits[members] = self.cache[cached][2]
+            out.append(Evaluation(waits, tuple(len(m) for _, m in rows), utils, job_waits))
         return out
 
 
@@ -162,60 +178,88 @@ def epochs_of(jobs: QueueJobs, start: float, span: float, count: int) -> list[tu
 
 def dp_nlpm(pp: QueueConfig, simulator: Simulator, n_nodes: int, settings: QueuesConfig, start: float,
             rng: np.random.Generator) -> tuple[QueueConfig, dict[str, Any]]:
-    """Phase 1: lower bounds, sampled partition sets per epoch, cubic fits, SLSQP."""
+    """Phase 1: lower bounds, sampled partition sets per epoch, cubic fits, SLSQP.
+
+    A queue with no history jobs keeps its floor (its minimum: ``knee``); only the
+    queues with jobs are decision variables of the samples and the NLP.
+    """
     owners = [i for i, q in enumerate(pp.queues) if not q.reservation]
-    _, hours, largest = simulator.history.per_queue(pp)
+    queue_of, hours, largest = simulator.history.per_queue(pp)
+    counts = np.bincount(queue_of[queue_of >= 0], minlength=len(pp.queues))
     minimum = [0 if pp.queues[i].reservation else nodes_for(int(largest[i]), simulator.cores_per_node)
                for i in range(len(pp.queues))]
     lower = utilisation_bounds(pp, simulator, minimum, n_nodes, settings.lb_points, settings.tau_util)
-    floor = share_floor(n_nodes, [lower[i] for i in owners], [float(hours[i]) for i in owners], settings.alpha)
-    sets = sample_partitions(rng, settings.samples, floor, n_nodes,
-                             include=[apportion(n_nodes, [float(pp.partitions[i]) for i in owners], floor)])
-    weights = tuple((k + 1) / settings.epochs for k in range(settings.epochs))
-    surrogates, fits, sample_scores = [], [], np.zeros(len(sets))
-    epochs = []
-    for (epoch_jobs, span), weight in zip(epochs_of(simulator.jobs, start, simulator.span, settings.epochs), weights):
+    floor = dict(zip(owners, share_floor(n_nodes, [lower[i] for i in owners], [float(hours[i]) for i in owners],
+                                         settings.alpha)))
+    free = [i for i in owners if counts[i] > 0]
+    room = n_nodes - sum(floor[i] for i in owners if i not in free)
+    details: dict[str, Any] = {"lower": [lower[i] for i in owners], "floor": [floor[i] for i in owners],
+                               "jobs": [int(counts[i]) for i in owners], "r2": []}
+
+    def full(sizes: Sequence[int]) -> tuple[int, ...]:
+        out = [0] * len(pp.queues)
+        for i in owners:
+            out[i] = floor[i]
+        for i, size in zip(free, sizes):
+            out[i] = int(size)
+        return tuple(out)
+
+    if len(free) < 2:
+        sizes = [room] if free else []
+        return replace(pp, partitions=full(sizes), label="dpnlpm"), {**details, "source": "fallback"}
+    lows = [floor[i] for i in free]
+    sets = sample_partitions(rng, settings.samples, lows, room,
+                             include=[apportion(room, [float(pp.partitions[i]) for i in free], lows)])
+    weights = epoch_weights(settings.epochs)
+    surrogates, epoch_waits, epochs, cv = [], [], [], []
+    x = np.array(sets, dtype=float)[:, :-1] / n_nodes
+    for epoch_jobs, span in epochs_of(simulator.jobs, start, simulator.span, settings.epochs):
         epoch = Simulator(epoch_jobs, span, simulator.cores_per_node, simulator.executor, simulator.batches)
         epochs.append(epoch)
-        configs = [pp.with_partitions(_expand(pp, owners, s)) for s in sets]
-        waits = np.array([e.overall for e in epoch(configs)]) / 3600.0
+        waits = np.array([e.overall for e in epoch([pp.with_partitions(full(s)) for s in sets])]) / 3600.0
+        surrogates.append(fit_cubic(x, waits))
+        cv.append(round(cross_r2(x, waits), 3))
+        epoch_waits.append(waits)
+    sample_waits = weighted_waits(epoch_waits, weights)
+    order = np.argsort(sample_waits, kind="stable")
+    starts = [sets[0]] + [sets[i] for i in order[:19]]
+    problem = NlpProblem(room, tuple(lows), tuple(int(v) for v in np.max(sets, axis=0)), tuple(surrogates),
+                         weights, scale=n_nodes)
+
+    def simulate(sizes: tuple[int, ...]) -> float:
+        config = pp.with_partitions(full(sizes))
+        return sum(w * e([config])[0].overall / 3600.0 for w, e in zip(weights, epochs)) / sum(weights)
+
+    chosen, record = settle(problem, starts, sets, sample_waits, simulate)
+    for epoch in epochs:
         simulator.seconds += epoch.seconds
         simulator.runs += epoch.runs
-        x = np.array(sets, dtype=float)[:, :-1] / n_nodes
-        surrogate = fit_cubic(x, waits) if len(owners) > 1 else None
-        if surrogate is not None:
-            surrogates.append(surrogate)
-            fits.append(round(surrogate.r2, 3))
-        sample_scores += weight * waits
-    if len(owners) < 2:
-        return replace(pp, label="dpnlpm"), {"r2": fits}
-    order = np.argsort(sample_scores, kind="stable")
-    starts = [sets[0]] + [sets[i] for i in order[:19]]
-    problem = NlpProblem(n_nodes, floor, tuple(int(v) for v in np.max(sets, axis=0)), tuple(surrogates), weights)
-    sizes = solve_nlp(problem, starts)
-    # Check the surrogate's optimum by simulation (a guard the paper does not have): a cubic
-    # fitted to heavy-tailed waits can extrapolate into a region that is far worse than
-    # every sample; then the best simulated sample is kept instead.
-    candidate = pp.with_partitions(_expand(pp, owners, sizes))
-    before = [(e.seconds, e.runs) for e in epochs]
-    checked = sum(w * e([candidate])[0].overall / 3600.0 for w, e in zip(weights, epochs))
-    simulator.seconds += sum(e.seconds - b[0] for e, b in zip(epochs, before))
-    simulator.runs += sum(e.runs - b[1] for e, b in zip(epochs, before))
-    best = int(order[0])
-    source = "nlp"
-    if checked > sample_scores[best]:
-        sizes, source = sets[best], "best-sample"
-    chosen = replace(pp, partitions=_expand(pp, owners, sizes), label="dpnlpm")
-    return chosen, {"r2": fits, "lower": [lower[i] for i in owners], "floor": list(floor), "samples": len(sets),
-                    "chosen": source, "nlp_wait_h": round(checked, 3),
-                    "best_sample_wait_h": round(float(sample_scores[best]), 3)}
+    details.update(record)
+    details.update({"r2": [round(f.r2, 3) for f in surrogates], "cv_r2": cv, "samples": len(sets),
+                    "surface": Surface(x, tuple(epoch_waits), tuple(sets), problem, tuple(starts), simulate)})
+    return replace(pp, partitions=full(chosen), label="dpnlpm"), details
 
 
-def _expand(config: QueueConfig, owners: list[int], sizes: Sequence[int]) -> tuple[int, ...]:
-    full = [0] * len(config.queues)
-    for i, size in zip(owners, sizes):
-        full[i] = int(size)
-    return tuple(full)
+@dataclass(frozen=True)
+class Surface:
+    """What DP-NLPM sampled, for trying other surrogates on the same simulations
+    (``benchmarks/queues_surrogates.py``).
+
+    Attributes:
+        x: Sample points (free queues' sizes but the last, / machine nodes).
+        epoch_waits: Simulated mean wait (h) of every sample, per epoch.
+        sets: The sampled partition sets (free queues, nodes).
+        problem: The NLP (floors, upper bounds, cubic surrogates, weights).
+        starts: The NLP's starts.
+        simulate: Recency-weighted simulated wait (h) of a partition set.
+    """
+
+    x: np.ndarray
+    epoch_waits: tuple[np.ndarray, ...]
+    sets: tuple[tuple[int, ...], ...]
+    problem: NlpProblem
+    starts: tuple[tuple[int, ...], ...]
+    simulate: Callable[[tuple[int, ...]], float]
 
 
 @dataclass
@@ -246,14 +290,19 @@ def plan_period(history: Sequence[Job], start: float, span: float, platform: Pla
         rng = np.random.default_rng(np.random.SeedSequence([seed, int(start)]))
         configs["dpnlpm"], details["dpnlpm"] = dp_nlpm(pp, simulator, n_nodes, settings, start, rng)
     if any(s in strategies for s in ("dqr", "hybrid")):
-        found, wait = dqr(configs["dpnlpm"], simulator.history, simulator, cores_per_node, settings.max_queues)
+        log = DqrLog()
+        found, wait = dqr(configs["dpnlpm"], simulator.history, simulator, cores_per_node, settings.max_queues,
+                          settings.degradation, log=log)
         configs["dqr"] = replace(found, label="dqr")
-        details["dqr_wait_h"] = round(wait / 3600, 3)
+        partitioned = sum(1 for q in found.queues if not q.reservation)
+        details["dqr"] = {"wait_h": round(wait / 3600, 3), "queues": partitioned, **asdict(log)}
     if "hybrid" in strategies:
         chunk = nodes_for(settings.chunk_cores, cores_per_node)
+        stats: dict[str, int] = {}
         carved = carve_pool(configs["dqr"], simulator.history, simulator, cores_per_node, chunk,
-                            settings.degradation)
+                            settings.degradation, stats=stats)
         configs["hybrid"] = replace(carved, label="hybrid")
+        details["hybrid"] = {"pool_nodes": carved.pool, **stats}
     return PeriodPlan(configs, time.perf_counter() - began, simulator.seconds, simulator.runs, details)
 
 
@@ -335,38 +384,21 @@ def queue_summary(summary: dict[str, Any], frame: Any, run: QueueRun, jobs: Sequ
     """Add per-period metrics, the configurations in force and the planning cost to a
     finished multi-queue run's summary."""
     period = config.queues.period_days * DAY
-    summary["queue_periods"] = period_metrics(frame, jobs, period_starts(jobs, period), period,
-                                              run.model.platform.total_cores)
+    rows = period_metrics(frame, jobs, period_starts(jobs, period), period, run.model.platform.total_cores)
+    times = [when for when, _ in run.schedule]
+    for row in rows:
+        k = row["period"]
+        in_force = run.schedule[max(0, bisect.bisect_right(times, row["start"]) - 1)][1]
+        row.update(plan_row(in_force, run.plans[k - 1].details if 1 <= k <= len(run.plans) else {},
+                            in_force.label))
+    summary["queue_periods"] = rows
+    for row in rows:  # scalars: a sweep stores them in its per-run rows (``queues_report``)
+        for key, value in row.items():
+            if key not in ("period", "start"):
+                summary[f"period{row['period']}_{key}"] = value
     history = run.model.queue_agent.history  # the first entry is stamped at construction (t = 0)
     summary["queue_configs"] = [{"from": run.schedule[0][0] if k == 0 else when, "config": c.describe()}
                                 for k, (when, c) in enumerate(history)]
     summary["planning_seconds"] = sum(p.seconds for p in run.plans)
     summary["planning_simulation_seconds"] = sum(p.simulation_seconds for p in run.plans)
     summary["planning_simulations"] = sum(p.simulations for p in run.plans)
-
-
-BSLD_FLOOR = 10.0
-
-
-def period_metrics(frame: pd.DataFrame, jobs: Sequence[Job], starts: Sequence[float], period: float,
-                   total_cores: int) -> list[dict[str, Any]]:
-    """Mean and max wait, mean bounded slowdown (10 s) of the jobs submitted in each
-    period, and utilisation (busy core-seconds inside the period / capacity)."""
-    started = frame[frame["start_time"].notna()]
-    submit = started["submit_time"].to_numpy(float)
-    wait = started["wait_time"].to_numpy(float)
-    run = (started["end_time"] - started["start_time"]).to_numpy(float)
-    cores = started["cores"].to_numpy(float)
-    begin, end = started["start_time"].to_numpy(float), started["end_time"].to_numpy(float)
-    rows = []
-    for k, start in enumerate(starts):
-        stop = start + period
-        mine = (submit >= start) & (submit < stop)
-        overlap = np.clip(np.minimum(end, stop) - np.maximum(begin, start), 0, None)
-        bsld = np.maximum(1.0, (wait[mine] + run[mine]) / np.maximum(run[mine], BSLD_FLOOR))
-        rows.append({"period": k, "start": start, "jobs": int(mine.sum()),
-                     "mean_wait_h": float(wait[mine].mean() / 3600) if mine.any() else 0.0,
-                     "max_wait_h": float(wait[mine].max() / 3600) if mine.any() else 0.0,
-                     "bsld": float(bsld.mean()) if mine.any() else 0.0,
-                     "utilisation": float((cores * overlap).sum() / (total_cores * period))})
-    return rows

@@ -36,6 +36,7 @@ from matplotlib.ticker import FuncFormatter
 
 from market_hpc.errors import UnknownNameError
 from market_hpc.experiment.metrics_table import metric
+from market_hpc.experiment.queues_report import queue_tables
 from market_hpc.experiment.report_data import (
     TASK_GRAPH_TIME,
     Axis,
@@ -117,7 +118,10 @@ def write_report(directory: str | Path, metrics: Sequence[str] | None = None,
         written += tables
         if tables:
             paired[name] = tables[0]
-    written.append(write_html(out / "report.html", Path(directory), data, chosen, figures, paired))
+    queue_sections = queue_tables(frame, data.params, out)  # seed 004: per-period rows and claims
+    written += [path for _, path in queue_sections]
+    written.append(write_html(out / "report.html", Path(directory), data, chosen, figures, paired,
+                              queue_sections))
     return written
 
 

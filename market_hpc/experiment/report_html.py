@@ -130,8 +130,10 @@ def paired_section(name: str, csv: Path) -> str:
 
 
 def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[str],
-               figures: Sequence[Figureset], paired: dict[str, Path] | None = None) -> Path:
-    """Write the report page; return its path."""
+               figures: Sequence[Figureset], paired: dict[str, Path] | None = None,
+               tables: Sequence[tuple[str, Path]] = ()) -> Path:
+    """Write the report page (``paired``: metric -> paired-differences CSV; ``tables``: extra
+    (title, CSV file) sections); return its path."""
     manifest_file = directory / "sweep.json"
     manifest = json.loads(manifest_file.read_text()) if manifest_file.is_file() else {}
     title = f"Sweep report: {Path(manifest.get('sweep_file', str(directory))).name}"
@@ -157,6 +159,8 @@ def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[s
                          f"<img alt='{html.escape(figure.png.stem)}' src='data:image/png;base64,{encoded}'>"
                          f"<details><summary>table ({html.escape(figure.csv.name)})</summary>"
                          f"{_table(pd.read_csv(figure.csv))}</details>")
+    for title, table in tables:
+        parts.append(f"<h2>{html.escape(title)}</h2>" + _table(pd.read_csv(table)))
     parts.append("</body></html>\n")
     path.write_text("".join(parts), encoding="utf-8")
     return path

@@ -24,16 +24,17 @@ used, so the registered names run on any platform (conformance suite).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import cast
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any, cast
 
 import numpy as np
 
 from market_hpc.algorithms.allocation import units_fit
 from market_hpc.algorithms.easy import may_backfill, shadow_and_extra
+from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
 from market_hpc.algorithms.queues import default_config, layout, route
 from market_hpc.domain.job import Job
-from market_hpc.domain.platform import NodeType, Platform
 from market_hpc.domain.queues import QueueConfig
 from market_hpc.policies.base import (
     NOTHING,
@@ -45,47 +46,22 @@ from market_hpc.policies.base import (
     Start,
     View,
 )
+from market_hpc.policies.queues_views import (
+    Amounts,
+    GroupJobs,
+    SubView,
+    group_releases,
+    sub_platform,
+)
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import take_dense
 
 _CORE_UNIT = (1, 0, 0, 0)
 INF = float("inf")
-Amounts = tuple[float, ...]  # per resource; integers except the extra of a reservation
 
 
 def _totals(unit: tuple[int, ...], units: int) -> Amounts:
     return (units, 0, 0, 0) if unit == _CORE_UNIT else tuple(units * a for a in unit)
-
-
-def sub_platform(platform: Platform, lo: int, hi: int) -> Platform:
-    """The nodes ``[lo, hi)`` of ``platform`` as a platform of their own."""
-    types, start = [], 0
-    for node_type in platform.node_types:
-        first, last = max(lo, start), min(hi, start + node_type.count)
-        if first < last:
-            types.append(NodeType(node_type.name, last - first, node_type.cores, node_type.gpus,
-                                  node_type.mics, node_type.mem))
-        start += node_type.count
-    return Platform(f"{platform.name}[{lo}:{hi}]", tuple(types), platform.burst_buffer)
-
-
-class _SubView:
-    """What an allocator sees of one node range (indices relative to ``lo``)."""
-
-    def __init__(self, view: View, platform: Platform, free: np.ndarray, queue: list[Job], free_bb: float) -> None:
-        self.time = view.time
-        self.platform = platform
-        self.free = free
-        self.free_bb = free_bb
-        self.exclusive = view.exclusive
-        self.queue = queue
-
-    @property
-    def free_total(self) -> Amounts:
-        return tuple(self.free.sum(axis=0).tolist())
-
-    def expected_end(self, running: RunningJob) -> float:
-        return max(self.time, running.est_end)
 
 
 class QueueDispatcher:
@@ -100,6 +76,12 @@ class QueueDispatcher:
     # The per-job caches are pruned to the jobs in the system once they hold more than
     # twice those plus this many entries.
     prune_from = 1024
+    # Partitioned/hybrid passes read the routed queue agent's per-queue lists and columns
+    # (``_fast_groups``); False walks every waiting job instead (same schedules: a test and
+    # ``benchmarks/queues_routing.py`` compare both).
+    per_queue = True
+    # A partition's backfilling walk uses its queue's columns past this many waiting jobs.
+    columns_from = 64
 
     def __init__(self, allocator: Allocator, mode: str = "partitioned", config: QueueConfig | None = None) -> None:
         self.allocator = allocator
@@ -141,6 +123,8 @@ class QueueDispatcher:
         # Both are pruned to the jobs in the system once they outgrow them (``_prune``).
         self.home: dict[int, tuple[int, int]] = {}
         self.releases_of: dict[int, list[tuple[int, Amounts]]] = {}
+        # Waiting machine-wide jobs in arrival order (the per-queue path, ``_fast_groups``).
+        self.machine: dict[int, Job] = {}
         self._key = (id(platform), self.config)
 
     def _home(self, job: Job) -> int:
@@ -203,26 +187,34 @@ class QueueDispatcher:
             return NOTHING  # every start takes a job's cores: nothing fits, skip the pass
         self._prepare(view)
         self._prune(view)
-        queues: list[list[Job]] = [[] for _ in self.groups]
-        machine_jobs: list[Job] = []
-        home = self.home
-        for job in view.queue:
-            known = home.get(job.job_id)
-            group = known[0] if known is not None else self._home(job)
-            (machine_jobs if group < 0 else queues[group]).append(job)
+        routed = getattr(view, "routed_queue", None) if self.per_queue else None
+        fast = routed is not None and self.active.mode != "shared" and routed.config is self.active
+        queues: list[Iterable[Job]]
+        if fast:
+            machine_jobs, queues, columns = self._fast_groups(routed)
+        else:
+            machine_jobs, queues, columns = self._groups(view)
         free = view.free.copy()
         self.free_bb = view.free_bb  # what this pass's starts leave (``_take``)
         actions: list[Action] = []
-        per_group, machine = self._running_releases(view)
+        # Built on first need: a pass where no partition has a core left after its in-order
+        # starts (and every machine-wide job fits) never walks the running jobs.
+        known: list[tuple[list[list[tuple[float, Amounts]]], list[tuple[float, Amounts]]]] = []
+
+        def running_releases() -> tuple[list[list[tuple[float, Amounts]]], list[tuple[float, Amounts]]]:
+            if not known:
+                known.append(self._running_releases(view))
+            return known[0]
+
         started_ends: list[tuple[float, Amounts, int]] = []
         reservation: tuple[float, Amounts] = (INF, ())
         now = view.time
         for job in machine_jobs:
-            whole = _SubView(view, view.platform, free, machine_jobs, self.free_bb)
+            whole = SubView(view, view.platform, free, machine_jobs, self.free_bb)
             allocation = self.allocator.allocate(job, free, cast(View, whole))
             if allocation is None:
                 free_total = tuple(free.sum(axis=0).tolist())
-                releases = sorted(machine + [(e, a) for e, a, _ in started_ends])
+                releases = sorted(running_releases()[1] + [(e, a) for e, a, _ in started_ends])
                 reservation = shadow_and_extra(free_total, releases, _totals(job.unit, job.units))
                 break
             self._take(free, job, allocation, view.exclusive)
@@ -231,31 +223,92 @@ class QueueDispatcher:
         pool = self.pool_group
         waiting_for_pool: list[Job] = []
         for group, jobs in enumerate(queues):
-            if group == pool or not jobs:
+            if group == pool:
                 continue
-            reservation = self._easy(view, group, jobs, free, per_group[group], reservation, actions,
-                                     waiting_for_pool)
+            reservation = self._easy(view, group, jobs, free, partial(group_releases, running_releases, group), reservation, actions,
+                                     waiting_for_pool, columns[group])
+        if pool >= 0 and fast:
+            waiting_for_pool = self._pool_waiting(routed, free, actions)
         if pool >= 0 and waiting_for_pool:
             self._pool(view, waiting_for_pool, free, reservation, actions)
         return Decision(tuple(actions)) if actions else NOTHING
 
-    def _allocate(self, view: View, group: int, job: Job, free: np.ndarray, jobs: list[Job]) -> Allocation | None:
+    def _groups(self, view: View) -> tuple[list[Job], list[Iterable[Job]], list[QueueColumns | None]]:
+        """Machine-wide jobs and each group's jobs, by one walk over every waiting job."""
+        queues: list[list[Job]] = [[] for _ in self.groups]
+        machine_jobs: list[Job] = []
+        home = self.home
+        for job in view.queue:
+            known = home.get(job.job_id)
+            group = known[0] if known is not None else self._home(job)
+            (machine_jobs if group < 0 else queues[group]).append(job)
+        return machine_jobs, list(queues), [None] * len(self.groups)
+
+    def _fast_groups(self, routed: Any) -> tuple[list[Job], list[Iterable[Job]], list[QueueColumns | None]]:
+        """The same groups from the routed queue agent's per-queue lists, without a walk
+        over every waiting job: jobs that arrived since the last pass are the newest
+        (a tail of the arrival order), so only they are routed; each partition's jobs are
+        its queue agent's, in arrival order (oversized ones skipped: machine-wide), and
+        its columns let the backfilling walk visit only the jobs that may start."""
+        home = self.home
+        fresh = []
+        for job in reversed(routed.jobs.values()):
+            if job.job_id in home:
+                break
+            fresh.append(job)
+        for job in reversed(fresh):
+            if self._home(job) < 0:
+                self.machine[job.job_id] = job
+        waiting = routed.queue_of
+        machine_jobs = [job for job in self.machine.values() if job.job_id in waiting]
+        if len(machine_jobs) < len(self.machine):
+            self.machine = {job.job_id: job for job in machine_jobs}
+        queues: list[Iterable[Job]] = [() for _ in self.groups]
+        columns: list[QueueColumns | None] = [None] * len(self.groups)
+        for queue, group in zip(self.active.queues, self.group_of_queue):
+            if group >= 0:
+                agent = routed.queues[queue.name]
+                queues[group] = GroupJobs(agent.jobs, home, group)
+                if len(agent.jobs) > self.columns_from:  # short queues: the plain walk is cheaper
+                    columns[group] = agent.columns
+        return machine_jobs, queues, columns
+
+    def _pool_waiting(self, routed: Any, free: np.ndarray, actions: list[Action]) -> list[Job]:
+        """Partition jobs still waiting after the partitions' passes (the pool's
+        candidates), listed only when the pool has a free core."""
+        lo, hi = self.groups[self.pool_group]
+        if not free[lo:hi, 0].any():
+            return []
+        started = {action.job_id for action in actions if isinstance(action, Start)}
+        home = self.home
+        out = []
+        for queue, group in zip(self.active.queues, self.group_of_queue):
+            if group >= 0:
+                out += [job for job in routed.queues[queue.name].jobs.values()
+                        if home[job.job_id][0] == group and job.job_id not in started]
+        return out
+
+    def _allocate(self, view: View, group: int, job: Job, free: np.ndarray,
+                  jobs: Iterable[Job]) -> Allocation | None:
         lo, hi = self.groups[group]
         platform = self.platforms[group]
         if platform is None:
             return None
         block = free[lo:hi]
-        part = _SubView(view, platform, block, jobs, self.free_bb)
+        part = SubView(view, platform, block, jobs, self.free_bb)
         allocation = self.allocator.allocate(job, block, cast(View, part))
         if allocation is None:
             return None
         return tuple((node + lo, units) for node, units in allocation)
 
-    def _easy(self, view: View, group: int, jobs: list[Job], free: np.ndarray,
-              running: list[tuple[float, Amounts]], reservation: tuple[float, Amounts],
-              actions: list[Action], leftovers: list[Job]) -> tuple[float, Amounts]:
+    def _easy(self, view: View, group: int, jobs: Iterable[Job], free: np.ndarray,
+              running: Callable[[], list[tuple[float, Amounts]]], reservation: tuple[float, Amounts],
+              actions: list[Action], leftovers: list[Job],
+              columns: QueueColumns | None = None) -> tuple[float, Amounts]:
         """EASY on one partition, honouring the machine-wide reservation; returns the
-        reservation's remaining spare amounts."""
+        reservation's remaining spare amounts. With the partition queue's ``columns``
+        the backfilling walk visits only the jobs that may start (the others would be
+        skipped: ``QueueColumns.backfill_scan``) and collects no leftovers."""
         now = view.time
         lo, hi = self.groups[group]
         shadow_big, extra_big = reservation
@@ -282,8 +335,19 @@ class QueueDispatcher:
             return shadow_big, extra_big
         leftovers.append(head)
         free_total = tuple(free[lo:hi].sum(axis=0).tolist())
-        releases = sorted(running + started)
+        if not any(free_total):  # nothing free in the partition: nothing can backfill
+            if columns is None:
+                leftovers.extend(remaining)
+            return shadow_big, extra_big
+        releases = sorted(running() + started)
         shadow, extra = shadow_and_extra(free_total, releases, _totals(head.unit, head.units))
+        limits = None
+        if columns is not None:
+            if free_total[0] <= 0:
+                return shadow_big, extra_big
+            limits = BackfillLimits(free_total[0], extra[0])
+            remaining = (job for job in columns.backfill_scan(head.job_id, now, shadow, limits)
+                         if self.home[job.job_id][0] == group)
         for job in remaining:
             if job.units * job.unit[0] > free_total[0]:  # (every job when no core is free)
                 leftovers.append(job)
@@ -303,6 +367,8 @@ class QueueDispatcher:
                 extra = tuple(e - n for e, n in zip(extra, need))
             if uses_big:
                 extra_big = tuple(e - n for e, n in zip(extra_big, need))
+            if limits is not None:
+                limits.free_cores, limits.extra_cores = free_total[0], extra[0]
         return shadow_big, extra_big
 
     def _pool(self, view: View, jobs: list[Job], free: np.ndarray, reservation: tuple[float, Amounts],
