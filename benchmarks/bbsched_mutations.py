@@ -8,10 +8,8 @@ Edits source files in place for the duration of one pytest run each (restored in
 """
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
+from mutation_check import run_mutations
 
-ROOT = Path(__file__).resolve().parents[1]
 MUTATIONS = [
  ("multiplier 2->1", "market_hpc/algorithms/bbsched.py", "candidates = gain > 2.0 * node_loss", "candidates = gain > 1.0 * node_loss"),
  ("multiplier 2->3", "market_hpc/algorithms/bbsched.py", "candidates = gain > 2.0 * node_loss", "candidates = gain > 3.0 * node_loss"),
@@ -30,20 +28,5 @@ MUTATIONS = [
 TESTS = ["tests/test_bb_mechanisms.py", "tests/test_bbsched.py", "tests/test_bb_resource.py"]
 
 
-def main() -> None:
-    for name, path, old, new in MUTATIONS:
-        src = (ROOT / path).read_text()
-        assert old in src, name
-        (ROOT / path).write_text(src.replace(old, new))
-        try:
-            r = subprocess.run([".venv/bin/python", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *TESTS],
-                               capture_output=True, text=True, cwd=ROOT,
-                               check=False)
-            last = r.stdout.strip().splitlines()[-1]
-            print(f"{name:20s} {'CAUGHT' if r.returncode else 'SURVIVED'}  {last}", flush=True)
-        finally:
-            (ROOT / path).write_text(src)
-
-
 if __name__ == "__main__":
-    main()
+    raise SystemExit(run_mutations(MUTATIONS, TESTS))

@@ -3,13 +3,11 @@
     python benchmarks/queues_mutations.py
 
 Applies each mutation to the source, runs the seed 004 tests, restores the file, and
-prints which test failed (``rc=1``) or ``rc=0`` when no test noticed.
+prints which test failed (CAUGHT) or SURVIVED when no test noticed (``mutation_check.py``).
 """
 
-import pathlib
-import subprocess
+from mutation_check import run_mutations
 
-root = pathlib.Path(__file__).resolve().parents[1]
 M = [
  ("SLSQP output discarded", "market_hpc/algorithms/queues_fit.py", "sizes = _round(result.x * total, problem)", "sizes = _round(attempt * total, problem)"),
  ("SLSQP success not read", "market_hpc/algorithms/queues_fit.py", "            if result.success:", "            if True:"),
@@ -25,15 +23,6 @@ M = [
  ("per-queue merge limit ignored", "market_hpc/algorithms/queues_search.py", "            if now > (1 + degradation) * max(was, floor):", "            if False:"),
 ]
 tests = ["tests/test_queues.py", "tests/test_queues_mechanisms.py", "tests/test_queues_model.py"]
-for name, path, old, new in M:
-    f = root / path
-    src = f.read_text()
-    assert src.count(old) == 1, (name, src.count(old))
-    f.write_text(src.replace(old, new))
-    try:
-        r = subprocess.run([str(root / ".venv/bin/python"), "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
-                           check=False, cwd=root, capture_output=True, text=True)
-        failed = [l for l in r.stdout.splitlines() if l.startswith("FAILED")]
-        print(f"{name:40s} rc={r.returncode} {failed[:1]}", flush=True)
-    finally:
-        f.write_text(src)
+
+if __name__ == "__main__":
+    raise SystemExit(run_mutations(M, tests))
