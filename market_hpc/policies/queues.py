@@ -24,7 +24,8 @@ used, so the registered names run on any platform (conformance suite).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import heapq
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any, cast
 
@@ -49,19 +50,16 @@ from market_hpc.policies.base import (
 from market_hpc.policies.queues_views import (
     Amounts,
     GroupJobs,
+    RunningReleases,
     SubView,
-    group_releases,
     sub_platform,
+    totals,
 )
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import take_dense
 
-_CORE_UNIT = (1, 0, 0, 0)
 INF = float("inf")
-
-
-def _totals(unit: tuple[int, ...], units: int) -> Amounts:
-    return (units, 0, 0, 0) if unit == _CORE_UNIT else tuple(units * a for a in unit)
+_totals = totals
 
 
 class QueueDispatcher:
@@ -152,21 +150,13 @@ class QueueDispatcher:
             releases = self.releases_of
             self.releases_of = {r.seq: releases[r.seq] for r in view.running if r.seq in releases}
 
-    def _running_releases(self, view: View) -> tuple[list[list[tuple[float, Amounts]]], list[tuple[float, Amounts]]]:
-        """Per group and machine-wide: (expected end, amounts released) of running jobs."""
-        per_group: list[list[tuple[float, Amounts]]] = [[] for _ in self.groups]
-        machine = []
-        now = view.time
-        for running in view.running:
-            end = max(now, running.est_end)
-            machine.append((end, _totals(running.job.unit, running.units)))
-            parts = self.releases_of.get(running.seq)
-            if parts is None:
-                parts = self._split(running)
-                self.releases_of[running.seq] = parts
-            for group, amounts in parts:
-                per_group[group].append((end, amounts))
-        return per_group, machine
+    def _parts(self, running: RunningJob) -> list[tuple[int, Amounts]]:
+        """A running job's amounts per group (cached while it runs)."""
+        parts = self.releases_of.get(running.seq)
+        if parts is None:
+            parts = self._split(running)
+            self.releases_of[running.seq] = parts
+        return parts
 
     def _split(self, running: RunningJob) -> list[tuple[int, Amounts]]:
         allocation = running.allocation
@@ -197,14 +187,10 @@ class QueueDispatcher:
         free = view.free.copy()
         self.free_bb = view.free_bb  # what this pass's starts leave (``_take``)
         actions: list[Action] = []
-        # Built on first need: a pass where no partition has a core left after its in-order
-        # starts (and every machine-wide job fits) never walks the running jobs.
-        known: list[tuple[list[list[tuple[float, Amounts]]], list[tuple[float, Amounts]]]] = []
-
-        def running_releases() -> tuple[list[list[tuple[float, Amounts]]], list[tuple[float, Amounts]]]:
-            if not known:
-                known.append(self._running_releases(view))
-            return known[0]
+        # Read lazily: a pass walks the running jobs (in expected-end order) only as far as
+        # its shadow times need, and not at all when no partition has a core left after its
+        # in-order starts and every machine-wide job fits.
+        running_releases = RunningReleases(view.running, view.time, self._parts, len(self.groups))
 
         started_ends: list[tuple[float, Amounts, int]] = []
         reservation: tuple[float, Amounts] = (INF, ())
@@ -214,7 +200,7 @@ class QueueDispatcher:
             allocation = self.allocator.allocate(job, free, cast(View, whole))
             if allocation is None:
                 free_total = tuple(free.sum(axis=0).tolist())
-                releases = sorted(running_releases()[1] + [(e, a) for e, a, _ in started_ends])
+                releases = heapq.merge(running_releases.releases(-1), sorted((e, a) for e, a, _ in started_ends))
                 reservation = shadow_and_extra(free_total, releases, _totals(job.unit, job.units))
                 break
             self._take(free, job, allocation, view.exclusive)
@@ -225,7 +211,7 @@ class QueueDispatcher:
         for group, jobs in enumerate(queues):
             if group == pool:
                 continue
-            reservation = self._easy(view, group, jobs, free, partial(group_releases, running_releases, group), reservation, actions,
+            reservation = self._easy(view, group, jobs, free, partial(running_releases.releases, group), reservation, actions,
                                      waiting_for_pool, columns[group])
         if pool >= 0 and fast:
             waiting_for_pool = self._pool_waiting(routed, free, actions)
@@ -302,7 +288,7 @@ class QueueDispatcher:
         return tuple((node + lo, units) for node, units in allocation)
 
     def _easy(self, view: View, group: int, jobs: Iterable[Job], free: np.ndarray,
-              running: Callable[[], list[tuple[float, Amounts]]], reservation: tuple[float, Amounts],
+              running: Callable[[], Iterator[tuple[float, Amounts]]], reservation: tuple[float, Amounts],
               actions: list[Action], leftovers: list[Job],
               columns: QueueColumns | None = None) -> tuple[float, Amounts]:
         """EASY on one partition, honouring the machine-wide reservation; returns the
@@ -339,7 +325,9 @@ class QueueDispatcher:
             if columns is None:
                 leftovers.extend(remaining)
             return shadow_big, extra_big
-        releases = sorted(running() + started)
+        # Running jobs' releases and this pass's starts, merged in end order: the walk stops at
+        # the shadow time (ties within an end change no sum: amounts are integers).
+        releases = heapq.merge(running(), sorted(started))
         shadow, extra = shadow_and_extra(free_total, releases, _totals(head.unit, head.units))
         limits = None
         if columns is not None:

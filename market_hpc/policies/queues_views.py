@@ -15,11 +15,63 @@ from market_hpc.policies.base import RunningJob, View
 Amounts = tuple[float, ...]  # per resource; integers except the extra of a reservation
 
 
-def group_releases(releases: Callable[[], tuple[list[list[tuple[float, Amounts]]], list[tuple[float, Amounts]]]],
-                   group: int) -> list[tuple[float, Amounts]]:
-    """Partition ``group``'s (expected end, amounts) of running jobs, from the lazily
-    built lists of ``releases``."""
-    return releases()[0][group]
+_CORE_UNIT = (1, 0, 0, 0)
+
+
+def totals(unit: tuple[int, ...], units: int) -> Amounts:
+    """What ``units`` units of ``unit`` take, per resource."""
+    return (units, 0, 0, 0) if unit == _CORE_UNIT else tuple(units * a for a in unit)
+
+
+class RunningReleases:
+    """Running jobs' ``(expected end, amounts released)`` per partition and machine-wide,
+    in expected-end order, read lazily: the running jobs (sorted by ``(est_end, seq)``)
+    are walked only as far as the furthest reader has asked, so an EASY shadow time that
+    the first few releases reach costs those few, not every running job.
+
+    >>> from market_hpc.domain.job import Job
+    >>> def running(est, seq, node): return RunningJob(est, seq, Job(seq, 0.0, 1.0, 1.0), 0.0, ((node, 1),), 1)
+    >>> jobs = [running(3.0, 1, 0), running(5.0, 2, 1), running(7.0, 3, 0)]
+    >>> lazy = RunningReleases(jobs, 4.0, lambda r: [(r.allocation[0][0], (1, 0, 0, 0))], 2)
+    >>> next(lazy.releases(1)), lazy.walked        # the past estimate counts as now
+    ((5.0, (1, 0, 0, 0)), 2)
+    >>> [end for end, _ in lazy.releases(0)], [end for end, _ in lazy.releases(-1)]
+    ([4.0, 7.0], [4.0, 5.0, 7.0])
+    """
+
+    def __init__(self, running: Iterable[RunningJob], now: float,
+                 parts_of: Callable[[RunningJob], list[tuple[int, Amounts]]], n_groups: int) -> None:
+        self._running = running
+        self._source: Iterator[RunningJob] | None = None
+        self.now = now
+        self.parts_of = parts_of
+        self.per_group: list[list[tuple[float, Amounts]]] = [[] for _ in range(n_groups)]
+        self.machine: list[tuple[float, Amounts]] = []
+        self.walked = 0  # running jobs read so far
+
+    def _advance(self) -> bool:
+        if self._source is None:
+            self._source = iter(self._running)
+        running = next(self._source, None)
+        if running is None:
+            return False
+        self.walked += 1
+        end = max(self.now, running.est_end)
+        self.machine.append((end, totals(running.job.unit, running.units)))
+        for group, amounts in self.parts_of(running):
+            self.per_group[group].append((end, amounts))
+        return True
+
+    def releases(self, group: int) -> Iterator[tuple[float, Amounts]]:
+        """Partition ``group``'s releases (machine-wide for -1), by expected end."""
+        target = self.machine if group < 0 else self.per_group[group]
+        index = 0
+        while True:
+            while index >= len(target):
+                if not self._advance():
+                    return
+            yield target[index]
+            index += 1
 
 
 def sub_platform(platform: Platform, lo: int, hi: int) -> Platform:
