@@ -49,6 +49,9 @@ AUTO = "auto"
 DEFAULT_ALLOCATOR = "default"
 TRACE = "trace file"
 WORKLOADS = (AUTO, "lublin-feitelson", "taskgraphs", "eurora", TRACE)
+# Burst-buffer policies get seed 003's S1 requests (half the jobs ask for burst buffer)
+# and Theta's pool scaled to the platform, so their pool is used and drawn.
+BURST_BUFFER = {"scenario": "S1", "machine": "theta"}
 SECONDS = "s"
 TIME_UNITS = "time-units"
 
@@ -85,7 +88,24 @@ def workload_table(policy: str, workload: str, trace: str, n_jobs: int, load: fl
         table["load_factor"] = float(load)
     if market and kind != "taskgraphs":
         table["market"] = True
+    if uses_burst_buffer(policy):
+        table["burst_buffer"] = dict(BURST_BUFFER)
     return table
+
+
+def uses_burst_buffer(policy: str) -> bool:
+    """Whether the policy is one of seed 003's burst-buffer schedulers (``bb*``)."""
+    return policy.lower().startswith("bb")
+
+
+def with_burst_buffer(policy: str, platform: Platform) -> Platform:
+    """The platform with seed 003's pool for a burst-buffer policy (``BURST_BUFFER``:
+    Theta's pool scaled to the platform's cores), unchanged otherwise."""
+    if not uses_burst_buffer(policy) or platform.burst_buffer > 0:
+        return platform
+    from market_hpc.workload.burst_buffer import BurstBufferRule, with_capacity
+
+    return with_capacity(platform, BurstBufferRule(**BURST_BUFFER))  # type: ignore[arg-type]
 
 
 def with_accelerators(jobs: list[Job], platform: Platform, gpu_share: float, mic_share: float,
@@ -195,6 +215,8 @@ class VizModel(HPCModel):
         chosen = None if allocator in ("", DEFAULT_ALLOCATOR) else allocator
         try:
             resolved = load_platform(spec)
+            if not scenario:
+                resolved = with_burst_buffer(policy, resolved)
             policy_object = None
             if not scenario:  # built first: a failure here must not half-construct the model
                 policy_object = make_market_aware_policy(policy, chosen, float(hold_penalty))
