@@ -97,3 +97,14 @@ def test_burst_buffer_policy_gets_a_pool_that_jobs_use() -> None:
     used, total = burst_buffer_use(model)  # type: ignore[misc]
     assert total == 28_700.0 and 0 < used <= total
     assert used == sum(r.job.bb for r in model.running_by_end)
+
+
+def test_task_graph_jobs_scale_with_the_platform_so_curie_is_busy() -> None:
+    from market_hpc.domain.platform import load_platform
+    from visualization.model import MAX_SCALED_JOBS, VizModel, scaled_job_count
+
+    assert scaled_job_count(1500, load_platform("nodes=64,cores=32"), "maxvdh", "auto") == 3000
+    assert scaled_job_count(1500, load_platform("curie"), "maxvdh", "taskgraphs") == MAX_SCALED_JOBS
+    assert scaled_job_count(1500, load_platform("curie"), "maxvdh", "lublin-feitelson") == 1500
+    model = VizModel(platform="hpc2n", jobs=400, load=2.0)  # 120 nodes: 4 x 400 task graphs
+    assert model.n_jobs == 1600
