@@ -250,3 +250,29 @@ def test_scenario_file_steps_and_resets_with_new_parameters(scenario_page) -> No
     click_step(page, 4)
     running = re.search(r"running ([0-9,]+)", page.locator(".mhpc-status").inner_text())
     assert running and int(running.group(1).replace(",", "")) > 0, "no job started after Reset"
+
+
+def test_partitions_pool_and_burst_buffer_are_drawn(page) -> None:  # type: ignore[no-untyped-def]
+    """queues-hybrid: the node grid's legend names each partition and the pool; a
+    burst-buffer policy: the pool bar shows used and free GB once jobs run."""
+    select(page, "workload", "lublin-feitelson")
+    select(page, "policy (scheduler)", "queues-hybrid")
+    reset_and_read(page, "queues-hybrid on")
+    legend = page.locator(".mhpc-partitions")
+    legend.wait_for(timeout=10_000)
+    text = legend.inner_text()
+    assert "narrow: nodes 0-" in text and "shared pool: nodes" in text, text
+    assert page.locator(".mhpc-band i").count() == 3, text  # narrow, wide, pool (large: reservation)
+    click_step(page, 10)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "queues_hybrid.png"), full_page=True)
+    select(page, "policy (scheduler)", "bbsched")
+    select(page, "allocator", "first-fit")
+    reset_and_read(page, "bbsched + first-fit on")
+    assert page.locator(".mhpc-partitions").count() == 0
+    bar = page.locator(".mhpc-bb")
+    bar.wait_for(timeout=10_000)
+    click_step(page, 15)
+    assert eventually(lambda: not bar.inner_text().startswith("burst buffer: 0 GB used")), bar.inner_text()
+    assert re.search(r"burst buffer: [\d,]+ GB used, [\d,]+ GB free of [\d,]+ GB", bar.inner_text())
+    page.screenshot(path=str(SCREENSHOTS / "bbsched_pool.png"), full_page=True)

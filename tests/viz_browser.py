@@ -130,7 +130,16 @@ def wait_steps(page, steps: int, timeout: int = 20_000) -> None:  # type: ignore
 
 def select(page, label: str, value: str) -> None:  # type: ignore[no-untyped-def]
     page.locator(".v-select").filter(has_text=label).first.click()
-    page.locator(OPEN_MENU).get_by_role("option", name=value, exact=True).click()
+    menu = page.locator(OPEN_MENU)
+    options = menu.get_by_role("option")
+    option = menu.get_by_role("option", name=value, exact=True)
+    options.first.wait_for(timeout=10_000)
+    for _ in range(10):  # Vuetify renders long menus in pages of 20: scroll to load more
+        if option.count():
+            break
+        options.last.scroll_into_view_if_needed()
+        page.wait_for_timeout(200)
+    option.click()
     page.locator(OPEN_MENU).wait_for(state="detached", timeout=5_000)
 
 

@@ -13,8 +13,16 @@ from mesa.visualization.utils import update_counter
 
 from market_hpc.domain.resources import GPUS, MICS
 from visualization.model import VizModel, format_clock
-from visualization.node_grid import node_grid_pixels, png_bytes
-from visualization.panels import QueueRow, job_details, queue_layout, queue_rows, status
+from visualization.node_grid import BAND_COLOURS, node_grid_pixels, png_bytes
+from visualization.panels import (
+    QueueRow,
+    burst_buffer_use,
+    job_details,
+    queue_bands,
+    queue_layout,
+    queue_rows,
+    status,
+)
 from visualization.plots import TimeSeriesPlot, ValueCurvePlot
 
 selected_job = solara.reactive(0)
@@ -33,6 +41,11 @@ CSS = """
 .mhpc-table td, .mhpc-table th { padding: 0 6px !important; height: 22px !important; font-size: 12px; }
 .mhpc-table th { text-align: right !important; }
 .mhpc-table td { text-align: right; }
+.mhpc-partitions, .mhpc-bb { font-size: 12px; }
+.mhpc-band { margin-right: 10px; white-space: nowrap; }
+.mhpc-band i { display: inline-block; width: 10px; height: 10px; margin-right: 3px; vertical-align: -1px; }
+.mhpc-bar { display: inline-block; width: 200px; height: 10px; background: #e5e7eb; margin-right: 6px; vertical-align: -1px; }
+.mhpc-bar div { height: 100%; background: #7b1fa2; }
 """
 
 
@@ -90,10 +103,36 @@ def NodeGrid(model: VizModel) -> None:
         if model.error:
             solara.Error(f"The run stopped: {model.error}")
         solara.Image(png_bytes(pixels), classes=["mhpc-nodes"])
+        legend = partition_legend(model)
+        if legend:
+            solara.HTML(tag="div", unsafe_innerHTML=legend, classes=["mhpc-partitions"])
+        bb = burst_buffer_use(model)
+        if bb is not None:
+            solara.HTML(tag="div", unsafe_innerHTML=burst_buffer_bar(*bb), classes=["mhpc-bb"])
         solara.Text("one section per node type (partition), one row per node · "
                     "colour = job on the core · grey = free core (blue GPU, orange MIC) · "
                     "hatched = job resumed after a hold · red × = node a held job "
                     "waits to return from · black frame = selected job", classes=["mhpc-note"])
+
+
+def partition_legend(model: VizModel) -> str:
+    """HTML legend of the queue partitions and pool the node grid's marker cells show."""
+    parts = []
+    for index, (name, lo, hi) in enumerate(queue_bands(model)):
+        red, green, blue = BAND_COLOURS[index % len(BAND_COLOURS)]
+        parts.append(f'<span class="mhpc-band"><i style="background: rgb({red},{green},{blue})"></i>'
+                     f"{html.escape(name)}: nodes {lo:,}-{hi - 1:,}</span>")
+    if not parts:
+        return ""
+    return "partitions (strip left of each node row): " + " ".join(parts)
+
+
+def burst_buffer_bar(used: float, total: float) -> str:
+    """HTML bar of the burst-buffer pool: used and free GB."""
+    share = 100.0 * used / total if total else 0.0
+    return (f'<div class="mhpc-bar"><div style="width: {share:.1f}%"></div></div>'
+            f"burst buffer: <b>{used:,.0f} GB used</b>, {total - used:,.0f} GB free of {total:,.0f} GB "
+            f"({share:.0f} %)")
 
 
 @solara.component

@@ -146,8 +146,23 @@ def grid_geometry(platform: Platform) -> GridGeometry:
     return GridGeometry(width, offsets, rows, kind, tuple(sections), left - gap)
 
 
-def tile_nodes(geometry: GridGeometry, per_node: np.ndarray, background: object) -> np.ndarray:
-    """Arrange ``(n_nodes, node_width, ...)`` rows into the picture's sections and blocks."""
+def band_of_nodes(n_nodes: int, bands: list[tuple[str, int, int]]) -> np.ndarray:
+    """Index of the band (queue partition, pool) each node is in, -1 for none; a later
+    band wins where ranges overlap.
+
+    >>> band_of_nodes(6, [("a", 0, 2), ("b", 2, 5), ("pool", 5, 6)]).tolist()
+    [0, 0, 1, 1, 1, 2]
+    """
+    band = np.full(n_nodes, -1, dtype=np.int64)
+    for index, (_, lo, hi) in enumerate(bands):
+        band[max(0, lo):min(hi, n_nodes)] = index
+    return band
+
+
+def tile_nodes(geometry: GridGeometry, per_node: np.ndarray, background: object,
+               markers: np.ndarray | None = None) -> np.ndarray:
+    """Arrange ``(n_nodes, node_width, ...)`` rows into the picture's sections and blocks;
+    ``markers`` (one value per node) fills each node's marker cell, left of its row."""
     rest = per_node.shape[2:]
     picture = np.empty((geometry.rows, geometry.columns, *rest), dtype=per_node.dtype)
     picture[:] = background
@@ -163,6 +178,11 @@ def tile_nodes(geometry: GridGeometry, per_node: np.ndarray, background: object)
         padded[:section.count] = shown
         block = np.empty((geometry.rows, section.blocks, section.width, *rest), dtype=per_node.dtype)
         block[:] = background
+        if markers is not None:
+            marks = np.empty((slots, *rest), dtype=per_node.dtype)
+            marks[:] = background
+            marks[:section.count] = markers[section.first:section.first + section.count]
+            block[:, :, 0] = marks.reshape(section.blocks, geometry.rows, *rest).swapaxes(0, 1)
         block[:, :, 1:] = padded.reshape(section.blocks, geometry.rows, len(section.columns), *rest).swapaxes(0, 1)
         right = section.left + section.blocks * section.width
         picture[:, section.left:right] = block.reshape(geometry.rows, -1, *rest)

@@ -11,7 +11,11 @@ Decisions:
   scenario. ``auto`` picks task graphs from the bundled HLRS-like library for market
   policies (``scheduler_entry(name).market``) and a Lublin-Feitelson workload otherwise.
   Market policies on any other workload get value curves by the market rule
-  (``workload.market``). ``jobs`` is the generated count, or the first N jobs of a trace.
+  (``workload.market``). ``jobs`` is the generated count, or the first N jobs of a trace;
+  task-graph sets are scaled to the platform's nodes (``scaled_job_count``: 1,500 on
+  32 nodes, 20,000 at most, on Curie) so a large platform is busy.
+* Burst-buffer policies (``bb*``) get seed 003's S1 requests and Theta's pool scaled to
+  the platform (``with_burst_buffer``), so the pool bar has something to show.
 * ``load`` is the offered load of task-graph sets and the arrival-rate multiplier
   (``workload.load_factor``) of every other workload.
 * ``gpu_share``/``mic_share`` turn that share of the jobs into GPU/MIC jobs with the
@@ -49,6 +53,11 @@ AUTO = "auto"
 DEFAULT_ALLOCATOR = "default"
 TRACE = "trace file"
 WORKLOADS = (AUTO, "lublin-feitelson", "taskgraphs", "eurora", TRACE)
+# Burst-buffer policies get seed 003's S1 requests (half the jobs ask for burst buffer)
+# and Theta's pool scaled to the platform, so their pool is used and drawn.
+BURST_BUFFER = {"scenario": "S1", "machine": "theta"}
+REFERENCE_NODES = 32  # the default platform's nodes: task-graph job counts scale from it
+MAX_SCALED_JOBS = 20_000  # 30,000 on Curie: some steps took minutes (measured, shared machine)
 SECONDS = "s"
 TIME_UNITS = "time-units"
 
@@ -69,7 +78,7 @@ def platform_spec(platform: str, nodes: int, cores: int, gpus: int, mics: int) -
 def workload_table(policy: str, workload: str, trace: str, n_jobs: int, load: float) -> dict[str, Any]:
     """The scenario ``[workload]`` table of the controls (see the module docstring)."""
     market = scheduler_entry(policy).market
-    kind = workload if workload != AUTO else ("taskgraphs" if market else "lublin-feitelson")
+    kind = workload_kind(policy, workload)
     if kind == TRACE:
         if not trace.strip():
             raise ConfigError("workload 'trace file' needs the path of an SWF trace in the "
@@ -85,7 +94,61 @@ def workload_table(policy: str, workload: str, trace: str, n_jobs: int, load: fl
         table["load_factor"] = float(load)
     if market and kind != "taskgraphs":
         table["market"] = True
+    if uses_burst_buffer(policy):
+        table["burst_buffer"] = dict(BURST_BUFFER)
     return table
+
+
+def workload_kind(policy: str, workload: str) -> str:
+    """What ``auto`` means for the policy: task graphs for market policies, else a
+    Lublin-Feitelson workload; any other choice is itself."""
+    if workload != AUTO:
+        return workload
+    return "taskgraphs" if scheduler_entry(policy).market else "lublin-feitelson"
+
+
+def scaled_job_count(n_jobs: int, platform: Platform, policy: str, workload: str) -> int:
+    """The jobs to generate: the ``jobs`` control, times the platform's nodes over
+    ``REFERENCE_NODES`` for task-graph sets, at most ``MAX_SCALED_JOBS``.
+
+    A task-graph job runs on one node and the arrival rate grows with the platform's
+    cores, so 1,500 jobs on Curie (5,544 nodes) all arrive within a minute and never
+    hold more than 6 % of the cores (measured). With 20,000 jobs, Curie at load 2 had a
+    median of 65 % and at most 83 % of its cores busy over the first 40 steps (the run
+    lasts 75 simulated seconds), a step taking 11 ms on average and 0.21 s at most. Scaling the count with the nodes keeps the same
+    number of jobs per node as the default platform (32 nodes); the cap keeps a Reset
+    to a second and a step to tenths of a second. Lublin-Feitelson job sizes
+    already grow with the platform (81 % of Curie's cores busy at load 2 with 1,500
+    jobs), and traces and scenarios are left as they are.
+
+    >>> scaled_job_count(1500, load_platform("nodes=32,cores=16"), "maxvdh", AUTO)
+    1500
+    >>> scaled_job_count(100, load_platform("nodes=320,cores=16"), "maxvdh", AUTO)
+    1000
+    >>> scaled_job_count(1500, load_platform("curie"), "maxvdh", AUTO)
+    20000
+    >>> scaled_job_count(1500, load_platform("curie"), "easy", AUTO)
+    1500
+    """
+    if workload_kind(policy, workload) != "taskgraphs":
+        return int(n_jobs)
+    scaled = int(n_jobs) * max(1, round(platform.n_nodes / REFERENCE_NODES))
+    return max(int(n_jobs), min(scaled, MAX_SCALED_JOBS))
+
+
+def uses_burst_buffer(policy: str) -> bool:
+    """Whether the policy is one of seed 003's burst-buffer schedulers (``bb*``)."""
+    return policy.lower().startswith("bb")
+
+
+def with_burst_buffer(policy: str, platform: Platform) -> Platform:
+    """The platform with seed 003's pool for a burst-buffer policy (``BURST_BUFFER``:
+    Theta's pool scaled to the platform's cores), unchanged otherwise."""
+    if not uses_burst_buffer(policy) or platform.burst_buffer > 0:
+        return platform
+    from market_hpc.workload.burst_buffer import BurstBufferRule, with_capacity
+
+    return with_capacity(platform, BurstBufferRule(**BURST_BUFFER))  # type: ignore[arg-type]
 
 
 def with_accelerators(jobs: list[Job], platform: Platform, gpu_share: float, mic_share: float,
@@ -195,6 +258,8 @@ class VizModel(HPCModel):
         chosen = None if allocator in ("", DEFAULT_ALLOCATOR) else allocator
         try:
             resolved = load_platform(spec)
+            if not scenario:
+                resolved = with_burst_buffer(policy, resolved)
             policy_object = None
             if not scenario:  # built first: a failure here must not half-construct the model
                 policy_object = make_market_aware_policy(policy, chosen, float(hold_penalty))
@@ -203,7 +268,8 @@ class VizModel(HPCModel):
                     scenario, policy, spec, float(load), int(seed), float(hold_penalty))
                 chosen = chosen or scenario_allocator
             else:
-                workload_jobs = generated_jobs(policy, resolved, int(jobs), float(load), int(seed),
+                count = int(jobs) if workload == TRACE else scaled_job_count(int(jobs), resolved, policy, workload)
+                workload_jobs = generated_jobs(policy, resolved, count, float(load), int(seed),
                                                workload, trace)
                 if workload != "eurora":
                     workload_jobs = with_accelerators(workload_jobs, resolved, gpu_share, mic_share, seed)

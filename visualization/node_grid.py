@@ -27,6 +27,7 @@ from visualization.grid_layout import (
     LABEL_HEIGHT,
     GridGeometry,
     add_labels,
+    band_of_nodes,
     grid_geometry,
     picture_scale,
     tile_nodes,
@@ -36,6 +37,10 @@ __all__ = ["GridGeometry", "cell_owners", "grid_geometry", "node_grid_pixels", "
 
 FREE = 0
 BACKGROUND = (1.0, 1.0, 1.0)
+# Queue partitions and the hybrid pool: the marker cell left of each node row (and the
+# legend under the grid) in these colours, in band order (``panels.queue_bands``).
+BAND_COLOURS = ((31, 119, 180), (255, 127, 14), (44, 160, 44), (148, 103, 189), (140, 86, 75),
+                (227, 119, 194), (188, 189, 34), (23, 190, 207))
 FREE_COLOURS = {CORES: (0.90, 0.91, 0.93), GPUS: (0.84, 0.91, 0.98), MICS: (0.98, 0.90, 0.82)}
 
 
@@ -139,12 +144,21 @@ def node_grid_pixels(model: HPCModel, selected: int | None = None) -> np.ndarray
     large enough, two label lines (node types, node ranges), jobs resumed after a hold
     hatched, a red cross left of nodes whose held jobs wait to resume, the selected job
     outlined in black."""
+    from visualization.panels import queue_bands
+
     geometry = grid_geometry(model.platform)
     owner = cell_owners(model)
     codes, palette, resumed_codes = cell_codes(model, owner)
+    markers = None
+    bands = queue_bands(model)
+    if bands:  # marker cells in the band colours, appended to the palette
+        band = band_of_nodes(model.platform.n_nodes, bands)
+        markers = np.where(band >= 0, len(palette) + band % len(BAND_COLOURS), 0).astype(codes.dtype)
+        palette = np.vstack([palette, np.asarray(BAND_COLOURS, dtype=np.uint8)])
+        resumed_codes = np.r_[resumed_codes, np.zeros(len(BAND_COLOURS), dtype=bool)]
     scale = picture_scale(geometry)
     rows_of, columns_of = scale.index(geometry.rows), scale.index(geometry.columns)
-    pixel_codes = tile_nodes(geometry, codes, 0)[rows_of][:, columns_of]
+    pixel_codes = tile_nodes(geometry, codes, 0, markers)[rows_of][:, columns_of]
     body = palette[pixel_codes]
     if resumed_codes.any():
         hatch = resumed_codes[pixel_codes]

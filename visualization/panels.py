@@ -150,15 +150,12 @@ def queue_layout(model: HPCModel) -> str:
     """How the waiting jobs are split, for the queue tile: one queue, or seed 004's
     partitions (node ranges per queue, machine-wide reservation queues, the hybrid pool),
     so a job waiting beside idle nodes of another partition is explained."""
-    policy = model.policy
-    mode = getattr(policy, "mode", None)
-    if mode is None or not hasattr(policy, "configure"):
+    config = _queue_config(model)
+    if config is None:
         return "one queue"
-    from market_hpc.algorithms.queues import default_config, layout
+    from market_hpc.algorithms.queues import layout
 
     platform = model.platform
-    config = getattr(policy, "config", None) or default_config(mode, platform.n_nodes,
-                                                                platform.total_cores)
     if config.mode == "shared":
         return f"{len(config.queues)} queues sharing every node (one EASY)"
     ranges, pool = layout(config, platform.n_nodes)
@@ -173,3 +170,40 @@ def queue_layout(model: HPCModel) -> str:
     pool_note = " (or in the shared pool, by priority factor)" if config.mode == "hybrid" else ""
     return (f"{len(config.queues)} queues, each on its own partition; a job waits for its "
             f"queue's nodes{pool_note} even when other nodes are idle: " + "; ".join(parts))
+
+
+def _queue_config(model: HPCModel):  # type: ignore[no-untyped-def]
+    """The seed 004 queue configuration the policy uses (None: one queue)."""
+    policy = model.policy
+    mode = getattr(policy, "mode", None)
+    if mode is None or not hasattr(policy, "configure"):
+        return None
+    from market_hpc.algorithms.queues import default_config
+
+    platform = model.platform
+    return getattr(policy, "config", None) or default_config(mode, platform.n_nodes, platform.total_cores)
+
+
+def queue_bands(model: HPCModel) -> list[tuple[str, int, int]]:
+    """The node ranges ``(name, lo, hi)`` the node grid marks: one per queue that owns a
+    partition, then the hybrid pool; none for one queue or queues sharing every node
+    (reservation queues are machine-wide, so they own no band)."""
+    config = _queue_config(model)
+    if config is None or config.mode == "shared":
+        return []
+    from market_hpc.algorithms.queues import layout
+
+    ranges, pool = layout(config, model.platform.n_nodes)
+    bands = [(queue.name, lo, hi) for queue, (lo, hi) in zip(config.queues, ranges, strict=True)
+             if not queue.reservation and hi > lo]
+    if config.mode == "hybrid" and pool[1] > pool[0]:
+        bands.append(("shared pool", pool[0], pool[1]))
+    return bands
+
+
+def burst_buffer_use(model: HPCModel) -> tuple[float, float] | None:
+    """Burst buffer in use and its capacity in GB (None: the platform has none)."""
+    total = float(model.platform.burst_buffer)
+    if total <= 0:
+        return None
+    return total - float(model.free_bb), total
