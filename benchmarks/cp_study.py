@@ -79,16 +79,14 @@ def one_run(task: tuple[str, str, int, int, int]) -> dict[str, Any]:
 
 def paired(runs: list[dict[str, Any]], system: str, a: str, b: str, metric: str) -> tuple[float, float, float, int]:
     """Mean paired difference a - b over (seed, window) and its 95% t interval."""
-    from scipy import stats
+    from market_hpc.experiment.stats import t_interval
 
     by = {(r["scheduler"], r["seed"]): r for r in runs if r["system"] == system}
     diffs = [wa[metric] - wb[metric] for (s, seed), r in by.items() if s == a and (b, seed) in by
              for wa, wb in zip(r["windows"], by[b, seed]["windows"])]
-    d = np.asarray(diffs)
-    if len(d) < 2:
-        return float(d.mean()) if len(d) else float("nan"), float("nan"), float("nan"), len(d)
-    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
-    return float(d.mean()), float(d.mean() - half), float(d.mean() + half), len(d)
+    if not diffs:
+        return float("nan"), float("nan"), float("nan"), 0
+    return (*t_interval(diffs), len(diffs))
 
 
 def report(runs: list[dict[str, Any]]) -> None:
