@@ -116,6 +116,12 @@ def test_timestamps_iso_and_epoch() -> None:
     (row(end="2024-03-01T00:00:05"), "end", "before Start"),
     (row(mem="lots"), "reqmem", "is not a memory size"),
     (row() + "|extra", "line", "expected 15 '|'-separated fields"),
+    # ASCII numbers only, as in every reader (issue 28): Arabic-Indic digits, underscores
+    (row(start="\u0661\u0667\u0660\u0669"), "start", "ASCII digits only"),
+    (row(elapsed="\u0660\u0661:00:00"), "elapsed", "is not a duration"),
+    (row(ncpus="\u0668"), "ncpus", "is not a whole number"),
+    (row(job_id="\u0661\u0662"), "jobid", "is not a Slurm job id"),
+    (row(alloc_tres="cpu=8,gres/gpu=1_0"), "alloctres", "GPU count must be a whole number"),
 ])
 def test_malformed_lines_name_file_line_field(tmp_path: Path, bad: str, field: str,
                                               message: str) -> None:

@@ -169,7 +169,7 @@ class _Line:
 
 
 def _whole(text: str) -> int:
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise ValueError(f"{text!r} is not a whole number")
     return int(text)
 

@@ -11,14 +11,17 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from market_hpc.validation import parse_ascii_number
+
 # Words sacct prints for a time that is not known (not started, still running).
 UNKNOWN_TIMES = frozenset({"", "unknown", "none", "n/a"})
 # Words sacct prints for a time limit that is not a number (no estimate).
 NO_LIMIT = frozenset({"", "unlimited", "infinite", "partition_limit", "none"})
 
-_DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+(?:\.\d+)?))?$")
-_JOB_ID = re.compile(r"^(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+(\d+))?(?:\.(.+))?$")
-_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)([cn]?)$", re.IGNORECASE)
+# re.ASCII: \d is 0-9 only, as everywhere numbers enter (market_hpc.validation).
+_DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+(?:\.\d+)?))?$", re.ASCII)
+_JOB_ID = re.compile(r"^(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+(\d+))?(?:\.(.+))?$", re.ASCII)
+_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)([cn]?)$", re.IGNORECASE | re.ASCII)
 _MIB = {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3, "": 1.0}
 
 
@@ -39,6 +42,8 @@ def parse_timestamp(text: str) -> float | None:
     word = text.strip()
     if word.lower() in UNKNOWN_TIMES:
         return None
+    if not word.isascii():
+        raise ValueError(f"{text!r} is not a time (ASCII digits only)")
     if word.isdigit():
         return float(word)
     try:
@@ -157,8 +162,8 @@ def tres_gpus(text: str) -> int:
         key, _, value = item.strip().partition("=")
         if not key.startswith("gres/gpu"):
             continue
-        count = float(value)
-        if not (math.isfinite(count) and count >= 0 and count == math.floor(count)):
+        count = parse_ascii_number(value)
+        if count is None or not (count >= 0 and count == math.floor(count)):
             raise ValueError(f"{item!r}: GPU count must be a whole number")
         if key == "gres/gpu":
             total = int(count)
