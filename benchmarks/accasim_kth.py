@@ -265,7 +265,7 @@ def run_ours_in_process(trace: Path) -> tuple[dict[int, tuple[float, float, floa
         from market_hpc.workload import read_swf
     except ImportError:
         from market_hpc.workload.swf import read_swf
-    from market_hpc.model import HPCModel
+    from market_hpc.core.model import HPCModel
 
     start = time.perf_counter()
     workload = read_swf(trace)

@@ -76,7 +76,7 @@ def cases() -> list[tuple[str, str, Any]]:
 
 def run(scheduler: str, platform: str, jobs: list[Any], exclusive: bool) -> dict[str, Any]:
     """Starts, allocations and model digests of one run."""
-    from market_hpc.model import HPCModel
+    from market_hpc.core.model import HPCModel
 
     with model_digests() as digests:
         model = HPCModel(jobs, platform=platform, scheduler=scheduler, exclusive=exclusive, seed=3,

@@ -55,7 +55,7 @@ def workload(jobs: int) -> tuple[str, str, list[Any]]:
 def measure(scheduler: str, jobs: int) -> dict[str, Any]:
     """Decisions, decide seconds and solve seconds of one replay."""
     from market_hpc.algorithms import cp_instance, cp_pcp20, cp_pooled
-    from market_hpc.model import HPCModel
+    from market_hpc.core.model import HPCModel
 
     name, platform, loaded = workload(jobs)
     solve_seconds = [0.0]

@@ -50,9 +50,9 @@ def config(system: str, scheduler: str, seed: int, jobs: int) -> dict[str, Any]:
 
 def one_run(task: tuple[str, str, int, int, int]) -> dict[str, Any]:
     """Simulate one (system, scheduler, seed); per-window job metrics and the summary."""
+    from market_hpc.core.metrics import slowdowns
     from market_hpc.experiment.config import config_from_dict
     from market_hpc.experiment.run import simulate
-    from market_hpc.metrics import slowdowns
 
     system, scheduler, seed, jobs, windows = task
     began = time.perf_counter()

@@ -52,7 +52,7 @@ def workload(length: int, seed: int = 1, market: bool = True) -> list[Any]:
 
 def decision_state(policy_name: str, jobs: list[Any]) -> tuple[Any, Any]:
     """A model stopped at t=2 before its decision, and its policy."""
-    from market_hpc.model import HPCModel, make_market_aware_policy
+    from market_hpc.core.model import HPCModel, make_market_aware_policy
     from market_hpc.policies.base import NOTHING
 
     policy = make_market_aware_policy(policy_name, None, 0.0)

@@ -10,7 +10,7 @@ completions, Python lists and plain ints: no Mesa, no agents, no numpy per event
 With single-unit jobs on identical one-resource nodes, first-fit places a job whenever
 the total free count covers it, so free processors are one integer.
 
-Semantics (the project's; see ``market_hpc/model.py`` and ``policies/classic.py``):
+Semantics (the project's; see ``market_hpc/core/model.py`` and ``policies/classic.py``):
 
 * each instant: completions first, then arrivals (same-second arrivals in job-id order),
   then one decision when the queue is not empty; a job of run time 0 completes at a
@@ -231,7 +231,7 @@ def resolve_trace(name: str) -> tuple[Path, int | None, str | None]:
 
 def run_ours(jobs: list[Job], platform: str, scheduler: str) -> tuple[pd.DataFrame, float, float]:
     """Our in-process simulation; returns (frame, seconds to build+run, seconds for the frame)."""
-    from market_hpc.model import HPCModel
+    from market_hpc.core.model import HPCModel
 
     began = time.perf_counter()
     model = HPCModel(jobs, platform, scheduler, "first-fit", record_timeseries=False)

@@ -154,11 +154,11 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
 # ------------------------------------------------------------------ ablations
 def ablation_run(task: tuple[str, str, str, int, str]) -> dict[str, Any]:
     """One run outside the grid (executed in a worker process)."""
+    from market_hpc.core.metrics import mean_queue_size, slowdowns
+    from market_hpc.core.model import HPCModel
+    from market_hpc.core.predictors import make_predictor
     from market_hpc.domain.platform import PRESETS, Platform
-    from market_hpc.metrics import mean_queue_size, slowdowns
-    from market_hpc.model import HPCModel
     from market_hpc.policies import make_policy
-    from market_hpc.predictors import make_predictor
     from market_hpc.workload.eurora import MONTHS, eurora_like
 
     variant, scheduler, allocator, seed, month = task

@@ -89,8 +89,8 @@ def queue_config(mode: str, procs: int):  # type: ignore[no-untyped-def]
 @contextlib.contextmanager
 def without_shortcut(policy: str) -> Iterator[None]:
     """Turn the policy's long-queue shortcut off for the block."""
+    from market_hpc.core.view import ModelView
     from market_hpc.policies.classic import Easy
-    from market_hpc.view import ModelView
 
     if policy == "easy":
         saved = Easy.columns_from
@@ -131,7 +131,7 @@ def without_shortcut(policy: str) -> Iterator[None]:
 
 def run_once(policy: str, jobs: list, procs: int) -> tuple[float, np.ndarray, float]:
     """(seconds, start times by job order, mean queue length at decisions)."""
-    from market_hpc.model import HPCModel
+    from market_hpc.core.model import HPCModel
     from market_hpc.policies import make_policy
 
     platform = f"nodes={procs},cores=1"

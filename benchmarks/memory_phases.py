@@ -63,7 +63,7 @@ def main() -> int:
     args = parser.parse_args()
     began = time.perf_counter()
     phase("start (python)", began)
-    import market_hpc.model  # noqa: F401  (mesa, pandas, numpy, the policies)
+    import market_hpc.core.model  # noqa: F401  (mesa, pandas, numpy, the policies)
     from market_hpc.experiment import config_from_dict
     from market_hpc.experiment.run import simulate
     from market_hpc.experiment.streaming import simulate_streaming

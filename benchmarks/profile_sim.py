@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    from market_hpc.model import HPCModel
+    from market_hpc.core.model import HPCModel
     from market_hpc.workload import read_swf
 
     file, platform = KNOWN.get(args.trace, (args.trace, None))

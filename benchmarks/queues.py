@@ -21,11 +21,11 @@ import sys
 import time
 from pathlib import Path
 
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.platform import load_platform
 from market_hpc.experiment.config import QueuesConfig
 from market_hpc.experiment.queues import plan_period
 from market_hpc.experiment.sweep_exec import make_executor
-from market_hpc.model import HPCModel
 from market_hpc.policies import make_policy
 from market_hpc.workload import read_swf, time_slice
 
@@ -35,7 +35,7 @@ CURIE_PLATFORM = "nodes=5040,cores=16"  # Curie's thin nodes (docs/queues.md)
 MONTH = 30 * 86400.0
 REPLAY = """
 import sys, time
-from market_hpc.model import HPCModel
+from market_hpc.core.model import HPCModel
 from market_hpc.workload import read_swf, time_slice
 jobs = list(time_slice(read_swf(sys.argv[1]).jobs, float(sys.argv[2]), float(sys.argv[3])))
 best = 1e9

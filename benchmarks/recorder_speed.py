@@ -3,7 +3,7 @@
 
 A replay runs once with a recorder that also keeps every ``job_left``, ``segment`` and
 ``busy`` call. Those calls are then fed, in their order, to the recorder of this
-checkout and to ``market_hpc/recorder.py`` as it was at ``--before`` (read with
+checkout and to ``market_hpc/core/recorder.py`` as it was at ``--before`` (read with
 ``git show``), and each side's ``jobs_frame()`` and ``write_jobs_csv()`` are timed (CPU
 time, best of ``--repeat``). The frames must be equal and the CSV files identical. The
 loop that feeds the calls is timed alone too (a recorder whose methods do nothing) and
@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd
 
-from market_hpc import recorder as after
-from market_hpc.model import HPCModel
+from market_hpc.core import recorder as after
+from market_hpc.core.model import HPCModel
 from market_hpc.workload import read_swf
 
 TRACES = {"kth": ("KTH-SP2-1996-2.1-cln.swf.gz", "nodes=100,cores=1"),
@@ -45,11 +45,11 @@ METHODS = ("job_left", "segment", "busy")
 
 
 def recorder_before(commit: str) -> types.ModuleType:
-    """``market_hpc/recorder.py`` at ``commit``, as a module of its own."""
-    source = subprocess.run(["git", "show", f"{commit}:market_hpc/recorder.py"], cwd=ROOT,
+    """``market_hpc/core/recorder.py`` at ``commit``, as a module of its own."""
+    source = subprocess.run(["git", "show", f"{commit}:market_hpc/core/recorder.py"], cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout
     module = types.ModuleType("recorder_before")
-    exec(compile(source, f"{commit}:market_hpc/recorder.py", "exec"), module.__dict__)  # noqa: S102
+    exec(compile(source, f"{commit}:market_hpc/core/recorder.py", "exec"), module.__dict__)  # noqa: S102
     return module
 
 

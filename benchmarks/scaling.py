@@ -84,7 +84,7 @@ def run_row(scheduler: str, nodes: int, n_jobs: int, load_nodes: int) -> dict[st
     sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
     from heapq_yardstick import yardstick
 
-    from market_hpc.model import HPCModel
+    from market_hpc.core.model import HPCModel
 
     arrays = workload(n_jobs, load_nodes)
     gc.collect()

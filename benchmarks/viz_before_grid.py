@@ -22,10 +22,10 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.colors import hsv_to_rgb
 
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import JobStatus
 from market_hpc.domain.platform import Platform
 from market_hpc.domain.resources import CORES, GPUS, MICS
-from market_hpc.model import HPCModel
 
 ABSENT, FREE = -1, 0
 BACKGROUND = (1.0, 1.0, 1.0)

@@ -16,10 +16,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from market_hpc.core.model import HPCModel
+from market_hpc.core.recorder import TIMESERIES_COLUMNS
 from market_hpc.domain.platform import Platform
 from market_hpc.domain.resources import CORES, GPUS, MICS
-from market_hpc.model import HPCModel
-from market_hpc.recorder import TIMESERIES_COLUMNS
 from visualization.node_grid import png_bytes
 
 _COLUMN = {name: index for index, name in enumerate(TIMESERIES_COLUMNS)}

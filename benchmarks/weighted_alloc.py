@@ -15,10 +15,10 @@ import time
 
 import numpy as np
 
+from market_hpc.core.view import StaticView
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import PRESETS, Platform
 from market_hpc.policies.hetero import PriorityWeighted, Weighted
-from market_hpc.view import StaticView
 
 MIB_PER_GB = 1024
 TARGET_MS = 5.0

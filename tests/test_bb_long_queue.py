@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from invariants import assert_schedule_invariants, random_workload
 
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
-from market_hpc.model import HPCModel
 from market_hpc.policies import make_policy
 from market_hpc.policies.bbsched import BB_SCHEDULERS, WindowScheduler
 

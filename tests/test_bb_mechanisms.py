@@ -12,8 +12,8 @@ import pytest
 from market_hpc.algorithms.bbsched import ParetoSet, Window, choose, exact_pareto
 from market_hpc.algorithms.bbsched_exact import dp_pareto
 from market_hpc.algorithms.bbsched_ga import SHIFT, _select, survivors
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
-from market_hpc.model import HPCModel
 from market_hpc.policies import make_policy
 from market_hpc.policies.bb_window import wfp_order
 

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from invariants import assert_schedule_invariants, random_workload
 
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, MarketHpcError, UnknownNameError
 from market_hpc.experiment import config_from_dict, simulate
-from market_hpc.model import HPCModel
 from market_hpc.policies import Decision, Hold, Start, make_policy
 from market_hpc.policies.bbsched import BB_SCHEDULERS
 from market_hpc.policies.registry import allocators_for, scheduler_names

@@ -20,8 +20,8 @@ from market_hpc.algorithms.bbsched import (
     weighted_select,
 )
 from market_hpc.algorithms.bbsched_ga import GaSettings, dominated, ga_pareto
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
-from market_hpc.model import HPCModel
 
 # Table 1 (100 nodes, 100 TB; TB used as the unit): J1..J5 -> bits 0..4
 TABLE1 = Window.of([80, 10, 40, 10, 20], [20, 85, 5, 0, 0], 100, 100)

@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 from invariants import assert_schedule_invariants, classic_pairs, random_workload
 
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import NodeType, Platform
 from market_hpc.errors import PolicyError
-from market_hpc.model import HPCModel
 from market_hpc.policies import Decision, Drop, Hold, Start, make_policy
 
 PAIRS = classic_pairs()

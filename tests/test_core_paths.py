@@ -14,11 +14,11 @@ from sortedcontainers import SortedList
 from market_hpc.algorithms.easy import shadow_and_extra, shadow_and_extra_cores
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.node_runs import NodeRuns
+from market_hpc.core.model import HPCModel
+from market_hpc.core.running_jobs import RunningJobs
 from market_hpc.domain.job import Job
 from market_hpc.errors import PolicyError
-from market_hpc.model import HPCModel
 from market_hpc.policies.base import Decision, RunningJob, Start
-from market_hpc.running_jobs import RunningJobs
 
 
 def test_index_updates_match_a_plain_array() -> None:

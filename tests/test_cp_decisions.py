@@ -26,7 +26,7 @@ import ortools
 import pytest
 from invariants import random_workload
 
-from market_hpc.model import HPCModel
+from market_hpc.core.model import HPCModel
 from market_hpc.policies import make_policy
 
 PLATFORM = "nodes=5,cores=8,gpus=2,mem=32"

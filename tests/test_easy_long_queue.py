@@ -19,12 +19,12 @@ import pytest
 from invariants import random_workload
 
 from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
+from market_hpc.core.model import HPCModel
+from market_hpc.core.view import ModelView
 from market_hpc.domain.job import Job
 from market_hpc.domain.queues import QueueConfig, QueueSpec
-from market_hpc.model import HPCModel
 from market_hpc.policies import NOTHING, make_policy
 from market_hpc.policies.classic import Easy
-from market_hpc.view import ModelView
 
 
 class CountingQueue(list):  # type: ignore[type-arg]

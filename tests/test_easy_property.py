@@ -37,8 +37,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
-from market_hpc.model import HPCModel
 from market_hpc.policies import Decision, Start, make_policy
 
 SETTINGS = settings(

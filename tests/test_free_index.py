@@ -84,8 +84,8 @@ def test_node_runs_read_as_pairs() -> None:
 
 
 def test_subclass_overriding_allocate_keeps_its_own_placement() -> None:
+    from market_hpc.core.model import HPCModel
     from market_hpc.domain.job import Job
-    from market_hpc.model import HPCModel
     from market_hpc.policies.allocators import FirstFit
     from market_hpc.policies.classic import Fifo
 
@@ -102,8 +102,8 @@ def test_subclass_overriding_allocate_keeps_its_own_placement() -> None:
 
 
 def test_indexed_allocators_match_array_allocators_in_a_model() -> None:
+    from market_hpc.core.model import HPCModel
     from market_hpc.domain.job import Job
-    from market_hpc.model import HPCModel
     from market_hpc.policies.allocators import BestFit, FirstFit
     from market_hpc.policies.classic import Easy, Fifo
 

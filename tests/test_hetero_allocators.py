@@ -11,12 +11,12 @@ from market_hpc.algorithms.hetero import (
     request_mean,
     weighted_order,
 )
+from market_hpc.core.view import StaticView
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import NodeType, Platform
 from market_hpc.errors import UnknownNameError
 from market_hpc.policies import allocator_names, make_allocator
 from market_hpc.policies.hetero import Balanced, PriorityWeighted, Weighted
-from market_hpc.view import StaticView
 
 HETERO = ("balanced", "weighted", "priority-weighted")
 # nodes 0-1: 4 cores + 2 GPUs; nodes 2-3: 4 cores, no accelerator
@@ -156,7 +156,7 @@ def test_priority_counters_rise_on_failures_fall_on_successes_and_stay_in_bounds
 
 
 def test_priority_counters_persist_across_decisions_of_a_run() -> None:
-    from market_hpc.model import HPCModel
+    from market_hpc.core.model import HPCModel
 
     jobs = [Job(1, 0.0, 50.0, 50.0, units=4, unit=(1, 1, 0, 0)),
             Job(2, 1.0, 5.0, 5.0, units=1, unit=(1, 1, 0, 0)),

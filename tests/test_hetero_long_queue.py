@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from invariants import assert_schedule_invariants, random_workload
 
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
-from market_hpc.model import HPCModel
 from market_hpc.policies import hetero_schedulers, make_policy
 
 PLATFORMS = {

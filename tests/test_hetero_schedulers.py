@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
-from market_hpc.model import HPCModel
 from market_hpc.policies import allocators_for, make_policy
 from market_hpc.policies.hetero import Weighted
 from market_hpc.policies.hetero_schedulers import Ebf, Prb

@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from market_hpc.core.metrics import mean_queue_size
+from market_hpc.core.model import HPCModel
+from market_hpc.core.predictors import make_predictor, predictor_names
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import load_platform
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.experiment import config_from_dict, load_scenario, simulate
-from market_hpc.metrics import mean_queue_size
-from market_hpc.model import HPCModel
-from market_hpc.predictors import make_predictor, predictor_names
 from market_hpc.workload.accelerators import AcceleratorRule, add_accelerators, user_draw
 from market_hpc.workload.eurora import MONTHS, class_of, eurora_like, workload_statistics
 

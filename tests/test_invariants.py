@@ -22,9 +22,9 @@ from invariants import (
     random_workload,
 )
 
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import load_platform
-from market_hpc.model import HPCModel
 
 # name -> (platform spec, unit vectors jobs draw from, whether a job may span nodes)
 PLATFORMS = {

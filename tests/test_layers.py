@@ -10,10 +10,13 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "market_hpc"
 FORBIDDEN = {
-    "algorithms": ("mesa", "market_hpc.model", "market_hpc.agents", "market_hpc.policies",
+    "algorithms": ("mesa", "market_hpc.core", "market_hpc.policies", "market_hpc.workload",
                    "market_hpc.experiment", "market_hpc.cli"),
-    "domain": ("mesa", "market_hpc.algorithms", "market_hpc.policies", "market_hpc.model"),
-    "policies": ("mesa", "market_hpc.model", "market_hpc.agents", "market_hpc.experiment"),
+    "domain": ("mesa", "market_hpc.algorithms", "market_hpc.policies", "market_hpc.core",
+               "market_hpc.experiment", "market_hpc.cli"),
+    "policies": ("mesa", "market_hpc.core", "market_hpc.experiment", "market_hpc.cli"),
+    "core": ("market_hpc.experiment", "market_hpc.cli", "market_hpc.viz"),
+    "workload": ("mesa", "market_hpc.core", "market_hpc.experiment", "market_hpc.cli"),
 }
 
 
@@ -70,13 +73,13 @@ def import_graph() -> nx.DiGraph:
 @pytest.mark.smoke
 def test_the_package_has_no_import_cycles():
     graph = import_graph()
-    assert {"market_hpc.model", "market_hpc.agents", "market_hpc.view", "market_hpc.recorder"} <= set(graph)
-    assert graph.has_edge("market_hpc.model", "market_hpc.agents")  # the scan sees imports at all
+    assert {"market_hpc.core.model", "market_hpc.core.agents", "market_hpc.core.view", "market_hpc.core.recorder"} <= set(graph)
+    assert graph.has_edge("market_hpc.core.model", "market_hpc.core.agents")  # the scan sees imports at all
     cycles = sorted(sorted(cycle) for cycle in nx.simple_cycles(graph))
     assert not cycles, f"import cycles: {cycles}"
 
 
 def test_the_cycle_check_sees_type_checking_imports(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from market_hpc.model import X\n")
-    assert "market_hpc.model" in imported_modules(module)
+    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from market_hpc.core.model import X\n")
+    assert "market_hpc.core.model" in imported_modules(module)

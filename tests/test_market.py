@@ -9,9 +9,9 @@ from market_fixtures import FIG5_LOSSES, fig5_jobs, market_job
 
 from market_hpc.algorithms.market import Candidate, Executing, c_star, hold_instances, hold_search
 from market_hpc.algorithms.valuecurve import LinearDecayCurve, StepCurve
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError
-from market_hpc.model import HPCModel
 from market_hpc.policies import scheduler_entry, scheduler_names
 
 MARKET = [name for name in scheduler_names() if scheduler_entry(name).market]
@@ -182,7 +182,7 @@ def test_market_policies_are_deterministic():
 def test_market_conformance_view_not_mutated_and_decisions_executable(policy):
     from test_conformance import assert_same_state, snapshot
 
-    from market_hpc.model import make_market_aware_policy
+    from market_hpc.core.model import make_market_aware_policy
     from market_hpc.policies import Decision
 
     jobs = overload_jobs(seed=5, n=30)

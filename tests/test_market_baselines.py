@@ -7,8 +7,8 @@ from market_fixtures import market_job
 from test_market import overload_jobs
 
 from market_hpc.algorithms.valuecurve import StepCurve
+from market_hpc.core.model import HPCModel
 from market_hpc.errors import ConfigError
-from market_hpc.model import HPCModel
 
 CURVE = StepCurve(100.0, 10_000.0)
 

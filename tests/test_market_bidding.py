@@ -14,8 +14,8 @@ from market_hpc.algorithms.bidding import (
     make_bidder,
 )
 from market_hpc.algorithms.valuecurve import StepCurve
+from market_hpc.core.model import HPCModel
 from market_hpc.errors import ConfigError, UnknownNameError
-from market_hpc.model import HPCModel
 
 
 def three_jobs():

@@ -9,8 +9,8 @@ from market_fixtures import fig5_jobs, market_job
 from test_market import overload_jobs
 
 from market_hpc.algorithms.valuecurve import StepCurve
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
-from market_hpc.model import HPCModel
 from market_hpc.policies import NOTHING, Decision, Hold, Start
 
 

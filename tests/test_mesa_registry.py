@@ -7,9 +7,9 @@ from __future__ import annotations
 import mesa
 import pytest
 
-from market_hpc.agents import JobAgent, QueueAgent, ResourceManagerAgent
+from market_hpc.core.agents import JobAgent, QueueAgent, ResourceManagerAgent
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
-from market_hpc.model import HPCModel
 
 pytestmark = pytest.mark.smoke
 

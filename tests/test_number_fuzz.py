@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
 from market_hpc.errors import InvalidNumberError, MarketHpcError
 from market_hpc.experiment import config_from_dict, simulate
 from market_hpc.experiment.streaming import simulate_streaming
-from market_hpc.model import HPCModel
 
 PLATFORM = "nodes=2,cores=4"
 EXAMPLES = settings(max_examples=30, deadline=None, derandomize=True,

@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 from invariants import classic_pairs, random_workload
 
+from market_hpc.core.metrics import summarize
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
 from market_hpc.errors import TraceFormatError
 from market_hpc.experiment.sweep_store import ResultStore
-from market_hpc.metrics import summarize
-from market_hpc.model import HPCModel
 from market_hpc.policies import make_policy
 from market_hpc.workload import read_swf
 

@@ -25,9 +25,9 @@ from market_hpc.algorithms.queues_search import (
     dqr,
     utilisation_bounds,
 )
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
 from market_hpc.domain.queues import QueueConfig, QueueSpec
-from market_hpc.model import HPCModel
 from market_hpc.policies import make_policy
 
 

@@ -12,14 +12,14 @@ from invariants import assert_schedule_invariants, parse_nodes, random_workload
 
 from market_hpc.algorithms.queues import layout, route, route_all
 from market_hpc.algorithms.queues_sim import QueueJobs, easy_waits
+from market_hpc.core.model import HPCModel
+from market_hpc.core.queue_agents import RoutedQueueAgent
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import load_platform
 from market_hpc.domain.queues import QueueConfig, QueueSpec
 from market_hpc.errors import ConfigError
 from market_hpc.experiment.config import QueuesConfig, config_from_dict
-from market_hpc.model import HPCModel
 from market_hpc.policies import make_policy
-from market_hpc.queue_agents import RoutedQueueAgent
 
 PLATFORM = "nodes=8,cores=4"  # 32 cores
 QUEUES = (QueueSpec("short", 1, 4, 0, 15), QueueSpec("narrow", 1, 4, 16), QueueSpec("wide", 5, 12),

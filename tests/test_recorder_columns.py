@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from market_hpc.core.model import HPCModel
+from market_hpc.core.recorder import JOB_COLUMNS
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError
-from market_hpc.model import HPCModel
-from market_hpc.recorder import JOB_COLUMNS
 
 
 def jobs(count: int = 60) -> list[Job]:

@@ -27,15 +27,15 @@ from test_streaming_replay import synthetic_trace
 
 from market_hpc.algorithms.runs_text import runs_strings, runs_text
 from market_hpc.algorithms.valuecurve import StepCurve
+from market_hpc.core.job_columns import JobColumns
+from market_hpc.core.model import HPCModel
+from market_hpc.core.recorder import JOB_COLUMNS, TIMESERIES_COLUMNS, Recorder, format_runs
 from market_hpc.csv_text import csv_bytes, csv_parts, write_csv
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.experiment import config_from_dict
 from market_hpc.experiment.run import with_reasons
 from market_hpc.experiment.streaming import StreamedResult, simulate_streaming
-from market_hpc.job_columns import JobColumns
-from market_hpc.model import HPCModel
 from market_hpc.policies import Drop, Hold, Start
-from market_hpc.recorder import JOB_COLUMNS, TIMESERIES_COLUMNS, Recorder, format_runs
 
 
 def random_runs(rng: np.random.Generator, n_jobs: int, max_digits: int = 5) -> tuple[np.ndarray, np.ndarray]:
@@ -266,7 +266,7 @@ def test_streamed_results_with_skipped_lines_equal_the_plain_frame(tmp_path: Pat
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """``replay``'s chunked writer (skipped lines and rejected jobs merged in by job id)
     against the reference rows through ``with_reasons`` and ``to_csv``."""
-    monkeypatch.setattr("market_hpc.model.Recorder", ReferenceRecorder)
+    monkeypatch.setattr("market_hpc.core.model.Recorder", ReferenceRecorder)
     trace = synthetic_trace(tmp_path / "s.swf")
     config = config_from_dict({"name": "s", "platform": "nodes=4,cores=4", "workload": {"trace": str(trace)},
                                "policy": {"scheduler": "easy"}})

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from market_hpc.core.model import HPCModel
 from market_hpc.errors import ConfigError, UnknownNameError
-from market_hpc.model import HPCModel
 from market_hpc.policies import (
     Policy,
     allocator_names,

@@ -127,8 +127,8 @@ def test_other_workloads_fall_back_to_simulate() -> None:
 
 
 def test_checked_stream_needs_no_id_set(tmp_path: Path) -> None:
+    from market_hpc.core.model import HPCModel
     from market_hpc.experiment.streaming import CheckedJobs, TraceJobs
-    from market_hpc.model import HPCModel
     from market_hpc.workload.swf_stream import stream_swf
 
     trace = synthetic_trace(tmp_path / "s.swf", shuffle=False)

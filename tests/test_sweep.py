@@ -377,8 +377,8 @@ def test_hpc_model_runs_under_mesa_batch_run() -> None:
 
     from mesa import batch_run
 
+    from market_hpc.core.model import HPCModel
     from market_hpc.domain.platform import load_platform
-    from market_hpc.model import HPCModel
     from market_hpc.workload.applications import library_job_set
 
     platform = load_platform("hlrs-3x9")

@@ -264,4 +264,4 @@ def test_algorithms_do_not_import_mesa() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names += [alias.name for alias in node.names]
-        assert not [n for n in names if n.split(".")[0] == "mesa" or n == "market_hpc.model"]
+        assert not [n for n in names if n.split(".")[0] == "mesa" or n == "market_hpc.core.model"]

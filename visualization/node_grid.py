@@ -21,7 +21,7 @@ from matplotlib.colors import hsv_to_rgb
 
 from market_hpc.domain.job import JobStatus
 from market_hpc.domain.resources import CORES, GPUS, MICS
-from market_hpc.model import HPCModel
+from market_hpc.core.model import HPCModel
 from visualization.grid_layout import (
     ABSENT,
     LABEL_HEIGHT,

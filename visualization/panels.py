@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from market_hpc.algorithms.market import c_star, profit
 from market_hpc.domain.job import Job, JobStatus
-from market_hpc.model import HPCModel
-from market_hpc.recorder import JOB_COLUMNS, format_allocation
+from market_hpc.core.model import HPCModel
+from market_hpc.core.recorder import JOB_COLUMNS, format_allocation
 from visualization.model import format_clock
 
 _ROW = {name: index for index, name in enumerate(JOB_COLUMNS)}

@@ -19,8 +19,8 @@ import numpy as np
 
 from market_hpc.domain.platform import Platform
 from market_hpc.domain.resources import CORES, GPUS, MICS
-from market_hpc.model import HPCModel
-from market_hpc.recorder import TIMESERIES_COLUMNS
+from market_hpc.core.model import HPCModel
+from market_hpc.core.recorder import TIMESERIES_COLUMNS
 
 _COLUMN = {name: index for index, name in enumerate(TIMESERIES_COLUMNS)}
 MAX_POINTS = 400

@@ -193,7 +193,7 @@ class PolicyConfig:
         allocator: Registered allocator name (default: the scheduler's default).
         hold_penalty: Fraction of a held job's maximum value charged per hold (seed 002).
         predictor: Run-time predictor whose predictions schedulers see
-            (``market_hpc.predictors``: wall-time, data-driven, real; none: the
+            (``market_hpc.core.predictors``: wall-time, data-driven, real; none: the
             workload's estimates), seed 000.
         resume_seconds: Holding cost: time every resumed segment spends resuming (seed 002: 0).
         hold_progress_loss: Holding cost: fraction of a held segment's work lost (seed 002: 0).
@@ -216,7 +216,7 @@ class PolicyConfig:
         check(self.resume_seconds, TIME, "policy.resume_seconds")
         check(self.hold_progress_loss, FRACTION, "policy.hold_progress_loss")
         if self.predictor is not None:
-            from market_hpc.predictors import PREDICTORS
+            from market_hpc.core.predictors import PREDICTORS
 
             if self.predictor not in PREDICTORS:
                 raise UnknownNameError("policy.predictor", self.predictor, PREDICTORS)

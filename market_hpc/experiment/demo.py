@@ -24,9 +24,9 @@ from typing import Any
 
 import pandas as pd
 
+from market_hpc.core.model import HPCModel
 from market_hpc.experiment.paper_figures import profit_figure
 from market_hpc.experiment.stats import format_differences, paired_differences
-from market_hpc.model import HPCModel
 from market_hpc.workload.applications import CURVE_REGIMES, library_job_set
 
 POLICIES = ("sjq", "maxv", "maxvd", "minvr", "sjqh", "maxvh", "maxvdh", "minvrh")

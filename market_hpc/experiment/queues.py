@@ -366,7 +366,7 @@ class QueueRun:
 def queue_run(config: RunConfig, jobs: list[Job], platform: Platform) -> QueueRun:
     """Plan the partitions of a multi-queue scenario (``[queues]``) and build its model
     (``run.simulate`` runs and collects it, then adds ``queue_summary``)."""
-    from market_hpc.model import HPCModel
+    from market_hpc.core.model import HPCModel
     from market_hpc.policies import make_policy
 
     settings = config.queues

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from market_hpc.core.metrics import summarize
+from market_hpc.core.model import HPCModel, make_market_aware_policy
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.experiment.config import RunConfig
-from market_hpc.metrics import summarize
-from market_hpc.model import HPCModel, make_market_aware_policy
 from market_hpc.workload import first_n, read_swf, scale_load, time_slice
 
 PROVENANCE_PACKAGES = ("market_hpc", "mesa", "numpy", "pandas", "pyarrow", "networkx", "deap", "ortools")
@@ -241,7 +241,7 @@ def run_model(config: RunConfig, platform: Platform, jobs: Any, total: int | Non
     policy = _make_policy(config)
     predictor = None
     if config.policy.predictor is not None:
-        from market_hpc.predictors import make_predictor
+        from market_hpc.core.predictors import make_predictor
 
         predictor = make_predictor(config.policy.predictor)
     model = HPCModel(

@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from market_hpc.core.metrics import summarize
+from market_hpc.core.recorder import Recorder
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import load_platform
 from market_hpc.experiment.config import RunConfig, WorkloadConfig
@@ -44,8 +46,6 @@ from market_hpc.experiment.run import (
     summary_extra,
     with_reasons,
 )
-from market_hpc.metrics import summarize
-from market_hpc.recorder import Recorder
 from market_hpc.workload.burst_buffer import with_capacity
 from market_hpc.workload.swf_stream import stream_swf
 from market_hpc.workload.transform import scaled_submit

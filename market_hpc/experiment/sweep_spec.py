@@ -307,8 +307,8 @@ def _expand(file: Path, base: dict[str, Any], axes: list[Any], parameters: tuple
 def _preflight(file: Path, runs: tuple[RunSpec, ...]) -> None:
     """Check what ``config_from_dict`` leaves to run time: policy names and their
     combination, platforms, input files (each distinct value once)."""
+    from market_hpc.core.model import make_market_aware_policy
     from market_hpc.domain.platform import load_platform
-    from market_hpc.model import make_market_aware_policy
 
     checked: set[tuple[Any, ...]] = set()
     for run in runs:

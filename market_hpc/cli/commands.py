@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from market_hpc.cli_tools import (
+from market_hpc.cli.tools import (
     LENIENT_HELP,
     add_convert_command,
     add_export_command,
@@ -60,7 +60,7 @@ def _simulate_and_report(config: Any, out_dir: str | None, title: Callable[[str]
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from market_hpc.cli_tools import replayable_trace
+    from market_hpc.cli.tools import replayable_trace
     from market_hpc.experiment import config_from_dict
     from market_hpc.experiment.config import set_path
     from market_hpc.policies.registry import scheduler_entry
@@ -101,7 +101,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_info(args: argparse.Namespace) -> int:
-    from market_hpc.cli_tools import replayable_trace
+    from market_hpc.cli.tools import replayable_trace
     from market_hpc.workload import format_trace_info, read_swf, trace_info
 
     with replayable_trace(args.trace, None, args.lenient) as trace:  # (sacct: converted first)
@@ -139,7 +139,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from market_hpc.experiment.report import write_report
 
     if (Path(args.directory) / "config.json").is_file():  # a run folder: its page (as plot)
-        from market_hpc.cli_tools import cmd_plot
+        from market_hpc.cli.tools import cmd_plot
 
         return cmd_plot(argparse.Namespace(run_dir=args.directory, window=None, nodes=None,
                                            out=None))

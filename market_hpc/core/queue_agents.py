@@ -17,16 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from market_hpc.agents import QueueAgent
 from market_hpc.algorithms.queues import route, unroutable_message
+from market_hpc.core.agents import QueueAgent
+from market_hpc.core.state import DECISION, SimulationState
 from market_hpc.domain.job import Job
 from market_hpc.domain.queues import QueueConfig
 from market_hpc.errors import ConfigError
-from market_hpc.state import DECISION, SimulationState
 
 
 class QueueHost(SimulationState, Protocol):
-    """What the routed queue needs of the model (``market_hpc.model.HPCModel``; typed by
+    """What the routed queue needs of the model (``market_hpc.core.model.HPCModel``; typed by
     this protocol so that the model's lazy import of this module makes no import cycle)."""
 
     policy: Any

@@ -1,7 +1,7 @@
 """What agents, views and the recorder read from a running simulation.
 
 ``HPCModel`` satisfies :class:`SimulationState`; the modules that read it depend on this
-protocol, not on ``market_hpc.model``, so imports point one way: ``state <- agents,
+protocol, not on ``market_hpc.core.model``, so imports point one way: ``state <- agents,
 view, recorder <- model`` (house rule: no import cycles, even under ``TYPE_CHECKING``).
 """
 
@@ -15,10 +15,10 @@ import numpy as np
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.queue_columns import QueueColumns
+from market_hpc.core.running_jobs import RunningJobs
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.policies.base import RunningJob, View
-from market_hpc.running_jobs import RunningJobs
 
 COMPLETION, ARRIVAL, DECISION = 0, 1, 2
 """Event orders of the model's heap: at one instant completions, then arrivals, then
@@ -63,7 +63,7 @@ class BidState(Protocol):
 
 
 class SimulationState(Protocol):
-    """The read side of a simulation (implemented by ``market_hpc.model.HPCModel``)."""
+    """The read side of a simulation (implemented by ``market_hpc.core.model.HPCModel``)."""
 
     now: float
     platform: Platform

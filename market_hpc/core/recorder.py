@@ -1,7 +1,7 @@
 """Collects per-job rows, per-instant samples and run totals during a simulation.
 
 Per-job results are kept as rows of machine numbers and allocation runs
-(:mod:`market_hpc.job_columns`), filled through plain lists and moved into typed arrays
+(:mod:`market_hpc.core.job_columns`), filled through plain lists and moved into typed arrays
 in bulk: a job leaving costs two ``list.extend`` calls and one append, never string
 formatting. Samples and segments are buffered the same way. The allocation text and the
 frames are built once, vectorised, when the run is over (pandas only then).
@@ -18,10 +18,7 @@ import numpy as np
 import pandas as pd
 
 from market_hpc.algorithms.node_runs import NodeRuns, as_runs
-from market_hpc.domain.job import Job, JobStatus
-from market_hpc.domain.platform import Platform
-from market_hpc.domain.resources import RESOURCES
-from market_hpc.job_columns import (
+from market_hpc.core.job_columns import (
     JOB_COLUMNS,
     STATUSES,
     BufferedFloats,
@@ -30,7 +27,10 @@ from market_hpc.job_columns import (
     format_runs,
     text_array,
 )
-from market_hpc.state import SimulationState
+from market_hpc.core.state import SimulationState
+from market_hpc.domain.job import Job, JobStatus
+from market_hpc.domain.platform import Platform
+from market_hpc.domain.resources import RESOURCES
 
 TIMESERIES_COLUMNS = (
     "time", "queue_length", "running_jobs", *(f"used_{r}" for r in RESOURCES),

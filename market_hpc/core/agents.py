@@ -20,9 +20,9 @@ from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.algorithms.queue_columns import QueueColumns, SmallestRequest
+from market_hpc.core.state import SimulationState
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.policies.base import Decision, Policy, RunningJob
-from market_hpc.state import SimulationState
 
 
 class NodeAgent(mesa.Agent):

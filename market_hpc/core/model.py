@@ -20,23 +20,23 @@ from typing import Any, Protocol
 import mesa
 import numpy as np
 
-from market_hpc.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
 from market_hpc.algorithms.allocation import units_fit
 from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.market import remaining_time
 from market_hpc.algorithms.node_runs import NodeRuns
+from market_hpc.core.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
+from market_hpc.core.free_state import FreeResources, check_runs
+from market_hpc.core.recorder import Recorder
+from market_hpc.core.running_jobs import RunningJobs
+from market_hpc.core.state import COMPLETION, DECISION
+from market_hpc.core.view import ModelView
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError, PolicyError
-from market_hpc.free_state import FreeResources, check_runs
 from market_hpc.policies.base import Decision, Drop, Hold, Policy, RunningJob, Start
 from market_hpc.policies.registry import make_policy, scheduler_entry
-from market_hpc.recorder import Recorder
-from market_hpc.running_jobs import RunningJobs
-from market_hpc.state import COMPLETION, DECISION
 from market_hpc.validation import FRACTION, NON_NEGATIVE_INT, TIME, check
-from market_hpc.view import ModelView
 
 _CORE_UNIT = (1, 0, 0, 0)
 _NEVER = math.inf
@@ -100,7 +100,7 @@ class HPCModel(mesa.Model):
         hold_progress_loss: Holding cost: fraction of a held segment's work that is lost
             (e.g. since the last checkpoint), in [0, 1]; 0 in seed 002.
         queues: Seed 004 ``QueueConfig``: one queue agent per queue, jobs routed at
-            arrival (``market_hpc.queue_agents``); ``None``: the single queue.
+            arrival (``market_hpc.core.queue_agents``); ``None``: the single queue.
         reconfigurations: ``(time, QueueConfig)`` pairs put in force at those times.
 
     Raises:
@@ -180,7 +180,7 @@ class HPCModel(mesa.Model):
         self.running = self._upcoming is not None
         self.datacollector = mesa.DataCollector(model_reporters=MODEL_REPORTERS)
         if queues is not None:  # seed 004: a QueueAgent per queue, reconfiguration events
-            from market_hpc.queue_agents import install_queues
+            from market_hpc.core.queue_agents import install_queues
 
             install_queues(self, queues, reconfigurations, ordered)
 
@@ -233,7 +233,7 @@ class HPCModel(mesa.Model):
     @property
     def free(self) -> np.ndarray:
         """``(n_nodes, N_RESOURCES)`` free resources (the model's own, writeable array,
-        brought up to date on access; see ``market_hpc.free_state``)."""
+        brought up to date on access; see ``market_hpc.core.free_state``)."""
         return self._free.array
 
     @property

@@ -12,10 +12,10 @@ import numpy as np
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.queue_columns import QueueColumns
+from market_hpc.core.state import SimulationState
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.policies.base import JobState, RunningJob
-from market_hpc.state import SimulationState
 
 
 class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
