@@ -40,6 +40,6 @@ def fence_doctests(text: str) -> str:
 class DoctestBlocks(griffe.Extension):
     """Fence the bare doctests of every object's docstring (see the module docstring)."""
 
-    def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:  # noqa: ARG002
+    def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         if obj.docstring is not None:
             obj.docstring.value = fence_doctests(obj.docstring.value)
