@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,6 +31,11 @@ def _build(site: Path) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO / "mkdocs.yml"), "-d", str(site)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False,
     )
+
+
+def _first_line(docstring: str | None) -> str:
+    assert docstring, "no docstring"
+    return docstring.strip().splitlines()[0]
 
 
 @pytest.mark.slow
@@ -52,10 +58,10 @@ def test_site_builds_strictly_offline_with_the_api_reference(tmp_path: Path) -> 
 
     core = pages["reference/core.html"]
     assert 'id="market_hpc.core.model.HPCModel"' in core
-    assert html.escape(HPCModel.__doc__.strip().splitlines()[0], quote=False) in core
+    assert html.escape(_first_line(HPCModel.__doc__), quote=False) in core
     policies = pages["reference/policies.html"]
     assert 'id="market_hpc.policies.registry.register_scheduler"' in policies
-    assert html.escape(register_scheduler.__doc__.strip().splitlines()[0], quote=False) in policies
+    assert html.escape(_first_line(register_scheduler.__doc__), quote=False) in policies
     assert 'id="market_hpc.policies.base.Decision"' in policies
 
     # Every seed study carries its claims table: a heading naming the claims, then a table.
@@ -83,7 +89,8 @@ def test_getting_started_python_example_runs() -> None:
     for block in blocks:
         exec(compile(block, "docs/getting-started.md", "exec"), namespace)  # noqa: S102
     frame = namespace["jobs_frame"]
-    assert len(frame) == 500 and (frame["status"] == "finished").all()  # type: ignore[index, attr-defined]
+    assert isinstance(frame, pd.DataFrame)
+    assert len(frame) == 500 and (frame["status"] == "finished").all()
 
 
 def _hooks_module():  # type: ignore[no-untyped-def]
