@@ -112,3 +112,11 @@ def test_bare_doctests_are_fenced_for_the_site() -> None:
     assert fence("Last.\n>>> 2\n2") == "Last.\n```pycon\n>>> 2\n2\n```"
     fenced = "```python\n>>> 3\n```"
     assert fence(fenced) == fenced
+
+
+def test_sphinx_roles_become_code_spans() -> None:
+    plain = _hooks_module().plain_roles
+    assert plain("See :class:`~market_hpc.core.model.HPCModel` and :mod:`market_hpc.core`.") == (
+        "See `HPCModel` and `market_hpc.core`."
+    )
+    assert plain(":meth:`View.expected_end`, ``:not a role``") == "`View.expected_end`, ``:not a role``"
