@@ -12,9 +12,11 @@ checked out with ``git worktree add --detach`` into a temporary folder, which is
 afterwards whatever happens. Each side runs in its own child process (this script with
 ``--child ROOT``), which puts ROOT first on ``sys.path`` and so imports that checkout's
 ``market_hpc`` and ``visualization``. Both build ``VizModel`` with the same controls (only
-those the older constructor takes): policy, preset, Lublin-Feitelson jobs, seed 1, so
-both simulate the same workload; each child reports its model's state at the first timed
-step, and the script says when the two differ.
+those the older constructor takes): policy, preset, Lublin-Feitelson jobs, load, seed 1.
+At the default ``--load 1`` both simulate the same jobs (above 1 they differ: the older app
+multiplies the generator's arrival rate, the newer compresses the arrival times); each
+child reports its model's state at the first timed step, and the script says when the two
+differ.
 
 The children run in alternating order, ``--rounds`` times per preset; the script prints
 the median over rounds of each child's median ms per step and the ratio before / after.
@@ -57,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", action="append", help="repeatable (default: every preset)")
     parser.add_argument("--policy", default="easy")
     parser.add_argument("--jobs", type=int, default=1500)
+    parser.add_argument("--load", type=float, default=1.0,
+                        help="the app's load control; at 1.0 both sides build the same jobs (default)")
     parser.add_argument("--warmup", type=int, default=60, help="steps before timing")
     parser.add_argument("--steps", type=int, default=20, help="timed steps")
     parser.add_argument("--rounds", type=int, default=2, help="before/after child pairs per preset")
@@ -71,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     from market_hpc.domain.platform import PRESETS
 
     print(f"before: {args.before} = {commit[:10]}; after: this checkout ({REPO})")
-    print(f"{args.policy}, {args.jobs} Lublin-Feitelson jobs, {args.warmup} warm-up steps, {args.steps} timed, "
+    print(f"{args.policy}, {args.jobs} Lublin-Feitelson jobs at load {args.load:g}, {args.warmup} warm-up steps, {args.steps} timed, "
           f"{args.rounds} rounds; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     with BeforeCheckout(commit) as old_root:
         print(f"{'preset':>10} {'nodes':>6} {'step b/a':>11} {'render b/a':>13} {'before':>8} {'after':>7} "
@@ -147,7 +151,7 @@ def _medians(runs: list[dict[str, Any]]) -> dict[str, float]:
 
 def run_child(root: Path, preset: str, args: argparse.Namespace) -> dict[str, Any]:
     command = [sys.executable, str(Path(__file__).resolve()), "--child", str(root), "--preset", preset,
-               "--policy", args.policy, "--jobs", str(args.jobs), "--warmup", str(args.warmup),
+               "--policy", args.policy, "--jobs", str(args.jobs), "--load", str(args.load), "--warmup", str(args.warmup),
                "--steps", str(args.steps)]
     env = dict(os.environ, PYTHONPATH=str(root), MARKET_HPC_VIZ_SCENARIO="")
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
@@ -169,7 +173,7 @@ def child(root: Path, args: argparse.Namespace) -> int:
     from visualization.model import VizModel
 
     controls: dict[str, Any] = {"policy": args.policy, "platform": args.preset[0], "jobs": args.jobs, "seed": 1,
-                                "workload": "lublin-feitelson"}
+                                "load": args.load, "workload": "lublin-feitelson"}
     accepted = inspect.signature(VizModel.__init__).parameters
     model = VizModel(**{key: value for key, value in controls.items() if key in accepted})
     if model.error:
