@@ -239,15 +239,19 @@ def run_model(config: RunConfig, platform: Platform, jobs: Any, total: int | Non
         total: Jobs expected, for the progress bar (``None`` when unknown).
     """
     policy = _make_policy(config)
-    predictor = None
+    predictor = bidder = None
     if config.policy.predictor is not None:
         from market_hpc.core.predictors import make_predictor
 
         predictor = make_predictor(config.policy.predictor)
+    if config.policy.bidder is not None:
+        from market_hpc.policies.registry import make_bidder
+
+        bidder = make_bidder(config.policy.bidder)
     model = HPCModel(
         jobs, platform, policy=policy, exclusive=config.exclusive,
         hold_penalty=config.policy.hold_penalty, seed=config.seed,
-        record_timeseries=config.timeseries, predictor=predictor,
+        record_timeseries=config.timeseries, predictor=predictor, bidder=bidder,
         resume_seconds=config.policy.resume_seconds, hold_progress_loss=config.policy.hold_progress_loss,
     )
     began = time.perf_counter()
