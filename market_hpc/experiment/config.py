@@ -297,6 +297,8 @@ class RunConfig:
         data = dataclasses.asdict(self)
         if not data["policy"]["params"]:  # absent when empty: sweep run ids stay as they were
             del data["policy"]["params"]
+        if data["policy"]["bidder"] is None:  # the same for the default bidder (issue 26)
+            del data["policy"]["bidder"]
         return data
 
 

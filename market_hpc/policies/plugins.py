@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from importlib import metadata
 from types import ModuleType
 
-from market_hpc.errors import PluginError
+from market_hpc.errors import MarketHpcError, PluginError
 from market_hpc.policies import registry
 
 GROUP = "market_hpc.policies"
@@ -68,8 +68,8 @@ def load_plugin(entry_point: metadata.EntryPoint) -> list[str]:
         registry.restore(before)
         if isinstance(exc, PluginError):
             raise
-        raise PluginError(_label(entry_point), _distribution(entry_point),
-                          f"{type(exc).__name__}: {exc}") from exc
+        what = str(exc) if isinstance(exc, MarketHpcError) else f"{type(exc).__name__}: {exc}"
+        raise PluginError(_label(entry_point), _distribution(entry_point), what) from exc
     return added
 
 

@@ -61,8 +61,8 @@ def _check_new(kind: str, name: str, factory: Any, known: dict[str, Any]) -> Non
     if name in known:
         previous = known[name]
         previous = previous.factory if isinstance(previous, SchedulerEntry) else previous[0]
-        raise ConfigError(f"{kind} {name!r} is registered twice: by "
-                          f"{getattr(previous, '__module__', '?')} and by {getattr(factory, '__module__', '?')}")
+        raise ConfigError(f"{kind} {name!r} is already registered (its factory: "
+                          f"{getattr(previous, '__module__', '?')}.{getattr(previous, '__qualname__', '?')})")
 
 
 def register_scheduler(
