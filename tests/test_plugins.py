@@ -32,6 +32,10 @@ def test_the_installed_example_plugin_is_loaded_with_its_package_named() -> None
     assert "example = market_hpc_plugin_example.policies" in plugins.loaded_plugins()
     assert plugins._distribution(ENTRY_POINTS[0]) == f"{EXAMPLE} 0.1.0"
     assert registry.allocators_for("saf") == ["best-fit", "first-fit"]
+    # the conformance suite (tests/test_conformance.py) runs every registered pair: plugins too
+    from invariants import classic_pairs
+
+    assert {("saf", "best-fit"), ("saf", "first-fit")} <= set(classic_pairs())
 
 
 def test_saf_starts_the_smallest_estimated_area_first_and_skips_what_does_not_fit() -> None:
@@ -150,14 +154,14 @@ def test_broken_plugins_fail_naming_themselves_and_the_rest_keep_working() -> No
     messages = sorted(str(failure) for failure in failures)
     assert sorted(str(w.message) for w in caught) == messages
     assert messages == [
-        "policy plugin 'duplicate = plugin_cases:register_a_duplicate': scheduler 'easy' is already "
-        "registered (its factory: market_hpc.policies.classic.Easy)",
+        ("policy plugin 'duplicate = plugin_cases:register_a_duplicate': scheduler 'easy' is already "
+         "registered (its factory: market_hpc.policies.classic.Easy)"),
         "policy plugin 'empty = plugin_cases:register_nothing': registered no scheduler, allocator or bidder",
         "policy plugin 'missing-dep = plugin_import_error': ImportError: No module named 'solver_we_do_not_have'",
-        "policy plugin 'no-such-module = plugin_cases_absent': ModuleNotFoundError: No module named "
-        "'plugin_cases_absent'",
-        "policy plugin 'not-a-policy = plugin_cases:NOT_A_POLICY': names a dict; it must name a module or a "
-        "function that registers policies",
+        ("policy plugin 'no-such-module = plugin_cases_absent': ModuleNotFoundError: No module named "
+         "'plugin_cases_absent'"),
+        ("policy plugin 'not-a-policy = plugin_cases:NOT_A_POLICY': names a dict; it must name a module or a "
+         "function that registers policies"),
     ]
     assert all(isinstance(failure, PluginError) for failure in failures)
     # the good plugin loaded; the half-registered one was undone; the built-ins are intact
