@@ -149,7 +149,9 @@ def _load_builtin() -> None:
 
 
 def snapshot() -> tuple[frozenset[str], ...]:
-    """The registered names (to undo a plugin that failed half-way, ``restore``)."""
+    """The registered names, built-ins and plugins loaded first (to undo a plugin that
+    failed half-way, or a test's registrations, with ``restore``)."""
+    _load_builtin()
     return (frozenset(SCHEDULERS), frozenset(ALLOCATORS), frozenset(BIDDERS))
 
 
