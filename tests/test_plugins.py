@@ -150,7 +150,7 @@ def test_broken_plugins_fail_naming_themselves_and_the_rest_keep_working() -> No
     ]
     good = _entry_point("fine", "plugin_cases:register_fine")
     with pytest.warns(PluginWarning) as caught:
-        failures = plugins.load_plugins([*broken, good])
+        failures = plugins.load_plugins(registry, [*broken, good])
     messages = sorted(str(failure) for failure in failures)
     assert sorted(str(w.message) for w in caught) == messages
     assert messages == [

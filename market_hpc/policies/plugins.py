@@ -22,9 +22,9 @@ import warnings
 from collections.abc import Iterable
 from importlib import metadata
 from types import ModuleType
+from typing import Protocol
 
 from market_hpc.errors import MarketHpcError, PluginError
-from market_hpc.policies import registry
 
 GROUP = "market_hpc.policies"
 _FAILURES: list[PluginError] = []
@@ -33,6 +33,15 @@ _LOADED: list[str] = []
 
 class PluginWarning(UserWarning):
     """A policy plugin failed to load; the message names it and its entry point."""
+
+
+class Registry(Protocol):
+    """What loading needs of the registry (``market_hpc.policies.registry`` itself, passed
+    in by it: this module does not import it)."""
+
+    def snapshot(self) -> tuple[frozenset[str], ...]: ...
+    def added_since(self, names: tuple[frozenset[str], ...]) -> list[str]: ...
+    def restore(self, names: tuple[frozenset[str], ...]) -> None: ...
 
 
 def _label(entry_point: metadata.EntryPoint) -> str:
@@ -44,8 +53,8 @@ def _distribution(entry_point: metadata.EntryPoint) -> str | None:
     return None if dist is None else f"{dist.metadata['Name']} {dist.version}"
 
 
-def load_plugin(entry_point: metadata.EntryPoint) -> list[str]:
-    """Load one plugin; return what it registered (``["scheduler lff", ...]``).
+def load_plugin(entry_point: metadata.EntryPoint, registry: Registry) -> list[str]:
+    """Load one plugin into ``registry``; return what it registered (``["scheduler saf", ...]``).
 
     Raises:
         PluginError: naming the entry point and its package; whatever the plugin
@@ -73,8 +82,9 @@ def load_plugin(entry_point: metadata.EntryPoint) -> list[str]:
     return added
 
 
-def load_plugins(entry_points: Iterable[metadata.EntryPoint] | None = None) -> list[PluginError]:
-    """Load every plugin of ``GROUP`` (or the given entry points); return the failures.
+def load_plugins(registry: Registry, entry_points: Iterable[metadata.EntryPoint] | None = None) -> list[PluginError]:
+    """Load every plugin of ``GROUP`` (or the given entry points) into ``registry``;
+    return the failures.
 
     Each failure is also reported as a ``PluginWarning`` and kept for ``plugin_failures()``.
     """
@@ -82,7 +92,7 @@ def load_plugins(entry_points: Iterable[metadata.EntryPoint] | None = None) -> l
     failures = []
     for entry_point in sorted(found, key=lambda ep: ep.name):
         try:
-            load_plugin(entry_point)
+            load_plugin(entry_point, registry)
         except PluginError as exc:
             failures.append(exc)
             _FAILURES.append(exc)

@@ -15,6 +15,7 @@ plugins (entry point group ``market_hpc.policies``, :mod:`market_hpc.policies.pl
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -145,7 +146,7 @@ def _load_builtin() -> None:
         importlib.import_module(f"market_hpc.policies.{module}")
     from market_hpc.policies.plugins import load_plugins
 
-    load_plugins()
+    load_plugins(sys.modules[__name__])  # this module is the Registry the loader fills
 
 
 def snapshot() -> tuple[frozenset[str], ...]:
