@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from market_hpc import Decision, PassScratch, Start, register_bidder, register_scheduler
+from market_hpc import (
+    Allocator,
+    Decision,
+    Job,
+    PassScratch,
+    Start,
+    View,
+    register_bidder,
+    register_scheduler,
+)
 
 
 @register_scheduler("saf", "smallest estimated area (estimate x cores) first; no reservation",
@@ -12,12 +21,12 @@ from market_hpc import Decision, PassScratch, Start, register_bidder, register_s
 class SmallestAreaFirst:
     """Start waiting jobs in order of estimated area, skipping those that do not fit."""
 
-    def __init__(self, allocator):
+    def __init__(self, allocator: Allocator) -> None:
         self.allocator = allocator
         self.name = f"saf+{allocator.name}"
 
-    def decide(self, view, rng):
-        def area(job):
+    def decide(self, view: View, rng: np.random.Generator) -> Decision:
+        def area(job: Job) -> tuple[float, float, int]:
             return (job.estimate * job.cores, job.submit, job.job_id)
 
         starts = []
@@ -40,6 +49,7 @@ class FullestNodeBidder:
 
     name = "fullest-node"
 
-    def bids(self, free, capacity, nodes):
+    def bids(self, free: np.ndarray, capacity: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """One bid per row of ``free``: the inverse of its free cores (0: abstain)."""
         cores = free[:, 0].astype(float)
         return np.divide(1.0, cores, out=np.zeros_like(cores), where=cores > 0)
