@@ -83,8 +83,12 @@ def test_the_cli_replays_with_the_plugin_scheduler_and_bidder(tmp_path: Path,
     model.run()
     written = pd.read_csv(tmp_path / "saf" / "jobs.csv")
     assert written["start_time"].tolist() == model.jobs_frame()["start_time"].tolist()
-    assert main(["replay", str(trace), "--platform", "nodes=4,cores=4", "--scheduler", "maxvh",
-                 "--bidder", "fullest-node", "--out", str(tmp_path / "bid")]) == 0
+    placed = {}
+    for bidder in ("free-cores", "fullest-node"):  # --bidder reaches the auction through the config
+        assert main(["replay", str(trace), "--platform", "nodes=4,cores=4", "--scheduler", "maxvh",
+                     "--bidder", bidder, "--out", str(tmp_path / bidder)]) == 0
+        placed[bidder] = pd.read_csv(tmp_path / bidder / "jobs.csv")["nodes"].tolist()
+    assert placed["free-cores"] != placed["fullest-node"]
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main(["replay", "--help"])
@@ -118,6 +122,21 @@ def test_a_sweep_runs_the_plugin_in_process_and_on_dask(tmp_path: Path) -> None:
     assert on_dask.done == 2
     remote = pd.read_parquet(tmp_path / "dask" / "results.parquet").set_index("scheduler")
     assert remote.loc["saf", "mean_wait"] == rows.loc["saf", "mean_wait"]
+
+
+def test_an_unknown_bidder_fails_before_a_sweep_runs_and_the_default_keeps_run_ids(tmp_path: Path) -> None:
+    from market_hpc import config_from_dict
+    from market_hpc.experiment.sweep_spec import SweepError
+
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(SWEEP.format(trace=_trace(tmp_path)).replace('scheduler = "easy" }',
+                                                                  'scheduler = "maxvh", bidder = "nope" }'))
+    with pytest.raises(SweepError, match=r"unknown bidder 'nope'; valid choices: energy, free-cores, fullest-node"):
+        run_sweep(sweep, tmp_path / "out", progress=False)
+    # a config without a bidder hashes as before bidders were configurable (sweeps resume)
+    assert "bidder" not in config_from_dict({"platform": "kth-sp2", "workload": {"generator": "kit"}}).to_dict()["policy"]
+    assert config_from_dict({"platform": "kth-sp2", "workload": {"generator": "kit"},
+                             "policy": {"bidder": "energy"}}).to_dict()["policy"]["bidder"] == "energy"
 
 
 def test_the_browser_view_lists_the_plugin_scheduler() -> None:
