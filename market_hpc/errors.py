@@ -33,11 +33,26 @@ class InvalidNumberError(ConfigError, ValueError):
 class UnknownNameError(ConfigError):
     """A name (policy, preset, key) is not one of the known choices."""
 
-    def __init__(self, kind: str, name: str, choices: Iterable[str]) -> None:
+    def __init__(self, kind: str, name: str, choices: Iterable[str], note: str = "") -> None:
         self.kind = kind
         self.name = name
         self.choices = sorted(choices)
-        super().__init__(f"unknown {kind} {name!r}; valid choices: {', '.join(self.choices)}")
+        super().__init__(f"unknown {kind} {name!r}; valid choices: {', '.join(self.choices)}{note}")
+
+
+class PluginError(ConfigError):
+    """An installed policy plugin (entry point group ``market_hpc.policies``) failed to load.
+
+    Attributes:
+        entry_point: The entry point, as ``name = module:object``.
+        distribution: The package that declares it (``None`` when unknown).
+    """
+
+    def __init__(self, entry_point: str, distribution: str | None, message: str) -> None:
+        self.entry_point = entry_point
+        self.distribution = distribution
+        source = f" from {distribution}" if distribution else ""
+        super().__init__(f"policy plugin {entry_point!r}{source}: {message}")
 
 
 class TraceFormatError(MarketHpcError):

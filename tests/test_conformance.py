@@ -1,4 +1,5 @@
-"""Policy conformance suite: what every registered (non-market) dispatcher must do.
+"""Policy conformance suite: what every registered (non-market) dispatcher must do,
+installed plugins' included (the pairs are read from the registry, which loads them).
 
 For every scheduler x allocator pair: its decisions are executable (whole simulations run
 on several random workloads and platforms, core-level and node-exclusive, without a

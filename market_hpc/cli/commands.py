@@ -81,7 +81,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             "timeseries": not args.no_timeseries,
             "workload": {"trace": trace, "lenient": args.lenient, "load_factor": load_factor,
                          "market": market},
-            "policy": {"scheduler": args.scheduler, "allocator": args.allocator},
+            "policy": {"scheduler": args.scheduler, "allocator": args.allocator, "bidder": args.bidder},
         }
         if first_n is not None:
             data["workload"]["first_n"] = first_n
@@ -177,16 +177,18 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:  # type: ignor
     report.set_defaults(func=cmd_report)
 
 
-def _replay_choices() -> tuple[str, str, str]:
-    """Platform presets, schedulers and allocators for ``replay --help``.
+def _replay_choices() -> tuple[str, str, str, str]:
+    """Platform presets, schedulers, allocators and bidders for ``replay --help`` (plugins
+    included).
 
     Importing them loads numpy and every policy module, so only the ``replay`` command
     pays for it; ``market-hpc --help`` and the other commands start without.
     """
     from market_hpc.domain.platform import PRESETS
-    from market_hpc.policies import allocator_names, scheduler_names
+    from market_hpc.policies import allocator_names, bidder_names, scheduler_names
 
-    return ", ".join(PRESETS), ", ".join(scheduler_names()), ", ".join(allocator_names())
+    return (", ".join(PRESETS), ", ".join(scheduler_names()), ", ".join(allocator_names()),
+            ", ".join(bidder_names()))
 
 
 def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
@@ -199,9 +201,9 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     from market_hpc import __version__
 
     if list_choices:
-        presets, schedulers, allocators = _replay_choices()
+        presets, schedulers, allocators, bidders = _replay_choices()
     else:
-        presets = schedulers = allocators = "see market-hpc replay --help"
+        presets = schedulers = allocators = bidders = "see market-hpc replay --help"
 
     parser = argparse.ArgumentParser(
         prog="market-hpc",
@@ -232,6 +234,8 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
                         "or a platform TOML file")
     replay.add_argument("--scheduler", default="fifo", help=f"one of {schedulers}")
     replay.add_argument("--allocator", default=None, help=f"one of {allocators}")
+    replay.add_argument("--bidder", default=None,
+                        help=f"market auctions' node bidding strategy: one of {bidders} (default free-cores)")
     replay.add_argument("--out", help="results folder")
     replay.add_argument("--seed", default=0)
     replay.add_argument("--lenient", action="store_true", help=LENIENT_HELP)

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import mesa
 import numpy as np
+import pandas as pd
 
 from market_hpc.algorithms.allocation import units_fit
 from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
@@ -26,6 +27,7 @@ from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.market import remaining_time
 from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.core.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
+from market_hpc.core.collector import TimeSeriesCollector
 from market_hpc.core.free_state import FreeResources, check_runs
 from market_hpc.core.recorder import Recorder
 from market_hpc.core.running_jobs import RunningJobs
@@ -50,17 +52,6 @@ def make_market_aware_policy(scheduler: str, allocator: str | None, hold_penalty
     """``make_policy`` that hands the holding penalty to market schedulers."""
     params = {"penalty": hold_penalty} if scheduler_entry(scheduler).market else None
     return make_policy(scheduler, allocator, scheduler_params=params)
-
-
-MODEL_REPORTERS = {
-    "time": "now",
-    "queue_length": lambda m: len(m.queue_agent.jobs),
-    "running_jobs": lambda m: len(m.running_by_end),
-    "jobs_completed": lambda m: m.recorder.finished,
-    "jobs_dropped": lambda m: m.recorder.drops,
-    "holds": lambda m: m.recorder.holds,
-    "total_profit": lambda m: m.recorder.profit,
-}
 
 
 class Predictor(Protocol):
@@ -178,7 +169,7 @@ class HPCModel(mesa.Model):
         self._unit_limits: dict[tuple[int, ...], tuple[int, int]] = {}
         self.predictor = predictor
         self.running = self._upcoming is not None
-        self.datacollector = mesa.DataCollector(model_reporters=MODEL_REPORTERS)
+        self.datacollector: mesa.DataCollector = TimeSeriesCollector(self.recorder)
         if queues is not None:  # seed 004: a QueueAgent per queue, reconfiguration events
             from market_hpc.core.queue_agents import install_queues
 
@@ -193,12 +184,13 @@ class HPCModel(mesa.Model):
         return self._node_agents
 
     # ------------------------------------------------------ Mesa registries
-    # Job agents register with Mesa when these are read (``JobAgent.register``): every
-    # reader sees every job agent in the system, and a replay that never reads them does
-    # not pay Mesa's per-agent bookkeeping for each job.
+    # Job agents register with Mesa when these are read (``JobAgent.register``), and node
+    # agents are created then: every reader sees every node and every job agent in the
+    # system, and a replay that never reads them does not pay Mesa's per-agent bookkeeping.
     @property
     def agents(self) -> mesa.agent.AgentSet:
-        """Mesa's set of all agents (job agents in the system registered first)."""
+        """Mesa's set of all agents (node agents and the job agents in the system
+        registered first)."""
         self.register_job_agents()
         return super().agents
 
@@ -208,19 +200,23 @@ class HPCModel(mesa.Model):
 
     @property
     def agents_by_type(self) -> dict[type, mesa.agent.AgentSet]:
-        """Mesa's agent sets per agent class (job agents in the system registered first)."""
+        """Mesa's agent sets per agent class (node agents and the job agents in the
+        system registered first)."""
         self.register_job_agents()
         return super().agents_by_type
 
     @property
     def agent_types(self) -> list[type]:
-        """Agent classes registered with Mesa (job agents in the system registered first)."""
+        """Agent classes registered with Mesa (node agents and the job agents in the
+        system registered first)."""
         self.register_job_agents()
         return super().agent_types
 
     def register_job_agents(self) -> None:
         """Register with Mesa, in arrival order, the job agents in the system that are not
-        yet (those that arrived since the last read: a suffix of ``job_agents``)."""
+        yet (those that arrived since the last read: a suffix of ``job_agents``), and
+        create the node agents if they are not yet."""
+        _ = self.node_agents
         pending = []
         for agent in reversed(self.job_agents.values()):
             if agent.registered:
@@ -256,16 +252,28 @@ class HPCModel(mesa.Model):
     def step(self) -> None:
         """Advance to the next instant with events and handle all of them.
 
-        This is the path Mesa's tools drive (SolaraViz, ``mesa.batch_run``): each step is
-        one instant and the ``datacollector`` records the model reporters after it.
-        ``run()`` loops over instants without that bookkeeping.
+        One step is one instant: Mesa counts it in ``steps`` and the recorder samples it
+        (a row of ``datacollector.get_model_vars_dataframe()``). This is the path Mesa's
+        tools drive (SolaraViz, ``mesa.batch_run``); ``run()`` is the same loop without
+        Mesa's per-step bookkeeping.
         """
         if not self._advance() or self.next_time() == _NEVER:
             self.finalize()
         self.datacollector.collect(self)
 
+    def run_model(self) -> None:
+        """Run to the end (Mesa's entry point): ``run()``, or Mesa's loop of ``step()``
+        when a replaced ``datacollector`` collects after every step."""
+        collector = self.datacollector
+        if isinstance(collector, TimeSeriesCollector) and not collector.collects_per_step:
+            self.run()
+        else:
+            super().run_model()
+
     def run(self, until: float = _NEVER, progress: Any = None) -> None:
         """Run until no event is left or the next one is after ``until``.
+
+        Each instant handled counts as one Mesa step (``steps``), as ``step()`` does.
 
         Args:
             until: Stop before handling any instant later than this.
@@ -292,10 +300,21 @@ class HPCModel(mesa.Model):
                 if progress is not None and instants % 1000 == 0:
                     progress(self._next_arrival)
         finally:
+            self.steps += instants
             if collecting:
                 gc.enable()
         if self.next_time() == _NEVER:
             self.finalize()
+
+    # ------------------------------------------------------------- results
+    def jobs_frame(self) -> pd.DataFrame:
+        """One row per job that left the system, by job id (the CLI's ``jobs.csv``)."""
+        return self.recorder.jobs_frame()
+
+    def timeseries_frame(self) -> pd.DataFrame:
+        """One row per step (the CLI's ``timeseries.csv``; empty with
+        ``record_timeseries=False``)."""
+        return self.recorder.timeseries_frame()
 
     def _next_job(self, previous: Job) -> Job | None:
         job = next(self._arrivals, None)

@@ -191,6 +191,8 @@ class PolicyConfig:
     Attributes:
         scheduler: Registered scheduler name (``market-hpc`` lists them).
         allocator: Registered allocator name (default: the scheduler's default).
+        bidder: Registered bidder name: how node agents bid in market auctions (default:
+            ``free-cores``, seed 002).
         hold_penalty: Fraction of a held job's maximum value charged per hold (seed 002).
         predictor: Run-time predictor whose predictions schedulers see
             (``market_hpc.core.predictors``: wall-time, data-driven, real; none: the
@@ -204,6 +206,7 @@ class PolicyConfig:
 
     scheduler: str = "fifo"
     allocator: str | None = None
+    bidder: str | None = None
     hold_penalty: float = 0.0
     predictor: str | None = None
     resume_seconds: float = 0.0
@@ -294,6 +297,8 @@ class RunConfig:
         data = dataclasses.asdict(self)
         if not data["policy"]["params"]:  # absent when empty: sweep run ids stay as they were
             del data["policy"]["params"]
+        if data["policy"]["bidder"] is None:  # the same for the default bidder (issue 26)
+            del data["policy"]["bidder"]
         return data
 
 

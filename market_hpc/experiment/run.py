@@ -19,7 +19,7 @@ from market_hpc.core.metrics import summarize
 from market_hpc.core.model import HPCModel, make_market_aware_policy
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
-from market_hpc.experiment.config import RunConfig
+from market_hpc.experiment.config import RunConfig, load_scenario
 from market_hpc.workload import first_n, read_swf, scale_load, time_slice
 
 PROVENANCE_PACKAGES = ("market_hpc", "mesa", "numpy", "pandas", "pyarrow", "networkx", "deap", "ortools")
@@ -201,14 +201,16 @@ def _generate(config: RunConfig, platform: Platform) -> tuple[list[Job], dict[st
                   "applications": "bundled HLRS-like library"}
 
 
-def simulate(config: RunConfig, jobs: list[Job] | None = None, progress: bool = False) -> Result:
+def simulate(config: RunConfig | str | Path, jobs: list[Job] | None = None, progress: bool = False) -> Result:
     """Run one configured simulation in this process.
 
     Args:
-        config: The validated run configuration.
+        config: The validated run configuration, or a scenario file (``load_scenario``).
         jobs: Pre-loaded jobs (skips building the workload from ``config``).
         progress: Show a progress bar on stderr (only when it is a terminal).
     """
+    if not isinstance(config, RunConfig):
+        config = load_scenario(config)
     platform = load_platform(config.platform)
     from market_hpc.workload.burst_buffer import with_capacity
 
@@ -239,15 +241,19 @@ def run_model(config: RunConfig, platform: Platform, jobs: Any, total: int | Non
         total: Jobs expected, for the progress bar (``None`` when unknown).
     """
     policy = _make_policy(config)
-    predictor = None
+    predictor = bidder = None
     if config.policy.predictor is not None:
         from market_hpc.core.predictors import make_predictor
 
         predictor = make_predictor(config.policy.predictor)
+    if config.policy.bidder is not None:
+        from market_hpc.policies.registry import make_bidder
+
+        bidder = make_bidder(config.policy.bidder)
     model = HPCModel(
         jobs, platform, policy=policy, exclusive=config.exclusive,
         hold_penalty=config.policy.hold_penalty, seed=config.seed,
-        record_timeseries=config.timeseries, predictor=predictor,
+        record_timeseries=config.timeseries, predictor=predictor, bidder=bidder,
         resume_seconds=config.policy.resume_seconds, hold_progress_loss=config.policy.hold_progress_loss,
     )
     began = time.perf_counter()

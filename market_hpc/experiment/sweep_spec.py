@@ -309,6 +309,7 @@ def _preflight(file: Path, runs: tuple[RunSpec, ...]) -> None:
     combination, platforms, input files (each distinct value once)."""
     from market_hpc.core.model import make_market_aware_policy
     from market_hpc.domain.platform import load_platform
+    from market_hpc.policies.registry import make_bidder
 
     checked: set[tuple[Any, ...]] = set()
     for run in runs:
@@ -318,6 +319,8 @@ def _preflight(file: Path, runs: tuple[RunSpec, ...]) -> None:
             (make_market_aware_policy, policy.scheduler, policy.allocator, policy.hold_penalty),
             (load_platform, config.platform),
         ]
+        if policy.bidder is not None:
+            checks.append((make_bidder, policy.bidder))
         for key in INPUT_FILE_KEYS:
             if getattr(config.workload, key) is not None:
                 checks.append((_check_file, f"workload.{key}", getattr(config.workload, key)))

@@ -1,8 +1,11 @@
-"""The one registry of schedulers and allocators.
+"""The one registry of schedulers, allocators and bidders.
 
 A dispatcher is a scheduler (which job) composed with an allocator (where). Market
 policies choose their node themselves by auction; they are registered as schedulers
-with ``allocators=("max-bid",)``.
+with ``allocators=("max-bid",)``. Bidders price nodes in those auctions.
+
+The built-in policies register when a name is first looked up, then the installed
+plugins (entry point group ``market_hpc.policies``, :mod:`market_hpc.policies.plugins`).
 
 >>> from market_hpc.policies import make_policy
 >>> make_policy("fifo", "first-fit").name
@@ -12,6 +15,7 @@ with ``allocators=("max-bid",)``.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +25,7 @@ from market_hpc.policies.base import Allocator, Policy
 
 SchedulerFactory = Callable[..., Policy]
 AllocatorFactory = Callable[..., Allocator]
+BidderFactory = Callable[..., Any]  # -> algorithms.bidding.Bidder
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,19 @@ class SchedulerEntry:
 
 SCHEDULERS: dict[str, SchedulerEntry] = {}
 ALLOCATORS: dict[str, tuple[AllocatorFactory, str]] = {}
+BIDDERS: dict[str, tuple[BidderFactory, str]] = {}
 MARKET_ONLY_ALLOCATORS: set[str] = set()
+
+
+def _check_new(kind: str, name: str, factory: Any, known: dict[str, Any]) -> None:
+    if not callable(factory):
+        raise ConfigError(f"{kind} {name!r}: register_{kind} decorates a class or function, "
+                          f"got {type(factory).__name__}")
+    if name in known:
+        previous = known[name]
+        previous = previous.factory if isinstance(previous, SchedulerEntry) else previous[0]
+        raise ConfigError(f"{kind} {name!r} is already registered (its factory: "
+                          f"{getattr(previous, '__module__', '?')}.{getattr(previous, '__qualname__', '?')})")
 
 
 def register_scheduler(
@@ -57,11 +74,17 @@ def register_scheduler(
     default_allocator: str = "first-fit",
     market: bool = False,
 ) -> Callable[[SchedulerFactory], SchedulerFactory]:
-    """Class/function decorator adding a scheduler to the registry."""
+    """Class/function decorator adding a scheduler to the registry.
+
+    The factory is called as ``factory(allocator, **params)`` and returns an object with
+    ``name`` and ``decide(view, rng) -> Decision`` (docs/extending.md).
+
+    Raises:
+        ConfigError: the name is taken, or what is decorated is not callable.
+    """
 
     def add(factory: SchedulerFactory) -> SchedulerFactory:
-        if name in SCHEDULERS:
-            raise ValueError(f"scheduler {name!r} registered twice")
+        _check_new("scheduler", name, factory, SCHEDULERS)
         SCHEDULERS[name] = SchedulerEntry(name, factory, allocators, default_allocator, summary, market)
         return factory
 
@@ -75,11 +98,13 @@ def register_allocator(
 
     ``market_only`` allocators (the auction's single-node ``max-bid``) are offered only to
     schedulers that list them explicitly.
+
+    Raises:
+        ConfigError: the name is taken, or what is decorated is not callable.
     """
 
     def add(factory: AllocatorFactory) -> AllocatorFactory:
-        if name in ALLOCATORS:
-            raise ValueError(f"allocator {name!r} registered twice")
+        _check_new("allocator", name, factory, ALLOCATORS)
         ALLOCATORS[name] = (factory, summary)
         if market_only:
             MARKET_ONLY_ALLOCATORS.add(name)
@@ -88,14 +113,70 @@ def register_allocator(
     return add
 
 
+def register_bidder(name: str, summary: str) -> Callable[[BidderFactory], BidderFactory]:
+    """Class/function decorator adding a market bidding strategy to the registry.
+
+    The factory is called as ``factory(**params)`` and returns an object with ``name`` and
+    ``bids(free, capacity, nodes) -> array`` (``market_hpc.algorithms.bidding.Bidder``).
+
+    Raises:
+        ConfigError: the name is taken, or what is decorated is not callable.
+    """
+
+    def add(factory: BidderFactory) -> BidderFactory:
+        _check_new("bidder", name, factory, BIDDERS)
+        BIDDERS[name] = (factory, summary)
+        return factory
+
+    return add
+
+
 BUILTIN_MODULES = ("allocators", "classic", "market", "hetero", "hetero_schedulers", "market_baselines",
-                   "bbsched", "queues", "cp")
+                   "bbsched", "queues", "cp", "bidders")
+_loaded = False
 
 
 def _load_builtin() -> None:
-    # Importing the modules runs their register_* decorators.
-    for module in BUILTIN_MODULES:
+    """Register the built-in policies, then the installed plugins (once)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True  # before loading: a plugin may look names up while it registers
+    for module in BUILTIN_MODULES:  # importing the modules runs their register_* decorators
         importlib.import_module(f"market_hpc.policies.{module}")
+    from market_hpc.policies.plugins import load_plugins
+
+    load_plugins(sys.modules[__name__])  # this module is the Registry the loader fills
+
+
+def snapshot() -> tuple[frozenset[str], ...]:
+    """The registered names, built-ins and plugins loaded first (to undo a plugin that
+    failed half-way, or a test's registrations, with ``restore``)."""
+    _load_builtin()
+    return (frozenset(SCHEDULERS), frozenset(ALLOCATORS), frozenset(BIDDERS))
+
+
+_TABLES: tuple[tuple[str, dict[str, Any]], ...] = (("scheduler", SCHEDULERS), ("allocator", ALLOCATORS),
+                                                   ("bidder", BIDDERS))
+
+
+def added_since(names: tuple[frozenset[str], ...]) -> list[str]:
+    """What was registered since ``snapshot()``, as ``["scheduler lff", ...]``."""
+    return sorted(f"{kind} {name}" for (kind, table), kept in zip(_TABLES, names) for name in set(table) - kept)
+
+
+def restore(names: tuple[frozenset[str], ...]) -> None:
+    """Remove what was registered since ``snapshot()``."""
+    for (_, table), kept in zip(_TABLES, names):
+        for name in set(table) - kept:
+            del table[name]
+            MARKET_ONLY_ALLOCATORS.discard(name)
+
+
+def _unknown(kind: str, name: str, choices: Any) -> UnknownNameError:
+    from market_hpc.policies.plugins import failure_note
+
+    return UnknownNameError(kind, name, choices, failure_note())
 
 
 def scheduler_names() -> list[str]:
@@ -108,6 +189,29 @@ def allocator_names() -> list[str]:
     """All registered allocator names, sorted."""
     _load_builtin()
     return sorted(ALLOCATORS)
+
+
+def bidder_names() -> list[str]:
+    """All registered bidder names, sorted."""
+    _load_builtin()
+    return sorted(BIDDERS)
+
+
+def make_bidder(name: str, **params: Any) -> Any:
+    """Instantiate a registered bidder by name (an ``algorithms.bidding.Bidder``).
+
+    Raises:
+        UnknownNameError: for an unknown name (lists the valid ones).
+        ConfigError: for parameters the bidder does not take.
+    """
+    _load_builtin()
+    key = name.lower()
+    if key not in BIDDERS:
+        raise _unknown("bidder", name, BIDDERS)
+    try:
+        return BIDDERS[key][0](**params)
+    except TypeError as exc:
+        raise ConfigError(f"bidder {key!r}: bad parameters {params}: {exc}") from None
 
 
 def allocators_for(scheduler: str) -> list[str]:
@@ -123,7 +227,7 @@ def scheduler_entry(name: str) -> SchedulerEntry:
     _load_builtin()
     key = name.lower()
     if key not in SCHEDULERS:
-        raise UnknownNameError("scheduler", name, SCHEDULERS)
+        raise _unknown("scheduler", name, SCHEDULERS)
     return SCHEDULERS[key]
 
 
@@ -132,7 +236,7 @@ def make_allocator(name: str, **params: Any) -> Allocator:
     _load_builtin()
     key = name.lower()
     if key not in ALLOCATORS:
-        raise UnknownNameError("allocator", name, ALLOCATORS)
+        raise _unknown("allocator", name, ALLOCATORS)
     return ALLOCATORS[key][0](**params)
 
 
@@ -161,6 +265,10 @@ def make_policy(
             f"valid choices: {', '.join(valid)}"
         )
     try:
-        return entry.factory(alloc, **(scheduler_params or {}))
+        policy = entry.factory(alloc, **(scheduler_params or {}))
     except TypeError as exc:
         raise ConfigError(f"scheduler {entry.name!r}: bad parameters {scheduler_params}: {exc}") from None
+    if not callable(getattr(policy, "decide", None)):
+        raise ConfigError(f"scheduler {entry.name!r} ({getattr(entry.factory, '__module__', '?')}): its factory "
+                          f"returned a {type(policy).__name__}, which has no decide(view, rng) method")
+    return policy

@@ -101,7 +101,7 @@ def bundled_library() -> tuple[Application, ...]:
     return tuple(library_from_dict(json.loads(text), LIBRARY_FILE))
 
 
-def library_job_set(n_jobs: int, seed: int, *, load: float = 2.0, curves: str = "spec",
+def library_job_set(n_jobs: int, seed: int = 0, *, load: float = 2.0, curves: str = "spec",
                     **options: Any) -> JobSet:
     """An HLRS-like job set drawn from the bundled applications (no profiling at run time).
 

@@ -212,7 +212,7 @@ def month_profile(month: str | None) -> MonthProfile:
     return MONTHS[month]
 
 
-def eurora_like(n_jobs: int, seed: int, month: str | None = None) -> tuple[Job, ...]:
+def eurora_like(n_jobs: int, seed: int = 0, month: str | None = None) -> tuple[Job, ...]:
     """Generate ``n_jobs`` Eurora-like jobs at a month's load level (see module doc).
 
     The jobs span ``n_jobs / jobs_per_30_days * 30`` days, so the month's job count gives

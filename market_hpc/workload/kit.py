@@ -67,7 +67,7 @@ def _request(rng: np.random.Generator) -> tuple[int, int]:
     return int(rng.choice(counts, p=weights)), THIN_CORES
 
 
-def kit_like(n_jobs: int, seed: int, load: float = 0.9, platform: Platform | str = "kit-fh2") -> tuple[Job, ...]:
+def kit_like(n_jobs: int, seed: int = 0, load: float = 0.9, platform: Platform | str = "kit-fh2") -> tuple[Job, ...]:
     """Generate ``n_jobs`` KIT-like jobs offering ``load`` x the platform's cores.
 
     Raises:

@@ -69,14 +69,14 @@ OVERESTIMATE_MAX = 5.0
 
 
 def lublin_feitelson(
-    n_jobs: int, max_procs: int, seed: int, *, load_factor: float = 1.0
+    n_jobs: int, max_procs: int = 128, seed: int = 0, *, load_factor: float = 1.0
 ) -> tuple[Job, ...]:
     """Generate a batch workload from the Lublin & Feitelson (2003) model.
 
     Args:
         n_jobs: Number of jobs, ``>= 0``.
         max_procs: Processors of the target machine (largest job size), ``>= 1``.
-        seed: Seed; the same arguments give the same jobs, bit for bit.
+        seed: Seed, ``>= 0``; the same arguments give the same jobs, bit for bit.
         load_factor: Positive multiplier of the arrival rate (1 = the model's rate).
 
     Returns:

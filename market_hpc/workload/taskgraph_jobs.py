@@ -241,7 +241,7 @@ def generate_job_set(
     return tuple(jobs)
 
 
-def demo_job_set(n_jobs: int, seed: int, **options: Any) -> JobSet:
+def demo_job_set(n_jobs: int, seed: int = 0, **options: Any) -> JobSet:
     """Draw a job set profiled by the GA of ``algorithms.profiling`` (Alg. 1).
 
     The GA's seed comes from a fourth ``SeedSequence(seed)`` child, independent of the

@@ -1,0 +1,1 @@
+"""An example market_hpc policy plugin (see ``policies``)."""
