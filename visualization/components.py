@@ -11,8 +11,10 @@ import html
 import solara
 from mesa.visualization.utils import update_counter
 
-from market_hpc.domain.resources import GPUS, MICS
+from market_hpc.domain.platform import Platform
+from market_hpc.domain.resources import CORES, GPUS, MICS
 from visualization.model import VizModel, format_clock
+from visualization.node_bins import group_size, ramp_css
 from visualization.node_grid import BAND_COLOURS, node_grid_pixels, png_bytes
 from visualization.panels import (
     QueueRow,
@@ -41,7 +43,8 @@ CSS = """
 .mhpc-table td, .mhpc-table th { padding: 0 6px !important; height: 22px !important; font-size: 12px; }
 .mhpc-table th { text-align: right !important; }
 .mhpc-table td { text-align: right; }
-.mhpc-partitions, .mhpc-bb { font-size: 12px; }
+.mhpc-partitions, .mhpc-bb, .mhpc-bins { font-size: 12px; }
+.mhpc-ramp { display: inline-block; width: 60px; height: 10px; margin: 0 8px 0 3px; vertical-align: -1px; }
 .mhpc-band { margin-right: 10px; white-space: nowrap; }
 .mhpc-band i { display: inline-block; width: 10px; height: 10px; margin-right: 3px; vertical-align: -1px; }
 .mhpc-bar { display: inline-block; width: 200px; height: 10px; background: #e5e7eb; margin-right: 6px; vertical-align: -1px; }
@@ -109,10 +112,31 @@ def NodeGrid(model: VizModel) -> None:
         bb = burst_buffer_use(model)
         if bb is not None:
             solara.HTML(tag="div", unsafe_innerHTML=burst_buffer_bar(*bb), classes=["mhpc-bb"])
-        solara.Text("one section per node type (partition), one row per node · "
-                    "colour = job on the core · grey = free core (blue GPU, orange MIC) · "
-                    "hatched = job resumed after a hold · red × = node a held job "
-                    "waits to return from · black frame = selected job", classes=["mhpc-note"])
+        k = group_size(model.platform)
+        if k > 1:
+            solara.HTML(tag="div", unsafe_innerHTML=bin_legend(k, model.platform), classes=["mhpc-bins"])
+        solara.Text(grid_note(k), classes=["mhpc-note"])
+
+
+def bin_legend(k: int, platform: Platform) -> str:
+    """HTML legend of a binned grid: nodes per cell and the busy-share colour ramps."""
+    ramps = [f'{name} <i class="mhpc-ramp" style="background: {ramp_css(r)}"></i>'
+             for r, name in ((CORES, "cores"), (GPUS, "GPUs"), (MICS, "MICs")) if platform.total[r]]
+    return (f"<b>one cell = {k:,} nodes</b> (consecutive, of one type and partition; the last may "
+            f"hold fewer) · shade = share in use, 0 % to 100 %: " + " ".join(ramps))
+
+
+def grid_note(k: int) -> str:
+    """What the node grid's marks mean, one row per node or binned ``k`` nodes per cell."""
+    if k > 1:
+        return ("one section per node type (partition); cells top to bottom, the number over a "
+                "column is its first node · the cell right of the cores: GPUs (then MICs) · "
+                "red × = a node of the cell a held job waits to return from · "
+                "black frame = cells of the selected job")
+    return ("one section per node type (partition), one row per node · "
+            "colour = job on the core · grey = free core (blue GPU, orange MIC) · "
+            "hatched = job resumed after a hold · red × = node a held job "
+            "waits to return from · black frame = selected job")
 
 
 def partition_legend(model: VizModel) -> str:
@@ -124,7 +148,7 @@ def partition_legend(model: VizModel) -> str:
                      f"{html.escape(name)}: nodes {lo:,}-{hi - 1:,}</span>")
     if not parts:
         return ""
-    return "partitions (strip left of each node row): " + " ".join(parts)
+    return "partitions (the strip left of each node row or cell): " + " ".join(parts)
 
 
 def burst_buffer_bar(used: float, total: float) -> str:
