@@ -108,7 +108,13 @@ def test_burst_buffer_pool_is_sized_to_the_target_load() -> None:
     from market_hpc.domain.job import Job
     from market_hpc.domain.platform import load_platform
     from market_hpc.workload.burst_buffer import offered_loads
-    from visualization.model import BB_TARGET_LOAD, DEFAULT_PLATFORM, VizModel, generated_jobs, with_burst_buffer
+    from visualization.model import (
+        BB_TARGET_LOAD,
+        DEFAULT_PLATFORM,
+        VizModel,
+        generated_jobs,
+        with_burst_buffer,
+    )
 
     assert BB_TARGET_LOAD == 0.75
     model = VizModel(policy="bbsched", workload="lublin-feitelson", jobs=1500, load=2.0)

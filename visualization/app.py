@@ -117,7 +117,7 @@ class _SolaraForMesa:
         return getattr(solara, name)
 
     @staticmethod
-    def SliderInt(label: str, value: Any = 0, **kwargs: Any) -> Any:  # noqa: N802 - solara's name
+    def SliderInt(label: str, value: Any = 0, **kwargs: Any) -> Any:
         current = value.value if isinstance(value, solara.Reactive) else value
         return solara.SliderInt(f"{label}: {current:,}", value=value, **kwargs)
 

@@ -42,10 +42,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from market_hpc.core.model import HPCModel, make_market_aware_policy
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError, MarketHpcError
-from market_hpc.core.model import HPCModel, make_market_aware_policy
 from market_hpc.policies.registry import scheduler_entry
 from market_hpc.viz import SCENARIO_ENV
 
