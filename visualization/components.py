@@ -35,12 +35,14 @@ CSS = """
 .mhpc-note { font-size: 11px; color: #666; }
 .mhpc-status { display: flex; flex-wrap: wrap; gap: 6px 18px; align-items: baseline; font-size: 13px; }
 .mhpc-status b { font-size: 15px; }
-.mhpc-nodes { max-width: 100%; max-height: 400px; object-fit: contain; object-position: left top; }
+.mhpc-nodes { display: block; max-width: 100%; height: auto; }
+div:has(> img.mhpc-nodes) { height: auto !important; }  /* solara's wrapper: 100 % */
 .mhpc-svg { width: 100%; height: auto; display: block; }
 .mhpc-timeseries svg { max-height: 380px; }
 /* a slider whose label (with its value) leaves it under 120 px goes to the next line */
 .v-input__slider .v-input__slot { flex-wrap: wrap; }
 .v-input__slider .v-input__slot > .v-slider { flex: 1 1 120px; min-width: 120px; }
+.v-input__slider .v-input__slot > .v-label { height: auto; white-space: normal; }
 /* one page of tiles: Mesa's "Page 0" tab bar says nothing */
 .v-tabs:not(:has(.v-tab ~ .v-tab)) { display: none; }
 .mhpc-table td, .mhpc-table th { padding: 0 6px !important; height: 22px !important; font-size: 12px; }
@@ -243,8 +245,8 @@ COMPONENTS = [StatusBar, NodeGrid, QueuePanel, TimeSeries, JobDetails]
 # this is the grid (12 columns, 30 px rows) laid out for these five.
 LAYOUT = [
     {"i": 0, "x": 0, "y": 0, "w": 12, "h": 2},
-    {"i": 1, "x": 0, "y": 2, "w": 7, "h": 14},
-    {"i": 2, "x": 7, "y": 2, "w": 5, "h": 14},
-    {"i": 3, "x": 0, "y": 16, "w": 8, "h": 11},
-    {"i": 4, "x": 8, "y": 16, "w": 4, "h": 11},
+    {"i": 1, "x": 0, "y": 2, "w": 7, "h": 12},
+    {"i": 2, "x": 7, "y": 2, "w": 5, "h": 12},
+    {"i": 3, "x": 0, "y": 14, "w": 8, "h": 11},
+    {"i": 4, "x": 8, "y": 14, "w": 4, "h": 11},
 ]
