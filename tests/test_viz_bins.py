@@ -154,3 +154,15 @@ def test_curie_labels_keep_apart_and_name_each_types_first_node() -> None:
     spans = sorted((x, x + font.getlength(text)) for x, text in labels)
     assert all(right + 8 <= left for (_, right), (left, _) in itertools.pairwise(spans))
     assert spans[-1][1] <= 760 and len(labels) >= 10
+
+
+@pytest.mark.parametrize("module", ["visualization.node_bins", "visualization.grid_layout",
+                                    "visualization.components", "visualization.model"])
+@pytest.mark.filterwarnings("ignore:.*ComponentsView:UserWarning")  # solara on Mesa's code (see app.py)
+def test_doctests_of_the_viz_modules(module: str) -> None:
+    """visualization/ is outside the suite's doctest paths: its examples run here."""
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0, result

@@ -157,11 +157,19 @@ def partition_legend(model: VizModel) -> str:
 
 
 def burst_buffer_bar(used: float, total: float) -> str:
-    """HTML bar of the burst-buffer pool: used and free GB."""
+    """HTML bar of the burst-buffer pool: used and free, in GB (TB from a 100 TB pool on,
+    decimal as in seed 003).
+
+    >>> burst_buffer_bar(5_618.0, 40_040.0).split("</div></div>")[1]
+    'burst buffer: <b>5,618 GB used</b>, 34,422 GB free of 40,040 GB (14 %)'
+    >>> burst_buffer_bar(1_197_945.0, 10_856_669.0).split("</div></div>")[1]
+    'burst buffer: <b>1,198 TB used</b>, 9,659 TB free of 10,857 TB (11 %)'
+    """
     share = 100.0 * used / total if total else 0.0
+    divisor, unit = (1000.0, "TB") if total >= 100_000 else (1.0, "GB")
     return (f'<div class="mhpc-bar"><div style="width: {share:.1f}%"></div></div>'
-            f"burst buffer: <b>{used:,.0f} GB used</b>, {total - used:,.0f} GB free of {total:,.0f} GB "
-            f"({share:.0f} %)")
+            f"burst buffer: <b>{used / divisor:,.0f} {unit} used</b>, {(total - used) / divisor:,.0f} {unit} "
+            f"free of {total / divisor:,.0f} {unit} ({share:.0f} %)")
 
 
 @solara.component
@@ -245,8 +253,8 @@ COMPONENTS = [StatusBar, NodeGrid, QueuePanel, TimeSeries, JobDetails]
 # this is the grid (12 columns, 30 px rows) laid out for these five.
 LAYOUT = [
     {"i": 0, "x": 0, "y": 0, "w": 12, "h": 2},
-    {"i": 1, "x": 0, "y": 2, "w": 7, "h": 12},
-    {"i": 2, "x": 7, "y": 2, "w": 5, "h": 12},
-    {"i": 3, "x": 0, "y": 14, "w": 8, "h": 11},
-    {"i": 4, "x": 8, "y": 14, "w": 4, "h": 11},
+    {"i": 1, "x": 0, "y": 2, "w": 7, "h": 13},
+    {"i": 2, "x": 7, "y": 2, "w": 5, "h": 13},
+    {"i": 3, "x": 0, "y": 15, "w": 8, "h": 11},
+    {"i": 4, "x": 8, "y": 15, "w": 4, "h": 11},
 ]
