@@ -166,3 +166,21 @@ def test_doctests_of_the_viz_modules(module: str) -> None:
 
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0, result
+
+
+def test_binned_cells_with_a_held_jobs_node_get_the_red_cross(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cross goes left of the cell holding each node a held job waits for (which
+    nodes those are is the model's, tested with the market; here three are given)."""
+    from visualization import node_grid
+
+    model = VizModel(policy="easy", platform="curie", workload="lublin-feitelson", jobs=100, seed=1)
+    monkeypatch.setattr(node_grid, "held_nodes", lambda _: [5, 6, 4000])
+    geometry = view_geometry(model.platform)
+    assert {geometry.slot_of(node) for node in (5, 6, 4000)} == {1, 1000}  # nodes 4-7, 4000-4003
+    scale = picture_scale(geometry)
+    body = node_grid_pixels(model)[LABEL_HEIGHT:]
+    red = [214, 39, 40]
+    for slot in range(len(geometry.bounds) - 1):
+        row, column = geometry.cell(slot)
+        top, left = scale.px(row), scale.px(column - 1)  # the cross fills the cell left of it
+        assert (body[top + 3, left + 3].tolist() == red) == (slot in (1, 1000)), slot

@@ -274,7 +274,7 @@ def test_partitions_pool_and_burst_buffer_are_drawn(page) -> None:  # type: igno
     bar.wait_for(timeout=10_000)
     click_step(page, 15)
     assert eventually(lambda: not bar.inner_text().startswith("burst buffer: 0 GB used")), bar.inner_text()
-    assert re.search(r"burst buffer: [\d,]+ GB used, [\d,]+ GB free of [\d,]+ GB", bar.inner_text())
+    assert re.search(r"burst buffer: [\d,]+ GB used, [\d,]+ GB free of 40,040 GB", bar.inner_text())  # target load 0.75
     page.screenshot(path=str(SCREENSHOTS / "bbsched_pool.png"), full_page=True)
 
 
@@ -291,6 +291,8 @@ def test_curie_grid_is_binned_with_a_legend(page) -> None:  # type: ignore[no-un
     assert legend.inner_text().startswith("one cell = 4 nodes"), legend.inner_text()
     assert "shade = share in use, 0 % to 100 %: cores" in legend.inner_text()
     assert page.locator(".mhpc-bins .mhpc-ramp").count() == 2  # cores, GPUs (Curie's hybrid nodes)
+    for mesa_slider in ("Play Interval (ms)", "Render Interval (steps)"):  # Mesa's own sliders
+        assert page.get_by_text(re.compile(r"^" + re.escape(mesa_slider) + r": \d+$")).is_visible(), mesa_slider
     image = page.locator("img.mhpc-nodes")
     size = image.evaluate("img => [img.naturalWidth, img.naturalHeight]")
     assert size == [760, 432], size

@@ -103,7 +103,8 @@ def StepInfo(model: VizModel) -> None:
 
 @solara.component
 def NodeGrid(model: VizModel) -> None:
-    """Nodes x cores coloured by job, GPUs/MICs where present, held jobs marked."""
+    """Nodes x cores coloured by job, GPUs/MICs where present, held jobs marked; on a large
+    platform one cell per group of nodes, shaded by its busy share (``node_bins``)."""
     update_counter.get()
     pixels = node_grid_pixels(model, selected_job.value or None)
     with solara.Column(classes=["mhpc-tile"], gap="4px"):

@@ -157,10 +157,9 @@ def node_grid_pixels(model: HPCModel, selected: int | None = None) -> np.ndarray
     frames: list[tuple[int, int, int]] = []  # slot, first and last column of the selected job
     if geometry.group > 1:
         cells = binned_cells(geometry, model.platform.capacity - model.free, model.platform.capacity)
-        markers = None if band is None else np.where(
-            (band >= 0)[:, None], np.asarray(BAND_COLOURS, dtype=np.uint8)[band % len(BAND_COLOURS)], 255)
-        body = tile_nodes(geometry, cells, 255, markers.astype(np.uint8) if markers is not None else None)
-        body = body[rows_of][:, columns_of]
+        markers = None if band is None else np.where(  # band colour, white outside every band
+            (band >= 0)[:, None], np.asarray(BAND_COLOURS)[band % len(BAND_COLOURS)], 255).astype(np.uint8)
+        body = tile_nodes(geometry, cells, 255, markers)[rows_of][:, columns_of]
         slim_markers(body, geometry, scale.factor)
         agent = model.job_agents.get(selected) if selected else None
         if agent is not None and agent.running is not None:
