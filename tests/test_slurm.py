@@ -185,9 +185,53 @@ def test_trace_info_reads_sacct(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_bundled_sample_counts() -> None:
     sample = Path(__file__).resolve().parents[1] / "traces" / "slurm-sample.sacct"
     conversion = read_sacct(sample)
-    assert len(conversion.jobs) == 68 and not conversion.rejected
-    assert conversion.skipped == {"job_step": 128, "pending_array": 7,
-                                  "cancelled_before_start": 6, "still_running": 1}
+    assert len(conversion.jobs) == 80 and not conversion.rejected
+    assert conversion.skipped == {"job_step": 155, "pending_array": 7, "cancelled_before_start": 6,
+                                  "still_running": 1, "never_started": 1}
     ids = [job.slurm_id for job in conversion.jobs]
     assert any("_" in i for i in ids) and any("+" in i for i in ids)
     assert sum(1 for job in conversion.jobs if job.gpus == 2) == 9
+    jobs = {job.slurm_id: job for job in conversion.jobs}
+    # the lines a real export adds: a finished array, days in Elapsed, srun and salloc
+    # steps, OOM / node failure / preemption, cancelled after start, no limits, a
+    # job that failed at launch
+    assert [i for i in ids if i.startswith("5072_")] == ["5072_1", "5072_2", "5072_3", "5072_4"]
+    assert jobs["5073"].run_time == 93_784.0 and jobs["5073"].time_limit == 172_800.0  # 1-02:03:04, 2-00:00:00
+    assert {jobs[i].state for i in ("5074", "5075", "5076", "5077")} == {
+        "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "CANCELLED"}
+    assert jobs["5077"].run_time == 631.0  # CANCELLED by 0 after 10:31: it used the machine
+    assert jobs["5076"].time_limit == jobs["5079"].time_limit == -1.0  # Partition_Limit, UNLIMITED
+    assert jobs["5074"].mem_mib_per_cpu == 250.0  # ReqMem 4000M per node over 16 CPUs
+    assert jobs["5081"].run_time == 0.0 and "5080" not in jobs  # failed at launch; PENDING
+
+
+def _readme_replays() -> list[str]:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    return [line for line in readme.splitlines() if line.startswith("market-hpc replay traces/slurm-sample.sacct")]
+
+
+def test_readme_replays_the_sacct_sample_under_easy_and_maxvh(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's two commands, as written (only --out moved under tmp_path): every job
+    of the sample is accounted for, the zero-length job included, and both runs earn a
+    profit from the same value curves."""
+    import json
+    import shlex
+
+    commands = _readme_replays()
+    assert [c.split("--scheduler ")[1].split()[0] for c in commands] == ["easy", "maxvh"], commands
+    summaries = {}
+    for command in commands:
+        argv = shlex.split(command)[1:]
+        out = argv.index("--out") + 1
+        argv[out] = str(tmp_path / Path(argv[out]).name)
+        sample = Path(__file__).resolve().parents[1] / argv[1]
+        argv[1] = str(sample)
+        assert main(argv) == 0
+        summaries[argv[argv.index("--scheduler") + 1]] = json.loads((Path(argv[out]) / "summary.json").read_text())
+    capsys.readouterr()
+    easy, maxvh = summaries["easy"], summaries["maxvh"]
+    assert easy["jobs_total"] == maxvh["jobs_total"] == 80
+    assert easy["jobs_completed"] == 80 and easy["holds"] == 0
+    assert maxvh["jobs_completed"] + maxvh["jobs_dropped"] == 80 and maxvh["holds"] > 0
+    assert easy["total_profit"] > 0 and maxvh["total_profit"] > 0

@@ -274,5 +274,31 @@ def test_partitions_pool_and_burst_buffer_are_drawn(page) -> None:  # type: igno
     bar.wait_for(timeout=10_000)
     click_step(page, 15)
     assert eventually(lambda: not bar.inner_text().startswith("burst buffer: 0 GB used")), bar.inner_text()
-    assert re.search(r"burst buffer: [\d,]+ GB used, [\d,]+ GB free of [\d,]+ GB", bar.inner_text())
+    assert re.search(r"burst buffer: [\d,]+ GB used, [\d,]+ GB free of 40,040 GB", bar.inner_text())  # target load 0.75
     page.screenshot(path=str(SCREENSHOTS / "bbsched_pool.png"), full_page=True)
+
+
+def test_curie_grid_is_binned_with_a_legend(page) -> None:  # type: ignore[no-untyped-def]
+    """Curie (5,544 nodes): one cell per 4 nodes, the legend says so, the picture is the
+    binned grid's size (760 x 400 px of 10 px cells under two label lines)."""
+    select(page, "policy (scheduler)", "easy")
+    select(page, "workload", "lublin-feitelson")
+    select(page, "platform", "curie")
+    reset_and_read(page, "easy on curie")
+    click_step(page, 20)
+    legend = page.locator(".mhpc-bins")
+    legend.wait_for(timeout=10_000)
+    assert legend.inner_text().startswith("one cell = 4 nodes"), legend.inner_text()
+    assert "shade = share in use, 0 % to 100 %: cores" in legend.inner_text()
+    assert page.locator(".mhpc-bins .mhpc-ramp").count() == 2  # cores, GPUs (Curie's hybrid nodes)
+    for mesa_slider in ("Play Interval (ms)", "Render Interval (steps)"):  # Mesa's own sliders
+        assert page.get_by_text(re.compile(r"^" + re.escape(mesa_slider) + r": \d+$")).is_visible(), mesa_slider
+    image = page.locator("img.mhpc-nodes")
+    size = image.evaluate("img => [img.naturalWidth, img.naturalHeight]")
+    assert size == [760, 432], size
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    image.screenshot(path=str(SCREENSHOTS / "curie_binned_grid.png"))
+    page.screenshot(path=str(SCREENSHOTS / "curie_binned.png"), full_page=True)
+    select(page, "platform", "nodes=32,cores=16")
+    reset_and_read(page, "easy on 32 x 16 cores")
+    assert page.locator(".mhpc-bins").count() == 0  # one row per node: no bin legend

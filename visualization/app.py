@@ -108,8 +108,23 @@ def _user_inputs(user_params: dict[str, Any], on_change: Any = None) -> None:
             _mesa_user_inputs({name: options}, on_change=on_change)
 
 
+class _SolaraForMesa:
+    """``solara`` as Mesa's ``solara_viz`` module sees it: everything is solara's, except
+    that ``SliderInt`` ends its label in its value. Mesa's own Play Interval and Render
+    Interval sliders then read ``Play Interval (ms): 100`` like the model's sliders."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(solara, name)
+
+    @staticmethod
+    def SliderInt(label: str, value: Any = 0, **kwargs: Any) -> Any:
+        current = value.value if isinstance(value, solara.Reactive) else value
+        return solara.SliderInt(f"{label}: {current:,}", value=value, **kwargs)
+
+
 # SolaraViz (3.3 to 3.5) takes no layout argument and no step display: both are module
 # functions it looks up when it renders, replaced here for this app only.
+solara_viz.solara = _SolaraForMesa()  # type: ignore[assignment]
 _mesa_layout = solara_viz.make_initial_grid_layout
 solara_viz.make_initial_grid_layout = _layout
 solara_viz.ShowSteps = StepInfo

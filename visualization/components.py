@@ -11,8 +11,10 @@ import html
 import solara
 from mesa.visualization.utils import update_counter
 
-from market_hpc.domain.resources import GPUS, MICS
+from market_hpc.domain.platform import Platform
+from market_hpc.domain.resources import CORES, GPUS, MICS
 from visualization.model import VizModel, format_clock
+from visualization.node_bins import group_size, ramp_css
 from visualization.node_grid import BAND_COLOURS, node_grid_pixels, png_bytes
 from visualization.panels import (
     QueueRow,
@@ -33,15 +35,21 @@ CSS = """
 .mhpc-note { font-size: 11px; color: #666; }
 .mhpc-status { display: flex; flex-wrap: wrap; gap: 6px 18px; align-items: baseline; font-size: 13px; }
 .mhpc-status b { font-size: 15px; }
-.mhpc-nodes { max-width: 100%; max-height: 400px; object-fit: contain; object-position: left top; }
+.mhpc-nodes { display: block; max-width: 100%; height: auto; }
+div:has(> img.mhpc-nodes) { height: auto !important; }  /* solara's wrapper: 100 % */
 .mhpc-svg { width: 100%; height: auto; display: block; }
 .mhpc-timeseries svg { max-height: 380px; }
+/* a slider whose label (with its value) leaves it under 120 px goes to the next line */
+.v-input__slider .v-input__slot { flex-wrap: wrap; }
+.v-input__slider .v-input__slot > .v-slider { flex: 1 1 120px; min-width: 120px; }
+.v-input__slider .v-input__slot > .v-label { height: auto; white-space: normal; }
 /* one page of tiles: Mesa's "Page 0" tab bar says nothing */
 .v-tabs:not(:has(.v-tab ~ .v-tab)) { display: none; }
 .mhpc-table td, .mhpc-table th { padding: 0 6px !important; height: 22px !important; font-size: 12px; }
 .mhpc-table th { text-align: right !important; }
 .mhpc-table td { text-align: right; }
-.mhpc-partitions, .mhpc-bb { font-size: 12px; }
+.mhpc-partitions, .mhpc-bb, .mhpc-bins { font-size: 12px; }
+.mhpc-ramp { display: inline-block; width: 60px; height: 10px; margin: 0 8px 0 3px; vertical-align: -1px; }
 .mhpc-band { margin-right: 10px; white-space: nowrap; }
 .mhpc-band i { display: inline-block; width: 10px; height: 10px; margin-right: 3px; vertical-align: -1px; }
 .mhpc-bar { display: inline-block; width: 200px; height: 10px; background: #e5e7eb; margin-right: 6px; vertical-align: -1px; }
@@ -95,7 +103,8 @@ def StepInfo(model: VizModel) -> None:
 
 @solara.component
 def NodeGrid(model: VizModel) -> None:
-    """Nodes x cores coloured by job, GPUs/MICs where present, held jobs marked."""
+    """Nodes x cores coloured by job, GPUs/MICs where present, held jobs marked; on a large
+    platform one cell per group of nodes, shaded by its busy share (``node_bins``)."""
     update_counter.get()
     pixels = node_grid_pixels(model, selected_job.value or None)
     with solara.Column(classes=["mhpc-tile"], gap="4px"):
@@ -109,10 +118,31 @@ def NodeGrid(model: VizModel) -> None:
         bb = burst_buffer_use(model)
         if bb is not None:
             solara.HTML(tag="div", unsafe_innerHTML=burst_buffer_bar(*bb), classes=["mhpc-bb"])
-        solara.Text("one section per node type (partition), one row per node · "
-                    "colour = job on the core · grey = free core (blue GPU, orange MIC) · "
-                    "hatched = job resumed after a hold · red × = node a held job "
-                    "waits to return from · black frame = selected job", classes=["mhpc-note"])
+        k = group_size(model.platform)
+        if k > 1:
+            solara.HTML(tag="div", unsafe_innerHTML=bin_legend(k, model.platform), classes=["mhpc-bins"])
+        solara.Text(grid_note(k), classes=["mhpc-note"])
+
+
+def bin_legend(k: int, platform: Platform) -> str:
+    """HTML legend of a binned grid: nodes per cell and the busy-share colour ramps."""
+    ramps = [f'{name} <i class="mhpc-ramp" style="background: {ramp_css(r)}"></i>'
+             for r, name in ((CORES, "cores"), (GPUS, "GPUs"), (MICS, "MICs")) if platform.total[r]]
+    return (f"<b>one cell = {k:,} nodes</b> (consecutive, of one type and partition; the last may "
+            f"hold fewer) · shade = share in use, 0 % to 100 %: " + " ".join(ramps))
+
+
+def grid_note(k: int) -> str:
+    """What the node grid's marks mean, one row per node or binned ``k`` nodes per cell."""
+    if k > 1:
+        return ("one section per node type (partition); cells top to bottom, the number over a "
+                "column is its first node · the cell right of the cores: GPUs (then MICs) · "
+                "red × = a node of the cell a held job waits to return from · "
+                "black frame = cells of the selected job")
+    return ("one section per node type (partition), one row per node · "
+            "colour = job on the core · grey = free core (blue GPU, orange MIC) · "
+            "hatched = job resumed after a hold · red × = node a held job "
+            "waits to return from · black frame = selected job")
 
 
 def partition_legend(model: VizModel) -> str:
@@ -124,15 +154,23 @@ def partition_legend(model: VizModel) -> str:
                      f"{html.escape(name)}: nodes {lo:,}-{hi - 1:,}</span>")
     if not parts:
         return ""
-    return "partitions (strip left of each node row): " + " ".join(parts)
+    return "partitions (the strip left of each node row or cell): " + " ".join(parts)
 
 
 def burst_buffer_bar(used: float, total: float) -> str:
-    """HTML bar of the burst-buffer pool: used and free GB."""
+    """HTML bar of the burst-buffer pool: used and free, in GB (TB from a 100 TB pool on,
+    decimal as in seed 003).
+
+    >>> burst_buffer_bar(5_618.0, 40_040.0).split("</div></div>")[1]
+    'burst buffer: <b>5,618 GB used</b>, 34,422 GB free of 40,040 GB (14 %)'
+    >>> burst_buffer_bar(1_197_945.0, 10_856_669.0).split("</div></div>")[1]
+    'burst buffer: <b>1,198 TB used</b>, 9,659 TB free of 10,857 TB (11 %)'
+    """
     share = 100.0 * used / total if total else 0.0
+    divisor, unit = (1000.0, "TB") if total >= 100_000 else (1.0, "GB")
     return (f'<div class="mhpc-bar"><div style="width: {share:.1f}%"></div></div>'
-            f"burst buffer: <b>{used:,.0f} GB used</b>, {total - used:,.0f} GB free of {total:,.0f} GB "
-            f"({share:.0f} %)")
+            f"burst buffer: <b>{used / divisor:,.0f} {unit} used</b>, {(total - used) / divisor:,.0f} {unit} "
+            f"free of {total / divisor:,.0f} {unit} ({share:.0f} %)")
 
 
 @solara.component
@@ -216,8 +254,8 @@ COMPONENTS = [StatusBar, NodeGrid, QueuePanel, TimeSeries, JobDetails]
 # this is the grid (12 columns, 30 px rows) laid out for these five.
 LAYOUT = [
     {"i": 0, "x": 0, "y": 0, "w": 12, "h": 2},
-    {"i": 1, "x": 0, "y": 2, "w": 7, "h": 11},
-    {"i": 2, "x": 7, "y": 2, "w": 5, "h": 11},
-    {"i": 3, "x": 0, "y": 13, "w": 8, "h": 11},
-    {"i": 4, "x": 8, "y": 13, "w": 4, "h": 11},
+    {"i": 1, "x": 0, "y": 2, "w": 7, "h": 13},
+    {"i": 2, "x": 7, "y": 2, "w": 5, "h": 13},
+    {"i": 3, "x": 0, "y": 15, "w": 8, "h": 11},
+    {"i": 4, "x": 8, "y": 15, "w": 4, "h": 11},
 ]

@@ -8,6 +8,7 @@ once per platform (cached) and the per-step drawing in ``node_grid`` only fills 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -56,16 +57,21 @@ class Section:
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: cached per platform
 class GridGeometry:
-    """Where each node's cells are in the picture.
+    """Where each slot's cells are in the picture. A slot is one node, or (binned, see
+    ``node_bins``) a group of ``group`` consecutive nodes of one type drawn as one cell
+    per resource.
 
     Attributes:
-        node_width: Cells of the common node row (cores, then gap + GPUs, gap + MICs).
+        node_width: Cells of the common slot row (cores, then gap + GPUs, gap + MICs).
         offsets: Column of the first core, GPU and MIC cell within the common row.
-        rows: Node rows of every section.
-        kind: ``(n_nodes, node_width)`` resource index of each cell, ``ABSENT`` for
-            cells a node does not have.
-        sections: One per node type, left to right.
+        rows: Slot rows of every section.
+        kind: ``(n_slots, node_width)`` resource index of each cell, ``ABSENT`` for
+            cells a slot does not have.
+        sections: One per node type, left to right (``first``/``count`` in slots).
         columns: Picture width in cells.
+        bounds: ``(n_slots + 1,)`` first node of each slot, then the node count.
+        group: Nodes per slot (1: one row per node; the last slots of a type, or of a
+            queue partition, may hold fewer).
     """
 
     node_width: int
@@ -74,23 +80,33 @@ class GridGeometry:
     kind: np.ndarray
     sections: tuple[Section, ...]
     columns: int
+    bounds: np.ndarray
+    group: int = 1
 
     @property
     def shape(self) -> tuple[int, int]:
         """Picture size in cells."""
         return self.rows, self.columns
 
-    def section_of(self, node: int) -> Section:
-        """The section holding ``node``."""
+    def section_of(self, slot: int) -> Section:
+        """The section holding ``slot``."""
         for section in self.sections:
-            if node < section.first + section.count:
+            if slot < section.first + section.count:
                 return section
-        raise IndexError(node)
+        raise IndexError(slot)
 
-    def cell(self, node: int, column: int = 0) -> tuple[int, int]:
-        """Picture row and column of a node's cell ``column`` of the common row."""
-        section = self.section_of(node)
-        block, row = divmod(node - section.first, self.rows)
+    def slot_of(self, node: int) -> int:
+        """The slot drawing ``node``."""
+        return int(np.searchsorted(self.bounds, node, side="right")) - 1
+
+    def node_range(self, first_slot: int, last_slot: int) -> tuple[int, int]:
+        """First and last node of the slots ``first_slot``..``last_slot``."""
+        return int(self.bounds[first_slot]), int(self.bounds[last_slot + 1]) - 1
+
+    def cell(self, slot: int, column: int = 0) -> tuple[int, int]:
+        """Picture row and column of a slot's cell ``column`` of the common row."""
+        section = self.section_of(slot)
+        block, row = divmod(slot - section.first, self.rows)
         position = int(np.nonzero(section.columns == column)[0][0]) if column else 0
         return row, section.left + block * section.width + 1 + position
 
@@ -103,16 +119,16 @@ def _type_columns(node_type, offsets: dict[int, int]) -> np.ndarray:  # type: ig
     return np.asarray(columns, dtype=np.int64)
 
 
-def _type_text(node_type) -> str:  # type: ignore[no-untyped-def]
+def type_text(node_type) -> str:  # type: ignore[no-untyped-def]
+    """What a node type is, for its section label (``thin: 5,040 x 16 cores``)."""
     extra = "".join(f" + {n} {name}" for n, name in ((node_type.gpus, "GPUs"), (node_type.mics, "MICs")) if n)
     return f"{node_type.name}: {node_type.count:,} x {node_type.cores} cores{extra}"
 
 
 @lru_cache(maxsize=16)
 def grid_geometry(platform: Platform) -> GridGeometry:
-    """Lay a platform's nodes out (cached per platform)."""
+    """Lay a platform's nodes out, one row per node (cached per platform)."""
     capacity = platform.capacity
-    n_nodes = platform.n_nodes
     offsets = {CORES: 0}
     width = int(capacity[:, CORES].max())
     for resource in (GPUS, MICS):
@@ -120,30 +136,36 @@ def grid_geometry(platform: Platform) -> GridGeometry:
         if most:
             offsets[resource] = width + 1
             width += 1 + most
-    kind = np.full((n_nodes, width), ABSENT, dtype=np.int8)
+    kind = np.full((platform.n_nodes, width), ABSENT, dtype=np.int8)
     columns = np.arange(width)
     for resource, offset in offsets.items():
         present = (columns >= offset) & (columns < offset + capacity[:, resource][:, None])
         kind[present] = resource
-    types = [(t, _type_columns(t, offsets)) for t in platform.node_types]
+    types = [(t.name, t.count, _type_columns(t, offsets), type_text(t)) for t in platform.node_types]
+    return arrange(types, width, offsets, kind, np.arange(platform.n_nodes + 1))
+
+
+def arrange(types: list[tuple[str, int, np.ndarray, str]], width: int, offsets: dict[int, int],
+            kind: np.ndarray, bounds: np.ndarray, group: int = 1) -> GridGeometry:
+    """Place ``types`` (name, slots, columns of the common row, label) side by side in
+    blocks of one common number of rows, chosen for the tile's aspect with few empty slots."""
     gap = 1 if len(types) > 1 else 0
 
     def picture_width(rows: int) -> int:
-        return sum(math.ceil(t.count / rows) * (len(c) + 1) for t, c in types) + gap * (len(types) - 1)
+        return sum(math.ceil(count / rows) * (len(c) + 1) for _, count, c, _ in types) + gap * (len(types) - 1)
 
-    def cost(rows: int) -> float:  # off the tile's aspect, plus the share of empty node slots
-        slots = sum(math.ceil(t.count / rows) * rows for t, _ in types)
-        return abs(math.log(picture_width(rows) / rows / TARGET_ASPECT)) + (slots - n_nodes) / slots
+    def cost(rows: int) -> float:  # off the tile's aspect, plus the share of empty slots
+        slots = sum(math.ceil(count / rows) * rows for _, count, _, _ in types)
+        return abs(math.log(picture_width(rows) / rows / TARGET_ASPECT)) + (slots - len(kind)) / slots
 
-    rows = min(range(1, max(t.count for t, _ in types) + 1), key=cost)
+    rows = min(range(1, max(count for _, count, _, _ in types) + 1), key=cost)
     sections, first, left = [], 0, 0
-    for node_type, type_columns in types:
-        blocks = math.ceil(node_type.count / rows)
-        sections.append(Section(node_type.name, first, node_type.count, type_columns, blocks, left,
-                                _type_text(node_type)))
-        first += node_type.count
+    for name, count, type_columns, text in types:
+        blocks = math.ceil(count / rows)
+        sections.append(Section(name, first, count, type_columns, blocks, left, text))
+        first += count
         left += blocks * (len(type_columns) + 1) + gap
-    return GridGeometry(width, offsets, rows, kind, tuple(sections), left - gap)
+    return GridGeometry(width, offsets, rows, kind, tuple(sections), left - gap, bounds, group)
 
 
 def band_of_nodes(n_nodes: int, bands: list[tuple[str, int, int]]) -> np.ndarray:
@@ -238,10 +260,14 @@ def _label_strip(geometry: GridGeometry, factor: float, width: int) -> np.ndarra
         return True
 
     _section_labels(draw, geometry, scale, width)
+    if geometry.group > 1:
+        for x, text in first_node_labels(geometry, scale, width, lambda t: draw.textlength(t, font=font)):
+            draw.text((x, 1 + LABEL_LINE), text, fill=(60, 60, 60), font=font)
+        return np.asarray(image)
     for section in geometry.sections:
         for block in range(section.blocks):
-            first = section.first + block * geometry.rows
-            last = min(first + geometry.rows, section.first + section.count) - 1
+            first, last = geometry.node_range(section.first + block * geometry.rows,
+                                              min((block + 1) * geometry.rows, section.count) + section.first - 1)
             x = scale.px(section.left + block * section.width + 1)
             block_right = scale.px(section.left + (block + 1) * section.width)
             labels = [f"nodes {first}-{last}", f"{first}-{last}", f"{first}"]
@@ -253,6 +279,40 @@ def _label_strip(geometry: GridGeometry, factor: float, width: int) -> np.ndarra
                     put(1, scale.px(section.left + block * section.width + 1 + int(where[0])), name,
                         (90, 90, 160), block_right + 4)
     return np.asarray(image)
+
+
+def first_node_labels(geometry: GridGeometry, scale: Scale, width: int,
+                      measure: Callable[[str], float], spacing: float = 8.0) -> list[tuple[float, str]]:
+    """Where the first node of each column of a binned grid is written: ``(x, text)``,
+    each node type's first column first, then the others left to right, each only where
+    it keeps ``spacing`` pixels from every label already placed (moved left to fit the
+    width).
+
+    >>> geometry = arrange([("a", 6, np.array([0]), "a"), ("b", 2, np.array([0]), "b")], 1,
+    ...                    {0: 0}, np.zeros((8, 1)), np.array([0, 4, 8, 12, 16, 20, 24, 26, 28]), 4)
+    >>> geometry.rows, [s.left for s in geometry.sections]   # columns a: 0-2, 3-5; b: 6-7
+    (3, [0, 5])
+    >>> first_node_labels(geometry, Scale(10.0), 90, lambda text: 6.0 * len(text))
+    [(10, '0'), (60, '24'), (30, '12')]
+    >>> first_node_labels(geometry, Scale(5.0), 90, lambda text: 6.0 * len(text))  # 12 would touch 0
+    [(5, '0'), (30, '24')]
+    >>> first_node_labels(geometry, Scale(10.0), 66, lambda text: 6.0 * len(text))  # 24 moves left
+    [(10, '0'), (54.0, '24'), (30, '12')]
+    """
+    candidates = []
+    for section in geometry.sections:
+        for block in range(section.blocks):
+            first, _ = geometry.node_range(section.first + block * geometry.rows, section.first + block * geometry.rows)
+            candidates.append((block > 0, scale.px(section.left + block * section.width + 1), f"{first:,}"))
+    placed: list[tuple[float, str]] = []
+    taken: list[tuple[float, float]] = []
+    for _, at, text in sorted(candidates, key=lambda c: (c[0], c[1])):
+        x = min(at, width - measure(text))  # the last column's label moves left to fit
+        right = x + measure(text)
+        if x >= 0 and all(right + spacing <= lo or x >= hi + spacing for lo, hi in taken):
+            placed.append((x, text))
+            taken.append((x, right))
+    return placed
 
 
 def _section_labels(draw, geometry: GridGeometry, scale: Scale, width: int) -> None:  # type: ignore[no-untyped-def]

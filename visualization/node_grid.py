@@ -19,19 +19,21 @@ import itertools
 import numpy as np
 from matplotlib.colors import hsv_to_rgb
 
+from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import JobStatus
 from market_hpc.domain.resources import CORES, GPUS, MICS
-from market_hpc.core.model import HPCModel
 from visualization.grid_layout import (
     ABSENT,
     LABEL_HEIGHT,
     GridGeometry,
+    Scale,
     add_labels,
     band_of_nodes,
     grid_geometry,
     picture_scale,
     tile_nodes,
 )
+from visualization.node_bins import binned_cells, slim_markers, view_geometry
 
 __all__ = ["GridGeometry", "cell_owners", "grid_geometry", "node_grid_pixels", "png_bytes", "tile_nodes"]
 
@@ -143,21 +145,60 @@ def node_grid_pixels(model: HPCModel, selected: int | None = None) -> np.ndarray
     """The node grid as a ``uint8`` RGB picture: cells with white borders when they are
     large enough, two label lines (node types, node ranges), jobs resumed after a hold
     hatched, a red cross left of nodes whose held jobs wait to resume, the selected job
-    outlined in black."""
+    outlined in black. A large platform is binned (``node_bins``): one cell per group of
+    nodes, coloured by its busy share; resumed jobs are not hatched there."""
     from visualization.panels import queue_bands
 
-    geometry = grid_geometry(model.platform)
-    owner = cell_owners(model)
+    bands = queue_bands(model)
+    geometry = view_geometry(model.platform, (edge for _, lo, hi in bands for edge in (lo, hi)))
+    scale = picture_scale(geometry)
+    rows_of, columns_of = scale.index(geometry.rows), scale.index(geometry.columns)
+    band = band_of_nodes(model.platform.n_nodes, bands)[geometry.bounds[:-1]] if bands else None
+    frames: list[tuple[int, int, int]] = []  # slot, first and last column of the selected job
+    if geometry.group > 1:
+        cells = binned_cells(geometry, model.platform.capacity - model.free, model.platform.capacity)
+        markers = None if band is None else np.where(  # band colour, white outside every band
+            (band >= 0)[:, None], np.asarray(BAND_COLOURS)[band % len(BAND_COLOURS)], 255).astype(np.uint8)
+        body = tile_nodes(geometry, cells, 255, markers)[rows_of][:, columns_of]
+        slim_markers(body, geometry, scale.factor)
+        agent = model.job_agents.get(selected) if selected else None
+        if agent is not None and agent.running is not None:
+            last = max(geometry.offsets[r] for r in geometry.offsets if agent.job.unit[r])
+            frames = [(slot, 0, last) for slot in sorted({geometry.slot_of(n) for n, _ in agent.running.allocation})]
+    else:
+        owner = cell_owners(model)
+        body = _job_cells(model, geometry, owner, band, scale, rows_of, columns_of)
+        if selected:
+            mask = owner == selected
+            frames = [(int(node), int(np.nonzero(mask[node])[0][0]), int(np.nonzero(mask[node])[0][-1]))
+                      for node in np.nonzero(mask.any(axis=1))[0]]
+    if scale.factor >= 4:
+        body[np.nonzero(np.diff(rows_of, append=-1))[0]] = 255
+        body[:, np.nonzero(np.diff(columns_of, append=-1))[0]] = 255
+    size = max(1, int(scale.factor))
+    for slot in sorted({geometry.slot_of(node) for node in held_nodes(model)}):
+        row, column = geometry.cell(slot)
+        _cross(body, scale.px(row), scale.px(column - 1), size)
+    if scale.factor >= 4:
+        for slot, first_column, last_column in frames:
+            row, first = geometry.cell(slot, first_column)
+            _, last = geometry.cell(slot, last_column)
+            _frame(body, scale.px(row), scale.px(first), size, scale.px(last + 1) - scale.px(first))
+    picture = np.full((LABEL_HEIGHT + body.shape[0], body.shape[1], 3), 255, dtype=np.uint8)
+    picture[LABEL_HEIGHT:] = body
+    return add_labels(picture, geometry, scale)
+
+
+def _job_cells(model: HPCModel, geometry: GridGeometry, owner: np.ndarray, band: np.ndarray | None,
+               scale: Scale, rows_of: np.ndarray, columns_of: np.ndarray) -> np.ndarray:
+    """The picture body of one row per node: each cell in its job's colour, the band
+    colours in the marker cells, jobs resumed after a hold hatched."""
     codes, palette, resumed_codes = cell_codes(model, owner)
     markers = None
-    bands = queue_bands(model)
-    if bands:  # marker cells in the band colours, appended to the palette
-        band = band_of_nodes(model.platform.n_nodes, bands)
+    if band is not None:  # marker cells in the band colours, appended to the palette
         markers = np.where(band >= 0, len(palette) + band % len(BAND_COLOURS), 0).astype(codes.dtype)
         palette = np.vstack([palette, np.asarray(BAND_COLOURS, dtype=np.uint8)])
         resumed_codes = np.r_[resumed_codes, np.zeros(len(BAND_COLOURS), dtype=bool)]
-    scale = picture_scale(geometry)
-    rows_of, columns_of = scale.index(geometry.rows), scale.index(geometry.columns)
     pixel_codes = tile_nodes(geometry, codes, 0, markers)[rows_of][:, columns_of]
     body = palette[pixel_codes]
     if resumed_codes.any():
@@ -166,23 +207,7 @@ def node_grid_pixels(model: HPCModel, selected: int | None = None) -> np.ndarray
         size = max(1, int(scale.factor))
         hatch &= (rows + columns) % max(3, size // 2) < max(1, size // 7)
         body[hatch] = (body[hatch] * 0.45).astype(np.uint8)
-    if scale.factor >= 4:
-        body[np.nonzero(np.diff(rows_of, append=-1))[0]] = 255
-        body[:, np.nonzero(np.diff(columns_of, append=-1))[0]] = 255
-    size = max(1, int(scale.factor))
-    for node in held_nodes(model):
-        row, column = geometry.cell(node)
-        _cross(body, scale.px(row), scale.px(column - 1), size)
-    if selected and scale.factor >= 4:
-        mask = owner == selected
-        for index in np.nonzero(mask.any(axis=1))[0]:
-            used = np.nonzero(mask[index])[0]
-            row, first = geometry.cell(int(index), int(used[0]))
-            _, last = geometry.cell(int(index), int(used[-1]))
-            _frame(body, scale.px(row), scale.px(first), size, scale.px(last + 1) - scale.px(first))
-    picture = np.full((LABEL_HEIGHT + body.shape[0], body.shape[1], 3), 255, dtype=np.uint8)
-    picture[LABEL_HEIGHT:] = body
-    return add_labels(picture, geometry, scale)
+    return body
 
 
 def _cross(body: np.ndarray, top: int, left: int, size: int) -> None:

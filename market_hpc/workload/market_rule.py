@@ -14,6 +14,10 @@ moldable market job:
   request (``RT(P) + plateau_slack`` after arrival), then loses value linearly and is
   worth nothing ``decay`` seconds later, where ``decay = decay_factor * max(RT(1),
   min_decay)``.
+* **Zero-length jobs** (run time 0: a Slurm job that failed at launch, common in sacct
+  exports) get a flat profile of ``ZERO_LENGTH_RUN_TIME`` (1 s, SWF's resolution) on
+  every width, as the market's response times must be > 0; their value is
+  ``min_value`` and their best width one core.
 * The rule is deterministic (no randomness): the same trace gives the same market.
 
 The market treats a machine whose jobs span nodes as one pool of cores (``--platform
@@ -30,6 +34,8 @@ from dataclasses import dataclass, replace
 from market_hpc.algorithms.valuecurve import LinearDecayCurve
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError
+
+ZERO_LENGTH_RUN_TIME = 1.0  # seconds a zero-length job takes in the market, on any width
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,11 @@ class MarketRule:
 
         >>> [round(t, 2) for t in MarketRule(serial_fraction=0.0).profile(10.0, 4)]
         [40.0, 20.0, 13.33, 10.0]
+        >>> MarketRule().profile(0.0, 3)          # zero-length: flat, 1 s
+        (1.0, 1.0, 1.0)
         """
+        if run_time <= 0:
+            return (ZERO_LENGTH_RUN_TIME,) * procs
         f = self.serial_fraction
         serial = run_time / (f + (1.0 - f) / procs)
         times = [serial * (f + (1.0 - f) / c) for c in range(1, procs + 1)]
