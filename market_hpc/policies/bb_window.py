@@ -11,22 +11,29 @@ spec §1.6, §3.11).
    "invocations"``, spec A3; "passes the bound" read as more than 50). ``starvation_by =
    "seconds"`` bounds the time since the job first entered a window instead;
 3. a starving job that fits is fixed into the selection (its resources are taken first)
-   and the rest of the window is still optimised over what is left; when a starving job
-   does not fit, no optimisation runs this time and it holds the EASY reservation;
+   and the rest of the window is still optimised over what is left; the first starving
+   job that does not fit heads the queue and holds EASY's reservation (shadow time and
+   extra nodes and burst buffer, after the fixed jobs' starts), and the rest of the
+   window is still optimised, over the jobs that cannot delay it: those ending (by their
+   estimate) by the shadow time, and those running past it as far as they fit the extra
+   together (``Window.long_from``; the paper is silent, spec A3 skipped the optimisation);
 4. the method selects a subset of the window jobs that fit the free nodes and burst
    buffer one by one;
 5. the queue is reordered: selected jobs, the other window jobs, the rest, and
    multi-resource EASY (``classic.Easy.schedule``) starts and backfills along it.
 
 Counted per run (``stats``, ``policy_*`` in ``summary.json``): ``invocations``;
-``fit_two_plus`` (two or more window jobs fit, so a method has a choice; when a
-starving job blocks, the non-starving window jobs that fit the free resources);
-``optimiser_runs`` (the method's optimiser ran on such a window); ``changed`` (its
-selection differs from the base order's: the window jobs served in order while they
-fit); ``forced_starts`` (starving jobs fixed in that the method's own selection on the
-unforced window would not have started: forcings that change nothing are not counted,
-``forced_jobs`` counts them all);
-``forced_blocks`` (a starving job did not fit and blocked the optimisation).
+``fit_two_plus`` (two or more window jobs fit the free resources, so a method has a
+choice; under a reservation, the window jobs other than the fixed and reserved ones);
+``eligible_two_plus`` (two or more of them may also start without delaying the
+reservation: the optimiser's candidates; equal to ``fit_two_plus`` without one);
+``optimiser_runs`` (the method's optimiser ran on such a window) and ``reserved_runs``
+(of those, under a reservation); ``changed`` (its selection differs from the base
+order's: the window jobs served in order while they fit, or under a reservation the
+ones EASY would backfill in window order); ``forced_starts`` (starving jobs fixed in
+that the method's own selection on the unforced window would not have started:
+forcings that change nothing are not counted, ``forced_jobs`` counts them all);
+``forced_blocks`` (a starving job did not fit and held the reservation).
 """
 
 from __future__ import annotations
@@ -191,7 +198,7 @@ class WindowScheduler:
         self.recording = True  # False while ``_count_forced`` runs the unforced comparison
         self._seen: dict[int, float] = {}  # invocations spent in a window, or time first in one
         self.stats = {"invocations": 0, "fit_two_plus": 0, "optimiser_runs": 0, "changed": 0,
-                      "optimisations": 0, "reserved_runs": 0, "forced_jobs": 0, "forced_starts": 0, "forced_blocks": 0, "solver_seconds": 0.0}
+                      "optimisations": 0, "eligible_two_plus": 0, "reserved_runs": 0, "forced_jobs": 0, "forced_starts": 0, "forced_blocks": 0, "solver_seconds": 0.0}
 
     def select(self, window: Window, view: View, rng: np.random.Generator) -> int | None:
         """Bit mask of the window jobs to start first; ``None`` keeps the base order."""
@@ -329,6 +336,8 @@ class WindowScheduler:
             short = [j for j in fits if reservation.ends_by_shadow(j)]
             fits = short + [j for j in fits if not reservation.ends_by_shadow(j) and reservation.fits_extra(j)]
             long_from = len(short)
+        if record and len(fits) >= 2:
+            self.stats["eligible_two_plus"] += 1
         if not fits or type(self).select is WindowScheduler.select:
             return None
         if len(fits) == 1:  # every method takes a lone fitting job: it adds to both objectives
