@@ -4,7 +4,8 @@ Runs (or reads) three sweeps, ``scenarios/bbsched_<name>.toml`` into
 ``out/bbsched_<name>`` (``market-hpc sweep --keep-runs``; re-running resumes):
 
 * ``regime``: 8 methods x S1-S4 x 2 traces x 5 seeds, pools sized so S4 offers an
-  expected BB load of 0.9 (``workload.burst_buffer.target_load``);
+  expected BB load of 0.9 on KTH-SP2 and 0.95 on HPC2N
+  (``workload.burst_buffer.target_load``);
 * ``table3``: BBSched at w = 10 and 50 on S4 (w = 20 comes from ``regime``);
 * ``nostarve``: the baseline and BBSched on S4 without the starvation bound;
 
