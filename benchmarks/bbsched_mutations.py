@@ -24,8 +24,30 @@ MUTATIONS = [
  ("starv off-by-one", "market_hpc/policies/bb_window.py", "return seen > self.starvation if", "return seen > self.starvation + 1 if"),
  ("forced not fixed", "market_hpc/policies/bb_window.py", "        for job in starving:  # fix forced jobs in while they fit", "        for job in []:  # fix forced jobs in while they fit"),
  ("forced_starts all", "market_hpc/policies/bb_window.py", "sum(job.job_id not in started for job in starving)", "len(starving)"),
+ # the optimiser around a starving job's reservation (issue 23, second round)
+ ("reserve: optimiser skipped", "market_hpc/policies/bb_window.py",
+  "selected = self._selection(pool, free_nodes, free_bb, view, rng, record=True, reservation=reservation)",
+  "selected = None"),
+ ("reserve: no restriction", "market_hpc/policies/bb_window.py", "long_from = len(short)", "long_from = None"),
+ ("reserve: shadow ignored", "market_hpc/policies/bb_window.py",
+  "return self.now + job.estimate <= self.shadow", "return True"),
+ ("reserve: extra = free", "market_hpc/policies/bb_window.py",
+  "reservation = Reservation(view.time, shadow, extra[0],", "reservation = Reservation(view.time, shadow, free_nodes,"),
+ ("DP: long jobs not capped", "market_hpc/algorithms/bbsched_exact.py",
+  "if i >= window.long_start else (free_nodes, free_bb)", "if False else (free_nodes, free_bb)"),
+ ("enumeration: long jobs not capped", "market_hpc/algorithms/bbsched.py",
+  "    if start < k:  # under a reservation", "    if False:  # under a reservation"),
+ ("base order: extra not spent", "market_hpc/policies/bb_window.py",
+  "            extra_nodes -= job.cores\n", ""),
+ # Weighted / Constrained on the exact DP
+ ("Weighted: first front point", "market_hpc/algorithms/bbsched.py",
+  "    return _best(front.masks, score, k)\n", "    return int(front.masks[0])\n"),
+ ("Constrained_BB: max nodes", "market_hpc/algorithms/bbsched.py",
+  "    main, other = (0, 1) if resource == \"nodes\" else (1, 0)\n    objectives = front.objectives",
+  "    main, other = (0, 1)\n    objectives = front.objectives"),
 ]
-TESTS = ["tests/test_bb_mechanisms.py", "tests/test_bbsched.py", "tests/test_bb_resource.py"]
+TESTS = ["tests/test_bb_mechanisms.py", "tests/test_bbsched.py", "tests/test_bb_resource.py",
+         "tests/test_bb_reservation.py"]
 
 
 if __name__ == "__main__":

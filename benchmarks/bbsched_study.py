@@ -4,7 +4,8 @@ Runs (or reads) three sweeps, ``scenarios/bbsched_<name>.toml`` into
 ``out/bbsched_<name>`` (``market-hpc sweep --keep-runs``; re-running resumes):
 
 * ``regime``: 8 methods x S1-S4 x 2 traces x 5 seeds, pools sized so S4 offers an
-  expected BB load of 0.9 (``workload.burst_buffer.target_load``);
+  expected BB load of 0.9 on KTH-SP2 and 0.95 on HPC2N
+  (``workload.burst_buffer.target_load``);
 * ``table3``: BBSched at w = 10 and 50 on S4 (w = 20 comes from ``regime``);
 * ``nostarve``: the baseline and BBSched on S4 without the starvation bound;
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -50,16 +52,21 @@ NODES = {"kth-sp2": 100, "hpc2n": 240}
 MARGIN = 15 * 86400.0
 MIN_RUN_FOR_SLOWDOWN = 60.0
 METRICS = ("bb_usage", "node_usage", "mean_wait", "mean_slowdown")
-COUNTS = ("invocations", "fit_two_plus", "optimiser_runs", "changed", "exact_runs", "ga_runs",
+COUNTS = ("invocations", "fit_two_plus", "eligible_two_plus", "optimiser_runs", "reserved_runs", "changed",
+          "exact_runs", "ga_runs",
           "forced_jobs", "forced_starts", "forced_blocks", "solver_seconds")
 
 
-def run_sweep(name: str, workers: int) -> float:
-    began = time.perf_counter()
+def run_sweep(name: str, workers: int) -> tuple[float, float]:
+    """Run one sweep; its wall time and the CPU seconds (user + system) of the sweep
+    process and its workers (``RUSAGE_CHILDREN``: the machine may be shared)."""
+    began, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run([sys.executable, "-m", "market_hpc", "sweep", str(ROOT / "scenarios" / f"bbsched_{name}.toml"),
                     "--out", str(ROOT / "out" / f"bbsched_{name}"), "--workers", str(workers), "--keep-runs"],
                    check=True, cwd=ROOT)
-    return time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return time.perf_counter() - began, cpu
 
 
 def run_metrics(run_dir: Path) -> dict[str, float | str]:
@@ -120,6 +127,14 @@ def paired(runs: pd.DataFrame) -> pd.DataFrame:
             table.insert(0, "scenario", "S4 no bound")
             table.insert(0, "trace", trace)
             tables.append(table)
+    window = runs[(runs["method"] == "bbsched") & (runs["scenario"] == "S4") & (runs["sweep"] != "nostarve")]
+    for trace, group in window.assign(w=window["window"].astype(str)).groupby("trace"):
+        for metric in METRICS:
+            table = paired_differences(group, "w", metric, "seed", "20", ["10", "50"])
+            table.insert(0, "metric", metric)
+            table.insert(0, "scenario", "S4 window vs 20")
+            table.insert(0, "trace", trace)
+            tables.append(table)
     return pd.concat(tables, ignore_index=True)
 
 
@@ -130,11 +145,13 @@ def cell(row: pd.Series, metric: str) -> str:
     return f"{100 * row.rel_mean:+.1f} % [{100 * row.rel_low:+.1f}, {100 * row.rel_high:+.1f}]"
 
 
-def summary(runs: pd.DataFrame, pairs: pd.DataFrame, seconds: dict[str, float]) -> str:
+def summary(runs: pd.DataFrame, pairs: pd.DataFrame, seconds: dict[str, tuple[float, float]]) -> str:
     main = runs[runs["sweep"] == "regime"]
     lines = ["# Seed 003 study in the BB-bound regime", ""]
     if seconds:
-        lines += ["Sweep wall times: " + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()), ""]
+        lines += ["Sweeps, wall / CPU seconds (sweep process and workers): "
+                  + ", ".join(f"{k} {wall:.0f} / {cpu:.0f} s" for k, (wall, cpu) in seconds.items())
+                  + f"; in all {sum(w for w, _ in seconds.values()):.0f} / {sum(c for _, c in seconds.values()):.0f} s", ""]
     lines += ["## Regime check (baseline, mean over seeds)", "",
               ("| trace | scenario | pool GB | offered BB load | BB usage | offered node load | node usage | "
                "mean wait h |"), "|---|---|---|---|---|---|---|---|"]
@@ -145,7 +162,7 @@ def summary(runs: pd.DataFrame, pairs: pd.DataFrame, seconds: dict[str, float]) 
                      f"{r.mean_wait / 3600:.2f} |")
     lines += ["", "## Against the baseline: paired differences over seeds, 95 % CI", "",
               "Usage in percentage points, wait and slowdown in % of the baseline.", ""]
-    for (trace, scenario), group in pairs[pairs["scenario"] != "S4 no bound"].groupby(["trace", "scenario"]):
+    for (trace, scenario), group in pairs[pairs["scenario"].isin(["S1", "S2", "S3", "S4"])].groupby(["trace", "scenario"]):
         lines += [f"### {trace}-{scenario}", "", "| method | BB usage | node usage | mean wait | mean slowdown |",
                   "|---|---|---|---|---|"]
         for method in METHODS[1:]:
@@ -153,19 +170,26 @@ def summary(runs: pd.DataFrame, pairs: pd.DataFrame, seconds: dict[str, float]) 
             lines.append(f"| {LABEL[method]} | " + " | ".join(cells) + " |")
         lines.append("")
     lines += ["## BBSched's mechanisms per run (mean over seeds)", "",
-              ("| workload | invocations | >= 2 fit | optimiser ran | changed vs base order | forced jobs | "
-               "forced starts | blocked by a starving job |"), "|---|---|---|---|---|---|---|---|"]
+              ("| workload | invocations | >= 2 fit | >= 2 may start | optimiser ran | ran / >= 2 fit | "
+               "under a reservation | changed vs base order | forced jobs | forced starts | "
+               "a starving job holds the reservation |"), "|---|---|---|---|---|---|---|---|---|---|---|"]
     bbs = runs[runs["method"] == "bbsched"].groupby(["sweep", "trace", "scenario", "window"]).mean(numeric_only=True)
     for (sweep, trace, scenario, window), r in bbs.iterrows():
         lines.append(f"| {trace}-{scenario} w={window} ({sweep}) | {r.invocations:,.0f} | {r.fit_two_plus:,.0f} | "
-                     f"{r.optimiser_runs:,.0f} | {r.changed:,.0f} | {r.forced_jobs:,.0f} | {r.forced_starts:,.0f} | "
-                     f"{r.forced_blocks:,.0f} |")
+                     f"{r.eligible_two_plus:,.0f} | {r.optimiser_runs:,.0f} | "
+                     f"{100 * r.optimiser_runs / r.fit_two_plus:.0f} % | {r.reserved_runs:,.0f} | {r.changed:,.0f} | "
+                     f"{r.forced_jobs:,.0f} | {r.forced_starts:,.0f} | {r.forced_blocks:,.0f} |")
     lines += ["", "## Table 3: BBSched on S4 by window size (mean over seeds)", "",
               "| trace | w | node usage | BB usage | mean wait (s) | mean slowdown |", "|---|---|---|---|---|---|"]
     table3 = runs[(runs["method"] == "bbsched") & (runs["scenario"] == "S4") & (runs["starvation"] < 1e9)]
     for (trace, window), r in table3.groupby(["trace", "window"]).mean(numeric_only=True).iterrows():
         lines.append(f"| {trace} | {window} | {100 * r.node_usage:.2f} % | {100 * r.bb_usage:.2f} % | "
                      f"{r.mean_wait:,.0f} | {r.mean_slowdown:.2f} |")
+    lines += ["", "Paired against w = 20:", "", "| trace | w | BB usage | node usage | mean wait | mean slowdown |",
+              "|---|---|---|---|---|---|"]
+    for (trace, w), group in pairs[pairs["scenario"] == "S4 window vs 20"].groupby(["trace", "policy"]):
+        cells = [cell(group[group["metric"] == m].iloc[0], m) for m in METRICS]
+        lines.append(f"| {trace} | {w} | " + " | ".join(cells) + " |")
     lines += ["", "## S4 without the starvation bound: BBSched against the baseline", "",
               "| trace | BB usage | node usage | mean wait | mean slowdown |", "|---|---|---|---|---|"]
     for trace, group in pairs[pairs["scenario"] == "S4 no bound"].groupby("trace"):
@@ -182,7 +206,7 @@ def claims(runs: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
     count = workloads.ngroups
     best = {m: sum(g.loc[g[m].idxmax() if m != "mean_wait" else g[m].idxmin(), "method"] == "bbsched"
                    for _, g in workloads) for m in ("bb_usage", "node_usage", "mean_wait")}
-    regime = pairs[pairs["scenario"] != "S4 no bound"]
+    regime = pairs[pairs["scenario"].isin(["S1", "S2", "S3", "S4"])]
     bbs = regime[regime["policy"] == "bbsched"]
 
     def span(metric: str) -> str:

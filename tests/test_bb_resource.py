@@ -225,8 +225,9 @@ def test_window_parameters_are_validated(small_trace: str) -> None:
         simulate(config_from_dict(_scenario(small_trace, window={"order": "sjf"})))
     with pytest.raises(ConfigError, match="policy.window.sizes"):
         config_from_dict(_scenario(small_trace, window={"sizes": 3}))
-    with pytest.raises(ConfigError, match="window must be in 1..22"):
-        make_policy("bb-weighted", "first-fit", scheduler_params={"window": 30})
+    with pytest.raises(ConfigError, match="window must be in 1..62"):
+        make_policy("bb-weighted", "first-fit", scheduler_params={"window": 63})
+    assert make_policy("bb-constrained-bb", "first-fit", scheduler_params={"window": 50}).window == 50
 
 
 RIGID = [name for name in scheduler_names() if "first-fit" in allocators_for(name)]

@@ -47,18 +47,39 @@ class Window:
     bb: np.ndarray
     free_nodes: int
     free_bb: int
+    long_from: int | None = None
+    extra_nodes: int = 0
+    extra_bb: int = 0
 
     @classmethod
     def of(cls, nodes: list[int] | np.ndarray, bb: list[float] | np.ndarray, free_nodes: float,
-           free_bb: float) -> Window:
-        """Build a window from plain sequences (burst buffer rounded to whole GB)."""
-        return cls(np.asarray(nodes, dtype=np.int64), np.rint(np.asarray(bb, dtype=np.float64)).astype(np.int64),
-                   int(free_nodes), int(np.floor(free_bb + 1e-9)))
+           free_bb: float, long_from: int | None = None, extra_nodes: float = 0,
+           extra_bb: float = 0) -> Window:
+        """Build a window from plain sequences (burst buffer rounded to whole GB).
+
+        ``long_from``: under an EASY reservation, the window positions from ``long_from``
+        on hold the jobs that would still run at the reservation's shadow time; together
+        they may use at most ``extra_nodes`` nodes and ``extra_bb`` GB (the reservation's
+        extra, clipped to [0, free]), so that no selection delays the reserved job.
+        ``None``: no reservation.
+        """
+        window = cls(np.asarray(nodes, dtype=np.int64), np.rint(np.asarray(bb, dtype=np.float64)).astype(np.int64),
+                     int(free_nodes), int(np.floor(free_bb + 1e-9)), long_from,
+                     int(np.floor(max(0.0, min(extra_nodes, free_nodes)) + 1e-9)),
+                     int(np.floor(max(0.0, min(extra_bb, free_bb)) + 1e-9)))
+        if long_from is not None and not 0 <= long_from <= window.size:
+            raise ValueError(f"long_from must be in 0..{window.size}, got {long_from}")
+        return window
 
     @property
     def size(self) -> int:
         """Number of jobs ``k``."""
         return len(self.nodes)
+
+    @property
+    def long_start(self) -> int:
+        """First window position whose job runs past the shadow time (``size``: none)."""
+        return self.size if self.long_from is None else self.long_from
 
 
 class ObjectiveTable:
@@ -125,7 +146,12 @@ def enumerate_feasible(window: Window) -> tuple[np.ndarray, np.ndarray]:
     low = subset_sums(values[:low_bits])
     high = subset_sums(values[low_bits:])
     objectives = (high[:, None, :] + low[None, :, :]).reshape(-1, 2)
-    feasible = np.flatnonzero((objectives[:, 0] <= window.free_nodes) & (objectives[:, 1] <= window.free_bb))
+    fits = (objectives[:, 0] <= window.free_nodes) & (objectives[:, 1] <= window.free_bb)
+    start = window.long_start
+    if start < k:  # under a reservation: the long jobs together within the extra
+        long_sums = subset_sums(values[start:])[np.arange(1 << k, dtype=np.int64) >> start]
+        fits &= (long_sums[:, 0] <= window.extra_nodes) & (long_sums[:, 1] <= window.extra_bb)
+    feasible = np.flatnonzero(fits)
     return feasible.astype(np.int64), objectives[feasible]
 
 
@@ -261,22 +287,69 @@ def generational_distance(found: ParetoSet, true: ParetoSet, total_nodes: float,
     return float(distances.mean())
 
 
+def weighted_score(objectives: np.ndarray, weight_nodes: float, weight_bb: float, total_nodes: float,
+                   total_bb: float) -> np.ndarray:
+    """``w_N f1 / N + w_B f2 / B`` per row of ``objectives``, rounded to 12 digits (ties)."""
+    bb_scale = weight_bb / total_bb if total_bb > 0 else 0.0
+    return np.round(objectives[:, 0] * (weight_nodes / total_nodes) + objectives[:, 1] * bb_scale, 12)
+
+
+def weighted_pick(front: ParetoSet, k: int, weight_nodes: float, weight_bb: float, total_nodes: float,
+                  total_bb: float) -> int:
+    """The Weighted optimum read off the exact Pareto set of a window of ``k`` jobs.
+
+    With both weights positive every maximiser of a positive weighted sum is on the
+    front (a dominated selection scores strictly less than the one dominating it), and
+    each front point carries the selection nearest the window front, so this is
+    ``weighted_select``'s choice, masks included, for any window size (tested against it).
+
+    >>> front = ParetoSet(np.array([0b10001, 0b11110]), np.array([[100, 20], [80, 90]]))
+    >>> bin(weighted_pick(front, 5, 0.8, 0.2, 100, 100)), bin(weighted_pick(front, 5, 0.5, 0.5, 100, 100))
+    ('0b10001', '0b11110')
+    """
+    if not len(front.masks):
+        return 0
+    score = weighted_score(front.objectives, weight_nodes, weight_bb, total_nodes, total_bb)
+    return _best(front.masks, score, k)
+
+
+def constrained_pick(front: ParetoSet, k: int, resource: str) -> int:
+    """The Constrained optimum read off the exact Pareto set: the front's point with the
+    most nodes (``"nodes"``; the front keeps the most burst buffer among those) or the
+    most burst buffer (``"bb"``; likewise the most nodes among those), i.e.
+    ``constrained_select``'s choice for any window size.
+
+    >>> front = ParetoSet(np.array([0b10001, 0b11110]), np.array([[100, 20], [80, 90]]))
+    >>> bin(constrained_pick(front, 5, "nodes")), bin(constrained_pick(front, 5, "bb"))
+    ('0b10001', '0b11110')
+    """
+    if resource not in ("nodes", "bb"):
+        raise ValueError(f"resource must be 'nodes' or 'bb', got {resource!r}")
+    if not len(front.masks):
+        return 0
+    main, other = (0, 1) if resource == "nodes" else (1, 0)
+    objectives = front.objectives
+    best = objectives[:, main] == objectives[:, main].max()
+    return _best(front.masks[best], objectives[best, other], k)
+
+
 def weighted_select(window: Window, weight_nodes: float, weight_bb: float, total_nodes: float,
                     total_bb: float) -> int:
-    """Exact maximiser of ``sum (w_N n_i / N + w_B b_i / B) x_i`` (Weighted baselines).
+    """Exact maximiser of ``sum (w_N n_i / N + w_B b_i / B) x_i`` by enumeration (the
+    oracle of ``weighted_pick``, which the Weighted baselines run).
 
     >>> table1 = Window.of([80, 10, 40, 10, 20], [20, 85, 5, 0, 0], 100, 100)
     >>> bin(weighted_select(table1, 0.8, 0.2, 100, 100)), bin(weighted_select(table1, 0.5, 0.5, 100, 100))
     ('0b10001', '0b11110')
     """
     masks, objectives = enumerate_feasible(window)
-    bb_scale = weight_bb / total_bb if total_bb > 0 else 0.0
-    score = objectives[:, 0] * (weight_nodes / total_nodes) + objectives[:, 1] * bb_scale
-    return _best(masks, np.round(score, 12), window.size)
+    score = weighted_score(objectives, weight_nodes, weight_bb, total_nodes, total_bb)
+    return _best(masks, score, window.size)
 
 
 def constrained_select(window: Window, resource: str) -> int:
-    """Exact maximiser of one resource under both constraints (Constrained baselines).
+    """Exact maximiser of one resource under both constraints, by enumeration (the oracle
+    of ``constrained_pick``, which the Constrained baselines run).
 
     ``resource`` is ``"nodes"`` or ``"bb"``; ties go to the other resource, then to the
     front of the window (spec A10).

@@ -12,6 +12,14 @@ a 100-node system it is a few milliseconds (``benchmarks/bbsched.py``); when the
 free capacities are huge (Cori's 1.8 PB in GB) the GA is cheaper and BBSched's ``auto``
 solver runs it instead.
 
+Under an EASY reservation (``Window.long_from``: the jobs from that position on would
+still run at the reserved job's shadow time) those jobs together may use only the
+reservation's extra nodes and burst buffer. They sit at the back of the window and are
+added first with the table capped at the extra, then the others up to the free
+capacities: the table is then exactly the reachable set under both restrictions (a
+short selection plus a long one within the extra), and the suffix tables still serve
+the front-first reconstruction below.
+
 The selection kept for a front point is the one nearest the window front, as in
 ``algorithms.bbsched`` (spec A10): jobs are decided front first, each taken when the
 rest of the point is still reachable with the jobs behind it (suffix tables), which
@@ -49,21 +57,24 @@ def dp_pareto(window: Window) -> ParetoSet:
     if free_nodes < 0 or free_bb < 0:
         return ParetoSet(np.zeros(0, dtype=np.int64), np.zeros((0, 2), dtype=np.int64))
     nodes, bb = window.nodes.tolist(), window.bb.tolist()
-    keep = (1 << (free_bb + 1)) - 1
     suffix: list[list[int]] = [[]] * (k + 1)  # suffix[i][n]: reachable GB with jobs i.. and n nodes
     current = [0] * (free_nodes + 1)
     current[0] = 1
     suffix[k] = current
     top = 0  # largest node count reachable so far
     for i in range(k - 1, -1, -1):
+        # Under a reservation the long jobs (positions >= long_start, added first) reach
+        # only points within the extra; the short ones then add up to the free capacity.
+        cap_nodes, cap_bb = (window.extra_nodes, window.extra_bb) if i >= window.long_start else (free_nodes, free_bb)
         need_nodes, need_bb = nodes[i], bb[i]
         after = current[:]
-        if need_bb <= free_bb:
-            for n in range(min(top, free_nodes - need_nodes), -1, -1):
+        if need_bb <= cap_bb:
+            keep = (1 << (cap_bb + 1)) - 1
+            for n in range(min(top, cap_nodes - need_nodes), -1, -1):
                 reach = current[n]
                 if reach:
                     after[n + need_nodes] |= (reach << need_bb) & keep
-            top = min(free_nodes, top + need_nodes)
+            top = max(top, min(cap_nodes, top + need_nodes))
         current = suffix[i] = after
     points: list[tuple[int, int]] = []
     best = -1

@@ -11,28 +11,36 @@ spec §1.6, §3.11).
    "invocations"``, spec A3; "passes the bound" read as more than 50). ``starvation_by =
    "seconds"`` bounds the time since the job first entered a window instead;
 3. a starving job that fits is fixed into the selection (its resources are taken first)
-   and the rest of the window is still optimised over what is left; when a starving job
-   does not fit, no optimisation runs this time and it holds the EASY reservation;
+   and the rest of the window is still optimised over what is left; the first starving
+   job that does not fit heads the queue and holds EASY's reservation (shadow time and
+   extra nodes and burst buffer, after the fixed jobs' starts), and the rest of the
+   window is still optimised, over the jobs that cannot delay it: those ending (by their
+   estimate) by the shadow time, and those running past it as far as they fit the extra
+   together (``Window.long_from``; the paper is silent, spec A3 skipped the optimisation);
 4. the method selects a subset of the window jobs that fit the free nodes and burst
    buffer one by one;
 5. the queue is reordered: selected jobs, the other window jobs, the rest, and
    multi-resource EASY (``classic.Easy.schedule``) starts and backfills along it.
 
 Counted per run (``stats``, ``policy_*`` in ``summary.json``): ``invocations``;
-``fit_two_plus`` (two or more window jobs fit, so a method has a choice; when a
-starving job blocks, the non-starving window jobs that fit the free resources);
-``optimiser_runs`` (the method's optimiser ran on such a window); ``changed`` (its
-selection differs from the base order's: the window jobs served in order while they
-fit); ``forced_starts`` (starving jobs fixed in that the method's own selection on the
-unforced window would not have started: forcings that change nothing are not counted,
-``forced_jobs`` counts them all);
-``forced_blocks`` (a starving job did not fit and blocked the optimisation).
+``fit_two_plus`` (two or more window jobs fit the free resources, so a method has a
+choice; under a reservation, the window jobs other than the fixed and reserved ones);
+``eligible_two_plus`` (two or more of them may also start without delaying the
+reservation: the optimiser's candidates; equal to ``fit_two_plus`` without one);
+``optimiser_runs`` (the method's optimiser ran on such a window) and ``reserved_runs``
+(of those, under a reservation); ``changed`` (its selection differs from the base
+order's: the window jobs served in order while they fit, or under a reservation the
+ones EASY would backfill in window order); ``forced_starts`` (starving jobs fixed in
+that the method's own selection on the unforced window would not have started:
+forcings that change nothing are not counted, ``forced_jobs`` counts them all);
+``forced_blocks`` (a starving job did not fit and held the reservation).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import chain, islice
 
 import numpy as np
@@ -103,6 +111,59 @@ def greedy_prefix(jobs: Sequence[Job], free_nodes: float, free_bb: float) -> lis
     return taken
 
 
+@dataclass(frozen=True)
+class Reservation:
+    """EASY's reservation for a starving job that does not fit: what may go around it.
+
+    Attributes:
+        now: The invocation's time.
+        shadow: When the reserved job is expected to start.
+        extra_nodes, extra_bb: What is left at the shadow time once it has what it needs.
+        others_fit: No other resource's extra is negative (a job asking for nodes and
+            burst buffer only fits the extra when its nodes and burst buffer do).
+    """
+
+    now: float
+    shadow: float
+    extra_nodes: float
+    extra_bb: float
+    others_fit: bool = True
+
+    def ends_by_shadow(self, job: Job) -> bool:
+        """The job would end (by its estimate) by the shadow time: it cannot delay it."""
+        return self.now + job.estimate <= self.shadow
+
+    def fits_extra(self, job: Job) -> bool:
+        """The job alone fits the extra (it may then run past the shadow time)."""
+        return job.cores <= self.extra_nodes and job.bb <= self.extra_bb and self.others_fit
+
+
+def greedy_backfill(jobs: Sequence[Job], free_nodes: float, free_bb: float, reservation: Reservation) -> list[Job]:
+    """The jobs EASY backfills around ``reservation`` in the given order (the base order's
+    choice under a reservation): each fits what is free, and ends by the shadow time or
+    fits what is left of the extra.
+
+    >>> res = Reservation(0.0, 10.0, 4, 0)
+    >>> jobs = [Job(1, 0.0, 20.0, 20.0, units=6), Job(2, 0.0, 20.0, 20.0, units=3), Job(3, 0.0, 5.0, 5.0, units=4)]
+    >>> [j.job_id for j in greedy_backfill(jobs, 8, 0, res)]      # 1 would delay the head; 3 ends by t = 10
+    [2, 3]
+    """
+    taken = []
+    extra_nodes, extra_bb = reservation.extra_nodes, reservation.extra_bb
+    for job in jobs:
+        if job.cores > free_nodes or job.bb > free_bb:
+            continue
+        if not reservation.ends_by_shadow(job):
+            if job.cores > extra_nodes or job.bb > extra_bb or not reservation.others_fit:
+                continue
+            extra_nodes -= job.cores
+            extra_bb -= job.bb
+        taken.append(job)
+        free_nodes -= job.cores
+        free_bb -= job.bb
+    return taken
+
+
 class WindowScheduler:
     """Base order, window, starvation bound and a selector, under multi-resource EASY.
 
@@ -137,7 +198,7 @@ class WindowScheduler:
         self.recording = True  # False while ``_count_forced`` runs the unforced comparison
         self._seen: dict[int, float] = {}  # invocations spent in a window, or time first in one
         self.stats = {"invocations": 0, "fit_two_plus": 0, "optimiser_runs": 0, "changed": 0,
-                      "optimisations": 0, "forced_jobs": 0, "forced_starts": 0, "forced_blocks": 0, "solver_seconds": 0.0}
+                      "optimisations": 0, "eligible_two_plus": 0, "reserved_runs": 0, "forced_jobs": 0, "forced_starts": 0, "forced_blocks": 0, "solver_seconds": 0.0}
 
     def select(self, window: Window, view: View, rng: np.random.Generator) -> int | None:
         """Bit mask of the window jobs to start first; ``None`` keeps the base order."""
@@ -209,24 +270,44 @@ class WindowScheduler:
         ``base_window`` is the window the base order alone would take."""
         self._mark(window, view.time)
         free_nodes, free_bb = view.free_total[0], view.free_bb
+        fixed: list[Job] = []
         for job in starving:  # fix forced jobs in while they fit
             if job.cores > free_nodes or job.bb > free_bb:
-                self.stats["forced_blocks"] += 1
-                pool = window[len(starving):]
-                fitting = sum(j.cores <= view.free_total[0] and j.bb <= view.free_bb for j in pool)
-                self.stats["fit_two_plus"] += fitting >= 2
-                return window + rest  # it heads the queue and holds the EASY reservation
+                return self._reserve(window, fixed, job, base_window, view, rng, rest)
+            fixed.append(job)
             free_nodes -= job.cores
             free_bb -= job.bb
-        self.stats["forced_jobs"] += len(starving)
-        pool = window[len(starving):]
+        self.stats["forced_jobs"] += len(fixed)
+        pool = window[len(fixed):]
         selected = self._selection(pool, free_nodes, free_bb, view, rng, record=True)
-        if starving:
-            self._count_forced(starving, base_window, view, rng)
+        if fixed:
+            self._count_forced(fixed, base_window, view, rng)
         if selected is None:
             return window + rest
         chosen = {job.job_id for job in selected}
-        return starving + selected + [j for j in pool if j.job_id not in chosen] + rest
+        return fixed + selected + [j for j in pool if j.job_id not in chosen] + rest
+
+    def _reserve(self, window: list[Job], fixed: list[Job], head: Job, base_window: list[Job], view: View,
+                 rng: np.random.Generator, rest: list[Job]) -> list[Job]:
+        """A starving ``head`` does not fit after the ``fixed`` starving jobs: it heads the
+        queue and holds EASY's reservation, and the rest of the window is still optimised,
+        over the jobs that cannot delay that reservation (they end by its shadow time, or
+        together they use only its extra nodes and burst buffer)."""
+        self.stats["forced_blocks"] += 1
+        self.stats["forced_jobs"] += len(fixed)
+        if fixed:
+            self._count_forced(fixed, base_window, view, rng)
+        pool = [j for j in window[len(fixed):] if j is not head]
+        free_nodes = view.free_total[0] - sum(j.cores for j in fixed)
+        free_bb = view.free_bb - sum(j.bb for j in fixed)
+        shadow, extra = self.easy.reservation_after(view, fixed, head)
+        reservation = Reservation(view.time, shadow, extra[0], extra[-1] if view.platform.burst_buffer > 0 else 0.0,
+                                  all(e >= 0 for e in extra[1:-1]))
+        selected = self._selection(pool, free_nodes, free_bb, view, rng, record=True, reservation=reservation)
+        if selected is None:
+            return window + rest
+        chosen = {job.job_id for job in selected}
+        return fixed + [head] + selected + [j for j in pool if j.job_id not in chosen] + rest
 
     def _mark(self, window: list[Job], now: float) -> None:
         seen = self._seen
@@ -238,21 +319,32 @@ class WindowScheduler:
                 seen.setdefault(job.job_id, now)
 
     def _selection(self, pool: list[Job], free_nodes: float, free_bb: float, view: View,
-                   rng: np.random.Generator, record: bool) -> list[Job] | None:
-        """The method's selection from ``pool`` in pool order (``None``: the base order).
+                   rng: np.random.Generator, record: bool, reservation: Reservation | None = None) -> list[Job] | None:
+        """The method's selection from ``pool`` (``None``: the base order).
 
+        Without a ``reservation`` the candidates are the pool jobs that fit the free
+        resources one by one, in pool order. Under one they are those that may also be
+        backfilled around it, the jobs ending by the shadow time first (ties then prefer
+        them) and those running past it last, which may together use only the extra.
         ``record`` counts it in the run's stats (the comparison run of ``_count_forced``
         is not counted)."""
-        fitting = [i for i, j in enumerate(pool) if j.cores <= free_nodes and j.bb <= free_bb]
-        if record and len(fitting) >= 2:
+        fits = [j for j in pool if j.cores <= free_nodes and j.bb <= free_bb]
+        if record and len(fits) >= 2:
             self.stats["fit_two_plus"] += 1
-        if not fitting or type(self).select is WindowScheduler.select:
+        long_from = None
+        if reservation is not None:
+            short = [j for j in fits if reservation.ends_by_shadow(j)]
+            fits = short + [j for j in fits if not reservation.ends_by_shadow(j) and reservation.fits_extra(j)]
+            long_from = len(short)
+        if record and len(fits) >= 2:
+            self.stats["eligible_two_plus"] += 1
+        if not fits or type(self).select is WindowScheduler.select:
             return None
-        if len(fitting) == 1:  # every method takes a lone fitting job: it adds to both objectives
+        if len(fits) == 1:  # every method takes a lone fitting job: it adds to both objectives
             mask = 1
         else:
-            candidates = Window.of([pool[i].cores for i in fitting], [pool[i].bb for i in fitting],
-                                   free_nodes, free_bb)
+            extra = (reservation.extra_nodes, reservation.extra_bb) if reservation is not None else (0.0, 0.0)
+            candidates = Window.of([j.cores for j in fits], [j.bb for j in fits], free_nodes, free_bb, long_from, *extra)
             began = time.perf_counter()
             self.recording = record
             found = self.select(candidates, view, rng)
@@ -260,13 +352,15 @@ class WindowScheduler:
             if record:
                 self.stats["solver_seconds"] += time.perf_counter() - began
                 self.stats["optimiser_runs"] += 1
+                self.stats["reserved_runs"] += reservation is not None
             if found is None:
                 return None
             mask = found
-        selected = [pool[fitting[bit]] for bit in range(len(fitting)) if mask >> bit & 1]
+        selected = [fits[bit] for bit in range(len(fits)) if mask >> bit & 1]
         if record:
             self.stats["optimisations"] += 1
-            base = greedy_prefix(pool, free_nodes, free_bb)
+            base = greedy_prefix(pool, free_nodes, free_bb) if reservation is None \
+                else greedy_backfill(pool, free_nodes, free_bb, reservation)
             if {j.job_id for j in selected} != {j.job_id for j in base}:
                 self.stats["changed"] += 1
         return selected

@@ -11,8 +11,9 @@ pool ``view.free_bb`` in GB.
 Methods: ``bb-baseline`` (Slurm-like: no window optimisation), ``bb-weighted`` (50/50),
 ``bb-weighted-cpu`` (80/20), ``bb-weighted-bb`` (20/80), ``bb-constrained-cpu``,
 ``bb-constrained-bb``, ``bb-binpacking`` (Tetris-like alignment) and ``bbsched`` (the
-paper's Pareto set and decision rule). The weighted and constrained optima are exact
-(enumeration, so their window is at most 22 jobs).
+paper's Pareto set and decision rule). The weighted and constrained optima are exact,
+read off the window's exact Pareto set (``algorithms.bbsched_exact.dp_pareto``), for
+windows of up to 62 jobs.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from market_hpc.algorithms.bbsched import (
     Window,
     bin_packing_select,
     choose,
-    constrained_select,
+    constrained_pick,
     exact_pareto,
-    weighted_select,
+    weighted_pick,
 )
 from market_hpc.algorithms.bbsched_exact import dp_cost, dp_pareto
 from market_hpc.algorithms.bbsched_ga import GaSettings, ga_pareto
@@ -76,10 +77,10 @@ class BbBaseline(WindowScheduler):
 
 class _Weighted(WindowScheduler):
     weights = (0.5, 0.5)
-    max_window = MAX_EXACT_JOBS
+    max_window = 62
 
     def select(self, window: Window, view: View, rng: np.random.Generator) -> int | None:
-        return weighted_select(window, *self.weights, *_totals(view))
+        return weighted_pick(dp_pareto(window), window.size, *self.weights, *_totals(view))
 
 
 @register_scheduler(
@@ -113,10 +114,10 @@ class BbWeightedBb(_Weighted):
 
 class _Constrained(WindowScheduler):
     resource = "nodes"
-    max_window = MAX_EXACT_JOBS
+    max_window = 62
 
     def select(self, window: Window, view: View, rng: np.random.Generator) -> int | None:
-        return constrained_select(window, self.resource)
+        return constrained_pick(dp_pareto(window), window.size, self.resource)
 
 
 @register_scheduler(
@@ -207,14 +208,17 @@ class BbSched(WindowScheduler):
 
     def pareto(self, window: Window, rng: np.random.Generator) -> ParetoSet:
         """The window's Pareto set by the configured solver (counted in ``stats``)."""
-        if self.solver == "ga":
+        if window.long_start < window.size:
+            use_ga = False  # under a reservation: the GA kernels know only the free capacities
+        elif self.solver == "ga":
             use_ga = window.size > self.exhaustive_up_to
         else:
             use_ga = self.solver == "auto" and dp_cost(window) > self.exact_budget
         if self.recording:
             self.stats["ga_runs" if use_ga else "exact_runs"] += 1
         if not use_ga:
-            return exact_pareto(window) if self.solver == "ga" else dp_pareto(window)
+            enumerate_it = self.solver == "ga" and window.size <= self.exhaustive_up_to
+            return exact_pareto(window) if enumerate_it else dp_pareto(window)
         return ga_pareto(window, self.settings, int(rng.integers(2**63)))
 
     def select(self, window: Window, view: View, rng: np.random.Generator) -> int | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -240,6 +240,16 @@ class Easy:
         """Whether the running jobs and this pass's starts hold cores only."""
         return (getattr(view, "running_beyond_cores", None) == 0
                 and all(not any(need[1:]) for _, need in started))
+
+    def reservation_after(self, view: View, starts: Sequence[Job], head: Job) -> tuple[float, tuple[float, ...]]:
+        """Shadow time and extra of ``head`` once ``starts`` have started now, as ``schedule``
+        computes them for a queue ``starts + [head, ...]`` (burst buffer last when the
+        platform has a pool)."""
+        with_bb = view.platform.burst_buffer > 0
+        started = sorted((view.time + job.estimate, _needs(job, job.units, with_bb)) for job in starts)
+        base_total = view.free_total + (view.free_bb,) if with_bb else view.free_total
+        free_total = tuple(f - sum(t[i] for _, t in started) for i, f in enumerate(base_total))
+        return self._reservation(view, free_total, head, started, with_bb)
 
     def _reservation(
         self, view: View, free_total: tuple[float, ...], head: Job,
