@@ -30,6 +30,7 @@ from market_hpc.algorithms.market import (
     Release,
     hold_search,
     latest_first,
+    profit,
     value_after_wait,
 )
 from market_hpc.algorithms.market_columns import MarketColumns
@@ -42,6 +43,11 @@ RULES = ("sjq", "maxv", "maxvd", "minvr")
 # ignores jobs that arrive while it waits, so it overstates waiting. Chosen on the penalty
 # sweep's five seeds (0.3..1.0 tried); docs/market.md reports it on held-out seeds too.
 WAIT_WEIGHT = 0.7
+# minVR prices the rows tied at the least remaining value on the offer, then the next
+# least, this many times before it prices every row.
+TRIES = 3
+# Up to this many rows are priced by the scalar code (cheaper than numpy calls on a few).
+FEW = 8
 
 
 def _columns(view: View) -> MarketColumns:
@@ -180,14 +186,17 @@ class MarketPolicy:
 
 
 class _Auction:
-    """One instant's job selection over the whole queue at once (``MarketColumns``).
+    """One instant's job selection (``MarketColumns`` and its ``QueueIndex``).
 
     A job is dropped when even its fastest completion (``c*`` cores, from now) earns
-    nothing (A5). For a node bidding ``b`` free cores the policy picks, among the jobs not
-    yet started with positive profit on ``min(b, c*)`` cores, the first in queue order
-    (SJQ), the largest profit (maxV), the largest profit per core (maxVD) or the smallest
-    remaining value (minVR); ties break by arrival, then job id (A15). Every job's profit
-    is priced in one vectorised evaluation per selection. Indices are the columns' rows.
+    nothing (A5); only the rows the drop index hands over are priced for that. For a node
+    bidding ``b`` free cores the policy picks, among the jobs not yet started with positive
+    profit on ``min(b, c*)`` cores, the first in queue order (SJQ: a walk in queue order,
+    pricing a few rows at a time, that stops at the first such job), the largest profit
+    (maxV) or profit per core (maxVD) (one vectorised pricing of every row), or the
+    smallest remaining value (minVR: the rows of least remaining value are priced first,
+    every row only when none of the first few can earn); ties break by arrival, then job id
+    (A15). Indices are the columns' rows.
     """
 
     def __init__(self, rule: str, columns: MarketColumns, now: float) -> None:
@@ -196,19 +205,29 @@ class _Auction:
         self.columns = columns
         arrival = self.arrival = columns.arrival
         self.job_id, self.best = columns.job_id, columns.best
-        full = self.full = columns.values((now + columns.fastest) - arrival)
-        worthless = self._worthless = full <= 0
-        self._open: np.ndarray | None = None  # candidates not yet started (made when first needed)
-        self._most = -1  # the largest c* (found when first needed)
-        wake = columns.wake
-        self.dropped: list[int] = []
-        if worthless.any():
-            rows = np.flatnonzero(worthless)
-            self.dropped = self.job_id[rows[np.argsort(columns.order[rows])]].tolist()  # queue order
-            wake = wake[~worthless]
-        self.left = len(wake)
-        self.wake: float = int(wake.min()) + 1 if len(wake) else math.inf
+        rows, outside = columns.drop_candidates(now)
+        if len(rows) <= FEW:  # priced by the scalar code (the columns' reference)
+            fastest, curves, wake = columns.fastest, columns.curves, columns.wake
+            dead = np.array([row for row in rows.tolist()
+                             if curves[row].value_at((now + float(fastest[row])) - float(arrival[row])) <= 0],
+                            dtype=np.int64)
+            alive = wake[np.setdiff1d(rows, dead)] if len(dead) else wake[rows]
+        else:
+            worthless = columns.values_of(rows, (now + columns.fastest[rows]) - arrival[rows]) <= 0
+            dead, alive = rows[worthless], columns.wake[rows[~worthless]]
+        self.closed: set[int] = set(dead.tolist())  # rows dropped, started or held for at this instant
+        self.dropped: list[int] = self.job_id[dead[np.argsort(columns.order[dead])]].tolist()  # queue order
+        soonest = min(float(alive.min()) if len(alive) else math.inf, outside)
+        self.left = len(columns) - len(dead)
+        self.wake: float = int(soonest) + 1 if soonest < math.inf else math.inf
+        self._full: np.ndarray | None = None
         self._remaining: np.ndarray | None = None
+
+    def full(self) -> np.ndarray:
+        """Every job's value on ``c*`` cores started now, computed when first asked for."""
+        if self._full is None:
+            self._full = self.columns.values((self.now + self.columns.fastest) - self.arrival)
+        return self._full
 
     def remaining(self) -> np.ndarray:
         """Every job's remaining value now (minVR's key), computed when first asked for."""
@@ -220,70 +239,146 @@ class _Auction:
         """Row of a queued job."""
         return self.columns.position[job_id]
 
-    def open(self) -> np.ndarray:
-        """Which jobs are still candidates (not dropped, not started at this instant)."""
-        if self._open is None:
-            self._open = ~self._worthless
-        return self._open
-
     def take(self, index: int) -> int:
         """Mark a candidate started (or held for); returns its job id."""
-        self.open()[index] = False
+        self.closed.add(index)
         self.left -= 1
         return int(self.job_id[index])
 
     def select(self, bid: int) -> tuple[int, int] | None:
         """``(row, cores)`` of the job the rule picks for a node offering ``bid`` cores."""
-        cores = np.minimum(self.best, bid)
-        # A job's profit on c* cores is ``full``; values_on prices every row the same way.
-        if self._most < 0:
-            self._most = int(self.best.max())
-        gain = self.columns.values_on(self.now, cores) if bid < self._most else self.full
-        able = gain > 0
-        if self.left < len(able):  # some jobs were dropped or started
-            able &= self.open()
-        count = np.count_nonzero(able)
-        if not count:
-            return None
-        among = None if count == len(gain) else able  # None: every job can win
         if self.rule == "sjq":
-            order = self.columns.order
-            index = int((order if among is None else np.where(among, order, np.iinfo(np.int64).max)).argmin())
-        elif self.rule == "minvr":
-            index = _first_best(self.remaining(), among, self.arrival, self.job_id, largest=False)
-        else:
-            key = gain if self.rule == "maxv" else gain / cores
-            index = _first_best(key, among, self.arrival, self.job_id, largest=True)
-        return index, int(cores[index])
+            return self._first_in_order(bid)
+        if self.rule == "minvr":
+            return self._least_remaining(bid)
+        gain = self.columns.gains(self.now, bid)
+        key = gain if self.rule == "maxv" else gain / np.minimum(self.best, bid)
+        closed = list(self.closed)
+        if closed:
+            key[closed] = -np.inf
+        index = int(key.argmax())
+        if not key[index] > 0:  # no job earns, or a tiny profit per core rounded to 0
+            if self.rule == "maxv":
+                return None
+            return self._exact(key, gain, closed, bid, largest=True)
+        ties = np.flatnonzero(key == key[index])  # all earn: their key is > 0
+        if len(ties) > 1:
+            index = self._earliest(ties)
+        return index, min(int(self.best[index]), bid)
+
+    def _first_in_order(self, bid: int) -> tuple[int, int] | None:
+        """SJQ: the first open job in queue order with a positive profit on ``bid`` cores:
+        the first open job priced alone, then ``FEW``, ``4 * FEW``... rows at a time."""
+        columns, closed, position = self.columns, self.closed, self.columns.position
+        ids = columns.index.in_order()
+        batch = 1
+        while True:
+            chunk: list[int] = []
+            for job_id in ids:
+                row = position[job_id]
+                if row not in closed:
+                    chunk.append(row)
+                    if len(chunk) == batch:
+                        break
+            if not chunk:
+                return None
+            if batch == 1:
+                row = chunk[0]
+                cores = min(int(self.best[row]), bid)
+                if self._earns(row, cores):
+                    return row, cores
+                batch = FEW
+                continue
+            rows = np.array(chunk)
+            cores = np.minimum(self.best[rows], bid)
+            earns = np.flatnonzero(columns.values_on_rows(self.now, rows, cores) > 0)
+            if len(earns):
+                return int(rows[earns[0]]), int(cores[earns[0]])
+            batch = min(4 * batch, 4096)
+
+    def _least_remaining(self, bid: int) -> tuple[int, int] | None:
+        """minVR: the open job of least remaining value among those with a positive profit.
+
+        The rows tied at the least remaining value are priced on ``bid`` cores; when none
+        earns they are set aside and the next least tried, up to ``TRIES`` times; then
+        every row is priced.
+        """
+        key = self.remaining().copy()
+        closed = list(self.closed)
+        if closed:
+            key[closed] = np.inf
+        for _ in range(TRIES):
+            index = int(key.argmin())
+            least = key[index]
+            if least == np.inf:
+                break
+            ties = np.flatnonzero(key == least)
+            if len(ties) == 1:
+                earns = ties if self._earns(index, min(int(self.best[index]), bid)) else ties[:0]
+            else:
+                earns = ties[self.columns.values_on_rows(self.now, ties, np.minimum(self.best[ties], bid)) > 0]
+            if len(earns):
+                index = int(earns[0]) if len(earns) == 1 else self._earliest(earns)
+                return index, min(int(self.best[index]), bid)
+            key[ties] = np.inf  # none of them earns on this offer
+        gain = self.columns.gains(self.now, bid)
+        return self._exact(key, gain, closed, bid, largest=False)
+
+    def _exact(self, key: np.ndarray, gain: np.ndarray, closed: list[int], bid: int, *,
+               largest: bool) -> tuple[int, int] | None:
+        """The best ``key`` among the open rows with ``gain > 0`` (every row compared)."""
+        able = gain > 0
+        if closed:
+            able[closed] = False
+        if not able.any():
+            return None
+        index = _first_best(key, able, self.arrival, self.job_id, largest=largest)
+        return index, min(int(self.best[index]), bid)
+
+    def _earns(self, row: int, cores: int) -> bool:
+        """Whether one row earns a positive profit on ``cores`` cores started now (the
+        scalar code, which the columns reproduce bit for bit)."""
+        columns = self.columns
+        job = columns.jobs[row]
+        assert job.profile is not None
+        return profit(columns.curves[row], self.now, job.submit, job.profile, cores,
+                      float(columns.progress[row])) > 0
+
+    def _earliest(self, rows: np.ndarray) -> int:
+        """Among ``rows``, the earliest arrival, then the lowest job id (A15)."""
+        pick = rows[self.arrival[rows] == self.arrival[rows].min()]
+        if len(pick) > 1:
+            pick = pick[self.job_id[pick] == self.job_id[pick].min()]
+        return int(pick[0])
 
     def rank_of(self, index: int) -> int:
-        """How many untaken candidates other than ``index`` rank before it (by the rule's
+        """How many open candidates other than ``index`` rank before it (by the rule's
         key on ``c*`` cores; queue order under SJQ)."""
-        others = self.open().copy()
-        others[index] = False
         if self.rule == "sjq":
             order = self.columns.order
-            return int((others & (order < order[index])).sum())
-        if self.rule == "maxvd":
-            density = self.full / self.best
-            return int((others & (density > density[index])).sum())
-        bound = -self.full if self.rule == "maxv" else self.remaining()
-        key, arrival, job_id = bound[index], self.arrival[index], self.job_id[index]
-        before = (bound < key) | ((bound == key) & ((self.arrival < arrival)
-                                                    | ((self.arrival == arrival) & (self.job_id < job_id))))
-        return int((others & before).sum())
+            before = order < order[index]
+        elif self.rule == "maxvd":
+            density = self.full() / self.best
+            before = density > density[index]
+        else:
+            bound = -self.full() if self.rule == "maxv" else self.remaining()
+            key, arrival, job_id = bound[index], self.arrival[index], self.job_id[index]
+            before = bound < key
+            ties = np.flatnonzero(bound == key)
+            before[ties] = (self.arrival[ties] < arrival) | ((self.arrival[ties] == arrival)
+                                                           & (self.job_id[ties] < job_id))
+        closed = list(self.closed)  # ``index`` itself never ranks before itself
+        return int(np.count_nonzero(before)) - (int(np.count_nonzero(before[closed])) if closed else 0)
 
     def arrivals(self) -> list[Candidate]:
-        """The untaken candidates that arrived now and were never held (A12/A13), in queue
+        """The open candidates that arrived now and were never held (A12/A13), in queue
         order: the jobs holding is tried for."""
         columns = self.columns
-        if columns.newest != self.now:  # no job arrived at this instant
-            return []
-        recent = np.flatnonzero((self.arrival == self.now) & (columns.holds == 0) & self.open())
-        if len(recent) > 1:
-            recent = recent[np.argsort(columns.order[recent])]
         out = []
-        for row in recent.tolist():
+        for job_id in columns.index.recent_ids(self.now):
+            row = columns.position[job_id]
+            if row in self.closed:
+                continue
             job = columns.jobs[row]
             assert job.profile is not None
             out.append(Candidate(job.job_id, job.submit, columns.curves[row], job.profile,
@@ -291,11 +386,10 @@ class _Auction:
         return out
 
 
-def _first_best(key: np.ndarray, able: np.ndarray | None, arrival: np.ndarray, job_id: np.ndarray, *,
+def _first_best(key: np.ndarray, able: np.ndarray, arrival: np.ndarray, job_id: np.ndarray, *,
                 largest: bool) -> int:
-    """Index of the best ``key`` among ``able`` rows (all when ``None``); ties: earliest
-    arrival, then lowest id."""
-    masked = key if able is None else np.where(able, key, -np.inf if largest else np.inf)
+    """Index of the best ``key`` among ``able`` rows; ties: earliest arrival, then lowest id."""
+    masked = np.where(able, key, -np.inf if largest else np.inf)
     index = int(masked.argmax() if largest else masked.argmin())
     ties = masked == masked[index]
     if np.count_nonzero(ties) > 1:
