@@ -247,6 +247,8 @@ class _Auction:
 
     def select(self, bid: int) -> tuple[int, int] | None:
         """``(row, cores)`` of the job the rule picks for a node offering ``bid`` cores."""
+        if self.left <= 0:
+            return None
         if self.rule == "sjq":
             return self._first_in_order(bid)
         if self.rule == "minvr":
