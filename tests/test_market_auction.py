@@ -174,3 +174,33 @@ def test_queue_index_skips_jobs_that_left_and_a_held_job_pushed_again():
     assert index.near(40.0 - market_index.MARGIN) == {8}
     assert index.near(40.0 - market_index.MARGIN + 0.5) == {7, 8}
     assert index.recent_ids(4.0) == []  # not the latest arrival instant
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_no_pick_when_no_open_job_earns_on_the_offer(rule):
+    """Jobs 1 and 2 earn nothing on one core (done at 30 and 25, zero time 20); job 3,
+    which would, was started at this instant."""
+    slow = LinearDecayCurve(100.0, 10.0, 20.0)
+    columns = MarketColumns([(_job(1, 0.0, (30.0, 10.0), slow), 0.0, 0),
+                             (_job(2, 0.0, (25.0, 12.0), slow), 0.0, 0),
+                             (_job(3, 0.0, (8.0,), slow), 0.0, 0)])
+    auction = _Auction(rule, columns, 0.0)
+    auction.take(2)
+    assert auction.select(1) is None
+    assert auction.select(2) is not None
+
+
+@pytest.mark.parametrize("rule", ["maxv", "maxvd", "minvr"])
+def test_equal_keys_go_to_the_earliest_arrival_then_the_lowest_id(rule):
+    """Three jobs with the same curve and profile (same key under every rule): job 9
+    (pushed first, arrived at 1), job 4 (arrived at 1), job 6 (arrived at 2). Job 4
+    wins; without job 4, job 9; job 6 only alone."""
+    curve = LinearDecayCurve(100.0, 50.0, 60.0)
+    columns = MarketColumns((_job(job_id, submit, (8.0,), curve), 0.0, 0) for job_id, submit in ((9, 1.0), (4, 1.0),
+                                                                                                 (6, 2.0)))
+    auction = _Auction(rule, columns, 2.0)
+    picks = []
+    for _ in range(3):
+        row, _cores = auction.select(1)  # type: ignore[misc]
+        picks.append(auction.take(row))
+    assert picks == [4, 9, 6]
