@@ -64,7 +64,7 @@ class MarketColumns:
         self._steps = 0  # rows with a step curve (zero-width ramp)
         self._unbounded = 0  # rows the drop index cannot vouch for (``bounded``)
         self.index = QueueIndex()
-        self._buffers = (np.empty(0), np.empty(0, dtype=np.int64))
+        self._buffers = (np.empty(0), np.empty((2, 0), dtype=np.int64))
         self._best_counts = np.zeros(1, dtype=np.int64)  # rows per c*
         self._views: tuple[np.ndarray, ...] | None = None
         self.newest = -math.inf  # latest submit time of a job queued never held
@@ -257,8 +257,9 @@ class MarketColumns:
             full = np.where(progress == 0.0, full, np.ceil((1.0 - progress) * full - 1e-9))
         return self.values_of(rows, (now + full) - columns[0][rows])
 
-    def gains(self, now: float, bid: int) -> np.ndarray:
-        """``values_on(now, min(best, bid))`` of every row, in a buffer the next call reuses.
+    def gains(self, now: float, bid: int) -> tuple[np.ndarray, np.ndarray]:
+        """``values_on(now, cores)`` of every row with ``cores = min(best, bid)``, and
+        ``cores``, in buffers the next call reuses.
 
         With ``bid`` at least every row's ``c*`` the response time is the ``fastest``
         column (``remaining_time`` on ``c*``: the same float as ``values_on``'s).
@@ -266,21 +267,22 @@ class MarketColumns:
         columns = self._columns()
         size = self.size
         if len(self._buffers[0]) < size:
-            self._buffers = (np.empty(2 * size), np.empty(2 * size, dtype=np.int64))
-        full, cores = self._buffers[0][:size], self._buffers[1][:size]
+            self._buffers = (np.empty(2 * size), np.empty((2, 2 * size), dtype=np.int64))
+        full, cores, index = self._buffers[0][:size], self._buffers[1][0, :size], self._buffers[1][1, :size]
         if bid >= self.most():
+            cores = columns[10]
             np.add(columns[1], now, out=full)
         else:
             np.minimum(columns[10], bid, out=cores)
-            np.add(columns[12], cores, out=cores)
-            np.take(self._profiles, cores, out=full, mode="clip")
+            np.add(columns[12], cores, out=index)
+            np.take(self._profiles, index, out=full, mode="clip")
             if self._resumed:
                 progress = columns[2]
                 resumed = np.ceil((1.0 - progress) * full - 1e-9)
                 np.copyto(full, resumed, where=progress != 0.0)
             np.add(full, now, out=full)
         np.subtract(full, columns[0], out=full)
-        return self.values(full, out=full)
+        return self.values(full, out=full), cores
 
     def most(self) -> int:
         """The largest ``c*`` of any row (-1 when empty)."""

@@ -253,8 +253,8 @@ class _Auction:
             return self._first_in_order(bid)
         if self.rule == "minvr":
             return self._least_remaining(bid)
-        gain = self.columns.gains(self.now, bid)
-        key = gain if self.rule == "maxv" else gain / np.minimum(self.best, bid)
+        gain, cores = self.columns.gains(self.now, bid)
+        key = gain if self.rule == "maxv" else gain / cores
         closed = list(self.closed)
         if closed:
             key[closed] = -np.inf
@@ -323,7 +323,7 @@ class _Auction:
                 index = int(earns[0]) if len(earns) == 1 else self._earliest(earns)
                 return index, min(int(self.best[index]), bid)
             key[ties] = np.inf  # none of them earns on this offer
-        gain = self.columns.gains(self.now, bid)
+        gain, _ = self.columns.gains(self.now, bid)
         return self._exact(key, gain, closed, bid, largest=False)
 
     def _exact(self, key: np.ndarray, gain: np.ndarray, closed: list[int], bid: int, *,
