@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from market_hpc.algorithms import market_index
+from market_hpc.algorithms import market_columns, market_index
 from market_hpc.algorithms.market import c_star, profit, remaining_time
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.market_index import QueueIndex
@@ -28,6 +28,8 @@ def _random_job(rng: np.random.Generator, job_id: int, submit: float, exponentia
     tasks = int(rng.integers(1, 9))
     work = float(rng.integers(5, 80))
     profile = tuple(float(max(np.ceil(work / c), work / 4)) for c in range(1, tasks + 1))
+    if tasks > 2 and rng.random() < 0.2:  # a profile that rises before it falls to its minimum
+        profile = (profile[0], profile[0] + 3.0, *profile[2:])
     plateau = float(rng.integers(1, 40))
     kind = rng.random()
     if exponential and kind < 0.2:
@@ -65,11 +67,16 @@ def _reference(rule: str, queue: dict[int, tuple[Job, float, int]], now: float, 
 
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("exponential", [False, True])
-def test_auction_over_a_living_queue_decides_like_the_scalar_code(rule, exponential):
+@pytest.mark.parametrize("long", [1024, 16])
+def test_auction_over_a_living_queue_decides_like_the_scalar_code(rule, exponential, long, monkeypatch):
     """Queues of up to ~70 jobs living through time (pushes, held jobs pushed again,
     drops, starts): every instant's drops, wake and pick equal the scalar reference.
     Long queues exercise SJQ's batches and minVR's retries; exponential curves switch the
-    drop index off (every row priced)."""
+    drop index off (every row priced); ``long = 16`` makes maxV and maxVD price only the
+    rows whose profit bound reaches the top-bound row's key (the bounds kept through
+    pushes and takes, dropped when the queue gets short)."""
+    monkeypatch.setattr(market_columns, "LONG", long)
+    monkeypatch.setattr(market_policy, "LONG", long)
     rng = np.random.default_rng(5 + exponential)
     columns = MarketColumns()
     queue: dict[int, tuple[Job, float, int]] = {}

@@ -19,6 +19,7 @@ their own scalar methods, row by row. Pure data; no Mesa.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -30,6 +31,7 @@ from market_hpc.algorithms.market_index import LIMIT, QueueIndex
 from market_hpc.algorithms.valuecurve import LinearDecayCurve, StepCurve
 from market_hpc.domain.job import Job
 
+LONG = 1024  # queues at least this long keep profit bounds (``bounds``)
 _FLOATS = ("arrival", "fastest", "progress", "vmax", "plateau", "zero", "span", "wake", "half")
 _INTS = ("job_id", "best", "holds", "base", "order", "scalar", "step", "unbounded")
 
@@ -66,6 +68,7 @@ class MarketColumns:
         self.index = QueueIndex()
         self._buffers = (np.empty(0), np.empty((2, 0), dtype=np.int64))
         self._best_counts = np.zeros(1, dtype=np.int64)  # rows per c*
+        self._bounds: dict[int, np.ndarray] = {}  # bucket k -> upper bound of every row's profit on <= 2**k cores
         self._views: tuple[np.ndarray, ...] | None = None
         self.newest = -math.inf  # latest submit time of a job queued never held
         self.jobs: list[Job] = []
@@ -148,6 +151,10 @@ class MarketColumns:
         self.curves.append(curve)
         self.position[job.job_id] = row
         self.size = row + 1
+        for bucket, column in list(self._bounds.items()):
+            if len(column) <= row:
+                column = self._bounds[bucket] = np.concatenate([column, np.empty_like(column)])
+            column[row] = self._bound(job, progress, best, 1 << bucket, bool(unbounded))
 
     def take(self, job_id: int) -> None:
         """Remove a queued job (started, dropped): the last row takes its place."""
@@ -165,6 +172,8 @@ class MarketColumns:
         last = self.size - 1
         if row != last:
             self._floats[:, row] = self._floats[:, last]
+            for column in self._bounds.values():
+                column[row] = column[last]
             self._ints[:, row] = self._ints[:, last]
             moved = self.jobs[row] = self.jobs[last]
             self.curves[row] = self.curves[last]
@@ -172,6 +181,8 @@ class MarketColumns:
         self.jobs.pop()
         self.curves.pop()
         self.size = last
+        if last < LONG // 4:
+            self._bounds.clear()  # short again: stop keeping bounds
 
     def values(self, elapsed: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """``curve.value_at(elapsed)`` of every row, bit for bit (into ``out``, which may be
@@ -283,6 +294,44 @@ class MarketColumns:
             np.add(full, now, out=full)
         np.subtract(full, columns[0], out=full)
         return self.values(full, out=full), cores
+
+    def bounds(self, bid: int) -> np.ndarray:
+        """An upper bound of every row's profit on ``min(best, bid)`` cores at any time
+        from its arrival on: its value had it started at arrival on ``min(best, 2**k)``
+        cores, ``2**k >= bid`` (more cores up to ``c*`` finish no later when the profile
+        does not rise up to there; ``inf`` where it does, and for rows priced by their
+        curve's own methods). Values never rise with time and float rounding is monotone,
+        so the bound holds bit for bit. Computed for the whole queue when a bucket is first
+        asked for, then kept on push and take while the queue stays long.
+        """
+        bucket = (bid - 1).bit_length()
+        column = self._bounds.get(bucket)
+        size = self.size
+        if column is None:
+            columns = self._columns()
+            best, base = columns[10], columns[12]
+            cores = np.minimum(best, 1 << bucket)
+            full = self._profiles[base + cores]
+            progress = columns[2]
+            if self._resumed:
+                full = np.where(progress == 0.0, full, np.ceil((1.0 - progress) * full - 1e-9))
+            column = np.empty(2 * size)
+            self.values((columns[0] + full) - columns[0], out=column[:size])
+            rises = np.concatenate([[0], np.cumsum(self._profiles[1:self._profiles_end]
+                                                   > self._profiles[:self._profiles_end - 1])])
+            column[:size][(rises[base + cores] != rises[base + 1]) | (columns[16] != 0)] = np.inf
+            self._bounds[bucket] = column
+        return column[:size]
+
+    def _bound(self, job: Job, progress: float, best: int, most: int, unbounded: bool) -> float:
+        """One row's entry of ``bounds`` (pushed while bounds are kept)."""
+        profile = job.profile
+        assert profile is not None
+        cores = min(best, most)
+        if unbounded or any(later > earlier for earlier, later in itertools.pairwise(profile[:cores])):
+            return math.inf
+        return float(job.payload["value_curve"].value_at((job.submit + remaining_time(profile, cores, progress))
+                                                         - job.submit))
 
     def most(self) -> int:
         """The largest ``c*`` of any row (-1 when empty)."""

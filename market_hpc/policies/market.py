@@ -33,7 +33,7 @@ from market_hpc.algorithms.market import (
     profit,
     value_after_wait,
 )
-from market_hpc.algorithms.market_columns import MarketColumns
+from market_hpc.algorithms.market_columns import LONG, MarketColumns
 from market_hpc.errors import ConfigError
 from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Drop, Hold, Start, View
 from market_hpc.policies.registry import register_scheduler
@@ -253,6 +253,10 @@ class _Auction:
             return self._first_in_order(bid)
         if self.rule == "minvr":
             return self._least_remaining(bid)
+        if len(self.columns) >= LONG:
+            pick = self._bounded_best(bid)
+            if pick is not None:
+                return pick
         gain, cores = self.columns.gains(self.now, bid)
         key = gain if self.rule == "maxv" else gain / cores
         closed = list(self.closed)
@@ -266,6 +270,38 @@ class _Auction:
         ties = np.flatnonzero(key == key[index])  # all earn: their key is > 0
         if len(ties) > 1:
             index = self._earliest(ties)
+        return index, min(int(self.best[index]), bid)
+
+    def _bounded_best(self, bid: int) -> tuple[int, int] | None:
+        """maxV / maxVD on a long queue: price only the rows whose bound (``bounds``, per
+        core for maxVD) reaches the key of the row with the largest bound. A row left out
+        has key <= bound < that key, so it can neither win nor tie. ``None`` when that
+        would not save much (the caller prices every row)."""
+        columns = self.columns
+        bound = columns.bounds(bid)
+        if self.rule == "maxvd":
+            bound = bound / np.minimum(self.best, bid)
+        top = int(bound.argmax())
+        cores = min(int(self.best[top]), bid)
+        job = columns.jobs[top]
+        assert job.profile is not None
+        floor = profit(columns.curves[top], self.now, job.submit, job.profile, cores, float(columns.progress[top]))
+        if self.rule == "maxvd":
+            floor /= cores
+        if not floor > 0 or top in self.closed:
+            return None
+        rows = np.flatnonzero(bound >= floor)
+        if len(rows) > len(bound) // 8:
+            return None
+        cores_of = np.minimum(self.best[rows], bid)
+        key = columns.values_on_rows(self.now, rows, cores_of)
+        if self.rule == "maxvd":
+            key /= cores_of
+        for row in self.closed.intersection(rows.tolist()):
+            key[np.searchsorted(rows, row)] = -np.inf
+        best = key.max()  # >= floor > 0: the top row is among them
+        ties = rows[key == best]
+        index = int(ties[0]) if len(ties) == 1 else self._earliest(ties)
         return index, min(int(self.best[index]), bid)
 
     def _first_in_order(self, bid: int) -> tuple[int, int] | None:
