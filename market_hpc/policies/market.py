@@ -46,6 +46,9 @@ WAIT_WEIGHT = 0.7
 # minVR prices the rows tied at the least remaining value on the offer, then the next
 # least, this many times before it prices every row.
 TRIES = 3
+# maxV / maxVD on a long queue price only the rows whose bound reaches the top row's key,
+# when at most 1 / PRUNED of the queue does (else every row, in one pass).
+PRUNED = 8
 # Up to this many rows are priced by the scalar code (cheaper than numpy calls on a few).
 FEW = 8
 
@@ -291,7 +294,7 @@ class _Auction:
         if not floor > 0 or top in self.closed:
             return None
         rows = np.flatnonzero(bound >= floor)
-        if len(rows) > len(bound) // 8:
+        if len(rows) * PRUNED > len(bound):
             return None
         cores_of = np.minimum(self.best[rows], bid)
         key = columns.values_on_rows(self.now, rows, cores_of)
