@@ -28,8 +28,9 @@ def _random_job(rng: np.random.Generator, job_id: int, submit: float, exponentia
     tasks = int(rng.integers(1, 9))
     work = float(rng.integers(5, 80))
     profile = tuple(float(max(np.ceil(work / c), work / 4)) for c in range(1, tasks + 1))
-    if tasks > 2 and rng.random() < 0.2:  # a profile that rises before it falls to its minimum
-        profile = (profile[0], profile[0] + 3.0, *profile[2:])
+    if tasks > 2 and rng.random() < 0.3:  # a profile that rises before it falls to its minimum
+        bump = int(rng.integers(1, tasks - 1))
+        profile = (*profile[:bump], profile[bump - 1] + 3.0, *profile[bump + 1:])
     plateau = float(rng.integers(1, 40))
     kind = rng.random()
     if exponential and kind < 0.2:
@@ -71,7 +72,7 @@ def _reference(rule: str, queue: dict[int, tuple[Job, float, int]], now: float, 
 def test_auction_over_a_living_queue_decides_like_the_scalar_code(rule, exponential, long, monkeypatch):
     """Queues of up to ~70 jobs living through time (pushes, held jobs pushed again,
     drops, starts): every instant's drops, wake and pick equal the scalar reference
-    (maxV and maxVD pick by bounds in ~250 of the 240 x 2 instants with ``long = 16``).
+    (with ``long = 16``, most maxV and maxVD picks go through the bounds).
     Long queues exercise SJQ's batches and minVR's retries; exponential curves switch the
     drop index off (every row priced); ``long = 16`` makes maxV and maxVD price only the
     rows whose profit bound reaches the top-bound row's key (the bounds kept through
@@ -213,3 +214,18 @@ def test_equal_keys_go_to_the_earliest_arrival_then_the_lowest_id(rule):
         row, _cores = auction.select(1)  # type: ignore[misc]
         picks.append(auction.take(row))
     assert picks == [4, 9, 6]
+
+
+def test_profit_bounds_by_bid_bucket_through_push_and_take():
+    """Curve: 100 until 5, 0 at 15 (value 50 at 10, 70 at 8, 30 at 12, 10 at 14). A bid
+    of 3 uses the 4-core bucket: a profile that rises on the way to its 4th core gets no
+    bound (inf), since fewer cores may then finish sooner."""
+    curve = LinearDecayCurve(100.0, 5.0, 15.0)
+    columns = MarketColumns([(_job(1, 0.0, (10.0, 14.0, 12.0, 4.0), curve), 0.0, 0),
+                             (_job(2, 0.0, (10.0, 8.0, 6.0, 4.0), curve), 0.0, 0)])
+    assert [columns.bounds(bid).tolist() for bid in (1, 2, 3)] == [[50.0, 50.0], [math.inf, 70.0],
+                                                                   [math.inf, 100.0]]
+    columns.push(_job(3, 0.0, (14.0, 12.0, 16.0, 2.0), curve), 0.0, 0)  # bounds kept: priced on push
+    assert [columns.bounds(bid)[2] for bid in (1, 2, 4)] == [10.0, 30.0, math.inf]
+    columns.take(1)  # job 3 moves into row 0, its bounds with it
+    assert [columns.bounds(bid).tolist() for bid in (1, 2, 4)] == [[10.0, 50.0], [30.0, 70.0], [math.inf, 100.0]]
