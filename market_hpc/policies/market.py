@@ -344,11 +344,12 @@ class _Auction:
         earns they are set aside and the next least tried, up to ``TRIES`` times; then
         every row is priced.
         """
-        key = self.remaining().copy()
+        key = self.remaining()
         closed = list(self.closed)
         if closed:
+            key = key.copy()  # the cached remaining values stay as they are
             key[closed] = np.inf
-        for _ in range(TRIES):
+        for attempt in range(TRIES):
             index = int(key.argmin())
             least = key[index]
             if least == np.inf:
@@ -361,6 +362,8 @@ class _Auction:
             if len(earns):
                 index = int(earns[0]) if len(earns) == 1 else self._earliest(earns)
                 return index, min(int(self.best[index]), bid)
+            if attempt == 0 and not closed:
+                key = key.copy()
             key[ties] = np.inf  # none of them earns on this offer
         gain, _ = self.columns.gains(self.now, bid)
         return self._exact(key, gain, closed, bid, largest=False)
