@@ -141,7 +141,7 @@ def test_a_job_is_dropped_at_the_instant_its_fastest_completion_earns_nothing():
     assert _Auction("maxv", columns, 9.0).dropped == []
     auction = _Auction("maxv", columns, 10.0)
     assert auction.dropped == [1] and auction.wake == 46  # job 2: floor(0 + 50 - 5) + 1
-    assert columns.drop_candidates(10.0)[0].tolist() == [0]  # only job 1's row is near its wake
+    assert columns.drop_candidates(10.0)[0] == [0]  # only job 1's row is near its wake
     assert columns.drop_candidates(10.0)[1] == 45.0  # the other rows' smallest wake
 
 

@@ -68,6 +68,7 @@ class MarketColumns:
         self.index = QueueIndex()
         self._buffers = (np.empty(0), np.empty((2, 0), dtype=np.int64))
         self._best_counts = np.zeros(1, dtype=np.int64)  # rows per c*
+        self._most: int | None = None  # the largest c* (None: not known)
         self._bounds: dict[int, np.ndarray] = {}  # bucket k -> upper bound of every row's profit on <= 2**k cores
         self._views: tuple[np.ndarray, ...] | None = None
         self.newest = -math.inf  # latest submit time of a job queued never held
@@ -139,6 +140,8 @@ class MarketColumns:
         if best >= len(self._best_counts):
             self._best_counts = np.concatenate([self._best_counts, np.zeros(best + 1, dtype=np.int64)])
         self._best_counts[best] += 1
+        if self._most is not None and best > self._most:
+            self._most = best
         self._views = None
         self._steps += step
         self._unbounded += unbounded
@@ -164,7 +167,10 @@ class MarketColumns:
         self._scalar -= int(self._ints[5, row])
         self._steps -= int(self._ints[6, row])
         self._unbounded -= int(self._ints[7, row])
-        self._best_counts[self._ints[1, row]] -= 1
+        best = int(self._ints[1, row])
+        self._best_counts[best] -= 1
+        if best == self._most:
+            self._most = None  # found again when next asked for
         self.index.take(job_id)
         self._views = None
         self._resumed -= bool(self._floats[2, row] > 0.0)
@@ -335,21 +341,23 @@ class MarketColumns:
 
     def most(self) -> int:
         """The largest ``c*`` of any row (-1 when empty)."""
-        counts = np.flatnonzero(self._best_counts)
-        return int(counts[-1]) if len(counts) else -1
+        if self._most is None:
+            counts = np.flatnonzero(self._best_counts)
+            self._most = int(counts[-1]) if len(counts) else -1
+        return self._most
 
-    def drop_candidates(self, now: float) -> tuple[np.ndarray, float]:
-        """Rows that may be worthless at ``now`` and the smallest wake of the other rows.
+    def drop_candidates(self, now: float) -> tuple[list[int] | None, float]:
+        """Rows that may be worthless at ``now`` (``None``: every row) and the smallest
+        wake of the other rows.
 
         Every row when some row is unbounded (a curve priced by its own methods, or times
         beyond ``market_index.LIMIT``); else only the rows ``QueueIndex.near`` hands over
         (``wake < now + MARGIN``): the others earn a positive value on ``c*`` cores now.
         """
         if self._unbounded or not abs(now) < LIMIT:
-            return np.arange(self.size), math.inf
-        near, position = self.index.near(now), self.position
-        rows = np.fromiter((position[job_id] for job_id in near), dtype=np.int64, count=len(near))
-        return rows, self.index.next_wake()
+            return None, math.inf
+        position = self.position
+        return [position[job_id] for job_id in self.index.near(now)], self.index.next_wake()
 
     def _store_profile(self, profile: tuple[float, ...]) -> int:
         """Append a profile to the shared storage (rewritten once garbage dominates)."""

@@ -209,18 +209,25 @@ class _Auction:
         arrival = self.arrival = columns.arrival
         self.job_id, self.best = columns.job_id, columns.best
         rows, outside = columns.drop_candidates(now)
-        if len(rows) <= FEW:  # priced by the scalar code (the columns' reference)
+        if rows is None:  # every row priced, as one vectorised pass
+            worthless = columns.values((now + columns.fastest) - arrival) <= 0
+            dead = np.flatnonzero(worthless).tolist()
+            alive = columns.wake[~worthless] if dead else columns.wake
+            soonest = float(alive.min()) if len(alive) else math.inf
+        elif len(rows) <= FEW:  # priced by the scalar code (the columns' reference)
             fastest, curves, wake = columns.fastest, columns.curves, columns.wake
-            dead = np.array([row for row in rows.tolist()
-                             if curves[row].value_at((now + float(fastest[row])) - float(arrival[row])) <= 0],
-                            dtype=np.int64)
-            alive = wake[np.setdiff1d(rows, dead)] if len(dead) else wake[rows]
+            dead = [row for row in rows
+                    if curves[row].value_at((now + float(fastest[row])) - float(arrival[row])) <= 0]
+            soonest = min([float(wake[row]) for row in rows if row not in dead], default=math.inf)
         else:
-            worthless = columns.values_of(rows, (now + columns.fastest[rows]) - arrival[rows]) <= 0
-            dead, alive = rows[worthless], columns.wake[rows[~worthless]]
-        self.closed: set[int] = set(dead.tolist())  # rows dropped, started or held for at this instant
-        self.dropped: list[int] = self.job_id[dead[np.argsort(columns.order[dead])]].tolist()  # queue order
-        soonest = min(float(alive.min()) if len(alive) else math.inf, outside)
+            picked = np.array(rows)
+            worthless = columns.values_of(picked, (now + columns.fastest[picked]) - arrival[picked]) <= 0
+            dead = picked[worthless].tolist()
+            soonest = float(columns.wake[picked[~worthless]].min()) if len(dead) < len(rows) else math.inf
+        soonest = min(soonest, outside)
+        self.closed: set[int] = set(dead)  # rows dropped, started or held for at this instant
+        order = columns.order
+        self.dropped: list[int] = [int(self.job_id[row]) for row in sorted(dead, key=lambda row: order[row])]
         self.left = len(columns) - len(dead)
         self.wake: float = int(soonest) + 1 if soonest < math.inf else math.inf
         self._full: np.ndarray | None = None
