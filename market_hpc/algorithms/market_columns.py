@@ -243,9 +243,13 @@ class MarketColumns:
         columns = self._columns()
         vmax, plateau, zero, span = columns[3], columns[4], columns[5], columns[6]
         ahead = np.subtract(zero, elapsed)
-        out = self._ramp(vmax, span, ahead.copy())
-        np.multiply(out, ahead, out=out)
-        np.divide(out, 2.0, out=out)
+        # Strictly inside the ramp ``vmax * ((zero - e) / span)`` is already in [0, vmax]
+        # (``values``' docstring), so its clipping is left out; elsewhere it is not used.
+        with np.errstate(divide="ignore", invalid="ignore"):  # step curves (span 0): never used
+            out = np.divide(ahead, span)
+            np.multiply(vmax, out, out=out)
+            np.multiply(out, ahead, out=out)
+        np.multiply(out, 0.5, out=out)  # x * 0.5 and x / 2 round the same real number: same bits
         flat = np.subtract(plateau, elapsed, out=ahead)
         np.multiply(vmax, flat, out=flat)
         np.add(flat, columns[8], out=flat)
