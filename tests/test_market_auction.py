@@ -14,8 +14,8 @@ from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.market_index import QueueIndex
 from market_hpc.algorithms.valuecurve import ExponentialCurve, LinearDecayCurve, StepCurve
 from market_hpc.domain.job import Job
-from market_hpc.policies import market as market_policy
-from market_hpc.policies.market import _Auction
+from market_hpc.policies import market_auction as market_policy
+from market_hpc.policies.market_auction import _Auction
 
 RULES = ("sjq", "maxv", "maxvd", "minvr")
 
