@@ -4,8 +4,9 @@ and its summary (timing entries left out), so a faster market is proven to decid
     PYTHONPATH=. python benchmarks/market_equivalence.py check      # against the stored reference
     PYTHONPATH=. python benchmarks/market_equivalence.py record FILE
 
-The stored reference, ``benchmarks/data/market_reference.json``, was recorded at commit
-630059f (before the vectorised market) with ``--first-n 6000``.
+The stored reference, ``benchmarks/data/market_reference.json``, was first recorded at
+630059f (before the vectorised market) and re-recorded at 66f8815 (after ``jobs_skipped``
+changed meaning, before issue 25's pruned auction), with ``--first-n 6000``.
 
 Workloads: (a) the demo study's job sets (``hlrs-3x9``, HLRS-like task graphs of 10 to 100
 jobs at load 2, both value-curve regimes, seeds 1-2; and 25 and 50 jobs with step and

@@ -66,6 +66,10 @@ def test_columns_price_like_the_scalar_code_through_pushes_and_takes() -> None:
         elapsed = (now + columns.fastest) - columns.arrival
         values, rests = columns.values(elapsed), columns.remaining_values(now - columns.arrival)
         on_bid = columns.values_on(now, cores)
+        gains, gain_cores = columns.gains(now, bid)  # the auction's buffered pass: same floats
+        assert gains.tolist() == on_bid.tolist() and gain_cores.tolist() == cores.tolist()
+        rows_now = np.arange(len(columns))[::-1]
+        assert columns.values_on_rows(now, rows_now, cores[rows_now]).tolist() == on_bid[rows_now].tolist()
         edges = [columns.values(columns.plateau.copy()), columns.values(columns.zero.copy())]  # ramp ends, deadlines
         for job_id, (job, progress, _) in queue.items():
             row = columns.position[job_id]

@@ -19,6 +19,7 @@ their own scalar methods, row by row. Pure data; no Mesa.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -26,11 +27,13 @@ from typing import Any
 import numpy as np
 
 from market_hpc.algorithms.market import c_star, remaining_time
+from market_hpc.algorithms.market_index import LIMIT, QueueIndex
 from market_hpc.algorithms.valuecurve import LinearDecayCurve, StepCurve
 from market_hpc.domain.job import Job
 
+LONG = 1024  # queues at least this long keep profit bounds (``bounds``)
 _FLOATS = ("arrival", "fastest", "progress", "vmax", "plateau", "zero", "span", "wake", "half")
-_INTS = ("job_id", "best", "holds", "base", "order", "scalar", "step")
+_INTS = ("job_id", "best", "holds", "base", "order", "scalar", "step", "unbounded")
 
 
 class MarketColumns:
@@ -61,6 +64,12 @@ class MarketColumns:
         self._scalar = 0  # rows priced by their curve's own methods
         self._resumed = 0  # rows with progress > 0
         self._steps = 0  # rows with a step curve (zero-width ramp)
+        self._unbounded = 0  # rows the drop index cannot vouch for (``bounded``)
+        self.index = QueueIndex()
+        self._buffers = (np.empty(0), np.empty((2, 0), dtype=np.int64))
+        self._best_counts = np.zeros(1, dtype=np.int64)  # rows per c*
+        self._most: int | None = None  # the largest c* (None: not known)
+        self._bounds: dict[int, np.ndarray] = {}  # bucket k -> upper bound of every row's profit on <= 2**k cores
         self._views: tuple[np.ndarray, ...] | None = None
         self.newest = -math.inf  # latest submit time of a job queued never held
         self.jobs: list[Job] = []
@@ -120,12 +129,22 @@ class MarketColumns:
         zero = curve.zero_time
         fastest = remaining_time(profile, best, progress)
         span = zero - plateau
+        wake = math.floor(job.submit + zero - fastest)
         self._floats[:, row] = (job.submit, fastest, progress, curve.max_value, plateau, zero, span,
-                                math.floor(job.submit + zero - fastest), curve.max_value * span / 2.0)
+                                wake, curve.max_value * span / 2.0)
         step = type(curve) is StepCurve
-        self._ints[:, row] = (job.job_id, best, holds, first - 1, self._pushed, scalar, step)
+        unbounded = scalar or not (abs(job.submit) < LIMIT and abs(zero) < LIMIT and 0.0 <= fastest < LIMIT
+                                   and 1e-100 < curve.max_value < LIMIT)
+        self._ints[:, row] = (job.job_id, best, holds, first - 1, self._pushed, scalar, step, unbounded)
+        self.index.push(self._pushed, job.job_id, wake, submit=job.submit, fresh=holds == 0)
+        if best >= len(self._best_counts):
+            self._best_counts = np.concatenate([self._best_counts, np.zeros(best + 1, dtype=np.int64)])
+        self._best_counts[best] += 1
+        if self._most is not None and best > self._most:
+            self._most = best
         self._views = None
         self._steps += step
+        self._unbounded += unbounded
         self._pushed += 1
         if holds == 0 and job.submit > self.newest:
             self.newest = job.submit
@@ -135,6 +154,10 @@ class MarketColumns:
         self.curves.append(curve)
         self.position[job.job_id] = row
         self.size = row + 1
+        for bucket, column in list(self._bounds.items()):
+            if len(column) <= row:
+                column = self._bounds[bucket] = np.concatenate([column, np.empty_like(column)])
+            column[row] = self._bound(job, progress, best, 1 << bucket, bool(unbounded))
 
     def take(self, job_id: int) -> None:
         """Remove a queued job (started, dropped): the last row takes its place."""
@@ -143,12 +166,20 @@ class MarketColumns:
         row = self.position.pop(job_id)
         self._scalar -= int(self._ints[5, row])
         self._steps -= int(self._ints[6, row])
+        self._unbounded -= int(self._ints[7, row])
+        best = int(self._ints[1, row])
+        self._best_counts[best] -= 1
+        if best == self._most:
+            self._most = None  # found again when next asked for
+        self.index.take(job_id)
         self._views = None
         self._resumed -= bool(self._floats[2, row] > 0.0)
         self._profiles_live -= len(self.jobs[row].profile)  # type: ignore[arg-type]
         last = self.size - 1
         if row != last:
             self._floats[:, row] = self._floats[:, last]
+            for column in self._bounds.values():
+                column[row] = column[last]
             self._ints[:, row] = self._ints[:, last]
             moved = self.jobs[row] = self.jobs[last]
             self.curves[row] = self.curves[last]
@@ -156,9 +187,12 @@ class MarketColumns:
         self.jobs.pop()
         self.curves.pop()
         self.size = last
+        if last < LONG // 4:
+            self._bounds.clear()  # short again: stop keeping bounds
 
-    def values(self, elapsed: np.ndarray) -> np.ndarray:
-        """``curve.value_at(elapsed)`` of every row, bit for bit.
+    def values(self, elapsed: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``curve.value_at(elapsed)`` of every row, bit for bit (into ``out``, which may be
+        ``elapsed`` itself).
 
         ``LinearDecayCurve.value_at`` is ``vmax`` up to the plateau's end, 0 from the zero
         time on, ``vmax * ((zero - e) / span)`` between. Rounding is monotone, so that ramp
@@ -167,28 +201,64 @@ class MarketColumns:
         before its deadline, ``nan`` at it (``fmin`` then keeps ``vmax``) and ``-inf`` after.
         """
         columns = self._columns()
-        vmax = columns[3]
-        ramp = np.subtract(columns[5], elapsed)
-        if self._steps:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                np.divide(ramp, columns[6], out=ramp)
-        else:
-            np.divide(ramp, columns[6], out=ramp)
-        np.multiply(vmax, ramp, out=ramp)
-        np.fmin(ramp, vmax, out=ramp)
-        out = np.maximum(ramp, 0.0, out=ramp)
-        if self._scalar:
-            self._scalar_rows(elapsed, out, "value_at")
+        return self._priced(None, elapsed, out, columns[3], columns[5], columns[6], columns[14])
+
+    def values_of(self, rows: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
+        """``values`` of the given rows only (``elapsed`` has one entry per row)."""
+        columns = self._columns()
+        return self._priced(rows, elapsed, None, columns[3][rows], columns[5][rows], columns[6][rows],
+                            columns[14][rows])
+
+    def _priced(self, rows: np.ndarray | None, elapsed: np.ndarray, out: np.ndarray | None, vmax: np.ndarray,
+                zero: np.ndarray, span: np.ndarray, scalar: np.ndarray) -> np.ndarray:
+        kept = None
+        if self._scalar:  # priced by their own methods, on the elapsed times before ``out`` overwrites them
+            picks = np.flatnonzero(scalar)
+            kept = picks, elapsed[picks].tolist(), (picks if rows is None else rows[picks]).tolist()
+        out = self._ramp(vmax, span, np.subtract(zero, elapsed, out=out))
+        if kept is not None:
+            curves = self.curves
+            for pick, time, row in zip(kept[0].tolist(), kept[1], kept[2]):
+                out[pick] = curves[row].value_at(time)
         return out
 
+    def _ramp(self, vmax: np.ndarray, span: np.ndarray, ahead: np.ndarray) -> np.ndarray:
+        """``vmax * (ahead / span)`` clipped to ``[0, vmax]``, in place (``ahead = zero - e``)."""
+        if self._steps:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                np.divide(ahead, span, out=ahead)
+        else:
+            np.divide(ahead, span, out=ahead)
+        np.multiply(vmax, ahead, out=ahead)
+        np.fmin(ahead, vmax, out=ahead)
+        return np.maximum(ahead, 0.0, out=ahead)
+
     def remaining_values(self, elapsed: np.ndarray) -> np.ndarray:
-        """``curve.remaining_value(elapsed)`` of every row (the minVR key)."""
-        vmax, plateau, zero = self.vmax, self.plateau, self.zero
-        flat = vmax * (plateau - elapsed) + self.half
-        ramp = self.values(elapsed) * (zero - elapsed) / 2.0
-        out = np.where(elapsed >= zero, 0.0, np.where(elapsed <= plateau, flat, ramp))
+        """``curve.remaining_value(elapsed)`` of every row (the minVR key).
+
+        ``LinearDecayCurve.remaining_value``: 0 from the zero time on, ``vmax * (plateau -
+        e) + half`` on the plateau, ``value_at(e) * (zero - e) / 2`` on the ramp; the same
+        operations here, each branch computed for every row and the right one kept.
+        """
+        columns = self._columns()
+        vmax, plateau, zero, span = columns[3], columns[4], columns[5], columns[6]
+        ahead = np.subtract(zero, elapsed)
+        # Strictly inside the ramp ``vmax * ((zero - e) / span)`` is already in [0, vmax]
+        # (``values``' docstring), so its clipping is left out; elsewhere it is not used.
+        with np.errstate(divide="ignore", invalid="ignore"):  # step curves (span 0): never used
+            out = np.divide(ahead, span)
+            np.multiply(vmax, out, out=out)
+            np.multiply(out, ahead, out=out)
+        np.multiply(out, 0.5, out=out)  # x * 0.5 and x / 2 round the same real number: same bits
+        flat = np.subtract(plateau, elapsed, out=ahead)
+        np.multiply(vmax, flat, out=flat)
+        np.add(flat, columns[8], out=flat)
+        np.copyto(out, flat, where=elapsed <= plateau)
+        np.copyto(out, 0.0, where=elapsed >= zero)
         if self._scalar:
-            self._scalar_rows(elapsed, out, "remaining_value")
+            curves = self.curves
+            for row in np.flatnonzero(columns[14]).tolist():
+                out[row] = curves[row].remaining_value(float(elapsed[row]))
         return out
 
     def values_on(self, now: float, cores: np.ndarray) -> np.ndarray:
@@ -199,10 +269,99 @@ class MarketColumns:
             full = np.where(progress == 0.0, full, np.ceil((1.0 - progress) * full - 1e-9))
         return self.values((now + full) - self.arrival)
 
-    def _scalar_rows(self, elapsed: np.ndarray, out: np.ndarray, method: str) -> None:
-        curves = self.curves
-        for row in np.flatnonzero(self._ints[5, :self.size]).tolist():
-            out[row] = getattr(curves[row], method)(float(elapsed[row]))
+    def values_on_rows(self, now: float, rows: np.ndarray, cores: np.ndarray) -> np.ndarray:
+        """``values_on`` of the given rows only (``cores`` has one entry per row)."""
+        columns = self._columns()
+        full = self._profiles[columns[12][rows] + cores]
+        if self._resumed:
+            progress = columns[2][rows]
+            full = np.where(progress == 0.0, full, np.ceil((1.0 - progress) * full - 1e-9))
+        return self.values_of(rows, (now + full) - columns[0][rows])
+
+    def gains(self, now: float, bid: int) -> tuple[np.ndarray, np.ndarray]:
+        """``values_on(now, cores)`` of every row with ``cores = min(best, bid)``, and
+        ``cores``, in buffers the next call reuses.
+
+        With ``bid`` at least every row's ``c*`` the response time is the ``fastest``
+        column (``remaining_time`` on ``c*``: the same float as ``values_on``'s).
+        """
+        columns = self._columns()
+        size = self.size
+        if len(self._buffers[0]) < size:
+            self._buffers = (np.empty(2 * size), np.empty((2, 2 * size), dtype=np.int64))
+        full, cores, index = self._buffers[0][:size], self._buffers[1][0, :size], self._buffers[1][1, :size]
+        if bid >= self.most():
+            cores = columns[10]
+            np.add(columns[1], now, out=full)
+        else:
+            np.minimum(columns[10], bid, out=cores)
+            np.add(columns[12], cores, out=index)
+            np.take(self._profiles, index, out=full, mode="clip")
+            if self._resumed:
+                progress = columns[2]
+                resumed = np.ceil((1.0 - progress) * full - 1e-9)
+                np.copyto(full, resumed, where=progress != 0.0)
+            np.add(full, now, out=full)
+        np.subtract(full, columns[0], out=full)
+        return self.values(full, out=full), cores
+
+    def bounds(self, bid: int) -> np.ndarray:
+        """An upper bound of every row's profit on ``min(best, bid)`` cores at any time
+        from its arrival on: its value had it started at arrival on ``min(best, 2**k)``
+        cores, ``2**k >= bid`` (more cores up to ``c*`` finish no later when the profile
+        does not rise up to there; ``inf`` where it does, and for rows priced by their
+        curve's own methods). Values never rise with time and float rounding is monotone,
+        so the bound holds bit for bit. Computed for the whole queue when a bucket is first
+        asked for, then kept on push and take while the queue stays long.
+        """
+        bucket = (bid - 1).bit_length()
+        column = self._bounds.get(bucket)
+        size = self.size
+        if column is None:
+            columns = self._columns()
+            best, base = columns[10], columns[12]
+            cores = np.minimum(best, 1 << bucket)
+            full = self._profiles[base + cores]
+            progress = columns[2]
+            if self._resumed:
+                full = np.where(progress == 0.0, full, np.ceil((1.0 - progress) * full - 1e-9))
+            column = np.empty(2 * size)
+            self.values((columns[0] + full) - columns[0], out=column[:size])
+            rises = np.concatenate([[0], np.cumsum(self._profiles[1:self._profiles_end]
+                                                   > self._profiles[:self._profiles_end - 1])])
+            column[:size][(rises[base + cores] != rises[base + 1]) | (columns[16] != 0)] = np.inf
+            self._bounds[bucket] = column
+        return column[:size]
+
+    def _bound(self, job: Job, progress: float, best: int, most: int, unbounded: bool) -> float:
+        """One row's entry of ``bounds`` (pushed while bounds are kept)."""
+        profile = job.profile
+        assert profile is not None
+        cores = min(best, most)
+        if unbounded or any(later > earlier for earlier, later in itertools.pairwise(profile[:cores])):
+            return math.inf
+        return float(job.payload["value_curve"].value_at((job.submit + remaining_time(profile, cores, progress))
+                                                         - job.submit))
+
+    def most(self) -> int:
+        """The largest ``c*`` of any row (-1 when empty)."""
+        if self._most is None:
+            counts = np.flatnonzero(self._best_counts)
+            self._most = int(counts[-1]) if len(counts) else -1
+        return self._most
+
+    def drop_candidates(self, now: float) -> tuple[list[int] | None, float]:
+        """Rows that may be worthless at ``now`` (``None``: every row) and the smallest
+        wake of the other rows.
+
+        Every row when some row is unbounded (a curve priced by its own methods, or times
+        beyond ``market_index.LIMIT``); else only the rows ``QueueIndex.near`` hands over
+        (``wake < now + MARGIN``): the others earn a positive value on ``c*`` cores now.
+        """
+        if self._unbounded or not abs(now) < LIMIT:
+            return None, math.inf
+        position = self.position
+        return [position[job_id] for job_id in self.index.near(now)], self.index.next_wake()
 
     def _store_profile(self, profile: tuple[float, ...]) -> int:
         """Append a profile to the shared storage (rewritten once garbage dominates)."""

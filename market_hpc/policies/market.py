@@ -24,7 +24,6 @@ import numpy as np
 
 from market_hpc.algorithms.bidding import clear_auction
 from market_hpc.algorithms.market import (
-    Candidate,
     Executing,
     HoldPlan,
     Release,
@@ -35,6 +34,7 @@ from market_hpc.algorithms.market import (
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.errors import ConfigError
 from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Drop, Hold, Start, View
+from market_hpc.policies.market_auction import _Auction
 from market_hpc.policies.registry import register_scheduler
 
 RULES = ("sjq", "maxv", "maxvd", "minvr")
@@ -177,134 +177,6 @@ class MarketPolicy:
         by_node = latest_first(executing)
         self._kept = (view, version, by_node, ends)
         return by_node, ends
-
-
-class _Auction:
-    """One instant's job selection over the whole queue at once (``MarketColumns``).
-
-    A job is dropped when even its fastest completion (``c*`` cores, from now) earns
-    nothing (A5). For a node bidding ``b`` free cores the policy picks, among the jobs not
-    yet started with positive profit on ``min(b, c*)`` cores, the first in queue order
-    (SJQ), the largest profit (maxV), the largest profit per core (maxVD) or the smallest
-    remaining value (minVR); ties break by arrival, then job id (A15). Every job's profit
-    is priced in one vectorised evaluation per selection. Indices are the columns' rows.
-    """
-
-    def __init__(self, rule: str, columns: MarketColumns, now: float) -> None:
-        self.rule = rule
-        self.now = now
-        self.columns = columns
-        arrival = self.arrival = columns.arrival
-        self.job_id, self.best = columns.job_id, columns.best
-        full = self.full = columns.values((now + columns.fastest) - arrival)
-        worthless = self._worthless = full <= 0
-        self._open: np.ndarray | None = None  # candidates not yet started (made when first needed)
-        self._most = -1  # the largest c* (found when first needed)
-        wake = columns.wake
-        self.dropped: list[int] = []
-        if worthless.any():
-            rows = np.flatnonzero(worthless)
-            self.dropped = self.job_id[rows[np.argsort(columns.order[rows])]].tolist()  # queue order
-            wake = wake[~worthless]
-        self.left = len(wake)
-        self.wake: float = int(wake.min()) + 1 if len(wake) else math.inf
-        self._remaining: np.ndarray | None = None
-
-    def remaining(self) -> np.ndarray:
-        """Every job's remaining value now (minVR's key), computed when first asked for."""
-        if self._remaining is None:
-            self._remaining = self.columns.remaining_values(self.now - self.arrival)
-        return self._remaining
-
-    def index(self, job_id: int) -> int:
-        """Row of a queued job."""
-        return self.columns.position[job_id]
-
-    def open(self) -> np.ndarray:
-        """Which jobs are still candidates (not dropped, not started at this instant)."""
-        if self._open is None:
-            self._open = ~self._worthless
-        return self._open
-
-    def take(self, index: int) -> int:
-        """Mark a candidate started (or held for); returns its job id."""
-        self.open()[index] = False
-        self.left -= 1
-        return int(self.job_id[index])
-
-    def select(self, bid: int) -> tuple[int, int] | None:
-        """``(row, cores)`` of the job the rule picks for a node offering ``bid`` cores."""
-        cores = np.minimum(self.best, bid)
-        # A job's profit on c* cores is ``full``; values_on prices every row the same way.
-        if self._most < 0:
-            self._most = int(self.best.max())
-        gain = self.columns.values_on(self.now, cores) if bid < self._most else self.full
-        able = gain > 0
-        if self.left < len(able):  # some jobs were dropped or started
-            able &= self.open()
-        count = np.count_nonzero(able)
-        if not count:
-            return None
-        among = None if count == len(gain) else able  # None: every job can win
-        if self.rule == "sjq":
-            order = self.columns.order
-            index = int((order if among is None else np.where(among, order, np.iinfo(np.int64).max)).argmin())
-        elif self.rule == "minvr":
-            index = _first_best(self.remaining(), among, self.arrival, self.job_id, largest=False)
-        else:
-            key = gain if self.rule == "maxv" else gain / cores
-            index = _first_best(key, among, self.arrival, self.job_id, largest=True)
-        return index, int(cores[index])
-
-    def rank_of(self, index: int) -> int:
-        """How many untaken candidates other than ``index`` rank before it (by the rule's
-        key on ``c*`` cores; queue order under SJQ)."""
-        others = self.open().copy()
-        others[index] = False
-        if self.rule == "sjq":
-            order = self.columns.order
-            return int((others & (order < order[index])).sum())
-        if self.rule == "maxvd":
-            density = self.full / self.best
-            return int((others & (density > density[index])).sum())
-        bound = -self.full if self.rule == "maxv" else self.remaining()
-        key, arrival, job_id = bound[index], self.arrival[index], self.job_id[index]
-        before = (bound < key) | ((bound == key) & ((self.arrival < arrival)
-                                                    | ((self.arrival == arrival) & (self.job_id < job_id))))
-        return int((others & before).sum())
-
-    def arrivals(self) -> list[Candidate]:
-        """The untaken candidates that arrived now and were never held (A12/A13), in queue
-        order: the jobs holding is tried for."""
-        columns = self.columns
-        if columns.newest != self.now:  # no job arrived at this instant
-            return []
-        recent = np.flatnonzero((self.arrival == self.now) & (columns.holds == 0) & self.open())
-        if len(recent) > 1:
-            recent = recent[np.argsort(columns.order[recent])]
-        out = []
-        for row in recent.tolist():
-            job = columns.jobs[row]
-            assert job.profile is not None
-            out.append(Candidate(job.job_id, job.submit, columns.curves[row], job.profile,
-                                 float(columns.progress[row]), True, int(columns.best[row])))
-        return out
-
-
-def _first_best(key: np.ndarray, able: np.ndarray | None, arrival: np.ndarray, job_id: np.ndarray, *,
-                largest: bool) -> int:
-    """Index of the best ``key`` among ``able`` rows (all when ``None``); ties: earliest
-    arrival, then lowest id."""
-    masked = key if able is None else np.where(able, key, -np.inf if largest else np.inf)
-    index = int(masked.argmax() if largest else masked.argmin())
-    ties = masked == masked[index]
-    if np.count_nonzero(ties) > 1:
-        pick = np.flatnonzero(ties)
-        pick = pick[arrival[pick] == arrival[pick].min()]
-        if len(pick) > 1:
-            pick = pick[job_id[pick] == job_id[pick].min()]
-        index = int(pick[0])
-    return index
 
 
 def _factory(rule: str, holding: bool, lookahead: bool = False):  # type: ignore[no-untyped-def]
