@@ -11,7 +11,7 @@ and prints which test failed (CAUGHT) or SURVIVED when no test noticed
 from mutation_check import run_mutations
 
 CUTS, PLAN, MODEL = ("market_hpc/algorithms/cp_cuts.py", "market_hpc/algorithms/cp_listplan.py",
-                     "market_hpc/algorithms/cp_pcp20.py")
+                     "market_hpc/algorithms/cp_rules.py")
 M = [
  ("event bound one second late", CUTS, "bounds.append(max(1, min(candidates)) if candidates else 1)",
   "bounds.append(max(1, min(candidates)) + 1 if candidates else 1)"),

@@ -40,14 +40,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 from ortools.util.python import sorted_interval_list
 
-from market_hpc.algorithms.cp_cuts import (
-    CUTS,
-    event_bounds,
-    identical_pairs,
-    objective_bound,
-    slot_cumulatives,
-    slot_limits,
-)
+from market_hpc.algorithms.cp_cuts import CUTS, event_bounds
 from market_hpc.algorithms.cp_greedy import Plan, greedy_plan, node_offsets, plan_outcome
 from market_hpc.algorithms.cp_instance import (
     FALLBACK,
@@ -65,6 +58,7 @@ from market_hpc.algorithms.cp_instance import (
 )
 from market_hpc.algorithms.cp_listplan import list_plan
 from market_hpc.algorithms.cp_reduce import LEVELS, reduce_instance
+from market_hpc.algorithms.cp_rules import add_rules
 
 Box = tuple[int, int, int]  # (position, height, remaining)
 
@@ -232,7 +226,9 @@ class Pcp20Model:
                          cp_model.SELECT_MIN_VALUE)
         for indices in allocations:
             add_strategy(model, indices, cp_model.CHOOSE_MIN_DOMAIN_SIZE, cp_model.SELECT_MAX_VALUE)
-        self._add_cuts(cuts, events, horizon, plan if hint else None)
+        self.lower_bound = add_rules(model, instance, [self.starts[job.key] for job in instance.jobs],
+                                     [self.intervals[job.key] for job in instance.jobs], cuts, events, horizon,
+                                     plan if hint else None, self._hint_vars, self._hint_values)
         for r in resources:
             if len(xs[r]) > 1 and any(job.unit[r] > 0 for job in instance.jobs):
                 model.add_no_overlap_2d(xs[r], ys[r])
@@ -240,36 +236,6 @@ class Pcp20Model:
                                      int(totals[r]))
         model.minimize(sum(job.weight * self.starts[job.key] for job in instance.jobs))
         add_hints(model, self._hint_vars, self._hint_values)
-
-    def _add_cuts(self, cuts: frozenset[str], events: list[int], horizon: int, plan: Plan | None) -> None:
-        """The redundant rules of ``cp_cuts`` named in ``cuts`` (none change the optimum)."""
-        model, jobs = self.model, self.instance.jobs
-        starts = [self.starts[job.key] for job in jobs]
-        self.lower_bound = objective_bound(self.instance) if "bound" in cuts else 0
-        if self.lower_bound > 0:
-            model.add(cp_model.LinearExpr.weighted_sum(starts, [job.weight for job in jobs]) >= self.lower_bound)
-        if "cumulative" in cuts:
-            for members, blocks, capacity in slot_cumulatives(self.instance):
-                intervals = [self.intervals[jobs[i].key] for i in members]
-                intervals += [model.new_fixed_size_interval_var(0, end, "") for end, _ in blocks]
-                model.add_cumulative(intervals, [jobs[i].units for i in members] + [lack for _, lack in blocks],
-                                     capacity)
-        if "identical" in cuts:
-            for i, j in identical_pairs(self.instance):
-                model.add(starts[i] <= starts[j])
-        limits = slot_limits(self.instance) if "slots" in cuts else []
-        if not limits:
-            return
-        now = [model.new_bool_var(f"now{job.key}") for job in jobs]
-        for job, start, flag, event in zip(jobs, starts, now, events):
-            top = horizon - job.duration
-            model.add(start + event * flag >= event)  # not now: at the earliest end or later
-            model.add(start + top * flag <= top)  # now: 0
-            if plan is not None:
-                self._hint_vars.append(flag.index)
-                self._hint_values.append(int(plan.starts[job.key] == 0))
-        for members, slots in limits:
-            model.add(sum(jobs[i].units * now[i] for i in members) <= slots)
 
     def _hint_unit(self, plan: Plan, key: int, j: int, node: cp_model.IntVar, choice: list,
                    fitting: list[tuple[int, int]], ys_unit: dict[int, cp_model.IntVar]) -> None:
