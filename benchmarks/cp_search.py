@@ -65,8 +65,12 @@ HINT = "list"
 
 def with_parameters(settings: list[str]) -> None:
     """Apply ``KEY=VALUE`` CP-SAT parameters on top of every solve's own (benchmark only)."""
-    from market_hpc.algorithms import cp_instance
+    from market_hpc.algorithms import cp_instance, cp_pcp20
 
+    for item in list(settings):  # PCP'20 sets its LP level after ``configure``: patch it there
+        if item.startswith("linearization_level="):
+            cp_pcp20.LINEARIZATION = int(item.split("=")[1])  # type: ignore[misc]
+            settings = [other for other in settings if other != item]
     if not settings:
         return
     original = cp_instance.configure

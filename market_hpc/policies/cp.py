@@ -66,8 +66,9 @@ TIME_CONTROLS = ("deterministic", "paper")
 clock (1 s, +0.5 s per retry while no solution, 30 retries)."""
 DETERMINISTIC_TIME = 0.002
 """Default initial deterministic-time limit per solve. The study keeps it (docs/cp.md,
-"Search": 10x more raised PCP'20's OPTIMAL share from 0.31-0.36 to 0.43-0.55 on the
-study's instances at 3-5x the time per decision)."""
+"Second round": with PCP'20's list hint and redundant rules, 25x more raised the OPTIMAL
+share from 0.57-0.58 to 0.63-0.69 on the study's instances at 3-4x the CPU per
+decision, and the dispatch-time goal at 100 queued jobs leaves no room for it)."""
 
 
 def model_units(platform_capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
