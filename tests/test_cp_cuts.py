@@ -60,6 +60,17 @@ def test_identical_pairs_link_consecutive_twins_only() -> None:
     assert identical_pairs(CpInstance(np.array([[4]]), jobs)) == [(0, 2), (2, 3)]
 
 
+def test_identical_twins_may_start_together() -> None:
+    # one idle 3-core node; twins A, B (1 core, 5 s, weight 3) and C (2 cores, 4 s): the
+    # optimum starts both twins now and C at 5 (objective 5); C now with A and B at 4
+    # costs 12. Ordering twins strictly (s_A < s_B) would force the 12.
+    inst = CpInstance(np.array([[3]]), (CpJob(1, 1, (1,), 5, 3), CpJob(2, 1, (1,), 5, 3), CpJob(3, 1, (2,), 4, 1)))
+    assert identical_pairs(inst) == [(0, 1)]
+    outcome = solve_pcp20(inst, LONG, levels=None)
+    assert outcome.status == "OPTIMAL"
+    assert (outcome.starts, outcome.objective) == ({1: 0, 2: 0, 3: 5}, 5)
+
+
 def test_slot_cumulative_blocks_take_away_what_running_jobs_hold() -> None:
     # three 20-core nodes; node 0 full until 4, 5 cores of node 1 until 9: 20-core slots
     # 1, then 2, then 3; two 2-unit jobs need them: capacity 3 minus nested blocks 1 + 1
@@ -140,6 +151,25 @@ def test_list_plan_starts_at_the_first_end_that_frees_room() -> None:
     assert plan.starts == {1: 3, 2: 0, 3: 8}
     assert plan.nodes == {1: [0], 2: [1], 3: [0]}
     assert plan.positions == {1: [(0,)], 2: [(3,)], 3: [(0,)]}
+
+
+def test_free_blocks_skip_ended_units_and_the_running_stack() -> None:
+    from market_hpc.algorithms.cp_listplan import free_blocks
+
+    # a 10-position node, running stack [0, 2); planned units at [4, 6) until 9 and
+    # [6, 8) until 3: at 5 the second has ended
+    assert free_blocks(2, 10, [(4, 6, 9), (6, 8, 3)], 5) == [(2, 4), (6, 10)]
+    assert free_blocks(2, 10, [(4, 6, 9), (6, 8, 3)], 2) == [(2, 4), (8, 10)]
+
+
+def test_list_plan_reuses_the_positions_of_an_ended_job() -> None:
+    # one idle 2-core node, two 2-core jobs: the second starts at the first's end, 5, on
+    # the same positions
+    inst = CpInstance(np.array([[2], [1]]), (CpJob(1, 1, (2,), 5, 1), CpJob(2, 1, (2,), 4, 1)),
+                      (CpRunning(99, ((1, (1,)),)),))
+    plan = list_plan(inst)
+    assert plan.starts == {1: 0, 2: 5}
+    assert plan.positions == {1: [(0,)], 2: [(0,)]}
 
 
 def test_default_pcp20_is_deterministic() -> None:
