@@ -290,7 +290,7 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     ('OPTIMAL', {1: 1, 2: 0}, {2: ((0, 1), (1, 1))}, True)
     >>> greedy = solve_pcp20(inst, CpLimits(), search=False)
     >>> greedy.status, greedy.starts, greedy.placements
-    ('GREEDY', {1: 0, 2: 4}, {1: ((1, 1),)})
+    ('GREEDY', {1: 0, 2: 10}, {1: ((1, 1),)})
     """
     if branching not in BRANCHINGS:
         raise ValueError(f"branching must be one of {', '.join(BRANCHINGS)}, got {branching!r}")
