@@ -20,25 +20,23 @@ since the limits are deterministic).
 from __future__ import annotations
 
 import argparse
-import copy
 import pickle
 import time
 from pathlib import Path
 
 import numpy as np
 
+from market_hpc.algorithms.cp_cuts import CUTS
 from market_hpc.algorithms.cp_greedy import greedy_plan
 from market_hpc.algorithms.cp_instance import CpInstance, CpLimits
 from market_hpc.algorithms.cp_pcp20 import BRANCHINGS, solve_pcp20
 from market_hpc.algorithms.cp_reduce import reduce_instance
 
-SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "cp_dispatch.toml"
 
-
-def capture(out: Path, seeds: list[int], jobs_scale: float) -> None:
+def capture(out: Path, seeds: list[int], jobs: int) -> None:
+    from benchmarks.cp_study import config
     from market_hpc.experiment.config import config_from_dict
     from market_hpc.experiment.run import simulate
-    from market_hpc.experiment.sweep import load_sweep
     from market_hpc.policies import cp
 
     kept: dict[str, list[CpInstance]] = {}
@@ -51,49 +49,79 @@ def capture(out: Path, seeds: list[int], jobs_scale: float) -> None:
         return original(self, instance)
 
     cp.Pcp20.solve = keeping  # type: ignore[method-assign]
-    sweep = load_sweep(SCENARIO)
-    for run in sweep.runs:
-        if run.config["policy"]["scheduler"] != "pcp20":
-            continue
+    for system in ("kit", "eurora"):
         for seed in seeds:
-            data = copy.deepcopy(run.config)
-            data["seed"] = seed
-            data["workload"]["jobs"] = int(data["workload"]["jobs"] * jobs_scale)
-            config = config_from_dict(data)
+            data = config(system, "pcp20", seed, jobs)
             cp.Pcp20._system = f"{data['platform']}"  # type: ignore[attr-defined]
             began = time.perf_counter()
-            simulate(config)
+            simulate(config_from_dict(data))
             print(f"{data['platform']} seed {seed}: {len(kept.get(data['platform'], []))} instances so far, "
                   f"{time.perf_counter() - began:.0f} s", flush=True)
     out.write_bytes(pickle.dumps(kept))
 
 
-def measure(path: Path, branchings: list[str], budgets: list[float], limit: int | None) -> None:
+HINT = "list"
+
+
+def with_parameters(settings: list[str]) -> None:
+    """Apply ``KEY=VALUE`` CP-SAT parameters on top of every solve's own (benchmark only)."""
+    from market_hpc.algorithms import cp_instance, cp_pcp20
+
+    for item in list(settings):  # PCP'20 sets its LP level after ``configure``: patch it there
+        if item.startswith("linearization_level="):
+            cp_pcp20.LINEARIZATION = int(item.split("=")[1])  # type: ignore[misc]
+            settings = [other for other in settings if other != item]
+    if not settings:
+        return
+    original = cp_instance.configure
+
+    def configure(solver: object, limits: CpLimits, deterministic_time: float) -> None:
+        original(solver, limits, deterministic_time)  # type: ignore[arg-type]
+        params = solver.parameters  # type: ignore[attr-defined]
+        for item in settings:
+            key, value = item.split("=")
+            kind = type(getattr(params, key))
+            setattr(params, key, value.lower() == "true" if kind is bool else kind(value))
+
+    cp_instance.configure = configure  # type: ignore[assignment]
+
+
+def measure(path: Path, branchings: list[str], budgets: list[float], limit: int | None,
+            cut_sets: list[str], workers: int) -> None:
     kept: dict[str, list[CpInstance]] = pickle.loads(path.read_bytes())
-    print(f"{'system':>8} {'branching':>9} {'budget':>7} {'n':>4} | {'OPTIMAL':>7} {'FEAS':>6} {'FALLB':>6} | "
-          f"{'changed':>7} {'gain%':>6} | {'mean ms':>8} {'p99 ms':>8} {'max ms':>8}")
+    print(f"{'system':>8} {'branching':>9} {'budget':>7} {'cuts':>20} {'n':>4} | {'OPTIMAL':>7} {'FEAS':>6} {'FALLB':>6} | "
+          f"{'changed':>7} {'gain%':>6} | {'mean ms':>8} {'p99 ms':>8} {'max ms':>8} {'cpu ms':>8}")
     for system, instances in kept.items():
         instances = instances[:: max(1, len(instances) // limit)] if limit else instances
         for branching in branchings:
-            for budget in budgets:
-                limits = CpLimits(deterministic_time=budget)
-                statuses, changed, gains, seconds = [], [], [], []
-                for instance in instances:
-                    began = time.perf_counter()
-                    outcome = solve_pcp20(instance, limits, branching=branching)
-                    seconds.append(time.perf_counter() - began)
-                    statuses.append(outcome.status)
-                    changed.append(bool(outcome.changed))
-                    reduced = reduce_instance(instance).instance
-                    greedy = greedy_plan(reduced).objective(reduced)
-                    gains.append(1 - outcome.objective / greedy if greedy else 0.0)
-                n = len(instances)
-                ms = np.asarray(seconds) * 1e3
-                share = {s: statuses.count(s) / n for s in ("OPTIMAL", "FEASIBLE", "FALLBACK")}
-                print(f"{system:>8} {branching:>9} {budget:7.3f} {n:4d} | {share['OPTIMAL']:7.3f} "
-                      f"{share['FEASIBLE']:6.3f} {share['FALLBACK']:6.3f} | {np.mean(changed):7.3f} "
-                      f"{100 * np.mean(gains):6.2f} | {ms.mean():8.1f} {np.percentile(ms, 99):8.1f} {ms.max():8.1f}",
-                      flush=True)
+            for cut_set in cut_sets:
+                cuts = () if cut_set == "none" else CUTS if cut_set == "all" else tuple(cut_set.split(","))
+                for budget in budgets:
+                    _measure_one(system, instances, branching, budget, cut_set, cuts, workers)
+
+
+def _measure_one(system: str, instances: list[CpInstance], branching: str, budget: float, cut_set: str,
+         cuts: tuple[str, ...], workers: int) -> None:
+        limits = CpLimits(deterministic_time=budget, workers=workers)
+        statuses, changed, gains, seconds = [], [], [], []
+        cpu = time.process_time()
+        for instance in instances:
+            began = time.perf_counter()
+            outcome = solve_pcp20(instance, limits, branching=branching, cuts=cuts, hint=HINT)
+            seconds.append(time.perf_counter() - began)
+            statuses.append(outcome.status)
+            changed.append(bool(outcome.changed))
+            reduced = reduce_instance(instance).instance
+            greedy = greedy_plan(reduced).objective(reduced)
+            gains.append(1 - outcome.objective / greedy if greedy else 0.0)
+        n = len(instances)
+        ms = np.asarray(seconds) * 1e3
+        share = {s: statuses.count(s) / n for s in ("OPTIMAL", "FEASIBLE", "FALLBACK")}
+        cpu_ms = (time.process_time() - cpu) * 1e3 / n
+        print(f"{system:>8} {branching:>9} {budget:7.3f} {cut_set:>20} {n:4d} | {share['OPTIMAL']:7.3f} "
+              f"{share['FEASIBLE']:6.3f} {share['FALLBACK']:6.3f} | {np.mean(changed):7.3f} "
+              f"{100 * np.mean(gains):6.2f} | {ms.mean():8.1f} {np.percentile(ms, 99):8.1f} {ms.max():8.1f} "
+              f"{cpu_ms:8.1f}", flush=True)
 
 
 def main() -> None:
@@ -102,17 +130,25 @@ def main() -> None:
     cap = sub.add_parser("capture")
     cap.add_argument("--out", type=Path, required=True)
     cap.add_argument("--seeds", type=int, nargs="+", default=[1])
-    cap.add_argument("--jobs-scale", type=float, default=1.0)
+    cap.add_argument("--jobs", type=int, default=1500, help="jobs per run (the study's systems and loads)")
     mea = sub.add_parser("measure")
     mea.add_argument("path", type=Path)
     mea.add_argument("--branching", nargs="+", default=list(BRANCHINGS), choices=BRANCHINGS)
     mea.add_argument("--budgets", type=float, nargs="+", default=[0.002, 0.02, 0.1])
     mea.add_argument("--limit", type=int, default=None, help="about N instances per system, evenly spread")
+    mea.add_argument("--cuts", nargs="+", default=["all"],
+                     help="redundant rules per configuration: all, none, or a comma list of " + ", ".join(CUTS))
+    mea.add_argument("--workers", type=int, default=1, help="CP-SAT num_workers")
+    mea.add_argument("--hint", default="list", choices=["list", "shelf"], help="PCP'20's hint")
+    mea.add_argument("--param", nargs="*", default=[], help="extra CP-SAT parameters KEY=VALUE for every solve")
     args = parser.parse_args()
     if args.command == "capture":
-        capture(args.out, args.seeds, args.jobs_scale)
+        capture(args.out, args.seeds, args.jobs)
     else:
-        measure(args.path, args.branching, args.budgets, args.limit)
+        global HINT
+        HINT = args.hint
+        with_parameters(args.param)
+        measure(args.path, args.branching, args.budgets, args.limit, args.cuts, args.workers)
 
 
 if __name__ == "__main__":

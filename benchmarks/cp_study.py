@@ -3,20 +3,23 @@ Eurora), KIT-like and Eurora-like, several seeds, paired 95% confidence interval
 
     PYTHONPATH=. nice python benchmarks/cp_study.py --seeds 1 2 3 4 5 --out /tmp/cp_study.json
 
-Systems (as ``scenarios/cp_dispatch.toml``, run times known: the paper's -R predictor):
+Systems (run times known: the paper's -R predictor), loaded until the machine saturates
+and queues build (``LOADS``; issue 22, item 5: the first multi-seed study ran at load 1.5
+/ 4 with 0.40 core use, where PCP'20 built a model in 130 of 9,550 decisions):
 
 * **KIT-like**: ``kit-fh2`` (1,152 thin + 21 fat nodes), the ``kit`` generator at offered
-  load 1.5 (``--kit-jobs``, default 1,500 jobs per seed: the scenario's 3,000 do not fit
-  5 seeds in 15 minutes; CPH runs on the first ``--cph-seeds`` seeds there only: ~4 min
-  per run).
+  load 6 (``--kit-jobs``, default 1,500 jobs per seed; CPH runs on the first
+  ``--cph-seeds`` seeds there only).
 * **Eurora-like**: ``eurora`` (64 nodes), the ``eurora`` generator, arrivals compressed
-  4x, **one continuous run** of ``--eurora-jobs`` (default 1,500) per seed, cut into
+  8x, **one continuous run** of ``--eurora-jobs`` (default 1,500) per seed, cut into
   ``--months`` equal windows of submit time, as the paper cuts its months out of one
   simulation of the whole trace: a window's jobs are measured with whatever the jobs
   before them left running and queued (only the first window starts empty).
 
 Per run: mean slowdown and wait over the measured jobs, dispatch time, the CP
-statistics of ``summary.json`` and the core utilisation. Paired differences (PCP'20 minus
+statistics of ``summary.json``, the use of each resource and the mean queue while jobs
+arrive (``regime``), wall and CPU seconds (the machine is shared: CPU time / 2 is
+what 2 idle cores would take). Paired differences (PCP'20 minus
 greedy-plan, PCP'20 minus HCP'19) per seed (KIT) or per seed and window (Eurora), with a
 Student-t 95% confidence interval. Runs go to ``--workers`` processes (niced by the
 caller); the machine is shared, so times are noisy, while every decision is
@@ -40,11 +43,19 @@ CP_KEYS = ("cp_status_counts", "cp_model_status_counts", "cp_models", "cp_change
            "cp_mean_variables", "cp_max_variables", "cp_mean_constraints", "cp_max_constraints")
 
 
-def config(system: str, scheduler: str, seed: int, jobs: int) -> dict[str, Any]:
-    platform, generator, load = {"kit": ("kit-fh2", "kit", {"load": 1.5}),
-                                 "eurora": ("eurora", "eurora", {"load_factor": 4.0})}[system]
+LOADS = {"kit": 6.0, "eurora": 8.0}
+"""Offered load per system: KIT-like ``load`` (x the cores), Eurora-like ``load_factor``
+(arrivals compressed), chosen so that the machine saturates and queues hold 10-100 jobs
+(docs/cp.md, "Regime")."""
+
+
+def config(system: str, scheduler: str, seed: int, jobs: int, load: float | None = None) -> dict[str, Any]:
+    value = LOADS[system] if load is None else load
+    platform, generator, load_key = {"kit": ("kit-fh2", "kit", "load"),
+                                     "eurora": ("eurora", "eurora", "load_factor")}[system]
+    load_table = {load_key: value}
     return {"platform": platform, "seed": seed, "timeseries": False,
-            "workload": {"generator": generator, "jobs": jobs, **load},
+            "workload": {"generator": generator, "jobs": jobs, **load_table},
             "policy": {"scheduler": scheduler, "predictor": "real"}}
 
 
@@ -55,9 +66,9 @@ def one_run(task: tuple[str, str, int, int, int]) -> dict[str, Any]:
     from market_hpc.experiment.run import simulate
 
     system, scheduler, seed, jobs, windows = task
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     result = simulate(config_from_dict(config(system, scheduler, seed, jobs)))
-    seconds = time.perf_counter() - began
+    seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
     frame = result.jobs
     frame = frame[frame["status"] == "finished"]
     submit = frame["submit_time"].to_numpy()
@@ -73,8 +84,27 @@ def one_run(task: tuple[str, str, int, int, int]) -> dict[str, Any]:
     keep = ("mean_slowdown", "mean_wait", "std_slowdown", "std_wait", "mean_dispatch_ms", "p99_dispatch_ms",
             "max_dispatch_ms", "decisions", "utilisation_cores", "utilisation_gpus", "utilisation_mics",
             "jobs_completed") + CP_KEYS
-    return {"system": system, "scheduler": scheduler, "seed": seed, "seconds": seconds,
-            "windows": per_window, **{k: summary[k] for k in keep if k in summary}}
+    return {"system": system, "scheduler": scheduler, "seed": seed, "seconds": seconds, "cpu_seconds": cpu,
+            "windows": per_window, **regime(frame, system),
+            **{k: summary[k] for k in keep if k in summary}}
+
+
+def regime(frame: Any, system: str) -> dict[str, float]:
+    """While jobs arrive (first to last submit): the share of each resource the running
+    jobs hold (the bottleneck: cores on KIT-like, GPUs on Eurora-like) and the mean number
+    of jobs waiting (sampled at 2,000 evenly spaced instants)."""
+    from market_hpc.domain.platform import load_platform
+
+    capacity = load_platform(config(system, "easy", 1, 1)["platform"]).capacity.sum(axis=0)
+    first, last = float(frame["submit_time"].min()), float(frame["submit_time"].max())
+    start, end = frame["start_time"].to_numpy(float), frame["end_time"].to_numpy(float)
+    overlap = np.clip(np.minimum(end, last) - np.maximum(start, first), 0, None)
+    use = {f"use_{r}": float((frame[r].to_numpy(float) * overlap).sum() / (capacity[i] * (last - first)))
+           for i, r in enumerate(("cores", "gpus", "mics", "mem")) if capacity[i] > 0}
+    instants = np.linspace(first, last, 2000)
+    waiting = (np.searchsorted(np.sort(frame["submit_time"].to_numpy(float)), instants, side="right")
+               - np.searchsorted(np.sort(start), instants, side="right"))
+    return {**use, "queue_mean": float(waiting.mean()), "queue_max": int(waiting.max())}
 
 
 def paired(runs: list[dict[str, Any]], system: str, a: str, b: str, metric: str) -> tuple[float, float, float, int]:
@@ -95,8 +125,10 @@ def report(runs: list[dict[str, Any]]) -> None:
         if not rows:
             continue
         print(f"\n== {system} ({len({r['seed'] for r in rows})} seeds)")
+        bottleneck = "use_cores" if system == "kit" else "use_gpus"
         print(f"{'scheduler':>12} {'runs':>4} | {'slowdown':>8} {'wait s':>8} | {'disp ms':>7} {'p99':>7} | "
-              f"{'util':>5} {'decis':>6} {'models':>6} {'OPT/mod':>7} {'changed':>7} {'vars':>6} {'cons':>6} | {'run s':>6}")
+              f"{bottleneck[4:]:>5} {'queue':>5} {'decis':>6} {'models':>6} {'OPT/mod':>7} {'changed':>7} {'vars':>6} "
+              f"{'cons':>6} | {'run s':>6} {'cpu s':>6}")
         for scheduler in SCHEDULERS + ("pcp19",):
             mine = [r for r in rows if r["scheduler"] == scheduler]
             if not mine:
@@ -108,12 +140,13 @@ def report(runs: list[dict[str, Any]]) -> None:
             changed = np.mean([r.get("cp_changed_share", 0.0) for r in mine])
             print(f"{scheduler:>12} {len(mine):4d} | {slow:8.3f} {wait:8.1f} | "
                   f"{np.mean([r['mean_dispatch_ms'] for r in mine]):7.1f} {np.mean([r['p99_dispatch_ms'] for r in mine]):7.1f} | "
-                  f"{np.mean([r.get('utilisation_cores', np.nan) for r in mine]):5.3f} "
+                  f"{np.mean([r.get(bottleneck, np.nan) for r in mine]):5.3f} "
+                  f"{np.mean([r.get('queue_mean', np.nan) for r in mine]):5.1f} "
                   f"{np.mean([r['decisions'] for r in mine]):6.0f} {models:6d} "
                   f"{optimal / models if models else float('nan'):7.3f} {changed:7.3f} "
                   f"{np.mean([r.get('cp_mean_variables', 0) for r in mine]):6.1f} "
                   f"{np.mean([r.get('cp_mean_constraints', 0) for r in mine]):6.1f} | "
-                  f"{np.mean([r['seconds'] for r in mine]):6.1f}")
+                  f"{np.mean([r['seconds'] for r in mine]):6.1f} {np.mean([r.get('cpu_seconds', np.nan) for r in mine]):6.1f}")
         for a, b in PAIRS:
             for metric in ("slowdown", "wait"):
                 mean, low, high, n = paired(runs, system, a, b, metric)
@@ -149,11 +182,19 @@ def main() -> None:
         if seed in args.seeds[: args.pcp19_seeds]:
             tasks.append(("eurora", "pcp19", seed, args.eurora_jobs, args.months))
     tasks = [t for t in tasks if t[0] in args.systems]
-    tasks.sort(key=lambda t: (t[0] != "kit", t[1] not in ("cph", "pcp20")))  # long runs first
+    # the paired dispatchers first, seed by seed (a cut-short run still gives intervals), then
+    # EASY, CPH and PCP'19
+    rank = {"pcp20": 0, "greedy-plan": 0, "hcp19": 0, "easy": 1, "cph": 2, "pcp19": 3}
+    tasks.sort(key=lambda t: (rank[t[1]], t[2], t[0] != "kit"))
     began = time.perf_counter()
+    runs = []
     with ProcessPoolExecutor(args.workers) as pool:
-        runs = list(pool.map(one_run, tasks))
-    print(f"{len(runs)} runs in {time.perf_counter() - began:.0f} s wall ({args.workers} workers)")
+        for run in pool.map(one_run, tasks):
+            runs.append(run)
+            if args.out is not None:  # saved after every run
+                args.out.write_text(json.dumps(runs, indent=1))
+    print(f"{len(runs)} runs in {time.perf_counter() - began:.0f} s wall ({args.workers} workers), "
+          f"{sum(r['cpu_seconds'] for r in runs):.0f} s CPU in the runs")
     if args.merge is not None:
         runs += [r for r in json.loads(args.merge.read_text()) if r["system"] not in args.systems]
     if args.out is not None:

@@ -37,6 +37,8 @@ ORTOOLS = "9.15.6755"  # the version the pins were recorded with
 PINS: dict[tuple[str, bool], tuple[str, str, int]] = {
     ('pcp20', False): ('6148ec348f1eca3c5490', 'defe8df23df18a4dbf32', 36),
     ('pcp20', True): ('b1439c514137ce1587f2', '485d57ff265a4a0b71a0', 44),
+    ('pcp20-default', False): ('c7ff56dd74abe355f64c', '34d499302945f786ecc3', 38),
+    ('pcp20-default', True): ('778f9b0f8b236d4f069f', '9f0e5a6d73ef275975cf', 42),
     ('pcp19', False): ('730eaf6b18c566eca9cf', '5230d871c1a7e4b255c0', 78),
     ('pcp19', True): ('61b7983ae474a1775d8c', 'dc1c1eed1a5bcc10de8b', 92),
     ('hcp19', False): ('c59bb124c99c1741d96c', '15b526ba9e72fa7497a3', 58),
@@ -65,10 +67,16 @@ def fingerprint(scheduler: str, exclusive: bool) -> tuple[str, str, int]:
     cp_pcp20.solve = cp_pooled.solve = recording  # the two call sites of cp_instance.solve
     try:
         jobs = random_workload(7, PLATFORM, UNITS, count=60)
-        # the pins are of PCP'20's fixed priority search (the default is now ``auto``)
-        params = {"branching": "priority"} if scheduler == "pcp20" else None
-        model = HPCModel(jobs, platform=PLATFORM, scheduler=scheduler, exclusive=exclusive, seed=3,
-                         record_timeseries=False, policy=make_policy(scheduler, scheduler_params=params))
+        # ``pcp20``: the pins of PCP'20's fixed priority search on the shelf hint without the
+        # redundant rules (the model as recorded from main); ``pcp20-default``: the default
+        # (``auto`` search, list-scheduling hint, every rule of ``cp_cuts``; recorded in
+        # issue 22's second round, when they were added)
+        params: dict[str, Any] | None = None
+        if scheduler == "pcp20":
+            params = {"branching": "priority", "hint": "shelf", "cuts": []}
+        name = "pcp20" if scheduler == "pcp20-default" else scheduler
+        model = HPCModel(jobs, platform=PLATFORM, scheduler=name, exclusive=exclusive, seed=3,
+                         record_timeseries=False, policy=make_policy(name, scheduler_params=params))
         model.run()
     finally:
         cp_pcp20.solve = cp_pooled.solve = original
@@ -79,7 +87,7 @@ def fingerprint(scheduler: str, exclusive: bool) -> tuple[str, str, int]:
 
 
 @pytest.mark.parametrize("exclusive", [False, True], ids=["core", "exclusive"])
-@pytest.mark.parametrize("scheduler", ["pcp20", "pcp19", "hcp19", "cph"])
+@pytest.mark.parametrize("scheduler", ["pcp20", "pcp20-default", "pcp19", "hcp19", "cph"])
 def test_cp_decisions_and_models_match_the_unoptimised_code(scheduler: str, exclusive: bool) -> None:
     if ortools.__version__ != ORTOOLS:
         pytest.skip(f"pins recorded with OR-Tools {ORTOOLS}, this is {ortools.__version__}")
@@ -89,7 +97,7 @@ def test_cp_decisions_and_models_match_the_unoptimised_code(scheduler: str, excl
 
 
 if __name__ == "__main__":  # print the pins of the code on PYTHONPATH
-    for name in ("pcp20", "pcp19", "hcp19", "cph"):
+    for name in ("pcp20", "pcp20-default", "pcp19", "hcp19", "cph"):
         for excl in (False, True):
             print(f"    ({name!r}, {excl}): {fingerprint(name, excl)!r},")
 

@@ -323,7 +323,7 @@ class Stopwatch:
 
 
 def solve(model: cp_model.CpModel, limits: CpLimits, deterministic_time: float,
-          fixed_search: bool = False) -> tuple[cp_model.CpSolver, str]:
+          fixed_search: bool = False, linearization: int | None = None) -> tuple[cp_model.CpSolver, str]:
     """Solve once; return the solver and the status name.
 
     ``fixed_search`` (PCP'20): follow the model's decision strategies only
@@ -331,7 +331,8 @@ def solve(model: cp_model.CpModel, limits: CpLimits, deterministic_time: float,
     (``linearization_level=0``) and without symmetry detection (``symmetry_level=0``).
     Measured on the benchmark's 5,544-node, 100-job model: 24 ms instead of 66 ms of
     wall time for the same answer; symmetry detection alone used 0.0019 of a 0.002
-    deterministic budget there, leaving the search nothing.
+    deterministic budget there, leaving the search nothing. ``linearization``: CP-SAT's
+    ``linearization_level`` otherwise (PCP'20's ``auto`` search: 2, measured in docs/cp.md).
     """
     from ortools.sat.python import cp_model
 
@@ -341,6 +342,8 @@ def solve(model: cp_model.CpModel, limits: CpLimits, deterministic_time: float,
         solver.parameters.search_branching = cp_model.FIXED_SEARCH
         solver.parameters.linearization_level = 0
         solver.parameters.symmetry_level = 0
+    elif linearization is not None:
+        solver.parameters.linearization_level = linearization
     status = solver.solve(model)
     names = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
              cp_model.INFEASIBLE: "INFEASIBLE", cp_model.UNKNOWN: "UNKNOWN",

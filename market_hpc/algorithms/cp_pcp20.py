@@ -40,6 +40,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 from ortools.util.python import sorted_interval_list
 
+from market_hpc.algorithms.cp_cuts import CUTS, event_bounds
 from market_hpc.algorithms.cp_greedy import Plan, greedy_plan, node_offsets, plan_outcome
 from market_hpc.algorithms.cp_instance import (
     FALLBACK,
@@ -55,7 +56,9 @@ from market_hpc.algorithms.cp_instance import (
     new_model,
     solve,
 )
+from market_hpc.algorithms.cp_listplan import list_plan
 from market_hpc.algorithms.cp_reduce import LEVELS, reduce_instance
+from market_hpc.algorithms.cp_rules import add_rules
 
 Box = tuple[int, int, int]  # (position, height, remaining)
 
@@ -120,7 +123,7 @@ class Pcp20Model:
     """The PCP'20 model of one instance, with handles to read a solution back."""
 
     def __init__(self, instance: CpInstance, plan: Plan | None = None, hint: bool = True,
-                 branching: str = "priority") -> None:
+                 branching: str = "priority", cuts: Iterable[str] = ()) -> None:
         self.instance = instance
         capacity = instance.capacity
         self.model = model = new_model()
@@ -142,16 +145,25 @@ class Pcp20Model:
                 ys[r].append(model.new_fixed_size_interval_var(pos, height, ""))
                 time_boxes[r].append((x, height))
         self.starts: dict[int, cp_model.IntVar] = {}
+        self.intervals: dict[int, cp_model.IntervalVar] = {}
         self.nodes: dict[int, list[cp_model.IntVar]] = {}
         self._hint_vars: list[int] = []  # proto indices of the hinted variables, in hint order
         self._hint_values: list[int] = []
         allocations: list[list[int]] = []  # allocation variables per job, priority order
         cap_rows, offset_rows, total_of = capacity.tolist(), offsets.tolist(), totals.tolist()
         weighted_sum = cp_model.LinearExpr.weighted_sum  # the same proto as ``y - cap * node``
-        for job in instance.jobs:
-            start = model.new_int_var(0, horizon - job.duration, f"s{job.key}")
+        cuts = frozenset(cuts)
+        events = event_bounds(instance) if "event" in cuts else [1] * len(instance.jobs)
+        for index, job in enumerate(instance.jobs):
+            top = horizon - job.duration
+            if 1 < events[index] <= top:  # left-shifted optima start now or at an end (cp_cuts)
+                start = model.new_int_var_from_domain(
+                    sorted_interval_list.Domain.from_intervals([[0, 0], [events[index], top]]), f"s{job.key}")
+            else:
+                start = model.new_int_var(0, top, f"s{job.key}")
             interval = model.new_fixed_size_interval_var(start, job.duration, f"x{job.key}")
             self.starts[job.key] = start
+            self.intervals[job.key] = interval
             asked = [r for r in resources if job.unit[r] > 0]
             fitting = [(first, count) for first, count in groups
                        if all(cap_rows[first][r] >= job.unit[r] for r in asked)]
@@ -214,6 +226,9 @@ class Pcp20Model:
                          cp_model.SELECT_MIN_VALUE)
         for indices in allocations:
             add_strategy(model, indices, cp_model.CHOOSE_MIN_DOMAIN_SIZE, cp_model.SELECT_MAX_VALUE)
+        self.lower_bound = add_rules(model, instance, [self.starts[job.key] for job in instance.jobs],
+                                     [self.intervals[job.key] for job in instance.jobs], cuts, events, horizon,
+                                     plan if hint else None, self._hint_vars, self._hint_values)
         for r in resources:
             if len(xs[r]) > 1 and any(job.unit[r] > 0 for job in instance.jobs):
                 model.add_no_overlap_2d(xs[r], ys[r])
@@ -238,6 +253,11 @@ class Pcp20Model:
             values.append(int(position[r]))
 
 
+HINTS = ("list", "shelf")
+"""PCP'20 hints: ``list`` (``cp_listplan``: the shelf plan's start-now jobs, the rest by list
+scheduling at every end; the default) or ``shelf`` (the shelf plan alone, as before
+issue 22's second round). Both start the same jobs now on the same nodes."""
+
 BRANCHINGS = ("priority", "earliest", "auto")
 """PCP'20 search orders: ``priority`` (per job in priority order: start, then its
 allocation), ``earliest`` (the paper's "highest priority that can start first": the start
@@ -247,7 +267,7 @@ with the smallest lower bound next, ties by priority; then the allocations), ``a
 
 def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
                 levels: int | None = LEVELS, search: bool = True, branching: str = "auto",
-                paper_time: bool = False) -> CpOutcome:
+                paper_time: bool = False, cuts: Iterable[str] = CUTS, hint: str = "list") -> CpOutcome:
     """Build and solve the PCP'20 model of ``instance`` under the authors' time control.
 
     The model is built on the reduced system (``cp_reduce``: running jobs' ends rounded
@@ -274,19 +294,26 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     """
     if branching not in BRANCHINGS:
         raise ValueError(f"branching must be one of {', '.join(BRANCHINGS)}, got {branching!r}")
+    if hint not in HINTS:
+        raise ValueError(f"hint must be one of {', '.join(HINTS)}, got {hint!r}")
+    unknown = sorted(set(cuts) - set(CUTS))
+    if unknown:
+        raise ValueError(f"unknown cuts {unknown}; valid: {', '.join(CUTS)}")
     watch = Stopwatch()
     real = np.arange(len(instance.capacity))
     if levels is not None:
         reduced = reduce_instance(instance, levels)
         instance, real = reduced.instance, reduced.nodes
     plan = greedy_plan(instance)
+    if search and hint == "list" and plan.objective(instance) > 0:  # same jobs now, the rest at the ends (cp_listplan)
+        plan = list_plan(instance, plan)
     if plan.objective(instance) == 0:  # every job starts now: the lower bound, optimal
         return _real_nodes(plan_outcome(instance, plan, watch), real, plan)
     placements = {key: plan.allocation(key) for key, start in plan.starts.items() if start == 0}
     if not search:
         return _real_nodes(CpOutcome(dict(plan.starts), placements, GREEDY, 0, 0, plan.objective(instance),
                                      0, watch.seconds()), real, plan)
-    built = Pcp20Model(instance, plan, branching=branching)
+    built = Pcp20Model(instance, plan, branching=branching, cuts=cuts)
     variables, constraints = model_size(built.model)
     budget = limits.deterministic_time
     for attempt in range(max_retries + 1):
@@ -294,7 +321,8 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
             run_limits, budget = replace(limits, wall_seconds=1.0 + 0.5 * attempt), PAPER_DETERMINISTIC
         else:
             run_limits = limits
-        solver, status = solve(built.model, run_limits, budget, fixed_search=branching != "auto")
+        solver, status = solve(built.model, run_limits, budget, fixed_search=branching != "auto",
+                               linearization=LINEARIZATION)
         if status in ("OPTIMAL", "FEASIBLE"):
             starts = {key: int(solver.value(var)) for key, var in built.starts.items()}
             planned = {key: _counts(solver.value(node) for node in built.nodes[key]) for key in starts}
@@ -307,6 +335,10 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     return _real_nodes(CpOutcome(dict(plan.starts), placements, FALLBACK, variables, constraints,
                                  plan.objective(instance), max_retries + 1, watch.seconds()), real, plan)
 
+
+LINEARIZATION = 2
+"""CP-SAT ``linearization_level`` of the ``auto`` search (docs/cp.md, "Search": level 2's
+cuts raised the OPTIMAL share at the same deterministic budget)."""
 
 PAPER_DETERMINISTIC = 1e9
 """Deterministic limit under ``paper_time`` (none in effect: the wall clock decides)."""

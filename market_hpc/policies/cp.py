@@ -66,8 +66,9 @@ TIME_CONTROLS = ("deterministic", "paper")
 clock (1 s, +0.5 s per retry while no solution, 30 retries)."""
 DETERMINISTIC_TIME = 0.002
 """Default initial deterministic-time limit per solve. The study keeps it (docs/cp.md,
-"Search": 10x more raised PCP'20's OPTIMAL share from 0.31-0.36 to 0.43-0.55 on the
-study's instances at 3-5x the time per decision)."""
+"Second round": with PCP'20's list hint and redundant rules, 25x more raised the OPTIMAL
+share from 0.57-0.58 to 0.63-0.69 on the study's instances at 3-4x the CPU per
+decision, and the dispatch-time goal at 100 queued jobs leaves no room for it)."""
 
 
 def model_units(platform_capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -335,15 +336,28 @@ class Pcp20(CpScheduler):
             or ``earliest`` (the paper's "highest priority that can start first").
         time_control: ``deterministic`` (reproducible) or ``paper`` (1 s of wall clock,
             +0.5 s per retry while no solution, ``max_retries`` 30 by default).
+        hint: ``list`` (the default: the greedy plan's start-now jobs, the rest by list
+            scheduling) or ``shelf`` (the greedy shelf plan); ``cp_pcp20.HINTS``.
+        cuts: The redundant rules of ``cp_cuts`` to add (default all: ``event``,
+            ``slots``, ``identical``, ``bound``, ``cumulative``); ``[]`` for none.
     """
 
     label = "pcp20"
     search = True
 
     def __init__(self, allocator: Allocator, max_retries: int | None = None, levels: int = 8,
-                 branching: str = "auto", time_control: str = "deterministic", **limits: Any) -> None:
+                 branching: str = "auto", time_control: str = "deterministic", hint: str = "list",
+                 cuts: Sequence[str] | None = None, **limits: Any) -> None:
         super().__init__(allocator, **limits)
-        from market_hpc.algorithms.cp_pcp20 import BRANCHINGS
+        from market_hpc.algorithms.cp_cuts import CUTS
+        from market_hpc.algorithms.cp_pcp20 import BRANCHINGS, HINTS
+        if hint not in HINTS:
+            raise ConfigError(f"scheduler {self.label!r}: hint must be one of {', '.join(HINTS)}, got {hint!r}")
+        self.cuts = tuple(CUTS if cuts is None else cuts)
+        unknown = [name for name in self.cuts if name not in CUTS]
+        if unknown:
+            raise ConfigError(f"scheduler {self.label!r}: unknown cuts {unknown}; valid: {', '.join(CUTS)}")
+        self.hint = hint
         if levels < 0:
             raise ConfigError(f"scheduler {self.label!r}: levels must be >= 0 (0: exact), got {levels}")
         if branching not in BRANCHINGS:
@@ -361,15 +375,16 @@ class Pcp20(CpScheduler):
         """Solve the PCP'20 model (or, without search, return its greedy plan)."""
         from market_hpc.algorithms.cp_pcp20 import solve_pcp20  # OR-Tools on first use
         return solve_pcp20(instance, self.limits, self.max_retries, self.levels or None, self.search,
-                           self.branching, self.paper_time)
+                           self.branching, self.paper_time, self.cuts, self.hint)
 
 
 @register_scheduler("greedy-plan", "seed 001 ablation: PCP'20's greedy plan alone (same reduction and "
                     "placement, no solver)", allocators=("best-fit", "first-fit"), default_allocator="best-fit")
 class GreedyPlan(Pcp20):
-    """PCP'20 without the search: the shelf plan that PCP'20 gets as its hint and
-    fallback, on the same reduced system, decides (status ``GREEDY``). Every PCP'20
-    result is read against it."""
+    """PCP'20 without the search: the greedy plan that PCP'20's hint starts from, on the
+    same reduced system, decides (status ``GREEDY``): the same jobs start now on the same
+    nodes as in PCP'20's hint (``list`` or ``shelf``, which differ only in the later
+    starts). Every PCP'20 result is read against it."""
 
     label = "greedy-plan"
     search = False

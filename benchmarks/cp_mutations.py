@@ -1,0 +1,45 @@
+"""Seed 001 mutation check of PCP'20's redundant rules and hint (issue 22, item 4): each
+one-line mutation must fail a test.
+
+    python benchmarks/cp_mutations.py
+
+Applies each mutation to the source, runs ``tests/test_cp_cuts.py``, restores the file,
+and prints which test failed (CAUGHT) or SURVIVED when no test noticed
+(``mutation_check.py``). Edits files in place: never run it beside other runs of this tree.
+"""
+
+from mutation_check import run_mutations
+
+CUTS, PLAN, MODEL = ("market_hpc/algorithms/cp_cuts.py", "market_hpc/algorithms/cp_listplan.py",
+                     "market_hpc/algorithms/cp_rules.py")
+M = [
+ ("event bound one second late", CUTS, "bounds.append(max(1, min(candidates)) if candidates else 1)",
+  "bounds.append(max(1, min(candidates)) + 1 if candidates else 1)"),
+ ("event bound counts the job's own end", CUTS, "other = [durations[j] for j in order[:2] if j != i][:1]",
+  "other = [durations[j] for j in order[:1]]"),
+ ("one slot fewer per shape", CUTS, "        slots = int((free[:, asked] // need[asked]).min(axis=1).sum())",
+  "        slots = int((free[:, asked] // need[asked]).min(axis=1).sum()) - 1"),
+ ("slot members: dominated jobs too", CUTS,
+  "        members = [i for i, job in enumerate(instance.jobs) if all(a >= b for a, b in zip(job.unit, shape))]\n        if sum(",
+  "        members = list(range(len(instance.jobs)))\n        if sum("),
+ ("identical twins strictly ordered", MODEL, "model.add(starts[i] <= starts[j])", "model.add(starts[i] < starts[j])"),
+ ("twins by shape only (duration ignored)", CUTS, "key = (job.units, job.unit, job.duration, job.weight)",
+  "key = (job.units, job.unit)"),
+ ("fluid: lowest ratio first", CUTS, "order = sorted(range(n), key=lambda j: (-jobs[j][0] / energy[j], j))",
+  "order = sorted(range(n), key=lambda j: (jobs[j][0] / energy[j], j))"),
+ ("fluid: mean busy time not halved", CUTS, "return sum(w * (moment[j] / energy[j] - d / 2)",
+  "return sum(w * (moment[j] / energy[j] - d / 4)"),
+ ("free profile: running jobs never end", CUTS, "            free[:last, node] -= np.asarray(amounts, dtype=np.int64)",
+  "            free[:, node] -= np.asarray(amounts, dtype=np.int64)"),
+ ("slot cumulative: one block too many", CUTS, "            if lack > 0:\n                blocks.append((times[k + 1], lack))",
+  "            if lack >= 0:\n                blocks.append((times[k + 1], lack + 1))"),
+ ("list plan: positions overlap by one", PLAN, "starts = [a + k * u for a, b in rr for k in range((b - a) // u)][:count]",
+  "starts = [a + k * max(1, u - 1) for a, b in rr for k in range((b - a) // u)][:count]"),
+ ("list plan: ended blocks still busy", PLAN, "        if end <= now:\n            continue", "        if end < 0:\n            continue"),
+ ("list plan: planned jobs never release", PLAN, "            planned_use[node] -= count * np.asarray(amounts, dtype=np.int64)",
+  "            pass"),
+]
+tests = ["tests/test_cp_cuts.py"]
+
+if __name__ == "__main__":
+    raise SystemExit(run_mutations(M, tests))

@@ -1,0 +1,59 @@
+"""PCP'20's redundant rules (``cp_cuts``) written into a CP-SAT model.
+
+Kept apart from ``cp_pcp20`` (the model itself) so that each stays small; the order in
+which the rules are added is part of the pinned models (``tests/test_cp_decisions.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING
+
+from market_hpc.algorithms.cp_cuts import (
+    identical_pairs,
+    objective_bound,
+    slot_cumulatives,
+    slot_limits,
+)
+from market_hpc.algorithms.cp_greedy import Plan
+from market_hpc.algorithms.cp_instance import CpInstance
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
+
+def add_rules(model: cp_model.CpModel, instance: CpInstance, starts: list[cp_model.IntVar],
+              intervals: list[cp_model.IntervalVar], cuts: Collection[str], events: list[int], horizon: int,
+              plan: Plan | None, hint_vars: list[int], hint_values: list[int]) -> int:
+    """Add the rules named in ``cuts`` (none change the optimum; ``cp_cuts``) for the
+    modelled jobs (``starts``, ``intervals`` in ``instance.jobs`` order, ``events`` their
+    event bounds); hint the start-now Booleans from ``plan``. Returns the objective's
+    lower bound added (0: none)."""
+    from ortools.sat.python import cp_model
+
+    jobs = instance.jobs
+    lower_bound = objective_bound(instance) if "bound" in cuts else 0
+    if lower_bound > 0:
+        model.add(cp_model.LinearExpr.weighted_sum(starts, [job.weight for job in jobs]) >= lower_bound)
+    if "cumulative" in cuts:
+        for members, blocks, capacity in slot_cumulatives(instance):
+            boxes = [intervals[i] for i in members]
+            boxes += [model.new_fixed_size_interval_var(0, end, "") for end, _ in blocks]
+            model.add_cumulative(boxes, [jobs[i].units for i in members] + [lack for _, lack in blocks], capacity)
+    if "identical" in cuts:
+        for i, j in identical_pairs(instance):
+            model.add(starts[i] <= starts[j])
+    limits = slot_limits(instance) if "slots" in cuts else []
+    if not limits:
+        return lower_bound
+    now = [model.new_bool_var(f"now{job.key}") for job in jobs]
+    for job, start, flag, event in zip(jobs, starts, now, events):
+        top = horizon - job.duration
+        model.add(start + event * flag >= event)  # not now: at the earliest end or later
+        model.add(start + top * flag <= top)  # now: 0
+        if plan is not None:
+            hint_vars.append(flag.index)
+            hint_values.append(int(plan.starts[job.key] == 0))
+    for members, slots in limits:
+        model.add(sum(jobs[i].units * now[i] for i in members) <= slots)
+    return lower_bound
