@@ -140,6 +140,11 @@ class CpOutcome:
             fallback, the greedy-plan dispatcher).
         planned: Allocation of *every* modelled job (planned start now or later) for
             the dispatchers that place (PCP'20, greedy-plan); empty otherwise.
+        relaxation: What PCP'20's schedule relaxation (``cp_relax``) did: ``proved``
+            (solved to optimality and packed: the answer is optimal), ``packed`` (a
+            better schedule than the hint packed, not proven), ``unpacked`` (its schedule
+            could not be packed: PCP'20's own search decided), ``bound`` (no better
+            schedule: its bound went to PCP'20's search); empty when it did not run.
     """
 
     starts: dict[int, int]
@@ -152,6 +157,7 @@ class CpOutcome:
     seconds: float = 0.0
     changed: bool | None = None
     planned: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    relaxation: str = ""
 
 
 def changed_from(outcome: CpOutcome, starts: dict[int, int],

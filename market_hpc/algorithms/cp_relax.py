@@ -1,0 +1,133 @@
+"""PCP'20's schedule relaxation: prove the optimum on *when* alone, then place it (issue 22).
+
+PCP'20's model says when every modelled job starts and where its units go. Its 2-D
+packing over thousands of positions hides from CP-SAT's LP that most of the difficulty
+is in the schedule: measured on the study's instances, the search mostly returns its hint
+with a lower bound that never moves. This module solves the **relaxation without the
+positions** and uses it twice:
+
+* **The schedule relaxation** (``relaxation_model``): the same start variables, domains
+  and objective; per resource type a ``cumulative`` of the pooled capacity (running jobs
+  as fixed blocks, as in PCP'20's own implied cumulatives); the slot cumulatives of
+  ``cp_cuts``; the ``identical`` order and the fluid objective bound. Every schedule of
+  PCP'20's model satisfies all of them (each is one of PCP'20's constraints or one of
+  ``cp_cuts``' rules, none of which removes every optimum), so the relaxation's optimum
+  is a **lower bound** on PCP'20's, and its proven bound is one too.
+* **Placement** (``Pcp20Model`` with the starts fixed, in ``cp_pcp20``): if the
+  relaxation's schedule can be packed in PCP'20's positions, that packing is a solution of
+  PCP'20's model with the relaxation's objective. When the relaxation was solved to
+  optimality, the packed solution meets a lower bound and is therefore **optimal for
+  PCP'20's model**: a proof, not a gap limit.
+
+When the schedule cannot be packed, or the relaxation is not solved, PCP'20's own search
+runs as before with the relaxation's bound added (``sum w s >= bound``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from market_hpc.algorithms.cp_cuts import event_bounds, identical_pairs, objective_bound, slot_cumulatives
+from market_hpc.algorithms.cp_greedy import Plan
+from market_hpc.algorithms.cp_instance import CpInstance, CpLimits, add_hints, new_model
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
+RELAX_TIME = 0.05
+"""Deterministic time of one relaxation solve (chosen by measurement, docs/cp.md)."""
+
+
+@dataclass(frozen=True)
+class Relaxed:
+    """What the schedule relaxation answered.
+
+    Attributes:
+        status: ``OPTIMAL``, ``FEASIBLE`` or ``UNKNOWN`` (CP-SAT's status names).
+        starts: Start of every modelled job by key (None without a solution).
+        objective: ``sum weight * start`` of ``starts`` (0 without a solution).
+        bound: A proven lower bound on PCP'20's optimum (the relaxation's best bound).
+    """
+
+    status: str
+    starts: dict[int, int] | None
+    objective: int
+    bound: int
+
+
+def relaxation_model(instance: CpInstance, plan: Plan | None) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
+    """The schedule relaxation of PCP'20's model of ``instance`` (module docstring): the
+    model and the start variables in ``instance.jobs`` order, hinted with ``plan``."""
+    from ortools.sat.python import cp_model
+    from ortools.util.python import sorted_interval_list
+
+    model = new_model()
+    horizon = max(1, instance.horizon)
+    events = event_bounds(instance)
+    starts: list[cp_model.IntVar] = []
+    intervals: list[cp_model.IntervalVar] = []
+    for job, event in zip(instance.jobs, events):
+        top = horizon - job.duration
+        if 1 < event <= top:  # now or at an end, as in PCP'20's model (cp_cuts "event")
+            domain = sorted_interval_list.Domain.from_intervals([[0, 0], [event, top]])
+            start = model.new_int_var_from_domain(domain, f"s{job.key}")
+        else:
+            start = model.new_int_var(0, top, f"s{job.key}")
+        starts.append(start)
+        intervals.append(model.new_fixed_size_interval_var(start, job.duration, f"x{job.key}"))
+    totals = instance.capacity.sum(axis=0)
+    held: dict[int, np.ndarray] = {}  # remaining time -> pooled usage of the running jobs
+    for run in instance.running:
+        usage = held.setdefault(run.remaining, np.zeros(len(totals), dtype=np.int64))
+        for _, amounts in run.usage:
+            usage += np.asarray(amounts, dtype=np.int64)
+    blocks = [(model.new_fixed_size_interval_var(0, remaining, ""), usage) for remaining, usage in sorted(held.items())]
+    for r in range(len(totals)):
+        if any(job.unit[r] for job in instance.jobs):
+            model.add_cumulative([box for box, _ in blocks] + intervals,
+                                 [int(usage[r]) for _, usage in blocks] + [job.units * job.unit[r] for job in instance.jobs],
+                                 int(totals[r]))
+    for members, lacks, capacity in slot_cumulatives(instance):
+        model.add_cumulative([intervals[i] for i in members] + [model.new_fixed_size_interval_var(0, end, "")
+                                                                for end, _ in lacks],
+                             [instance.jobs[i].units for i in members] + [lack for _, lack in lacks], capacity)
+    for i, j in identical_pairs(instance):
+        model.add(starts[i] <= starts[j])
+    objective = cp_model.LinearExpr.weighted_sum(starts, [job.weight for job in instance.jobs])
+    bound = objective_bound(instance)
+    if bound > 0:
+        model.add(objective >= bound)
+    model.minimize(objective)
+    if plan is not None:
+        add_hints(model, [start.index for start in starts], [int(plan.starts[job.key]) for job in instance.jobs])
+    return model, starts
+
+
+def solve_relaxation(instance: CpInstance, plan: Plan | None, limits: CpLimits,
+                     deterministic_time: float = RELAX_TIME) -> Relaxed:
+    """Solve the schedule relaxation (one worker, ``limits.seed``, deterministic time).
+
+    >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
+    >>> inst = CpInstance(np.array([[2], [2]]),
+    ...                   (CpJob(1, 2, (2,), 10, 10_000), CpJob(2, 1, (2,), 1, 100_000)),
+    ...                   (CpRunning(4, ((0, (2,)),)),))
+    >>> solve_relaxation(inst, None, CpLimits())  # job 2 now on node 1, job 1 when node 0 frees
+    Relaxed(status='OPTIMAL', starts={1: 4, 2: 0}, objective=40000, bound=40000)
+    """
+    from ortools.sat.python import cp_model
+
+    model, starts = relaxation_model(instance, plan)
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    params.max_deterministic_time = deterministic_time
+    params.num_workers = 1
+    params.random_seed = limits.seed
+    status = solver.solve(model)
+    name = solver.status_name(status)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return Relaxed("UNKNOWN" if status == cp_model.UNKNOWN else name, None, 0, 0)
+    values = {job.key: int(solver.value(start)) for job, start in zip(instance.jobs, starts)}
+    return Relaxed(name, values, int(solver.objective_value), int(np.ceil(solver.best_objective_bound - 1e-9)))
