@@ -141,10 +141,10 @@ class CpOutcome:
         planned: Allocation of *every* modelled job (planned start now or later) for
             the dispatchers that place (PCP'20, greedy-plan); empty otherwise.
         relaxation: What PCP'20's schedule relaxation (``cp_relax``) did: ``proved``
-            (solved to optimality and packed: the answer is optimal), ``packed`` (a
-            better schedule than the hint packed, not proven), ``unpacked`` (its schedule
-            could not be packed: PCP'20's own search decided), ``bound`` (no better
-            schedule: its bound went to PCP'20's search); empty when it did not run.
+            (solved to optimality and packed: the answer is optimal), ``unpacked``
+            (solved to optimality, but its schedule could not be packed), ``bound`` (not
+            solved to optimality); in the last two PCP'20's own search decides, with the
+            relaxation's bound. Empty when it did not run.
     """
 
     starts: dict[int, int]

@@ -309,9 +309,9 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     no model: the ``greedy-plan`` dispatcher); ``branching`` is one of ``BRANCHINGS``.
 
     With ``relax`` (the default) the schedule relaxation (``cp_relax``) is solved first:
-    when its schedule packs into PCP'20's positions it is the answer (``OPTIMAL`` when the
-    relaxation was proven optimal: its bound is PCP'20's too); otherwise its bound is
-    added to PCP'20's model and the search above decides.
+    when it is solved to optimality and its schedule packs into PCP'20's positions, that
+    packing is the answer, ``OPTIMAL`` (the relaxation's optimum bounds PCP'20's);
+    otherwise its bound is added to PCP'20's model and the search above decides.
 
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
     >>> inst = CpInstance(np.array([[2], [2]]),
@@ -352,8 +352,7 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
         relaxed = solve_relaxation(instance, plan, limits)
         tag, answer = _from_relaxation(built, relaxed, plan, placements, limits, watch)
         if answer is not None:
-            return _real_nodes(replace(answer, variables=variables, constraints=constraints, relaxation=tag), real,
-                               plan if answer.changed is False else None)
+            return _real_nodes(replace(answer, variables=variables, constraints=constraints, relaxation=tag), real)
         if relaxed.bound > built.lower_bound:
             built.model.add(cp_model.LinearExpr.weighted_sum(
                 [built.starts[job.key] for job in instance.jobs], [job.weight for job in instance.jobs]) >= relaxed.bound)
@@ -383,17 +382,16 @@ def _from_relaxation(built: Pcp20Model, relaxed: Relaxed, plan: Plan,
                      watch: Stopwatch) -> tuple[str, CpOutcome | None]:
     """``(what the relaxation did, the answer it gives or None)`` (``CpOutcome.relaxation``)."""
     instance = built.instance
-    proven = relaxed.status == "OPTIMAL"
-    if relaxed.starts is None or (not proven and relaxed.objective >= plan.objective(instance)):
+    if relaxed.starts is None or relaxed.status != "OPTIMAL":  # packing an unproven schedule rarely paid (docs/cp.md)
         return "bound", None
-    if relaxed.objective >= plan.objective(instance):  # proven, and the hint meets the bound: it is optimal
+    if relaxed.objective >= plan.objective(instance):  # the hint meets the bound: it is optimal
         return "proved", CpOutcome(dict(plan.starts), placements, "OPTIMAL", objective=plan.objective(instance),
-                                   solves=1, seconds=watch.seconds(), changed=False)
+                                   solves=1, seconds=watch.seconds(), changed=False,
+                                   planned={key: plan.allocation(key) for key in plan.starts})
     solver, status = built.place(relaxed.starts, limits, PLACE_TIME)
     if status not in ("OPTIMAL", "FEASIBLE"):
         return "unpacked", None
-    outcome = _read(built, solver, "OPTIMAL" if proven else "FEASIBLE", 1, plan, placements, watch)
-    return ("proved" if proven else "packed"), replace(outcome, objective=relaxed.objective)
+    return "proved", replace(_read(built, solver, "OPTIMAL", 1, plan, placements, watch), objective=relaxed.objective)
 
 
 def _read(built: Pcp20Model, solver: cp_model.CpSolver, status: str, solves: int, plan: Plan,
