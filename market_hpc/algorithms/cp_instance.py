@@ -144,7 +144,8 @@ class CpOutcome:
             (solved to optimality and packed: the answer is optimal), ``unpacked``
             (solved to optimality, but its schedule could not be packed), ``bound`` (not
             solved to optimality); in the last two PCP'20's own search decides, with the
-            relaxation's bound. Empty when it did not run.
+            relaxation's bound; ``skipped`` (more modelled jobs than
+            ``cp_relax.RELAX_JOBS``). Empty when it is off or no model was built.
     """
 
     starts: dict[int, int]

@@ -41,6 +41,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 from ortools.util.python import sorted_interval_list
 
+from market_hpc.algorithms import cp_relax
 from market_hpc.algorithms.cp_cuts import CUTS, event_bounds
 from market_hpc.algorithms.cp_greedy import Plan, greedy_plan, node_offsets, plan_outcome
 from market_hpc.algorithms.cp_instance import (
@@ -58,8 +59,8 @@ from market_hpc.algorithms.cp_instance import (
     solve,
 )
 from market_hpc.algorithms.cp_listplan import list_plan
-from market_hpc.algorithms.cp_relax import Relaxed, solve_relaxation
 from market_hpc.algorithms.cp_reduce import LEVELS, reduce_instance
+from market_hpc.algorithms.cp_relax import Relaxed, solve_relaxation
 from market_hpc.algorithms.cp_rules import add_rules
 
 Box = tuple[int, int, int]  # (position, height, remaining)
@@ -308,7 +309,8 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     the real nodes. ``search=False`` returns the greedy plan itself (status ``GREEDY``,
     no model: the ``greedy-plan`` dispatcher); ``branching`` is one of ``BRANCHINGS``.
 
-    With ``relax`` (the default) the schedule relaxation (``cp_relax``) is solved first:
+    With ``relax`` (the default) and at most ``cp_relax.RELAX_JOBS`` modelled jobs, the
+    schedule relaxation (``cp_relax``) is solved first:
     when it is solved to optimality and its schedule packs into PCP'20's positions, that
     packing is the answer, ``OPTIMAL`` (the relaxation's optimum bounds PCP'20's);
     otherwise its bound is added to PCP'20's model and the search above decides.
@@ -347,8 +349,8 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
                                      0, watch.seconds()), real, plan)
     built = Pcp20Model(instance, plan, branching=branching, cuts=cuts)
     variables, constraints = model_size(built.model)
-    tag = ""
-    if relax:
+    tag = "skipped" if relax else ""
+    if relax and len(instance.jobs) <= cp_relax.RELAX_JOBS:
         relaxed = solve_relaxation(instance, plan, limits)
         tag, answer = _from_relaxation(built, relaxed, plan, placements, limits, watch)
         if answer is not None:

@@ -31,7 +31,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from market_hpc.algorithms.cp_cuts import event_bounds, identical_pairs, objective_bound, slot_cumulatives
+from market_hpc.algorithms.cp_cuts import (
+    event_bounds,
+    identical_pairs,
+    objective_bound,
+    slot_cumulatives,
+)
 from market_hpc.algorithms.cp_greedy import Plan
 from market_hpc.algorithms.cp_instance import CpInstance, CpLimits, add_hints, new_model
 
@@ -40,6 +45,11 @@ if TYPE_CHECKING:
 
 RELAX_TIME = 0.05
 """Deterministic time of one relaxation solve (chosen by measurement, docs/cp.md)."""
+
+RELAX_JOBS = 30
+"""Most modelled jobs for which the relaxation is solved (measured, docs/cp.md: on the
+study's instances it proved no model with more than 30 jobs, while on the benchmark's
+50- and 100-job instances one solve cost 0.6-1.2 s of CPU)."""
 
 RELAX_RESTARTS = True
 """Search the relaxation with CP-SAT's quick-restart portfolio (measured, docs/cp.md: the
