@@ -54,6 +54,13 @@ M = [
  ("relaxation: no event domains", RELAX, "if 1 < event <= top:", "if False:"),
  ("relaxation: its bound not passed to the search", PCP20, "        if relaxed.bound > built.lower_bound:",
   "        if False:"),
+ ("start-now cut without the fit check", PCP20, "if fits_now(instance, sorted(now), limits) is not False:", "if False:"),
+ ("start-now cut never added", PCP20, "            forbidden.append(now)", "            pass"),
+ ("start-now cut: no clause", RELAX, "        model.add_bool_or([~now[i] for i in sorted(group)])", "        pass"),
+ ("start-now flag: one-sided link", RELAX, "                model.add(starts[i] >= 1).only_enforce_if(~flag)",
+  "                pass"),
+ ("fits now: one unit more per node", RELAX, "                          <= int(free[node, r]))",
+  "                          <= int(free[node, r]) + 1)"),
 ]
 PINNED = "tests/test_cp_decisions.py::test_cp_decisions_and_models_match_the_unoptimised_code[pcp20-default-core]"
 tests = ["tests/test_cp_cuts.py", "tests/test_cp_relax.py", PINNED]

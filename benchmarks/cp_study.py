@@ -178,8 +178,9 @@ def main() -> None:
     parser.add_argument("--pcp19-seeds", type=int, default=1, help="seeds PCP'19 runs on Eurora")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--systems", nargs="+", default=["kit", "eurora"], choices=["kit", "eurora"])
+    parser.add_argument("--schedulers", nargs="+", default=None, help="run only these labels (default: all)")
     parser.add_argument("--merge", type=Path, default=None,
-                        help="a saved run whose other systems' runs are reported with these")
+                        help="a saved run whose runs not repeated here are reported (and saved) with these")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--report", type=Path, default=None, help="only print the tables of a saved run")
     args = parser.parse_args()
@@ -196,7 +197,7 @@ def main() -> None:
             tasks.append(("eurora", scheduler, seed, args.eurora_jobs, args.months))
         if seed in args.seeds[: args.pcp19_seeds]:
             tasks.append(("eurora", "pcp19", seed, args.eurora_jobs, args.months))
-    tasks = [t for t in tasks if t[0] in args.systems]
+    tasks = [t for t in tasks if t[0] in args.systems and (args.schedulers is None or t[1] in args.schedulers)]
     # the paired dispatchers first, seed by seed (a cut-short run still gives intervals), then
     # EASY, CPH and PCP'19
     rank = {"pcp20": 0, "greedy-plan": 0, "pcp20-model": 0, "hcp19": 0, "easy": 1, "cph": 2, "pcp19": 3}
@@ -211,7 +212,8 @@ def main() -> None:
     print(f"{len(runs)} runs in {time.perf_counter() - began:.0f} s wall ({args.workers} workers), "
           f"{sum(r['cpu_seconds'] for r in runs):.0f} s CPU in the runs")
     if args.merge is not None:
-        runs += [r for r in json.loads(args.merge.read_text()) if r["system"] not in args.systems]
+        done = {(r["system"], r["scheduler"], r["seed"]) for r in runs}
+        runs += [r for r in json.loads(args.merge.read_text()) if (r["system"], r["scheduler"], r["seed"]) not in done]
     if args.out is not None:
         args.out.write_text(json.dumps(runs, indent=1))
     report(runs)

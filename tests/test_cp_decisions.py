@@ -37,8 +37,8 @@ ORTOOLS = "9.15.6755"  # the version the pins were recorded with
 PINS: dict[tuple[str, bool], tuple[str, str, int]] = {
     ('pcp20', False): ('6148ec348f1eca3c5490', 'defe8df23df18a4dbf32', 36),
     ('pcp20', True): ('b1439c514137ce1587f2', '485d57ff265a4a0b71a0', 44),
-    ('pcp20-default', False): ('4a17a98c8575ded4cd73', 'bc9dfbce456eb089320d', 51),
-    ('pcp20-default', True): ('89d1747962b4e9b21cc1', '063841d8a3fd6312d9bf', 47),
+    ('pcp20-default', False): ('fa375a57d7ed0e924988', '7a41d28e0158ff4fa96b', 71),
+    ('pcp20-default', True): ('89d1747962b4e9b21cc1', 'b73fe6cefee64193900a', 55),
     ('pcp19', False): ('730eaf6b18c566eca9cf', '5230d871c1a7e4b255c0', 78),
     ('pcp19', True): ('61b7983ae474a1775d8c', 'dc1c1eed1a5bcc10de8b', 92),
     ('hcp19', False): ('c59bb124c99c1741d96c', '15b526ba9e72fa7497a3', 58),

@@ -8,7 +8,8 @@ and GPUs on unlike nodes, so that some relaxed schedules cannot be packed):
 * the relaxation's optimum never exceeds PCP'20's exact optimum (it is a bound);
 * an answer marked ``proved`` is PCP'20's exact optimum, also when the relaxation
   budget is too small to prove anything (then nothing may be marked ``proved``);
-* a relaxed schedule that does not pack goes to PCP'20's own search.
+* a relaxed schedule whose start-now jobs do not fit together now is cut off and the
+  relaxation solved again; one that does not pack later goes to PCP'20's own search.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from market_hpc.algorithms import cp_relax
 from market_hpc.algorithms.cp_cuts import slot_demand
 from market_hpc.algorithms.cp_instance import CpInstance, CpJob, CpLimits, CpRunning, Stopwatch
 from market_hpc.algorithms.cp_pcp20 import solve_pcp20
-from market_hpc.algorithms.cp_relax import solve_relaxation
+from market_hpc.algorithms.cp_relax import fits_now, solve_relaxation
 
 
 def test_slot_demand_counts_every_slot_a_unit_takes() -> None:
@@ -61,14 +62,28 @@ def gpu_clash() -> CpInstance:
     return CpInstance(np.array([[4, 1], [3, 0]]), jobs)
 
 
-def test_an_unpackable_relaxation_hands_over_to_the_search() -> None:
+def test_a_start_now_set_that_does_not_fit_is_cut_and_the_relaxation_solved_again() -> None:
     relaxed = solve_relaxation(gpu_clash(), None, CpLimits())
     assert (relaxed.status, relaxed.starts, relaxed.objective) == ("OPTIMAL", {1: 0, 2: 0}, 0)
+    assert fits_now(gpu_clash(), [0, 1], CpLimits()) is False
+    assert fits_now(gpu_clash(), [0], CpLimits()) is True and fits_now(gpu_clash(), [1], CpLimits()) is True
+    again = solve_relaxation(gpu_clash(), None, CpLimits(), forbidden=[frozenset({0, 1})])
+    assert (again.status, again.objective) == ("OPTIMAL", 50)
     outcome = solve_pcp20(gpu_clash(), LONG, levels=None)
-    assert (outcome.status, outcome.relaxation, outcome.objective) == ("OPTIMAL", "unpacked", 50)
+    assert (outcome.status, outcome.relaxation, outcome.objective) == ("OPTIMAL", "proved-cut", 50)
     assert sorted(outcome.starts.values()) == [0, 5]
     no_relax = solve_pcp20(gpu_clash(), LONG, levels=None, relax=False)
     assert (no_relax.relaxation, no_relax.objective) == ("", 50)
+
+
+def test_fits_now_counts_units_per_node() -> None:
+    # two 4-core nodes, 1 core busy on node 0: 3 + 4 free. Two 2-core units and one 3-core
+    # unit fit (3 on node 0, 2 + 2 on node 1); a third 2-core unit does not (3 - 2 = 1 left)
+    inst = CpInstance(np.array([[4], [4]]), (CpJob(1, 2, (2,), 5, 1), CpJob(2, 1, (3,), 5, 1), CpJob(3, 1, (2,), 5, 1)),
+                      (CpRunning(9, ((0, (1,)),)),))
+    assert fits_now(inst, [0, 1], CpLimits()) is True
+    assert fits_now(inst, [0, 1, 2], CpLimits()) is False
+    assert fits_now(inst, [0, 2], CpLimits()) is True
 
 
 def two_types(seed: int) -> CpInstance:

@@ -141,7 +141,8 @@ class CpOutcome:
         planned: Allocation of *every* modelled job (planned start now or later) for
             the dispatchers that place (PCP'20, greedy-plan); empty otherwise.
         relaxation: What PCP'20's schedule relaxation (``cp_relax``) did: ``proved``
-            (solved to optimality and packed: the answer is optimal), ``unpacked``
+            (solved to optimality and packed: the answer is optimal), ``proved-cut`` (the
+            same, after re-solving without start-now sets that do not fit now), ``unpacked``
             (solved to optimality, but its schedule could not be packed), ``bound`` (not
             solved to optimality); in the last two PCP'20's own search decides, with the
             relaxation's bound; ``skipped`` (more modelled jobs than

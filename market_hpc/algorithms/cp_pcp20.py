@@ -60,7 +60,7 @@ from market_hpc.algorithms.cp_instance import (
 )
 from market_hpc.algorithms.cp_listplan import list_plan
 from market_hpc.algorithms.cp_reduce import LEVELS, reduce_instance
-from market_hpc.algorithms.cp_relax import Relaxed, solve_relaxation
+from market_hpc.algorithms.cp_relax import Relaxed, fits_now, solve_relaxation
 from market_hpc.algorithms.cp_rules import add_rules
 
 Box = tuple[int, int, int]  # (position, height, remaining)
@@ -351,9 +351,18 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     variables, constraints = model_size(built.model)
     tag = "skipped" if relax else ""
     if relax and len(instance.jobs) <= cp_relax.RELAX_JOBS:
-        relaxed = solve_relaxation(instance, plan, limits)
-        tag, answer = _from_relaxation(built, relaxed, plan, placements, limits, watch)
+        forbidden: list[frozenset[int]] = []
+        for _ in range(cp_relax.RELAX_ROUNDS):
+            relaxed = solve_relaxation(instance, plan, limits, forbidden=forbidden)
+            tag, answer = _from_relaxation(built, relaxed, plan, placements, limits, watch)
+            if tag != "unpacked" or relaxed.starts is None:
+                break
+            now = frozenset(i for i, job in enumerate(instance.jobs) if relaxed.starts[job.key] == 0)
+            if fits_now(instance, sorted(now), limits) is not False:
+                break  # the start-now jobs fit: what does not pack is later (not cut)
+            forbidden.append(now)
         if answer is not None:
+            tag = "proved-cut" if forbidden else tag
             return _real_nodes(replace(answer, variables=variables, constraints=constraints, relaxation=tag), real)
         if relaxed.bound > built.lower_bound:
             built.model.add(cp_model.LinearExpr.weighted_sum(

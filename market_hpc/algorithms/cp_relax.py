@@ -26,6 +26,7 @@ packing of 1,173 nodes often used the whole placement budget without an answer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,11 @@ RELAX_JOBS = 30
 study's instances it proved no model with more than 30 jobs, while on the benchmark's
 50- and 100-job instances one solve cost 0.6-1.2 s of CPU)."""
 
+RELAX_ROUNDS = 4
+"""Most relaxation solves per decision: after a proven schedule that does not pack because
+its start-now jobs do not fit together now, the relaxation is solved again without that
+start-now set (``fits_now``)."""
+
 RELAX_RESTARTS = True
 """Search the relaxation with CP-SAT's quick-restart portfolio (measured, docs/cp.md: the
 default search mostly stays at the hint on large queues)."""
@@ -73,9 +79,12 @@ class Relaxed:
     bound: int
 
 
-def relaxation_model(instance: CpInstance, plan: Plan | None) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
+def relaxation_model(instance: CpInstance, plan: Plan | None,
+                     forbidden: Sequence[frozenset[int]] = ()) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
     """The schedule relaxation of PCP'20's model of ``instance`` (module docstring): the
-    model and the start variables in ``instance.jobs`` order, hinted with ``plan``."""
+    model and the start variables in ``instance.jobs`` order, hinted with ``plan``.
+    ``forbidden``: sets of job indices that may not all start now (``fits_now`` found
+    them unpackable at time 0: a cut every schedule of PCP'20's model satisfies)."""
     from ortools.sat.python import cp_model
     from ortools.util.python import sorted_interval_list
 
@@ -111,6 +120,14 @@ def relaxation_model(instance: CpInstance, plan: Plan | None) -> tuple[cp_model.
                              demands + [lack for _, lack in lacks], capacity)
     for i, j in identical_pairs(instance):
         model.add(starts[i] <= starts[j])
+    now: dict[int, cp_model.IntVar] = {}
+    for group in forbidden:
+        for i in sorted(group):
+            if i not in now:
+                now[i] = flag = model.new_bool_var(f"now{instance.jobs[i].key}")
+                model.add(starts[i] == 0).only_enforce_if(flag)
+                model.add(starts[i] >= 1).only_enforce_if(~flag)
+        model.add_bool_or([~now[i] for i in sorted(group)])
     objective = cp_model.LinearExpr.weighted_sum(starts, [job.weight for job in instance.jobs])
     bound = objective_bound(instance)
     if bound > 0:
@@ -122,7 +139,8 @@ def relaxation_model(instance: CpInstance, plan: Plan | None) -> tuple[cp_model.
 
 
 def solve_relaxation(instance: CpInstance, plan: Plan | None, limits: CpLimits,
-                     deterministic_time: float | None = None, restarts: bool | None = None) -> Relaxed:
+                     deterministic_time: float | None = None, restarts: bool | None = None,
+                     forbidden: Sequence[frozenset[int]] = ()) -> Relaxed:
     """Solve the schedule relaxation (one worker, ``limits.seed``, deterministic time
     ``RELAX_TIME`` unless given; ``restarts``: CP-SAT's quick-restart portfolio instead of
     its default search, ``RELAX_RESTARTS`` unless given).
@@ -136,7 +154,7 @@ def solve_relaxation(instance: CpInstance, plan: Plan | None, limits: CpLimits,
     """
     from ortools.sat.python import cp_model
 
-    model, starts = relaxation_model(instance, plan)
+    model, starts = relaxation_model(instance, plan, forbidden)
     solver = cp_model.CpSolver()
     params = solver.parameters
     params.max_deterministic_time = RELAX_TIME if deterministic_time is None else deterministic_time
@@ -150,3 +168,49 @@ def solve_relaxation(instance: CpInstance, plan: Plan | None, limits: CpLimits,
         return Relaxed("UNKNOWN" if status == cp_model.UNKNOWN else name, None, 0, 0)
     values = {job.key: int(solver.value(start)) for job, start in zip(instance.jobs, starts)}
     return Relaxed(name, values, int(solver.objective_value), int(np.ceil(solver.best_objective_bound - 1e-9)))
+
+
+def fits_now(instance: CpInstance, indices: Sequence[int], limits: CpLimits,
+             deterministic_time: float = 0.05) -> bool | None:
+    """Whether the jobs ``indices`` can all start now together: their units packed on the
+    nodes' free resources at time 0 (every running job holds its share; a node's free
+    resources form one block per type, so at time 0 this is exactly PCP'20's positions).
+    ``None`` when the solver could not tell within ``deterministic_time``.
+
+    >>> from market_hpc.algorithms.cp_instance import CpJob
+    >>> gpu_clash = CpInstance(np.array([[4, 1], [3, 0]]),
+    ...                        (CpJob(1, 1, (2, 1), 5, 10), CpJob(2, 1, (4, 0), 5, 10)))
+    >>> fits_now(gpu_clash, [0, 1], CpLimits()), fits_now(gpu_clash, [1], CpLimits())
+    (False, True)
+    """
+    from ortools.sat.python import cp_model
+
+    free = instance.capacity - instance.used
+    model = new_model()
+    loads: dict[int, list[tuple[cp_model.IntVar, tuple[int, ...]]]] = {}
+    for i in indices:
+        job = instance.jobs[i]
+        need = np.asarray(job.unit, dtype=np.int64)
+        asked = need > 0
+        fit = (free[:, asked] // need[asked]).min(axis=1) if asked.any() else np.full(len(free), job.units)
+        counts = []
+        for node in np.flatnonzero(fit > 0).tolist():
+            count = model.new_int_var(0, int(min(job.units, fit[node])), "")
+            counts.append(count)
+            loads.setdefault(node, []).append((count, job.unit))
+        if sum(int(min(job.units, f)) for f in fit[fit > 0]) < job.units:
+            return False
+        model.add(sum(counts) == job.units)
+    for node, parts in loads.items():
+        for r in range(free.shape[1]):
+            if sum(unit[r] for _, unit in parts):
+                model.add(cp_model.LinearExpr.weighted_sum([c for c, _ in parts], [unit[r] for _, unit in parts])
+                          <= int(free[node, r]))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_deterministic_time = deterministic_time
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = limits.seed
+    status = solver.solve(model)
+    if status == cp_model.INFEASIBLE:
+        return False
+    return True if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None

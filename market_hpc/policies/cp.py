@@ -61,7 +61,7 @@ from market_hpc.policies.registry import register_scheduler
 QUEUE_LIMIT = 100
 STATUS_KEYS = ("OPTIMAL", "FEASIBLE", "FALLBACK", "TRIVIAL")
 """Statuses ``cp_status_counts`` always lists (others, GREEDY and LIVENESS, when they occur)."""
-RELAXATION_TAGS = ("proved", "unpacked", "bound", "skipped")
+RELAXATION_TAGS = ("proved", "proved-cut", "unpacked", "bound", "skipped")
 """What PCP'20's schedule relaxation did per model (``CpOutcome.relaxation``)."""
 TIME_CONTROLS = ("deterministic", "paper")
 """PCP'20 time control: deterministic-time limits (reproducible), or the authors' wall
