@@ -1,9 +1,11 @@
-"""Seed 001 mutation check of PCP'20's redundant rules and hint (issue 22, item 4): each
-one-line mutation must fail a test.
+"""Seed 001 mutation check of PCP'20's redundant rules, hint and schedule relaxation
+(issue 22, item 4): each one-line mutation must fail a test.
 
     python benchmarks/cp_mutations.py
 
-Applies each mutation to the source, runs ``tests/test_cp_cuts.py``, restores the file,
+Applies each mutation to the source, runs ``tests/test_cp_cuts.py`` and
+``tests/test_cp_relax.py`` (and, for the relaxation's strength-only lines, the pinned
+PCP'20 decisions of ``tests/test_cp_decisions.py``), restores the file,
 and prints which test failed (CAUGHT) or SURVIVED when no test noticed
 (``mutation_check.py``). Edits files in place: never run it beside other runs of this tree.
 """
@@ -12,6 +14,7 @@ from mutation_check import run_mutations
 
 CUTS, PLAN, MODEL = ("market_hpc/algorithms/cp_cuts.py", "market_hpc/algorithms/cp_listplan.py",
                      "market_hpc/algorithms/cp_rules.py")
+RELAX, PCP20 = "market_hpc/algorithms/cp_relax.py", "market_hpc/algorithms/cp_pcp20.py"
 M = [
  ("event bound one second late", CUTS, "bounds.append(max(1, min(candidates)) if candidates else 1)",
   "bounds.append(max(1, min(candidates)) + 1 if candidates else 1)"),
@@ -19,9 +22,8 @@ M = [
   "other = [durations[j] for j in order[:1]]"),
  ("one slot fewer per shape", CUTS, "        slots = int((free[:, asked] // need[asked]).min(axis=1).sum())",
   "        slots = int((free[:, asked] // need[asked]).min(axis=1).sum()) - 1"),
- ("slot members: dominated jobs too", CUTS,
-  "        members = [i for i, job in enumerate(instance.jobs) if all(a >= b for a, b in zip(job.unit, shape))]\n        if sum(",
-  "        members = list(range(len(instance.jobs)))\n        if sum("),
+# (dropped in the third round: "slot members: dominated jobs too". A dominated job's
+# slot_demand is 0, so the members filter only saves work and the mutation is equivalent.)
  ("identical twins strictly ordered", MODEL, "model.add(starts[i] <= starts[j])", "model.add(starts[i] < starts[j])"),
  ("twins by shape only (duration ignored)", CUTS, "key = (job.units, job.unit, job.duration, job.weight)",
   "key = (job.units, job.unit)"),
@@ -38,8 +40,30 @@ M = [
  ("list plan: ended blocks still busy", PLAN, "        if end <= now:\n            continue", "        if end < 0:\n            continue"),
  ("list plan: planned jobs never release", PLAN, "            planned_use[node] -= count * np.asarray(amounts, dtype=np.int64)",
   "            pass"),
+ ("slot demand: one slot per unit", CUTS, "return min(u // s for u, s in zip(unit, shape) if s > 0)", "return 1"),
+ ("relaxation: an unproven schedule is a proof", PCP20,
+  'if relaxed.starts is None or relaxed.status != "OPTIMAL":', "if relaxed.starts is None:"),
+ ("relaxation: the hint always optimal", PCP20, "if relaxed.objective >= plan.objective(instance):  # the hint",
+  "if True:  # the hint"),
+ ("placement: starts not fixed", PCP20, "_assign(domain, [starts[key], starts[key]])", "pass"),
+ ("relaxation: twins strictly ordered", RELAX, "model.add(starts[i] <= starts[j])", "model.add(starts[i] < starts[j])"),
+ ("relaxation: slot blocks dropped", RELAX, "demands + [lack for _, lack in lacks], capacity)",
+  "demands + [0 for _, lack in lacks], capacity)"),
+ ("relaxation: running jobs not in the pooled cumulative", RELAX, "[int(usage[r]) for _, usage in blocks]",
+  "[0 for _, usage in blocks]"),
+ ("relaxation: no event domains", RELAX, "if 1 < event <= top:", "if False:"),
+ ("relaxation: its bound not passed to the search", PCP20, "        if relaxed.bound > built.lower_bound:",
+  "        if False:"),
+ ("start-now cut without the fit check", PCP20, "if fits_now(instance, sorted(now), limits) is not False:", "if False:"),
+ ("start-now cut never added", PCP20, "            forbidden.append(now)", "            pass"),
+ ("start-now cut: no clause", RELAX, "        model.add_bool_or([~now[i] for i in sorted(group)])", "        pass"),
+ ("start-now flag: one-sided link", RELAX, "                model.add(starts[i] >= 1).only_enforce_if(~flag)",
+  "                pass"),
+ ("fits now: one unit more per node", RELAX, "                          <= int(free[node, r]))",
+  "                          <= int(free[node, r]) + 1)"),
 ]
-tests = ["tests/test_cp_cuts.py"]
+PINNED = "tests/test_cp_decisions.py::test_cp_decisions_and_models_match_the_unoptimised_code[pcp20-default-core]"
+tests = ["tests/test_cp_cuts.py", "tests/test_cp_relax.py", PINNED]
 
 if __name__ == "__main__":
     raise SystemExit(run_mutations(M, tests))

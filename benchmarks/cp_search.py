@@ -4,6 +4,8 @@ plan and time, per search strategy and budget.
     PYTHONPATH=. python benchmarks/cp_search.py capture --out /tmp/cp_instances.pkl
     PYTHONPATH=. python benchmarks/cp_search.py measure /tmp/cp_instances.pkl \
         --branching priority earliest auto --budgets 0.002 0.02 0.1
+    PYTHONPATH=. python benchmarks/cp_search.py measure /tmp/cp_instances.pkl --limit 70 \
+        --branching auto --budgets 0.002 --relax off on --relax-time 0.01 0.05 0.2 --relax-search restarts default
 
 ``capture`` runs the study's PCP'20 runs (``scenarios/cp_dispatch.toml``: KIT-like 3,000
 jobs at offered load 1.5, Eurora-like 1,000 jobs, seed 1 unless ``--seeds``) and keeps
@@ -11,8 +13,11 @@ every instance for which PCP'20 built a model (non-trivial: the greedy plan does
 start every modelled job now). ``measure`` solves each kept instance under every
 (branching, deterministic budget) pair in one process and prints, per system: the share
 ending OPTIMAL, FEASIBLE and FALLBACK, the share whose start-now jobs or nodes differ
-from the greedy plan's, the mean objective gain over the greedy plan, and the mean /
-p99 wall time per decision. Same instances for every configuration: a paired
+from the greedy plan's, the mean objective gain over the greedy plan, the mean answer
+objective over the list plan's (PCP'20's hint), what the schedule relaxation did
+(``cp_relax``: proved / unpacked / bound / skipped), and the mean / p99 wall time and
+the mean CPU time per decision. ``--relax``, ``--relax-time`` and ``--relax-search``
+vary the relaxation (``on`` is the default). Same instances for every configuration: a paired
 comparison (the machine is shared, so the times are noisy; the statuses are exact,
 since the limits are deterministic).
 """
@@ -26,9 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
+from market_hpc.algorithms import cp_relax
 from market_hpc.algorithms.cp_cuts import CUTS
 from market_hpc.algorithms.cp_greedy import greedy_plan
 from market_hpc.algorithms.cp_instance import CpInstance, CpLimits
+from market_hpc.algorithms.cp_listplan import list_plan
 from market_hpc.algorithms.cp_pcp20 import BRANCHINGS, solve_pcp20
 from market_hpc.algorithms.cp_reduce import reduce_instance
 
@@ -87,41 +94,50 @@ def with_parameters(settings: list[str]) -> None:
 
 
 def measure(path: Path, branchings: list[str], budgets: list[float], limit: int | None,
-            cut_sets: list[str], workers: int) -> None:
+            cut_sets: list[str], workers: int, relaxations: list[tuple[bool, float, bool]]) -> None:
     kept: dict[str, list[CpInstance]] = pickle.loads(path.read_bytes())
-    print(f"{'system':>8} {'branching':>9} {'budget':>7} {'cuts':>20} {'n':>4} | {'OPTIMAL':>7} {'FEAS':>6} {'FALLB':>6} | "
-          f"{'changed':>7} {'gain%':>6} | {'mean ms':>8} {'p99 ms':>8} {'max ms':>8} {'cpu ms':>8}")
+    print(f"{'system':>8} {'branching':>9} {'budget':>7} {'cuts':>20} {'relaxation':>18} {'n':>4} | {'OPTIMAL':>7} "
+          f"{'FEAS':>6} {'FALLB':>6} | {'changed':>7} {'gain%':>6} {'vs hint':>7} | {'prv/unp/bnd/skp':>15} | "
+          f"{'mean ms':>8} {'p99 ms':>8} {'max ms':>8} {'cpu ms':>8}")
     for system, instances in kept.items():
         instances = instances[:: max(1, len(instances) // limit)] if limit else instances
         for branching in branchings:
             for cut_set in cut_sets:
                 cuts = () if cut_set == "none" else CUTS if cut_set == "all" else tuple(cut_set.split(","))
-                for budget in budgets:
-                    _measure_one(system, instances, branching, budget, cut_set, cuts, workers)
+                for relax, relax_time, restarts in relaxations:
+                    cp_relax.RELAX_TIME, cp_relax.RELAX_RESTARTS = relax_time, restarts  # type: ignore[misc]
+                    label = f"{relax_time:g} {'restarts' if restarts else 'default'}" if relax else "off"
+                    for budget in budgets:
+                        _measure_one(system, instances, branching, budget, cut_set, cuts, workers, relax, label)
 
 
 def _measure_one(system: str, instances: list[CpInstance], branching: str, budget: float, cut_set: str,
-         cuts: tuple[str, ...], workers: int) -> None:
-        limits = CpLimits(deterministic_time=budget, workers=workers)
-        statuses, changed, gains, seconds = [], [], [], []
-        cpu = time.process_time()
-        for instance in instances:
-            began = time.perf_counter()
-            outcome = solve_pcp20(instance, limits, branching=branching, cuts=cuts, hint=HINT)
-            seconds.append(time.perf_counter() - began)
-            statuses.append(outcome.status)
-            changed.append(bool(outcome.changed))
-            reduced = reduce_instance(instance).instance
-            greedy = greedy_plan(reduced).objective(reduced)
-            gains.append(1 - outcome.objective / greedy if greedy else 0.0)
-        n = len(instances)
-        ms = np.asarray(seconds) * 1e3
-        share = {s: statuses.count(s) / n for s in ("OPTIMAL", "FEASIBLE", "FALLBACK")}
-        cpu_ms = (time.process_time() - cpu) * 1e3 / n
-        print(f"{system:>8} {branching:>9} {budget:7.3f} {cut_set:>20} {n:4d} | {share['OPTIMAL']:7.3f} "
-              f"{share['FEASIBLE']:6.3f} {share['FALLBACK']:6.3f} | {np.mean(changed):7.3f} "
-              f"{100 * np.mean(gains):6.2f} | {ms.mean():8.1f} {np.percentile(ms, 99):8.1f} {ms.max():8.1f} "
-              f"{cpu_ms:8.1f}", flush=True)
+                 cuts: tuple[str, ...], workers: int, relax: bool, label: str) -> None:
+    limits = CpLimits(deterministic_time=budget, workers=workers)
+    statuses, changed, gains, ratios, tags, seconds = [], [], [], [], [], []
+    cpu = time.process_time()
+    for instance in instances:
+        began = time.perf_counter()
+        outcome = solve_pcp20(instance, limits, branching=branching, cuts=cuts, hint=HINT, relax=relax)
+        seconds.append(time.perf_counter() - began)
+        statuses.append(outcome.status)
+        changed.append(bool(outcome.changed))
+        tags.append(outcome.relaxation)
+        reduced = reduce_instance(instance).instance
+        plan = greedy_plan(reduced)
+        greedy = plan.objective(reduced)
+        gains.append(1 - outcome.objective / greedy if greedy else 0.0)
+        hint = list_plan(reduced, plan).objective(reduced) if greedy else 0
+        ratios.append(outcome.objective / hint if hint else 1.0)
+    cpu_ms = (time.process_time() - cpu) * 1e3 / len(instances)  # the reference plans included
+    n = len(instances)
+    ms = np.asarray(seconds) * 1e3
+    share = {s: statuses.count(s) / n for s in ("OPTIMAL", "FEASIBLE", "FALLBACK")}
+    counts = "/".join(str(tags.count(tag)) for tag in ("proved", "unpacked", "bound", "skipped"))
+    print(f"{system:>8} {branching:>9} {budget:7.3f} {cut_set:>20} {label:>18} {n:4d} | {share['OPTIMAL']:7.3f} "
+          f"{share['FEASIBLE']:6.3f} {share['FALLBACK']:6.3f} | {np.mean(changed):7.3f} "
+          f"{100 * np.mean(gains):6.2f} {np.mean(ratios):7.3f} | {counts:>15} | {ms.mean():8.1f} "
+          f"{np.percentile(ms, 99):8.1f} {ms.max():8.1f} {cpu_ms:8.1f}", flush=True)
 
 
 def main() -> None:
@@ -141,6 +157,11 @@ def main() -> None:
     mea.add_argument("--workers", type=int, default=1, help="CP-SAT num_workers")
     mea.add_argument("--hint", default="list", choices=["list", "shelf"], help="PCP'20's hint")
     mea.add_argument("--param", nargs="*", default=[], help="extra CP-SAT parameters KEY=VALUE for every solve")
+    mea.add_argument("--relax", nargs="+", default=["on"], choices=["on", "off"], help="the schedule relaxation")
+    mea.add_argument("--relax-time", type=float, nargs="+", default=[cp_relax.RELAX_TIME],
+                     help="its deterministic time per solve")
+    mea.add_argument("--relax-search", nargs="+", default=["restarts"], choices=["restarts", "default"],
+                     help="its search: CP-SAT's quick-restart portfolio or its default")
     args = parser.parse_args()
     if args.command == "capture":
         capture(args.out, args.seeds, args.jobs)
@@ -148,7 +169,10 @@ def main() -> None:
         global HINT
         HINT = args.hint
         with_parameters(args.param)
-        measure(args.path, args.branching, args.budgets, args.limit, args.cuts, args.workers)
+        relaxations = [(False, cp_relax.RELAX_TIME, cp_relax.RELAX_RESTARTS)] if "off" in args.relax else []
+        if "on" in args.relax:
+            relaxations += [(True, t, search == "restarts") for search in args.relax_search for t in args.relax_time]
+        measure(args.path, args.branching, args.budgets, args.limit, args.cuts, args.workers, relaxations)
 
 
 if __name__ == "__main__":

@@ -37,10 +37,16 @@ from typing import Any
 
 import numpy as np
 
-SCHEDULERS = ("pcp20", "greedy-plan", "hcp19", "cph", "easy")
-PAIRS = (("pcp20", "greedy-plan"), ("pcp20", "hcp19"))
+SCHEDULERS = ("pcp20", "greedy-plan", "pcp20-model", "hcp19", "cph", "easy")
+PAIRS = (("pcp20", "greedy-plan"), ("pcp20", "hcp19"), ("pcp20", "pcp20-model"))
 CP_KEYS = ("cp_status_counts", "cp_model_status_counts", "cp_models", "cp_changed_share",
-           "cp_mean_variables", "cp_max_variables", "cp_mean_constraints", "cp_max_constraints")
+           "cp_mean_variables", "cp_max_variables", "cp_mean_constraints", "cp_max_constraints",
+           "cp_relaxation_counts")
+VARIANTS = {"pcp20-model": ("pcp20", {"relax": False})}
+"""Study labels that are a registered scheduler with parameters: ``pcp20-model`` is PCP'20
+without its schedule relaxation (``cp_relax``), the second round's default: the model's
+own search from the same hint, at the same budget (the "cold search" the relaxation is
+measured against)."""
 
 
 LOADS = {"kit": 6.0, "eurora": 8.0}
@@ -54,9 +60,12 @@ def config(system: str, scheduler: str, seed: int, jobs: int, load: float | None
     platform, generator, load_key = {"kit": ("kit-fh2", "kit", "load"),
                                      "eurora": ("eurora", "eurora", "load_factor")}[system]
     load_table = {load_key: value}
+    name, params = VARIANTS.get(scheduler, (scheduler, {}))
+    policy: dict[str, Any] = {"scheduler": name, "predictor": "real"}
+    if params:
+        policy["params"] = params
     return {"platform": platform, "seed": seed, "timeseries": False,
-            "workload": {"generator": generator, "jobs": jobs, **load_table},
-            "policy": {"scheduler": scheduler, "predictor": "real"}}
+            "workload": {"generator": generator, "jobs": jobs, **load_table}, "policy": policy}
 
 
 def one_run(task: tuple[str, str, int, int, int]) -> dict[str, Any]:
@@ -128,7 +137,7 @@ def report(runs: list[dict[str, Any]]) -> None:
         bottleneck = "use_cores" if system == "kit" else "use_gpus"
         print(f"{'scheduler':>12} {'runs':>4} | {'slowdown':>8} {'wait s':>8} | {'disp ms':>7} {'p99':>7} | "
               f"{bottleneck[4:]:>5} {'queue':>5} {'decis':>6} {'models':>6} {'OPT/mod':>7} {'changed':>7} {'vars':>6} "
-              f"{'cons':>6} | {'run s':>6} {'cpu s':>6}")
+              f"{'cons':>6} | {'run s':>6} {'cpu s':>6} | relaxation proved/unpacked/bound")
         for scheduler in SCHEDULERS + ("pcp19",):
             mine = [r for r in rows if r["scheduler"] == scheduler]
             if not mine:
@@ -146,7 +155,13 @@ def report(runs: list[dict[str, Any]]) -> None:
                   f"{optimal / models if models else float('nan'):7.3f} {changed:7.3f} "
                   f"{np.mean([r.get('cp_mean_variables', 0) for r in mine]):6.1f} "
                   f"{np.mean([r.get('cp_mean_constraints', 0) for r in mine]):6.1f} | "
-                  f"{np.mean([r['seconds'] for r in mine]):6.1f} {np.mean([r.get('cpu_seconds', np.nan) for r in mine]):6.1f}")
+                  f"{np.mean([r['seconds'] for r in mine]):6.1f} {np.mean([r.get('cpu_seconds', np.nan) for r in mine]):6.1f} | "
+                  + "/".join(str(sum(r.get("cp_relaxation_counts", {}).get(tag, 0) for r in mine))
+                             for tag in ("proved", "unpacked", "bound")))
+            if scheduler == "pcp20":
+                print(" " * 14 + "OPTIMAL share per seed: " + ", ".join(
+                    f"{r['cp_model_status_counts'].get('OPTIMAL', 0) / max(1, r['cp_models']):.3f}"
+                    for r in sorted(mine, key=lambda r: r["seed"])))
         for a, b in PAIRS:
             for metric in ("slowdown", "wait"):
                 mean, low, high, n = paired(runs, system, a, b, metric)
@@ -163,8 +178,9 @@ def main() -> None:
     parser.add_argument("--pcp19-seeds", type=int, default=1, help="seeds PCP'19 runs on Eurora")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--systems", nargs="+", default=["kit", "eurora"], choices=["kit", "eurora"])
+    parser.add_argument("--schedulers", nargs="+", default=None, help="run only these labels (default: all)")
     parser.add_argument("--merge", type=Path, default=None,
-                        help="a saved run whose other systems' runs are reported with these")
+                        help="a saved run whose runs not repeated here are reported (and saved) with these")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--report", type=Path, default=None, help="only print the tables of a saved run")
     args = parser.parse_args()
@@ -181,10 +197,10 @@ def main() -> None:
             tasks.append(("eurora", scheduler, seed, args.eurora_jobs, args.months))
         if seed in args.seeds[: args.pcp19_seeds]:
             tasks.append(("eurora", "pcp19", seed, args.eurora_jobs, args.months))
-    tasks = [t for t in tasks if t[0] in args.systems]
+    tasks = [t for t in tasks if t[0] in args.systems and (args.schedulers is None or t[1] in args.schedulers)]
     # the paired dispatchers first, seed by seed (a cut-short run still gives intervals), then
     # EASY, CPH and PCP'19
-    rank = {"pcp20": 0, "greedy-plan": 0, "hcp19": 0, "easy": 1, "cph": 2, "pcp19": 3}
+    rank = {"pcp20": 0, "greedy-plan": 0, "pcp20-model": 0, "hcp19": 0, "easy": 1, "cph": 2, "pcp19": 3}
     tasks.sort(key=lambda t: (rank[t[1]], t[2], t[0] != "kit"))
     began = time.perf_counter()
     runs = []
@@ -196,7 +212,8 @@ def main() -> None:
     print(f"{len(runs)} runs in {time.perf_counter() - began:.0f} s wall ({args.workers} workers), "
           f"{sum(r['cpu_seconds'] for r in runs):.0f} s CPU in the runs")
     if args.merge is not None:
-        runs += [r for r in json.loads(args.merge.read_text()) if r["system"] not in args.systems]
+        done = {(r["system"], r["scheduler"], r["seed"]) for r in runs}
+        runs += [r for r in json.loads(args.merge.read_text()) if (r["system"], r["scheduler"], r["seed"]) not in done]
     if args.out is not None:
         args.out.write_text(json.dumps(runs, indent=1))
     report(runs)

@@ -290,6 +290,8 @@ def test_bad_scheduler_parameters_fail_with_the_scheduler_name() -> None:
         make_policy("pcp20", scheduler_params={"levels": -1})
     with pytest.raises(ConfigError, match="scheduler 'pcp20': branching must be one of priority, earliest, auto"):
         make_policy("pcp20", scheduler_params={"branching": "random"})
+    with pytest.raises(ConfigError, match="scheduler 'pcp20': relax must be true or false, got 'yes'"):
+        make_policy("pcp20", scheduler_params={"relax": "yes"})
     with pytest.raises(ConfigError, match="scheduler 'greedy-plan': time_control must be one of"):
         make_policy("greedy-plan", scheduler_params={"time_control": "fast"})
     with pytest.raises(ConfigError, match="scheduler 'cph'"):

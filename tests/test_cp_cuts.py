@@ -48,11 +48,12 @@ def test_event_bound_is_the_earliest_other_end() -> None:
 
 def test_slot_limits_count_whole_units_per_node() -> None:
     # two 20-core nodes, 5 cores of node 0 busy: one 20-core slot (node 1), three 10-core
-    # slots (1 on node 0, 2 on node 1); job 1 (2 x 20) dominates both shapes
+    # slots (1 on node 0, 2 on node 1); job 1 (2 x 20) dominates both shapes and takes
+    # two 10-core slots per unit: 4 of them
     inst = CpInstance(np.array([[20], [20]]),
                       (CpJob(1, 2, (20,), 5, 1), CpJob(2, 1, (10,), 5, 1), CpJob(3, 1, (10,), 5, 1)),
                       (CpRunning(9, ((0, (5,)),)),))
-    assert slot_limits(inst) == [([0], 1), ([0, 1, 2], 3)]
+    assert slot_limits(inst) == [([0], [2], 1), ([0, 1, 2], [4, 1, 1], 3)]
 
 
 def test_identical_pairs_link_consecutive_twins_only() -> None:
@@ -66,7 +67,7 @@ def test_identical_twins_may_start_together() -> None:
     # costs 12. Ordering twins strictly (s_A < s_B) would force the 12.
     inst = CpInstance(np.array([[3]]), (CpJob(1, 1, (1,), 5, 3), CpJob(2, 1, (1,), 5, 3), CpJob(3, 1, (2,), 4, 1)))
     assert identical_pairs(inst) == [(0, 1)]
-    outcome = solve_pcp20(inst, LONG, levels=None)
+    outcome = solve_pcp20(inst, LONG, levels=None, relax=False)
     assert outcome.status == "OPTIMAL"
     assert (outcome.starts, outcome.objective) == ({1: 0, 2: 0, 3: 5}, 5)
 
@@ -79,7 +80,7 @@ def test_slot_cumulative_blocks_take_away_what_running_jobs_hold() -> None:
     times, free = free_profile(inst)
     assert times == [0, 4, 9]
     assert free[:, :, 0].tolist() == [[0, 15, 20], [20, 15, 20], [20, 20, 20]]
-    assert slot_cumulatives(inst) == [([0, 1], [(4, 1), (9, 1)], 3)]
+    assert slot_cumulatives(inst) == [([0, 1], [2, 2], [(4, 1), (9, 1)], 3)]
 
 
 @pytest.mark.parametrize(("jobs", "profile", "bound"), [
@@ -97,17 +98,19 @@ def test_objective_bound_by_hand() -> None:
     inst = CpInstance(np.array([[2], [2]]), (CpJob(1, 1, (2,), 4, 10), CpJob(2, 1, (2,), 4, 10)),
                       (CpRunning(3, ((0, (2,)),)),))
     assert objective_bound(inst) == 30
-    outcome = solve_pcp20(inst, LONG, levels=None)
+    outcome = solve_pcp20(inst, LONG, levels=None, relax=False)
     assert outcome.status == "OPTIMAL" and outcome.objective == 30
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_rules_keep_the_optimum_and_the_bound_stays_below_it(seed: int) -> None:
     instance = many_ends(seed)
-    plain = solve_pcp20(instance, LONG, levels=None, cuts=(), hint="shelf")
-    ruled = solve_pcp20(instance, LONG, levels=None, cuts=CUTS)
-    assert plain.status == ruled.status == "OPTIMAL"
-    assert ruled.objective == plain.objective
+    # the model's own rules, without the schedule relaxation (which would answer first)
+    plain = solve_pcp20(instance, LONG, levels=None, cuts=(), hint="shelf", relax=False)
+    ruled = solve_pcp20(instance, LONG, levels=None, cuts=CUTS, relax=False)
+    relaxed = solve_pcp20(instance, LONG, levels=None)
+    assert plain.status == ruled.status == relaxed.status == "OPTIMAL"
+    assert ruled.objective == plain.objective == relaxed.objective
     assert objective_bound(instance) <= plain.objective
     assert_plan_fits(instance, ruled)
 

@@ -37,8 +37,8 @@ ORTOOLS = "9.15.6755"  # the version the pins were recorded with
 PINS: dict[tuple[str, bool], tuple[str, str, int]] = {
     ('pcp20', False): ('6148ec348f1eca3c5490', 'defe8df23df18a4dbf32', 36),
     ('pcp20', True): ('b1439c514137ce1587f2', '485d57ff265a4a0b71a0', 44),
-    ('pcp20-default', False): ('c7ff56dd74abe355f64c', '34d499302945f786ecc3', 38),
-    ('pcp20-default', True): ('778f9b0f8b236d4f069f', '9f0e5a6d73ef275975cf', 42),
+    ('pcp20-default', False): ('fa375a57d7ed0e924988', '7a41d28e0158ff4fa96b', 71),
+    ('pcp20-default', True): ('89d1747962b4e9b21cc1', 'b73fe6cefee64193900a', 55),
     ('pcp19', False): ('730eaf6b18c566eca9cf', '5230d871c1a7e4b255c0', 78),
     ('pcp19', True): ('61b7983ae474a1775d8c', 'dc1c1eed1a5bcc10de8b', 92),
     ('hcp19', False): ('c59bb124c99c1741d96c', '15b526ba9e72fa7497a3', 58),
@@ -70,10 +70,12 @@ def fingerprint(scheduler: str, exclusive: bool) -> tuple[str, str, int]:
         # ``pcp20``: the pins of PCP'20's fixed priority search on the shelf hint without the
         # redundant rules (the model as recorded from main); ``pcp20-default``: the default
         # (``auto`` search, list-scheduling hint, every rule of ``cp_cuts``; recorded in
-        # issue 22's second round, when they were added)
+        # issue 22's second round, when they were added; re-recorded in the third round, when
+        # the schedule relaxation ``cp_relax`` became the default: its packing solves are
+        # recorded too)
         params: dict[str, Any] | None = None
         if scheduler == "pcp20":
-            params = {"branching": "priority", "hint": "shelf", "cuts": []}
+            params = {"branching": "priority", "hint": "shelf", "cuts": [], "relax": False}
         name = "pcp20" if scheduler == "pcp20-default" else scheduler
         model = HPCModel(jobs, platform=PLATFORM, scheduler=name, exclusive=exclusive, seed=3,
                          record_timeseries=False, policy=make_policy(name, scheduler_params=params))

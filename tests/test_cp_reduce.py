@@ -87,20 +87,23 @@ def many_ends(seed: int) -> CpInstance:
     return CpInstance(capacity, jobs, tuple(running))
 
 
+@pytest.mark.parametrize("relax", [True, False], ids=["relaxation", "model"])
 @pytest.mark.parametrize("seed", range(12))
-def test_reduced_plans_are_feasible_and_never_beat_the_exact_optimum(seed: int) -> None:
+def test_reduced_plans_are_feasible_and_never_beat_the_exact_optimum(seed: int, relax: bool) -> None:
+    # with and without the schedule relaxation (cp_relax): its packed schedules, too,
+    # must fit the real running jobs
     instance = many_ends(seed)
     distinct = len({job.remaining for job in instance.running})
     assert distinct >= 5
-    exact = solve_pcp20(instance, LONG, levels=None)
+    exact = solve_pcp20(instance, LONG, levels=None, relax=relax)
     assert exact.status == "OPTIMAL"
     assert_plan_fits(instance, exact)
     for levels in (1, 2, 3):
-        reduced = solve_pcp20(instance, LONG, levels=levels)
+        reduced = solve_pcp20(instance, LONG, levels=levels, relax=relax)
         assert reduced.status == "OPTIMAL"
         assert_plan_fits(instance, reduced)  # every planned start and node, against the real ends
         assert reduced.objective >= exact.objective
-    same = solve_pcp20(instance, LONG, levels=distinct)  # every end is its own level: exact
+    same = solve_pcp20(instance, LONG, levels=distinct, relax=relax)  # every end is its own level: exact
     assert same.objective == exact.objective
 
 

@@ -64,18 +64,34 @@ def event_bounds(instance: CpInstance) -> list[int]:
     return bounds
 
 
-def slot_limits(instance: CpInstance) -> list[tuple[list[int], int]]:
-    """Knapsacks on the jobs started now: ``(job indices, slots)`` per distinct unit shape
-    ``sigma`` whose dominating jobs' units exceed the slots free now (others are omitted:
-    they never bind). Slots: per node ``min_r floor(free / sigma_r)`` over the types
-    ``sigma`` asks for, summed.
+def slot_demand(unit: tuple[int, ...], shape: tuple[int, ...]) -> int:
+    """Slots of ``shape`` that one ``unit`` (dominating it) takes on its node at least:
+    ``min_r floor(unit_r / shape_r)`` over the types ``shape`` asks for.
+
+    A node with free ``f`` has ``min_r floor(f_r / sigma_r)`` slots; since
+    ``floor((f - u) / s) <= floor(f / s) - floor(u / s)`` per type, placing ``u`` takes
+    away at least this many (a 20-core unit takes both 10-core slots of a free 20-core
+    node, not one).
+
+    >>> slot_demand((20, 0), (10, 0)), slot_demand((20, 3), (10, 2)), slot_demand((15,), (10,))
+    (2, 1, 1)
+    """
+    return min(u // s for u, s in zip(unit, shape) if s > 0)
+
+
+def slot_limits(instance: CpInstance) -> list[tuple[list[int], list[int], int]]:
+    """Knapsacks on the jobs started now: ``(job indices, slots each takes, slots)`` per
+    distinct unit shape ``sigma`` whose dominating jobs' demand exceeds the slots free
+    now (others are omitted: they never bind). Slots: per node ``min_r floor(free /
+    sigma_r)`` over the types ``sigma`` asks for, summed; a job takes ``units *
+    slot_demand(unit, sigma)``.
 
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
     >>> inst = CpInstance(np.array([[20], [20]]),
     ...                   (CpJob(1, 2, (20,), 5, 1), CpJob(2, 1, (10,), 5, 1), CpJob(3, 1, (10,), 5, 1)),
     ...                   (CpRunning(9, ((0, (5,)),)),))
     >>> slot_limits(inst)   # 20-core units: node 1 only; 10-core units: 1 + 2
-    [([0], 1), ([0, 1, 2], 3)]
+    [([0], [2], 1), ([0, 1, 2], [4, 1, 1], 3)]
     """
     free = instance.capacity - instance.used
     limits = []
@@ -87,8 +103,9 @@ def slot_limits(instance: CpInstance) -> list[tuple[list[int], int]]:
             continue
         slots = int((free[:, asked] // need[asked]).min(axis=1).sum())
         members = [i for i, job in enumerate(instance.jobs) if all(a >= b for a, b in zip(job.unit, shape))]
-        if sum(instance.jobs[i].units for i in members) > slots:
-            limits.append((members, slots))
+        demands = [instance.jobs[i].units * slot_demand(instance.jobs[i].unit, shape) for i in members]
+        if sum(demands) > slots:
+            limits.append((members, demands, slots))
     return limits
 
 
@@ -172,7 +189,8 @@ def objective_bound(instance: CpInstance) -> int:
     * per resource type, the pooled free capacity over time (the running jobs' ends)
       against each job's total demand ``units * unit_r``;
     * per distinct unit shape ``sigma``, the slots ``sum_n min_r floor(free_{n,r}(t) /
-      sigma_r)`` over time against the units of the jobs whose unit dominates ``sigma``.
+      sigma_r)`` over time against the slots (``slot_demand``) of the jobs whose unit
+      dominates ``sigma``.
 
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
     >>> inst = CpInstance(np.array([[2], [2]]), (CpJob(1, 1, (2,), 4, 10), CpJob(2, 1, (2,), 4, 10)),
@@ -195,7 +213,7 @@ def objective_bound(instance: CpInstance) -> int:
     for shape in sorted({job.unit for job in jobs}):
         if not any(shape):
             continue
-        members = [(job.weight, job.duration, job.units) for job in jobs
+        members = [(job.weight, job.duration, job.units * slot_demand(job.unit, shape)) for job in jobs
                    if all(a >= b for a, b in zip(job.unit, shape))]
         slots = slot_profile(free, shape)
         if sum(q for _, _, q in members) > slots[0]:
@@ -234,22 +252,23 @@ def slot_profile(free: np.ndarray, shape: tuple[int, ...]) -> list[int]:
     return [int(s) for s in (free[:, :, asked] // need[asked]).min(axis=2).sum(axis=1)]
 
 
-def slot_cumulatives(instance: CpInstance) -> list[tuple[list[int], list[tuple[int, int]], int]]:
+def slot_cumulatives(instance: CpInstance) -> list[tuple[list[int], list[int], list[tuple[int, int]], int]]:
     """Redundant cumulatives over unit slots: per distinct unit shape ``sigma`` whose
-    dominating jobs could ever exceed the slots, ``(job indices, blocks, capacity)``:
-    the jobs use ``units`` each, ``capacity`` is the slots once every running job ended,
+    dominating jobs could ever exceed the slots, ``(job indices, demands, blocks,
+    capacity)``: a job uses ``units * slot_demand(unit, sigma)`` slots, ``capacity`` is
+    the slots once every running job ended,
     and ``blocks`` are fixed ``(end, demand)`` intervals from 0 that take away what the
     running jobs still hold (``capacity - slots`` of each segment, as nested blocks).
-    A unit that asks at least ``sigma`` in every type takes at least one slot of its
-    node at every instant it runs, so every schedule respects them (the time-indexed
-    form of ``slot_limits``).
+    A unit that asks at least ``sigma`` in every type takes at least ``slot_demand``
+    slots of its node at every instant it runs, so every schedule respects them (the
+    time-indexed form of ``slot_limits``).
 
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
     >>> inst = CpInstance(np.array([[20], [20], [20]]),
     ...                   (CpJob(1, 2, (20,), 5, 1), CpJob(2, 2, (20,), 5, 1)),
     ...                   (CpRunning(4, ((0, (20,)),)), CpRunning(9, ((1, (5,)),))))
     >>> slot_cumulatives(inst)   # slots 1 until 4, 2 until 9, then 3
-    [([0, 1], [(4, 1), (9, 1)], 3)]
+    [([0, 1], [2, 2], [(4, 1), (9, 1)], 3)]
     """
     times, free = free_profile(instance)
     cumulatives = []
@@ -257,8 +276,9 @@ def slot_cumulatives(instance: CpInstance) -> list[tuple[list[int], list[tuple[i
         if not any(shape):
             continue
         members = [i for i, job in enumerate(instance.jobs) if all(a >= b for a, b in zip(job.unit, shape))]
+        demands = [instance.jobs[i].units * slot_demand(instance.jobs[i].unit, shape) for i in members]
         slots = slot_profile(free, shape)
-        if sum(instance.jobs[i].units for i in members) <= min(slots):
+        if sum(demands) <= min(slots):
             continue  # never binds
         capacity = slots[-1]
         blocks = []
@@ -266,5 +286,5 @@ def slot_cumulatives(instance: CpInstance) -> list[tuple[list[int], list[tuple[i
             lack = capacity - slots[k] - (capacity - slots[k + 1])
             if lack > 0:
                 blocks.append((times[k + 1], lack))
-        cumulatives.append((members, blocks, capacity))
+        cumulatives.append((members, demands, blocks, capacity))
     return cumulatives

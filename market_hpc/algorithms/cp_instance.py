@@ -140,6 +140,13 @@ class CpOutcome:
             fallback, the greedy-plan dispatcher).
         planned: Allocation of *every* modelled job (planned start now or later) for
             the dispatchers that place (PCP'20, greedy-plan); empty otherwise.
+        relaxation: What PCP'20's schedule relaxation (``cp_relax``) did: ``proved``
+            (solved to optimality and packed: the answer is optimal), ``proved-cut`` (the
+            same, after re-solving without start-now sets that do not fit now), ``unpacked``
+            (solved to optimality, but its schedule could not be packed), ``bound`` (not
+            solved to optimality); in the last two PCP'20's own search decides, with the
+            relaxation's bound; ``skipped`` (more modelled jobs than
+            ``cp_relax.RELAX_JOBS``). Empty when it is off or no model was built.
     """
 
     starts: dict[int, int]
@@ -152,6 +159,7 @@ class CpOutcome:
     seconds: float = 0.0
     changed: bool | None = None
     planned: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    relaxation: str = ""
 
 
 def changed_from(outcome: CpOutcome, starts: dict[int, int],

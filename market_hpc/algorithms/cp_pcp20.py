@@ -35,11 +35,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
 from ortools.util.python import sorted_interval_list
 
+from market_hpc.algorithms import cp_relax
 from market_hpc.algorithms.cp_cuts import CUTS, event_bounds
 from market_hpc.algorithms.cp_greedy import Plan, greedy_plan, node_offsets, plan_outcome
 from market_hpc.algorithms.cp_instance import (
@@ -58,6 +60,7 @@ from market_hpc.algorithms.cp_instance import (
 )
 from market_hpc.algorithms.cp_listplan import list_plan
 from market_hpc.algorithms.cp_reduce import LEVELS, reduce_instance
+from market_hpc.algorithms.cp_relax import Relaxed, fits_now, solve_relaxation
 from market_hpc.algorithms.cp_rules import add_rules
 
 Box = tuple[int, int, int]  # (position, height, remaining)
@@ -237,6 +240,21 @@ class Pcp20Model:
         model.minimize(sum(job.weight * self.starts[job.key] for job in instance.jobs))
         add_hints(model, self._hint_vars, self._hint_values)
 
+    def place(self, starts: dict[int, int], limits: CpLimits, deterministic_time: float) -> tuple[cp_model.CpSolver, str]:
+        """Solve the model with every start fixed to ``starts`` (a packing problem); the
+        start domains are restored afterwards."""
+        variables = self.model.proto.variables
+        saved = {}
+        for key, var in self.starts.items():
+            domain = variables[var.index].domain
+            saved[var.index] = list(domain)
+            _assign(domain, [starts[key], starts[key]])
+        try:
+            return solve(self.model, limits, deterministic_time, linearization=0)
+        finally:
+            for index, values in saved.items():
+                _assign(variables[index].domain, values)
+
     def _hint_unit(self, plan: Plan, key: int, j: int, node: cp_model.IntVar, choice: list,
                    fitting: list[tuple[int, int]], ys_unit: dict[int, cp_model.IntVar]) -> None:
         at = plan.nodes[key][j]
@@ -253,6 +271,15 @@ class Pcp20Model:
             values.append(int(position[r]))
 
 
+def _assign(field: Any, values: list[int]) -> None:
+    """Replace a repeated proto field's values (OR-Tools' pybind container or protobuf's)."""
+    if hasattr(field, "clear"):
+        field.clear()
+    else:
+        del field[:]
+    field.extend(values)
+
+
 HINTS = ("list", "shelf")
 """PCP'20 hints: ``list`` (``cp_listplan``: the shelf plan's start-now jobs, the rest by list
 scheduling at every end; the default) or ``shelf`` (the shelf plan alone, as before
@@ -267,7 +294,8 @@ with the smallest lower bound next, ties by priority; then the allocations), ``a
 
 def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
                 levels: int | None = LEVELS, search: bool = True, branching: str = "auto",
-                paper_time: bool = False, cuts: Iterable[str] = CUTS, hint: str = "list") -> CpOutcome:
+                paper_time: bool = False, cuts: Iterable[str] = CUTS, hint: str = "list",
+                relax: bool = True) -> CpOutcome:
     """Build and solve the PCP'20 model of ``instance`` under the authors' time control.
 
     The model is built on the reduced system (``cp_reduce``: running jobs' ends rounded
@@ -280,6 +308,12 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     per retry (``max_retries``: 30 in their study), not reproducible. Placements name
     the real nodes. ``search=False`` returns the greedy plan itself (status ``GREEDY``,
     no model: the ``greedy-plan`` dispatcher); ``branching`` is one of ``BRANCHINGS``.
+
+    With ``relax`` (the default) and at most ``cp_relax.RELAX_JOBS`` modelled jobs, the
+    schedule relaxation (``cp_relax``) is solved first:
+    when it is solved to optimality and its schedule packs into PCP'20's positions, that
+    packing is the answer, ``OPTIMAL`` (the relaxation's optimum bounds PCP'20's);
+    otherwise its bound is added to PCP'20's model and the search above decides.
 
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
     >>> inst = CpInstance(np.array([[2], [2]]),
@@ -315,6 +349,24 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
                                      0, watch.seconds()), real, plan)
     built = Pcp20Model(instance, plan, branching=branching, cuts=cuts)
     variables, constraints = model_size(built.model)
+    tag = "skipped" if relax else ""
+    if relax and len(instance.jobs) <= cp_relax.RELAX_JOBS:
+        forbidden: list[frozenset[int]] = []
+        for _ in range(cp_relax.RELAX_ROUNDS):
+            relaxed = solve_relaxation(instance, plan, limits, forbidden=forbidden)
+            tag, answer = _from_relaxation(built, relaxed, plan, placements, limits, watch)
+            if tag != "unpacked" or relaxed.starts is None:
+                break
+            now = frozenset(i for i, job in enumerate(instance.jobs) if relaxed.starts[job.key] == 0)
+            if fits_now(instance, sorted(now), limits) is not False:
+                break  # the start-now jobs fit: what does not pack is later (not cut)
+            forbidden.append(now)
+        if answer is not None:
+            tag = "proved-cut" if forbidden else tag
+            return _real_nodes(replace(answer, variables=variables, constraints=constraints, relaxation=tag), real)
+        if relaxed.bound > built.lower_bound:
+            built.model.add(cp_model.LinearExpr.weighted_sum(
+                [built.starts[job.key] for job in instance.jobs], [job.weight for job in instance.jobs]) >= relaxed.bound)
     budget = limits.deterministic_time
     for attempt in range(max_retries + 1):
         if paper_time:
@@ -324,16 +376,44 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
         solver, status = solve(built.model, run_limits, budget, fixed_search=branching != "auto",
                                linearization=LINEARIZATION)
         if status in ("OPTIMAL", "FEASIBLE"):
-            starts = {key: int(solver.value(var)) for key, var in built.starts.items()}
-            planned = {key: _counts(solver.value(node) for node in built.nodes[key]) for key in starts}
-            found = {key: planned[key] for key, start in starts.items() if start == 0}
-            outcome = CpOutcome(starts, found, status, variables, constraints, int(solver.objective_value),
-                                attempt + 1, watch.seconds(), changed_from_plan(starts, found, plan, placements),
-                                planned)
-            return _real_nodes(outcome, real)
+            outcome = _read(built, solver, status, attempt + 1, plan, placements, watch)
+            return _real_nodes(replace(outcome, variables=variables, constraints=constraints, relaxation=tag), real)
         budget += 0.5 * limits.deterministic_time
     return _real_nodes(CpOutcome(dict(plan.starts), placements, FALLBACK, variables, constraints,
-                                 plan.objective(instance), max_retries + 1, watch.seconds()), real, plan)
+                                 plan.objective(instance), max_retries + 1, watch.seconds(), relaxation=tag),
+                       real, plan)
+
+
+PLACE_TIME = 0.05
+"""Deterministic time to pack the relaxation's schedule into PCP'20's positions."""
+
+
+def _from_relaxation(built: Pcp20Model, relaxed: Relaxed, plan: Plan,
+                     placements: dict[int, tuple[tuple[int, int], ...]], limits: CpLimits,
+                     watch: Stopwatch) -> tuple[str, CpOutcome | None]:
+    """``(what the relaxation did, the answer it gives or None)`` (``CpOutcome.relaxation``)."""
+    instance = built.instance
+    if relaxed.starts is None or relaxed.status != "OPTIMAL":  # packing an unproven schedule rarely paid (docs/cp.md)
+        return "bound", None
+    if relaxed.objective >= plan.objective(instance):  # the hint meets the bound: it is optimal
+        return "proved", CpOutcome(dict(plan.starts), placements, "OPTIMAL", objective=plan.objective(instance),
+                                   solves=1, seconds=watch.seconds(), changed=False,
+                                   planned={key: plan.allocation(key) for key in plan.starts})
+    solver, status = built.place(relaxed.starts, limits, PLACE_TIME)
+    if status not in ("OPTIMAL", "FEASIBLE"):
+        return "unpacked", None
+    return "proved", replace(_read(built, solver, "OPTIMAL", 1, plan, placements, watch), objective=relaxed.objective)
+
+
+def _read(built: Pcp20Model, solver: cp_model.CpSolver, status: str, solves: int, plan: Plan,
+          placements: dict[int, tuple[tuple[int, int], ...]], watch: Stopwatch) -> CpOutcome:
+    """The outcome of a solved PCP'20 model: every start and allocation, the start-now placements."""
+    starts = {key: int(solver.value(var)) for key, var in built.starts.items()}
+    planned = {key: _counts(solver.value(node) for node in built.nodes[key]) for key in starts}
+    found = {key: planned[key] for key, start in starts.items() if start == 0}
+    objective = sum(job.weight * starts[job.key] for job in built.instance.jobs)
+    return CpOutcome(starts, found, status, 0, 0, objective, solves, watch.seconds(),
+                     changed_from_plan(starts, found, plan, placements), planned)
 
 
 LINEARIZATION = 2

@@ -36,10 +36,10 @@ def add_rules(model: cp_model.CpModel, instance: CpInstance, starts: list[cp_mod
     if lower_bound > 0:
         model.add(cp_model.LinearExpr.weighted_sum(starts, [job.weight for job in jobs]) >= lower_bound)
     if "cumulative" in cuts:
-        for members, blocks, capacity in slot_cumulatives(instance):
+        for members, demands, blocks, capacity in slot_cumulatives(instance):
             boxes = [intervals[i] for i in members]
             boxes += [model.new_fixed_size_interval_var(0, end, "") for end, _ in blocks]
-            model.add_cumulative(boxes, [jobs[i].units for i in members] + [lack for _, lack in blocks], capacity)
+            model.add_cumulative(boxes, demands + [lack for _, lack in blocks], capacity)
     if "identical" in cuts:
         for i, j in identical_pairs(instance):
             model.add(starts[i] <= starts[j])
@@ -54,6 +54,6 @@ def add_rules(model: cp_model.CpModel, instance: CpInstance, starts: list[cp_mod
         if plan is not None:
             hint_vars.append(flag.index)
             hint_values.append(int(plan.starts[job.key] == 0))
-    for members, slots in limits:
-        model.add(sum(jobs[i].units * now[i] for i in members) <= slots)
+    for members, demands, slots in limits:
+        model.add(sum(demand * now[i] for i, demand in zip(members, demands)) <= slots)
     return lower_bound

@@ -61,6 +61,8 @@ from market_hpc.policies.registry import register_scheduler
 QUEUE_LIMIT = 100
 STATUS_KEYS = ("OPTIMAL", "FEASIBLE", "FALLBACK", "TRIVIAL")
 """Statuses ``cp_status_counts`` always lists (others, GREEDY and LIVENESS, when they occur)."""
+RELAXATION_TAGS = ("proved", "proved-cut", "unpacked", "bound", "skipped")
+"""What PCP'20's schedule relaxation did per model (``CpOutcome.relaxation``)."""
 TIME_CONTROLS = ("deterministic", "paper")
 """PCP'20 time control: deterministic-time limits (reproducible), or the authors' wall
 clock (1 s, +0.5 s per retry while no solution, 30 retries)."""
@@ -128,6 +130,7 @@ class CpScheduler:
         self.searched = 0  # decisions whose solver answer was used (``outcome.changed`` known)
         self.changed = 0  # ... of which started other jobs now, or on other nodes, than the greedy plan
         self.model_statuses: Counter[str] = Counter()  # status of the decisions that built a model
+        self.relaxations: Counter[str] = Counter()  # what PCP'20's schedule relaxation did (cp_relax)
         self.last: CpOutcome | None = None
         # per platform: (platform, (column, divisor) of each modelled type, capacity in model units)
         self._units: tuple[Any, list[tuple[int, int]], np.ndarray] | None = None
@@ -247,6 +250,8 @@ class CpScheduler:
             self.variables.append(outcome.variables)
             self.constraints.append(outcome.constraints)
             self.model_statuses[outcome.status] += 1
+        if outcome.relaxation:
+            self.relaxations[outcome.relaxation] += 1
         if outcome.changed is not None:
             self.searched += 1
             self.changed += outcome.changed
@@ -312,6 +317,7 @@ class CpScheduler:
             "cp_max_variables": int(variables.max()),
             "cp_mean_constraints": float(constraints.mean()),
             "cp_max_constraints": int(constraints.max()),
+            "cp_relaxation_counts": {tag: self.relaxations[tag] for tag in RELAXATION_TAGS},
         }
 
 
@@ -340,6 +346,9 @@ class Pcp20(CpScheduler):
             scheduling) or ``shelf`` (the greedy shelf plan); ``cp_pcp20.HINTS``.
         cuts: The redundant rules of ``cp_cuts`` to add (default all: ``event``,
             ``slots``, ``identical``, ``bound``, ``cumulative``); ``[]`` for none.
+        relax: Solve the schedule relaxation first (``cp_relax``: its schedule, packed,
+            is the answer, optimal when the relaxation was proven; its bound goes to the
+            search otherwise). Default on, chosen by measurement (docs/cp.md).
     """
 
     label = "pcp20"
@@ -347,8 +356,11 @@ class Pcp20(CpScheduler):
 
     def __init__(self, allocator: Allocator, max_retries: int | None = None, levels: int = 8,
                  branching: str = "auto", time_control: str = "deterministic", hint: str = "list",
-                 cuts: Sequence[str] | None = None, **limits: Any) -> None:
+                 cuts: Sequence[str] | None = None, relax: bool = True, **limits: Any) -> None:
         super().__init__(allocator, **limits)
+        if not isinstance(relax, bool):
+            raise ConfigError(f"scheduler {self.label!r}: relax must be true or false, got {relax!r}")
+        self.relax = relax
         from market_hpc.algorithms.cp_cuts import CUTS
         from market_hpc.algorithms.cp_pcp20 import BRANCHINGS, HINTS
         if hint not in HINTS:
@@ -375,7 +387,7 @@ class Pcp20(CpScheduler):
         """Solve the PCP'20 model (or, without search, return its greedy plan)."""
         from market_hpc.algorithms.cp_pcp20 import solve_pcp20  # OR-Tools on first use
         return solve_pcp20(instance, self.limits, self.max_retries, self.levels or None, self.search,
-                           self.branching, self.paper_time, self.cuts, self.hint)
+                           self.branching, self.paper_time, self.cuts, self.hint, self.relax)
 
 
 @register_scheduler("greedy-plan", "seed 001 ablation: PCP'20's greedy plan alone (same reduction and "
