@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -54,7 +55,7 @@ MIN_RUN_FOR_SLOWDOWN = 60.0
 METRICS = ("bb_usage", "node_usage", "mean_wait", "mean_slowdown")
 COUNTS = ("invocations", "fit_two_plus", "eligible_two_plus", "optimiser_runs", "reserved_runs", "changed",
           "exact_runs", "ga_runs",
-          "forced_jobs", "forced_starts", "forced_blocks", "solver_seconds")
+          "forced_jobs", "forced_starts", "forced_blocks", "backstop_jobs", "solver_seconds")
 
 
 def run_sweep(name: str, workers: int) -> tuple[float, float]:
@@ -71,8 +72,12 @@ def run_sweep(name: str, workers: int) -> tuple[float, float]:
 
 def run_metrics(run_dir: Path) -> dict[str, float | str]:
     """The paper's four metrics of one run over its measurement interval, and its loads."""
-    jobs = pd.read_parquet(run_dir / "jobs.parquet")
-    provenance = json.loads((run_dir / "config.json").read_text())
+    return metrics_of(pd.read_parquet(run_dir / "jobs.parquet"), json.loads((run_dir / "config.json").read_text()))
+
+
+def metrics_of(jobs: pd.DataFrame, provenance: dict[str, Any]) -> dict[str, float | str]:
+    """``run_metrics`` of a run's jobs frame and its ``config.json`` contents; also the
+    longest waits (max and 99th percentile of the measured jobs' waits)."""
     config, report = provenance["config"], provenance["workload"]["burst_buffer"]
     workload, window = config["workload"], config["policy"]["window"]
     nodes = NODES[config["platform"]]
@@ -85,12 +90,15 @@ def run_metrics(run_dir: Path) -> dict[str, float | str]:
     long = inside[inside["run_time"] >= MIN_RUN_FOR_SLOWDOWN]
     return {
         "trace": TRACE[report["machine"]], "scenario": report["scenario"], "window": window["size"],
-        "starvation": window["starvation"], "pool_gb": pool,
+        "starvation": window["starvation"], "starvation_by": window.get("starvation_by", "invocations"),
+        "starvation_backstop": window.get("starvation_backstop", 0.0), "pool_gb": pool,
         "offered_bb_load": report["offered_bb_load"], "offered_node_load": report["offered_node_load"],
         "node_usage": float((started["cores"] * overlap).sum() / (nodes * span)),
         "bb_usage": float((started["bb"] * overlap).sum() / (pool * span)),
         "mean_wait": float(inside["wait_time"].mean()),
         "mean_slowdown": float(((long["wait_time"] + long["run_time"]) / long["run_time"]).mean()),
+        "max_wait": float(inside["wait_time"].max()),
+        "p99_wait": float(inside["wait_time"].quantile(0.99)),
         "jobs_measured": len(inside),
     }
 
