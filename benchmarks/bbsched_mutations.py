@@ -21,7 +21,8 @@ MUTATIONS = [
  ("never optimise", "market_hpc/policies/bbsched.py", "        front = self.pareto(window, rng)\n", "        return None\n        front = self.pareto(window, rng)\n"),
  ("WFP exp 1", "market_hpc/policies/bb_window.py", "ratio**3", "ratio**1"),
  ("WFP no n", "market_hpc/policies/bb_window.py", "-job.cores * ratio**3", "-ratio**3"),
- ("starv off-by-one", "market_hpc/policies/bb_window.py", "return seen > self.starvation if", "return seen > self.starvation + 1 if"),
+ ("starv off-by-one", "market_hpc/policies/bb_starvation.py", "if self.count.get(job.job_id, 0.0) > self.bound:",
+  "if self.count.get(job.job_id, 0.0) > self.bound + 1:"),
  ("forced not fixed", "market_hpc/policies/bb_window.py", "        for job in starving:  # fix forced jobs in while they fit", "        for job in []:  # fix forced jobs in while they fit"),
  ("forced_starts all", "market_hpc/policies/bb_window.py", "sum(job.job_id not in started for job in starving)", "len(starving)"),
  # the optimiser around a starving job's reservation (issue 23, second round)
