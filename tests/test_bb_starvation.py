@@ -37,7 +37,7 @@ def _run(scheduler: str, **params: object) -> tuple[dict[int, float], dict[str, 
     # every invocation counts: W is in the window at t = 1, 2, 12 (3 > 2.5), starving
     # from t = 20 and holding the reservation at t = 20, 30, 40 (shadow 1,000, extra
     # 2 nodes): L (4 nodes, past the shadow time) may not start; W at 1,000, L at 1,100
-    ({"starvation": 2.5}, 1000.0, 1100.0, 3, 0),
+    ({"starvation": 2.5, "starvation_by": "invocations"}, 1000.0, 1100.0, 3, 0),
     # only invocations with a choice count: t = 2 and t = 20, 2 (not > 2.5): W is not
     # starving at t = 40, L (the lone candidate) starts, W waits for it until 2,040
     ({"starvation": 2.5, "starvation_by": "optimised"}, 2040.0, 40.0, 0, 0),
@@ -87,11 +87,22 @@ def test_counts_by_reading() -> None:
     assert not rule.starving(a, 1.0) and rule.starving(a, 1.5)
 
 
+def test_default_reading_is_passed_over_with_a_one_day_backstop() -> None:
+    """The default chosen by measurement (``docs/bbsched.md``), the same in the policy and
+    in ``policy.window``."""
+    from market_hpc.experiment.config import WindowConfig
+
+    rule = make_policy("bbsched", "first-fit").starvation_rule
+    assert (rule.bound, rule.by, rule.backstop) == (50.0, "passed-over", 86400.0)
+    config = WindowConfig()
+    assert (config.starvation, config.starvation_by, config.starvation_backstop) == (50.0, "passed-over", 86400.0)
+
+
 def test_starvation_readings_are_validated() -> None:
     with pytest.raises(UnknownNameError, match="passed-over"):
         make_policy("bbsched", "first-fit", scheduler_params={"starvation_by": "iterations"})
     with pytest.raises(ConfigError, match="starvation_backstop"):
-        make_policy("bb-baseline", "first-fit", scheduler_params={"starvation_by": "passed-over"})
+        make_policy("bb-baseline", "first-fit", scheduler_params={"starvation_backstop": 0})
     with pytest.raises(ConfigError, match="starvation_backstop must be >= 0"):
         make_policy("bb-baseline", "first-fit", scheduler_params={"starvation_backstop": -1.0})
     base = {"platform": "nodes=8,cores=1", "workload": {"generator": "lublin-feitelson", "jobs": 10},
@@ -99,7 +110,7 @@ def test_starvation_readings_are_validated() -> None:
     with pytest.raises(UnknownNameError, match=r"policy.window.starvation_by.*optimised"):
         config_from_dict({**base, "policy": {"scheduler": "bbsched", "window": {"starvation_by": "window"}}})
     with pytest.raises(ConfigError, match="policy.window.starvation_backstop"):
-        config_from_dict({**base, "policy": {"scheduler": "bbsched", "window": {"starvation_by": "passed-over"}}})
+        config_from_dict({**base, "policy": {"scheduler": "bbsched", "window": {"starvation_backstop": 0}}})
     config = config_from_dict({**base, "policy": {"scheduler": "bbsched", "window": {
         "starvation_by": "passed-over", "starvation_backstop": 86400}}})
     assert config.policy.window.starvation_backstop == 86400

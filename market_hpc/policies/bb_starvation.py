@@ -29,6 +29,10 @@ from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, UnknownNameError
 
 STARVATION_READINGS = ("invocations", "optimised", "passed-over", "seconds")
+DEFAULT_READING = "passed-over"
+DEFAULT_BACKSTOP = 86400.0
+"""The default (issue 23, measured in ``docs/bbsched.md``): 50 invocations in which the job
+was passed over, with a one-day backstop."""
 
 
 class Starvation:
@@ -45,7 +49,8 @@ class Starvation:
     True
     """
 
-    def __init__(self, bound: float, by: str, backstop: float = 0.0, label: str = "bb-window") -> None:
+    def __init__(self, bound: float, by: str = DEFAULT_READING, backstop: float = DEFAULT_BACKSTOP,
+                 label: str = "bb-window") -> None:
         if by not in STARVATION_READINGS:
             raise UnknownNameError(f"{label} starvation_by", by, STARVATION_READINGS)
         if bound <= 0:

@@ -6,10 +6,12 @@ spec §1.6, §3.11).
    (``n * (wait / walltime)**3``, highest first, Theta; spec A22);
 2. take a window of the first ``window`` jobs. *Starving* jobs enter it first and must be
    selected. The paper bounds "the number of iterations that a job can stay in the
-   window": by default a job that has already spent ``starvation`` (50) scheduling
-   invocations in a window, without starting, is starving (``starvation_by =
-   "invocations"``, spec A3; "passes the bound" read as more than 50). ``starvation_by =
-   "seconds"`` bounds the time since the job first entered a window instead;
+   window" (e.g. 50) and does not define an iteration (``policies.bb_starvation``): by
+   default a job that has been passed over in more than ``starvation`` (50) invocations
+   (it fitted the free resources and did not start), or has been in a window for more
+   than a day (``starvation_backstop``), is starving. ``starvation_by = "invocations"``
+   counts every invocation in a window (spec A3), ``"optimised"`` the invocations with a
+   choice, ``"seconds"`` bounds the time since the job first entered a window;
 3. a starving job that fits is fixed into the selection (its resources are taken first)
    and the rest of the window is still optimised over what is left; the first starving
    job that does not fit heads the queue and holds EASY's reservation (shadow time and
@@ -49,12 +51,12 @@ from market_hpc.algorithms.bbsched import Window
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.policies.base import Allocator, Decision, View
-from market_hpc.policies.bb_starvation import Starvation
+from market_hpc.policies.bb_starvation import DEFAULT_BACKSTOP, DEFAULT_READING, Starvation
 from market_hpc.policies.classic import Easy
 
 BASE_ORDERS = ("fcfs", "wfp")
 DEFAULT_STARVATION = 50.0
-"""The paper's example bound: 50 scheduling invocations in a window (§3.1, spec A3)."""
+"""The paper's example bound: 50 iterations in a window (§3.1, spec A3)."""
 
 
 def wfp_order(queue: Sequence[Job], now: float) -> list[Job]:
@@ -173,17 +175,17 @@ class WindowScheduler:
         order: Base order, ``fcfs`` or ``wfp``.
         starvation: The bound: iterations spent in a window (default 50), or seconds.
         starvation_by: What counts as an iteration (``policies.bb_starvation``):
-            ``invocations``, ``optimised``, ``passed-over``, or ``seconds``.
+            ``passed-over`` (default), ``invocations``, ``optimised``, or ``seconds``.
         starvation_backstop: Seconds since first entering a window after which a job
-            is starving whatever its count (0: none).
+            is starving whatever its count (default one day; 0: none).
     """
 
     label = "bb-baseline"
     max_window = 64
 
     def __init__(self, allocator: Allocator, window: int = 20, order: str = "fcfs",
-                 starvation: float = DEFAULT_STARVATION, starvation_by: str = "invocations",
-                 starvation_backstop: float = 0.0) -> None:
+                 starvation: float = DEFAULT_STARVATION, starvation_by: str = DEFAULT_READING,
+                 starvation_backstop: float = DEFAULT_BACKSTOP) -> None:
         if order not in BASE_ORDERS:
             raise UnknownNameError(f"{self.label} order", order, BASE_ORDERS)
         if not 1 <= window <= self.max_window:
