@@ -133,7 +133,7 @@ class Reservation:
 
     def ends_by_shadow(self, job: Job) -> bool:
         """The job would end (by its estimate) by the shadow time: it cannot delay it."""
-        return True
+        return self.now + job.estimate <= self.shadow
 
     def fits_extra(self, job: Job) -> bool:
         """The job alone fits the extra (it may then run past the shadow time)."""
