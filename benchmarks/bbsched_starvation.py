@@ -44,6 +44,9 @@ READINGS: dict[str, dict[str, Any]] = {
     "opt-50-bs2d": {"starvation": 50, "starvation_by": "optimised", "starvation_backstop": 2 * DAY},
     "passed-50-bs1d": {"starvation": 50, "starvation_by": "passed-over", "starvation_backstop": DAY},
     "passed-50-bs2d": {"starvation": 50, "starvation_by": "passed-over", "starvation_backstop": 2 * DAY},
+    "inv-50-bs1d": {"starvation": 50, "starvation_by": "invocations", "starvation_backstop": DAY},
+    "opt-50-bs1d": {"starvation": 50, "starvation_by": "optimised", "starvation_backstop": DAY},
+    "passed-10-bs1d": {"starvation": 10, "starvation_by": "passed-over", "starvation_backstop": DAY},
     "sec-1d": {"starvation": DAY, "starvation_by": "seconds", "starvation_backstop": 0.0},
     "none": {"starvation": 1e12, "starvation_by": "invocations", "starvation_backstop": 0.0},
 }
