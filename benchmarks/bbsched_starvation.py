@@ -14,8 +14,13 @@ mean wait, mean slowdown, max wait in %), plus each reading's max wait against t
 Runs go to ``out/bbsched_starvation/runs.csv`` (one row per run, re-running resumes),
 the tables to ``out/bbsched_starvation/summary.md``.
 
+``--trace KTH --load-factor 0.87`` runs one trace's workloads with its arrivals stretched
+(``workload.load_factor``: the offered node load times 0.87; the pool is still sized for
+the target BB load of the stretched jobs); the load factor is a column of ``runs.csv``.
+
     nice python benchmarks/bbsched_starvation.py --seeds 5 --workers 2
     python benchmarks/bbsched_starvation.py --readings inv-50,opt-50 --seeds 2
+    nice python benchmarks/bbsched_starvation.py --readings inv-50 --trace KTH --load-factor 0.87
 """
 from __future__ import annotations
 
@@ -61,18 +66,28 @@ def one_run(task: tuple[str, int, dict[str, Any]]) -> dict[str, Any]:
     result = simulate(config_from_dict(config))
     counts = {name: result.summary.get(f"policy_{name}") for name in COUNTS}
     return {"reading": reading, "method": config["policy"]["scheduler"], "seed": seed,
+            "load_factor": config["workload"].get("load_factor", 1.0),
             "cpu_s": time.process_time() - began, **counts,
             **metrics_of(result.jobs, provenance(result.config, result.workload_report))}
 
 
-def tasks(readings: list[str], seeds: int) -> list[tuple[str, int, dict[str, Any]]]:
+def trace_of(config: dict[str, Any]) -> str:
+    return "KTH" if config["platform"] == "kth-sp2" else "HPC2N"
+
+
+def tasks(readings: list[str], seeds: int, traces: tuple[str, ...] = ("KTH", "HPC2N"),
+          load_factor: float | None = None) -> list[tuple[str, int, dict[str, Any]]]:
+    """The regime sweep's baseline and BBSched runs of ``traces`` under each reading; a
+    ``load_factor`` replaces the scenario's ``workload.load_factor``."""
     sweep = load_sweep(ROOT / "scenarios" / "bbsched_regime.toml")
     chosen = []
     for reading in readings:
         for spec in sweep.runs:
-            if spec.config["policy"]["scheduler"] in METHODS and spec.seed <= seeds:
+            if spec.config["policy"]["scheduler"] in METHODS and spec.seed <= seeds and trace_of(spec.config) in traces:
                 config = copy.deepcopy(spec.config)
                 config["policy"]["window"].update(READINGS[reading])
+                if load_factor is not None:
+                    config["workload"]["load_factor"] = load_factor
                 chosen.append((reading, spec.seed, config))
     return chosen
 
@@ -121,6 +136,8 @@ def main() -> None:
     parser.add_argument("--readings", default=",".join(READINGS), help=f"comma-separated, of {', '.join(READINGS)}")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--trace", choices=("KTH", "HPC2N"), help="only this trace's workloads (default: both)")
+    parser.add_argument("--load-factor", type=float, help="workload.load_factor for the runs (default: the scenario's)")
     args = parser.parse_args()
     readings = args.readings.split(",")
     unknown = [r for r in readings if r not in READINGS]
@@ -128,11 +145,17 @@ def main() -> None:
         raise SystemExit(f"unknown reading(s) {unknown}; valid: {', '.join(READINGS)}")
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / "runs.csv"
-    done = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["reading", "method", "seed", "trace", "scenario"])
-    keys = set(zip(done["reading"], done["method"], done["seed"], done["trace"], done["scenario"]))
-    todo = [t for t in tasks(readings, args.seeds)
-            if (t[0], t[2]["policy"]["scheduler"], t[1], "KTH" if t[2]["platform"] == "kth-sp2" else "HPC2N",
-                t[2]["workload"]["burst_buffer"]["scenario"]) not in keys]
+    done = (pd.read_csv(path) if path.exists()
+            else pd.DataFrame(columns=["reading", "method", "seed", "trace", "scenario", "load_factor"]))
+    if "load_factor" not in done:
+        done["load_factor"] = 1.0
+    keys = set(zip(done["reading"], done["method"], done["seed"], done["trace"], done["scenario"],
+                   done["load_factor"].astype(float)))
+    traces = (args.trace,) if args.trace else ("KTH", "HPC2N")
+    chosen = tasks(readings, args.seeds, traces, args.load_factor)
+    todo = [t for t in chosen
+            if (t[0], t[2]["policy"]["scheduler"], t[1], trace_of(t[2]), t[2]["workload"]["burst_buffer"]["scenario"],
+                float(t[2]["workload"].get("load_factor", 1.0))) not in keys]
     began = time.perf_counter()
     rows = []
     with ProcessPoolExecutor(args.workers) as pool:
@@ -145,7 +168,9 @@ def main() -> None:
     print(f"{len(todo)} runs: {time.perf_counter() - began:.0f} s wall, "
           f"{children.ru_utime + children.ru_stime:.0f} s CPU (workers)")
     runs = pd.concat([done, pd.DataFrame(rows)], ignore_index=True) if rows else done
-    runs = runs[runs["reading"].isin(readings) & (runs["seed"] <= args.seeds)]
+    factors = {float(t[2]["workload"].get("load_factor", 1.0)) for t in chosen}
+    runs = runs[runs["reading"].isin(readings) & (runs["seed"] <= args.seeds) & runs["trace"].isin(traces)
+                & runs["load_factor"].astype(float).isin(factors)]
     text = summary(runs)
     (OUT / "summary.md").write_text(text)
     print(text)
