@@ -87,22 +87,23 @@ def test_counts_by_reading() -> None:
     assert not rule.starving(a, 1.0) and rule.starving(a, 1.5)
 
 
-def test_default_reading_is_passed_over_with_a_one_day_backstop() -> None:
-    """The default chosen by measurement (``docs/bbsched.md``), the same in the policy and
-    in ``policy.window``."""
+def test_default_reading_is_50_invocations_without_a_backstop() -> None:
+    """Issue 23 item 2's literal default (50 scheduling invocations in the window, spec
+    A3; no time backstop), the same in the policy and in ``policy.window``."""
     from market_hpc.experiment.config import WindowConfig
 
     rule = make_policy("bbsched", "first-fit").starvation_rule
-    assert (rule.bound, rule.by, rule.backstop) == (50.0, "passed-over", 86400.0)
+    assert (rule.bound, rule.by, rule.backstop) == (50.0, "invocations", 0.0)
     config = WindowConfig()
-    assert (config.starvation, config.starvation_by, config.starvation_backstop) == (50.0, "passed-over", 86400.0)
+    assert (config.starvation, config.starvation_by, config.starvation_backstop) == (50.0, "invocations", 0.0)
 
 
 def test_starvation_readings_are_validated() -> None:
     with pytest.raises(UnknownNameError, match="passed-over"):
         make_policy("bbsched", "first-fit", scheduler_params={"starvation_by": "iterations"})
     with pytest.raises(ConfigError, match="starvation_backstop"):
-        make_policy("bb-baseline", "first-fit", scheduler_params={"starvation_backstop": 0})
+        make_policy("bb-baseline", "first-fit", scheduler_params={"starvation_by": "passed-over",
+                                                                   "starvation_backstop": 0})
     with pytest.raises(ConfigError, match="starvation_backstop must be >= 0"):
         make_policy("bb-baseline", "first-fit", scheduler_params={"starvation_backstop": -1.0})
     base = {"platform": "nodes=8,cores=1", "workload": {"generator": "lublin-feitelson", "jobs": 10},
@@ -110,7 +111,7 @@ def test_starvation_readings_are_validated() -> None:
     with pytest.raises(UnknownNameError, match=r"policy.window.starvation_by.*optimised"):
         config_from_dict({**base, "policy": {"scheduler": "bbsched", "window": {"starvation_by": "window"}}})
     with pytest.raises(ConfigError, match="policy.window.starvation_backstop"):
-        config_from_dict({**base, "policy": {"scheduler": "bbsched", "window": {"starvation_backstop": 0}}})
+        config_from_dict({**base, "policy": {"scheduler": "bbsched", "window": {"starvation_by": "passed-over"}}})
     config = config_from_dict({**base, "policy": {"scheduler": "bbsched", "window": {
         "starvation_by": "passed-over", "starvation_backstop": 86400}}})
     assert config.policy.window.starvation_backstop == 86400

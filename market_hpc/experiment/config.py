@@ -153,12 +153,13 @@ class WindowConfig:
         order: Base order, ``fcfs`` or ``wfp``.
         starvation: The starvation bound: iterations spent in a window (the paper's,
             default 50) or seconds since first entering one, per ``starvation_by``.
-        starvation_by: What counts as an iteration: ``passed-over`` (default; invocations
-            in which the job fitted and did not start), ``invocations``, ``optimised``,
-            or ``seconds`` (``market_hpc.policies.bb_starvation``).
+        starvation_by: What counts as an iteration: ``invocations`` (default: every
+            scheduling invocation in the window, issue 23 item 2), ``optimised``,
+            ``passed-over`` (invocations in which the job fitted and did not start), or
+            ``seconds`` (``market_hpc.policies.bb_starvation``).
         starvation_backstop: Seconds since first entering a window after which a job
-            is starving whatever its count (default one day; 0: none, not with
-            ``passed-over``).
+            is starving whatever its count (default 0: none; ``passed-over`` needs one
+            > 0).
         generations: BBSched's G. population: P. mutation: p_m.
         rule: BBSched's decision rule, ``paper`` or ``code``.
         solver: BBSched's Pareto solver, ``auto``, ``exact`` or ``ga``.
@@ -170,8 +171,8 @@ class WindowConfig:
     size: int = 20
     order: str = "fcfs"
     starvation: float = 50.0
-    starvation_by: str = "passed-over"
-    starvation_backstop: float = 86400.0
+    starvation_by: str = "invocations"
+    starvation_backstop: float = 0.0
     generations: int = 500
     population: int = 20
     mutation: float = 0.0005

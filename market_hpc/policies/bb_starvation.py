@@ -29,10 +29,10 @@ from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, UnknownNameError
 
 STARVATION_READINGS = ("invocations", "optimised", "passed-over", "seconds")
-DEFAULT_READING = "passed-over"
-DEFAULT_BACKSTOP = 86400.0
-"""The default (issue 23, measured in ``docs/bbsched.md``): 50 invocations in which the job
-was passed over, with a one-day backstop."""
+DEFAULT_READING = "invocations"
+DEFAULT_BACKSTOP = 0.0
+"""The default (issue 23, item 2): 50 scheduling invocations in the window, no backstop.
+The other readings and the backstop are options (their trade-offs in ``docs/bbsched.md``)."""
 
 
 class Starvation:

@@ -7,11 +7,12 @@ spec §1.6, §3.11).
 2. take a window of the first ``window`` jobs. *Starving* jobs enter it first and must be
    selected. The paper bounds "the number of iterations that a job can stay in the
    window" (e.g. 50) and does not define an iteration (``policies.bb_starvation``): by
-   default a job that has been passed over in more than ``starvation`` (50) invocations
-   (it fitted the free resources and did not start), or has been in a window for more
-   than a day (``starvation_backstop``), is starving. ``starvation_by = "invocations"``
-   counts every invocation in a window (spec A3), ``"optimised"`` the invocations with a
-   choice, ``"seconds"`` bounds the time since the job first entered a window;
+   default (issue 23 item 2, spec A3) a job that has been in the window in more than
+   ``starvation`` (50) scheduling invocations is starving. As options,
+   ``starvation_by = "optimised"`` counts only the invocations with a choice,
+   ``"passed-over"`` those in which the job fitted the free resources and did not start
+   (it needs a ``starvation_backstop``: seconds in a window after which a job is starving
+   whatever its count), ``"seconds"`` bounds the time since the job first entered a window;
 3. a starving job that fits is fixed into the selection (its resources are taken first)
    and the rest of the window is still optimised over what is left; the first starving
    job that does not fit heads the queue and holds EASY's reservation (shadow time and
@@ -175,9 +176,9 @@ class WindowScheduler:
         order: Base order, ``fcfs`` or ``wfp``.
         starvation: The bound: iterations spent in a window (default 50), or seconds.
         starvation_by: What counts as an iteration (``policies.bb_starvation``):
-            ``passed-over`` (default), ``invocations``, ``optimised``, or ``seconds``.
+            ``invocations`` (default), ``optimised``, ``passed-over``, or ``seconds``.
         starvation_backstop: Seconds since first entering a window after which a job
-            is starving whatever its count (default one day; 0: none).
+            is starving whatever its count (default 0: none; ``passed-over`` needs one).
     """
 
     label = "bb-baseline"
