@@ -21,7 +21,8 @@ MUTATIONS = [
  ("never optimise", "market_hpc/policies/bbsched.py", "        front = self.pareto(window, rng)\n", "        return None\n        front = self.pareto(window, rng)\n"),
  ("WFP exp 1", "market_hpc/policies/bb_window.py", "ratio**3", "ratio**1"),
  ("WFP no n", "market_hpc/policies/bb_window.py", "-job.cores * ratio**3", "-ratio**3"),
- ("starv off-by-one", "market_hpc/policies/bb_window.py", "return seen > self.starvation if", "return seen > self.starvation + 1 if"),
+ ("starv off-by-one", "market_hpc/policies/bb_starvation.py", "if self.count.get(job.job_id, 0.0) > self.bound:",
+  "if self.count.get(job.job_id, 0.0) > self.bound + 1:"),
  ("forced not fixed", "market_hpc/policies/bb_window.py", "        for job in starving:  # fix forced jobs in while they fit", "        for job in []:  # fix forced jobs in while they fit"),
  ("forced_starts all", "market_hpc/policies/bb_window.py", "sum(job.job_id not in started for job in starving)", "len(starving)"),
  # the optimiser around a starving job's reservation (issue 23, second round)
@@ -45,9 +46,24 @@ MUTATIONS = [
  ("Constrained_BB: max nodes", "market_hpc/algorithms/bbsched.py",
   "    main, other = (0, 1) if resource == \"nodes\" else (1, 0)\n    objectives = front.objectives",
   "    main, other = (0, 1)\n    objectives = front.objectives"),
+ # the readings of the starvation bound (issue 23, third round)
+ ("optimised: every invocation counts", "market_hpc/policies/bb_starvation.py",
+  "if self.by == \"optimised\" and had_choice:", "if self.by == \"optimised\":"),
+ ("optimised: choice never noted", "market_hpc/policies/bb_window.py",
+  "            self._had_choice = True\n", "            pass\n"),
+ ("passed-over: fit ignored", "market_hpc/policies/bb_starvation.py",
+  "if job.job_id not in started and job.cores <= free_nodes and job.bb <= free_bb:",
+  "if job.job_id not in started:"),
+ ("passed-over: BB fit ignored", "market_hpc/policies/bb_starvation.py",
+  "and job.cores <= free_nodes and job.bb <= free_bb:", "and job.cores <= free_nodes:"),
+ ("backstop ignored", "market_hpc/policies/bb_starvation.py",
+  "return self.backstop > 0 and now - first > self.backstop", "return False"),
+ ("backstop_jobs counts every forced job", "market_hpc/policies/bb_starvation.py",
+  "if job.job_id not in self.backstopped and self.count.get(job.job_id, 0.0) <= self.bound:",
+  "if job.job_id not in self.backstopped:"),
 ]
 TESTS = ["tests/test_bb_mechanisms.py", "tests/test_bbsched.py", "tests/test_bb_resource.py",
-         "tests/test_bb_reservation.py"]
+         "tests/test_bb_reservation.py", "tests/test_bb_starvation.py"]
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,10 +52,10 @@ TRACE = {"theta": "KTH", "cori": "HPC2N"}
 NODES = {"kth-sp2": 100, "hpc2n": 240}
 MARGIN = 15 * 86400.0
 MIN_RUN_FOR_SLOWDOWN = 60.0
-METRICS = ("bb_usage", "node_usage", "mean_wait", "mean_slowdown")
+METRICS = ("bb_usage", "node_usage", "mean_wait", "mean_slowdown", "max_wait")
 COUNTS = ("invocations", "fit_two_plus", "eligible_two_plus", "optimiser_runs", "reserved_runs", "changed",
           "exact_runs", "ga_runs",
-          "forced_jobs", "forced_starts", "forced_blocks", "solver_seconds")
+          "forced_jobs", "forced_starts", "forced_blocks", "backstop_jobs", "solver_seconds")
 
 
 def run_sweep(name: str, workers: int) -> tuple[float, float]:
@@ -71,8 +72,12 @@ def run_sweep(name: str, workers: int) -> tuple[float, float]:
 
 def run_metrics(run_dir: Path) -> dict[str, float | str]:
     """The paper's four metrics of one run over its measurement interval, and its loads."""
-    jobs = pd.read_parquet(run_dir / "jobs.parquet")
-    provenance = json.loads((run_dir / "config.json").read_text())
+    return metrics_of(pd.read_parquet(run_dir / "jobs.parquet"), json.loads((run_dir / "config.json").read_text()))
+
+
+def metrics_of(jobs: pd.DataFrame, provenance: dict[str, Any]) -> dict[str, float | str]:
+    """``run_metrics`` of a run's jobs frame and its ``config.json`` contents; also the
+    longest waits (max and 99th percentile of the measured jobs' waits)."""
     config, report = provenance["config"], provenance["workload"]["burst_buffer"]
     workload, window = config["workload"], config["policy"]["window"]
     nodes = NODES[config["platform"]]
@@ -85,12 +90,15 @@ def run_metrics(run_dir: Path) -> dict[str, float | str]:
     long = inside[inside["run_time"] >= MIN_RUN_FOR_SLOWDOWN]
     return {
         "trace": TRACE[report["machine"]], "scenario": report["scenario"], "window": window["size"],
-        "starvation": window["starvation"], "pool_gb": pool,
+        "starvation": window["starvation"], "starvation_by": window.get("starvation_by", "invocations"),
+        "starvation_backstop": window.get("starvation_backstop", 0.0), "pool_gb": pool,
         "offered_bb_load": report["offered_bb_load"], "offered_node_load": report["offered_node_load"],
         "node_usage": float((started["cores"] * overlap).sum() / (nodes * span)),
         "bb_usage": float((started["bb"] * overlap).sum() / (pool * span)),
         "mean_wait": float(inside["wait_time"].mean()),
         "mean_slowdown": float(((long["wait_time"] + long["run_time"]) / long["run_time"]).mean()),
+        "max_wait": float(inside["wait_time"].max()),
+        "p99_wait": float(inside["wait_time"].quantile(0.99)),
         "jobs_measured": len(inside),
     }
 
@@ -154,17 +162,17 @@ def summary(runs: pd.DataFrame, pairs: pd.DataFrame, seconds: dict[str, tuple[fl
                   + f"; in all {sum(w for w, _ in seconds.values()):.0f} / {sum(c for _, c in seconds.values()):.0f} s", ""]
     lines += ["## Regime check (baseline, mean over seeds)", "",
               ("| trace | scenario | pool GB | offered BB load | BB usage | offered node load | node usage | "
-               "mean wait h |"), "|---|---|---|---|---|---|---|---|"]
+               "mean wait h | max wait h |"), "|---|---|---|---|---|---|---|---|---|"]
     base = main[main["method"] == "bb-baseline"].groupby(["trace", "scenario"]).mean(numeric_only=True)
     for (trace, scenario), r in base.iterrows():
         lines.append(f"| {trace} | {scenario} | {r.pool_gb:,.0f} | {100 * r.offered_bb_load:.1f} % | "
                      f"{100 * r.bb_usage:.1f} % | {100 * r.offered_node_load:.1f} % | {100 * r.node_usage:.1f} % | "
-                     f"{r.mean_wait / 3600:.2f} |")
+                     f"{r.mean_wait / 3600:.2f} | {r.max_wait / 3600:.1f} |")
     lines += ["", "## Against the baseline: paired differences over seeds, 95 % CI", "",
               "Usage in percentage points, wait and slowdown in % of the baseline.", ""]
     for (trace, scenario), group in pairs[pairs["scenario"].isin(["S1", "S2", "S3", "S4"])].groupby(["trace", "scenario"]):
-        lines += [f"### {trace}-{scenario}", "", "| method | BB usage | node usage | mean wait | mean slowdown |",
-                  "|---|---|---|---|---|"]
+        lines += [f"### {trace}-{scenario}", "", "| method | BB usage | node usage | mean wait | mean slowdown | max wait |",
+                  "|---|---|---|---|---|---|"]
         for method in METHODS[1:]:
             cells = [cell(group[(group["metric"] == m) & (group["policy"] == method)].iloc[0], m) for m in METRICS]
             lines.append(f"| {LABEL[method]} | " + " | ".join(cells) + " |")
@@ -172,26 +180,28 @@ def summary(runs: pd.DataFrame, pairs: pd.DataFrame, seconds: dict[str, tuple[fl
     lines += ["## BBSched's mechanisms per run (mean over seeds)", "",
               ("| workload | invocations | >= 2 fit | >= 2 may start | optimiser ran | ran / >= 2 fit | "
                "under a reservation | changed vs base order | forced jobs | forced starts | "
-               "a starving job holds the reservation |"), "|---|---|---|---|---|---|---|---|---|---|---|"]
+               "a starving job holds the reservation | starving by the backstop |"),
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     bbs = runs[runs["method"] == "bbsched"].groupby(["sweep", "trace", "scenario", "window"]).mean(numeric_only=True)
     for (sweep, trace, scenario, window), r in bbs.iterrows():
         lines.append(f"| {trace}-{scenario} w={window} ({sweep}) | {r.invocations:,.0f} | {r.fit_two_plus:,.0f} | "
                      f"{r.eligible_two_plus:,.0f} | {r.optimiser_runs:,.0f} | "
                      f"{100 * r.optimiser_runs / r.fit_two_plus:.0f} % | {r.reserved_runs:,.0f} | {r.changed:,.0f} | "
-                     f"{r.forced_jobs:,.0f} | {r.forced_starts:,.0f} | {r.forced_blocks:,.0f} |")
+                     f"{r.forced_jobs:,.0f} | {r.forced_starts:,.0f} | {r.forced_blocks:,.0f} | "
+                     f"{r.backstop_jobs:,.0f} |")
     lines += ["", "## Table 3: BBSched on S4 by window size (mean over seeds)", "",
               "| trace | w | node usage | BB usage | mean wait (s) | mean slowdown |", "|---|---|---|---|---|---|"]
     table3 = runs[(runs["method"] == "bbsched") & (runs["scenario"] == "S4") & (runs["starvation"] < 1e9)]
     for (trace, window), r in table3.groupby(["trace", "window"]).mean(numeric_only=True).iterrows():
         lines.append(f"| {trace} | {window} | {100 * r.node_usage:.2f} % | {100 * r.bb_usage:.2f} % | "
                      f"{r.mean_wait:,.0f} | {r.mean_slowdown:.2f} |")
-    lines += ["", "Paired against w = 20:", "", "| trace | w | BB usage | node usage | mean wait | mean slowdown |",
-              "|---|---|---|---|---|---|"]
+    lines += ["", "Paired against w = 20:", "", "| trace | w | BB usage | node usage | mean wait | mean slowdown | max wait |",
+              "|---|---|---|---|---|---|---|"]
     for (trace, w), group in pairs[pairs["scenario"] == "S4 window vs 20"].groupby(["trace", "policy"]):
         cells = [cell(group[group["metric"] == m].iloc[0], m) for m in METRICS]
         lines.append(f"| {trace} | {w} | " + " | ".join(cells) + " |")
     lines += ["", "## S4 without the starvation bound: BBSched against the baseline", "",
-              "| trace | BB usage | node usage | mean wait | mean slowdown |", "|---|---|---|---|---|"]
+              "| trace | BB usage | node usage | mean wait | mean slowdown | max wait |", "|---|---|---|---|---|---|"]
     for trace, group in pairs[pairs["scenario"] == "S4 no bound"].groupby("trace"):
         cells = [cell(group[group["metric"] == m].iloc[0], m) for m in METRICS]
         lines.append(f"| {trace} | " + " | ".join(cells) + " |")

@@ -40,8 +40,13 @@ def _run(scheduler: str, params: dict, jobs: list[Job], platform: str) -> tuple[
     return model.recorder.jobs_frame(), dict(policy.stats), longest
 
 
+READINGS = {"invocations": {"starvation_by": "invocations"}, "optimised": {"starvation_by": "optimised"},
+            "passed-over": {"starvation_by": "passed-over", "starvation_backstop": 600.0}}
+
+
+@pytest.mark.parametrize("reading", READINGS)
 @pytest.mark.parametrize("scheduler", BB_SCHEDULERS)
-def test_front_window_arranges_the_queue_as_the_whole_queue_pass(scheduler: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_front_window_arranges_the_queue_as_the_whole_queue_pass(scheduler: str, reading: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     fast_paths = []
     forced = 0
     original = WindowScheduler._arrange_front
@@ -54,7 +59,7 @@ def test_front_window_arranges_the_queue_as_the_whole_queue_pass(scheduler: str,
     for name, (platform, units) in PLATFORMS.items():
         for seed in (1, 2):
             jobs = overloaded(seed, platform, units)
-            params = {"window": 5, "starvation": 3}  # short: starving jobs are forced often
+            params = {"window": 5, "starvation": 3, **READINGS[reading]}  # short: starving jobs are forced often
             with monkeypatch.context() as patch:
                 patch.setattr(WindowScheduler, "_arrange_front", counted)
                 fast, fast_stats, longest = _run(scheduler, params, jobs, platform)
@@ -78,7 +83,7 @@ def test_vectorised_wfp_order_gives_the_same_schedule(scheduler: str, monkeypatc
 
     platform, units = PLATFORMS["single-core"]
     jobs = overloaded(1, platform, units)
-    params = {"window": 5, "order": "wfp", "starvation": 3}
+    params = {"window": 5, "order": "wfp", "starvation": 3, "starvation_by": "invocations"}
     fast, fast_stats, longest = _run(scheduler, params, jobs, platform)
     with monkeypatch.context() as patch:
         patch.setattr(window_module, "wfp_order_fast", lambda queue, now: window_module.wfp_order(queue, now))

@@ -152,7 +152,7 @@ def test_optimiser_runs_around_a_starving_jobs_reservation(scheduler: str) -> No
     C + A + B (5 nodes, nearer the front), and EASY then refuses B: C and A start. Without
     the optimiser EASY backfills in window order: A, then C (B exceeds the extra, D no
     longer fits). Then job 3 starts at its shadow time 1,000, B and C at 1,100."""
-    policy = make_policy(scheduler, "first-fit", scheduler_params={"starvation": 1})
+    policy = make_policy(scheduler, "first-fit", scheduler_params={"starvation": 1, "starvation_by": "invocations"})
     model = HPCModel(RESERVED_JOBS, "nodes=10,cores=1,bb=10", policy=policy, seed=1)
     model.run()
     start = model.recorder.jobs_frame().set_index("job_id")["start_time"].to_dict()
@@ -172,7 +172,7 @@ def test_optimiser_runs_around_a_starving_jobs_reservation(scheduler: str) -> No
 
 
 def test_baseline_backfills_around_the_reservation_in_window_order() -> None:
-    policy = make_policy("bb-baseline", "first-fit", scheduler_params={"starvation": 1})
+    policy = make_policy("bb-baseline", "first-fit", scheduler_params={"starvation": 1, "starvation_by": "invocations"})
     model = HPCModel(RESERVED_JOBS, "nodes=10,cores=1,bb=10", policy=policy, seed=1)
     model.run()
     start = model.recorder.jobs_frame().set_index("job_id")["start_time"].to_dict()

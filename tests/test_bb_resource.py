@@ -107,7 +107,7 @@ def test_forcing_that_changes_nothing_is_not_counted() -> None:
     """Under the baseline J1 starts at t=0; J2 and J3 wait two invocations and are starving
     at t=100 with a bound of 1, but the base order starts them then anyway (as J4 and J5
     at t=200)."""
-    starts, stats = _starts("bb-baseline", starvation=1)
+    starts, stats = _starts("bb-baseline", starvation=1, starvation_by="invocations")
     assert starts[1] == 0.0 and starts[2] == starts[3] == 100.0
     assert stats["forced_jobs"] == 4 and stats["forced_starts"] == 0  # J2, J3 at t=100; J4, J5 at t=200
 
@@ -122,7 +122,7 @@ def test_starving_job_that_does_not_fit_blocks_the_optimisation() -> None:
             Job(3, 0.0, 400.0, 400.0, units=5), Job(4, 1.0, 500.0, 500.0, units=5)]
     starts = {}
     for bound in (1, 1000):
-        policy = make_policy("bb-constrained-cpu", "first-fit", scheduler_params={"starvation": bound})
+        policy = make_policy("bb-constrained-cpu", "first-fit", scheduler_params={"starvation": bound, "starvation_by": "invocations"})
         model = HPCModel(jobs, "nodes=10,cores=1,bb=10", policy=policy, seed=1)
         model.run()
         starts[bound] = model.recorder.jobs_frame().set_index("job_id")["start_time"].to_dict()

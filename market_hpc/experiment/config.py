@@ -151,9 +151,15 @@ class WindowConfig:
     Attributes:
         size: Window size w.
         order: Base order, ``fcfs`` or ``wfp``.
-        starvation: The starvation bound: invocations spent in a window (the paper's,
+        starvation: The starvation bound: iterations spent in a window (the paper's,
             default 50) or seconds since first entering one, per ``starvation_by``.
-        starvation_by: ``invocations`` or ``seconds``.
+        starvation_by: What counts as an iteration: ``invocations`` (default: every
+            scheduling invocation in the window, issue 23 item 2), ``optimised``,
+            ``passed-over`` (invocations in which the job fitted and did not start), or
+            ``seconds`` (``market_hpc.policies.bb_starvation``).
+        starvation_backstop: Seconds since first entering a window after which a job
+            is starving whatever its count (default 0: none; ``passed-over`` needs one
+            > 0).
         generations: BBSched's G. population: P. mutation: p_m.
         rule: BBSched's decision rule, ``paper`` or ``code``.
         solver: BBSched's Pareto solver, ``auto``, ``exact`` or ``ga``.
@@ -166,6 +172,7 @@ class WindowConfig:
     order: str = "fcfs"
     starvation: float = 50.0
     starvation_by: str = "invocations"
+    starvation_backstop: float = 0.0
     generations: int = 500
     population: int = 20
     mutation: float = 0.0005
@@ -181,6 +188,14 @@ class WindowConfig:
         check(self.exhaustive_up_to, NON_NEGATIVE_INT, "policy.window.exhaustive_up_to")
         check(self.exact_budget, NON_NEGATIVE_INT, "policy.window.exact_budget")
         check(self.starvation, TIME, "policy.window.starvation")
+        check(self.starvation_backstop, TIME, "policy.window.starvation_backstop")
+        from market_hpc.policies.bb_starvation import STARVATION_READINGS
+
+        if self.starvation_by not in STARVATION_READINGS:
+            raise UnknownNameError("policy.window.starvation_by", self.starvation_by, STARVATION_READINGS)
+        if self.starvation_by == "passed-over" and self.starvation_backstop == 0:
+            raise ConfigError("policy.window.starvation_backstop must be > 0 seconds with starvation_by = "
+                              "\"passed-over\" (a job that never fits is never passed over)")
         check(self.mutation, FRACTION, "policy.window.mutation")
 
 

@@ -6,10 +6,13 @@ spec §1.6, §3.11).
    (``n * (wait / walltime)**3``, highest first, Theta; spec A22);
 2. take a window of the first ``window`` jobs. *Starving* jobs enter it first and must be
    selected. The paper bounds "the number of iterations that a job can stay in the
-   window": by default a job that has already spent ``starvation`` (50) scheduling
-   invocations in a window, without starting, is starving (``starvation_by =
-   "invocations"``, spec A3; "passes the bound" read as more than 50). ``starvation_by =
-   "seconds"`` bounds the time since the job first entered a window instead;
+   window" (e.g. 50) and does not define an iteration (``policies.bb_starvation``): by
+   default (issue 23 item 2, spec A3) a job that has been in the window in more than
+   ``starvation`` (50) scheduling invocations is starving. As options,
+   ``starvation_by = "optimised"`` counts only the invocations with a choice,
+   ``"passed-over"`` those in which the job fitted the free resources and did not start
+   (it needs a ``starvation_backstop``: seconds in a window after which a job is starving
+   whatever its count), ``"seconds"`` bounds the time since the job first entered a window;
 3. a starving job that fits is fixed into the selection (its resources are taken first)
    and the rest of the window is still optimised over what is left; the first starving
    job that does not fit heads the queue and holds EASY's reservation (shadow time and
@@ -49,12 +52,12 @@ from market_hpc.algorithms.bbsched import Window
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.policies.base import Allocator, Decision, View
+from market_hpc.policies.bb_starvation import DEFAULT_BACKSTOP, DEFAULT_READING, Starvation
 from market_hpc.policies.classic import Easy
 
 BASE_ORDERS = ("fcfs", "wfp")
-STARVATION_UNITS = ("invocations", "seconds")
 DEFAULT_STARVATION = 50.0
-"""The paper's example bound: 50 scheduling invocations in a window (§3.1, spec A3)."""
+"""The paper's example bound: 50 iterations in a window (§3.1, spec A3)."""
 
 
 def wfp_order(queue: Sequence[Job], now: float) -> list[Job]:
@@ -171,34 +174,36 @@ class WindowScheduler:
         allocator: Where jobs go.
         window: Window size w (>= 1).
         order: Base order, ``fcfs`` or ``wfp``.
-        starvation: The bound: invocations spent in a window (default 50), or seconds.
-        starvation_by: ``invocations`` (the paper's) or ``seconds``.
+        starvation: The bound: iterations spent in a window (default 50), or seconds.
+        starvation_by: What counts as an iteration (``policies.bb_starvation``):
+            ``invocations`` (default), ``optimised``, ``passed-over``, or ``seconds``.
+        starvation_backstop: Seconds since first entering a window after which a job
+            is starving whatever its count (default 0: none; ``passed-over`` needs one).
     """
 
     label = "bb-baseline"
     max_window = 64
 
     def __init__(self, allocator: Allocator, window: int = 20, order: str = "fcfs",
-                 starvation: float = DEFAULT_STARVATION, starvation_by: str = "invocations") -> None:
+                 starvation: float = DEFAULT_STARVATION, starvation_by: str = DEFAULT_READING,
+                 starvation_backstop: float = DEFAULT_BACKSTOP) -> None:
         if order not in BASE_ORDERS:
             raise UnknownNameError(f"{self.label} order", order, BASE_ORDERS)
-        if starvation_by not in STARVATION_UNITS:
-            raise UnknownNameError(f"{self.label} starvation_by", starvation_by, STARVATION_UNITS)
         if not 1 <= window <= self.max_window:
             raise ConfigError(f"{self.label}: window must be in 1..{self.max_window}, got {window}")
-        if starvation <= 0:
-            raise ConfigError(f"{self.label}: starvation must be > 0 {starvation_by}, got {starvation}")
+        self.starvation_rule = Starvation(starvation, starvation_by, starvation_backstop, self.label)
         self.allocator = allocator
         self.easy = Easy(allocator)
         self.window = window
         self.order = order
         self.starvation = starvation
-        self.by_invocations = starvation_by == "invocations"
         self.name = f"{self.label}+{allocator.name}"
         self.recording = True  # False while ``_count_forced`` runs the unforced comparison
-        self._seen: dict[int, float] = {}  # invocations spent in a window, or time first in one
+        self._invocation: tuple[list[Job], float, float] | None = None  # window, free nodes and BB at its start
+        self._had_choice = False  # two or more window jobs were eligible in this invocation
         self.stats = {"invocations": 0, "fit_two_plus": 0, "optimiser_runs": 0, "changed": 0,
-                      "optimisations": 0, "eligible_two_plus": 0, "reserved_runs": 0, "forced_jobs": 0, "forced_starts": 0, "forced_blocks": 0, "solver_seconds": 0.0}
+                      "optimisations": 0, "eligible_two_plus": 0, "reserved_runs": 0, "forced_jobs": 0, "forced_starts": 0, "forced_blocks": 0, "backstop_jobs": 0,
+                      "solver_seconds": 0.0}
 
     def select(self, window: Window, view: View, rng: np.random.Generator) -> int | None:
         """Bit mask of the window jobs to start first; ``None`` keeps the base order."""
@@ -222,16 +227,18 @@ class WindowScheduler:
                 return Decision()
             self.stats["invocations"] += 1
             decision = self.easy.schedule(view, self._reorder(queue, view, rng))
-        seen = self._seen
-        for action in decision.actions:  # started jobs leave the queue and the window
-            seen.pop(action.job_id, None)
+        started = {action.job_id for action in decision.actions}
+        rule = self.starvation_rule
+        if self._invocation is not None:
+            window, free_nodes, free_bb = self._invocation
+            rule.counted(window, started, free_nodes, free_bb, had_choice=self._had_choice)
+            self._invocation = None
+        rule.forget(started)  # started jobs leave the queue and the window
+        self.stats["backstop_jobs"] = rule.by_backstop
         return decision
 
     def _starving(self, job: Job, now: float) -> bool:
-        seen = self._seen.get(job.job_id)
-        if seen is None:
-            return False
-        return seen > self.starvation if self.by_invocations else now - seen > self.starvation
+        return self.starvation_rule.starving(job, now)
 
     def _arrange_front(self, front: list[Job], view: View, rng: np.random.Generator) -> list[Job] | None:
         """``_reorder`` of an FCFS queue whose first ``window`` jobs are ``front``, without
@@ -245,7 +252,7 @@ class WindowScheduler:
         follows in queue order, as ``_reorder`` would arrange it, at a cost of O(window)
         instead of O(queue) (archive traces keep thousands of jobs waiting).
         """
-        if not {job.job_id for job in front}.issuperset(self._seen):
+        if not {job.job_id for job in front}.issuperset(self.starvation_rule.first):
             return None
         now = view.time
         starving = [j for j in front if self._starving(j, now)]
@@ -253,8 +260,8 @@ class WindowScheduler:
         return self._arrange(window, starving, front, view, rng, [])
 
     def _reorder(self, queue: list[Job], view: View, rng: np.random.Generator) -> list[Job]:
-        now, seen = view.time, self._seen
-        self._seen = {j.job_id: seen[j.job_id] for j in queue if j.job_id in seen}
+        now = view.time
+        self.starvation_rule.keep(queue)
         starving = [j for j in queue if self._starving(j, now)][: self.window]
         if starving:
             forced_ids = {j.job_id for j in starving}
@@ -268,8 +275,10 @@ class WindowScheduler:
                  rng: np.random.Generator, rest: list[Job]) -> list[Job]:
         """The window (``starving`` jobs first) rearranged by the method, then ``rest``;
         ``base_window`` is the window the base order alone would take."""
-        self._mark(window, view.time)
         free_nodes, free_bb = view.free_total[0], view.free_bb
+        self.starvation_rule.note_forced(starving)
+        self.starvation_rule.entered(window, view.time)
+        self._invocation, self._had_choice = (window, free_nodes, free_bb), False
         fixed: list[Job] = []
         for job in starving:  # fix forced jobs in while they fit
             if job.cores > free_nodes or job.bb > free_bb:
@@ -309,15 +318,6 @@ class WindowScheduler:
         chosen = {job.job_id for job in selected}
         return fixed + [head] + selected + [j for j in pool if j.job_id not in chosen] + rest
 
-    def _mark(self, window: list[Job], now: float) -> None:
-        seen = self._seen
-        if self.by_invocations:
-            for job in window:
-                seen[job.job_id] = seen.get(job.job_id, 0.0) + 1.0
-        else:
-            for job in window:
-                seen.setdefault(job.job_id, now)
-
     def _selection(self, pool: list[Job], free_nodes: float, free_bb: float, view: View,
                    rng: np.random.Generator, record: bool, reservation: Reservation | None = None) -> list[Job] | None:
         """The method's selection from ``pool`` (``None``: the base order).
@@ -338,6 +338,7 @@ class WindowScheduler:
             long_from = len(short)
         if record and len(fits) >= 2:
             self.stats["eligible_two_plus"] += 1
+            self._had_choice = True
         if not fits or type(self).select is WindowScheduler.select:
             return None
         if len(fits) == 1:  # every method takes a lone fitting job: it adds to both objectives

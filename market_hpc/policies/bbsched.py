@@ -177,7 +177,7 @@ class BbSched(WindowScheduler):
         exhaustive_up_to: See ``solver = "ga"`` (0: the GA always runs).
         exact_budget: See ``solver = "auto"``; the default is where the exact solver
             costs about what the GA (G = 500, P = 20) costs (``benchmarks/bbsched.py``).
-        **params: ``window``, ``order``, ``starvation``, ``starvation_by``.
+        **params: ``window``, ``order``, ``starvation``, ``starvation_by``, ``starvation_backstop``.
     """
 
     label = "bbsched"
@@ -232,7 +232,8 @@ class BbSched(WindowScheduler):
 BB_SCHEDULERS = ("bbsched", "bb-baseline", "bb-weighted", "bb-weighted-cpu", "bb-weighted-bb",
                  "bb-constrained-cpu", "bb-constrained-bb", "bb-binpacking")
 
-_COMMON = {"size": "window", "order": "order", "starvation": "starvation", "starvation_by": "starvation_by"}
+_COMMON = {"size": "window", "order": "order", "starvation": "starvation", "starvation_by": "starvation_by",
+           "starvation_backstop": "starvation_backstop"}
 _OWN = {"bbsched": ("solver", "exact_budget", "generations", "population", "mutation", "rule", "exhaustive_up_to"),
         "bb-binpacking": ("normalise",)}
 
