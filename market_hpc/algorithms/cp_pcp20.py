@@ -62,7 +62,7 @@ from market_hpc.algorithms.cp_instance import (
 from market_hpc.algorithms.cp_listplan import list_plan
 from market_hpc.algorithms.cp_reduce import LEVELS, reduce_instance
 from market_hpc.algorithms.cp_relax import Relaxed, fits_now, solve_relaxation
-from market_hpc.algorithms.cp_rules import add_rules
+from market_hpc.algorithms.cp_rules import add_rules, new_start
 
 
 class Pcp20Model:
@@ -101,12 +101,7 @@ class Pcp20Model:
         cuts = frozenset(cuts)
         events = event_bounds(instance) if "event" in cuts else [1] * len(instance.jobs)
         for index, job in enumerate(instance.jobs):
-            top = horizon - job.duration
-            if 1 < events[index] <= top:  # left-shifted optima start now or at an end (cp_cuts)
-                start = model.new_int_var_from_domain(
-                    sorted_interval_list.Domain.from_intervals([[0, 0], [events[index], top]]), f"s{job.key}")
-            else:
-                start = model.new_int_var(0, top, f"s{job.key}")
+            start = new_start(model, job, events[index], horizon)
             interval = model.new_fixed_size_interval_var(start, job.duration, f"x{job.key}")
             self.starts[job.key] = start
             self.intervals[job.key] = interval
@@ -345,7 +340,7 @@ def _from_relaxation(built: Pcp20Model, relaxed: Relaxed, plan: Plan,
     solver, status = built.place(relaxed.starts, limits, PLACE_TIME)
     if status not in ("OPTIMAL", "FEASIBLE"):
         return "unpacked", None
-    return "proved", replace(_read(built, solver, "OPTIMAL", 1, plan, placements, watch), objective=relaxed.objective)
+    return "proved", _read(built, solver, "OPTIMAL", 1, plan, placements, watch)  # the relaxation's starts, its objective
 
 
 def _read(built: Pcp20Model, solver: cp_model.CpSolver, status: str, solves: int, plan: Plan,

@@ -71,20 +71,33 @@ def _against(outcome: CpOutcome, plan: CpOutcome) -> CpOutcome:
     return replace(outcome, changed=changed_from(outcome, plan.starts, plan.placements))
 
 
+def running_by_remaining(instance: CpInstance) -> list[tuple[int, np.ndarray]]:
+    """``(remaining, pooled usage per type)`` of the running jobs, one entry per distinct
+    remaining time, increasing: the fixed blocks of a pooled cumulative.
+
+    >>> from market_hpc.algorithms.cp_instance import CpRunning
+    >>> inst = CpInstance(np.array([[4, 1], [4, 1]]), (), (CpRunning(9, ((0, (1, 0)), (1, (2, 1)))),
+    ...                   CpRunning(3, ((1, (1, 0)),)), CpRunning(9, ((0, (1, 0)),))))
+    >>> [(remaining, usage.tolist()) for remaining, usage in running_by_remaining(inst)]
+    [(3, [1, 0]), (9, [4, 1])]
+    """
+    held: dict[int, np.ndarray] = {}
+    for run in instance.running:
+        usage = held.setdefault(run.remaining, np.zeros(instance.capacity.shape[1], dtype=np.int64))
+        for _, amounts in run.usage:
+            usage += np.asarray(amounts, dtype=np.int64)
+    return sorted(held.items(), key=lambda item: item[0])
+
+
 def build_pooled(instance: CpInstance, plan: Plan | None) -> tuple[cp_model.CpModel, dict[int, cp_model.IntVar]]:
     """The pooled scheduling model: start variables per job and one cumulative per type."""
     model = new_model()
     totals = instance.capacity.sum(axis=0)
     horizon = max(1, instance.horizon)
     resources = range(instance.capacity.shape[1])
-    running: dict[int, np.ndarray] = {}
-    for run in instance.running:
-        usage = running.setdefault(run.remaining, np.zeros(len(totals), dtype=np.int64))
-        for _, amounts in run.usage:
-            usage += amounts
     intervals: list[cp_model.IntervalVar] = []
     demands: list[list[int]] = [[] for _ in resources]
-    for remaining, usage in sorted(running.items()):
+    for remaining, usage in running_by_remaining(instance):
         intervals.append(model.new_fixed_size_interval_var(0, remaining, f"run{remaining}"))
         for r in resources:
             demands[r].append(int(usage[r]))

@@ -40,6 +40,8 @@ from market_hpc.algorithms.cp_cuts import (
 )
 from market_hpc.algorithms.cp_greedy import Plan
 from market_hpc.algorithms.cp_instance import CpInstance, CpLimits, add_hints, new_model
+from market_hpc.algorithms.cp_pooled import running_by_remaining
+from market_hpc.algorithms.cp_rules import new_start
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
@@ -86,7 +88,6 @@ def relaxation_model(instance: CpInstance, plan: Plan | None,
     ``forbidden``: sets of job indices that may not all start now (``fits_now`` found
     them unpackable at time 0: a cut every schedule of PCP'20's model satisfies)."""
     from ortools.sat.python import cp_model
-    from ortools.util.python import sorted_interval_list
 
     model = new_model()
     horizon = max(1, instance.horizon)
@@ -94,21 +95,12 @@ def relaxation_model(instance: CpInstance, plan: Plan | None,
     starts: list[cp_model.IntVar] = []
     intervals: list[cp_model.IntervalVar] = []
     for job, event in zip(instance.jobs, events):
-        top = horizon - job.duration
-        if 1 < event <= top:  # now or at an end, as in PCP'20's model (cp_cuts "event")
-            domain = sorted_interval_list.Domain.from_intervals([[0, 0], [event, top]])
-            start = model.new_int_var_from_domain(domain, f"s{job.key}")
-        else:
-            start = model.new_int_var(0, top, f"s{job.key}")
+        start = new_start(model, job, event, horizon)  # now or at an end, as in PCP'20's model
         starts.append(start)
         intervals.append(model.new_fixed_size_interval_var(start, job.duration, f"x{job.key}"))
     totals = instance.capacity.sum(axis=0)
-    held: dict[int, np.ndarray] = {}  # remaining time -> pooled usage of the running jobs
-    for run in instance.running:
-        usage = held.setdefault(run.remaining, np.zeros(len(totals), dtype=np.int64))
-        for _, amounts in run.usage:
-            usage += np.asarray(amounts, dtype=np.int64)
-    blocks = [(model.new_fixed_size_interval_var(0, remaining, ""), usage) for remaining, usage in sorted(held.items())]
+    blocks = [(model.new_fixed_size_interval_var(0, remaining, ""), usage)
+              for remaining, usage in running_by_remaining(instance)]
     for r in range(len(totals)):
         if any(job.unit[r] for job in instance.jobs):
             model.add_cumulative([box for box, _ in blocks] + intervals,

@@ -16,10 +16,23 @@ from market_hpc.algorithms.cp_cuts import (
     slot_limits,
 )
 from market_hpc.algorithms.cp_greedy import Plan
-from market_hpc.algorithms.cp_instance import CpInstance
+from market_hpc.algorithms.cp_instance import CpInstance, CpJob
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
+
+
+def new_start(model: cp_model.CpModel, job: CpJob, event: int, horizon: int) -> cp_model.IntVar:
+    """The start variable of ``job`` in ``[0, horizon - duration]``; with an event bound
+    ``event`` (``cp_cuts.event_bounds``, the rule ``event``; 1 when unused) its domain is
+    ``{0} U [event, horizon - duration]``: left-shifted optima start now or at an end."""
+    from ortools.util.python import sorted_interval_list
+
+    top = horizon - job.duration
+    if 1 < event <= top:
+        domain = sorted_interval_list.Domain.from_intervals([[0, 0], [event, top]])
+        return model.new_int_var_from_domain(domain, f"s{job.key}")
+    return model.new_int_var(0, top, f"s{job.key}")
 
 
 def add_rules(model: cp_model.CpModel, instance: CpInstance, starts: list[cp_model.IntVar],
