@@ -61,6 +61,15 @@ M = [
   "                pass"),
  ("fits now: one unit more per node", RELAX, "                          <= int(free[node, r]))",
   "                          <= int(free[node, r]) + 1)"),
+ ("settle cap: one segment early", RELAX, "    return times[first] if 0 < first < len(times) else None",
+  "    return times[first - 1] if 1 < first < len(times) else None"),
+ ("settle cap: slot counts ignored", RELAX, "            fits &= np.asarray(slot_profile(free, shape)) >= need",
+  "            pass"),
+ ("settle cap: pooled counts ignored", RELAX,
+  "        fits &= free[:, :, r].sum(axis=1) >= sum(job.units * job.unit[r] for job in instance.jobs)", "        pass"),
+ ("settle cap: also at time 0", RELAX, "    return times[first] if 0 < first < len(times) else None",
+  "    return times[first] if first < len(times) else None"),
+ ("settle cap: never applied", RELAX, "            model.add(start <= settled)", "            pass"),
 ]
 PINNED = "tests/test_cp_decisions.py::test_cp_decisions_and_models_match_the_unoptimised_code[pcp20-default-core]"
 tests = ["tests/test_cp_cuts.py", "tests/test_cp_relax.py", PINNED]
