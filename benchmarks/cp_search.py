@@ -20,7 +20,8 @@ objective over the list plan's (PCP'20's hint), what the schedule relaxation did
 (``cp_relax``: proved / unpacked / bound / skipped), and the mean / p99 wall time and
 the mean CPU time per decision. ``--relax``, ``--relax-time`` and ``--relax-search``
 vary the relaxation (``on`` is the default), ``--settle`` its settle cap;
-``--by-size`` adds the OPTIMAL count per model size (modelled jobs). Same instances for every configuration: a paired
+``--by-size`` adds the OPTIMAL count per model size (modelled jobs), ``--relax-jobs``
+lifts the relaxation's size cap (to measure the large models), ``--systems`` picks systems. Same instances for every configuration: a paired
 comparison (the machine is shared, so the times are noisy; the statuses are exact,
 since the limits are deterministic).
 """
@@ -99,8 +100,12 @@ def with_parameters(settings: list[str]) -> None:
 
 def measure(path: Path, branchings: list[str], budgets: list[float], limit: int | None,
             cut_sets: list[str], workers: int, relaxations: list[tuple[bool, float, bool]],
-            settles: list[bool], by_size: bool) -> None:
+            settles: list[bool], by_size: bool, systems: list[str] | None = None) -> None:
     kept: dict[str, list[CpInstance]] = pickle.loads(path.read_bytes())
+    unknown = sorted(set(systems or ()) - set(kept))
+    if unknown:
+        raise SystemExit(f"{path}: no captured system {unknown}; captured: {', '.join(kept)}")
+    kept = {system: kept[system] for system in systems or kept}
     print(f"{'system':>8} {'branching':>9} {'budget':>7} {'cuts':>20} {'relaxation':>18} {'n':>4} | {'OPTIMAL':>7} "
           f"{'FEAS':>6} {'FALLB':>6} | {'changed':>7} {'gain%':>6} {'vs hint':>7} | {'prv/unp/bnd/skp':>15} | "
           f"{'mean ms':>8} {'p99 ms':>8} {'max ms':>8} {'cpu ms':>8}")
@@ -187,6 +192,9 @@ def main() -> None:
     mea.add_argument("--settle", nargs="+", default=["on"], choices=["on", "off"],
                      help="the relaxation's settle cap (cp_relax.settle_time)")
     mea.add_argument("--by-size", action="store_true", help="also the OPTIMAL count per model-size bucket")
+    mea.add_argument("--relax-jobs", type=int, default=cp_relax.RELAX_JOBS,
+                     help="most modelled jobs for which the relaxation is solved (cp_relax.RELAX_JOBS)")
+    mea.add_argument("--systems", nargs="+", default=None, help="only these captured systems (e.g. kit-fh2 eurora)")
     args = parser.parse_args()
     if args.command == "capture":
         capture(args.out, args.seeds, args.jobs)
@@ -194,11 +202,12 @@ def main() -> None:
         global HINT
         HINT = args.hint
         with_parameters(args.param)
+        cp_relax.RELAX_JOBS = args.relax_jobs  # type: ignore[misc]
         relaxations = [(False, cp_relax.RELAX_TIME, cp_relax.RELAX_RESTARTS)] if "off" in args.relax else []
         if "on" in args.relax:
             relaxations += [(True, t, search == "restarts") for search in args.relax_search for t in args.relax_time]
         measure(args.path, args.branching, args.budgets, args.limit, args.cuts, args.workers, relaxations,
-                [choice == "on" for choice in args.settle], args.by_size)
+                [choice == "on" for choice in args.settle], args.by_size, args.systems)
 
 
 if __name__ == "__main__":
