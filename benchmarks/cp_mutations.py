@@ -51,7 +51,7 @@ M = [
   "demands + [0 for _, lack in lacks], capacity)"),
  ("relaxation: running jobs not in the pooled cumulative", RELAX, "[int(usage[r]) for _, usage in blocks]",
   "[0 for _, usage in blocks]"),
- ("relaxation: no event domains", RELAX, "if 1 < event <= top:", "if False:"),
+ ("no event domains (model and relaxation: cp_rules.new_start)", MODEL, "if 1 < event <= top:", "if False:"),
  ("relaxation: its bound not passed to the search", PCP20, "        if relaxed.bound > built.lower_bound:",
   "        if False:"),
  ("start-now cut without the fit check", PCP20, "if fits_now(instance, sorted(now), limits) is not False:", "if False:"),
