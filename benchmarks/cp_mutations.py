@@ -51,7 +51,7 @@ M = [
   "demands + [0 for _, lack in lacks], capacity)"),
  ("relaxation: running jobs not in the pooled cumulative", RELAX, "[int(usage[r]) for _, usage in blocks]",
   "[0 for _, usage in blocks]"),
- ("relaxation: no event domains", RELAX, "if 1 < event <= top:", "if False:"),
+ ("no event domains (model and relaxation: cp_rules.new_start)", MODEL, "if 1 < event <= top:", "if False:"),
  ("relaxation: its bound not passed to the search", PCP20, "        if relaxed.bound > built.lower_bound:",
   "        if False:"),
  ("start-now cut without the fit check", PCP20, "if fits_now(instance, sorted(now), limits) is not False:", "if False:"),
@@ -61,6 +61,15 @@ M = [
   "                pass"),
  ("fits now: one unit more per node", RELAX, "                          <= int(free[node, r]))",
   "                          <= int(free[node, r]) + 1)"),
+ ("settle cap: one segment early", RELAX, "    return times[first] if 0 < first < len(times) else None",
+  "    return times[first - 1] if 1 < first < len(times) else None"),
+ ("settle cap: slot counts ignored", RELAX, "            fits &= np.asarray(slot_profile(free, shape)) >= need",
+  "            pass"),
+ ("settle cap: pooled counts ignored", RELAX,
+  "        fits &= free[:, :, r].sum(axis=1) >= sum(job.units * job.unit[r] for job in instance.jobs)", "        pass"),
+ ("settle cap: also at time 0", RELAX, "    return times[first] if 0 < first < len(times) else None",
+  "    return times[first] if first < len(times) else None"),
+ ("settle cap: never applied", RELAX, "            model.add(start <= settled)", "            pass"),
 ]
 PINNED = "tests/test_cp_decisions.py::test_cp_decisions_and_models_match_the_unoptimised_code[pcp20-default-core]"
 tests = ["tests/test_cp_cuts.py", "tests/test_cp_relax.py", PINNED]

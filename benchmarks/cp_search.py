@@ -6,6 +6,8 @@ plan and time, per search strategy and budget.
         --branching priority earliest auto --budgets 0.002 0.02 0.1
     PYTHONPATH=. python benchmarks/cp_search.py measure /tmp/cp_instances.pkl --limit 70 \
         --branching auto --budgets 0.002 --relax off on --relax-time 0.01 0.05 0.2 --relax-search restarts default
+    PYTHONPATH=. python benchmarks/cp_search.py measure /tmp/cp_instances.pkl --branching auto --budgets 0.002 \
+        --settle off on --by-size
 
 ``capture`` runs the study's PCP'20 runs (``scenarios/cp_dispatch.toml``: KIT-like 3,000
 jobs at offered load 1.5, Eurora-like 1,000 jobs, seed 1 unless ``--seeds``) and keeps
@@ -17,7 +19,9 @@ from the greedy plan's, the mean objective gain over the greedy plan, the mean a
 objective over the list plan's (PCP'20's hint), what the schedule relaxation did
 (``cp_relax``: proved / unpacked / bound / skipped), and the mean / p99 wall time and
 the mean CPU time per decision. ``--relax``, ``--relax-time`` and ``--relax-search``
-vary the relaxation (``on`` is the default). Same instances for every configuration: a paired
+vary the relaxation (``on`` is the default), ``--settle`` its settle cap;
+``--by-size`` adds the OPTIMAL count per model size (modelled jobs), ``--relax-jobs``
+lifts the relaxation's size cap (to measure the large models), ``--systems`` picks systems. Same instances for every configuration: a paired
 comparison (the machine is shared, so the times are noisy; the statuses are exact,
 since the limits are deterministic).
 """
@@ -25,6 +29,7 @@ since the limits are deterministic).
 from __future__ import annotations
 
 import argparse
+import itertools
 import pickle
 import time
 from pathlib import Path
@@ -94,8 +99,13 @@ def with_parameters(settings: list[str]) -> None:
 
 
 def measure(path: Path, branchings: list[str], budgets: list[float], limit: int | None,
-            cut_sets: list[str], workers: int, relaxations: list[tuple[bool, float, bool]]) -> None:
+            cut_sets: list[str], workers: int, relaxations: list[tuple[bool, float, bool]],
+            settles: list[bool], by_size: bool, systems: list[str] | None = None) -> None:
     kept: dict[str, list[CpInstance]] = pickle.loads(path.read_bytes())
+    unknown = sorted(set(systems or ()) - set(kept))
+    if unknown:
+        raise SystemExit(f"{path}: no captured system {unknown}; captured: {', '.join(kept)}")
+    kept = {system: kept[system] for system in systems or kept}
     print(f"{'system':>8} {'branching':>9} {'budget':>7} {'cuts':>20} {'relaxation':>18} {'n':>4} | {'OPTIMAL':>7} "
           f"{'FEAS':>6} {'FALLB':>6} | {'changed':>7} {'gain%':>6} {'vs hint':>7} | {'prv/unp/bnd/skp':>15} | "
           f"{'mean ms':>8} {'p99 ms':>8} {'max ms':>8} {'cpu ms':>8}")
@@ -104,17 +114,22 @@ def measure(path: Path, branchings: list[str], budgets: list[float], limit: int 
         for branching in branchings:
             for cut_set in cut_sets:
                 cuts = () if cut_set == "none" else CUTS if cut_set == "all" else tuple(cut_set.split(","))
-                for relax, relax_time, restarts in relaxations:
+                for (relax, relax_time, restarts), settle in itertools.product(relaxations, settles):
+                    if not relax and settle != settles[0]:
+                        continue  # the settle cap is part of the relaxation
                     cp_relax.RELAX_TIME, cp_relax.RELAX_RESTARTS = relax_time, restarts  # type: ignore[misc]
-                    label = f"{relax_time:g} {'restarts' if restarts else 'default'}" if relax else "off"
+                    cp_relax.SETTLE = settle  # type: ignore[misc]
+                    label = (f"{relax_time:g} {'restarts' if restarts else 'default'}{' settle' if settle else ''}"
+                             if relax else "off")
                     for budget in budgets:
-                        _measure_one(system, instances, branching, budget, cut_set, cuts, workers, relax, label)
+                        _measure_one(system, instances, branching, budget, cut_set, cuts, workers, relax, label,
+                                     by_size)
 
 
 def _measure_one(system: str, instances: list[CpInstance], branching: str, budget: float, cut_set: str,
-                 cuts: tuple[str, ...], workers: int, relax: bool, label: str) -> None:
+                 cuts: tuple[str, ...], workers: int, relax: bool, label: str, by_size: bool = False) -> None:
     limits = CpLimits(deterministic_time=budget, workers=workers)
-    statuses, changed, gains, ratios, tags, seconds = [], [], [], [], [], []
+    statuses, changed, gains, ratios, tags, seconds, sizes = [], [], [], [], [], [], []
     cpu = time.process_time()
     for instance in instances:
         began = time.perf_counter()
@@ -124,6 +139,7 @@ def _measure_one(system: str, instances: list[CpInstance], branching: str, budge
         changed.append(bool(outcome.changed))
         tags.append(outcome.relaxation)
         reduced = reduce_instance(instance).instance
+        sizes.append(len(reduced.jobs))
         plan = greedy_plan(reduced)
         greedy = plan.objective(reduced)
         gains.append(1 - outcome.objective / greedy if greedy else 0.0)
@@ -138,6 +154,17 @@ def _measure_one(system: str, instances: list[CpInstance], branching: str, budge
           f"{share['FEASIBLE']:6.3f} {share['FALLBACK']:6.3f} | {np.mean(changed):7.3f} "
           f"{100 * np.mean(gains):6.2f} {np.mean(ratios):7.3f} | {counts:>15} | {ms.mean():8.1f} "
           f"{np.percentile(ms, 99):8.1f} {ms.max():8.1f} {cpu_ms:8.1f}", flush=True)
+    if by_size:
+        cells = []
+        for low, high in SIZES:
+            chosen = [s == "OPTIMAL" for s, k in zip(statuses, sizes) if low <= k <= high]
+            if chosen:
+                cells.append(f"{low}-{high} jobs: {sum(chosen)}/{len(chosen)} OPTIMAL")
+        print(f"{'':>8} by modelled jobs: " + "; ".join(cells), flush=True)
+
+
+SIZES = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 100))
+"""Model-size buckets (modelled jobs on the reduced system) of ``measure --by-size``."""
 
 
 def main() -> None:
@@ -162,6 +189,12 @@ def main() -> None:
                      help="its deterministic time per solve")
     mea.add_argument("--relax-search", nargs="+", default=["restarts"], choices=["restarts", "default"],
                      help="its search: CP-SAT's quick-restart portfolio or its default")
+    mea.add_argument("--settle", nargs="+", default=["on"], choices=["on", "off"],
+                     help="the relaxation's settle cap (cp_relax.settle_time)")
+    mea.add_argument("--by-size", action="store_true", help="also the OPTIMAL count per model-size bucket")
+    mea.add_argument("--relax-jobs", type=int, default=cp_relax.RELAX_JOBS,
+                     help="most modelled jobs for which the relaxation is solved (cp_relax.RELAX_JOBS)")
+    mea.add_argument("--systems", nargs="+", default=None, help="only these captured systems (e.g. kit-fh2 eurora)")
     args = parser.parse_args()
     if args.command == "capture":
         capture(args.out, args.seeds, args.jobs)
@@ -169,10 +202,12 @@ def main() -> None:
         global HINT
         HINT = args.hint
         with_parameters(args.param)
+        cp_relax.RELAX_JOBS = args.relax_jobs  # type: ignore[misc]
         relaxations = [(False, cp_relax.RELAX_TIME, cp_relax.RELAX_RESTARTS)] if "off" in args.relax else []
         if "on" in args.relax:
             relaxations += [(True, t, search == "restarts") for search in args.relax_search for t in args.relax_time]
-        measure(args.path, args.branching, args.budgets, args.limit, args.cuts, args.workers, relaxations)
+        measure(args.path, args.branching, args.budgets, args.limit, args.cuts, args.workers, relaxations,
+                [choice == "on" for choice in args.settle], args.by_size, args.systems)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ and GPUs on unlike nodes, so that some relaxed schedules cannot be packed):
 * the relaxation's optimum never exceeds PCP'20's exact optimum (it is a bound);
 * an answer marked ``proved`` is PCP'20's exact optimum, also when the relaxation
   budget is too small to prove anything (then nothing may be marked ``proved``);
+* the settle cap (``settle_time``) is the first running end after which every job fits,
+  pooled and per slot shape, and it leaves the relaxation's optimum unchanged;
 * a relaxed schedule whose start-now jobs do not fit together now is cut off and the
   relaxation solved again; one that does not pack later goes to PCP'20's own search.
 """
@@ -22,7 +24,7 @@ from market_hpc.algorithms import cp_relax
 from market_hpc.algorithms.cp_cuts import slot_demand
 from market_hpc.algorithms.cp_instance import CpInstance, CpJob, CpLimits, CpRunning, Stopwatch
 from market_hpc.algorithms.cp_pcp20 import solve_pcp20
-from market_hpc.algorithms.cp_relax import fits_now, solve_relaxation
+from market_hpc.algorithms.cp_relax import fits_now, relaxation_model, settle_time, solve_relaxation
 
 
 def test_slot_demand_counts_every_slot_a_unit_takes() -> None:
@@ -188,3 +190,47 @@ def test_a_relaxation_not_proven_optimal_is_not_packed() -> None:
                                    CpLimits(), Stopwatch())
     assert tag == "proved" and answer is not None
     assert (answer.status, answer.starts, answer.objective) == ("OPTIMAL", {1: 10, 2: 0}, 100)
+
+
+def test_the_settle_cap_is_the_first_end_after_which_every_job_fits() -> None:
+    # two 4-core nodes, one core busy on node 0 until 3 and on node 1 until 7. J: 3 units
+    # of 2 cores. Pooled, 6 of 8 cores are free now: J fits. In 2-core slots there are
+    # 2 now (one per node), 3 from 3 and 4 from 7: J fits from 3, the cap.
+    running = (CpRunning(3, ((0, (1,)),)), CpRunning(7, ((1, (1,)),)))
+    inst = CpInstance(np.array([[4], [4]]), (CpJob(1, 3, (2,), 5, 1),), running)
+    assert settle_time(inst) == 3
+    # with a second 2-core job: 4 slots (8 cores), from 7 on
+    inst = CpInstance(np.array([[4], [4]]), (CpJob(1, 3, (2,), 5, 1), CpJob(2, 1, (2,), 5, 1)), running)
+    assert settle_time(inst) == 7
+    # the pooled count decides: one 6-core node, 2 cores busy until 4; A (3 cores) and B
+    # (2 cores) have their slots now (one 3-core, two 2-core), but 5 > 4 free cores
+    pooled = CpInstance(np.array([[6]]), (CpJob(1, 1, (3,), 5, 1), CpJob(2, 1, (2,), 5, 1)),
+                        (CpRunning(4, ((0, (2,)),)),))
+    assert settle_time(pooled) == 4
+    # all fit now: no cap (the start-now cuts may not be moved across time 0)
+    assert settle_time(CpInstance(np.array([[4], [4]]), (CpJob(1, 1, (2,), 5, 1),), running)) is None
+
+
+def test_the_relaxation_starts_every_job_by_the_settle_cap() -> None:
+    from ortools.sat.python import cp_model
+
+    running = (CpRunning(3, ((0, (1,)),)), CpRunning(7, ((1, (1,)),)))
+    inst = CpInstance(np.array([[4], [4]]), (CpJob(1, 3, (2,), 5, 1), CpJob(2, 1, (2,), 5, 1)), running)
+    for job, at, expected in ((0, 7, cp_model.OPTIMAL), (0, 8, cp_model.INFEASIBLE), (1, 8, cp_model.INFEASIBLE)):
+        model, starts = relaxation_model(inst, None)
+        model.add(starts[job] >= at)
+        assert cp_model.CpSolver().solve(model) == expected, (job, at)
+
+
+def test_the_settle_cap_keeps_the_relaxation_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    capped = []
+    for seed in SEEDS:
+        instance = two_types(seed)
+        with_cap = solve_relaxation(instance, None, LONG)
+        with monkeypatch.context() as patch:
+            patch.setattr(cp_relax, "settle_time", lambda _: None)
+            without = solve_relaxation(instance, None, LONG)
+        assert with_cap.status == without.status == "OPTIMAL", seed
+        assert with_cap.objective == without.objective, seed
+        capped.append(settle_time(instance) is not None)
+    assert sum(capped) >= 8, capped  # the cap is there on most instances

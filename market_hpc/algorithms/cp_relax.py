@@ -13,6 +13,13 @@ positions** and uses it twice:
   PCP'20's model satisfies all of them (each is one of PCP'20's constraints or one of
   ``cp_cuts``' rules, none of which removes every optimum), so the relaxation's optimum
   is a **lower bound** on PCP'20's, and its proven bound is one too.
+* **The settle cap** (``settle_time``), for the relaxation alone: from the first running
+  end ``T > 0`` after which every modelled job fits at once (pooled per type and in
+  every slot count), every job starting after ``T`` can move to ``T`` together with the
+  others (capacity only grows as running jobs end, twins keep their order, nobody's
+  start-now changes), which lowers the objective. So some optimum of the relaxation
+  starts every job by ``T``: ``s_i <= T``. It is not valid for PCP'20's own model (jobs
+  moved together may collide in positions), and the relaxation's optimum is unchanged.
 * **Placement** (``Pcp20Model.place``, in ``cp_pcp20``): when the relaxation was solved
   to optimality and its schedule can be packed in PCP'20's positions, that packing is a
   solution of PCP'20's model that meets a lower bound, and is therefore **optimal for
@@ -34,9 +41,12 @@ import numpy as np
 
 from market_hpc.algorithms.cp_cuts import (
     event_bounds,
+    free_profile,
     identical_pairs,
     objective_bound,
     slot_cumulatives,
+    slot_demand,
+    slot_profile,
 )
 from market_hpc.algorithms.cp_greedy import Plan
 from market_hpc.algorithms.cp_instance import CpInstance, CpLimits, add_hints, new_model
@@ -50,9 +60,9 @@ RELAX_TIME = 0.05
 """Deterministic time of one relaxation solve (chosen by measurement, docs/cp.md)."""
 
 RELAX_JOBS = 30
-"""Most modelled jobs for which the relaxation is solved (measured, docs/cp.md: on the
-study's instances it proved no model with more than 30 jobs, while on the benchmark's
-50- and 100-job instances one solve cost 0.6-1.2 s of CPU)."""
+"""Most modelled jobs for which the relaxation is solved (measured, docs/cp.md: at its
+budget it proved no study model with more than 30 jobs, and at 40x the budget 5 of 57,
+while on the benchmark's 50- and 100-job instances one solve cost 0.6-1.2 s of CPU)."""
 
 RELAX_ROUNDS = 4
 """Most relaxation solves per decision: after a proven schedule that does not pack because
@@ -62,6 +72,10 @@ start-now set (``fits_now``)."""
 RELAX_RESTARTS = True
 """Search the relaxation with CP-SAT's quick-restart portfolio (measured, docs/cp.md: the
 default search mostly stays at the hint on large queues)."""
+
+SETTLE = True
+"""Cap every start at ``settle_time`` in the relaxation (measured, docs/cp.md: more
+relaxations proven at the same budget; its optimum is unchanged)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +93,34 @@ class Relaxed:
     starts: dict[int, int] | None
     objective: int
     bound: int
+
+
+def settle_time(instance: CpInstance) -> int | None:
+    """The first time ``T > 0`` (a running job's end) from which all modelled jobs fit
+    together, pooled per resource type and in the slots of every unit shape
+    (``cp_cuts.slot_profile``, ``slot_demand``); None when there is none (the module
+    docstring: some optimum of the relaxation starts every job by ``T``).
+
+    >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
+    >>> inst = CpInstance(np.array([[4], [4]]), (CpJob(1, 2, (2,), 5, 1), CpJob(2, 1, (4,), 5, 1)),
+    ...                   (CpRunning(3, ((0, (4,)),)), CpRunning(7, ((1, (2,)),))))
+    >>> settle_time(inst)   # 2 cores free until 3, 6 until 7, then 8: the jobs need 8
+    7
+    >>> settle_time(CpInstance(np.array([[4]]), inst.jobs, ()))   # they never fit together
+    """
+    times, free = free_profile(instance)
+    fits = np.ones(len(times), dtype=bool)
+    for r in range(instance.capacity.shape[1]):
+        fits &= free[:, :, r].sum(axis=1) >= sum(job.units * job.unit[r] for job in instance.jobs)
+    for shape in {job.unit for job in instance.jobs}:
+        if any(shape):
+            need = sum(job.units * slot_demand(job.unit, shape) for job in instance.jobs
+                       if all(a >= b for a, b in zip(job.unit, shape)))
+            fits &= np.asarray(slot_profile(free, shape)) >= need
+    first = len(times)  # free resources only grow: the first segment of the fitting tail
+    while first > 0 and fits[first - 1]:
+        first -= 1
+    return times[first] if 0 < first < len(times) else None
 
 
 def relaxation_model(instance: CpInstance, plan: Plan | None,
@@ -112,6 +154,10 @@ def relaxation_model(instance: CpInstance, plan: Plan | None,
                              demands + [lack for _, lack in lacks], capacity)
     for i, j in identical_pairs(instance):
         model.add(starts[i] <= starts[j])
+    settled = settle_time(instance) if SETTLE else None
+    if settled is not None:
+        for start in starts:
+            model.add(start <= settled)
     now: dict[int, cp_model.IntVar] = {}
     for group in forbidden:
         for i in sorted(group):
