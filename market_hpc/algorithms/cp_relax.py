@@ -59,10 +59,11 @@ if TYPE_CHECKING:
 RELAX_TIME = 0.05
 """Deterministic time of one relaxation solve (chosen by measurement, docs/cp.md)."""
 
-RELAX_JOBS = 30
-"""Most modelled jobs for which the relaxation is solved (measured, docs/cp.md: at its
-budget it proved no study model with more than 30 jobs, and at 40x the budget 5 of 57,
-while on the benchmark's 50- and 100-job instances one solve cost 0.6-1.2 s of CPU)."""
+RELAX_JOBS = 40
+"""Most modelled jobs for which the relaxation is solved (measured, docs/cp.md, fourth
+round: on a sample of the study's KIT-like models it proved 4 of 25 with 31-40 jobs and
+none of 32 with more, also at 40x the budget, while on the benchmark's 50- and 100-job
+instances one solve cost 0.6-1.2 s of CPU)."""
 
 RELAX_ROUNDS = 4
 """Most relaxation solves per decision: after a proven schedule that does not pack because
