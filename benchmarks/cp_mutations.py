@@ -63,7 +63,7 @@ M = [
   "                          <= int(free[node, r]) + 1)"),
  ("settle cap: one segment early", RELAX, "    return times[first] if 0 < first < len(times) else None",
   "    return times[first - 1] if 1 < first < len(times) else None"),
- ("settle cap: slot counts ignored", RELAX, "            fits &= np.asarray(slot_profile(free, shape)) >= need",
+ ("settle cap: slot counts ignored", RELAX, "            fits &= np.asarray(slot_profile(free, shape)) >= sum(slot_members(instance, shape)[1])",
   "            pass"),
  ("settle cap: pooled counts ignored", RELAX,
   "        fits &= free[:, :, r].sum(axis=1) >= sum(job.units * job.unit[r] for job in instance.jobs)", "        pass"),

@@ -79,6 +79,19 @@ def slot_demand(unit: tuple[int, ...], shape: tuple[int, ...]) -> int:
     return min(u // s for u, s in zip(unit, shape) if s > 0)
 
 
+def slot_members(instance: CpInstance, shape: tuple[int, ...]) -> tuple[list[int], list[int]]:
+    """The modelled jobs whose unit dominates ``shape`` (indices, in ``instance.jobs``
+    order) and the slots of ``shape`` each takes: ``units * slot_demand(unit, shape)``.
+
+    >>> from market_hpc.algorithms.cp_instance import CpJob
+    >>> inst = CpInstance(np.array([[20]]), (CpJob(1, 2, (20,), 5, 1), CpJob(2, 1, (5,), 5, 1)))
+    >>> slot_members(inst, (10,))
+    ([0], [4])
+    """
+    members = [i for i, job in enumerate(instance.jobs) if all(a >= b for a, b in zip(job.unit, shape))]
+    return members, [instance.jobs[i].units * slot_demand(instance.jobs[i].unit, shape) for i in members]
+
+
 def slot_limits(instance: CpInstance) -> list[tuple[list[int], list[int], int]]:
     """Knapsacks on the jobs started now: ``(job indices, slots each takes, slots)`` per
     distinct unit shape ``sigma`` whose dominating jobs' demand exceeds the slots free
@@ -102,8 +115,7 @@ def slot_limits(instance: CpInstance) -> list[tuple[list[int], list[int], int]]:
         if not len(asked):
             continue
         slots = int((free[:, asked] // need[asked]).min(axis=1).sum())
-        members = [i for i, job in enumerate(instance.jobs) if all(a >= b for a, b in zip(job.unit, shape))]
-        demands = [instance.jobs[i].units * slot_demand(instance.jobs[i].unit, shape) for i in members]
+        members, demands = slot_members(instance, shape)
         if sum(demands) > slots:
             limits.append((members, demands, slots))
     return limits
@@ -213,10 +225,10 @@ def objective_bound(instance: CpInstance) -> int:
     for shape in sorted({job.unit for job in jobs}):
         if not any(shape):
             continue
-        members = [(job.weight, job.duration, job.units * slot_demand(job.unit, shape)) for job in jobs
-                   if all(a >= b for a, b in zip(job.unit, shape))]
+        indices, demands = slot_members(instance, shape)
+        members = [(jobs[i].weight, jobs[i].duration, q) for i, q in zip(indices, demands)]
         slots = slot_profile(free, shape)
-        if sum(q for _, _, q in members) > slots[0]:
+        if sum(demands) > slots[0]:
             best = max(best, fluid_start_bound(members, list(zip(times, slots))))
     return max(0, math.ceil(best - 1e-6 * max(1.0, best)))
 
@@ -275,8 +287,7 @@ def slot_cumulatives(instance: CpInstance) -> list[tuple[list[int], list[int], l
     for shape in sorted({job.unit for job in instance.jobs}, reverse=True):
         if not any(shape):
             continue
-        members = [i for i, job in enumerate(instance.jobs) if all(a >= b for a, b in zip(job.unit, shape))]
-        demands = [instance.jobs[i].units * slot_demand(instance.jobs[i].unit, shape) for i in members]
+        members, demands = slot_members(instance, shape)
         slots = slot_profile(free, shape)
         if sum(demands) <= min(slots):
             continue  # never binds

@@ -45,7 +45,7 @@ from market_hpc.algorithms.cp_cuts import (
     identical_pairs,
     objective_bound,
     slot_cumulatives,
-    slot_demand,
+    slot_members,
     slot_profile,
 )
 from market_hpc.algorithms.cp_greedy import Plan
@@ -99,7 +99,7 @@ class Relaxed:
 def settle_time(instance: CpInstance) -> int | None:
     """The first time ``T > 0`` (a running job's end) from which all modelled jobs fit
     together, pooled per resource type and in the slots of every unit shape
-    (``cp_cuts.slot_profile``, ``slot_demand``); None when there is none (the module
+    (``cp_cuts.slot_profile``, ``slot_members``); None when there is none (the module
     docstring: some optimum of the relaxation starts every job by ``T``).
 
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
@@ -115,9 +115,7 @@ def settle_time(instance: CpInstance) -> int | None:
         fits &= free[:, :, r].sum(axis=1) >= sum(job.units * job.unit[r] for job in instance.jobs)
     for shape in {job.unit for job in instance.jobs}:
         if any(shape):
-            need = sum(job.units * slot_demand(job.unit, shape) for job in instance.jobs
-                       if all(a >= b for a, b in zip(job.unit, shape)))
-            fits &= np.asarray(slot_profile(free, shape)) >= need
+            fits &= np.asarray(slot_profile(free, shape)) >= sum(slot_members(instance, shape)[1])
     first = len(times)  # free resources only grow: the first segment of the fitting tail
     while first > 0 and fits[first - 1]:
         first -= 1
