@@ -33,14 +33,13 @@ from market_hpc.core.recorder import Recorder
 from market_hpc.core.running_jobs import RunningJobs
 from market_hpc.core.state import COMPLETION, DECISION
 from market_hpc.core.view import ModelView
-from market_hpc.domain.job import Job, JobStatus
+from market_hpc.domain.job import CORE_UNIT, Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError, PolicyError
 from market_hpc.policies.base import Decision, Drop, Hold, Policy, RunningJob, Start
 from market_hpc.policies.registry import make_policy, scheduler_entry
 from market_hpc.validation import FRACTION, NON_NEGATIVE_INT, TIME, check
 
-_CORE_UNIT = (1, 0, 0, 0)
 _NEVER = math.inf
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 # Enum members read once: ``JobStatus.X`` goes through the enum's metaclass (~0.4 us a read).
@@ -512,7 +511,7 @@ class HPCModel(mesa.Model):
             raise self._fail(f"job {job.job_id} needs {job.units} units, allocation gives {total_units}")
         if job.bb > self.free_bb:
             raise self._fail(f"job {job.job_id} needs {job.bb} GB of burst buffer, {self.free_bb} free")
-        if job.unit == _CORE_UNIT and not self.exclusive:
+        if job.unit == CORE_UNIT and not self.exclusive:
             # Plain processor requests touch only the cores column, run by run.
             claimed = index.claim(job.job_id, runs)  # the pass took it already
             if not claimed and not (fresh and runs is index.fresh) and not self._free.has_cores(runs):

@@ -15,9 +15,8 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
+from market_hpc.domain.job import CORE_UNIT
 from market_hpc.policies.base import RunningJob
-
-_CORE_UNIT = (1, 0, 0, 0)
 
 
 class RunningJobs(Sequence[RunningJob]):
@@ -50,7 +49,7 @@ class RunningJobs(Sequence[RunningJob]):
     def add(self, running: RunningJob) -> None:
         """Add a job that starts (its ``seq`` is unique)."""
         self.version += 1
-        if running.job.unit != _CORE_UNIT:
+        if running.job.unit != CORE_UNIT:
             self.beyond_cores += 1
         by_seq = self._by_seq
         if by_seq is not None:
@@ -68,7 +67,7 @@ class RunningJobs(Sequence[RunningJob]):
             del by_seq[running.seq]
         else:
             raise ValueError(f"{running!r} is not running")
-        if running.job.unit != _CORE_UNIT:
+        if running.job.unit != CORE_UNIT:
             self.beyond_cores -= 1
 
     def _ordered(self) -> SortedList:

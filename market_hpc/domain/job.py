@@ -20,7 +20,8 @@ from market_hpc.validation import (
 )
 
 _INF = float("inf")
-_CORE_UNIT = (1, 0, 0, 0)
+#: One processor core and nothing else: the unit of a plain processor job.
+CORE_UNIT: tuple[int, int, int, int] = (1, 0, 0, 0)
 
 
 class JobStatus(enum.Enum):
@@ -83,7 +84,7 @@ class Job:
                 and 0.0 <= self.submit <= MAX_SECONDS and 0.0 <= self.run_time <= MAX_SECONDS
                 and 0.0 <= self.estimate <= MAX_SECONDS and 0.0 <= self.bb < _INF
                 and type(self.units) is int and 1 <= self.units <= MAX_INT
-                and (self.unit == _CORE_UNIT or _unit_ok(self.unit))
+                and (self.unit == CORE_UNIT or _unit_ok(self.unit))
                 and (self.profile is None or _profile_ok(self.profile))
             )
         except TypeError:  # a string or None compared with a number

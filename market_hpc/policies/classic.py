@@ -18,18 +18,17 @@ import numpy as np
 
 from market_hpc.algorithms.easy import may_backfill, shadow_and_extra, shadow_and_extra_cores
 from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
-from market_hpc.domain.job import Job
+from market_hpc.domain.job import CORE_UNIT, Job
 from market_hpc.domain.platform import Platform
 from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start, View
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import PassScratch
 
-_CORE_UNIT = (1, 0, 0, 0)
 _new_tuple = tuple.__new__  # Start(...) and Decision(...) without their Python-level __new__
 
 
 def _totals(unit: tuple[int, ...], units: int) -> tuple[int, ...]:
-    if unit == _CORE_UNIT:
+    if unit == CORE_UNIT:
         return (units, 0, 0, 0)
     return tuple(units * amount for amount in unit)
 
@@ -208,7 +207,7 @@ class Easy:
             if now + job.estimate <= shadow:
                 uses_extra = False
                 need = None
-            elif not with_bb and job.unit == _CORE_UNIT:
+            elif not with_bb and job.unit == CORE_UNIT:
                 if cores > extra[0] or not others_fit:
                     continue
                 uses_extra = True
@@ -259,7 +258,7 @@ class Easy:
         ``free_total`` what is free after them (burst buffer last when ``with_bb``)."""
         now = view.time
         # ``a if a > b else b`` instead of ``max``: cheaper per running job (FURB136 off).
-        if not with_bb and head.unit == _CORE_UNIT and (
+        if not with_bb and head.unit == CORE_UNIT and (
                 self._cores_only(view.platform) or self._cores_held(view, started)):
             # Only cores are asked for (by the head, the running jobs and this pass's
             # starts): the same walk on plain numbers; other resources keep what is free.

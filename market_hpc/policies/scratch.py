@@ -21,10 +21,8 @@ import numpy as np
 
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.node_runs import as_runs
-from market_hpc.domain.job import Job
+from market_hpc.domain.job import CORE_UNIT, Job
 from market_hpc.policies.base import Allocation, Allocator, View
-
-CORE_UNIT = (1, 0, 0, 0)
 
 
 def take_dense(free: np.ndarray, job: Job, allocation: Allocation, exclusive: bool) -> None:

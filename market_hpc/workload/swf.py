@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from market_hpc.domain.job import Job
+from market_hpc.domain.job import CORE_UNIT, Job
 from market_hpc.errors import ConfigError, TraceFormatError
 from market_hpc.validation import MAX_SECONDS, TIME, TRACE_ID, parse_ascii_number
 
@@ -85,7 +85,6 @@ UTF8_BOM = b"\xef\xbb\xbf"
 _WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
               (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
 _MAX_EXACT_INT = 2.0**53
-_PROC_UNIT = (1, 0, 0, 0)
 # pandas 3 parses floats exactly by default and deprecates the option that pandas 2 needs.
 _EXACT_FLOATS: dict[str, str] = (
     {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
@@ -517,7 +516,7 @@ def jobs_in_row_order(rows: np.ndarray) -> list[Job]:
     gc.disable()
     try:
         return [
-            Job(job_id, submit, run_time, est, units, _PROC_UNIT, 0.0, user, queue)
+            Job(job_id, submit, run_time, est, units, CORE_UNIT, 0.0, user, queue)
             for job_id, submit, run_time, est, units, user, queue in columns
         ]
     finally:
@@ -583,7 +582,7 @@ def write_trace_text(text: str, path: str | os.PathLike[str]) -> None:
 
 def _check_writable(job: Job, seen: set[int]) -> None:
     where = f"job {job.job_id}"
-    if job.unit != _PROC_UNIT or job.bb or job.profile is not None:
+    if job.unit != CORE_UNIT or job.bb or job.profile is not None:
         raise ConfigError(
             f"{where}: SWF holds processor counts only; got unit={job.unit}, bb={job.bb}, "
             f"profile={'set' if job.profile is not None else None}"
