@@ -11,6 +11,7 @@ from typing import Any
 
 from market_hpc.cli.tools import (
     LENIENT_HELP,
+    add_catalogue_commands,
     add_convert_command,
     add_export_command,
     add_plot_command,
@@ -65,6 +66,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from market_hpc.experiment.config import set_path
     from market_hpc.policies.registry import scheduler_entry
 
+    if args.platform is None:
+        from market_hpc.workload.trace_catalogue import CATALOGUE
+
+        if args.trace not in CATALOGUE:
+            raise ConfigError(f"replay {args.trace}: --platform is required (a preset, "
+                              "nodes=N,cores=C or a platform TOML file); only catalogue logs "
+                              f"({', '.join(CATALOGUE)}) have a default")
+        args.platform = CATALOGUE[args.trace].platform
     market = args.market or scheduler_entry(args.scheduler).market
     if market and not args.market:
         print(f"{args.scheduler} is a market policy: trace jobs get value curves "
@@ -227,11 +236,13 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     replay = sub.add_parser("replay", help="replay an SWF trace or Slurm sacct output")
-    replay.add_argument("trace", help="SWF file (.swf or .swf.gz) or sacct --parsable2 output "
-                        "(converted first, see trace convert)")
-    replay.add_argument("--platform", required=True,
+    replay.add_argument("trace", help="SWF file (.swf or .swf.gz), sacct --parsable2 output "
+                        "(converted first, see trace convert) or a fetched catalogue log "
+                        "(trace list, trace fetch)")
+    replay.add_argument("--platform",
                         help=f"preset ({presets}), nodes=N,cores=C[,gpus=G,mics=M,mem=GB] "
-                        "or a platform TOML file")
+                        "or a platform TOML file (default for a catalogue log: its preset; "
+                        "required otherwise)")
     replay.add_argument("--scheduler", default="fifo", help=f"one of {schedulers}")
     replay.add_argument("--allocator", default=None, help=f"one of {allocators}")
     replay.add_argument("--bidder", default=None,
@@ -258,6 +269,7 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     info.add_argument("--lenient", action="store_true", help=LENIENT_HELP)
     info.set_defaults(func=cmd_trace_info)
     add_convert_command(trace_sub)
+    add_catalogue_commands(trace_sub)
     _add_sweep_commands(sub)
     add_export_command(sub)
     add_plot_command(sub)

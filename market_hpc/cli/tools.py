@@ -31,7 +31,9 @@ def replayable_trace(trace: str, out_dir: str | None, lenient: bool) -> Iterator
     """The SWF file to replay: ``trace`` itself, or for sacct output its conversion,
     written to ``OUT/trace.swf`` (kept with the results) or to a temporary folder."""
     from market_hpc.workload.slurm import is_sacct
+    from market_hpc.workload.trace_catalogue import resolve_trace
 
+    trace = resolve_trace(trace)
     if not is_sacct(trace):
         yield trace
         return
@@ -46,6 +48,67 @@ def replayable_trace(trace: str, out_dir: str | None, lenient: bool) -> Iterator
         print(f"converted to {swf}" + ("" if out_dir else " (temporary: replay --out or trace "
                                       "convert keeps it)"))
         yield str(swf)
+
+
+def cmd_trace_list(args: argparse.Namespace) -> int:
+    """Print the catalogue of archive logs and whether each is cached."""
+    from market_hpc.workload.trace_catalogue import catalogue_table
+
+    print("\n".join(catalogue_table()))
+    return 0
+
+
+def cmd_trace_fetch(args: argparse.Namespace) -> int:
+    """Download catalogue logs into the cache, verifying their checksums."""
+    import sys
+    import time
+
+    from market_hpc.workload.trace_catalogue import (
+        cached_path,
+        catalogue_entry,
+        fetch_trace,
+        sha256_of,
+    )
+
+    entries = [catalogue_entry(name) for name in args.names]  # every name checked before any download
+    for entry in entries:
+        target = cached_path(entry)
+        if target.is_file() and not args.force and sha256_of(target) == entry.sha256:
+            print(f"{entry.name}: already cached, checksum verified: {target}")
+            continue
+        print(f"{entry.name}: downloading {entry.url(args.mirror)} ({entry.size / 1e6:.1f} MB)")
+        shown = {"at": 0.0}
+
+        def progress(done: int, total: int, shown: dict[str, float] = shown) -> None:
+            now = time.monotonic()
+            if done == total or now - shown["at"] >= 2.0:  # a line every 2 s, also without a terminal
+                shown["at"] = now
+                print(f"  {done / 1e6:.1f} of {total / 1e6:.1f} MB ({100 * done / total:.0f}%)",
+                      file=sys.stderr, flush=True)
+
+        path = fetch_trace(entry, mirror=args.mirror, progress=progress, force=args.force)
+        print(f"{entry.name}: checksum verified, cached at {path}; replay it with "
+              f"market-hpc replay {entry.name} --platform {entry.platform}")
+    return 0
+
+
+def add_catalogue_commands(trace_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``trace list`` and ``trace fetch``."""
+    listing = trace_sub.add_parser(
+        "list", help="the Parallel Workloads Archive logs this project knows",
+        description="List the archive logs in the catalogue: name, jobs, size, matching "
+        "platform preset and whether the log is in the cache.")
+    listing.set_defaults(func=cmd_trace_list)
+    fetch = trace_sub.add_parser(
+        "fetch", help="download archive logs into the cache (checksum verified)",
+        description="Download logs of the Parallel Workloads Archive into the cache folder "
+        "($MARKET_HPC_CACHE/traces, else ~/.cache/market-hpc/traces), verify each file's "
+        "SHA-256 and keep it only when it matches. replay then accepts the name.")
+    fetch.add_argument("names", nargs="+", metavar="NAME", help="catalogue names (trace list)")
+    fetch.add_argument("--mirror", help="base URL serving the archive's file names, for sites "
+                       "without direct access")
+    fetch.add_argument("--force", action="store_true", help="download again even when cached")
+    fetch.set_defaults(func=cmd_trace_fetch)
 
 
 def add_convert_command(trace_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

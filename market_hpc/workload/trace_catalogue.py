@@ -1,0 +1,211 @@
+"""The Parallel Workloads Archive logs this project knows, and fetching them into a cache.
+
+The Parallel Workloads Archive (Feitelson, Tsafrir and Krakov, JPDC 2014;
+https://www.cs.huji.ac.il/labs/parallel/workload/) publishes real traces in the Standard
+Workload Format. Each catalogue entry names one cleaned log, where the archive serves it,
+its size and SHA-256 (taken from the archive's file), and the platform preset that models
+the machine it was recorded on. ``market-hpc trace list`` prints the catalogue and
+``market-hpc trace fetch NAME`` downloads a log, checks its checksum and keeps it under the
+user's cache folder, where ``replay NAME`` finds it.
+
+Sites without direct access name a mirror: a base URL under which the archive's file names
+are served (``--mirror https://mirror.example/pwa`` fetches ``.../pwa/KTH-SP2-1996-2.1-cln.swf.gz``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from market_hpc.errors import ConfigError, MarketHpcError, UnknownNameError
+
+ARCHIVE = "https://www.cs.huji.ac.il/labs/parallel/workload"
+_CHUNK = 1 << 16
+
+
+class TraceFetchError(MarketHpcError):
+    """A catalogue trace could not be downloaded or did not match its checksum."""
+
+
+@dataclass(frozen=True)
+class CatalogueTrace:
+    """One archive log: where it lives, what it is, and how to model its machine.
+
+    Attributes:
+        name: Short name used on the command line (``kth-sp2``).
+        file: The archive's file name (also the name in the cache).
+        folder: The archive's folder of that log (``l_kth_sp2``).
+        size: Size of the file in bytes.
+        sha256: SHA-256 of the file, hex.
+        platform: The platform preset that models the machine (``--platform``).
+        jobs: Number of jobs in the cleaned log.
+        system: The machine and the years the log covers.
+    """
+
+    name: str
+    file: str
+    folder: str
+    size: int
+    sha256: str
+    platform: str
+    jobs: int
+    system: str
+
+    def url(self, mirror: str | None = None) -> str:
+        """Where to download the file: the archive, or ``mirror`` followed by the file name."""
+        if mirror:
+            return f"{mirror.rstrip('/')}/{self.file}"
+        return f"{ARCHIVE}/{self.folder}/{self.file}"
+
+
+CATALOGUE: dict[str, CatalogueTrace] = {
+    entry.name: entry
+    for entry in (
+        CatalogueTrace("kth-sp2", "KTH-SP2-1996-2.1-cln.swf.gz", "l_kth_sp2", 404_417,
+                       "c8c1a8db8b99cce4aa8d823a769280debca90485e30758ba35a76b17ac5485bb",
+                       "kth-sp2", 27_992, "IBM SP2, KTH Stockholm, 100 nodes x 1, 1996-97"),
+        CatalogueTrace("nasa-ipsc", "NASA-iPSC-1993-3.1-cln.swf.gz", "l_nasa_ipsc", 207_976,
+                       "281217ee3af463f165c746c1fea35ff3f1935ba267e4728c403045b7fb7cfd97",
+                       "nasa-ipsc", 18_239, "Intel iPSC/860, NASA Ames, 128 nodes, 1993"),
+        CatalogueTrace("hpc2n", "HPC2N-2002-2.1-cln.swf.gz", "l_hpc2n", 2_997_863,
+                       "e56a97045de773f2a395acaf74cb04e6e3393b9c8c5ae12b542b5de93bb04838",
+                       "hpc2n", 202_876, "Linux cluster Seth, HPC2N, 120 nodes x 2, 2002-06"),
+        CatalogueTrace("curie", "CEA-Curie-2011-2.1-cln.swf.gz", "l_cea_curie", 3_629_411,
+                       "2a0fdbd40837590b491bbbac7d4cfe521de1f0b14c0dc39bbf82c4e49ea75bce",
+                       "curie", 312_826, "CEA Curie (Slurm), 5,544 thin/fat/hybrid nodes, 2011-12"),
+    )
+}
+
+
+def cache_dir() -> Path:
+    """The folder fetched traces are kept in.
+
+    ``$MARKET_HPC_CACHE/traces`` when that variable is set, else
+    ``$XDG_CACHE_HOME/market-hpc/traces``, else ``~/.cache/market-hpc/traces``.
+    """
+    if os.environ.get("MARKET_HPC_CACHE"):
+        return Path(os.environ["MARKET_HPC_CACHE"]) / "traces"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "market-hpc" / "traces"
+
+
+def catalogue_entry(name: str) -> CatalogueTrace:
+    """The catalogue entry of ``name`` (its short name or its archive file name).
+
+    Raises:
+        UnknownNameError: ``name`` is not in the catalogue; the message lists the names.
+    """
+    entry = _lookup(name)
+    if entry is None:
+        raise UnknownNameError("catalogue trace", name, CATALOGUE,
+                               " (market-hpc trace list shows them)")
+    return entry
+
+
+def _lookup(name: str) -> CatalogueTrace | None:
+    return CATALOGUE.get(name) or next((e for e in CATALOGUE.values() if e.file == name), None)
+
+
+def cached_path(entry: CatalogueTrace) -> Path:
+    """Where ``entry`` is (or would be) kept in the cache."""
+    return cache_dir() / entry.file
+
+
+def sha256_of(path: Path) -> str:
+    """SHA-256 of a file, hex."""
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fetch_trace(
+    entry: CatalogueTrace,
+    mirror: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    force: bool = False,
+) -> Path:
+    """Download ``entry`` into the cache, verify its SHA-256 and return its path.
+
+    A file already cached with the right checksum is kept (``force`` downloads it again).
+    The download goes to a temporary file beside the target and is renamed only after the
+    checksum matched, so the cache never holds a partial or corrupt trace.
+
+    Args:
+        entry: The catalogue entry.
+        mirror: Base URL serving the archive's file names, instead of the archive.
+        progress: Called as ``progress(bytes_so_far, total_bytes)`` while downloading.
+        force: Download even when a verified copy is cached.
+
+    Returns:
+        The cached file.
+
+    Raises:
+        TraceFetchError: The download failed (the URL and the cause are named) or the file's
+            size or checksum differ from the catalogue's.
+    """
+    target = cached_path(entry)
+    if target.is_file() and not force and sha256_of(target) == entry.sha256:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".part")
+    url = entry.url(mirror)
+    digest = hashlib.sha256()
+    received = 0
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response, partial.open("wb") as out:
+            for block in iter(lambda: response.read(_CHUNK), b""):
+                out.write(block)
+                digest.update(block)
+                received += len(block)
+                if progress is not None:
+                    progress(received, entry.size)
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        partial.unlink(missing_ok=True)
+        reason = getattr(error, "reason", None) or error
+        raise TraceFetchError(f"cannot download {entry.name} from {url}: {reason}") from error
+    if received != entry.size or digest.hexdigest() != entry.sha256:
+        partial.unlink(missing_ok=True)
+        raise TraceFetchError(
+            f"{url}: got {received:,} bytes with SHA-256 {digest.hexdigest()}, expected "
+            f"{entry.size:,} bytes with SHA-256 {entry.sha256}; the file was not kept")
+    partial.replace(target)
+    return target
+
+
+def resolve_trace(trace: str) -> str:
+    """The file to read for ``trace``: the path itself when it exists, else the cached copy
+    of a catalogue log named ``trace``.
+
+    Raises:
+        ConfigError: ``trace`` is a catalogue name that has not been fetched yet (the message
+            gives the command that fetches it).
+    """
+    if Path(trace).exists():
+        return trace
+    entry = _lookup(trace)
+    if entry is None:
+        return trace  # not a catalogue name: the reader reports the missing file
+    path = cached_path(entry)
+    if not path.is_file():
+        raise ConfigError(
+            f"trace {trace!r} is a catalogue log that is not in the cache ({path}); fetch it "
+            f"first: market-hpc trace fetch {entry.name}")
+    return str(path)
+
+
+def catalogue_table() -> list[str]:
+    """The catalogue as aligned text lines, with whether each log is cached."""
+    lines = [f"{'name':<10} {'jobs':>8} {'size':>9}  {'platform':<10} {'cached':<6}  system"]
+    for entry in CATALOGUE.values():
+        cached = "yes" if cached_path(entry).is_file() else "no"
+        lines.append(f"{entry.name:<10} {entry.jobs:>8,} {entry.size / 1e6:>7.1f}MB  "
+                     f"{entry.platform:<10} {cached:<6}  {entry.system}")
+    lines.append(f"cache: {cache_dir()} (MARKET_HPC_CACHE overrides); archive: {ARCHIVE}")
+    return lines
