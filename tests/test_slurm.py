@@ -235,3 +235,22 @@ def test_readme_replays_the_sacct_sample_under_easy_and_maxvh(tmp_path: Path,
     assert easy["jobs_completed"] == 80 and easy["holds"] == 0
     assert maxvh["jobs_completed"] + maxvh["jobs_dropped"] == 80 and maxvh["holds"] > 0
     assert easy["total_profit"] > 0 and maxvh["total_profit"] > 0
+
+def test_memory_comes_from_alloctres_when_reqmem_is_empty(tmp_path: Path) -> None:
+    path = write(tmp_path, row(mem="", alloc_tres="cpu=8,mem=16G,node=1"),
+                 row(job_id="101", mem="", alloc_tres="", req_tres="cpu=4,mem=2000M", ncpus="4", req="4"),
+                 row(job_id="102", mem="", alloc_tres="cpu=8,node=1", req_tres=""),
+                 row(job_id="103", mem="1000Mc", alloc_tres="cpu=8,mem=64G"))
+    jobs = {job.slurm_id: job.mem_mib_per_cpu for job in read_sacct(path).jobs}
+    # 16 GiB over 8 CPUs; ReqTRES when AllocTRES is empty; neither; ReqMem wins when given
+    assert jobs == {"100": 2048.0, "101": 500.0, "102": -1.0, "103": 1000.0}
+    bad = write(tmp_path, row(mem="", alloc_tres="cpu=8,mem=lots"))
+    with pytest.raises(TraceFormatError, match=r"cluster\.sacct:2.*alloctres.*mem=lots"):
+        read_sacct(bad)
+
+
+def test_one_gpu_job_is_singular(tmp_path: Path) -> None:
+    path = write(tmp_path, row(alloc_tres="cpu=8,gres/gpu=1"), row(job_id="101"))
+    assert "  note: 1 job uses GPUs; SWF holds CPUs only (GPUs are in the side file)" in read_sacct(path).describe()
+    two = write(tmp_path, row(alloc_tres="cpu=8,gres/gpu=1"), row(job_id="101", alloc_tres="gres/gpu=2"))
+    assert any("2 jobs use GPUs" in line for line in read_sacct(two).describe())

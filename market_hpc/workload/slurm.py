@@ -40,6 +40,7 @@ from market_hpc.workload.slurm_fields import (
     parse_memory_mib,
     parse_timestamp,
     tres_gpus,
+    tres_memory_mib,
 )
 
 SACCT_FORMAT = ("JobID,Submit,Start,End,Elapsed,Timelimit,NCPUS,ReqCPUS,NNodes,State,"
@@ -79,7 +80,8 @@ class SacctJob:
         nodes: NNodes (0 when absent).
         state: First word of State ("" when absent).
         partition: Partition ("" when absent).
-        mem_mib_per_cpu: ReqMem per CPU, -1 when absent.
+        mem_mib_per_cpu: ReqMem per CPU, else the ``mem=`` of AllocTRES (ReqTRES) per CPU,
+            -1 when neither gives it.
         gpus: GPUs from AllocTRES, else ReqTRES (0 when absent).
         user: User ("" when absent).
     """
@@ -136,7 +138,8 @@ class SacctConversion:
         out.extend(f"    {message}" for message in self.messages)
         gpus = sum(1 for job in self.jobs if job.gpus)
         if gpus:
-            out.append(f"  note: {gpus:,} jobs use GPUs; SWF holds CPUs only (GPUs are in the "
+            jobs = "job uses" if gpus == 1 else "jobs use"
+            out.append(f"  note: {gpus:,} {jobs} GPUs; SWF holds CPUs only (GPUs are in the "
                        "side file)")
         return out
 
@@ -293,6 +296,8 @@ def _convert(source: str, number: int, columns: list[str], row: str,
     nodes = line.count("nnodes", "allocnodes")
     memory = line.parsed("reqmem", lambda t: parse_memory_mib(t, alloc_cpus or req_cpus, nodes))
     tres = "alloctres" if line.text("alloctres") else "reqtres"
+    if memory is None and line.text(tres):  # no ReqMem: the memory the TRES list gives the job
+        memory = line.parsed(tres, lambda t: tres_memory_mib(t, alloc_cpus or req_cpus))
     return SacctJob(
         line=number, slurm_id=line.text("jobid"), submit=submit, start=start,
         run_time=elapsed if elapsed is not None else end - start,

@@ -148,6 +148,25 @@ def parse_memory_mib(text: str, cpus: int, nodes: int) -> float | None:
     return amount / per_node
 
 
+def tres_memory_mib(text: str, cpus: int) -> float | None:
+    """MiB per CPU of the ``mem=`` entry of a TRES list (the job's whole memory), or ``None``
+    when the list has none: the memory of an export whose ReqMem column is empty.
+
+    >>> tres_memory_mib("cpu=8,mem=16G,node=1", 8), tres_memory_mib("cpu=4,mem=3000M", 4)
+    (2048.0, 750.0)
+    >>> tres_memory_mib("cpu=4,gres/gpu=1", 4) is None
+    True
+    """
+    for item in text.split(","):
+        key, _, value = item.strip().partition("=")
+        if key == "mem":
+            match = _MEMORY.match(value.strip())
+            if match is None or match.group(3):
+                raise ValueError(f"{item!r} is not a memory size (expected e.g. mem=64G)")
+            return float(match.group(1)) * _MIB[match.group(2).upper()] / max(cpus, 1)
+    return None
+
+
 def tres_gpus(text: str) -> int:
     """GPUs in a TRES list (``cpu=8,mem=64G,node=1,gres/gpu=2``); typed entries
     (``gres/gpu:a100=2``) count only when the untyped total is absent.
