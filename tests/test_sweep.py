@@ -405,3 +405,26 @@ def test_hpc_model_runs_under_mesa_batch_run() -> None:
         assert row["holds"] == summary["holds"] and row["drops"] == summary["jobs_dropped"]
         assert row["profit"] == pytest.approx(summary["total_profit"])
         assert row["queue_length"] == 0 and row["running_jobs"] == 0
+
+
+def test_progress_lines_when_the_output_is_not_a_terminal() -> None:
+    import io
+
+    from market_hpc.experiment.sweep import ProgressLines
+
+    now = [100.0]
+    out = io.StringIO()
+    lines = ProgressLines(4, interval=5.0, clock=lambda: now[0], stream=out)
+    now[0] = 102.0
+    lines.update(1)  # 2 s after the start: not due yet
+    now[0] = 106.0
+    lines.set_postfix(failed=1)
+    lines.update(1)  # 6 s: due
+    now[0] = 107.0
+    lines.update(1)  # 1 s after the last line: not due
+    now[0] = 108.0
+    lines.update(1)  # the last run: always shown
+    assert out.getvalue().splitlines() == [
+        "sweep: 2/4 runs done, 1 failed, 6s elapsed, about 6s left",
+        "sweep: 4/4 runs done, 1 failed, 8s elapsed, about 0s left",
+    ]

@@ -21,6 +21,7 @@ Decisions:
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -131,7 +132,8 @@ def run_sweep(
         workers: Local processes; 1 runs in this process.
         dask: ``local:N`` or a Dask scheduler address (instead of ``workers``).
         keep_runs: Also write each run's results directory to ``out/runs/<run_id>/``.
-        progress: Show a progress bar with ETA on stderr when it is a terminal.
+        progress: Show a progress bar with ETA on stderr when it is a terminal, else a
+            line every few seconds (:class:`ProgressLines`).
 
     Returns:
         The counts of done, skipped and failed runs.
@@ -186,9 +188,63 @@ def run_sweep(
                         len(errors), tuple(errors), executor.description)
 
 
+PROGRESS_LINE_SECONDS = 5.0
+
+
+class ProgressLines:
+    """A sweep's progress as plain lines, for output that is not a terminal (a log, CI, a
+    pipe): one line at most every ``interval`` seconds, and one at the end, each with the
+    runs done, the failures, the time so far and the estimated time left.
+
+    Args:
+        total: Runs to do.
+        interval: Seconds between lines.
+        clock: The time source (``time.monotonic``).
+        stream: Where the lines go (standard error when ``None``).
+    """
+
+    def __init__(self, total: int, interval: float = PROGRESS_LINE_SECONDS,
+                 clock: Any = time.monotonic, stream: Any = None) -> None:
+        self.total, self.interval, self.clock = total, interval, clock
+        self.stream = stream
+        self.done = self.failed = 0
+        self.started = self.shown = clock()
+
+    def update(self, count: int) -> None:
+        """Count ``count`` finished runs and print a line when one is due."""
+        self.done += count
+        now = self.clock()
+        if now - self.shown >= self.interval or self.done == self.total:
+            self.shown = now
+            self._line(now)
+
+    def set_postfix(self, failed: int, refresh: bool = False) -> None:
+        """Note the number of failed runs (shown on the next line)."""
+        self.failed = failed
+
+    def close(self) -> None:
+        """Nothing to clear: every line stays in the log."""
+
+    def _line(self, now: float) -> None:
+        elapsed = now - self.started
+        left = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
+        print(f"sweep: {self.done}/{self.total} runs done, {self.failed} failed, "
+              f"{_clock_text(elapsed)} elapsed, about {_clock_text(left)} left",
+              file=self.stream or sys.stderr, flush=True)
+
+
+def _clock_text(seconds: float) -> str:
+    if math.isnan(seconds):
+        return "?"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m{rest:02d}s" if minutes else f"{rest}s"
+
+
 def _progress_bar(total: int, enabled: bool) -> Any:
-    if not enabled or total == 0 or not sys.stderr.isatty():
+    if not enabled or total == 0:
         return None
+    if not sys.stderr.isatty():
+        return ProgressLines(total)
     from tqdm import tqdm
 
     # mininterval 0: the first run can take minutes, show the bar (and its rate) at once
