@@ -26,7 +26,7 @@ def read_toml(path: str | Path, what: str, error: type[ConfigError] = ConfigErro
     except OSError as exc:
         raise error(f"cannot read {what} {path}: {exc.strerror}") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark (some editors write one) is not content
     except UnicodeDecodeError as exc:
         raise error(f"{path}: {what} is not valid UTF-8 (TOML files must be): "
                     f"{describe_bad_byte(raw, exc.start)}; re-save the file as UTF-8") from None

@@ -87,6 +87,14 @@ def test_scenario_file_errors(tmp_path):
         load_scenario(broken)
 
 
+def test_a_scenario_saved_with_a_byte_order_mark_reads_as_without(tmp_path):
+    text = 'name = "s"\nplatform = "hpc2n"\n[workload]\ngenerator = "lublin-feitelson"\n[policy]\nscheduler = "easy"\n'
+    plain, marked = tmp_path / "plain.toml", tmp_path / "marked.toml"
+    plain.write_text(text)
+    marked.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert load_scenario(marked) == load_scenario(plain)
+
+
 def test_parse_value():
     assert parse_value("3") == 3 and parse_value("0.25") == 0.25 and parse_value("false") is False
     assert parse_value("best-fit") == "best-fit"

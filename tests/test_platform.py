@@ -107,7 +107,7 @@ def test_toml_platform_errors(tmp_path):
 @pytest.mark.parametrize(("table", "message"), [
     ('count = nan\ncores = 4', r"node_type #1 count: got nan; valid: an integer in \[1, 2\^53 - 1\]"),
     ('count = 2\ncores = "4"', r"node_type #1 cores: got '4'; valid: an integer in \[1, 2\^53 - 1\]"),
-    ('count = 2\ncores = 4\nmem = inf', r"node_type #1 mem: got inf; valid: a finite number >= 0"),
+    ('count = 2\ncores = 4\nmem = inf', r"node_type #1 mem: got inf; valid: a finite number in \[0, 8\.79609e\+12\]"),
 ])
 def test_toml_platform_numbers_are_checked(tmp_path, table, message):
     # issue 28: int("4") and float(nan) went through; nan raised a bare ValueError
@@ -115,3 +115,17 @@ def test_toml_platform_numbers_are_checked(tmp_path, table, message):
     path.write_text(f"[[node_type]]\n{table}\n")
     with pytest.raises(ConfigError, match=r"numbers\.toml: " + message):
         load_platform(str(path))
+
+
+@pytest.mark.parametrize("mem", ["1e308", "1e15", "8796093022208"])
+def test_too_much_memory_is_refused_as_typed_in_gb(mem, tmp_path):
+    with pytest.raises(ConfigError, match=rf"mem: got '{mem}'; valid: a finite number in \[0, 8\.79609e\+12\]"):
+        load_platform(f"nodes=2,cores=4,mem={mem}")
+    path = tmp_path / "p.toml"
+    path.write_text(f"[[node_type]]\ncount = 2\ncores = 4\nmem = {mem}\n")
+    with pytest.raises(ConfigError, match=r"node_type #1 mem: got .*; valid: a finite number in \[0, 8\.79609e\+12\]"):
+        load_platform(str(path))
+
+
+def test_the_largest_memory_a_node_holds_exactly_is_accepted():
+    assert load_platform("nodes=2,cores=4,mem=8796093022207").node_types[0].mem == 8796093022207 * 1024

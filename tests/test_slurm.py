@@ -254,3 +254,20 @@ def test_one_gpu_job_is_singular(tmp_path: Path) -> None:
     assert "  note: 1 job uses GPUs; SWF holds CPUs only (GPUs are in the side file)" in read_sacct(path).describe()
     two = write(tmp_path, row(alloc_tres="cpu=8,gres/gpu=1"), row(job_id="101", alloc_tres="gres/gpu=2"))
     assert any("2 jobs use GPUs" in line for line in read_sacct(two).describe())
+
+
+def test_a_byte_order_mark_is_not_part_of_the_header(tmp_path: Path) -> None:
+    path = tmp_path / "bom.sacct"
+    path.write_bytes(b"\xef\xbb\xbf" + (HEADER + "\n" + row() + "\n").encode())
+    assert is_sacct(path)
+    assert [job.slurm_id for job in read_sacct(path).jobs] == ["100"]
+
+
+def test_an_export_without_its_header_is_named_as_such(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "noheader.sacct"
+    path.write_text(row() + "\n" + row(job_id="101") + "\n")
+    assert is_sacct(path)  # not read as SWF ("expected 18 fields, got 1")
+    with pytest.raises(TraceFormatError, match=r"noheader\.sacct:1.*lacks"):
+        read_sacct(path)
+    assert main(["replay", str(path), "--platform", "nodes=1,cores=8"]) != 0
+    assert "lacks" in capsys.readouterr().err

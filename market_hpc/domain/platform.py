@@ -29,6 +29,7 @@ from market_hpc.errors import ConfigError, InvalidNumberError, UnknownNameError
 from market_hpc.tomlfile import read_toml
 from market_hpc.validation import (
     COUNT,
+    MAX_INT,
     NON_NEGATIVE,
     NON_NEGATIVE_INT,
     Range,
@@ -144,8 +145,10 @@ class Platform:
 
 _NODE_RANGES: dict[str, Range] = {"count": COUNT, "cores": COUNT, "gpus": NON_NEGATIVE_INT,
                                   "mics": NON_NEGATIVE_INT, "mem": NON_NEGATIVE_INT}
-# what a spec or file gives: node counts (nodes= inline, count in a file), memory in GB
-_INLINE_RANGES: dict[str, Range] = {**_NODE_RANGES, "nodes": COUNT, "mem": NON_NEGATIVE, "bb": NON_NEGATIVE}
+# what a spec or file gives: node counts (nodes= inline, count in a file), memory in GB (up to
+# what the node's MiB count holds exactly, so a too-large mem is refused as typed, in GB)
+_MEM_GB = Range(0.0, MAX_INT // MIB_PER_GB)
+_INLINE_RANGES: dict[str, Range] = {**_NODE_RANGES, "nodes": COUNT, "mem": _MEM_GB, "bb": NON_NEGATIVE}
 
 
 def _gb(value: float) -> int:

@@ -178,14 +178,17 @@ def _whole(text: str) -> int:
 
 
 def is_sacct(path: str | os.PathLike[str]) -> bool:
-    """Whether a file looks like sacct ``--parsable``/``--parsable2`` output (its first
-    line is a ``|``-separated header with a JobID column)."""
+    """Whether a file looks like sacct ``--parsable``/``--parsable2`` output: its first line
+    (after a byte-order mark, if any) is ``|``-separated, with a JobID column or with at
+    least five cells (an export without its header line, which :func:`read_sacct` then
+    refuses by name; SWF has no ``|``)."""
     try:
         with open(path, "rb") as handle:
-            first = handle.readline(4096).decode("utf-8", errors="replace")
+            first = handle.readline(4096).decode("utf-8-sig", errors="replace")
     except OSError:
         return False
-    return "|" in first and "jobid" in {cell.strip().lower() for cell in first.split("|")}
+    cells = {cell.strip().lower() for cell in first.split("|")}
+    return "|" in first and ("jobid" in cells or first.count("|") >= 4)
 
 
 def read_sacct(path: str | os.PathLike[str], *, lenient: bool = False) -> SacctConversion:
@@ -205,7 +208,7 @@ def read_sacct(path: str | os.PathLike[str], *, lenient: bool = False) -> SacctC
     """
     source = os.fspath(path)
     try:
-        with open(source, encoding="utf-8", errors="replace") as handle:
+        with open(source, encoding="utf-8-sig", errors="replace") as handle:  # a BOM is not a column
             text = handle.read()
     except OSError as exc:
         raise ConfigError(f"cannot read sacct file {source}: {exc.strerror or exc}") from None
