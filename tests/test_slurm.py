@@ -271,3 +271,23 @@ def test_an_export_without_its_header_is_named_as_such(tmp_path: Path, capsys: p
         read_sacct(path)
     assert main(["replay", str(path), "--platform", "nodes=1,cores=8"]) != 0
     assert "lacks" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("bad", "field", "message"), [
+    (row(elapsed="99999999999999999999-00:00:00"), "elapsed", "too long to keep second precision"),
+    (row(limit="99999999999999999999-00:00:00"), "timelimit", "too long to keep second precision"),
+    (row(ncpus="100000000000000000000000000"), "ncpus", "is too large; valid: an integer"),
+    (row(req="100000000000000000000000000"), "reqcpus", "is too large; valid: an integer"),
+    (row(mem="99999999999999P"), "reqmem", "is too large"),
+    (row(elapsed="05:00:00"), "elapsed", r"Elapsed 05:00:00 \(18,000 s\) is longer than End - Start \(3,600 s\)"),
+])
+def test_values_a_replay_would_refuse_are_refused_at_the_sacct_line(tmp_path: Path, bad: str, field: str,
+                                                                     message: str) -> None:
+    path = write(tmp_path, row(job_id="99"), bad)
+    with pytest.raises(TraceFormatError, match=rf"cluster\.sacct:3: field {field}: .*{message}"):
+        read_sacct(path)
+
+
+def test_elapsed_shorter_than_end_minus_start_is_a_suspension(tmp_path: Path) -> None:
+    path = write(tmp_path, row(elapsed="00:40:00"), row(job_id="101", elapsed="01:00:01"))
+    assert [job.run_time for job in read_sacct(path).jobs] == [2400.0, 3601.0]  # within a second: rounding

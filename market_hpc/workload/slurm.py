@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from market_hpc.errors import ConfigError, TraceFormatError
+from market_hpc.validation import COUNT, MAX_INT, MAX_SECONDS, TIME
 from market_hpc.workload.slurm_fields import (
     parse_duration,
     parse_job_id,
@@ -166,9 +167,22 @@ class _Line:
         for column in columns:
             if column in self.cells and self.text(column):
                 value = self.parsed(column, _whole)
+                if value > MAX_INT:  # what the SWF a replay reads can hold
+                    raise self.fail(column, f"{self.text(column)} is too large; valid: {COUNT.describe()}")
                 if value > 0:
                     return int(value)
         return 0
+
+    def seconds(self, column: str) -> float | None:
+        """A duration column in seconds (``None`` when absent or unknown), refused beyond the
+        times a replay keeps to the second."""
+        if column not in self.cells:
+            return None
+        value: float | None = self.parsed(column, parse_duration)
+        if value is not None and value > MAX_SECONDS:
+            raise self.fail(column, f"{self.text(column)} ({value:.3g} s) is too long to keep second "
+                            f"precision; valid: {TIME.describe()}")
+        return value
 
 
 def _whole(text: str) -> int:
@@ -291,8 +305,11 @@ def _convert(source: str, number: int, columns: list[str], row: str,
         return "still_running"
     if end < start:
         raise line.fail("end", f"End {line.text('end')} is before Start {line.text('start')}")
-    elapsed = line.parsed("elapsed", parse_duration) if "elapsed" in line.cells else None
-    limit = line.parsed("timelimit", parse_duration) if "timelimit" in line.cells else None
+    elapsed = line.seconds("elapsed")
+    limit = line.seconds("timelimit")
+    if elapsed is not None and elapsed > end - start + 1:  # (less is suspension: Slurm leaves it out)
+        raise line.fail("elapsed", f"Elapsed {line.text('elapsed')} ({elapsed:,.0f} s) is longer than "
+                        f"End - Start ({end - start:,.0f} s)")
     alloc_cpus, req_cpus = line.count("ncpus", "alloccpus"), line.count("reqcpus")
     if alloc_cpus == 0 and req_cpus == 0:
         return "no_cpus"
@@ -301,6 +318,10 @@ def _convert(source: str, number: int, columns: list[str], row: str,
     tres = "alloctres" if line.text("alloctres") else "reqtres"
     if memory is None and line.text(tres):  # no ReqMem: the memory the TRES list gives the job
         memory = line.parsed(tres, lambda t: tres_memory_mib(t, alloc_cpus or req_cpus))
+    if memory is not None and memory * 1024 > MAX_INT:  # SWF keeps KB per processor as an integer
+        column = "reqmem" if line.text("reqmem") else tres
+        raise line.fail(column, f"{line.text(column)} is too large ({memory:.3g} MiB per CPU); valid: "
+                        f"up to {MAX_INT // 1024:,} MiB per CPU")
     return SacctJob(
         line=number, slurm_id=line.text("jobid"), submit=submit, start=start,
         run_time=elapsed if elapsed is not None else end - start,
