@@ -291,3 +291,10 @@ def test_values_a_replay_would_refuse_are_refused_at_the_sacct_line(tmp_path: Pa
 def test_elapsed_shorter_than_end_minus_start_is_a_suspension(tmp_path: Path) -> None:
     path = write(tmp_path, row(elapsed="00:40:00"), row(job_id="101", elapsed="01:00:01"))
     assert [job.run_time for job in read_sacct(path).jobs] == [2400.0, 3601.0]  # within a second: rounding
+
+
+def test_swf_files_are_not_sacct() -> None:
+    traces = Path(__file__).resolve().parents[1] / "traces"
+    assert not is_sacct(traces / "lf-240p-5000.swf.gz")  # binary: its bytes may hold '|'
+    assert not is_sacct(traces / "lf-kth-like-2000.swf")
+    assert is_sacct(traces / "slurm-sample.sacct")

@@ -198,8 +198,12 @@ def is_sacct(path: str | os.PathLike[str]) -> bool:
     refuses by name; SWF has no ``|``)."""
     try:
         with open(path, "rb") as handle:
-            first = handle.readline(4096).decode("utf-8-sig", errors="replace")
+            raw = handle.readline(4096)
     except OSError:
+        return False
+    try:  # (a compressed SWF is binary: its bytes may hold '|' by chance)
+        first = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
         return False
     cells = {cell.strip().lower() for cell in first.split("|")}
     return "|" in first and ("jobid" in cells or first.count("|") >= 4)
