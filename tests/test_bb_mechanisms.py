@@ -1,6 +1,7 @@
 """Seed 003 mechanisms pinned by hand-checkable cases: each test names the one-line
 change it catches (decision multiplier, the scale of gain and loss, the age-based
-survivor rule, the exact solver, the policy running its optimiser, the WFP formula)."""
+survivor rule, the exact solver, the policy running its optimiser, the auto solver's
+switch to the GA above the exact budget, the WFP formula)."""
 
 from __future__ import annotations
 
@@ -132,6 +133,42 @@ def test_bbsched_runs_its_optimiser_in_a_simulation(solver: str, ran: str, monke
     assert policy.stats[ran] == calls[ran] >= 1 and policy.stats["optimiser_runs"] >= 1
     assert sum(calls.values()) == calls[ran]  # the other solver never ran
     assert policy.stats["fit_two_plus"] >= 1 and policy.stats["changed"] >= 1
+
+
+@pytest.mark.parametrize(("budget", "ran"), [(1009, "ga_runs"), (1010, "exact_runs")])
+def test_auto_solver_switches_to_the_ga_above_the_exact_budget(budget: int, ran: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``solver = "auto"`` solves a window exactly while its dynamic programme costs at most
+    ``exact_budget`` machine words, else runs the paper's GA. The Table 1 window (5 jobs,
+    N = 100 free nodes, B = 100 GB free) costs 5 jobs x (min(100, 80+10+40+10+20) + 1 = 101
+    node rows) x (100 // 64 + 1 = 2 burst-buffer words) = 1,010 words: one word over a
+    budget of 1,009 it goes to the GA, at 1,010 it is solved exactly. It is the only window
+    optimised (after Solution 3 starts J1 is alone), so each run counts exactly one solve,
+    by the solver that really ran, and either way BBSched starts Solution 3."""
+    import market_hpc.policies.bbsched as module
+    from market_hpc.algorithms.bbsched_exact import dp_cost
+
+    windows: dict[str, list[Window]] = {"ga_runs": [], "exact_runs": []}
+
+    def spy(name: str, function):  # type: ignore[no-untyped-def]
+        def called(window: Window, *args, **kwargs):  # type: ignore[no-untyped-def]
+            windows[name].append(window)
+            return function(window, *args, **kwargs)
+        return called
+
+    monkeypatch.setattr(module, "ga_pareto", spy("ga_runs", module.ga_pareto))
+    monkeypatch.setattr(module, "dp_pareto", spy("exact_runs", module.dp_pareto))
+    policy = make_policy("bbsched", "first-fit", scheduler_params={"solver": "auto", "exact_budget": budget})
+    model = HPCModel(TABLE1_JOBS, "nodes=100,cores=1,bb=100", policy=policy, seed=1)
+    model.run()
+    other = "exact_runs" if ran == "ga_runs" else "ga_runs"
+    assert (policy.stats[ran], policy.stats[other]) == (1, 0)
+    assert (len(windows[ran]), len(windows[other])) == (1, 0)  # the counted solver is the one that ran
+    (window,) = windows[ran]
+    assert (window.nodes.tolist(), window.bb.tolist(), window.free_nodes, window.free_bb) == (
+        [80, 10, 40, 10, 20], [20, 85, 5, 0, 0], 100, 100)
+    assert dp_cost(window) == 5 * 101 * 2 == 1010
+    frame = model.recorder.jobs_frame()
+    assert frame.loc[frame["start_time"] == 0, "job_id"].tolist() == [2, 3, 4, 5]
 
 
 def test_baseline_counts_windows_with_a_choice_but_never_optimises() -> None:

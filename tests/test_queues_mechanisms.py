@@ -1,6 +1,7 @@
 """Seed 004 mechanisms, each pinned by a hand-checkable case: lower bounds (idle queues
-included), SLSQP status, the DP-NLPM decision, epoch weights, DQR merges (split halves,
-per-queue degradation), the pool's global stop, the pool's admission rules."""
+included, and a planned month held to them), SLSQP status, the DP-NLPM decision, epoch
+weights, DQR merges (split halves, per-queue degradation), the pool's global stop, the
+pool's admission rules."""
 
 from __future__ import annotations
 
@@ -27,7 +28,10 @@ from market_hpc.algorithms.queues_search import (
 )
 from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
+from market_hpc.domain.platform import load_platform
 from market_hpc.domain.queues import QueueConfig, QueueSpec
+from market_hpc.experiment.config import QueuesConfig
+from market_hpc.experiment.queues import plan_period
 from market_hpc.policies import make_policy
 
 
@@ -48,6 +52,37 @@ def test_lower_bound_is_the_utilisation_knee_and_an_idle_queue_keeps_its_minimum
     # grid 2..18 in 8 points: {2, 4, 7, 9, 11, 13, 16, 18}; a: util 1, 1, 6/7 = 0.857 < 0.9 -> lb 4
     bounds = utilisation_bounds(config, _util_evaluate({0: 6.0}), [2, 2], 20, points=8, tau=0.9)
     assert bounds == (4, 2)     # the idle queue (utilisation 0 everywhere) stays at its minimum
+
+
+def test_a_planned_month_keeps_every_partition_at_its_utilisation_knee() -> None:
+    """DP-NLPM plans within Eq. 4, P_i >= lb_i, with lb_i from the utilisation sweep.
+
+    16 one-core nodes; Table I scaled to 16 cores: idqueue [1, 1] core <= 2 h, small and
+    small72 [1, 1], medium [2, 4], large [5, 16] (reservations). One day of history: every
+    hour 10 one-core 1 h jobs (idqueue: 240 node-hours) and 3 four-core 1 h jobs (medium:
+    288 node-hours); small and small72 get none (minimum 1 node each).
+
+    idqueue is swept over {1, 4, 7, 10} (up to 16 - 1 - 1 - 4): on 10 nodes nothing waits
+    and U = 240 / (10 x 24) = 1; on 7 it is busy until hour 35, U = 240 / (7 x 35) = 0.98;
+    on 4 and 1 always busy, U = 1; so lb = 10. medium is swept over {4, 7, 10, 13}: on 4
+    and on 7 its jobs run one at a time for 72 h, U = 1 then 4 / 7 = 0.57 < 0.9, so lb = 4.
+    The bounds (10, 1, 1, 4) fill the machine, so the only plan is the bounds themselves.
+    Planned from the largest requests alone (1 and 4 nodes) the floors would be the
+    relaxed Eq. 6 half-shares, ceil(0.5 x 16 x 240 / 528) = 4 and ceil(0.5 x 16 x 288 / 528)
+    = 5 nodes, and the NLP would be free to give the idqueue fewer nodes than it keeps busy.
+    """
+    hour = 3600.0
+    requests = [(h * hour, cores) for h in range(24) for cores in [1] * 10 + [4] * 3]
+    jobs = [Job(i + 1, submit, hour, hour, units=cores) for i, (submit, cores) in enumerate(requests)]
+    settings = QueuesConfig(strategy="dpnlpm", samples=10, lb_points=4, period_days=1.0)
+    plan = plan_period(jobs, 0.0, 86400.0, load_platform("nodes=16,cores=1"), settings, seed=1,
+                       strategies=("dpnlpm",))
+    dpnlpm, details = plan.configs["dpnlpm"], plan.details["dpnlpm"]
+    assert dpnlpm.names == ("idqueue", "small", "small72", "medium", "large")
+    assert dpnlpm.partitions == (10, 1, 1, 4, 0)
+    assert details["jobs"] == [240, 0, 0, 72]
+    assert details["lower"] == details["floor"] == [10, 1, 1, 4]
+    assert all(size >= low for size, low in zip(dpnlpm.partitions, details["lower"]))
 
 
 def _quadratic() -> tuple[NlpProblem, object]:
