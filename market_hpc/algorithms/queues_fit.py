@@ -98,7 +98,11 @@ def cross_r2(x: np.ndarray, y: np.ndarray, folds: int = 5, degree: int = 3) -> f
     >>> x = np.linspace(0, 1, 40)[:, None]
     >>> round(cross_r2(x, 1 + x[:, 0] ** 3), 6)
     1.0
+    >>> cross_r2(x[:1], np.ones(1))
+    nan
     """
+    if len(y) < 2:  # one sample (the bounds fill the machine): nothing to predict it from
+        return math.nan
     predicted = np.empty(len(y))
     for fold in range(folds):
         test = np.arange(fold, len(y), folds)
