@@ -1,4 +1,4 @@
-"""Redundant rules that make PCP'20's optimum easier to prove (issue 22, item 2).
+"""Redundant rules that make PCP'20's optimum easier to prove.
 
 None of them removes every optimal solution, so the model's optimum is unchanged; they
 give CP-SAT's LP and propagation what the 2-D packing hides. Each is a pure function of

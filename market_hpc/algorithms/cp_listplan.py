@@ -1,5 +1,5 @@
 """PCP'20's complete hint: the greedy plan's start-now jobs, then list scheduling at every
-later end (issue 22, item 2).
+later end.
 
 The shelf plan (``cp_greedy``) starts its later shelves only when *everything* before
 them has ended, the running jobs included: on a busy machine that is the longest

@@ -220,8 +220,8 @@ def _assign(field: Any, values: list[int]) -> None:
 
 HINTS = ("list", "shelf")
 """PCP'20 hints: ``list`` (``cp_listplan``: the shelf plan's start-now jobs, the rest by list
-scheduling at every end; the default) or ``shelf`` (the shelf plan alone, as before
-issue 22's second round). Both start the same jobs now on the same nodes."""
+scheduling at every end; the default) or ``shelf`` (the shelf plan alone). Both start the
+same jobs now on the same nodes."""
 
 BRANCHINGS = ("priority", "earliest", "auto")
 """PCP'20 search orders: ``priority`` (per job in priority order: start, then its

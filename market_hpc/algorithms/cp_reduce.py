@@ -1,5 +1,5 @@
 """A reduced system for PCP'20 whose size does not grow with the node count or the
-number of running jobs (issue 10).
+number of running jobs.
 
 The running jobs are "re-packed at each decision" (spec 001 A8): the model never sees
 where a running job really is, only what each node has in use and until when. Nodes of

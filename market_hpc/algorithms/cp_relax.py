@@ -1,4 +1,4 @@
-"""PCP'20's schedule relaxation: prove the optimum on *when* alone, then place it (issue 22).
+"""PCP'20's schedule relaxation: prove the optimum on *when* alone, then place it.
 
 PCP'20's model says when every modelled job starts and where its units go. Its 2-D
 packing over thousands of positions hides from CP-SAT's LP that most of the difficulty
@@ -60,8 +60,8 @@ RELAX_TIME = 0.05
 """Deterministic time of one relaxation solve (chosen by measurement, docs/cp.md)."""
 
 RELAX_JOBS = 40
-"""Most modelled jobs for which the relaxation is solved (measured, docs/cp.md, fourth
-round: on a sample of the study's KIT-like models it proved 4 of 25 with 31-40 jobs and
+"""Most modelled jobs for which the relaxation is solved (measured, docs/cp.md:
+on a sample of the study's KIT-like models it proved 4 of 25 with 31-40 jobs and
 none of 32 with more, also at 40x the budget, while on the benchmark's 50- and 100-job
 instances one solve cost 0.6-1.2 s of CPU)."""
 

@@ -1,6 +1,6 @@
 """Moldable EASY: when a moldable queue head should start narrow instead of waiting.
 
-The fair EASY baseline for the market (issue 14) may mold jobs as the market does. A
+The fair EASY baseline for the market may mold jobs as the market does. A
 moldable job's response time on ``c`` cores is ``profile[c - 1]``; EASY reserves the
 head job's requested width at the shadow time. Starting it *now* on the cores free now is
 better when it then completes no later than it would from its reservation (the

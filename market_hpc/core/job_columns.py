@@ -106,7 +106,7 @@ class JobColumns:
     def __init__(self) -> None:
         self._float_rows = array("d")
         self._int_rows = array("q")
-        self._runs = array("i")  # node, count, units: 4 bytes each (issue 13 memory)
+        self._runs = array("i")  # node, count, units: 4 bytes each (memory)
         self._run_offsets = array("q", [0])
         self.pending_floats: list[float] = []
         self.pending_ints: list[int] = []

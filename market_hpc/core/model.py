@@ -151,7 +151,7 @@ class HPCModel(mesa.Model):
             # A stream already sorted by (submit, job_id): consumed as jobs arrive, so a
             # 10^6-job trace never sits in memory; order and ids are checked on arrival.
             self._arrivals: Iterator[Job] = jobs
-            # ``presorted_unique``: its producer checked order and ids (no id set; issue 13 memory).
+            # ``presorted_unique``: its producer checked order and ids (no id set, to save memory).
             self._stream_ids = None if getattr(jobs, "presorted_unique", False) else set()
         else:
             ordered = sorted(jobs, key=lambda j: (j.submit, j.job_id))
@@ -608,7 +608,7 @@ class HPCModel(mesa.Model):
             return duration, duration
         agent.seg_full = job.run_time
         # No early return at progress 0: a job held at the instant it started (or that lost
-        # all its work, hold_progress_loss = 1) still pays the resume (issue 28).
+        # all its work, hold_progress_loss = 1) still pays the resume.
         return left * job.run_time + overhead, left * job.estimate + overhead
 
     def _hold(self, action: Hold) -> None:

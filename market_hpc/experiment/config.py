@@ -154,7 +154,7 @@ class WindowConfig:
         starvation: The starvation bound: iterations spent in a window (the paper's,
             default 50) or seconds since first entering one, per ``starvation_by``.
         starvation_by: What counts as an iteration: ``invocations`` (default: every
-            scheduling invocation in the window, issue 23 item 2), ``optimised``,
+            scheduling invocation in the window, spec A3), ``optimised``,
             ``passed-over`` (invocations in which the job fitted and did not start), or
             ``seconds`` (``market_hpc.policies.bb_starvation``).
         starvation_backstop: Seconds since first entering a window after which a job
@@ -312,7 +312,7 @@ class RunConfig:
         data = dataclasses.asdict(self)
         if not data["policy"]["params"]:  # absent when empty: sweep run ids stay as they were
             del data["policy"]["params"]
-        if data["policy"]["bidder"] is None:  # the same for the default bidder (issue 26)
+        if data["policy"]["bidder"] is None:  # the same for the default bidder
             del data["policy"]["bidder"]
         return data
 

@@ -113,7 +113,7 @@ def write_report(directory: str | Path, metrics: Sequence[str] | None = None,
             figures.append(Figureset(name, files[1], files[0]))
     varying = [p for p in data.params if frame[p].nunique(dropna=False) > 1]
     paired: dict[str, Path] = {}
-    for name in chosen:  # issue 14: paired 95% intervals between policies across seeds
+    for name in chosen:  # paired 95% intervals between policies across seeds
         tables = paired_tables(frame, varying, name, out)
         written += tables
         if tables:

@@ -31,7 +31,7 @@ from market_hpc.errors import ConfigError, UnknownNameError
 STARVATION_READINGS = ("invocations", "optimised", "passed-over", "seconds")
 DEFAULT_READING = "invocations"
 DEFAULT_BACKSTOP = 0.0
-"""The default (issue 23, item 2): 50 scheduling invocations in the window, no backstop.
+"""The default (spec A3): 50 scheduling invocations in the window, no backstop.
 The other readings and the backstop are options (their trade-offs in ``docs/bbsched.md``)."""
 
 

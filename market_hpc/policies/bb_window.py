@@ -7,7 +7,7 @@ spec §1.6, §3.11).
 2. take a window of the first ``window`` jobs. *Starving* jobs enter it first and must be
    selected. The paper bounds "the number of iterations that a job can stay in the
    window" (e.g. 50) and does not define an iteration (``policies.bb_starvation``): by
-   default (issue 23 item 2, spec A3) a job that has been in the window in more than
+   default (spec A3) a job that has been in the window in more than
    ``starvation`` (50) scheduling invocations is starving. As options,
    ``starvation_by = "optimised"`` counts only the invocations with a choice,
    ``"passed-over"`` those in which the job fitted the free resources and did not start

@@ -67,9 +67,9 @@ TIME_CONTROLS = ("deterministic", "paper")
 """PCP'20 time control: deterministic-time limits (reproducible), or the authors' wall
 clock (1 s, +0.5 s per retry while no solution, 30 retries)."""
 DETERMINISTIC_TIME = 0.002
-"""Default initial deterministic-time limit per solve. The study keeps it (docs/cp.md,
-"Second round": with PCP'20's list hint and redundant rules, 25x more raised the OPTIMAL
-share from 0.57-0.58 to 0.63-0.69 on the study's instances at 3-4x the CPU per
+"""Default initial deterministic-time limit per solve. The study keeps it (docs/cp.md, "Search,
+hint and redundant rules": with PCP'20's list hint and redundant rules, 25x more raised the
+OPTIMAL share from 0.57-0.58 to 0.63-0.69 on the study's instances at 3-4x the CPU per
 decision, and the dispatch-time goal at 100 queued jobs leaves no room for it)."""
 
 

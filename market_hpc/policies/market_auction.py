@@ -2,7 +2,7 @@
 
 The auction prices only the queued jobs that can matter (``algorithms.market_index`` and
 ``MarketColumns``), with the scalar code's arithmetic, so it picks exactly the job that
-pricing every queued job would: docs/performance.md, session 7, gives the argument for each
+pricing every queued job would: docs/performance.md gives the argument for each
 shortcut and ``tests/test_market_auction.py`` checks them against the scalar code.
 """
 

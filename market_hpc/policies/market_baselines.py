@@ -1,4 +1,4 @@
-"""Fair EASY baselines for the market dispatchers (issue 14).
+"""Fair EASY baselines for the market dispatchers.
 
 The market policies mold jobs (any width up to ``c*`` on one node) and read the jobs'
 profiles. Plain EASY runs every job rigidly at its requested width. ``easy-mold`` is EASY
