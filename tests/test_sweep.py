@@ -226,6 +226,55 @@ def test_failing_run_is_recorded_and_retried_while_the_rest_go_on(tmp_path: Path
     assert (retried.done, retried.skipped, retried.failed) == (0, 1, 1)
 
 
+def test_integer_columns_stay_integers_through_a_resume(tmp_path: Path) -> None:
+    (tmp_path / "bad.swf").write_text(BAD_SWF)
+    path = sweep_file(tmp_path, '[grid]\n"workload.lenient" = [true, false]',
+                      base='platform = "kth-sp2"\n[workload]\ntrace = "bad.swf"\n')
+    out = tmp_path / "out"
+    run_sweep(path, out)  # one ok row, one failed row without metrics
+    ok_part = next(p for p in (out / "parts").glob("*.parquet")
+                   if pq.read_table(p).column("status")[0].as_py() == "ok")
+    integers = [f.name for f in pq.read_schema(ok_part) if str(f.type) == "int64"]
+    assert "jobs_completed" in integers
+    for _ in range(2):  # first run, then a resume that rebuilds the table from it
+        schema = pq.read_schema(out / "results.parquet")
+        assert {name: str(schema.field(name).type) for name in integers} == dict.fromkeys(integers, "int64")
+        run_sweep(path, out)
+    csv = pd.read_csv(out / "results.csv")
+    ok = csv[csv["status"] == "ok"].iloc[0]
+    assert float(ok["jobs_completed"]).is_integer()
+    assert "." not in (out / "results.csv").read_text().splitlines()[1].split(",")[
+        list(csv.columns).index("jobs_completed")]
+
+
+def test_a_run_whose_result_never_comes_back_from_dask_is_interrupted(tmp_path: Path) -> None:
+    pytest.importorskip("dask.distributed", reason="dask[distributed] is not installed")
+    from market_hpc.experiment.executors import DaskExecutor
+
+    tasks = [RunTask("r1", {}, None), RunTask("r2", {}, None)]
+    try:
+        # ``len`` raises on a task: the work function itself never does (execute_run records a
+        # failing run), so whatever Dask hands back instead of a row is an interruption.
+        with DaskExecutor("local:1", work=len) as executor:  # type: ignore[arg-type]
+            rows = sorted(executor.run(tasks), key=lambda row: row["run_id"])
+    except SweepError as exc:
+        pytest.skip(f"dask.distributed cannot start here: {exc}")
+    assert [(row["run_id"], row["status"]) for row in rows] == [("r1", "interrupted"), ("r2", "interrupted")]
+    assert rows[0]["error"].startswith("TypeError: object of type 'RunTask' has no len()")
+    store_dir = tmp_path / "store"
+    with ResultStore(store_dir) as store:
+        store.add(rows[0])
+        assert store.ok_ids() == set()  # a resumed sweep runs it again
+
+
+def test_the_outcome_line_counts_interrupted_runs_apart() -> None:
+    from market_hpc.experiment.sweep import SweepOutcome
+
+    outcome = SweepOutcome(Path("out"), 10, 6, 1, 1, (("a", "x"), ("b", "y"), ("c", "z")), "Dask", 2)
+    assert outcome.describe() == ("10 runs: 6 done, 1 skipped, 1 failed, 2 interrupted (re-run the sweep "
+                                  "to resume them) (Dask)")
+
+
 def start_sweep(tmp_path: Path, seeds: int, workers: int) -> tuple[Path, Path, subprocess.Popen[bytes]]:
     """A sweep of ``seeds`` 2,000-job runs in a child ``market-hpc sweep`` process."""
     path = sweep_file(tmp_path, f"seeds = {seeds}", base=CLASSIC_BASE.replace("JOBS", "2000"))

@@ -134,14 +134,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     outcome = run_sweep(args.sweep, out, workers=workers, dask=args.dask, keep_runs=args.keep_runs)
     print(f"sweep {args.sweep}: {outcome.describe()}")
     for run_id, error in outcome.errors[:10]:
-        print(f"  failed {run_id}: {error}")
+        print(f"  not done {run_id}: {error}")
     if len(outcome.errors) > 10:
-        print(f"  ... {len(outcome.errors) - 10} more failed runs, see {out}/results.csv")
+        print(f"  ... {len(outcome.errors) - 10} more runs not done, see {out}/results.csv")
     print(f"results written to {out}/results.parquet and results.csv")
     if outcome.done or outcome.skipped:
         written = write_report(out)
         print(f"report: {len(written)} files in {out}/report/")
-    return 1 if outcome.failed else 0
+    return 1 if outcome.failed or outcome.interrupted else 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -34,8 +34,16 @@ def _no_work(task: Any) -> dict[str, Any]:
 
 
 def failed_row(run_id: str, exc: BaseException) -> dict[str, Any]:
-    """The row of a run whose execution itself failed (worker lost, result unpicklable)."""
+    """The row of a run whose result could not come back (e.g. it cannot be pickled): the
+    same run would fail again."""
     return {"run_id": run_id, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
+            "duration_s": float("nan")}
+
+
+def interrupted_row(run_id: str, exc: BaseException) -> dict[str, Any]:
+    """The row of a run that did not finish for a reason outside it (its worker or the
+    scheduler was lost, the sweep was cancelled): status ``interrupted``, retried on resume."""
+    return {"run_id": run_id, "status": "interrupted", "error": f"{type(exc).__name__}: {exc}",
             "duration_s": float("nan")}
 
 
@@ -213,8 +221,10 @@ class DaskExecutor:
             self._cluster = None
 
     def run(self, tasks: Sequence[Any]) -> Iterator[dict[str, Any]]:
-        """Map ``self.work`` over the tasks, yield rows as they complete; a task Dask
-        itself gives up on (e.g. its worker was killed) becomes a failed row."""
+        """Map ``self.work`` over the tasks, yield rows as they complete. The work function
+        records a failing run itself, so a task whose result does not come back (its worker
+        was killed, the scheduler was lost, the futures were cancelled) was interrupted:
+        its row says ``interrupted`` and a resumed sweep runs it again."""
         from dask.distributed import as_completed as dask_as_completed
 
         assert self._client is not None, "use the executor as a context manager"
@@ -228,7 +238,7 @@ class DaskExecutor:
                 try:
                     yield future.result()
                 except Exception as exc:  # noqa: BLE001 - KilledWorker, lost scheduler...
-                    yield failed_row(run_ids[future.key], exc)
+                    yield interrupted_row(run_ids[future.key], exc)
                 future.release()
         finally:
             self._client.cancel(futures)

@@ -13,7 +13,9 @@ Decisions:
       (their new row replaces the old one); rows of runs that are no longer in the
       sweep file are kept.
     * A run that raises is stored as ``failed`` with ``"ExceptionType: message"`` in
-      ``error``; the sweep goes on.
+      ``error``; the sweep goes on. A run whose worker or Dask scheduler was lost is
+      stored as ``interrupted`` (with the cause in ``error``), never ``failed``; both are
+      run again by a resumed sweep.
     * ``results.parquet``/``results.csv`` are rebuilt from the stored rows at most every
       ``CONSOLIDATE_SECONDS`` while running and always at the end (also after an error
       or Ctrl-C); the per-run part files are what survives a kill -9.
@@ -58,7 +60,7 @@ class SweepOutcome:
         done: Runs that finished ``ok`` in this invocation.
         skipped: Runs already stored ``ok`` (not run again).
         failed: Runs that failed in this invocation.
-        errors: ``(run_id, error)`` of the failed runs.
+        errors: ``(run_id, error)`` of the failed and interrupted runs.
         executor: Where the runs executed.
     """
 
@@ -69,11 +71,14 @@ class SweepOutcome:
     failed: int
     errors: tuple[tuple[str, str], ...]
     executor: str
+    interrupted: int = 0
 
     def describe(self) -> str:
         """One line of counts, e.g. ``27 runs: 20 done, 5 skipped, 2 failed``."""
+        interrupted = (f", {self.interrupted} interrupted (re-run the sweep to resume them)"
+                       if self.interrupted else "")
         return (f"{self.total} runs: {self.done} done, {self.skipped} skipped, "
-                f"{self.failed} failed ({self.executor})")
+                f"{self.failed} failed{interrupted} ({self.executor})")
 
 
 def leading_columns(sweep: Sweep) -> list[str]:
@@ -148,7 +153,7 @@ def run_sweep(
     order = [run.run_id for run in plan.runs]
     leading = leading_columns(plan)
     errors: list[tuple[str, str]] = []
-    done = 0
+    done = interrupted = 0
     with ResultStore(directory) as store:
         store.write_manifest(manifest(plan))
         stored_ok = store.ok_ids()
@@ -174,9 +179,10 @@ def run_sweep(
                             done += 1
                         else:
                             errors.append((row["run_id"], row["error"]))
+                            interrupted += row["status"] == "interrupted"
                         if bar is not None:
-                            bar.update(1)
                             bar.set_postfix(failed=len(errors), refresh=False)
+                            bar.update(1)
                         if time.monotonic() - last_consolidation >= CONSOLIDATE_SECONDS:
                             store.consolidate(order, leading)
                             last_consolidation = time.monotonic()
@@ -185,7 +191,7 @@ def run_sweep(
                 bar.close()
             store.consolidate(order, leading)
     return SweepOutcome(directory, len(plan.runs), done, len(plan.runs) - len(pending),
-                        len(errors), tuple(errors), executor.description)
+                        len(errors) - interrupted, tuple(errors), executor.description, interrupted)
 
 
 PROGRESS_LINE_SECONDS = 5.0

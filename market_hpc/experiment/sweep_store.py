@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any, Self
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -76,12 +77,23 @@ def tidy_frame(rows: Iterable[dict[str, Any]], leading: Sequence[str]) -> pd.Dat
     columns = list(dict.fromkeys([*leading, *(key for row in rows for key in row)]))
     frame = pd.DataFrame(rows, columns=columns)
     for column in frame.columns:
-        if frame[column].dtype == object:
+        if frame[column].dtype == float and _whole_numbers(rows, column):
+            # integers with gaps (runs that failed or were interrupted have no metrics): kept
+            # integers (pandas' nullable Int64), so a table rebuilt after a resume has the
+            # part files' int64, not float64
+            frame[column] = frame[column].astype("Int64")
+        elif frame[column].dtype == object:
             try:
                 pa.array(frame[column])
             except (pa.ArrowInvalid, pa.ArrowTypeError):
                 frame[column] = frame[column].map(lambda v: v if v is None else str(v))
     return frame
+
+
+def _whole_numbers(rows: list[dict[str, Any]], column: str) -> bool:
+    """Whether every value given for ``column`` is a Python or NumPy integer (bools aside)."""
+    values = [row[column] for row in rows if row.get(column) is not None]
+    return bool(values) and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values)
 
 
 class ResultStore:
