@@ -298,3 +298,15 @@ def test_swf_files_are_not_sacct() -> None:
     assert not is_sacct(traces / "lf-240p-5000.swf.gz")  # binary: its bytes may hold '|'
     assert not is_sacct(traces / "lf-kth-like-2000.swf")
     assert is_sacct(traces / "slurm-sample.sacct")
+
+
+def test_a_replayed_sacct_file_is_named_absolutely_in_config_json(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    sample = Path(__file__).resolve().parents[1] / "traces" / "slurm-sample.sacct"
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", str(sample), "--platform", "nodes=1,cores=128", "--scheduler", "easy",
+                 "--out", "relative-out"]) == 0
+    config = json.loads((tmp_path / "relative-out" / "config.json").read_text())
+    assert config["config"]["workload"]["trace"] == str(tmp_path / "relative-out" / "trace.swf")

@@ -42,7 +42,7 @@ def replayable_trace(trace: str, out_dir: str | None, lenient: bool) -> Iterator
     with tempfile.TemporaryDirectory(prefix="market-hpc-sacct-") as scratch:
         folder = Path(out_dir) if out_dir else Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
-        swf = folder / "trace.swf"
+        swf = folder.resolve() / "trace.swf"  # absolute: config.json names it wherever it is read
         conversion = convert_sacct(trace, swf, lenient=lenient)
         print("sacct input: " + "\n".join(conversion.describe()))
         print(f"converted to {swf}" + ("" if out_dir else " (temporary: replay --out or trace "
