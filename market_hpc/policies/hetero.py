@@ -1,4 +1,4 @@
-"""Seed 000 allocators BALANCED, WEIGHTED and PRIORITY-WEIGHTED (PRB and EBF: ``hetero_schedulers``).
+"""Netti et al. (ISC'18) allocators BALANCED, WEIGHTED, PRIORITY-WEIGHTED (PRB, EBF: ``hetero_schedulers``).
 
 The orderings are the pure functions of ``market_hpc.algorithms.hetero`` (its docstring
 lists the decisions taken where the paper is silent); the schedulers PRB and EBF live in
@@ -67,7 +67,7 @@ def _unit_array(unit: tuple[int, ...]) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- allocators
-@register_allocator("balanced", "seed 000 BALANCED: critical (GPU/MIC) nodes last, interleaved by kind")
+@register_allocator("balanced", "Netti et al. BALANCED: critical (GPU/MIC) nodes last, interleaved by kind")
 class Balanced:
     """BALANCED (Netti et al. 2018): limit and balance the use of critical nodes.
 
@@ -107,7 +107,7 @@ class _PassDemand:
         self.used = (total - np.asarray(view.free_total)) * RANK_SCALE
 
 
-@register_allocator("weighted", "seed 000 WEIGHTED: rank nodes by leftover resources weighted by demand x load")
+@register_allocator("weighted", "Netti et al. WEIGHTED: rank nodes by leftover resources weighted by demand x load")
 class Weighted:
     """WEIGHTED (Netti et al. 2018, eq. 1): nodes by ascending ``sum_k w_k imp_k``.
 
@@ -115,7 +115,7 @@ class Weighted:
         window: Jobs after the current one whose demand sets ``req_k`` (AccaSim: 100);
             ``None`` uses the whole queue including the current job (the paper's words).
         unit_free: Rank by ``sum_k w_k imp_k / cap_k`` instead (a non-paper ablation,
-            spec A1): the paper's terms carry each kind's unit, so kinds counted in
+            reported as such): the paper's terms carry each kind's unit, so kinds counted in
             large numbers (cores, GB of memory) outweigh GPUs and MICs.
     """
 
@@ -178,7 +178,7 @@ class Weighted:
 
 
 @register_allocator("priority-weighted",
-                    "seed 000 PRIORITY-WEIGHTED: WEIGHTED with bounded priority counters on GPU/MIC")
+                    "Netti et al. PRIORITY-WEIGHTED: WEIGHTED with bounded priority counters on GPU/MIC")
 class PriorityWeighted(Weighted):
     """PRIORITY-WEIGHTED (Netti et al. 2018): WEIGHTED with ``w_k`` of critical kinds
     multiplied by a counter ``p_k`` in ``[1, bound]``, +``step`` when an allocation of a

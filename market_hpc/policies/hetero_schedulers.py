@@ -1,4 +1,4 @@
-"""Seed 000 schedulers: PRB (Borghesi et al.) and EBF (AccaSim's EASY backfilling).
+"""Netti et al. (ISC'18) schedulers: PRB (Borghesi et al.) and EBF (AccaSim's EASY backfilling).
 
 Both compose with every allocator and announce their pass order to pass-aware ones
 (``market_hpc.policies.hetero``). Neither calls ``allocate`` twice for a shape that
@@ -92,7 +92,7 @@ class _Behind:
         return self._jobs
 
 
-@register_scheduler("prb", "seed 000 PRB: longest wait relative to the queue's expected wait first; skips")
+@register_scheduler("prb", "Netti et al. PRB: longest wait relative to the queue's expected wait first; skips")
 class Prb:
     """Priority Rule-Based scheduling (Borghesi et al., as in Netti et al. 2018).
 
@@ -171,7 +171,7 @@ def _note_failure(allocator: Allocator, job: Job) -> None:
 Release = tuple[float, Allocation, tuple[int, ...], float]  # end, allocation, unit, burst buffer
 
 
-@register_scheduler("ebf", "seed 000 EBF: EASY backfilling, reservation placed by the allocator (AccaSim)")
+@register_scheduler("ebf", "Netti et al. EBF: EASY backfilling, reservation placed by the allocator (AccaSim)")
 class Ebf:
     """EASY backfilling as AccaSim implements it for Netti et al. (2018), spec C2.
 

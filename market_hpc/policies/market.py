@@ -1,4 +1,4 @@
-"""Market dispatchers of seed 002: SJQ, maxV, maxVD, minVR and their holding variants.
+"""Market dispatchers of Singh et al. (HPCS'15): SJQ, maxV, maxVD, minVR and their holding variants.
 
 Each instant (Algorithm 2): queued jobs that can no longer earn anything are dropped
 (A5: even their fastest completion earns 0). Then, repeatedly, every node bids its free
@@ -71,7 +71,7 @@ class MarketPolicy:
         lookahead: Hold only when holding beats waiting (``hold_search`` with baselines,
             non-paper); implies ``holding``.
         max_holds: Jobs held this many times are never held again (look-ahead only;
-            the seed's variants may hold a job repeatedly, spec A12). 2 rather than 1:
+            the paper's variants may hold a job repeatedly, not forbidden). 2 rather than 1:
             a strict single hold cost SJQ-LH and minVR-LH 4-12% of their profit in the
             demo study, a second hold recovers most of it.
         wait_weight: Weight of the arrival's estimated value after waiting in the
@@ -193,9 +193,9 @@ _SUMMARIES = {
     "minvr": "minimum remaining value (area under the curve) first",
 }
 for _rule, _summary in _SUMMARIES.items():
-    register_scheduler(_rule, f"market (seed 002): {_summary}", allocators=("max-bid",),
+    register_scheduler(_rule, f"market (Singh et al.): {_summary}", allocators=("max-bid",),
                        default_allocator="max-bid", market=True)(_factory(_rule, False))
-    register_scheduler(_rule + "h", f"market (seed 002): {_summary}, with holding",
+    register_scheduler(_rule + "h", f"market (Singh et al.): {_summary}, with holding",
                        allocators=("max-bid",), default_allocator="max-bid", market=True)(
         _factory(_rule, True))
     register_scheduler(_rule + "lh", f"market: {_summary}, with look-ahead holding (non-paper: holds only "

@@ -1,4 +1,4 @@
-"""One instant's job selection of the seed 002 market dispatchers (``policies.market``).
+"""One instant's job selection of the market dispatchers (Singh et al.) (``policies.market``).
 
 The auction prices only the queued jobs that can matter (``algorithms.market_index`` and
 ``MarketColumns``), with the scalar code's arithmetic, so it picks exactly the job that
