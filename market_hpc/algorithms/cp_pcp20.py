@@ -6,7 +6,7 @@ then node 1's, ...). A job unit is a box per requested type: width its duration 
 time, height its per-unit request along that type's list, at position ``y``. Per type
 one ``add_no_overlap_2d`` (the paper's ``diffn``) keeps boxes apart, with the running
 jobs as fixed boxes re-packed from the start of each node's block at every decision
-(spec 001 A8), plus the implied ``cumulative`` on time (A6/A7: demand per job, the
+(as the authors' code), plus the implied ``cumulative`` on time (demand per job, the
 paper's ``s`` demand read as a typo and the position-axis cumulative left to
 ``no_overlap_2d``'s own energy reasoning). Units of one job are ordered
 (``y_k + u <= y_{k+1}``, the spec's valid replacement of ``alldifferent``).
@@ -240,8 +240,8 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     up to ``levels`` values, interchangeable nodes kept only as often as the modelled
     units can use them); ``levels=None`` models every node and running job as they are.
     The first solve gets ``limits.deterministic_time``; while no solution is found it is
-    retried with 50% of that more each time, up to ``max_retries`` times (spec 001
-    sec. 3.11); then the greedy plan is returned with status ``FALLBACK``. With
+    retried with 50% of that more each time, up to ``max_retries`` times (as the
+    authors' code); then the greedy plan is returned with status ``FALLBACK``. With
     ``paper_time`` the limits are the authors' wall-clock ones instead: 1 s, then +0.5 s
     per retry (``max_retries``: 30 in their study), not reproducible. Placements name
     the real nodes. ``search=False`` returns the greedy plan itself (status ``GREEDY``,

@@ -1,4 +1,4 @@
-"""Heterogeneity-aware node orderings and their state (seed 000).
+"""Heterogeneity-aware node orderings and their state.
 
 Netti, Galleguillos, Kiziltan, Sirbu, Babaoglu, "Heterogeneity-aware Resource Allocation
 in HPC Systems", ISC 2018 (``../shared/spec/000-heterogeneity-aware-allocation.md``).

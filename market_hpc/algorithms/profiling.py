@@ -2,8 +2,8 @@
 
 Singh, Indrusiak et al., "Market-inspired Dynamic Resource Allocation in Many-core HPC
 Systems", Algorithm 1: for each c = 1..|T| find, by a GA "similarly as in [25]" (Sayuti
-& Indrusiak, ISVLSI 2013), the mapping onto exactly c cores (spec A17: surjective,
-c <= |T|) with minimum response time. The paper gives no GA details; spec A18-A20:
+& Indrusiak, ISVLSI 2013), the mapping onto exactly c cores (surjective,
+c <= |T|) with minimum response time. The paper gives no GA details; chosen here:
 
 * **Decoder (A19).** List scheduling in a topological *task order*: a task starts at
   max(its core free, each predecessor's finish + ``data * comm_cost`` if on another
@@ -54,7 +54,7 @@ _Entry = tuple[float, tuple[int, ...], tuple[int, ...]]  # (response time, mappi
 
 @dataclass(frozen=True, slots=True)
 class GASettings:
-    """Sizes and rates of the profiling GA (spec A20; the paper gives none).
+    """Sizes and rates of the profiling GA (the paper gives none).
 
     Attributes:
         population: Individuals per generation (>= 2).
@@ -93,7 +93,7 @@ class Profile:
         response_times: ``response_times[c - 1]`` = response time on exactly c cores.
         mappings: ``mappings[c - 1][i]`` = core (0..c-1) of task i (sorted node order);
             cores are numbered by first use.
-        c_star: Smallest c reaching the minimum response time (spec A4).
+        c_star: Smallest c reaching the minimum response time (saturation).
         graph_hash: ``taskgraph.graph_hash`` of the profiled graph.
         task_orders: Per c, the task order reproducing it in :func:`response_time`.
     """
@@ -164,7 +164,7 @@ def _task_order(ctx: _Context, keys: Sequence[int]) -> tuple[int, ...]:
 
 
 def _makespan(ctx: _Context, mapping: Sequence[int], order: Sequence[int]) -> float:
-    """Decode a mapping by list scheduling in ``order`` (spec A19); return the makespan."""
+    """Decode a mapping by list scheduling in ``order``; return the makespan."""
     wcet, preds, finish = ctx.wcet, ctx.preds, [0.0] * len(ctx.wcet)
     core_free = [0.0] * len(wcet)  # cores are numbered below |T|
     for task in order:

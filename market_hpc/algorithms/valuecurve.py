@@ -4,7 +4,7 @@ Singh, Dziurzanski & Indrusiak, HPCS 2015, Sec. III-B: a value curve is "usually
 monotonically-decreasing function and trends towards zero with the increasing completion
 time"; Fig. 2(b): value 500 if the job completes within 15 time-units.
 
-Decisions where the paper is silent (spec 002, A1/A2):
+Decisions where the paper is silent:
 
 * The argument is the *elapsed* time ``completion - arrival`` (A2).
 * Every curve is non-increasing, flat at ``max_value`` for negative elapsed times, and 0
@@ -269,7 +269,7 @@ class PiecewiseLinearCurve(_Curve):
 class ExponentialCurve(_Curve):
     """Flat until ``plateau_end``, then ``max_value * exp(-(e - plateau_end) / tau)``.
 
-    A strictly decreasing tail for sensitivity studies (spec A1), cut to 0 once it falls
+    A strictly decreasing tail for sensitivity studies (not the default), cut to 0 once it falls
     below ``floor * max_value`` or after ``horizon``, whichever is first.
 
     Args:
