@@ -1,4 +1,4 @@
-"""Online run-time predictors (seed 000, spec section 6): what schedulers see.
+"""Online run-time predictors (Netti et al., ISC'18, after AccaSim): what schedulers see.
 
 The model calls ``predict(job, now)`` when a job arrives and uses the result as the
 estimate every policy sees; the clock always uses the real run time. ``observe(job,

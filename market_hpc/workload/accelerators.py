@@ -1,4 +1,4 @@
-"""Add GPU/MIC unit requests to the jobs of a CPU-only SWF trace (seed 000).
+"""Add GPU/MIC unit requests to the jobs of a CPU-only SWF trace (Netti et al., ISC'18).
 
 SWF has no accelerator fields, so heterogeneous allocation on a real trace needs a rule
 saying which jobs use accelerators and how. The rule (``AcceleratorRule``):

@@ -1,4 +1,4 @@
-"""An Eurora-like workload for the ``eurora`` preset (seed 000; the real trace is not public).
+"""An Eurora-like workload for the ``eurora`` preset (the real trace is not public).
 
 Matched to what Netti et al. (ISC 2018) report (spec section 7.3):
 

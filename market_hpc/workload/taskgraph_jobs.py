@@ -1,4 +1,4 @@
-"""HLRS-like job sets of task-graph jobs with value curves (seed 002, spec A1, A21-A23).
+"""HLRS-like job sets of task-graph jobs with value curves (the HLRS trace is not public).
 
 Singh, Dziurzanski & Indrusiak (HPCS 2015) replay jobs of 5-10 tasks from the HLRS
 trace, which is not public. This module draws synthetic sets calibrated to the paper's
@@ -76,7 +76,7 @@ def _check_range(name: str, bounds: tuple[float, float], low_min: float, strict:
 def value_curve_for(
     shape: str, max_value: float, rt_fastest: float, rt_serial: float, alpha: float, beta: float
 ) -> ValueCurve:
-    """Build a job's value curve from its profile (spec A1).
+    """Build a job's value curve from its profile (the paper gives no shape).
 
     Args:
         shape: ``linear_decay`` (the spec's default), ``step`` or ``exponential``.
