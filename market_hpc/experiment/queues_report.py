@@ -1,4 +1,4 @@
-"""Adaptive hybrid queues (Kondameedi & Vadhiyar) in the report: per-period rows and the paper's comparisons.
+"""Hybrid queues (Kondameedi & Vadhiyar) in the report: period rows and the paper's comparisons.
 
 A multi-queue run's summary carries one scalar per period and metric, ``period<k>_<metric>``
 (``queues.queue_summary``), so a sweep stores them in its ordinary per-run rows (and

@@ -1,6 +1,6 @@
 """Give rigid SWF jobs what the market needs: a speedup profile and a value curve.
 
-Singh et al.'s market (HPCS'15) is defined on moldable task-graph jobs; archive traces only record how long a
+Singh et al.'s market uses moldable task-graph jobs; archive traces only record how long a
 job ran on the processors it got. This documented rule turns each trace job into a
 moldable market job:
 
