@@ -14,7 +14,7 @@ Pareto front, the paper's decision rule (and the reference code's), generational
 distance, and the baselines' selectors (Weighted, Constrained, Bin_Packing). The GA is
 in ``market_hpc.algorithms.bbsched_ga``.
 
-Decisions where the paper is silent (spec ``003``): ties between selections prefer jobs
+Decisions where the paper is silent: ties between selections prefer jobs
 nearer the window front, i.e. the larger ``sum x_i 2**(k-1-i)`` (A10); the decision
 rule works on utilisation fractions of the *total* capacities N and B (A11); generational
 distance is Euclidean in objective space normalised by (N, B) (A21); burst-buffer

@@ -9,17 +9,17 @@ jobs as fixed boxes re-packed from the start of each node's block at every decis
 (as the authors' code), plus the implied ``cumulative`` on time (demand per job, the
 paper's ``s`` demand read as a typo and the position-axis cumulative left to
 ``no_overlap_2d``'s own energy reasoning). Units of one job are ordered
-(``y_k + u <= y_{k+1}``, the spec's valid replacement of ``alldifferent``).
+(``y_k + u <= y_{k+1}``, a valid replacement of ``alldifferent``).
 
 The paper's ``element(map_r, y)`` constraints (a unit's blocks lie on one node, the same
-node for every type) use the *node-group* encoding recommended by the spec (sec. 8 b):
+node for every type) use a *node-group* encoding:
 consecutive identical nodes form a group; a unit has a node variable ``n``, one Boolean
 per group that can hold it (none when only one can), and per type
 ``0 <= y - base_g - cap_g (n - first_g) <= cap_g - u``. Variables per unit: ``1 + |R_i| +
 (groups > 1 ? groups : 0)``, independent of the node count (the paper counts ``|R_i|``;
 the node variable and the group Booleans are the price of CP-SAT not expanding
 ``element`` into ``Tcap_r`` literals). Fixed boxes would grow with the running jobs,
-that is with load and system size (spec sec. 3.13); ``solve_pcp20`` therefore models the
+that is with load and system size; ``solve_pcp20`` therefore models the
 reduced system of ``cp_reduce`` (bounded fixed boxes and nodes, placements mapped back).
 
 Objective: total slowdown ``sum (s - q + d) / d``, i.e. ``sum round(1e5 / d) * s``

@@ -38,8 +38,8 @@ def specificity(queue: QueueSpec) -> tuple[float, float]:
 def route(config: QueueConfig, cores: int, estimate: float) -> int:
     """Index of the queue a request goes to, or -1 when no queue (nor catch-all) takes it.
 
-    Among the queues whose ranges contain the request the most specific one wins (spec
-    A9: overlapping ranges, e.g. idqueue inside small, after merges), ties in list order.
+    Among the queues whose ranges contain the request the most specific one wins
+    (overlapping ranges, e.g. idqueue inside small, after merges), ties in list order.
     A request no queue contains goes to ``config.catch_all`` when there is one.
 
     >>> cfg = QueueConfig((QueueSpec("id", 1, 8, 0, 7200), QueueSpec("small", 1, 64)), partitions=(1, 1))

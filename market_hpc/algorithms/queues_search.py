@@ -128,7 +128,7 @@ def knee(grid: Sequence[int], utils: Sequence[float], tau: float = 0.9) -> int:
 
 def utilisation_bounds(config: QueueConfig, evaluate: Evaluate, minimum: Sequence[int], total: int,
                        points: int = 8, tau: float = 0.9) -> tuple[int, ...]:
-    """lb_i of Eq. 4 (spec "tau_util" = 90% of the maximum utilisation, A20).
+    """lb_i of Eq. 4 (``tau_util`` = 90% of the maximum utilisation).
 
     Queue i alone is simulated on a grid of sizes from its largest request up to what
     the others' largest requests leave; lb_i is the last grid size before the

@@ -113,7 +113,7 @@ class StepCurve(_Curve):
 class LinearDecayCurve(_Curve):
     """Flat at ``max_value`` until ``plateau_end``, then linear down to 0 at ``zero_time``.
 
-    The spec's default curve (A1), with ``plateau_end = alpha * RT(c*)`` and
+    The default curve, with ``plateau_end = alpha * RT(c*)`` and
     ``zero_time = plateau_end + beta * RT(1)`` (see ``workload.taskgraph_jobs``).
 
     Args:

@@ -5,12 +5,12 @@ lists the decisions taken where the paper is silent); the schedulers PRB and EBF
 ``market_hpc.policies.hetero_schedulers``. This module holds the allocators' state:
 
 * **Pass order.** WEIGHTED's lookahead window is the up to ``window`` jobs *after* the
-  job being placed in the scheduler's order (AccaSim semantics, spec B1). A scheduler
+  job being placed in the scheduler's order (AccaSim semantics). A scheduler
   announces that order with ``begin_pass(jobs, view)`` (SJF, FIFO, PRB and EBF do);
   without an announcement for the current view, the queue order is used.
 * **Priority counters.** PRIORITY-WEIGHTED moves its counters on the outcome of every
   ``allocate`` call: every scheduler here uses an allocation it was given, so a returned
-  allocation is a success and ``None`` a failure (spec B4; the EBF reservation search on
+  allocation is a success and ``None`` a failure (the EBF reservation search on
   the virtual future state counts too, as in AccaSim). Schedulers that know an attempt
   must fail without calling ``allocate`` report it through ``note_failed_attempt``.
 """
@@ -103,7 +103,7 @@ class _PassDemand:
         self.index = {job.job_id: position for position, job in enumerate(jobs)}
         total = view.platform.total
         self.capacity = total * RANK_SCALE
-        # load is the state at the start of the dispatching step (spec B3)
+        # load is the state at the start of the dispatching step (AccaSim)
         self.used = (total - np.asarray(view.free_total)) * RANK_SCALE
 
 

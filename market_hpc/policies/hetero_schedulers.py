@@ -28,7 +28,7 @@ from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import take_dense
 
 DEFAULT_EXPECTED_WAIT = 1800.0
-"""PRB's expected queue wait when none is known (AccaSim's default, spec C3)."""
+"""PRB's expected queue wait when none is known (AccaSim's default)."""
 
 
 class _Arena:
@@ -104,7 +104,7 @@ class Prb:
         allocator: Where jobs go.
         expected_wait: Expected waiting time (s) per queue id; queues not listed use
             ``default_wait``. With no data every queue gets the default and PRB becomes
-            "longest waiting first" (spec C3).
+            "longest waiting first" (as in AccaSim).
         default_wait: The expected wait of queues without data.
     """
 
@@ -173,7 +173,7 @@ Release = tuple[float, Allocation, tuple[int, ...], float]  # end, allocation, u
 
 @register_scheduler("ebf", "Netti et al. EBF: EASY backfilling, reservation placed by the allocator (AccaSim)")
 class Ebf:
-    """EASY backfilling as AccaSim implements it for Netti et al. (2018), spec C2.
+    """EASY backfilling as AccaSim implements it for Netti et al. (2018), static reservation.
 
     Jobs start in arrival order until one does not fit. That job is *blocked* and gets a
     reservation: the earliest predicted end of running jobs (a job past its prediction is

@@ -7,7 +7,7 @@ for that node among those with positive profit on ``min(bid, c*)`` cores. When n
 is free anywhere the holding variants run Algorithm 3 for the jobs that arrived at this
 instant and were never held (A12/A13), holding the best latest-start prefix on one node.
 
-Decisions where the paper is silent (spec items):
+Decisions where the paper is silent:
 
 - jobs started or held at this instant are not candidates for holding or resuming in the
   same instant (A10's flag; avoids hold/resume ping-pong within one instant);

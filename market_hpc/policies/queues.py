@@ -13,8 +13,8 @@ One dispatcher serves the three modes of a :class:`~market_hpc.domain.queues.Que
 
 Jobs of ``reservation`` queues (the paper's *large* queue), and jobs larger than their
 partition can ever hold, are served machine-wide in arrival order: the first that does
-not fit gets an advance reservation computed from all running jobs' estimates (spec
-A10), and partition and pool jobs may then only start if they end before it or use
+not fit gets an advance reservation computed from all running jobs' estimates (EASY-like,
+machine-wide), and partition and pool jobs may then only start if they end before it or use
 the cores it leaves spare.
 
 The configuration is given to the constructor (``config=``) or switched by the model at

@@ -14,7 +14,7 @@ saying which jobs use accelerators and how. The rule (``AcceleratorRule``):
      (applications are GPU codes or not). Jobs with an unknown user (``-1``) are never
      drawn.
 
-   A job drawn for both kinds becomes a GPU job (spec B8).
+   A job drawn for both kinds becomes a GPU job (no node has both).
 2. **What it asks.** A job of P processors becomes ``ceil(P / cores_per_unit)`` units of
    ``cores_per_unit`` cores plus ``accelerators_per_unit`` GPUs (MICs) and
    ``mem_per_unit`` GB each. The default 4 cores + 1 GPU puts 2 units on a Curie hybrid
