@@ -15,10 +15,10 @@ distance, and the baselines' selectors (Weighted, Constrained, Bin_Packing). The
 in ``market_hpc.algorithms.bbsched_ga``.
 
 Decisions where the paper is silent: ties between selections prefer jobs
-nearer the window front, i.e. the larger ``sum x_i 2**(k-1-i)`` (A10); the decision
-rule works on utilisation fractions of the *total* capacities N and B (A11); generational
-distance is Euclidean in objective space normalised by (N, B) (A21); burst-buffer
-amounts are integer GB (A7).
+nearer the window front, i.e. the larger ``sum x_i 2**(k-1-i)``; the decision
+rule works on utilisation fractions of the *total* capacities N and B; generational
+distance is Euclidean in objective space normalised by (N, B); burst-buffer
+amounts are integer GB (decimal: 1 TB = 1,000 GB).
 """
 
 from __future__ import annotations

@@ -11,14 +11,14 @@ default 0). Tasks are indexed by their sorted ids, so a *mapping* is a sequence 
 
 Decisions where the paper is silent:
 
-* A19: a mapping is decoded by non-preemptive list scheduling. Every task has a
+* A mapping is decoded by non-preemptive list scheduling. Every task has a
   priority, its upward rank (b-level: its WCET plus the largest rank of a successor;
   communication is not counted), ties broken by task index; each core runs its tasks in
   that order. Positive WCETs make the order topological, so one pass suffices: a task
   starts at ``max(core free, max over preds (finish + delay))``, where ``delay =
-  data * comm_cost`` across cores and 0 on the same core (A18; default ``comm_cost=0``,
+  data * comm_cost`` across cores and 0 on the same core (default ``comm_cost=0``,
   which reproduces Table II's ``RT(2) = ceil(RT(1) / 2)``). The job starts at 0.
-* A21: generated graphs are connected, have integer WCETs ~ U{2..25} and edge data 0.
+* Generated graphs are connected, have integer WCETs ~ U{2..25} and edge data 0.
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def schedule_context(g: nx.DiGraph) -> ScheduleContext:
 def task_times(
     ctx: ScheduleContext, mapping: Sequence[int], comm_cost: float = 0.0
 ) -> tuple[list[float], list[float]]:
-    """Start and finish time of every task (by index) under the list schedule (A19).
+    """Start and finish time of every task (by index) under the list schedule.
 
     ``mapping`` is not checked here; ``list_schedule`` is the checked entry point.
     """

@@ -6,7 +6,7 @@ time"; Fig. 2(b): value 500 if the job completes within 15 time-units.
 
 Decisions where the paper is silent:
 
-* The argument is the *elapsed* time ``completion - arrival`` (A2).
+* The argument is the *elapsed* time ``completion - arrival``.
 * Every curve is non-increasing, flat at ``max_value`` for negative elapsed times, and 0
   for every elapsed time after its finite ``zero_time``.
 * At a jump a curve takes its *left* limit: completing exactly at a ``StepCurve``

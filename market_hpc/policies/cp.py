@@ -7,10 +7,10 @@ time. Decisions taken where the papers are silent (also in ``docs/cp.md``):
 * **Model units.** Resource types with capacity on the platform; memory in whole GB
   (per-unit requests rounded up, node capacities down: never overcommitted). Durations are
   whole seconds: ``max(1, ceil(estimate))``; a running job has
-  ``max(1, ceil(expected end - t))`` left (a job past its estimate gets 1 s, A9).
-* **Modelled jobs** (A2). PCP'20, PCP'19, HCP'19: the jobs that alone fit the free
+  ``max(1, ceil(expected end - t))`` left (a job past its estimate gets 1 s).
+* **Modelled jobs.** PCP'20, PCP'19, HCP'19: the jobs that alone fit the free
   resources now, the ``queue_limit`` (100) with the highest priority
-  ``(t - q + d) / d`` (ties: shorter ``d``, smaller area, earlier submit, lower id; A3).
+  ``(t - q + d) / d`` (ties: shorter ``d``, smaller area, earlier submit, lower id).
   The limit halves after a decision whose solver found nothing and is reset after a
   solved one (sec. 3.11). CPH models the ``queue_limit`` most urgent jobs in PRB order,
   fitting now or not, and minimises ``sum floor(maxEWT / EWT_q) * wait`` (CPH's queue weights).
@@ -21,7 +21,7 @@ time. Decisions taken where the papers are silent (also in ``docs/cp.md``):
   allocation that fails is replaced by the allocator's, and a job neither places waits.
   If nothing runs and the plan starts nothing, the first job in priority order the
   allocator places starts (no decision can then idle an empty machine forever).
-* **Not implemented**: HCP'19/PCP'19's "dispatching skip" (A15) and CPH's hand-over of
+* **Not implemented**: HCP'19/PCP'19's "dispatching skip" and CPH's hand-over of
   its plan to WEIGHTED's lookahead (AccaSim's extension); moldable jobs are dispatched
   as rigid ones.
 

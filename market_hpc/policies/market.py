@@ -1,17 +1,17 @@
 """Market dispatchers of Singh et al. (HPCS'15): SJQ, maxV, maxVD, minVR and their holding variants.
 
 Each instant (Algorithm 2): queued jobs that can no longer earn anything are dropped
-(A5: even their fastest completion earns 0). Then, repeatedly, every node bids its free
-cores and the highest bid wins (ties: lowest node index, A15); the policy picks a job
+(even their fastest completion earns 0). Then, repeatedly, every node bids its free
+cores and the highest bid wins (ties: lowest node index); the policy picks a job
 for that node among those with positive profit on ``min(bid, c*)`` cores. When no core
 is free anywhere the holding variants run Algorithm 3 for the jobs that arrived at this
-instant and were never held (A12/A13), holding the best latest-start prefix on one node.
+instant and were never held, holding the best latest-start prefix on one node.
 
 Decisions where the paper is silent:
 
 - jobs started or held at this instant are not candidates for holding or resuming in the
-  same instant (A10's flag; avoids hold/resume ping-pong within one instant);
-- a job's score ties break by arrival, then job id (A15);
+  same instant (avoids hold/resume ping-pong within one instant);
+- a job's score ties break by arrival, then job id;
 - the decision asks to be woken when the next queued job's value runs out, so drops
   happen at that instant rather than at the next unrelated event.
 """
