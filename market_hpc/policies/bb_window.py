@@ -1,6 +1,6 @@
 """The scheduling invocation every BBSched method shares: base order, window, starvation
 bound, the method's selection, then multi-resource EASY (Fan et al., HPDC '19, §3.1;
-the paper's proposal, completed).
+the paper's outline, with the steps it leaves open).
 
 1. order the queue by the base policy: ``fcfs`` (arrival, Cori) or ``wfp``
    (``n * (wait / walltime)**3``, highest first, Theta; Cobalt's formula, not the paper's);
