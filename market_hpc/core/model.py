@@ -84,7 +84,7 @@ class HPCModel(mesa.Model):
         predictor: Online run-time predictor whose predictions replace the estimates
             schedulers see (``None``: the workload's estimates).
         bidder: Bidding strategy of every node agent in market auctions (default: free
-            cores, the market paper's); set ``node_agents[i].bidder`` for per-node strategies.
+            cores, as in the market paper); set ``node_agents[i].bidder`` for per-node strategies.
         resume_seconds: Holding cost: time added to every resumed segment (suspend and
             resume overhead); 0 in the market paper.
         hold_progress_loss: Holding cost: fraction of a held segment's work that is lost

@@ -78,7 +78,7 @@ class WorkloadConfig:
         serial_fraction: Amdahl serial fraction of the market rule.
         plateau_slack: Seconds of full value after the fastest completion (market rule).
         month: Month profile of the ``eurora`` generator (``2014-04``, ``2014-08``,
-            ``2014-09``, ``2015-04``; none: whole-trace averages), Netti et al.
+            ``2014-09``, ``2015-04``; none: whole-trace averages), as in Netti et al.
         accelerators: Rule adding GPU/MIC unit requests to the jobs
             (``workload.accelerators``; off unless a partition or user share is set).
         burst_buffer: Burst-buffer pool size and S1-S4 request synthesis
@@ -207,11 +207,11 @@ class PolicyConfig:
         scheduler: Registered scheduler name (``market-hpc`` lists them).
         allocator: Registered allocator name (default: the scheduler's default).
         bidder: Registered bidder name: how node agents bid in market auctions (default:
-            ``free-cores``, the market paper's).
+            ``free-cores``, as in the market paper).
         hold_penalty: Fraction of a held job's maximum value charged per hold (market holding).
         predictor: Run-time predictor whose predictions schedulers see
             (``market_hpc.core.predictors``: wall-time, data-driven, real; none: the
-            workload's estimates), Netti et al.
+            workload's estimates), as in Netti et al.
         resume_seconds: Holding cost: time every resumed segment spends resuming (market paper: 0).
         hold_progress_loss: Holding cost: fraction of a held segment's work lost (market paper: 0).
         window: Window scheduler parameters (BBSched).

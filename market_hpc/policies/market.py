@@ -71,7 +71,7 @@ class MarketPolicy:
         lookahead: Hold only when holding beats waiting (``hold_search`` with baselines,
             non-paper); implies ``holding``.
         max_holds: Jobs held this many times are never held again (look-ahead only;
-            the paper's variants may hold a job repeatedly, not forbidden). 2 rather than 1:
+            the paper's variants may hold a job repeatedly: nothing forbids it). 2 rather than 1:
             a strict single hold cost SJQ-LH and minVR-LH 4-12% of their profit in the
             demo study, a second hold recovers most of it.
         wait_weight: Weight of the arrival's estimated value after waiting in the
