@@ -1,4 +1,4 @@
-"""Window selection over two resources, nodes and burst buffer (seed 003, BBSched).
+"""Window selection over two resources, nodes and burst buffer (BBSched).
 
 Fan et al., "Scheduling Beyond CPUs for HPC", HPDC '19. A scheduling window holds the
 first ``w`` jobs of the base-ordered queue; a *selection* is a subset of them, written
@@ -14,11 +14,11 @@ Pareto front, the paper's decision rule (and the reference code's), generational
 distance, and the baselines' selectors (Weighted, Constrained, Bin_Packing). The GA is
 in ``market_hpc.algorithms.bbsched_ga``.
 
-Decisions where the paper is silent (spec ``003``): ties between selections prefer jobs
-nearer the window front, i.e. the larger ``sum x_i 2**(k-1-i)`` (A10); the decision
-rule works on utilisation fractions of the *total* capacities N and B (A11); generational
-distance is Euclidean in objective space normalised by (N, B) (A21); burst-buffer
-amounts are integer GB (A7).
+Decisions where the paper is silent: ties between selections prefer jobs
+nearer the window front, i.e. the larger ``sum x_i 2**(k-1-i)``; the decision
+rule works on utilisation fractions of the *total* capacities N and B; generational
+distance is Euclidean in objective space normalised by (N, B); burst-buffer
+amounts are integer GB (decimal: 1 TB = 1,000 GB).
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ def choose(front: ParetoSet, k: int, total_nodes: float, total_bb: float, rule: 
 def generational_distance(found: ParetoSet, true: ParetoSet, total_nodes: float, total_bb: float) -> float:
     """Mean distance of each found point to its nearest true Pareto point (GD, §3.2.3).
 
-    Euclidean in objective space normalised by the total capacities (spec A21).
+    Euclidean in objective space normalised by the total capacities (the paper gives no metric).
 
     >>> true = ParetoSet(np.array([1, 2]), np.array([[100, 20], [80, 90]]))
     >>> generational_distance(true, true, 100, 100)
@@ -352,7 +352,7 @@ def constrained_select(window: Window, resource: str) -> int:
     of ``constrained_pick``, which the Constrained baselines run).
 
     ``resource`` is ``"nodes"`` or ``"bb"``; ties go to the other resource, then to the
-    front of the window (spec A10).
+    front of the window (the paper gives no tie rule).
 
     >>> table1 = Window.of([80, 10, 40, 10, 20], [20, 85, 5, 0, 0], 100, 100)
     >>> bin(constrained_select(table1, "nodes")), bin(constrained_select(table1, "bb"))
@@ -376,7 +376,7 @@ def bin_packing_select(window: Window, total_nodes: float, total_bb: float, norm
     """Tetris-like packing: repeatedly take the job with the largest alignment score.
 
     The score is the dot product of the job's demand and the free resources, each
-    dimension divided by its capacity when ``normalise`` (spec A12; otherwise raw units
+    dimension divided by its capacity when ``normalise`` (Tetris-style; otherwise raw units
     with equal weights, as the reference code); recomputed after each pick over the jobs
     that still fit. Ties go to the front of the window.
 

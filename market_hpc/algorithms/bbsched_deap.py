@@ -1,7 +1,7 @@
 """BBSched's GA written the usual DEAP way: one ``creator`` individual per chromosome.
 
 The reference for ``market_hpc.algorithms.bbsched_ga``'s fast kernels: the same
-algorithm (spec §3) with DEAP's own operators, ``tools.cxOnePoint`` on P/2 random pairs,
+algorithm (the paper's §3.2) with DEAP's own operators, ``tools.cxOnePoint`` on P/2 random pairs,
 ``tools.mutFlipBit`` on the children and ``tools.sortNondominated`` for Set 1; the
 age-based survivor selection is the paper's (DEAP has none). DEAP's operators draw from
 Python's global ``random``, so this function seeds it and restores its state afterwards.

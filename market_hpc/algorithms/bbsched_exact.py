@@ -1,6 +1,6 @@
 """The exact Pareto front of a BBSched window by dynamic programming over capacities.
 
-Every objective of the paper's problem (seed 003, §3.2.1) is also a constraint: f1 =
+Every objective of the paper's problem (Fan et al., HPDC'19, §3.2.1) is also a constraint: f1 =
 nodes used <= free nodes, f2 = burst buffer used <= free burst buffer. So the set of
 reachable ``(f1, f2)`` pairs is a subset-sum table over the two capacities, and the front
 is read off it: for each node count, the largest reachable burst buffer, kept when it
@@ -21,7 +21,7 @@ short selection plus a long one within the extra), and the suffix tables still s
 the front-first reconstruction below.
 
 The selection kept for a front point is the one nearest the window front, as in
-``algorithms.bbsched`` (spec A10): jobs are decided front first, each taken when the
+``algorithms.bbsched`` (no paper rule): jobs are decided front first, each taken when the
 rest of the point is still reachable with the jobs behind it (suffix tables), which
 maximises ``sum x_i 2**(k-1-i)`` among the selections with that objective vector.
 """

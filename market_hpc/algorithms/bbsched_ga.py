@@ -16,7 +16,7 @@ and ``tools.mutFlipBit`` (each child gene flipped with probability ``p_m``), bec
 DEAP's per-individual Python operators cost ~20x more at these sizes (see
 ``benchmarks/bbsched.py``).
 
-Decisions where the paper is silent (spec §3, A4): ``P/2`` random pairs per generation
+Decisions where the paper is silent: ``P/2`` random pairs per generation
 drawn without replacement, crossover every generation; the first generation is the
 greedy priority-order fill, then one-hot selections in window order, then sparse random
 selections repaired by dropping jobs from the back of the window, de-duplicated;

@@ -1,4 +1,4 @@
-"""Node bidding strategies for the market auction (seed 002, Algorithm 2).
+"""Node bidding strategies for the market auction (Singh et al., Algorithm 2).
 
 Singh, Dziurzanski & Indrusiak (HPCS 2015): every time step, "each node bids its number
 of free cores" and the manager allocates the highest-bid node. Here a bid is a node's
@@ -140,7 +140,7 @@ def make_bidder(name: str) -> Bidder:
 def clear_auction(bids: np.ndarray, free_cores: np.ndarray) -> int | None:
     """Return the winning node: the highest positive bid among nodes with a free core.
 
-    Ties go to the lowest node index (spec A15); ``None`` when every node with free
+    Ties go to the lowest node index (the paper: any of them); ``None`` when every node with free
     cores abstains or no core is free.
 
     >>> clear_auction(np.array([3, 9, 9]), np.array([3, 9, 9]))

@@ -1,6 +1,6 @@
 """PCP'20's fixed geometry (``cp_pcp20``): groups of identical consecutive nodes, and the
 running jobs as fixed boxes along each resource type's position list, re-packed per node
-at every decision (spec 001 A8)."""
+at every decision (as the authors' code)."""
 
 from __future__ import annotations
 

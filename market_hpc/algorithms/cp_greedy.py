@@ -1,12 +1,12 @@
 """The greedy plan every CP model gets as a complete solution hint and as its fallback.
 
-Shelf packing in priority order (spec 001 sec. 8 suggests a greedy first dive; this is a
+Shelf packing in priority order (a greedy first dive is the usual hint; this is a
 cheaper variant that is always feasible in the position model): shelf 0 starts now on
 what the running jobs leave free; each later shelf starts when everything planned before
 it has ended, on the empty platform. A job goes to the earliest shelf where best-fit
 places all its units and where it ends before the next shelf starts. Units on a node
 take the lowest free positions of each resource list after the running jobs, which are
-re-packed from the start of every node's block (spec A8), so every unit is one
+re-packed from the start of every node's block at each decision, so every unit is one
 contiguous block inside one node, as the PCP'20 model requires.
 """
 

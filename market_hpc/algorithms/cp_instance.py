@@ -1,7 +1,7 @@
-"""Data shared by the CP-SAT dispatching models (seed 001 PCP'20, PCP'19, HCP'19; seed 000 CPH).
+"""Data shared by the CP-SAT models: PCP'20, PCP'19, HCP'19 (Galleguillos et al.) and CPH.
 
 A dispatching instance at time ``t`` is plain integer data with ``t`` shifted to 0:
-node capacities in *model units* (memory in whole GB, spec 001 A1), the queued jobs to
+node capacities in *model units* (memory in whole GB, conservative), the queued jobs to
 model in priority order, and the running jobs as per-node usage with a remaining
 duration ``max(1, expected end - t)`` (the paper's ``max(1, s + d - t)``). Everything
 here is pure (numpy and OR-Tools only); the policies in ``market_hpc.policies.cp`` build
@@ -32,7 +32,7 @@ TRIVIAL = "TRIVIAL"
 """Status of a decision with one modelled job that fits now: starting it now is optimal."""
 
 SLOWDOWN_SCALE = 100_000
-"""The authors' integer scale of ``1 / d`` in the slowdown objective (spec 001 sec. 3.6)."""
+"""The authors' integer scale of ``1 / d`` in the slowdown objective (from their code)."""
 
 
 @dataclass(frozen=True)
@@ -335,7 +335,7 @@ def solve(model: cp_model.CpModel, limits: CpLimits, deterministic_time: float,
     """Solve once; return the solver and the status name.
 
     ``fixed_search`` (PCP'20): follow the model's decision strategies only
-    (``FIXED_SEARCH``, spec 001 A19), without the LP relaxation
+    (``FIXED_SEARCH``, reproducible decisions), without the LP relaxation
     (``linearization_level=0``) and without symmetry detection (``symmetry_level=0``).
     Measured on the benchmark's 5,544-node, 100-job model: 24 ms instead of 66 ms of
     wall time for the same answer; symmetry detection alone used 0.0019 of a 0.002

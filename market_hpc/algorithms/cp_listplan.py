@@ -11,7 +11,7 @@ scheduling*: at each end of a running job or of a planned job, in time order, th
 waiting jobs in priority order start when best-fit places all their units.
 
 Positions stay feasible in the PCP'20 position model: on every node the running jobs
-are stacked from the node's first position (longest remaining at the bottom, spec A8),
+are stacked from the node's first position (longest remaining at the bottom, re-packed),
 so at time ``t`` they occupy ``[0, used_n(t))`` and only shrink; a planned unit takes,
 per asked type, the lowest free block above that stack and outside the planned units
 still running at ``t``. A job starting at ``t`` overlaps only jobs already started

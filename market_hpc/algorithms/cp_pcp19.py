@@ -1,7 +1,7 @@
 """PCP'19 (Galleguillos et al. 2019), the baseline whose model grows with the node count.
 
-The scheduling part is PCP'20's (spec 001 sec. 2.1). Allocation is per node, as in
-the authors' code (spec 3.12 (1)): for every job and every node that can hold one of
+The scheduling part is PCP'20's (Galleguillos et al.). Allocation is per node, as in
+the authors' code at the PCP'20 paper's commit: for every job and every node that can hold one of
 its units an integer ``a_{i,n} in [0, min(rn_i, p_{i,n})]`` with ``sum_n a_{i,n} = rn_i``,
 and per node and resource type a ``cumulative`` of the running jobs there and the
 queued jobs with demand ``a_{i,n} u_{i,r}``. Variables: ``|Q| + sum_i |{n : p_{i,n} > 0}|``,

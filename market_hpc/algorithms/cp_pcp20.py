@@ -6,20 +6,20 @@ then node 1's, ...). A job unit is a box per requested type: width its duration 
 time, height its per-unit request along that type's list, at position ``y``. Per type
 one ``add_no_overlap_2d`` (the paper's ``diffn``) keeps boxes apart, with the running
 jobs as fixed boxes re-packed from the start of each node's block at every decision
-(spec 001 A8), plus the implied ``cumulative`` on time (A6/A7: demand per job, the
+(as the authors' code), plus the implied ``cumulative`` on time (demand per job, the
 paper's ``s`` demand read as a typo and the position-axis cumulative left to
 ``no_overlap_2d``'s own energy reasoning). Units of one job are ordered
-(``y_k + u <= y_{k+1}``, the spec's valid replacement of ``alldifferent``).
+(``y_k + u <= y_{k+1}``, a valid replacement of ``alldifferent``).
 
 The paper's ``element(map_r, y)`` constraints (a unit's blocks lie on one node, the same
-node for every type) use the *node-group* encoding recommended by the spec (sec. 8 b):
+node for every type) use a *node-group* encoding:
 consecutive identical nodes form a group; a unit has a node variable ``n``, one Boolean
 per group that can hold it (none when only one can), and per type
 ``0 <= y - base_g - cap_g (n - first_g) <= cap_g - u``. Variables per unit: ``1 + |R_i| +
 (groups > 1 ? groups : 0)``, independent of the node count (the paper counts ``|R_i|``;
 the node variable and the group Booleans are the price of CP-SAT not expanding
 ``element`` into ``Tcap_r`` literals). Fixed boxes would grow with the running jobs,
-that is with load and system size (spec sec. 3.13); ``solve_pcp20`` therefore models the
+that is with load and system size; ``solve_pcp20`` therefore models the
 reduced system of ``cp_reduce`` (bounded fixed boxes and nodes, placements mapped back).
 
 Objective: total slowdown ``sum (s - q + d) / d``, i.e. ``sum round(1e5 / d) * s``
@@ -240,8 +240,8 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     up to ``levels`` values, interchangeable nodes kept only as often as the modelled
     units can use them); ``levels=None`` models every node and running job as they are.
     The first solve gets ``limits.deterministic_time``; while no solution is found it is
-    retried with 50% of that more each time, up to ``max_retries`` times (spec 001
-    sec. 3.11); then the greedy plan is returned with status ``FALLBACK``. With
+    retried with 50% of that more each time, up to ``max_retries`` times (as the
+    authors' code); then the greedy plan is returned with status ``FALLBACK``. With
     ``paper_time`` the limits are the authors' wall-clock ones instead: 1 s, then +0.5 s
     per retry (``max_retries``: 30 in their study), not reproducible. Placements name
     the real nodes. ``search=False`` returns the greedy plan itself (status ``GREEDY``,

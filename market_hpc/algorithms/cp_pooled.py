@@ -1,5 +1,5 @@
-"""CP-SAT scheduling on pooled capacity: HCP'19's first stage (spec 001 sec. 4.3) and
-CPH's (spec 000 sec. 5.4), and the time control shared with PCP'19.
+"""CP-SAT scheduling on pooled capacity: HCP'19's first stage (Galleguillos et al.) and
+CPH's (Borghesi et al.; Netti et al., ISC'18), and the time control shared with PCP'19.
 
 Each resource type is one pool (``Tcap_r``, the sum over nodes); one ``cumulative``
 per type holds the running jobs (fixed, remaining duration) and the modelled queued
@@ -35,7 +35,7 @@ Extract = Callable[[cp_model.CpSolver], CpOutcome]
 
 def doubling_control(model: cp_model.CpModel, limits: CpLimits, extract: Extract, fallback: CpOutcome,
                      max_doublings: int = 4, stable_runs: int = 2) -> CpOutcome:
-    """The PCP'19/HCP'19 time control (spec 001 sec. 3.11) on deterministic time.
+    """The PCP'19/HCP'19 time control (from the authors' code) on deterministic time.
 
     Solve with ``T``; accept an optimal answer, or a feasible one when the last
     ``stable_runs`` solves gave the same objective; otherwise solve again from scratch

@@ -1,7 +1,7 @@
 """A reduced system for PCP'20 whose size does not grow with the node count or the
 number of running jobs.
 
-The running jobs are "re-packed at each decision" (spec 001 A8): the model never sees
+The running jobs are "re-packed at each decision" (as the authors' code): the model never sees
 where a running job really is, only what each node has in use and until when. Nodes of
 the same capacity with the same use are interchangeable, so the model needs only as
 many of them as the modelled jobs have units that fit such a node: a unit occupies one

@@ -4,7 +4,7 @@ The reference ("second implementation") for the GA of Algorithm 1 (design-time
 profiling) in Singh, Indrusiak et al., "Market-inspired Dynamic Resource Allocation in
 Many-core High Performance Computing Systems". Every task is an interval on one of
 ``n_cores`` cores (optional intervals + ``NoOverlap`` per core); each core runs at least
-one task (spec A17: a profile entry uses *exactly* c cores); an edge (u, v) forces
+one task (a profile entry uses *exactly* c cores); an edge (u, v) forces
 ``start[v] >= end[u] + data * comm_cost`` when u and v are on different cores and
 ``start[v] >= end[u]`` otherwise. The makespan is minimised.
 

@@ -1,4 +1,4 @@
-"""Heterogeneity-aware node orderings and their state (seed 000).
+"""Heterogeneity-aware node orderings and their state.
 
 Netti, Galleguillos, Kiziltan, Sirbu, Babaoglu, "Heterogeneity-aware Resource Allocation
 in HPC Systems", ISC 2018 (``../shared/spec/000-heterogeneity-aware-allocation.md``).
@@ -6,7 +6,7 @@ Every function is pure and vectorised over the ``(n_nodes, N_RESOURCES)`` free-r
 array; the policies in ``market_hpc.policies.hetero`` hold the state (pass order,
 priority counters) and call these.
 
-Decisions where the paper is silent (spec section 11), each following the suggestion:
+Decisions where the paper is silent (labelled as in that spec file, its suggestion taken):
 
 * Ranking terms use memory in GB (``RANK_SCALE``), fit checks stay in MiB (A1): with
   MiB, memory would dominate every weighted rank.
@@ -59,7 +59,7 @@ def balanced_order(free: np.ndarray, capacity: np.ndarray, fits: np.ndarray,
     Returns:
         Node indices in allocation order.
 
-    The spec's 8-node worked example: n1-n4 GPU nodes with 0, 1, 2, 2 free GPUs, n5-n8
+    An 8-node worked example: n1-n4 GPU nodes with 0, 1, 2, 2 free GPUs, n5-n8
     MIC nodes with 2, 2, 2, 1 free MICs (0-based here):
 
     >>> free = np.array([[16, g, 0, 0] for g in (0, 1, 2, 2)] + [[16, 0, m, 0] for m in (2, 2, 2, 1)])

@@ -25,7 +25,7 @@ class Curve(Protocol):
 
 
 def c_star(profile: Sequence[float]) -> int:
-    """Smallest core count reaching the minimum response time (spec A4).
+    """Smallest core count reaching the minimum response time (saturation).
 
     >>> c_star((86, 43, 29, 23, 19, 17, 15, 15, 15))   # Table II, j1
     7
@@ -37,7 +37,7 @@ def c_star(profile: Sequence[float]) -> int:
 
 
 def remaining_time(profile: Sequence[float], cores: int, progress: float) -> float:
-    """Time to finish on ``cores`` cores with ``progress`` of the work done (spec A11).
+    """Time to finish on ``cores`` cores with ``progress`` of the work done (work carries over).
 
     A job on c cores progresses at 1/RT(c) per time unit; a resumed job needs
     ``ceil((1 - progress) * RT(c))`` so segments stay on the integer time grid.
@@ -57,8 +57,8 @@ def remaining_time(profile: Sequence[float], cores: int, progress: float) -> flo
 
 def profit(curve: Curve, now: float, arrival: float, profile: Sequence[float], cores: int,
            progress: float = 0.0) -> float:
-    """Value earned if the job starts now on ``cores`` cores (spec A3: value at the
-    projected completion, relative to arrival, A2).
+    """Value earned if the job starts now on ``cores`` cores (the value at the
+    projected completion, relative to arrival).
 
     >>> from market_hpc.algorithms.valuecurve import StepCurve
     >>> profit(StepCurve(500.0, 15.0), now=0, arrival=0, profile=(30, 15), cores=2)

@@ -1,6 +1,6 @@
 """Queued market jobs as numpy columns, so an auction prices the whole queue at once.
 
-Every market decision (seed 002, Algorithm 2) needs, for every queued job, its value when
+Every market decision (Singh et al., Algorithm 2) needs, for every queued job, its value when
 it completes on ``c*`` cores started now (to drop worthless jobs and to rank them), its
 remaining value (minVR) and its value on the winning bid's cores. Priced one job at a
 time in Python that is O(queue) interpreted work per decision. :class:`MarketColumns`
@@ -44,7 +44,7 @@ class MarketColumns:
     order drops and arrivals are reported in). Static per-row quantities are computed
     once, on :meth:`push`, with the scalar code's operations: ``fastest`` (the remaining
     time on ``c*`` cores), ``span`` (``zero - plateau``) and ``wake`` (``floor(arrival +
-    zero - fastest)``, the last instant the job can still earn something, seed 002's
+    zero - fastest)``, the last instant the job can still earn something, the paper's
     drop time minus one).
 
     >>> columns = MarketColumns()

@@ -1,6 +1,6 @@
 """Indexes over the queued market jobs, so an auction need not price the whole queue.
 
-A market decision (seed 002, Algorithm 2) drops the jobs whose fastest completion earns
+A market decision (Singh et al., HPCS'15, Algorithm 2) drops the jobs whose fastest completion earns
 nothing, asks to be woken when the next job's value runs out, picks the first job in
 queue order with a positive profit (SJQ), and tries holding for the jobs that arrived at
 this instant. None of these needs every queued job priced:

@@ -2,15 +2,15 @@
 
 Singh, Indrusiak et al., "Market-inspired Dynamic Resource Allocation in Many-core HPC
 Systems", Algorithm 1: for each c = 1..|T| find, by a GA "similarly as in [25]" (Sayuti
-& Indrusiak, ISVLSI 2013), the mapping onto exactly c cores (spec A17: surjective,
-c <= |T|) with minimum response time. The paper gives no GA details; spec A18-A20:
+& Indrusiak, ISVLSI 2013), the mapping onto exactly c cores (surjective,
+c <= |T|) with minimum response time. The paper gives no GA details; chosen here:
 
-* **Decoder (A19).** List scheduling in a topological *task order*: a task starts at
+* **Decoder.** List scheduling in a topological *task order*: a task starts at
   max(its core free, each predecessor's finish + ``data * comm_cost`` if on another
   core); response time = max finish. In ``taskgraph``'s rank order (descending b-level,
   ties by index) this is ``taskgraph.makespan``.
 * **Encoding.** 2|T| integer genes: each task's core (0..c-1), then a key per task
-  (0..|T|-1; A20's optional order part). The task order sorts by (key raised to the
+  (0..|T|-1; an optional order part). The task order sorts by (key raised to the
   largest predecessor key, rank position): topological, the rank order when keys are 0,
   and able to express any per-core order. The rank order alone is not enough: there
   even the best mapping is up to 28 % above the CP-SAT optimum on 5-8-task DAGs. Repair
@@ -21,7 +21,7 @@ c <= |T|) with minimum response time. The paper gives no GA details; spec A18-A2
   without improvement; tournaments converge fast, so fresh runs (up to 4, the first
   seeded with HEFT and round-robin mappings) beat one long run; restarting stops when a
   third or later run fails to improve the best, and everything at a :func:`_lower_bound`.
-* **Monotonicity (A17).** Entry c-1 split (one task of a multi-task core moved to a new
+* **Monotonicity.** Entry c-1 split (one task of a multi-task core moved to a new
   core) replaces entry c when better, and skips the GA when it meets the bound. With
   comm 0 a split never hurts (the moved task and its old core successors can only start
   earlier), so profiles are non-increasing; with comm > 0 they may not be. c = 1 and
@@ -54,7 +54,7 @@ _Entry = tuple[float, tuple[int, ...], tuple[int, ...]]  # (response time, mappi
 
 @dataclass(frozen=True, slots=True)
 class GASettings:
-    """Sizes and rates of the profiling GA (spec A20; the paper gives none).
+    """Sizes and rates of the profiling GA (the paper gives none).
 
     Attributes:
         population: Individuals per generation (>= 2).
@@ -93,7 +93,7 @@ class Profile:
         response_times: ``response_times[c - 1]`` = response time on exactly c cores.
         mappings: ``mappings[c - 1][i]`` = core (0..c-1) of task i (sorted node order);
             cores are numbered by first use.
-        c_star: Smallest c reaching the minimum response time (spec A4).
+        c_star: Smallest c reaching the minimum response time (saturation).
         graph_hash: ``taskgraph.graph_hash`` of the profiled graph.
         task_orders: Per c, the task order reproducing it in :func:`response_time`.
     """
@@ -164,7 +164,7 @@ def _task_order(ctx: _Context, keys: Sequence[int]) -> tuple[int, ...]:
 
 
 def _makespan(ctx: _Context, mapping: Sequence[int], order: Sequence[int]) -> float:
-    """Decode a mapping by list scheduling in ``order`` (spec A19); return the makespan."""
+    """Decode a mapping by list scheduling in ``order``; return the makespan."""
     wcet, preds, finish = ctx.wcet, ctx.preds, [0.0] * len(ctx.wcet)
     core_free = [0.0] * len(wcet)  # cores are numbered below |T|
     for task in order:
@@ -338,7 +338,7 @@ def profile_graph(
     Args:
         g: Task graph: node attribute ``wcet`` (positive int), edge ``data`` (default 0).
         seed: Seed of the private ``random.Random`` driving the GA.
-        comm_cost: Delay per unit of edge ``data`` across cores (A18; 0 fits Table II).
+        comm_cost: Delay per unit of edge ``data`` across cores (0 fits Table II).
         settings: GA sizes and rates; ``GASettings()`` when omitted.
 
     Returns:

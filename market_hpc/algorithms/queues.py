@@ -1,4 +1,4 @@
-"""Queue routing, proportional partitioning (Eq. 7) and node layout (seed 004).
+"""Queue routing, proportional partitioning (Eq. 7) and node layout (adaptive hybrid queues).
 
 Pure functions over plain data: no Mesa, no model. Kondameedi & Vadhiyar, "Adaptive
 Hybrid Queue Configuration for Supercomputer Systems" (``../shared/seeds/004``).
@@ -38,8 +38,8 @@ def specificity(queue: QueueSpec) -> tuple[float, float]:
 def route(config: QueueConfig, cores: int, estimate: float) -> int:
     """Index of the queue a request goes to, or -1 when no queue (nor catch-all) takes it.
 
-    Among the queues whose ranges contain the request the most specific one wins (spec
-    A9: overlapping ranges, e.g. idqueue inside small, after merges), ties in list order.
+    Among the queues whose ranges contain the request the most specific one wins
+    (overlapping ranges, e.g. idqueue inside small, after merges), ties in list order.
     A request no queue contains goes to ``config.catch_all`` when there is one.
 
     >>> cfg = QueueConfig((QueueSpec("id", 1, 8, 0, 7200), QueueSpec("small", 1, 64)), partitions=(1, 1))
@@ -96,7 +96,7 @@ def cpu_hours(cores: np.ndarray, run_times: np.ndarray, queue_of: np.ndarray, n_
 
 def apportion(total: int, weights: Sequence[float], minimum: Sequence[int] | None = None) -> tuple[int, ...]:
     """Split ``total`` integer units in proportion to ``weights`` (largest remainder),
-    giving each share at least ``minimum`` and renormalising the others (spec A3).
+    giving each share at least ``minimum`` and renormalising the others (every queue fits its jobs).
 
     This is Eq. 7, P_q = P x CPU_hr(q) / sum CPU_hr, made integral and feasible.
 
@@ -138,7 +138,7 @@ def proportional_partitions(
     config: QueueConfig, n_nodes: int, hours: Sequence[float], min_nodes: Sequence[int],
 ) -> tuple[int, ...]:
     """Eq. 7 over the partitioned queues: nodes in proportion to CPU hours, each at
-    least ``min_nodes`` (the largest request seen, spec A3); reservation queues get 0."""
+    least ``min_nodes`` (the largest request seen); reservation queues get 0."""
     owners = [i for i, q in enumerate(config.queues) if not q.reservation]
     shares = apportion(n_nodes, [hours[i] for i in owners], [min_nodes[i] for i in owners])
     sizes = [0] * len(config.queues)
@@ -179,7 +179,7 @@ def layout(config: QueueConfig, n_nodes: int) -> tuple[tuple[tuple[int, int], ..
 
 
 def scaled_table1(total_cores: int, open_wall: bool = True) -> tuple[QueueSpec, ...]:
-    """The SERC Table I queues rescaled from 35,232 cores to ``total_cores`` (spec A25).
+    """The SERC Table I queues rescaled from 35,232 cores to ``total_cores`` (SERC log not public).
 
     Core limits scale proportionally and are made contiguous from 1 core, so every
     request routes somewhere: idqueue [1, s(256)] <= 2 h, small [1, s(1032)] <= 24 h,

@@ -1,9 +1,9 @@
 """DP-NLPM: cubic least-squares surrogate of mean wait vs partition sizes, and its
-constrained minimisation (seed 004, Eqs. 1-4 and 6).
+constrained minimisation (Kondameedi & Vadhiyar, Eqs. 1-4 and 6).
 
-Spec A6: with sum(P_i) = P the last size is implied, so the surrogate is a full
+With sum(P_i) = P the last size is implied, so the surrogate is a full
 polynomial of total degree <= 3 in the first NQ-1 shares x_i = P_i / P (20 terms for
-NQ = 4). Spec A21: scipy SLSQP from several starts, then integer repair (largest
+NQ = 4). Instead of fmincon, scipy SLSQP from several starts, then integer repair (largest
 remainder in node units) and a one-unit pairwise local search. Eq. 6 enters as a floor
 of ``alpha`` x the proportional share per queue (``share_floor``).
 """
@@ -72,7 +72,7 @@ class Cubic:
 def fit_cubic(x: np.ndarray, y: np.ndarray, degree: int = 3, ridge: float = 1e-9) -> Cubic:
     """Least-squares polynomial of total degree <= ``degree`` through ``(x, y)``.
 
-    A tiny ridge keeps near-collinear designs stable (spec A6).
+    A tiny ridge keeps near-collinear designs stable.
 
     >>> rng = np.random.default_rng(0)
     >>> x = rng.random((60, 2))
@@ -115,7 +115,7 @@ def cross_r2(x: np.ndarray, y: np.ndarray, folds: int = 5, degree: int = 3) -> f
 def share_floor(total: int, lower: Sequence[int], hours: Sequence[float], alpha: float) -> tuple[int, ...]:
     """Per-queue minimum: the larger of lb_i and ``alpha`` x its Eq. 7 share.
 
-    This is the relaxed Eq. 6 used here (spec A4): as written, P_i/P_j > C_i/C_j for
+    This is the relaxed Eq. 6 used here: as written, P_i/P_j > C_i/C_j for
     every pair is infeasible, and a pairwise ratio bound is too once whole nodes and
     lb_i meet queues with tiny CPU hours; "each queue keeps at least alpha of its
     proportional share" is always satisfiable for alpha < 1 and alpha = 1 gives PP
@@ -141,7 +141,7 @@ class NlpProblem:
         total: P, nodes to share (Eq. 3).
         floor: Smallest size per queue: lb_i (Eq. 4) and the relaxed Eq. 6
             (``share_floor``).
-        upper: Largest size per queue (the sampled region's top, spec A5).
+        upper: Largest size per queue (the sampled region's top: no extrapolation).
         surrogates: One fitted cubic per epoch, on x = P[:-1] / total.
         weights: Epoch weights (Eq. 2; 1/3, 2/3, 1 by recency).
         scale: The surrogates' unit: x = P[:-1] / scale (0: ``total``; the

@@ -1,4 +1,4 @@
-"""Simulation-driven searches of seed 004: partition samples, utilisation lower bounds,
+"""Simulation-driven searches (Kondameedi & Vadhiyar): partition samples, utilisation lower bounds,
 DQR split/merge and hybrid pool carving.
 
 Every search takes an ``evaluate(configs) -> [Evaluation]`` function that simulates the
@@ -37,7 +37,7 @@ class Evaluation:
 
     @property
     def overall(self) -> float:
-        """Job-weighted mean wait over the partitioned queues' jobs (spec A22).
+        """Job-weighted mean wait over the partitioned queues' jobs (not a mean of queue means).
 
         >>> Evaluation((10.0, float("nan"), 40.0), (3, 5, 1), (0.5, 0.0, 0.5)).overall
         17.5
@@ -80,7 +80,7 @@ def nodes_for(cores: int, cores_per_node: int) -> int:
 def sample_partitions(rng: np.random.Generator, count: int, lower: Sequence[int], total: int,
                       include: Sequence[Sequence[int]] = ()) -> list[tuple[int, ...]]:
     """``count`` distinct partition sets with sum ``total`` and each size >= ``lower``
-    (spec A5): the ``include`` points first, then Dirichlet(1) draws of the slack.
+    (not in the paper): the ``include`` points first, then Dirichlet(1) draws of the slack.
 
     >>> sets = sample_partitions(np.random.default_rng(1), 5, [2, 3], 10)
     >>> len(sets), all(sum(s) == 10 and s[0] >= 2 and s[1] >= 3 for s in sets)
@@ -128,7 +128,7 @@ def knee(grid: Sequence[int], utils: Sequence[float], tau: float = 0.9) -> int:
 
 def utilisation_bounds(config: QueueConfig, evaluate: Evaluate, minimum: Sequence[int], total: int,
                        points: int = 8, tau: float = 0.9) -> tuple[int, ...]:
-    """lb_i of Eq. 4 (spec "tau_util" = 90% of the maximum utilisation, A20).
+    """lb_i of Eq. 4 (``tau_util`` = 90% of the maximum utilisation).
 
     Queue i alone is simulated on a grid of sizes from its largest request up to what
     the others' largest requests leave; lb_i is the last grid size before the
@@ -164,7 +164,7 @@ def split_queue(config: QueueConfig, index: int, history: History, cores_per_nod
     """Split queue ``index`` by ``runtime`` (halve the wall range), ``cpu_hours`` or
     ``jobs`` (cut the core range where the sorted requests reach half the CPU hours or
     half the jobs; equal requests stay together); nodes are divided by the CPU hours
-    of the two halves (§II-B). ``None`` when the split is degenerate (spec A8 v).
+    of the two halves (§II-B). ``None`` when the split is degenerate (e.g. an empty half).
     """
     queue = config.queues[index]
     queue_of, _, _ = history.per_queue(config)
@@ -206,7 +206,7 @@ def split_queue(config: QueueConfig, index: int, history: History, cores_per_nod
 
 def can_merge(a: QueueSpec, b: QueueSpec) -> bool:
     """§II-B merge feasibility: core and wall ranges adjacent or overlapping (integer
-    ranges: touching counts, spec A9), no reservation queue, and not two parts of one
+    ranges: touching counts), no reservation queue, and not two parts of one
     split ("previously split queues should not be merged"): no split queue in common
     in their ancestries, so halves are not merged back through a third queue either.
 
@@ -338,10 +338,10 @@ def carve_pool(config: QueueConfig, history: History, evaluate: Evaluate, cores_
                stats: dict[str, int] | None = None) -> QueueConfig:
     """The hybrid pool (§III): shrink each partition by ``chunk`` nodes at a time while
     its queue's simulated mean wait stays within ``1 + degradation`` of the original
-    (at least ``floor`` seconds, spec A14 iii) and never below its largest request;
+    (at least ``floor`` seconds, so a zero wait can shrink) and never below its largest request;
     the removed chunks form the pool.
 
-    Speed-up (spec A14 ii): the largest allowed reduction of every queue is found by a
+    Speed-up (not the paper's): the largest allowed reduction of every queue is found by a
     bisection run for all queues at once (queues are independent when partitioned);
     then, while the overall wait exceeds ``1 + degradation`` times the original,
     one chunk is handed back round-robin (the paper's global stop rule; it acts only

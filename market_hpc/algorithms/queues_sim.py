@@ -1,9 +1,9 @@
-"""A fast EASY-backfilling simulation of one partition, counted in cores (seed 004).
+"""A fast EASY-backfilling simulation of one partition, counted in cores (Kondameedi & Vadhiyar).
 
 The paper sizes queues by simulating the history under many partition sets with its
 *parsim* simulator (pyss, EASY inside each partition). In a partitioned system the
 queues only share the large queue's reservations, which the sizing objective leaves
-out (spec A22), so one queue's waits depend on its own partition size alone: the
+out, so one queue's waits depend on its own partition size alone: the
 sampling simulates each (queue, size) once, on a core counter, and combines the
 queues' waits. The semantics are the model's EASY (``market_hpc.policies.classic``):
 completions, then arrivals in job-id order, then one pass per instant; the head's

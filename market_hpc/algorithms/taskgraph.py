@@ -5,20 +5,20 @@ each task has a fixed worst-case execution time (WCET) and a memory need, each e
 carries data between dependent tasks, and each task occupies one core.
 
 Representation: a ``networkx.DiGraph`` with node attribute ``wcet`` (positive int),
-optional ``mem`` (stored, never enforced; spec A29) and edge attribute ``data`` (volume,
+optional ``mem`` (stored, never enforced, as in the paper) and edge attribute ``data`` (volume,
 default 0). Tasks are indexed by their sorted ids, so a *mapping* is a sequence whose
 ``i``-th entry is the core of the ``i``-th task in ``sorted(g.nodes)``.
 
-Decisions where the paper is silent (spec 002):
+Decisions where the paper is silent:
 
-* A19: a mapping is decoded by non-preemptive list scheduling. Every task has a
+* A mapping is decoded by non-preemptive list scheduling. Every task has a
   priority, its upward rank (b-level: its WCET plus the largest rank of a successor;
   communication is not counted), ties broken by task index; each core runs its tasks in
   that order. Positive WCETs make the order topological, so one pass suffices: a task
   starts at ``max(core free, max over preds (finish + delay))``, where ``delay =
-  data * comm_cost`` across cores and 0 on the same core (A18; default ``comm_cost=0``,
+  data * comm_cost`` across cores and 0 on the same core (default ``comm_cost=0``,
   which reproduces Table II's ``RT(2) = ceil(RT(1) / 2)``). The job starts at 0.
-* A21: generated graphs are connected, have integer WCETs ~ U{2..25} and edge data 0.
+* Generated graphs are connected, have integer WCETs ~ U{2..25} and edge data 0.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def upward_ranks(g: nx.DiGraph) -> dict[Hashable, int]:
 
 
 def lower_bound_profile(g: nx.DiGraph) -> tuple[float, ...]:
-    """``max(CP, ceil(W / c))`` for ``c = 1..|T|``: a bound no mapping beats (spec A20).
+    """``max(CP, ceil(W / c))`` for ``c = 1..|T|``: a bound no mapping beats (checks the GA).
 
     Used as a cheap stand-in profiler; it is exact for independent tasks only when the
     work splits evenly, so it is a bound, not a schedule.
@@ -197,7 +197,7 @@ def schedule_context(g: nx.DiGraph) -> ScheduleContext:
 def task_times(
     ctx: ScheduleContext, mapping: Sequence[int], comm_cost: float = 0.0
 ) -> tuple[list[float], list[float]]:
-    """Start and finish time of every task (by index) under the list schedule (A19).
+    """Start and finish time of every task (by index) under the list schedule.
 
     ``mapping`` is not checked here; ``list_schedule`` is the checked entry point.
     """
@@ -316,7 +316,7 @@ def layered_random(
     n_layers: int | None = None,
     wcet_range: tuple[int, int] = WCET_RANGE,
 ) -> nx.DiGraph:
-    """Connected random DAG whose edges join consecutive layers (TGFF-like, spec A21).
+    """Connected random DAG whose edges join consecutive layers (TGFF-like stand-ins).
 
     Tasks are numbered layer by layer. Each pair of tasks in consecutive layers is joined
     with probability ``edge_prob``; then every task gets at least one predecessor (but
@@ -368,7 +368,7 @@ def random_task_graph(
     edge_prob: float = 0.3,
     wcet_range: tuple[int, int] = WCET_RANGE,
 ) -> nx.DiGraph:
-    """Draw a job's task graph: size ~ U{n_tasks}, shape by weight (spec A21).
+    """Draw a job's task graph: size ~ U{n_tasks}, shape by weight.
 
     Chains are available (``shapes={"chain": 1}``) but not in the default mix: a chain
     cannot use a second core, which is unlike every job in the paper's Table II.

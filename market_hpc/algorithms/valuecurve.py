@@ -4,9 +4,9 @@ Singh, Dziurzanski & Indrusiak, HPCS 2015, Sec. III-B: a value curve is "usually
 monotonically-decreasing function and trends towards zero with the increasing completion
 time"; Fig. 2(b): value 500 if the job completes within 15 time-units.
 
-Decisions where the paper is silent (spec 002, A1/A2):
+Decisions where the paper is silent:
 
-* The argument is the *elapsed* time ``completion - arrival`` (A2).
+* The argument is the *elapsed* time ``completion - arrival``.
 * Every curve is non-increasing, flat at ``max_value`` for negative elapsed times, and 0
   for every elapsed time after its finite ``zero_time``.
 * At a jump a curve takes its *left* limit: completing exactly at a ``StepCurve``
@@ -113,7 +113,7 @@ class StepCurve(_Curve):
 class LinearDecayCurve(_Curve):
     """Flat at ``max_value`` until ``plateau_end``, then linear down to 0 at ``zero_time``.
 
-    The spec's default curve (A1), with ``plateau_end = alpha * RT(c*)`` and
+    The default curve, with ``plateau_end = alpha * RT(c*)`` and
     ``zero_time = plateau_end + beta * RT(1)`` (see ``workload.taskgraph_jobs``).
 
     Args:
@@ -269,7 +269,7 @@ class PiecewiseLinearCurve(_Curve):
 class ExponentialCurve(_Curve):
     """Flat until ``plateau_end``, then ``max_value * exp(-(e - plateau_end) / tau)``.
 
-    A strictly decreasing tail for sensitivity studies (spec A1), cut to 0 once it falls
+    A strictly decreasing tail for sensitivity studies (not the default), cut to 0 once it falls
     below ``floor * max_value`` or after ``horizon``, whichever is first.
 
     Args:

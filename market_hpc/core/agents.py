@@ -44,7 +44,7 @@ class NodeAgent(mesa.Agent):
         return self.model.running_on(self.index)
 
     def bid(self) -> float:
-        """Price the node's free cores with its bidding strategy (seed 002: the free cores)."""
+        """Price the node's free cores with its bidding strategy (market default: free cores)."""
         row = slice(self.index, self.index + 1)
         model = self.model
         return float(self.bidder.bids(model.free_readonly[row], model.platform.capacity[row],

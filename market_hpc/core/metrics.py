@@ -9,13 +9,13 @@ Definitions (all over jobs that finished unless stated):
   (platform capacity x (last end - first submit));
 - makespan = last end - first submit;
 - mean queue length is time-weighted over the run;
-- mean queue size (seed 000) is the number of waiting jobs *before* the decision,
+- mean queue size (Netti et al.) is the number of waiting jobs *before* the decision,
   averaged over the instants with an arrival or a completion (empty queues included,
   as AccaSim logs every step): at instant t, the jobs submitted at or before t (not
   rejected) that had not started (or been dropped) before t;
-- load ratio of a resource (seed 000) = used / capacity averaged over the recorded
+- load ratio of a resource (Netti et al.) = used / capacity averaged over the recorded
   instants (after each instant's decision), only with a time series;
-- total profit = value of completed jobs - holding penalties (seed 002).
+- total profit = value of completed jobs - holding penalties (Singh et al.).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def mean_queue_size(jobs: pd.DataFrame) -> float:
 
     A job waits at instant t when it was submitted at or before t and had not left the
     queue (first start, or drop) before t; rejected jobs never wait. Jobs held and
-    requeued (seed 002) count only until their first start.
+    requeued (market holding) count only until their first start.
 
     >>> frame = pd.DataFrame({"status": ["finished", "finished", "rejected"],
     ...                       "submit_time": [0.0, 0.0, 5.0], "start_time": [0.0, 10.0, None],

@@ -54,7 +54,7 @@ def make_market_aware_policy(scheduler: str, allocator: str | None, hold_penalty
 
 
 class Predictor(Protocol):
-    """Predicts run times online (seed 000): what schedulers see as ``job.estimate``.
+    """Predicts run times online (Netti et al.): what schedulers see as ``job.estimate``.
 
     The model calls ``predict`` when a job arrives (the job the policies see carries the
     prediction as its estimate; the clock still uses the real run time) and ``observe``
@@ -78,18 +78,18 @@ class HPCModel(mesa.Model):
         allocator: Allocator name (ignored when ``policy`` is given).
         policy: A ready dispatcher; overrides ``scheduler``/``allocator``.
         exclusive: Allocate whole nodes per job instead of individual cores.
-        hold_penalty: Fraction of a held job's maximum value charged per hold (seed 002).
+        hold_penalty: Fraction of a held job's maximum value charged per hold (market holding).
         seed: One seed per run; the policy gets its own independent stream.
         record_timeseries: Record queue length, utilisation and profit per instant.
         predictor: Online run-time predictor whose predictions replace the estimates
             schedulers see (``None``: the workload's estimates).
         bidder: Bidding strategy of every node agent in market auctions (default: free
-            cores, seed 002); set ``node_agents[i].bidder`` for per-node strategies.
+            cores, as in the market paper); set ``node_agents[i].bidder`` for per-node strategies.
         resume_seconds: Holding cost: time added to every resumed segment (suspend and
-            resume overhead); 0 in seed 002.
+            resume overhead); 0 in the market paper.
         hold_progress_loss: Holding cost: fraction of a held segment's work that is lost
-            (e.g. since the last checkpoint), in [0, 1]; 0 in seed 002.
-        queues: Seed 004 ``QueueConfig``: one queue agent per queue, jobs routed at
+            (e.g. since the last checkpoint), in [0, 1]; 0 in the market paper.
+        queues: Hybrid-queue ``QueueConfig``: one queue agent per queue, jobs routed at
             arrival (``market_hpc.core.queue_agents``); ``None``: the single queue.
         reconfigurations: ``(time, QueueConfig)`` pairs put in force at those times.
 
@@ -145,7 +145,7 @@ class HPCModel(mesa.Model):
         self.free_total: tuple[int, ...] = tuple(self.platform.total.tolist())
         self._stream_ids: set[int] | None = None
         if queues is not None and isinstance(jobs, Iterator):
-            jobs = list(jobs)  # seed 004 checks at load that every job has a queue
+            jobs = list(jobs)  # hybrid queues check at load that every job has a queue
         ordered: list[Job] = []
         if isinstance(jobs, Iterator):
             # A stream already sorted by (submit, job_id): consumed as jobs arrive, so a
@@ -169,7 +169,7 @@ class HPCModel(mesa.Model):
         self.predictor = predictor
         self.running = self._upcoming is not None
         self.datacollector: mesa.DataCollector = TimeSeriesCollector(self.recorder)
-        if queues is not None:  # seed 004: a QueueAgent per queue, reconfiguration events
+        if queues is not None:  # hybrid queues: a QueueAgent per queue, reconfiguration events
             from market_hpc.core.queue_agents import install_queues
 
             install_queues(self, queues, reconfigurations, ordered)
@@ -370,7 +370,7 @@ class HPCModel(mesa.Model):
         while heap and heap[0][0] == now:
             event = heapq.heappop(heap)[3]  # wake-up request: forces a decision
             if event is not None:
-                event(self)  # seed 004: a queue reconfiguration
+                event(self)  # hybrid queues: a reconfiguration
             changed = True
         if self._wake_pending:
             self._wake_pending.discard(now)
@@ -591,13 +591,13 @@ class HPCModel(mesa.Model):
     def _segment_times(self, agent: JobAgent, cores: int) -> tuple[float, float]:
         """Real and estimated duration of the next segment on ``cores`` cores/units.
 
-        Remaining work maps onto a new core count proportionally (seed 002 spec A11): a
+        Remaining work maps onto a new core count proportionally (the market paper is silent): a
         job on c cores progresses at 1/RT(c) per time unit; a resumed moldable job runs
         ``ceil((1 - progress) * RT(c))`` so segments stay on the integer time grid.
         """
         job = agent.job
         left = 1.0 - agent.progress
-        # A resume (seed 002 holds) first pays the holding cost; the segment's work rate
+        # A resume (market holds) first pays the holding cost; the segment's work rate
         # stays 1/RT(c), so progress counts from the end of that overhead.
         overhead = self.resume_seconds if agent.hold_count else 0.0
         agent.seg_overhead = overhead

@@ -1,9 +1,9 @@
-"""Online run-time predictors (seed 000, spec section 6): what schedulers see.
+"""Online run-time predictors (Netti et al., ISC'18, after AccaSim): what schedulers see.
 
 The model calls ``predict(job, now)`` when a job arrives and uses the result as the
 estimate every policy sees; the clock always uses the real run time. ``observe(job,
 run_time, now)`` is called at the job's *simulated* completion, so a prediction only
-uses runs that had finished before the job was submitted (causal, spec D3).
+uses runs that had finished before the job was submitted (causal).
 
 =============== ==================================================================
 name            prediction
@@ -21,7 +21,7 @@ Decisions where the paper is silent or where its heuristic needs data we lack:
   than the 6-rule profile cascade of Galleguillos et al. (job names are not in SWF
   traces); it exploits the same observation that consecutive jobs of a user run for
   similar times.
-* Its fallback and cap are the job's own request (AccaSim code semantics, spec D3):
+* Its fallback and cap are the job's own request (AccaSim code semantics):
   the workloads carry no per-queue default or maximum wall-time.
 * "Last" means last to *complete* in simulated time, the order in which the knowledge
   base learns about runs.

@@ -1,4 +1,4 @@
-"""Seed 004 in the model: one ``QueueAgent`` per configured queue, routing at arrival
+"""Hybrid queues (Kondameedi & Vadhiyar) in the model: a ``QueueAgent`` per queue, routing at arrival
 and reconfiguration events.
 
 ``HPCModel(..., queues=config, reconfigurations=[(time, config), ...])`` calls

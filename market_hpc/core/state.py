@@ -22,7 +22,7 @@ from market_hpc.policies.base import RunningJob, View
 
 COMPLETION, ARRIVAL, DECISION = 0, 1, 2
 """Event orders of the model's heap: at one instant completions, then arrivals, then
-decisions (a decision event may carry a callback, e.g. a seed 004 reconfiguration)."""
+decisions (a decision event may carry a callback, e.g. a hybrid-queue reconfiguration)."""
 
 
 class QueueState(Protocol):
@@ -56,7 +56,7 @@ class JobAgentState(Protocol):
 
 
 class BidState(Protocol):
-    """The resource manager's side of the node auction (seed 002)."""
+    """The resource manager's side of the node auction (Singh et al.)."""
 
     def collect_bids(self, free: np.ndarray) -> np.ndarray:
         """One bid per node, priced on ``free``."""

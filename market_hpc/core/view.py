@@ -108,7 +108,7 @@ class ModelView:
 
     @property
     def routed_queue(self) -> Any:
-        """Seed 004: the model's ``RoutedQueueAgent`` (waiting jobs per configured queue,
+        """Hybrid queues: the model's ``RoutedQueueAgent`` (waiting jobs per configured queue,
         each queue's columns kept in step), or None when the model has no queues."""
         agent = self._model.queue_agent
         return agent if hasattr(agent, "queue_of") else None

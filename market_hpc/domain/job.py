@@ -42,7 +42,7 @@ class Job:
     A job asks for ``units`` identical units, each needing the resource vector ``unit``
     (cores, gpus, mics, mem in MiB; see ``market_hpc.domain.resources``). A plain
     parallel job of P processors that may span nodes is ``units=P, unit=(1, 0, 0, 0)``.
-    Seed 000 jobs ask for several units of e.g. 4 cores + 1 GPU each. Units are placed
+    Netti et al.'s jobs ask for several units of e.g. 4 cores + 1 GPU each. Units are placed
     all or nothing; several units of a job may share a node.
 
     Attributes:
@@ -56,7 +56,7 @@ class Job:
         bb: Burst-buffer request from the shared pool (GB), 0 if none.
         user: Submitting user id, -1 when unknown.
         queue: Queue / partition id, -1 when unknown.
-        profile: For moldable jobs (seed 002 task graphs), the response time on
+        profile: For moldable jobs (market task graphs), the response time on
             c = 1..len(profile) cores of one node; ``None`` for rigid jobs, which run
             ``run_time`` on exactly ``units`` units.
         payload: Extension data keyed by feature (e.g. ``"market"`` for value curves and

@@ -168,7 +168,7 @@ PRESETS: dict[str, Platform] = {
             NodeType("hybrid", 144, 8, gpus=2, mem=_gb(24)),
         ),
     ),
-    # Seed 000 (Eurora): 64 nodes x 16 cores, 16 GB; half with 2 GPUs, half with 2 MICs.
+    # Netti et al. (Eurora): 64 nodes x 16 cores, 16 GB; half with 2 GPUs, half with 2 MICs.
     "eurora": Platform(
         "eurora",
         (
@@ -183,7 +183,7 @@ PRESETS: dict[str, Platform] = {
             NodeType("gpu", 21, 48, gpus=4, mem=_gb(1024)),
         ),
     ),
-    # Seed 002: 3 nodes x 9 cores modelled on an HLRS platform.
+    # Singh et al.: 3 nodes x 9 cores modelled on an HLRS platform.
     "hlrs-3x9": Platform("hlrs-3x9", (NodeType("hlrs", 3, 9),)),
 }
 

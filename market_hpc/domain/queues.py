@@ -1,4 +1,4 @@
-"""Frozen records of a multi-queue configuration (seed 004).
+"""Frozen records of a multi-queue configuration (Kondameedi & Vadhiyar).
 
 A :class:`QueueSpec` is one batch queue: a request-size range (cores), a wall-time range
 (seconds, on the job's estimate: what is known at submission), a priority and, for
@@ -81,7 +81,7 @@ class QueueConfig:
         partitions: Nodes per queue (0 for reservation queues; ignored in ``shared``).
         pool: Nodes of the common pool (``hybrid`` only).
         tau_pf: Priority-factor threshold for pool access (Table III: 0.5 x the
-            priority of *medium*; with all priorities 1 it is 0.5, spec A12).
+            priority of *medium*; with all priorities 1 it is 0.5, the default).
         catch_all: Name of the queue that takes jobs no queue accepts; ``None``: such
             a job is an error at load.
         label: Free text naming how the configuration was made (``static``, ``dqr``...).

@@ -57,7 +57,7 @@ class WorkloadConfig:
     Attributes:
         trace: SWF file (plain or .gz); relative paths are resolved against the
             scenario file's folder.
-        jobset: Task-graph job set JSON (seed 002).
+        jobset: Task-graph job set JSON (market dispatchers).
         generator: Synthetic generator name when no file is given.
         jobs: Number of jobs to generate.
         max_procs: Largest generated job (default: platform cores).
@@ -78,11 +78,11 @@ class WorkloadConfig:
         serial_fraction: Amdahl serial fraction of the market rule.
         plateau_slack: Seconds of full value after the fastest completion (market rule).
         month: Month profile of the ``eurora`` generator (``2014-04``, ``2014-08``,
-            ``2014-09``, ``2015-04``; none: whole-trace averages), seed 000.
+            ``2014-09``, ``2015-04``; none: whole-trace averages), as in Netti et al.
         accelerators: Rule adding GPU/MIC unit requests to the jobs
             (``workload.accelerators``; off unless a partition or user share is set).
         burst_buffer: Burst-buffer pool size and S1-S4 request synthesis
-            (``workload.burst_buffer``), seed 003.
+            (``workload.burst_buffer``), BBSched.
     """
 
     trace: str | None = None
@@ -145,7 +145,7 @@ class WorkloadConfig:
 
 @dataclass(frozen=True)
 class WindowConfig:
-    """Parameters of the seed 003 window schedulers (``policy.window``; ``bbsched`` and
+    """Parameters of the BBSched window schedulers (``policy.window``; ``bbsched`` and
     ``bb-*``, see ``market_hpc.policies.bbsched``).
 
     Attributes:
@@ -154,7 +154,7 @@ class WindowConfig:
         starvation: The starvation bound: iterations spent in a window (the paper's,
             default 50) or seconds since first entering one, per ``starvation_by``.
         starvation_by: What counts as an iteration: ``invocations`` (default: every
-            scheduling invocation in the window, spec A3), ``optimised``,
+            scheduling invocation in the window, bound 50), ``optimised``,
             ``passed-over`` (invocations in which the job fitted and did not start), or
             ``seconds`` (``market_hpc.policies.bb_starvation``).
         starvation_backstop: Seconds since first entering a window after which a job
@@ -207,14 +207,14 @@ class PolicyConfig:
         scheduler: Registered scheduler name (``market-hpc`` lists them).
         allocator: Registered allocator name (default: the scheduler's default).
         bidder: Registered bidder name: how node agents bid in market auctions (default:
-            ``free-cores``, seed 002).
-        hold_penalty: Fraction of a held job's maximum value charged per hold (seed 002).
+            ``free-cores``, as in the market paper).
+        hold_penalty: Fraction of a held job's maximum value charged per hold (market holding).
         predictor: Run-time predictor whose predictions schedulers see
             (``market_hpc.core.predictors``: wall-time, data-driven, real; none: the
-            workload's estimates), seed 000.
-        resume_seconds: Holding cost: time every resumed segment spends resuming (seed 002: 0).
-        hold_progress_loss: Holding cost: fraction of a held segment's work lost (seed 002: 0).
-        window: Window scheduler parameters (seed 003).
+            workload's estimates), as in Netti et al.
+        resume_seconds: Holding cost: time every resumed segment spends resuming (market paper: 0).
+        hold_progress_loss: Holding cost: fraction of a held segment's work lost (market paper: 0).
+        window: Window scheduler parameters (BBSched).
         params: Keyword parameters of the scheduler (a ``[policy.params]`` table, e.g.
             the CP dispatchers' ``deterministic_time``); checked when the policy is built.
     """
@@ -245,7 +245,7 @@ QUEUE_STRATEGIES = ("static", "proportional", "dpnlpm", "dqr", "hybrid", "nonpar
 
 @dataclass(frozen=True)
 class QueuesConfig:
-    """Seed 004 multi-queue runs (``[queues]``; off unless ``strategy`` is set).
+    """Hybrid-queue runs (Kondameedi & Vadhiyar; ``[queues]``; off unless ``strategy`` is set).
 
     Attributes:
         strategy: ``static``, ``proportional``, ``dpnlpm``, ``dqr``, ``hybrid`` or
@@ -255,7 +255,7 @@ class QueuesConfig:
         samples: Partition sets simulated per epoch.
         chunk_cores: Pool carving step (processors, rounded up to whole nodes).
         degradation: Allowed wait degradation while carving the pool (degPercent).
-        alpha: Relaxation of Eq. 6 (spec A4a).
+        alpha: Relaxation of Eq. 6 (keep alpha x the Eq. 7 share).
         tau_util: Utilisation share defining the lower bounds (Eq. 4).
         tau_pf: Priority-factor threshold for the pool.
         lb_points: Sizes per queue in the lower-bound sweep.

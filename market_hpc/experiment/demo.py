@@ -1,4 +1,4 @@
-"""``market-hpc demo``: the embedded default study (seed 002).
+"""``market-hpc demo``: the embedded default study (Singh et al., HPCS'15).
 
 The ``hlrs-3x9`` platform (3 nodes x 9 cores) is overloaded by HLRS-like task-graph job
 sets of 10 to 100 jobs (Poisson arrivals at twice the platform's capacity, applications

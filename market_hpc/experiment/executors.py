@@ -1,9 +1,9 @@
 """Where work runs: in this process, in local processes, or on Dask.
 
 The executors know nothing about what they run: a sweep gives them ``execute_run``
-(``sweep_exec``), a seed 004 study maps its partition simulations over them with
+(``sweep_exec``), a hybrid-queues study maps its partition simulations over them with
 ``map``. Keeping them here, below ``experiment.run``, keeps the import graph acyclic
-(``run`` starts a seed 004 study, whose sampling uses these pools, and a sweep worker
+(``run`` starts a hybrid-queues study, whose sampling uses these pools, and a sweep worker
 starts ``run``).
 """
 

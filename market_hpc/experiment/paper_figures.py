@@ -1,4 +1,4 @@
-"""Paper-ready figures of the market study (seed 002 Fig. 6 and the demo's plot).
+"""Paper-ready figures of the market study (Singh et al., HPCS'15, Fig. 6, and the demo's plot).
 
 Every series has its own colour *and* marker (12 of each, so SJQ and maxVD-LH never
 share a blue), the mean over seeds carries a 95% Student t band from the seeds, and the

@@ -1,4 +1,4 @@
-"""Seed 004 experiments: sampling simulations, the monthly planner and multi-queue runs.
+"""Hybrid queues (Kondameedi & Vadhiyar): sampling simulations, monthly planner, multi-queue runs.
 
 ``plan_period`` turns one history period's jobs into the configurations of every
 strategy: Eq. 7 proportional partitioning, DP-NLPM (utilisation lower bounds, 100
@@ -167,7 +167,7 @@ def proportional(base: QueueConfig, simulator: Simulator, n_nodes: int) -> Queue
 
 
 def epochs_of(jobs: QueueJobs, start: float, span: float, count: int) -> list[tuple[QueueJobs, float]]:
-    """The history split into ``count`` epochs of span/count seconds (spec A19)."""
+    """The history split into ``count`` epochs of span/count seconds (equal spans; the paper's are 10 days)."""
     out = []
     for k in range(count):
         lo, hi = start + k * span / count, start + (k + 1) * span / count

@@ -1,4 +1,4 @@
-"""Seed 004 in the sweep report: per-period rows and the paper's comparisons.
+"""Hybrid queues (Kondameedi & Vadhiyar) in the report: period rows and the paper's comparisons.
 
 A multi-queue run's summary carries one scalar per period and metric, ``period<k>_<metric>``
 (``queues.queue_summary``), so a sweep stores them in its ordinary per-run rows (and
@@ -102,11 +102,11 @@ def queue_tables(frame: pd.DataFrame, params: Sequence[str], out: Path) -> list[
     periods = period_rows(frame, params)
     if periods.empty:
         return []
-    written = [("Seed 004: metrics and plan per period", out / "queue_periods.csv")]
+    written = [("Hybrid queues: metrics and plan per period", out / "queue_periods.csv")]
     periods.to_csv(written[0][1], index=False)
     claims = compare(periods)
     if not claims.empty:
-        written.append(("Seed 004: the paper's comparisons (periods >= 1)", out / "queue_claims.csv"))
+        written.append(("Hybrid queues: the paper's comparisons (periods >= 1)", out / "queue_claims.csv"))
         claims.to_csv(written[1][1], index=False)
     return written
 

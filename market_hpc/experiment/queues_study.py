@@ -1,4 +1,4 @@
-"""The seed 004 study, a thin wrapper over the sweep machinery:
+"""The hybrid queues study (Kondameedi & Vadhiyar), a thin wrapper over the sweep machinery:
 
     python -m market_hpc.experiment.queues_study [--out out/queues] [--workers 2] [--dask ADDR]
 

@@ -118,7 +118,7 @@ def write_report(directory: str | Path, metrics: Sequence[str] | None = None,
         written += tables
         if tables:
             paired[name] = tables[0]
-    queue_sections = queue_tables(frame, data.params, out)  # seed 004: per-period rows and claims
+    queue_sections = queue_tables(frame, data.params, out)  # hybrid queues: period rows, claims
     written += [path for _, path in queue_sections]
     written.append(write_html(out / "report.html", Path(directory), data, chosen, figures, paired,
                               queue_sections))

@@ -51,7 +51,7 @@ class SweepData:
         frame: The sweep's ``ok`` rows, one per run, with zip label columns added.
         axes: The axes whose values vary, in plan order.
         metrics: The sweep file's ``[report] metrics``.
-        time_unit: ``s``, or ``time-units`` for task-graph job sets (seed 002).
+        time_unit: ``s``, or ``time-units`` for task-graph job sets (market).
         notes: What the loader did that the user should know (printed, and in the HTML).
         params: Every parameter column.
     """

@@ -186,7 +186,7 @@ def _generate(config: RunConfig, platform: Platform) -> tuple[list[Job], dict[st
 
         jobs = list(eurora_like(spec.jobs, config.seed, spec.month))
         return jobs, {"generator": spec.generator, "month": spec.month, **workload_statistics(jobs)}
-    if spec.generator == "kit":  # seed 001's KIT ForHLR II (workload.kit)
+    if spec.generator == "kit":  # PCP'20's KIT ForHLR II (workload.kit)
         from market_hpc.workload.kit import kit_like
 
         jobs = list(kit_like(spec.jobs, config.seed, spec.load, platform))
@@ -219,7 +219,7 @@ def simulate(config: RunConfig | str | Path, jobs: list[Job] | None = None, prog
     if jobs is None:
         jobs, report = build_workload(config, platform)
     platform = with_capacity(platform, config.workload.burst_buffer, jobs)
-    if config.queues.strategy is not None:  # seed 004 multi-queue runs
+    if config.queues.strategy is not None:  # hybrid-queue runs (Kondameedi & Vadhiyar)
         from market_hpc.experiment.queues import queue_run, queue_summary
 
         run = queue_run(config, jobs, platform)
@@ -269,7 +269,7 @@ def run_model(config: RunConfig, platform: Platform, jobs: Any, total: int | Non
 
 
 def _make_policy(config: RunConfig) -> Any:
-    """The configured dispatcher: seed 003 window schedulers get ``policy.window``, and
+    """The configured dispatcher: BBSched window schedulers get ``policy.window``, and
     ``[policy.params]`` (e.g. the CP dispatchers' limits) goes to the scheduler."""
     from market_hpc.policies import make_policy
     from market_hpc.policies.bbsched import window_params
@@ -319,7 +319,7 @@ def summary_extra(model: HPCModel, config: RunConfig, report: dict[str, Any], el
         "seed": config.seed,
     }
     policy_stats = getattr(model.policy, "stats", None)
-    if isinstance(policy_stats, dict):  # seed 003 window schedulers: invocations, solver time
+    if isinstance(policy_stats, dict):  # BBSched window schedulers: invocations, solver time
         extra.update({f"policy_{key}": value for key, value in policy_stats.items()})
     summary_stats = getattr(model.policy, "summary_stats", None)
     if summary_stats is not None:  # e.g. the CP dispatchers' status counts and model sizes

@@ -113,7 +113,7 @@ def manifest(sweep: Sweep) -> dict[str, Any]:
 
 
 def time_unit(sweep: Sweep) -> str:
-    """``time-units`` when every run replays task-graph jobs (seed 002 counts abstract
+    """``time-units`` when every run replays task-graph jobs (the market paper counts abstract
     time), else ``s``."""
     task_graphs = [run.config["workload"].get("generator") == "taskgraphs"
                    or run.config["workload"].get("jobset") is not None for run in sweep.runs]

@@ -43,7 +43,7 @@ class Start(NamedTuple):
 
 
 class Hold(NamedTuple):
-    """Suspend a running job; it returns to the queue keeping the work done (seed 002)."""
+    """Suspend a running job; it returns to the queue keeping the work done (the market holding)."""
 
     job_id: int
 
@@ -163,7 +163,7 @@ class Policy(Protocol):
 class Allocator(Protocol):
     """Chooses where a job goes, given the free-resource array.
 
-    Allocators may keep state (seed 000's priority counters); ``feedback`` tells them
+    Allocators may keep state (PRIORITY-WEIGHTED's priority counters); ``feedback`` tells them
     whether an allocation they proposed was used.
     """
 

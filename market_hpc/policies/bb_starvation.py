@@ -1,12 +1,12 @@
-"""The paper's starvation bound for the seed 003 window schedulers (Fan et al., HPDC '19,
+"""The paper's starvation bound for the BBSched window schedulers (Fan et al., HPDC '19,
 §3.1: "an upper bound for the number of iterations that a job can stay in the window.
-Once a job passes the bound (e.g., 50), it must be selected to run"; spec A3).
+Once a job passes the bound (e.g., 50), it must be selected to run").
 
 The paper defines neither the value (50 is an example) nor an "iteration". A job is
 *starving* once its count of iterations is more than ``bound`` ("passes" read as more
 than), where ``by`` says what counts as an iteration of a job that is in the window:
 
-* ``invocations``: every scheduling invocation (spec A3's reading);
+* ``invocations``: every scheduling invocation (the default reading);
 * ``optimised``: an invocation in which the method had a choice: two or more window
   jobs could start without delaying a reservation, the invocations where an optimising
   method's optimiser runs (the baseline counts the same invocations, it only does not
@@ -31,7 +31,7 @@ from market_hpc.errors import ConfigError, UnknownNameError
 STARVATION_READINGS = ("invocations", "optimised", "passed-over", "seconds")
 DEFAULT_READING = "invocations"
 DEFAULT_BACKSTOP = 0.0
-"""The default (spec A3): 50 scheduling invocations in the window, no backstop.
+"""The default: more than 50 scheduling invocations in the window, no backstop.
 The other readings and the backstop are options (their trade-offs in ``docs/bbsched.md``)."""
 
 

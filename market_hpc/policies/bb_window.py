@@ -1,13 +1,13 @@
-"""The scheduling invocation every seed 003 method shares: base order, window, starvation
+"""The scheduling invocation every BBSched method shares: base order, window, starvation
 bound, the method's selection, then multi-resource EASY (Fan et al., HPDC '19, §3.1;
-spec §1.6, §3.11).
+the paper's outline, with the steps it leaves open).
 
 1. order the queue by the base policy: ``fcfs`` (arrival, Cori) or ``wfp``
-   (``n * (wait / walltime)**3``, highest first, Theta; spec A22);
+   (``n * (wait / walltime)**3``, highest first, Theta; Cobalt's formula, not the paper's);
 2. take a window of the first ``window`` jobs. *Starving* jobs enter it first and must be
    selected. The paper bounds "the number of iterations that a job can stay in the
    window" (e.g. 50) and does not define an iteration (``policies.bb_starvation``): by
-   default (spec A3) a job that has been in the window in more than
+   default (scheduling invocations, bound 50) a job that has been in the window in more than
    ``starvation`` (50) scheduling invocations is starving. As options,
    ``starvation_by = "optimised"`` counts only the invocations with a choice,
    ``"passed-over"`` those in which the job fitted the free resources and did not start
@@ -19,7 +19,7 @@ spec §1.6, §3.11).
    extra nodes and burst buffer, after the fixed jobs' starts), and the rest of the
    window is still optimised, over the jobs that cannot delay it: those ending (by their
    estimate) by the shadow time, and those running past it as far as they fit the extra
-   together (``Window.long_from``; the paper is silent, spec A3 skipped the optimisation);
+   together (``Window.long_from``; the paper is silent; the other reading skips it);
 4. the method selects a subset of the window jobs that fit the free nodes and burst
    buffer one by one;
 5. the queue is reordered: selected jobs, the other window jobs, the rest, and
@@ -57,7 +57,7 @@ from market_hpc.policies.classic import Easy
 
 BASE_ORDERS = ("fcfs", "wfp")
 DEFAULT_STARVATION = 50.0
-"""The paper's example bound: 50 iterations in a window (§3.1, spec A3)."""
+"""The paper's example bound: 50 iterations in a window (§3.1), read as invocations."""
 
 
 def wfp_order(queue: Sequence[Job], now: float) -> list[Job]:

@@ -1,4 +1,4 @@
-"""Seed 003 schedulers: BBSched and its seven baselines, all windowed and under EASY.
+"""BBSched (Fan et al., HPDC'19) and its seven baselines, all windowed and under EASY.
 
 Every method runs the same invocation (``market_hpc.policies.bb_window``: base order
 ``fcfs`` or ``wfp``, window, the paper's starvation bound, the method's selection,
@@ -58,7 +58,7 @@ __all__ = [
 ALLOCATORS = ("first-fit", "best-fit")
 SOLVERS = ("auto", "exact", "ga")
 EXACT_BUDGET = 4_000_000
-"""Seed 003 schedules node counts; seed 000's heterogeneity allocators add nothing here
+"""BBSched schedules node counts; the heterogeneity allocators (Netti et al.) add nothing here
 (and every allocator pair multiplies the conformance suite)."""
 
 
@@ -68,7 +68,7 @@ def _totals(view: View) -> tuple[float, float]:
 
 @register_scheduler(
     "bb-baseline",
-    "seed 003 Baseline: base order (fcfs/wfp) under EASY over nodes and burst buffer",
+    "BBSched Baseline: base order (fcfs/wfp) under EASY over nodes and burst buffer",
     allocators=ALLOCATORS,
 )
 class BbBaseline(WindowScheduler):
@@ -85,7 +85,7 @@ class _Weighted(WindowScheduler):
 
 @register_scheduler(
     "bb-weighted",
-    "seed 003 Weighted: max 0.5 node + 0.5 burst-buffer utilisation of the window",
+    "BBSched Weighted: max 0.5 node + 0.5 burst-buffer utilisation of the window",
     allocators=ALLOCATORS,
 )
 class BbWeighted(_Weighted):
@@ -94,7 +94,7 @@ class BbWeighted(_Weighted):
 
 @register_scheduler(
     "bb-weighted-cpu",
-    "seed 003 Weighted_CPU: max 0.8 node + 0.2 burst-buffer utilisation",
+    "BBSched Weighted_CPU: max 0.8 node + 0.2 burst-buffer utilisation",
     allocators=ALLOCATORS,
 )
 class BbWeightedCpu(_Weighted):
@@ -104,7 +104,7 @@ class BbWeightedCpu(_Weighted):
 
 @register_scheduler(
     "bb-weighted-bb",
-    "seed 003 Weighted_BB: max 0.2 node + 0.8 burst-buffer utilisation",
+    "BBSched Weighted_BB: max 0.2 node + 0.8 burst-buffer utilisation",
     allocators=ALLOCATORS,
 )
 class BbWeightedBb(_Weighted):
@@ -122,7 +122,7 @@ class _Constrained(WindowScheduler):
 
 @register_scheduler(
     "bb-constrained-cpu",
-    "seed 003 Constrained_CPU: max nodes used, burst buffer as a constraint",
+    "BBSched Constrained_CPU: max nodes used, burst buffer as a constraint",
     allocators=ALLOCATORS,
 )
 class BbConstrainedCpu(_Constrained):
@@ -131,7 +131,7 @@ class BbConstrainedCpu(_Constrained):
 
 @register_scheduler(
     "bb-constrained-bb",
-    "seed 003 Constrained_BB: max burst buffer used, nodes as a constraint",
+    "BBSched Constrained_BB: max burst buffer used, nodes as a constraint",
     allocators=ALLOCATORS,
 )
 class BbConstrainedBb(_Constrained):
@@ -141,11 +141,11 @@ class BbConstrainedBb(_Constrained):
 
 @register_scheduler(
     "bb-binpacking",
-    "seed 003 Bin_Packing: Tetris-like alignment score over the window",
+    "BBSched Bin_Packing: Tetris-like alignment score over the window",
     allocators=ALLOCATORS,
 )
 class BbBinPacking(WindowScheduler):
-    """Bin_Packing; ``normalise=False`` uses raw units as the reference code (spec A12)."""
+    """Bin_Packing; ``normalise=False``: raw units as the reference code (default: by capacity)."""
 
     label = "bb-binpacking"
 
@@ -159,7 +159,7 @@ class BbBinPacking(WindowScheduler):
 
 @register_scheduler(
     "bbsched",
-    "seed 003 BBSched: GA Pareto set of (nodes, burst buffer) + the paper's decision rule",
+    "BBSched: GA Pareto set of (nodes, burst buffer) + the paper's decision rule",
     allocators=ALLOCATORS,
 )
 class BbSched(WindowScheduler):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from market_hpc.algorithms.bidding import EnergyAwareBidder, FreeCoresBidder, LocalityAwareBidder
 from market_hpc.policies.registry import register_bidder
 
-register_bidder("free-cores", "bid the node's free cores (seed 002)")(FreeCoresBidder)
+register_bidder("free-cores", "bid the node's free cores (Singh et al., HPCS'15)")(FreeCoresBidder)
 register_bidder("energy", "free cores per watt, idle nodes discounted (watts_per_core, idle_factor)")(
     EnergyAwareBidder)
 register_bidder("locality", "free cores discounted by distance to the data (distance: one per node)")(

@@ -68,7 +68,7 @@ class _OrderedScheduler:
             queue_sorted = getattr(view, "queue_sorted", None)
             ordered = self.order(view.queue) if queue_sorted is None else queue_sorted(self.key)
         begin_pass = getattr(self.allocator, "begin_pass", None)
-        if begin_pass is not None:  # seed 000 WEIGHTED looks ahead along this order
+        if begin_pass is not None:  # WEIGHTED (Netti et al.) looks ahead along this order
             ordered = list(ordered)
             begin_pass(ordered, view)
         free_bb = view.free_bb  # allocators see only the view's pool, not this pass's starts
@@ -145,7 +145,7 @@ class Easy:
     def schedule(self, view: View, ordered: Iterable[Job]) -> Decision:
         """EASY over ``ordered`` (the queue in the order to serve it).
 
-        With a burst-buffer pool the burst buffer is one more resource (seed 003): a job
+        With a burst-buffer pool the burst buffer is one more resource (BBSched): a job
         starts only if the pool still holds its request, the shadow time is the first
         time both nodes and burst buffer suffice for the head, and backfilled jobs must
         fit the extra of both.

@@ -1,19 +1,19 @@
-"""CP-SAT dispatchers: PCP'20, PCP'19, HCP'19 (seed 001) and CPH (seed 000).
+"""CP-SAT dispatchers: PCP'20, PCP'19, HCP'19 (Galleguillos et al.) and CPH (Netti et al., ISC'18).
 
 Each turns the view into a ``CpInstance`` (``market_hpc.algorithms.cp_instance``), solves
 it, and starts the jobs the plan starts now; the others stay queued with their submit
-time. Decisions taken where the papers are silent (spec 001 sec. 9, spec 000 C6):
+time. Decisions taken where the papers are silent (also in ``docs/cp.md``):
 
 * **Model units.** Resource types with capacity on the platform; memory in whole GB
-  (per-unit requests rounded up, node capacities down; spec 001 A1). Durations are
+  (per-unit requests rounded up, node capacities down: never overcommitted). Durations are
   whole seconds: ``max(1, ceil(estimate))``; a running job has
-  ``max(1, ceil(expected end - t))`` left (a job past its estimate gets 1 s, A9).
-* **Modelled jobs** (A2). PCP'20, PCP'19, HCP'19: the jobs that alone fit the free
+  ``max(1, ceil(expected end - t))`` left (a job past its estimate gets 1 s).
+* **Modelled jobs.** PCP'20, PCP'19, HCP'19: the jobs that alone fit the free
   resources now, the ``queue_limit`` (100) with the highest priority
-  ``(t - q + d) / d`` (ties: shorter ``d``, smaller area, earlier submit, lower id; A3).
+  ``(t - q + d) / d`` (ties: shorter ``d``, smaller area, earlier submit, lower id).
   The limit halves after a decision whose solver found nothing and is reset after a
   solved one (sec. 3.11). CPH models the ``queue_limit`` most urgent jobs in PRB order,
-  fitting now or not, and minimises ``sum floor(maxEWT / EWT_q) * wait`` (spec 000 5.4).
+  fitting now or not, and minimises ``sum floor(maxEWT / EWT_q) * wait`` (CPH's queue weights).
 * **One modelled job** that fits now: starting it now is optimal, no solver call
   (status ``TRIVIAL``).
 * **Checks.** Every start is re-checked on a scratch copy of the free resources
@@ -21,8 +21,8 @@ time. Decisions taken where the papers are silent (spec 001 sec. 9, spec 000 C6)
   allocation that fails is replaced by the allocator's, and a job neither places waits.
   If nothing runs and the plan starts nothing, the first job in priority order the
   allocator places starts (no decision can then idle an empty machine forever).
-* **Not implemented**: HCP'19/PCP'19's "dispatching skip" (A15) and CPH's hand-over of
-  its plan to WEIGHTED's lookahead (spec 000 sec. 4.4); moldable jobs are dispatched
+* **Not implemented**: HCP'19/PCP'19's "dispatching skip" and CPH's hand-over of
+  its plan to WEIGHTED's lookahead (AccaSim's extension); moldable jobs are dispatched
   as rigid ones.
 
 Per decision the policy records status, model size and time; ``summary_stats()``
@@ -327,7 +327,7 @@ def _fits(job: Job, allocation: Allocation, free: np.ndarray, view: View) -> boo
         fits[node] >= units for node, units in allocation)
 
 
-@register_scheduler("pcp20", "seed 001 PCP'20: CP-SAT schedule and allocation, model size independent of the "
+@register_scheduler("pcp20", "PCP'20 (Galleguillos et al.): CP-SAT schedule and allocation, model size independent of the "
                     "node count", allocators=("best-fit", "first-fit"), default_allocator="best-fit")
 class Pcp20(CpScheduler):
     """PCP'20 (``market_hpc.algorithms.cp_pcp20``); the allocator (best-fit or first-fit)
@@ -390,7 +390,7 @@ class Pcp20(CpScheduler):
                            self.branching, self.paper_time, self.cuts, self.hint, self.relax)
 
 
-@register_scheduler("greedy-plan", "seed 001 ablation: PCP'20's greedy plan alone (same reduction and "
+@register_scheduler("greedy-plan", "PCP'20 ablation: its greedy plan alone (same reduction and "
                     "placement, no solver)", allocators=("best-fit", "first-fit"), default_allocator="best-fit")
 class GreedyPlan(Pcp20):
     """PCP'20 without the search: the greedy plan that PCP'20's hint starts from, on the
@@ -405,7 +405,7 @@ class GreedyPlan(Pcp20):
         """Keeps its queue length: a plan is always found."""
 
 
-@register_scheduler("pcp19", "seed 001 PCP'19: CP-SAT with per-node allocation variables (grows with the "
+@register_scheduler("pcp19", "PCP'19 (PCP'20's baseline): CP-SAT with per-node allocation variables (grows with the "
                     "node count)", allocators=("best-fit", "first-fit"), default_allocator="best-fit")
 class Pcp19(CpScheduler):
     """PCP'19 (``market_hpc.algorithms.cp_pcp19``) with the doubling time control."""
@@ -418,7 +418,7 @@ class Pcp19(CpScheduler):
         return solve_pcp19(instance, self.limits)
 
 
-@register_scheduler("hcp19", "seed 001 HCP'19: CP-SAT on pooled capacity, then best-fit allocation",
+@register_scheduler("hcp19", "HCP'19 (PCP'20's baseline): CP-SAT on pooled capacity, then best-fit allocation",
                     allocators=("best-fit", "first-fit"), default_allocator="best-fit")
 class Hcp19(CpScheduler):
     """HCP'19: pooled schedule (``market_hpc.algorithms.cp_pooled``), best-fit placement
@@ -432,7 +432,7 @@ class Hcp19(CpScheduler):
         return solve_pooled(instance, self.limits)
 
 
-@register_scheduler("cph", "seed 000 CPH: CP-SAT on pooled capacity (PRB priorities, weighted waits), then "
+@register_scheduler("cph", "CPH (Netti et al.): CP-SAT on pooled capacity (PRB priorities, weighted waits), then "
                     "any allocator")
 class Cph(CpScheduler):
     """CPH (Borghesi et al., in Netti et al. 2018): pooled schedule, jobs starting now go

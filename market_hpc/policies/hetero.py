@@ -1,16 +1,16 @@
-"""Seed 000 allocators BALANCED, WEIGHTED and PRIORITY-WEIGHTED (PRB and EBF: ``hetero_schedulers``).
+"""Netti et al. (ISC'18) allocators BALANCED, WEIGHTED, PRIORITY-WEIGHTED (PRB, EBF: ``hetero_schedulers``).
 
 The orderings are the pure functions of ``market_hpc.algorithms.hetero`` (its docstring
 lists the decisions taken where the paper is silent); the schedulers PRB and EBF live in
 ``market_hpc.policies.hetero_schedulers``. This module holds the allocators' state:
 
 * **Pass order.** WEIGHTED's lookahead window is the up to ``window`` jobs *after* the
-  job being placed in the scheduler's order (AccaSim semantics, spec B1). A scheduler
+  job being placed in the scheduler's order (AccaSim semantics). A scheduler
   announces that order with ``begin_pass(jobs, view)`` (SJF, FIFO, PRB and EBF do);
   without an announcement for the current view, the queue order is used.
 * **Priority counters.** PRIORITY-WEIGHTED moves its counters on the outcome of every
   ``allocate`` call: every scheduler here uses an allocation it was given, so a returned
-  allocation is a success and ``None`` a failure (spec B4; the EBF reservation search on
+  allocation is a success and ``None`` a failure (the EBF reservation search on
   the virtual future state counts too, as in AccaSim). Schedulers that know an attempt
   must fail without calling ``allocate`` report it through ``note_failed_attempt``.
 """
@@ -67,7 +67,7 @@ def _unit_array(unit: tuple[int, ...]) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- allocators
-@register_allocator("balanced", "seed 000 BALANCED: critical (GPU/MIC) nodes last, interleaved by kind")
+@register_allocator("balanced", "Netti et al. BALANCED: critical (GPU/MIC) nodes last, interleaved by kind")
 class Balanced:
     """BALANCED (Netti et al. 2018): limit and balance the use of critical nodes.
 
@@ -103,11 +103,11 @@ class _PassDemand:
         self.index = {job.job_id: position for position, job in enumerate(jobs)}
         total = view.platform.total
         self.capacity = total * RANK_SCALE
-        # load is the state at the start of the dispatching step (spec B3)
+        # load is the state at the start of the dispatching step (AccaSim)
         self.used = (total - np.asarray(view.free_total)) * RANK_SCALE
 
 
-@register_allocator("weighted", "seed 000 WEIGHTED: rank nodes by leftover resources weighted by demand x load")
+@register_allocator("weighted", "Netti et al. WEIGHTED: rank nodes by leftover resources weighted by demand x load")
 class Weighted:
     """WEIGHTED (Netti et al. 2018, eq. 1): nodes by ascending ``sum_k w_k imp_k``.
 
@@ -115,7 +115,7 @@ class Weighted:
         window: Jobs after the current one whose demand sets ``req_k`` (AccaSim: 100);
             ``None`` uses the whole queue including the current job (the paper's words).
         unit_free: Rank by ``sum_k w_k imp_k / cap_k`` instead (a non-paper ablation,
-            spec A1): the paper's terms carry each kind's unit, so kinds counted in
+            reported as such): the paper's terms carry each kind's unit, so kinds counted in
             large numbers (cores, GB of memory) outweigh GPUs and MICs.
     """
 
@@ -178,7 +178,7 @@ class Weighted:
 
 
 @register_allocator("priority-weighted",
-                    "seed 000 PRIORITY-WEIGHTED: WEIGHTED with bounded priority counters on GPU/MIC")
+                    "Netti et al. PRIORITY-WEIGHTED: WEIGHTED with bounded priority counters on GPU/MIC")
 class PriorityWeighted(Weighted):
     """PRIORITY-WEIGHTED (Netti et al. 2018): WEIGHTED with ``w_k`` of critical kinds
     multiplied by a counter ``p_k`` in ``[1, bound]``, +``step`` when an allocation of a

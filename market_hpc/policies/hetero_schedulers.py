@@ -1,4 +1,4 @@
-"""Seed 000 schedulers: PRB (Borghesi et al.) and EBF (AccaSim's EASY backfilling).
+"""Netti et al. (ISC'18) schedulers: PRB (Borghesi et al.) and EBF (AccaSim's EASY backfilling).
 
 Both compose with every allocator and announce their pass order to pass-aware ones
 (``market_hpc.policies.hetero``). Neither calls ``allocate`` twice for a shape that
@@ -28,7 +28,7 @@ from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import take_dense
 
 DEFAULT_EXPECTED_WAIT = 1800.0
-"""PRB's expected queue wait when none is known (AccaSim's default, spec C3)."""
+"""PRB's expected queue wait when none is known (AccaSim's default)."""
 
 
 class _Arena:
@@ -92,7 +92,7 @@ class _Behind:
         return self._jobs
 
 
-@register_scheduler("prb", "seed 000 PRB: longest wait relative to the queue's expected wait first; skips")
+@register_scheduler("prb", "Netti et al. PRB: longest wait relative to the queue's expected wait first; skips")
 class Prb:
     """Priority Rule-Based scheduling (Borghesi et al., as in Netti et al. 2018).
 
@@ -104,7 +104,7 @@ class Prb:
         allocator: Where jobs go.
         expected_wait: Expected waiting time (s) per queue id; queues not listed use
             ``default_wait``. With no data every queue gets the default and PRB becomes
-            "longest waiting first" (spec C3).
+            "longest waiting first" (as in AccaSim).
         default_wait: The expected wait of queues without data.
     """
 
@@ -171,9 +171,9 @@ def _note_failure(allocator: Allocator, job: Job) -> None:
 Release = tuple[float, Allocation, tuple[int, ...], float]  # end, allocation, unit, burst buffer
 
 
-@register_scheduler("ebf", "seed 000 EBF: EASY backfilling, reservation placed by the allocator (AccaSim)")
+@register_scheduler("ebf", "Netti et al. EBF: EASY backfilling, reservation placed by the allocator (AccaSim)")
 class Ebf:
-    """EASY backfilling as AccaSim implements it for Netti et al. (2018), spec C2.
+    """EASY backfilling as AccaSim implements it for Netti et al. (2018), static reservation.
 
     Jobs start in arrival order until one does not fit. That job is *blocked* and gets a
     reservation: the earliest predicted end of running jobs (a job past its prediction is

@@ -1,17 +1,17 @@
-"""Market dispatchers of seed 002: SJQ, maxV, maxVD, minVR and their holding variants.
+"""Market dispatchers of Singh et al. (HPCS'15): SJQ, maxV, maxVD, minVR and their holding variants.
 
 Each instant (Algorithm 2): queued jobs that can no longer earn anything are dropped
-(A5: even their fastest completion earns 0). Then, repeatedly, every node bids its free
-cores and the highest bid wins (ties: lowest node index, A15); the policy picks a job
+(even their fastest completion earns 0). Then, repeatedly, every node bids its free
+cores and the highest bid wins (ties: lowest node index); the policy picks a job
 for that node among those with positive profit on ``min(bid, c*)`` cores. When no core
 is free anywhere the holding variants run Algorithm 3 for the jobs that arrived at this
-instant and were never held (A12/A13), holding the best latest-start prefix on one node.
+instant and were never held, holding the best latest-start prefix on one node.
 
-Decisions where the paper is silent (spec items):
+Decisions where the paper is silent:
 
 - jobs started or held at this instant are not candidates for holding or resuming in the
-  same instant (A10's flag; avoids hold/resume ping-pong within one instant);
-- a job's score ties break by arrival, then job id (A15);
+  same instant (avoids hold/resume ping-pong within one instant);
+- a job's score ties break by arrival, then job id;
 - the decision asks to be woken when the next queued job's value runs out, so drops
   happen at that instant rather than at the next unrelated event.
 """
@@ -71,7 +71,7 @@ class MarketPolicy:
         lookahead: Hold only when holding beats waiting (``hold_search`` with baselines,
             non-paper); implies ``holding``.
         max_holds: Jobs held this many times are never held again (look-ahead only;
-            the seed's variants may hold a job repeatedly, spec A12). 2 rather than 1:
+            the paper's variants may hold a job repeatedly: nothing forbids it). 2 rather than 1:
             a strict single hold cost SJQ-LH and minVR-LH 4-12% of their profit in the
             demo study, a second hold recovers most of it.
         wait_weight: Weight of the arrival's estimated value after waiting in the
@@ -193,9 +193,9 @@ _SUMMARIES = {
     "minvr": "minimum remaining value (area under the curve) first",
 }
 for _rule, _summary in _SUMMARIES.items():
-    register_scheduler(_rule, f"market (seed 002): {_summary}", allocators=("max-bid",),
+    register_scheduler(_rule, f"market (Singh et al.): {_summary}", allocators=("max-bid",),
                        default_allocator="max-bid", market=True)(_factory(_rule, False))
-    register_scheduler(_rule + "h", f"market (seed 002): {_summary}, with holding",
+    register_scheduler(_rule + "h", f"market (Singh et al.): {_summary}, with holding",
                        allocators=("max-bid",), default_allocator="max-bid", market=True)(
         _factory(_rule, True))
     register_scheduler(_rule + "lh", f"market: {_summary}, with look-ahead holding (non-paper: holds only "

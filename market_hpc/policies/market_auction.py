@@ -1,4 +1,4 @@
-"""One instant's job selection of the seed 002 market dispatchers (``policies.market``).
+"""One instant's job selection of the market dispatchers (Singh et al.) (``policies.market``).
 
 The auction prices only the queued jobs that can matter (``algorithms.market_index`` and
 ``MarketColumns``), with the scalar code's arithmetic, so it picks exactly the job that
@@ -29,14 +29,14 @@ class _Auction:
     """One instant's job selection (``MarketColumns`` and its ``QueueIndex``).
 
     A job is dropped when even its fastest completion (``c*`` cores, from now) earns
-    nothing (A5); only the rows the drop index hands over are priced for that. For a node
+    nothing; only the rows the drop index hands over are priced for that. For a node
     bidding ``b`` free cores the policy picks, among the jobs not yet started with positive
     profit on ``min(b, c*)`` cores, the first in queue order (SJQ: a walk in queue order,
     pricing a few rows at a time, that stops at the first such job), the largest profit
     (maxV) or profit per core (maxVD) (one vectorised pricing of every row), or the
     smallest remaining value (minVR: the rows of least remaining value are priced first,
     every row only when none of the first few can earn); ties break by arrival, then job id
-    (A15). Indices are the columns' rows.
+    (the lowest index). Indices are the columns' rows.
     """
 
     def __init__(self, rule: str, columns: MarketColumns, now: float) -> None:
@@ -233,7 +233,7 @@ class _Auction:
                       float(columns.progress[row])) > 0
 
     def _earliest(self, rows: np.ndarray) -> int:
-        """Among ``rows``, the earliest arrival, then the lowest job id (A15)."""
+        """Among ``rows``, the earliest arrival, then the lowest job id."""
         pick = rows[self.arrival[rows] == self.arrival[rows].min()]
         if len(pick) > 1:
             pick = pick[self.job_id[pick] == self.job_id[pick].min()]
@@ -259,7 +259,7 @@ class _Auction:
         return int(np.count_nonzero(before)) - (int(np.count_nonzero(before[closed])) if closed else 0)
 
     def arrivals(self) -> list[Candidate]:
-        """The open candidates that arrived now and were never held (A12/A13), in queue
+        """The open candidates that arrived now and were never held, in queue
         order: the jobs holding is tried for."""
         columns = self.columns
         out = []

@@ -1,4 +1,4 @@
-"""Multi-queue dispatchers (seed 004): EASY inside each partition, a hybrid common pool
+"""Multi-queue dispatchers (Kondameedi & Vadhiyar): EASY inside each partition, a hybrid common pool
 and advance reservations for the large queue.
 
 One dispatcher serves the three modes of a :class:`~market_hpc.domain.queues.QueueConfig`:
@@ -8,13 +8,13 @@ One dispatcher serves the three modes of a :class:`~market_hpc.domain.queues.Que
 * ``shared`` (non-partitioned): all queues' jobs run one EASY on the whole machine.
 * ``hybrid``: partitions as above; then a waiting job whose priority factor
   (slowdown x queue priority, §III) exceeds ``tau_pf`` and that does not fit its
-  partition's free cores runs entirely on the common pool (spec A13), highest factor
+  partition's free cores runs entirely on the common pool (no pool + partition mix), highest factor
   first, without pool reservations.
 
 Jobs of ``reservation`` queues (the paper's *large* queue), and jobs larger than their
 partition can ever hold, are served machine-wide in arrival order: the first that does
-not fit gets an advance reservation computed from all running jobs' estimates (spec
-A10), and partition and pool jobs may then only start if they end before it or use
+not fit gets an advance reservation computed from all running jobs' estimates (EASY-like,
+machine-wide), and partition and pool jobs may then only start if they end before it or use
 the cores it leaves spare.
 
 The configuration is given to the constructor (``config=``) or switched by the model at
@@ -63,7 +63,7 @@ _totals = totals
 
 
 class QueueDispatcher:
-    """Seed 004 dispatcher; see the module docstring.
+    """The hybrid-queue dispatcher; see the module docstring.
 
     Args:
         allocator: Places jobs inside a partition, the pool or the whole machine.
@@ -408,9 +408,9 @@ def _factory(mode: str):  # type: ignore[no-untyped-def]
     return make
 
 
-register_scheduler("queues-partitioned", "seed 004: EASY in each queue's partition, large queue by reservation")(
+register_scheduler("queues-partitioned", "hybrid queues: EASY in each queue's partition, large queue by reservation")(
     _factory("partitioned"))
-register_scheduler("queues-shared", "seed 004: non-partitioned queues, one EASY over the whole machine")(
+register_scheduler("queues-shared", "hybrid queues: non-partitioned queues, one EASY over the whole machine")(
     _factory("shared"))
-register_scheduler("queues-hybrid", "seed 004: partitions plus a common pool by priority factor")(
+register_scheduler("queues-hybrid", "hybrid queues: partitions plus a common pool by priority factor")(
     _factory("hybrid"))

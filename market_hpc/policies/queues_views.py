@@ -1,4 +1,4 @@
-"""Views the seed 004 dispatcher hands out: a partition's node range as a platform and
+"""Views the hybrid-queue dispatcher hands out: a partition's node range as a platform and
 an allocator view, a partition's waiting jobs read from its queue agent, and the lazy
 per-partition release lists (``market_hpc.policies.queues``)."""
 

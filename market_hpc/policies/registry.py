@@ -38,7 +38,7 @@ class SchedulerEntry:
         allocators: Allocators it accepts; ``None`` means every registered one.
         default_allocator: Used when none is given.
         summary: One line for ``--help`` and docs.
-        market: Whether it is a seed 002 market dispatcher (needs value curves).
+        market: Whether it is a market dispatcher (Singh et al.) (needs value curves).
     """
 
     name: str

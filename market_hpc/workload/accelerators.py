@@ -1,4 +1,4 @@
-"""Add GPU/MIC unit requests to the jobs of a CPU-only SWF trace (seed 000).
+"""Add GPU/MIC unit requests to the jobs of a CPU-only SWF trace (Netti et al., ISC'18).
 
 SWF has no accelerator fields, so heterogeneous allocation on a real trace needs a rule
 saying which jobs use accelerators and how. The rule (``AcceleratorRule``):
@@ -14,7 +14,7 @@ saying which jobs use accelerators and how. The rule (``AcceleratorRule``):
      (applications are GPU codes or not). Jobs with an unknown user (``-1``) are never
      drawn.
 
-   A job drawn for both kinds becomes a GPU job (spec B8).
+   A job drawn for both kinds becomes a GPU job (no node has both).
 2. **What it asks.** A job of P processors becomes ``ceil(P / cores_per_unit)`` units of
    ``cores_per_unit`` cores plus ``accelerators_per_unit`` GPUs (MICs) and
    ``mem_per_unit`` GB each. The default 4 cores + 1 GPU puts 2 units on a Curie hybrid

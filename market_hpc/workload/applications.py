@@ -1,4 +1,4 @@
-"""A library of profiled applications: the "Profiling Results" store of seed 002's Fig. 3.
+"""A library of profiled applications: the "Profiling Results" store of Singh et al.'s Fig. 3.
 
 HLRS jobs come from a centre's recurring applications, profiled once at design time
 (Algorithm 1) and reused at run time. The library bundled with the package

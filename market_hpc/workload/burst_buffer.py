@@ -1,8 +1,8 @@
-"""Burst-buffer requests for any trace: the S1-S4 synthesis of seed 003 (BBSched).
+"""Burst-buffer requests for any trace: the S1-S4 synthesis of BBSched (Fan et al., HPDC'19).
 
 SWF has no burst-buffer field, and the paper's own request data (Cori's Slurm log,
 Theta's Darshan log) is not public, so BB requests are synthesised as the paper builds
-its S1-S4 workloads (Fan et al., HPDC '19, §4.1; spec A9):
+its S1-S4 workloads (§4.1; details the paper leaves open chosen as below):
 
 * **Which jobs.** Exactly ``round(share * jobs)`` jobs, drawn uniformly without
   replacement: 50 % (S1, S3) or 75 % (S2, S4). The others request nothing.
@@ -13,7 +13,7 @@ its S1-S4 workloads (Fan et al., HPDC '19, §4.1; spec A9):
   maxima: Theta 285 TB, Cori 65 TB ("besides few extremely large requests (165TB), the
   burst buffer requests are in the range of [1GB, 65TB]").
 * **Scaled to the system.** A trace's system is far smaller than Theta (4,392 nodes,
-  1.26 PB: 1.8 PB x 913.5 / 1,304.5 TB of memory, Table 2, spec A5) or Cori (12,076
+  1.26 PB: 1.8 PB x 913.5 / 1,304.5 TB of memory, Table 2, not the prose's 2.16 PB) or Cori (12,076
   nodes, 1.8 PB). Capacity *and* requests are multiplied by ``system / machine nodes``
   (processors of the trace's platform, the unit jobs request), so each request keeps its
   share of the pool and the pool its share per node. Amounts are whole GB (>= 1).
@@ -44,7 +44,7 @@ from market_hpc.domain.platform import Platform
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.validation import POSITIVE_FACTOR, check
 
-GB_PER_TB = 1000  # decimal units (spec A7)
+GB_PER_TB = 1000  # decimal units: 1 TB = 1,000 GB
 
 
 @dataclass(frozen=True)

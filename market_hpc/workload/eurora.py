@@ -1,6 +1,6 @@
-"""An Eurora-like workload for the ``eurora`` preset (seed 000; the real trace is not public).
+"""An Eurora-like workload for the ``eurora`` preset (the real trace is not public).
 
-Matched to what Netti et al. (ISC 2018) report (spec section 7.3):
+Matched to what Netti et al. (ISC 2018) report:
 
 * job classes by the counts of Table 1: CPU-only 85,046 (22.8%), MIC 2,500 (0.7%),
   GPU 284,774 (76.4%), with mean durations 47:36, 56:28 and 6:23 (2856 s, 3388 s, 383 s);
@@ -23,7 +23,7 @@ of a latent score ``0.9 * profile score + 0.44 * noise``: so the marginals are m
 exactly while consecutive jobs of one user profile run for similar times, the time
 locality the data-driven predictor relies on.
 
-Assumptions where the paper reports nothing (spec 7.4), stated once here:
+Assumptions where the paper reports nothing, stated once here:
 
 * Users: 60 CPU, 80 GPU and 5 MIC users with Zipf(1) activity, 3 job profiles each
   (chosen with probability 0.6, 0.3, 0.1). A profile fixes units, the unit vector,
@@ -317,7 +317,7 @@ def _surges(profile: MonthProfile, span: float, n_jobs: int) -> list[Job]:
 
 
 def class_of(job: Job) -> str:
-    """``cpu``, ``mic`` or ``gpu`` (a job asking both accelerators counts as GPU, spec B8)."""
+    """``cpu``, ``mic`` or ``gpu`` (a job asking both accelerators counts as GPU)."""
     if job.unit[1] > 0:
         return "gpu"
     return "mic" if job.unit[2] > 0 else "cpu"

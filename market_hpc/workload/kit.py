@@ -1,7 +1,7 @@
-"""A KIT-ForHLR-II-like workload for the ``kit-fh2`` preset (seed 001; the paper's KIT
+"""A KIT-ForHLR-II-like workload for the ``kit-fh2`` preset (PCP'20, Galleguillos et al.; its KIT
 trace is not among the shared traces).
 
-Matched to what the PCP'20 paper and its code report (spec 001 sec. 5.1-5.2): 1,152 thin
+Matched to what the PCP'20 paper and its code report: 1,152 thin
 nodes (20 cores) and 21 fat nodes (48 cores, 4 GPUs, 1 TB), jobs asking for cores only
 (the trace has no GPU requests; the authors' KIT config models cores only), 66.26% of
 the jobs short (< 1 h), and the authors' conversion of a request into units: a request

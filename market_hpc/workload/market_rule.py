@@ -1,6 +1,6 @@
 """Give rigid SWF jobs what the market needs: a speedup profile and a value curve.
 
-Seed 002 is defined on moldable task-graph jobs; archive traces only record how long a
+Singh et al.'s market uses moldable task-graph jobs; archive traces only record how long a
 job ran on the processors it got. This documented rule turns each trace job into a
 moldable market job:
 
@@ -22,7 +22,7 @@ moldable market job:
 
 The market treats a machine whose jobs span nodes as one pool of cores (``--platform
 nodes=1,cores=N``): with core-level allocation node identity does not change a trace
-job's run time, and the auction's single-node rule (seed 002's "tasks of a job are
+job's run time, and the auction's single-node rule (the paper's "tasks of a job are
 allocated to only one node") then holds. See ``scenarios/hpc2n_market.toml``.
 """
 

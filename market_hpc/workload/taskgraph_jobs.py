@@ -1,8 +1,8 @@
-"""HLRS-like job sets of task-graph jobs with value curves (seed 002, spec A1, A21-A23).
+"""HLRS-like job sets of task-graph jobs with value curves (the HLRS trace is not public).
 
 Singh, Dziurzanski & Indrusiak (HPCS 2015) replay jobs of 5-10 tasks from the HLRS
 trace, which is not public. This module draws synthetic sets calibrated to the paper's
-Table II, profiles every job before the simulation (A30) and attaches a value curve.
+Table II, profiles every job before the simulation and attaches a value curve.
 
 Decisions where the paper is silent:
 
@@ -10,13 +10,13 @@ Decisions where the paper is silent:
 * Profiles come from the ``profiler`` argument (the GA of ``algorithms.profiling`` in
   production, a bound or exhaustive search in tests); one call per distinct
   ``graph_hash``. A profile must have one positive entry per task and ``RT(1)`` equal to
-  the total work; it need not be monotone (A17).
-* Value curves (A1, A2): ``V^max ~ U[100, 1000]``, ``plateau_end = alpha * RT(c*)`` with
-  ``RT(c*) = min(profile)`` (A4's saturation point), ``alpha ~ U[1, 1.5]``, and the value
+  the total work; it need not be monotone.
+* Value curves: ``V^max ~ U[100, 1000]``, ``plateau_end = alpha * RT(c*)`` with
+  ``RT(c*) = min(profile)`` (the saturation point), ``alpha ~ U[1, 1.5]``, and the value
   reaches 0 at ``plateau_end + beta * RT(1)``, ``beta ~ U[1, 3]``. The ``step`` variant
   puts its deadline half-way, the ``exponential`` one decays to 1 % at the same zero
   time, so the three shapes share their maximum value and support.
-* Arrivals (A22) are integer time-units. ``poisson``: the epochs of a Poisson process of
+* Arrivals are integer time-units. ``poisson``: the epochs of a Poisson process of
   rate ``load * platform_cores / mean(RT(1))``, shifted so the first job arrives at 0,
   then floored (so several jobs may share a step). ``burst``: U{0..burst_window-1}.
 * Job ids are ``first_job_id, ...`` in arrival order; a job asks for
@@ -76,7 +76,7 @@ def _check_range(name: str, bounds: tuple[float, float], low_min: float, strict:
 def value_curve_for(
     shape: str, max_value: float, rt_fastest: float, rt_serial: float, alpha: float, beta: float
 ) -> ValueCurve:
-    """Build a job's value curve from its profile (spec A1).
+    """Build a job's value curve from its profile (the paper gives no shape).
 
     Args:
         shape: ``linear_decay`` (the spec's default), ``step`` or ``exponential``.
