@@ -65,10 +65,11 @@ def add_convert_command(trace_sub: argparse._SubParsersAction) -> None:  # type:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Write a run's schedule as SWF and Batsim JSON."""
+    """Write a run's schedule as SWF, Batsim JSON and Batsim's output jobs CSV."""
     from market_hpc.experiment.schedule_export import export_schedule
 
-    for note in export_schedule(args.run_dir, swf=args.swf, batsim=args.batsim):
+    for note in export_schedule(args.run_dir, swf=args.swf, batsim=args.batsim,
+                                batsim_jobs_file=args.batsim_jobs):
         print(note)
     return 0
 
@@ -83,13 +84,19 @@ def _run_dir_parser(sub: argparse._SubParsersAction, name: str, summary: str,  #
 def add_export_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """``export``."""
     export = _run_dir_parser(
-        sub, "export", "write a run's schedule as SWF and as a Batsim JSON workload",
+        sub, "export", "write a run's schedule as SWF, a Batsim JSON workload and Batsim's "
+        "output jobs CSV",
         "Write the simulated schedule of a run folder (run/replay --out) as an SWF "
-        "trace with the simulated wait and run times, and as a Batsim JSON workload (one "
-        "resource per core, delay profiles). Replaying the SWF with the same platform and "
-        "policy reproduces the schedule.")
+        "trace with the simulated wait and run times (standard header; the input trace's "
+        "status and partition kept), as a Batsim JSON workload (one resource per core, delay "
+        "profiles), and as Batsim's output jobs file with allocated_resources (cores numbered "
+        "like the Gantt chart of market-hpc plot), which evalys's JobSet.from_csv loads. "
+        "Replaying the SWF with the same platform and policy reproduces the schedule. "
+        "See docs/exports.md.")
     export.add_argument("--swf", help="SWF file (default: RUN_DIR/schedule.swf)")
     export.add_argument("--batsim", help="Batsim JSON file (default: RUN_DIR/workload.json)")
+    export.add_argument("--batsim-jobs", metavar="FILE",
+                        help="Batsim output jobs CSV (default: RUN_DIR/batsim_jobs.csv)")
     export.set_defaults(func=cmd_export)
 
 
