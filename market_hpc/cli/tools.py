@@ -116,13 +116,16 @@ def add_plot_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
     """``plot``."""
     plot = _run_dir_parser(
         sub, "plot", "one HTML page of a run: Gantt chart, occupancy, utilisation, CDFs",
-        "Draw a run folder (run/replay --out): a Gantt chart of jobs on nodes, a "
+        "Draw a run folder (run/replay --out): a Gantt chart of jobs on nodes (also "
+        "RUN_DIR/schedule.svg, with hover text per job), a "
         "binned occupancy map for large platforms, utilisation and queue length over time, "
         "and wait and slowdown CDFs, in one self-contained HTML page (RUN_DIR/schedule.html; "
         "PNGs in RUN_DIR/plots/).")
     plot.add_argument("--window", metavar="START:END",
                       help="time span to draw, seconds after the trace start or with a unit "
-                      "(e.g. 0:2d, 1.5h:3h, :7200); default: the whole run")
+                      "(e.g. 0:2d, 1.5h:3h, :7200), or all; default: the whole run, except the "
+                      "Gantt chart, whose window is chosen so that most jobs are at least 10 px "
+                      "wide (printed)")
     plot.add_argument("--nodes", metavar="FIRST:LAST",
                       help="node range of the Gantt chart, e.g. 0:64 (default: every node)")
     plot.add_argument("--out", help="HTML file (default: RUN_DIR/schedule.html)")
