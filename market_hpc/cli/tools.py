@@ -124,7 +124,7 @@ def add_plot_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
     plot.add_argument("--window", metavar="START:END",
                       help="time span to draw, seconds after the trace start or with a unit "
                       "(e.g. 0:2d, 1.5h:3h, :7200), or all; default: the whole run, except the "
-                      "Gantt chart, whose window is chosen so that most jobs are at least 10 px "
+                      "Gantt chart, whose window is chosen so that most jobs are at least 5 px "
                       "wide (printed)")
     plot.add_argument("--nodes", metavar="FIRST:LAST",
                       help="node range of the Gantt chart, e.g. 0:64 (default: every node)")

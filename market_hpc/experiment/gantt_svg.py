@@ -10,9 +10,11 @@ Decisions:
     * A piece is drawn at least ``MIN_WIDTH_PX`` wide and ``MIN_HEIGHT_PX`` tall, so a
       10 s job in a two-day window or a 1-core job on a 32-core node stays visible; such
       pieces may overlap a neighbour by that much (the caption says so).
-    * The default window (:func:`default_window`) starts at the first start and is the
-      longest of the run's span and a ladder of round lengths in which at least
-      ``READABLE_SHARE`` of the jobs it shows are ``READABLE_PX`` wide or more.
+    * The default window (:func:`default_window`) starts at the first start; its length
+      is the run's span or one of a ladder of round lengths (a week down to a minute):
+      among those in which most (``READABLE_SHARE``) of the jobs shown are at least
+      ``READABLE_PX`` wide, the one showing the most such jobs (ties: the longer). A
+      window too long squeezes short jobs into slivers, one too short shows few jobs.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ OTHER = "#b0b0b0"
 MAX_USERS = len(PALETTE)
 LEFT, PLOT_WIDTH, LEGEND_WIDTH, TOP, BOTTOM = 64.0, 820.0, 200.0, 40.0, 46.0
 MIN_WIDTH_PX, MIN_HEIGHT_PX = 3.0, 2.0
-READABLE_PX, READABLE_SHARE = 10.0, 0.8
+READABLE_PX, READABLE_SHARE = 5.0, 0.5
 _LADDER = (7 * 86400.0, 3 * 86400.0, 86400.0, 12 * 3600.0, 6 * 3600.0, 3 * 3600.0, 3600.0,
            1800.0, 600.0, 300.0, 60.0)
 
@@ -42,9 +44,10 @@ def default_window(starts: np.ndarray, ends: np.ndarray,
     """``(start, end, share)``: the Gantt window (module docstring) and the share of the
     jobs it shows that are at least ``READABLE_PX`` wide.
 
-    >>> starts, ends = np.array([0.0, 10, 20, 30]), np.array([180000.0, 400, 500, 900])
+    >>> starts = np.array([0.0, 10, 20, 30, 40])
+    >>> ends = np.array([180000.0, 400, 500, 900, 5000])
     >>> default_window(starts, ends)  # one long job would squeeze the rest into a sliver
-    (0.0, 21600.0, 1.0)
+    (0.0, 43200.0, 1.0)
     >>> default_window(np.array([0.0, 100]), np.array([7200.0, 7000]))  # all fit: the whole run
     (0.0, 7200.0, 1.0)
     """
@@ -52,15 +55,18 @@ def default_window(starts: np.ndarray, ends: np.ndarray,
     starts, ends = starts[finite], ends[finite]
     lo, last = float(starts.min()), float(ends.max())
     candidates = [last - lo] + [length for length in _LADDER if length < last - lo]
-    share = 0.0
+    best: tuple[bool, int, float, float] | None = None  # (most readable, readable, share, length)
     for length in candidates:
         hi = lo + length
         shown = (ends > lo) & (starts < hi)
         widths = (np.minimum(ends[shown], hi) - np.maximum(starts[shown], lo)) / length * width_px
-        share = float((widths >= READABLE_PX).mean()) if widths.size else 0.0
-        if share >= READABLE_SHARE:
-            return lo, hi, share
-    return lo, lo + candidates[-1], share
+        readable = int((widths >= READABLE_PX).sum())
+        share = readable / widths.size if widths.size else 0.0
+        key = (share >= READABLE_SHARE, readable if share >= READABLE_SHARE else 0, share, length)
+        if best is None or key[:3] > best[:3]:  # ties keep the longer window (seen first)
+            best = key
+    assert best is not None
+    return lo, lo + best[3], best[2]
 
 
 def user_colours(rects: Rectangles, users: dict[int, int], cores_of: Sequence[float],
