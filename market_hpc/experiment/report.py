@@ -15,7 +15,10 @@ averages silently: what a plot does not show is either a line, a bar group or a 
 or, past ``MAX_LINES``/``MAX_GROUPS``/``MAX_PANELS`` combinations, averaged over and
 named in the plot's title and in the CSV's ``averaged_over`` column. Labels and units
 come from ``metrics_table``. ``points.csv`` holds every metric per point (mean, min, max,
-std, n over seeds) and ``report.html`` every plot and table in one file. Figures are
+std, n over seeds); ``<metric>_paired_differences.png`` is a forest plot of the paired
+differences between policies (``report_forest``); every figure is also saved as SVG.
+``report.html`` opens with a summary (what was compared, the significant differences),
+then the forest plots, the plots, and the tables collapsed, in one file. Figures are
 drawn on matplotlib's Agg canvas without pyplot, so no global backend state is touched.
 """
 

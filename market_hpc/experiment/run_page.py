@@ -14,7 +14,6 @@ import base64
 import html
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,7 @@ from market_hpc.errors import ConfigError
 from market_hpc.experiment.gantt import core_allocations, occupancy
 from market_hpc.experiment.gantt_svg import READABLE_PX, default_window
 from market_hpc.experiment.report_html import STYLE
-from market_hpc.experiment.run_page_gantt import gantt_figures
+from market_hpc.experiment.run_page_gantt import TimeUnit, gantt_figures, time_unit
 from market_hpc.experiment.schedule_export import read_run
 
 OCCUPANCY_ROWS, OCCUPANCY_BINS = 120, 300
@@ -44,27 +43,6 @@ _SUMMARY = (  # key, label, unit (divisor applied to seconds where the unit is t
 
 
 PLAIN = FuncFormatter(lambda value, _: f"{value:,.0f}" if value >= 1 or value == 0 else f"{value:g}")
-
-
-@dataclass(frozen=True)
-class TimeUnit:
-    """Seconds per unit and its name, for axis labels."""
-
-    seconds: float
-    name: str
-
-
-def time_unit(span: float) -> TimeUnit:
-    """Days past 10 days, hours past 3 hours, else seconds.
-
-    >>> time_unit(30 * 86400).name, time_unit(7200).name, time_unit(4 * 3600).name
-    ('days', 's', 'hours')
-    """
-    if span > 10 * 86400:
-        return TimeUnit(86400.0, "days")
-    if span > 3 * 3600:
-        return TimeUnit(3600.0, "hours")
-    return TimeUnit(1.0, "s")
 
 
 def parse_window(text: str | None) -> tuple[float, float] | None:

@@ -4,7 +4,7 @@ coloured by user, with job ids where they fit and a minimum drawn size
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -15,10 +15,28 @@ from matplotlib.patches import Patch
 from market_hpc.experiment.gantt import Rectangles, gantt_rectangles
 from market_hpc.experiment.gantt_svg import MIN_WIDTH_PX, OTHER, gantt_svg, user_colours
 
-if TYPE_CHECKING:
-    from market_hpc.experiment.run_page import TimeUnit
-
 MAX_RECTANGLES = 20_000
+
+
+@dataclass(frozen=True)
+class TimeUnit:
+    """Seconds per unit and its name, for axis labels."""
+
+    seconds: float
+    name: str
+
+
+def time_unit(span: float) -> TimeUnit:
+    """Days past 10 days, hours past 3 hours, else seconds.
+
+    >>> time_unit(30 * 86400).name, time_unit(7200).name, time_unit(4 * 3600).name
+    ('days', 's', 'hours')
+    """
+    if span > 10 * 86400:
+        return TimeUnit(86400.0, "days")
+    if span > 3 * 3600:
+        return TimeUnit(3600.0, "hours")
+    return TimeUnit(1.0, "s")
 
 
 def gantt_figures(started: pd.DataFrame, allocations: list[list[tuple[int, int]]], node_cores: np.ndarray,
