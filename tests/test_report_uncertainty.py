@@ -114,3 +114,16 @@ def test_summary_lists_the_significant_differences_with_better_or_worse(tmp_path
     assert "c − a: +2.00 (worse), +2.0 %, the same in all 3 seeds" in text
     assert "d − a" not in text  # undecided: in the tables only
     assert "replicates do not vary" not in text.lower()  # this frame's seeds differ
+
+
+def test_forest_plot_has_one_panel_per_comparison_across_settings() -> None:
+    table = pd.concat([_paired_table().iloc[[0, 2]].assign(curves=curves) for curves in ("spec", "steep", "flat")],
+                      ignore_index=True)
+    figure = forest_figure("mean_wait", table, "s")
+    panels = [axes for axes in figure.axes if axes.get_title()]
+    assert [axes.get_title() for axes in panels] == ["b − a", "d − a"]
+    assert [t.get_text() for t in panels[0].get_yticklabels()] == ["curves=spec", "curves=steep", "curves=flat"]
+    # each panel's points sit on the rows of their settings: b's +5 on all three rows
+    points = [line for line in panels[0].lines if line.get_marker() in ("o", "s", "D")]
+    assert sorted(y for line in points for y in line.get_ydata()) == [0, 1, 2]
+    assert {x for line in points for x in line.get_xdata()} == {5.0}

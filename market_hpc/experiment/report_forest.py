@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from market_hpc.experiment.report_data import SweepData
 
 MAX_LISTED = 12  # significant differences listed in the summary (all are in the tables)
+MAX_PANELS = 4  # comparisons drawn side by side in a forest plot
 _STYLE = {  # verdict -> colour, marker, filled
     "higher": ("#1f77b4", "o", True), "lower": ("#d62728", "s", True),
     "undecided": ("#7f7f7f", "o", False), "equal": ("#2ca02c", "D", False),
@@ -57,12 +58,59 @@ def comparison_labels(table: pd.DataFrame) -> list[str]:
 
 
 def forest_figure(name: str, table: pd.DataFrame, unit_label: str) -> Figure:
-    """One row per comparison: mean paired difference and its 95% interval, 0 marked."""
-    labels = comparison_labels(table)
-    rows = len(table)
-    figure = Figure(figsize=(9.0, 1.6 + 0.28 * max(rows, 2)), layout="constrained")
-    axes = figure.add_subplot()
-    y = np.arange(rows)
+    """Mean paired difference and its 95% interval per comparison, 0 marked.
+
+    With settings of other varied parameters and 2 to ``MAX_PANELS`` comparisons, one
+    panel per comparison (policy − baseline) with the settings as rows and a shared
+    difference axis; otherwise one panel with a row per comparison and setting.
+    """
+    settings = [c for c in table.columns if c not in COLUMNS]
+    pairs = list(dict.fromkeys(zip(table["policy"].astype(str), table["baseline"].astype(str))))
+    panels = settings and 2 <= len(pairs) <= MAX_PANELS
+    if panels:
+        row_labels = list(dict.fromkeys(_setting_labels(table, settings)))
+        groups = [(f"{policy} − {base}", table[(table["policy"].astype(str) == policy)
+                                               & (table["baseline"].astype(str) == base)])
+                  for policy, base in pairs]
+    else:
+        row_labels = comparison_labels(table)
+        groups = [("", table)]
+    rows = len(row_labels)
+    width = 3.2 * len(groups) + 0.07 * max(len(label) for label in row_labels) + 2.6
+    figure = Figure(figsize=(min(16.0, max(9.0, width)), 1.6 + 0.28 * max(rows, 2)),
+                    layout="constrained")
+    shared = None
+    for index, (title, part) in enumerate(groups):
+        axes = figure.add_subplot(1, len(groups), index + 1, sharex=shared)
+        shared = shared or axes
+        y = (np.asarray([row_labels.index(label) for label in _setting_labels(part, settings)])
+             if panels else np.arange(rows))
+        _draw_intervals(axes, part, y)
+        axes.set_yticks(np.arange(rows), row_labels if index == 0 else [""] * rows,
+                        fontsize="small")
+        axes.set_ylim(rows - 0.5, -0.5)
+        axes.set_xlabel(f"difference to the baseline{f' ({unit_label})' if unit_label else ''}",
+                        fontsize="small" if panels else "medium")
+        if title:
+            axes.set_title(title, fontsize="small")
+    present = [v for v in _STYLE if (table["verdict"] == v).any()]
+    handles = [Line2D([], [], linestyle="none", marker=_STYLE[v][1], color=_STYLE[v][0],
+                      markerfacecolor=_STYLE[v][0] if _STYLE[v][2] else "white",
+                      label=_VERDICT_TEXT[v]) for v in present]
+    axes.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                borderaxespad=0.0, frameon=False)
+    entry = metric(name)
+    better = f" ({entry.better} is better)" if entry.better else ""
+    figure.suptitle(f"{entry.label}{better}: paired difference per seed, mean and 95% t interval",
+                    fontsize="medium")
+    return figure
+
+
+def _setting_labels(table: pd.DataFrame, settings: Sequence[str]) -> list[str]:
+    return [", ".join(f"{c}={row[c]}" for c in settings) for row in table.to_dict("records")]
+
+
+def _draw_intervals(axes, table: pd.DataFrame, y: np.ndarray) -> None:  # type: ignore[no-untyped-def]
     for verdict, (colour, marker, filled) in _STYLE.items():
         part = (table["verdict"] == verdict).to_numpy()
         if not part.any():
@@ -78,21 +126,7 @@ def forest_figure(name: str, table: pd.DataFrame, unit_label: str) -> Figure:
                   markerfacecolor=colour if filled else "white", markeredgewidth=1.4)
     axes.axvline(0.0, color="black", linewidth=0.8)
     axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: plain(value)))
-    axes.set_yticks(y, labels, fontsize="small")
-    axes.set_ylim(rows - 0.5, -0.5)
-    axes.set_xlabel(f"difference to the baseline{f' ({unit_label})' if unit_label else ''}")
     axes.grid(axis="x", alpha=0.3)
-    present = [v for v in _STYLE if (table["verdict"] == v).any()]
-    handles = [Line2D([], [], linestyle="none", marker=_STYLE[v][1], color=_STYLE[v][0],
-                      markerfacecolor=_STYLE[v][0] if _STYLE[v][2] else "white",
-                      label=_VERDICT_TEXT[v]) for v in present]
-    axes.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                borderaxespad=0.0, frameon=False)
-    entry = metric(name)
-    better = f" ({entry.better} is better)" if entry.better else ""
-    figure.suptitle(f"{entry.label}{better}: paired difference per seed, mean and 95% t interval",
-                    fontsize="medium")
-    return figure
 
 
 _VERDICT_TEXT = {"higher": "higher (interval above 0)", "lower": "lower (interval below 0)",
