@@ -67,6 +67,7 @@ def test_page_opens_with_the_summary_then_forest_plots_then_collapsed_tables(
     plots, tables = page.index("mean_wait_by_policy'"), page.index("<h2>Tables</h2>")
     assert summary < forest < plots < tables
     assert "sjf − fifo" in page[summary:forest]  # the differences are named in the summary
+    assert "compared with fifo (the sweep's first policy)" in page[summary:forest]
     after = page[tables:]
     assert after.count("<details>") >= 2 and "<summary>Paired differences" in after
     assert "<table" not in re.sub(r"(?s)<details>.*?</details>", "", page)  # every table collapsed

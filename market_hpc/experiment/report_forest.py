@@ -169,6 +169,10 @@ def summary_html(data: SweepData, metrics: Sequence[str], paired: dict[str, Path
         parts.append("<p>No paired differences: they need a varied policy and at least two "
                      "seeds.</p>")
         return "".join(parts)
+    baselines = sorted({str(b) for csv in paired.values() for b in pd.read_csv(csv)["baseline"]})
+    parts.append(f"<p>Each policy is compared with {html.escape(' and '.join(baselines))} (the "
+                 "sweep's first policy), paired by seed, within each setting of the other varied "
+                 "parameters.</p>")
     found: list[tuple[float, str]] = []
     exact: list[tuple[float, str]] = []
     for name, csv in paired.items():
