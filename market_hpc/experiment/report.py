@@ -128,7 +128,7 @@ def write_report(directory: str | Path, metrics: Sequence[str] | None = None,
             png = _save(figure, out / f"{_slug(name)}_paired_differences.png")
             written += [png, png.with_suffix(".svg")]
             forests.append(Figureset(name, png, tables[0]))
-    queue_sections = queue_tables(frame, data.params, out)  # seed 004: per-period rows and claims
+    queue_sections = queue_tables(frame, data.params, out)  # hybrid queues: period rows, claims
     written += [path for _, path in queue_sections]
     written.append(write_html(out / "report.html", Path(directory), data, chosen, figures, paired,
                               queue_sections, summary_html(data, chosen, paired), forests))
