@@ -171,6 +171,8 @@ def test_legend_sits_outside_the_axes(zip_sweep: Path, monkeypatch: pytest.Monke
             assert box.x0 >= data.x1, f"legend over the data in {axes.get_title()!r}"
             checked += 1
         labels = [axes.get_ylabel() for axes in figure.axes if axes.get_ylabel() and "heatmap" not in axes.get_title()]
+        labels += [axes.get_xlabel() for axes in figure.axes  # forest plots: differences along x
+                   if axes.get_xlabel().startswith("difference to the baseline")]
         assert any("(s)" in label or label in ("scheduler",) for label in labels)
     assert checked >= 2
 

@@ -56,7 +56,7 @@ def figures(sweep_out: Path) -> dict[str, Figure]:
 def test_html_carries_the_paired_intervals_in_plain_numbers(sweep_out: Path,
                                                             figures: dict[str, Figure]) -> None:
     page = (sweep_out / "report" / "report.html").read_text()
-    section = page[page.index("Paired differences"):page.index("Summary: mean")]
+    section = page[page.index("<summary>Paired differences"):page.index("Summary: mean")]
     assert "easy − fifo" in section and "difference (s) [95% CI]" in section
     assert re.search(r"[-+][\d,]+ \[[-+][\d,]+, [-+][\d,]+\]", section)  # +1,234 [-5, +9]
     verdicts = set(re.findall(r"<td>(higher|lower|undecided|equal|holds|contradicted)</td>", section))

@@ -66,7 +66,8 @@ def test_occupancy_matches_the_utilisation(run_dir: Path) -> None:
 def test_plot_writes_one_self_contained_page(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plot", str(run_dir), "--window", "0:2d", "--nodes", "0:6"]) == 0
     page = (run_dir / "schedule.html").read_text()
-    assert len(re.findall(r"<img alt='\w+' src='data:image/png;base64,", page)) == 4
+    assert len(re.findall(r"<img alt='\w+' src='data:image/png;base64,", page)) == 3
+    assert page.count("<svg ") == 1  # the Gantt chart, inline so its hover texts work
     assert not re.search(r"(src|href)=['\"]https?:", page)  # nothing fetched from outside
     assert "core utilisation" in page and "hours after the trace start" in page
     assert (run_dir / "plots" / "schedule-gantt.png").stat().st_size > 10_000
@@ -98,7 +99,11 @@ def test_page_renders_in_headless_chromium(run_dir: Path) -> None:
             tab.on("request", lambda request: requests.append(request.url))
             tab.goto((run_dir / "page.html").as_uri())
             widths = tab.eval_on_selector_all("img", "els => els.map(e => e.naturalWidth)")
-            assert len(widths) == 4 and min(widths) > 800
+            assert len(widths) == 3 and min(widths) > 800
+            box = tab.locator("svg").first.bounding_box()
+            assert box is not None and box["width"] > 800
+            hovers = tab.eval_on_selector_all("svg g > title", "els => els.map(e => e.textContent)")
+            assert hovers and all(text.startswith("job ") and "wait" in text for text in hovers)
             assert [h.lower() for h in tab.locator("h2").all_inner_texts()] == [
                 "summary", "gantt chart", "occupancy", "utilisation and queue", "wait and slowdown"]
             assert all(url.startswith(("file:", "data:")) for url in requests), requests

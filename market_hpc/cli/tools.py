@@ -128,10 +128,11 @@ def add_convert_command(trace_sub: argparse._SubParsersAction) -> None:  # type:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Write a run's schedule as SWF and Batsim JSON."""
+    """Write a run's schedule as SWF, Batsim JSON and Batsim's output jobs CSV."""
     from market_hpc.experiment.schedule_export import export_schedule
 
-    for note in export_schedule(args.run_dir, swf=args.swf, batsim=args.batsim):
+    for note in export_schedule(args.run_dir, swf=args.swf, batsim=args.batsim,
+                                batsim_jobs_file=args.batsim_jobs):
         print(note)
     return 0
 
@@ -146,13 +147,19 @@ def _run_dir_parser(sub: argparse._SubParsersAction, name: str, summary: str,  #
 def add_export_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """``export``."""
     export = _run_dir_parser(
-        sub, "export", "write a run's schedule as SWF and as a Batsim JSON workload",
+        sub, "export", "write a run's schedule as SWF, a Batsim JSON workload and Batsim's "
+        "output jobs CSV",
         "Write the simulated schedule of a run folder (run/replay --out) as an SWF "
-        "trace with the simulated wait and run times, and as a Batsim JSON workload (one "
-        "resource per core, delay profiles). Replaying the SWF with the same platform and "
-        "policy reproduces the schedule.")
+        "trace with the simulated wait and run times (standard header; the input trace's "
+        "status and partition kept), as a Batsim JSON workload (one resource per core, delay "
+        "profiles), and as Batsim's output jobs file with allocated_resources (cores numbered "
+        "like the Gantt chart of market-hpc plot), which evalys's JobSet.from_csv loads. "
+        "Replaying the SWF with the same platform and policy reproduces the schedule. "
+        "See docs/exports.md.")
     export.add_argument("--swf", help="SWF file (default: RUN_DIR/schedule.swf)")
     export.add_argument("--batsim", help="Batsim JSON file (default: RUN_DIR/workload.json)")
+    export.add_argument("--batsim-jobs", metavar="FILE",
+                        help="Batsim output jobs CSV (default: RUN_DIR/batsim_jobs.csv)")
     export.set_defaults(func=cmd_export)
 
 
@@ -172,13 +179,16 @@ def add_plot_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
     """``plot``."""
     plot = _run_dir_parser(
         sub, "plot", "one HTML page of a run: Gantt chart, occupancy, utilisation, CDFs",
-        "Draw a run folder (run/replay --out): a Gantt chart of jobs on nodes, a "
+        "Draw a run folder (run/replay --out): a Gantt chart of jobs on nodes (also "
+        "RUN_DIR/schedule.svg, with hover text per job), a "
         "binned occupancy map for large platforms, utilisation and queue length over time, "
         "and wait and slowdown CDFs, in one self-contained HTML page (RUN_DIR/schedule.html; "
         "PNGs in RUN_DIR/plots/).")
     plot.add_argument("--window", metavar="START:END",
                       help="time span to draw, seconds after the trace start or with a unit "
-                      "(e.g. 0:2d, 1.5h:3h, :7200); default: the whole run")
+                      "(e.g. 0:2d, 1.5h:3h, :7200), or all; default: the whole run, except the "
+                      "Gantt chart, whose window is chosen so that most jobs are at least 5 px "
+                      "wide (printed)")
     plot.add_argument("--nodes", metavar="FIRST:LAST",
                       help="node range of the Gantt chart, e.g. 0:64 (default: every node)")
     plot.add_argument("--out", help="HTML file (default: RUN_DIR/schedule.html)")

@@ -57,19 +57,18 @@ class Rectangles:
     height: np.ndarray
 
 
-def gantt_rectangles(job_ids: Sequence[int], starts: Sequence[float], ends: Sequence[float],
-                     allocations: Sequence[list[tuple[int, int]]],
-                     node_cores: Sequence[int]) -> Rectangles:
-    """Place every job on the lowest free core slots of its nodes (module docstring).
+def core_slots(job_ids: Sequence[int], starts: Sequence[float], ends: Sequence[float],
+               allocations: Sequence[list[tuple[int, int]]],
+               node_cores: Sequence[int]) -> list[list[tuple[int, list[int]]]]:
+    """The core slots each job holds on each node of its allocation (module docstring):
+    ``[(node, [slot, ...]), ...]`` per job, ``[]`` for jobs with nothing to draw.
 
     Allocations count core slots (the caller turns units of several cores into cores).
     A node asked for more slots than are free (not possible in a valid schedule) gives
     what is free.
 
-    >>> r = gantt_rectangles([1, 2, 3, 4], [0, 0, 5, 5], [10, 5, 9, 5],
-    ...                      [[(0, 2)], [(0, 1)], [(0, 1)], [(0, 4)]], [4])
-    >>> list(zip(r.job.tolist(), r.y.tolist(), r.height.tolist()))
-    [(1, 0.0, 0.5), (2, 0.5, 0.25), (3, 0.5, 0.25)]
+    >>> core_slots([1, 2, 3], [0, 0, 5], [10, 5, 9], [[(0, 2)], [(0, 1)], [(0, 1)]], [4])
+    [[(0, [0, 1])], [(0, [2])], [(0, [2])]]
     """
     events: list[tuple[float, int, int, int]] = []  # (time, 0 end / 1 start, job id, index)
     for index, (job, start, end) in enumerate(zip(job_ids, starts, ends, strict=True)):
@@ -78,28 +77,71 @@ def gantt_rectangles(job_ids: Sequence[int], starts: Sequence[float], ends: Sequ
             events.append((start, 1, job, index))
     events.sort()
     free: dict[int, list[int]] = {}
-    held: dict[int, list[tuple[int, list[int]]]] = {}
-    out: list[tuple[int, float, float, float, float]] = []
-    for _, kind, job, index in events:
+    held: list[list[tuple[int, list[int]]]] = [[] for _ in job_ids]
+    for _, kind, _job, index in events:
         if kind == 0:
-            for node, slots in held.pop(index, []):
+            for node, slots in held[index]:
                 for slot in slots:
                     heapq.heappush(free[node], slot)
             continue
-        taken = []
         for node, units in allocations[index]:
+            heap = free.setdefault(node, list(range(int(node_cores[node]))))
+            held[index].append((node, sorted(heapq.heappop(heap) for _ in range(min(units, len(heap))))))
+    return held
+
+
+def gantt_rectangles(job_ids: Sequence[int], starts: Sequence[float], ends: Sequence[float],
+                     allocations: Sequence[list[tuple[int, int]]],
+                     node_cores: Sequence[int]) -> Rectangles:
+    """Place every job on the lowest free core slots of its nodes (module docstring).
+
+    Allocations count core slots (the caller turns units of several cores into cores).
+
+    >>> r = gantt_rectangles([1, 2, 3, 4], [0, 0, 5, 5], [10, 5, 9, 5],
+    ...                      [[(0, 2)], [(0, 1)], [(0, 1)], [(0, 4)]], [4])
+    >>> list(zip(r.job.tolist(), r.y.tolist(), r.height.tolist()))
+    [(1, 0.0, 0.5), (2, 0.5, 0.25), (3, 0.5, 0.25)]
+    """
+    held = core_slots(job_ids, starts, ends, allocations, node_cores)
+    order = sorted((i for i in range(len(held)) if held[i]), key=lambda i: (starts[i], job_ids[i]))
+    out: list[tuple[int, float, float, float, float]] = []
+    for index in order:
+        for node, slots in held[index]:
             cores = int(node_cores[node])
-            heap = free.setdefault(node, list(range(cores)))
-            slots = [heapq.heappop(heap) for _ in range(min(units, len(heap)))]
-            taken.append((node, slots))
-            for first, count in _runs(sorted(slots)):
-                out.append((job, float(starts[index]), float(ends[index]),
+            for first, count in _runs(slots):
+                out.append((job_ids[index], float(starts[index]), float(ends[index]),
                             node + first / cores, count / cores))
-        held[index] = taken
     columns = list(zip(*_merge_stacked(out), strict=True)) if out else [(), (), (), (), ()]
     job_col, start_col, end_col, y_col, height_col = (np.asarray(c) for c in columns)
     return Rectangles(job_col.astype(np.int64), start_col.astype(float), end_col.astype(float),
                       y_col.astype(float), height_col.astype(float))
+
+
+def resource_ids(slots: list[tuple[int, list[int]]], node_cores: Sequence[int]) -> str:
+    """Batsim interval-set text of a job's cores, numbered like the Gantt chart: node ``n``'s
+    slot ``s`` is resource ``(cores of nodes 0..n-1) + s``.
+
+    >>> resource_ids([(0, [0, 1, 2, 3]), (2, [0])], [4, 4, 4])
+    '0-3 8'
+    >>> resource_ids([], [4])
+    ''
+    """
+    offsets = np.concatenate([[0], np.cumsum(np.asarray(node_cores, dtype=np.int64))])
+    ids = sorted(int(offsets[node]) + slot for node, taken in slots for slot in taken)
+    return " ".join(f"{a}-{a + n - 1}" if n > 1 else f"{a}" for a, n in _runs(ids))
+
+
+def core_allocations(nodes: Sequence[object], cores: Sequence[int],
+                     units: Sequence[int]) -> list[list[tuple[int, int]]]:
+    """``jobs.csv``'s ``nodes`` (``node:units;...``) as core slots per node (a unit may hold
+    several cores: ``cores / units`` each).
+
+    >>> core_allocations(["0:2;1:1"], [12], [3])
+    [[(0, 8), (1, 4)]]
+    """
+    per_unit = [max(1, round(c / max(u, 1))) for c, u in zip(cores, units, strict=True)]
+    return [[(node, count * k) for node, count in parse_allocation(text)]
+            for text, k in zip(nodes, per_unit, strict=True)]
 
 
 def _merge_stacked(pieces: list[tuple[int, float, float, float, float]]

@@ -60,16 +60,23 @@ def profit_bands(table: pd.DataFrame, policies: list[str]) -> pd.DataFrame:
 
 
 def relative_to(table: pd.DataFrame, policies: list[str], baseline: str) -> pd.DataFrame:
-    """Each policy's paired difference to ``baseline`` in % per size, with its 95% interval."""
+    """Each policy's paired difference to ``baseline`` in % per size, with its 95% interval.
+
+    The percentage is the paired difference (interval included) over |mean of the
+    baseline| (``stats.RELATIVE_METHOD``), as the demo prints it, so the panel and the
+    printed claims agree in sign and verdict.
+    """
     wide = table.pivot_table(index=["n_jobs", "seed"], columns="policy", values="total_profit")
     rows = []
     for policy in policies:
         if policy == baseline or policy not in wide:
             continue
-        change = 100 * (wide[policy] - wide[baseline]) / wide[baseline].where(wide[baseline] != 0)
-        for size, values in change.groupby(level="n_jobs"):
-            mean, low, high = t_interval(values.dropna().tolist() or [float("nan")])
-            rows.append({"policy": policy, "n_jobs": size, "mean": mean, "low": low, "high": high})
+        for size, pairs in wide[[policy, baseline]].dropna().groupby(level="n_jobs"):
+            mean, low, high = t_interval((pairs[policy] - pairs[baseline]).tolist() or [float("nan")])
+            scale = abs(float(pairs[baseline].mean())) if len(pairs) else 0.0
+            percent = 100 / scale if scale > 0 else float("nan")
+            rows.append({"policy": policy, "n_jobs": size, "mean": mean * percent,
+                         "low": low * percent, "high": high * percent})
     return pd.DataFrame(rows)
 
 

@@ -15,7 +15,10 @@ averages silently: what a plot does not show is either a line, a bar group or a 
 or, past ``MAX_LINES``/``MAX_GROUPS``/``MAX_PANELS`` combinations, averaged over and
 named in the plot's title and in the CSV's ``averaged_over`` column. Labels and units
 come from ``metrics_table``. ``points.csv`` holds every metric per point (mean, min, max,
-std, n over seeds) and ``report.html`` every plot and table in one file. Figures are
+std, n over seeds); ``<metric>_paired_differences.png`` is a forest plot of the paired
+differences between policies (``report_forest``); every figure is also saved as SVG.
+``report.html`` opens with a summary (what was compared, the significant differences),
+then the forest plots, the plots, and the tables collapsed, in one file. Figures are
 drawn on matplotlib's Agg canvas without pyplot, so no global backend state is touched.
 """
 
@@ -30,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
@@ -44,7 +46,10 @@ from market_hpc.experiment.report_data import (
     is_numeric,
     load_results,
 )
+from market_hpc.experiment.report_forest import forest_figure, summary_html
 from market_hpc.experiment.report_html import Figureset, plain, write_html
+from market_hpc.experiment.report_style import save_figure as _save
+from market_hpc.experiment.report_style import series_look
 from market_hpc.experiment.stats import paired_tables
 from market_hpc.experiment.sweep_spec import FIXED_COLUMNS
 
@@ -109,20 +114,32 @@ def write_report(directory: str | Path, metrics: Sequence[str] | None = None,
     for name, kind, args in _bar(jobs, progress):
         files = _DRAW[kind](data, name, *args, out)
         if files:
-            written += files
+            written += [*files, files[1].with_suffix(".svg")]
             figures.append(Figureset(name, files[1], files[0]))
     varying = [p for p in data.params if frame[p].nunique(dropna=False) > 1]
     paired: dict[str, Path] = {}
+    forests: list[Figureset] = []
     for name in chosen:  # paired 95% intervals between policies across seeds
         tables = paired_tables(frame, varying, name, out)
         written += tables
         if tables:
             paired[name] = tables[0]
+            figure = forest_figure(name, pd.read_csv(tables[0]), _unit_text(name, data.time_unit))
+            png = _save(figure, out / f"{_slug(name)}_paired_differences.png")
+            written += [png, png.with_suffix(".svg")]
+            forests.append(Figureset(name, png, tables[0]))
     queue_sections = queue_tables(frame, data.params, out)  # hybrid queues: period rows, claims
     written += [path for _, path in queue_sections]
     written.append(write_html(out / "report.html", Path(directory), data, chosen, figures, paired,
-                              queue_sections))
+                              queue_sections, summary_html(data, chosen, paired), forests))
     return written
+
+
+def _unit_text(name: str, time_unit: str) -> str:
+    label = axis_label(name, time_unit)
+    return label[label.rindex("(") + 1:-1] if label.endswith(")") else ""
+
+
 
 
 def _plan(data: SweepData) -> list[tuple[str, tuple[object, ...]]]:
@@ -157,12 +174,6 @@ def _suptitle(figure: Figure, text: str) -> None:
     width = max(30, int(figure.get_figwidth() * 11))
     lines = [part for line in text.split("\n") for part in textwrap.wrap(line, width)]
     figure.suptitle("\n".join(lines), fontsize="medium")
-
-
-def _save(figure: Figure, path: Path) -> Path:
-    FigureCanvasAgg(figure)
-    figure.savefig(path, dpi=120)
-    return path
 
 
 def _wrap(text: str) -> str:
@@ -260,9 +271,10 @@ def _line_plot(data: SweepData, name: str, axis: Axis, out: Path) -> list[Path]:
         axes = figure.add_subplot(1, len(panels), index + 1, sharey=shared)
         shared = shared or axes
         lines = part.groupby(groups, sort=True, dropna=False, observed=True) if groups else [("all", part)]
-        for line_key, points in lines:
-            line, = axes.plot(points[x], points["mean"], marker="o", label=_label(line_key, groups))
-            axes.fill_between(points[x], points["min"], points["max"], color=line.get_color(), alpha=0.2)
+        for order, (line_key, points) in enumerate(lines):
+            line, = axes.plot(points[x], points["mean"], label=_label(line_key, groups),
+                              **series_look(order))
+            axes.fill_between(points[x], points["min"], points["max"], color=line.get_color(), alpha=0.15)
         axes.set_xlabel(_wrap(along) if len(panels) > 1 else along)
         if index == 0:
             axes.set_ylabel(axis_label(name, data.time_unit))

@@ -12,7 +12,6 @@ import html
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from market_hpc.experiment.metrics_table import metric
-from market_hpc.experiment.stats import COLUMNS
+from market_hpc.experiment.stats import COLUMNS, RELATIVE_METHOD
 
 if TYPE_CHECKING:
     from market_hpc.experiment.report_data import SweepData
@@ -113,11 +112,13 @@ def paired_section(name: str, csv: Path) -> str:
     rows["comparison"] = table["policy"].astype(str) + " − " + table["baseline"].astype(str)
     rows["seeds"] = table["seeds"]
     rows[f"difference{f' ({unit.strip()})' if unit else ''} [95% CI]"] = [
-        f"{plain(m, True)} [{plain(lo, True)}, {plain(hi, True)}]"
+        f"{plain(m, True)} [{plain(lo, True)}, {plain(hi, True)}]" if np.isfinite(lo) else
+        f"{plain(m, True)} (same every seed, no interval)"
         for m, lo, hi in zip(table["mean_diff"], table["ci_low"], table["ci_high"])]
     rows["relative [95% CI]"] = [
         "n/a" if not np.isfinite(m) else
-        f"{100 * m:+.1f} % [{100 * lo:+.1f}, {100 * hi:+.1f}] %"
+        f"{100 * m:+.1f} % [{100 * lo:+.1f}, {100 * hi:+.1f}] %" if np.isfinite(lo) else
+        f"{100 * m:+.1f} %"
         for m, lo, hi in zip(table["rel_mean"], table["rel_low"], table["rel_high"])]
     rows["at 95 %"] = table["verdict"]
     better = metric(name).better
@@ -126,41 +127,64 @@ def paired_section(name: str, csv: Path) -> str:
             + "<p>Per seed, the policy's value minus the baseline's (other varied parameters "
             "averaged per seed first, except those listed), then a Student t interval over "
             "seeds. <em>higher</em> / <em>lower</em>: the whole interval lies above / below 0; "
-            "<em>undecided</em>: it contains 0; <em>equal</em>: every difference is 0.</p>")
+            "<em>undecided</em>: it contains 0; <em>equal</em>: every difference is 0; "
+            "<em>no spread</em>: the same nonzero difference in every seed (no interval). "
+            f"{html.escape(RELATIVE_METHOD[0].upper() + RELATIVE_METHOD[1:])}.</p>")
+
+
+def _figure(figure: Figureset) -> str:
+    encoded = base64.b64encode(figure.png.read_bytes()).decode()
+    svg = figure.png.with_suffix(".svg")
+    files = f"{figure.png.name}, {svg.name}" if svg.is_file() else figure.png.name
+    return (f"<h3>{html.escape(figure.png.stem)}</h3>"
+            f"<img alt='{html.escape(figure.png.stem)}' src='data:image/png;base64,{encoded}'>"
+            f"<p>files: {html.escape(files)}</p>"
+            f"<details><summary>table ({html.escape(figure.csv.name)})</summary>"
+            f"{_table(pd.read_csv(figure.csv))}</details>")
 
 
 def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[str],
                figures: Sequence[Figureset], paired: dict[str, Path] | None = None,
-               tables: Sequence[tuple[str, Path]] = ()) -> Path:
-    """Write the report page (``paired``: metric -> paired-differences CSV; ``tables``: extra
-    (title, CSV file) sections); return its path."""
+               tables: Sequence[tuple[str, Path]] = (), summary: str = "",
+               forests: Sequence[Figureset] = ()) -> Path:
+    """Write the report page and return its path.
+
+    The page opens with ``summary`` (what was compared, the significant differences), then
+    the ``forests`` (paired differences with 95% intervals, one per metric), then every
+    plot, then the tables, collapsed: ``paired`` (metric -> paired-differences CSV), the
+    mean ± std per point, and ``tables`` ((title, CSV file) sections).
+    """
     manifest_file = directory / "sweep.json"
     manifest = json.loads(manifest_file.read_text()) if manifest_file.is_file() else {}
     title = f"Sweep report: {Path(manifest.get('sweep_file', str(directory))).name}"
     parts = [(f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}"
              f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>")]
+    parts.append(summary)
+    parts += [f"<p class='note'>{html.escape(note)}</p>" for note in data.notes]
+    if forests:
+        parts.append("<h2>Paired differences between policies, 95% confidence intervals</h2>")
+        parts += [_figure(figure) for figure in forests]
+    for name in metrics:
+        parts.append(f"<h2>{html.escape(metric(name).axis_label)}</h2>")
+        parts += [_figure(figure) for figure in figures if figure.metric == name]
+    parts.append("<h2>Tables</h2>")
+    if paired:
+        parts.append("<details><summary>Paired differences between policies (95% confidence "
+                     "intervals)</summary>" + "".join(paired_section(name, csv)
+                                                       for name, csv in paired.items())
+                     + "</details>")
+    parts.append("<details><summary>Summary: mean ± std over seeds (n)</summary>"
+                 + _table(_summary(data, metrics)) + "</details>")
+    for title_text, table in tables:
+        parts.append(f"<details><summary>{html.escape(title_text)}</summary>"
+                     + _table(pd.read_csv(table)) + "</details>")
     axes = ", ".join(a.name for a in data.axes) or "none"
     parts.append(
         f"<p>{len(data.frame)} runs finished ok; axes: {html.escape(axes)}; seeds: "
         f"{html.escape(str(manifest.get('seeds', '?')))}; results folder "
-        f"<code>{html.escape(str(directory.resolve()))}</code>; written "
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Each point is the mean over seeds; "
-        "bands and whiskers span min to max.</p>")
-    parts += [f"<p class='note'>{html.escape(note)}</p>" for note in data.notes]
-    if paired:
-        parts.append("<h2>Paired differences between policies, 95% confidence intervals</h2>")
-        parts += [paired_section(name, csv) for name, csv in paired.items()]
-    parts.append("<h2>Summary: mean ± std over seeds (n)</h2>" + _table(_summary(data, metrics)))
-    for name in metrics:
-        parts.append(f"<h2>{html.escape(metric(name).axis_label)}</h2>")
-        for figure in (f for f in figures if f.metric == name):
-            encoded = base64.b64encode(figure.png.read_bytes()).decode()
-            parts.append(f"<h3>{html.escape(figure.png.stem)}</h3>"
-                         f"<img alt='{html.escape(figure.png.stem)}' src='data:image/png;base64,{encoded}'>"
-                         f"<details><summary>table ({html.escape(figure.csv.name)})</summary>"
-                         f"{_table(pd.read_csv(figure.csv))}</details>")
-    for title, table in tables:
-        parts.append(f"<h2>{html.escape(title)}</h2>" + _table(pd.read_csv(table)))
+        f"<code>{html.escape(str(directory.resolve()))}</code>. Each point of the plots is the mean over "
+        "seeds; bands and whiskers span min to max. Every figure is also saved as SVG next to "
+        "its PNG.</p>")
     parts.append("</body></html>\n")
     path.write_text("".join(parts), encoding="utf-8")
     return path

@@ -14,27 +14,22 @@ import base64
 import html
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from market_hpc.errors import ConfigError
-from market_hpc.experiment.gantt import gantt_rectangles, occupancy, parse_allocation
+from market_hpc.experiment.gantt import core_allocations, occupancy
+from market_hpc.experiment.gantt_svg import READABLE_PX, default_window
 from market_hpc.experiment.report_html import STYLE
+from market_hpc.experiment.run_page_gantt import TimeUnit, gantt_figures, time_unit
 from market_hpc.experiment.schedule_export import read_run
 
-MAX_RECTANGLES = 20_000
 OCCUPANCY_ROWS, OCCUPANCY_BINS = 120, 300
 BOUND_SECONDS = 10.0  # bounded slowdown threshold, as metrics.py
-_PALETTE = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
-]
 _SUMMARY = (  # key, label, unit (divisor applied to seconds where the unit is time)
     ("jobs_total", "jobs", ""), ("jobs_completed", "completed", ""),
     ("jobs_rejected", "rejected", ""), ("jobs_dropped", "dropped", ""),
@@ -50,38 +45,20 @@ _SUMMARY = (  # key, label, unit (divisor applied to seconds where the unit is t
 PLAIN = FuncFormatter(lambda value, _: f"{value:,.0f}" if value >= 1 or value == 0 else f"{value:g}")
 
 
-@dataclass(frozen=True)
-class TimeUnit:
-    """Seconds per unit and its name, for axis labels."""
-
-    seconds: float
-    name: str
-
-
-def time_unit(span: float) -> TimeUnit:
-    """Days past 10 days, hours past 3 hours, else seconds.
-
-    >>> time_unit(30 * 86400).name, time_unit(7200).name, time_unit(4 * 3600).name
-    ('days', 's', 'hours')
-    """
-    if span > 10 * 86400:
-        return TimeUnit(86400.0, "days")
-    if span > 3 * 3600:
-        return TimeUnit(3600.0, "hours")
-    return TimeUnit(1.0, "s")
-
-
 def parse_window(text: str | None) -> tuple[float, float] | None:
-    """``"START:END"`` in seconds, or with a unit suffix (``s``, ``h``, ``d``).
+    """``"START:END"`` in seconds, or with a unit suffix (``s``, ``h``, ``d``); ``all``:
+    the whole run.
 
-    >>> parse_window("2d:3.5d"), parse_window(":7200"), parse_window(None)
-    ((172800.0, 302400.0), (-inf, 7200.0), None)
+    >>> parse_window("2d:3.5d"), parse_window(":7200"), parse_window(None), parse_window("all")
+    ((172800.0, 302400.0), (-inf, 7200.0), None, (-inf, inf))
     """
     if not text:
         return None
+    if text.strip().lower() == "all":
+        return -math.inf, math.inf
     start, sep, end = text.partition(":")
     if not sep:
-        raise ConfigError(f"--window expects START:END (e.g. 0:2d or 3600:7200), got {text!r}")
+        raise ConfigError(f"--window expects START:END (e.g. 0:2d or 3600:7200) or all, got {text!r}")
     bounds = (_seconds(start, -math.inf), _seconds(end, math.inf))
     if bounds[0] >= bounds[1]:
         raise ConfigError(f"--window {text!r}: START must be before END")
@@ -132,22 +109,28 @@ def write_run_page(directory: str | Path, *, window: tuple[float, float] | None 
     node_cores = np.asarray(load_platform(config["platform"]).capacity[:, 0])
     jobs = run.jobs
     started = jobs[jobs["start_time"].notna()]
-    per_unit = (started["cores"] / started["units"].clip(lower=1)).round().astype(int).tolist()
-    allocations = [[(node, units * k) for node, units in parse_allocation(text)]
-                   for text, k in zip(started["nodes"].tolist(), per_unit, strict=True)]
+    allocations = core_allocations(started["nodes"].tolist(), started["cores"].tolist(),
+                                   started["units"].tolist())
     first = float(jobs["submit_time"].min())
     last = float(np.nanmax(started["end_time"].to_numpy())) if len(started) else first + 1.0
     lo, hi = window or (first, last)
     lo, hi = max(lo, first), min(hi, last)
     if hi <= lo:
         raise ConfigError(f"--window lies outside the run (jobs from {first:g} s to {last:g} s)")
+    notes: list[str] = []
+    gantt_window = (lo, hi)
+    if window is None and len(started):
+        gantt_window = _chosen_window(started, last - first, notes)
     unit = time_unit(hi - lo)
     plots = run.directory / "plots"
     plots.mkdir(exist_ok=True)
-    notes: list[str] = []
+    page = Path(out) if out else run.directory / "schedule.html"
+    gantt, caption, svg = gantt_figures(started, allocations, node_cores, gantt_window,
+                                 time_unit(gantt_window[1] - gantt_window[0]), notes,
+                                 nodes or (0, len(node_cores)))
+    page.with_suffix(".svg").write_text(svg, encoding="utf-8")
     figures = [
-        ("Gantt chart", *_gantt(started, allocations, node_cores, (lo, hi), unit, notes,
-                                nodes or (0, len(node_cores)))),
+        ("Gantt chart", gantt, caption),
         ("Occupancy", *_occupancy(started, allocations, node_cores, (lo, hi), unit)),
         ("Utilisation and queue", *_over_time(run.directory, jobs, int(node_cores.sum()),
                                               (lo, hi), unit)),
@@ -155,16 +138,33 @@ def write_run_page(directory: str | Path, *, window: tuple[float, float] | None 
     ]
     parts = [_head(config, run.directory, lo, hi, unit), _summary_table(run.directory)]
     parts += [f"<p class='note'>{html.escape(note)}</p>" for note in notes]
-    page = Path(out) if out else run.directory / "schedule.html"
     for (title, figure, caption), slug in zip(figures, ("gantt", "occupancy", "timeseries", "cdf"),
                                               strict=True):
         png = plots / f"{page.stem}-{slug}.png"
-        figure.savefig(png, dpi=110)
+        figure.savefig(png, dpi=110, metadata={"Software": None})
+        if slug == "gantt":  # inline, so hovering a job shows its details
+            parts.append(f"<h2>{html.escape(title)}</h2>{svg[svg.index('<svg'):]}"
+                         f"<p>{html.escape(caption)} Also {page.with_suffix('.svg').name} and "
+                         f"plots/{png.name}.</p>")
+            continue
         encoded = base64.b64encode(png.read_bytes()).decode()
         parts.append(f"<h2>{html.escape(title)}</h2><img alt='{slug}' "
                      f"src='data:image/png;base64,{encoded}'><p>{html.escape(caption)}</p>")
     page.write_text("".join(parts) + "</body></html>\n", encoding="utf-8")
     return page, notes
+
+
+def _chosen_window(started: pd.DataFrame, span: float, notes: list[str]) -> tuple[float, float]:
+    """The Gantt chart's default window (``gantt_svg.default_window``), said in ``notes``."""
+    lo, hi, share = default_window(started["start_time"].to_numpy(float),
+                                   started["end_time"].to_numpy(float))
+    unit = time_unit(max(span, hi - lo))
+    if hi - lo < span:
+        notes.append(f"Gantt chart: window {lo / unit.seconds:,.2f} to {hi / unit.seconds:,.2f} "
+                     f"{unit.name} of the run's {span / unit.seconds:,.2f}, chosen so that "
+                     f"{100 * share:.0f} % of the jobs it shows are at least {READABLE_PX:g} px wide; "
+                     "--window START:END picks another window, --window all the whole run")
+    return lo, hi
 
 
 def _head(config: dict[str, object], directory: Path, lo: float, hi: float, unit: TimeUnit) -> str:
@@ -197,53 +197,6 @@ def _summary_table(directory: Path) -> str:
             text = f"{value:,.2f} {unit}".strip() if isinstance(value, float) else f"{value:,}"
         rows.append(f"<tr><td>{html.escape(label)}</td><td>{html.escape(text)}</td></tr>")
     return "<h2>Summary</h2><table>" + "".join(rows) + "</table>"
-
-
-def _gantt(started: pd.DataFrame, allocations: list[list[tuple[int, int]]], node_cores: np.ndarray,
-           window: tuple[float, float], unit: TimeUnit, notes: list[str],
-           node_range: tuple[int, int]) -> tuple[Figure, str]:
-    rects = gantt_rectangles(started["job_id"].tolist(), started["start_time"].tolist(),
-                             started["end_time"].tolist(), allocations, node_cores.tolist())
-    lo, hi = window
-    first_node, last_node = node_range
-    shown = ((rects.end > lo) & (rects.start < hi) & (rects.y + rects.height > first_node)
-             & (rects.y < last_node))
-    total = int(shown.sum())
-    if total > MAX_RECTANGLES:
-        keep = np.flatnonzero(shown)[:MAX_RECTANGLES]
-        shown = np.zeros_like(shown)
-        shown[keep] = True
-        notes.append(f"Gantt chart: {total:,} job pieces in the window; the first "
-                     f"{MAX_RECTANGLES:,} by start are drawn (use --window or --nodes for a "
-                     "smaller part; the occupancy map below counts every job)")
-    held = int((started["hold_count"] > 0).sum()) if "hold_count" in started else 0
-    if held:
-        notes.append(f"Gantt chart: {held:,} jobs were held and resumed; each is drawn from its "
-                     "first start to its end on its last allocation (the hold gaps are not shown)")
-    n_nodes = last_node - first_node
-    figure = Figure(figsize=(11, min(9.0, 3.2 + 0.06 * n_nodes)), layout="constrained")
-    axes = figure.add_subplot()
-    left = np.maximum(rects.start[shown], lo) / unit.seconds
-    right = np.minimum(rects.end[shown], hi) / unit.seconds
-    bottom, top = rects.y[shown], rects.y[shown] + rects.height[shown]
-    polygons = np.stack([np.column_stack([left, bottom]), np.column_stack([right, bottom]),
-                         np.column_stack([right, top]), np.column_stack([left, top])], axis=1)
-    colours = [_PALETTE[(job * 7) % len(_PALETTE)] for job in rects.job[shown].tolist()]
-    thin = n_nodes > 64 or total > 2000
-    axes.add_collection(PolyCollection(list(polygons), facecolors=colours,
-                                       edgecolors="none" if thin else "white", linewidths=0.3))
-    axes.set_xlim(lo / unit.seconds, hi / unit.seconds)
-    axes.set_ylim(last_node, first_node)
-    axes.set_xlabel(f"time after trace start ({unit.name})")
-    axes.set_ylabel("node")
-    nodes_text = (f"{n_nodes:,} node{'s' if n_nodes != 1 else ''}" if n_nodes == len(node_cores)
-                  else f"nodes {first_node:,} to {last_node - 1:,} of {len(node_cores):,}")
-    axes.set_title(f"Jobs on nodes: {int(np.unique(rects.job[shown]).size):,} jobs, {nodes_text}")
-    caption = ("Each rectangle is a job on the cores it used (colours cycle by job id; a "
-               "node's cores are stacked within its row, whole consecutive nodes merge). "
-               "On thousands of nodes small jobs are thin lines: the occupancy map below "
-               "bins them, and --nodes A:B / --window START:END zoom in.")
-    return figure, caption
 
 
 def _occupancy(started: pd.DataFrame, allocations: list[list[tuple[int, int]]],

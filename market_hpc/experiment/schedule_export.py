@@ -1,19 +1,28 @@
-"""Export a run's simulated schedule: an SWF trace and a Batsim JSON workload.
+"""Export a run's simulated schedule: an SWF trace, a Batsim JSON workload and Batsim's
+output jobs file.
 
 Backs ``market-hpc export RUN_DIR``. The SWF carries the simulation's waits and run
 times, so replaying it with the same platform and policy reproduces the schedule (the
 round trip in ``tests/test_schedule_export.py``). What each job status becomes:
 
 * ``finished``: field 3 wait = start - submit, field 4 run time, field 5 = field 8 =
-  its cores, field 9 its estimate (``-1`` when 0), field 11 status 1.
+  its cores, field 9 its estimate (``-1`` when 0), field 11 the input trace's status
+  of the job (1 completed, 0 failed, 5 cancelled) when it carried one, else 1.
 * ``rejected`` (larger than the platform), ``dropped`` (market), or never started
   before the run ended: wait ``-1`` and, when the run did not record it, run time
   ``-1`` (a replay of the export then skips them as "run time unknown"); status 0 for
   rejected, 5 (cancelled) for dropped, -1 otherwise.
 * ``skipped`` trace lines: written with run time ``-1`` (skipped again on replay).
 
-SWF holds processors only: GPUs, MICs, memory and burst-buffer requests are dropped
-and counted in the result's notes.
+Field 15 is the job's queue and field 16 the input trace's partition (``-1`` when it
+had none); :mod:`~market_hpc.experiment.swf_export_header` reads both back from the
+input trace and writes the standard header. SWF holds processors only: GPUs, MICs,
+memory and burst-buffer requests are dropped, and what SWF cannot express is listed
+in ``Note:`` header lines and in the notes printed.
+
+Batsim's output jobs file (``batsim_jobs.csv``, :mod:`~market_hpc.experiment.batsim_jobs`)
+lists every job that ran with its cores as an interval set numbered like the Gantt chart,
+so evalys draws the same schedule.
 
 The Batsim workload (``nb_res``, ``jobs``, ``profiles``) has one resource per core
 (``nb_res`` = the platform's cores), one job per job that has a run time, ``res`` = its
@@ -33,7 +42,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from market_hpc.domain.platform import load_platform
 from market_hpc.errors import ConfigError
+from market_hpc.experiment.batsim_jobs import batsim_jobs
+from market_hpc.experiment.swf_export_header import OriginalTrace, read_original, swf_header
 from market_hpc.workload.swf import N_FIELDS, _number
 from market_hpc.workload.swf_rows import write_swf_rows
 
@@ -57,8 +69,6 @@ def read_run(directory: str | Path) -> RunSchedule:
     Raises:
         ConfigError: Not a run folder (names what is missing), or unreadable files.
     """
-    from market_hpc.domain.platform import load_platform
-
     folder = Path(directory)
     sources = [folder / "jobs.parquet", folder / "jobs.csv"]
     source = next((path for path in sources if path.exists()), None)
@@ -76,8 +86,9 @@ def read_run(directory: str | Path) -> RunSchedule:
     return RunSchedule(folder, jobs, load_platform(platform).total_cores, config)
 
 
-def schedule_rows(jobs: pd.DataFrame) -> np.ndarray:
-    """The 18 SWF fields of a ``jobs.csv`` frame (see the module docstring), in job order.
+def schedule_rows(jobs: pd.DataFrame, original: OriginalTrace | None = None) -> np.ndarray:
+    """The 18 SWF fields of a ``jobs.csv`` frame (see the module docstring), in job order;
+    ``original`` gives the input trace's statuses and partitions.
 
     >>> frame = pd.DataFrame({"job_id": [1], "submit_time": [0.0], "start_time": [5.0],
     ...     "wait_time": [5.0], "run_time": [60.0], "status": ["finished"], "cores": [4],
@@ -99,6 +110,12 @@ def schedule_rows(jobs: pd.DataFrame) -> np.ndarray:
     rows[:, 7] = cores
     rows[:, 8] = np.where(estimate > 0, estimate, -1.0)
     rows[:, 10] = frame["status"].map(_STATUS).fillna(-1).to_numpy()
+    ids = frame["job_id"].astype(int).tolist()
+    if original is not None:
+        finished = (frame["status"] == "finished").to_numpy()
+        kept = np.array([original.status.get(job, 1) for job in ids], dtype=float)
+        rows[:, 10] = np.where(finished, kept, rows[:, 10])
+        rows[:, 15] = [original.partition.get(job, -1) for job in ids]
     rows[:, 11] = frame["user"].to_numpy()
     rows[:, 14] = frame["queue"].to_numpy()
     return rows
@@ -112,7 +129,7 @@ def batsim_workload(jobs: pd.DataFrame, total_cores: int) -> tuple[dict[str, Any
     profiles: dict[str, dict[str, Any]] = {}
     entries: list[dict[str, Any]] = []
     for job in frame[fits].itertuples(index=False):
-        name = f"delay_{_number(job.run_time)}"
+        name = _profile(job.run_time)
         profiles.setdefault(name, {"type": "delay", "delay": float(job.run_time)})
         entry: dict[str, Any] = {"id": str(job.job_id), "subtime": float(job.submit_time),
                                  "res": int(job.cores), "profile": name}
@@ -124,34 +141,58 @@ def batsim_workload(jobs: pd.DataFrame, total_cores: int) -> tuple[dict[str, Any
     return workload, int((~fits).sum())
 
 
+def _profile(run_time: float) -> str:
+    return f"delay_{_number(run_time)}"
+
+
 def export_schedule(directory: str | Path, swf: str | Path | None = None,
-                    batsim: str | Path | None = None) -> list[str]:
-    """Write a run's schedule as SWF and as a Batsim workload; return notes to print.
+                    batsim: str | Path | None = None,
+                    batsim_jobs_file: str | Path | None = None) -> list[str]:
+    """Write a run's schedule as SWF, as a Batsim workload and as Batsim's output jobs
+    file; return notes to print.
 
     Args:
         directory: A run folder (``run``/``replay --out``).
         swf: SWF file to write (default ``RUN_DIR/schedule.swf``).
         batsim: Batsim JSON file to write (default ``RUN_DIR/workload.json``).
+        batsim_jobs_file: Batsim output jobs CSV to write (default
+            ``RUN_DIR/batsim_jobs.csv``).
     """
     run = read_run(directory)
     jobs = run.jobs
     swf_path = Path(swf) if swf else run.directory / "schedule.swf"
     batsim_path = Path(batsim) if batsim else run.directory / "workload.json"
-    name = run.config.get("config", {}).get("name", run.directory.name)
-    policy = run.config.get("config", {}).get("policy", {})
-    platform = run.config["config"]["platform"]
-    header = ["Version: 2.2", f"Computer: simulated by market_hpc ({name})",
-              f"Note: schedule of {policy.get('scheduler')} on {platform} from {run.directory}",
-              f"MaxProcs: {run.total_cores}"]
-    write_swf_rows(schedule_rows(jobs), swf_path, header)
+    config = run.config.get("config", {})
+    name = config.get("name", run.directory.name)
+    original = read_original(config.get("workload", {}).get("trace"))
+    node_cores = [int(c) for c in load_platform(config["platform"]).capacity[:, 0]]
+    cannot = _cannot_express(jobs, original)
+    header = swf_header(
+        name=name, policy=str(config.get("policy", {}).get("scheduler")),
+        platform=str(config["platform"]), directory=str(run.directory), n_jobs=len(jobs),
+        n_nodes=len(node_cores), n_procs=run.total_cores,
+        last_end=float(np.nanmax(jobs["end_time"].to_numpy(float), initial=0.0)),
+        queues=int(jobs["queue"].where(jobs["queue"] >= 0).nunique()), original=original,
+        preempted=int((jobs["hold_count"] > 0).sum()) if "hold_count" in jobs else 0,
+        notes=cannot)
+    write_swf_rows(schedule_rows(jobs, original), swf_path, header)
     workload, too_large = batsim_workload(jobs, run.total_cores)
     try:
         batsim_path.write_text(json.dumps(workload, indent=1) + "\n")
     except OSError as exc:
         raise ConfigError(f"cannot write {batsim_path}: {exc.strerror or exc}") from None
+    jobs_path = Path(batsim_jobs_file) if batsim_jobs_file else run.directory / "batsim_jobs.csv"
+    table = batsim_jobs(jobs, node_cores, _profile, original.status if original else None)
+    try:
+        table.to_csv(jobs_path, index=False)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {jobs_path}: {exc.strerror or exc}") from None
     notes = [f"SWF schedule ({len(jobs):,} jobs): {swf_path}",
              (f"Batsim workload ({len(workload['jobs']):,} jobs, "
-              f"nb_res={run.total_cores} cores): {batsim_path}")]
+              f"nb_res={run.total_cores} cores): {batsim_path}"),
+             (f"Batsim output jobs file ({len(table):,} jobs that ran; resources 0..."
+              f"{run.total_cores - 1} = cores, numbered like the Gantt chart): {jobs_path}")]
+    notes += [f"SWF header note: {text}" for text in cannot]
     unrun = int(jobs["run_time"].isna().sum())
     if unrun:
         notes.append(f"note: {unrun:,} jobs have no recorded run time (rejected, dropped, "
@@ -162,8 +203,19 @@ def export_schedule(directory: str | Path, swf: str | Path | None = None,
     if overrun:
         notes.append(f"note: {overrun:,} jobs ran longer than their estimate; Batsim kills a job at "
                      "its walltime, so they end early there (the SWF keeps their run times)")
+    return notes
+
+
+def _cannot_express(jobs: pd.DataFrame, original: OriginalTrace | None) -> list[str]:
+    """What the SWF export loses, for its ``Note:`` header lines and the notes printed."""
+    lost = ["node placement (no SWF field; batsim_jobs.csv has it)"]
     extra = [column for column in _OTHER_RESOURCES if column in jobs and (jobs[column] > 0).any()]
     if extra:
-        notes.append(f"note: SWF and this Batsim workload hold cores only; {', '.join(extra)} "
-                     "requests are not exported")
-    return notes
+        lost.append(f"{', '.join(extra)} requests (SWF and the Batsim files hold cores only)")
+    if "hold_count" in jobs and (jobs["hold_count"] > 0).any():
+        lost.append(f"{int((jobs['hold_count'] > 0).sum()):,} held and resumed jobs are one record "
+                    "from first start to end (no hold gaps)")
+    if original is None:
+        lost.append("original status and partition (the input was not an SWF trace, or it "
+                    "has moved): finished jobs get status 1, partition -1")
+    return [f"not expressible in SWF: {text}" for text in lost]

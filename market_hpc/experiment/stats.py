@@ -9,6 +9,18 @@ or ``undecided``. The words name a direction, not a judgement, so they read the 
 metrics where lower is better and never collide with a metric's name (e.g. ``holds``).
 With few seeds the intervals are wide; that is the honest answer, not a failure.
 
+Decisions:
+    * Replicates that do not vary (every seed gives the same paired difference, e.g.
+      seeds over a fixed trace with a deterministic policy) get no interval: a
+      zero-width "95% interval" would claim a certainty the seeds never tested. The
+      bounds are NaN and the verdict is ``no spread`` (``equal`` when the difference is
+      0); the difference itself is exact for that workload.
+    * The relative difference is the absolute one divided by the magnitude of the
+      baseline's mean over the paired seeds, bounds included: ``rel = diff / |mean(base)|``.
+      The baseline's mean is taken as a fixed scale (its own uncertainty is not
+      propagated), so the relative interval is the absolute interval rescaled and always
+      has the same sign and verdict. It is NaN when the baseline's mean is 0.
+
 ``paired_differences`` is what ``market-hpc report`` and the demo call.
 """
 
@@ -28,14 +40,18 @@ COLUMNS = ["policy", "baseline", "seeds", "mean_diff", "ci_low", "ci_high", "rel
            "verdict"]
 
 
+NO_SPREAD = "no spread"
+
+
 def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """Mean and two-sided t confidence interval of ``values`` (NaN bounds for one value).
+    """Mean and two-sided t confidence interval of ``values``; NaN bounds for one value
+    or for values that do not vary (no zero-width intervals, see the module docstring).
 
     >>> mean, low, high = t_interval([1.0, 2.0, 3.0])
     >>> mean, round(low, 3), round(high, 3)
     (2.0, -0.484, 4.484)
     >>> t_interval([5.0, 5.0])
-    (5.0, 5.0, 5.0)
+    (5.0, nan, nan)
     """
     data = np.asarray(values, dtype=float)
     mean = float(data.mean())
@@ -43,20 +59,24 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple
         return mean, float("nan"), float("nan")
     sem = float(data.std(ddof=1)) / float(np.sqrt(data.size))
     if sem == 0.0:
-        return mean, mean, mean
+        return mean, float("nan"), float("nan")
     half = float(stats.t.ppf(0.5 + confidence / 2, data.size - 1)) * sem
     return mean, float(mean - half), float(mean + half)
 
 
-def verdict(low: float, high: float) -> str:
-    """``higher`` (interval above 0), ``lower`` (below 0), ``equal`` (every paired
-    difference 0) or ``undecided``.
+def verdict(low: float, high: float, differences: Sequence[float] = ()) -> str:
+    """``higher`` (interval above 0), ``lower`` (below 0), ``undecided``; for paired
+    ``differences`` that do not vary, ``equal`` (all 0) or ``no spread``.
 
-    >>> verdict(0.5, 2.0), verdict(-2.0, -0.1), verdict(-1.0, 1.0), verdict(0.0, 0.0)
-    ('higher', 'lower', 'undecided', 'equal')
+    >>> verdict(0.5, 2.0), verdict(-2.0, -0.1), verdict(-1.0, 1.0)
+    ('higher', 'lower', 'undecided')
+    >>> nan = float("nan")
+    >>> verdict(nan, nan, [0.0, 0.0]), verdict(nan, nan, [3.0, 3.0]), verdict(nan, nan, [3.0])
+    ('equal', 'no spread', 'undecided')
     """
-    if low == high == 0:
-        return "equal"
+    data = np.asarray(differences, dtype=float)
+    if data.size >= 2 and np.all(data == data[0]):
+        return "equal" if data[0] == 0 else NO_SPREAD
     if low > 0:
         return "higher"
     if high < 0:
@@ -80,9 +100,10 @@ def paired_differences(frame: pd.DataFrame, policy_col: str, metric: str, seed_c
 
     Returns:
         One row per policy: ``seeds`` (pairs), ``mean_diff`` and its interval
-        ``ci_low``/``ci_high``, the relative difference ``(P - P_base) / P_base`` per seed
-        (``rel_*``, mean and interval), and the ``verdict`` (``higher``/``lower``/...
-        than the baseline at the confidence level).
+        ``ci_low``/``ci_high`` (NaN when the differences do not vary), the relative
+        difference ``diff / |mean of the baseline|`` (``rel_*``, the absolute interval
+        rescaled, so it agrees with it in sign and verdict), and the ``verdict``
+        (``higher``/``lower``/... than the baseline at the confidence level).
         Other parameters varying in ``frame`` are averaged per seed first; split the frame
         by them to compare within each setting.
 
@@ -106,10 +127,12 @@ def paired_differences(frame: pd.DataFrame, policy_col: str, metric: str, seed_c
     for name in names:
         pairs = wide[[name, baseline]].dropna()
         diff = pairs[name] - pairs[baseline]
-        mean, low, high = t_interval(diff.tolist(), confidence)
-        safe = pairs[baseline].where(pairs[baseline] != 0)
-        rel_mean, rel_low, rel_high = t_interval((diff / safe).dropna().tolist() or [float("nan")], confidence)
-        rows.append([name, baseline, len(pairs), mean, low, high, rel_mean, rel_low, rel_high, verdict(low, high)])
+        mean, low, high = t_interval(diff.tolist() or [float("nan")], confidence)
+        scale = abs(float(pairs[baseline].mean())) if len(pairs) else 0.0
+        rel_mean, rel_low, rel_high = ((mean / scale, low / scale, high / scale) if scale > 0
+                                       else (float("nan"),) * 3)
+        rows.append([name, baseline, len(pairs), mean, low, high, rel_mean, rel_low, rel_high,
+                     verdict(low, high, diff.tolist())])
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -118,17 +141,30 @@ def format_differences(table: pd.DataFrame, labels: dict[str, str] | None = None
 
     >>> runs = pd.DataFrame({"policy": ["a", "b"] * 2, "seed": [1, 1, 2, 2], "profit": [10.0, 12.0, 20.0, 23.0]})
     >>> print(format_differences(paired_differences(runs, "policy", "profit", "seed", "a")))
-      b - a: +2.5 (95% CI -3.9..+8.9), +17.5% (-14.3..+49.3%), 2 seeds: undecided
+      b - a: +2.5 (95% CI -3.9..+8.9), +16.7% (-25.7..+59.0%), 2 seeds: undecided
+    >>> same = pd.DataFrame({"policy": ["a", "b"] * 2, "seed": [1, 1, 2, 2], "profit": [10.0, 12.0, 10.0, 12.0]})
+    >>> print(format_differences(paired_differences(same, "policy", "profit", "seed", "a")))
+      b - a: +2.0, +20.0%, the same in all 2 seeds: no spread (replicates do not vary; no interval)
     """
     labels = labels or {}
     lines = []
     for row in table.itertuples():
         name, base = labels.get(row.policy, row.policy), labels.get(row.baseline, row.baseline)
+        head = f"  {name} - {base}: {row.mean_diff:+,.1f}"
+        if row.verdict in (NO_SPREAD, "equal"):
+            relative = "" if np.isnan(row.rel_mean) else f", {100 * row.rel_mean:+.1f}%"
+            lines.append(f"{head}{relative}, the same in all {row.seeds} seeds: {row.verdict} "
+                         "(replicates do not vary; no interval)")
+            continue
         relative = ("" if np.isnan(row.rel_mean) else
                     f"{100 * row.rel_mean:+.1f}% ({100 * row.rel_low:+.1f}..{100 * row.rel_high:+.1f}%), ")
-        lines.append(f"  {name} - {base}: {row.mean_diff:+,.1f} (95% CI {row.ci_low:+,.1f}..{row.ci_high:+,.1f}), "
+        lines.append(f"{head} (95% CI {row.ci_low:+,.1f}..{row.ci_high:+,.1f}), "
                      f"{relative}{row.seeds} seeds: {row.verdict}")
     return "\n".join(lines)
+
+
+RELATIVE_METHOD = ("relative = difference / |mean of the baseline over the paired seeds|, "
+                   "interval bounds included, so it agrees with the absolute interval")
 
 
 POLICY_COLUMNS = ("scheduler", "policy.scheduler", "policy")
