@@ -110,16 +110,31 @@ def _user_inputs(user_params: dict[str, Any], on_change: Any = None) -> None:
 
 class _SolaraForMesa:
     """``solara`` as Mesa's ``solara_viz`` module sees it: everything is solara's, except
-    that ``SliderInt`` ends its label in its value. Mesa's own Play Interval and Render
-    Interval sliders then read ``Play Interval (ms): 100`` like the model's sliders."""
+    that ``SliderInt`` ends its label in its value and starts its steps where they meet
+    that value. Mesa's own Play Interval and Render Interval sliders then read
+    ``Play Interval (ms): 100`` like the model's sliders."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(solara, name)
 
     @staticmethod
-    def SliderInt(label: str, value: Any = 0, **kwargs: Any) -> Any:
+    def SliderInt(label: str, value: Any = 0, min: int = 0, step: int = 1, **kwargs: Any) -> Any:  # noqa: A002
         current = value.value if isinstance(value, solara.Reactive) else value
-        return solara.SliderInt(f"{label}: {current:,}", value=value, **kwargs)
+        return solara.SliderInt(f"{label}: {current:,}", value=value, min=on_steps(current, min, step),
+                                step=step, **kwargs)
+
+
+def on_steps(value: int, low: int, step: int) -> int:
+    """The lowest slider value, at or above ``low``, whose steps pass through ``value``.
+
+    The browser moves a value between a slider's steps (``low + k * step``) to the
+    nearest one and sends it back: Mesa's Play Interval slider (1 ms to 500 ms in steps
+    of 10, on Mesa 3.3 to 3.5) would turn the app's 100 ms into 101 ms.
+
+    >>> on_steps(100, 1, 10), on_steps(1, 1, 2), on_steps(250, 10, 10)
+    (10, 1, 10)
+    """
+    return low + (value - low) % step if step > 0 else low
 
 
 # SolaraViz (3.3 to 3.5) takes no layout argument and no step display: both are module
