@@ -22,7 +22,9 @@ Works with Mesa 3.3 (the newest for Python 3.11) to 3.5. Where they differ:
 Play: Mesa sleeps ``play_interval`` between steps and the tiles render in between, so
 the interval is 100 ms and a step renders in a few tens of ms (SVG plots, numpy grid):
 5 steps/s or more. A shorter interval leaves a click (Pause, Reset) no gap to render in
-when the machine is loaded (reacton stops with "Too many renders triggered").
+when the machine is loaded (reacton stops with "Too many renders triggered"). Mesa's
+Play Interval slider steps from 1 ms by 10 ms, which the browser would snap 100 ms to
+101 ms: its steps start at 10 ms here (``on_steps``).
 
 Rendering offline needs the pinned ``viz`` extra (solara 1.58.2 with solara-assets
 1.58.2, ipyvuetify < 3, ipyvue < 3): it serves every script from the local assets; newer
