@@ -120,7 +120,7 @@ class _SolaraForMesa:
         return getattr(solara, name)
 
     @staticmethod
-    def SliderInt(label: str, value: Any = 0, min: int = 0, step: int = 1, **kwargs: Any) -> Any:  # noqa: A002
+    def SliderInt(label: str, value: Any = 0, min: int = 0, step: int = 1, **kwargs: Any) -> Any:
         current = value.value if isinstance(value, solara.Reactive) else value
         return solara.SliderInt(f"{label}: {current:,}", value=value, min=on_steps(current, min, step),
                                 step=step, **kwargs)
