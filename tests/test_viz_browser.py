@@ -13,7 +13,6 @@ Playwright, the viz extra or Chromium is missing.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import time
@@ -21,13 +20,13 @@ from urllib.parse import urlsplit
 
 import pytest
 from viz_browser import (
-    CHROMIUM,
     OPEN_MENU,
     REPO,
     Server,
     click_step,
     eventually,
     open_page,
+    playwright_or_skip,
     reset_and_read,
     select,
     serve,
@@ -46,14 +45,7 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 @pytest.fixture(scope="module")
 def sync_api():  # type: ignore[no-untyped-def]
     """Playwright's sync API, or a skip naming what is missing."""
-    api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (dev extra)")
-    missing = [name for name in ("solara", "altair") if importlib.util.find_spec(name) is None]
-    if missing:
-        pytest.skip(f"viz extra not installed ({', '.join(missing)} missing): "
-                    "pip install 'market_hpc[viz]'")
-    if not CHROMIUM.is_file():
-        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
-    return api
+    return playwright_or_skip()
 
 
 @pytest.fixture(scope="module")

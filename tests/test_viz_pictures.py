@@ -122,3 +122,27 @@ def test_viz_refuses_a_sweep_file_naming_what_to_run() -> None:
                                           r"report\).*market-hpc sweep .*market-hpc report DIR"):
         check_not_a_sweep(str(REPO / "scenarios" / "heterogeneity.toml"))
     check_not_a_sweep(str(REPO / "scenarios" / "sample_overload.toml"))
+
+
+def test_time_series_legends_are_above_their_plot_areas() -> None:
+    """Each legend entry sits on its panel's title line, right of the title (at most 7 px
+    a character), above the plot area its lines are drawn in."""
+    from visualization.plots import TITLES
+
+    model = VizModel(policy="easy", platform="eurora", workload="lublin-feitelson", jobs=80, seed=2,
+                     gpu_share=0.3, mic_share=0.3)
+    plot = TimeSeriesPlot(model.platform, model.time_unit)
+    for _ in range(20):
+        model.step()
+    plot.update(model)
+    entries = re.findall(r"<rect x='([0-9.]+)' y='([0-9.]+)' width='9' height='3'[^>]*/>"
+                         r"<text x='[0-9.]+' y='([0-9.]+)' fill='[^']+'>([^<]+)</text>", plot.svg())
+    assert sorted(label for *_, label in entries) == sorted(
+        ["cores", "GPUs", "MICs", "queued", "running", "holds", "drops"]), entries
+    for panel, title in zip(plot.panels, TITLES):
+        inside = [(float(x), float(y), float(base)) for x, y, base, _ in entries
+                  if panel.left <= float(x) <= panel.left + panel.width
+                  and panel.top - 30 <= float(y) <= panel.top + panel.height]
+        for x, swatch_top, baseline in inside:
+            assert baseline <= panel.top - 5 and swatch_top + 3 <= panel.top - 5, (title, swatch_top, baseline)
+            assert x >= panel.left + 7 * len(title), (title, x)

@@ -8,6 +8,7 @@ The selectors are the same on Mesa 3.3 and 3.5: the step count is the app's own
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import signal
@@ -29,6 +30,19 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 STARTUP_SECONDS = 40.0
 OPEN_MENU = ".menuable__content__active"  # Vuetify keeps closed menus in the page
+
+
+def playwright_or_skip() -> Any:
+    """Playwright's sync API, or a skip naming what is missing (Playwright, the viz
+    extra or Chromium)."""
+    api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (dev extra)")
+    missing = [name for name in ("solara", "altair") if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.skip(f"viz extra not installed ({', '.join(missing)} missing): "
+                    "pip install 'market_hpc[viz]'")
+    if not CHROMIUM.is_file():
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+    return api
 
 
 def free_port() -> int:
@@ -91,14 +105,15 @@ def serve(tmp_path_factory: pytest.TempPathFactory, *scenario: str) -> Iterator[
         stop(server)
 
 
-def open_page(sync_api: Any, server: Server) -> Iterator[Any]:
-    """A fresh browser session on the app (its own model), with request and error logs;
-    afterwards neither the page nor the server log shows an error."""
+def open_page(sync_api: Any, server: Server, viewport: tuple[int, int] = (1500, 1300)) -> Iterator[Any]:
+    """A fresh browser session on the app (its own model) in a ``viewport`` (width, height)
+    window, with request and error logs; afterwards neither the page nor the server log
+    shows an error."""
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
                                              args=CHROMIUM_ARGS)
         try:
-            tab = browser.new_page(viewport={"width": 1500, "height": 1300})
+            tab = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
             tab.requested, tab.errors = [], []
             tab.on("request", lambda request: tab.requested.append(request.url))
             tab.on("websocket", lambda socket_: tab.requested.append(socket_.url))

@@ -22,7 +22,9 @@ Works with Mesa 3.3 (the newest for Python 3.11) to 3.5. Where they differ:
 Play: Mesa sleeps ``play_interval`` between steps and the tiles render in between, so
 the interval is 100 ms and a step renders in a few tens of ms (SVG plots, numpy grid):
 5 steps/s or more. A shorter interval leaves a click (Pause, Reset) no gap to render in
-when the machine is loaded (reacton stops with "Too many renders triggered").
+when the machine is loaded (reacton stops with "Too many renders triggered"). Mesa's
+Play Interval slider steps from 1 ms by 10 ms, which the browser would snap 100 ms to
+101 ms: its steps start at 10 ms here (``on_steps``).
 
 Rendering offline needs the pinned ``viz`` extra (solara 1.58.2 with solara-assets
 1.58.2, ipyvuetify < 3, ipyvue < 3): it serves every script from the local assets; newer
@@ -110,16 +112,31 @@ def _user_inputs(user_params: dict[str, Any], on_change: Any = None) -> None:
 
 class _SolaraForMesa:
     """``solara`` as Mesa's ``solara_viz`` module sees it: everything is solara's, except
-    that ``SliderInt`` ends its label in its value. Mesa's own Play Interval and Render
-    Interval sliders then read ``Play Interval (ms): 100`` like the model's sliders."""
+    that ``SliderInt`` ends its label in its value and starts its steps where they meet
+    that value. Mesa's own Play Interval and Render Interval sliders then read
+    ``Play Interval (ms): 100`` like the model's sliders."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(solara, name)
 
     @staticmethod
-    def SliderInt(label: str, value: Any = 0, **kwargs: Any) -> Any:
+    def SliderInt(label: str, value: Any = 0, min: int = 0, step: int = 1, **kwargs: Any) -> Any:
         current = value.value if isinstance(value, solara.Reactive) else value
-        return solara.SliderInt(f"{label}: {current:,}", value=value, **kwargs)
+        return solara.SliderInt(f"{label}: {current:,}", value=value, min=on_steps(current, min, step),
+                                step=step, **kwargs)
+
+
+def on_steps(value: int, low: int, step: int) -> int:
+    """The lowest slider value, at or above ``low``, whose steps pass through ``value``.
+
+    The browser moves a value between a slider's steps (``low + k * step``) to the
+    nearest one and sends it back: Mesa's Play Interval slider (1 ms to 500 ms in steps
+    of 10, on Mesa 3.3 to 3.5) would turn the app's 100 ms into 101 ms.
+
+    >>> on_steps(100, 1, 10), on_steps(1, 1, 2), on_steps(250, 10, 10)
+    (10, 1, 10)
+    """
+    return low + (value - low) % step if step > 0 else low
 
 
 # SolaraViz (3.3 to 3.5) takes no layout argument and no step display: both are module

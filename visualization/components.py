@@ -35,8 +35,12 @@ CSS = """
 .mhpc-note { font-size: 11px; color: #666; }
 .mhpc-status { display: flex; flex-wrap: wrap; gap: 6px 18px; align-items: baseline; font-size: 13px; }
 .mhpc-status b { font-size: 15px; }
-.mhpc-nodes { display: block; max-width: 100%; height: auto; }
-div:has(> img.mhpc-nodes) { height: auto !important; }  /* solara's wrapper: 100 % */
+.mhpc-nodes { display: block; max-width: 100%; max-height: 100%; width: auto; height: auto; }
+/* The node grid's tile has a fixed height (grid rows) while its picture scales with the
+   tile's width: the picture shrinks, keeping its shape, to leave the title and the notes
+   room, so the tile can be as short as the picture at common window widths. */
+.mhpc-grid-tile > * { flex: none; }
+.mhpc-grid-tile > div:has(> img.mhpc-nodes) { flex: 0 1 auto; min-height: 0; height: auto !important; }
 .mhpc-svg { width: 100%; height: auto; display: block; }
 .mhpc-timeseries svg { max-height: 380px; }
 /* a slider whose label (with its value) leaves it under 120 px goes to the next line */
@@ -47,6 +51,7 @@ div:has(> img.mhpc-nodes) { height: auto !important; }  /* solara's wrapper: 100
 .v-tabs:not(:has(.v-tab ~ .v-tab)) { display: none; }
 .mhpc-table td, .mhpc-table th { padding: 0 6px !important; height: 22px !important; font-size: 12px; }
 .mhpc-table th { text-align: right !important; }
+.mhpc-table .v-btn { height: 20px !important; }
 .mhpc-table td { text-align: right; }
 .mhpc-partitions, .mhpc-bb, .mhpc-bins { font-size: 12px; }
 .mhpc-ramp { display: inline-block; width: 60px; height: 10px; margin: 0 8px 0 3px; vertical-align: -1px; }
@@ -107,7 +112,7 @@ def NodeGrid(model: VizModel) -> None:
     platform one cell per group of nodes, shaded by its busy share (``node_bins``)."""
     update_counter.get()
     pixels = node_grid_pixels(model, selected_job.value or None)
-    with solara.Column(classes=["mhpc-tile"], gap="4px"):
+    with solara.Column(classes=["mhpc-tile", "mhpc-grid-tile"], gap="4px"):
         solara.Text(f"Platform: {_platform_text(model)}", classes=["mhpc-title"])
         if model.error:
             solara.Error(f"The run stopped: {model.error}")
@@ -251,11 +256,15 @@ def JobDetails(model: VizModel) -> None:
 COMPONENTS = [StatusBar, NodeGrid, QueuePanel, TimeSeries, JobDetails]
 
 # SolaraViz 3.3 tiles every component at half width and 390 px with no layout argument;
-# this is the grid (12 columns, 30 px rows) laid out for these five.
+# this is the grid (12 columns, 30 px rows 10 px apart) laid out for these five. A tile's
+# height is fixed in rows, so the node grid's row (390 px) fits its picture as wide as the
+# tile is at 1400 px windows (about 290 px tall) and the queue's twelve rows; on wider
+# windows the picture shrinks to that height (CSS above) rather than leave an empty band
+# above the charts on narrower ones.
 LAYOUT = [
     {"i": 0, "x": 0, "y": 0, "w": 12, "h": 2},
-    {"i": 1, "x": 0, "y": 2, "w": 7, "h": 13},
-    {"i": 2, "x": 7, "y": 2, "w": 5, "h": 13},
-    {"i": 3, "x": 0, "y": 15, "w": 8, "h": 11},
-    {"i": 4, "x": 8, "y": 15, "w": 4, "h": 11},
+    {"i": 1, "x": 0, "y": 2, "w": 7, "h": 10},
+    {"i": 2, "x": 7, "y": 2, "w": 5, "h": 10},
+    {"i": 3, "x": 0, "y": 12, "w": 8, "h": 11},
+    {"i": 4, "x": 8, "y": 12, "w": 4, "h": 11},
 ]

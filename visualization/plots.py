@@ -26,6 +26,16 @@ _COLUMN = {name: index for index, name in enumerate(TIMESERIES_COLUMNS)}
 MAX_POINTS = 400
 RIGHT_MARGIN = 0.04  # share of the time span left free after the newest sample
 FONT = "font-family='sans-serif'"
+TITLE_GAP = 7  # title and legend baseline above the plot area
+
+
+def legend_width(label: str) -> int:
+    """Width of one legend entry (swatch, label, space), generous for a 10 px sans-serif.
+
+    >>> legend_width("running")
+    65
+    """
+    return 7 * len(label) + 16
 
 
 def time_axis(times: np.ndarray, unit: str) -> tuple[np.ndarray, str]:
@@ -119,7 +129,8 @@ class Panel:
 
     def frame(self, title: str, legend: list[tuple[str, str]], x_label: str | None,
               y_ticks: list[float], x_ticks: list[float]) -> list[str]:
-        """Axes box, grid, ticks, title and an inline legend right of the title."""
+        """Axes box, grid, ticks, and above the plot area the title (left) and an inline
+        legend (right)."""
         right, bottom = self.left + self.width, self.top + self.height
         parts = [(f"<rect x='{self.left:.1f}' y='{self.top:.1f}' width='{self.width:.1f}' "
                  f"height='{self.height:.1f}' fill='white' stroke='#999' stroke-width='0.8'/>")]
@@ -133,14 +144,17 @@ class Panel:
             parts.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{self.top:.1f}' y2='{bottom:.1f}' "
                          "stroke='#e4e4e4' stroke-width='0.6'/>"
                          f"<text x='{x:.1f}' y='{bottom + 11:.1f}' text-anchor='middle'>{text}</text>")
-        title_x = self.left + self.width / 2
-        parts.append(f"<text x='{title_x:.1f}' y='{self.top - 6:.1f}' text-anchor='middle' "
-                     f"font-size='11' font-weight='600'>{html.escape(title)}</text>")
+        baseline = self.top - TITLE_GAP
+        parts.append(f"<text x='{self.left:.1f}' y='{baseline:.1f}' font-size='11' "
+                     f"font-weight='600'>{html.escape(title)}</text>")
+        # The legend shares the title's line, right-aligned, outside the plot area: a line
+        # at the top of its axis (running jobs when nothing waits) never runs through it.
         x = right
         for label, colour in reversed(legend):
-            x -= 7 * len(label) + 16
-            parts.append(f"<rect x='{x:.1f}' y='{self.top + 4:.1f}' width='9' height='3' fill='{colour}'/>"
-                         f"<text x='{x + 12:.1f}' y='{self.top + 9:.1f}' fill='{colour}'>{html.escape(label)}</text>")
+            x -= legend_width(label)
+            parts.append(f"<rect x='{x:.1f}' y='{baseline - 4:.1f}' width='9' height='3' fill='{colour}'/>"
+                         f"<text x='{x + 12:.1f}' y='{baseline:.1f}' fill='{colour}'>{html.escape(label)}</text>")
+        title_x = self.left + self.width / 2
         if x_label:
             parts.append(f"<text x='{title_x:.1f}' y='{bottom + 24:.1f}' text-anchor='middle'>"
                          f"{html.escape(x_label)}</text>")
