@@ -5,17 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, overload
+from typing import overload
 
 import numpy as np
 
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.queue_columns import QueueColumns
+from market_hpc.core.queue_agents import RoutedQueueAgent
 from market_hpc.core.state import SimulationState
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
-from market_hpc.policies.base import JobState, RunningJob
+from market_hpc.policies.base import JobState, RoutedQueue, RunningJob
 
 
 class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
@@ -51,7 +52,9 @@ class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
 
 
 class ModelView:
-    """Snapshot of ``model`` at the current instant, valid during one ``decide`` call.
+    """Snapshot of ``model`` at the current instant, valid during one ``decide`` call: a
+    :class:`~market_hpc.policies.base.FastView` (the plain ``View`` and every optional
+    capability).
 
     The model's resource manager keeps one view and :meth:`refresh`-es it before each
     decision (the queue and running jobs are live facades, the rest a few fields), so a
@@ -107,11 +110,11 @@ class ModelView:
         return self._model.queue_agent.min_cores
 
     @property
-    def routed_queue(self) -> Any:
+    def routed_queue(self) -> RoutedQueue | None:
         """Seed 004: the model's ``RoutedQueueAgent`` (waiting jobs per configured queue,
         each queue's columns kept in step), or None when the model has no queues."""
         agent = self._model.queue_agent
-        return agent if hasattr(agent, "queue_of") else None
+        return agent if isinstance(agent, RoutedQueueAgent) else None
 
     def queue_sorted(self, key: Callable[[Job], object]) -> Sequence[Job]:
         """The waiting jobs sorted by ``key`` (a total order, e.g. SJF's), kept sorted

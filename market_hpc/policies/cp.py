@@ -55,7 +55,7 @@ from market_hpc.errors import ConfigError
 from market_hpc.policies.allocators import job_fits
 from market_hpc.policies.base import NOTHING, Action, Allocation, Allocator, Decision, Start, View
 from market_hpc.policies.hetero import announce
-from market_hpc.policies.hetero_schedulers import DEFAULT_EXPECTED_WAIT, _take
+from market_hpc.policies.hetero_schedulers import DEFAULT_EXPECTED_WAIT, take_nodes
 from market_hpc.policies.registry import register_scheduler
 
 QUEUE_LIMIT = 100
@@ -283,7 +283,7 @@ class CpScheduler:
             if allocation is None:
                 continue
             actions.append(Start(job.job_id, allocation))
-            _take(free, job, allocation, view)
+            take_nodes(free, job, allocation, view)
             free_bb -= job.bb
         return actions
 

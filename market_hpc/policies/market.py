@@ -33,7 +33,17 @@ from market_hpc.algorithms.market import (
 )
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.errors import ConfigError
-from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Drop, Hold, Start, View
+from market_hpc.policies.base import (
+    NOTHING,
+    Action,
+    Allocator,
+    Decision,
+    Drop,
+    Hold,
+    Start,
+    View,
+    fast_view,
+)
 from market_hpc.policies.market_auction import _Auction
 from market_hpc.policies.registry import register_scheduler
 
@@ -47,8 +57,10 @@ WAIT_WEIGHT = 0.7
 def _columns(view: View) -> MarketColumns:
     """The queue as market columns: the model's (kept in step), or priced from scratch for
     a hand-made view."""
-    columns = getattr(view, "market_columns", None)
-    if columns is None:
+    fast = fast_view(view)
+    if fast is not None:
+        columns = fast.market_columns
+    else:
         states = ((job, view.state(job.job_id)) for job in view.queue)
         columns = MarketColumns((job, state.progress, state.hold_count) for job, state in states)
     if columns.invalid:
@@ -159,7 +171,8 @@ class MarketPolicy:
         so both are kept between decisions (hold attempts at successive arrivals on a full
         machine mostly see the same running jobs).
         """
-        version = getattr(view, "running_version", None)
+        fast = fast_view(view)
+        version = None if fast is None else fast.running_version
         kept = self._kept
         if version is not None and kept is not None and kept[0] is view and kept[1] == version:
             return kept[2], kept[3]
