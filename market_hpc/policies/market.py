@@ -31,6 +31,7 @@ from market_hpc.algorithms.market import (
     latest_first,
     value_after_wait,
 )
+from market_hpc.algorithms.market_auction import Auction
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.errors import ConfigError
 from market_hpc.policies.base import (
@@ -44,7 +45,6 @@ from market_hpc.policies.base import (
     View,
     fast_view,
 )
-from market_hpc.policies.market_auction import _Auction
 from market_hpc.policies.registry import register_scheduler
 
 RULES = ("sjq", "maxv", "maxvd", "minvr")
@@ -113,7 +113,7 @@ class MarketPolicy:
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Drop worthless jobs, then auction free cores, holding when none are free."""
         now = view.time
-        auction = _Auction(self.rule, _columns(view), now)
+        auction = Auction(self.rule, _columns(view), now)
         actions: list[Action] = [Drop(job_id) for job_id in auction.dropped]
         wake = auction.wake
         rows = view.free.copy()
@@ -146,7 +146,7 @@ class MarketPolicy:
             return NOTHING
         return Decision(tuple(actions), wake_at=wake if wake > now else None)
 
-    def _plan_hold(self, view: View, auction: _Auction, free: np.ndarray, held: set[int]) -> HoldPlan | None:
+    def _plan_hold(self, view: View, auction: Auction, free: np.ndarray, held: set[int]) -> HoldPlan | None:
         arrivals = auction.arrivals()
         if not arrivals:
             return None
