@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -34,7 +34,7 @@ and best-fit return one, so a wide job costs its runs, not its nodes."""
 
 __all__ = [
     "NOTHING", "Action", "Allocation", "Allocator", "Decision", "Drop", "FailureCountingAllocator",
-    "FastView", "Hold", "IndexedAllocator", "JobState", "NodeRuns", "PassAwareAllocator", "Policy",
+    "FastMember", "FastView", "Hold", "IndexedAllocator", "JobState", "NodeRuns", "PassAwareAllocator", "Policy",
     "QueueAgentView", "RoutedQueue", "RunningJob", "Start", "View", "failure_counting", "fast_view",
     "indexed", "iter_units", "pass_aware",
 ]
@@ -214,10 +214,11 @@ class FastView(View, Protocol):
     """What the model's view offers beyond :class:`View`: state it keeps in step between
     decisions, so a pass over a long queue or a large machine costs what it looks at.
 
-    Optional: a view a test or plug-in builds need not offer it. A policy asks for it with
-    :func:`fast_view`, which returns ``None`` for a view that lacks any member, and then
-    computes the same answer from the plain :class:`View` (the fallbacks below). Whatever
-    the view, the decisions are the same; only their cost differs.
+    Optional, member by member: a view a test or plug-in builds may offer any of them or
+    none. A policy asks for one with ``fast_view(view, "member")``, which returns ``None``
+    when the view lacks it, and then computes the same answer from the plain
+    :class:`View` (each member's fallback below). Whatever the view offers, the decisions
+    are the same; only their cost differs.
     """
 
     @property
@@ -287,51 +288,40 @@ class FailureCountingAllocator(Allocator, Protocol):
         """Count an attempt to place ``job`` that failed without ``allocate``."""
 
 
-_MEMBERS: dict[type, tuple[str, ...]] = {
-    FastView: ("queue_min_cores", "running_beyond_cores", "queue_columns", "market_columns",
-               "running_version", "routed_queue", "free_index", "queue_sorted"),
-    IndexedAllocator: ("allocate_indexed",),
-    PassAwareAllocator: ("begin_pass",),
-    FailureCountingAllocator: ("note_failed_attempt",),
-}
-_ON_CLASS: dict[tuple[type, type], bool] = {}
+FastMember = Literal["queue_sorted", "queue_min_cores", "queue_columns", "market_columns",
+                     "running_beyond_cores", "running_version", "routed_queue", "free_index"]
+"""The name of one :class:`FastView` member (each is optional on its own)."""
 
 
-def _offers(obj: object, protocol: type) -> bool:
-    """Whether ``obj`` has every member ``protocol`` adds, without reading them (a
-    property such as ``market_columns`` may build what it returns). Answers found on the
-    class are kept per class; members set on the instance are looked up each time."""
-    kind = type(obj)
-    known = _ON_CLASS.get((kind, protocol))
-    if known:
+def _offers(obj: object, name: str) -> bool:
+    """Whether ``obj`` has ``name`` (not ``None``), without reading it: a property such as
+    ``market_columns`` may build what it returns. A lookup in the class's own namespace
+    answers for the model's view and the registered allocators; anything else (inherited,
+    set on the instance) is looked up statically."""
+    if type(obj).__dict__.get(name) is not None:
         return True
-    members = _MEMBERS[protocol]
-    if known is None:
-        on_class = all(inspect.getattr_static(kind, name, None) is not None for name in members)
-        _ON_CLASS[kind, protocol] = on_class
-        if on_class:
-            return True
-    return all(inspect.getattr_static(obj, name, None) is not None for name in members)
+    return inspect.getattr_static(obj, name, None) is not None
 
 
-def fast_view(view: View) -> FastView | None:
-    """``view`` when it offers every :class:`FastView` member, else ``None``."""
-    return cast(FastView, view) if _offers(view, FastView) else None
+def fast_view(view: View, member: FastMember) -> FastView | None:
+    """``view`` typed as a :class:`FastView` when it offers ``member``, else ``None``
+    (then use the member's fallback). Only ``member`` may be read from the result."""
+    return cast(FastView, view) if _offers(view, member) else None
 
 
 def indexed(allocator: Allocator) -> IndexedAllocator | None:
     """``allocator`` when it is an :class:`IndexedAllocator`, else ``None``."""
-    return cast(IndexedAllocator, allocator) if _offers(allocator, IndexedAllocator) else None
+    return cast(IndexedAllocator, allocator) if _offers(allocator, "allocate_indexed") else None
 
 
 def pass_aware(allocator: Allocator) -> PassAwareAllocator | None:
     """``allocator`` when it is a :class:`PassAwareAllocator`, else ``None``."""
-    return cast(PassAwareAllocator, allocator) if _offers(allocator, PassAwareAllocator) else None
+    return cast(PassAwareAllocator, allocator) if _offers(allocator, "begin_pass") else None
 
 
 def failure_counting(allocator: Allocator) -> FailureCountingAllocator | None:
     """``allocator`` when it is a :class:`FailureCountingAllocator`, else ``None``."""
-    return cast(FailureCountingAllocator, allocator) if _offers(allocator, FailureCountingAllocator) else None
+    return cast(FailureCountingAllocator, allocator) if _offers(allocator, "note_failed_attempt") else None
 
 
 def iter_units(allocation: Allocation) -> Iterator[int]:

@@ -102,8 +102,8 @@ def _served(view: View, key: Callable[[Job], Any] | None,
     sorted queue when it keeps one (``FastView.queue_sorted``), else ``order(queue)``."""
     if key is None:
         return view.queue
-    fast = fast_view(view)
-    return order(view.queue) if fast is None else fast.queue_sorted(key)
+    kept = fast_view(view, "queue_sorted")
+    return order(view.queue) if kept is None else kept.queue_sorted(key)
 
 
 @register_scheduler("fifo", "first come, first served; the head blocks the queue")
@@ -197,12 +197,14 @@ class Backfilling:
         first = next(queue, None)
         if first is None or (first.cores > free_cores and free_cores == 0):
             return NOTHING  # nothing can start or backfill now
-        fast = fast_view(view)
-        if fast is not None and first.cores > free_cores and fast.queue_min_cores > free_cores:
-            return NOTHING  # no waiting job fits the free cores: the pass would start nothing
+        if first.cores > free_cores:
+            smallest = fast_view(view, "queue_min_cores")
+            if smallest is not None and smallest.queue_min_cores > free_cores:
+                return NOTHING  # no waiting job fits the free cores: the pass would start nothing
         columns = None
-        if fast is not None and ordered is view.queue and len(ordered) > self.columns_from:  # type: ignore[arg-type]
-            columns = fast.queue_columns
+        if ordered is view.queue and len(ordered) > self.columns_from:  # type: ignore[arg-type]
+            kept = fast_view(view, "queue_columns")
+            columns = None if kept is None else kept.queue_columns
         with PassScratch(view) as scratch:
             return self._pass(view, first, queue, free_cores, free_bb, with_bb, scratch, columns)
 
@@ -278,8 +280,8 @@ class Backfilling:
     @staticmethod
     def _cores_held(view: View, started: list[tuple[float, tuple[float, ...]]]) -> bool:
         """Whether the running jobs and this pass's starts hold cores only."""
-        fast = fast_view(view)
-        return (fast is not None and fast.running_beyond_cores == 0
+        kept = fast_view(view, "running_beyond_cores")
+        return (kept is not None and kept.running_beyond_cores == 0
                 and all(not any(need[1:]) for _, need in started))
 
     def reservation_after(self, view: View, starts: Sequence[Job], head: Job) -> tuple[float, tuple[float, ...]]:

@@ -79,9 +79,9 @@ def placeable(view: View, jobs: Sequence[Job], free_cores: float, free_bb: float
     """``jobs`` (the waiting jobs in queue order, or those behind ``after``) asking for
     no more than ``free_cores`` cores and ``free_bb`` of burst buffer; from the queue's
     columns (``view.queue_columns``) when the view keeps them and the list is long."""
-    fast = fast_view(view) if len(jobs) > 64 else None
-    if fast is not None:
-        return fast.queue_columns.fitting(free_cores, free_bb, None if after is None else after.job_id)  # type: ignore[no-any-return]
+    kept = fast_view(view, "queue_columns") if len(jobs) > 64 else None
+    if kept is not None:
+        return kept.queue_columns.fitting(free_cores, free_bb, None if after is None else after.job_id)  # type: ignore[no-any-return]
     return [job for job in jobs if job.cores <= free_cores and job.bb <= free_bb]
 
 

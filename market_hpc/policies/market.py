@@ -57,9 +57,9 @@ WAIT_WEIGHT = 0.7
 def _columns(view: View) -> MarketColumns:
     """The queue as market columns: the model's (kept in step), or priced from scratch for
     a hand-made view."""
-    fast = fast_view(view)
-    if fast is not None:
-        columns = fast.market_columns
+    kept = fast_view(view, "market_columns")
+    if kept is not None:
+        columns = kept.market_columns
     else:
         states = ((job, view.state(job.job_id)) for job in view.queue)
         columns = MarketColumns((job, state.progress, state.hold_count) for job, state in states)
@@ -171,8 +171,8 @@ class MarketPolicy:
         so both are kept between decisions (hold attempts at successive arrivals on a full
         machine mostly see the same running jobs).
         """
-        fast = fast_view(view)
-        version = None if fast is None else fast.running_version
+        kept_view = fast_view(view, "running_version")
+        version = None if kept_view is None else kept_view.running_version
         kept = self._kept
         if version is not None and kept is not None and kept[0] is view and kept[1] == version:
             return kept[2], kept[3]

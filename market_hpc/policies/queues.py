@@ -175,12 +175,13 @@ class QueueDispatcher:
     # ------------------------------------------------------------------ decide
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Machine-wide (large) jobs, then EASY per partition, then the pool."""
-        kept = fast_view(view)
-        if kept is not None and view.free_total[0] < kept.queue_min_cores:
+        smallest = fast_view(view, "queue_min_cores")
+        if smallest is not None and view.free_total[0] < smallest.queue_min_cores:
             return NOTHING  # every start takes a job's cores: nothing fits, skip the pass
         self._prepare(view)
         self._prune(view)
-        routed = kept.routed_queue if kept is not None and self.per_queue else None
+        routing = fast_view(view, "routed_queue") if self.per_queue else None
+        routed = None if routing is None else routing.routed_queue
         if routed is not None and (self.active.mode == "shared" or routed.config is not self.active):
             routed = None  # the per-queue lists serve only the configuration in force
         queues: list[Iterable[Job]]

@@ -85,8 +85,8 @@ class PassScratch:
 
     def __init__(self, view: View) -> None:
         self.view = view
-        fast = fast_view(view)
-        self.index = None if fast is None else fast.free_index
+        indexed_view = fast_view(view, "free_index")
+        self.index = None if indexed_view is None else indexed_view.free_index
         self.exclusive = view.exclusive
         self._dense: np.ndarray | None = None
         self._pending: list[tuple[Job, Allocation]] = []
