@@ -9,7 +9,6 @@ sets its order (``key``) and inherits the reservation and the backfilling walk.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -17,7 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from market_hpc.algorithms.easy import may_backfill, shadow_and_extra, shadow_and_extra_cores
+from market_hpc.algorithms.easy import (
+    may_backfill,
+    merge_releases,
+    shadow_and_extra,
+    shadow_and_extra_cores,
+)
 from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
 from market_hpc.domain.job import CORE_UNIT, Job
 from market_hpc.domain.platform import Platform
@@ -305,19 +309,13 @@ class Backfilling:
                 self._cores_only(view.platform) or self._cores_held(view, started)):
             # Only cores are asked for (by the head, the running jobs and this pass's
             # starts): the same walk on plain numbers; other resources keep what is free.
-            cores: Iterable[tuple[float, float]] = ((max(r.est_end, now), r.units * r.job.unit[0]) for r in view.running)
-            if started:
-                cores = heapq.merge(cores, ((end, need[0]) for end, need in started), key=lambda release: release[0])
-            shadow, extra_cores = shadow_and_extra_cores(free_total[0], cores, head.units)
+            cores = ((max(r.est_end, now), r.units * r.job.unit[0]) for r in view.running)
+            started_cores = [(end, need[0]) for end, need in started]
+            shadow, extra_cores = shadow_and_extra_cores(free_total[0], merge_releases(cores, started_cores), head.units)
             return shadow, (extra_cores, *free_total[1:])
-        if with_bb:
-            running = (
-                (max(r.est_end, now), _needs(r.job, r.units, True)) for r in view.running
-            )
-        else:  # the plain path, as cheap as before burst buffers existed
-            running = ((max(r.est_end, now), _totals(r.job.unit, r.units)) for r in view.running)
-        releases = heapq.merge(running, started, key=lambda release: release[0]) if started else running
-        return shadow_and_extra(free_total, releases, _needs(head, head.units, with_bb))
+        # Every resource type, the burst buffer last when the platform has a pool.
+        running = ((max(r.est_end, now), _needs(r.job, r.units, with_bb)) for r in view.running)
+        return shadow_and_extra(free_total, merge_releases(running, started), _needs(head, head.units, with_bb))
 
 
 @register_scheduler("easy", "FIFO with EASY backfilling (Mu'alem & Feitelson 2001)")

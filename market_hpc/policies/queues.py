@@ -24,7 +24,6 @@ used, so the registered names run on any platform (conformance suite).
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import cast
@@ -32,7 +31,7 @@ from typing import cast
 import numpy as np
 
 from market_hpc.algorithms.allocation import units_fit
-from market_hpc.algorithms.easy import may_backfill, shadow_and_extra
+from market_hpc.algorithms.easy import may_backfill, merge_releases, shadow_and_extra
 from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
 from market_hpc.algorithms.queues import default_config, layout, route
 from market_hpc.domain.job import Job
@@ -205,7 +204,7 @@ class QueueDispatcher:
             allocation = self.allocator.allocate(job, free, cast(View, whole))
             if allocation is None:
                 free_total = tuple(free.sum(axis=0).tolist())
-                releases = heapq.merge(running_releases.releases(-1), sorted((e, a) for e, a, _ in started_ends))
+                releases = merge_releases(running_releases.releases(-1), sorted((e, a) for e, a, _ in started_ends))
                 reservation = shadow_and_extra(free_total, releases, _totals(job.unit, job.units))
                 break
             self._take(free, job, allocation, view.exclusive)
@@ -332,7 +331,7 @@ class QueueDispatcher:
             return shadow_big, extra_big
         # Running jobs' releases and this pass's starts, merged in end order: the walk stops at
         # the shadow time (ties within an end change no sum: amounts are integers).
-        releases = heapq.merge(running(), sorted(started))
+        releases = merge_releases(running(), sorted(started))
         shadow, extra = shadow_and_extra(free_total, releases, _totals(head.unit, head.units))
         limits = None
         if columns is not None:
