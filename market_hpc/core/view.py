@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from market_hpc.core.state import SimulationState
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.policies.base import JobState, RoutedQueue, RunningJob
+
+if TYPE_CHECKING:
+    from market_hpc.policies.base import FastView
 
 
 class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
@@ -157,6 +160,11 @@ class ModelView:
     def running_on(self, node: int) -> Sequence[RunningJob]:
         """Running jobs with units on ``node``, in start order."""
         return ReadOnlySequence(self._model.running_on(node))
+
+
+if TYPE_CHECKING:
+    def _implements_fast_view(view: ModelView) -> FastView:
+        return view  # mypy checks that the model's view offers every FastView member
 
 
 @dataclass

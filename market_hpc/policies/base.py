@@ -223,7 +223,8 @@ class FastView(View, Protocol):
 
     @property
     def queue_min_cores(self) -> int:
-        """Fewest cores a waiting job asks for (fallback: walk ``queue``)."""
+        """Fewest cores a waiting job asks for (fallback: run the pass, which starts
+        nothing when nothing fits)."""
     @property
     def running_beyond_cores(self) -> int:
         """Running jobs whose unit asks for more than cores; 0 when the running jobs hold
