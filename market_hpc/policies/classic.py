@@ -143,7 +143,9 @@ class Backfilling:
 
     A subclass chooses the order by setting ``key`` (a sort key giving a total order;
     ``None``, the default, serves the queue in arrival order) and ``label`` (the name's
-    prefix), or overrides :meth:`order`. For example, largest job first::
+    prefix); an order that is not a sort key overrides :meth:`decide` to call
+    ``self.schedule(view, ordered)`` (as ``policies.bb_window`` does with ``Easy``). For
+    example, largest job first::
 
         class LargestFirst(Backfilling):
             label = "ljf-easy"
@@ -178,8 +180,8 @@ class Backfilling:
         return self._platform_cores_only
 
     def order(self, queue: Iterable[Job]) -> Iterable[Job]:
-        """``queue`` in the order this scheduler serves it (``key``'s; the view's sorted
-        queue is used instead when it keeps one)."""
+        """``queue`` sorted by ``key`` (used when the view does not keep the queue sorted:
+        ``FastView.queue_sorted``)."""
         return queue if self.key is None else sorted(queue, key=self.key)
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
