@@ -236,8 +236,8 @@ def test_pruned_hold_search_equals_the_exhaustive_argmax():
 @pytest.mark.parametrize("rule", ["sjq", "maxv", "maxvd", "minvr"])
 def test_bounded_auction_selects_what_a_full_scan_selects(rule):
     from market_hpc.algorithms.market import profit
+    from market_hpc.algorithms.market_auction import Auction
     from market_hpc.algorithms.market_columns import MarketColumns
-    from market_hpc.policies.market import _Auction
 
     rng = np.random.default_rng(7)
     for trial in range(200):
@@ -269,7 +269,7 @@ def test_bounded_auction_selects_what_a_full_scan_selects(rule):
         columns = MarketColumns((Job(c.job_id, c.arrival, 1.0, 1.0, units=len(c.profile), profile=c.profile,
                                      payload={"value_curve": c.curve}), c.progress, 0)
                                 for c in candidates.values())
-        auction = _Auction(rule, columns, now)
+        auction = Auction(rule, columns, now)
         for job_id in taken:
             if job_id not in auction.dropped:
                 auction.take(auction.index(job_id))

@@ -8,14 +8,14 @@ import math
 import numpy as np
 import pytest
 
+from market_hpc.algorithms import market_auction as market_policy
 from market_hpc.algorithms import market_columns, market_index
 from market_hpc.algorithms.market import c_star, profit, remaining_time
+from market_hpc.algorithms.market_auction import Auction
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.market_index import QueueIndex
 from market_hpc.algorithms.valuecurve import ExponentialCurve, LinearDecayCurve, StepCurve
 from market_hpc.domain.job import Job
-from market_hpc.policies import market_auction as market_policy
-from market_hpc.policies.market_auction import _Auction
 
 RULES = ("sjq", "maxv", "maxvd", "minvr")
 
@@ -102,7 +102,7 @@ def test_auction_over_a_living_queue_decides_like_the_scalar_code(rule, exponent
         taken = set(rng.choice(open_ids, size=min(len(open_ids), int(rng.integers(0, 3))), replace=False).tolist())
         bid = int(rng.integers(1, 10))
         dropped, wake, expected = _reference(rule, queue, now, bid, taken)
-        auction = _Auction(rule, columns, now)
+        auction = Auction(rule, columns, now)
         assert (auction.dropped, auction.wake) == (dropped, wake), step
         for job_id in taken - set(dropped):
             auction.take(auction.index(job_id))
@@ -123,7 +123,7 @@ def test_rank_of_counts_the_open_jobs_ranked_before():
     columns = MarketColumns((_job(i, 0.0, profiles[i], curves[i]), 0.0, 0) for i in curves)
     ranks = {}
     for rule in RULES:
-        auction = _Auction(rule, columns, 0.0)
+        auction = Auction(rule, columns, 0.0)
         auction.take(auction.index(1))  # started at this instant: never counted
         ranks[rule] = [auction.rank_of(auction.index(i)) for i in (2, 3, 4)]
     assert ranks["sjq"] == [0, 1, 2]  # queue order, job 1 left out
@@ -138,8 +138,8 @@ def test_a_job_is_dropped_at_the_instant_its_fastest_completion_earns_nothing():
     (a drop index that priced only rows with ``wake < now`` would keep it)."""
     columns = MarketColumns([(_job(1, 0.0, (5.0,), LinearDecayCurve(100.0, 4.0, 15.0)), 0.0, 0),
                              (_job(2, 0.0, (5.0,), LinearDecayCurve(100.0, 40.0, 50.0)), 0.0, 0)])
-    assert _Auction("maxv", columns, 9.0).dropped == []
-    auction = _Auction("maxv", columns, 10.0)
+    assert Auction("maxv", columns, 9.0).dropped == []
+    auction = Auction("maxv", columns, 10.0)
     assert auction.dropped == [1] and auction.wake == 46  # job 2: floor(0 + 50 - 5) + 1
     assert columns.drop_candidates(10.0)[0] == [0]  # only job 1's row is near its wake
     assert columns.drop_candidates(10.0)[1] == 45.0  # the other rows' smallest wake
@@ -152,9 +152,9 @@ def test_sjq_walks_the_queue_order_past_jobs_that_cannot_earn_on_the_offer():
     columns = MarketColumns([(_job(1, 0.0, (30.0, 10.0), slow), 0.0, 0),
                              (_job(2, 0.0, (25.0, 12.0), slow), 0.0, 0),
                              (_job(3, 0.0, (8.0,), slow), 0.0, 0)])
-    assert _Auction("sjq", columns, 0.0).select(1) == (2, 1)
-    assert _Auction("sjq", columns, 0.0).select(2) == (0, 2)
-    auction = _Auction("sjq", columns, 0.0)
+    assert Auction("sjq", columns, 0.0).select(1) == (2, 1)
+    assert Auction("sjq", columns, 0.0).select(2) == (0, 2)
+    auction = Auction("sjq", columns, 0.0)
     auction.take(0)
     assert auction.select(2) == (1, 2)  # job 1 started at this instant: job 2 next
 
@@ -166,11 +166,11 @@ def test_minvr_tries_the_next_least_remaining_value_when_the_least_cannot_earn(m
     columns = MarketColumns([(_job(1, 0.0, (30.0, 10.0), LinearDecayCurve(100.0, 10.0, 20.0)), 0.0, 0),
                              (_job(2, 0.0, (8.0,), LinearDecayCurve(100.0, 20.0, 30.0)), 0.0, 0),
                              (_job(3, 0.0, (8.0,), LinearDecayCurve(100.0, 45.0, 55.0)), 0.0, 0)])
-    assert _Auction("minvr", columns, 0.0).remaining().tolist() == [1500.0, 2500.0, 5000.0]
-    assert _Auction("minvr", columns, 0.0).select(1) == (1, 1)
-    assert _Auction("minvr", columns, 0.0).select(2) == (0, 2)
+    assert Auction("minvr", columns, 0.0).remaining().tolist() == [1500.0, 2500.0, 5000.0]
+    assert Auction("minvr", columns, 0.0).select(1) == (1, 1)
+    assert Auction("minvr", columns, 0.0).select(2) == (0, 2)
     monkeypatch.setattr(market_policy, "TRIES", 1)
-    assert _Auction("minvr", columns, 0.0).select(1) == (1, 1)
+    assert Auction("minvr", columns, 0.0).select(1) == (1, 1)
 
 
 def test_queue_index_skips_jobs_that_left_and_a_held_job_pushed_again():
@@ -194,7 +194,7 @@ def test_no_pick_when_no_open_job_earns_on_the_offer(rule):
     columns = MarketColumns([(_job(1, 0.0, (30.0, 10.0), slow), 0.0, 0),
                              (_job(2, 0.0, (25.0, 12.0), slow), 0.0, 0),
                              (_job(3, 0.0, (8.0,), slow), 0.0, 0)])
-    auction = _Auction(rule, columns, 0.0)
+    auction = Auction(rule, columns, 0.0)
     auction.take(2)
     assert auction.select(1) is None
     assert auction.select(2) is not None
@@ -208,7 +208,7 @@ def test_equal_keys_go_to_the_earliest_arrival_then_the_lowest_id(rule):
     curve = LinearDecayCurve(100.0, 50.0, 60.0)
     columns = MarketColumns((_job(job_id, submit, (8.0,), curve), 0.0, 0) for job_id, submit in ((9, 1.0), (4, 1.0),
                                                                                                  (6, 2.0)))
-    auction = _Auction(rule, columns, 2.0)
+    auction = Auction(rule, columns, 2.0)
     picks = []
     for _ in range(3):
         row, _cores = auction.select(1)  # type: ignore[misc]

@@ -9,9 +9,25 @@ uses only extra resources, so it can never delay the head's reservation.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
+from typing import TypeVar
 
 Amounts = Sequence[float]  # integers per node resource; the burst buffer (GB) may be fractional
+Release = TypeVar("Release", bound=tuple)  # type: ignore[type-arg]  # (expected_end, amount...)
+
+_END = itemgetter(0)
+
+
+def merge_releases(running: Iterable[Release], started: Sequence[Release]) -> Iterable[Release]:
+    """Running jobs' releases and those of the jobs started in this pass, as one stream
+    sorted by end (each input sorted by end; at equal ends running jobs come first).
+
+    >>> list(merge_releases([(5.0, 1), (9.0, 2)], [(5.0, 3), (7.0, 4)]))
+    [(5.0, 1), (5.0, 3), (7.0, 4), (9.0, 2)]
+    """
+    return heapq.merge(running, started, key=_END) if started else running
 
 
 def shadow_and_extra(

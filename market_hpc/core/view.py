@@ -5,17 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, overload
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.queue_columns import QueueColumns
+from market_hpc.core.queue_agents import RoutedQueueAgent
 from market_hpc.core.state import SimulationState
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
-from market_hpc.policies.base import JobState, RunningJob
+from market_hpc.policies.base import JobState, RoutedQueue, RunningJob
+
+if TYPE_CHECKING:
+    from market_hpc.policies.base import FastView
 
 
 class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
@@ -51,7 +55,9 @@ class ReadOnlySequence(Sequence):  # type: ignore[type-arg]
 
 
 class ModelView:
-    """Snapshot of ``model`` at the current instant, valid during one ``decide`` call.
+    """Snapshot of ``model`` at the current instant, valid during one ``decide`` call: a
+    :class:`~market_hpc.policies.base.FastView` (the plain ``View`` and every optional
+    capability).
 
     The model's resource manager keeps one view and :meth:`refresh`-es it before each
     decision (the queue and running jobs are live facades, the rest a few fields), so a
@@ -107,11 +113,11 @@ class ModelView:
         return self._model.queue_agent.min_cores
 
     @property
-    def routed_queue(self) -> Any:
+    def routed_queue(self) -> RoutedQueue | None:
         """Hybrid queues: the model's ``RoutedQueueAgent`` (waiting jobs per configured queue,
         each queue's columns kept in step), or None when the model has no queues."""
         agent = self._model.queue_agent
-        return agent if hasattr(agent, "queue_of") else None
+        return agent if isinstance(agent, RoutedQueueAgent) else None
 
     def queue_sorted(self, key: Callable[[Job], object]) -> Sequence[Job]:
         """The waiting jobs sorted by ``key`` (a total order, e.g. SJF's), kept sorted
@@ -154,6 +160,11 @@ class ModelView:
     def running_on(self, node: int) -> Sequence[RunningJob]:
         """Running jobs with units on ``node``, in start order."""
         return ReadOnlySequence(self._model.running_on(node))
+
+
+if TYPE_CHECKING:
+    def _implements_fast_view(view: ModelView) -> FastView:
+        return view  # mypy checks that the model's view offers every FastView member
 
 
 @dataclass

@@ -9,14 +9,21 @@ naming the policy and the time for anything it cannot execute.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import NamedTuple, Protocol, runtime_checkable
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, cast, runtime_checkable
 
 import numpy as np
 
 from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
+
+if TYPE_CHECKING:
+    from market_hpc.algorithms.free_index import FreeCoreIndex
+    from market_hpc.algorithms.market_columns import MarketColumns
+    from market_hpc.algorithms.queue_columns import QueueColumns
+    from market_hpc.domain.queues import QueueConfig
 
 Allocation = tuple[tuple[int, int], ...]
 """Where a job runs: ``((node_index, units_on_that_node), ...)`` with node indices increasing.
@@ -26,8 +33,10 @@ units, read as those pairs) is accepted wherever an allocation is: the indexed f
 and best-fit return one, so a wide job costs its runs, not its nodes."""
 
 __all__ = [
-    "NOTHING", "Action", "Allocation", "Allocator", "Decision", "Drop", "Hold", "JobState",
-    "NodeRuns", "Policy", "RunningJob", "Start", "View", "iter_units",
+    "NOTHING", "Action", "Allocation", "Allocator", "Decision", "Drop", "FailureCountingAllocator",
+    "FastMember", "FastView", "Hold", "IndexedAllocator", "JobState", "NodeRuns", "PassAwareAllocator", "Policy",
+    "QueueAgentView", "RoutedQueue", "RunningJob", "Start", "View", "failure_counting", "fast_view",
+    "indexed", "iter_units", "pass_aware",
 ]
 
 
@@ -171,6 +180,149 @@ class Allocator(Protocol):
 
     def allocate(self, job: Job, free: np.ndarray, view: View) -> Allocation | None:
         """Return an allocation that fits ``free`` or ``None``; never mutate ``free``."""
+
+
+class QueueAgentView(Protocol):
+    """One configured queue's waiting jobs, as :attr:`RoutedQueue.queues` lists them."""
+
+    @property
+    def jobs(self) -> dict[int, Job]:
+        """Waiting jobs by id, in arrival order."""
+    @property
+    def columns(self) -> QueueColumns:
+        """The same jobs as columns (backfilling walks over long queues use them)."""
+
+
+class RoutedQueue(Protocol):
+    """Seed 004's waiting jobs split by configured queue (:attr:`FastView.routed_queue`)."""
+
+    @property
+    def config(self) -> QueueConfig:
+        """The queue configuration the jobs were routed by."""
+    @property
+    def jobs(self) -> dict[int, Job]:
+        """Every waiting job by id, in arrival order."""
+    @property
+    def queue_of(self) -> Mapping[int, str]:
+        """The configured queue of each waiting job, by job id."""
+    @property
+    def queues(self) -> Mapping[str, QueueAgentView]:
+        """Each configured queue's waiting jobs, by queue name."""
+
+
+class FastView(View, Protocol):
+    """What the model's view offers beyond :class:`View`: state it keeps in step between
+    decisions, so a pass over a long queue or a large machine costs what it looks at.
+
+    Optional, member by member: a view a test or plug-in builds may offer any of them or
+    none. A policy asks for one with ``fast_view(view, "member")``, which returns ``None``
+    when the view lacks it, and then computes the same answer from the plain
+    :class:`View` (each member's fallback below). Whatever the view offers, the decisions
+    are the same; only their cost differs.
+    """
+
+    @property
+    def queue_min_cores(self) -> int:
+        """Fewest cores a waiting job asks for (fallback: run the pass, which starts
+        nothing when nothing fits)."""
+    @property
+    def running_beyond_cores(self) -> int:
+        """Running jobs whose unit asks for more than cores; 0 when the running jobs hold
+        cores only (fallback: walk ``running``)."""
+    @property
+    def queue_columns(self) -> QueueColumns:
+        """The waiting jobs as columns in ``queue`` order (fallback: walk ``queue``)."""
+    @property
+    def market_columns(self) -> MarketColumns:
+        """The waiting jobs' value curves, profiles and progress as columns in ``queue``
+        order (fallback: build ``MarketColumns`` from ``queue`` and ``state``)."""
+    @property
+    def running_version(self) -> int:
+        """Changes whenever a job starts, ends or is held (fallback: assume it changed)."""
+    @property
+    def routed_queue(self) -> RoutedQueue | None:
+        """Seed 004: the waiting jobs per configured queue, or ``None`` when the model has
+        no queues (fallback: route ``queue`` job by job)."""
+    @property
+    def free_index(self) -> FreeCoreIndex:
+        """Free cores indexed for placement; try allocations on it only through
+        ``policies.scratch.PassScratch``, which undoes them (fallback: a copy of ``free``)."""
+    def queue_sorted(self, key: Callable[[Job], object]) -> Sequence[Job]:
+        """The waiting jobs sorted by ``key`` (a total order), kept sorted between
+        decisions (fallback: ``sorted(queue, key=key)``)."""
+
+
+@runtime_checkable
+class IndexedAllocator(Allocator, Protocol):
+    """An allocator that also places plain core jobs on the free-core index.
+
+    Optional: ``policies.scratch.PassScratch`` uses it when the view offers
+    :attr:`FastView.free_index`, and ``allocate`` otherwise. Both must choose the same
+    nodes (the first-fit and best-fit allocators do).
+    """
+
+    def allocate_indexed(self, job: Job, index: FreeCoreIndex, view: View) -> NodeRuns | None:
+        """Return where ``job`` (cores only) goes on ``index``, or ``None``."""
+
+
+@runtime_checkable
+class PassAwareAllocator(Allocator, Protocol):
+    """An allocator that looks ahead along a scheduling pass (seed 000's WEIGHTED).
+
+    Optional: a scheduler announces its pass order with ``begin_pass`` before offering
+    the jobs in that order; allocators without it are simply not told.
+    """
+
+    def begin_pass(self, jobs: Sequence[Job], view: View) -> None:
+        """Learn that ``jobs`` will be offered in this order on ``view``."""
+
+
+@runtime_checkable
+class FailureCountingAllocator(Allocator, Protocol):
+    """An allocator that counts failed attempts (seed 000's PRIORITY-WEIGHTED).
+
+    Optional: a scheduler that knows an attempt must fail and skips ``allocate`` reports
+    it with ``note_failed_attempt``, so the counters move as if it had been tried.
+    """
+
+    def note_failed_attempt(self, job: Job) -> None:
+        """Count an attempt to place ``job`` that failed without ``allocate``."""
+
+
+FastMember = Literal["queue_sorted", "queue_min_cores", "queue_columns", "market_columns",
+                     "running_beyond_cores", "running_version", "routed_queue", "free_index"]
+"""The name of one :class:`FastView` member (each is optional on its own)."""
+
+
+def _offers(obj: object, name: str) -> bool:
+    """Whether ``obj`` has ``name`` (not ``None``), without reading it: a property such as
+    ``market_columns`` may build what it returns. A lookup in the class's own namespace
+    answers for the model's view and the registered allocators; anything else (inherited,
+    set on the instance) is looked up statically."""
+    if type(obj).__dict__.get(name) is not None:
+        return True
+    return inspect.getattr_static(obj, name, None) is not None
+
+
+def fast_view(view: View, member: FastMember) -> FastView | None:
+    """``view`` typed as a :class:`FastView` when it offers ``member``, else ``None``
+    (then use the member's fallback). Only ``member`` may be read from the result."""
+    return cast(FastView, view) if _offers(view, member) else None
+
+
+def indexed(allocator: Allocator) -> IndexedAllocator | None:
+    """``allocator`` when it is an :class:`IndexedAllocator`, else ``None``."""
+    return cast(IndexedAllocator, allocator) if _offers(allocator, "allocate_indexed") else None
+
+
+def pass_aware(allocator: Allocator) -> PassAwareAllocator | None:
+    """``allocator`` when it is a :class:`PassAwareAllocator`, else ``None``."""
+    return cast(PassAwareAllocator, allocator) if _offers(allocator, "begin_pass") else None
+
+
+def failure_counting(allocator: Allocator) -> FailureCountingAllocator | None:
+    """``allocator`` when it is a :class:`FailureCountingAllocator`, else ``None``."""
+    return cast(FailureCountingAllocator, allocator) if _offers(allocator, "note_failed_attempt") else None
 
 
 def iter_units(allocation: Allocation) -> Iterator[int]:

@@ -3,12 +3,12 @@
 Each composes with any allocator. FIFO, SJF and LJF start jobs in their order and stop
 at the first that does not fit (no skipping), as AccaSim's and Batsim's reference
 schedulers do. SJF/LJF order by the estimate schedulers see, ties by submit time then
-job id.
+job id. :class:`Backfilling` is EASY over any queue order: a new backfilling scheduler
+sets its order (``key``) and inherits the reservation and the backfilling walk.
 """
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -16,15 +16,27 @@ from typing import Any
 
 import numpy as np
 
-from market_hpc.algorithms.easy import may_backfill, shadow_and_extra, shadow_and_extra_cores
+from market_hpc.algorithms.easy import (
+    may_backfill,
+    merge_releases,
+    shadow_and_extra,
+    shadow_and_extra_cores,
+)
 from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
 from market_hpc.domain.job import CORE_UNIT, Job
 from market_hpc.domain.platform import Platform
-from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start, View
+from market_hpc.policies.base import (
+    NOTHING,
+    Action,
+    Allocator,
+    Decision,
+    Start,
+    View,
+    fast_view,
+    pass_aware,
+)
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import PassScratch
-
-_new_tuple = tuple.__new__  # Start(...) and Decision(...) without their Python-level __new__
 
 
 def _totals(unit: tuple[int, ...], units: int) -> tuple[int, ...]:
@@ -62,15 +74,11 @@ class _OrderedScheduler:
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         free_cores = view.free_total[0]
-        if self.key is None:
-            ordered: Iterable[Job] = view.queue
-        else:
-            queue_sorted = getattr(view, "queue_sorted", None)
-            ordered = self.order(view.queue) if queue_sorted is None else queue_sorted(self.key)
-        begin_pass = getattr(self.allocator, "begin_pass", None)
-        if begin_pass is not None:  # WEIGHTED (Netti et al.) looks ahead along this order
+        ordered = _served(view, self.key, self.order)
+        looking_ahead = pass_aware(self.allocator)
+        if looking_ahead is not None:  # WEIGHTED (Netti et al.) looks ahead along this order
             ordered = list(ordered)
-            begin_pass(ordered, view)
+            looking_ahead.begin_pass(ordered, view)
         free_bb = view.free_bb  # allocators see only the view's pool, not this pass's starts
         jobs = iter(ordered)
         first = next(jobs, None)
@@ -85,11 +93,21 @@ class _OrderedScheduler:
                 allocation = scratch.allocate(self.allocator, job)
                 if allocation is None:
                     break
-                actions.append(_new_tuple(Start, (job.job_id, allocation)))
+                actions.append(Start(job.job_id, allocation))
                 scratch.take(job, allocation)
                 free_cores -= cores
                 free_bb -= job.bb
-        return _new_tuple(Decision, (tuple(actions), None)) if actions else NOTHING
+        return Decision(tuple(actions)) if actions else NOTHING
+
+
+def _served(view: View, key: Callable[[Job], Any] | None,
+            order: Callable[[Iterable[Job]], Iterable[Job]]) -> Iterable[Job]:
+    """The waiting jobs in the order ``key`` gives (queue order for ``None``): the view's
+    sorted queue when it keeps one (``FastView.queue_sorted``), else ``order(queue)``."""
+    if key is None:
+        return view.queue
+    kept = fast_view(view, "queue_sorted")
+    return order(view.queue) if kept is None else kept.queue_sorted(key)
 
 
 @register_scheduler("fifo", "first come, first served; the head blocks the queue")
@@ -109,26 +127,48 @@ class Ljf(_OrderedScheduler):
     key = staticmethod(longest_first)
 
 
-@register_scheduler("easy", "FIFO with EASY backfilling (Mu'alem & Feitelson 2001)")
-class Easy:
-    """EASY backfilling.
+class Backfilling:
+    """EASY backfilling (Mu'alem & Feitelson 2001) over any queue order: the base class
+    of backfilling schedulers.
 
-    Jobs start in queue order while they fit. The first that does not fit gets a
-    reservation at the shadow time computed from running jobs' estimates (a job past
-    its estimate is expected to end now). Later jobs are backfilled, in queue order, if
-    the allocator places them now and they either end by the shadow time or use only the
-    extra resources. Shadow and extra are computed on platform-wide totals per resource,
-    which is exact for core-level allocation and an approximation under node-exclusive
-    allocation (documented in ``docs``).
+    Jobs start in the scheduler's order while they fit. The first that does not fit (the
+    head) gets a reservation at the shadow time computed from running jobs' estimates (a
+    job past its estimate is expected to end now) and this pass's starts. Later jobs are
+    backfilled, in the same order, if the allocator places them now and they either end by
+    the shadow time or use only the extra resources. Every resource type counts, the
+    shared burst-buffer pool included (seed 003). Shadow and extra are computed on
+    platform-wide totals per resource (``algorithms.easy``), which is exact for core-level
+    allocation and an approximation under node-exclusive allocation (documented in
+    ``docs``).
+
+    A subclass chooses the order by setting ``key`` (a sort key giving a total order;
+    ``None``, the default, serves the queue in arrival order) and ``label`` (the name's
+    prefix); an order that is not a sort key overrides :meth:`decide` to call
+    ``self.schedule(view, ordered)`` (as ``policies.bb_window`` does with ``Easy``). For
+    example, largest job first::
+
+        class LargestFirst(Backfilling):
+            label = "ljf-easy"
+            key = staticmethod(lambda job: (-job.cores, job.submit, job.job_id))
+
+    Args:
+        allocator: Where jobs go.
+
+    Attributes:
+        label: Prefix of ``name`` (``"{label}+{allocator}"``).
+        key: The order as a sort key, or ``None`` for queue order.
+        columns_from: Queues longer than this are filtered with the queue's columns
+            before the backfilling walk (queue order only; same decisions).
     """
 
-    # Queues longer than this are filtered with the queue's columns before the backfilling
-    # walk (same decisions; a vectorised filter costs more than a short walk).
+    label = "backfilling"
+    key: Callable[[Job], Any] | None = None
+    # A vectorised filter costs more than a short walk.
     columns_from = 64
 
     def __init__(self, allocator: Allocator) -> None:
         self.allocator = allocator
-        self.name = f"easy+{allocator.name}"
+        self.name = f"{self.label}+{allocator.name}"
         self._platform: object = None
         self._platform_cores_only = False
 
@@ -139,8 +179,14 @@ class Easy:
             self._platform_cores_only = not np.asarray(platform.total)[1:].any()
         return self._platform_cores_only
 
+    def order(self, queue: Iterable[Job]) -> Iterable[Job]:
+        """``queue`` sorted by ``key`` (used when the view does not keep the queue sorted:
+        ``FastView.queue_sorted``)."""
+        return queue if self.key is None else sorted(queue, key=self.key)
+
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
-        return self.schedule(view, view.queue)
+        """EASY over the waiting jobs in this scheduler's order (:meth:`schedule`)."""
+        return self.schedule(view, _served(view, self.key, self.order))
 
     def schedule(self, view: View, ordered: Iterable[Job]) -> Decision:
         """EASY over ``ordered`` (the queue in the order to serve it).
@@ -157,11 +203,14 @@ class Easy:
         first = next(queue, None)
         if first is None or (first.cores > free_cores and free_cores == 0):
             return NOTHING  # nothing can start or backfill now
-        if first.cores > free_cores and getattr(view, "queue_min_cores", 0) > free_cores:
-            return NOTHING  # no waiting job fits the free cores: the pass would start nothing
+        if first.cores > free_cores:
+            smallest = fast_view(view, "queue_min_cores")
+            if smallest is not None and smallest.queue_min_cores > free_cores:
+                return NOTHING  # no waiting job fits the free cores: the pass would start nothing
         columns = None
         if ordered is view.queue and len(ordered) > self.columns_from:  # type: ignore[arg-type]
-            columns = getattr(view, "queue_columns", None)
+            kept = fast_view(view, "queue_columns")
+            columns = None if kept is None else kept.queue_columns
         with PassScratch(view) as scratch:
             return self._pass(view, first, queue, free_cores, free_bb, with_bb, scratch, columns)
 
@@ -176,13 +225,13 @@ class Easy:
             if allocation is None:
                 head = job
                 break
-            actions.append(_new_tuple(Start, (job.job_id, allocation)))
+            actions.append(Start(job.job_id, allocation))
             started.append((view.time + job.estimate, _needs(job, job.units, with_bb)))
             scratch.take(job, allocation)
             free_cores -= job.cores
             free_bb -= job.bb
         if head is None or free_cores == 0:
-            return _new_tuple(Decision, (tuple(actions), None)) if actions else NOTHING
+            return Decision(tuple(actions)) if actions else NOTHING
         base_total = view.free_total + (view.free_bb,) if with_bb else view.free_total
         free_total = tuple(f - sum(t[i] for _, t in started) for i, f in enumerate(base_total))
         shadow, extra = self._reservation(view, free_total, head, sorted(started), with_bb)
@@ -220,7 +269,7 @@ class Easy:
             allocation = scratch.allocate(self.allocator, job)
             if allocation is None:
                 continue
-            actions.append(_new_tuple(Start, (job.job_id, allocation)))
+            actions.append(Start(job.job_id, allocation))
             scratch.take(job, allocation)
             free_cores -= cores
             free_bb -= job.bb
@@ -232,12 +281,13 @@ class Easy:
                 limits.free_cores, limits.extra_cores = free_cores, extra[0]
                 if with_bb:
                     limits.free_bb, limits.extra_bb = free_bb, extra[-1]
-        return _new_tuple(Decision, (tuple(actions), None)) if actions else NOTHING
+        return Decision(tuple(actions)) if actions else NOTHING
 
     @staticmethod
     def _cores_held(view: View, started: list[tuple[float, tuple[float, ...]]]) -> bool:
         """Whether the running jobs and this pass's starts hold cores only."""
-        return (getattr(view, "running_beyond_cores", None) == 0
+        kept = fast_view(view, "running_beyond_cores")
+        return (kept is not None and kept.running_beyond_cores == 0
                 and all(not any(need[1:]) for _, need in started))
 
     def reservation_after(self, view: View, starts: Sequence[Job], head: Job) -> tuple[float, tuple[float, ...]]:
@@ -257,24 +307,24 @@ class Easy:
         """Shadow time and extra of ``head``; ``started`` are jobs started in this decision,
         ``free_total`` what is free after them (burst buffer last when ``with_bb``)."""
         now = view.time
-        # ``a if a > b else b`` instead of ``max``: cheaper per running job (FURB136 off).
         if not with_bb and head.unit == CORE_UNIT and (
                 self._cores_only(view.platform) or self._cores_held(view, started)):
             # Only cores are asked for (by the head, the running jobs and this pass's
             # starts): the same walk on plain numbers; other resources keep what is free.
-            cores: Iterable[tuple[float, float]] = ((r.est_end if r.est_end > now else now, r.units * r.job.unit[0]) for r in view.running)  # noqa: FURB136
-            if started:
-                cores = heapq.merge(cores, ((end, need[0]) for end, need in started), key=lambda release: release[0])
-            shadow, extra_cores = shadow_and_extra_cores(free_total[0], cores, head.units)
+            cores = ((max(r.est_end, now), r.units * r.job.unit[0]) for r in view.running)
+            started_cores = [(end, need[0]) for end, need in started]
+            shadow, extra_cores = shadow_and_extra_cores(free_total[0], merge_releases(cores, started_cores), head.units)
             return shadow, (extra_cores, *free_total[1:])
-        if with_bb:
-            running = (
-                (r.est_end if r.est_end > now else now, _needs(r.job, r.units, True)) for r in view.running  # noqa: FURB136
-            )
-        else:  # the plain path, as cheap as before burst buffers existed
-            running = ((r.est_end if r.est_end > now else now, _totals(r.job.unit, r.units)) for r in view.running)  # noqa: FURB136
-        releases = heapq.merge(running, started, key=lambda release: release[0]) if started else running
-        return shadow_and_extra(free_total, releases, _needs(head, head.units, with_bb))
+        # Every resource type, the burst buffer last when the platform has a pool.
+        running = ((max(r.est_end, now), _needs(r.job, r.units, with_bb)) for r in view.running)
+        return shadow_and_extra(free_total, merge_releases(running, started), _needs(head, head.units, with_bb))
+
+
+@register_scheduler("easy", "FIFO with EASY backfilling (Mu'alem & Feitelson 2001)")
+class Easy(Backfilling):
+    """EASY backfilling in queue (arrival) order: :class:`Backfilling` as it stands."""
+
+    label = "easy"
 
 
 def _needs(job: Job, units: int, with_bb: bool) -> tuple[float, ...]:

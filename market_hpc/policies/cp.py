@@ -48,6 +48,7 @@ from market_hpc.algorithms.cp_instance import (
     CpRunning,
     slowdown_weight,
 )
+from market_hpc.algorithms.hetero import prb_order
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import MIB_PER_GB
 from market_hpc.domain.resources import MEM
@@ -55,7 +56,7 @@ from market_hpc.errors import ConfigError
 from market_hpc.policies.allocators import job_fits
 from market_hpc.policies.base import NOTHING, Action, Allocation, Allocator, Decision, Start, View
 from market_hpc.policies.hetero import announce
-from market_hpc.policies.hetero_schedulers import DEFAULT_EXPECTED_WAIT, _take
+from market_hpc.policies.hetero_schedulers import DEFAULT_EXPECTED_WAIT, take_nodes
 from market_hpc.policies.registry import register_scheduler
 
 QUEUE_LIMIT = 100
@@ -283,7 +284,7 @@ class CpScheduler:
             if allocation is None:
                 continue
             actions.append(Start(job.job_id, allocation))
-            _take(free, job, allocation, view)
+            take_nodes(free, job, allocation, view)
             free_bb -= job.bb
         return actions
 
@@ -458,9 +459,10 @@ class Cph(CpScheduler):
         """All queued jobs in PRB order and their weights ``floor(maxEWT / EWT_q)``."""
         waits = [self.expected_wait.get(job.queue, self.default_wait) for job in queue]
         longest = max(waits, default=self.default_wait)
+        # CPH's demand term: whole seconds times the cores, GPUs and MICs asked for.
         demand = [max(1, math.ceil(j.estimate)) * j.units * sum(j.unit[:3]) for j in queue]
-        order = sorted(range(len(queue)),
-                       key=lambda i: (-longest * (now - queue[i].submit + 1.0) / waits[i], demand[i], i))
+        order = prb_order(now, np.fromiter((job.submit for job in queue), dtype=np.float64, count=len(queue)),
+                          np.array(waits, dtype=np.float64), np.array(demand, dtype=np.float64)).tolist()
         return [queue[i] for i in order], [max(1, int(longest // waits[i])) for i in order]
 
     def modelled(self, queue: list[Job], view: View) -> tuple[list[Job], list[int]]:

@@ -36,15 +36,15 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.resources import GPUS, MICS, RESOURCES
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.policies.allocators import job_fits
-from market_hpc.policies.base import Allocation, Allocator, View
+from market_hpc.policies.base import Allocation, Allocator, View, pass_aware
 from market_hpc.policies.registry import register_allocator
 
 
 def announce(allocator: Allocator, jobs: Sequence[Job], view: View) -> None:
     """Tell a pass-aware allocator the order in which jobs will be offered."""
-    begin = getattr(allocator, "begin_pass", None)
-    if begin is not None:
-        begin(jobs, view)
+    looking_ahead = pass_aware(allocator)
+    if looking_ahead is not None:
+        looking_ahead.begin_pass(jobs, view)
 
 
 def _critical_columns(names: Sequence[str]) -> tuple[int, ...]:
@@ -59,7 +59,8 @@ def _critical_columns(names: Sequence[str]) -> tuple[int, ...]:
 _UNITS: dict[tuple[int, ...], np.ndarray] = {}
 
 
-def _unit_array(unit: tuple[int, ...]) -> np.ndarray:
+def unit_array(unit: tuple[int, ...]) -> np.ndarray:
+    """``unit`` as an int64 array, one copy per unit shape, shared (never modify it)."""
     array = _UNITS.get(unit)
     if array is None:
         array = _UNITS[unit] = np.asarray(unit, dtype=np.int64)
@@ -162,7 +163,7 @@ class Weighted:
         if job.bb <= view.free_bb:
             fits = job_fits(job, free, view)
             if fits.sum() >= job.units:
-                unit = _unit_array(job.unit)
+                unit = unit_array(job.unit)
                 scale = _unit_free_scale(view) if self.unit_free else RANK_SCALE
                 order = weighted_order(free, fits, unit, job.units, self.weights(job, view), scale)
                 allocation = place_in_order(fits, order, job.units)
@@ -211,7 +212,7 @@ class PriorityWeighted(Weighted):
         """Move the counters of the critical kinds ``job`` requests."""
         unit = job.unit
         if any(unit[k] > 0 for k in self.critical):
-            self.priority = update_priorities(self.priority, _unit_array(unit), succeeded,
+            self.priority = update_priorities(self.priority, unit_array(unit), succeeded,
                                               self.critical, self.step, self.bounds)
 
 
@@ -221,4 +222,4 @@ def _unit_free_scale(view: View) -> np.ndarray:
     return np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
 
 
-__all__ = ["CRITICAL", "GPUS", "MICS", "Balanced", "PriorityWeighted", "Weighted", "announce"]
+__all__ = ["CRITICAL", "GPUS", "MICS", "Balanced", "PriorityWeighted", "Weighted", "announce", "unit_array"]

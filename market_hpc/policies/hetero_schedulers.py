@@ -21,8 +21,19 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.resources import RESOURCES
 from market_hpc.errors import ConfigError
 from market_hpc.policies.allocators import job_fits
-from market_hpc.policies.base import NOTHING, Action, Allocation, Allocator, Decision, Start, View
-from market_hpc.policies.hetero import _unit_array, announce
+from market_hpc.policies.base import (
+    NOTHING,
+    Action,
+    Allocation,
+    Allocator,
+    Decision,
+    Start,
+    View,
+    failure_counting,
+    fast_view,
+    pass_aware,
+)
+from market_hpc.policies.hetero import announce, unit_array
 from market_hpc.policies.pass_view import PassView
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import take_dense
@@ -43,9 +54,7 @@ class _Arena:
     def attempt(self, allocator: Allocator, job: Job, view: View) -> Allocation | None:
         limit = self.failed.get(job.unit)
         if limit is not None and job.units >= limit:
-            note = getattr(allocator, "note_failed_attempt", None)
-            if note is not None:
-                note(job)
+            note_failure(allocator, job)
             return None
         allocation = allocator.allocate(job, self.free, view)
         if allocation is None and job.bb <= view.free_bb:
@@ -53,7 +62,7 @@ class _Arena:
         return allocation
 
 
-def _take(free: np.ndarray, job: Job, allocation: Allocation, view: View) -> np.ndarray:
+def take_nodes(free: np.ndarray, job: Job, allocation: Allocation, view: View) -> np.ndarray:
     """Subtract an allocation from a scratch free array; return its node indices."""
     take_dense(free, job, allocation, view.exclusive)
     return np.fromiter((node for node, _ in allocation), dtype=np.int64, count=len(allocation))
@@ -63,16 +72,16 @@ def _skips_unplaceable(allocator: Allocator) -> bool:
     """Whether a pass may leave out the jobs that ask for more cores or burst buffer than
     are free: no allocator places them, and this one neither looks ahead along the pass
     (``begin_pass``) nor counts failed attempts (``note_failed_attempt``)."""
-    return getattr(allocator, "begin_pass", None) is None and getattr(allocator, "note_failed_attempt", None) is None
+    return pass_aware(allocator) is None and failure_counting(allocator) is None
 
 
 def placeable(view: View, jobs: Sequence[Job], free_cores: float, free_bb: float, after: Job | None = None) -> list[Job]:
     """``jobs`` (the waiting jobs in queue order, or those behind ``after``) asking for
     no more than ``free_cores`` cores and ``free_bb`` of burst buffer; from the queue's
     columns (``view.queue_columns``) when the view keeps them and the list is long."""
-    columns = getattr(view, "queue_columns", None) if len(jobs) > 64 else None
-    if columns is not None:
-        return columns.fitting(free_cores, free_bb, None if after is None else after.job_id)  # type: ignore[no-any-return]
+    kept = fast_view(view, "queue_columns") if len(jobs) > 64 else None
+    if kept is not None:
+        return kept.queue_columns.fitting(free_cores, free_bb, None if after is None else after.job_id)  # type: ignore[no-any-return]
     return [job for job in jobs if job.cores <= free_cores and job.bb <= free_bb]
 
 
@@ -135,9 +144,9 @@ class Prb:
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Start every queued job the allocator places, most urgent first."""
         if view.free_total[0] == 0:
-            if getattr(self.allocator, "note_failed_attempt", None) is not None:
+            if failure_counting(self.allocator) is not None:
                 for job in view.queue:  # every attempt fails; the counters still see it
-                    _note_failure(self.allocator, job)
+                    note_failure(self.allocator, job)
             return NOTHING
         queue = list(view.queue)
         if _skips_unplaceable(self.allocator) and queue:
@@ -157,15 +166,17 @@ class Prb:
             allocation = arena.attempt(self.allocator, job, cast(View, passing))
             if allocation is not None:
                 actions.append(Start(job.job_id, allocation))
-                _take(arena.free, job, allocation, view)
+                take_nodes(arena.free, job, allocation, view)
                 passing.take(job)
         return Decision(tuple(actions)) if actions else NOTHING
 
 
-def _note_failure(allocator: Allocator, job: Job) -> None:
-    note = getattr(allocator, "note_failed_attempt", None)
-    if note is not None:
-        note(job)
+def note_failure(allocator: Allocator, job: Job) -> None:
+    """Report an attempt that failed without ``allocate`` to an allocator that counts them
+    (:class:`~market_hpc.policies.base.FailureCountingAllocator`)."""
+    counting = failure_counting(allocator)
+    if counting is not None:
+        counting.note_failed_attempt(job)
 
 
 Release = tuple[float, Allocation, tuple[int, ...], float]  # end, allocation, unit, burst buffer
@@ -231,7 +242,7 @@ class Ebf:
             actions.append(Start(job.job_id, allocation))
             started.append((now + job.estimate, allocation, job.unit, job.bb))
             passing.take(job)
-            return _take(arena.free, job, allocation, view)
+            return take_nodes(arena.free, job, allocation, view)
 
         position = 0  # queue position of ``head``
         if self.blocked is not None and now >= self.reserved_at:
@@ -289,7 +300,7 @@ class Ebf:
             if view.exclusive:
                 virtual[pairs[:, 0]] = capacity[pairs[:, 0]]
             else:
-                virtual[pairs[:, 0]] += pairs[:, 1, None] * _unit_array(unit)
+                virtual[pairs[:, 0]] += pairs[:, 1, None] * unit_array(unit)
             future.free_bb += bb
             if index + 1 < len(releases) and releases[index + 1][0] == end:
                 continue  # release everything ending at the same time first
@@ -327,4 +338,4 @@ class Ebf:
                     free_cores = int(inside.free[:, 0].sum())
 
 
-__all__ = ["DEFAULT_EXPECTED_WAIT", "Ebf", "Prb"]
+__all__ = ["DEFAULT_EXPECTED_WAIT", "Ebf", "Prb", "note_failure", "placeable", "take_nodes"]

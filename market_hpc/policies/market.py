@@ -31,10 +31,20 @@ from market_hpc.algorithms.market import (
     latest_first,
     value_after_wait,
 )
+from market_hpc.algorithms.market_auction import Auction
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.errors import ConfigError
-from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Drop, Hold, Start, View
-from market_hpc.policies.market_auction import _Auction
+from market_hpc.policies.base import (
+    NOTHING,
+    Action,
+    Allocator,
+    Decision,
+    Drop,
+    Hold,
+    Start,
+    View,
+    fast_view,
+)
 from market_hpc.policies.registry import register_scheduler
 
 RULES = ("sjq", "maxv", "maxvd", "minvr")
@@ -47,8 +57,10 @@ WAIT_WEIGHT = 0.7
 def _columns(view: View) -> MarketColumns:
     """The queue as market columns: the model's (kept in step), or priced from scratch for
     a hand-made view."""
-    columns = getattr(view, "market_columns", None)
-    if columns is None:
+    kept = fast_view(view, "market_columns")
+    if kept is not None:
+        columns = kept.market_columns
+    else:
         states = ((job, view.state(job.job_id)) for job in view.queue)
         columns = MarketColumns((job, state.progress, state.hold_count) for job, state in states)
     if columns.invalid:
@@ -101,7 +113,7 @@ class MarketPolicy:
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Drop worthless jobs, then auction free cores, holding when none are free."""
         now = view.time
-        auction = _Auction(self.rule, _columns(view), now)
+        auction = Auction(self.rule, _columns(view), now)
         actions: list[Action] = [Drop(job_id) for job_id in auction.dropped]
         wake = auction.wake
         rows = view.free.copy()
@@ -134,7 +146,7 @@ class MarketPolicy:
             return NOTHING
         return Decision(tuple(actions), wake_at=wake if wake > now else None)
 
-    def _plan_hold(self, view: View, auction: _Auction, free: np.ndarray, held: set[int]) -> HoldPlan | None:
+    def _plan_hold(self, view: View, auction: Auction, free: np.ndarray, held: set[int]) -> HoldPlan | None:
         arrivals = auction.arrivals()
         if not arrivals:
             return None
@@ -159,7 +171,8 @@ class MarketPolicy:
         so both are kept between decisions (hold attempts at successive arrivals on a full
         machine mostly see the same running jobs).
         """
-        version = getattr(view, "running_version", None)
+        kept_view = fast_view(view, "running_version")
+        version = None if kept_view is None else kept_view.running_version
         kept = self._kept
         if version is not None and kept is not None and kept[0] is view and kept[1] == version:
             return kept[2], kept[3]

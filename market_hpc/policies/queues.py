@@ -24,15 +24,14 @@ used, so the registered names run on any platform (conformance suite).
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
 from market_hpc.algorithms.allocation import units_fit
-from market_hpc.algorithms.easy import may_backfill, shadow_and_extra
+from market_hpc.algorithms.easy import may_backfill, merge_releases, shadow_and_extra
 from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
 from market_hpc.algorithms.queues import default_config, layout, route
 from market_hpc.domain.job import Job
@@ -43,9 +42,11 @@ from market_hpc.policies.base import (
     Allocation,
     Allocator,
     Decision,
+    RoutedQueue,
     RunningJob,
     Start,
     View,
+    fast_view,
 )
 from market_hpc.policies.queues_views import (
     Amounts,
@@ -173,14 +174,17 @@ class QueueDispatcher:
     # ------------------------------------------------------------------ decide
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Machine-wide (large) jobs, then EASY per partition, then the pool."""
-        if view.free_total[0] < getattr(view, "queue_min_cores", 0):
+        smallest = fast_view(view, "queue_min_cores")
+        if smallest is not None and view.free_total[0] < smallest.queue_min_cores:
             return NOTHING  # every start takes a job's cores: nothing fits, skip the pass
         self._prepare(view)
         self._prune(view)
-        routed = getattr(view, "routed_queue", None) if self.per_queue else None
-        fast = routed is not None and self.active.mode != "shared" and routed.config is self.active
+        routing = fast_view(view, "routed_queue") if self.per_queue else None
+        routed = None if routing is None else routing.routed_queue
+        if routed is not None and (self.active.mode == "shared" or routed.config is not self.active):
+            routed = None  # the per-queue lists serve only the configuration in force
         queues: list[Iterable[Job]]
-        if fast:
+        if routed is not None:
             machine_jobs, queues, columns = self._fast_groups(routed)
         else:
             machine_jobs, queues, columns = self._groups(view)
@@ -200,7 +204,7 @@ class QueueDispatcher:
             allocation = self.allocator.allocate(job, free, cast(View, whole))
             if allocation is None:
                 free_total = tuple(free.sum(axis=0).tolist())
-                releases = heapq.merge(running_releases.releases(-1), sorted((e, a) for e, a, _ in started_ends))
+                releases = merge_releases(running_releases.releases(-1), sorted((e, a) for e, a, _ in started_ends))
                 reservation = shadow_and_extra(free_total, releases, _totals(job.unit, job.units))
                 break
             self._take(free, job, allocation, view.exclusive)
@@ -213,7 +217,7 @@ class QueueDispatcher:
                 continue
             reservation = self._easy(view, group, jobs, free, partial(running_releases.releases, group), reservation, actions,
                                      waiting_for_pool, columns[group])
-        if pool >= 0 and fast:
+        if pool >= 0 and routed is not None:
             waiting_for_pool = self._pool_waiting(routed, free, actions)
         if pool >= 0 and waiting_for_pool:
             self._pool(view, waiting_for_pool, free, reservation, actions)
@@ -230,7 +234,7 @@ class QueueDispatcher:
             (machine_jobs if group < 0 else queues[group]).append(job)
         return machine_jobs, list(queues), [None] * len(self.groups)
 
-    def _fast_groups(self, routed: Any) -> tuple[list[Job], list[Iterable[Job]], list[QueueColumns | None]]:
+    def _fast_groups(self, routed: RoutedQueue) -> tuple[list[Job], list[Iterable[Job]], list[QueueColumns | None]]:
         """The same groups from the routed queue agent's per-queue lists, without a walk
         over every waiting job: jobs that arrived since the last pass are the newest
         (a tail of the arrival order), so only they are routed; each partition's jobs are
@@ -259,7 +263,7 @@ class QueueDispatcher:
                     columns[group] = agent.columns
         return machine_jobs, queues, columns
 
-    def _pool_waiting(self, routed: Any, free: np.ndarray, actions: list[Action]) -> list[Job]:
+    def _pool_waiting(self, routed: RoutedQueue, free: np.ndarray, actions: list[Action]) -> list[Job]:
         """Partition jobs still waiting after the partitions' passes (the pool's
         candidates), listed only when the pool has a free core."""
         lo, hi = self.groups[self.pool_group]
@@ -327,7 +331,7 @@ class QueueDispatcher:
             return shadow_big, extra_big
         # Running jobs' releases and this pass's starts, merged in end order: the walk stops at
         # the shadow time (ties within an end change no sum: amounts are integers).
-        releases = heapq.merge(running(), sorted(started))
+        releases = merge_releases(running(), sorted(started))
         shadow, extra = shadow_and_extra(free_total, releases, _totals(head.unit, head.units))
         limits = None
         if columns is not None:

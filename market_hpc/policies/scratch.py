@@ -15,14 +15,23 @@ allocations for the model to validate.
 
 from __future__ import annotations
 
-from typing import Any, Self
+from collections.abc import Callable
+from typing import Self, cast
 
 import numpy as np
 
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.node_runs import as_runs
 from market_hpc.domain.job import CORE_UNIT, Job
-from market_hpc.policies.base import Allocation, Allocator, View
+from market_hpc.policies.base import (
+    Allocation,
+    Allocator,
+    IndexedAllocator,
+    NodeRuns,
+    View,
+    fast_view,
+    indexed,
+)
 
 
 def take_dense(free: np.ndarray, job: Job, allocation: Allocation, exclusive: bool) -> None:
@@ -42,22 +51,25 @@ def take_dense(free: np.ndarray, job: Job, allocation: Allocation, exclusive: bo
 
 
 _INDEXED: dict[type, bool] = {}
+IndexedPlacement = Callable[[Job, FreeCoreIndex, View], NodeRuns | None]
 
 
-def _indexed_path(allocator: Allocator) -> Any:
-    """``allocator.allocate_indexed`` when it answers for the class's ``allocate``: a
-    subclass that overrides ``allocate`` but not ``allocate_indexed`` keeps its own
-    placement (the inherited index path would bypass it)."""
+def _indexed_path(allocator: Allocator) -> IndexedPlacement | None:
+    """``allocator.allocate_indexed`` (an :class:`~market_hpc.policies.base.IndexedAllocator`)
+    when it answers for the class's ``allocate``: a subclass that overrides ``allocate``
+    but not ``allocate_indexed`` keeps its own placement (the inherited index path would
+    bypass it)."""
     kind = type(allocator)
     usable = _INDEXED.get(kind)
+    on_index = indexed(allocator)
     if usable is None:
         def owner(name: str) -> type | None:
             return next((c for c in kind.__mro__ if name in vars(c)), None)
 
-        allocate, indexed = owner("allocate"), owner("allocate_indexed")
-        usable = indexed is not None and allocate is not None and issubclass(indexed, allocate)
-        usable = _INDEXED[kind] = usable and getattr(allocator, "allocate_indexed", None) is not None
-    return getattr(allocator, "allocate_indexed", None) if usable else None
+        allocate, placed = owner("allocate"), owner("allocate_indexed")
+        usable = placed is not None and allocate is not None and issubclass(placed, allocate)
+        usable = _INDEXED[kind] = usable and on_index is not None
+    return on_index.allocate_indexed if usable and on_index is not None else None
 
 
 class PassScratch:
@@ -73,12 +85,13 @@ class PassScratch:
 
     def __init__(self, view: View) -> None:
         self.view = view
-        self.index = getattr(view, "free_index", None)
+        indexed_view = fast_view(view, "free_index")
+        self.index = None if indexed_view is None else indexed_view.free_index
         self.exclusive = view.exclusive
         self._dense: np.ndarray | None = None
         self._pending: list[tuple[Job, Allocation]] = []
         self._unindexed: list[tuple[Job, Allocation]] = []
-        self._proposals: list[tuple[int, Any, list[tuple[int, int, int]]]] = []
+        self._proposals: list[tuple[int, NodeRuns | None, list[tuple[int, int, int]]]] = []
 
     def __enter__(self) -> Self:
         return self
@@ -98,15 +111,15 @@ class PassScratch:
         """Ask ``allocator`` where ``job`` goes on what is left in this pass."""
         index = self.index
         if index is not None and job.unit == CORE_UNIT:
-            usable = _INDEXED.get(type(allocator))  # known classes without a call
+            usable = _INDEXED.get(type(allocator))  # known classes: no protocol check
             if usable is None:
-                indexed = _indexed_path(allocator)
+                placement = _indexed_path(allocator)
             else:
-                indexed = usable and allocator.allocate_indexed  # type: ignore[attr-defined]
-            if indexed:
+                placement = cast(IndexedAllocator, allocator).allocate_indexed if usable else None
+            if placement is not None:
                 if self._unindexed:
                     self._take_on_index(index)
-                return indexed(job, index, self.view)  # type: ignore[no-any-return]
+                return placement(job, index, self.view)  # type: ignore[return-value]  # NodeRuns reads as an Allocation
         return allocator.allocate(job, self.dense(), self.view)
 
     def _take_on_index(self, index: FreeCoreIndex) -> None:

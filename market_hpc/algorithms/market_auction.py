@@ -1,4 +1,4 @@
-"""One instant's job selection of the market dispatchers (Singh et al.) (``policies.market``).
+"""One instant's job selection of the market dispatchers (Singh et al.), used by ``policies.market``.
 
 The auction prices only the queued jobs that can matter (``algorithms.market_index`` and
 ``MarketColumns``), with the scalar code's arithmetic, so it picks exactly the job that
@@ -25,7 +25,7 @@ PRUNED = 8
 FEW = 8
 
 
-class _Auction:
+class Auction:
     """One instant's job selection (``MarketColumns`` and its ``QueueIndex``).
 
     A job is dropped when even its fastest completion (``c*`` cores, from now) earns
@@ -37,6 +37,11 @@ class _Auction:
     smallest remaining value (minVR: the rows of least remaining value are priced first,
     every row only when none of the first few can earn); ties break by arrival, then job id
     (the lowest index). Indices are the columns' rows.
+
+    Args:
+        rule: ``sjq``, ``maxv``, ``maxvd`` or ``minvr``.
+        columns: The queued jobs as columns (``MarketColumns``), in queue order.
+        now: The instant the auction prices.
     """
 
     def __init__(self, rule: str, columns: MarketColumns, now: float) -> None:
