@@ -43,13 +43,21 @@ class Result:
         self.jobs.to_csv(directory / "jobs.csv", index=False)
         self.jobs.to_parquet(directory / "jobs.parquet", index=False)
         self.timeseries.to_csv(directory / "timeseries.csv", index=False)
-        (directory / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
+        (directory / "summary.json").write_text(json.dumps(self.summary, indent=2, default=json_default) + "\n")
         (directory / "config.json").write_text(json.dumps(provenance(self.config, self.workload_report),
-                                                          indent=2, default=_json_default) + "\n")
+                                                          indent=2, default=json_default) + "\n")
         return directory
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """Turn numpy scalars into Python numbers for ``json.dumps(..., default=json_default)``.
+
+    Raises:
+        TypeError: Any other value ``json`` cannot write.
+
+    >>> json_default(np.int64(3)), json_default(np.float32(0.5))
+    (3, 0.5)
+    """
     if isinstance(value, np.integer):
         return int(value)
     if isinstance(value, np.floating):

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from market_hpc.errors import ConfigError
-from market_hpc.workload.swf import N_FIELDS, _number
+from market_hpc.workload.swf_format import N_FIELDS, format_number
 from market_hpc.workload.swf_rows import write_swf_rows
 
 _STATUS = {"finished": 1, "rejected": 0, "dropped": 5}
@@ -112,7 +112,7 @@ def batsim_workload(jobs: pd.DataFrame, total_cores: int) -> tuple[dict[str, Any
     profiles: dict[str, dict[str, Any]] = {}
     entries: list[dict[str, Any]] = []
     for job in frame[fits].itertuples(index=False):
-        name = f"delay_{_number(job.run_time)}"
+        name = f"delay_{format_number(job.run_time)}"
         profiles.setdefault(name, {"type": "delay", "delay": float(job.run_time)})
         entry: dict[str, Any] = {"id": str(job.job_id), "subtime": float(job.submit_time),
                                  "res": int(job.cores), "profile": name}
