@@ -10,7 +10,6 @@ pushed into it, so a 300k-job trace costs nothing before its jobs arrive.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import heapq
 import math
 import operator
@@ -36,6 +35,7 @@ from market_hpc.core.view import ModelView
 from market_hpc.domain.job import CORE_UNIT, Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError, PolicyError
+from market_hpc.gc_pause import gc_paused
 from market_hpc.policies.base import Decision, Drop, Hold, Policy, RunningJob, Start
 from market_hpc.policies.registry import make_policy, scheduler_entry
 from market_hpc.validation import FRACTION, NON_NEGATIVE_INT, TIME, check
@@ -242,11 +242,14 @@ class HPCModel(mesa.Model):
         heapq.heappush(self._heap, (when, order, self._seq, event))
 
     def next_time(self) -> float:
-        """Time of the next instant with events (``inf`` when none is left)."""
-        heap_time = self._heap[0][0] if self._heap else _NEVER
-        if self._upcoming is not None:
-            return min(heap_time, self._upcoming.submit)
-        return heap_time
+        """Time of the next instant with events (``inf`` when none is left): the earlier of
+        the heap's top and the next arrival."""
+        heap = self._heap
+        upcoming = heap[0][0] if heap else _NEVER
+        arrival = self._upcoming
+        if arrival is not None and arrival.submit < upcoming:
+            return arrival.submit
+        return upcoming
 
     def step(self) -> None:
         """Advance to the next instant with events and handle all of them.
@@ -280,28 +283,25 @@ class HPCModel(mesa.Model):
                 instants (used for the terminal progress bar).
         """
         advance = self._advance
+        # One definition of the next instant: calling next_time() costs ~60 ns an instant
+        # more than an inline copy of it did (3 ms of a >= 1.3 s KTH-SP2 replay, 54,725
+        # instants: 0.2 %), too little to keep two copies.
+        next_time = self.next_time
         instants = 0
-        heap = self._heap
         # The loop allocates many short-lived, acyclic objects; cyclic GC passes over the
         # growing result lists cost ~10% and reclaim nothing, so pause it while running.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            while True:  # next_time(), inline: the earlier of the heap's top and the next arrival
-                upcoming = heap[0][0] if heap else _NEVER
-                arrival = self._upcoming
-                if arrival is not None and arrival.submit < upcoming:
-                    upcoming = arrival.submit
-                if upcoming == _NEVER or upcoming > until:
-                    break
-                advance(upcoming)
-                instants += 1
-                if progress is not None and instants % 1000 == 0:
-                    progress(self._next_arrival)
-        finally:
-            self.steps += instants
-            if collecting:
-                gc.enable()
+        with gc_paused():
+            try:
+                while True:
+                    upcoming = next_time()
+                    if upcoming == _NEVER or upcoming > until:
+                        break
+                    advance(upcoming)
+                    instants += 1
+                    if progress is not None and instants % 1000 == 0:
+                        progress(self._next_arrival)
+            finally:
+                self.steps += instants
         if self.next_time() == _NEVER:
             self.finalize()
 

