@@ -83,3 +83,52 @@ def test_the_cycle_check_sees_type_checking_imports(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from market_hpc.core.model import X\n")
     assert "market_hpc.core.model" in imported_modules(module)
+
+
+
+def private_imports(text: str, module: str, is_package: bool = False) -> list[str]:
+    """``module.name`` for each private name (one leading ``_``, not a dunder) that the
+    source ``text`` of ``module`` imports from another ``market_hpc`` module, by absolute
+    or relative import (``import market_hpc.x._y`` counts too)."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            source = ".".join([*base, node.module] if node.module else base)
+            targets = [f"{source}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if not target.startswith("market_hpc.") or target.rsplit(".", 1)[0] == module:
+                continue
+            if any(part.startswith("_") and not part.startswith("__") for part in target.split(".")):
+                found.append(target)
+    return found
+
+
+@pytest.mark.smoke
+def test_no_module_imports_another_modules_private_name():
+    offenders = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        names = private_imports(path.read_text(), module_name(path), path.name == "__init__.py")
+        if names:
+            offenders[str(path.relative_to(PACKAGE.parent))] = names
+    assert not offenders, f"private names imported across modules (make them public where they belong): {offenders}"
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("from market_hpc.workload.swf import _number", ["market_hpc.workload.swf._number"]),
+    ("from .swf import N_FIELDS, _JOB_ID", ["market_hpc.workload.swf._JOB_ID"]),
+    ("from ..core.model import _Private", ["market_hpc.core.model._Private"]),
+    ("from . import _helpers", ["market_hpc.workload._helpers"]),
+    ("import market_hpc._hidden.x", ["market_hpc._hidden.x"]),
+    ("def f():\n    from market_hpc.core import _late\n", ["market_hpc.core._late"]),
+    ("from market_hpc.workload.swf import __all__, read_swf", []),
+    ("from market_hpc.workload.probe import _own", []),
+    ("from numpy import _private", []),
+])
+def test_the_private_import_check_sees_absolute_and_relative_imports(source, expected):
+    assert private_imports(source, "market_hpc.workload.probe") == expected

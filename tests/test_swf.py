@@ -249,7 +249,7 @@ def test_fast_and_slow_paths_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPat
                  swf_line(job_id=2, submit=2, run=-1), swf_line(job_id=3, submit=1, alloc=-1),
                  swf_line(job_id=4, submit=7.5, run=0, req_time=30))
     fast = read_swf(path)
-    monkeypatch.setattr(swf, "_parse_fast", lambda data: None)
+    monkeypatch.setattr(swf, "parse_fast", lambda data: None)
     assert read_swf(path) == fast
 
 

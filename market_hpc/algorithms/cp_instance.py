@@ -16,7 +16,7 @@ depend on machine speed and load.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -328,6 +328,10 @@ class Stopwatch:
     def seconds(self) -> float:
         """Seconds elapsed."""
         return time.perf_counter() - self.began
+
+    def stamp(self, outcome: CpOutcome) -> CpOutcome:
+        """Return ``outcome`` with :attr:`CpOutcome.seconds` set to the seconds elapsed."""
+        return replace(outcome, seconds=self.seconds())
 
 
 def solve(model: cp_model.CpModel, limits: CpLimits, deterministic_time: float,

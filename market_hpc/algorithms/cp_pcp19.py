@@ -28,7 +28,7 @@ from market_hpc.algorithms.cp_instance import (
     model_size,
     new_model,
 )
-from market_hpc.algorithms.cp_pooled import _timed, doubling_control
+from market_hpc.algorithms.cp_pooled import doubling_control
 
 
 def solve_pcp19(instance: CpInstance, limits: CpLimits, max_doublings: int = 4) -> CpOutcome:
@@ -108,7 +108,7 @@ def solve_pcp19(instance: CpInstance, limits: CpLimits, max_doublings: int = 4) 
                                     if solver.value(var) > 0)
         return CpOutcome(values, placed, "", objective=int(solver.objective_value))
 
-    return _timed(doubling_control(model, limits, extract, fallback, max_doublings), watch)
+    return watch.stamp(doubling_control(model, limits, extract, fallback, max_doublings))
 
 
 __all__ = ["solve_pcp19"]

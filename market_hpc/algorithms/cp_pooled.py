@@ -145,8 +145,4 @@ def solve_pooled(instance: CpInstance, limits: CpLimits, stable_runs: int = 2,
         return CpOutcome(values, {}, "", objective=int(solver.objective_value))
 
     outcome = doubling_control(model, limits, extract, fallback, max_doublings, stable_runs)
-    return _timed(outcome, watch)
-
-
-def _timed(outcome: CpOutcome, watch: Stopwatch) -> CpOutcome:
-    return replace(outcome, seconds=watch.seconds())
+    return watch.stamp(outcome)

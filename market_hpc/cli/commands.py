@@ -6,6 +6,7 @@ import argparse
 import gc
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from market_hpc.cli.tools import (
     add_plot_command,
 )
 from market_hpc.errors import ConfigError, MarketHpcError, TraceFormatError
+from market_hpc.gc_pause import gc_paused
 from market_hpc.validation import COUNT, NON_NEGATIVE_INT, POSITIVE_FACTOR, flag_number
 
 
@@ -281,12 +283,15 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
 
 SIMULATING_COMMANDS = frozenset({"replay", "run", "demo", "sweep"})
 ONE_RUN_COMMANDS = frozenset({"replay", "run"})
-_GC = {"paused": False, "frozen": False}
+_GC = {"frozen": False}
+_IMPORT_PAUSE = ExitStack()
+"""Holds ``gc_paused()`` from ``_prepare_imports`` until ``_collect_from_here`` closes it
+(the run starts) or ``main`` returns (the run never started, e.g. an error before it)."""
 
 
 def _prepare_imports(arguments: Sequence[str]) -> None:
     """Start a command that simulates: Mesa first and, for one run, no cyclic GC while
-    importing (``_GC["paused"]``: ``_collect_from_here`` or ``main`` turns it back on).
+    importing (``gc_paused`` held by ``_IMPORT_PAUSE``, closed before the run).
 
     Mesa's logging helpers call ``inspect.stack()`` while Mesa is imported, and
     ``inspect.getmodule`` scans ``sys.modules`` once per frame on the stack: imported from
@@ -297,37 +302,32 @@ def _prepare_imports(arguments: Sequence[str]) -> None:
     """
     if not arguments or arguments[0] not in SIMULATING_COMMANDS or {"-h", "--help"} & set(arguments):
         return
-    if arguments[0] in ONE_RUN_COMMANDS and gc.isenabled():
-        gc.disable()
-        _GC["paused"] = True
+    if arguments[0] in ONE_RUN_COMMANDS:
+        _IMPORT_PAUSE.enter_context(gc_paused())  # (a GC the caller turned off stays off)
     import mesa  # noqa: F401
 
 
 def _collect_from_here() -> None:
     """Before the one run of ``replay``/``run``: move everything imported out of the cyclic
     GC's sight (``gc.freeze``), so no collection during the run walks the modules again
-    (~0.3-0.5 s of a KTH replay), and turn the GC back on if ``_prepare_imports`` paused it."""
+    (~0.3-0.5 s of a KTH replay), and end the pause ``_prepare_imports`` began."""
     if not gc.get_freeze_count():  # (a caller that froze objects itself keeps them frozen)
         gc.freeze()
         _GC["frozen"] = True
-    if _GC["paused"]:
-        _GC["paused"] = False
-        gc.enable()
+    _IMPORT_PAUSE.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``market-hpc`` and ``python -m market_hpc``."""
     arguments = sys.argv[1:] if argv is None else list(argv)
-    _prepare_imports(arguments)
-    try:
-        return _main(arguments, argv)
-    finally:
-        if _GC["frozen"]:
-            _GC["frozen"] = False
-            gc.unfreeze()  # (for callers in process, e.g. tests: those objects collect again)
-        if _GC["paused"]:  # the run never started (an error before it)
-            _GC["paused"] = False
-            gc.enable()
+    with _IMPORT_PAUSE:  # ends a pause the run did not end (an error before it)
+        _prepare_imports(arguments)
+        try:
+            return _main(arguments, argv)
+        finally:
+            if _GC["frozen"]:
+                _GC["frozen"] = False
+                gc.unfreeze()  # (for callers in process, e.g. tests: those objects collect again)
 
 
 def _main(arguments: list[str], argv: Sequence[str] | None) -> int:

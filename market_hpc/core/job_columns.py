@@ -255,6 +255,10 @@ class JobColumns:
         return tuple(values[name] for name in JOB_COLUMNS)
 
 
+BUFFER_LIMIT = 1 << 15
+"""Values a :class:`BufferedFloats` keeps in its Python list before moving them into its array."""
+
+
 class BufferedFloats:
     """An ``array("d")`` filled through a Python list, moved over ``limit`` values at a time
     (``list.extend`` of a tuple costs a sixth of ``array.extend``; ``array.fromlist``
@@ -268,7 +272,7 @@ class BufferedFloats:
 
     __slots__ = ("_data", "limit", "pending")
 
-    def __init__(self, limit: int = 1 << 15) -> None:
+    def __init__(self, limit: int = BUFFER_LIMIT) -> None:
         self._data = array("d")
         self.pending: list[float] = []
         self.limit = limit

@@ -19,6 +19,7 @@ import pandas as pd
 
 from market_hpc.algorithms.node_runs import NodeRuns, as_runs
 from market_hpc.core.job_columns import (
+    BUFFER_LIMIT,
     JOB_COLUMNS,
     STATUSES,
     BufferedFloats,
@@ -170,7 +171,7 @@ class Recorder:
         """Record one execution segment (a job runs once, or once per hold/resume cycle)."""
         pending = self._segment_list
         pending.extend((job_id, start, end, units, progress_before, progress_after))
-        if len(pending) >= 1 << 15:  # the buffer's limit
+        if len(pending) >= BUFFER_LIMIT:  # (a module constant: no attribute read per call)
             self._segments.flush()
 
     @property
@@ -204,7 +205,7 @@ class Recorder:
             model.now, len(model.queue_agent.jobs), len(model.running_by_end), *used,
             self.holds, self.drops, self.profit, self.platform.burst_buffer - model.free_bb,
         ))
-        if len(pending) >= 1 << 15:  # the buffer's limit
+        if len(pending) >= BUFFER_LIMIT:  # (a module constant: no attribute read per call)
             self._samples.flush()
 
     @property

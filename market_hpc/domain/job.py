@@ -68,7 +68,7 @@ class Job:
     run_time: float
     estimate: float
     units: int = 1
-    unit: tuple[int, ...] = (1, 0, 0, 0)
+    unit: tuple[int, ...] = CORE_UNIT
     bb: float = 0.0
     user: int = -1
     queue: int = -1

@@ -45,8 +45,10 @@ from market_hpc.validation import (
 )
 from market_hpc.workload.accelerators import AcceleratorRule
 from market_hpc.workload.burst_buffer import BurstBufferRule
+from market_hpc.workload.generators import GENERATORS as GENERATOR_ENTRIES
+from market_hpc.workload.generators import check_own_parameters, generator_entry
 
-GENERATORS = ("lublin-feitelson", "taskgraphs", "eurora", "kit")
+GENERATORS = tuple(GENERATOR_ENTRIES)  # the names of market_hpc.workload.generators.GENERATORS
 CURVE_REGIME_NAMES = ("spec", "steep")
 
 
@@ -113,8 +115,8 @@ class WorkloadConfig:
                 + (", ".join(f"{k}={v!r}" for k, v in (("trace", self.trace), ("jobset", self.jobset),
                                                        ("generator", self.generator)) if v) or "none")
             )
-        if self.generator is not None and self.generator not in GENERATORS:
-            raise UnknownNameError("workload.generator", self.generator, GENERATORS)
+        if self.generator is not None:
+            generator_entry(self.generator)  # refuses an unknown name, listing the valid ones
         check(self.load_factor, POSITIVE_FACTOR, "workload.load_factor")
         if self.curves not in CURVE_REGIME_NAMES:
             raise UnknownNameError("workload.curves", self.curves, CURVE_REGIME_NAMES)
@@ -133,14 +135,7 @@ class WorkloadConfig:
                 check(getattr(self, key), TIME, f"workload.{key}")
         check(self.serial_fraction, FRACTION, "workload.serial_fraction")
         check(self.plateau_slack, TIME, "workload.plateau_slack")
-        if self.month is not None:
-            from market_hpc.workload.eurora import MONTHS
-
-            if self.generator != "eurora":
-                raise ConfigError(f"workload.month applies to generator = \"eurora\" only, got "
-                                  f"generator={self.generator!r}")
-            if self.month not in MONTHS:
-                raise UnknownNameError("workload.month", self.month, MONTHS)
+        check_own_parameters(self)  # e.g. workload.month: eurora's only
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from market_hpc.csv_text import write_csv
 from market_hpc.domain.job import JobStatus
 from market_hpc.domain.resources import RESOURCES
 from market_hpc.experiment.config import RunConfig
-from market_hpc.experiment.run import REJECTED_REASON, _json_default, provenance, skipped_jobs_frame
+from market_hpc.experiment.run import REJECTED_REASON, json_default, provenance, skipped_jobs_frame
 
 _STATUS_NAMES = np.array([status.value for status in JobStatus], dtype=object)
 _REJECTED = list(JobStatus).index(JobStatus.REJECTED)
@@ -218,7 +218,7 @@ def write_results(directory: Path, config: RunConfig, recorder: Recorder, summar
     directory.mkdir(parents=True, exist_ok=True)
     write_jobs(directory, recorder, skipped, chunk_rows)
     write_timeseries(directory / "timeseries.csv", recorder, chunk_rows)
-    (directory / "summary.json").write_text(json.dumps(summary, indent=2, default=_json_default) + "\n")
+    (directory / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
     (directory / "config.json").write_text(json.dumps(provenance(config, workload_report),
-                                                      indent=2, default=_json_default) + "\n")
+                                                      indent=2, default=json_default) + "\n")
     return directory

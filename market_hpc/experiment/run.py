@@ -19,8 +19,9 @@ from market_hpc.core.metrics import summarize
 from market_hpc.core.model import HPCModel, make_market_aware_policy
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
-from market_hpc.experiment.config import RunConfig, load_scenario
+from market_hpc.experiment.config import RunConfig, WorkloadConfig, load_scenario
 from market_hpc.workload import first_n, read_swf, scale_load, time_slice
+from market_hpc.workload.generators import generate
 
 PROVENANCE_PACKAGES = ("market_hpc", "mesa", "numpy", "pandas", "pyarrow", "networkx", "deap", "ortools")
 
@@ -43,13 +44,21 @@ class Result:
         self.jobs.to_csv(directory / "jobs.csv", index=False)
         self.jobs.to_parquet(directory / "jobs.parquet", index=False)
         self.timeseries.to_csv(directory / "timeseries.csv", index=False)
-        (directory / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
+        (directory / "summary.json").write_text(json.dumps(self.summary, indent=2, default=json_default) + "\n")
         (directory / "config.json").write_text(json.dumps(provenance(self.config, self.workload_report),
-                                                          indent=2, default=_json_default) + "\n")
+                                                          indent=2, default=json_default) + "\n")
         return directory
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """Turn numpy scalars into Python numbers for ``json.dumps(..., default=json_default)``.
+
+    Raises:
+        TypeError: Any other value ``json`` cannot write.
+
+    >>> json_default(np.int64(3)), json_default(np.float32(0.5))
+    (3, 0.5)
+    """
     if isinstance(value, np.integer):
         return int(value)
     if isinstance(value, np.floating):
@@ -95,14 +104,15 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
         jobs = list(read_job_set(spec.jobset))
         report = {"source": spec.jobset, "jobs_kept": len(jobs)}
     else:
-        jobs, report = _generate(config, platform)
+        jobs, report = generate(spec, config.seed, platform)
     if spec.start is not None or spec.end is not None:
         jobs = list(time_slice(jobs, spec.start if spec.start is not None else -np.inf,
                                spec.end if spec.end is not None else np.inf))
     if spec.first_n is not None:
         jobs = list(first_n(jobs, spec.first_n))
     if skipped:
-        report[SKIPPED_KEY] = _skipped_in_window(skipped, jobs, spec)
+        last_submit = max((job.submit for job in jobs), default=-np.inf) if spec.first_n is not None else -np.inf
+        report[SKIPPED_KEY] = skipped_in_window(skipped, spec, last_submit)
     if spec.accelerators.enabled:
         from market_hpc.workload.accelerators import add_accelerators, read_partitions
 
@@ -135,20 +145,27 @@ SKIPPED_KEY = "_skipped_jobs"
 """Report key of the skipped trace lines listed in ``jobs.csv`` (not written to config.json)."""
 
 
-def _skipped_in_window(skipped: list[dict[str, Any]], jobs: list[Job], spec: Any) -> list[dict[str, Any]]:
+def skipped_in_window(skipped: list[dict[str, Any]], spec: WorkloadConfig,
+                      last_submit: float) -> list[dict[str, Any]]:
     """The skipped lines that belong to the replayed part of the trace.
 
     Without a window (``start``/``end``/``first_n``) every skipped line is listed. With
     one, a line is listed when its submit time is known and inside the window (for
     ``first_n``: not after the last kept job's submit); lines of unknown submit time
     then only count in the summary, since they belong to no window.
+
+    Args:
+        skipped: ``SkippedJobs.records()`` of the trace.
+        spec: The workload configuration.
+        last_submit: The largest submit time of the kept jobs, before load scaling
+            (``-inf`` when none was kept); read only with ``first_n``.
     """
     if spec.start is None and spec.end is None and spec.first_n is None:
         return skipped
     low = spec.start if spec.start is not None else -np.inf
     high = spec.end if spec.end is not None else np.inf
     if spec.first_n is not None:
-        high = min(high, np.nextafter(max((job.submit for job in jobs), default=-np.inf), np.inf))
+        high = min(high, np.nextafter(last_submit, np.inf))
     return [row for row in skipped if low <= row["submit"] < high]
 
 
@@ -171,34 +188,6 @@ def skipped_jobs_frame(skipped: list[dict[str, Any]], columns: list[str]) -> pd.
         frame[name] = 0
     frame["nodes"] = ""
     return frame[columns]
-
-
-def _generate(config: RunConfig, platform: Platform) -> tuple[list[Job], dict[str, Any]]:
-    spec = config.workload
-    if spec.generator == "lublin-feitelson":
-        from market_hpc.workload.synthetic import lublin_feitelson
-
-        max_procs = spec.max_procs or platform.total_cores
-        jobs = list(lublin_feitelson(spec.jobs, max_procs, config.seed))
-        return jobs, {"generator": spec.generator, "jobs": len(jobs), "max_procs": max_procs}
-    if spec.generator == "eurora":
-        from market_hpc.workload.eurora import eurora_like, workload_statistics
-
-        jobs = list(eurora_like(spec.jobs, config.seed, spec.month))
-        return jobs, {"generator": spec.generator, "month": spec.month, **workload_statistics(jobs)}
-    if spec.generator == "kit":  # PCP'20's KIT ForHLR II (workload.kit)
-        from market_hpc.workload.kit import kit_like
-
-        jobs = list(kit_like(spec.jobs, config.seed, spec.load, platform))
-        return jobs, {"generator": spec.generator, "jobs": len(jobs), "load": spec.load}
-    from market_hpc.workload.applications import library_job_set
-
-    cores = platform.total_cores
-    jobs = list(library_job_set(spec.jobs, config.seed, load=spec.load, curves=spec.curves,
-                                platform_cores=cores, curve_shape=spec.curve_shape))
-    return jobs, {"generator": spec.generator, "jobs": len(jobs), "load": spec.load, "curves": spec.curves,
-                  "curve_shape": spec.curve_shape,
-                  "applications": "bundled HLRS-like library"}
 
 
 def simulate(config: RunConfig | str | Path, jobs: list[Job] | None = None, progress: bool = False) -> Result:

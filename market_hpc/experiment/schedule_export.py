@@ -46,7 +46,7 @@ from market_hpc.domain.platform import load_platform
 from market_hpc.errors import ConfigError
 from market_hpc.experiment.batsim_jobs import batsim_jobs
 from market_hpc.experiment.swf_export_header import OriginalTrace, read_original, swf_header
-from market_hpc.workload.swf import N_FIELDS, _number
+from market_hpc.workload.swf_format import N_FIELDS, format_number
 from market_hpc.workload.swf_rows import write_swf_rows
 
 _STATUS = {"finished": 1, "rejected": 0, "dropped": 5}
@@ -142,7 +142,7 @@ def batsim_workload(jobs: pd.DataFrame, total_cores: int) -> tuple[dict[str, Any
 
 
 def _profile(run_time: float) -> str:
-    return f"delay_{_number(run_time)}"
+    return f"delay_{format_number(run_time)}"
 
 
 def export_schedule(directory: str | Path, swf: str | Path | None = None,

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from market_hpc.core.metrics import summarize
@@ -43,6 +42,7 @@ from market_hpc.experiment.run import (
     Result,
     run_model,
     simulate,
+    skipped_in_window,
     summary_extra,
     with_reasons,
 )
@@ -64,7 +64,7 @@ class TraceJobs:
     Applies ``build_workload``'s transforms in its order (time window, ``first_n``, load
     factor) to a :class:`~market_hpc.workload.swf_stream.SwfStream` as jobs are drawn,
     and remembers the largest submit time handed out before scaling (what
-    ``_skipped_in_window`` needs for ``first_n``).
+    ``skipped_in_window`` needs for ``first_n``).
     """
 
     def __init__(self, stream: Any, spec: WorkloadConfig) -> None:
@@ -141,18 +141,6 @@ def _scaled(jobs: Iterator[Job], factor: float) -> Iterator[Job]:
             group.clear()
         group.append(scaled)
     yield from sorted(group, key=lambda j: j.job_id)
-
-
-def skipped_in_window(skipped: list[dict[str, Any]], spec: WorkloadConfig, last_submit: float) -> list[dict[str, Any]]:
-    """``run._skipped_in_window`` with the last kept job's submit time given (the jobs
-    have been streamed, not kept)."""
-    if spec.start is None and spec.end is None and spec.first_n is None:
-        return skipped
-    low = spec.start if spec.start is not None else -np.inf
-    high = spec.end if spec.end is not None else np.inf
-    if spec.first_n is not None:
-        high = min(high, np.nextafter(last_submit, np.inf))
-    return [row for row in skipped if low <= row["submit"] < high]
 
 
 def _return_freed_memory() -> None:

@@ -194,7 +194,7 @@ class QueueAgentView(Protocol):
 
 
 class RoutedQueue(Protocol):
-    """Seed 004's waiting jobs split by configured queue (:attr:`FastView.routed_queue`)."""
+    """Hybrid queues' waiting jobs split by configured queue (:attr:`FastView.routed_queue`)."""
 
     @property
     def config(self) -> QueueConfig:
@@ -241,7 +241,7 @@ class FastView(View, Protocol):
         """Changes whenever a job starts, ends or is held (fallback: assume it changed)."""
     @property
     def routed_queue(self) -> RoutedQueue | None:
-        """Seed 004: the waiting jobs per configured queue, or ``None`` when the model has
+        """Hybrid queues: the waiting jobs per configured queue, or ``None`` when the model has
         no queues (fallback: route ``queue`` job by job)."""
     @property
     def free_index(self) -> FreeCoreIndex:
@@ -267,7 +267,7 @@ class IndexedAllocator(Allocator, Protocol):
 
 @runtime_checkable
 class PassAwareAllocator(Allocator, Protocol):
-    """An allocator that looks ahead along a scheduling pass (seed 000's WEIGHTED).
+    """An allocator that looks ahead along a scheduling pass (WEIGHTED of Netti et al.).
 
     Optional: a scheduler announces its pass order with ``begin_pass`` before offering
     the jobs in that order; allocators without it are simply not told.
@@ -279,7 +279,7 @@ class PassAwareAllocator(Allocator, Protocol):
 
 @runtime_checkable
 class FailureCountingAllocator(Allocator, Protocol):
-    """An allocator that counts failed attempts (seed 000's PRIORITY-WEIGHTED).
+    """An allocator that counts failed attempts (PRIORITY-WEIGHTED of Netti et al.).
 
     Optional: a scheduler that knows an attempt must fail and skips ``allocate`` reports
     it with ``note_failed_attempt``, so the counters move as if it had been tried.

@@ -136,7 +136,7 @@ class Backfilling:
     job past its estimate is expected to end now) and this pass's starts. Later jobs are
     backfilled, in the same order, if the allocator places them now and they either end by
     the shadow time or use only the extra resources. Every resource type counts, the
-    shared burst-buffer pool included (seed 003). Shadow and extra are computed on
+    shared burst-buffer pool included (as BBSched needs). Shadow and extra are computed on
     platform-wide totals per resource (``algorithms.easy``), which is exact for core-level
     allocation and an approximation under node-exclusive allocation (documented in
     ``docs``).

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from market_hpc.algorithms.valuecurve import LinearDecayCurve
-from market_hpc.domain.job import Job
+from market_hpc.domain.job import CORE_UNIT, Job
 from market_hpc.errors import ConfigError
 
 ZERO_LENGTH_RUN_TIME = 1.0  # seconds a zero-length job takes in the market, on any width
@@ -94,7 +94,7 @@ class MarketRule:
 
     def apply(self, job: Job) -> Job:
         """The market version of one rigid single-core-unit trace job."""
-        if job.unit != (1, 0, 0, 0):
+        if job.unit != CORE_UNIT:
             raise ConfigError(f"job {job.job_id}: the market rule needs plain processor requests, got unit {job.unit}")
         run_time = float(job.run_time)
         profile = self.profile(run_time, job.units)

@@ -4,7 +4,7 @@
 file (every job line 18 numbers, no malformed line, no duplicate id, no bare CR; lines of
 unknown run time, size or submit time are fine) both passes work on blocks of whole
 lines, each parsed by ``read_swf``'s own vectorised pass (pandas' C reader,
-:func:`~market_hpc.workload.swf._parse_fast`), so they cost what ``read_swf`` costs, not
+:func:`~market_hpc.workload.swf.parse_fast`), so they cost what ``read_swf`` costs, not
 one Python loop over 18 fields per line:
 
 * :func:`scan_blocks` (pass 1) parses blocks of ``SCAN_BLOCK_BYTES`` and keeps what the
@@ -34,17 +34,14 @@ import numpy as np
 
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, TraceFormatError
-from market_hpc.workload.swf import (
-    _JOB_ID,
-    _SUBMIT,
+from market_hpc.workload.swf import data_line_numbers, header_lines, jobs_in_row_order, parse_fast
+from market_hpc.workload.swf_format import (
+    JOB_ID,
     N_FIELDS,
-    _data_line_numbers,
-    _header_lines,
-    _parse_fast,
-    _unknown_masks,
+    SUBMIT,
     check_line_ends,
-    jobs_in_row_order,
     text_start,
+    unknown_masks,
 )
 
 SCAN_BLOCK_BYTES = 1 << 22
@@ -57,7 +54,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 def open_trace(source: str) -> IO[bytes]:
     """The trace as a byte stream, decompressed when it is gzip data, past a UTF-8
-    byte-order mark (as ``read_swf``: :func:`~market_hpc.workload.swf.text_start`).
+    byte-order mark (as ``read_swf``: :func:`~market_hpc.workload.swf_format.text_start`).
 
     Raises:
         ConfigError: The file is missing or unreadable.
@@ -122,8 +119,8 @@ def read_blocks(source: str, size: int) -> Iterator[bytes]:
 
 def _block_rows(block: bytes) -> np.ndarray | None:
     """The ``(n, 18)`` rows of a block's job lines; ``None`` when it is not regular."""
-    rows = _parse_fast(block)
-    if rows is None and not _data_line_numbers(block).size:
+    rows = parse_fast(block)
+    if rows is None and not data_line_numbers(block).size:
         return np.zeros((0, N_FIELDS))  # only header, comment or blank lines
     return rows
 
@@ -175,16 +172,16 @@ def scan_blocks(source: str, block_bytes: int = SCAN_BLOCK_BYTES) -> BlockScan |
         rows = _block_rows(block)
         if rows is None:
             return None
-        header.extend(_header_lines(block))
-        known, kinds = _unknown_masks(rows)
+        header.extend(header_lines(block))
+        known, kinds = unknown_masks(rows)
         if not known.all():
-            numbers = _data_line_numbers(block) + n_lines
+            numbers = data_line_numbers(block) + n_lines
             unknown_lines.append(numbers[~known])
             unknown_rows.append(rows[~known])
             unknown_kinds.extend(_kinds(kinds, ~known))
             rows = rows[known]
-        ids.append(rows[:, _JOB_ID].copy())
-        submits.append(rows[:, _SUBMIT].copy())
+        ids.append(rows[:, JOB_ID].copy())
+        submits.append(rows[:, SUBMIT].copy())
         kept_rows = rows
         n_lines += block.count(b"\n")
         job_lines += len(known)
@@ -204,7 +201,7 @@ def scan_blocks(source: str, block_bytes: int = SCAN_BLOCK_BYTES) -> BlockScan |
 
 
 def _kinds(kinds: dict[str, np.ndarray], rows: np.ndarray) -> list[str]:
-    """The ``UNKNOWN_KINDS`` entry of each selected row, from ``_unknown_masks``' masks."""
+    """The ``UNKNOWN_KINDS`` entry of each selected row, from ``unknown_masks``' masks."""
     kind_of = np.full(len(rows), "", dtype=object)
     for kind, mask in kinds.items():
         kind_of[mask] = kind
@@ -219,7 +216,7 @@ def unknown_kinds(rows: np.ndarray) -> list[str]:
     >>> unknown_kinds(rows)
     ['unknown_run_time', 'unknown_submit']
     """
-    return _kinds(_unknown_masks(rows)[1], np.ones(len(rows), dtype=bool))
+    return _kinds(unknown_masks(rows)[1], np.ones(len(rows), dtype=bool))
 
 
 def in_submit_order(ids: np.ndarray, submits: np.ndarray) -> bool:
@@ -251,4 +248,4 @@ def block_jobs(source: str, block_bytes: int = JOB_BLOCK_BYTES) -> Iterator[Job]
         rows = _block_rows(block)
         if rows is None:
             raise TraceFormatError(source, None, "file changed while it was read")
-        yield from jobs_in_row_order(rows[_unknown_masks(rows)[0]])
+        yield from jobs_in_row_order(rows[unknown_masks(rows)[0]])

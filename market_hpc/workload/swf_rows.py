@@ -13,7 +13,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from market_hpc.errors import ConfigError
-from market_hpc.workload.swf import N_FIELDS, _number, write_trace_text
+from market_hpc.workload.swf import write_trace_text
+from market_hpc.workload.swf_format import N_FIELDS, format_number
 
 
 def swf_text(rows: np.ndarray, header: Iterable[str] = ()) -> str:
@@ -29,7 +30,7 @@ def swf_text(rows: np.ndarray, header: Iterable[str] = ()) -> str:
         raise ConfigError(f"SWF rows must have {N_FIELDS} fields, got shape {rows.shape}")
     out = [line if line.lstrip().startswith(";") else f"; {line}" for text in header
            for line in (text.splitlines() or [""])]
-    out.extend(" ".join(_number(value) for value in row) for row in rows.tolist())
+    out.extend(" ".join(format_number(value) for value in row) for row in rows.tolist())
     return "\n".join(out) + "\n"
 
 

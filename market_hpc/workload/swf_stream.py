@@ -43,19 +43,11 @@ import numpy as np
 from market_hpc.domain.job import Job
 from market_hpc.errors import TraceFormatError
 from market_hpc.workload.swf import (
-    _JOB_ID,
-    _SUBMIT,
-    FIELD_NAMES,
     MAX_EXAMPLES,
-    N_FIELDS,
-    UNKNOWN_KINDS,
     SkippedJobs,
     TraceReport,
-    _check_line,
-    _parse_fast,
-    _unknown_values,
-    check_line_ends,
     jobs_in_row_order,
+    parse_fast,
 )
 from market_hpc.workload.swf_blocks import (
     JOB_BLOCK_BYTES,
@@ -69,12 +61,22 @@ from market_hpc.workload.swf_blocks import (
     scan_blocks,
     unknown_kinds,
 )
+from market_hpc.workload.swf_format import (
+    FIELD_NAMES,
+    JOB_ID,
+    N_FIELDS,
+    SUBMIT,
+    UNKNOWN_KINDS,
+    check_line,
+    check_line_ends,
+    unknown_values,
+)
 
 _ROWS_PER_BATCH = 8192
 
 
 class _FirstLines:
-    """Job id -> first line, as ``_check_line`` asks for it, in 16 bytes per job.
+    """Job id -> first line, as ``check_line`` asks for it, in 16 bytes per job.
 
     While ids only increase (archive traces) a lookup is a comparison with the largest id
     so far; the first id that does not increase builds the dict from the arrays.
@@ -189,13 +191,13 @@ class SwfStream:
                     header.append(line.rstrip())
                 continue
             job_lines += 1
-            unknown = _unknown_values(tokens)
+            unknown = unknown_values(tokens)
             if unknown is not None:
                 unknown_lines.append(n_lines)
                 unknown_rows.append(unknown)
                 dropped.add(n_lines)
                 continue
-            values, problem = _check_line(tokens, first_lines)  # type: ignore[arg-type]
+            values, problem = check_line(tokens, first_lines)  # type: ignore[arg-type]
             if problem is not None:
                 kind, index, message = problem
                 if not lenient:
@@ -208,12 +210,12 @@ class SwfStream:
                     kept.append(n_lines)
                 dropped.add(n_lines)
                 continue
-            key = (values[_SUBMIT], values[_JOB_ID])
+            key = (values[SUBMIT], values[JOB_ID])
             if key < last:
                 in_order = False
             last = key
-            first_lines.add(values[_JOB_ID], n_lines)
-            submits.append(values[_SUBMIT])
+            first_lines.add(values[JOB_ID], n_lines)
+            submits.append(values[SUBMIT])
         rows = np.asarray(unknown_rows, dtype=np.float64).reshape(-1, N_FIELDS)
         self._finish(header, n_lines, job_lines, malformed, examples, unknown_lines, rows, unknown_kinds(rows),
                      np.frombuffer(first_lines.ids, dtype=np.float64), np.frombuffer(submits, dtype=np.float64),
@@ -294,7 +296,7 @@ class SwfStream:
     def _batch_rows(self, lines: list[str], numbers: list[int]) -> np.ndarray:
         """The fields of checked job lines: one vectorised parse, else line by line (a
         number ``float`` reads and the C reader does not, e.g. ``1_0``)."""
-        rows = _parse_fast("\n".join(lines).encode("utf-8", errors="replace"))
+        rows = parse_fast("\n".join(lines).encode("utf-8", errors="replace"))
         if rows is not None and rows.shape == (len(lines), N_FIELDS):
             return rows
         values: list[list[float]] = []

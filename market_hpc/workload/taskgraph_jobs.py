@@ -53,7 +53,7 @@ from market_hpc.algorithms.valuecurve import (
     ValueCurve,
     curve_from_dict,
 )
-from market_hpc.domain.job import Job
+from market_hpc.domain.job import CORE_UNIT, Job
 from market_hpc.errors import ConfigError, TraceFormatError, UnknownNameError
 
 JobSet: TypeAlias = tuple[Job, ...]
@@ -232,7 +232,7 @@ def generate_job_set(
                 run_time=profile[0],
                 estimate=profile[0],
                 units=g.number_of_nodes(),
-                unit=(1, 0, 0, 0),
+                unit=CORE_UNIT,
                 profile=profile,
                 payload={"value_curve": curve, "task_graph": g, "graph_hash": key,
                          "c_star": c_star(profile)},
