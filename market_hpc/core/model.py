@@ -130,6 +130,11 @@ class HPCModel(mesa.Model):
         self.hold_penalty = hold_penalty
         self.resume_seconds = resume_seconds
         self.hold_progress_loss = hold_progress_loss
+        if policy is None and not isinstance(jobs, Iterator):  # by name: refuse what it lacks before the run
+            from market_hpc.policies.registry import check_composition
+
+            jobs = list(jobs)
+            check_composition(scheduler, jobs, self.platform)
         self.policy = policy if policy is not None else make_market_aware_policy(scheduler, allocator, hold_penalty)
         self.now: float = 0.0
         self._free = FreeResources(self.platform.capacity)
@@ -502,9 +507,10 @@ class HPCModel(mesa.Model):
             raise self._fail(f"job {job.job_id}: allocation {runs!r} must list distinct nodes "
                              f"0..{self.platform.n_nodes - 1} in increasing order with positive unit counts")
         total_units = runs.total_units
-        if job.profile is not None:  # moldable
+        if job.profile is not None:  # moldable: molded on one node, or rigid at its requested size
             assert job.profile is not None
-            if len(allocation) != 1 or not 1 <= total_units <= len(job.profile):
+            if (len(allocation) != 1 or not 1 <= total_units <= len(job.profile)) and not (
+                    total_units == job.units <= len(job.profile)):
                 raise self._fail(f"moldable job {job.job_id} must run on 1..{len(job.profile)} cores "
                                  f"of one node, got {allocation}")
         elif total_units != job.units:
