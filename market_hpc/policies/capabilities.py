@@ -262,3 +262,34 @@ def refusal(scheduler: str, caps: Capabilities, needs: WorkloadNeeds,
     if not found:
         return None
     return f"scheduler {scheduler!r} cannot run this workload: " + "; ".join(found)
+
+
+# ------------------------------------------------------- allocators and bidders
+ALLOCATOR_PLACES = {
+    "first-fit": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
+    "best-fit": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
+    "balanced": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
+    "weighted": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
+    "priority-weighted": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
+    "max-bid": "cores, gpus, mics, mem per unit, bb checked; one node",
+}
+"""What each built-in allocator places (every one checks the burst buffer before placing)."""
+BIDDER_PRICES = {"free-cores": "free cores", "energy": "free cores per watt", "locality": "free cores and distance"}
+"""What each built-in bidder prices."""
+UNDECLARED_TEXT = "undeclared"
+
+
+def family_table(table: dict[str, Capabilities] | None = None) -> str:
+    """The docs table "What each family reads and what it ignores" (markdown), one row per
+    family and capability set, from the built-in declarations (``BUILTIN``) by default.
+
+    >>> family_table().splitlines()[0]
+    '| family | schedulers | handles | reads | ignores |'
+    """
+    rows: dict[tuple[str, str, str, str], list[str]] = {}
+    for name, caps in (BUILTIN if table is None else table).items():
+        rows.setdefault((caps.family, caps.describe(), caps.reads, caps.ignores), []).append(name)
+    lines = ["| family | schedulers | handles | reads | ignores |", "|---|---|---|---|---|"]
+    for (family, described, reads, ignores), names in rows.items():
+        lines.append(f"| {family} | {', '.join(f'`{n}`' for n in names)} | {described} | {reads} | {ignores} |")
+    return "\n".join(lines)
