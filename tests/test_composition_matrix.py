@@ -22,7 +22,7 @@ from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import NodeType, Platform
 from market_hpc.errors import ConfigError
-from market_hpc.policies import allocators_for, scheduler_entry, scheduler_names
+from market_hpc.policies import allocators_for, scheduler_names
 from market_hpc.policies.capabilities import BUILTIN
 from market_hpc.policies.registry import capability_table
 from market_hpc.workload.applications import library_job_set

@@ -107,8 +107,8 @@ UNDECLARED = Capabilities(frozenset(RESOURCES), frozenset(KINDS), family="plugin
 UNDECLARED_MARKET = Capabilities(frozenset({"cores"}), frozenset({"moldable", "task-graph"}), molds=True,
                                  value_curves=True, family="plugin", declared=False)
 
-_RIGID = {"resources": RESOURCES, "kinds": KINDS}
-_MARKET = {"resources": ("cores",), "kinds": ("moldable", "task-graph"), "molds": True}
+_RIGID: dict[str, object] = {"resources": RESOURCES, "kinds": KINDS}
+_MARKET: dict[str, object] = {"resources": ("cores",), "kinds": ("moldable", "task-graph"), "molds": True}
 _FAMILIES: tuple[tuple[str, tuple[str, ...], dict[str, object], str, str], ...] = (
     ("classic", ("fifo", "sjf", "ljf", "easy"), _RIGID,
      "cores, GPUs, MICs, memory (via the allocator), burst buffer; estimates",
