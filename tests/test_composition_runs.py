@@ -69,3 +69,19 @@ def test_the_market_rule_names_the_alternative_for_accelerator_jobs() -> None:
         "a scheduler that handles them (market-hpc policies lists what each scheduler handles)"
     )):
         apply_market_rule([Job(1, 0.0, 10.0, 10.0, units=2, unit=(2, 1, 0, 3072))])
+
+
+def test_a_streamed_replay_refuses_a_market_scheduler_before_the_run(tmp_path: Path) -> None:
+    from market_hpc.experiment.streaming import can_stream, simulate_streaming
+
+    config = load_scenario(_plain(scenario(tmp_path, "maxvh")))
+    assert not can_stream(config)  # read whole, so the refusal counts the jobs
+    with pytest.raises(ConfigError, match=re.escape(
+        "scheduler 'maxvh' cannot run this workload: it does not run rigid jobs (no speedup profile): 60 jobs "
+        "(e.g. job ")):
+        simulate_streaming(config)
+
+
+def _plain(path: Path) -> Path:
+    path.write_text(path.read_text().replace("market = true", "market = false"))
+    return path
