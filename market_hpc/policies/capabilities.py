@@ -102,7 +102,6 @@ def handles(resources: Iterable[str] = RESOURCES, kinds: Iterable[str] = KINDS, 
     return Capabilities(frozenset(resources), frozenset(kinds), molds, value_curves, queues, family, reads, ignores)
 
 
-ALL_JOBS = "every resource (allocator places unit vectors, burst buffer checked before a start)"
 UNDECLARED = Capabilities(frozenset(RESOURCES), frozenset(KINDS), family="plugin", declared=False)
 UNDECLARED_MARKET = Capabilities(frozenset({"cores"}), frozenset({"moldable", "task-graph"}), molds=True,
                                  value_curves=True, family="plugin", declared=False)
@@ -187,11 +186,13 @@ def workload_needs(jobs: Sequence[Job], platform: Platform) -> WorkloadNeeds:
     (['bb', 'cores', 'gpus', 'rigid'], Need(count=1, example=4))
     """
     from market_hpc.algorithms.allocation import units_fit
+    from market_hpc.domain.job import CORE_UNIT
 
-    counts: dict[str, list[int]] = {}
-    no_curve: list[int] = []
+    counts: dict[str, list[int]] = {}  # key -> [jobs, first job id]
+    no_curve = [0, -1]  # jobs without a value curve, the first one's id
     oversized: list[int] = []
     room: dict[tuple[int, ...], int] = {}
+    plain: tuple[list[int], list[int]] | None = None  # cores and rigid entries, for the common case
 
     def note(key: str, job_id: int) -> None:
         entry = counts.setdefault(key, [0, job_id])
@@ -199,15 +200,22 @@ def workload_needs(jobs: Sequence[Job], platform: Platform) -> WorkloadNeeds:
 
     for job in jobs:
         unit = job.unit
+        if "value_curve" not in job.payload:
+            if not no_curve[0]:
+                no_curve[1] = job.job_id
+            no_curve[0] += 1
+        if unit == CORE_UNIT and job.profile is None and not job.bb:  # a plain rigid trace job
+            if plain is None:
+                plain = (counts.setdefault("cores", [0, job.job_id]), counts.setdefault("rigid", [0, job.job_id]))
+            plain[0][0] += 1
+            plain[1][0] += 1
+            continue
         for index, name in enumerate(RESOURCES[:4]):
             if unit[index] > 0:
                 note(name, job.job_id)
         if job.bb > 0:
             note("bb", job.job_id)
-        kind = _kind(job)
-        note(kind, job.job_id)
-        if "value_curve" not in job.payload:
-            no_curve.append(job.job_id)
+        note(_kind(job), job.job_id)
         if job.profile is not None:
             fits = room.get(unit)
             if fits is None:
@@ -216,7 +224,7 @@ def workload_needs(jobs: Sequence[Job], platform: Platform) -> WorkloadNeeds:
                 oversized.append(job.job_id)
     return WorkloadNeeds(
         {key: Need(count, example) for key, (count, example) in counts.items()},
-        Need(len(no_curve), no_curve[0]) if no_curve else None,
+        Need(no_curve[0], no_curve[1]) if no_curve[0] else None,
         Need(len(oversized), oversized[0]) if oversized else None,
     )
 
