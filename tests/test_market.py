@@ -163,7 +163,12 @@ def test_queued_job_is_dropped_when_its_value_runs_out():
 def test_market_policy_refuses_jobs_without_value_curves():
     from market_hpc.domain.job import Job
 
-    model = HPCModel([Job(1, 0, 10, 10)], "hlrs-3x9", "maxv")
+    with pytest.raises(ConfigError, match=r"scheduler 'maxv' cannot run this workload: .*it needs value curves, "
+                       r"missing for 1 job \(e\.g\. job 1\)"):
+        HPCModel([Job(1, 0, 10, 10)], "hlrs-3x9", "maxv")  # by name: refused before the run
+    from market_hpc.policies import make_policy
+
+    model = HPCModel([Job(1, 0, 10, 10)], "hlrs-3x9", policy=make_policy("maxv"))  # the policy's own guard
     with pytest.raises(ConfigError, match="job 1 has no value curve"):
         model.run()
 

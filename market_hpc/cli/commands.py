@@ -275,6 +275,9 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     _add_sweep_commands(sub)
     add_export_command(sub)
     add_plot_command(sub)
+    from market_hpc.cli.policies_cmd import add_policies_command
+
+    add_policies_command(sub)
     from market_hpc.viz import add_viz_command
 
     add_viz_command(sub)

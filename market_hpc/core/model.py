@@ -128,6 +128,11 @@ class HPCModel(mesa.Model):
         self.hold_penalty = hold_penalty
         self.resume_seconds = resume_seconds
         self.hold_progress_loss = hold_progress_loss
+        if policy is None and not isinstance(jobs, Iterator):  # by name: refuse what it lacks before the run
+            from market_hpc.policies.registry import check_composition
+
+            jobs = list(jobs)
+            check_composition(scheduler, jobs, self.platform)
         self.policy = policy if policy is not None else make_market_aware_policy(scheduler, allocator, hold_penalty)
         self.now: float = 0.0
         self._free = FreeResources(self.platform.capacity)

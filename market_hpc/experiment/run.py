@@ -208,6 +208,9 @@ def simulate(config: RunConfig | str | Path, jobs: list[Job] | None = None, prog
     if jobs is None:
         jobs, report = build_workload(config, platform)
     platform = with_capacity(platform, config.workload.burst_buffer, jobs)
+    from market_hpc.policies.registry import check_composition
+
+    check_composition(config.policy.scheduler, jobs, platform)  # refuse what it lacks before the run
     if config.queues.strategy is not None:  # hybrid-queue runs (Kondameedi & Vadhiyar)
         from market_hpc.experiment.queues import queue_run, queue_summary
 

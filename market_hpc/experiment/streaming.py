@@ -52,10 +52,18 @@ from market_hpc.workload.transform import scaled_submit
 
 
 def can_stream(config: RunConfig) -> bool:
-    """Whether ``config`` is a plain trace replay that :func:`simulate_streaming` streams."""
+    """Whether ``config`` is a plain trace replay that :func:`simulate_streaming` streams.
+
+    A scheduler that does not run rigid jobs (the market auctions, ``easy-mold``) is not
+    streamed: ``simulate`` reads the whole workload first and refuses it before the run,
+    counting the jobs it cannot run.
+    """
+    from market_hpc.policies.registry import scheduler_entry
+
     spec = config.workload
     return (spec.trace is not None and config.queues.strategy is None and not spec.accelerators.enabled
-            and not spec.burst_buffer.enabled and not spec.market)
+            and not spec.burst_buffer.enabled and not spec.market
+            and scheduler_entry(config.policy.scheduler).capabilities.handles("rigid"))
 
 
 class TraceJobs:

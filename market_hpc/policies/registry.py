@@ -14,6 +14,7 @@ plugins (entry point group ``market_hpc.policies``, :mod:`market_hpc.policies.pl
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import sys
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from typing import Any
 
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.policies.base import Allocator, Policy
+from market_hpc.policies.capabilities import BUILTIN, UNDECLARED, UNDECLARED_MARKET, Capabilities
 
 SchedulerFactory = Callable[..., Policy]
 AllocatorFactory = Callable[..., Allocator]
@@ -39,6 +41,7 @@ class SchedulerEntry:
         default_allocator: Used when none is given.
         summary: One line for ``--help`` and docs.
         market: Whether it is a market dispatcher (Singh et al.) (needs value curves).
+        handles: What it handles (``policies.capabilities``); ``None``: undeclared.
     """
 
     name: str
@@ -47,6 +50,14 @@ class SchedulerEntry:
     default_allocator: str
     summary: str
     market: bool = False
+    handles: Capabilities | None = None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Its declared capabilities, or the assumed ones of an undeclared scheduler."""
+        if self.handles is not None:
+            return self.handles
+        return UNDECLARED_MARKET if self.market else UNDECLARED
 
 
 SCHEDULERS: dict[str, SchedulerEntry] = {}
@@ -73,11 +84,15 @@ def register_scheduler(
     allocators: tuple[str, ...] | None = None,
     default_allocator: str = "first-fit",
     market: bool = False,
+    handles: Capabilities | None = None,
 ) -> Callable[[SchedulerFactory], SchedulerFactory]:
     """Class/function decorator adding a scheduler to the registry.
 
     The factory is called as ``factory(allocator, **params)`` and returns an object with
-    ``name`` and ``decide(view, rng) -> Decision`` (docs/extending.md).
+    ``name`` and ``decide(view, rng) -> Decision`` (docs/extending.md). ``handles``
+    declares what it handles (``policies.capabilities.handles(...)``); workloads needing
+    something else are refused before the run. Undeclared schedulers are listed as such
+    and assumed to handle what the built-ins of their kind do.
 
     Raises:
         ConfigError: the name is taken, or what is decorated is not callable.
@@ -85,7 +100,7 @@ def register_scheduler(
 
     def add(factory: SchedulerFactory) -> SchedulerFactory:
         _check_new("scheduler", name, factory, SCHEDULERS)
-        SCHEDULERS[name] = SchedulerEntry(name, factory, allocators, default_allocator, summary, market)
+        SCHEDULERS[name] = SchedulerEntry(name, factory, allocators, default_allocator, summary, market, handles)
         return factory
 
     return add
@@ -144,6 +159,9 @@ def _load_builtin() -> None:
     _loaded = True  # before loading: a plugin may look names up while it registers
     for module in BUILTIN_MODULES:  # importing the modules runs their register_* decorators
         importlib.import_module(f"market_hpc.policies.{module}")
+    for name, caps in BUILTIN.items():  # declared here, beside each other, not in the policy modules
+        if name in SCHEDULERS and SCHEDULERS[name].handles is None:
+            SCHEDULERS[name] = dataclasses.replace(SCHEDULERS[name], handles=caps)
     from market_hpc.policies.plugins import load_plugins
 
     load_plugins(sys.modules[__name__])  # this module is the Registry the loader fills
@@ -272,3 +290,41 @@ def make_policy(
         raise ConfigError(f"scheduler {entry.name!r} ({getattr(entry.factory, '__module__', '?')}): its factory "
                           f"returned a {type(policy).__name__}, which has no decide(view, rng) method")
     return policy
+
+
+def capability_table() -> dict[str, Capabilities]:
+    """Every registered scheduler's capabilities (declared or assumed), by name."""
+    _load_builtin()
+    return {name: entry.capabilities for name, entry in sorted(SCHEDULERS.items())}
+
+
+def origin(factory: Any) -> str:
+    """Where a registered factory comes from: ``built in`` or its distribution's name."""
+    module = getattr(factory, "__module__", "") or ""
+    if module == "market_hpc" or module.startswith("market_hpc."):
+        return "built in"
+    from importlib import metadata
+
+    top = module.split(".")[0]
+    dists = metadata.packages_distributions().get(top)
+    return dists[0] if dists else f"module {module}"
+
+
+def check_composition(scheduler: str, jobs: Any, platform: Any) -> None:
+    """Refuse, before any simulation, a scheduler that lacks what ``jobs`` need.
+
+    Args:
+        scheduler: A registered scheduler name.
+        jobs: The built workload (a sequence of ``Job``).
+        platform: The ``Platform`` it runs on.
+
+    Raises:
+        ConfigError: naming the scheduler, what it lacks, how many jobs need it (with an
+            example job id) and the registered schedulers that handle it.
+    """
+    from market_hpc.policies.capabilities import refusal, workload_needs
+
+    entry = scheduler_entry(scheduler)
+    message = refusal(entry.name, entry.capabilities, workload_needs(jobs, platform), capability_table())
+    if message is not None:
+        raise ConfigError(message)

@@ -95,7 +95,13 @@ class MarketRule:
     def apply(self, job: Job) -> Job:
         """The market version of one rigid single-core-unit trace job."""
         if job.unit != CORE_UNIT:
-            raise ConfigError(f"job {job.job_id}: the market rule needs plain processor requests, got unit {job.unit}")
+            asked = [name for name, amount in zip(("cores per unit", "GPUs", "MICs", "memory"), job.unit)
+                     if amount > (1 if name == "cores per unit" else 0)]
+            raise ConfigError(
+                f"job {job.job_id}: the market rule needs plain processor requests, got unit {job.unit} "
+                f"({', '.join(asked)}); the market auctions place single cores only: run this workload "
+                "without workload.market, under a scheduler that handles them (market-hpc policies lists "
+                "what each scheduler handles)")
         run_time = float(job.run_time)
         profile = self.profile(run_time, job.units)
         curve = self.curve(run_time, job.units, profile[0])

@@ -1,0 +1,44 @@
+"""``market-hpc policies``: every scheduler, allocator and bidder with its summary, its
+family, what it handles and where it comes from (built in, or a plugin's distribution)."""
+
+from __future__ import annotations
+
+import argparse
+
+from market_hpc.policies.capabilities import ALLOCATOR_PLACES, BIDDER_PRICES, UNDECLARED_TEXT
+
+
+def policies_listing() -> list[str]:
+    """The lines ``market-hpc policies`` prints."""
+    from market_hpc.policies import registry
+
+    registry.scheduler_names()  # loads the built-ins and the plugins
+    lines = ["schedulers (name [family; origin]: summary / handles / allocators):"]
+    for name, entry in sorted(registry.SCHEDULERS.items()):
+        caps = entry.capabilities
+        lines.append(f"  {name} [{caps.family}; {registry.origin(entry.factory)}]: {entry.summary}")
+        lines.append(f"      handles: {caps.describe()}")
+        lines.append(f"      allocators: {', '.join(registry.allocators_for(name))} "
+                     f"(default {entry.default_allocator})")
+    lines.append("allocators (name [origin]: summary / places):")
+    for name, (factory, summary) in sorted(registry.ALLOCATORS.items()):
+        lines.append(f"  {name} [{registry.origin(factory)}]: {summary}")
+        lines.append(f"      places: {ALLOCATOR_PLACES.get(name, UNDECLARED_TEXT)}")
+    lines.append("bidders (name [origin]: summary / prices):")
+    for name, (factory, summary) in sorted(registry.BIDDERS.items()):
+        lines.append(f"  {name} [{registry.origin(factory)}]: {summary}")
+        lines.append(f"      prices: {BIDDER_PRICES.get(name, UNDECLARED_TEXT)}")
+    return lines
+
+
+def cmd_policies(args: argparse.Namespace) -> int:
+    """Print the listing."""
+    print("\n".join(policies_listing()))
+    return 0
+
+
+def add_policies_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``market-hpc policies``."""
+    command = sub.add_parser("policies", help="list every scheduler, allocator and bidder: what it handles, "
+                             "where it comes from")
+    command.set_defaults(func=cmd_policies)
