@@ -9,7 +9,6 @@ written to ``jobs.csv`` and ``jobs.parquet`` and dropped.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,12 @@ from market_hpc.csv_text import write_csv
 from market_hpc.domain.job import JobStatus
 from market_hpc.domain.resources import RESOURCES
 from market_hpc.experiment.config import RunConfig
-from market_hpc.experiment.run import REJECTED_REASON, json_default, provenance, skipped_jobs_frame
+from market_hpc.experiment.run import (
+    REJECTED_REASON,
+    provenance,
+    skipped_jobs_frame,
+    write_json_files,
+)
 
 _STATUS_NAMES = np.array([status.value for status in JobStatus], dtype=object)
 _REJECTED = list(JobStatus).index(JobStatus.REJECTED)
@@ -214,11 +218,13 @@ def write_timeseries(path: Path, recorder: Recorder, chunk_rows: int) -> None:
 def write_results(directory: Path, config: RunConfig, recorder: Recorder, summary: dict[str, Any],
                   workload_report: dict[str, Any], skipped: list[dict[str, Any]], chunk_rows: int) -> Path:
     """The files of ``Result.write``: ``jobs.csv``, ``jobs.parquet``, ``timeseries.csv``,
-    ``summary.json`` and ``config.json`` in ``directory`` (created if needed)."""
+    ``summary.json`` and ``config.json`` in ``directory`` (created if needed).
+
+    Writes in place; ``StreamedResult.write`` calls it on a staging folder that replaces
+    the results folder only once every file is written.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     write_jobs(directory, recorder, skipped, chunk_rows)
     write_timeseries(directory / "timeseries.csv", recorder, chunk_rows)
-    (directory / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
-    (directory / "config.json").write_text(json.dumps(provenance(config, workload_report),
-                                                      indent=2, default=json_default) + "\n")
+    write_json_files(directory, summary, provenance(config, workload_report))
     return directory

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import platform as _platform
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -20,6 +20,7 @@ from market_hpc.core.model import HPCModel, make_market_aware_policy
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.experiment.config import RunConfig, WorkloadConfig, load_scenario
+from market_hpc.json_text import json_text
 from market_hpc.workload import first_n, read_swf, scale_load, time_slice
 from market_hpc.workload.generators import generate
 
@@ -36,18 +37,32 @@ class Result:
     summary: dict[str, Any]
     workload_report: dict[str, Any] = field(default_factory=dict)
 
-    def write(self, out: str | Path) -> Path:
+    def write(self, out: str | Path, overwrite: bool = False, carry: Mapping[str, Path] | None = None) -> Path:
         """Write ``jobs.csv``, ``jobs.parquet``, ``summary.json``, ``timeseries.csv``,
-        ``config.json`` into ``out`` (created if needed)."""
-        directory = Path(out)
-        directory.mkdir(parents=True, exist_ok=True)
-        self.jobs.to_csv(directory / "jobs.csv", index=False)
-        self.jobs.to_parquet(directory / "jobs.parquet", index=False)
-        self.timeseries.to_csv(directory / "timeseries.csv", index=False)
-        (directory / "summary.json").write_text(json.dumps(self.summary, indent=2, default=json_default) + "\n")
-        (directory / "config.json").write_text(json.dumps(provenance(self.config, self.workload_report),
-                                                          indent=2, default=json_default) + "\n")
-        return directory
+        ``config.json`` into ``out``, whole or not at all (see ``out_dir.staged_out_dir``).
+
+        Args:
+            out: The results folder.
+            overwrite: Replace an existing, non-empty ``out`` (nothing of it is kept).
+            carry: Files to copy in with the results, by name in ``out``.
+
+        Raises:
+            OutputError: ``out`` cannot be written, or holds files and not ``overwrite``.
+        """
+        from market_hpc.experiment.out_dir import staged_out_dir
+
+        with staged_out_dir(out, overwrite, carry) as directory:
+            self.jobs.to_csv(directory / "jobs.csv", index=False)
+            self.jobs.to_parquet(directory / "jobs.parquet", index=False)
+            self.timeseries.to_csv(directory / "timeseries.csv", index=False)
+            write_json_files(directory, self.summary, provenance(self.config, self.workload_report))
+        return Path(out)
+
+
+def write_json_files(directory: Path, summary: dict[str, Any], config: dict[str, Any]) -> None:
+    """Write ``summary.json`` and ``config.json`` (strict JSON: no ``NaN``)."""
+    (directory / "summary.json").write_text(json_text(summary, default=json_default))
+    (directory / "config.json").write_text(json_text(config, default=json_default))
 
 
 def json_default(value: Any) -> Any:
