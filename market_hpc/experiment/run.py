@@ -277,10 +277,13 @@ def _make_policy(config: RunConfig) -> Any:
     ``[policy.params]`` (e.g. the CP dispatchers' limits) goes to the scheduler."""
     from market_hpc.policies import make_policy
     from market_hpc.policies.bbsched import window_params
+    from market_hpc.policies.registry import scheduler_entry
 
     params = window_params(config.policy.scheduler.lower(), dataclasses.asdict(config.policy.window))
     if params is not None or config.policy.params:
         params = {**(params or {}), **config.policy.params}
+        if scheduler_entry(config.policy.scheduler).market:  # policy.hold_penalty, unless params name one
+            params = {"penalty": config.policy.hold_penalty, **params}
         return make_policy(config.policy.scheduler, config.policy.allocator, scheduler_params=params)
     return make_market_aware_policy(config.policy.scheduler, config.policy.allocator, config.policy.hold_penalty)
 
@@ -318,7 +321,7 @@ def summary_extra(model: HPCModel, config: RunConfig, report: dict[str, Any], el
         "jobs_skipped": 0,
         "trace_lines_skipped": int(report.get("trace_lines_skipped", 0)),
         "scheduler": config.policy.scheduler,
-        "allocator": config.policy.allocator or "",
+        "allocator": allocator_used(config),
         "policy": model.policy.name,
         "seed": config.seed,
     }
@@ -329,6 +332,13 @@ def summary_extra(model: HPCModel, config: RunConfig, report: dict[str, Any], el
     if summary_stats is not None:  # e.g. the CP dispatchers' status counts and model sizes
         extra.update(summary_stats())
     return extra
+
+
+def allocator_used(config: RunConfig) -> str:
+    """The allocator the run composes: the configured one, else the scheduler's default."""
+    from market_hpc.policies.registry import scheduler_entry
+
+    return (config.policy.allocator or scheduler_entry(config.policy.scheduler).default_allocator).lower()
 
 
 def with_reasons(jobs_frame: pd.DataFrame, skipped: list[dict[str, Any]]) -> pd.DataFrame:

@@ -193,6 +193,13 @@ class MarketPolicy:
 
 
 def _factory(rule: str, holding: bool, lookahead: bool = False):  # type: ignore[no-untyped-def]
+    if lookahead:  # only look-ahead holding limits holds per job
+        def make_lookahead(allocator: Allocator, penalty: float = 0.0, max_holds: int = 2) -> MarketPolicy:
+            return MarketPolicy(allocator, rule=rule, holding=holding, penalty=penalty, lookahead=True,
+                                max_holds=max_holds)
+
+        return make_lookahead
+
     def make(allocator: Allocator, penalty: float = 0.0) -> MarketPolicy:
         return MarketPolicy(allocator, rule=rule, holding=holding, penalty=penalty, lookahead=lookahead)
 
