@@ -23,6 +23,7 @@ from market_hpc.experiment.config import RunConfig, WorkloadConfig, load_scenari
 from market_hpc.json_text import json_text
 from market_hpc.workload import first_n, read_swf, scale_load, time_slice
 from market_hpc.workload.generators import generate
+from market_hpc.workload.transform import check_window_keeps_jobs
 
 PROVENANCE_PACKAGES = ("market_hpc", "mesa", "numpy", "pandas", "pyarrow", "networkx", "deap", "ortools")
 
@@ -121,6 +122,8 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
     else:
         jobs, report = generate(spec, config.seed, platform)
     if spec.start is not None or spec.end is not None:
+        source = spec.trace or spec.jobset or "the generated workload"
+        check_window_keeps_jobs([job.submit for job in jobs], spec.start, spec.end, str(source))
         jobs = list(time_slice(jobs, spec.start if spec.start is not None else -np.inf,
                                spec.end if spec.end is not None else np.inf))
     if spec.first_n is not None:

@@ -49,7 +49,7 @@ from market_hpc.experiment.run import (
 )
 from market_hpc.workload.burst_buffer import with_capacity
 from market_hpc.workload.swf_stream import stream_swf
-from market_hpc.workload.transform import scaled_submit
+from market_hpc.workload.transform import check_window_keeps_jobs, scaled_submit
 
 
 def can_stream(config: RunConfig) -> bool:
@@ -212,6 +212,7 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     report: dict[str, Any] = {"source": stream.source, **dataclasses.asdict(stream.report),
                               "trace_lines_skipped": stream.report.skipped}
     skipped = stream.skipped.records()
+    check_window_keeps_jobs(stream.submits, spec.start, spec.end, stream.source)
     jobs = TraceJobs(stream, spec)
     model, elapsed = run_model(config, platform, CheckedJobs(iter(jobs)), jobs.expected(), progress)
     recorder, platform = model.recorder, model.platform

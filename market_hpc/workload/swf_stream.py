@@ -142,6 +142,7 @@ class SwfStream:
         skipped: The lines skipped for an unknown run time, size or submit time.
         sorted: Whether the kept jobs are in ``(submit, job_id)`` order in the file.
         n_jobs: Jobs the iteration yields.
+        submits: The kept jobs' submit times, in file order.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, lenient: bool = False,
@@ -246,6 +247,7 @@ class SwfStream:
         self.skipped = (SkippedJobs(np.asarray(unknown_lines, dtype=np.int64), unknown_rows, tuple(unknown_kinds))
                         if unknown_lines else SkippedJobs.empty())
         self.sorted = in_order
+        self.submits = submits  # (file order; what a time window is checked against)
         self._ranks: np.ndarray | None = None
         if not in_order:  # rank of each kept job (file order) in (submit, job_id) order
             order = np.lexsort((ids, submits))
