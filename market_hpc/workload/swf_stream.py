@@ -69,6 +69,7 @@ from market_hpc.workload.swf_format import (
     UNKNOWN_KINDS,
     check_line,
     check_line_ends,
+    split_fields,
     unknown_values,
 )
 
@@ -186,7 +187,7 @@ class SwfStream:
         last = (-np.inf, -np.inf)
         for n_lines, line in _lines(source):
             before, semicolon, _ = line.partition(";")
-            tokens = before.split()
+            tokens = split_fields(before)
             if not tokens:
                 if semicolon and not before.encode("utf-8", errors="replace").strip():
                     header.append(line.rstrip())
@@ -283,7 +284,7 @@ class SwfStream:
         batch: list[str] = []
         numbers: list[int] = []
         for number, line in _lines(self.source):
-            tokens = line.split(";", 1)[0].split()
+            tokens = split_fields(line.split(";", 1)[0])
             if not tokens or number in dropped:
                 continue
             batch.append(" ".join(tokens))
