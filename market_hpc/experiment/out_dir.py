@@ -107,6 +107,21 @@ def staged_out_dir(out: str | Path, overwrite: bool = False,
         shutil.rmtree(staging, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """Give an ``OSError`` raised while writing ``path`` the file name it lacks.
+
+    A failed ``write`` (a full disk) raises without a file name; the message of
+    :class:`~market_hpc.errors.OutputError` names the file from it.
+    """
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            raise OSError(exc.errno, _cause(exc), str(path)) from exc
+        raise
+
+
 def _replace(staging: Path, target: Path) -> None:
     """Rename ``staging`` to ``target``, moving an existing ``target`` aside first and
     back if the rename fails."""

@@ -50,20 +50,26 @@ class Result:
         Raises:
             OutputError: ``out`` cannot be written, or holds files and not ``overwrite``.
         """
-        from market_hpc.experiment.out_dir import staged_out_dir
+        from market_hpc.experiment.out_dir import naming, staged_out_dir
 
         with staged_out_dir(out, overwrite, carry) as directory:
-            self.jobs.to_csv(directory / "jobs.csv", index=False)
-            self.jobs.to_parquet(directory / "jobs.parquet", index=False)
-            self.timeseries.to_csv(directory / "timeseries.csv", index=False)
+            with naming(directory / "jobs.csv"):
+                self.jobs.to_csv(directory / "jobs.csv", index=False)
+            with naming(directory / "jobs.parquet"):
+                self.jobs.to_parquet(directory / "jobs.parquet", index=False)
+            with naming(directory / "timeseries.csv"):
+                self.timeseries.to_csv(directory / "timeseries.csv", index=False)
             write_json_files(directory, self.summary, provenance(self.config, self.workload_report))
         return Path(out)
 
 
 def write_json_files(directory: Path, summary: dict[str, Any], config: dict[str, Any]) -> None:
     """Write ``summary.json`` and ``config.json`` (strict JSON: no ``NaN``)."""
-    (directory / "summary.json").write_text(json_text(summary, default=json_default))
-    (directory / "config.json").write_text(json_text(config, default=json_default))
+    from market_hpc.experiment.out_dir import naming
+
+    for name, content in (("summary.json", summary), ("config.json", config)):
+        with naming(directory / name):
+            (directory / name).write_text(json_text(content, default=json_default))
 
 
 def json_default(value: Any) -> Any:
