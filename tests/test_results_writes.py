@@ -150,8 +150,7 @@ def test_sweep_out_under_a_file_is_refused_before_any_run(tmp_path, capsys) -> N
     sweep.write_text("[base]\nplatform = \"nodes=2,cores=4\"\n")
     out = tmp_path / "somefile" / "out"
     assert main(["sweep", str(sweep), "--out", str(out)]) == 2
-    line = _error_line(capsys)
-    assert line.startswith("market-hpc: error: ")
+    assert _error_line(capsys) == f"market-hpc: error: cannot write {out}: {tmp_path / 'somefile'} is a file, not a folder"
 
 
 # ----------------------------------------------------------------- strict JSON
