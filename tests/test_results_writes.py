@@ -112,7 +112,7 @@ def test_a_read_only_folder_is_refused_and_left_intact(previous, capsys) -> None
 
 
 def test_a_full_disk_mid_write_leaves_the_previous_results(previous, capsys, monkeypatch) -> None:
-    import market_hpc.experiment.results_out as results_out
+    from market_hpc.experiment import results_out
 
     trace, out, before = previous
     real_write_csv = results_out.write_csv
@@ -132,7 +132,7 @@ def test_a_full_disk_mid_write_leaves_the_previous_results(previous, capsys, mon
 
 
 def test_a_full_disk_on_a_new_folder_leaves_nothing(tmp_path, capsys, monkeypatch) -> None:
-    import market_hpc.experiment.results_out as results_out
+    from market_hpc.experiment import results_out
 
     def fills_the_disk(frame, handle, header=True, **options):  # type: ignore[no-untyped-def]
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -267,3 +267,11 @@ def test_a_no_break_space_between_fields_is_refused(tmp_path, capsys) -> None:
         with pytest.raises(TraceFormatError) as refused:
             reader(str(trace))
         assert str(refused.value) == message
+
+
+def test_a_replayed_trace_is_named_absolutely_in_config_json(tmp_path, monkeypatch, capsys) -> None:
+    _trace(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", "t.swf", "--platform", "nodes=2,cores=4", "--out", "out"]) == 0
+    config = _strict((tmp_path / "out" / "config.json").read_text())
+    assert config["config"]["workload"]["trace"] == str((tmp_path / "t.swf").resolve())

@@ -116,7 +116,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             "seed": seed,
             "exclusive": args.exclusive,
             "timeseries": not args.no_timeseries,
-            "workload": {"trace": trace, "lenient": args.lenient, "load_factor": load_factor,
+            # Absolute, as a scenario's trace: config.json names the file wherever it is read.
+            "workload": {"trace": str(Path(trace).resolve()), "lenient": args.lenient, "load_factor": load_factor,
                          "market": market},
             "policy": {"scheduler": args.scheduler, "allocator": args.allocator, "bidder": args.bidder},
         }
