@@ -275,3 +275,22 @@ def test_a_replayed_trace_is_named_absolutely_in_config_json(tmp_path, monkeypat
     assert main(["replay", "t.swf", "--platform", "nodes=2,cores=4", "--out", "out"]) == 0
     config = _strict((tmp_path / "out" / "config.json").read_text())
     assert config["config"]["workload"]["trace"] == str((tmp_path / "t.swf").resolve())
+
+
+def test_demo_refuses_an_existing_results_folder_before_the_study(tmp_path, capsys) -> None:
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "comparison.csv").write_text("earlier")
+    assert main(["demo", "--quick", "--seeds", "1", "--out", str(out)]) == 2
+    assert _error_line(capsys) == (f"market-hpc: error: cannot write {out}: the folder already exists and is "
+                                   "not empty (give --overwrite to replace its contents)")
+    assert (out / "comparison.csv").read_text() == "earlier"
+
+
+def test_json_files_are_written_only_through_json_text() -> None:
+    """``json.dumps`` outside ``json_text`` would allow NaN; only hashing may use it."""
+    package = Path(__file__).resolve().parents[1] / "market_hpc"
+    hashing = {"experiment/sweep_spec.py", "algorithms/taskgraph.py"}  # digests, never written
+    found = {str(path.relative_to(package)) for path in package.rglob("*.py")
+             if "json.dump" in path.read_text(encoding="utf-8")}
+    assert found - hashing == {"json_text.py"}

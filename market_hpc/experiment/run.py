@@ -73,7 +73,7 @@ def write_json_files(directory: Path, summary: dict[str, Any], config: dict[str,
 
 
 def json_default(value: Any) -> Any:
-    """Turn numpy scalars into Python numbers for ``json.dumps(..., default=json_default)``.
+    """Turn numpy scalars into Python numbers for ``json_text(..., default=json_default)``.
 
     Raises:
         TypeError: Any other value ``json`` cannot write.
