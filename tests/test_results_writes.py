@@ -294,3 +294,16 @@ def test_json_files_are_written_only_through_json_text() -> None:
     found = {str(path.relative_to(package)) for path in package.rglob("*.py")
              if "json.dump" in path.read_text(encoding="utf-8")}
     assert found - hashing == {"json_text.py"}
+
+
+def test_allocator_and_bidder_parameters_are_checked() -> None:
+    import numpy as np
+
+    from market_hpc.policies.registry import make_allocator, make_bidder
+
+    with pytest.raises(ConfigError, match=r"^allocator 'weighted': unit_free = 1 is invalid; valid: true or false$"):
+        make_allocator("weighted", unit_free=1)
+    with pytest.raises(ConfigError, match=r"^bidder 'energy': idle_factor = nan is invalid; "
+                       r"valid: a finite number in \[0, 1\]$"):
+        make_bidder("energy", idle_factor=math.nan)
+    assert make_bidder("energy", watts_per_core=np.array([1.0, 2.0])).name == "energy"

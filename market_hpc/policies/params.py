@@ -14,7 +14,8 @@ Plugins' schedulers declare nothing here: their parameters are checked by their 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,13 +73,15 @@ class Param:
             return _sequence(value) and all(
                 isinstance(item, str) and (not self.choices or item in self.choices) for item in value)
         if self.kind == "float-list":
-            return _sequence(value) and bool(value) and all(_number(item, self.valid) for item in value)
+            return _sequence(value) and len(value) > 0 and all(_number(item, self.valid) for item in value)
         return isinstance(value, Mapping) and all(
             _integral(key) and _number(wait, POSITIVE) for key, wait in value.items())
 
 
 def _sequence(value: Any) -> bool:
-    return isinstance(value, Sequence) and not isinstance(value, str)
+    """A list, tuple or array (not text, not a table)."""
+    return hasattr(value, "__len__") and hasattr(value, "__iter__") and not isinstance(
+        value, (str, bytes, Mapping))
 
 
 def _integral(value: Any) -> bool:
@@ -89,7 +92,7 @@ def _integral(value: Any) -> bool:
 
 
 def _number(value: Any, valid: Range | None) -> bool:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy scalars too
         return False
     return valid.contains(value) if valid else math.isfinite(float(value))
 
