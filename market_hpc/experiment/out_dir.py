@@ -10,6 +10,7 @@ disk, say) leaves the previous results, or nothing, never half a run.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import tempfile
@@ -56,17 +57,17 @@ def check_out_dir(out: str | Path, overwrite: bool = False) -> Path:
     ancestor = _existing_ancestor(target.parent)
     if not ancestor.is_dir():
         raise OutputError(str(target), f"{ancestor} is a file, not a folder")
-    if target.is_dir() and any(target.iterdir()) and not overwrite:
-        raise OutputError(str(target), "the folder already exists and is not empty "
-                          "(give --overwrite to replace its contents)")
     try:
+        if target.is_dir() and any(target.iterdir()) and not overwrite:
+            raise OutputError(str(target), "the folder already exists and is not empty "
+                              "(give --overwrite to replace its contents)")
         target.parent.mkdir(parents=True, exist_ok=True)
         probe = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=target.parent)
         os.rmdir(probe)
     except OSError as exc:
         raise OutputError(str(target), _cause(exc)) from None
     if target.is_dir() and not os.access(target, os.W_OK | os.X_OK):
-        raise OutputError(str(target), "permission denied")
+        raise OutputError(str(target), os.strerror(errno.EACCES))
     return target
 
 
