@@ -307,3 +307,13 @@ def test_allocator_and_bidder_parameters_are_checked() -> None:
                        r"valid: a finite number in \[0, 1\]$"):
         make_bidder("energy", idle_factor=math.nan)
     assert make_bidder("energy", watts_per_core=np.array([1.0, 2.0])).name == "energy"
+
+
+def test_a_page_that_cannot_be_written_is_one_line(tmp_path, capsys) -> None:
+    out = tmp_path / "run"
+    assert _replay(_trace(tmp_path), out) == 0
+    (tmp_path / "somefile").write_text("x")
+    page = tmp_path / "somefile" / "page.html"
+    capsys.readouterr()
+    assert main(["plot", str(out), "--out", str(page)]) == 2
+    assert _error_line(capsys) == f"market-hpc: error: {page.with_suffix('.svg')}: Not a directory"

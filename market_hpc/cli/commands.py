@@ -383,6 +383,13 @@ def _main(arguments: list[str], argv: Sequence[str] | None) -> int:
             print("market-hpc: hint: add --lenient to skip malformed lines and count them "
                   "by kind", file=sys.stderr)
         return 2
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        # A file the command could not write or read outside the checked results folder
+        # (a sweep's tables, an export, a converted trace): one line, not a traceback.
+        print(f"market-hpc: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("market-hpc: interrupted", file=sys.stderr)
         return 130
