@@ -219,5 +219,5 @@ for _rule, _summary in _SUMMARIES.items():
                        allocators=("max-bid",), default_allocator="max-bid", market=True)(
         _factory(_rule, True))
     register_scheduler(_rule + "lh", f"market: {_summary}, with look-ahead holding (non-paper: holds only "
-                       "when holding beats waiting, at most once per job)", allocators=("max-bid",),
+                       "when holding beats waiting, at most max_holds = 2 times per job)", allocators=("max-bid",),
                        default_allocator="max-bid", market=True)(_factory(_rule, True, lookahead=True))
