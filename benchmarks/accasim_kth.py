@@ -246,7 +246,7 @@ def run_accasim(python: str, trace: Path, workdir: Path) -> tuple[Path, float, d
 def run_our_command(trace: Path, out: Path) -> float | None:
     """Time the whole ``market-hpc replay`` command; None if it fails."""
     cmd = [sys.executable, "-m", "market_hpc", "replay", str(trace), "--platform", PLATFORM,
-           "--scheduler", "fifo", "--allocator", "first-fit", "--out", str(out)]
+           "--scheduler", "fifo", "--allocator", "first-fit", "--out", str(out), "--overwrite"]
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start

@@ -78,3 +78,16 @@ class PolicyError(MarketHpcError):
 
 class SimulationError(MarketHpcError):
     """The simulation reached a state it cannot continue from."""
+
+
+class OutputError(MarketHpcError):
+    """A results file or folder cannot be written (exists, no permission, disk full).
+
+    Attributes:
+        path: The file or folder that could not be written.
+    """
+
+    def __init__(self, path: str, cause: str) -> None:
+        self.path = path
+        self.cause = cause
+        super().__init__(f"cannot write {path}: {cause}")

@@ -50,13 +50,37 @@ def _print_summary(summary: dict[str, object], out: Path | None) -> None:
         print("results not written (give --out DIR to keep jobs.csv, summary.json, ...)")
 
 
-def _simulate_and_report(config: Any, out_dir: str | None, title: Callable[[str], str]) -> int:
+def _check_out(args: argparse.Namespace) -> None:
+    """Refuse an ``--out`` that cannot be written (or would replace results without
+    ``--overwrite``) before anything is simulated."""
+    if args.out:
+        from market_hpc.experiment.out_dir import check_out_dir
+
+        check_out_dir(args.out, args.overwrite)
+
+
+def _simulate_and_report(config: Any, args: argparse.Namespace, title: Callable[[str], str],
+                         converted: Path | None = None) -> int:
+    """Run ``config``, write ``--out`` and print the summary.
+
+    ``converted`` (a trace converted from sacct output) is written into ``--out`` as
+    ``trace.swf`` with the results, and config.json names it there (absolutely).
+    """
     # Trace replays stream the trace and the results (bounded memory); the rest as simulate().
+    import dataclasses
+
     from market_hpc.experiment.streaming import simulate_streaming
 
+    _check_out(args)
     _collect_from_here()
     result = simulate_streaming(config, progress=True)
-    out = result.write(out_dir) if out_dir else None
+    carry: dict[str, Path] = {}
+    if converted is not None and args.out:
+        kept = Path(args.out).resolve() / "trace.swf"
+        workload = dataclasses.replace(result.config.workload, trace=str(kept))
+        result.config = dataclasses.replace(result.config, workload=workload)
+        carry[kept.name] = converted
+    out = result.write(args.out, overwrite=args.overwrite, carry=carry) if args.out else None
     print(title(result.summary["policy"]))
     _print_summary(result.summary, out)
     return 0
@@ -67,6 +91,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from market_hpc.experiment import config_from_dict
     from market_hpc.experiment.config import set_path
     from market_hpc.policies.registry import scheduler_entry
+    from market_hpc.workload.trace_catalogue import resolve_trace
 
     if args.platform is None:
         from market_hpc.workload.trace_catalogue import CATALOGUE
@@ -83,6 +108,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     load_factor = flag_number(args.load_factor, POSITIVE_FACTOR, "--load-factor")
     seed = flag_number(args.seed, NON_NEGATIVE_INT, "--seed", integer=True)
     first_n = flag_number(args.first_n, COUNT, "--first-n", integer=True)
+    _check_out(args)
     with replayable_trace(args.trace, args.out, args.lenient) as trace:
         data: dict[str, Any] = {
             "name": Path(args.trace).name,
@@ -90,7 +116,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             "seed": seed,
             "exclusive": args.exclusive,
             "timeseries": not args.no_timeseries,
-            "workload": {"trace": trace, "lenient": args.lenient, "load_factor": load_factor,
+            # Absolute, as a scenario's trace: config.json names the file wherever it is read.
+            "workload": {"trace": str(Path(trace).resolve()), "lenient": args.lenient, "load_factor": load_factor,
                          "market": market},
             "policy": {"scheduler": args.scheduler, "allocator": args.allocator, "bidder": args.bidder},
         }
@@ -99,15 +126,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
         for key, value in _overrides(args.set or []).items():
             set_path(data, key, value)
         config = config_from_dict(data)
-        return _simulate_and_report(config, args.out, lambda policy: f"replay of {args.trace} on "
-                                    f"{args.platform} with {policy}")
+        converted = None if trace == resolve_trace(args.trace) else Path(trace)  # sacct output, converted
+        return _simulate_and_report(config, args, lambda policy: f"replay of {args.trace} on "
+                                    f"{args.platform} with {policy}", converted)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from market_hpc.experiment import load_scenario
 
     config = load_scenario(args.scenario, _overrides(args.set or []))
-    return _simulate_and_report(config, args.out,
+    return _simulate_and_report(config, args,
                                 lambda policy: f"scenario {config.name}: {policy} on {config.platform}")
 
 
@@ -122,8 +150,14 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from market_hpc.experiment.demo import run_demo
+    from market_hpc.experiment.out_dir import staged_out_dir
 
-    run_demo(Path(args.out), seeds=flag_number(args.seeds, COUNT, "--seeds", integer=True), quick=args.quick)
+    seeds = flag_number(args.seeds, COUNT, "--seeds", integer=True)
+    if args.out is None:  # the demo's own folder: re-running the README's first command replaces it
+        args.out, args.overwrite = "out/demo", True
+    _check_out(args)
+    with staged_out_dir(args.out, args.overwrite) as staging:
+        run_demo(staging, seeds=seeds, quick=args.quick, shown_as=Path(args.out))
     return 0
 
 
@@ -133,6 +167,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else Path("out") / Path(args.sweep).stem
     workers = flag_number(args.workers, NON_NEGATIVE_INT, "--workers", integer=True)  # 0: run_sweep names it
+    from market_hpc.experiment.out_dir import check_out_dir
+
+    check_out_dir(out, overwrite=True)  # writable; an existing sweep folder is resumed, not replaced
     outcome = run_sweep(args.sweep, out, workers=workers, dask=args.dask, keep_runs=args.keep_runs)
     print(f"sweep {args.sweep}: {outcome.describe()}")
     for run_id, error in outcome.errors[:10]:
@@ -225,14 +262,19 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="run the embedded default study")
-    demo.add_argument("--out", default="out/demo", help="results folder (default: out/demo)")
+    demo.add_argument("--out", help="results folder (default: out/demo, replaced on every run; a "
+                      "folder given here is refused if it holds files, unless --overwrite)")
     demo.add_argument("--seeds", default=3, help="number of seeds (default: 3)")
     demo.add_argument("--quick", action="store_true", help="smaller study for smoke tests")
+    demo.add_argument("--overwrite", action="store_true",
+                        help="replace an existing, non-empty --out folder (nothing of it is kept)")
     demo.set_defaults(func=cmd_demo)
 
     run = sub.add_parser("run", help="run one scenario file")
     run.add_argument("scenario", help="scenario TOML file")
-    run.add_argument("--out", help="results folder")
+    run.add_argument("--out", help="results folder (refused if it holds files, unless --overwrite)")
+    run.add_argument("--overwrite", action="store_true",
+                        help="replace an existing, non-empty --out folder (nothing of it is kept)")
     run.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help="override a config value by dotted path, e.g. policy.scheduler=easy")
     run.set_defaults(func=cmd_run)
@@ -249,7 +291,9 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     replay.add_argument("--allocator", default=None, help=f"one of {allocators}")
     replay.add_argument("--bidder", default=None,
                         help=f"market auctions' node bidding strategy: one of {bidders} (default free-cores)")
-    replay.add_argument("--out", help="results folder")
+    replay.add_argument("--out", help="results folder (refused if it holds files, unless --overwrite)")
+    replay.add_argument("--overwrite", action="store_true",
+                        help="replace an existing, non-empty --out folder (nothing of it is kept)")
     replay.add_argument("--seed", default=0)
     replay.add_argument("--lenient", action="store_true", help=LENIENT_HELP)
     replay.add_argument("--market", action="store_true",
@@ -344,6 +388,13 @@ def _main(arguments: list[str], argv: Sequence[str] | None) -> int:
                 args, "lenient", True) is False:
             print("market-hpc: hint: add --lenient to skip malformed lines and count them "
                   "by kind", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        # A file the command could not write or read outside the checked results folder
+        # (a sweep's tables, an export, a converted trace): one line, not a traceback.
+        print(f"market-hpc: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("market-hpc: interrupted", file=sys.stderr)

@@ -40,13 +40,13 @@ def replayable_trace(trace: str, out_dir: str | None, lenient: bool) -> Iterator
     from market_hpc.workload.slurm_convert import convert_sacct
 
     with tempfile.TemporaryDirectory(prefix="market-hpc-sacct-") as scratch:
-        folder = Path(out_dir) if out_dir else Path(scratch)
-        folder.mkdir(parents=True, exist_ok=True)
-        swf = folder.resolve() / "trace.swf"  # absolute: config.json names it wherever it is read
+        # Converted beside the run, not into OUT: the results folder is written whole at
+        # the end (the conversion travels with it, see commands._simulate_and_report).
+        swf = Path(scratch).resolve() / "trace.swf"
         conversion = convert_sacct(trace, swf, lenient=lenient)
         print("sacct input: " + "\n".join(conversion.describe()))
-        print(f"converted to {swf}" + ("" if out_dir else " (temporary: replay --out or trace "
-                                      "convert keeps it)"))
+        print("converted to " + (f"{Path(out_dir) / 'trace.swf'}" if out_dir else f"{swf} (temporary: "
+                                 "replay --out or trace convert keeps it)"))
         yield str(swf)
 
 

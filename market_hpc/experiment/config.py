@@ -233,6 +233,9 @@ class PolicyConfig:
 
             if self.predictor not in PREDICTORS:
                 raise UnknownNameError("policy.predictor", self.predictor, PREDICTORS)
+        from market_hpc.policies.params import check_params
+
+        check_params("scheduler", self.scheduler.lower(), self.params)
 
 
 QUEUE_STRATEGIES = ("static", "proportional", "dpnlpm", "dqr", "hybrid", "nonpartitioned")

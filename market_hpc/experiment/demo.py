@@ -101,8 +101,16 @@ def claims_with_confidence(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {"holding": holding, "maxvh_best": best, "lookahead": lookahead}
 
 
-def run_demo(out: Path, seeds: int = 3, quick: bool = False) -> pd.DataFrame:
-    """Run the study, print the table and claims, write ``comparison.csv`` and the plot."""
+def run_demo(out: Path, seeds: int = 3, quick: bool = False, shown_as: Path | None = None) -> pd.DataFrame:
+    """Run the study, print the table and claims, write ``comparison.csv`` and the plot.
+
+    Args:
+        out: The folder to write to.
+        seeds: Seeds per point.
+        quick: The smaller study (smoke tests).
+        shown_as: The folder to name in the printed lines (``out`` when ``None``; the
+            command line writes to a staging folder renamed to this one at the end).
+    """
     began = time.perf_counter()
     sizes = QUICK_SIZES if quick else JOB_SET_SIZES
     studies = {name: run_study(sizes, seeds, curves=name) for name in CURVES}
@@ -126,7 +134,7 @@ def run_demo(out: Path, seeds: int = 3, quick: bool = False) -> pd.DataFrame:
     for name, study in studies.items():  # one picture per regime, named in its title
         picture = out / ("profit_vs_jobs.png" if name == "spec" else f"profit_vs_jobs_{name}.png")
         pictures.append(profit_figure(study, picture, name, LABELS, list(POLICIES + LOOKAHEAD)))
-    print(f"\nwrote {out / 'comparison.csv'} and {', '.join(p.name for p in pictures)} "
+    print(f"\nwrote {(shown_as or out) / 'comparison.csv'} and {', '.join(p.name for p in pictures)} "
           f"in {time.perf_counter() - began:.1f} s")
     return table
 

@@ -9,7 +9,6 @@ written to ``jobs.csv`` and ``jobs.parquet`` and dropped.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,13 @@ from market_hpc.csv_text import write_csv
 from market_hpc.domain.job import JobStatus
 from market_hpc.domain.resources import RESOURCES
 from market_hpc.experiment.config import RunConfig
-from market_hpc.experiment.run import REJECTED_REASON, json_default, provenance, skipped_jobs_frame
+from market_hpc.experiment.out_dir import naming
+from market_hpc.experiment.run import (
+    REJECTED_REASON,
+    provenance,
+    skipped_jobs_frame,
+    write_json_files,
+)
 
 _STATUS_NAMES = np.array([status.value for status in JobStatus], dtype=object)
 _REJECTED = list(JobStatus).index(JobStatus.REJECTED)
@@ -170,20 +175,23 @@ def write_jobs(directory: Path, recorder: Recorder, skipped: list[dict[str, Any]
     rows = 0
     writer: Any = None
     schema: Any = None
+    csv_path, parquet_path = directory / "jobs.csv", directory / "jobs.parquet"
     try:
-        with open(directory / "jobs.csv", "wb") as handle:
+        with naming(csv_path), open(csv_path, "wb") as handle:
             for part in chunks:
                 write_csv(part, handle, header=rows == 0)
-                if writer is None:
-                    schema = _parquet_schema(part.astype(chunks.dtypes))
-                    writer = pq.ParquetWriter(directory / "jobs.parquet", schema, compression="snappy")
-                writer.write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False, nthreads=1))
+                with naming(parquet_path):
+                    if writer is None:
+                        schema = _parquet_schema(part.astype(chunks.dtypes))
+                        writer = pq.ParquetWriter(parquet_path, schema, compression="snappy")
+                    writer.write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False, nthreads=1))
                 rows += len(part)
                 del part
                 pool.release_unused()  # Arrow's allocator would keep every chunk's pages
     finally:
         if writer is not None:
-            writer.close()
+            with naming(parquet_path):
+                writer.close()
     return rows
 
 
@@ -202,10 +210,11 @@ def write_timeseries(path: Path, recorder: Recorder, chunk_rows: int) -> None:
     """Write ``timeseries.csv`` (as ``timeseries_frame().to_csv``) chunk by chunk."""
     count = recorder.sample_count
     if not count:
-        recorder.timeseries_frame().to_csv(path, index=False)
+        with naming(path):
+            recorder.timeseries_frame().to_csv(path, index=False)
         return
     counts = {name: np.int64 for name in TIMESERIES_COLUMNS if name not in ("time", "profit")}
-    with open(path, "wb") as handle:
+    with naming(path), open(path, "wb") as handle:
         for begin in range(0, count, chunk_rows):
             part = pd.DataFrame(recorder.sample_rows(begin, begin + chunk_rows), columns=list(TIMESERIES_COLUMNS))
             write_csv(part.astype(counts), handle, header=begin == 0)
@@ -214,11 +223,13 @@ def write_timeseries(path: Path, recorder: Recorder, chunk_rows: int) -> None:
 def write_results(directory: Path, config: RunConfig, recorder: Recorder, summary: dict[str, Any],
                   workload_report: dict[str, Any], skipped: list[dict[str, Any]], chunk_rows: int) -> Path:
     """The files of ``Result.write``: ``jobs.csv``, ``jobs.parquet``, ``timeseries.csv``,
-    ``summary.json`` and ``config.json`` in ``directory`` (created if needed)."""
+    ``summary.json`` and ``config.json`` in ``directory`` (created if needed).
+
+    Writes in place; ``StreamedResult.write`` calls it on a staging folder that replaces
+    the results folder only once every file is written.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     write_jobs(directory, recorder, skipped, chunk_rows)
     write_timeseries(directory / "timeseries.csv", recorder, chunk_rows)
-    (directory / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
-    (directory / "config.json").write_text(json.dumps(provenance(config, workload_report),
-                                                      indent=2, default=json_default) + "\n")
+    write_json_files(directory, summary, provenance(config, workload_report))
     return directory

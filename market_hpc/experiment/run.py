@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import platform as _platform
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -20,8 +20,10 @@ from market_hpc.core.model import HPCModel, make_market_aware_policy
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.experiment.config import RunConfig, WorkloadConfig, load_scenario
+from market_hpc.json_text import json_text
 from market_hpc.workload import first_n, read_swf, scale_load, time_slice
 from market_hpc.workload.generators import generate
+from market_hpc.workload.transform import check_window_keeps_jobs
 
 PROVENANCE_PACKAGES = ("market_hpc", "mesa", "numpy", "pandas", "pyarrow", "networkx", "deap", "ortools")
 
@@ -36,22 +38,42 @@ class Result:
     summary: dict[str, Any]
     workload_report: dict[str, Any] = field(default_factory=dict)
 
-    def write(self, out: str | Path) -> Path:
+    def write(self, out: str | Path, overwrite: bool = False, carry: Mapping[str, Path] | None = None) -> Path:
         """Write ``jobs.csv``, ``jobs.parquet``, ``summary.json``, ``timeseries.csv``,
-        ``config.json`` into ``out`` (created if needed)."""
-        directory = Path(out)
-        directory.mkdir(parents=True, exist_ok=True)
-        self.jobs.to_csv(directory / "jobs.csv", index=False)
-        self.jobs.to_parquet(directory / "jobs.parquet", index=False)
-        self.timeseries.to_csv(directory / "timeseries.csv", index=False)
-        (directory / "summary.json").write_text(json.dumps(self.summary, indent=2, default=json_default) + "\n")
-        (directory / "config.json").write_text(json.dumps(provenance(self.config, self.workload_report),
-                                                          indent=2, default=json_default) + "\n")
-        return directory
+        ``config.json`` into ``out``, whole or not at all (see ``out_dir.staged_out_dir``).
+
+        Args:
+            out: The results folder.
+            overwrite: Replace an existing, non-empty ``out`` (nothing of it is kept).
+            carry: Files to copy in with the results, by name in ``out``.
+
+        Raises:
+            OutputError: ``out`` cannot be written, or holds files and not ``overwrite``.
+        """
+        from market_hpc.experiment.out_dir import naming, staged_out_dir
+
+        with staged_out_dir(out, overwrite, carry) as directory:
+            with naming(directory / "jobs.csv"):
+                self.jobs.to_csv(directory / "jobs.csv", index=False)
+            with naming(directory / "jobs.parquet"):
+                self.jobs.to_parquet(directory / "jobs.parquet", index=False)
+            with naming(directory / "timeseries.csv"):
+                self.timeseries.to_csv(directory / "timeseries.csv", index=False)
+            write_json_files(directory, self.summary, provenance(self.config, self.workload_report))
+        return Path(out)
+
+
+def write_json_files(directory: Path, summary: dict[str, Any], config: dict[str, Any]) -> None:
+    """Write ``summary.json`` and ``config.json`` (strict JSON: no ``NaN``)."""
+    from market_hpc.experiment.out_dir import naming
+
+    for name, content in (("summary.json", summary), ("config.json", config)):
+        with naming(directory / name):
+            (directory / name).write_text(json_text(content, default=json_default))
 
 
 def json_default(value: Any) -> Any:
-    """Turn numpy scalars into Python numbers for ``json.dumps(..., default=json_default)``.
+    """Turn numpy scalars into Python numbers for ``json_text(..., default=json_default)``.
 
     Raises:
         TypeError: Any other value ``json`` cannot write.
@@ -106,6 +128,8 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
     else:
         jobs, report = generate(spec, config.seed, platform)
     if spec.start is not None or spec.end is not None:
+        source = spec.trace or spec.jobset or "the generated workload"
+        check_window_keeps_jobs([job.submit for job in jobs], spec.start, spec.end, str(source))
         jobs = list(time_slice(jobs, spec.start if spec.start is not None else -np.inf,
                                spec.end if spec.end is not None else np.inf))
     if spec.first_n is not None:
@@ -265,10 +289,13 @@ def _make_policy(config: RunConfig) -> Any:
     ``[policy.params]`` (e.g. the CP dispatchers' limits) goes to the scheduler."""
     from market_hpc.policies import make_policy
     from market_hpc.policies.bbsched import window_params
+    from market_hpc.policies.registry import scheduler_entry
 
     params = window_params(config.policy.scheduler.lower(), dataclasses.asdict(config.policy.window))
     if params is not None or config.policy.params:
         params = {**(params or {}), **config.policy.params}
+        if scheduler_entry(config.policy.scheduler).market:  # policy.hold_penalty, unless params name one
+            params = {"penalty": config.policy.hold_penalty, **params}
         return make_policy(config.policy.scheduler, config.policy.allocator, scheduler_params=params)
     return make_market_aware_policy(config.policy.scheduler, config.policy.allocator, config.policy.hold_penalty)
 
@@ -306,7 +333,7 @@ def summary_extra(model: HPCModel, config: RunConfig, report: dict[str, Any], el
         "jobs_skipped": 0,
         "trace_lines_skipped": int(report.get("trace_lines_skipped", 0)),
         "scheduler": config.policy.scheduler,
-        "allocator": config.policy.allocator or "",
+        "allocator": allocator_used(config),
         "policy": model.policy.name,
         "seed": config.seed,
     }
@@ -317,6 +344,13 @@ def summary_extra(model: HPCModel, config: RunConfig, report: dict[str, Any], el
     if summary_stats is not None:  # e.g. the CP dispatchers' status counts and model sizes
         extra.update(summary_stats())
     return extra
+
+
+def allocator_used(config: RunConfig) -> str:
+    """The allocator the run composes: the configured one, else the scheduler's default."""
+    from market_hpc.policies.registry import scheduler_entry
+
+    return (config.policy.allocator or scheduler_entry(config.policy.scheduler).default_allocator).lower()
 
 
 def with_reasons(jobs_frame: pd.DataFrame, skipped: list[dict[str, Any]]) -> pd.DataFrame:

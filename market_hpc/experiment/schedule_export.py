@@ -46,6 +46,7 @@ from market_hpc.domain.platform import load_platform
 from market_hpc.errors import ConfigError
 from market_hpc.experiment.batsim_jobs import batsim_jobs
 from market_hpc.experiment.swf_export_header import OriginalTrace, read_original, swf_header
+from market_hpc.json_text import json_text
 from market_hpc.workload.swf_format import N_FIELDS, format_number
 from market_hpc.workload.swf_rows import write_swf_rows
 
@@ -178,7 +179,7 @@ def export_schedule(directory: str | Path, swf: str | Path | None = None,
     write_swf_rows(schedule_rows(jobs, original), swf_path, header)
     workload, too_large = batsim_workload(jobs, run.total_cores)
     try:
-        batsim_path.write_text(json.dumps(workload, indent=1) + "\n")
+        batsim_path.write_text(json_text(workload, indent=1))
     except OSError as exc:
         raise ConfigError(f"cannot write {batsim_path}: {exc.strerror or exc}") from None
     jobs_path = Path(batsim_jobs_file) if batsim_jobs_file else run.directory / "batsim_jobs.csv"

@@ -24,7 +24,7 @@ import dataclasses
 import gc
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from market_hpc.core.recorder import Recorder
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import load_platform
 from market_hpc.experiment.config import RunConfig, WorkloadConfig
+from market_hpc.experiment.out_dir import staged_out_dir
 from market_hpc.experiment.results_out import summary_frame, summary_series, write_results
 from market_hpc.experiment.run import (
     SKIPPED_KEY,
@@ -48,7 +49,7 @@ from market_hpc.experiment.run import (
 )
 from market_hpc.workload.burst_buffer import with_capacity
 from market_hpc.workload.swf_stream import stream_swf
-from market_hpc.workload.transform import scaled_submit
+from market_hpc.workload.transform import check_window_keeps_jobs, scaled_submit
 
 
 def can_stream(config: RunConfig) -> bool:
@@ -186,10 +187,22 @@ class StreamedResult:
         """The ``timeseries.csv`` frame (as ``Result.timeseries``)."""
         return self.recorder.timeseries_frame()
 
-    def write(self, out: str | Path) -> Path:
-        """Write the results folder (same files and text as ``Result.write``)."""
-        return write_results(Path(out), self.config, self.recorder, self.summary, self.workload_report,
-                             self.skipped, self.chunk_rows)
+    def write(self, out: str | Path, overwrite: bool = False, carry: Mapping[str, Path] | None = None) -> Path:
+        """Write the results folder (same files and text as ``Result.write``), whole or
+        not at all (see ``out_dir.staged_out_dir``).
+
+        Args:
+            out: The results folder.
+            overwrite: Replace an existing, non-empty ``out`` (nothing of it is kept).
+            carry: Files to copy in with the results, by name in ``out``.
+
+        Raises:
+            OutputError: ``out`` cannot be written, or holds files and not ``overwrite``.
+        """
+        with staged_out_dir(out, overwrite, carry) as directory:
+            write_results(directory, self.config, self.recorder, self.summary, self.workload_report,
+                          self.skipped, self.chunk_rows)
+        return Path(out)
 
 
 def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | StreamedResult:
@@ -207,6 +220,7 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     report: dict[str, Any] = {"source": stream.source, **dataclasses.asdict(stream.report),
                               "trace_lines_skipped": stream.report.skipped}
     skipped = stream.skipped.records()
+    check_window_keeps_jobs(stream.submits, spec.start, spec.end, stream.source)
     jobs = TraceJobs(stream, spec)
     model, elapsed = run_model(config, platform, CheckedJobs(iter(jobs)), jobs.expected(), progress)
     recorder, platform = model.recorder, model.platform

@@ -9,8 +9,6 @@ workers (on a cluster they need a filesystem shared with the workers).
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,13 +76,9 @@ def execute_run(task: RunTask) -> dict[str, Any]:
 
 
 def _write_run_dir(result: Any, folder: Path, run_id: str) -> None:
-    """Write a run's results to ``folder/run_id`` through a temporary directory."""
-    temporary = folder / f".{run_id}.{os.getpid()}.tmp"
-    shutil.rmtree(temporary, ignore_errors=True)
-    result.write(temporary)
-    target = folder / run_id
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(temporary, target)
+    """Write a run's results to ``folder/run_id``, whole or not at all (replacing a
+    previous attempt's)."""
+    result.write(folder / run_id, overwrite=True)
 
 
 class InProcessExecutor(executors.InProcessExecutor):

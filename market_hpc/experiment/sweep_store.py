@@ -18,7 +18,6 @@ that is retried and succeeds).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import warnings
@@ -32,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from market_hpc.experiment.sweep_spec import FIXED_COLUMNS, SweepError
+from market_hpc.json_text import json_text
 
 try:
     import fcntl
@@ -202,7 +202,7 @@ class ResultStore:
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         """Write ``sweep.json`` (what the report needs to know about the sweep)."""
-        text = json.dumps(manifest, indent=2, default=str) + "\n"
+        text = json_text(manifest, default=str)
         atomic_write(self.directory / "sweep.json", lambda handle: handle.write(text.encode()))
 
 

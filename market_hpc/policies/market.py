@@ -193,6 +193,13 @@ class MarketPolicy:
 
 
 def _factory(rule: str, holding: bool, lookahead: bool = False):  # type: ignore[no-untyped-def]
+    if lookahead:  # only look-ahead holding limits holds per job
+        def make_lookahead(allocator: Allocator, penalty: float = 0.0, max_holds: int = 2) -> MarketPolicy:
+            return MarketPolicy(allocator, rule=rule, holding=holding, penalty=penalty, lookahead=True,
+                                max_holds=max_holds)
+
+        return make_lookahead
+
     def make(allocator: Allocator, penalty: float = 0.0) -> MarketPolicy:
         return MarketPolicy(allocator, rule=rule, holding=holding, penalty=penalty, lookahead=lookahead)
 
@@ -212,5 +219,5 @@ for _rule, _summary in _SUMMARIES.items():
                        allocators=("max-bid",), default_allocator="max-bid", market=True)(
         _factory(_rule, True))
     register_scheduler(_rule + "lh", f"market: {_summary}, with look-ahead holding (non-paper: holds only "
-                       "when holding beats waiting, at most once per job)", allocators=("max-bid",),
+                       "when holding beats waiting, at most max_holds = 2 times per job)", allocators=("max-bid",),
                        default_allocator="max-bid", market=True)(_factory(_rule, True, lookahead=True))

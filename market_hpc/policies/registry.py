@@ -24,6 +24,7 @@ from typing import Any
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.policies.base import Allocator, Policy
 from market_hpc.policies.capabilities import BUILTIN, UNDECLARED, UNDECLARED_MARKET, Capabilities
+from market_hpc.policies.params import check_params
 
 SchedulerFactory = Callable[..., Policy]
 AllocatorFactory = Callable[..., Allocator]
@@ -226,6 +227,7 @@ def make_bidder(name: str, **params: Any) -> Any:
     key = name.lower()
     if key not in BIDDERS:
         raise _unknown("bidder", name, BIDDERS)
+    check_params("bidder", key, params)
     try:
         return BIDDERS[key][0](**params)
     except TypeError as exc:
@@ -255,6 +257,7 @@ def make_allocator(name: str, **params: Any) -> Allocator:
     key = name.lower()
     if key not in ALLOCATORS:
         raise _unknown("allocator", name, ALLOCATORS)
+    check_params("allocator", key, params)
     return ALLOCATORS[key][0](**params)
 
 

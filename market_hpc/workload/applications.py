@@ -24,6 +24,7 @@ import numpy as np
 
 from market_hpc.algorithms.taskgraph import graph_hash, random_task_graph
 from market_hpc.errors import ConfigError
+from market_hpc.json_text import json_text
 from market_hpc.workload.taskgraph_jobs import JobSet, generate_job_set
 
 LIBRARY_SEED = 2015
@@ -128,7 +129,7 @@ def library_job_set(n_jobs: int, seed: int = 0, *, load: float = 2.0, curves: st
 def main(argv: list[str] | None = None) -> int:
     """Rebuild the bundled library file."""
     target = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / "data" / LIBRARY_FILE
-    target.write_text(json.dumps(library_to_dict(build_library()), indent=1) + "\n")
+    target.write_text(json_text(library_to_dict(build_library()), indent=1))
     print(f"wrote {target}")
     return 0
 

@@ -76,6 +76,7 @@ from market_hpc.workload.swf_format import (
     check_line_ends,
     format_number,
     request_and_estimate,
+    split_fields,
     text_start,
     unknown_masks,
     unknown_values,
@@ -333,7 +334,7 @@ def _parse_slow(
     first_line_of: dict[float, int] = {}
     text = data.decode("utf-8", errors="replace")
     for number, line in enumerate(text.split("\n"), start=1):
-        tokens = line.split(";", 1)[0].split()
+        tokens = split_fields(line.split(";", 1)[0])
         if not tokens:
             continue
         unknown = unknown_values(tokens)

@@ -12,6 +12,8 @@ writers (:mod:`market_hpc.workload.swf_rows`, schedule exports) all use these.
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 
 import numpy as np
 
@@ -85,6 +87,34 @@ def check_line_ends(data: bytes, source: str, first_line: int = 1) -> None:
                            "line ends to \\n, e.g. tr '\\r' '\\n'")
 
 
+_ASCII_SPACE = re.compile("[ \t\n\r\x0b\x0c]+")
+
+
+def split_fields(text: str) -> list[str]:
+    """The fields of a line (its comment removed): split at ASCII spaces and tabs only.
+
+    ``str.split()`` would also split at Unicode spaces such as U+00A0 (no-break space),
+    which SWF does not allow; kept inside a field here, :func:`check_line` names them.
+
+    >>> split_fields("1  2\t3"), split_fields("1\u00a02 3")
+    (['1', '2', '3'], ['1\xa02', '3'])
+    """
+    if text.isascii():
+        return text.split()
+    return [field for field in _ASCII_SPACE.split(text) if field]
+
+
+def _odd_separator(token: str) -> str | None:
+    """A message for a field holding a non-ASCII space (e.g. U+00A0), else ``None``."""
+    if token.isascii():
+        return None
+    odd = next((char for char in token if char.isspace()), None)
+    if odd is None:
+        return None
+    return (f"{token!r} holds U+{ord(odd):04X} ({unicodedata.name(odd, 'a non-ASCII space')}) as a "
+            "separator; SWF fields are separated by ASCII spaces or tabs")
+
+
 def unknown_values(tokens: list[str]) -> list[float] | None:
     """The values of a line whose run time, size or submit time is unknown, else ``None``.
 
@@ -141,6 +171,10 @@ def check_line(
         The values (empty when there is a problem) and ``None`` or the problem as
         ``(MALFORMED_KINDS entry, 0-based field index or None, message)``.
     """
+    for index, token in enumerate(tokens):
+        odd = _odd_separator(token)
+        if odd is not None:
+            return [], ("non_numeric", index, odd)
     if len(tokens) != N_FIELDS:
         return [], ("field_count", None, f"expected {N_FIELDS} fields, got {len(tokens)}")
     values: list[float] = []

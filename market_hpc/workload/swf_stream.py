@@ -69,6 +69,7 @@ from market_hpc.workload.swf_format import (
     UNKNOWN_KINDS,
     check_line,
     check_line_ends,
+    split_fields,
     unknown_values,
 )
 
@@ -142,6 +143,7 @@ class SwfStream:
         skipped: The lines skipped for an unknown run time, size or submit time.
         sorted: Whether the kept jobs are in ``(submit, job_id)`` order in the file.
         n_jobs: Jobs the iteration yields.
+        submits: The kept jobs' submit times, in file order.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, lenient: bool = False,
@@ -185,7 +187,7 @@ class SwfStream:
         last = (-np.inf, -np.inf)
         for n_lines, line in _lines(source):
             before, semicolon, _ = line.partition(";")
-            tokens = before.split()
+            tokens = split_fields(before)
             if not tokens:
                 if semicolon and not before.encode("utf-8", errors="replace").strip():
                     header.append(line.rstrip())
@@ -246,6 +248,7 @@ class SwfStream:
         self.skipped = (SkippedJobs(np.asarray(unknown_lines, dtype=np.int64), unknown_rows, tuple(unknown_kinds))
                         if unknown_lines else SkippedJobs.empty())
         self.sorted = in_order
+        self.submits = submits  # (file order; what a time window is checked against)
         self._ranks: np.ndarray | None = None
         if not in_order:  # rank of each kept job (file order) in (submit, job_id) order
             order = np.lexsort((ids, submits))
@@ -281,7 +284,7 @@ class SwfStream:
         batch: list[str] = []
         numbers: list[int] = []
         for number, line in _lines(self.source):
-            tokens = line.split(";", 1)[0].split()
+            tokens = split_fields(line.split(";", 1)[0])
             if not tokens or number in dropped:
                 continue
             batch.append(" ".join(tokens))

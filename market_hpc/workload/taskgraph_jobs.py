@@ -55,6 +55,7 @@ from market_hpc.algorithms.valuecurve import (
 )
 from market_hpc.domain.job import CORE_UNIT, Job
 from market_hpc.errors import ConfigError, TraceFormatError, UnknownNameError
+from market_hpc.json_text import json_text
 
 JobSet: TypeAlias = tuple[Job, ...]
 Profiler: TypeAlias = Callable[[nx.DiGraph], Sequence[float]]
@@ -306,7 +307,7 @@ def write_job_set(jobs: Sequence[Job], path: str | os.PathLike[str]) -> None:
             }
         )
     document = {"format": FILE_FORMAT, "version": FILE_VERSION, "jobs": records}
-    Path(path).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    Path(path).write_text(json_text(document, indent=1), encoding="utf-8")
 
 
 class _Reader:

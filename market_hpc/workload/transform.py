@@ -11,6 +11,8 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, InvalidNumberError
 from market_hpc.validation import MAX_SECONDS, MAX_SECONDS_TEXT, POSITIVE_FACTOR, check
@@ -90,6 +92,37 @@ def first_n(jobs: Sequence[Job], n: int) -> tuple[Job, ...]:
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ConfigError(f"number of jobs must be an integer >= 0, got {n!r}")
     return tuple(jobs[:n])
+
+
+def check_window_keeps_jobs(submits: np.ndarray | Sequence[float], start: float | None, end: float | None, source: str) -> None:
+    """Refuse a time window (``workload.start``/``workload.end``) that keeps no job.
+
+    Args:
+        submits: The submit times of the workload's jobs (any order).
+        start: ``workload.start`` (``None``: unset).
+        end: ``workload.end`` (``None``: unset).
+        source: The trace or job set the jobs come from (for the message).
+
+    Raises:
+        ConfigError: No submit time is in ``[start, end)``; names the window and the
+            workload's range of submit times.
+
+    >>> check_window_keeps_jobs(np.array([10.0, 20.0]), None, 0.0, "t.swf")
+    Traceback (most recent call last):
+    ...
+    market_hpc.errors.ConfigError: workload.end = 0 keeps no job of t.swf: its jobs are submitted from 10 to 20 s
+    """
+    if start is None and end is None or not len(submits):
+        return
+    submits = np.asarray(submits, dtype=np.float64)
+    low = -np.inf if start is None else start
+    high = np.inf if end is None else end
+    if bool(((submits >= low) & (submits < high)).any()):
+        return
+    window = ", ".join(f"workload.{name} = {value:g}" for name, value in (("start", start), ("end", end))
+                       if value is not None)
+    raise ConfigError(f"{window} keeps no job of {source}: its jobs are submitted from "
+                      f"{float(submits.min()):g} to {float(submits.max()):g} s")
 
 
 def time_slice(

@@ -1,0 +1,225 @@
+"""The declared keyword parameters of every built-in scheduler, allocator and bidder.
+
+A scenario's ``[policy.params]`` table goes to the scheduler's factory as keyword
+arguments. Each parameter is declared here with its type and valid range, so a bad value
+(``nan``, ``inf``, ``1e308``, ``2.5`` for a count, ``true`` for a number, text for a
+number) is refused when the configuration is read, before any simulation, naming the
+scheduler, the parameter, the value and what is valid; an unknown name lists the valid
+ones. The constructors still check what needs more than a type and a range (e.g. a window
+size against the scheduler's largest).
+
+Plugins' schedulers declare nothing here: their parameters are checked by their factory.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from market_hpc.errors import ConfigError
+from market_hpc.validation import MAX_INT, Range
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared keyword parameter.
+
+    Attributes:
+        kind: ``int``, ``float``, ``bool``, ``str``, ``str-list``, ``float-list`` or
+            ``wait-table`` (queue number to a positive expected wait in seconds).
+        valid: The range of an ``int``/``float`` (of each item of a ``float-list``).
+        choices: The valid values of a ``str`` (of each item of a ``str-list``).
+        optional: ``None`` is valid too (the factory's default).
+    """
+
+    kind: str
+    valid: Range | None = None
+    choices: tuple[str, ...] = ()
+    optional: bool = False
+
+    def describe(self) -> str:
+        """What is valid, in words."""
+        if self.kind in ("int", "float"):
+            text = self.valid.describe() if self.valid else f"a finite number{' (integer)' * (self.kind == 'int')}"
+        elif self.kind == "bool":
+            text = "true or false"
+        elif self.kind == "str":
+            text = f"one of {', '.join(self.choices)}" if self.choices else "a string"
+        elif self.kind == "str-list":
+            text = f"a list of {', '.join(self.choices)}" if self.choices else "a list of strings"
+        elif self.kind == "float-list":
+            text = f"a list of numbers, each {self.valid.describe() if self.valid else 'finite'}"
+        else:
+            text = "a table of queue number = expected wait in seconds (> 0)"
+        return text + (" (or absent)" if self.optional else "")
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is of this parameter's type and in its range."""
+        if value is None:
+            return self.optional
+        if self.kind == "bool":
+            return isinstance(value, bool)
+        if self.kind == "int":
+            return isinstance(value, int) and not isinstance(value, bool) and (
+                self.valid is None or self.valid.contains(value))
+        if self.kind == "float":
+            return _number(value, self.valid)
+        if self.kind == "str":
+            return isinstance(value, str) and (not self.choices or value in self.choices)
+        if self.kind == "str-list":
+            return _sequence(value) and all(
+                isinstance(item, str) and (not self.choices or item in self.choices) for item in value)
+        if self.kind == "float-list":
+            return _sequence(value) and len(value) > 0 and all(_number(item, self.valid) for item in value)
+        return isinstance(value, Mapping) and all(
+            _integral(key) and _number(wait, POSITIVE) for key, wait in value.items())
+
+
+def _sequence(value: Any) -> bool:
+    """A list, tuple or array (not text, not a table)."""
+    return hasattr(value, "__len__") and hasattr(value, "__iter__") and not isinstance(
+        value, (str, bytes, Mapping))
+
+
+def _integral(value: Any) -> bool:
+    try:
+        return float(int(value)) == float(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _number(value: Any, valid: Range | None) -> bool:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy scalars too
+        return False
+    return valid.contains(value) if valid else math.isfinite(float(value))
+
+
+POSITIVE = Range(0.0, math.inf, low_open=True)
+FRACTION = Range(0.0, 1.0)
+SECONDS = Range(0.0, 86_400.0, low_open=True)  # a solve or wait bound: up to a day
+
+# Every CP dispatcher (policies/cp.py ``CpScheduler``).
+CP_LIMITS = {
+    "deterministic_time": Param("float", SECONDS),
+    "workers": Param("int", Range(1, 1024, integer=True)),
+    "solver_seed": Param("int", Range(0, 2**31 - 1, integer=True)),
+    "wall_seconds": Param("float", SECONDS, optional=True),
+    "queue_limit": Param("int", Range(1, 1_000_000, integer=True)),
+}
+PCP20 = {
+    **CP_LIMITS,
+    "max_retries": Param("int", Range(0, 1000, integer=True), optional=True),
+    "levels": Param("int", Range(0, 64, integer=True)),
+    "branching": Param("str"),  # one of cp_pcp20.BRANCHINGS (checked by the constructor)
+    "time_control": Param("str", choices=("deterministic", "paper")),
+    "hint": Param("str"),  # one of cp_pcp20.HINTS
+    "cuts": Param("str-list"),  # names of cp_cuts.CUTS
+    "relax": Param("bool"),
+}
+WAITS = {
+    "expected_wait": Param("wait-table", optional=True),
+    "default_wait": Param("float", Range(0.0, 2.0**50, low_open=True)),
+}
+# The BBSched window schedulers (policies/bb_window.py ``WindowScheduler``); their
+# ``policy.window`` settings arrive under these names too.
+WINDOW = {
+    "window": Param("int", Range(1, 1_000_000, integer=True)),
+    "order": Param("str"),  # one of bb_window.BASE_ORDERS
+    "starvation": Param("float", Range(0.0, 2.0**50, low_open=True)),
+    "starvation_by": Param("str"),  # one of bb_starvation.STARVATION_READINGS
+    "starvation_backstop": Param("float", Range(0.0, 2.0**50)),
+}
+BBSCHED = {
+    **WINDOW,
+    "solver": Param("str"),  # one of bbsched.SOLVERS
+    "generations": Param("int", Range(0, 10_000_000, integer=True)),
+    "population": Param("int", Range(2, 1_000_000, integer=True)),
+    "mutation": Param("float", FRACTION),
+    "rule": Param("str"),  # one of bbsched.RULES
+    "exhaustive_up_to": Param("int", Range(0, 22, integer=True)),  # algorithms.bbsched.MAX_EXACT_JOBS
+    "exact_budget": Param("int", Range(0, MAX_INT, integer=True)),
+}
+MARKET = {"penalty": Param("float", FRACTION)}
+LOOKAHEAD = {**MARKET, "max_holds": Param("int", Range(0, 1000, integer=True))}
+
+SCHEDULER_PARAMS: dict[str, dict[str, Param]] = {
+    **{name: {} for name in ("fifo", "sjf", "ljf", "easy", "saf",
+                             "queues-partitioned", "queues-shared", "queues-hybrid")},
+    "pcp20": PCP20,
+    "greedy-plan": PCP20,
+    "pcp19": CP_LIMITS,
+    "hcp19": CP_LIMITS,
+    "cph": {**CP_LIMITS, **WAITS},
+    "prb": WAITS,
+    "ebf": {"static_reservation": Param("bool")},
+    "easy-mold": {"penalty": Param("float", FRACTION)},
+    **{name: WINDOW for name in ("bb-baseline", "bb-constrained-bb", "bb-constrained-cpu", "bb-weighted",
+                                 "bb-weighted-bb", "bb-weighted-cpu")},
+    "bb-binpacking": {**WINDOW, "normalise": Param("bool")},
+    "bbsched": BBSCHED,
+    **{rule + suffix: (LOOKAHEAD if suffix == "lh" else MARKET)
+       for rule in ("sjq", "maxv", "maxvd", "minvr") for suffix in ("", "h", "lh")},
+}
+"""Keyword parameters of each built-in scheduler (``queues-*`` take theirs from
+``[queues]``, not ``[policy.params]``)."""
+
+_CRITICAL = Param("str-list", choices=("cores", "gpus", "mics", "mem"))
+_WINDOW_OR_ALL = Param("int", Range(1, MAX_INT, integer=True), optional=True)
+ALLOCATOR_PARAMS: dict[str, dict[str, Param]] = {
+    "first-fit": {}, "best-fit": {}, "max-bid": {},
+    "balanced": {"critical": _CRITICAL},
+    "weighted": {"window": _WINDOW_OR_ALL, "unit_free": Param("bool")},
+    "priority-weighted": {"window": _WINDOW_OR_ALL, "critical": _CRITICAL,
+                          "bound": Param("float", POSITIVE), "step": Param("float", POSITIVE),
+                          "unit_free": Param("bool")},
+}
+"""Keyword parameters of each built-in allocator."""
+
+BIDDER_PARAMS: dict[str, dict[str, Param]] = {
+    "free-cores": {}, "fullest-node": {},
+    "energy": {"watts_per_core": Param("float-list", POSITIVE), "idle_factor": Param("float", FRACTION)},
+    "locality": {"distance": Param("float-list", Range(0.0, math.inf)),
+                 "weight": Param("float", Range(0.0, math.inf))},
+}
+"""Keyword parameters of each built-in bidder (``watts_per_core`` also as one number)."""
+
+
+def check_params(kind: str, name: str, params: Mapping[str, Any],
+                 table: Mapping[str, Mapping[str, Param]] | None = None) -> None:
+    """Refuse parameters a built-in policy does not declare, or values out of range.
+
+    Args:
+        kind: ``scheduler``, ``allocator`` or ``bidder`` (for the message).
+        name: The registered name (lower case); names not declared (plugins) pass.
+        params: The keyword parameters.
+        table: The declarations (default: by ``kind``).
+
+    Raises:
+        ConfigError: An unknown parameter (the valid ones listed) or a value of the wrong
+            type or out of range (scheduler, parameter, value and valid range named).
+
+    >>> check_params("scheduler", "pcp20", {"queue_limit": 50})
+    >>> check_params("scheduler", "pcp20", {"queue_limit": 2.5})
+    Traceback (most recent call last):
+    ...
+    market_hpc.errors.ConfigError: scheduler 'pcp20': policy.params.queue_limit = 2.5 is invalid; valid: an integer in [1, 1e+06]
+    """
+    declared = (table or _TABLES[kind]).get(name)
+    if declared is None:
+        return
+    for key, value in params.items():
+        spec = declared.get(key)
+        if spec is None:
+            valid = ", ".join(sorted(declared)) or "none (it takes no parameters)"
+            raise ConfigError(f"{kind} {name!r}: unknown parameter {key!r}; valid parameters: {valid}")
+        if kind == "bidder" and key == "watts_per_core" and _number(value, POSITIVE):
+            continue
+        if not spec.accepts(value):
+            source = f"policy.params.{key}" if kind == "scheduler" else key
+            raise ConfigError(f"{kind} {name!r}: {source} = {value!r} is invalid; valid: {spec.describe()}")
+
+
+_TABLES = {"scheduler": SCHEDULER_PARAMS, "allocator": ALLOCATOR_PARAMS, "bidder": BIDDER_PARAMS}
