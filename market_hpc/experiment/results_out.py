@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from market_hpc.experiment.segments_out import write_segments
 from market_hpc.core.recorder import JOB_COLUMNS, TIMESERIES_COLUMNS, Recorder
 from market_hpc.csv_text import write_csv
 from market_hpc.domain.job import JobStatus
@@ -218,6 +219,7 @@ def write_results(directory: Path, config: RunConfig, recorder: Recorder, summar
     directory.mkdir(parents=True, exist_ok=True)
     write_jobs(directory, recorder, skipped, chunk_rows)
     write_timeseries(directory / "timeseries.csv", recorder, chunk_rows)
+    write_segments(directory, recorder, chunk_rows)
     (directory / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
     (directory / "config.json").write_text(json.dumps(provenance(config, workload_report),
                                                       indent=2, default=json_default) + "\n")
