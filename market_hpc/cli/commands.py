@@ -10,6 +10,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from market_hpc.cli.audit_command import add_audit_command
 from market_hpc.cli.tools import (
     LENIENT_HELP,
     add_catalogue_commands,
@@ -275,6 +276,7 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     _add_sweep_commands(sub)
     add_export_command(sub)
     add_plot_command(sub)
+    add_audit_command(sub)
     from market_hpc.viz import add_viz_command
 
     add_viz_command(sub)
