@@ -38,7 +38,7 @@ from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.domain.resources import RESOURCES
 from market_hpc.errors import ConfigError
 
-TERMINAL = frozenset({"finished", "dropped", "rejected", "skipped"})
+TERMINAL = frozenset({"finished", "dropped", "rejected"})
 PROGRESS_TOLERANCE = 1e-9
 BB_TOLERANCE = 1e-6
 _JOB_FIELDS = ["job_id", "submit_time", "start_time", "end_time", "status"]
@@ -82,6 +82,8 @@ def audit_run(run_dir: str | Path) -> AuditReport:
     directory = Path(run_dir)
     platform, exclusive, bb_capacity = _run_setting(directory)
     jobs = _read(directory, "jobs", _JOB_FIELDS)
+    # Skipped trace lines are listed too (they may share a kept job's id); they never ran.
+    jobs = jobs[jobs["status"].astype(str) != "skipped"].reset_index(drop=True)
     segments = _read(directory, "segments", None)
     violation = (_check_jobs(jobs) or _check_segments(jobs, segments)
                  or _check_capacity(segments, platform, exclusive, bb_capacity))
