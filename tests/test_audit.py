@@ -86,8 +86,8 @@ VIOLATIONS = {
         "job 1 segment 2 starts at t=8 before segment 1 ends at t=10: its segments overlap"),
     "lost work across a hold": (
         JOBS, changed(SEGMENTS, 1, progress_before=0.3),
-        "job 1 segment 2 starts at progress 0.3 but segment 1 ended at progress 0.5: "
-        "work not conserved across the hold"),
+        ("job 1 segment 2 starts at progress 0.3 but segment 1 ended at progress 0.5: "
+         "work not conserved across the hold")),
     "job never ending": (
         [*JOBS[:2], (3, 0.0, 0.0, 10.0, "queued")], SEGMENTS,
         "job 3 has status 'queued': it never ended"),

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from market_hpc.experiment.segments_out import write_segments
 from market_hpc.core.recorder import JOB_COLUMNS, TIMESERIES_COLUMNS, Recorder
 from market_hpc.csv_text import write_csv
 from market_hpc.domain.job import JobStatus
 from market_hpc.domain.resources import RESOURCES
 from market_hpc.experiment.config import RunConfig
 from market_hpc.experiment.run import REJECTED_REASON, json_default, provenance, skipped_jobs_frame
+from market_hpc.experiment.segments_out import write_segments
 
 _STATUS_NAMES = np.array([status.value for status in JobStatus], dtype=object)
 _REJECTED = list(JobStatus).index(JobStatus.REJECTED)
