@@ -170,3 +170,28 @@ def test_streamed_segments_in_chunks(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "segments.parquet"), whole.segments,
                                   check_dtype=False)
     assert audit_run(run_dir).ok
+
+
+def test_gantt_draws_each_segment(tmp_path: Path) -> None:
+    """A held job is drawn as its segments, on their own allocations: nothing during the hold."""
+    from market_hpc.experiment.gantt import core_allocations, gantt_rectangles
+    from market_hpc.experiment.run_page import execution_pieces, write_run_page
+
+    config = load_scenario(ROOT / "scenarios" / "market_taskgraphs.toml")
+    run_dir = simulate(config).write(tmp_path / "run")
+    jobs = pd.read_csv(run_dir / "jobs.csv")
+    started = jobs[jobs["start_time"].notna()]
+    pieces = execution_pieces(run_dir, started)
+    segments = pd.read_csv(run_dir / "segments.csv")
+    assert len(pieces) == len(segments)
+    held = segments.loc[segments["ended"] == "held"].iloc[0]
+    resumed = segments[(segments["job_id"] == held["job_id"]) & (segments["segment"] == held["segment"] + 1)].iloc[0]
+    rects = gantt_rectangles(pieces["job_id"].tolist(), pieces["start_time"].tolist(), pieces["end_time"].tolist(),
+                             core_allocations(pieces["nodes"].tolist(), pieces["cores"].tolist(),
+                                              pieces["units"].tolist()), [9, 9, 9])
+    mine = rects.job == held["job_id"]
+    assert mine.sum() >= 2
+    during_hold = (rects.start[mine] < resumed["start"]) & (rects.end[mine] > held["end"])
+    assert not during_hold.any()
+    _, notes = write_run_page(run_dir)
+    assert any("a hold is a gap" in note for note in notes)

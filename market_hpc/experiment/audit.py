@@ -82,12 +82,28 @@ def audit_run(run_dir: str | Path) -> AuditReport:
     directory = Path(run_dir)
     platform, exclusive, bb_capacity = _run_setting(directory)
     jobs = _read(directory, "jobs", _JOB_FIELDS)
+    segments = _read(directory, "segments", None)
+    violation = audit_frames(jobs, segments, platform, exclusive=exclusive, bb_capacity=bb_capacity)
+    return AuditReport(directory, len(jobs), len(segments), violation, time.perf_counter() - began)
+
+
+def audit_frames(jobs: pd.DataFrame, segments: pd.DataFrame, platform: Platform | str, *,
+                 exclusive: bool = False, bb_capacity: float | None = None) -> str | None:
+    """The first violated invariant of a run given as frames, or ``None``.
+
+    Args:
+        jobs: ``jobs.csv``'s frame (at least job_id, submit_time, start_time, end_time, status).
+        segments: ``segments.csv``'s frame (``recorder.SEGMENT_COLUMNS``).
+        platform: The platform (or its spec) the run used.
+        exclusive: Whether the run allocated whole nodes.
+        bb_capacity: The burst-buffer pool (default: the platform's).
+    """
+    platform = load_platform(platform)
     # Skipped trace lines are listed too (they may share a kept job's id); they never ran.
     jobs = jobs[jobs["status"].astype(str) != "skipped"].reset_index(drop=True)
-    segments = _read(directory, "segments", None)
-    violation = (_check_jobs(jobs) or _check_segments(jobs, segments)
-                 or _check_capacity(segments, platform, exclusive, bb_capacity))
-    return AuditReport(directory, len(jobs), len(segments), violation, time.perf_counter() - began)
+    pool = platform.burst_buffer if bb_capacity is None else bb_capacity
+    return (_check_jobs(jobs) or _check_segments(jobs, segments)
+            or _check_capacity(segments, platform, exclusive, pool))
 
 
 def _run_setting(directory: Path) -> tuple[Platform, bool, float]:
