@@ -195,3 +195,23 @@ def test_gantt_draws_each_segment(tmp_path: Path) -> None:
     assert not during_hold.any()
     _, notes = write_run_page(run_dir)
     assert any("a hold is a gap" in note for note in notes)
+
+
+def test_sweep_audits_each_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sweep --audit``: a run that passes stays ok; a violation marks it failed with the message."""
+    from market_hpc.experiment import audit as audit_module
+    from market_hpc.experiment.sweep_spec import load_sweep
+    from market_hpc.experiment.sweep_exec import RunTask, execute_run
+
+    first = load_sweep(ROOT / "scenarios" / "penalty_sweep.toml").runs[0]
+    row = execute_run(RunTask(first.run_id, first.config, str(tmp_path), audit=True))
+    assert row["status"] == "ok", row["error"]
+    assert audit_run(tmp_path / first.run_id).ok
+
+    def failing(run_dir: Path) -> audit_module.AuditReport:
+        return audit_module.AuditReport(Path(run_dir), 1, 1, "job 1 ends twice", 0.0)
+
+    monkeypatch.setattr(audit_module, "audit_run", failing)
+    row = execute_run(RunTask(first.run_id, first.config, audit=True))
+    assert row["status"] == "failed"
+    assert row["error"] == "AuditError: audit failed: job 1 ends twice"

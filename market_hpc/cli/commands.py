@@ -134,7 +134,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else Path("out") / Path(args.sweep).stem
     workers = flag_number(args.workers, NON_NEGATIVE_INT, "--workers", integer=True)  # 0: run_sweep names it
-    outcome = run_sweep(args.sweep, out, workers=workers, dask=args.dask, keep_runs=args.keep_runs)
+    outcome = run_sweep(args.sweep, out, workers=workers, dask=args.dask, keep_runs=args.keep_runs,
+                        audit=args.audit)
     print(f"sweep {args.sweep}: {outcome.describe()}")
     for run_id, error in outcome.errors[:10]:
         print(f"  not done {run_id}: {error}")
@@ -178,6 +179,9 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:  # type: ignor
                        "address tcp://HOST:PORT")
     sweep.add_argument("--keep-runs", action="store_true",
                        help="also write each run's results folder to OUT/runs/<run_id>/")
+    sweep.add_argument("--audit", action="store_true",
+                       help="audit each run's results folder (market-hpc audit); a violation "
+                       "marks the run failed with the audit's message")
     sweep.set_defaults(func=cmd_sweep)
 
     report = sub.add_parser("report", help="tables and plots of a sweep results folder "

@@ -36,12 +36,16 @@ import pandas as pd
 from market_hpc.algorithms.schedule_audit import first_over_allocation
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.domain.resources import RESOURCES
-from market_hpc.errors import ConfigError
+from market_hpc.errors import ConfigError, MarketHpcError
 
 TERMINAL = frozenset({"finished", "dropped", "rejected"})
 PROGRESS_TOLERANCE = 1e-9
 BB_TOLERANCE = 1e-6
 _JOB_FIELDS = ["job_id", "submit_time", "start_time", "end_time", "status"]
+
+
+class AuditError(MarketHpcError):
+    """A run folder violates a schedule invariant (``sweep --audit`` fails the run with it)."""
 
 
 @dataclass(frozen=True)
