@@ -215,3 +215,19 @@ def test_sweep_audits_each_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     row = execute_run(RunTask(first.run_id, first.config, audit=True))
     assert row["status"] == "failed"
     assert row["error"] == "AuditError: audit failed: job 1 ends twice"
+
+
+def test_market_run_with_holding_costs(tmp_path: Path) -> None:
+    """With a share of a held segment's work lost and a resume cost, the progress chain
+    still holds (progress_after is recorded after the loss) and the profit recomputes."""
+    config = load_scenario(ROOT / "scenarios" / "market_taskgraphs.toml")
+    config = replace(config, policy=replace(config.policy, hold_penalty=0.05, hold_progress_loss=0.5,
+                                            resume_seconds=5.0))
+    run_dir = simulate(config).write(tmp_path / "run")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["holds"] > 0
+    report = audit_run(run_dir)
+    assert report.ok, report.violation
+    market = pd.read_csv(run_dir / "market_jobs.csv")
+    recomputed = market["value"].sum() - market["hold_penalty_charged"].sum()
+    assert recomputed == pytest.approx(summary["total_profit"], rel=1e-12)
