@@ -49,7 +49,8 @@ def can_ever_run(job: Job, platform: Platform) -> bool:
 
 
 def assert_schedule_invariants(
-    jobs: Iterable[Job], frame: pd.DataFrame, platform: Platform | str, *, exclusive: bool = False
+    jobs: Iterable[Job], frame: pd.DataFrame, platform: Platform | str, *, exclusive: bool = False,
+    segments: pd.DataFrame | None = None,
 ) -> None:
     """Assert a finished run's jobs frame is a feasible, complete schedule of ``jobs``.
 
@@ -69,13 +70,17 @@ def assert_schedule_invariants(
     The sweep skips jobs that were held (the frame only holds their first start, last
     end and last allocation) and checks zero-length jobs (start == end) alone against
     the node capacity: their instant of occupancy is not ordered against other jobs
-    starting at the same time.
+    starting at the same time. Given the run's ``segments``, the run is also audited
+    segment by segment (``market_hpc.experiment.audit.audit_frames``: every node and
+    resource over every segment, held jobs included, each job ending once, segments in
+    order, work conserved across holds).
 
     Args:
         jobs: The workload the run was given.
         frame: ``model.recorder.jobs_frame()`` (or a ``jobs.csv`` read back).
         platform: The platform (or its spec) the run used.
         exclusive: Whether the run allocated whole nodes.
+        segments: ``segments.csv``'s frame of the run (``segments_of(model)``), if any.
 
     Raises:
         AssertionError: naming the job(s) and the violated invariant.
@@ -182,6 +187,18 @@ def assert_schedule_invariants(
             f"burst buffer over-allocated at t={time:g} (job {job_id}): {bb_used} GB of "
             f"{platform.burst_buffer}"
         )
+    if segments is not None:
+        from market_hpc.experiment.audit import audit_frames
+
+        violation = audit_frames(frame, segments, platform, exclusive=exclusive)
+        assert violation is None, f"audit: {violation}"
+
+
+def segments_of(model: object) -> pd.DataFrame:
+    """``segments.csv``'s frame of a finished model's run."""
+    from market_hpc.experiment.segments_out import segments_frame
+
+    return segments_frame(model.recorder)  # type: ignore[attr-defined]
 
 
 

@@ -84,5 +84,5 @@ def test_study_points_run_on_small_data(machine: str) -> None:
         jobs, _ = build_workload(config, platform)
         result = simulate(config, jobs)
         assert sum(job.bb > 0 for job in jobs) == round(0.75 * 300)
-        assert_schedule_invariants(jobs, result.jobs, platform)
+        assert_schedule_invariants(jobs, result.jobs, platform, segments=result.segments)
         assert result.summary["utilisation_bb"] > 0

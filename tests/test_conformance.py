@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from invariants import assert_schedule_invariants, classic_pairs, random_workload
+from invariants import assert_schedule_invariants, classic_pairs, random_workload, segments_of
 
 from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
@@ -74,7 +74,8 @@ def test_decisions_are_executable(scheduler: str, allocator: str, exclusive: boo
                          exclusive=exclusive, seed=1, record_timeseries=False)
         model.run()  # a PolicyError here fails the policy
         assert not model.running, label
-        assert_schedule_invariants(jobs, model.recorder.jobs_frame(), platform, exclusive=exclusive)
+        assert_schedule_invariants(jobs, model.recorder.jobs_frame(), platform, exclusive=exclusive,
+                                   segments=segments_of(model))
 
 
 @pytest.mark.parametrize("exclusive", [False, True], ids=["core-level", "exclusive"])

@@ -323,5 +323,5 @@ def test_the_cp_study_sweep_runs_end_to_end_on_small_data() -> None:
         config = config_from_dict(data)
         jobs, _ = build_workload(config, load_platform(config.platform))
         result = simulate(config, jobs=jobs)
-        assert_schedule_invariants(jobs, result.jobs, config.platform)
+        assert_schedule_invariants(jobs, result.jobs, config.platform, segments=result.segments)
         assert result.summary["jobs_completed"] == len(jobs), run.params

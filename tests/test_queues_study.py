@@ -38,7 +38,7 @@ def test_periodic_reconfiguration_end_to_end(strategy: str) -> None:
     from market_hpc.experiment.run import build_workload
 
     jobs, _ = build_workload(config, load_platform(config.platform))
-    assert_schedule_invariants(jobs, result.jobs, config.platform)
+    assert_schedule_invariants(jobs, result.jobs, config.platform, segments=result.segments)
 
 
 def test_sampling_simulations_give_the_same_plan_in_local_processes() -> None:

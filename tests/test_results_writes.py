@@ -76,7 +76,8 @@ def test_overwrite_replaces_the_folder_and_nothing_stale_survives(previous, caps
     trace, out, _ = previous
     assert _replay(trace, out, "--overwrite") == 0
     assert sorted(path.name for path in out.iterdir()) == [
-        "config.json", "jobs.csv", "jobs.parquet", "summary.json", "timeseries.csv"]
+        "config.json", "jobs.csv", "jobs.parquet", "segments.csv", "segments.parquet", "summary.json",
+        "timeseries.csv"]
     assert not [path for path in out.parent.iterdir() if path.name.startswith(".staging-")]
 
 

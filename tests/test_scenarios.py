@@ -11,6 +11,7 @@ import pytest
 from conftest import SHARED_TRACES
 
 from market_hpc.experiment import load_scenario, simulate
+from market_hpc.experiment.audit import audit_run
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 RUN_FILES = sorted(p for p in SCENARIOS.glob("*.toml") if "grid" not in tomllib.loads(p.read_text()))
@@ -25,7 +26,8 @@ def small_overrides(path: Path) -> dict[str, object]:
     return dict(SMALL)
 
 
-def check_run(result) -> None:  # type: ignore[no-untyped-def]
+def check_run(result, out: Path) -> None:  # type: ignore[no-untyped-def]
+    """Check the run's frames, and audit the folder it writes (when every job ended)."""
     jobs = result.jobs
     assert jobs.job_id.is_unique
     assert set(jobs.status) <= {"finished", "dropped", "rejected", "queued", "held"}
@@ -36,17 +38,20 @@ def check_run(result) -> None:  # type: ignore[no-untyped-def]
     summary = result.summary
     assert summary["jobs_completed"] + summary["jobs_dropped"] + summary["jobs_rejected"] \
         + summary["jobs_never_started"] == len(jobs)
+    if set(jobs.status) <= {"finished", "dropped", "rejected", "skipped"}:
+        report = audit_run(result.write(out))
+        assert report.ok, report.violation
 
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=[p.stem for p in RUN_FILES])
-def test_scenario_runs_end_to_end(path):
+def test_scenario_runs_end_to_end(path, tmp_path):
     data = tomllib.loads(path.read_text())
     trace = data["workload"].get("trace")
     if trace and "shared/traces" in trace and not SHARED_TRACES.is_dir():
         pytest.skip(f"{path.name} replays a real trace and {SHARED_TRACES} is absent")
     config = load_scenario(path, small_overrides(path))
     result = simulate(config)
-    check_run(result)
+    check_run(result, tmp_path / "run")
     assert len(result.jobs) > 0
 
 

@@ -1,5 +1,5 @@
 """A streamed replay (trace streamed in, results written in chunks) writes what the list
-path writes: the same jobs.csv, timeseries.csv and config.json bytes, the same
+path writes: the same jobs.csv, segments.csv, timeseries.csv and config.json bytes, the same
 summary.json apart from wall-clock timings, and a jobs.parquet that reads back equal."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def compare(config: dict, tmp_path: Path, chunk_rows: int | None = None) -> tupl
         streamed.chunk_rows = chunk_rows
     whole.write(tmp_path / "whole")
     streamed.write(tmp_path / "streamed")
-    for name in ("jobs.csv", "timeseries.csv", "config.json"):
+    for name in ("jobs.csv", "segments.csv", "timeseries.csv", "config.json"):
         assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
     summaries = [json.loads((tmp_path / folder / "summary.json").read_text()) for folder in ("whole", "streamed")]
     for summary in summaries:
@@ -64,6 +64,8 @@ def compare(config: dict, tmp_path: Path, chunk_rows: int | None = None) -> tupl
     assert list(summaries[0]) == list(summaries[1])
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "streamed" / "jobs.parquet"),
                                   pd.read_parquet(tmp_path / "whole" / "jobs.parquet"))
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "streamed" / "segments.parquet"),
+                                  pd.read_parquet(tmp_path / "whole" / "segments.parquet"))
     pd.testing.assert_frame_equal(streamed.jobs, whole.jobs)
     pd.testing.assert_frame_equal(streamed.timeseries, whole.timeseries)
     return whole, streamed

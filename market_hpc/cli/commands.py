@@ -10,6 +10,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from market_hpc.cli.audit_command import add_audit_command
 from market_hpc.cli.tools import (
     LENIENT_HELP,
     add_catalogue_commands,
@@ -170,7 +171,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from market_hpc.experiment.out_dir import check_out_dir
 
     check_out_dir(out, overwrite=True)  # writable; an existing sweep folder is resumed, not replaced
-    outcome = run_sweep(args.sweep, out, workers=workers, dask=args.dask, keep_runs=args.keep_runs)
+    outcome = run_sweep(args.sweep, out, workers=workers, dask=args.dask, keep_runs=args.keep_runs,
+                        audit=args.audit)
     print(f"sweep {args.sweep}: {outcome.describe()}")
     for run_id, error in outcome.errors[:10]:
         print(f"  not done {run_id}: {error}")
@@ -214,6 +216,9 @@ def _add_sweep_commands(sub: argparse._SubParsersAction) -> None:  # type: ignor
                        "address tcp://HOST:PORT")
     sweep.add_argument("--keep-runs", action="store_true",
                        help="also write each run's results folder to OUT/runs/<run_id>/")
+    sweep.add_argument("--audit", action="store_true",
+                       help="audit each run's results folder (market-hpc audit); a violation "
+                       "marks the run failed with the audit's message")
     sweep.set_defaults(func=cmd_sweep)
 
     report = sub.add_parser("report", help="tables and plots of a sweep results folder "
@@ -322,6 +327,7 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     from market_hpc.cli.policies_cmd import add_policies_command
 
     add_policies_command(sub)
+    add_audit_command(sub)
     from market_hpc.viz import add_viz_command
 
     add_viz_command(sub)

@@ -85,8 +85,9 @@ def leave(model: ModelInternals, agent: JobAgent) -> None:
     agent.remove()
 
 
-def release(model: ModelInternals, agent: JobAgent) -> None:
-    """Give a running job's resources back and count the segment's busy time."""
+def release(model: ModelInternals, agent: JobAgent, held: bool = False) -> None:
+    """Give a running job's resources back and count the segment's busy time; tell the
+    recorder what the segment held and whether it ended by a hold (``held``)."""
     running = agent.running
     assert running is not None and agent.runs is not None
     if agent.taken is None:  # plain cores, core-level: run by run
@@ -102,6 +103,7 @@ def release(model: ModelInternals, agent: JobAgent) -> None:
     elapsed = model.now - running.start
     agent.busy_time += elapsed
     model.recorder.busy(agent.taken_total, elapsed)
+    model.recorder.segment_ending(running.allocation, agent.taken_total, agent.job.bb, held)
 
 
 def _fail(model: ModelInternals, message: str) -> PolicyError:
@@ -274,7 +276,7 @@ def _hold(model: ModelInternals, action: Hold) -> None:
         raise _fail(model, f"cannot hold job {action.job_id}: it is {state}, not running")
     assert agent.running is not None
     done = max(model.now - agent.running.start - agent.seg_overhead, 0.0)
-    release(model, agent)
+    release(model, agent, held=True)
     before = agent.progress
     if agent.seg_full > 0:
         kept = done * (1.0 - model.hold_progress_loss)

@@ -54,12 +54,23 @@ def format_allocation(allocation: Sequence[tuple[int, int]] | None) -> str:
 
 
 _SEGMENT_COLUMNS = ("job_id", "start", "end", "units", "progress_before", "progress_after")
+_SEGMENT_HELD = ("cores", "gpus", "mics", "mem", "bb", "held")  # what a segment held, and how it ended
+SEGMENT_COLUMNS = (
+    "job_id", "segment", "start", "end", "nodes", "units", "cores", "gpus", "mics", "mem", "bb",
+    "progress_before", "progress_after", "ended",
+)
+"""The columns of ``segments.csv``: one row per execution segment, by job id then segment
+number (1, 2, ...). ``nodes`` is ``jobs.csv``'s ``node:units;...`` text of the segment's
+allocation; ``cores`` .. ``mem`` are the amounts it held in all (whole nodes in exclusive
+mode), ``bb`` its burst buffer; ``ended`` is ``finished``, ``held`` (resumed later) or
+``dropped`` (held, then dropped while waiting)."""
+_NO_ENDING = (None, (0, 0, 0, 0), 0.0, 0.0)
 _STATUSES = STATUSES
 # Enum members read once: ``JobStatus.X`` and hashing a member cost ~0.4 us each.
 _FINISHED, _DROPPED, _REJECTED = JobStatus.FINISHED, JobStatus.DROPPED, JobStatus.REJECTED
 _FINISHED_CODE, _DROPPED_CODE = _STATUSES.index(_FINISHED), _STATUSES.index(_DROPPED)
 _NAN = float("nan")
-__all__ = ["JOB_COLUMNS", "TIMESERIES_COLUMNS", "JobColumns", "Recorder", "format_allocation", "format_runs",
+__all__ = ["JOB_COLUMNS", "SEGMENT_COLUMNS", "TIMESERIES_COLUMNS", "JobColumns", "Recorder", "format_allocation", "format_runs",
            "text_array"]
 
 
@@ -75,6 +86,9 @@ class Recorder:
         self._samples = BufferedFloats()  # TIMESERIES_COLUMNS values, instant after instant
         self._segments = BufferedFloats()  # _SEGMENT_COLUMNS values, segment after segment
         self._sample_list, self._segment_list = self._samples.pending, self._segments.pending
+        self._segment_held = BufferedFloats()  # _SEGMENT_HELD values, segment after segment
+        self._segment_runs = JobColumns()  # only its runs: each segment's allocation
+        self._ending: tuple[Any, tuple[int, ...], float, float] | None = None
         self.record_timeseries = record_timeseries
         self._busy = [0.0] * len(RESOURCES)
         self._total = tuple(platform.total.tolist())
@@ -168,11 +182,71 @@ class Recorder:
 
     def segment(self, job_id: int, start: float, end: float, units: int, progress_before: float,
                 progress_after: float) -> None:
-        """Record one execution segment (a job runs once, or once per hold/resume cycle)."""
+        """Record one execution segment (a job runs once, or once per hold/resume cycle),
+        with what :meth:`segment_ending` said the segment held (nothing if not called)."""
         pending = self._segment_list
         pending.extend((job_id, start, end, units, progress_before, progress_after))
+        ending = self._ending or _NO_ENDING
+        self._ending = None
+        allocation, taken_total, bb, held = ending
+        held_list = self._segment_held.pending
+        if len(taken_total) == 4:
+            held_list.extend((*taken_total, bb, held))
+        else:
+            held_list.extend((*taken_total[:4], *(0,) * (4 - len(taken_total)), bb, held))
+        runs = self._segment_runs.pending_runs
+        if type(allocation) is NodeRuns:
+            runs.append(allocation.runs)
+        else:
+            runs.append(as_runs(allocation).runs if allocation else ())
         if len(pending) >= BUFFER_LIMIT:  # (a module constant: no attribute read per call)
             self._segments.flush()
+            self._segment_held.flush()
+            self._segment_runs.flush()
+
+    def segment_ending(self, allocation: Sequence[tuple[int, int]] | None, taken_total: tuple[int, ...],
+                       bb: float, held: bool) -> None:
+        """Say what the segment :meth:`segment` records next held: its allocation, the
+        amounts taken in all (cores, gpus, mics, mem), its burst buffer, and whether it
+        ended by a hold (else the job finished)."""
+        self._ending = (allocation, taken_total, bb, 1.0 if held else 0.0)
+
+    def segment_table(self, rows: np.ndarray | None = None) -> pd.DataFrame:
+        """Segments ``rows`` (all, in recording order, if ``None``) with their allocation:
+        ``SEGMENT_COLUMNS`` but ``segment`` and ``ended`` (see ``experiment.segments_out``),
+        plus ``held`` (1.0 if the segment ended by a hold)."""
+        width, held_width = len(_SEGMENT_COLUMNS), len(_SEGMENT_HELD)
+        base = np.frombuffer(self._segments.values(), dtype=np.float64).reshape(-1, width)
+        held = np.frombuffer(self._segment_held.values(), dtype=np.float64).reshape(-1, held_width)
+        if rows is None:
+            rows = np.arange(len(base))
+        frame = pd.DataFrame(base[rows], columns=list(_SEGMENT_COLUMNS))
+        picked = held[rows]
+        del base, held  # the exported buffers would stop the arrays from growing
+        for k, name in enumerate(_SEGMENT_HELD):
+            frame[name] = picked[:, k]
+        frame = frame.astype({"job_id": np.int64, "units": np.int64, "cores": np.int64, "gpus": np.int64,
+                              "mics": np.int64, "mem": np.int64})
+        frame["nodes"] = self._segment_runs.nodes_column(rows) if len(rows) else []
+        return frame
+
+    def segment_field(self, name: str) -> np.ndarray:
+        """One numeric column of the segments (``_SEGMENT_COLUMNS`` or ``cores`` .. ``held``), a copy."""
+        if name in _SEGMENT_COLUMNS:
+            values, width, index = self._segments.values(), len(_SEGMENT_COLUMNS), _SEGMENT_COLUMNS.index(name)
+        else:
+            values, width, index = self._segment_held.values(), len(_SEGMENT_HELD), _SEGMENT_HELD.index(name)
+        if not len(values):
+            return np.zeros(0)
+        view = np.frombuffer(values, dtype=np.float64).reshape(-1, width)[:, index]
+        column = view.copy()
+        del view  # the exported buffer would stop the array from growing
+        return column
+
+    @property
+    def segment_count(self) -> int:
+        """Segments recorded so far."""
+        return len(self._segments) // len(_SEGMENT_COLUMNS)
 
     @property
     def segments(self) -> list[tuple[int, float, float, int, float, float]]:

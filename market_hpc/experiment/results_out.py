@@ -28,6 +28,7 @@ from market_hpc.experiment.run import (
     skipped_jobs_frame,
     write_json_files,
 )
+from market_hpc.experiment.segments_out import write_segments
 
 _STATUS_NAMES = np.array([status.value for status in JobStatus], dtype=object)
 _REJECTED = list(JobStatus).index(JobStatus.REJECTED)
@@ -231,5 +232,6 @@ def write_results(directory: Path, config: RunConfig, recorder: Recorder, summar
     directory.mkdir(parents=True, exist_ok=True)
     write_jobs(directory, recorder, skipped, chunk_rows)
     write_timeseries(directory / "timeseries.csv", recorder, chunk_rows)
+    write_segments(directory, recorder, chunk_rows)
     write_json_files(directory, summary, provenance(config, workload_report))
     return directory

@@ -19,6 +19,7 @@ from market_hpc.core.metrics import summarize
 from market_hpc.core.model import HPCModel, make_market_aware_policy
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
+from market_hpc.experiment.audit_files import market_jobs_frame, segments_frame, write_audit_files
 from market_hpc.experiment.config import RunConfig, WorkloadConfig, load_scenario
 from market_hpc.json_text import json_text
 from market_hpc.workload import first_n, read_swf, scale_load, time_slice
@@ -37,6 +38,8 @@ class Result:
     timeseries: pd.DataFrame
     summary: dict[str, Any]
     workload_report: dict[str, Any] = field(default_factory=dict)
+    segments: pd.DataFrame | None = None  # segments.csv's frame (written when given)
+    market_jobs: pd.DataFrame | None = None  # market_jobs.csv's frame (market runs)
 
     def write(self, out: str | Path, overwrite: bool = False, carry: Mapping[str, Path] | None = None) -> Path:
         """Write ``jobs.csv``, ``jobs.parquet``, ``summary.json``, ``timeseries.csv``,
@@ -59,6 +62,8 @@ class Result:
                 self.jobs.to_parquet(directory / "jobs.parquet", index=False)
             with naming(directory / "timeseries.csv"):
                 self.timeseries.to_csv(directory / "timeseries.csv", index=False)
+            with naming(directory / "segments.csv"):
+                write_audit_files(directory, self.segments, self.market_jobs)
             write_json_files(directory, self.summary, provenance(self.config, self.workload_report))
         return Path(out)
 
@@ -245,7 +250,9 @@ def simulate(config: RunConfig | str | Path, jobs: list[Job] | None = None, prog
         queue_summary(result.summary, result.jobs, run, jobs, config)
         return result
     model, elapsed = run_model(config, platform, jobs, len(jobs), progress)
-    return collect(model, config, report, elapsed)
+    result = collect(model, config, report, elapsed)
+    result.market_jobs = market_jobs_frame(jobs, result.jobs, config.policy.hold_penalty)
+    return result
 
 
 def run_model(config: RunConfig, platform: Platform, jobs: Any, total: int | None,
@@ -311,7 +318,7 @@ def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed:
     report = dict(report)
     skipped = report.pop(SKIPPED_KEY, [])
     summary["jobs_skipped"] = len(skipped)  # the jobs.csv rows of status skipped
-    return Result(config, with_reasons(jobs_frame, skipped), series, summary, report)
+    return Result(config, with_reasons(jobs_frame, skipped), series, summary, report, segments_frame(recorder))
 
 
 def summary_extra(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed: float) -> dict[str, Any]:

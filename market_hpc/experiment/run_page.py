@@ -125,13 +125,17 @@ def write_run_page(directory: str | Path, *, window: tuple[float, float] | None 
     plots = run.directory / "plots"
     plots.mkdir(exist_ok=True)
     page = Path(out) if out else run.directory / "schedule.html"
-    gantt, caption, svg = gantt_figures(started, allocations, node_cores, gantt_window,
+    pieces = execution_pieces(run.directory, started)
+    if pieces is not started:  # every execution segment on its own allocation
+        allocations = core_allocations(pieces["nodes"].tolist(), pieces["cores"].tolist(),
+                                       pieces["units"].tolist())
+    gantt, caption, svg = gantt_figures(pieces, allocations, node_cores, gantt_window,
                                  time_unit(gantt_window[1] - gantt_window[0]), notes,
                                  nodes or (0, len(node_cores)))
     page.with_suffix(".svg").write_text(svg, encoding="utf-8")
     figures = [
         ("Gantt chart", gantt, caption),
-        ("Occupancy", *_occupancy(started, allocations, node_cores, (lo, hi), unit)),
+        ("Occupancy", *_occupancy(pieces, allocations, node_cores, (lo, hi), unit)),
         ("Utilisation and queue", *_over_time(run.directory, jobs, int(node_cores.sum()),
                                               (lo, hi), unit)),
         ("Wait and slowdown", *_cdfs(started)),
@@ -152,6 +156,25 @@ def write_run_page(directory: str | Path, *, window: tuple[float, float] | None 
                      f"src='data:image/png;base64,{encoded}'><p>{html.escape(caption)}</p>")
     page.write_text("".join(parts) + "</body></html>\n", encoding="utf-8")
     return page, notes
+
+
+def execution_pieces(directory: Path, started: pd.DataFrame) -> pd.DataFrame:
+    """What the Gantt chart and occupancy map draw: one row per execution segment
+    (``segments.csv``: its start, end and allocation; the job's other columns from
+    ``jobs.csv``), so a held job leaves a gap while it waits; ``started`` itself when
+    the run folder has no segments file (written before segments were recorded)."""
+    parquet, csv = directory / "segments.parquet", directory / "segments.csv"
+    columns = ["job_id", "segment", "start", "end", "nodes", "cores", "units"]
+    if parquet.is_file():
+        segments = pd.read_parquet(parquet, columns=columns)
+    elif csv.is_file():
+        segments = pd.read_csv(csv, usecols=columns)
+    else:
+        return started
+    segments = segments.rename(columns={"start": "start_time", "end": "end_time"})
+    rest = started.drop(columns=[c for c in ("start_time", "end_time", "nodes", "cores", "units")
+                                 if c in started])
+    return segments.merge(rest, on="job_id", how="inner", validate="many_to_one").reset_index(drop=True)
 
 
 def _chosen_window(started: pd.DataFrame, span: float, notes: list[str]) -> tuple[float, float]:

@@ -58,9 +58,12 @@ def gantt_figures(started: pd.DataFrame, allocations: list[list[tuple[int, int]]
                      f"{MAX_RECTANGLES:,} by start are drawn (use --window or --nodes for a "
                      "smaller part; the occupancy map below counts every job)")
     held = int((started["hold_count"] > 0).sum()) if "hold_count" in started else 0
-    if held:
+    if held and "segment" not in started:
         notes.append(f"Gantt chart: {held:,} jobs were held and resumed; each is drawn from its "
                      "first start to its end on its last allocation (the hold gaps are not shown)")
+    elif held:
+        notes.append(f"Gantt chart: {held:,} jobs were held and resumed; each execution segment "
+                     "is drawn on its own allocation, a hold is a gap")
     part = Rectangles(rects.job[shown], rects.start[shown], rects.end[shown], rects.y[shown],
                       rects.height[shown])
     n_nodes = last_node - first_node

@@ -128,6 +128,7 @@ def run_sweep(
     dask: str | None = None,
     keep_runs: bool = False,
     progress: bool = True,
+    audit: bool = False,
 ) -> SweepOutcome:
     """Run every run of a sweep not already stored ``ok`` in ``out``.
 
@@ -139,6 +140,8 @@ def run_sweep(
         keep_runs: Also write each run's results directory to ``out/runs/<run_id>/``.
         progress: Show a progress bar with ETA on stderr when it is a terminal, else a
             line every few seconds (:class:`ProgressLines`).
+        audit: Audit each run's results folder (``market-hpc audit``); a violation marks
+            the run failed with the audit's message.
 
     Returns:
         The counts of done, skipped and failed runs.
@@ -162,7 +165,7 @@ def run_sweep(
         if keep_runs:
             keep_dir = str((directory / "runs").resolve())
             Path(keep_dir).mkdir(parents=True, exist_ok=True)
-        tasks = [RunTask(run.run_id, run.config, keep_dir) for run in pending.values()]
+        tasks = [RunTask(run.run_id, run.config, keep_dir, audit) for run in pending.values()]
         if progress:
             print(f"sweep {plan.source.name}: {len(plan.runs)} runs validated, {len(tasks)} to run, "
                   f"{len(plan.runs) - len(tasks)} already stored; {executor.description}",

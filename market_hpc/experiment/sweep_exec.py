@@ -31,11 +31,13 @@ class RunTask:
         run_id: The run's id.
         config: The run's full config dict (``RunConfig.to_dict()``).
         keep_dir: Folder to write the run's result directory into (``keep_dir/run_id``).
+        audit: Audit the run's written folder (``market-hpc audit``); a violation fails the run.
     """
 
     run_id: str
     config: dict[str, Any]
     keep_dir: str | None = None
+    audit: bool = False
 
 
 def scalar_metrics(summary: dict[str, Any]) -> dict[str, Any]:
@@ -68,11 +70,32 @@ def execute_run(task: RunTask) -> dict[str, Any]:
         result = simulate(config_from_dict(task.config))
         if task.keep_dir is not None:
             _write_run_dir(result, Path(task.keep_dir), task.run_id)
+        if task.audit:
+            _audit(result, task)
         metrics, status, error = scalar_metrics(result.summary), "ok", ""
     except Exception as exc:  # noqa: BLE001 - a failing run is recorded, the sweep goes on
         metrics, status, error = {}, "failed", f"{type(exc).__name__}: {exc}"
     duration = time.perf_counter() - began
     return {"run_id": task.run_id, "status": status, "error": error, "duration_s": duration, **metrics}
+
+
+def _audit(result: Any, task: RunTask) -> None:
+    """Audit the run's folder (the kept one, else a temporary one).
+
+    Raises:
+        AuditError: naming the first violation.
+    """
+    import tempfile
+
+    from market_hpc.experiment.audit import AuditError, audit_run
+
+    if task.keep_dir is not None:
+        report = audit_run(Path(task.keep_dir) / task.run_id)
+    else:
+        with tempfile.TemporaryDirectory(prefix="market-hpc-audit-") as folder:
+            report = audit_run(result.write(Path(folder) / task.run_id))
+    if not report.ok:
+        raise AuditError(f"audit failed: {report.violation}")
 
 
 def _write_run_dir(result: Any, folder: Path, run_id: str) -> None:

@@ -1,0 +1,233 @@
+"""``market-hpc audit``: hand-made run folders, one per kind of violation, each failing
+with its pinned message; real runs (a market run with holds, a KTH EASY replay) pass, and
+a market run's profit is recomputed from its files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from market_hpc.cli import main
+from market_hpc.core.recorder import SEGMENT_COLUMNS
+from market_hpc.experiment.audit import audit_run, node_placements
+from market_hpc.experiment.config import config_from_dict, load_scenario
+from market_hpc.experiment.run import simulate
+from tests.conftest import real_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Two nodes of 4 cores and 1 GPU, a 100 GB burst buffer. Job 1 is held at t=10 and
+# resumes on node 1; jobs 2 and 3 run once.
+JOBS = [
+    # job_id, submit, start, end, status
+    (1, 0.0, 0.0, 30.0, "finished"),
+    (2, 5.0, 5.0, 15.0, "finished"),
+    (3, 0.0, 0.0, 10.0, "finished"),
+]
+SEGMENTS = [
+    # job_id, segment, start, end, nodes, units, cores, gpus, mics, mem, bb, before, after, ended
+    (1, 1, 0.0, 10.0, "0:2", 2, 2, 0, 0, 0, 0.0, 0.0, 0.5, "held"),
+    (1, 2, 20.0, 30.0, "1:2", 2, 2, 0, 0, 0, 0.0, 0.5, 1.0, "finished"),
+    (2, 1, 5.0, 15.0, "0:2", 2, 2, 0, 0, 0, 0.0, 0.0, 1.0, "finished"),
+    (3, 1, 0.0, 10.0, "1:1", 1, 2, 1, 0, 0, 60.0, 0.0, 1.0, "finished"),
+]
+
+
+def write_run(directory: Path, jobs: list[tuple], segments: list[tuple]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    config = {"config": {"platform": "nodes=2,cores=4,gpus=1", "exclusive": False,
+                         "workload": {"burst_buffer": {"capacity_gb": 100.0}}}, "workload": {}}
+    (directory / "config.json").write_text(json.dumps(config))
+    pd.DataFrame(jobs, columns=["job_id", "submit_time", "start_time", "end_time", "status"]).to_csv(
+        directory / "jobs.csv", index=False)
+    pd.DataFrame(segments, columns=list(SEGMENT_COLUMNS)).to_csv(directory / "segments.csv", index=False)
+    return directory
+
+
+def changed(rows: list[tuple], index: int, **values: object) -> list[tuple]:
+    row = dict(zip(SEGMENT_COLUMNS, rows[index]))
+    row.update(values)
+    return [*rows[:index], tuple(row[name] for name in SEGMENT_COLUMNS), *rows[index + 1:]]
+
+
+def test_hand_made_run_passes(tmp_path: Path) -> None:
+    report = audit_run(write_run(tmp_path, JOBS, SEGMENTS))
+    assert report.ok, report.violation
+    assert (report.jobs, report.segments) == (3, 4)
+
+
+VIOLATIONS = {
+    "node over-allocation": (
+        JOBS, changed(SEGMENTS, 2, nodes="0:3", units=3, cores=3),
+        "node 0 over-allocated at t=5: cores 5 in use of capacity 4 (jobs 1, 2)"),
+    "GPU over-allocation": (
+        [*JOBS, (4, 2.0, 2.0, 8.0, "finished")],
+        [*SEGMENTS, (4, 1, 2.0, 8.0, "1:1", 1, 1, 1, 0, 0, 0.0, 0.0, 1.0, "finished")],
+        "node 1 over-allocated at t=2: gpus 2 in use of capacity 1 (jobs 3, 4)"),
+    "burst-buffer over-allocation": (
+        [*JOBS, (5, 3.0, 3.0, 9.0, "finished")],
+        [*SEGMENTS, (5, 1, 3.0, 9.0, "1:1", 1, 1, 0, 0, 0, 50.0, 0.0, 1.0, "finished")],
+        "burst buffer over-allocated at t=3: 110 GB in use of 100 GB (jobs 3, 5)"),
+    "start before submit": (
+        [JOBS[0], (2, 6.0, 5.0, 15.0, "finished"), JOBS[2]], SEGMENTS,
+        "job 2 segment 1 starts at t=5 before its submit at t=6"),
+    "job listed twice": (
+        [*JOBS, JOBS[1]], SEGMENTS,
+        "job 2 is listed 2 times in jobs.csv: it must end once"),
+    "job finishing twice": (
+        JOBS, changed(SEGMENTS, 0, ended="finished"),
+        "job 1 ends twice: segment 1 ended 'finished' and segment 2 follows"),
+    "overlapping segments": (
+        JOBS, changed(SEGMENTS, 1, start=8.0),
+        "job 1 segment 2 starts at t=8 before segment 1 ends at t=10: its segments overlap"),
+    "lost work across a hold": (
+        JOBS, changed(SEGMENTS, 1, progress_before=0.3),
+        ("job 1 segment 2 starts at progress 0.3 but segment 1 ended at progress 0.5: "
+         "work not conserved across the hold")),
+    "job never ending": (
+        [*JOBS[:2], (3, 0.0, 0.0, 10.0, "queued")], SEGMENTS,
+        "job 3 has status 'queued': it never ended"),
+    "finished short of its work": (
+        JOBS, changed(SEGMENTS, 2, progress_after=0.9),
+        "job 2 finished at progress 0.9, not 1"),
+}
+
+
+@pytest.mark.parametrize("kind", list(VIOLATIONS))
+def test_each_violation_is_named(tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    jobs, segments, message = VIOLATIONS[kind]
+    run_dir = write_run(tmp_path / "run", jobs, segments)
+    report = audit_run(run_dir)
+    assert report.violation == message
+    assert main(["audit", str(run_dir)]) == 1
+    assert f"FAILED: {message}" in capsys.readouterr().out
+
+
+def test_node_placements() -> None:
+    rows, nodes, units = node_placements(["0:2;5:1", None, "3:4"])
+    assert (rows.tolist(), nodes.tolist(), units.tolist()) == ([0, 0, 2], [0, 5, 3], [2, 1, 4])
+
+
+def test_market_run_with_holds(tmp_path: Path) -> None:
+    """maxVH holds jobs: the segments show it, the audit passes, and the profit (with hold
+    penalties) is recomputed from market_jobs.csv."""
+    config = load_scenario(ROOT / "scenarios" / "market_taskgraphs.toml")
+    config = replace(config, policy=replace(config.policy, hold_penalty=0.1))
+    run_dir = simulate(config).write(tmp_path / "run")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["holds"] > 0
+    segments = pd.read_csv(run_dir / "segments.csv")
+    assert (segments["ended"] == "held").sum() == summary["holds"]
+    assert segments.groupby("job_id")["segment"].max().max() > 1
+    pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "segments.parquet"), segments, check_dtype=False)
+    report = audit_run(run_dir)
+    assert report.ok, report.violation
+
+    market = pd.read_csv(run_dir / "market_jobs.csv")
+    jobs = pd.read_csv(run_dir / "jobs.csv")
+    assert len(market) == len(jobs)
+    assert market["hold_count"].sum() == summary["holds"]
+    recomputed = market["value"].sum() - market["hold_penalty_charged"].sum()
+    assert recomputed == pytest.approx(summary["total_profit"], rel=1e-12)
+    assert market["hold_penalty_charged"].sum() == pytest.approx(summary["penalties"], rel=1e-12)
+    assert market["profile"].str.count(";").min() >= 1  # run time per core count
+
+
+@pytest.mark.traces
+def test_kth_easy_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = str(real_trace("KTH-SP2-1996-2.1-cln.swf.gz"))
+    out = tmp_path / "kth"
+    assert main(["replay", trace, "--platform", "kth-sp2", "--scheduler", "easy", "--first-n", "3000",
+                 "--out", str(out)]) == 0
+    assert main(["audit", str(out)]) == 0
+    assert ": ok (" in capsys.readouterr().out
+    segments = pd.read_csv(out / "segments.csv")
+    jobs = pd.read_csv(out / "jobs.csv")
+    finished = jobs[jobs["status"] == "finished"]
+    assert len(segments) == len(finished) and (segments["ended"] == "finished").all()
+    merged = finished.merge(segments, on="job_id")
+    assert (merged["nodes_x"] == merged["nodes_y"]).all()
+
+
+def test_streamed_segments_in_chunks(tmp_path: Path) -> None:
+    """A run's segments written a few rows at a time read back as the whole frame."""
+    from market_hpc.experiment.streaming import StreamedResult, simulate_streaming
+    from tests.test_streaming_replay import synthetic_trace
+
+    trace = synthetic_trace(tmp_path / "s.swf")
+    config = config_from_dict({"name": "s", "platform": "nodes=4,cores=4", "workload": {"trace": str(trace)},
+                               "policy": {"scheduler": "easy"}})
+    streamed = simulate_streaming(config)
+    assert isinstance(streamed, StreamedResult)
+    streamed.chunk_rows = 7
+    run_dir = streamed.write(tmp_path / "run")
+    whole = simulate(config)
+    assert whole.segments is not None
+    pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "segments.parquet"), whole.segments,
+                                  check_dtype=False)
+    assert audit_run(run_dir).ok
+
+
+def test_gantt_draws_each_segment(tmp_path: Path) -> None:
+    """A held job is drawn as its segments, on their own allocations: nothing during the hold."""
+    from market_hpc.experiment.gantt import core_allocations, gantt_rectangles
+    from market_hpc.experiment.run_page import execution_pieces, write_run_page
+
+    config = load_scenario(ROOT / "scenarios" / "market_taskgraphs.toml")
+    run_dir = simulate(config).write(tmp_path / "run")
+    jobs = pd.read_csv(run_dir / "jobs.csv")
+    started = jobs[jobs["start_time"].notna()]
+    pieces = execution_pieces(run_dir, started)
+    segments = pd.read_csv(run_dir / "segments.csv")
+    assert len(pieces) == len(segments)
+    held = segments.loc[segments["ended"] == "held"].iloc[0]
+    resumed = segments[(segments["job_id"] == held["job_id"]) & (segments["segment"] == held["segment"] + 1)].iloc[0]
+    rects = gantt_rectangles(pieces["job_id"].tolist(), pieces["start_time"].tolist(), pieces["end_time"].tolist(),
+                             core_allocations(pieces["nodes"].tolist(), pieces["cores"].tolist(),
+                                              pieces["units"].tolist()), [9, 9, 9])
+    mine = rects.job == held["job_id"]
+    assert mine.sum() >= 2
+    during_hold = (rects.start[mine] < resumed["start"]) & (rects.end[mine] > held["end"])
+    assert not during_hold.any()
+    _, notes = write_run_page(run_dir)
+    assert any("a hold is a gap" in note for note in notes)
+
+
+def test_sweep_audits_each_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sweep --audit``: a run that passes stays ok; a violation marks it failed with the message."""
+    from market_hpc.experiment import audit as audit_module
+    from market_hpc.experiment.sweep_exec import RunTask, execute_run
+    from market_hpc.experiment.sweep_spec import load_sweep
+
+    first = load_sweep(ROOT / "scenarios" / "penalty_sweep.toml").runs[0]
+    row = execute_run(RunTask(first.run_id, first.config, str(tmp_path), audit=True))
+    assert row["status"] == "ok", row["error"]
+    assert audit_run(tmp_path / first.run_id).ok
+
+    def failing(run_dir: Path) -> audit_module.AuditReport:
+        return audit_module.AuditReport(Path(run_dir), 1, 1, "job 1 ends twice", 0.0)
+
+    monkeypatch.setattr(audit_module, "audit_run", failing)
+    row = execute_run(RunTask(first.run_id, first.config, audit=True))
+    assert row["status"] == "failed"
+    assert row["error"] == "AuditError: audit failed: job 1 ends twice"
+
+
+def test_market_run_with_holding_costs(tmp_path: Path) -> None:
+    """With a share of a held segment's work lost and a resume cost, the progress chain
+    still holds (progress_after is recorded after the loss) and the profit recomputes."""
+    config = load_scenario(ROOT / "scenarios" / "market_taskgraphs.toml")
+    config = replace(config, policy=replace(config.policy, hold_penalty=0.05, hold_progress_loss=0.5,
+                                            resume_seconds=5.0))
+    run_dir = simulate(config).write(tmp_path / "run")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["holds"] > 0
+    report = audit_run(run_dir)
+    assert report.ok, report.violation
+    market = pd.read_csv(run_dir / "market_jobs.csv")
+    recomputed = market["value"].sum() - market["hold_penalty_charged"].sum()
+    assert recomputed == pytest.approx(summary["total_profit"], rel=1e-12)
