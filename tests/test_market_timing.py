@@ -11,10 +11,10 @@ import pytest
 from market_hpc.algorithms.valuecurve import PiecewiseLinearCurve
 from market_hpc.core.model import CAUSES, HPCModel
 from market_hpc.domain.job import Job
+from market_hpc.domain.platform import load_platform
 from market_hpc.errors import ConfigError
 from market_hpc.experiment.config import config_from_dict
 from market_hpc.experiment.run import build_workload
-from market_hpc.domain.platform import load_platform
 from market_hpc.policies import make_policy
 from market_hpc.policies.base import NOTHING, Decision
 from tests.market_fixtures import fig5_jobs, market_job, rigid_profile
