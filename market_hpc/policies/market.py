@@ -110,6 +110,7 @@ class MarketPolicy:
         self.wait_weight = wait_weight
         self.penalty = penalty
         self.name = rule + ("lh" if lookahead else "h" if holding else "")
+        self._held_at: float | None = None  # the instant of the latest decision, if it held jobs
         self._kept: tuple[View, int | None, dict[int, list[Executing]], list[Release]] | None = None
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
@@ -143,6 +144,7 @@ class MarketPolicy:
             job_id = auction.take(index)
             actions.append(Start(job_id, ((node, cores),)))
             free[node] -= cores
+        self._held_at = now if held else None
         if not actions:
             return NOTHING
         return Decision(tuple(actions))
@@ -150,17 +152,24 @@ class MarketPolicy:
     def wake_after(self, view: View) -> float | None:
         """The first integer time step after ``view.time`` at which a job queued in
         ``view`` (the state after a decision, held jobs included) is worthless: even its
-        fastest completion, started then, earns nothing. ``None`` with an empty queue."""
+        fastest completion, started then, earns nothing. ``None`` with an empty queue.
+
+        A decision that held jobs and left cores free asks for the next step: the jobs
+        it held could not resume at its own instant, the paper's loop tries them then.
+        """
         columns = _columns(view)
         if not len(columns):
             return None
+        step = math.floor(view.time) + 1.0
+        if self._held_at == view.time and view.free[:, 0].any():
+            return step
         wake = columns.wake  # floor(arrival + zero - fastest) per row
         soonest = float(wake.min())
         rows = np.flatnonzero(wake == soonest)
         elapsed = (soonest + columns.fastest[rows]) - columns.arrival[rows]
         if not (columns.values_of(rows, elapsed) <= 0).any():
             soonest += 1.0  # worthless only after that floor: at the next step
-        return max(soonest, math.floor(view.time) + 1.0)
+        return max(soonest, step)
 
     def _plan_hold(self, view: View, auction: Auction, free: np.ndarray, held: set[int]) -> HoldPlan | None:
         arrivals = auction.arrivals()
