@@ -155,3 +155,18 @@ def test_a_policy_deciding_with_another_penalty_is_refused():
     with pytest.raises(ConfigError, match="penalty 0.5"):
         HPCModel([], "hlrs-3x9", policy=make_policy("maxvh", scheduler_params={"penalty": 0.5}))
     assert np.isfinite(HPCModel([], "hlrs-3x9", policy=make_policy("fifo"), hold_penalty=0.3).hold_penalty)
+
+
+def test_event_timing_decides_as_the_every_step_loop():
+    """A run where a decision holds jobs and leaves cores free: the held jobs resume at the
+    next step in both loops (event timing asks for that step)."""
+    config = config_from_dict({"name": "t", "platform": "hlrs-3x9", "seed": 1, "timeseries": False,
+                               "workload": {"generator": "taskgraphs", "jobs": 100, "load": 2.0, "curves": "steep"},
+                               "policy": {"scheduler": "minvrlh"}})
+    jobs, _ = build_workload(config, load_platform("hlrs-3x9"))
+    event, every = (HPCModel(jobs, "hlrs-3x9", "minvrlh", every_step=flag) for flag in (False, True))
+    for model in (event, every):
+        model.run()
+    assert event.jobs_frame().equals(every.jobs_frame())
+    assert event.recorder.profit == every.recorder.profit
+    assert event.manager.decisions < every.manager.decisions
