@@ -13,6 +13,7 @@ Prints a Markdown table (docs/market.md, "Decision timing").
 from __future__ import annotations
 
 import argparse
+import math
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -54,8 +55,10 @@ def main() -> None:
         row = paired_differences(group, "timing", "total_profit", "seed", baseline="event").iloc[0]
         mean = group[group.timing == "event"].total_profit.mean()
         decisions = group.groupby("timing").decisions.mean()
-        print(f"| {size} | {policy} | {row.seeds} | {mean:,.0f} | {row.mean_diff:+,.0f} "
-              f"[{row.ci_low:+,.0f}, {row.ci_high:+,.0f}] | {100 * row.rel_mean:+.1f} % | {row.verdict} | "
+        interval = (f"[{row.ci_low:+,.0f}, {row.ci_high:+,.0f}]" if math.isfinite(row.ci_low)
+                    else "(no interval: every pair differs alike)")
+        print(f"| {size} | {policy} | {row.seeds} | {mean:,.0f} | {row.mean_diff:+,.0f} {interval} | "
+              f"{100 * row.rel_mean:+.1f} % | {row.verdict} | "
               f"{decisions['event']:.0f} / {decisions['every_step']:.0f} |")
 
 
