@@ -116,7 +116,9 @@ class HPCModel(mesa.Model):
     nothing. ``decision_causes`` counts the decisions by cause (``CAUSES``).
 
     Raises:
-        ConfigError: on duplicate job ids or invalid parameters (``InvalidNumberError``
+        ConfigError: on duplicate job ids, a ``policy`` whose holding penalty is not
+            ``hold_penalty`` (it would decide with another penalty than the one charged),
+            or invalid parameters (``InvalidNumberError``
             naming the argument for a number out of range; each ``Job`` checked its own
             numbers when it was made).
     """
