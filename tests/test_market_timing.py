@@ -170,3 +170,13 @@ def test_event_timing_decides_as_the_every_step_loop():
     assert event.jobs_frame().equals(every.jobs_frame())
     assert event.recorder.profit == every.recorder.profit
     assert event.manager.decisions < every.manager.decisions
+
+
+def test_every_step_ends_when_no_step_can_change_anything():
+    jobs = [Job(1, 0, 10, 10, units=1), Job(2, 3, 10, 10, units=1)]
+    policy = Scripted({})  # starts nothing: after the last arrival nothing can change
+    model = HPCModel(jobs, "hlrs-3x9", policy=policy, every_step=True)
+    model.run()
+    assert policy.times == [0.0, 1.0, 2.0, 3.0]
+    assert model.decision_causes["every-step"] == 2
+    assert (model.jobs_frame()["status"] == "queued").all()

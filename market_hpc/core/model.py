@@ -409,7 +409,9 @@ class HPCModel(mesa.Model):
                 cause = "wake-up" if cause in (None, _TICK) else cause
         if cause is not None and self.queue_agent.jobs:
             self._decide(cause)
-        if self.every_step and self.queue_agent.jobs and self._tick_at <= now:
+        if (self.every_step and self.queue_agent.jobs and self._tick_at <= now
+                and (heap or len(self.running_by_end) or self._upcoming is not None)):
+            # (with nothing running or to come no step would change anything: end, not spin)
             self._tick_at = math.floor(now) + 1.0
             self._push(self._tick_at, DECISION, _TICK)
         while heap and heap[0][1] == DECISION and type(heap[0][3]) is int and heap[0][3] != self._generation:
