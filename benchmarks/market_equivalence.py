@@ -6,7 +6,9 @@ and its summary (timing entries left out), so a faster market is proven to decid
 
 The stored reference, ``benchmarks/data/market_reference.json``, was first recorded at
 630059f (before the vectorised market) and re-recorded at 66f8815 (after ``jobs_skipped``
-changed meaning, before issue 25's pruned auction), with ``--first-n 6000``.
+changed meaning, before the pruned auction), with ``--first-n 6000``, and again after the
+decision-timing rule of docs/market.md (wake-ups read after the decision and superseded
+by the next one; ``policy.every_step`` and the ``decisions_*`` cause counts added).
 
 Workloads: (a) the demo study's job sets (``hlrs-3x9``, HLRS-like task graphs of 10 to 100
 jobs at load 2, both value-curve regimes, seeds 1-2; and 25 and 50 jobs with step and

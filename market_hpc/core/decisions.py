@@ -62,7 +62,7 @@ class ModelInternals(Protocol):
     _heap: list[tuple[float, int, int, Any]]
     _seq: int
     _start_seq: int
-    _wake_pending: set[float]
+    _generation: int
 
     @property
     def free(self) -> np.ndarray:
@@ -111,7 +111,8 @@ def _fail(model: ModelInternals, message: str) -> PolicyError:
 
 
 def apply_decision(model: ModelInternals, decision: Decision) -> None:
-    """Validate and apply every action of ``decision`` in order, then its wake-up request.
+    """Validate and apply every action of ``decision`` in order, then its wake-up request
+    (tagged with the model's current decision, so a later decision supersedes it).
 
     Raises:
         PolicyError: ``decision`` is not a ``Decision`` or an action is invalid.
@@ -129,9 +130,8 @@ def apply_decision(model: ModelInternals, decision: Decision) -> None:
             raise _fail(model, f"unknown action {action!r}")
     model.free_index.settle()
     wake = decision.wake_at
-    if wake is not None and wake > model.now and wake not in model._wake_pending:
-        model._wake_pending.add(wake)
-        model._push(wake, DECISION, None)
+    if wake is not None and wake > model.now:
+        model._push(wake, DECISION, model._generation)
 
 
 def _queued_agent(model: ModelInternals, job_id: int, verb: str) -> JobAgent:

@@ -30,7 +30,7 @@ from market_hpc.core.decisions import apply_decision, leave, release
 from market_hpc.core.free_state import FreeResources
 from market_hpc.core.recorder import Recorder
 from market_hpc.core.running_jobs import RunningJobs
-from market_hpc.core.state import COMPLETION
+from market_hpc.core.state import COMPLETION, DECISION
 from market_hpc.core.view import ModelView
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform
@@ -41,6 +41,9 @@ from market_hpc.policies.registry import make_policy, scheduler_entry
 from market_hpc.validation import FRACTION, NON_NEGATIVE_INT, TIME, check
 
 _NEVER = math.inf
+CAUSES = ("completion", "arrival", "reconfiguration", "wake-up", "every-step")
+"""Why a decision happened, in the order that names an instant with several causes."""
+_TICK = "every-step"  # the heap event of the every-step loop's next time step
 # Enum members read once: ``JobStatus.X`` goes through the enum's metaclass (~0.4 us a read).
 _RUNNING, _FINISHED, _REJECTED = JobStatus.RUNNING, JobStatus.FINISHED, JobStatus.REJECTED
 
@@ -49,6 +52,19 @@ def make_market_aware_policy(scheduler: str, allocator: str | None, hold_penalty
     """``make_policy`` that hands the holding penalty to market schedulers."""
     params = {"penalty": hold_penalty} if scheduler_entry(scheduler).market else None
     return make_policy(scheduler, allocator, scheduler_params=params)
+
+
+def _check_penalty(policy: Policy, hold_penalty: float) -> None:
+    """Refuse a ready policy that would decide with another holding penalty than the
+    model charges (a market policy made without ``penalty`` decides with 0)."""
+    penalty = getattr(policy, "penalty", None)
+    if penalty is not None and penalty != hold_penalty:
+        name = getattr(policy, "name", type(policy).__name__)
+        raise ConfigError(
+            f"HPCModel(hold_penalty={hold_penalty}) charges that penalty, but policy {name!r} decides "
+            f"with penalty {penalty}; make the policy with make_policy({name!r}, "
+            f"scheduler_params={{'penalty': {hold_penalty}}}) or pass scheduler={name!r} instead of policy="
+        )
 
 
 class Predictor(Protocol):
@@ -90,9 +106,19 @@ class HPCModel(mesa.Model):
         queues: Hybrid-queue ``QueueConfig``: one queue agent per queue, jobs routed at
             arrival (``market_hpc.core.queue_agents``); ``None``: the single queue.
         reconfigurations: ``(time, QueueConfig)`` pairs put in force at those times.
+        every_step: Also decide at every integer time step while jobs wait, as the market
+            paper's loop does (docs/market.md, "Decision timing"); default: decide only
+            at events (completions, arrivals, reconfigurations, the latest decision's wake-up).
+
+    Decision timing: a decision's wake-up request (``Decision.wake_at``, or a policy's
+    ``wake_after(view)`` read on the state after the decision is applied) lives until the
+    next decision: each decision supersedes every earlier wake-up, so a stale one triggers
+    nothing. ``decision_causes`` counts the decisions by cause (``CAUSES``).
 
     Raises:
-        ConfigError: on duplicate job ids or invalid parameters (``InvalidNumberError``
+        ConfigError: on duplicate job ids, a ``policy`` whose holding penalty is not
+            ``hold_penalty`` (it would decide with another penalty than the one charged),
+            or invalid parameters (``InvalidNumberError``
             naming the argument for a number out of range; each ``Job`` checked its own
             numbers when it was made).
     """
@@ -115,6 +141,7 @@ class HPCModel(mesa.Model):
         hold_progress_loss: float = 0.0,
         queues: Any = None,
         reconfigurations: Any = (),
+        every_step: bool = False,
     ) -> None:
         check(seed, NON_NEGATIVE_INT, "HPCModel(seed=...)")
         check(hold_penalty, FRACTION, "HPCModel(hold_penalty=...)")
@@ -133,7 +160,14 @@ class HPCModel(mesa.Model):
 
             jobs = list(jobs)
             check_composition(scheduler, jobs, self.platform)
+        if policy is not None:
+            _check_penalty(policy, hold_penalty)
         self.policy = policy if policy is not None else make_market_aware_policy(scheduler, allocator, hold_penalty)
+        self.every_step = bool(every_step)
+        self._wake_after = getattr(self.policy, "wake_after", None)
+        self._generation = 0  # decisions so far: a wake-up event carries the one that asked for it
+        self._tick_at = -_NEVER  # the every-step loop's pending time step
+        self.decision_causes: dict[str, int] = dict.fromkeys(CAUSES, 0)
         self.now: float = 0.0
         self._free = FreeResources(self.platform.capacity)
         self.free_bb = float(self.platform.burst_buffer)
@@ -167,7 +201,6 @@ class HPCModel(mesa.Model):
         self._seq = 0
         self._start_seq = 0
         self.recorder = Recorder(self.platform, record_timeseries)
-        self._wake_pending: set[float] = set()
         self._unit_limits: dict[tuple[int, ...], tuple[int, int]] = {}
         self.predictor = predictor
         self.running = self._upcoming is not None
@@ -354,13 +387,13 @@ class HPCModel(mesa.Model):
         self.now = now
         self._free.rest()  # no pass under way: a long log of core changes may be dropped
         heap = self._heap
-        changed = False
+        cause = None
         while heap and heap[0][0] == now and heap[0][1] == COMPLETION:
             _, _, _, (job_id, segment) = heapq.heappop(heap)
             agent = self.job_agents.get(job_id)
             if agent is not None and agent.segment == segment and agent.status is _RUNNING:
                 self._finish(agent)
-                changed = True
+                cause = cause or "completion"
         upcoming = self._upcoming
         while upcoming is not None and upcoming.submit == now:
             self._arrive(upcoming)
@@ -369,16 +402,25 @@ class HPCModel(mesa.Model):
                 upcoming = self._upcoming = next(self._arrivals, None)
             else:
                 upcoming = self._upcoming = self._next_job(upcoming)
-            changed = True
+            cause = cause or "arrival"
         while heap and heap[0][0] == now:
-            event = heapq.heappop(heap)[3]  # wake-up request: forces a decision
-            if event is not None:
+            event = heapq.heappop(heap)[3]
+            if event is _TICK:
+                cause = cause or _TICK
+            elif callable(event):
                 event(self)  # hybrid queues: a reconfiguration
-            changed = True
-        if self._wake_pending:
-            self._wake_pending.discard(now)
-        if changed and self.queue_agent.jobs:
-            apply_decision(self, self.manager.dispatch())
+                cause = "reconfiguration" if cause in (None, "wake-up", _TICK) else cause
+            elif event == self._generation:  # the latest decision's wake-up (older ones are stale)
+                cause = "wake-up" if cause in (None, _TICK) else cause
+        if cause is not None and self.queue_agent.jobs:
+            self._decide(cause)
+        if (self.every_step and self.queue_agent.jobs and self._tick_at <= now
+                and (heap or len(self.running_by_end) or self._upcoming is not None)):
+            # (with nothing running or to come no step would change anything: end, not spin)
+            self._tick_at = math.floor(now) + 1.0
+            self._push(self._tick_at, DECISION, _TICK)
+        while heap and heap[0][1] == DECISION and type(heap[0][3]) is int and heap[0][3] != self._generation:
+            heapq.heappop(heap)  # a superseded wake-up: no instant, no decision
         if self.recorder.record_timeseries:
             self.recorder.sample(self)
         return True
@@ -420,6 +462,16 @@ class HPCModel(mesa.Model):
         leave(self, agent)
 
     # ------------------------------------------------------------- decisions
+    def _decide(self, cause: str) -> None:
+        """One decision (its cause counted); its wake-up, if any, supersedes earlier ones."""
+        self._generation += 1
+        self.decision_causes[cause] += 1
+        apply_decision(self, self.manager.dispatch())
+        if self._wake_after is not None:
+            wake = self._wake_after(self.decision_view())
+            if wake is not None and wake > self.now:
+                self._push(wake, DECISION, self._generation)
+
     def make_view(self) -> ModelView:
         """The read-only snapshot policies decide on."""
         return ModelView(self)

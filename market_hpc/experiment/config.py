@@ -209,6 +209,8 @@ class PolicyConfig:
             workload's estimates), as in Netti et al.
         resume_seconds: Holding cost: time every resumed segment spends resuming (market paper: 0).
         hold_progress_loss: Holding cost: fraction of a held segment's work lost (market paper: 0).
+        every_step: Decide at every integer time step while jobs wait, as the market
+            paper's loop (default: only at events; docs/market.md, "Decision timing").
         window: Window scheduler parameters (BBSched).
         params: Keyword parameters of the scheduler (a ``[policy.params]`` table, e.g.
             the CP dispatchers' ``deterministic_time``); checked when the policy is built.
@@ -221,6 +223,7 @@ class PolicyConfig:
     predictor: str | None = None
     resume_seconds: float = 0.0
     hold_progress_loss: float = 0.0
+    every_step: bool = False
     window: WindowConfig = field(default_factory=WindowConfig)
     params: dict[str, Any] = field(default_factory=dict)
 

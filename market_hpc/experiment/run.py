@@ -278,6 +278,7 @@ def run_model(config: RunConfig, platform: Platform, jobs: Any, total: int | Non
         hold_penalty=config.policy.hold_penalty, seed=config.seed,
         record_timeseries=config.timeseries, predictor=predictor, bidder=bidder,
         resume_seconds=config.policy.resume_seconds, hold_progress_loss=config.policy.hold_progress_loss,
+        every_step=config.policy.every_step,
     )
     began = time.perf_counter()
     bar = _progress_bar(total) if progress else None
@@ -331,6 +332,7 @@ def summary_extra(model: HPCModel, config: RunConfig, report: dict[str, Any], el
         "penalties": recorder.penalties,
         "holds": recorder.holds,
         "decisions": manager.decisions,
+        **{f"decisions_{cause.replace('-', '_')}": n for cause, n in model.decision_causes.items()},
         "dispatch_seconds": manager.decide_seconds,
         "mean_dispatch_ms": 1e3 * manager.decide_seconds / manager.decisions if manager.decisions else 0.0,
         **dispatch_percentiles(manager.decide_times),

@@ -12,8 +12,10 @@ Decisions where the paper is silent:
 - jobs started or held at this instant are not candidates for holding or resuming in the
   same instant (avoids hold/resume ping-pong within one instant);
 - a job's score ties break by arrival, then job id;
-- the decision asks to be woken when the next queued job's value runs out, so drops
-  happen at that instant rather than at the next unrelated event.
+- after each decision (its holds included: a held job is queued again with its new
+  progress) the policy asks to be woken at the first integer time step at which a queued
+  job is worthless (``wake_after``), so drops happen then rather than at the next
+  unrelated event; docs/market.md, "Decision timing", states the whole rule.
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ class MarketPolicy:
         self.wait_weight = wait_weight
         self.penalty = penalty
         self.name = rule + ("lh" if lookahead else "h" if holding else "")
+        self._held_at: float | None = None  # the instant of the latest decision, if it held jobs
         self._kept: tuple[View, int | None, dict[int, list[Executing]], list[Release]] | None = None
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
@@ -115,7 +118,6 @@ class MarketPolicy:
         now = view.time
         auction = Auction(self.rule, _columns(view), now)
         actions: list[Action] = [Drop(job_id) for job_id in auction.dropped]
-        wake = auction.wake
         rows = view.free.copy()
         free = rows[:, 0]  # a view: bids are priced on the rows this instant's starts update
         held: set[int] = set()  # jobs held at this instant
@@ -142,9 +144,32 @@ class MarketPolicy:
             job_id = auction.take(index)
             actions.append(Start(job_id, ((node, cores),)))
             free[node] -= cores
-        if not actions and wake == math.inf:
+        self._held_at = now if held else None
+        if not actions:
             return NOTHING
-        return Decision(tuple(actions), wake_at=wake if wake > now else None)
+        return Decision(tuple(actions))
+
+    def wake_after(self, view: View) -> float | None:
+        """The first integer time step after ``view.time`` at which a job queued in
+        ``view`` (the state after a decision, held jobs included) is worthless: even its
+        fastest completion, started then, earns nothing. ``None`` with an empty queue.
+
+        A decision that held jobs and left cores free asks for the next step: the jobs
+        it held could not resume at its own instant, the paper's loop tries them then.
+        """
+        columns = _columns(view)
+        if not len(columns):
+            return None
+        step = math.floor(view.time) + 1.0
+        if self._held_at == view.time and view.free[:, 0].any():
+            return step
+        wake = columns.wake  # floor(arrival + zero - fastest) per row
+        soonest = float(wake.min())
+        rows = np.flatnonzero(wake == soonest)
+        elapsed = (soonest + columns.fastest[rows]) - columns.arrival[rows]
+        if not (columns.values_of(rows, elapsed) <= 0).any():
+            soonest += 1.0  # worthless only after that floor: at the next step
+        return max(soonest, step)
 
     def _plan_hold(self, view: View, auction: Auction, free: np.ndarray, held: set[int]) -> HoldPlan | None:
         arrivals = auction.arrivals()
