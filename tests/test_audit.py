@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import real_trace
 
 from market_hpc.cli import main
 from market_hpc.core.recorder import SEGMENT_COLUMNS
 from market_hpc.experiment.audit import audit_run, node_placements
 from market_hpc.experiment.config import config_from_dict, load_scenario
 from market_hpc.experiment.run import simulate
-from tests.conftest import real_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 
