@@ -8,7 +8,9 @@ The stored reference, ``benchmarks/data/market_reference.json``, was first recor
 630059f (before the vectorised market) and re-recorded at 66f8815 (after ``jobs_skipped``
 changed meaning, before the pruned auction), with ``--first-n 6000``, and again after the
 decision-timing rule of docs/market.md (wake-ups read after the decision and superseded
-by the next one; ``policy.every_step`` and the ``decisions_*`` cause counts added).
+by the next one; ``policy.every_step`` and the ``decisions_*`` cause counts added), and
+once more when ``summary.json`` named the allocator a run used (``''`` before,
+``'max-bid'`` for the auctions): every ``jobs.csv`` identical, no other summary entry changed.
 
 Workloads: (a) the demo study's job sets (``hlrs-3x9``, HLRS-like task graphs of 10 to 100
 jobs at load 2, both value-curve regimes, seeds 1-2; and 25 and 50 jobs with step and
