@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from market_hpc.policies.capabilities import ALLOCATOR_PLACES, BIDDER_PRICES, UNDECLARED_TEXT
-
 
 def policies_listing() -> list[str]:
     """The lines ``market-hpc policies`` prints."""
+    # Imported here, not at the top: ``market-hpc --help`` imports this module and must not
+    # load numpy (tests/test_startup.py).
     from market_hpc.policies import registry
+    from market_hpc.policies.capabilities import ALLOCATOR_PLACES, BIDDER_PRICES, UNDECLARED_TEXT
 
     registry.scheduler_names()  # loads the built-ins and the plugins
     lines = ["schedulers (name [family; origin]: summary / handles / allocators):"]
