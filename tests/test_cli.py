@@ -23,7 +23,8 @@ def test_replay_writes_the_results_contract(tmp_path, capsys):
     assert main(["replay", str(SAMPLE), "--platform", "kth-sp2", "--scheduler", "easy",
                  "--allocator", "best-fit", "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == [
-        "config.json", "jobs.csv", "jobs.parquet", "summary.json", "timeseries.csv"]
+        "config.json", "jobs.csv", "jobs.parquet", "segments.csv", "segments.parquet", "summary.json",
+        "timeseries.csv"]
     jobs = pd.read_csv(out / "jobs.csv")
     for column in ("job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time",
                    "status", "cores", "gpus", "mics", "mem", "nodes", "value", "hold_count"):

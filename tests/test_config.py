@@ -28,7 +28,7 @@ def test_unknown_top_level_key_lists_valid_keys():
 
 def test_unknown_nested_key_names_its_path():
     with pytest.raises(UnknownNameError, match=r"unknown config key 'policy.schedular'; valid choices: "
-                                               r"policy.allocator, policy.bidder, policy.hold_penalty, policy.hold_progress_loss, "
+                                               r"policy.allocator, policy.bidder, policy.every_step, policy.hold_penalty, policy.hold_progress_loss, "
                                                r"policy.params, policy.predictor, policy.resume_seconds, "
                                                r"policy.scheduler"):
         config_from_dict({**BASE, "policy": {"schedular": "easy"}})

@@ -242,7 +242,7 @@ def test_random_multi_resource_runs(tmp_path: Path, seed: int) -> None:
 
 
 def test_market_holds_and_drops(tmp_path: Path) -> None:
-    model = run_with_reference(overload_jobs(seed=5, n=60), "hlrs-3x9", "maxvh", hold_penalty=0.2)
+    model = run_with_reference(overload_jobs(seed=1, n=60), "hlrs-3x9", "maxvh", hold_penalty=0.2)
     frame = check_against_reference(model.recorder, tmp_path)
     assert model.recorder.holds > 0 and (frame["status"] == "dropped").any()
     assert (frame["hold_count"] > 0).any()

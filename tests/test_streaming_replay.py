@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import real_trace
 
 from market_hpc.cli import main
 from market_hpc.experiment import config_from_dict
 from market_hpc.experiment.run import Result, simulate
 from market_hpc.experiment.streaming import StreamedResult, can_stream, simulate_streaming
-from tests.conftest import real_trace
 
 TIMINGS = ("dispatch_seconds", "mean_dispatch_ms", "p99_dispatch_ms", "max_dispatch_ms", "simulation_seconds")
 

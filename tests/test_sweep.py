@@ -135,6 +135,7 @@ policy.scheduler = ["maxv", "maxvh"]
     assert sweep.runs[-1].config["policy"] == {"scheduler": "maxvh", "allocator": None,
                                                "hold_penalty": 0.3, "predictor": None,
                                                "resume_seconds": 0.0, "hold_progress_loss": 0.0,
+                                               "every_step": False,
                                                "window": DEFAULT_WINDOW}
     assert load_sweep(sweep_file(tmp_path, "seeds = 4")).seeds == (1, 2, 3, 4)
     assert [r.seed for r in load_sweep(sweep_file(tmp_path, "seed = 9")).runs] == [9]
@@ -153,7 +154,7 @@ def test_base_file_is_relative_to_the_sweep_and_inline_tables_override_it(tmp_pa
     assert runs[0].config["workload"]["trace"] == str((tmp_path / "scenarios" / "bad.swf").resolve())
     assert runs[0].config["policy"] == {"scheduler": "easy", "allocator": "best-fit", "hold_penalty": 0.0,
                                         "predictor": None, "resume_seconds": 0.0, "hold_progress_loss": 0.0,
-                                        "window": DEFAULT_WINDOW}
+                                        "every_step": False, "window": DEFAULT_WINDOW}
     assert [r.params for r in runs] == [{"load_factor": 1.0}, {"load_factor": 2.0}]
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import real_trace
 from hypothesis import given, settings
 
 from market_hpc.errors import MarketHpcError, TraceFormatError
@@ -17,7 +18,6 @@ from market_hpc.workload import read_swf
 from market_hpc.workload.swf import N_FIELDS, request_and_estimate
 from market_hpc.workload.swf_blocks import scan_blocks
 from market_hpc.workload.swf_stream import SwfStream
-from tests.conftest import real_trace
 from tests.test_swf_stream import SAMPLES, lines_strategy, swf_line, write
 
 # (pass-1 block, pass-2 block) in bytes: one line per block, a few lines, the defaults.

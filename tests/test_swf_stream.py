@@ -10,13 +10,13 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import real_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from market_hpc.errors import ConfigError, MarketHpcError, TraceFormatError
 from market_hpc.workload import read_swf
 from market_hpc.workload.swf_stream import SwfStream, stream_swf
-from tests.conftest import real_trace
 
 
 def swf_line(job_id: object = 1, submit: object = 0, run: object = 10, alloc: object = 4,
