@@ -67,14 +67,13 @@ def cmd_trace_fetch(args: argparse.Namespace) -> int:
         cached_path,
         catalogue_entry,
         fetch_trace,
-        sha256_of,
+        is_verified,
     )
 
     entries = [catalogue_entry(name) for name in args.names]  # every name checked before any download
     for entry in entries:
-        target = cached_path(entry)
-        if target.is_file() and not args.force and sha256_of(target) == entry.sha256:
-            print(f"{entry.name}: already cached, checksum verified: {target}")
+        if not args.force and is_verified(entry):
+            print(f"{entry.name}: already cached, checksum verified: {cached_path(entry)}")
             continue
         print(f"{entry.name}: downloading {entry.url(args.mirror)} ({entry.size / 1e6:.1f} MB)")
         shown = {"at": 0.0}

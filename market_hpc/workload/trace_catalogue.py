@@ -116,6 +116,12 @@ def cached_path(entry: CatalogueTrace) -> Path:
     return cache_dir() / entry.file
 
 
+def is_verified(entry: CatalogueTrace) -> bool:
+    """Whether the cache holds ``entry`` with the catalogue's SHA-256."""
+    target = cached_path(entry)
+    return target.is_file() and sha256_of(target) == entry.sha256
+
+
 def sha256_of(path: Path) -> str:
     """SHA-256 of a file, hex."""
     digest = hashlib.sha256()
@@ -151,7 +157,7 @@ def fetch_trace(
             size or checksum differ from the catalogue's.
     """
     target = cached_path(entry)
-    if target.is_file() and not force and sha256_of(target) == entry.sha256:
+    if not force and is_verified(entry):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".part")
