@@ -1,5 +1,5 @@
-"""Seed 003 mutation check: apply each named one-line mutation, run the mechanism tests,
-restore the file, and print whether a test caught it (issue 23, item 4).
+"""BBSched (Fan et al., HPDC'19) mutation check: apply each named one-line mutation, run
+the mechanism tests, restore the file, and print whether a test caught it.
 
 Edits source files in place for the duration of one pytest run each (restored in a
 ``finally``): run it in a clean worktree, never while editing these files.
@@ -25,7 +25,7 @@ MUTATIONS = [
   "if self.count.get(job.job_id, 0.0) > self.bound + 1:"),
  ("forced not fixed", "market_hpc/policies/bb_window.py", "        for job in starving:  # fix forced jobs in while they fit", "        for job in []:  # fix forced jobs in while they fit"),
  ("forced_starts all", "market_hpc/policies/bb_window.py", "sum(job.job_id not in started for job in starving)", "len(starving)"),
- # the optimiser around a starving job's reservation (issue 23, second round)
+ # the optimiser around a starving job's reservation
  ("reserve: optimiser skipped", "market_hpc/policies/bb_window.py",
   "selected = self._selection(pool, free_nodes, free_bb, view, rng, record=True, reservation=reservation)",
   "selected = None"),
@@ -46,7 +46,7 @@ MUTATIONS = [
  ("Constrained_BB: max nodes", "market_hpc/algorithms/bbsched.py",
   "    main, other = (0, 1) if resource == \"nodes\" else (1, 0)\n    objectives = front.objectives",
   "    main, other = (0, 1)\n    objectives = front.objectives"),
- # the readings of the starvation bound (issue 23, third round)
+ # the readings of the starvation bound
  ("optimised: every invocation counts", "market_hpc/policies/bb_starvation.py",
   "if self.by == \"optimised\" and had_choice:", "if self.by == \"optimised\":"),
  ("optimised: choice never noted", "market_hpc/policies/bb_window.py",

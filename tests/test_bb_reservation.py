@@ -1,5 +1,5 @@
-"""Seed 003: the optimiser around a starving job's EASY reservation, and the Weighted /
-Constrained baselines on the exact dynamic programme (issue 23, second round).
+"""BBSched (Fan et al., HPDC'19): the optimiser around a starving job's EASY reservation,
+and the Weighted / Constrained baselines on the exact dynamic programme.
 
 A starving job that does not fit holds EASY's reservation; the rest of the window is
 still optimised, over jobs that cannot delay it: those ending by the shadow time, and

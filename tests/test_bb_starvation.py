@@ -1,4 +1,4 @@
-"""The readings of the paper's starvation bound (seed 003, issue 23): what counts as an
+"""The readings of BBSched's starvation bound (Fan et al., HPDC'19): what counts as an
 "iteration" of a job in the window (``policies/bb_starvation.py``), each pinned by a
 hand-checked run in which the readings start a wide job at different times."""
 
@@ -88,8 +88,8 @@ def test_counts_by_reading() -> None:
 
 
 def test_default_reading_is_50_invocations_without_a_backstop() -> None:
-    """Issue 23 item 2's literal default (50 scheduling invocations in the window, spec
-    A3; no time backstop), the same in the policy and in ``policy.window``."""
+    """The paper's literal default (50 scheduling invocations in the window; no time
+    backstop), the same in the policy and in ``policy.window``."""
     from market_hpc.experiment.config import WindowConfig
 
     rule = make_policy("bbsched", "first-fit").starvation_rule
