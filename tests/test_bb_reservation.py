@@ -25,7 +25,7 @@ from market_hpc.algorithms.bbsched_exact import dp_pareto
 from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
 from market_hpc.policies import make_policy
-from market_hpc.policies.bb_window import Reservation, greedy_backfill
+from market_hpc.policies.bbsched_window import Reservation, greedy_backfill
 
 
 def _brute(window: Window) -> dict[tuple[int, int], int]:

@@ -133,7 +133,7 @@ class Backfilling:
     A subclass chooses the order by setting ``key`` (a sort key giving a total order;
     ``None``, the default, serves the queue in arrival order) and ``label`` (the name's
     prefix); an order that is not a sort key overrides :meth:`decide` to call
-    ``self.schedule(view, ordered)`` (as ``policies.bb_window`` does with ``Easy``). For
+    ``self.schedule(view, ordered)`` (as ``policies.bbsched_window`` does with ``Easy``). For
     example, largest job first::
 
         class LargestFirst(Backfilling):
