@@ -142,7 +142,7 @@ class QueueDispatcher:
         if group >= 0:
             platform = self.platforms[group]
             capacity = platform.capacity if platform is not None else np.zeros((0, 4), dtype=np.int64)
-            if int(units_fit(capacity, job.unit).sum()) < job.units and not job.moldable:
+            if int(units_fit(capacity, job.unit).sum()) < job.units:  # (moldable: at its requested size)
                 group = -1
         self.home[job.job_id] = (group, index)
         return group
@@ -353,7 +353,7 @@ class QueueDispatcher:
         pool_lo, pool_hi = self.groups[self.pool_group]
         pool_free = int(free[pool_lo:pool_hi, 0].sum())
         for _, _, _, job in sorted(candidates, key=lambda c: c[:3]):
-            if job.cores > pool_free and not job.moldable:
+            if job.cores > pool_free:
                 continue  # more cores than the pool has free: no allocator places it
             need = totals(job.unit, job.units)
             allowed, uses_big = may_backfill(now, job.estimate, need, shadow_big, extra_big) \
