@@ -295,34 +295,21 @@ def easy_pass(
     wanted: tuple[float, ...] | None
     for job in backfill:
         cores = job.units * job.unit[0]
-        if cores > free_cores or job.bb > free_bb:
-            if leftovers is not None:
-                leftovers.append(job)
-            continue
-        if now + job.estimate <= shadow:
-            uses_extra, wanted = False, None
-        elif not with_bb and job.unit == CORE_UNIT:
-            uses_extra, wanted = True, (cores, 0, 0, 0)
-            if cores > extra[0] or not others_fit:
-                if leftovers is not None:
-                    leftovers.append(job)
-                continue
-        else:
-            wanted = needs(job, with_bb)
-            allowed, uses_extra = may_backfill(now, job.estimate, wanted, shadow, extra)
-            if not allowed:
-                if leftovers is not None:
-                    leftovers.append(job)
-                continue
-        uses_outer = False
-        if bounded:
-            wanted = wanted or needs(job, with_bb)
-            allowed, uses_outer = may_backfill(now, job.estimate, wanted, shadow_out, extra_out)
-            if not allowed:
-                if leftovers is not None:
-                    leftovers.append(job)
-                continue
-        placement = place(job)
+        placement = None
+        if cores <= free_cores and job.bb <= free_bb:
+            uses_outer = False
+            if now + job.estimate <= shadow:
+                allowed, uses_extra, wanted = True, False, None
+            elif not with_bb and job.unit == CORE_UNIT:
+                allowed, uses_extra, wanted = cores <= extra[0] and others_fit, True, (cores, 0, 0, 0)
+            else:
+                wanted = needs(job, with_bb)
+                allowed, uses_extra = may_backfill(now, job.estimate, wanted, shadow, extra)
+            if allowed and bounded:
+                wanted = wanted or needs(job, with_bb)
+                allowed, uses_outer = may_backfill(now, job.estimate, wanted, shadow_out, extra_out)
+            if allowed:
+                placement = place(job)
         if placement is None:
             if leftovers is not None:
                 leftovers.append(job)
