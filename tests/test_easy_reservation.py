@@ -1,13 +1,12 @@
 """The one EASY pass (``algorithms.easy.easy_pass``) that ``easy``, every ``Backfilling``
 order and each hybrid-queue partition run: hand-checked passes on a pool of cores, the
-machine-wide reservation a partition's pass honours, the jobs it leaves waiting, and the
-cores-only reservation walk against the general one."""
+machine-wide reservation a partition's pass honours, the free amounts recounted after
+node-exclusive starts, and the cores-only reservation walk against the general one."""
 
 from __future__ import annotations
 
 import random
 
-import pytest
 from invariants import random_workload
 
 from market_hpc.algorithms import easy
@@ -74,13 +73,6 @@ def test_jobs_past_the_shadow_use_the_extra() -> None:
     assert pool.started == [1, 3]
 
 
-def test_leftovers_are_the_jobs_that_did_not_start_in_order() -> None:
-    leftovers: list[Job] = []
-    pool, _ = run_pass(leftovers=leftovers)
-    assert [j.job_id for j in leftovers] == [2, 4, 5]
-    assert sorted(pool.started + [j.job_id for j in leftovers]) == [1, 2, 3, 4, 5]
-
-
 def test_a_partition_pass_honours_the_outer_reservation() -> None:
     # A machine-wide reservation at t=20 with one spare core: job 1 (ends at 50) may take
     # only that core, so it becomes the head; 3 ends by 20, 4 and 5 (end 30) need the spare
@@ -96,11 +88,6 @@ def test_recount_replaces_free_minus_needs_after_the_in_order_starts() -> None:
     # start that took a whole node may leave none: the recount says so, nothing backfills.
     pool, _ = run_pass(recount=lambda: (0, 0, 0, 0))
     assert pool.started == [1]
-
-
-def test_scan_and_leftovers_cannot_be_combined() -> None:
-    with pytest.raises(ValueError, match="leftovers cannot be collected when scan"):
-        run_pass(leftovers=[], scan=lambda head, shadow, limits: [])
 
 
 def test_cores_only_reservation_equals_the_general_one() -> None:

@@ -199,7 +199,6 @@ def easy_pass(
     recount: Callable[[], Amounts] | None = None,
     scan: Callable[[Job, float, BackfillLimits], Iterable[Job]] | None = None,
     outer: Reservation = NO_RESERVATION,
-    leftovers: list[Job] | None = None,
 ) -> Reservation:
     """Run one EASY backfilling pass over ``jobs`` (in the order to serve them).
 
@@ -226,7 +225,6 @@ def easy_pass(
             walk starts jobs; replaces the walk over the rest of ``jobs``.
         outer: Another reservation every start must respect (ends by its shadow time
             or fits its extra), e.g. a machine-wide one over a partition's pass.
-        leftovers: Receives the jobs that did not start, in order (not with ``scan``).
 
     Returns:
         ``outer`` less what the pass's starts took of its extra.
@@ -241,8 +239,6 @@ def easy_pass(
     >>> started   # 2 waits for 1's cores (shadow 9.0, no extra); 3 would delay it, 4 ends by then
     [1, 4]
     """
-    if leftovers is not None and scan is not None:
-        raise ValueError("easy_pass: leftovers cannot be collected when scan chooses the jobs")
     shadow_out, extra_out = outer
     bounded = shadow_out < math.inf
     free_cores = free[0]
@@ -270,16 +266,12 @@ def easy_pass(
             extra_out = _less(extra_out, need)
     if head is None:
         return Reservation(shadow_out, extra_out)
-    if leftovers is not None:
-        leftovers.append(head)
     if recount is not None:
         left = tuple(recount())
     else:
         left = tuple(f - sum(amounts[i] for _, amounts in started) for i, f in enumerate(free))
     free_cores = left[0]
     if free_cores <= 0:  # nothing can backfill
-        if leftovers is not None:
-            leftovers.extend(remaining)
         return Reservation(shadow_out, extra_out)
     free_bb = left[-1] if with_bb else math.inf
     shadow, extra = reservation(left, releases, needs(head, with_bb), sorted(started), cores_releases)
@@ -293,26 +285,29 @@ def easy_pass(
     others_fit = with_bb or all(e >= 0 for e in extra[1:])
     backfill: Iterator[Job] = iter(candidates)
     wanted: tuple[float, ...] | None
-    for job in backfill:
+    for job in backfill:  # (``continue`` early: most candidates of a long queue are refused)
         cores = job.units * job.unit[0]
-        placement = None
-        if cores <= free_cores and job.bb <= free_bb:
-            uses_outer = False
-            if now + job.estimate <= shadow:
-                allowed, uses_extra, wanted = True, False, None
-            elif not with_bb and job.unit == CORE_UNIT:
-                allowed, uses_extra, wanted = cores <= extra[0] and others_fit, True, (cores, 0, 0, 0)
-            else:
-                wanted = needs(job, with_bb)
-                allowed, uses_extra = may_backfill(now, job.estimate, wanted, shadow, extra)
-            if allowed and bounded:
-                wanted = wanted or needs(job, with_bb)
-                allowed, uses_outer = may_backfill(now, job.estimate, wanted, shadow_out, extra_out)
-            if allowed:
-                placement = place(job)
+        if cores > free_cores or job.bb > free_bb:
+            continue
+        if now + job.estimate <= shadow:
+            uses_extra, wanted = False, None
+        elif not with_bb and job.unit == CORE_UNIT:
+            if cores > extra[0] or not others_fit:
+                continue
+            uses_extra, wanted = True, (cores, 0, 0, 0)
+        else:
+            wanted = needs(job, with_bb)
+            allowed, uses_extra = may_backfill(now, job.estimate, wanted, shadow, extra)
+            if not allowed:
+                continue
+        uses_outer = False
+        if bounded:
+            wanted = wanted or needs(job, with_bb)
+            allowed, uses_outer = may_backfill(now, job.estimate, wanted, shadow_out, extra_out)
+            if not allowed:
+                continue
+        placement = place(job)
         if placement is None:
-            if leftovers is not None:
-                leftovers.append(job)
             continue
         start(job, placement)
         free_cores -= cores
@@ -329,7 +324,5 @@ def easy_pass(
             if with_bb:
                 limits.free_bb, limits.extra_bb = free_bb, extra[-1]
         if free_cores <= 0:
-            if leftovers is not None:
-                leftovers.extend(backfill)
             break
     return Reservation(shadow_out, extra_out)

@@ -217,17 +217,19 @@ class QueueDispatcher:
             actions.append(Start(job.job_id, allocation))
             started.append((now + job.estimate, needs(job)))
         pool = self.pool_group
-        # Partition jobs left waiting: the pool's candidates (listed from the routed queue
-        # agent's lists when the pass reads them, ``_pool_waiting``).
-        waiting_for_pool: list[Job] = []
-        leftovers = waiting_for_pool if pool >= 0 and routed is None else None
         for group, jobs in enumerate(queues):
             if group == pool:
                 continue
             machine_wide = self._easy(view, group, jobs, free, partial(running_releases.releases, group),
-                                      machine_wide, actions, leftovers, columns[group])
+                                      machine_wide, actions, columns[group])
+        # Partition jobs left waiting: the pool's candidates.
+        waiting_for_pool: list[Job] = []
         if pool >= 0 and routed is not None:
             waiting_for_pool = self._pool_waiting(routed, free, actions)
+        elif pool >= 0:
+            taken = {action.job_id for action in actions if isinstance(action, Start)}
+            waiting_for_pool = [job for group, jobs in enumerate(queues) if group != pool
+                                for job in jobs if job.job_id not in taken]
         if pool >= 0 and waiting_for_pool:
             self._pool(view, waiting_for_pool, free, machine_wide, actions)
         return Decision(tuple(actions)) if actions else NOTHING
@@ -302,8 +304,7 @@ class QueueDispatcher:
 
     def _easy(self, view: View, group: int, jobs: Iterable[Job], free: np.ndarray,
               running: Callable[[], Iterator[tuple[float, Amounts]]], machine_wide: Reservation,
-              actions: list[Action], leftovers: list[Job] | None,
-              columns: QueueColumns | None = None) -> Reservation:
+              actions: list[Action], columns: QueueColumns | None = None) -> Reservation:
         """EASY on one partition (:func:`~market_hpc.algorithms.easy.easy_pass`), honouring
         the machine-wide reservation; returns the reservation's remaining spare amounts.
         With the partition queue's ``columns`` the backfilling walk visits only the jobs
@@ -329,7 +330,7 @@ class QueueDispatcher:
             return tuple(free[lo:hi].sum(axis=0).tolist())
 
         return easy_pass(jobs, view.time, left(), place, start, running, recount=left, scan=scan,
-                         outer=machine_wide, leftovers=None if columns is not None else leftovers)
+                         outer=machine_wide)
 
     def _pool(self, view: View, jobs: list[Job], free: np.ndarray, machine_wide: Reservation,
               actions: list[Action]) -> None:
