@@ -91,7 +91,7 @@ def market_figure(table: pd.DataFrame, path: Path) -> Path:
     axes.invert_yaxis()
     axes.set_xlabel("profit change (% of the base policy), paired by seed, 95 % CI")
     axes.grid(axis="x", alpha=0.3)
-    axes.legend(fontsize="small", frameon=False, loc="lower right")
+    axes.legend(fontsize="small", frameon=False, loc="center right")
     seeds = int(claims["seeds"].max()) if len(claims) else 0
     axes.set_title(f"Holding against its base policy (market demo, {seeds} seeds)", fontsize="medium")
     return _save(figure, path)
@@ -111,7 +111,7 @@ def bbsched_figure(table: pd.DataFrame, path: Path) -> Path:
     axes.invert_yaxis()
     axes.set_xlabel("BBSched against the baseline (% of the baseline), 95 % CI")
     axes.grid(axis="x", alpha=0.3)
-    axes.legend(fontsize="small", frameon=False, loc="lower right")
+    axes.legend(fontsize="small", frameon=False, loc="upper right")
     axes.set_title("BBSched in the burst-buffer-bound regime (5 seeds)", fontsize="medium")
     return _save(figure, path)
 
