@@ -53,6 +53,25 @@ def forest(axes: object, labels: list[str], mean: np.ndarray, low: np.ndarray, h
                   markersize=5, label=name, **series_style(index))
 
 
+def forest_groups(axes: object, table: pd.DataFrame, group: str, label: str, labels: list[str]) -> None:
+    """One forest series per value of ``group`` (its rows by ``label``, in ``labels`` order)."""
+    for index, (name, rows) in enumerate(table.groupby(group, sort=False)):
+        rows = rows.set_index(label).loc[labels]
+        forest(axes, labels, rows["mean"].to_numpy(), rows["low"].to_numpy(), rows["high"].to_numpy(),
+               index, str(name), shift=0.15 if index else -0.15)
+    axes.axvline(0, color="black", linewidth=0.8)  # type: ignore[attr-defined]
+
+
+def finish_rows(axes: object, labels: list[str], xlabel: str, title: str, legend: str) -> None:
+    """Row labels top to bottom, the x label, a light grid, the legend and the title."""
+    axes.set_yticks(range(len(labels)), labels)  # type: ignore[attr-defined]
+    axes.invert_yaxis()  # type: ignore[attr-defined]
+    axes.set_xlabel(xlabel)  # type: ignore[attr-defined]
+    axes.grid(axis="x", alpha=0.3)  # type: ignore[attr-defined]
+    axes.legend(fontsize="small", frameon=False, loc=legend)  # type: ignore[attr-defined]
+    axes.set_title(title, fontsize="medium")  # type: ignore[attr-defined]
+
+
 def market_claims(table: pd.DataFrame) -> pd.DataFrame:
     """Each "H beats its base" claim per value-curve regime: the paired difference over seeds
     (a seed's job sets averaged, Student's t), in % of the base's mean, as the demo prints it.
@@ -79,21 +98,14 @@ def market_claims(table: pd.DataFrame) -> pd.DataFrame:
 def market_figure(table: pd.DataFrame, path: Path) -> Path:
     """Forest plot of the holding claims, spec and steep value curves side by side."""
     claims = market_claims(table)
+    claims = claims.assign(regime=claims["curves"] + " value curves")
     labels = [claim for _, _, claim in MARKET_PAIRS if claim in set(claims["claim"])]
     figure = Figure(figsize=(7.0, 3.0), layout="constrained")
     axes = figure.add_subplot()
-    for index, (curves, rows) in enumerate(claims.groupby("curves", sort=False)):
-        rows = rows.set_index("claim").loc[labels]
-        forest(axes, labels, rows["mean"].to_numpy(), rows["low"].to_numpy(), rows["high"].to_numpy(),
-               index, f"{curves} value curves", shift=0.15 if index else -0.15)
-    axes.axvline(0, color="black", linewidth=0.8)
-    axes.set_yticks(range(len(labels)), labels)
-    axes.invert_yaxis()
-    axes.set_xlabel("profit change (% of the base policy), paired by seed, 95 % CI")
-    axes.grid(axis="x", alpha=0.3)
-    axes.legend(fontsize="small", frameon=False, loc="center right")
+    forest_groups(axes, claims, "regime", "claim", labels)
     seeds = int(claims["seeds"].max()) if len(claims) else 0
-    axes.set_title(f"Holding against its base policy (market demo, {seeds} seeds)", fontsize="medium")
+    finish_rows(axes, labels, "profit change (% of the base policy), paired by seed, 95 % CI",
+                f"Holding against its base policy (market demo, {seeds} seeds)", "center right")
     return _save(figure, path)
 
 
@@ -102,17 +114,9 @@ def bbsched_figure(table: pd.DataFrame, path: Path) -> Path:
     labels = list(dict.fromkeys(table["workload"]))
     figure = Figure(figsize=(7.0, 3.4), layout="constrained")
     axes = figure.add_subplot()
-    for index, (metric, rows) in enumerate(table.groupby("metric", sort=False)):
-        rows = rows.set_index("workload").loc[labels]
-        forest(axes, labels, rows["mean"].to_numpy(), rows["low"].to_numpy(), rows["high"].to_numpy(),
-               index, metric, shift=0.15 if index else -0.15)
-    axes.axvline(0, color="black", linewidth=0.8)
-    axes.set_yticks(range(len(labels)), labels)
-    axes.invert_yaxis()
-    axes.set_xlabel("BBSched against the baseline (% of the baseline), 95 % CI")
-    axes.grid(axis="x", alpha=0.3)
-    axes.legend(fontsize="small", frameon=False, loc="upper right")
-    axes.set_title("BBSched in the burst-buffer-bound regime (5 seeds)", fontsize="medium")
+    forest_groups(axes, table, "metric", "workload", labels)
+    finish_rows(axes, labels, "BBSched against the baseline (% of the baseline), 95 % CI",
+                "BBSched in the burst-buffer-bound regime (5 seeds)", "upper right")
     return _save(figure, path)
 
 
@@ -127,12 +131,8 @@ def cp_figure(table: pd.DataFrame, path: Path) -> Path:
         rows = table[table["system"] == system].set_index("dispatcher").reindex(dispatchers)
         axes.barh(np.arange(len(dispatchers)) + (index - (len(systems) - 1) / 2) * width, rows["slowdown"],
                   height=width, label=system, color=series_style(index)["color"])
-    axes.set_yticks(range(len(dispatchers)), dispatchers)
-    axes.invert_yaxis()
-    axes.set_xlabel("mean slowdown (lower is better), mean of the seeds")
-    axes.grid(axis="x", alpha=0.3)
-    axes.legend(fontsize="small", frameon=False, loc="lower right")
-    axes.set_title("CP dispatchers in the saturated regime", fontsize="medium")
+    finish_rows(axes, dispatchers, "mean slowdown (lower is better), mean of the seeds",
+                "CP dispatchers in the saturated regime", "lower right")
     return _save(figure, path)
 
 
@@ -169,12 +169,8 @@ def heterogeneity_figure(table: pd.DataFrame, path: Path) -> Path:
         axes.barh(rows + (index - 0.5) * 0.4, table[column], height=0.4, label=name,
                   color=series_style(index)["color"])
     axes.axvline(0, color="black", linewidth=0.8)
-    axes.set_yticks(rows, labels)
-    axes.invert_yaxis()
-    axes.set_xlabel("mean slowdown: gain of the best of B / W / P-W over FF (%)")
-    axes.grid(axis="x", alpha=0.3)
-    axes.legend(fontsize="small", frameon=False, loc="lower right")
-    axes.set_title("Heterogeneity-aware allocation on the Eurora-like months", fontsize="medium")
+    finish_rows(axes, labels, "mean slowdown: gain of the best of B / W / P-W over FF (%)",
+                "Heterogeneity-aware allocation on the Eurora-like months", "lower right")
     return _save(figure, path)
 
 
