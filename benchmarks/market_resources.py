@@ -6,14 +6,15 @@
 ``ab``: a KTH-style market replay (KTH-SP2 under the market rule, one pool of 100 cores,
 ``--first-n`` jobs) decided by the cores-only path, on this checkout ("after") and on the
 source of ``--before`` extracted with ``git archive`` ("before"), each run in its own child
-process, the sides alternated; the CPU seconds (``process_time``) of the simulation alone
+process, the sides alternated (each first in turn); the CPU seconds (``process_time``) of the simulation alone
 (the workload is built before the clock starts), the median of ``--repeats`` runs per
 side and policy, and the ratio after / before. The cores-only path must stay as fast.
 
 ``cost``: CPU seconds of runs only the general path decides (``algorithms.market_offers``):
 the same KTH jobs on KTH's real platform (100 one-core nodes: jobs span nodes), with S4
-burst-buffer requests (pool sized for a 0.9 offered load), and Eurora-like GPU/MIC jobs on
-``eurora``, against the pooled cores-only run.
+burst-buffer requests (pool sized for a 0.9 offered load), HPC2N at 1.5x load on its 120
+two-core nodes, and Eurora-like GPU/MIC jobs on ``eurora``, against the pooled cores-only
+runs.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 KTH = REPO.parent / "shared" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
+HPC2N = REPO.parent / "shared" / "traces" / "HPC2N-2002-2.1-cln.swf.gz"
 
 CHILD = r"""
 import json, sys, time
@@ -52,9 +54,9 @@ print(json.dumps({"cpu": seconds, "jobs": len(jobs), "holds": model.recorder.hol
 """
 
 
-def kth(platform: str, scheduler: str, first_n: int, **workload: Any) -> dict[str, Any]:
+def kth(platform: str, scheduler: str, first_n: int, trace: Path = KTH, **workload: Any) -> dict[str, Any]:
     return {"name": "bench", "platform": platform, "seed": 1, "timeseries": False,
-            "workload": {"trace": str(KTH), "first_n": first_n, "market": True, **workload},
+            "workload": {"trace": str(trace), "first_n": first_n, "market": True, **workload},
             "policy": {"scheduler": scheduler}}
 
 
@@ -80,16 +82,18 @@ def ab(before: str, first_n: int, repeats: int, schedulers: list[str]) -> None:
             config = kth("nodes=1,cores=100", scheduler, first_n)
             times: dict[str, list[float]] = {"before": [], "after": []}
             seen = {}
-            for _ in range(repeats):
-                for side, source in (("before", old), ("after", REPO)):
+            sides = [("before", old), ("after", REPO)]
+            for repeat in range(repeats):
+                for side, source in sides if repeat % 2 == 0 else sides[::-1]:  # each side first in turn
                     got = child(source, config)
                     times[side].append(got["cpu"])
                     seen[side] = got["digest"], got["holds"]
             assert seen["before"] == seen["after"], f"{scheduler}: the schedules differ: {seen}"
             medians = {side: statistics.median(values) for side, values in times.items()}
+            paired = statistics.median(a / b for a, b in zip(times["after"], times["before"]))
             print(f"{scheduler:7s} KTH first {first_n} on nodes=1,cores=100: before {medians['before']:.3f} s, "
                   f"after {medians['after']:.3f} s CPU (median of {repeats}), ratio after/before "
-                  f"{medians['after'] / medians['before']:.3f}; runs: before "
+                  f"{medians['after'] / medians['before']:.3f} (median of the paired ratios {paired:.3f}); runs: before "
                   f"{', '.join(f'{t:.3f}' for t in times['before'])}; after "
                   f"{', '.join(f'{t:.3f}' for t in times['after'])}")
 
@@ -100,6 +104,8 @@ def cost(first_n: int, schedulers: list[str]) -> None:
         "pooled (cores-only path)": lambda s: kth("nodes=1,cores=100", s, first_n),
         "kth-sp2, spanning": lambda s: kth("kth-sp2", s, first_n),
         "kth-sp2, spanning + S4 bb": lambda s: kth("kth-sp2", s, first_n, **bb),
+        "hpc2n pooled (cores-only)": lambda s: kth("nodes=1,cores=240", s, first_n, HPC2N, load_factor=1.5),
+        "hpc2n 120x2, spanning": lambda s: kth("hpc2n", s, first_n, HPC2N, load_factor=1.5),
         "eurora GPU/MIC": lambda s: {"name": "bench", "platform": "eurora", "seed": 1, "timeseries": False,
                                      "workload": {"generator": "eurora", "jobs": first_n, "market": True},
                                      "policy": {"scheduler": s}},

@@ -130,6 +130,19 @@ def test_without_holding_the_high_value_job_waits_for_the_gpus_and_is_dropped() 
     assert frame.loc[1, "end_time"] == 100 and frame.loc[1, "hold_count"] == 0
 
 
+def test_a_hold_for_burst_buffer_alone_frees_the_pool_and_the_held_job_waits_for_it() -> None:
+    """Cores are free on both nodes, but L holds 80 of the 100 GB: H (50 GB) fits nowhere.
+    maxVH holds L (node 0's instance), H starts on node 0 at once; L (80 GB) resumes only
+    when H gives its 50 GB back at t = 3 + 10."""
+    low = job(1, 0, (200.0, 100.0), 10.0, bb=80.0)
+    high = job(2, 3, (20.0, 10.0), 1000.0, bb=50.0, deadline=14.0)
+    model, frame = run([low, high], "nodes=2,cores=4,bb=100", "maxvh")
+    assert model.recorder.holds == 1
+    assert frame.loc[2, "start_time"] == 3 and frame.loc[2, "nodes"] == "0:2" and frame.loc[2, "end_time"] == 13
+    segments = segments_of(model)
+    assert segments[segments["job_id"] == 1].sort_values("start")["start"].tolist() == [0.0, 13.0]
+
+
 ONE_CORE = "nodes=3,cores=1"  # KTH's SP2 in small: one-core nodes
 
 
@@ -282,3 +295,43 @@ def test_pick_places_a_spanning_job_greedily_in_bid_order() -> None:
     order = bid_order(free[:, 0], free[:, 0])
     chosen = pick(Auction("maxv", columns, 0.0), free, 0.0, order)
     assert chosen == (0, ((1, 3), (2, 2)))
+
+
+@pytest.mark.parametrize("scheduler", ["sjq", "maxvh", "maxvdh", "minvrh"])
+def test_one_core_nodes_decide_as_one_pool_of_their_cores(scheduler: str) -> None:
+    """Bids of one-core nodes summed are the pool's free cores, the greedy placement fills
+    them, and holding for a spanning arrival runs over every running job as on one node:
+    trace jobs on KTH's 100 one-core nodes get the schedule (starts, ends, values, holds)
+    they get on ``nodes=1,cores=100`` (the pooling the market needed before)."""
+    from pathlib import Path
+
+    from market_hpc.experiment.config import config_from_dict
+    from market_hpc.experiment.run import simulate
+
+    trace = Path(__file__).resolve().parent.parent / "traces" / "lf-kth-like-2000.swf"
+    frames = []
+    for platform in ("nodes=1,cores=100", "kth-sp2"):
+        result = simulate(config_from_dict({
+            "name": "pool", "platform": platform, "seed": 1, "timeseries": False,
+            "workload": {"trace": str(trace), "first_n": 300, "load_factor": 1.5, "market": True},
+            "policy": {"scheduler": scheduler}}))
+        frames.append(result.jobs[["job_id", "start_time", "end_time", "value", "status", "hold_count"]])
+    pooled, nodes = frames
+    assert pooled.equals(nodes)
+    if scheduler.endswith("h"):
+        assert pooled["hold_count"].sum() > 0
+
+
+@pytest.mark.parametrize("scheduler", ["sjq", "maxvh", "minvrh", "maxvlh", "easy-mold"])
+def test_whole_node_allocation_is_respected(scheduler: str) -> None:
+    """``exclusive``: a job takes its nodes whole, so the auction (and easy-mold) never
+    starts a second job on a node it just used, and a hold frees the held job's nodes
+    whole. (The core refused the second start mid-run before.)"""
+    from market_hpc.workload.market_rule import apply_market_rule
+
+    jobs = apply_market_rule([Job(i, float(i // 2), float(5 + 7 * (i % 4)), float(5 + 7 * (i % 4)),
+                                  units=1 + i % 3) for i in range(1, 40)])
+    model = HPCModel(jobs, "nodes=4,cores=4", scheduler, seed=1, record_timeseries=False, exclusive=True)
+    model.run()
+    assert_schedule_invariants(jobs, model.recorder.jobs_frame(), "nodes=4,cores=4", exclusive=True,
+                               segments=segments_of(model))

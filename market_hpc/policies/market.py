@@ -132,7 +132,8 @@ class MarketPolicy:
         self._kept_all: tuple[View, int | None, list[Executing], list[Freed]] | None = None
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
-        """Drop worthless jobs, then auction free cores, holding when none are free."""
+        """Drop worthless jobs, then auction free cores, holding when none are free (over
+        every resource and across nodes when the queue asks for more: ``_decide_offers``)."""
         now = view.time
         columns = _columns(view)
         auction = Auction(self.rule, columns, now)
@@ -178,6 +179,7 @@ class MarketPolicy:
         pool = float(view.free_bb)
         held: set[int] = set()
         bids = view.bids
+        exclusive, capacity = view.exclusive, view.platform.capacity
         while auction.left:
             order = bid_order(bids(free), free[:, 0])
             chosen = pick(auction, free, pool, order) if len(order) else None
@@ -193,7 +195,10 @@ class MarketPolicy:
                 for running in view.running:
                     if running.job.job_id in plan.held:
                         for node, units in running.allocation:
-                            free[node] += np.multiply(units, running.job.unit)
+                            if exclusive:  # it held whole nodes
+                                free[node] = capacity[node]
+                            else:
+                                free[node] += np.multiply(units, running.job.unit)
                         pool += running.job.bb
                 index = auction.index(plan.job_id)
                 allocation = self._hold_placement(view, plan, columns.jobs[index].unit, free)
@@ -201,7 +206,10 @@ class MarketPolicy:
             auction.take(index)
             actions.append(Start(job.job_id, allocation))
             for node, units in allocation:
-                free[node] -= np.multiply(units, job.unit)
+                if exclusive:  # whole nodes: nothing is left on them
+                    free[node] = 0
+                else:
+                    free[node] -= np.multiply(units, job.unit)
             pool -= job.bb
         self._held_at = view.time if held else None
         return Decision(tuple(actions)) if actions else NOTHING
@@ -328,8 +336,9 @@ def _cores_only(view: View, columns: MarketColumns) -> bool:
     """Whether the cores-only auction decides: every job the queue ever held asked for cores
     of one node only (``MarketColumns.plain``; every running job was queued first), and,
     on a hand-made view whose columns are built from its queue alone, so does every
-    running job."""
-    if not columns.plain(view.platform.n_nodes):
+    running job; and nodes are not allocated whole (``view.exclusive``: a busy node has
+    nothing free, a started job leaves nothing on its nodes, a hold frees them whole)."""
+    if columns.heavy_seen or columns.spans_seen and not columns.plain(view.platform.n_nodes) or view.exclusive:
         return False
     if fast_view(view, "market_columns") is not None:
         return True
