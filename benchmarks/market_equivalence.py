@@ -142,7 +142,7 @@ def main() -> int:
     if args.general:
         from market_hpc.policies import market
 
-        market._cores_only = lambda view, columns: False  # type: ignore[assignment]
+        market._cores_only = lambda *args: False  # type: ignore[assignment]
     results, seconds = collect(args.only, args.first_n)
     if args.mode == "record":
         Path(args.file).write_text(json.dumps(results, indent=0, sort_keys=True) + "\n")

@@ -130,6 +130,7 @@ class MarketPolicy:
         self._held_at: float | None = None  # the instant of the latest decision, if it held jobs
         self._kept: tuple[View, int | None, dict[int, list[Executing]], list[Release]] | None = None
         self._kept_all: tuple[View, int | None, list[Executing], list[Freed]] | None = None
+        self._facts: tuple[View, tuple[bool, int, bool]] | None = None
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Drop worthless jobs, then auction free cores, holding when none are free (over
@@ -138,7 +139,10 @@ class MarketPolicy:
         columns = _columns(view)
         auction = Auction(self.rule, columns, now)
         actions: list[Action] = [Drop(job_id) for job_id in auction.dropped]
-        if not _cores_only(view, columns):
+        facts = self._facts
+        if facts is None or facts[0] is not view:  # the model keeps one view for the whole run
+            facts = self._facts = (view, _view_facts(view))
+        if not _cores_only(view, columns, facts[1]):
             return self._decide_offers(view, auction, actions)
         rows = view.free.copy()
         free = rows[:, 0]  # a view: bids are priced on the rows this instant's starts update
@@ -332,18 +336,26 @@ class MarketPolicy:
         return by_node, ends
 
 
-def _cores_only(view: View, columns: MarketColumns) -> bool:
+def _cores_only(view: View, columns: MarketColumns, facts: tuple[bool, int, bool]) -> bool:
     """Whether the cores-only auction decides: every job the queue ever held asked for cores
     of one node only (``MarketColumns.plain``; every running job was queued first), and,
     on a hand-made view whose columns are built from its queue alone, so does every
-    running job; and nodes are not allocated whole (``view.exclusive``: a busy node has
-    nothing free, a started job leaves nothing on its nodes, a hold frees them whole)."""
-    if columns.heavy_seen or columns.spans_seen and not columns.plain(view.platform.n_nodes) or view.exclusive:
+    running job; and nodes are not allocated whole (``exclusive``: a busy node has nothing
+    free, a started job leaves nothing on its nodes, a hold frees them whole). ``facts``
+    is ``_view_facts(view)``."""
+    kept, n_nodes, exclusive = facts
+    if columns.heavy_seen or columns.spans_seen and n_nodes > 1 or exclusive:
         return False
-    if fast_view(view, "market_columns") is not None:
+    if kept:
         return True
     return all(running.job.unit == CORE_UNIT and not running.job.bb and len(running.allocation) == 1
                for running in view.running)
+
+
+def _view_facts(view: View) -> tuple[bool, int, bool]:
+    """What ``_cores_only`` reads of a view that does not change while it lives: whether it
+    keeps the market columns (the model's view), the node count, whole-node allocation."""
+    return fast_view(view, "market_columns") is not None, view.platform.n_nodes, bool(view.exclusive)
 
 
 def _factory(rule: str, holding: bool, lookahead: bool = False):  # type: ignore[no-untyped-def]
