@@ -3,6 +3,12 @@ and its summary (timing entries left out), so a faster market is proven to decid
 
     PYTHONPATH=. python benchmarks/market_equivalence.py check      # against the stored reference
     PYTHONPATH=. python benchmarks/market_equivalence.py record FILE
+    PYTHONPATH=. python benchmarks/market_equivalence.py check --general   # the general path, same digests
+
+``--general`` makes the auctions decide these cores-only single-node workloads by their
+general path (``algorithms.market_offers``: every resource, jobs across nodes), which
+must then decide exactly as the cores-only path: the check that the general rules reduce
+to the seed's (issue 34).
 
 The stored reference, ``benchmarks/data/market_reference.json``, was first recorded at
 630059f (before the vectorised market) and re-recorded at 66f8815 (after ``jobs_skipped``
@@ -130,7 +136,13 @@ def main() -> int:
     parser.add_argument("file", nargs="?", default=str(REFERENCE))
     parser.add_argument("--only", help="run only the cases whose key contains this")
     parser.add_argument("--first-n", type=int, default=6000, help="HPC2N slice length (default: 6000; 0 skips it)")
+    parser.add_argument("--general", action="store_true",
+                        help="decide by the auctions' general path (every resource, across nodes)")
     args = parser.parse_args()
+    if args.general:
+        from market_hpc.policies import market
+
+        market._cores_only = lambda *args: False  # type: ignore[assignment]
     results, seconds = collect(args.only, args.first_n)
     if args.mode == "record":
         Path(args.file).write_text(json.dumps(results, indent=0, sort_keys=True) + "\n")

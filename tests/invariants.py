@@ -60,8 +60,9 @@ def assert_schedule_invariants(
           never started;
         * started jobs start at or after their submit time, on distinct in-range nodes
           listed in increasing order, with ``job.units`` units for rigid jobs (1 node and
-          1..len(profile) cores for moldable ones, or ``job.units`` units on any nodes when a
-          rigid policy runs them at their requested size); ``wait_time == start - submit``;
+          1..len(profile) units for moldable ones, any nodes for those whose payload sets
+          ``spans_nodes``, or ``job.units`` units on any nodes when a rigid policy runs them
+          at their requested size); ``wait_time == start - submit``;
         * rigid jobs that finished without ever being held ran exactly their run time;
         * no node is ever over-allocated (sweep over start/end events per node, ends
           before starts at equal times; in ``exclusive`` mode a job takes its nodes'
@@ -136,9 +137,10 @@ def assert_schedule_invariants(
         )
         assert min(units) >= 1, f"job {job.job_id}: allocation {row.nodes!r} has an empty node"
         held = row.hold_count > 0
-        if job.moldable:  # molded on one node, or run rigidly at its requested size
+        if job.moldable:  # molded on one node (on any nodes when it spans), or run at its requested size
             assert job.profile is not None
-            assert (len(allocation) == 1 and 1 <= units[0] <= len(job.profile)) or (
+            spans = len(allocation) == 1 or bool(job.payload.get("spans_nodes"))
+            assert (spans and 1 <= sum(units) <= len(job.profile)) or (
                 sum(units) == job.units <= len(job.profile)), (
                 f"moldable job {job.job_id}: allocation {row.nodes!r}"
             )

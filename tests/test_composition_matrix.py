@@ -89,7 +89,8 @@ def _handles(need: str) -> Callable[[str], bool]:
 
 def ignores(label: str, need: str, count: int, example: int) -> str:
     jobs = f"{count} job{'s' if count != 1 else ''} (e.g. job {example})"
-    return f"it ignores {label}, requested by {jobs} (handled by: {handlers(RIGID_SCHEDULERS, _handles(need))})"
+    builtin = RIGID_SCHEDULERS + ", " + MARKET_SCHEDULERS  # the market auctions handle every resource
+    return f"it ignores {label}, requested by {jobs} (handled by: {handlers(builtin, _handles(need))})"
 
 
 def no_rigid(count: int, example: int = 1) -> str:
@@ -103,20 +104,23 @@ def no_curves(count: int, example: int = 1) -> str:
             f"workload.market = true; schedulers that need none: {curve_free})")
 
 
-# What each cell lacks for the market auctions (value curves needed) and easy-mold.
-MARKET_LACKS: dict[str, list[Callable[[], str]]] = {
-    "cores": [lambda: no_rigid(10), lambda: no_curves(10)],
-    "gpu-mic": [lambda: ignores("GPUs", "gpus", 4, 1), lambda: ignores("MICs", "mics", 3, 2),
-                lambda: no_rigid(10), lambda: no_curves(10)],
-    "memory": [lambda: ignores("memory", "mem", 5, 1), lambda: no_rigid(10), lambda: no_curves(10)],
-    "burst-buffer": [lambda: ignores("the burst buffer", "bb", 10, 1), lambda: no_rigid(10), lambda: no_curves(10)],
-    "queues": [lambda: no_rigid(10), lambda: no_curves(10)],
+# What each cell lacks for easy-mold (cores of one node only; profiles, no value curves).
+MOLD_LACKS: dict[str, list[Callable[[], str]]] = {
+    "cores": [lambda: no_rigid(10)],
+    "gpu-mic": [lambda: ignores("GPUs", "gpus", 4, 1), lambda: ignores("MICs", "mics", 3, 2), lambda: no_rigid(10)],
+    "memory": [lambda: ignores("memory", "mem", 5, 1), lambda: no_rigid(10)],
+    "burst-buffer": [lambda: ignores("the burst buffer", "bb", 10, 1), lambda: no_rigid(10)],
+    "queues": [lambda: no_rigid(10)],
     "moldable-gpu-mic": [lambda: ignores("GPUs", "gpus", 4, 1), lambda: ignores("MICs", "mics", 3, 2)],
     "moldable-memory": [lambda: ignores("memory", "mem", 5, 1)],
     "moldable-burst-buffer": [lambda: ignores("the burst buffer", "bb", 10, 1)],
 }
-# easy-mold needs profiles, not value curves.
-MOLD_LACKS = {cell: [lack for lack in lacks if "value curves" not in lack()] for cell, lacks in MARKET_LACKS.items()}
+# The market auctions account for every resource: they lack only rigid jobs' profiles and
+# value curves (the cells of rigid jobs).
+MARKET_LACKS: dict[str, list[Callable[[], str]]] = {
+    cell: [lambda: no_rigid(10), lambda: no_curves(10)]
+    for cell in ("cores", "gpu-mic", "memory", "burst-buffer", "queues")
+}
 
 
 def expected_refusal(scheduler: str, cell: str) -> str | None:

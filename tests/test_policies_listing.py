@@ -18,7 +18,7 @@ def test_policies_lists_schedulers_allocators_and_bidders(capsys) -> None:  # ty
         "  fifo [classic; built in]: first come, first served; the head blocks the queue",
         "      handles: cores, gpus, mics, mem, bb; rigid, moldable (requested size), task-graph (requested size)",
         "  maxvh [market; built in]: market (Singh et al.): maximum value queued job first, with holding",
-        "      handles: cores; moldable, task-graph, value curves needed",
+        "      handles: cores, gpus, mics, mem, bb; moldable, task-graph, value curves needed",
         "      allocators: max-bid (default max-bid)",
         "  queues-hybrid [queues; built in]: hybrid queues: partitions plus a common pool by priority factor",
         "      handles: cores, gpus, mics, mem, bb; rigid, moldable (requested size), task-graph (requested size), queues",

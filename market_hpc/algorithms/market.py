@@ -81,6 +81,9 @@ class Candidate:
         progress: Work fraction done before (held jobs).
         recent: Arrived at this instant and never held (may trigger holding, A12/A13).
         best_cores: c*, the cores that give the maximum profit / parallelism (A4).
+        unit: Resources of one unit (cores, GPUs, MICs, memory); a width counts units.
+        bb: Burst-buffer request (GB), from the shared pool.
+        spans: Whether it may span nodes (``algorithms.market_offers``).
     """
 
     job_id: int
@@ -90,6 +93,9 @@ class Candidate:
     progress: float
     recent: bool
     best_cores: int
+    unit: tuple[int, ...] = (1, 0, 0, 0)
+    bb: float = 0.0
+    spans: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +110,10 @@ class Executing:
         seq: Start order (tie-break among equal start times: later seq is later).
         expected_value: Value it was expected to earn at its planned finish (A9's Loss).
         max_value: Its curve's maximum (the penalty base, A14).
+        allocation: Where it runs, ``((node, units), ...)``; empty: ``cores`` units on
+            ``node`` (the cores-only auction's form).
+        unit: Resources of one of its units (a hold frees ``units * unit`` on each node).
+        bb: Its burst-buffer request (a hold frees it too).
     """
 
     job_id: int
@@ -113,6 +123,9 @@ class Executing:
     seq: int
     expected_value: float
     max_value: float
+    allocation: tuple[tuple[int, int], ...] = ()
+    unit: tuple[int, ...] = (1, 0, 0, 0)
+    bb: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

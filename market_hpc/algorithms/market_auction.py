@@ -124,6 +124,39 @@ class Auction:
             index = self._earliest(ties)
         return index, min(int(self.best[index]), bid)
 
+    def select_offer(self, cap: np.ndarray, eligible: np.ndarray) -> tuple[int, int] | None:
+        """``(row, units)`` of the job the rule picks among the ``eligible`` open rows, each
+        offered ``cap[row]`` units (``algorithms.market_offers``: the units of its unit
+        vector the offer holds; 0: it does not fit). A row is priced on ``min(cap, c*)``
+        units; the rule's key and ties are ``select``'s, and with every ``cap`` equal to
+        one bid it picks what ``select`` picks (every eligible row priced at once)."""
+        if self.left <= 0:
+            return None
+        able = eligible & (cap > 0)
+        if self.closed:
+            able[list(self.closed)] = False
+        rows = np.flatnonzero(able)
+        if not len(rows):
+            return None
+        units = np.minimum(self.best[rows], cap[rows])
+        gain = self.columns.values_on_rows(self.now, rows, units)
+        earns = gain > 0
+        if not earns.any():
+            return None
+        rows, units, gain = rows[earns], units[earns], gain[earns]
+        if self.rule == "sjq":
+            pick = int(self.columns.order[rows].argmin())
+            return int(rows[pick]), int(units[pick])
+        if self.rule == "minvr":
+            key = self.remaining()[rows]
+            top = key.min()
+        else:
+            key = gain if self.rule == "maxv" else gain / units
+            top = key.max()
+        ties = np.flatnonzero(key == top)
+        pick = int(ties[0]) if len(ties) == 1 else int(np.searchsorted(rows, self._earliest(rows[ties])))
+        return int(rows[pick]), int(units[pick])
+
     def _bounded_best(self, bid: int) -> tuple[int, int] | None:
         """maxV / maxVD on a long queue: price only the rows whose bound (``bounds``, per
         core for maxVD) reaches the key of the row with the largest bound. A row left out
@@ -275,7 +308,8 @@ class Auction:
             job = columns.jobs[row]
             assert job.profile is not None
             out.append(Candidate(job.job_id, job.submit, columns.curves[row], job.profile,
-                                 float(columns.progress[row]), True, int(columns.best[row])))
+                                 float(columns.progress[row]), True, int(columns.best[row]), job.unit, job.bb,
+                                 bool(columns.spans[row])))
         return out
 
 

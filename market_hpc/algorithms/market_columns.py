@@ -29,11 +29,11 @@ import numpy as np
 from market_hpc.algorithms.market import c_star, remaining_time
 from market_hpc.algorithms.market_index import LIMIT, QueueIndex
 from market_hpc.algorithms.valuecurve import LinearDecayCurve, StepCurve
-from market_hpc.domain.job import Job
+from market_hpc.domain.job import CORE_UNIT, Job
 
 LONG = 1024  # queues at least this long keep profit bounds (``bounds``)
 _FLOATS = ("arrival", "fastest", "progress", "vmax", "plateau", "zero", "span", "wake", "half")
-_INTS = ("job_id", "best", "holds", "base", "order", "scalar", "step", "unbounded")
+_INTS = ("job_id", "best", "holds", "base", "order", "scalar", "step", "unbounded", "group", "spans")
 
 
 class MarketColumns:
@@ -79,6 +79,14 @@ class MarketColumns:
         self._profiles_end = 0
         self._profiles_live = 0
         self.invalid: dict[int, str] = {}  # job id -> what it lacks (raised by the policy)
+        # What the auction must place beyond cores of one node (``algorithms.market_offers``):
+        # each row's unit vector (as an index into ``units``), burst buffer and whether it may
+        # span nodes; sticky flags tell whether any row ever needed more than cores of one node.
+        self.units: list[tuple[int, ...]] = []
+        self._unit_group: dict[tuple[int, ...], int] = {}
+        self._bb = np.zeros(64)
+        self.heavy_seen = False  # a row with a unit beyond one core, or a burst-buffer request
+        self.spans_seen = False  # a row that may span nodes
         self._floats = np.zeros((len(_FLOATS), 64))
         self._ints = np.zeros((len(_INTS), 64), dtype=np.int64)
         for job, progress, holds in jobs:
@@ -110,6 +118,19 @@ class MarketColumns:
     holds = property(lambda self: self._columns()[11])
     base = property(lambda self: self._columns()[12])  # RT on c cores is profiles[base + c]
     order = property(lambda self: self._columns()[13])
+    group = property(lambda self: self._columns()[17])  # the row's unit vector is ``units[group]``
+    spans = property(lambda self: self._columns()[18])  # 1: the job may span nodes (``spans_nodes``)
+
+    @property
+    def bb(self) -> np.ndarray:
+        """Each row's burst-buffer request (GB)."""
+        return self._bb[:self.size]
+
+    def plain(self, n_nodes: int) -> bool:
+        """Whether every row pushed so far asked for cores of one node only (no other
+        resource, no burst buffer, no spanning where there is more than one node): the
+        auction's cores-only path then decides (``policies.market``)."""
+        return not self.heavy_seen and (not self.spans_seen or n_nodes == 1)
 
     def push(self, job: Job, progress: float, holds: int) -> None:
         """Append a queued job (its progress and hold count as it enters the queue)."""
@@ -135,7 +156,19 @@ class MarketColumns:
         step = type(curve) is StepCurve
         unbounded = scalar or not (abs(job.submit) < LIMIT and abs(zero) < LIMIT and 0.0 <= fastest < LIMIT
                                    and 1e-100 < curve.max_value < LIMIT)
-        self._ints[:, row] = (job.job_id, best, holds, first - 1, self._pushed, scalar, step, unbounded)
+        unit = job.unit
+        group = self._unit_group.get(unit)
+        if group is None:
+            group = self._unit_group[unit] = len(self.units)
+            self.units.append(unit)
+        spans = bool(job.payload.get("spans_nodes"))
+        if row == len(self._bb):
+            self._bb = np.concatenate([self._bb, np.zeros_like(self._bb)])
+        self._bb[row] = job.bb
+        if unit != CORE_UNIT or job.bb > 0:
+            self.heavy_seen = True
+        self.spans_seen = self.spans_seen or spans
+        self._ints[:, row] = (job.job_id, best, holds, first - 1, self._pushed, scalar, step, unbounded, group, spans)
         self.index.push(self._pushed, job.job_id, wake, submit=job.submit, fresh=holds == 0)
         if best >= len(self._best_counts):
             self._best_counts = np.concatenate([self._best_counts, np.zeros(best + 1, dtype=np.int64)])
@@ -181,6 +214,7 @@ class MarketColumns:
             for column in self._bounds.values():
                 column[row] = column[last]
             self._ints[:, row] = self._ints[:, last]
+            self._bb[row] = self._bb[last]
             moved = self.jobs[row] = self.jobs[last]
             self.curves[row] = self.curves[last]
             self.position[moved.job_id] = row

@@ -160,11 +160,11 @@ def _start(model: ModelInternals, action: Start) -> None:
         raise _fail(model, f"job {job.job_id}: allocation {runs!r} must list distinct nodes "
                          f"0..{model.platform.n_nodes - 1} in increasing order with positive unit counts")
     total_units = runs.total_units
-    if job.profile is not None:  # moldable: molded on one node, or rigid at its requested size
+    if job.profile is not None:  # moldable: molded on one node (any nodes if it spans), or at its requested size
         assert job.profile is not None
-        if (len(allocation) != 1 or not 1 <= total_units <= len(job.profile)) and not (
-                total_units == job.units <= len(job.profile)):
-            raise _fail(model, f"moldable job {job.job_id} must run on 1..{len(job.profile)} cores "
+        if (not 1 <= total_units <= len(job.profile) or len(allocation) != 1
+                and not job.payload.get("spans_nodes")) and not total_units == job.units <= len(job.profile):
+            raise _fail(model, f"moldable job {job.job_id} must run on 1..{len(job.profile)} units "
                              f"of one node, got {allocation}")
     elif total_units != job.units:
         raise _fail(model, f"job {job.job_id} needs {job.units} units, allocation gives {total_units}")

@@ -142,7 +142,7 @@ class Recorder:
         else:
             self._float_rows((submit, first_start, ended, busy_time, job.bb, job.estimate, value))
         self._int_rows((job.job_id, cores, gpus, mics, mem,
-                        job.units if job.profile is None or not allocation else allocation[0][1],
+                        job.units if job.profile is None or not allocation else _molded_units(allocation),
                         job.user, job.queue, hold_count, code))  # job_columns.INT_FIELDS
         pending = self._pending_runs
         if type(allocation) is NodeRuns:
@@ -334,3 +334,10 @@ class Recorder:
         # Stored as machine floats (8 bytes a value); counts are exact and go back to ints.
         counts = [name for name in TIMESERIES_COLUMNS if name not in ("time", "profit")]
         return frame.astype(dict.fromkeys(counts, np.int64))
+
+
+def _molded_units(allocation: Any) -> int:
+    """Units a moldable job's (last) allocation gave it, over every node it spans."""
+    if len(allocation) == 1:
+        return int(allocation[0][1])
+    return sum(int(units) for _, units in allocation)

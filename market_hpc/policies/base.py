@@ -44,7 +44,9 @@ class Start(NamedTuple):
     """Start (or resume) a queued job on an allocation.
 
     For a rigid job the units must sum to ``job.units``; a moldable job (one with a
-    ``profile``) may start on any 1..len(profile) cores of a single node.
+    ``profile``) may start on any 1..len(profile) units of a single node (of several nodes
+    when its payload sets ``spans_nodes``, as the market rule's trace jobs do), or on
+    ``job.units`` units on any nodes (its requested size).
     """
 
     job_id: int

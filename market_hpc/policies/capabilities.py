@@ -131,9 +131,10 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], dict[str, object], str, str], ...] 
      "queue ids (partitions), every node resource per unit, burst buffer; estimates",
      "value curves, moldability (runs the requested size)"),
     ("market", tuple(rule + suffix for rule in ("sjq", "maxv", "maxvd", "minvr") for suffix in ("", "h", "lh")),
-     {**_MARKET, "value_curves": True},
-     "free cores of one node (bids), value curves, speedup profiles",
-     "GPUs, MICs, memory, burst buffer, estimates, queue ids; never spans nodes"),
+     {**_MARKET, "resources": RESOURCES, "value_curves": True},
+     ("free resources of each node (bids; cores, GPUs, MICs, memory per unit), burst buffer, value curves, "
+      "speedup profiles; a spans_nodes job (market rule) takes several nodes' offers"),
+     "estimates, queue ids; task-graph jobs stay on one node"),
     ("market baseline", ("easy-mold",), _MARKET,
      "free cores of one node, speedup profiles, estimates",
      "GPUs, MICs, memory, burst buffer, value curves, queue ids; never spans nodes"),

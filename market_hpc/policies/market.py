@@ -16,6 +16,12 @@ Decisions where the paper is silent:
   progress) the policy asks to be woken at the first integer time step at which a queued
   job is worthless (``wake_after``), so drops happen then rather than at the next
   unrelated event; docs/market.md, "Decision timing", states the whole rule.
+
+Jobs that ask for more than cores of one node (GPUs, MICs, memory, burst buffer, or
+``spans_nodes`` on a platform of several nodes) are auctioned by ``algorithms.market_offers``:
+offers and holds cover every resource, a spanning job takes bids of several nodes as one
+offer. A queue that never held such a job keeps the cores-only path (the seed's rule,
+bit for bit, at its cost).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import math
 
 import numpy as np
 
+from market_hpc.algorithms.allocation import Allocation, place_in_order, units_fit
 from market_hpc.algorithms.bidding import clear_auction
 from market_hpc.algorithms.market import (
     Executing,
@@ -35,6 +42,16 @@ from market_hpc.algorithms.market import (
 )
 from market_hpc.algorithms.market_auction import Auction
 from market_hpc.algorithms.market_columns import MarketColumns
+from market_hpc.algorithms.market_offers import (
+    SPANNING,
+    Freed,
+    bid_order,
+    fits_nowhere,
+    hold_search_resources,
+    pick,
+    value_after_wait_resources,
+)
+from market_hpc.domain.job import CORE_UNIT
 from market_hpc.errors import ConfigError
 from market_hpc.policies.base import (
     NOTHING,
@@ -112,12 +129,21 @@ class MarketPolicy:
         self.name = rule + ("lh" if lookahead else "h" if holding else "")
         self._held_at: float | None = None  # the instant of the latest decision, if it held jobs
         self._kept: tuple[View, int | None, dict[int, list[Executing]], list[Release]] | None = None
+        self._kept_all: tuple[View, int | None, list[Executing], list[Freed]] | None = None
+        self._facts: tuple[View, tuple[bool, int, bool]] | None = None
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
-        """Drop worthless jobs, then auction free cores, holding when none are free."""
+        """Drop worthless jobs, then auction free cores, holding when none are free (over
+        every resource and across nodes when the queue asks for more: ``_decide_offers``)."""
         now = view.time
-        auction = Auction(self.rule, _columns(view), now)
+        columns = _columns(view)
+        auction = Auction(self.rule, columns, now)
         actions: list[Action] = [Drop(job_id) for job_id in auction.dropped]
+        facts = self._facts
+        if facts is None or facts[0] is not view:  # the model keeps one view for the whole run
+            facts = self._facts = (view, _view_facts(view))
+        if not _cores_only(view, columns, facts[1]):
+            return self._decide_offers(view, auction, actions)
         rows = view.free.copy()
         free = rows[:, 0]  # a view: bids are priced on the rows this instant's starts update
         held: set[int] = set()  # jobs held at this instant
@@ -148,6 +174,99 @@ class MarketPolicy:
         if not actions:
             return NOTHING
         return Decision(tuple(actions))
+
+    def _decide_offers(self, view: View, auction: Auction, actions: list[Action]) -> Decision:
+        """``decide`` over every resource and across nodes (``algorithms.market_offers``):
+        rounds of offers in bid order; holding for recent arrivals that fit nowhere."""
+        columns = auction.columns
+        free = view.free.astype(np.int64, copy=True)
+        pool = float(view.free_bb)
+        held: set[int] = set()
+        bids = view.bids
+        exclusive, capacity = view.exclusive, view.platform.capacity
+        while auction.left:
+            order = bid_order(bids(free), free[:, 0])
+            chosen = pick(auction, free, pool, order) if len(order) else None
+            if chosen is not None:
+                index, allocation = chosen
+            else:
+                plan = self._plan_hold_offers(view, auction, free, pool, held) if self.holding else None
+                if plan is None:
+                    break
+                for victim in plan.held:
+                    actions.append(Hold(victim))
+                    held.add(victim)
+                for running in view.running:
+                    if running.job.job_id in plan.held:
+                        for node, units in running.allocation:
+                            if exclusive:  # it held whole nodes
+                                free[node] = capacity[node]
+                            else:
+                                free[node] += np.multiply(units, running.job.unit)
+                        pool += running.job.bb
+                index = auction.index(plan.job_id)
+                allocation = self._hold_placement(view, plan, columns.jobs[index].unit, free)
+            job = columns.jobs[index]
+            auction.take(index)
+            actions.append(Start(job.job_id, allocation))
+            for node, units in allocation:
+                if exclusive:  # whole nodes: nothing is left on them
+                    free[node] = 0
+                else:
+                    free[node] -= np.multiply(units, job.unit)
+            pool -= job.bb
+        self._held_at = view.time if held else None
+        return Decision(tuple(actions)) if actions else NOTHING
+
+    @staticmethod
+    def _hold_placement(view: View, plan: HoldPlan, unit: tuple[int, ...], free: np.ndarray) -> Allocation:
+        """Where the arrival a plan held for starts: its node, or (spanning) greedily over
+        every node in bid order on the freed resources."""
+        if plan.node != SPANNING:
+            return ((plan.node, plan.cores),)
+        order = np.argsort(-np.asarray(view.bids(free)), kind="stable")
+        placed = place_in_order(units_fit(free, unit), order, plan.cores)
+        assert placed is not None  # the plan priced what every node holds together
+        return placed
+
+    def _plan_hold_offers(self, view: View, auction: Auction, free: np.ndarray, pool: float,
+                          held: set[int]) -> HoldPlan | None:
+        arrivals = [a for a in auction.arrivals() if fits_nowhere(a.unit, a.bb, free, pool)]
+        if not arrivals:
+            return None
+        executing, ends = self._running_all(view)
+        if held:  # jobs held at this instant are not held again (their releases stay, as in ``_plan_hold``)
+            executing = [e for e in executing if e.job_id not in held]
+        baselines = None
+        now = view.time
+        if self.lookahead:
+            releases: list[Freed] = [(max(now, end[0]), *end[1:]) for end in ends]
+            baselines = {a.job_id: self.wait_weight * value_after_wait_resources(
+                a, releases, free, pool, now, auction.rank_of(auction.index(a.job_id))) for a in arrivals}
+        return hold_search_resources(arrivals, executing, free, pool, now, self.penalty, baselines)
+
+    def _running_all(self, view: View) -> tuple[list[Executing], list[Freed]]:
+        """``_running`` over every resource: the running jobs that may be held (with their
+        allocations, units and burst buffer) and every running job's release."""
+        kept_view = fast_view(view, "running_version")
+        version = None if kept_view is None else kept_view.running_version
+        kept = self._kept_all
+        if version is not None and kept is not None and kept[0] is view and kept[1] == version:
+            return kept[2], kept[3]
+        executing, ends = [], []
+        for running in view.running:
+            job = running.job
+            allocation = tuple((int(node), int(units)) for node, units in running.allocation)
+            node = allocation[0][0]
+            ends.append((running.est_end, node, running.units, job.job_id, allocation, job.unit, job.bb))
+            if self.lookahead and view.state(job.job_id).hold_count >= self.max_holds:
+                continue
+            curve = job.payload["value_curve"]
+            executing.append(Executing(job.job_id, node, running.units, running.start, running.seq,
+                                       float(curve.value_at(running.est_end - job.submit)),
+                                       float(curve.max_value), allocation, job.unit, job.bb))
+        self._kept_all = (view, version, executing, ends)
+        return executing, ends
 
     def wake_after(self, view: View) -> float | None:
         """The first integer time step after ``view.time`` at which a job queued in
@@ -215,6 +334,28 @@ class MarketPolicy:
         by_node = latest_first(executing)
         self._kept = (view, version, by_node, ends)
         return by_node, ends
+
+
+def _cores_only(view: View, columns: MarketColumns, facts: tuple[bool, int, bool]) -> bool:
+    """Whether the cores-only auction decides: every job the queue ever held asked for cores
+    of one node only (``MarketColumns.plain``; every running job was queued first), and,
+    on a hand-made view whose columns are built from its queue alone, so does every
+    running job; and nodes are not allocated whole (``exclusive``: a busy node has nothing
+    free, a started job leaves nothing on its nodes, a hold frees them whole). ``facts``
+    is ``_view_facts(view)``."""
+    kept, n_nodes, exclusive = facts
+    if columns.heavy_seen or columns.spans_seen and n_nodes > 1 or exclusive:
+        return False
+    if kept:
+        return True
+    return all(running.job.unit == CORE_UNIT and not running.job.bb and len(running.allocation) == 1
+               for running in view.running)
+
+
+def _view_facts(view: View) -> tuple[bool, int, bool]:
+    """What ``_cores_only`` reads of a view that does not change while it lives: whether it
+    keeps the market columns (the model's view), the node count, whole-node allocation."""
+    return fast_view(view, "market_columns") is not None, view.platform.n_nodes, bool(view.exclusive)
 
 
 def _factory(rule: str, holding: bool, lookahead: bool = False):  # type: ignore[no-untyped-def]

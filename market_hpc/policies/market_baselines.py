@@ -16,7 +16,8 @@ Decisions where nothing is prescribed:
 
 - a job's requested width is ``len(profile)`` (a market-rule trace job's request;
   a task-graph job's task count);
-- jobs run on one node, the one with the most free cores (as the auction's winner);
+- jobs run on one node, the one with the most free cores (as the auction's winner; with
+  whole nodes per job, ``exclusive``, a node it starts a job on has nothing left);
   shadow and extra are computed on platform totals, exact on one-pool platforms
   (``nodes=1,cores=N``, the market's view of a trace machine);
 - it never drops or holds jobs: it runs worthless jobs too (the differences are listed in
@@ -49,6 +50,7 @@ class MoldableEasy:
         """Start jobs in order (molding the head when that is faster), then backfill."""
         now = view.time
         free = view.free[:, 0].copy()
+        exclusive = view.exclusive
         actions: list[Action] = []
         started: list[tuple[float, tuple[int]]] = []
         queue = iter(view.queue)
@@ -65,7 +67,7 @@ class MoldableEasy:
                     break
             actions.append(Start(job.job_id, ((node, width),)))
             started.append((now + expected[width - 1], (width,)))
-            free[node] -= width
+            free[node] = 0 if exclusive else free[node] - width  # whole nodes: nothing left on it
         if reservation is not None:
             shadow, extra = reservation
             for job in queue:
@@ -80,7 +82,7 @@ class MoldableEasy:
                 if not ends_in_time:
                     extra -= width
                 actions.append(Start(job.job_id, ((node, width),)))
-                free[node] -= width
+                free[node] = 0 if exclusive else free[node] - width
         return Decision(tuple(actions)) if actions else NOTHING
 
     @staticmethod

@@ -20,10 +20,14 @@ moldable market job:
   ``min_value`` and their best width one core.
 * The rule is deterministic (no randomness): the same trace gives the same market.
 
-The market treats a machine whose jobs span nodes as one pool of cores (``--platform
-nodes=1,cores=N``): with core-level allocation node identity does not change a trace
-job's run time, and the auction's single-node rule (the paper's "tasks of a job are
-allocated to only one node") then holds. See ``scenarios/hpc2n_market.toml``.
+* **Units and nodes.** A job's width counts units of its unit vector (one core for a
+  plain processor request; e.g. 2 cores + 1 GPU + 3 GB for an Eurora-like unit), and its
+  value counts the cores it asked for (``units * cores per unit``). Its payload sets
+  ``spans_nodes``: the market auctions may place it on several nodes, as the trace's
+  platform ran it (``algorithms.market_offers``; docs/market.md). The paper's
+  single-node rule stays for task-graph jobs. (Before, a machine whose jobs span nodes
+  had to be pooled into one node, ``nodes=1,cores=N``; ``scenarios/hpc2n_market.toml``
+  still does, and decides exactly as before.)
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from market_hpc.algorithms.valuecurve import LinearDecayCurve
-from market_hpc.domain.job import CORE_UNIT, Job
+from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError
 
 ZERO_LENGTH_RUN_TIME = 1.0  # seconds a zero-length job takes in the market, on any width
@@ -93,21 +97,15 @@ class MarketRule:
         return LinearDecayCurve(max_value, plateau, plateau + decay)
 
     def apply(self, job: Job) -> Job:
-        """The market version of one rigid single-core-unit trace job."""
-        if job.unit != CORE_UNIT:
-            asked = [name for name, amount in zip(("cores per unit", "GPUs", "MICs", "memory"), job.unit)
-                     if amount > (1 if name == "cores per unit" else 0)]
-            raise ConfigError(
-                f"job {job.job_id}: the market rule needs plain processor requests, got unit {job.unit} "
-                f"({', '.join(asked)}); the market auctions place single cores only: run this workload "
-                "without workload.market, under a scheduler that handles them (market-hpc policies lists "
-                "what each scheduler handles)")
+        """The market version of one rigid trace job: moldable over 1..units units of its
+        unit vector (one core for a plain processor request), on any nodes (``spans_nodes``)."""
         run_time = float(job.run_time)
         profile = self.profile(run_time, job.units)
-        curve = self.curve(run_time, job.units, profile[0])
+        curve = self.curve(run_time, job.units * job.unit[0], profile[0])
         # Amdahl with f < 1 is strictly decreasing, so c* is the full request; a
         # zero-length job is as fast on one core.
-        payload = {**job.payload, "value_curve": curve, "c_star": job.units if run_time > 0 else 1}
+        payload = {**job.payload, "value_curve": curve, "c_star": job.units if run_time > 0 else 1,
+                   "spans_nodes": True}
         # run_time and estimate stay as recorded: classic schedulers see the same job.
         return replace(job, profile=profile, payload=payload)
 
