@@ -246,16 +246,17 @@ def cost_table(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
 
 def significant_counts(table: pd.DataFrame) -> pd.DataFrame:
-    """Per policy: settings where it is better, worse, or not significantly different.
+    """Per policy: settings where it is better, worse, not significantly different (a
+    difference that does not vary counts here: no interval is claimed), or equal.
 
-    >>> table = pd.DataFrame({"policy": ["a", "a", "b"], "mark": ["better", "n.s.", "worse"]})
+    >>> table = pd.DataFrame({"policy": ["a", "a", "b"], "mark": ["better", "same diff", "equal"]})
     >>> significant_counts(table).to_dict("records")
-    [{'policy': 'a', 'better': 1, 'worse': 0, 'n.s.': 1}, {'policy': 'b', 'better': 0, 'worse': 1, 'n.s.': 0}]
+    [{'policy': 'a', 'better': 1, 'worse': 0, 'n.s.': 1, 'equal': 0}, {'policy': 'b', 'better': 0, 'worse': 0, 'n.s.': 0, 'equal': 1}]
     """
-    counts = pd.crosstab(table["policy"], table["mark"])
-    for column in ("better", "worse", "n.s."):
+    counts = pd.crosstab(table["policy"], table["mark"].replace({"same diff": "n.s."}))
+    for column in ("better", "worse", "n.s.", "equal"):
         if column not in counts:
             counts[column] = 0
-    counts = counts[["better", "worse", "n.s."]].reset_index()
+    counts = counts[["better", "worse", "n.s.", "equal"]].reset_index()
     counts.columns.name = None
-    return counts.astype({"better": int, "worse": int, "n.s.": int})
+    return counts.astype({"better": int, "worse": int, "n.s.": int, "equal": int})

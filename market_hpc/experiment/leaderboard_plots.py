@@ -205,13 +205,16 @@ def write_leaderboard(frame: pd.DataFrame, table: dict[str, object], out: Path) 
     if not cost.empty:
         cost.to_csv(out / "cost.csv", index=False)
         written.append(out / "cost.csv")
-    counts = significant_counts(tables[spec.rank_by]) if spec.rank_by in tables else pd.DataFrame()
+    ranked = tables.get(spec.rank_by)
+    counts = (significant_counts(ranked[ranked["policy"] != spec.baseline]) if ranked is not None
+              else pd.DataFrame())
     lines = ["## Ranking", "", *ranking_markdown(tables, spec)] if spec.rank_by in tables else []
     if not counts.empty:
         lines += [f"## Against {spec.baseline}, by {metric(spec.rank_by).label}: settings where each policy is "
-                  "significantly better, worse, or not significantly different", "",
-                  "| policy | better | worse | n.s. |", "|---|---|---|---|",
-                  *(f"| {r['policy']} | {r['better']} | {r['worse']} | {r['n.s.']} |" for _, r in counts.iterrows()),
+                  "significantly better, worse, not significantly different, or equal on every slice", "",
+                  "| policy | better | worse | n.s. | equal |", "|---|---|---|---|---|",
+                  *(f"| {r['policy']} | {r['better']} | {r['worse']} | {r['n.s.']} | {r['equal']} |"
+                    for _, r in counts.iterrows()),
                   ""]
     check = check_markdown(runs, spec.baseline)
     if check:

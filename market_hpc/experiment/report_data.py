@@ -157,7 +157,7 @@ def _axis(frame: pd.DataFrame, columns: list[str]) -> Axis | None:
     if len(columns) == 1:
         return Axis(columns[0], columns[0], numeric[0] if numeric else None, tuple(columns))
     name = ", ".join(columns)
-    labels = frame[columns].astype(str).agg(", ".join, axis=1)
+    labels = frame[columns].astype(object).fillna("none").astype(str).agg(", ".join, axis=1)  # unset: "none"
     frame[name] = pd.Categorical(labels, categories=labels.unique())
     x = numeric[0] if numeric and frame[[numeric[0]]].drop_duplicates().shape[0] == \
         frame[columns].drop_duplicates().shape[0] else None
