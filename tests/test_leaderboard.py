@@ -67,13 +67,13 @@ def results_table() -> pd.DataFrame:
 def test_ranking_pairs_by_slice_and_marks_significance() -> None:
     spec = leaderboard_spec({"baseline": "easy"})
     table = ranking(prepare(results_table(), spec), "mean_bounded_slowdown", "easy")
-    load1 = table[table["setting"] == "KTH-SP2-1996-2.1-cln x1"].set_index("policy")
+    load1 = table[table["setting"] == "KTH-SP2-1996 x1"].set_index("policy")
     assert load1["rank"].to_dict() == {"sjf": 1, "easy": 2, "fifo": 2}  # fifo's mean equals easy's: a tie
     assert load1.loc["sjf", "mark"] == "better" and load1.loc["sjf", "diff"] == pytest.approx(-2.0)
     half = 4.302653 * 0.5 / np.sqrt(3)  # t(0.975, 2) x sd / sqrt(n)
     assert load1.loc["sjf", "ci_low"] == pytest.approx(-2.0 - half, rel=1e-5)
     assert load1.loc["fifo", "mark"] == "n.s." and load1.loc["easy", "mark"] == "baseline"
-    load2 = table[table["setting"] == "KTH-SP2-1996-2.1-cln x2"].set_index("policy")
+    load2 = table[table["setting"] == "KTH-SP2-1996 x2"].set_index("policy")
     assert load2.loc["fifo", "mark"] == "same diff" and np.isnan(load2.loc["fifo", "ci_low"])
     assert load2.loc["fifo", "rank"] == 3
     value = ranking(prepare(results_table(), spec), "value_earned", "easy")

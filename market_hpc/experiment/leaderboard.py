@@ -27,6 +27,7 @@ Decisions:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,17 +139,18 @@ def mark(verdict: str, better: str) -> str:
 
 
 def setting_label(row: dict[str, Any], columns: Sequence[str]) -> str:
-    """``KTH-SP2-1996-2.1-cln x2`` from a trace path and a load factor (other columns as
-    ``name=value``).
+    """``KTH-SP2-1996 x2`` from a trace path and a load factor (other columns as
+    ``name=value``; a Parallel Workloads Archive name loses its version suffix).
 
     >>> setting_label({"trace": "/x/KTH-SP2-1996-2.1-cln.swf.gz", "load_factor": 2.0}, ["trace", "load_factor"])
-    'KTH-SP2-1996-2.1-cln x2'
+    'KTH-SP2-1996 x2'
     """
     parts = []
     for column in columns:
         value = row[column]
-        if column == "trace":
-            parts.append(Path(str(value)).name.removesuffix(".gz").removesuffix(".swf"))
+        if column == "trace":  # the archive's version suffix (-2.1-cln) says nothing here
+            name = Path(str(value)).name.removesuffix(".gz").removesuffix(".swf")
+            parts.append(re.sub(r"-\d+(\.\d+)*-cln$", "", name))
         elif column == "load_factor":
             parts.append(f"x{value:g}")
         else:

@@ -17,6 +17,7 @@ Decisions:
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -130,7 +131,7 @@ def pareto_figures(runs: pd.DataFrame, spec: LeaderboardSpec, out: Path) -> list
         panels = list(group.groupby(traces, sort=False)) if traces else [("all", group)]
         columns = min(3, len(panels))
         rows = math.ceil(len(panels) / columns)
-        figure = Figure(figsize=(min(12.0, 5.0 * columns), 4.5 * rows), layout="constrained")
+        figure = Figure(figsize=(min(12.0, max(7.0, 5.0 * columns)), 4.5 * rows), layout="constrained")
         for index, (key, panel) in enumerate(panels):
             axes = figure.add_subplot(rows, columns, index + 1)
             means = panel.groupby("policy_label", sort=False)[[x_name, y_name]].mean()
@@ -139,15 +140,15 @@ def pareto_figures(runs: pd.DataFrame, spec: LeaderboardSpec, out: Path) -> list
             axes.scatter(means[x_name][~front], means[y_name][~front], facecolors="none", edgecolors="#7f7f7f")
             ordered = means[front].sort_values(x_name)
             axes.plot(ordered[x_name], ordered[y_name], "o-", color="#1f77b4")
-            for policy, point in means.iterrows():
-                axes.annotate(str(policy), (point[x_name], point[y_name]), fontsize=7, xytext=(3, 3),
-                              textcoords="offset points")
+            for number, (policy, point) in enumerate(means.iterrows()):  # alternate sides: fewer overlaps
+                axes.annotate(str(policy), (point[x_name], point[y_name]), fontsize=6,
+                              xytext=(4, 4 - 10 * (number % 2)), textcoords="offset points")
             title = panel["setting"].iloc[0].rsplit(" x", 1)[0] if traces else "all"
             axes.set_title(title, fontsize=9)
             axes.set_xlabel(metric(x_name).axis_label)
             axes.set_ylabel(metric(y_name).axis_label)
-        figure.suptitle(f"Pareto chart at {load:g}x the recorded load: mean over slices "
-                        "(filled and joined: not dominated)", fontsize=10)
+        figure.suptitle(textwrap.fill(f"Pareto chart at {load:g}x the recorded load: mean over slices "
+                                      "(filled and joined: not dominated)", 70), fontsize=10)
         written.append(save_figure(figure, out / f"pareto_load_{load:g}.png"))
     return written
 
@@ -163,7 +164,8 @@ def rank_heatmap(table: pd.DataFrame, spec: LeaderboardSpec, out: Path) -> list[
     wide, marks = wide[settings], marks[settings]
     order = wide.mean(axis=1).sort_values(kind="stable").index
     wide, marks = wide.loc[order], marks.loc[order]
-    figure = Figure(figsize=(min(12.0, 2.0 + 1.1 * len(settings)), 1.0 + 0.32 * len(order)), layout="constrained")
+    figure = Figure(figsize=(min(12.0, max(6.0, 2.5 + 1.2 * len(settings))), 1.5 + 0.32 * len(order)),
+                    layout="constrained")
     axes = figure.add_subplot()
     image = axes.imshow(wide.to_numpy(dtype=float), cmap="viridis_r", aspect="auto")
     for i in range(len(order)):
@@ -176,8 +178,8 @@ def rank_heatmap(table: pd.DataFrame, spec: LeaderboardSpec, out: Path) -> list[
     axes.set_xticks(range(len(settings)), [s.replace(" x", "\nx") for s in settings], fontsize=7)
     axes.set_yticks(range(len(order)), list(order), fontsize=7)
     figure.colorbar(image, ax=axes, label="rank (1 = best)")
-    axes.set_title(f"Rank by {metric(spec.rank_by).label} (▲/▼: significantly better/worse than "
-                   f"{spec.baseline} at 95 %)", fontsize=9)
+    axes.set_title(textwrap.fill(f"Rank by {metric(spec.rank_by).label} (▲/▼: significantly better/worse "
+                                 f"than {spec.baseline} at 95 %)", 60), fontsize=9)
     return [save_figure(figure, out / "rank_heatmap.png")]
 
 
