@@ -81,9 +81,6 @@ def csv_parts(frame: pd.DataFrame, header: bool = True) -> list[Any] | None:
     """``frame.to_csv(index=False, header=header)`` as UTF-8 buffers to write one after
     the other, or ``None`` when a column is not one of the kinds handled here (write with
     pandas then)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     names = [str(name) for name in frame.columns]
     if any(ch in name for name in names for ch in ',"\r\n') or frame.columns.has_duplicates or not names:
         return None
@@ -96,11 +93,23 @@ def csv_parts(frame: pd.DataFrame, header: bool = True) -> list[Any] | None:
         if text is None:
             return None
         cells.append(text)
+    return parts + line_parts(cells)
+
+
+def line_parts(cells: list[Any]) -> list[Any]:
+    """CSV lines of equally long Arrow string columns (already CSV text: nothing quoted),
+    cells joined by ``,``, each line ended by ``\\n``, as buffers to write one after the other.
+
+    >>> import pyarrow as pa
+    >>> b"".join(line_parts([pa.array(["1", "2"]), pa.array(["a", ""])]))
+    b'1,a\\n2,\\n'
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     rows = pc.binary_join_element_wise(*cells, ",") if len(cells) > 1 else cells[0]
     lines = pc.binary_join_element_wise(rows, "\n", "")
-    for chunk in lines.chunks if isinstance(lines, pa.ChunkedArray) else [lines]:
-        parts.append(_string_data(chunk))
-    return parts
+    return [_string_data(chunk) for chunk in (lines.chunks if isinstance(lines, pa.ChunkedArray) else [lines])]
 
 
 def csv_bytes(frame: pd.DataFrame, header: bool = True) -> bytes:

@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 STUDIES = ("heterogeneity", "cp", "market", "bbsched", "queues")  # seeds 000-004
 CLAIMS_HEADING = re.compile(r"<h[23][^>]*>[^<]*(claims|against the paper)", re.IGNORECASE)
+IMG_SOURCE = re.compile(r"""<img\b[^>]*\bsrc=["']([^"']+)["']""", re.IGNORECASE)
 REMOTE_ASSET = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=["']?(?:https?:)?//""", re.IGNORECASE)
 
 
@@ -77,6 +78,15 @@ def test_site_builds_strictly_offline_with_the_api_reference(tmp_path: Path) -> 
         remote = REMOTE_ASSET.search(text)
         assert remote is None, f"{name} loads {remote.group(0) if remote else ''}"
     assert 'href="getting-started.html"' in pages["index.html"]
+
+    # Every picture resolves to a file of the built site, and each study page shows its key figure.
+    for name, text in pages.items():
+        for source in IMG_SOURCE.findall(text):
+            if source.startswith("data:"):
+                continue
+            assert (site / name).parent.joinpath(html.unescape(source)).resolve().is_file(), f"{name}: <img src={source}>"
+    for study in STUDIES:
+        assert f'src="img/{study}.svg"' in pages[f"{study}.html"], f"{study}.html does not show img/{study}.svg"
     assert (site / "search" / "search_index.js").is_file()
 
 

@@ -74,11 +74,15 @@ def first_over_allocation(
     capacity = np.asarray(capacity).reshape(len(capacity), -1)
     found: list[OverAllocation] = []
     for resource in range(amounts.shape[1]):
-        held = amounts[:, resource] > 0
+        column = amounts[:, resource]
+        held = column > 0
         if not held.any():
             continue
-        violation = _first_on(job[held], start[held], end[held], node[held],
-                              amounts[held, resource], capacity[:, resource], resource, tolerance)
+        if held.all():  # (no copies of millions of placements)
+            violation = _first_on(job, start, end, node, column, capacity[:, resource], resource, tolerance)
+        else:
+            violation = _first_on(job[held], start[held], end[held], node[held], column[held],
+                                  capacity[:, resource], resource, tolerance)
         if violation is not None:
             found.append(violation)
     return min(found, key=lambda v: (v.time, v.node, v.resource)) if found else None
@@ -98,14 +102,16 @@ def _first_on(job: np.ndarray, start: np.ndarray, end: np.ndarray, node: np.ndar
                                              float(amount[row]), float(capacity[node[row]]),
                                              (int(job[row]),)))
     lasting = ~instant
-    if lasting.any():
+    if lasting.all():
+        n_start, n_end, n_node, n_amount = start, end, node, amount.astype(np.float64, copy=False)
+    elif lasting.any():
         n_start, n_end = start[lasting], end[lasting]
         n_node, n_amount = node[lasting], amount[lasting].astype(np.float64)
+    if lasting.any():
         times = np.concatenate([n_end, n_start])
         nodes = np.concatenate([n_node, n_node])
         deltas = np.concatenate([-n_amount, n_amount])
-        is_start = np.concatenate([np.zeros(len(n_end), np.int8), np.ones(len(n_start), np.int8)])
-        order = np.lexsort((is_start, times, nodes))
+        order = _event_order(times, nodes)
         used = np.cumsum(deltas[order])
         over = np.flatnonzero(used > capacity[nodes[order]] + tolerance)
         if len(over):
@@ -119,3 +125,21 @@ def _first_on(job: np.ndarray, start: np.ndarray, end: np.ndarray, node: np.ndar
             candidates.append(OverAllocation(time, at, resource, float(used[last]),
                                              float(capacity[at]), tuple(sorted(set(job[on].tolist())))))
     return min(candidates, key=lambda v: (v.time, v.node)) if candidates else None
+
+
+def _event_order(times: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """Events (every end, then every start) ordered by node, time, ends before starts.
+
+    Two stable sorts, the time first (ends precede starts in the input, so a stable sort
+    keeps them first at equal times), then the node; node numbers below 2^15 are sorted
+    as int16, which numpy sorts by radix. Same order as ``np.lexsort((is_start, times,
+    nodes))``, in about half its time on millions of events.
+
+    >>> _event_order(np.array([5.0, 9.0, 5.0, 1.0]), np.array([0, 0, 0, 1])).tolist()
+    [0, 2, 1, 3]
+    """
+    by_time = np.argsort(times, kind="stable")
+    keys = nodes[by_time]
+    if len(keys) and 0 <= keys.min() and keys.max() < 1 << 15:
+        keys = keys.astype(np.int16)
+    return by_time[np.argsort(keys, kind="stable")]

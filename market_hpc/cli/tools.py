@@ -153,6 +153,8 @@ def add_export_command(sub: argparse._SubParsersAction) -> None:  # type: ignore
         "status and partition kept), as a Batsim JSON workload (one resource per core, delay "
         "profiles), and as Batsim's output jobs file with allocated_resources (cores numbered "
         "like the Gantt chart of market-hpc plot), which evalys's JobSet.from_csv loads. "
+        "A held and resumed job is an SWF summary line plus one partial-execution line per "
+        "segment (status 2/3/4) and one Batsim row per execution (ID#n). "
         "Replaying the SWF with the same platform and policy reproduces the schedule. "
         "See docs/exports.md.")
     export.add_argument("--swf", help="SWF file (default: RUN_DIR/schedule.swf)")

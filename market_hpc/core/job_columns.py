@@ -223,11 +223,16 @@ class JobColumns:
         the list of their strings (Arrow-backed ``str`` under pandas 3), that list otherwise."""
         if not len(rows):
             return []
+        return text_array(*self.nodes_text(rows))
+
+    def nodes_text(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ``nodes`` text of the jobs ``rows`` as ``(offsets, data)``: row ``k``'s text is
+        ``data[offsets[k]:offsets[k + 1]]`` (ASCII, :func:`~market_hpc.algorithms.runs_text.runs_text`)."""
         self.flush()
         runs = np.frombuffer(self.runs, dtype=np.int32) if len(self.runs) else np.zeros(0, dtype=np.int32)
         offsets, data = runs_text(runs, np.frombuffer(self.run_offsets, dtype=np.int64), rows, self.tables)
         del runs  # the exported buffer would stop the array from growing
-        return text_array(offsets, data)
+        return offsets, data
 
     def columns(self, order: np.ndarray | None = None) -> dict[str, Any]:
         """Every ``JOB_COLUMNS`` column as a numpy array or list, in leaving order (or

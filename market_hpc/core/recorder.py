@@ -230,6 +230,11 @@ class Recorder:
         frame["nodes"] = self._segment_runs.nodes_column(rows) if len(rows) else []
         return frame
 
+    def segment_nodes_text(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ``nodes`` text of segments ``rows`` (in that order) as ``(offsets, data)``:
+        row ``k``'s text is ``data[offsets[k]:offsets[k + 1]]`` (ASCII)."""
+        return self._segment_runs.nodes_text(np.asarray(rows, dtype=np.int64))
+
     def segment_field(self, name: str) -> np.ndarray:
         """One numeric column of the segments (``_SEGMENT_COLUMNS`` or ``cores`` .. ``held``), a copy."""
         if name in _SEGMENT_COLUMNS:

@@ -24,17 +24,25 @@ Decisions:
       ``COMPLETED_KILLED``. The simulator never kills a job at its walltime, so
       ``COMPLETED_WALLTIME_REACHED`` does not occur.
     * ``stretch`` = turnaround / execution time (``inf`` for a 0 s execution).
-    * A held and resumed job is one row from its first start to its end on its last
-      allocation (the hold gaps are not expressible).
+    * A held and resumed job is one row per execution segment, as Batsim writes a job the
+      scheduler killed and resubmitted: ``<id>``, ``<id>#1``, ... (pybatsim's naming),
+      each resumption submitted when the job was held and carrying the metadata
+      ``{"parent_job": "<id>", "nb_resubmit": n}``; segments that ended by a hold are
+      ``COMPLETED_KILLED``, the last one has the job's final state
+      (:mod:`~market_hpc.experiment.export_segments`). Without a segments file (a run
+      folder from before segments were recorded) a held job is one row from its first
+      start to its end on its last allocation.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
+from market_hpc.experiment.export_segments import execution_attempts
 from market_hpc.experiment.gantt import core_allocations, core_slots, resource_ids
 
 BATSIM_JOB_COLUMNS = (
@@ -49,7 +57,8 @@ _FINAL_STATE = {1: ("COMPLETED_SUCCESSFULLY", 1), 0: ("COMPLETED_FAILED", 0),
 
 
 def batsim_jobs(jobs: pd.DataFrame, node_cores: Sequence[int], profile: Callable[[float], str],
-                original_status: dict[int, int] | None = None) -> pd.DataFrame:
+                original_status: dict[int, int] | None = None,
+                segments: pd.DataFrame | None = None) -> pd.DataFrame:
     """Batsim's output jobs table of the jobs that ran (see the module docstring).
 
     Args:
@@ -57,6 +66,8 @@ def batsim_jobs(jobs: pd.DataFrame, node_cores: Sequence[int], profile: Callable
         node_cores: Cores of every node, in node order.
         profile: The workload's profile name of a run time.
         original_status: SWF status (field 11) by job id, from the input trace.
+        segments: The run's segments (``export_segments.read_segments``): a held job is
+            then one row per execution.
 
     >>> frame = pd.DataFrame({"job_id": [1, 2], "submit_time": [0.0, 5.0],
     ...     "start_time": [0.0, 10.0], "end_time": [10.0, 30.0], "run_time": [10.0, 20.0],
@@ -64,38 +75,40 @@ def batsim_jobs(jobs: pd.DataFrame, node_cores: Sequence[int], profile: Callable
     ...     "nodes": ["0:4", "1:1"]})
     >>> table = batsim_jobs(frame, [4, 4], lambda run: f"delay_{run:g}", {2: 0})
     >>> table[["job_id", "allocated_resources", "final_state", "success", "waiting_time"]].values.tolist()
-    [[1, '0-3', 'COMPLETED_SUCCESSFULLY', 1, 0.0], [2, '4', 'COMPLETED_FAILED', 0, 5.0]]
+    [['1', '0-3', 'COMPLETED_SUCCESSFULLY', 1, 0.0], ['2', '4', 'COMPLETED_FAILED', 0, 5.0]]
     >>> table.requested_time.tolist(), table.stretch.tolist(), table.profile.tolist()
     ([60.0, -1.0], [1.0, 1.25], ['delay_10', 'delay_20'])
     """
     ran = jobs[jobs["start_time"].notna() & jobs["end_time"].notna()]
-    ran = ran.sort_values(["submit_time", "job_id"], kind="stable")
-    allocations = core_allocations(ran["nodes"].tolist(), ran["cores"].tolist(),
-                                   ran["units"].tolist())
-    # slots are assigned over the whole schedule in the Gantt chart's order, then listed per job
-    held = core_slots(ran["job_id"].tolist(), ran["start_time"].tolist(), ran["end_time"].tolist(),
+    runs = execution_attempts(ran, segments)
+    allocations = core_allocations(runs["nodes"].tolist(), runs["cores"].tolist(), runs["units"].tolist())
+    # slots are assigned over the whole schedule in the Gantt chart's order, then listed per execution
+    held = core_slots(runs["job_id"].tolist(), runs["start_time"].tolist(), runs["end_time"].tolist(),
                       allocations, list(node_cores))
     statuses = original_status or {}
-    submit = ran["submit_time"].to_numpy(float)
-    start, finish = ran["start_time"].to_numpy(float), ran["end_time"].to_numpy(float)
+    submit = runs["submission_time"].to_numpy(float)
+    start, finish = runs["start_time"].to_numpy(float), runs["end_time"].to_numpy(float)
     execution, turnaround = finish - start, finish - submit
     with np.errstate(divide="ignore", invalid="ignore"):
         stretch = np.where(execution > 0, turnaround / np.where(execution > 0, execution, 1.0), np.inf)
-    states = [("COMPLETED_KILLED", 0) if status == "dropped" else
+    states = [("COMPLETED_KILLED", 0) if status == "dropped" or not last else
               _FINAL_STATE.get(statuses.get(int(job), 1), ("COMPLETED_SUCCESSFULLY", 1))
-              for job, status in zip(ran["job_id"], ran["status"], strict=True)]
-    estimate = ran["estimate"].to_numpy(float)
+              for job, status, last in zip(runs["job_id"], runs["status"], runs["last"], strict=True)]
+    estimate = runs["estimate"].to_numpy(float)
+    metadata = ["" if attempt == 0 else
+                json.dumps({"parent_job": str(int(job)), "nb_resubmit": int(attempt)}, separators=(",", ":"))
+                for job, attempt in zip(runs["job_id"], runs["attempt"], strict=True)]
     return pd.DataFrame({
-        "job_id": ran["job_id"].astype(int).to_numpy(),
+        "job_id": runs["batsim_id"].to_numpy(dtype=object),
         "workload_name": WORKLOAD_NAME,
-        "profile": [profile(r) for r in ran["run_time"].to_numpy(float)],
+        "profile": [profile(r) for r in runs["run_time"].to_numpy(float)],
         "submission_time": submit,
-        "requested_number_of_resources": ran["cores"].astype(int).to_numpy(),
+        "requested_number_of_resources": runs["cores"].astype(int).to_numpy(),
         "requested_time": np.where(estimate > 0, estimate, -1.0),
         "success": [success for _, success in states],
         "final_state": [state for state, _ in states],
         "starting_time": start, "execution_time": execution, "finish_time": finish,
         "waiting_time": start - submit, "turnaround_time": turnaround, "stretch": stretch,
         "allocated_resources": [resource_ids(slots, node_cores) for slots in held],
-        "consumed_energy": -1.0, "metadata": "",
+        "consumed_energy": -1.0, "metadata": metadata,
     }, columns=list(BATSIM_JOB_COLUMNS))

@@ -4,9 +4,9 @@ The ``hlrs-3x9`` platform (3 nodes x 9 cores) is overloaded by HLRS-like task-gr
 sets of 10 to 100 jobs (Poisson arrivals at twice the platform's capacity, applications
 from the bundled profiled library). All eight market policies run on every set, for
 several seeds. The study prints the comparison, writes ``comparison.csv`` (one row per
-policy x job set x seed) and ``profit_vs_jobs.png`` (the paper's Fig. 6), and checks the
-paper's claims: every holding variant earns at least its base policy, maxVH earns most,
-and maxVH's mean gain over maxV (the paper reports +8 %). It runs two value-curve regimes:
+policy x job set x seed) and ``profit_vs_jobs.png`` and ``.svg`` (the paper's Fig. 6),
+and checks the paper's claims: every holding variant earns at least its base policy, maxVH
+earns most, and maxVH's mean gain over maxV (the paper reports +8 %). It runs two value-curve regimes:
 the spec's suggested decay and a steep one, because whether holding pays depends on how
 fast value is lost while waiting.
 
@@ -134,7 +134,8 @@ def run_demo(out: Path, seeds: int = 3, quick: bool = False, shown_as: Path | No
     for name, study in studies.items():  # one picture per regime, named in its title
         picture = out / ("profit_vs_jobs.png" if name == "spec" else f"profit_vs_jobs_{name}.png")
         pictures.append(profit_figure(study, picture, name, LABELS, list(POLICIES + LOOKAHEAD)))
-    print(f"\nwrote {(shown_as or out) / 'comparison.csv'} and {', '.join(p.name for p in pictures)} "
+    names = ", ".join(f"{p.name} (and .svg)" for p in pictures)
+    print(f"\nwrote {(shown_as or out) / 'comparison.csv'} and {names} "
           f"in {time.perf_counter() - began:.1f} s")
     return table
 

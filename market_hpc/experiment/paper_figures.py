@@ -1,4 +1,5 @@
-"""Paper-ready figures of the market study (Singh et al., HPCS'15, Fig. 6, and the demo's plot).
+"""Paper-ready figures of the market study (Singh et al., HPCS'15, Fig. 6, and the demo's plot),
+each written as PNG and as SVG.
 
 Every series has its own colour *and* marker (12 of each, so SJQ and maxVD-LH never
 share a blue), the mean over seeds carries a 95% Student t band from the seeds, and the
@@ -124,4 +125,15 @@ def profit_figure(table: pd.DataFrame, path: Path, curves: str, labels: dict[str
     figure.suptitle(f"Overall profit by job-set size (cf. Singh et al. 2015, {figure_name}): "
                     f"{REGIMES.get(curves, curves)}, {seeds} seeds", fontsize="medium")
     figure.savefig(path, dpi=150)
+    save_svg(figure, path.with_suffix(".svg"))
+    return path
+
+
+def save_svg(figure: Figure, path: Path) -> Path:
+    """Write ``figure`` as an SVG that is small and the same for the same data: text kept as
+    SVG text, no date, element ids from a fixed salt."""
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "market_hpc"}):
+        figure.savefig(path, format="svg", metadata={"Date": None, "Creator": None})
     return path

@@ -20,9 +20,14 @@ input trace and writes the standard header. SWF holds processors only: GPUs, MIC
 memory and burst-buffer requests are dropped, and what SWF cannot express is listed
 in ``Note:`` header lines and in the notes printed.
 
+A job that was held and resumed is a summary line followed by one line per execution
+segment (SWF's partial executions, status 2, 3 or 4; header ``Preemption: Double``), and
+in Batsim's output jobs file one row per segment (:mod:`~market_hpc.experiment.export_segments`
+gives the rules and what each format loses).
+
 Batsim's output jobs file (``batsim_jobs.csv``, :mod:`~market_hpc.experiment.batsim_jobs`)
-lists every job that ran with its cores as an interval set numbered like the Gantt chart,
-so evalys draws the same schedule.
+lists every execution that ran with its cores as an interval set numbered like the
+Gantt chart, so evalys draws the same schedule.
 
 The Batsim workload (``nb_res``, ``jobs``, ``profiles``) has one resource per core
 (``nb_res`` = the platform's cores), one job per job that has a run time, ``res`` = its
@@ -45,6 +50,7 @@ import pandas as pd
 from market_hpc.domain.platform import load_platform
 from market_hpc.errors import ConfigError
 from market_hpc.experiment.batsim_jobs import batsim_jobs
+from market_hpc.experiment.export_segments import held_segments, read_segments, swf_with_parts
 from market_hpc.experiment.swf_export_header import OriginalTrace, read_original, swf_header
 from market_hpc.json_text import json_text
 from market_hpc.workload.swf_format import N_FIELDS, format_number
@@ -167,33 +173,39 @@ def export_schedule(directory: str | Path, swf: str | Path | None = None,
     name = config.get("name", run.directory.name)
     original = read_original(config.get("workload", {}).get("trace"))
     node_cores = [int(c) for c in load_platform(config["platform"]).capacity[:, 0]]
-    cannot = _cannot_express(jobs, original)
+    segments = read_segments(run.directory)
+    swf_rows = swf_with_parts(schedule_rows(jobs, original), segments)
+    held = int((jobs["hold_count"] > 0).sum()) if "hold_count" in jobs else 0
+    cannot = _cannot_express(jobs, original, swf_rows.held_jobs, swf_rows.reweighted, held)
     header = swf_header(
         name=name, policy=str(config.get("policy", {}).get("scheduler")),
         platform=str(config["platform"]), directory=str(run.directory), n_jobs=len(jobs),
-        n_nodes=len(node_cores), n_procs=run.total_cores,
+        n_records=len(swf_rows.rows), n_nodes=len(node_cores), n_procs=run.total_cores,
         last_end=float(np.nanmax(jobs["end_time"].to_numpy(float), initial=0.0)),
         queues=int(jobs["queue"].where(jobs["queue"] >= 0).nunique()), original=original,
-        preempted=int((jobs["hold_count"] > 0).sum()) if "hold_count" in jobs else 0,
-        notes=cannot)
-    write_swf_rows(schedule_rows(jobs, original), swf_path, header)
+        preemption="Double" if swf_rows.held_jobs else "Yes" if held else "No", notes=cannot)
+    write_swf_rows(swf_rows.rows, swf_path, header)
     workload, too_large = batsim_workload(jobs, run.total_cores)
     try:
         batsim_path.write_text(json_text(workload, indent=1))
     except OSError as exc:
         raise ConfigError(f"cannot write {batsim_path}: {exc.strerror or exc}") from None
     jobs_path = Path(batsim_jobs_file) if batsim_jobs_file else run.directory / "batsim_jobs.csv"
-    table = batsim_jobs(jobs, node_cores, _profile, original.status if original else None)
+    table = batsim_jobs(jobs, node_cores, _profile, original.status if original else None, segments)
     try:
         table.to_csv(jobs_path, index=False)
     except OSError as exc:
         raise ConfigError(f"cannot write {jobs_path}: {exc.strerror or exc}") from None
-    notes = [f"SWF schedule ({len(jobs):,} jobs): {swf_path}",
+    parts = len(swf_rows.rows) - len(jobs)
+    notes = [f"SWF schedule ({len(jobs):,} jobs" + (f", {parts:,} partial-execution lines" if parts else "")
+             + f"): {swf_path}",
              (f"Batsim workload ({len(workload['jobs']):,} jobs, "
               f"nb_res={run.total_cores} cores): {batsim_path}"),
-             (f"Batsim output jobs file ({len(table):,} jobs that ran; resources 0..."
+             (f"Batsim output jobs file ({len(table):,} executions that ran; resources 0..."
               f"{run.total_cores - 1} = cores, numbered like the Gantt chart): {jobs_path}")]
     notes += [f"SWF header note: {text}" for text in cannot]
+    if swf_rows.held_jobs:
+        notes += _held_notes(swf_rows.held_jobs, held_segments(segments))
     unrun = int(jobs["run_time"].isna().sum())
     if unrun:
         notes.append(f"note: {unrun:,} jobs have no recorded run time (rejected, dropped, "
@@ -207,16 +219,54 @@ def export_schedule(directory: str | Path, swf: str | Path | None = None,
     return notes
 
 
-def _cannot_express(jobs: pd.DataFrame, original: OriginalTrace | None) -> list[str]:
-    """What the SWF export loses, for its ``Note:`` header lines and the notes printed."""
+def _held_notes(held_jobs: int, parts: pd.DataFrame) -> list[str]:
+    """What the printed notes say about held jobs beyond the SWF header's notes."""
+    resumptions = int((parts["segment"] > 1).sum())
+    return [
+        ("note: replaying the SWF with market-hpc replay needs --lenient: a part line repeats its "
+         "job number, so the summary (the first line) is kept and the parts are counted as duplicate "
+         "ids; evalys's Workload also reads the summaries (it drops status above 1)"),
+        (f"note: Batsim output jobs file: the {held_jobs:,} held jobs are one row per execution, as "
+         f"Batsim writes a job the scheduler killed and resubmitted ({resumptions:,} resumptions named "
+         "ID#n, submitted when held, metadata parent_job and nb_resubmit; killed executions "
+         "COMPLETED_KILLED). Lost there: each job's own wait and turnaround across its holds "
+         "(jobs.csv has them)"),
+        (f"note: Batsim workload: the {held_jobs:,} held jobs are one job each with their total run "
+         "time (the holds are the scheduler's decisions, not part of a workload)"),
+    ]
+
+
+def _cannot_express(jobs: pd.DataFrame, original: OriginalTrace | None, held_jobs: int,
+                    reweighted: int, held: int) -> list[str]:
+    """What the SWF export loses, for its ``Note:`` header lines and the notes printed.
+
+    Args:
+        jobs: The run's ``jobs.csv`` frame.
+        original: What the input trace carried.
+        held_jobs: Jobs written as a summary line and partial executions.
+        reweighted: Of those, jobs whose summary run time is core-seconds over processors.
+        held: Jobs held at least once (``hold_count``).
+    """
     lost = ["node placement (no SWF field; batsim_jobs.csv has it)"]
     extra = [column for column in _OTHER_RESOURCES if column in jobs and (jobs[column] > 0).any()]
     if extra:
         lost.append(f"{', '.join(extra)} requests (SWF and the Batsim files hold cores only)")
-    if "hold_count" in jobs and (jobs["hold_count"] > 0).any():
-        lost.append(f"{int((jobs['hold_count'] > 0).sum()):,} held and resumed jobs are one record "
-                    "from first start to end (no hold gaps)")
+    notes = [f"not expressible in SWF: {text}" for text in lost]
+    if held_jobs:
+        notes.append(f"{held_jobs:,} held and resumed jobs are a summary line (status 0, 1 or 5) followed "
+                     "by one line per execution (status 2: continued later; 3: last part, job completed; "
+                     "4: last part, job did not complete), Preemption: Double; a part's wait is from the "
+                     "job's submit time to the part's start. Not expressible in SWF: where each part ran "
+                     "(batsim_jobs.csv has it) and the progress a hold cost")
+    if reweighted:
+        notes.append(f"{reweighted:,} of them ran their parts on different core counts: their summary's run "
+                     "time is the parts' core-seconds over the summary's processors (the last part's), "
+                     "not a wall-clock time")
+    if held and not held_jobs:
+        notes.append(f"not expressible from this run folder: {held:,} held and resumed jobs are one record "
+                     "from first start to end (no segments file: the run was written before segments "
+                     "were recorded)")
     if original is None:
-        lost.append("original status and partition (the input was not an SWF trace, or it "
-                    "has moved): finished jobs get status 1, partition -1")
-    return [f"not expressible in SWF: {text}" for text in lost]
+        notes.append("not expressible in SWF: original status and partition (the input was not an SWF "
+                     "trace, or it has moved): finished jobs get status 1, partition -1")
+    return notes

@@ -80,27 +80,83 @@ def _empty() -> pd.DataFrame:
 
 
 def write_segments(directory: Path, recorder: Recorder, chunk_rows: int = 100_000) -> int:
-    """Write ``segments.csv`` and ``segments.parquet`` chunk by chunk; returns the rows."""
-    import pyarrow as pa
+    """Write ``segments.csv`` and ``segments.parquet`` chunk by chunk; returns the rows.
+
+    Each chunk goes from the recorder's columns to Arrow arrays and from them to both
+    files, without a pandas frame: the CSV bytes are ``segments_frame(recorder).to_csv``'s
+    (:mod:`market_hpc.csv_text`'s rules), the Parquet columns its types.
+    """
     import pyarrow.parquet as pq
 
-    writer = None
-    rows = 0
-    with open(directory / "segments.csv", "wb") as handle:
-        for part in segment_chunks(recorder, chunk_rows):
-            write_csv(part, handle, header=rows == 0)
-            table = pa.Table.from_pandas(part, preserve_index=False)
-            if writer is None:
-                writer = pq.ParquetWriter(directory / "segments.parquet", table.schema, compression="snappy")
-            writer.write_table(table)
-            rows += len(part)
-        if writer is None:
-            empty = _empty()
+    from market_hpc.csv_text import line_parts
+
+    order, number, ending = segment_order(recorder)
+    if not len(order):
+        empty = _empty()
+        with open(directory / "segments.csv", "wb") as handle:
             write_csv(empty, handle, header=True)
-            empty.to_parquet(directory / "segments.parquet", index=False)
-    if writer is not None:
-        writer.close()
-    return rows
+        empty.to_parquet(directory / "segments.parquet", index=False)
+        return 0
+    numbers = {name: recorder.segment_field(name) for name in _NUMBERS}
+    with open(directory / "segments.csv", "wb") as handle, \
+            pq.ParquetWriter(directory / "segments.parquet", _schema(), compression="snappy",
+                             use_dictionary=["nodes", "ended"]) as writer:  # (numbers: plain is faster, as small)
+        handle.write((",".join(SEGMENT_COLUMNS) + "\n").encode())
+        for begin in range(0, len(order), chunk_rows):
+            rows = order[begin:begin + chunk_rows]
+            arrays = _arrow_columns(recorder, numbers, rows, number[begin:begin + chunk_rows],
+                                    ending[begin:begin + chunk_rows])
+            handle.writelines(line_parts([_text(name, array) for name, array in zip(SEGMENT_COLUMNS, arrays,
+                                                                                    strict=True)]))
+            writer.write_table(_table(arrays))
+    return len(order)
+
+
+_NUMBERS = ("job_id", "start", "end", "units", "cores", "gpus", "mics", "mem", "bb", "progress_before",
+            "progress_after")
+_FLOATS = frozenset({"start", "end", "bb", "progress_before", "progress_after"})
+
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([(name, pa.string() if name in ("nodes", "ended") else
+                       pa.float64() if name in _FLOATS else pa.int64()) for name in SEGMENT_COLUMNS])
+
+
+def _arrow_columns(recorder: Recorder, numbers: dict[str, np.ndarray], rows: np.ndarray, number: np.ndarray,
+                   ending: np.ndarray) -> list[Any]:
+    """The ``SEGMENT_COLUMNS`` of segments ``rows`` as Arrow arrays."""
+    import pyarrow as pa
+
+    offsets, data = recorder.segment_nodes_text(rows)
+    nodes = pa.LargeStringArray.from_buffers(len(rows), pa.py_buffer(np.ascontiguousarray(offsets, dtype=np.int64)),
+                                             pa.py_buffer(data)).cast(pa.string())
+    ended = pa.DictionaryArray.from_arrays(pa.array(ending, type=pa.int8()),
+                                           pa.array(ENDINGS, type=pa.string())).cast(pa.string())
+    columns = {"segment": pa.array(number, type=pa.int64()), "nodes": nodes, "ended": ended}
+    for name, values in numbers.items():
+        picked = values[rows]
+        columns[name] = pa.array(picked if name in _FLOATS else picked.astype(np.int64))
+    return [columns[name] for name in SEGMENT_COLUMNS]
+
+
+def _text(name: str, array: Any) -> Any:
+    """One column's CSV text, as ``to_csv`` writes it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from market_hpc.csv_text import float_text
+
+    if name in _FLOATS:
+        return float_text(array.to_numpy(zero_copy_only=False))
+    return array if array.type == pa.string() else pc.cast(array, pa.string())
+
+
+def _table(arrays: list[Any]) -> Any:
+    import pyarrow as pa
+
+    return pa.Table.from_arrays(arrays, schema=_schema())
 
 
 def write_frame(directory: Path, frame: pd.DataFrame) -> None:

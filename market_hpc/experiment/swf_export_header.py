@@ -9,7 +9,8 @@ say so.
 
 The header follows the Parallel Workloads Archive's SWF 2.2 header comments
 (``Version``, ``Computer``, ``Installation``, ``Conversion``, ``MaxJobs``,
-``MaxRecords``, ``Preemption``, ``UnixStartTime``, ``TimeZoneString``, ``StartTime``,
+``MaxRecords`` (job lines: a held job's parts count), ``Preemption`` (``Double`` when held
+jobs are written as a summary and parts), ``UnixStartTime``, ``TimeZoneString``, ``StartTime``,
 ``EndTime``, ``MaxNodes``, ``MaxProcs``, ``AllowOveruse``, ``MaxQueues``, ``Queues``,
 ``MaxPartitions``, ``Partitions``, ``Note``), taking the time origin and the
 partition/queue names from the input trace's header where it has them.
@@ -88,16 +89,17 @@ def _date(seconds: float, zone: str) -> str | None:
 
 
 def swf_header(*, name: str, policy: str, platform: str, directory: str, n_jobs: int,
-               n_nodes: int, n_procs: int, last_end: float, queues: int,
-               original: OriginalTrace | None, preempted: int, notes: list[str]) -> list[str]:
+               n_records: int, n_nodes: int, n_procs: int, last_end: float, queues: int,
+               original: OriginalTrace | None, preemption: str, notes: list[str]) -> list[str]:
     """The header comments of an exported schedule (module docstring); ``notes`` are the
-    things SWF cannot express, written as ``Note:`` lines."""
+    things SWF cannot express, written as ``Note:`` lines. ``n_records`` counts the job
+    lines (summaries and parts of held jobs), ``preemption`` is ``No``, ``Yes`` or
+    ``Double`` (:mod:`~market_hpc.experiment.export_segments`)."""
     carried = original.header if original else {}
     lines = ["Version: 2.2", f"Computer: simulated by market_hpc ({name})",
              f"Installation: {policy} on platform {platform}",
              f"Conversion: market-hpc export of the run folder {directory}",
-             f"MaxJobs: {n_jobs}", f"MaxRecords: {n_jobs}",
-             f"Preemption: {'Yes' if preempted else 'No'}"]
+             f"MaxJobs: {n_jobs}", f"MaxRecords: {n_records}", f"Preemption: {preemption}"]
     start = carried.get("UnixStartTime")
     zone = carried.get("TimeZoneString")
     if start is not None and re.fullmatch(r"-?\d+(\.\d+)?", start):
