@@ -11,7 +11,7 @@ Decisions:
       cells the rank by ``rank_by``; a cell whose paired difference to the baseline is
       significant carries ``▲``/``▼``.
     * ``leaderboard.md`` is what ``docs/overload.md`` is generated from
-      (``benchmarks/overload_docs.py``): every number there comes from these files.
+      (``scripts/overload_docs.py``): every number there comes from these files.
 """
 
 from __future__ import annotations
