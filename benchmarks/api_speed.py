@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Time ``HPCModel.run()`` and the ``step()`` loop of this checkout against another
-checkout (e.g. the commit before issue 26's Mesa-natural model), alternately.
+checkout (e.g. ``main``, or a commit before a change), alternately.
 
 Each measurement is a child process ``sys.executable -c ...`` with ``PYTHONPATH`` set to
 one checkout; it times only the simulation (``time.perf_counter`` around ``run()`` or the

@@ -1,5 +1,5 @@
 """Weighted and Constrained selections on the exact DP front against enumeration, and the
-DP under an EASY reservation (issue 23, second round).
+DP under an EASY reservation.
 
 For the same seeded windows as ``benchmarks/bbsched.py`` (KTH-like: 100 nodes, a
 28,700 GB pool, 40 % free), in one process, per window size w: the mean CPU time of

@@ -1,11 +1,11 @@
-"""Seed 003: what the reading of the paper's starvation bound does (issue 23).
+"""BBSched (Fan et al., HPDC'19): what the reading of the paper's starvation bound does.
 
 The paper bounds "the number of iterations that a job can stay in the window ... (e.g.,
-50)" and defines neither the value nor an iteration (``policies/bb_starvation.py``).
+50)" and defines neither the value nor an iteration (``policies/bbsched_starvation.py``).
 This runs the baseline and BBSched on the study's eight regime workloads
 (``scenarios/bbsched_regime.toml``: KTH and HPC2N, S1-S4) under each reading below, and
 prints per reading and workload BBSched's optimiser share (optimiser runs over the
-invocations where two or more window jobs fit, the issue's measure), how often a
+invocations where two or more window jobs fit), how often a
 starving job held the reservation, the jobs forced by the backstop, and the paired 95 %
 CIs of BBSched against the baseline *of the same reading* (BB and node usage in points,
 mean wait, mean slowdown, max wait in %), plus each reading's max wait against today's

@@ -1,5 +1,5 @@
-"""Seed 001 mutation check of PCP'20's redundant rules, hint and schedule relaxation
-(issue 22, item 4): each one-line mutation must fail a test.
+"""Mutation check of PCP'20's redundant rules, hint and schedule relaxation (Galleguillos
+et al.): each one-line mutation must fail a test.
 
     python benchmarks/cp_mutations.py
 
@@ -22,7 +22,7 @@ M = [
   "other = [durations[j] for j in order[:1]]"),
  ("one slot fewer per shape", CUTS, "        slots = int((free[:, asked] // need[asked]).min(axis=1).sum())",
   "        slots = int((free[:, asked] // need[asked]).min(axis=1).sum()) - 1"),
-# (dropped in the third round: "slot members: dominated jobs too". A dominated job's
+# (dropped: "slot members: dominated jobs too". A dominated job's
 # slot_demand is 0, so the members filter only saves work and the mutation is equivalent.)
  ("identical twins strictly ordered", MODEL, "model.add(starts[i] <= starts[j])", "model.add(starts[i] < starts[j])"),
  ("twins by shape only (duration ignored)", CUTS, "key = (job.units, job.unit, job.duration, job.weight)",

@@ -4,7 +4,7 @@ Eurora), KIT-like and Eurora-like, several seeds, paired 95% confidence interval
     PYTHONPATH=. nice python benchmarks/cp_study.py --seeds 1 2 3 4 5 --out /tmp/cp_study.json
 
 Systems (run times known: the paper's -R predictor), loaded until the machine saturates
-and queues build (``LOADS``; issue 22, item 5: the first multi-seed study ran at load 1.5
+and queues build (``LOADS``; the first multi-seed study ran at load 1.5
 / 4 with 0.40 core use, where PCP'20 built a model in 130 of 9,550 decisions):
 
 * **KIT-like**: ``kit-fh2`` (1,152 thin + 21 fat nodes), the ``kit`` generator at offered
@@ -44,7 +44,7 @@ CP_KEYS = ("cp_status_counts", "cp_model_status_counts", "cp_models", "cp_change
            "cp_relaxation_counts")
 VARIANTS = {"pcp20-model": ("pcp20", {"relax": False})}
 """Study labels that are a registered scheduler with parameters: ``pcp20-model`` is PCP'20
-without its schedule relaxation (``cp_relax``), the second round's default: the model's
+without its schedule relaxation (``cp_relax``), the earlier default: the model's
 own search from the same hint, at the same budget (the "cold search" the relaxation is
 measured against)."""
 

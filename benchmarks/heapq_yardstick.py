@@ -33,7 +33,7 @@ The script runs the yardstick and ``HPCModel(jobs, platform, scheduler, "first-f
 record_timeseries=False).run()`` + ``model.recorder.jobs_frame()`` in the same process,
 checks that every job starts at the same time on both sides (printing the number of
 mismatches) and prints the best time of ``--repeat`` runs and the ratio ours /
-yardstick (target: within 5x on KTH-SP2 and HPC2N; issue 2).
+yardstick (target: within 5x on KTH-SP2 and HPC2N).
 
 Usage (from the repository root)::
 

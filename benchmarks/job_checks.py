@@ -1,4 +1,4 @@
-"""Cost of Job's number checks (issue 28): Job construction with the checks against the
+"""Cost of Job's number checks: Job construction with the checks against the
 same dataclass with the checks it had before, in one process.
 
     python benchmarks/job_checks.py [--jobs 200000] [--repeat 5]
@@ -15,7 +15,7 @@ from market_hpc.domain.resources import N_RESOURCES
 
 
 def before_checks(self: Job) -> None:
-    """``Job.__post_init__`` before issue 28 (unit shape and counts only)."""
+    """``Job.__post_init__`` before the number checks (unit shape and counts only)."""
     if len(self.unit) != N_RESOURCES:
         raise ValueError(f"job {self.job_id}: unit must have {N_RESOURCES} entries, got {self.unit}")
     if self.unit[0] < 1 or min(self.unit) < 0:

@@ -3,7 +3,7 @@
 Market auctions now ask every node agent's bidding strategy for a bid each round
 (``view.bids`` -> ``ResourceManagerAgent.collect_bids``, one vectorised call when all
 nodes share a strategy) and clear them with ``algorithms.bidding.clear_auction``. Before
-issue 14 the auction was ``free.argmax()`` inside the policy. This script runs the same
+bidding strategies the auction was ``free.argmax()`` inside the policy. This script runs the same
 market workloads both ways in one process: the *argmax* way patches ``clear_auction``
 back to the argmax of the free cores and the manager's ``collect_bids`` to a no-op, so
 only the bidding machinery differs. It checks both give the same schedule, and prints the
@@ -35,7 +35,7 @@ TARGET = 1.10
 
 
 def argmax_auction(bids: np.ndarray, free_cores: np.ndarray) -> int | None:
-    """The pre-issue-14 auction: the node with the most free cores, if any."""
+    """The auction before bidding strategies: the node with the most free cores, if any."""
     node = int(free_cores.argmax())
     return node if free_cores[node] > 0 else None
 

@@ -3,7 +3,7 @@
 
 Runs in this process (start one per path: a process's peak never goes down):
 
-* ``--path list``: what ``market-hpc replay`` did before issue 13's memory work:
+* ``--path list``: what ``market-hpc replay`` did before the streamed replay:
   ``read_swf`` (whole file, all jobs in a tuple), ``simulate`` on the list, ``collect``
   (whole jobs frame with the allocation text) and ``Result.write``.
 * ``--path stream``: what it does now: ``simulate_streaming`` (two-pass streaming

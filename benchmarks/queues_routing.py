@@ -1,5 +1,5 @@
-"""Seed 004 dispatcher cost against queue length: per-queue passes vs the walk over
-every waiting job (issue 25 item 3), same schedules.
+"""Hybrid-queue dispatcher (Kondameedi & Vadhiyar) cost against queue length: per-queue
+passes vs the walk over every waiting job, same schedules.
 
     PYTHONPATH=$PWD python benchmarks/queues_routing.py [--trace hpc2n|curie] [--days 120]
         [--strategy static] [--repeat 1]

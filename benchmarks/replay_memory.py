@@ -11,11 +11,11 @@ compared, so the numbers come with a check that nothing else changed.
 
 Runs:
 
-* ``curie``: CEA-Curie (312,807 jobs), ``--platform curie --scheduler easy`` (issue 13:
+* ``curie``: CEA-Curie (312,807 jobs), ``--platform curie --scheduler easy`` (target:
   under 400 MB);
 * ``million``: the synthetic workload of ``scaling.py``'s 10^6-job rows (10^3 nodes,
   90% load) written as a gzip SWF trace, replayed on ``nodes=1000,cores=1`` with
-  first-fit, FIFO and EASY (issue 13: streamed, under 1 GB).
+  first-fit, FIFO and EASY (target: streamed, under 1 GB).
 
 Usage (from the repository root)::
 

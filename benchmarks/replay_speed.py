@@ -7,7 +7,7 @@ results folder to a temporary directory), timed from outside with ``time.perf_co
 Peak memory is the child's maximum resident set size, read from ``os.wait4`` (the same
 figure as ``/usr/bin/time -v``'s "Maximum resident set size"; Linux reports KiB).
 
-Runs and targets (issue 2, "Fast, shown by benchmarks/"):
+Runs and targets:
 
 * ``kth``: KTH-SP2, ``nodes=100,cores=1``, FIFO + first-fit: >= 10x faster than
   AccaSim's whole run (25 s on the issue author's machine, i.e. <= 2.5 s). With

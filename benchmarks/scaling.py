@@ -20,7 +20,7 @@ lists built from the same arrays: its list building is timed, as in the yardstic
 checks that every start time agrees and prints both times. Ratios are taken in one
 process; on a loaded machine they are noisy (``uptime`` is printed).
 
-Goals (issue 13): ours within 5x of the heapq loop on every row; seconds per 1,000 jobs
+Goals: ours within 5x of the heapq loop on every row; seconds per 1,000 jobs
 flat (within 2x) from 10^2 to 10^5 nodes; the 10^6-job row under 1 GB.
 
 Usage (from the repository root)::

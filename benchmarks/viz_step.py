@@ -3,10 +3,10 @@
 
 Per step it times ``VizModel.step()`` plus what the page's tiles build after a Step click,
 without the browser: the node grid (PNG), the time series and the selected job's value
-curve (SVG text now; matplotlib PNGs before issue 15), the queue's top jobs, the status
+curve (SVG text now; matplotlib PNGs before the viz speed-up), the queue's top jobs, the status
 line and the job details. Only the tiles both sides have are timed.
 
-The "before" side is the app of ``--before REV`` (default: the commit before issue 15's
+The "before" side is the app of ``--before REV`` (default: the commit before the
 viz speed-up, 7877a0d, which made the plots SVG and the node grid a palette lookup). It is
 checked out with ``git worktree add --detach`` into a temporary folder, which is removed
 afterwards whatever happens. Each side runs in its own child process (this script with
@@ -211,7 +211,7 @@ def _render(model: Any) -> Callable[[], None]:
     series, curve_plot = TimeSeriesPlot(model.platform, model.time_unit), ValueCurvePlot(model.time_unit)
 
     def picture(plot: Any) -> object:
-        return plot.svg() if hasattr(plot, "svg") else plot.png()  # SVG since issue 15
+        return plot.svg() if hasattr(plot, "svg") else plot.png()  # SVG since the viz speed-up (7877a0d)
 
     def render() -> None:
         rows = queue_rows(model, limit=12)

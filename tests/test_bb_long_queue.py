@@ -79,7 +79,7 @@ def test_front_window_arranges_the_queue_as_the_whole_queue_pass(scheduler: str,
 
 @pytest.mark.parametrize("scheduler", ["bb-baseline", "bbsched"])
 def test_vectorised_wfp_order_gives_the_same_schedule(scheduler: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import market_hpc.policies.bb_window as window_module
+    import market_hpc.policies.bbsched_window as window_module
 
     platform, units = PLATFORMS["single-core"]
     jobs = overloaded(1, platform, units)

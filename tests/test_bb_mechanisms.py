@@ -16,7 +16,7 @@ from market_hpc.algorithms.bbsched_ga import SHIFT, _select, survivors
 from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
 from market_hpc.policies import make_policy
-from market_hpc.policies.bb_window import wfp_order
+from market_hpc.policies.bbsched_window import wfp_order
 
 
 def front(*points: tuple[int, int]) -> ParetoSet:
@@ -198,7 +198,7 @@ def test_wfp_wait_is_measured_from_submission() -> None:
 
 def test_vectorised_wfp_order_is_the_same_order() -> None:
     """Random queues with tied sizes, submits and walltimes, some submitted after now."""
-    from market_hpc.policies.bb_window import wfp_order_fast
+    from market_hpc.policies.bbsched_window import wfp_order_fast
 
     rng = np.random.default_rng(5)
     for trial in range(20):

@@ -1,5 +1,5 @@
-"""Seed 003: the optimiser around a starving job's EASY reservation, and the Weighted /
-Constrained baselines on the exact dynamic programme (issue 23, second round).
+"""BBSched (Fan et al., HPDC'19): the optimiser around a starving job's EASY reservation,
+and the Weighted / Constrained baselines on the exact dynamic programme.
 
 A starving job that does not fit holds EASY's reservation; the rest of the window is
 still optimised, over jobs that cannot delay it: those ending by the shadow time, and
@@ -25,7 +25,7 @@ from market_hpc.algorithms.bbsched_exact import dp_pareto
 from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
 from market_hpc.policies import make_policy
-from market_hpc.policies.bb_window import Reservation, greedy_backfill
+from market_hpc.policies.bbsched_window import Reservation, greedy_backfill
 
 
 def _brute(window: Window) -> dict[tuple[int, int], int]:

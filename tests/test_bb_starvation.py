@@ -1,5 +1,5 @@
-"""The readings of the paper's starvation bound (seed 003, issue 23): what counts as an
-"iteration" of a job in the window (``policies/bb_starvation.py``), each pinned by a
+"""The readings of BBSched's starvation bound (Fan et al., HPDC'19): what counts as an
+"iteration" of a job in the window (``policies/bbsched_starvation.py``), each pinned by a
 hand-checked run in which the readings start a wide job at different times."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.experiment import config_from_dict
 from market_hpc.policies import make_policy
-from market_hpc.policies.bb_starvation import Starvation
+from market_hpc.policies.bbsched_starvation import Starvation
 
 # 10 nodes, FCFS, w = 20. Invocations: t = 0, 1, 2, 12, 20, 30, 40, 1,000, and one more.
 WIDE_JOBS = [
@@ -88,8 +88,8 @@ def test_counts_by_reading() -> None:
 
 
 def test_default_reading_is_50_invocations_without_a_backstop() -> None:
-    """Issue 23 item 2's literal default (50 scheduling invocations in the window, spec
-    A3; no time backstop), the same in the policy and in ``policy.window``."""
+    """The paper's literal default (50 scheduling invocations in the window; no time
+    backstop), the same in the policy and in ``policy.window``."""
     from market_hpc.experiment.config import WindowConfig
 
     rule = make_policy("bbsched", "first-fit").starvation_rule

@@ -80,7 +80,7 @@ REPLAY_SAMPLE = ["replay", str(SAMPLE), "--platform", "kth-sp2"]
          "unknown allocator 'worst-fit'; valid choices: "),
         ([*REPLAY_SAMPLE, "--load-factor", "-1"],
          "--load-factor: got '-1'; valid: a finite number > 0"),
-        # issue 28: nan used to exit 0 with an empty jobs.csv; inf and 1e-300 ran too
+        # nan once exited 0 with an empty jobs.csv; inf and 1e-300 ran too
         ([*REPLAY_SAMPLE, "--load-factor", "nan"],
          "--load-factor: got 'nan'; valid: a finite number > 0"),
         ([*REPLAY_SAMPLE, "--load-factor", "inf"],

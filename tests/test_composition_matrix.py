@@ -80,9 +80,6 @@ def handlers(builtin: str, predicate: Callable[[str], bool]) -> str:
 RIGID_SCHEDULERS = ("bb-baseline, bb-binpacking, bb-constrained-bb, bb-constrained-cpu, bb-weighted, "
                     "bb-weighted-bb, bb-weighted-cpu, bbsched, cph, easy, ebf, fifo, greedy-plan, hcp19, ljf, "
                     "pcp19, pcp20, prb, queues-hybrid, queues-partitioned, queues-shared, sjf")
-RIGID_KINDS = ("bb-baseline, bb-binpacking, bb-constrained-bb, bb-constrained-cpu, bb-weighted, bb-weighted-bb, "
-               "bb-weighted-cpu, bbsched, cph, easy, easy-mold, ebf, fifo, greedy-plan, hcp19, ljf, pcp19, pcp20, prb, "
-               "queues-shared, sjf")
 MARKET_SCHEDULERS = "maxv, maxvd, maxvdh, maxvdlh, maxvh, maxvlh, minvr, minvrh, minvrlh, sjq, sjqh, sjqlh"
 
 
@@ -125,14 +122,6 @@ MOLD_LACKS = {cell: [lack for lack in lacks if "value curves" not in lack()] for
 def expected_refusal(scheduler: str, cell: str) -> str | None:
     """The pinned refusal of a built-in scheduler on a cell, or ``None`` when it runs."""
     caps = capability_table()[scheduler]
-    if scheduler in ("queues-hybrid", "queues-partitioned"):
-        kind = {"moldable": "moldable", "moldable-burst-buffer": "moldable", "task-graph": "task-graph",
-                "moldable-gpu-mic": "moldable", "moldable-memory": "moldable"}.get(cell)
-        if kind is None:
-            return None
-        count = 6 if kind == "task-graph" else 10
-        return (f"scheduler {scheduler!r} cannot run this workload: it does not run {kind} jobs: {count} jobs "
-                f"(e.g. job 1) (run by: {handlers(RIGID_KINDS + ', ' + MARKET_SCHEDULERS, _handles(kind))})")
     if caps.molds and caps.value_curves:
         lacks = MARKET_LACKS.get(cell, [])
     elif caps.molds:

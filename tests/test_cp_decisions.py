@@ -5,7 +5,7 @@ for the *same model*; a model built differently (another variable or constraint 
 a hint or strategy more or less) may answer differently. So each of the four
 dispatchers runs a small fixed multi-resource workload (GPU + memory, core-level and
 node-exclusive) and two things are compared with what the unmodified code produced
-(recorded from the main branch before the model building was optimised, session 5):
+(recorded from the main branch before the model building was optimised):
 
 * every job's start time and allocation (a SHA-256 of the rows), and
 * every model handed to CP-SAT: its full proto in text format plus the solver
@@ -69,10 +69,9 @@ def fingerprint(scheduler: str, exclusive: bool) -> tuple[str, str, int]:
         jobs = random_workload(7, PLATFORM, UNITS, count=60)
         # ``pcp20``: the pins of PCP'20's fixed priority search on the shelf hint without the
         # redundant rules (the model as recorded from main); ``pcp20-default``: the default
-        # (``auto`` search, list-scheduling hint, every rule of ``cp_cuts``; recorded in
-        # issue 22's second round, when they were added; re-recorded in the third round, when
-        # the schedule relaxation ``cp_relax`` became the default: its packing solves are
-        # recorded too)
+        # (``auto`` search, list-scheduling hint, every rule of ``cp_cuts``; recorded when
+        # they were added, re-recorded when the schedule relaxation ``cp_relax`` became the
+        # default: its packing solves are recorded too)
         params: dict[str, Any] | None = None
         if scheduler == "pcp20":
             params = {"branching": "priority", "hint": "shelf", "cuts": [], "relax": False}

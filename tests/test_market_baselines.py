@@ -1,4 +1,4 @@
-"""Issue 14: the fair EASY baseline molds jobs like the market."""
+"""The fair EASY baseline molds jobs like the market."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 14: node agents bid through pluggable strategies, and the auction clears on them."""
+"""Node agents bid through pluggable strategies, and the auction clears on them."""
 
 from __future__ import annotations
 

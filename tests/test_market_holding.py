@@ -1,4 +1,4 @@
-"""Issue 14: the recent-arrival rule, exact resume, holding costs, look-ahead holding."""
+"""The recent-arrival rule, exact resume, holding costs, look-ahead holding."""
 
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def rigid_resume_end(script: dict[float, tuple], run_time: float, **costs: float
 
 
 def test_resume_cost_paid_at_progress_zero():
-    # Issue 28: held at the instant it started (progress 0), resumed at 10: the resume
+    # Held at the instant it started (progress 0), resumed at 10: the resume
     # still costs 3 before the 40 of work (the overhead used to come after an early return).
     held_at_start = {0.0: (Start(1, ((0, 2),)), Hold(1)), 10.0: (Start(1, ((0, 2),)),)}
     assert rigid_resume_end(held_at_start, 40.0) == 10 + 40

@@ -1,4 +1,4 @@
-"""Issue 14: scenario keys for value-curve shapes and holding costs."""
+"""Scenario keys for value-curve shapes and holding costs."""
 
 from __future__ import annotations
 

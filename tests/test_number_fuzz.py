@@ -1,4 +1,4 @@
-"""Issue 28: arbitrary numbers into the SWF reader, the scenario loader and the model.
+"""Arbitrary numbers into the SWF reader, the scenario loader and the model.
 
 Each either works and conserves every job (``jobs.csv`` has one row per job line or
 job given), or raises a ``MarketHpcError``: never a hang, another exception or a lost

@@ -51,7 +51,7 @@ def test_capacity_is_read_only():
         ("nodes=4", "platform spec 'nodes=4': missing cores="),
         ("nodes=4,cores=x", "platform spec 'nodes=4,cores=x': cores='x' is not a number"),
         ("nodes=0,cores=2", "platform spec 'nodes=0,cores=2': nodes: got '0'; valid: an integer in [1, 2^53 - 1]"),
-        # issue 28: nan raised a bare ValueError, 2.5 nodes became 2, bb=nan passed
+        # nan once raised a bare ValueError, 2.5 nodes became 2, bb=nan passed
         ("nodes=nan,cores=2", "platform spec 'nodes=nan,cores=2': nodes='nan' is not a number"),
         ("nodes=2.5,cores=2", "platform spec 'nodes=2.5,cores=2': nodes: got '2.5'; valid: an integer in [1, 2^53 - 1]"),
         ("nodes=2,cores=2,bb=-1", "platform spec 'nodes=2,cores=2,bb=-1': bb: got '-1'; valid: a finite number >= 0"),
@@ -110,7 +110,7 @@ def test_toml_platform_errors(tmp_path):
     ('count = 2\ncores = 4\nmem = inf', r"node_type #1 mem: got inf; valid: a finite number in \[0, 8\.79609e\+12\]"),
 ])
 def test_toml_platform_numbers_are_checked(tmp_path, table, message):
-    # issue 28: int("4") and float(nan) went through; nan raised a bare ValueError
+    # int("4") and float(nan) once went through; nan raised a bare ValueError
     path = tmp_path / "numbers.toml"
     path.write_text(f"[[node_type]]\n{table}\n")
     with pytest.raises(ConfigError, match=r"numbers\.toml: " + message):

@@ -21,7 +21,7 @@ def test_policies_lists_schedulers_allocators_and_bidders(capsys) -> None:  # ty
         "      handles: cores; moldable, task-graph, value curves needed",
         "      allocators: max-bid (default max-bid)",
         "  queues-hybrid [queues; built in]: hybrid queues: partitions plus a common pool by priority factor",
-        "      handles: cores, gpus, mics, mem, bb; rigid, queues",
+        "      handles: cores, gpus, mics, mem, bb; rigid, moldable (requested size), task-graph (requested size), queues",
         "  first-fit [built in]: lowest-index nodes first",
         "      places: cores, gpus, mics, mem per unit, bb checked; spans nodes",
         "  free-cores [built in]: bid the node's free cores (Singh et al., HPCS'15)",

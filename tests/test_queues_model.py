@@ -246,3 +246,23 @@ def test_per_queue_passes_schedule_exactly_like_the_walk_over_every_job(mode: st
         frames.append(_run(jobs, CONFIGS[mode], allocator, reconfigurations=schedule).recorder.jobs_frame())
     assert frames[0].equals(frames[1])
     assert frames[0]["wait_time"].max() > 0
+
+
+@pytest.mark.parametrize("mode", ["partitioned", "hybrid"])
+def test_a_moldable_job_runs_at_its_requested_size_machine_wide_when_its_partition_is_smaller(mode: str) -> None:
+    # The wide queue's partition has 2 nodes (8 cores); a moldable job asking for 12 cores is
+    # routed there, cannot run in it at its requested size, and runs machine-wide instead
+    # (as a rigid job of 12 cores would), taking profile[12 - 1] = 10 s. A 4-core moldable
+    # job of the narrow queue runs in its own partition.
+    config = QueueConfig(QUEUES, mode=mode, partitions=(2, 2, 2, 0), pool=2 if mode == "hybrid" else 0)
+    profile = tuple(120.0 / width for width in range(1, 13))
+    jobs = [Job(1, 0.0, 120.0, 120.0, units=12, profile=profile),
+            Job(2, 0.0, 120.0, 120.0, units=4, profile=profile[:4] + (200.0,) * 8)]
+    model = _run(jobs, config)
+    frame = model.recorder.jobs_frame().set_index("job_id")
+    assert list(frame["status"]) == ["finished", "finished"]
+    held = {job_id: sum(units for _, units in parse_nodes(frame.loc[job_id, "nodes"])) for job_id in (1, 2)}
+    assert held == {1: 12, 2: 4}
+    assert list(frame["run_time"]) == [10.0, 30.0]
+    lo, hi = layout(config, 8)[0][1]  # the narrow queue's nodes
+    assert all(lo <= node < hi for node, _ in parse_nodes(frame.loc[2, "nodes"]))

@@ -130,7 +130,7 @@ def test_window_lists_only_skipped_lines_inside_it(tmp_path: Path) -> None:
 ])
 def test_jobs_skipped_is_the_skipped_rows_of_jobs_csv(tmp_path: Path, window: dict, listed: list,
                                                       streamed: bool) -> None:
-    # Issue 28: jobs_skipped counted the whole trace while jobs.csv listed the window.
+    # jobs_skipped once counted the whole trace while jobs.csv listed the window.
     from market_hpc.experiment import config_from_dict, simulate
     from market_hpc.experiment.streaming import simulate_streaming
 

@@ -116,7 +116,7 @@ def test_timestamps_iso_and_epoch() -> None:
     (row(end="2024-03-01T00:00:05"), "end", "before Start"),
     (row(mem="lots"), "reqmem", "is not a memory size"),
     (row() + "|extra", "line", "expected 15 '|'-separated fields"),
-    # ASCII numbers only, as in every reader (issue 28): Arabic-Indic digits, underscores
+    # ASCII numbers only, as in every reader: Arabic-Indic digits, underscores
     (row(start="\u0661\u0667\u0660\u0669"), "start", "ASCII digits only"),
     (row(elapsed="\u0660\u0661:00:00"), "elapsed", "is not a duration"),
     (row(ncpus="\u0668"), "ncpus", "is not a whole number"),

@@ -347,7 +347,7 @@ def descendants(pid: int) -> dict[int, str]:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
 def test_kill_9_of_a_worker_sweep_leaves_no_process_behind(tmp_path: Path) -> None:
-    # Issue 28: the two workers and the resource tracker outlived a kill -9 of the sweep.
+    # The two workers and the resource tracker once outlived a kill -9 of the sweep.
     _, out, process = start_sweep(tmp_path, 12, 2)
     children: dict[int, str] = {}
     try:

@@ -121,7 +121,7 @@ MALFORMED = [
     ("2 1 -1 10 4", "field_count", "expected 18 fields, got 5"),
     (swf_line(job_id=2).replace(" -1 -1 -1", " abc -1 -1", 1), "non_numeric",
      f"field 6 (average CPU time): 'abc' {NOT_ASCII}"),
-    # issue 28: Python's float() takes these; an SWF reader must not
+    # Python's float() takes these; an SWF reader must not
     (swf_line(job_id="\u0661\u0662"), "non_numeric",
      f"field 1 (job id): '\u0661\u0662' {NOT_ASCII}"),
     (swf_line(job_id=2, run="1_0"), "non_numeric",
@@ -363,3 +363,13 @@ def test_real_trace_counts(name: str, job_lines: int, kept: int, anomalies: dict
     assert submits == sorted(submits)
     if name.startswith("HPC2N"):
         assert sum(job.run_time > job.estimate for job in workload.jobs) == 14_817
+
+
+def test_swf_refuses_a_negative_run_time_other_than_minus_one(tmp_path: Path):
+    # Mutation: ``run < 0 and run != -1`` loosened to ``run < -1`` (-0.5 would pass).
+    line = "1 0 -1 {run} 4 -1 -1 4 -1 -1 1 7 -1 -1 2 -1 -1 -1\n"
+    path = tmp_path / "t.swf"
+    path.write_text(line.format(run=10) + line.format(run=-0.5).replace("1 0", "2 0", 1))
+    with pytest.raises(TraceFormatError, match=r"t\.swf:2: field 4 \(run time\): negative run time -0\.5"):
+        read_swf(path)
+    assert len(read_swf(path, lenient=True).jobs) == 1

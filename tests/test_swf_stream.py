@@ -103,7 +103,7 @@ SAMPLES = {
     "all skipped": [" ".join(["-1"] * 18), swf_line(2, 1, run=-1)],
     "no job lines": ["; only a header", ""],
     "latin-1 bytes": [swf_line(1, 0) + " ; caf\xe9", swf_line(2, 1)],
-    "issue 28 numbers": [swf_line(0, 0), swf_line(-2, 1), swf_line("\u0661\u0662", 2), swf_line(4, "4e18"),
+    "non-ASCII and out-of-range numbers": [swf_line(0, 0), swf_line(-2, 1), swf_line("\u0661\u0662", 2), swf_line(4, "4e18"),
                          swf_line(5, 1, run="1_0"), swf_line(6, 3)],
     "bare cr": [swf_line(1, 0), swf_line(2, 1) + "\r" + swf_line(3, 2)],
 }

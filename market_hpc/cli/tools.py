@@ -41,7 +41,7 @@ def replayable_trace(trace: str, out_dir: str | None, lenient: bool) -> Iterator
 
     with tempfile.TemporaryDirectory(prefix="market-hpc-sacct-") as scratch:
         # Converted beside the run, not into OUT: the results folder is written whole at
-        # the end (the conversion travels with it, see commands._simulate_and_report).
+        # the end (the conversion travels with it, see run_commands.simulate_and_report).
         swf = Path(scratch).resolve() / "trace.swf"
         conversion = convert_sacct(trace, swf, lenient=lenient)
         print("sacct input: " + "\n".join(conversion.describe()))

@@ -164,7 +164,7 @@ class WindowConfig:
         starvation_by: What counts as an iteration: ``invocations`` (default: every
             scheduling invocation in the window, bound 50), ``optimised``,
             ``passed-over`` (invocations in which the job fitted and did not start), or
-            ``seconds`` (``market_hpc.policies.bb_starvation``).
+            ``seconds`` (``market_hpc.policies.bbsched_starvation``).
         starvation_backstop: Seconds since first entering a window after which a job
             is starving whatever its count (default 0: none; ``passed-over`` needs one
             > 0).
@@ -197,7 +197,7 @@ class WindowConfig:
         check(self.exact_budget, NON_NEGATIVE_INT, "policy.window.exact_budget")
         check(self.starvation, TIME, "policy.window.starvation")
         check(self.starvation_backstop, TIME, "policy.window.starvation_backstop")
-        from market_hpc.policies.bb_starvation import STARVATION_READINGS
+        from market_hpc.policies.bbsched_starvation import STARVATION_READINGS
 
         if self.starvation_by not in STARVATION_READINGS:
             raise UnknownNameError("policy.window.starvation_by", self.starvation_by, STARVATION_READINGS)

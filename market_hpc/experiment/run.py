@@ -22,9 +22,9 @@ from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.experiment.audit_files import market_jobs_frame, segments_frame, write_audit_files
 from market_hpc.experiment.config import RunConfig, WorkloadConfig, load_scenario
 from market_hpc.json_text import json_text
-from market_hpc.workload import first_n, read_swf, scale_load, time_slice
+from market_hpc.workload import read_swf, scale_load
 from market_hpc.workload.generators import generate
-from market_hpc.workload.transform import check_window_keeps_jobs
+from market_hpc.workload.transform import check_window_keeps_jobs, windowed
 
 PROVENANCE_PACKAGES = ("market_hpc", "mesa", "numpy", "pandas", "pyarrow", "networkx", "deap", "ortools")
 
@@ -135,10 +135,8 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
     if spec.start is not None or spec.end is not None:
         source = spec.trace or spec.jobset or "the generated workload"
         check_window_keeps_jobs([job.submit for job in jobs], spec.start, spec.end, str(source))
-        jobs = list(time_slice(jobs, spec.start if spec.start is not None else -np.inf,
-                               spec.end if spec.end is not None else np.inf))
-    if spec.first_n is not None:
-        jobs = list(first_n(jobs, spec.first_n))
+    if spec.start is not None or spec.end is not None or spec.first_n is not None:
+        jobs = list(windowed(jobs, spec.start, spec.end, spec.first_n))  # as a streamed replay draws them
     if skipped:
         last_submit = max((job.submit for job in jobs), default=-np.inf) if spec.first_n is not None else -np.inf
         report[SKIPPED_KEY] = skipped_in_window(skipped, spec, last_submit)

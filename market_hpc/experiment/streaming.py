@@ -22,7 +22,6 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import gc
-import itertools
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -49,7 +48,7 @@ from market_hpc.experiment.run import (
 )
 from market_hpc.workload.burst_buffer import with_capacity
 from market_hpc.workload.swf_stream import stream_swf
-from market_hpc.workload.transform import check_window_keeps_jobs, scaled_submit
+from market_hpc.workload.transform import check_window_keeps_jobs, scaled, windowed
 
 
 def can_stream(config: RunConfig) -> bool:
@@ -91,16 +90,7 @@ class TraceJobs:
 
     def __iter__(self) -> Iterator[Job]:
         spec = self.spec
-        jobs: Iterator[Job] = iter(self.stream)
-        if spec.start is not None or spec.end is not None:
-            low = spec.start if spec.start is not None else -math.inf
-            high = spec.end if spec.end is not None else math.inf
-            # Sorted by submit: nothing after the first job at or past ``end`` is kept.
-            jobs = itertools.takewhile(lambda job: job.submit < high,
-                                       (job for job in jobs if low <= job.submit))
-        if spec.first_n is not None:
-            jobs = itertools.islice(jobs, spec.first_n)
-        jobs = self._counted(jobs)
+        jobs = self._counted(windowed(self.stream, spec.start, spec.end, spec.first_n, by_submit=True))
         if spec.load_factor != 1.0:
             jobs = _scaled(jobs, spec.load_factor)
         return jobs
@@ -130,25 +120,20 @@ class CheckedJobs:
 
 
 def _scaled(jobs: Iterator[Job], factor: float) -> Iterator[Job]:
-    """``scale_load`` as a stream: the first job's submit is the origin (the jobs come
-    sorted), and jobs whose scaled submit times collapse onto one value come out by job
-    id, as the model's sort of the scaled list orders them.
+    """``scale_load`` as a stream (``transform.scaled``: the first job's submit is the
+    origin, the jobs come sorted), jobs whose scaled submit times collapse onto one value
+    coming out by job id, as the model's sort of the scaled list orders them.
 
     >>> jobs = [Job(2, 10.0, 1.0, 1.0), Job(1, 10.5, 1.0, 1.0), Job(3, 12.0, 1.0, 1.0)]
     >>> [(job.job_id, job.submit) for job in _scaled(iter(jobs), 1e17)]
     [(1, 10.0), (2, 10.0), (3, 10.0)]
     """
-    first = next(jobs, None)
-    if first is None:
-        return
-    origin = first.submit
     group: list[Job] = []
-    for job in itertools.chain((first,), jobs):
-        scaled = dataclasses.replace(job, submit=scaled_submit(origin, job.submit, factor))
-        if group and scaled.submit != group[0].submit:
+    for job in scaled(jobs, factor):
+        if group and job.submit != group[0].submit:
             yield from sorted(group, key=lambda j: j.job_id)
             group.clear()
-        group.append(scaled)
+        group.append(job)
     yield from sorted(group, key=lambda j: j.job_id)
 
 

@@ -1,6 +1,6 @@
 """BBSched (Fan et al., HPDC'19) and its seven baselines, all windowed and under EASY.
 
-Every method runs the same invocation (``market_hpc.policies.bb_window``: base order
+Every method runs the same invocation (``market_hpc.policies.bbsched_window``: base order
 ``fcfs`` or ``wfp``, window, the paper's starvation bound, the method's selection,
 multi-resource EASY) and differs only in how it selects from the window.
 
@@ -37,7 +37,7 @@ from market_hpc.algorithms.bbsched_exact import dp_cost, dp_pareto
 from market_hpc.algorithms.bbsched_ga import GaSettings, ga_pareto
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.policies.base import Allocator, View
-from market_hpc.policies.bb_window import (
+from market_hpc.policies.bbsched_window import (
     BASE_ORDERS,
     DEFAULT_STARVATION,
     WindowScheduler,

@@ -125,12 +125,11 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], dict[str, object], str, str], ...] 
     ("queues", ("queues-shared",), {**_RIGID, "queues": True},
      "queue ids (one EASY over the machine), every node resource per unit, burst buffer; estimates",
      "value curves, moldability (runs the requested size)"),
-    # A moldable job keeps a partition that may not hold its requested size (routing skips
-    # the size check for moldable jobs) and no allocator shrinks it: it can wait forever
-    # (seen on small task-graph and market-rule sets), so rigid jobs only.
-    ("queues", ("queues-partitioned", "queues-hybrid"), {"resources": RESOURCES, "kinds": ("rigid",), "queues": True},
+    # A moldable job runs at its requested size, like a rigid one: in its queue's partition
+    # when that holds the size, else machine-wide (as a rigid job larger than its partition).
+    ("queues", ("queues-partitioned", "queues-hybrid"), {**_RIGID, "queues": True},
      "queue ids (partitions), every node resource per unit, burst buffer; estimates",
-     "value curves; moldable and task-graph jobs are refused"),
+     "value curves, moldability (runs the requested size)"),
     ("market", tuple(rule + suffix for rule in ("sjq", "maxv", "maxvd", "minvr") for suffix in ("", "h", "lh")),
      {**_MARKET, "value_curves": True},
      "free cores of one node (bids), value curves, speedup profiles",

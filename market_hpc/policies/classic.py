@@ -10,24 +10,19 @@ sets its order (``key``) and inherits the reservation and the backfilling walk.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from market_hpc.algorithms.easy import (
-    may_backfill,
-    merge_releases,
-    shadow_and_extra,
-    shadow_and_extra_cores,
-)
-from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
-from market_hpc.domain.job import CORE_UNIT, Job
-from market_hpc.domain.platform import Platform
+from market_hpc.algorithms.easy import easy_pass, needs, reservation
+from market_hpc.algorithms.queue_columns import BackfillLimits
+from market_hpc.domain.job import Job
 from market_hpc.policies.base import (
     NOTHING,
     Action,
+    Allocation,
     Allocator,
     Decision,
     Start,
@@ -37,12 +32,6 @@ from market_hpc.policies.base import (
 )
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import PassScratch
-
-
-def _totals(unit: tuple[int, ...], units: int) -> tuple[int, ...]:
-    if unit == CORE_UNIT:
-        return (units, 0, 0, 0)
-    return tuple(units * amount for amount in unit)
 
 
 def shortest_first(job: Job) -> tuple[float, float, int]:
@@ -144,7 +133,7 @@ class Backfilling:
     A subclass chooses the order by setting ``key`` (a sort key giving a total order;
     ``None``, the default, serves the queue in arrival order) and ``label`` (the name's
     prefix); an order that is not a sort key overrides :meth:`decide` to call
-    ``self.schedule(view, ordered)`` (as ``policies.bb_window`` does with ``Easy``). For
+    ``self.schedule(view, ordered)`` (as ``policies.bbsched_window`` does with ``Easy``). For
     example, largest job first::
 
         class LargestFirst(Backfilling):
@@ -172,13 +161,6 @@ class Backfilling:
         self._platform: object = None
         self._platform_cores_only = False
 
-    def _cores_only(self, platform: Platform) -> bool:
-        """Whether ``platform`` has cores and nothing else (checked once per platform)."""
-        if platform is not self._platform:
-            self._platform = platform
-            self._platform_cores_only = not np.asarray(platform.total)[1:].any()
-        return self._platform_cores_only
-
     def order(self, queue: Iterable[Job]) -> Iterable[Job]:
         """``queue`` sorted by ``key`` (used when the view does not keep the queue sorted:
         ``FastView.queue_sorted``)."""
@@ -189,7 +171,8 @@ class Backfilling:
         return self.schedule(view, _served(view, self.key, self.order))
 
     def schedule(self, view: View, ordered: Iterable[Job]) -> Decision:
-        """EASY over ``ordered`` (the queue in the order to serve it).
+        """EASY over ``ordered`` (the queue in the order to serve it): one
+        :func:`~market_hpc.algorithms.easy.easy_pass` over the whole machine.
 
         With a burst-buffer pool the burst buffer is one more resource (BBSched): a job
         starts only if the pool still holds its request, the shadow time is the first
@@ -197,8 +180,6 @@ class Backfilling:
         fit the extra of both.
         """
         free_cores = view.free_total[0]
-        with_bb = view.platform.burst_buffer > 0
-        free_bb = view.free_bb
         queue = iter(ordered)
         first = next(queue, None)
         if first is None or (first.cores > free_cores and free_cores == 0):
@@ -207,117 +188,52 @@ class Backfilling:
             smallest = fast_view(view, "queue_min_cores")
             if smallest is not None and smallest.queue_min_cores > free_cores:
                 return NOTHING  # no waiting job fits the free cores: the pass would start nothing
-        columns = None
+        scan: Callable[[Job, float, BackfillLimits], Iterator[Job]] | None = None
         if ordered is view.queue and len(ordered) > self.columns_from:  # type: ignore[arg-type]
             kept = fast_view(view, "queue_columns")
-            columns = None if kept is None else kept.queue_columns
-        with PassScratch(view) as scratch:
-            return self._pass(view, first, queue, free_cores, free_bb, with_bb, scratch, columns)
+            if kept is not None:
+                # A long queue: visit only the jobs that may be backfilled (the same ones the
+                # walk would keep, in the same order; ``algorithms.queue_columns``).
+                columns, now = kept.queue_columns, view.time
 
-    def _pass(self, view: View, first: Job, queue: Iterator[Job], free_cores: int, free_bb: float,
-              with_bb: bool, scratch: PassScratch, columns: QueueColumns | None = None) -> Decision:
+                def scan(head: Job, shadow: float, limits: BackfillLimits) -> Iterator[Job]:
+                    return columns.backfill_scan(head.job_id, now, shadow, limits)
+        with_bb = view.platform.burst_buffer > 0
         actions: list[Action] = []
-        started: list[tuple[float, tuple[float, ...]]] = []
-        head = None
-        for job in itertools.chain((first,), queue):
-            fits = job.cores <= free_cores and job.bb <= free_bb
-            allocation = scratch.allocate(self.allocator, job) if fits else None
-            if allocation is None:
-                head = job
-                break
-            actions.append(Start(job.job_id, allocation))
-            started.append((view.time + job.estimate, _needs(job, job.units, with_bb)))
-            scratch.take(job, allocation)
-            free_cores -= job.cores
-            free_bb -= job.bb
-        if head is None or free_cores == 0:
-            return Decision(tuple(actions)) if actions else NOTHING
-        base_total = view.free_total + (view.free_bb,) if with_bb else view.free_total
-        free_total = tuple(f - sum(t[i] for _, t in started) for i, f in enumerate(base_total))
-        shadow, extra = self._reservation(view, free_total, head, sorted(started), with_bb)
-        now = view.time
-        limits = None
-        if columns is not None:
-            # A long queue: visit only the jobs that may be backfilled (the same ones the
-            # walk below would keep, in the same order; ``algorithms.queue_columns``).
-            limits = BackfillLimits(free_cores, extra[0], free_bb if with_bb else math.inf,
-                                    extra[-1] if with_bb else math.inf)
-            queue = columns.backfill_scan(head.job_id, now, shadow, limits)
-        # A plain core job without burst buffer fits the extra when its cores do and no
-        # other resource's extra is negative (``may_backfill`` on plain numbers).
-        others_fit = with_bb or all(e >= 0 for e in extra[1:])
-        need: tuple[float, ...] | None
-        for job in queue:
-            if free_cores == 0:
-                break
-            cores = job.units * job.unit[0]
-            if cores > free_cores or job.bb > free_bb:
-                continue
-            if now + job.estimate <= shadow:
-                uses_extra = False
-                need = None
-            elif not with_bb and job.unit == CORE_UNIT:
-                if cores > extra[0] or not others_fit:
-                    continue
-                uses_extra = True
-                need = (cores, 0, 0, 0)
-            else:
-                need = _needs(job, job.units, with_bb)
-                allowed, uses_extra = may_backfill(now, job.estimate, need, shadow, extra)
-                if not allowed:
-                    continue
-            allocation = scratch.allocate(self.allocator, job)
-            if allocation is None:
-                continue
-            actions.append(Start(job.job_id, allocation))
-            scratch.take(job, allocation)
-            free_cores -= cores
-            free_bb -= job.bb
-            if uses_extra:
-                assert need is not None
-                extra = tuple(e - n for e, n in zip(extra, need))
-                others_fit = with_bb or all(e >= 0 for e in extra[1:])
-            if limits is not None:
-                limits.free_cores, limits.extra_cores = free_cores, extra[0]
-                if with_bb:
-                    limits.free_bb, limits.extra_bb = free_bb, extra[-1]
+        with PassScratch(view) as scratch:
+            def start(job: Job, allocation: Allocation) -> None:
+                actions.append(Start(job.job_id, allocation))
+                scratch.take(job, allocation)
+
+            easy_pass(itertools.chain((first,), queue), view.time, _free(view, with_bb),
+                      partial(scratch.allocate, self.allocator), start, partial(_releases, view, with_bb),
+                      with_bb=with_bb, cores_releases=None if with_bb else partial(self._cores_releases, view),
+                      scan=scan)
         return Decision(tuple(actions)) if actions else NOTHING
 
-    @staticmethod
-    def _cores_held(view: View, started: list[tuple[float, tuple[float, ...]]]) -> bool:
-        """Whether the running jobs and this pass's starts hold cores only."""
-        kept = fast_view(view, "running_beyond_cores")
-        return (kept is not None and kept.running_beyond_cores == 0
-                and all(not any(need[1:]) for _, need in started))
+    def _cores_releases(self, view: View) -> Iterator[tuple[float, int]] | None:
+        """Running jobs' releases as cores alone, when they hold cores only (every job on a
+        platform of cores and nothing else, else ``FastView.running_beyond_cores``)."""
+        platform = view.platform
+        if platform is not self._platform:
+            self._platform = platform
+            self._platform_cores_only = not np.asarray(platform.total)[1:].any()
+        if not self._platform_cores_only:
+            kept = fast_view(view, "running_beyond_cores")
+            if kept is None or kept.running_beyond_cores != 0:
+                return None
+        now = view.time
+        return ((max(r.est_end, now), r.units * r.job.unit[0]) for r in view.running)
 
     def reservation_after(self, view: View, starts: Sequence[Job], head: Job) -> tuple[float, tuple[float, ...]]:
         """Shadow time and extra of ``head`` once ``starts`` have started now, as ``schedule``
         computes them for a queue ``starts + [head, ...]`` (burst buffer last when the
         platform has a pool)."""
         with_bb = view.platform.burst_buffer > 0
-        started = sorted((view.time + job.estimate, _needs(job, job.units, with_bb)) for job in starts)
-        base_total = view.free_total + (view.free_bb,) if with_bb else view.free_total
-        free_total = tuple(f - sum(t[i] for _, t in started) for i, f in enumerate(base_total))
-        return self._reservation(view, free_total, head, started, with_bb)
-
-    def _reservation(
-        self, view: View, free_total: tuple[float, ...], head: Job,
-        started: list[tuple[float, tuple[float, ...]]], with_bb: bool = False,
-    ) -> tuple[float, tuple[float, ...]]:
-        """Shadow time and extra of ``head``; ``started`` are jobs started in this decision,
-        ``free_total`` what is free after them (burst buffer last when ``with_bb``)."""
-        now = view.time
-        if not with_bb and head.unit == CORE_UNIT and (
-                self._cores_only(view.platform) or self._cores_held(view, started)):
-            # Only cores are asked for (by the head, the running jobs and this pass's
-            # starts): the same walk on plain numbers; other resources keep what is free.
-            cores = ((max(r.est_end, now), r.units * r.job.unit[0]) for r in view.running)
-            started_cores = [(end, need[0]) for end, need in started]
-            shadow, extra_cores = shadow_and_extra_cores(free_total[0], merge_releases(cores, started_cores), head.units)
-            return shadow, (extra_cores, *free_total[1:])
-        # Every resource type, the burst buffer last when the platform has a pool.
-        running = ((max(r.est_end, now), _needs(r.job, r.units, with_bb)) for r in view.running)
-        return shadow_and_extra(free_total, merge_releases(running, started), _needs(head, head.units, with_bb))
+        started = sorted((view.time + job.estimate, needs(job, with_bb)) for job in starts)
+        free = tuple(f - sum(t[i] for _, t in started) for i, f in enumerate(_free(view, with_bb)))
+        return reservation(free, partial(_releases, view, with_bb), needs(head, with_bb), started,
+                           None if with_bb else partial(self._cores_releases, view))
 
 
 @register_scheduler("easy", "FIFO with EASY backfilling (Mu'alem & Feitelson 2001)")
@@ -327,7 +243,13 @@ class Easy(Backfilling):
     label = "easy"
 
 
-def _needs(job: Job, units: int, with_bb: bool) -> tuple[float, ...]:
-    """Per-resource totals of ``units`` units of ``job``, plus its burst buffer when ``with_bb``."""
-    totals = _totals(job.unit, units)
-    return totals + (job.bb,) if with_bb else totals
+def _free(view: View, with_bb: bool) -> tuple[float, ...]:
+    """What is free per resource, the burst-buffer pool last when ``with_bb``."""
+    return (*view.free_total, view.free_bb) if with_bb else view.free_total
+
+
+def _releases(view: View, with_bb: bool) -> Iterator[tuple[float, tuple[float, ...]]]:
+    """Running jobs' ``(expected end, amounts)`` by expected end (a job past its estimate
+    is expected to end now)."""
+    now = view.time
+    return ((max(r.est_end, now), needs(r.job, with_bb, r.units)) for r in view.running)

@@ -123,13 +123,13 @@ WAITS = {
     "expected_wait": Param("wait-table", optional=True),
     "default_wait": Param("float", Range(0.0, 2.0**50, low_open=True)),
 }
-# The BBSched window schedulers (policies/bb_window.py ``WindowScheduler``); their
+# The BBSched window schedulers (policies/bbsched_window.py ``WindowScheduler``); their
 # ``policy.window`` settings arrive under these names too.
 WINDOW = {
     "window": Param("int", Range(1, 1_000_000, integer=True)),
-    "order": Param("str"),  # one of bb_window.BASE_ORDERS
+    "order": Param("str"),  # one of bbsched_window.BASE_ORDERS
     "starvation": Param("float", Range(0.0, 2.0**50, low_open=True)),
-    "starvation_by": Param("str"),  # one of bb_starvation.STARVATION_READINGS
+    "starvation_by": Param("str"),  # one of bbsched_starvation.STARVATION_READINGS
     "starvation_backstop": Param("float", Range(0.0, 2.0**50)),
 }
 BBSCHED = {

@@ -31,7 +31,15 @@ from typing import cast
 import numpy as np
 
 from market_hpc.algorithms.allocation import units_fit
-from market_hpc.algorithms.easy import may_backfill, merge_releases, shadow_and_extra
+from market_hpc.algorithms.easy import (
+    NO_RESERVATION,
+    Reservation,
+    easy_pass,
+    may_backfill,
+    needs,
+    reservation,
+    totals,
+)
 from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
 from market_hpc.algorithms.queues import default_config, layout, route
 from market_hpc.domain.job import Job
@@ -54,13 +62,11 @@ from market_hpc.policies.queues_views import (
     RunningReleases,
     SubView,
     sub_platform,
-    totals,
 )
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import take_dense
 
 INF = float("inf")
-_totals = totals
 
 
 class QueueDispatcher:
@@ -136,7 +142,7 @@ class QueueDispatcher:
         if group >= 0:
             platform = self.platforms[group]
             capacity = platform.capacity if platform is not None else np.zeros((0, 4), dtype=np.int64)
-            if int(units_fit(capacity, job.unit).sum()) < job.units and not job.moldable:
+            if int(units_fit(capacity, job.unit).sum()) < job.units:  # (moldable: at its requested size)
                 group = -1
         self.home[job.job_id] = (group, index)
         return group
@@ -163,13 +169,13 @@ class QueueDispatcher:
         allocation = running.allocation
         first, last = self.node_group[allocation[0][0]], self.node_group[allocation[-1][0]]
         if first == last:
-            return [] if first < 0 else [(int(first), _totals(running.job.unit, running.units))]
+            return [] if first < 0 else [(int(first), totals(running.job.unit, running.units))]
         units: dict[int, int] = {}
         for node, count in allocation:
             group = int(self.node_group[node])
             if group >= 0:
                 units[group] = units.get(group, 0) + count
-        return [(g, _totals(running.job.unit, u)) for g, u in units.items()]
+        return [(g, totals(running.job.unit, u)) for g, u in units.items()]
 
     # ------------------------------------------------------------------ decide
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
@@ -196,31 +202,36 @@ class QueueDispatcher:
         # in-order starts and every machine-wide job fits.
         running_releases = RunningReleases(view.running, view.time, self._parts, len(self.groups))
 
-        started_ends: list[tuple[float, Amounts, int]] = []
-        reservation: tuple[float, Amounts] = (INF, ())
+        started: list[tuple[float, Amounts]] = []
+        machine_wide = NO_RESERVATION
         now = view.time
         for job in machine_jobs:
             whole = SubView(view, view.platform, free, machine_jobs, self.free_bb)
             allocation = self.allocator.allocate(job, free, cast(View, whole))
             if allocation is None:
                 free_total = tuple(free.sum(axis=0).tolist())
-                releases = merge_releases(running_releases.releases(-1), sorted((e, a) for e, a, _ in started_ends))
-                reservation = shadow_and_extra(free_total, releases, _totals(job.unit, job.units))
+                machine_wide = reservation(free_total, partial(running_releases.releases, -1), needs(job),
+                                           sorted(started))
                 break
             self._take(free, job, allocation, view.exclusive)
             actions.append(Start(job.job_id, allocation))
-            started_ends.append((now + job.estimate, _totals(job.unit, job.units), -1))
+            started.append((now + job.estimate, needs(job)))
         pool = self.pool_group
-        waiting_for_pool: list[Job] = []
         for group, jobs in enumerate(queues):
             if group == pool:
                 continue
-            reservation = self._easy(view, group, jobs, free, partial(running_releases.releases, group), reservation, actions,
-                                     waiting_for_pool, columns[group])
+            machine_wide = self._easy(view, group, jobs, free, partial(running_releases.releases, group),
+                                      machine_wide, actions, columns[group])
+        # Partition jobs left waiting: the pool's candidates.
+        waiting_for_pool: list[Job] = []
         if pool >= 0 and routed is not None:
             waiting_for_pool = self._pool_waiting(routed, free, actions)
+        elif pool >= 0:
+            taken = {action.job_id for action in actions if isinstance(action, Start)}
+            waiting_for_pool = [job for group, jobs in enumerate(queues) if group != pool
+                                for job in jobs if job.job_id not in taken]
         if pool >= 0 and waiting_for_pool:
-            self._pool(view, waiting_for_pool, free, reservation, actions)
+            self._pool(view, waiting_for_pool, free, machine_wide, actions)
         return Decision(tuple(actions)) if actions else NOTHING
 
     def _groups(self, view: View) -> tuple[list[Job], list[Iterable[Job]], list[QueueColumns | None]]:
@@ -292,78 +303,36 @@ class QueueDispatcher:
         return tuple((node + lo, units) for node, units in allocation)
 
     def _easy(self, view: View, group: int, jobs: Iterable[Job], free: np.ndarray,
-              running: Callable[[], Iterator[tuple[float, Amounts]]], reservation: tuple[float, Amounts],
-              actions: list[Action], leftovers: list[Job],
-              columns: QueueColumns | None = None) -> tuple[float, Amounts]:
-        """EASY on one partition, honouring the machine-wide reservation; returns the
-        reservation's remaining spare amounts. With the partition queue's ``columns``
-        the backfilling walk visits only the jobs that may start (the others would be
-        skipped: ``QueueColumns.backfill_scan``) and collects no leftovers."""
-        now = view.time
+              running: Callable[[], Iterator[tuple[float, Amounts]]], machine_wide: Reservation,
+              actions: list[Action], columns: QueueColumns | None = None) -> Reservation:
+        """EASY on one partition (:func:`~market_hpc.algorithms.easy.easy_pass`), honouring
+        the machine-wide reservation; returns the reservation's remaining spare amounts.
+        With the partition queue's ``columns`` the backfilling walk visits only the jobs
+        that may start (the others would be skipped: ``QueueColumns.backfill_scan``)."""
         lo, hi = self.groups[group]
-        shadow_big, extra_big = reservation
-        started: list[tuple[float, Amounts]] = []
-        head: Job | None = None
-        remaining: Iterable[Job] = iter(jobs)
-        free_cores = int(free[lo:hi, 0].sum())
-        for job in remaining:
-            need = _totals(job.unit, job.units)
-            allowed, uses_big = may_backfill(now, job.estimate, need, shadow_big, extra_big) \
-                if shadow_big < INF else (True, False)
-            fits = allowed and job.cores <= free_cores
-            allocation = self._allocate(view, group, job, free, jobs) if fits else None
-            if allocation is None:
-                head = job
-                break
-            self._take(free, job, allocation, view.exclusive)
-            free_cores -= job.cores
-            actions.append(Start(job.job_id, allocation))
-            started.append((now + job.estimate, need))
-            if uses_big:
-                extra_big = tuple(e - n for e, n in zip(extra_big, need))
-        if head is None:
-            return shadow_big, extra_big
-        leftovers.append(head)
-        free_total = tuple(free[lo:hi].sum(axis=0).tolist())
-        if not any(free_total):  # nothing free in the partition: nothing can backfill
-            if columns is None:
-                leftovers.extend(remaining)
-            return shadow_big, extra_big
-        # Running jobs' releases and this pass's starts, merged in end order: the walk stops at
-        # the shadow time (ties within an end change no sum: amounts are integers).
-        releases = merge_releases(running(), sorted(started))
-        shadow, extra = shadow_and_extra(free_total, releases, _totals(head.unit, head.units))
-        limits = None
+        home = self.home
+        scan: Callable[[Job, float, BackfillLimits], Iterator[Job]] | None = None
         if columns is not None:
-            if free_total[0] <= 0:
-                return shadow_big, extra_big
-            limits = BackfillLimits(free_total[0], extra[0])
-            remaining = (job for job in columns.backfill_scan(head.job_id, now, shadow, limits)
-                         if self.home[job.job_id][0] == group)
-        for job in remaining:
-            if job.units * job.unit[0] > free_total[0]:  # (every job when no core is free)
-                leftovers.append(job)
-                continue
-            need = _totals(job.unit, job.units)
-            allowed, uses_extra = may_backfill(now, job.estimate, need, shadow, extra)
-            allowed_big, uses_big = may_backfill(now, job.estimate, need, shadow_big, extra_big) \
-                if shadow_big < INF else (True, False)
-            allocation = self._allocate(view, group, job, free, jobs) if allowed and allowed_big else None
-            if allocation is None:
-                leftovers.append(job)
-                continue
+            now = view.time
+
+            def scan(head: Job, shadow: float, limits: BackfillLimits) -> Iterator[Job]:
+                return (job for job in columns.backfill_scan(head.job_id, now, shadow, limits)
+                        if home[job.job_id][0] == group)
+
+        def place(job: Job) -> Allocation | None:
+            return self._allocate(view, group, job, free, jobs)
+
+        def start(job: Job, allocation: Allocation) -> None:
             self._take(free, job, allocation, view.exclusive)
             actions.append(Start(job.job_id, allocation))
-            free_total = tuple(f - n for f, n in zip(free_total, need))
-            if uses_extra:
-                extra = tuple(e - n for e, n in zip(extra, need))
-            if uses_big:
-                extra_big = tuple(e - n for e, n in zip(extra_big, need))
-            if limits is not None:
-                limits.free_cores, limits.extra_cores = free_total[0], extra[0]
-        return shadow_big, extra_big
 
-    def _pool(self, view: View, jobs: list[Job], free: np.ndarray, reservation: tuple[float, Amounts],
+        def left() -> Amounts:
+            return tuple(free[lo:hi].sum(axis=0).tolist())
+
+        return easy_pass(jobs, view.time, left(), place, start, running, recount=left, scan=scan,
+                         outer=machine_wide)
+
+    def _pool(self, view: View, jobs: list[Job], free: np.ndarray, machine_wide: Reservation,
               actions: list[Action]) -> None:
         """Start jobs whose priority factor exceeds tau_pf entirely on the pool."""
         now = view.time
@@ -381,13 +350,13 @@ class QueueDispatcher:
             factor = slowdown * queue.priority
             if factor > config.tau_pf:
                 candidates.append((-factor, job.submit, job.job_id, job))
-        shadow_big, extra_big = reservation
+        shadow_big, extra_big = machine_wide
         pool_lo, pool_hi = self.groups[self.pool_group]
         pool_free = int(free[pool_lo:pool_hi, 0].sum())
         for _, _, _, job in sorted(candidates, key=lambda c: c[:3]):
-            if job.cores > pool_free and not job.moldable:
+            if job.cores > pool_free:
                 continue  # more cores than the pool has free: no allocator places it
-            need = _totals(job.unit, job.units)
+            need = totals(job.unit, job.units)
             allowed, uses_big = may_backfill(now, job.estimate, need, shadow_big, extra_big) \
                 if shadow_big < INF else (True, False)
             if not allowed:

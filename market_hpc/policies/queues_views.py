@@ -8,18 +8,12 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from market_hpc.domain.job import CORE_UNIT, Job
+from market_hpc.algorithms.easy import totals
+from market_hpc.domain.job import Job
 from market_hpc.domain.platform import NodeType, Platform
 from market_hpc.policies.base import RunningJob, View
 
 Amounts = tuple[float, ...]  # per resource; integers except the extra of a reservation
-
-
-
-
-def totals(unit: tuple[int, ...], units: int) -> Amounts:
-    """What ``units`` units of ``unit`` take, per resource."""
-    return (units, 0, 0, 0) if unit == CORE_UNIT else tuple(units * a for a in unit)
 
 
 class RunningReleases:

@@ -1,15 +1,19 @@
 """Pure transformations of job sequences: load scaling, prefixes and time windows.
 
-Every function takes a sequence of :class:`~market_hpc.domain.job.Job` and returns a new
-tuple; jobs are frozen, so changed jobs are copies (``dataclasses.replace``) and the
-input is never modified. Order is preserved.
+Each transform is written once, as a stream (:func:`in_window`, :func:`prefix`,
+:func:`scaled`, composed in the configured order by :func:`windowed`); the list
+functions (:func:`time_slice`, :func:`first_n`, :func:`scale_load`) materialise the same
+streams as tuples, and a streamed replay draws the jobs through them one by one
+(``experiment.streaming``). Jobs are frozen, so changed jobs are copies
+(``dataclasses.replace``) and the input is never modified. Order is preserved.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -51,9 +55,24 @@ def scale_load(jobs: Sequence[Job], factor: float) -> tuple[Job, ...]:
     t0 = min(job.submit for job in jobs)
     last = max(job.submit for job in jobs)
     scaled_submit(t0, last, factor)  # refuses a factor that stretches times beyond MAX_SECONDS
-    return tuple(
-        dataclasses.replace(job, submit=scaled_submit(t0, job.submit, factor)) for job in jobs
-    )
+    return tuple(scaled(jobs, factor, t0))
+
+
+def scaled(jobs: Iterable[Job], factor: float, origin: float | None = None) -> Iterator[Job]:
+    """Each job with its submit time scaled from ``origin`` (:func:`scaled_submit`).
+
+    Args:
+        jobs: Jobs; without ``origin`` sorted by submit time (the first one's is the origin).
+        factor: Positive, finite load multiplier (checked by the caller).
+        origin: The time that stays put (``scale_load``: the earliest submit).
+
+    >>> [job.submit for job in scaled([Job(1, 10.0, 1.0, 1.0), Job(2, 30.0, 1.0, 1.0)], 2.0)]
+    [10.0, 20.0]
+    """
+    for job in jobs:
+        if origin is None:
+            origin = job.submit
+        yield dataclasses.replace(job, submit=scaled_submit(origin, job.submit, factor))
 
 
 def scaled_submit(origin: float, submit: float, factor: float) -> float:
@@ -89,9 +108,18 @@ def first_n(jobs: Sequence[Job], n: int) -> tuple[Job, ...]:
     >>> len(first_n(jobs, 10))
     5
     """
+    return tuple(prefix(jobs, n))
+
+
+def prefix(jobs: Iterable[Job], n: int) -> Iterator[Job]:
+    """The first ``n`` jobs as a stream (:func:`first_n`).
+
+    Raises:
+        ConfigError: ``n`` is negative or not an integer.
+    """
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ConfigError(f"number of jobs must be an integer >= 0, got {n!r}")
-    return tuple(jobs[:n])
+    return itertools.islice(jobs, n)
 
 
 def check_window_keeps_jobs(submits: np.ndarray | Sequence[float], start: float | None, end: float | None, source: str) -> None:
@@ -151,7 +179,43 @@ def time_slice(
     """
     if math.isnan(start) or math.isnan(end) or end < start:
         raise ConfigError(f"time slice needs start <= end, got start={start!r}, end={end!r}")
-    kept = (job for job in jobs if start <= job.submit < end)
+    kept = in_window(jobs, start, end)
     if rebase:
         return tuple(dataclasses.replace(job, submit=job.submit - start) for job in kept)
     return tuple(kept)
+
+
+def in_window(jobs: Iterable[Job], start: float | None, end: float | None,
+              *, by_submit: bool = False) -> Iterator[Job]:
+    """The jobs submitted in ``[start, end)`` (``None``: unbounded), as a stream.
+
+    Args:
+        jobs: Jobs in any order.
+        start: Window start (inclusive), or ``None``.
+        end: Window end (exclusive), or ``None``.
+        by_submit: The jobs come sorted by submit time: stop at the first at or past
+            ``end`` (a streamed trace is not read beyond its window).
+
+    >>> jobs = [Job(i, t, 1.0, 1.0) for i, t in enumerate([0.0, 50.0, 100.0, 150.0])]
+    >>> [job.submit for job in in_window(jobs, 50.0, None)], [job.submit for job in in_window(jobs, None, 100.0)]
+    ([50.0, 100.0, 150.0], [0.0, 50.0])
+    """
+    low = -math.inf if start is None else start
+    high = math.inf if end is None else end
+    if by_submit:
+        return itertools.takewhile(lambda job: job.submit < high, (job for job in jobs if low <= job.submit))
+    return (job for job in jobs if low <= job.submit < high)
+
+
+def windowed(jobs: Iterable[Job], start: float | None = None, end: float | None = None,
+             n: int | None = None, *, by_submit: bool = False) -> Iterator[Job]:
+    """The configured part of a workload before load scaling: the time window
+    (``workload.start``/``end``), then the first ``n`` jobs (``workload.first_n``).
+
+    >>> jobs = [Job(i, float(i), 1.0, 1.0) for i in range(10)]
+    >>> [job.job_id for job in windowed(jobs, 2.0, 8.0, 3)]
+    [2, 3, 4]
+    """
+    if start is not None or end is not None:
+        jobs = in_window(jobs, start, end, by_submit=by_submit)
+    return iter(jobs) if n is None else prefix(jobs, n)

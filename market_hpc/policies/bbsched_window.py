@@ -6,7 +6,7 @@ the paper's outline, with the steps it leaves open).
    (``n * (wait / walltime)**3``, highest first, Theta; Cobalt's formula, not the paper's);
 2. take a window of the first ``window`` jobs. *Starving* jobs enter it first and must be
    selected. The paper bounds "the number of iterations that a job can stay in the
-   window" (e.g. 50) and does not define an iteration (``policies.bb_starvation``): by
+   window" (e.g. 50) and does not define an iteration (``policies.bbsched_starvation``): by
    default (scheduling invocations, bound 50) a job that has been in the window in more than
    ``starvation`` (50) scheduling invocations is starving. As options,
    ``starvation_by = "optimised"`` counts only the invocations with a choice,
@@ -52,7 +52,7 @@ from market_hpc.algorithms.bbsched import Window
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.policies.base import Allocator, Decision, View
-from market_hpc.policies.bb_starvation import DEFAULT_BACKSTOP, DEFAULT_READING, Starvation
+from market_hpc.policies.bbsched_starvation import DEFAULT_BACKSTOP, DEFAULT_READING, Starvation
 from market_hpc.policies.classic import Easy
 
 BASE_ORDERS = ("fcfs", "wfp")
@@ -175,7 +175,7 @@ class WindowScheduler:
         window: Window size w (>= 1).
         order: Base order, ``fcfs`` or ``wfp``.
         starvation: The bound: iterations spent in a window (default 50), or seconds.
-        starvation_by: What counts as an iteration (``policies.bb_starvation``):
+        starvation_by: What counts as an iteration (``policies.bbsched_starvation``):
             ``invocations`` (default), ``optimised``, ``passed-over``, or ``seconds``.
         starvation_backstop: Seconds since first entering a window after which a job
             is starving whatever its count (default 0: none; ``passed-over`` needs one).

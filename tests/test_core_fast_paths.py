@@ -1,6 +1,6 @@
-"""The per-job fast paths of the simulation core (issue 13, session 3) against their
-general versions: free-index updates, the dense array rebuilt from the index, fresh
-placements, lazily sorted running jobs and EASY's cores-only reservation."""
+"""The per-job fast paths of the simulation core against their general versions:
+free-index updates, the dense array rebuilt from the index, fresh placements and
+lazily sorted running jobs (EASY's cores-only reservation: ``test_easy_reservation.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from invariants import canonical_runs
 from sortedcontainers import SortedList
 
-from market_hpc.algorithms.easy import shadow_and_extra, shadow_and_extra_cores
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.core.model import HPCModel
@@ -110,17 +109,6 @@ def test_running_jobs_read_in_est_end_order_before_and_after_sorting() -> None:
         lazy.remove(RunningJob(0.0, 10_000, Job(1, 0.0, 1.0, 1.0), 0.0, ((0, 1),), 1))
 
 
-def test_cores_only_reservation_equals_the_general_one() -> None:
-    rng = random.Random(7)
-    for _ in range(500):
-        ends = sorted(float(rng.randint(0, 20)) for _ in range(rng.randint(0, 8)))
-        releases = [(end, rng.randint(1, 5)) for end in ends]
-        free, need = rng.randint(0, 6), rng.randint(1, 25)
-        general = shadow_and_extra((free, 0, 0, 0), [(e, (a, 0, 0, 0)) for e, a in releases], (need, 0, 0, 0))
-        shadow, extra = shadow_and_extra_cores(free, releases, need)
-        assert (shadow, (extra, 0, 0, 0)) == general
-
-
 def test_index_placed_allocations_are_not_rechecked_but_plain_ones_are() -> None:
     jobs = [Job(1, 0.0, 10.0, 10.0, units=3)]
     model = HPCModel(jobs, "nodes=4,cores=1", "fifo", "first-fit", record_timeseries=False)
@@ -132,30 +120,3 @@ def test_index_placed_allocations_are_not_rechecked_but_plain_ones_are() -> None
         HPCModel(jobs, "nodes=4,cores=1",
                  policy=type("Bad", (), {"name": "bad", "decide": lambda self, view, rng: Decision(
                      (Start(1, bad),))})()).run()
-
-
-def test_cores_only_reservation_on_a_multi_resource_platform_equals_the_general_one(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """On a platform with GPUs, EASY walks cores alone while the head, the running jobs and
-    the pass's starts hold cores only: every reservation equals the general walk's."""
-    from invariants import random_workload
-
-    from market_hpc.policies.classic import Easy
-
-    reservation, held = Easy._reservation, Easy._cores_held
-    fast_paths = []
-
-    def both(self, view, free_total, head, started, with_bb=False):  # type: ignore[no-untyped-def]
-        fast = reservation(self, view, free_total, head, started, with_bb)
-        fast_paths.append(head.unit == (1, 0, 0, 0) and held(view, started))
-        with monkeypatch.context() as patch:
-            patch.setattr(Easy, "_cores_held", staticmethod(lambda view, started: False))
-            general = reservation(self, view, free_total, head, started, with_bb)
-        assert fast == general
-        return fast
-
-    monkeypatch.setattr(Easy, "_reservation", both)
-    for exclusive in (False, True):
-        for seed in range(3):
-            jobs = random_workload(seed, "nodes=6,cores=4,gpus=1", [(1, 0, 0, 0)] * 4 + [(2, 1, 0, 0)], count=300)
-            HPCModel(jobs, "nodes=6,cores=4,gpus=1", "easy", "first-fit", exclusive=exclusive, seed=1).run()
-    assert sum(fast_paths) > 50 and not all(fast_paths)  # both walks were needed
