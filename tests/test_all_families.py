@@ -101,8 +101,8 @@ def test_every_job_carries_what_every_family_reads(tmp_path: Path) -> None:
     assert any(job.unit[1] == 1 for job in jobs)
     assert report["all_families"]["zero_length_jobs"] == 8 and min(job.run_time for job in jobs) == 1.0
     queues, _ = build_workload(config(trace, "queues-hybrid", platform=str(spec)), platform)
-    assert all(job.profile is None for job in queues)  # the rigid view: same requests and run times
-    assert [dataclasses.replace(j, profile=None) for j in jobs] == queues
+    assert queues == jobs  # the queues run moldable jobs at their requested size: the same jobs
+    assert [dataclasses.replace(j, profile=None) for j in jobs] == rigid_view(jobs)
 
 
 @pytest.mark.parametrize("scheduler", ["fifo", "easy", "bbsched", "greedy-plan"])
@@ -114,7 +114,7 @@ def test_rigid_families_run_the_same_jobs_and_earn_value(tmp_path: Path, schedul
     assert summary["offered_load_bb"] > 0 and summary["utilisation_bb"] > 0
 
 
-def test_the_hybrid_queues_run_on_the_rigid_view(tmp_path: Path) -> None:
+def test_the_hybrid_queues_run_the_same_jobs(tmp_path: Path) -> None:
     trace = write_swf(tmp_path / "t.swf", n_jobs=120)
     run = config_from_dict({"platform": "nodes=4,cores=8", "seed": 3, "timeseries": False,
                             "workload": {"trace": str(trace), "all_families": {"enabled": True}},

@@ -30,9 +30,10 @@ of them, so every policy runs on the same jobs:
 5. **Queue definitions from history.** Nothing is added to the jobs: the hybrid-queue
    planner (``[queues]``) defines the queues of each period from the previous period of
    the same job set (the study uses two periods per slice).
-6. **What each family is given.** A scheduler that does not run moldable jobs (the
-   partitioned and hybrid queues) gets each job without its profile: the rigid job it
-   would run anyway (its request, its recorded run time); value curves stay.
+6. **What each family is given.** Rigid policies run each job at its requested size (its
+   recorded run time); a scheduler that declares it runs no moldable jobs (a plugin; none
+   of the built-ins) gets each job without its profile, the rigid job it would run anyway;
+   value curves stay.
 
 Every family sees the trace's estimates (wall-time requests), not real run times, unless
 ``policy.predictor`` names a predictor; the market family is the exception the rule
@@ -152,7 +153,7 @@ def runs_moldable(scheduler: str) -> bool:
     """Whether ``scheduler`` runs moldable jobs (its declared capabilities).
 
     >>> runs_moldable("easy"), runs_moldable("queues-hybrid")
-    (True, False)
+    (True, True)
     """
     from market_hpc.policies.registry import scheduler_entry
 
