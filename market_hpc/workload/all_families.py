@@ -131,7 +131,8 @@ def platform_accelerators(given: AcceleratorRule, platform: Platform, seed: int)
 
 
 def with_value(job: Job, rule: MarketRule) -> Job:
-    """``job`` with the market rule's profile over its units and its value curve.
+    """``job`` with the market rule's profile over its units, its value curve and
+    ``spans_nodes`` (what ``MarketRule.apply`` gives any unit shape).
 
     A zero-length job runs ``ZERO_LENGTH_RUN_TIME`` seconds (its estimate at least that).
 
@@ -143,7 +144,9 @@ def with_value(job: Job, rule: MarketRule) -> Job:
     """
     profile = rule.profile(job.run_time, job.units)  # flat at 1 s for a zero-length job
     curve = rule.curve(job.run_time, job.cores, profile[0])
-    payload = {**job.payload, "value_curve": curve, "c_star": job.units if job.run_time > 0 else 1}
+    # as MarketRule.apply: the market auctions may place the job across nodes (spans_nodes)
+    payload = {**job.payload, "value_curve": curve, "c_star": job.units if job.run_time > 0 else 1,
+               "spans_nodes": True}
     if job.run_time <= 0:
         job = dataclasses.replace(job, run_time=ZERO_LENGTH_RUN_TIME, estimate=max(job.estimate, ZERO_LENGTH_RUN_TIME))
     return dataclasses.replace(job, profile=profile, payload=payload)
