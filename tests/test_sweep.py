@@ -77,8 +77,8 @@ def comparable(frame: pd.DataFrame) -> pd.DataFrame:
     ('[grid]\n"policy.scheduler" = ["maxv", "nope"]',
      f"point scheduler=nope (seed 0): unknown scheduler 'nope'; valid choices: {SCHEDULERS}"),
     ('grids = 1', (f"base scenario: unknown config key 'grids'; valid choices: {TOP_KEYS} "
-                   "(or a sweep key: base, seeds, grid, zip, report)")),
-    ('[report]\nmetric = "x"', "[report] accepts only metrics = [names], got {'metric': 'x'}"),
+                   "(or a sweep key: base, seeds, grid, zip, report, quick)")),
+    ('[report]\nmetric = "x"', "[report] accepts only metrics = [names] and leaderboard = {...}, got {'metric': 'x'}"),
 ])
 def test_invalid_sweep_files_fail_naming_file_and_key(tmp_path: Path, text: str, message: str) -> None:
     path = sweep_file(tmp_path, text)

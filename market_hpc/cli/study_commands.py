@@ -24,14 +24,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from market_hpc.experiment.report import write_report
-    from market_hpc.experiment.sweep import run_sweep
+    from market_hpc.experiment.sweep import load_sweep, run_sweep
 
-    out = Path(args.out) if args.out else Path("out") / Path(args.sweep).stem
+    suffix = "-quick" if args.quick else ""
+    out = Path(args.out) if args.out else Path("out") / f"{Path(args.sweep).stem}{suffix}"
     workers = flag_number(args.workers, NON_NEGATIVE_INT, "--workers", integer=True)  # 0: run_sweep names it
     from market_hpc.experiment.out_dir import check_out_dir
 
     check_out_dir(out, overwrite=True)  # writable; an existing sweep folder is resumed, not replaced
-    outcome = run_sweep(args.sweep, out, workers=workers, dask=args.dask, keep_runs=args.keep_runs,
+    outcome = run_sweep(load_sweep(args.sweep, quick=args.quick), out, workers=workers, dask=args.dask, keep_runs=args.keep_runs,
                         audit=args.audit)
     print(f"sweep {args.sweep}: {outcome.describe()}")
     for run_id, error in outcome.errors[:10]:
@@ -92,6 +93,9 @@ def add_sweep_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore
     sweep.add_argument("--audit", action="store_true",
                        help="audit each run's results folder (market-hpc audit); a violation "
                        "marks the run failed with the audit's message")
+    sweep.add_argument("--quick", action="store_true",
+                       help="the sweep file's [quick] grid and zip lists instead of its own "
+                       "(default --out: out/<sweep file name>-quick)")
     sweep.set_defaults(func=cmd_sweep)
 
     report = sub.add_parser("report", help="tables and plots of a sweep results folder "

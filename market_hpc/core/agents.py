@@ -210,6 +210,7 @@ class ResourceManagerAgent(mesa.Agent):
         self.decisions = 0
         self.decide_seconds = 0.0
         self.decide_times = array("d")  # seconds of each decision, for p99/max in summaries
+        self.decide_cpu_seconds = 0.0  # process CPU time of the decisions (the machine may be shared)
         self._nodes = np.arange(model.platform.n_nodes)
         self._shared: Bidder | None | bool = False  # False: not checked in this decision
 
@@ -235,8 +236,9 @@ class ResourceManagerAgent(mesa.Agent):
         model = self.model
         self._shared = False  # node agents may have changed strategy since the last decision
         view = model.decision_view()
-        began = _time.perf_counter()
+        began, cpu = _time.perf_counter(), _time.process_time()
         decision = self.policy.decide(view, model.policy_rng)
+        self.decide_cpu_seconds += _time.process_time() - cpu
         took = _time.perf_counter() - began
         self.decide_seconds += took
         self.decide_times.append(took)

@@ -15,7 +15,12 @@ Definitions (all over jobs that finished unless stated):
   rejected) that had not started (or been dropped) before t;
 - load ratio of a resource (Netti et al.) = used / capacity averaged over the recorded
   instants (after each instant's decision), only with a time series;
-- total profit = value of completed jobs - holding penalties (Singh et al.).
+- total profit = value of completed jobs - holding penalties (Singh et al.);
+- user fairness = Jain's index (sum x)^2 / (n sum x^2) over the users' mean bounded
+  slowdowns (finished jobs of known users, user >= 0): 1 when every user is slowed
+  down alike, 1/n when one user bears it all (Jain, Chiu & Hawe 1984);
+- max queue size = the largest number of waiting jobs at an arrival or completion
+  instant (as the mean queue size).
 """
 
 from __future__ import annotations
@@ -63,6 +68,55 @@ def time_weighted_mean(times: np.ndarray, values: np.ndarray) -> float:
     return float((values[:-1] * widths).sum() / widths.sum())
 
 
+def jain_index(values: np.ndarray | pd.Series) -> float:
+    """Jain's fairness index ``(sum x)^2 / (n sum x^2)`` (NaN when empty or all zero).
+
+    >>> round(jain_index(np.array([1.0, 2.0, 3.0])), 6)      # 36 / (3 x 14)
+    0.857143
+    >>> jain_index(np.array([5.0, 5.0])), jain_index(np.array([1.0, 0.0]))
+    (1.0, 0.5)
+    """
+    x = np.asarray(values, dtype=np.float64)
+    squares = float((x * x).sum())
+    if not x.size or squares == 0:
+        return float("nan")
+    return float(x.sum()) ** 2 / (x.size * squares)
+
+
+def user_fairness(jobs: pd.DataFrame, tau: float = BOUNDED_SLOWDOWN_TAU) -> float:
+    """Jain's index over the users' mean bounded slowdowns (finished jobs, user >= 0).
+
+    >>> frame = pd.DataFrame({"status": ["finished"] * 4, "user": [1, 1, 2, 3],
+    ...                       "submit_time": [0.0] * 4, "end_time": [100.0, 300.0, 200.0, 300.0],
+    ...                       "run_time": [100.0] * 4})
+    >>> round(user_fairness(frame), 6)      # users' means 2, 2, 3: 49 / (3 x 17)
+    0.960784
+    """
+    done = jobs[(jobs["status"] == "finished") & (jobs["user"] >= 0)]
+    if not len(done):
+        return float("nan")
+    response = done["end_time"] - done["submit_time"]
+    bounded = np.maximum(response / np.maximum(done["run_time"], tau), 1.0)
+    return jain_index(bounded.groupby(done["user"]).mean().to_numpy())
+
+
+def queue_sizes(jobs: pd.DataFrame) -> np.ndarray:
+    """Jobs waiting before the decision at each arrival or completion instant (see
+    ``mean_queue_size``)."""
+    if not len(jobs):
+        return np.zeros(0)
+    status = jobs["status"]
+    finished = jobs.loc[status == "finished", "end_time"].to_numpy(dtype=float)
+    instants = np.unique(np.concatenate((jobs["submit_time"].to_numpy(dtype=float), finished)))
+    waiting = jobs[status != "rejected"]
+    leave = waiting["start_time"].to_numpy(dtype=float)
+    dropped = (waiting["status"] == "dropped").to_numpy() & np.isnan(leave)
+    leave = np.where(dropped, waiting["end_time"].to_numpy(dtype=float), leave)
+    leave = np.sort(np.where(np.isnan(leave), np.inf, leave))
+    arrived = np.sort(waiting["submit_time"].to_numpy(dtype=float))
+    return np.searchsorted(arrived, instants, side="right") - np.searchsorted(leave, instants, side="left")
+
+
 def mean_queue_size(jobs: pd.DataFrame) -> float:
     """Mean number of jobs waiting before the decision, over arrival and completion instants.
 
@@ -78,17 +132,7 @@ def mean_queue_size(jobs: pd.DataFrame) -> float:
     """
     if not len(jobs):
         return float("nan")
-    status = jobs["status"]
-    finished = jobs.loc[status == "finished", "end_time"].to_numpy(dtype=float)
-    instants = np.unique(np.concatenate((jobs["submit_time"].to_numpy(dtype=float), finished)))
-    waiting = jobs[status != "rejected"]
-    leave = waiting["start_time"].to_numpy(dtype=float)
-    dropped = (waiting["status"] == "dropped").to_numpy() & np.isnan(leave)
-    leave = np.where(dropped, waiting["end_time"].to_numpy(dtype=float), leave)
-    leave = np.sort(np.where(np.isnan(leave), np.inf, leave))
-    arrived = np.sort(waiting["submit_time"].to_numpy(dtype=float))
-    count = np.searchsorted(arrived, instants, side="right") - np.searchsorted(leave, instants, side="left")
-    return float(count.mean())
+    return float(queue_sizes(jobs).mean())
 
 
 def summarize(
@@ -145,6 +189,9 @@ def summarize(
         summary["utilisation_bb"] = float(held / (burst_buffer * span)) if span > 0 else 0.0
         if "used_bb" in timeseries and len(timeseries):
             summary["load_ratio_bb"] = float(timeseries["used_bb"].mean() / burst_buffer)
-    summary["mean_queue_size"] = mean_queue_size(jobs)
+    sizes = queue_sizes(jobs)
+    summary["mean_queue_size"] = float(sizes.mean()) if sizes.size else float("nan")
+    summary["max_queue_size"] = int(sizes.max()) if sizes.size else 0
+    summary["user_fairness"] = user_fairness(jobs) if "user" in jobs else float("nan")
     summary.update(extra or {})
     return summary

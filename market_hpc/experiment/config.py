@@ -44,6 +44,7 @@ from market_hpc.validation import (
     check,
 )
 from market_hpc.workload.accelerators import AcceleratorRule
+from market_hpc.workload.all_families import AllFamiliesRule, check_source
 from market_hpc.workload.burst_buffer import BurstBufferRule
 from market_hpc.workload.generators import GENERATORS as GENERATOR_ENTRIES
 from market_hpc.workload.generators import check_own_parameters, generator_entry
@@ -85,6 +86,10 @@ class WorkloadConfig:
             (``workload.accelerators``; off unless a partition or user share is set).
         burst_buffer: Burst-buffer pool size and S1-S4 request synthesis
             (``workload.burst_buffer``), BBSched.
+        all_families: One workload for every family (``workload.all_families``): value
+            curves, profiles, burst-buffer and accelerator requests on a trace; when
+            enabled, an unset ``burst_buffer`` becomes the rule's (resolved here, so
+            ``config.json`` shows the pool rule in force).
     """
 
     trace: str | None = None
@@ -106,6 +111,7 @@ class WorkloadConfig:
     month: str | None = None
     accelerators: AcceleratorRule = field(default_factory=AcceleratorRule)
     burst_buffer: BurstBufferRule = field(default_factory=BurstBufferRule)
+    all_families: AllFamiliesRule = field(default_factory=AllFamiliesRule)
 
     def __post_init__(self) -> None:
         sources = [s for s in (self.trace, self.jobset, self.generator) if s is not None]
@@ -136,6 +142,13 @@ class WorkloadConfig:
         check(self.serial_fraction, FRACTION, "workload.serial_fraction")
         check(self.plateau_slack, TIME, "workload.plateau_slack")
         check_own_parameters(self)  # e.g. workload.month: eurora's only
+        if self.all_families.enabled:
+            check_source(self.all_families, self.trace)
+            if self.market:
+                raise ConfigError("workload: set market = true or all_families.enabled = true, not both (the "
+                                  "all-families rule includes the market rule)")
+            object.__setattr__(self, "burst_buffer", self.all_families.burst_buffer(self.burst_buffer,
+                                                                                     self.load_factor))
 
 
 @dataclass(frozen=True)
@@ -250,7 +263,8 @@ class QueuesConfig:
 
     Attributes:
         strategy: ``static``, ``proportional``, ``dpnlpm``, ``dqr``, ``hybrid`` or
-            ``nonpartitioned`` (``market_hpc.experiment.queues``).
+            ``nonpartitioned`` (``market_hpc.experiment.queues``); ``none`` (as unset) lets
+            a sweep turn queues off for some points.
         period_days: Reconfiguration period; each period is configured from the previous one.
         epochs: History epochs of the weighted NLP (weights 1/3, 2/3, 1 for 3).
         samples: Partition sets simulated per epoch.
@@ -284,6 +298,8 @@ class QueuesConfig:
     dask: str | None = None
 
     def __post_init__(self) -> None:
+        if self.strategy == "none":  # a sweep's way to say "no queues" beside strategies (TOML has no null)
+            object.__setattr__(self, "strategy", None)
         if self.strategy is not None and self.strategy not in QUEUE_STRATEGIES:
             raise UnknownNameError("queues.strategy", self.strategy, QUEUE_STRATEGIES)
         for key in ("period_days", "degradation", "alpha", "tau_util", "tau_pf"):
@@ -315,6 +331,8 @@ class RunConfig:
             del data["policy"]["params"]
         if data["policy"]["bidder"] is None:  # the same for the default bidder
             del data["policy"]["bidder"]
+        if data["workload"]["all_families"] == dataclasses.asdict(AllFamiliesRule()):  # and the rule when off
+            del data["workload"]["all_families"]
         return data
 
 

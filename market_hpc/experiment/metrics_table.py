@@ -68,6 +68,13 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("p99_dispatch_ms", "99th percentile dispatcher time per decision", "ms", "lower"),
     Metric("max_dispatch_ms", "maximum dispatcher time per decision", "ms", "lower"),
     Metric("simulation_seconds", "simulation wall time", "s", "lower"),
+    Metric("dispatch_cpu_seconds", "dispatcher CPU time", "s", "lower"),
+    Metric("cpu_per_decision_ms", "dispatcher CPU time per decision", "ms", "lower"),
+    Metric("run_cpu_seconds", "CPU time of the run (planning, simulation, summary)", "s", "lower"),
+    Metric("max_queue_size", "maximum queue size at arrivals and completions", "jobs", "lower"),
+    Metric("user_fairness", "Jain's index over users' mean bounded slowdowns", "", "higher"),
+    Metric("offered_load_cores", "offered load of cores", "fraction", ""),
+    Metric("offered_load_bb", "offered load of the burst buffer", "fraction", ""),
     Metric("duration_s", "run wall time", "s", "lower"),
     *(Metric(f"utilisation_{r}", f"utilisation of {_RESOURCE_UNITS[r]}", "fraction", "higher")
       for r in RESOURCES),

@@ -130,6 +130,10 @@ def write_report(directory: str | Path, metrics: Sequence[str] | None = None,
             forests.append(Figureset(name, png, tables[0]))
     queue_sections = queue_tables(frame, data.params, out)  # hybrid queues: period rows, claims
     written += [path for _, path in queue_sections]
+    if data.leaderboard:  # ranks per setting with paired intervals, Pareto charts, cost
+        from market_hpc.experiment.leaderboard_plots import write_leaderboard
+
+        written += write_leaderboard(frame, data.leaderboard, out)
     written.append(write_html(out / "report.html", Path(directory), data, chosen, figures, paired,
                               queue_sections, summary_html(data, chosen, paired), forests))
     return written

@@ -54,6 +54,7 @@ class SweepData:
         time_unit: ``s``, or ``time-units`` for task-graph job sets (market).
         notes: What the loader did that the user should know (printed, and in the HTML).
         params: Every parameter column.
+        leaderboard: The sweep's ``[report] leaderboard`` (empty: none).
     """
 
     frame: pd.DataFrame
@@ -62,6 +63,7 @@ class SweepData:
     time_unit: str
     params: list[str]
     notes: list[str] = field(default_factory=list)
+    leaderboard: dict[str, Any] = field(default_factory=dict)
 
 
 def _part_rows(parts: Path) -> dict[str, dict[str, Any]]:
@@ -135,7 +137,7 @@ def load_results(directory: str | Path) -> SweepData:
     groups = manifest.get("axes") or [[p] for p in params]
     axes = [axis for group in groups if (axis := _axis(frame, [c for c in group if c in frame]))]
     return SweepData(frame, axes, list(manifest.get("metrics", [])),
-                     manifest.get("time_unit", "s"), params, notes)
+                     manifest.get("time_unit", "s"), params, notes, manifest.get("leaderboard", {}))
 
 
 def is_numeric(column: pd.Series) -> bool:
@@ -155,7 +157,7 @@ def _axis(frame: pd.DataFrame, columns: list[str]) -> Axis | None:
     if len(columns) == 1:
         return Axis(columns[0], columns[0], numeric[0] if numeric else None, tuple(columns))
     name = ", ".join(columns)
-    labels = frame[columns].astype(str).agg(", ".join, axis=1)
+    labels = frame[columns].astype(object).fillna("none").astype(str).agg(", ".join, axis=1)  # unset: "none"
     frame[name] = pd.Categorical(labels, categories=labels.unique())
     x = numeric[0] if numeric and frame[[numeric[0]]].drop_duplicates().shape[0] == \
         frame[columns].drop_duplicates().shape[0] else None

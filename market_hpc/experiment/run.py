@@ -140,11 +140,16 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
     if skipped:
         last_submit = max((job.submit for job in jobs), default=-np.inf) if spec.first_n is not None else -np.inf
         report[SKIPPED_KEY] = skipped_in_window(skipped, spec, last_submit)
-    if spec.accelerators.enabled:
+    accelerators = spec.accelerators
+    if spec.all_families.enabled:  # the all-families rule adds accelerators where the platform has them
+        from market_hpc.workload.all_families import platform_accelerators
+
+        accelerators = platform_accelerators(accelerators, platform, config.seed)
+    if accelerators.enabled:
         from market_hpc.workload.accelerators import add_accelerators, read_partitions
 
-        partitions = read_partitions(spec.trace) if spec.accelerators.uses_partitions and spec.trace else None
-        added, report["accelerators"] = add_accelerators(jobs, spec.accelerators, platform, partitions)
+        partitions = read_partitions(spec.trace) if accelerators.uses_partitions and spec.trace else None
+        added, report["accelerators"] = add_accelerators(jobs, accelerators, platform, partitions)
         jobs = list(added)
     if spec.load_factor != 1.0:
         jobs = list(scale_load(jobs, spec.load_factor))
@@ -159,7 +164,13 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
         from market_hpc.workload.burst_buffer import check_requests
 
         check_requests(jobs, platform.burst_buffer, spec.trace or spec.jobset or "workload")
-    if spec.market:
+    if spec.all_families.enabled:
+        from market_hpc.workload.all_families import give_every_family
+        from market_hpc.workload.market_rule import MarketRule
+
+        rule = MarketRule(serial_fraction=spec.serial_fraction, plateau_slack=spec.plateau_slack)
+        jobs, report["all_families"] = give_every_family(jobs, rule, config.policy.scheduler)
+    elif spec.market:
         from market_hpc.workload.market_rule import MarketRule, apply_market_rule
 
         rule = MarketRule(serial_fraction=spec.serial_fraction, plateau_slack=spec.plateau_slack)
@@ -238,6 +249,7 @@ def simulate(config: RunConfig | str | Path, jobs: list[Job] | None = None, prog
     from market_hpc.policies.registry import check_composition
 
     check_composition(config.policy.scheduler, jobs, platform)  # refuse what it lacks before the run
+    cpu_began = time.process_time()  # the policy's cost: queue planning, the run, the summary
     if config.queues.strategy is not None:  # hybrid-queue runs (Kondameedi & Vadhiyar)
         from market_hpc.experiment.queues import queue_run, queue_summary
 
@@ -246,10 +258,24 @@ def simulate(config: RunConfig | str | Path, jobs: list[Job] | None = None, prog
         run.model.run()
         result = collect(run.model, config, report, time.perf_counter() - began)
         queue_summary(result.summary, result.jobs, run, jobs, config)
-        return result
-    model, elapsed = run_model(config, platform, jobs, len(jobs), progress)
-    result = collect(model, config, report, elapsed)
-    result.market_jobs = market_jobs_frame(jobs, result.jobs, config.policy.hold_penalty)
+    else:
+        model, elapsed = run_model(config, platform, jobs, len(jobs), progress)
+        result = collect(model, config, report, elapsed)
+        result.market_jobs = market_jobs_frame(jobs, result.jobs, config.policy.hold_penalty)
+    result.summary["run_cpu_seconds"] = time.process_time() - cpu_began
+    result.summary.update(offered_load(jobs, platform))
+    return result
+
+
+def offered_load(jobs: list[Job], platform: Platform) -> dict[str, float]:
+    """The workload's offered load of cores (and of the burst buffer when there is a pool):
+    sum(request x run time) / (capacity x submit span), ``burst_buffer.offered_loads``."""
+    from market_hpc.workload.burst_buffer import offered_loads
+
+    loads = offered_loads(jobs, platform.total_cores, platform.burst_buffer)
+    result = {"offered_load_cores": loads["offered_node_load"]}
+    if platform.burst_buffer > 0:
+        result["offered_load_bb"] = loads["offered_bb_load"]
     return result
 
 
@@ -335,6 +361,8 @@ def summary_extra(model: HPCModel, config: RunConfig, report: dict[str, Any], el
         "mean_dispatch_ms": 1e3 * manager.decide_seconds / manager.decisions if manager.decisions else 0.0,
         **dispatch_percentiles(manager.decide_times),
         "simulation_seconds": elapsed,
+        "dispatch_cpu_seconds": manager.decide_cpu_seconds,
+        "cpu_per_decision_ms": 1e3 * manager.decide_cpu_seconds / manager.decisions if manager.decisions else 0.0,
         # jobs_skipped: the skipped trace lines listed in jobs.csv (inside the window; set
         # by the caller); trace_lines_skipped: every job line of the trace not made a job.
         "jobs_skipped": 0,

@@ -109,6 +109,7 @@ def manifest(sweep: Sweep) -> dict[str, Any]:
         "run_ids": [run.run_id for run in sweep.runs],
         "axes": [list(axis) for axis in sweep.axes],
         "time_unit": time_unit(sweep),
+        **({"leaderboard": sweep.leaderboard} if sweep.leaderboard else {}),
     }
 
 

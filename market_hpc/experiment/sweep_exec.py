@@ -20,7 +20,7 @@ from market_hpc.experiment import executors
 from market_hpc.experiment.executors import DASK_HINT, Executor, failed_row, parse_dask_address
 
 TIMING_COLUMNS = ("duration_s", "simulation_seconds", "dispatch_seconds", "mean_dispatch_ms", "p99_dispatch_ms",
-                  "max_dispatch_ms")
+                  "max_dispatch_ms", "dispatch_cpu_seconds", "cpu_per_decision_ms", "run_cpu_seconds")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,11 @@ A sweep file is a scenario file plus five reserved keys::
 
     [report]
     metrics = ["mean_bounded_slowdown"]   # what ``market-hpc report`` plots by default
+    leaderboard = { baseline = "easy" }   # optional: rank policies (``leaderboard``)
+
+    [quick]                       # optional: ``market-hpc sweep --quick`` replaces the
+    grid = { "workload.load_factor" = [1.0, 2.0] }    # grid lists and the zip groups
+    zip = [{ "workload.start" = [0.0], "workload.end" = [86400.0] }]   # it names
 
 Parameters are addressed by the dotted config paths of ``config.py``. Everything is
 validated before a single run starts: each point becomes a ``RunConfig`` through
@@ -48,7 +53,7 @@ from market_hpc.errors import ConfigError, MarketHpcError, UnknownNameError
 from market_hpc.experiment.config import config_from_dict, set_path
 from market_hpc.tomlfile import read_toml
 
-RESERVED_KEYS = ("base", "seeds", "grid", "zip", "report")
+RESERVED_KEYS = ("base", "seeds", "grid", "zip", "report", "quick")
 FIXED_COLUMNS = ("run_id", "seed", "status", "error", "duration_s")
 INPUT_FILE_KEYS = ("trace", "jobset")
 
@@ -88,6 +93,7 @@ class Sweep:
         axes: Results columns of each axis of the plan: one per grid parameter, all
             the columns of a zip group together (the report draws a zip group as one
             series, not as unrelated parameters).
+        leaderboard: The ``[report] leaderboard`` table (empty: no leaderboard).
     """
 
     source: Path
@@ -96,6 +102,7 @@ class Sweep:
     runs: tuple[RunSpec, ...]
     metrics: tuple[str, ...] = ()
     axes: tuple[tuple[str, ...], ...] = ()
+    leaderboard: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def run_id(config: dict[str, Any]) -> str:
@@ -125,8 +132,12 @@ def get_path(data: dict[str, Any], path: str) -> Any:
     return node
 
 
-def load_sweep(path: str | Path) -> Sweep:
+def load_sweep(path: str | Path, quick: bool = False) -> Sweep:
     """Read, validate and expand a sweep file.
+
+    Args:
+        path: The sweep file.
+        quick: Replace the grid lists and zip groups by those of its ``[quick]`` table.
 
     Raises:
         SweepError: unreadable file, invalid TOML, bad grid/zip/seeds, or any point
@@ -138,7 +149,9 @@ def load_sweep(path: str | Path) -> Sweep:
     seeds_value = data.pop("seeds", None)
     grid = data.pop("grid", {})
     zips = data.pop("zip", [])
-    metrics = _report_metrics(file, data.pop("report", {}))
+    grid, zips = _quick(file, data.pop("quick", None), quick, grid, zips)
+    report = data.pop("report", {})
+    metrics = _report_metrics(file, report)
     base = _base_scenario(file, base_ref, data)
     axes, parameters = _axes(file, grid, zips)
     _check_each_parameter(file, base, axes)
@@ -147,7 +160,46 @@ def load_sweep(path: str | Path) -> Sweep:
     _preflight(file, runs)
     column = {p.path: p.column for p in parameters}
     axis_columns = tuple(tuple(column[path] for path in paths) for paths, _ in axes)
-    return Sweep(file, parameters, seeds, runs, metrics, axis_columns)
+    return Sweep(file, parameters, seeds, runs, metrics, axis_columns, _leaderboard(file, report))
+
+
+def _quick(file: Path, table: Any, quick: bool, grid: Any, zips: Any) -> tuple[Any, Any]:
+    """The grid and zip groups of the run: ``[quick]``'s with ``quick`` (its ``grid`` entries
+    replace those lists, its ``zip`` replaces the zip groups), else the file's.
+
+    Raises:
+        SweepError: ``quick`` without a ``[quick]`` table, or a table with other keys.
+    """
+    if table is not None and (not isinstance(table, dict) or set(table) - {"grid", "zip"}):
+        raise SweepError(f"{file}: [quick] accepts only grid = {{path = [values]}} and zip = [{{...}}], "
+                         f"got {table!r}")
+    if not quick:
+        return grid, zips
+    if table is None:
+        raise SweepError(f"{file}: --quick needs a [quick] table in the sweep file (grid and/or zip lists "
+                         "that replace the file's)")
+    quick_grid = table.get("grid", {})
+    if not isinstance(quick_grid, dict) or not isinstance(grid, dict):
+        raise SweepError(f"{file}: quick.grid must be a table of path = [values], got {quick_grid!r}")
+    merged = dict(_flatten(grid))
+    for path, values in _flatten(quick_grid):
+        if path not in merged:
+            raise SweepError(f"{file}: quick.grid: {path} is not a [grid] parameter (grid: {', '.join(merged)})")
+        merged[path] = values
+    return merged, table.get("zip", zips)
+
+
+def _leaderboard(file: Path, report: Any) -> dict[str, Any]:
+    """``[report] leaderboard``, checked (``experiment.leaderboard.LeaderboardSpec``)."""
+    table = report.get("leaderboard") if isinstance(report, dict) else None
+    if table is None:
+        return {}
+    from market_hpc.experiment.leaderboard import leaderboard_spec
+
+    try:
+        return dataclasses.asdict(leaderboard_spec(table))
+    except ConfigError as exc:
+        raise SweepError(f"{file}: report.leaderboard: {exc}") from None
 
 
 def _read_toml(file: Path, what: str) -> dict[str, Any]:
@@ -201,13 +253,13 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any
             yield f"{prefix}{key}", value
 
 
-def _values(file: Path, where: str, path: str, values: Any) -> list[Any]:
+def _values(file: Path, where: str, path: str, values: Any, unique: bool = True) -> list[Any]:
     if path == "seed":
         raise SweepError(f"{file}: {where}: seed cannot be swept here; use seeds = N or [..]")
     if not isinstance(values, list) or not values:
         raise SweepError(f"{file}: {where}: {path} must be a non-empty list of values, got {values!r}")
     for i, value in enumerate(values):
-        if value in values[:i]:
+        if unique and value in values[:i]:
             raise SweepError(f"{file}: {where}: {path} lists {value!r} twice")
     return values
 
@@ -226,14 +278,19 @@ def _axes(file: Path, grid: Any, zips: Any) -> tuple[list[tuple[list[str], list[
         axes.append(([path], [(v,) for v in _values(file, "grid", path, values)]))
     for number, group in enumerate(zips, start=1):
         where = f"zip group {number}"
-        columns = [(p, _values(file, where, p, v)) for p, v in _flatten(group)]
+        # a column may repeat a value (ebf with three allocators); a whole row may not
+        columns = [(p, _values(file, where, p, v, unique=len(group) == 1)) for p, v in _flatten(group)]
         if not columns:
             raise SweepError(f"{file}: {where} is empty")
         lengths = {len(values) for _, values in columns}
         if len(lengths) > 1:
             listed = ", ".join(f"{p}: {len(v)}" for p, v in columns)
             raise SweepError(f"{file}: {where}: lists must have equal lengths; got {listed}")
-        axes.append(([p for p, _ in columns], list(zip(*(v for _, v in columns)))))
+        rows = list(zip(*(v for _, v in columns)))
+        for i, row in enumerate(rows):
+            if row in rows[:i]:
+                raise SweepError(f"{file}: {where}: row {i + 1} repeats row {rows.index(row) + 1}: {row!r}")
+        axes.append(([p for p, _ in columns], rows))
     paths = [path for axis_paths, _ in axes for path in axis_paths]
     for path in paths:
         if paths.count(path) > 1:
@@ -353,8 +410,9 @@ def _report_metrics(file: Path, report: Any) -> tuple[str, ...]:
     """``[report] metrics``, each checked against the metric table (before any run)."""
     from market_hpc.experiment.metrics_table import metric_names
 
-    if not isinstance(report, dict) or set(report) - {"metrics"}:
-        raise SweepError(f"{file}: [report] accepts only metrics = [names], got {report!r}")
+    if not isinstance(report, dict) or set(report) - {"metrics", "leaderboard"}:
+        raise SweepError(f"{file}: [report] accepts only metrics = [names] and leaderboard = {{...}}, "
+                         f"got {report!r}")
     metrics = report.get("metrics", [])
     if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
         raise SweepError(f"{file}: report.metrics must be a list of metric names, got {metrics!r}")

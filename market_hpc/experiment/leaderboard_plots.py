@@ -1,0 +1,234 @@
+"""The leaderboard's files: ranking tables (CSV and Markdown), the Pareto chart per load and
+the rank heat map (policy x setting).
+
+Decisions:
+    * **Pareto chart.** One figure per load factor, one panel per trace: each policy's mean
+      over replicates of ``pareto[0]`` (x, bounded slowdown) against ``pareto[1]`` (y,
+      value earned). A policy is on the front when no other policy is at least as good on
+      both and better on one (in each metric's better direction); front points are
+      filled and joined, the others hollow.
+    * **Rank heat map.** Rows are policies (best mean rank first), columns are settings,
+      cells the rank by ``rank_by``; a cell whose paired difference to the baseline is
+      significant carries ``▲``/``▼``.
+    * ``leaderboard.md`` is what ``docs/overload.md`` is generated from
+      (``scripts/overload_docs.py``): every number there comes from these files.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from market_hpc.experiment.leaderboard import (
+    COSTLY,
+    LeaderboardSpec,
+    cost_table,
+    leaderboard_spec,
+    prepare,
+    ranking,
+    significant_counts,
+)
+from market_hpc.experiment.metrics_table import metric
+from market_hpc.experiment.report_html import plain
+from market_hpc.experiment.report_style import save_figure
+
+SYMBOL = {"better": " ▲", "worse": " ▼"}
+CHECK_METRICS = ("jobs_total", "offered_load_cores", "offered_load_bb", "utilisation_cores", "utilisation_bb",
+                 "mean_queue_size", "max_queue_size")
+
+
+def pareto_front(x: np.ndarray, y: np.ndarray, x_better: str = "lower", y_better: str = "higher") -> np.ndarray:
+    """Which points no other point dominates (at least as good on both, better on one).
+
+    >>> pareto_front(np.array([1.0, 2.0, 3.0, 2.0]), np.array([1.0, 3.0, 2.0, 1.0])).tolist()
+    [True, True, False, False]
+    """
+    xs = x if x_better == "lower" else -x
+    ys = -y if y_better == "higher" else y
+    front = np.ones(len(xs), dtype=bool)
+    for i in range(len(xs)):
+        dominated = (xs <= xs[i]) & (ys <= ys[i]) & ((xs < xs[i]) | (ys < ys[i]))
+        front[i] = not dominated.any()
+    return front
+
+
+def _cell(mean: float, row: pd.Series) -> str:
+    if row["mark"] == "baseline":
+        return f"{plain(mean)} (baseline)"
+    if np.isnan(row["ci_low"]):
+        return f"{plain(mean)} ({plain(row['diff'], signed=True)}, {row['mark']})"
+    return (f"{plain(mean)} ({plain(row['diff'], signed=True)} [{plain(row['ci_low'], signed=True)}, "
+            f"{plain(row['ci_high'], signed=True)}]{SYMBOL.get(row['mark'], ' n.s.')})")
+
+
+def ranking_markdown(tables: dict[str, pd.DataFrame], spec: LeaderboardSpec) -> list[str]:
+    """One Markdown table per setting: rank by ``rank_by``, then every metric's mean with
+    its paired difference to the baseline, 95 % interval and mark."""
+    lines: list[str] = []
+    ranked = tables[spec.rank_by]
+    for setting, group in ranked.groupby("setting", sort=False):
+        names = list(tables)
+        lines += [f"### {setting}", "",
+                  f"Ranked by {metric(spec.rank_by).label} ({metric(spec.rank_by).better} is better); "
+                  f"each cell: mean over {int(group['replicates'].max())} slices (difference to "
+                  f"{spec.baseline} [95 % interval], ▲ better / ▼ worse at 95 %, n.s. not significant).", "",
+                  "| rank | policy | " + " | ".join(metric(n).label for n in names) + " |",
+                  "|---|---|" + "---|" * len(names)]
+        for _, row in group.iterrows():
+            cells = []
+            for name in names:
+                other = tables[name]
+                match = other[(other["setting"] == setting) & (other["policy"] == row["policy"])]
+                cells.append(_cell(float(match["mean"].iloc[0]), match.iloc[0]) if len(match) else "")
+            lines.append(f"| {row['rank']} | {row['policy']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
+def check_markdown(runs: pd.DataFrame, baseline: str) -> list[str]:
+    """Is the overload real? Per setting, the baseline's runs: jobs per slice, offered load
+    of cores and burst buffer, utilisation and queue sizes (mean [min, max] over slices)."""
+    present = [c for c in CHECK_METRICS if c in runs]
+    base = runs[runs["policy_label"] == baseline]
+    if base.empty or not present:
+        return []
+    lines = [f"| setting | {' | '.join(metric(c).label for c in present)} |", "|---|" + "---|" * len(present)]
+    for setting, group in base.groupby("setting", sort=False):
+        cells = [f"{plain(group[c].mean())} [{plain(group[c].min())}, {plain(group[c].max())}]" for c in present]
+        lines.append(f"| {setting} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def cost_markdown(cost: pd.DataFrame, baseline: str) -> list[str]:
+    """The cost table and the policies costing more than ``COSTLY`` times the baseline."""
+    if cost.empty:
+        return []
+    lines = ["| policy | runs | CPU per run (s), mean | max | CPU per decision (ms) | decisions per run | "
+             f"CPU / {baseline}'s, same slice: mean | max |", "|---|---|---|---|---|---|---|---|"]
+    for _, row in cost.iterrows():
+        lines.append(f"| {row['policy']} | {row['runs']} | {plain(row['run_cpu_s_mean'])} | "
+                     f"{plain(row['run_cpu_s_max'])} | {plain(row['cpu_per_decision_ms'])} | "
+                     f"{plain(row['decisions_mean'])} | {plain(row['ratio_mean'])} | {plain(row['ratio_max'])} |")
+    costly = cost[cost["costly"]]
+    names = ", ".join(f"{p} (up to {plain(r)}x)" for p, r in zip(costly["policy"], costly["ratio_max"]))
+    lines += ["", f"More than {COSTLY:g}x {baseline}'s CPU on the same slice: {names or 'none'}.", ""]
+    return lines
+
+
+def pareto_figures(runs: pd.DataFrame, spec: LeaderboardSpec, out: Path) -> list[Path]:
+    """One Pareto chart per load factor (panels per trace); PNG and SVG."""
+    x_name, y_name = spec.pareto
+    if x_name not in runs or y_name not in runs or "load_factor" not in runs:
+        return []
+    written = []
+    traces = [c for c in spec.setting if c != "load_factor"]
+    for load, group in runs.groupby("load_factor", sort=True):
+        panels = list(group.groupby(traces, sort=False)) if traces else [("all", group)]
+        columns = min(3, len(panels))
+        rows = math.ceil(len(panels) / columns)
+        figure = Figure(figsize=(min(12.0, max(7.0, 5.0 * columns)), 4.5 * rows), layout="constrained")
+        for index, (key, panel) in enumerate(panels):
+            axes = figure.add_subplot(rows, columns, index + 1)
+            means = panel.groupby("policy_label", sort=False)[[x_name, y_name]].mean()
+            front = pareto_front(means[x_name].to_numpy(), means[y_name].to_numpy(), metric(x_name).better or "lower",
+                                 metric(y_name).better or "higher")
+            axes.scatter(means[x_name][~front], means[y_name][~front], facecolors="none", edgecolors="#7f7f7f")
+            ordered = means[front].sort_values(x_name)
+            axes.plot(ordered[x_name], ordered[y_name], "o-", color="#1f77b4")
+            for number, (policy, point) in enumerate(means.iterrows()):  # alternate sides: fewer overlaps
+                axes.annotate(str(policy), (point[x_name], point[y_name]), fontsize=6,
+                              xytext=(4, 4 - 10 * (number % 2)), textcoords="offset points")
+            title = panel["setting"].iloc[0].rsplit(" x", 1)[0] if traces else "all"
+            axes.set_title(title, fontsize=9)
+            axes.set_xlabel(metric(x_name).axis_label)
+            axes.set_ylabel(metric(y_name).axis_label)
+        figure.suptitle(textwrap.fill(f"Pareto chart at {load:g}x the recorded load: mean over slices "
+                                      "(filled and joined: not dominated)", 70), fontsize=10)
+        written.append(save_figure(figure, out / f"pareto_load_{load:g}.png"))
+    return written
+
+
+def rank_heatmap(table: pd.DataFrame, spec: LeaderboardSpec, out: Path) -> list[Path]:
+    """Policy x setting heat map of ranks by ``rank_by`` (▲/▼: significant against the
+    baseline); PNG and SVG."""
+    if table.empty:
+        return []
+    wide = table.pivot(index="policy", columns="setting", values="rank")
+    marks = table.pivot(index="policy", columns="setting", values="mark")
+    settings = list(pd.unique(table["setting"]))
+    wide, marks = wide[settings], marks[settings]
+    order = wide.mean(axis=1).sort_values(kind="stable").index
+    wide, marks = wide.loc[order], marks.loc[order]
+    figure = Figure(figsize=(min(12.0, max(6.0, 2.5 + 1.2 * len(settings))), 1.5 + 0.32 * len(order)),
+                    layout="constrained")
+    axes = figure.add_subplot()
+    image = axes.imshow(wide.to_numpy(dtype=float), cmap="viridis_r", aspect="auto")
+    for i in range(len(order)):
+        for j in range(len(settings)):
+            value = wide.iat[i, j]
+            if not np.isnan(value):
+                axes.text(j, i, f"{int(value)}{SYMBOL.get(str(marks.iat[i, j]), '')}", ha="center", va="center",
+                          fontsize=7, color="white" if value > wide.to_numpy(dtype=float)[~np.isnan(
+                              wide.to_numpy(dtype=float))].mean() else "black")
+    axes.set_xticks(range(len(settings)), [s.replace(" x", "\nx") for s in settings], fontsize=7)
+    axes.set_yticks(range(len(order)), list(order), fontsize=7)
+    figure.colorbar(image, ax=axes, label="rank (1 = best)")
+    axes.set_title(textwrap.fill(f"Rank by {metric(spec.rank_by).label} (▲/▼: significantly better/worse "
+                                 f"than {spec.baseline} at 95 %)", 60), fontsize=9)
+    return [save_figure(figure, out / "rank_heatmap.png")]
+
+
+def write_leaderboard(frame: pd.DataFrame, table: dict[str, object], out: Path) -> list[Path]:
+    """Write the leaderboard files of a sweep's runs into ``out`` (the report folder).
+
+    Args:
+        frame: The sweep's ``ok`` runs.
+        table: The sweep's ``[report] leaderboard`` (as stored in ``sweep.json``).
+        out: The report folder.
+
+    Returns:
+        The files written (PNGs stand for their SVGs too).
+    """
+    spec = leaderboard_spec({k: list(v) if isinstance(v, tuple) else v for k, v in table.items()})
+    runs = prepare(frame, spec)
+    tables = {name: ranking(runs, name, spec.baseline) for name in dict.fromkeys((spec.rank_by, *spec.metrics))
+              if name in runs}
+    written = []
+    for name, ranked in tables.items():
+        path = out / f"leaderboard_{name}.csv"
+        ranked.to_csv(path, index=False)
+        written.append(path)
+    cost = cost_table(runs, spec.baseline)
+    if not cost.empty:
+        cost.to_csv(out / "cost.csv", index=False)
+        written.append(out / "cost.csv")
+    ranked = tables.get(spec.rank_by)
+    counts = (significant_counts(ranked[ranked["policy"] != spec.baseline]) if ranked is not None
+              else pd.DataFrame())
+    lines = ["## Ranking", "", *ranking_markdown(tables, spec)] if spec.rank_by in tables else []
+    if not counts.empty:
+        lines += [f"## Against {spec.baseline}, by {metric(spec.rank_by).label}: settings where each policy is "
+                  "significantly better, worse, not significantly different, or equal on every slice", "",
+                  "| policy | better | worse | n.s. | equal |", "|---|---|---|---|---|",
+                  *(f"| {r['policy']} | {r['better']} | {r['worse']} | {r['n.s.']} | {r['equal']} |"
+                    for _, r in counts.iterrows()),
+                  ""]
+    check = check_markdown(runs, spec.baseline)
+    if check:
+        lines += [f"## Is the overload real? ({spec.baseline}'s runs: mean [min, max] over slices)", "", *check]
+    lines += ["## Cost", "", *cost_markdown(cost, spec.baseline)]
+    (out / "leaderboard.md").write_text("\n".join(lines) + "\n")
+    written.append(out / "leaderboard.md")
+    written += pareto_figures(runs, spec, out)
+    if spec.rank_by in tables:
+        written += rank_heatmap(tables[spec.rank_by], spec, out)
+    return written
+
+
+__all__ = ["pareto_front", "write_leaderboard", "ranking_markdown", "cost_markdown", "check_markdown",
+           "pareto_figures", "rank_heatmap"]

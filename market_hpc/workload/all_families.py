@@ -1,0 +1,184 @@
+"""One workload for all five families: a seeded rule that gives any trace's jobs what every
+family reads (``[workload.all_families]``).
+
+The families read different things: the market auctions need value curves and speed-up
+profiles, BBSched needs burst-buffer requests, the heterogeneity-aware allocators need
+GPU/MIC units, the hybrid queues need queue definitions, and every rigid policy needs a
+processor request and an estimate. With ``enabled = true`` one trace (SWF, or a Slurm
+``sacct`` export converted by ``market-hpc trace convert``) becomes one job set carrying all
+of them, so every policy runs on the same jobs:
+
+1. **Burst buffer (BBSched's S1-S4).** Unless ``[workload.burst_buffer]`` names a
+   scenario itself, every job set gets ``bb_scenario`` (S4: 75 % of the jobs request more
+   than 20 TB at Theta's scale) with the pool sized so that the slice *at its recorded
+   load* offers ``bb_load`` (0.9) of the pool: ``target_load = bb_load x load_factor``,
+   as the pool is sized from the load-scaled jobs. A compressed slice then overloads the
+   burst buffer by the same factor as the processors. Requests come from the run seed
+   (``workload.burst_buffer``).
+2. **Accelerators, where the platform has them.** On a platform with GPU (MIC) nodes and
+   no ``[workload.accelerators]`` rule of its own, a share of users equal to the
+   platform's share of GPU (MIC) nodes run GPU (MIC) jobs of 4 cores + 1 accelerator per
+   unit (``workload.accelerators``: a user's jobs all or none, drawn by a stable hash
+   of the run seed and the user). On a CPU-only platform nothing is added.
+3. **Value curves and speed-up profiles (the market rule).** Every job gets the market
+   rule's Amdahl profile over its units (equal to the recorded run time on its request)
+   and its value curve (one unit per core-hour, ``workload.market_rule``), whatever its
+   unit shape, so value earned is measured for every policy on the same curves.
+4. **Zero-length jobs** (run time 0) run 1 s in every family, as the market's response
+   times must be > 0 (the market rule's flat 1 s profile, minimum value, best width one
+   unit): one job, one duration, whoever schedules it.
+5. **Queue definitions from history.** Nothing is added to the jobs: the hybrid-queue
+   planner (``[queues]``) defines the queues of each period from the previous period of
+   the same job set (the study uses two periods per slice).
+6. **What each family is given.** Rigid policies run each job at its requested size (its
+   recorded run time); a scheduler that declares it runs no moldable jobs (a plugin; none
+   of the built-ins) gets each job without its profile, the rigid job it would run anyway;
+   value curves stay.
+
+Every family sees the trace's estimates (wall-time requests), not real run times, unless
+``policy.predictor`` names a predictor; the market family is the exception the rule
+cannot remove: its profiles are the response times themselves (``docs/overload.md``
+lists what each family reads). Deterministic: the same trace, seed and options give the
+same jobs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from market_hpc.domain.job import Job
+from market_hpc.domain.platform import Platform
+from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.validation import POSITIVE_FACTOR, check
+from market_hpc.workload.accelerators import AcceleratorRule
+from market_hpc.workload.burst_buffer import SCENARIOS, BurstBufferRule
+from market_hpc.workload.market_rule import ZERO_LENGTH_RUN_TIME, MarketRule
+
+ACCELERATOR_CORES_PER_UNIT = 4  # Curie's hybrid node: 8 cores, 2 GPUs -> 2 units of 4 + 1
+
+
+@dataclass(frozen=True)
+class AllFamiliesRule:
+    """Options of the all-families rule (module docstring).
+
+    Attributes:
+        enabled: Apply the rule.
+        bb_scenario: BBSched scenario of the burst-buffer requests (S1..S4) when
+            ``[workload.burst_buffer]`` sets none.
+        bb_load: Offered burst-buffer load of the slice at its recorded load (pool size).
+    """
+
+    enabled: bool = False
+    bb_scenario: str = "S4"
+    bb_load: float = 0.9
+
+    def __post_init__(self) -> None:
+        if self.bb_scenario not in SCENARIOS:
+            raise UnknownNameError("workload.all_families.bb_scenario", self.bb_scenario, SCENARIOS)
+        check(self.bb_load, POSITIVE_FACTOR, "workload.all_families.bb_load")
+
+    def burst_buffer(self, given: BurstBufferRule, load_factor: float) -> BurstBufferRule:
+        """The burst-buffer rule in force: ``given`` when it names a scenario, else
+        ``bb_scenario`` with the pool sized for ``bb_load`` at the recorded load.
+
+        >>> rule = AllFamiliesRule(enabled=True).burst_buffer(BurstBufferRule(), 2.0)
+        >>> rule.scenario, rule.target_load, rule.target_scenario
+        ('S4', 1.8, 'S4')
+        >>> AllFamiliesRule(enabled=True).burst_buffer(BurstBufferRule("S1"), 2.0).target_load is None
+        True
+        """
+        if given.enabled or given.capacity_gb is not None:
+            return given
+        return BurstBufferRule(self.bb_scenario, given.machine, target_load=self.bb_load * load_factor,
+                               target_scenario=self.bb_scenario)
+
+
+def check_source(rule: AllFamiliesRule, trace: str | None) -> None:
+    """Refuse the rule on a workload that is not a trace.
+
+    >>> check_source(AllFamiliesRule(enabled=True), None)
+    Traceback (most recent call last):
+    ...
+    market_hpc.errors.ConfigError: workload.all_families needs workload.trace (an SWF file, or sacct output converted by market-hpc trace convert); generated and task-graph workloads carry their own value curves
+    """
+    if rule.enabled and trace is None:
+        raise ConfigError("workload.all_families needs workload.trace (an SWF file, or sacct output converted by "
+                          "market-hpc trace convert); generated and task-graph workloads carry their own value "
+                          "curves")
+
+
+def platform_accelerators(given: AcceleratorRule, platform: Platform, seed: int) -> AcceleratorRule:
+    """The accelerator rule in force: ``given`` when enabled, else user shares equal to
+    the platform's shares of GPU and MIC nodes (nothing on a CPU-only platform).
+
+    >>> from market_hpc.domain.platform import load_platform
+    >>> platform_accelerators(AcceleratorRule(), load_platform("eurora"), 3).gpu_users
+    0.5
+    >>> platform_accelerators(AcceleratorRule(), load_platform("kth-sp2"), 3).enabled
+    False
+    """
+    if given.enabled:
+        return given
+    capacity = platform.capacity
+    nodes = len(capacity)
+    gpu_nodes = int((capacity[:, 1] > 0).sum())
+    mic_nodes = int((capacity[:, 2] > 0).sum())
+    return AcceleratorRule(gpu_users=gpu_nodes / nodes, mic_users=mic_nodes / nodes,
+                           cores_per_unit=ACCELERATOR_CORES_PER_UNIT, seed=seed)
+
+
+def with_value(job: Job, rule: MarketRule) -> Job:
+    """``job`` with the market rule's profile over its units, its value curve and
+    ``spans_nodes`` (what ``MarketRule.apply`` gives any unit shape).
+
+    A zero-length job runs ``ZERO_LENGTH_RUN_TIME`` seconds (its estimate at least that).
+
+    >>> job = with_value(Job(1, 0.0, 3600.0, 7200.0, units=2, unit=(4, 1, 0, 0)), MarketRule(serial_fraction=0.0))
+    >>> job.profile, job.payload["value_curve"].max_value, job.payload["c_star"]
+    ((7200.0, 3600.0), 8.0, 2)
+    >>> with_value(Job(2, 0.0, 0.0, 0.0, units=3), MarketRule()).run_time
+    1.0
+    """
+    profile = rule.profile(job.run_time, job.units)  # flat at 1 s for a zero-length job
+    curve = rule.curve(job.run_time, job.cores, profile[0])
+    # as MarketRule.apply: the market auctions may place the job across nodes (spans_nodes)
+    payload = {**job.payload, "value_curve": curve, "c_star": job.units if job.run_time > 0 else 1,
+               "spans_nodes": True}
+    if job.run_time <= 0:
+        job = dataclasses.replace(job, run_time=ZERO_LENGTH_RUN_TIME, estimate=max(job.estimate, ZERO_LENGTH_RUN_TIME))
+    return dataclasses.replace(job, profile=profile, payload=payload)
+
+
+def runs_moldable(scheduler: str) -> bool:
+    """Whether ``scheduler`` runs moldable jobs (its declared capabilities).
+
+    >>> runs_moldable("easy"), runs_moldable("queues-hybrid")
+    (True, True)
+    """
+    from market_hpc.policies.registry import scheduler_entry
+
+    return "moldable" in scheduler_entry(scheduler).capabilities.kinds
+
+
+def rigid_view(jobs: Sequence[Job]) -> list[Job]:
+    """The jobs without their profiles: what a scheduler that runs no moldable jobs gets
+    (requests, run times, estimates and value curves unchanged).
+
+    >>> rigid_view([with_value(Job(1, 0.0, 10.0, 20.0, units=2), MarketRule())])[0].profile is None
+    True
+    """
+    return [dataclasses.replace(job, profile=None) for job in jobs]
+
+
+def give_every_family(jobs: Sequence[Job], rule: MarketRule, scheduler: str) -> tuple[list[Job], dict[str, Any]]:
+    """Steps 3, 4 and 6 of the rule (the burst buffer and accelerators are applied
+    before, by their own rules): value curves and profiles for every job, zero-length
+    jobs at 1 s, and the rigid view for a scheduler that runs no moldable jobs."""
+    valued = [with_value(job, rule) for job in jobs]
+    moldable = runs_moldable(scheduler)
+    report = {"market_rule": dataclasses.asdict(rule), "zero_length_jobs": sum(1 for j in jobs if j.run_time <= 0),
+              "moldable": moldable}
+    return (valued if moldable else rigid_view(valued)), report

@@ -1,0 +1,69 @@
+"""A tiny version of scenarios/overload_study.toml through sweep and report: its base scenario
+(the all-families workload, the queue period, the leaderboard), a few hundred jobs of a
+small trace, two policies per family, two slices, twice the recorded load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from market_hpc.experiment.report import write_report
+from market_hpc.experiment.sweep import load_sweep, run_sweep
+from test_all_families import write_swf
+
+REPO = Path(__file__).resolve().parent.parent
+POLICIES = [("fifo", "first-fit", "none"), ("easy", "first-fit", "none"),
+            ("ebf", "weighted", "none"), ("ebf", "balanced", "none"),
+            ("maxv", "max-bid", "none"), ("maxvh", "max-bid", "none"),
+            ("hcp19", "best-fit", "none"), ("greedy-plan", "best-fit", "none"),
+            ("bbsched", "first-fit", "none"), ("bb-baseline", "first-fit", "none"),
+            ("queues-hybrid", "first-fit", "hybrid"), ("queues-partitioned", "first-fit", "dqr")]
+
+
+def smoke_sweep(folder: Path) -> Path:
+    trace = write_swf(folder / "tiny.swf", n_jobs=160, seed=11, max_procs=8)
+    platform = folder / "gpu8.toml"
+    platform.write_text('name = "gpu8"\n[[node_type]]\nname = "gpu"\ncount = 2\ncores = 8\ngpus = 2\n'
+                        '[[node_type]]\nname = "thin"\ncount = 6\ncores = 8\n')
+    quoted = lambda values: "[" + ", ".join(f'"{v}"' for v in values) + "]"  # noqa: E731
+    file = folder / "smoke.toml"
+    file.write_text(f'''base = "{REPO / 'scenarios' / 'overload_study_base.toml'}"
+platform = "{platform}"
+[workload]
+trace = "{trace}"
+[queues]
+period_days = 0.1
+samples = 5
+[grid]
+"workload.load_factor" = [2.0]
+[[zip]]
+"policy.scheduler" = {quoted(p for p, _, _ in POLICIES)}
+"policy.allocator" = {quoted(a for _, a, _ in POLICIES)}
+"queues.strategy" = {quoted(s for _, _, s in POLICIES)}
+[[zip]]
+"workload.start" = [0.0, 9600.0]
+"workload.end" = [9600.0, 19200.0]
+[report]
+leaderboard = {{ baseline = "easy", replicate = ["start"], setting = ["load_factor"] }}
+''')
+    return file
+
+
+@pytest.mark.smoke
+def test_tiny_overload_study_runs_every_family_and_ranks_them(tmp_path: Path) -> None:
+    sweep = load_sweep(smoke_sweep(tmp_path))
+    assert len(sweep.runs) == len(POLICIES) * 2
+    outcome = run_sweep(sweep, tmp_path / "out", progress=False)
+    rows = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert outcome.failed == 0, rows.loc[rows["status"] != "ok", ["scheduler", "error"]].to_string()
+    assert rows.groupby("start")["jobs_total"].first().sum() == 160 and (rows["value_earned"] > 0).all()
+    assert rows["offered_load_cores"].min() > 1.0  # twice the recorded load overloads the cores
+    write_report(tmp_path / "out", progress=False)
+    report = tmp_path / "out" / "report"
+    board = pd.read_csv(report / "leaderboard_mean_bounded_slowdown.csv")
+    assert len(board) == len(POLICIES) and set(board["rank"]) <= set(range(1, len(POLICIES) + 1))
+    assert (report / "pareto_load_2.png").is_file() and (report / "rank_heatmap.png").is_file()
+    cost = pd.read_csv(report / "cost.csv")
+    assert len(cost) == len(POLICIES) and (cost["run_cpu_s_mean"] > 0).all()
