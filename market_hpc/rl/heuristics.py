@@ -22,7 +22,8 @@ still −1, so they rank by ``−(s + 1)`` in place of ``w``; here ``w`` is the 
 
 The strict schedulers start jobs in that order while they fit and stop at the first that
 does not (as ``fifo`` and ``sjf``); the ``-easy`` ones are ``policies.classic.Backfilling``
-over the same order. The order depends on the time (``w``), so it is sorted at every
+over the same order (and ``sjf-easy`` is SJF's order with EASY, the row RLScheduler
+reports beside them). The order of WFP3 and UNICEP depends on the time (``w``), so it is sorted at every
 decision (it is not a ``Backfilling.key``, which the model keeps sorted between decisions).
 """
 
@@ -36,7 +37,7 @@ import numpy as np
 from market_hpc.domain.job import Job
 from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start, View
 from market_hpc.policies.capabilities import KINDS, RESOURCES, handles
-from market_hpc.policies.classic import Backfilling
+from market_hpc.policies.classic import Backfilling, shortest_first
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import PassScratch
 
@@ -144,6 +145,16 @@ def _register(name: str, score: Score, summary: str) -> None:
                                                          "__doc__": summary + ", with EASY backfilling"})
     register_scheduler(name, summary + "; blocks at the first job that does not fit", handles=CAPABILITIES)(strict)
     register_scheduler(f"{name}-easy", summary + ", with EASY backfilling", handles=CAPABILITIES)(easy)
+
+
+@register_scheduler("sjf-easy", "SJF with EASY backfilling (RLScheduler's SJF row with backfilling)",
+                    handles=CAPABILITIES)
+class SjfEasy(Backfilling):
+    """EASY backfilling over SJF's order (estimate, submit time, job id): the model keeps
+    the queue sorted by this static key between decisions."""
+
+    label = "sjf-easy"
+    key = staticmethod(shortest_first)
 
 
 _register("wfp3", wfp3, "WFP3: largest (wait / requested time)^3 x processors first (RLScheduler's baseline)")
