@@ -21,6 +21,8 @@ Everything here is numpy and the model's own code; gymnasium is not needed.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +51,7 @@ PLATFORM_FEATURES = (
 TIME_SCALE = 3600.0
 """Times (wait, estimate) enter the observation as ``t / (t + TIME_SCALE)``: 0.5 at an hour."""
 _F = len(JOB_FEATURES)
-_HORIZONS = np.array(RELEASE_HORIZONS)
+_G = len(PLATFORM_FEATURES)
 _WINDOW = Range(1, 100_000, integer=True)
 
 
@@ -84,16 +86,18 @@ class DispatchOptions:
 
 
 class _Table:
-    """Per-job features that do not change while a job waits, one row per job seen (by id)."""
+    """Per-job features that do not change while a job waits, one row per job seen (by id):
+    the job's observation row (``wait``, ``value_*`` and ``fits_now`` filled per step) and
+    what the fit test compares."""
 
-    __slots__ = ("curves", "index", "need", "static", "submit", "used")
+    __slots__ = ("curves", "features", "index", "need", "submit", "used")
 
     def __init__(self) -> None:
         self.index: dict[int, int] = {}
-        self.static = np.zeros((256, 5))  # cores, gpus, mem, bb shares; estimate
+        self.features = np.zeros((256, _F), dtype=np.float32)
         self.need = np.zeros((5, 256))  # cores, gpus, mics, mem, bb (by column): what the fit test compares
         self.submit = np.zeros(256)
-        self.curves: dict[int, Any] = {}  # row -> value curve (market jobs)
+        self.curves: dict[int, Any] = {}  # row -> (value curve, its maximum, run time) of market jobs
         self.used = 0
 
     def rows(self, jobs: Sequence[Job], platform: Platform) -> np.ndarray:
@@ -108,7 +112,7 @@ class _Table:
     def _add(self, job: Job, platform: Platform) -> int:
         row = self.used
         if row == len(self.submit):
-            self.static = np.concatenate([self.static, np.zeros_like(self.static)])
+            self.features = np.concatenate([self.features, np.zeros_like(self.features)])
             self.need = np.concatenate([self.need, np.zeros_like(self.need)], axis=1)
             self.submit = np.concatenate([self.submit, np.zeros_like(self.submit)])
         self.used += 1
@@ -117,7 +121,8 @@ class _Table:
         amounts = [job.units * a for a in job.unit]
         shares = [amounts[r] / total[r] if total[r] > 0 else 0.0 for r in (0, 1, 3)]
         bb = job.bb / platform.burst_buffer if platform.burst_buffer > 0 else 0.0
-        self.static[row] = (*shares, bb, job.estimate / (job.estimate + TIME_SCALE))
+        self.features[row, 1:6] = (*shares, bb, job.estimate / (job.estimate + TIME_SCALE))
+        self.features[row, 9] = 1.0
         self.need[:, row] = (*amounts, job.bb)
         self.submit[row] = job.submit
         curve = job.payload.get("value_curve") if job.payload else None
@@ -143,7 +148,8 @@ class InstantDispatcher:
         self._table = _Table()
         self.platform: Platform | None = None
         self._total = np.zeros(4)
-        self._inverse_total = np.zeros(4)
+        self._inverse_total = [0.0] * 4
+        self._total_cores = 0.0
         self._inverse_bb = 0.0
         self.view: View | None = None
         self.queue: list[Job] = []
@@ -156,8 +162,9 @@ class InstantDispatcher:
         self._need = np.zeros((5, 0))
         self._releases: list[tuple[float, int]] = []
         self._running_key: tuple[int, int] | None = None
-        self._running_ends = np.zeros(0)
-        self._running_cores = np.zeros(0)
+        self._running_ends: list[float] = []
+        self._running_cores: list[float] = [0.0]
+        self._cores_only = False
 
     # ------------------------------------------------------------ an instant
     def begin(self, view: View) -> bool:
@@ -166,11 +173,14 @@ class InstantDispatcher:
         if view.platform is not self.platform:
             self.platform = view.platform
             self._total = np.asarray(view.platform.total, dtype=float)
-            self._inverse_total = np.divide(1.0, self._total, out=np.zeros(4), where=self._total > 0)
+            self._inverse_total = [1.0 / t if t > 0 else 0.0 for t in self._total.tolist()]
+            self._total_cores = float(self._total[0])
             bb = float(view.platform.burst_buffer)
             self._inverse_bb = 1.0 / bb if bb > 0 else 0.0
             self._table = _Table()
             self._running_key = None
+            # Only cores (no other resource, no burst buffer): the fit test reads one row.
+            self._cores_only = not np.asarray(view.platform.total)[1:].any() and bb == 0
         self.view = view
         self.queue = list(view.queue)
         self.started, self.actions, self.head = [], [], None
@@ -183,7 +193,11 @@ class InstantDispatcher:
 
     def needs_choice(self) -> bool:
         """Whether some waiting job passes the totals test (fits what is free, summed)."""
-        return self.head is None and bool((self._need <= self._free[:, None]).all(axis=0).any())
+        if self.head is not None or not len(self.queue):
+            return False
+        if self._cores_only:
+            return bool(self._need[0].min() <= self._free[0])
+        return bool((self._need <= self._free[:, None]).all(axis=0).any())
 
     def _fits_totals(self, slot: int) -> bool:
         return bool((self._need[:, slot] <= self._free).all())
@@ -229,28 +243,32 @@ class InstantDispatcher:
             self.started.append(job)
             self._free -= self._need[:, slot]
             del self.queue[slot]
-            self._rows = np.delete(self._rows, slot)
-            self._need = np.delete(self._need, slot, axis=1)
+            if slot == 0:  # views, no copy
+                self._rows, self._need = self._rows[1:], self._need[:, 1:]
+            else:
+                self._rows = np.concatenate((self._rows[:slot], self._rows[slot + 1:]))
+                self._need = np.concatenate((self._need[:, :slot], self._need[:, slot + 1:]), axis=1)
             self._releases.append((view.time + job.estimate, job.cores))
             return [job], not self.needs_choice()
         self.head = job
-        return self._backfill(), True
+        return self._backfill(slot), True
 
-    def _backfill(self) -> list[Job]:
-        """EASY around the head (``Easy.schedule``), replacing this instant's starts."""
+    def _backfill(self, slot: int) -> list[Job]:
+        """EASY around the head in ``slot`` (``Easy.schedule`` over the jobs already chosen,
+        the head, then the rest in queue order), replacing this instant's starts."""
         if self.backfiller is None or self.head is None:
             return []
         view = self.view
         assert view is not None
         self._close(undo=True)
-        head = self.head
-        rest = [job for job in self.queue if job is not head]
-        decision = self.backfiller.schedule(view, [*self.started, head, *rest])
-        chosen = {job.job_id for job in self.started}
-        by_id = {job.job_id: job for job in rest}
-        added = [by_id[a.job_id] for a in decision.actions if a.job_id not in chosen]
+        queue = self.queue
+        decision = self.backfiller.schedule(view, [*self.started, self.head, *queue[:slot], *queue[slot + 1:]])
         self.actions = list(decision.actions)
-        return added
+        added = self.actions[len(self.started):]
+        if not added:
+            return []
+        by_id = {job.job_id: job for job in queue}
+        return [by_id[action.job_id] for action in added]
 
     def _close(self, undo: bool = False) -> None:
         scratch, self._scratch = self._scratch, None
@@ -269,44 +287,40 @@ class InstantDispatcher:
         return Decision(tuple(actions)) if actions else NOTHING
 
     # ----------------------------------------------------------- observation
-    def _running(self, view: View) -> tuple[np.ndarray, np.ndarray]:
-        """The running jobs' expected ends, sorted, and the cores released by each
-        (cumulative, with a leading 0); rebuilt when the running jobs changed."""
+    def _running(self, view: View) -> tuple[list[float], list[float]]:
+        """The running jobs' expected ends (``view.running`` is sorted by them) and the
+        cores released by then (cumulative, with a leading 0); rebuilt when they changed."""
         kept = fast_view(view, "running_version")
         key = None if kept is None else (kept.running_version, id(view))
         if key is None or key != self._running_key:
             running = view.running
-            n = len(running)
-            ends = np.fromiter((r.est_end for r in running), dtype=float, count=n)
-            cores = np.fromiter((r.units * r.job.unit[0] for r in running), dtype=float, count=n)
-            order = np.argsort(ends, kind="stable")
-            self._running_ends = ends[order]
-            self._running_cores = np.concatenate(([0.0], np.cumsum(cores[order])))
+            self._running_ends = [r.est_end for r in running]
+            self._running_cores = [0.0, *itertools.accumulate(r.units * r.job.unit[0] for r in running)]
             self._running_key = key
         return self._running_ends, self._running_cores
 
-    def observation(self, out: np.ndarray | None = None) -> np.ndarray:
+    def observation(self) -> np.ndarray:
         """The flat observation: the window's job features, then the platform's
         (``JOB_FEATURES``, ``PLATFORM_FEATURES``), each in [-1, 1]."""
         view = self.view
         assert view is not None
         k = self.options.window
-        obs = np.zeros(observation_size(k), dtype=np.float32) if out is None else out
-        if out is not None:
-            obs.fill(0.0)
+        obs = np.zeros(k * _F + _G, dtype=np.float32)
         now = view.time
-        platform = view.platform
         table = self._table
-        n = min(len(self.queue), k)
+        queued = len(self.queue)
+        n = min(queued, k)
         free = self._free
         if n:
             rows = self._rows[:n]
             block = obs[: k * _F].reshape(k, _F)
+            block[:n] = table.features[rows]
             wait = now - table.submit[rows]
             block[:n, 0] = wait / (wait + TIME_SCALE)
-            block[:n, 1:6] = table.static[rows]
-            block[:n, 8] = (self._need[:, :n] <= free[:, None]).all(axis=0)
-            block[:n, 9] = 1.0
+            if self._cores_only:
+                block[:n, 8] = self._need[0, :n] <= free[0]
+            else:
+                block[:n, 8] = (self._need[:, :n] <= free[:, None]).all(axis=0)
             if table.curves:
                 curves = table.curves
                 for i, row in enumerate(rows.tolist()):
@@ -318,18 +332,24 @@ class InstantDispatcher:
                         later = float(curve.value_at(elapsed + TIME_SCALE))
                         block[i, 6] = value / top
                         block[i, 7] = max(-1.0, (later - value) / top)
-        tail = obs[k * _F:]
-        tail[0:4] = free[0:4] * self._inverse_total
-        tail[4] = free[4] * self._inverse_bb
-        tail[5] = len(self.queue) / (len(self.queue) + k)
-        cores = self._total[0]
+        free_cores = float(free[0])
+        inverse = self._inverse_total
+        tail = [free_cores * inverse[0], float(free[1]) * inverse[1], float(free[2]) * inverse[2],
+                float(free[3]) * inverse[3], float(free[4]) * self._inverse_bb, queued / (queued + k)]
+        cores = self._total_cores
         if cores > 0:
             ends, cumulative = self._running(view)
-            horizons = now + _HORIZONS
-            released = cumulative[np.searchsorted(ends, horizons, side="right")]
-            for end, amount in self._releases:
-                released[horizons >= end] += amount
-            tail[6:] = np.minimum(1.0, (free[0] + released) / cores)
+            extra = self._releases
+            for horizon in RELEASE_HORIZONS:
+                by = now + horizon
+                released = cumulative[bisect.bisect_right(ends, by)]
+                for end, amount in extra:
+                    if end <= by:
+                        released += amount
+                tail.append(min(1.0, (free_cores + released) / cores))
+        else:
+            tail.extend([0.0] * len(RELEASE_HORIZONS))
+        obs[k * _F:] = tail
         return obs
 
 
