@@ -40,8 +40,14 @@ def _tiny_model(tmp_path, backfill: bool):  # type: ignore[no-untyped-def]
     from market_hpc.rl.learned import save_learned
 
     env = HPCDispatchEnv(list(JOBS), PLATFORM, episode_jobs=64, window=16, backfill=backfill)
-    model = sb3_contrib.MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0,
-                                    policy_kwargs={"net_arch": [16]}, device="cpu")
+    if backfill:  # RLScheduler's kernel network
+        from market_hpc.rl.kernel import KernelPolicy
+
+        policy, kwargs = KernelPolicy, {}
+    else:
+        policy, kwargs = "MlpPolicy", {"net_arch": [16]}
+    model = sb3_contrib.MaskablePPO(policy, env, n_steps=64, batch_size=32, n_epochs=1, seed=0,
+                                    policy_kwargs=kwargs, device="cpu")
     model.learn(128)
     return save_learned(model, tmp_path / "tiny", env.options, trace="lublin-feitelson"), env
 
@@ -49,6 +55,7 @@ def _tiny_model(tmp_path, backfill: bool):  # type: ignore[no-untyped-def]
 @pytest.mark.rl
 @pytest.mark.parametrize("backfill", [False, True])
 def test_a_saved_model_runs_as_a_scheduler_as_it_acts_in_the_environment(tmp_path, backfill: bool) -> None:  # type: ignore[no-untyped-def]
+    # The environment asks sb3's predict; the scheduler its own forward pass (GreedyPredictor).
     from market_hpc.policies import make_policy
     from market_hpc.rl.learned import load_model
 
