@@ -314,8 +314,8 @@ class InstantDispatcher:
         if n:
             rows = self._rows[:n]
             block = obs[: k * _F].reshape(k, _F)
-            block[:n] = table.features[rows]
-            wait = now - table.submit[rows]
+            np.take(table.features, rows, axis=0, out=block[:n])
+            wait = now - table.submit.take(rows)
             block[:n, 0] = wait / (wait + TIME_SCALE)
             if self._cores_only:
                 block[:n, 8] = self._need[0, :n] <= free[0]

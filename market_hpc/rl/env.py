@@ -122,7 +122,6 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         self._sign = 1.0 if reward == "value" else -1.0
         self._total = 0.0
         self._started = 0
-        self._metrics: dict[str, float] = {}
 
     def _start_indices(self, start_range: tuple[float, float]) -> tuple[int, int]:
         try:
@@ -176,7 +175,6 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         self._done = False
         self._total = 0.0
         self._started = 0
-        self._metrics = {"bsld": 0.0, "wait": 0.0, "value": 0.0}
         self._advance()
         return self._observation(), self._info()
 
@@ -220,11 +218,9 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
 
     def _count(self, started: list[Job], now: float) -> float:
         gained = 0.0
+        kind = self.reward_kind
         for job in started:
-            metric = job_metric(job, now, self.reward_kind)
-            gained += metric
-            for kind in self._metrics:
-                self._metrics[kind] += metric if kind == self.reward_kind else job_metric(job, now, kind)
+            gained += job_metric(job, now, kind)
         self._started += len(started)
         self._total += gained
         return gained
@@ -251,8 +247,17 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
     def _info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"time": 0.0 if self.model is None else self.model.now,
                                 "started": self._started, "start_index": self.start_index}
-        if self._done and self._started:
-            info["episode_metrics"] = {"bsld": self._metrics["bsld"] / self._started,
-                                       "wait": self._metrics["wait"] / self._started,
-                                       "value": self._metrics["value"], "jobs": self._started}
+        if self._done and self._started and self.model is not None:
+            info["episode_metrics"] = self._episode_metrics()
         return info
+
+    def _episode_metrics(self) -> dict[str, float]:
+        """The slice's mean bounded slowdown and wait, and the value earned, over its jobs
+        that started (read from the model's results at the episode's end)."""
+        assert self.model is not None
+        frame = self.model.jobs_frame()
+        frame = frame[frame["start_time"].notna()]
+        run = frame["end_time"] - frame["start_time"]
+        bsld = np.maximum(1.0, (frame["wait_time"] + run) / np.maximum(run, 10.0))
+        return {"bsld": float(bsld.mean()), "wait": float(frame["wait_time"].mean()),
+                "value": float(frame["value"].sum()), "jobs": len(frame)}
