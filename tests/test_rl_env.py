@@ -9,19 +9,19 @@ import pytest
 
 gym = pytest.importorskip("gymnasium", reason="gymnasium is not installed (the dev or rl extra)")
 
-from conftest import real_trace  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from invariants import assert_schedule_invariants, random_workload  # noqa: E402
+from conftest import real_trace
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from invariants import assert_schedule_invariants, random_workload
 
-from market_hpc.core.model import HPCModel  # noqa: E402
-from market_hpc.domain.job import Job  # noqa: E402
-from market_hpc.errors import ConfigError  # noqa: E402
-from market_hpc.policies.classic import shortest_first  # noqa: E402
-from market_hpc.rl.dispatch import JOB_FEATURES, first_fit_slot, job_metric  # noqa: E402
-from market_hpc.rl.env import HPCDispatchEnv  # noqa: E402
-from market_hpc.workload.market_rule import apply_market_rule  # noqa: E402
-from market_hpc.workload.synthetic import lublin_feitelson  # noqa: E402
+from market_hpc.core.model import HPCModel
+from market_hpc.domain.job import Job
+from market_hpc.errors import ConfigError
+from market_hpc.policies.classic import shortest_first
+from market_hpc.rl.dispatch import JOB_FEATURES, first_fit_slot, job_metric
+from market_hpc.rl.env import HPCDispatchEnv
+from market_hpc.workload.market_rule import apply_market_rule
+from market_hpc.workload.synthetic import lublin_feitelson
 
 PLATFORM = "nodes=8,cores=8"
 
@@ -140,12 +140,6 @@ def test_check_env_passes() -> None:
 
 def test_same_seed_same_episode_and_spaces_hold_every_observation() -> None:
     env = HPCDispatchEnv(list(GENERATED), PLATFORM, episode_jobs=100, window=32)
-    rng = np.random.default_rng(0)
-    actions = rng.integers(0, 32, 10_000)
-
-    def replay(env: HPCDispatchEnv, counter=iter(range(10**9))) -> int:  # type: ignore[no-untyped-def]
-        return int(actions[next(counter) % len(actions)])
-
     first = _play(env, lambda e: 0, seed=7)
     second = _play(env, lambda e: 0, seed=7)
     assert env.start_index == first[2]["start_index"] == second[2]["start_index"]
@@ -178,7 +172,7 @@ def test_step_rewards_add_up_to_the_episode_reward_and_the_metric() -> None:
 def test_value_reward_counts_what_market_jobs_earn() -> None:
     jobs = apply_market_rule(GENERATED[:150])
     env = HPCDispatchEnv(jobs, PLATFORM, episode_jobs=150, reward="value", backfill=True)
-    _, rewards, info = _play(env, first_job, start=0)
+    _, rewards, _ = _play(env, first_job, start=0)
     assert env.model is not None
     frame = env.model.jobs_frame()
     assert rewards[-1] == pytest.approx(frame["value"].sum() / 150)

@@ -81,7 +81,7 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         ConfigError: an option out of range or unknown, naming it and what is valid.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012  # gymnasium declares it so
 
     def __init__(
         self,
@@ -241,7 +241,7 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
 
     def _observation(self) -> np.ndarray:
         if self._done:
-            return np.zeros(self.observation_space.shape, dtype=np.float32)
+            return np.zeros(observation_size(self.options.window), dtype=np.float32)
         return self.dispatcher.observation()
 
     def _info(self) -> dict[str, Any]:

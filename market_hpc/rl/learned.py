@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from market_hpc.errors import ConfigError
+from market_hpc.json_text import json_text
 from market_hpc.policies.base import Allocator, Decision, View
 from market_hpc.policies.capabilities import KINDS, RESOURCES, handles
 from market_hpc.policies.registry import register_scheduler_family
@@ -82,7 +83,7 @@ def save_learned(model: Any, path: str | Path, options: DispatchOptions, **extra
     path = Path(path)
     model.save(str(path))
     saved = path if path.suffix == ".zip" else path.with_name(path.name + ".zip")
-    options_path(saved).write_text(json.dumps({"options": asdict(options), **extra}, indent=2, default=str) + "\n")
+    options_path(saved).write_text(json_text({"options": asdict(options), **extra}, default=str))
     return saved
 
 
