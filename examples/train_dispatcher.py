@@ -63,7 +63,13 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     from market_hpc.rl.env import HPCDispatchEnv
     from market_hpc.rl.evaluate import evaluate, paired_table, slice_starts
     from market_hpc.rl.kernel import KernelPolicy
-    from market_hpc.rl.learned import DispatchingPolicy, GreedyPredictor, load_model, load_options, save_learned
+    from market_hpc.rl.learned import (
+        DispatchingPolicy,
+        GreedyPredictor,
+        load_model,
+        load_options,
+        save_learned,
+    )
     from market_hpc.workload.swf import read_swf
 
     torch.set_num_threads(args.threads)
