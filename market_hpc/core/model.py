@@ -36,7 +36,7 @@ from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError
 from market_hpc.gc_pause import gc_paused
-from market_hpc.policies.base import Policy, RunningJob
+from market_hpc.policies.base import Decision, Policy, RunningJob
 from market_hpc.policies.registry import make_policy, scheduler_entry
 from market_hpc.validation import FRACTION, NON_NEGATIVE_INT, TIME, check
 
@@ -167,6 +167,8 @@ class HPCModel(mesa.Model):
         self._wake_after = getattr(self.policy, "wake_after", None)
         self._generation = 0  # decisions so far: a wake-up event carries the one that asked for it
         self._tick_at = -_NEVER  # the every-step loop's pending time step
+        # next_decision(): None (off), "" (armed) or the cause of the paused decision
+        self._paused: str | None = None
         self.decision_causes: dict[str, int] = dict.fromkeys(CAUSES, 0)
         self.now: float = 0.0
         self._free = FreeResources(self.platform.capacity)
@@ -413,7 +415,16 @@ class HPCModel(mesa.Model):
             elif event == self._generation:  # the latest decision's wake-up (older ones are stale)
                 cause = "wake-up" if cause in (None, _TICK) else cause
         if cause is not None and self.queue_agent.jobs:
+            if self._paused is not None:  # next_decision(): stop before deciding; resume() ends the instant
+                self._paused = cause
+                return True
             self._decide(cause)
+        self._end_instant(now)
+        return True
+
+    def _end_instant(self, now: float) -> None:
+        """What follows an instant's decision: the every-step tick, stale wake-ups, the sample."""
+        heap = self._heap
         if (self.every_step and self.queue_agent.jobs and self._tick_at <= now
                 and (heap or len(self.running_by_end) or self._upcoming is not None)):
             # (with nothing running or to come no step would change anything: end, not spin)
@@ -423,7 +434,62 @@ class HPCModel(mesa.Model):
             heapq.heappop(heap)  # a superseded wake-up: no instant, no decision
         if self.recorder.record_timeseries:
             self.recorder.sample(self)
-        return True
+
+    # ------------------------------------------------- decisions made outside
+    def next_decision(self, until: float = _NEVER) -> ModelView | None:
+        """Run to the next instant that needs a decision and pause there, before the policy
+        is asked; return that decision's view (``None``: no such instant is left by
+        ``until``; with no event left the run is finalized, as ``run()`` does).
+
+        This is how a caller that is not a ``Policy`` (a learning environment,
+        ``market_hpc.rl``) decides: everything of the instant before the decision has
+        happened (completions, arrivals, events), and nothing after it; ``resume(decision)``
+        applies the caller's decision exactly as the policy's would be (validated, counted
+        in ``decision_causes``, its wake-up kept) and ends the instant. ``run()``, ``step()``
+        and this loop handle instants the same way; mixing them is allowed between
+        decisions, never while one is pending.
+
+        Raises:
+            RuntimeError: a decision is already pending (call ``resume`` first).
+        """
+        if self._paused is not None:
+            raise RuntimeError(f"a decision is pending at time {self.now}: call resume(decision) first")
+        self._paused = ""  # armed: _advance stores the instant's cause here and returns
+        try:
+            while True:
+                upcoming = self.next_time()
+                if upcoming == _NEVER or upcoming > until:
+                    break
+                self._advance(upcoming)
+                self.steps += 1
+                if self._paused:
+                    self.manager._shared = False  # as dispatch() does before asking the policy
+                    return self.decision_view()
+        finally:
+            if not self._paused:
+                self._paused = None
+        if self.next_time() == _NEVER:
+            self.finalize()
+        return None
+
+    @property
+    def decision_pending(self) -> bool:
+        """Whether ``next_decision()`` paused at a decision that ``resume`` has not applied."""
+        return bool(self._paused)
+
+    def resume(self, decision: Decision) -> None:
+        """Apply ``decision`` at the instant ``next_decision()`` paused at, and end that instant.
+
+        Raises:
+            RuntimeError: no decision is pending.
+            PolicyError: an action the model refuses (as for a policy's decision).
+        """
+        cause = self._paused
+        if not cause:
+            raise RuntimeError("no decision is pending: call next_decision() first")
+        self._paused = None
+        self._decide(cause, decision)
+        self._end_instant(self.now)
 
     # ------------------------------------------------------------ lifecycle
     def _arrive(self, job: Job) -> None:
@@ -462,11 +528,12 @@ class HPCModel(mesa.Model):
         leave(self, agent)
 
     # ------------------------------------------------------------- decisions
-    def _decide(self, cause: str) -> None:
-        """One decision (its cause counted); its wake-up, if any, supersedes earlier ones."""
+    def _decide(self, cause: str, decision: Decision | None = None) -> None:
+        """One decision (its cause counted), the policy's or ``decision`` when given; its
+        wake-up, if any, supersedes earlier ones."""
         self._generation += 1
         self.decision_causes[cause] += 1
-        apply_decision(self, self.manager.dispatch())
+        apply_decision(self, self.manager.dispatch() if decision is None else decision)
         if self._wake_after is not None:
             wake = self._wake_after(self.decision_view())
             if wake is not None and wake > self.now:

@@ -146,6 +146,7 @@ MARKET = {"penalty": Param("float", FRACTION)}
 LOOKAHEAD = {**MARKET, "max_holds": Param("int", Range(0, 1000, integer=True))}
 
 SCHEDULER_PARAMS: dict[str, dict[str, Param]] = {
+    **{name: {} for name in ("wfp3", "wfp3-easy", "unicep", "unicep-easy", "f1", "f1-easy", "sjf-easy")},  # market_hpc.rl
     **{name: {} for name in ("fifo", "sjf", "ljf", "easy", "saf",
                              "queues-partitioned", "queues-shared", "queues-hybrid")},
     "pcp20": PCP20,

@@ -62,6 +62,9 @@ class SchedulerEntry:
 
 
 SCHEDULERS: dict[str, SchedulerEntry] = {}
+SCHEDULER_FAMILIES: dict[str, SchedulerEntry] = {}
+"""Schedulers named ``PREFIX:ARGUMENT`` (``learned:PATH``), by prefix; each entry's factory
+is ``factory(allocator, argument, **params)``."""
 ALLOCATORS: dict[str, tuple[AllocatorFactory, str]] = {}
 BIDDERS: dict[str, tuple[BidderFactory, str]] = {}
 MARKET_ONLY_ALLOCATORS: set[str] = set()
@@ -107,6 +110,52 @@ def register_scheduler(
     return add
 
 
+def register_scheduler_family(
+    prefix: str,
+    summary: str,
+    *,
+    default_allocator: str = "first-fit",
+    handles: Capabilities | None = None,
+) -> Callable[[Callable[..., Policy]], Callable[..., Policy]]:
+    """Decorator adding a family of schedulers named ``PREFIX:ARGUMENT`` (e.g.
+    ``learned:models/ppo.zip``): ``scheduler_entry`` resolves any such name, so the
+    argument (kept as written, case included) is part of the scheduler's name in configs,
+    sweeps and reports. The factory is called as ``factory(allocator, argument, **params)``.
+    Family members are not listed by ``scheduler_names()`` (there is one per argument).
+
+    Raises:
+        ConfigError: the prefix is taken or has a ``:``.
+    """
+
+    def add(factory: Callable[..., Policy]) -> Callable[..., Policy]:
+        if ":" in prefix or prefix in SCHEDULER_FAMILIES:
+            raise ConfigError(f"scheduler family {prefix!r}: a prefix without ':' that is not taken")
+        SCHEDULER_FAMILIES[prefix] = SchedulerEntry(f"{prefix}:", factory, None, default_allocator, summary,
+                                                    False, handles)
+        return factory
+
+    return add
+
+
+def _family_member(name: str) -> SchedulerEntry | None:
+    """The entry of ``PREFIX:ARGUMENT`` when ``PREFIX`` is a registered family."""
+    prefix, colon, argument = name.partition(":")
+    family = SCHEDULER_FAMILIES.get(prefix.lower()) if colon else None
+    if family is None:
+        return None
+    if not argument:
+        raise ConfigError(f"scheduler {name!r}: the {prefix.lower()} family needs an argument: "
+                          f"{prefix.lower()}:ARGUMENT ({family.summary})")
+    made = family.factory
+
+    def factory(allocator: Allocator, **params: Any) -> Policy:
+        return made(allocator, argument, **params)
+
+    factory.__module__ = getattr(made, "__module__", __name__)
+    factory.__qualname__ = getattr(made, "__qualname__", "factory")
+    return dataclasses.replace(family, name=f"{prefix.lower()}:{argument}", factory=factory)
+
+
 def register_allocator(
     name: str, summary: str, *, market_only: bool = False
 ) -> Callable[[AllocatorFactory], AllocatorFactory]:
@@ -149,6 +198,8 @@ def register_bidder(name: str, summary: str) -> Callable[[BidderFactory], Bidder
 
 BUILTIN_MODULES = ("allocators", "classic", "market", "hetero", "hetero_schedulers", "market_baselines",
                    "bbsched", "queues", "cp", "bidders")
+FAMILY_MODULES = ("market_hpc.rl.heuristics", "market_hpc.rl.learned")
+"""Built-in policies whose family lives outside ``market_hpc.policies`` (full module names)."""
 _loaded = False
 
 
@@ -160,6 +211,8 @@ def _load_builtin() -> None:
     _loaded = True  # before loading: a plugin may look names up while it registers
     for module in BUILTIN_MODULES:  # importing the modules runs their register_* decorators
         importlib.import_module(f"market_hpc.policies.{module}")
+    for module in FAMILY_MODULES:
+        importlib.import_module(module)
     for name, caps in BUILTIN.items():  # declared here, beside each other, not in the policy modules
         if name in SCHEDULERS and SCHEDULERS[name].handles is None:
             SCHEDULERS[name] = dataclasses.replace(SCHEDULERS[name], handles=caps)
@@ -172,11 +225,11 @@ def snapshot() -> tuple[frozenset[str], ...]:
     """The registered names, built-ins and plugins loaded first (to undo a plugin that
     failed half-way, or a test's registrations, with ``restore``)."""
     _load_builtin()
-    return (frozenset(SCHEDULERS), frozenset(ALLOCATORS), frozenset(BIDDERS))
+    return (frozenset(SCHEDULERS), frozenset(ALLOCATORS), frozenset(BIDDERS), frozenset(SCHEDULER_FAMILIES))
 
 
 _TABLES: tuple[tuple[str, dict[str, Any]], ...] = (("scheduler", SCHEDULERS), ("allocator", ALLOCATORS),
-                                                   ("bidder", BIDDERS))
+                                                   ("bidder", BIDDERS), ("scheduler family", SCHEDULER_FAMILIES))
 
 
 def added_since(names: tuple[frozenset[str], ...]) -> list[str]:
@@ -247,6 +300,9 @@ def scheduler_entry(name: str) -> SchedulerEntry:
     _load_builtin()
     key = name.lower()
     if key not in SCHEDULERS:
+        member = _family_member(name)
+        if member is not None:
+            return member
         raise _unknown("scheduler", name, SCHEDULERS)
     return SCHEDULERS[key]
 

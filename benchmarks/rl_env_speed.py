@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Environment steps per second against plain ``easy`` decisions on the same slices.
+
+Both sides run the same slices of a trace (default KTH-SP2, 10 slices of 1,024 jobs)
+through ``HPCModel`` end to end: the replay with ``easy`` (model loop + EASY decisions),
+and ``HPCDispatchEnv`` with backfilling driven by a first-job agent, which makes exactly
+EASY's decisions (tests/test_rl_env.py), so the difference is what the environment costs:
+pausing and resuming the model, the observation (K = 128 jobs), the mask and the
+job-by-job hand-off. A random masked agent is timed as well (other decisions, same cost
+per step). The figure of merit is the CPU time of one environment step over the CPU time
+of one EASY decision (goal: at most 3).
+
+    python benchmarks/rl_env_speed.py [--trace PATH] [--slices 10] [--jobs 1024] [--window 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from market_hpc.core.model import HPCModel
+from market_hpc.rl.env import HPCDispatchEnv
+from market_hpc.rl.evaluate import slice_starts
+from market_hpc.workload.swf import read_swf
+
+TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
+
+
+def main(argv: list[str] | None = None) -> float:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trace", default=str(TRACE))
+    parser.add_argument("--platform", default="kth-sp2")
+    parser.add_argument("--slices", type=int, default=10)
+    parser.add_argument("--jobs", type=int, default=1024)
+    parser.add_argument("--window", type=int, default=128)
+    parser.add_argument("--repeat", type=int, default=3, help="best of this many rounds")
+    args = parser.parse_args(argv)
+
+    jobs = list(read_swf(args.trace).jobs)
+    starts = slice_starts(len(jobs), args.jobs, args.slices, seed=0)
+    slices = [jobs[s:s + args.jobs] for s in starts]
+
+    def easy_round() -> tuple[float, int]:
+        decisions, cpu = 0, 0.0
+        for part in slices:
+            began = time.process_time()
+            model = HPCModel(part, args.platform, scheduler="easy", record_timeseries=False)
+            model.run()
+            cpu += time.process_time() - began
+            decisions += model.manager.decisions
+        return cpu, decisions
+
+    env = HPCDispatchEnv(jobs, args.platform, episode_jobs=args.jobs, window=args.window, backfill=True)
+
+    def env_round(agent: str) -> tuple[float, int]:
+        rng = np.random.default_rng(0)
+        steps, cpu = 0, 0.0
+        for start in starts:
+            began = time.process_time()
+            env.reset(options={"start": start})
+            done = False
+            while not done:
+                if agent == "first":
+                    action = 0
+                else:
+                    action = int(rng.choice(np.flatnonzero(env.action_masks())))
+                _, _, done, _, _ = env.step(action)
+                steps += 1
+            cpu += time.process_time() - began
+        return cpu, steps
+
+    easy = min((easy_round() for _ in range(args.repeat)), key=lambda r: r[0])
+    first = min((env_round("first") for _ in range(args.repeat)), key=lambda r: r[0])
+    rand = min((env_round("random") for _ in range(args.repeat)), key=lambda r: r[0])
+    per_decision = easy[0] / easy[1]
+    print(f"{Path(args.trace).name}: {args.slices} slices of {args.jobs} jobs, window {args.window}")
+    print(f"easy replay:          {easy[1]:7d} decisions  {easy[1] / easy[0]:9.0f} decisions/s  "
+          f"{per_decision * 1e6:7.1f} us a decision")
+    for label, (cpu, steps) in (("env, first-job agent", first), ("env, random masked", rand)):
+        print(f"{label:21s} {steps:7d} steps      {steps / cpu:9.0f} steps/s      "
+              f"{cpu / steps * 1e6:7.1f} us a step   ratio {cpu / steps / per_decision:.2f}x an EASY decision")
+    ratio = first[0] / first[1] / per_decision
+    print(f"ratio (first-job agent, the same decisions as easy): {ratio:.2f} (goal <= 3)")
+    # The environment asks no step at instants where nothing can fit (it decides them
+    # itself), so per decided instant, the unit the replay counts, it costs less:
+    print(f"per decided instant (both sides decide the same {easy[1]} instants): "
+          f"{first[0] / easy[1] * 1e6:.1f} us against {per_decision * 1e6:.1f} us, ratio {first[0] / easy[0]:.2f}")
+    return ratio
+
+
+if __name__ == "__main__":
+    main()

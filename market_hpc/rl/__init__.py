@@ -1,0 +1,25 @@
+"""Learned dispatchers: a Gymnasium environment over the project's own ``HPCModel``,
+the heuristics RL papers compare against, and trained models run as schedulers.
+
+- :class:`~market_hpc.rl.env.HPCDispatchEnv` (needs ``gymnasium``, the ``rl`` or ``dev`` extra);
+- :mod:`market_hpc.rl.dispatch`: one decision built job by job (numpy only), shared by the
+  environment and the ``learned:PATH`` scheduler;
+- :mod:`market_hpc.rl.heuristics`: WFP3, UNICEP and F1, with and without EASY backfilling;
+- :mod:`market_hpc.rl.learned`: a saved MaskablePPO model as a scheduler (needs the ``rl`` extra).
+
+Importing this package imports neither gymnasium nor torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["HPCDispatchEnv"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "HPCDispatchEnv":
+        from market_hpc.rl.env import HPCDispatchEnv
+
+        return HPCDispatchEnv
+    raise AttributeError(f"module 'market_hpc.rl' has no attribute {name!r}")

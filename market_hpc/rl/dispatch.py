@@ -1,0 +1,414 @@
+"""One decision built job by job: what the learning environment and a trained policy share.
+
+At an instant where the model decides, :class:`InstantDispatcher` offers a window of the
+first K waiting jobs (queue order). Each choice names one job of the window:
+
+- the job fits now: it starts (on the allocator's placement, as the classic schedulers
+  place it) and the same instant offers the rest again;
+- it does not fit: it is this instant's *head*. Nothing else starts, or, with
+  ``backfill=True``, EASY backfilling runs around it (``policies.classic.Easy``'s
+  public ``schedule``: the jobs already chosen, then the head, then the rest of the queue
+  in queue order), and the instant ends.
+
+The instant also ends when no waiting job can fit what is left. Choosing the queue's
+first job at every step is therefore FIFO, choosing the shortest estimate is SJF, and
+with backfilling the first job gives EASY: start for start (``tests/test_rl_env.py``).
+The choice is asked again at the next instant whatever was chosen before (a head holds
+nothing across instants), so any priority order reproduces its strict scheduler.
+
+Everything here is numpy and the model's own code; gymnasium is not needed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from market_hpc.domain.job import Job
+from market_hpc.domain.platform import Platform
+from market_hpc.errors import ConfigError
+from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start, View, fast_view
+from market_hpc.policies.classic import Easy
+from market_hpc.policies.scratch import PassScratch
+from market_hpc.validation import Range, check
+
+JOB_FEATURES = (
+    "wait", "cores", "gpus", "mem", "bb", "estimate", "value_now", "value_slope", "fits_now", "present",
+)
+"""The features of each window slot, in order (all 0 for an empty slot)."""
+RELEASE_HORIZONS = (900.0, 3600.0, 4 * 3600.0, 12 * 3600.0, 24 * 3600.0)
+"""Seconds ahead at which the platform features give the share of cores expected free."""
+PLATFORM_FEATURES = (
+    "free_cores", "free_gpus", "free_mics", "free_mem", "free_bb", "queue_length",
+    *(f"cores_free_in_{int(h)}s" for h in RELEASE_HORIZONS),
+)
+"""The platform features that follow the window, in order."""
+TIME_SCALE = 3600.0
+"""Times (wait, estimate) enter the observation as ``t / (t + TIME_SCALE)``: 0.5 at an hour."""
+_F = len(JOB_FEATURES)
+_G = len(PLATFORM_FEATURES)
+_WINDOW = Range(1, 100_000, integer=True)
+
+
+def observation_size(window: int) -> int:
+    """Length of the flat observation for a window of ``window`` jobs."""
+    return window * _F + len(PLATFORM_FEATURES)
+
+
+@dataclass(frozen=True)
+class DispatchOptions:
+    """How decisions are offered (saved beside a trained model, so it runs as trained).
+
+    Attributes:
+        window: K, the jobs offered (the first K waiting jobs in queue order).
+        backfill: EASY backfilling around a chosen job that does not fit.
+        allocator: Registered allocator that places the chosen jobs.
+    """
+
+    window: int = 128
+    backfill: bool = False
+    allocator: str = "first-fit"
+
+    def __post_init__(self) -> None:
+        check(self.window, _WINDOW, "window")
+        if not isinstance(self.backfill, bool):
+            raise ConfigError(f"backfill: got {self.backfill!r}; valid: true or false")
+        from market_hpc.policies.registry import allocator_names
+
+        if self.allocator not in allocator_names() or self.allocator == "max-bid":
+            valid = [name for name in allocator_names() if name != "max-bid"]
+            raise ConfigError(f"allocator: got {self.allocator!r}; valid: {', '.join(valid)}")
+
+
+class _Table:
+    """Per-job features that do not change while a job waits, one row per job seen (by id):
+    the job's observation row (``wait``, ``value_*`` and ``fits_now`` filled per step) and
+    what the fit test compares."""
+
+    __slots__ = ("curves", "features", "index", "need", "submit", "used")
+
+    def __init__(self) -> None:
+        self.index: dict[int, int] = {}
+        self.features = np.zeros((256, _F), dtype=np.float32)
+        self.need = np.zeros((5, 256))  # cores, gpus, mics, mem, bb (by column): what the fit test compares
+        self.submit = np.zeros(256)
+        self.curves: dict[int, Any] = {}  # row -> (value curve, its maximum, run time) of market jobs
+        self.used = 0
+
+    def rows(self, jobs: Sequence[Job], platform: Platform) -> np.ndarray:
+        index = self.index
+        rows = [index.get(job.job_id, -1) for job in jobs]
+        if -1 in rows:
+            for i, row in enumerate(rows):
+                if row < 0:
+                    rows[i] = self._add(jobs[i], platform)
+        return np.array(rows, dtype=np.intp)
+
+    def _add(self, job: Job, platform: Platform) -> int:
+        row = self.used
+        if row == len(self.submit):
+            self.features = np.concatenate([self.features, np.zeros_like(self.features)])
+            self.need = np.concatenate([self.need, np.zeros_like(self.need)], axis=1)
+            self.submit = np.concatenate([self.submit, np.zeros_like(self.submit)])
+        self.used += 1
+        self.index[job.job_id] = row
+        total = platform.total
+        amounts = [job.units * a for a in job.unit]
+        shares = [amounts[r] / total[r] if total[r] > 0 else 0.0 for r in (0, 1, 3)]
+        bb = job.bb / platform.burst_buffer if platform.burst_buffer > 0 else 0.0
+        self.features[row, 1:6] = (*shares, bb, job.estimate / (job.estimate + TIME_SCALE))
+        self.features[row, 9] = 1.0
+        self.need[:, row] = (*amounts, job.bb)
+        self.submit[row] = job.submit
+        curve = job.payload.get("value_curve") if job.payload else None
+        if curve is not None:
+            self.curves[row] = (curve, float(curve.max_value), _run_of(job))
+        return row
+
+
+class InstantDispatcher:
+    """Builds one instant's :class:`Decision` from choices of window slots.
+
+    Args:
+        options: Window, backfilling and allocator.
+        allocator: A ready allocator (default: ``options.allocator``, made here).
+    """
+
+    def __init__(self, options: DispatchOptions, allocator: Allocator | None = None) -> None:
+        from market_hpc.policies.registry import make_allocator
+
+        self.options = options
+        self.allocator: Allocator = make_allocator(options.allocator) if allocator is None else allocator
+        self.backfiller = Easy(self.allocator) if options.backfill else None
+        self._table = _Table()
+        self.platform: Platform | None = None
+        self._total = np.zeros(4)
+        self._inverse_total = [0.0] * 4
+        self._total_cores = 0.0
+        self._inverse_bb = 0.0
+        self.view: View | None = None
+        self.queue: list[Job] = []
+        self.started: list[Job] = []
+        self.actions: list[Action] = []
+        self.head: Job | None = None
+        self._scratch: PassScratch | None = None
+        self._free = np.zeros(5)
+        self._rows = np.zeros(0, dtype=np.intp)
+        self._need = np.zeros((5, 0))
+        self._releases: list[tuple[float, int]] = []
+        self._running_key: tuple[int, int] | None = None
+        self._running_ends: list[float] = []
+        self._running_cores: list[float] = [0.0]
+        self._cores_only = False
+
+    # ------------------------------------------------------------ an instant
+    def begin(self, view: View) -> bool:
+        """Start the decision at ``view.time``; whether a choice is needed (some waiting
+        job may fit what is free; otherwise :meth:`finish` gives the empty decision)."""
+        if view.platform is not self.platform:
+            self.platform = view.platform
+            self._total = np.asarray(view.platform.total, dtype=float)
+            self._inverse_total = [1.0 / t if t > 0 else 0.0 for t in self._total.tolist()]
+            self._total_cores = float(self._total[0])
+            bb = float(view.platform.burst_buffer)
+            self._inverse_bb = 1.0 / bb if bb > 0 else 0.0
+            self._table = _Table()
+            self._running_key = None
+            # Only cores (no other resource, no burst buffer): the fit test reads one row.
+            self._cores_only = not np.asarray(view.platform.total)[1:].any() and bb == 0
+        self.view = view
+        self.queue = list(view.queue)
+        self.started, self.actions, self.head = [], [], None
+        self._free = np.array([*view.free_total, view.free_bb], dtype=float)
+        self._rows = self._table.rows(self.queue, view.platform)
+        self._need = self._table.need.take(self._rows, axis=1)
+        self._releases = []
+        self._scratch = None
+        return self.needs_choice()
+
+    def needs_choice(self) -> bool:
+        """Whether some waiting job passes the totals test (fits what is free, summed)."""
+        if self.head is not None or not len(self.queue):
+            return False
+        if self._cores_only:
+            return bool(self._need[0].min() <= self._free[0])
+        return bool((self._need <= self._free[:, None]).all(axis=0).any())
+
+    def _fits_totals(self, slot: int) -> bool:
+        return bool((self._need[:, slot] <= self._free).all())
+
+    def window(self) -> list[Job]:
+        """The jobs offered now, slot by slot."""
+        return self.queue[: self.options.window]
+
+    def mask(self) -> np.ndarray:
+        """Slots holding a job (each may be chosen; one that does not fit becomes the head)."""
+        mask = np.zeros(self.options.window, dtype=bool)
+        mask[: min(len(self.queue), self.options.window)] = True
+        return mask
+
+    def fits_mask(self) -> np.ndarray:
+        """Slots whose job passes the totals test now."""
+        mask = np.zeros(self.options.window, dtype=bool)
+        k = min(len(self.queue), self.options.window)
+        mask[:k] = (self._need[:, :k] <= self._free[:, None]).all(axis=0)
+        return mask
+
+    def choose(self, slot: int) -> tuple[list[Job], bool]:
+        """Act on the job in ``slot``; return the jobs started by this choice (backfilled
+        ones included) and whether the instant is over.
+
+        Raises:
+            ValueError: ``slot`` holds no job.
+        """
+        view = self.view
+        assert view is not None, "begin(view) first"
+        if not 0 <= slot < min(len(self.queue), self.options.window):
+            raise ValueError(f"slot {slot} holds no job: the window holds {min(len(self.queue), self.options.window)}")
+        job = self.queue[slot]
+        allocation = None
+        if self._fits_totals(slot):
+            if self._scratch is None:
+                self._scratch = PassScratch(view)
+            allocation = self._scratch.allocate(self.allocator, job)
+        if allocation is not None:
+            assert self._scratch is not None
+            self._scratch.take(job, allocation)
+            self.actions.append(Start(job.job_id, allocation))
+            self.started.append(job)
+            self._free -= self._need[:, slot]
+            del self.queue[slot]
+            if slot == 0:  # views, no copy
+                self._rows, self._need = self._rows[1:], self._need[:, 1:]
+            else:
+                self._rows = np.concatenate((self._rows[:slot], self._rows[slot + 1:]))
+                self._need = np.concatenate((self._need[:, :slot], self._need[:, slot + 1:]), axis=1)
+            self._releases.append((view.time + job.estimate, job.cores))
+            return [job], not self.needs_choice()
+        self.head = job
+        return self._backfill(slot), True
+
+    def _backfill(self, slot: int) -> list[Job]:
+        """EASY around the head in ``slot`` (``Easy.schedule`` over the jobs already chosen,
+        the head, then the rest in queue order), replacing this instant's starts."""
+        if self.backfiller is None or self.head is None:
+            return []
+        view = self.view
+        assert view is not None
+        self._close(undo=True)
+        queue = self.queue
+        decision = self.backfiller.schedule(view, [*self.started, self.head, *queue[:slot], *queue[slot + 1:]])
+        self.actions = list(decision.actions)
+        added = self.actions[len(self.started):]
+        if not added:
+            return []
+        by_id = {job.job_id: job for job in queue}
+        return [by_id[action.job_id] for action in added]
+
+    def _close(self, undo: bool = False) -> None:
+        scratch, self._scratch = self._scratch, None
+        if scratch is not None:
+            if undo:
+                scratch.__exit__(RuntimeError, None, None)  # undo its placements
+            else:
+                scratch.__exit__(None, None, None)  # the model claims them as it applies the starts
+
+    def finish(self) -> Decision:
+        """This instant's decision (call once, when :meth:`choose` said it is over or no
+        choice was needed)."""
+        self._close()
+        actions, self.actions = self.actions, []
+        self.view = None
+        return Decision(tuple(actions)) if actions else NOTHING
+
+    # ----------------------------------------------------------- observation
+    def _running(self, view: View) -> tuple[list[float], list[float]]:
+        """The running jobs' expected ends (``view.running`` is sorted by them) and the
+        cores released by then (cumulative, with a leading 0); rebuilt when they changed."""
+        kept = fast_view(view, "running_version")
+        key = None if kept is None else (kept.running_version, id(view))
+        if key is None or key != self._running_key:
+            running = view.running
+            self._running_ends = [r.est_end for r in running]
+            self._running_cores = [0.0, *itertools.accumulate(r.units * r.job.unit[0] for r in running)]
+            self._running_key = key
+        return self._running_ends, self._running_cores
+
+    def observation(self) -> np.ndarray:
+        """The flat observation: the window's job features, then the platform's
+        (``JOB_FEATURES``, ``PLATFORM_FEATURES``), each in [-1, 1]."""
+        view = self.view
+        assert view is not None
+        k = self.options.window
+        obs = np.zeros(k * _F + _G, dtype=np.float32)
+        now = view.time
+        table = self._table
+        queued = len(self.queue)
+        n = min(queued, k)
+        free = self._free
+        if n:
+            rows = self._rows[:n]
+            block = obs[: k * _F].reshape(k, _F)
+            np.take(table.features, rows, axis=0, out=block[:n])
+            wait = now - table.submit.take(rows)
+            block[:n, 0] = wait / (wait + TIME_SCALE)
+            if self._cores_only:
+                block[:n, 8] = self._need[0, :n] <= free[0]
+            else:
+                block[:n, 8] = (self._need[:, :n] <= free[:, None]).all(axis=0)
+            if table.curves:
+                curves = table.curves
+                for i, row in enumerate(rows.tolist()):
+                    found = curves.get(row)
+                    if found is not None:
+                        curve, top, run = found
+                        elapsed = now - float(table.submit[row]) + run  # at completion, if started now
+                        value = float(curve.value_at(elapsed))
+                        later = float(curve.value_at(elapsed + TIME_SCALE))
+                        block[i, 6] = value / top
+                        block[i, 7] = max(-1.0, (later - value) / top)
+        free_cores = float(free[0])
+        inverse = self._inverse_total
+        tail = [free_cores * inverse[0], float(free[1]) * inverse[1], float(free[2]) * inverse[2],
+                float(free[3]) * inverse[3], float(free[4]) * self._inverse_bb, queued / (queued + k)]
+        cores = self._total_cores
+        if cores > 0:
+            ends, cumulative = self._running(view)
+            extra = self._releases
+            for horizon in RELEASE_HORIZONS:
+                by = now + horizon
+                released = cumulative[bisect.bisect_right(ends, by)]
+                for end, amount in extra:
+                    if end <= by:
+                        released += amount
+                tail.append(min(1.0, (free_cores + released) / cores))
+        else:
+            tail.extend([0.0] * len(RELEASE_HORIZONS))
+        obs[k * _F:] = tail
+        return obs
+
+
+def _run_of(job: Job) -> float:
+    """What the job's value is read at: completion after its estimate (rigid jobs) or its
+    requested size's profile time (moldable jobs started at their size)."""
+    if job.profile is not None:
+        return float(job.profile[min(job.units, len(job.profile)) - 1])
+    return job.estimate
+
+
+def job_run_time(job: Job) -> float:
+    """The real run time of a job started now at its requested size."""
+    if job.profile is not None:
+        return float(job.profile[min(job.units, len(job.profile)) - 1])
+    return job.run_time
+
+
+REWARDS = ("bsld", "wait", "value")
+"""What a reward counts: bounded slowdown, wait, or value earned."""
+
+
+def job_metric(job: Job, start: float, reward: str) -> float:
+    """One started job's contribution: its bounded slowdown
+    ``max(1, (wait + run) / max(run, 10))``, its wait, or the value it earns (finishing at
+    ``start`` + its run time).
+
+    >>> job_metric(Job(1, 0.0, 5.0, 5.0), 20.0, "bsld")
+    2.5
+    >>> job_metric(Job(1, 0.0, 100.0, 100.0), 300.0, "bsld")
+    4.0
+    """
+    wait = start - job.submit
+    if reward == "wait":
+        return wait
+    run = job_run_time(job)
+    if reward == "bsld":
+        return max(1.0, (wait + run) / max(run, 10.0))
+    curve = job.payload.get("value_curve")
+    return 0.0 if curve is None else float(curve.value_at(wait + run))
+
+
+def check_reward(reward: str, timing: str) -> None:
+    """Refuse an unknown reward or timing, naming the valid ones."""
+    if reward not in REWARDS:
+        raise ConfigError(f"reward: got {reward!r}; valid: {', '.join(REWARDS)}")
+    if timing not in ("step", "episode"):
+        raise ConfigError(f"reward_timing: got {timing!r}; valid: step, episode")
+
+
+def first_fit_slot(window: Sequence[Job], key: Any = None) -> int:
+    """The slot of the first job by ``key`` (``None``: the first slot): what a scripted
+    agent reproducing a priority scheduler chooses."""
+    if key is None or not window:
+        return 0
+    return min(range(len(window)), key=lambda i: key(window[i]))
+
+
+__all__ = [
+    "JOB_FEATURES", "PLATFORM_FEATURES", "RELEASE_HORIZONS", "REWARDS", "TIME_SCALE", "DispatchOptions",
+    "InstantDispatcher", "check_reward", "first_fit_slot", "job_metric", "job_run_time", "observation_size",
+]

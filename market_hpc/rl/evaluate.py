@@ -1,0 +1,75 @@
+"""Evaluation on job sequences, as RL scheduling papers report it: sampled slices of a
+trace, each run by every scheduler from an empty machine, the mean bounded slowdown of
+each slice, and paired comparisons across slices (the same slices for every scheduler).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from market_hpc.core.model import HPCModel
+from market_hpc.domain.job import Job
+from market_hpc.domain.platform import Platform
+from market_hpc.errors import ConfigError
+from market_hpc.experiment.stats import t_interval
+from market_hpc.policies import make_policy
+from market_hpc.policies.base import Policy
+
+
+def slice_starts(n_jobs: int, length: int, count: int, seed: int, span: tuple[float, float] = (0.0, 1.0)) -> list[int]:
+    """``count`` seeded first indices of ``length``-job slices inside ``span`` (fractions of
+    the ``n_jobs`` jobs), drawn as RLScheduler draws its test sequences (uniformly, a
+    ``length`` margin kept from the trace's ends when ``span`` is the whole trace).
+
+    >>> slice_starts(10_000, 1024, 3, seed=0) == slice_starts(10_000, 1024, 3, seed=0)
+    True
+    """
+    low = max(int(span[0] * n_jobs), length if span[0] == 0.0 else 0)
+    high = min(int(span[1] * n_jobs), n_jobs - length - 1 if span[1] == 1.0 else n_jobs) - length
+    if high <= low:
+        raise ConfigError(f"no {length}-job slice fits in {span} of {n_jobs} jobs")
+    rng = np.random.default_rng(seed)
+    return sorted(int(x) for x in rng.integers(low, high + 1, size=count))
+
+
+def run_slice(jobs: Sequence[Job], platform: Platform | str, policy: str | Policy) -> dict[str, float]:
+    """Run one slice from an empty machine; the mean bounded slowdown
+    ``max(1, (wait + run) / max(run, 10))`` and mean wait of its jobs that started."""
+    made = make_policy(policy) if isinstance(policy, str) else policy
+    model = HPCModel(jobs, platform, policy=made, record_timeseries=False)
+    model.run()
+    frame = model.jobs_frame()
+    started = frame[frame["start_time"].notna()]
+    run = started["end_time"] - started["start_time"]
+    bsld = np.maximum(1.0, (started["wait_time"] + run) / np.maximum(run, 10.0))
+    return {"bsld": float(bsld.mean()), "wait": float(started["wait_time"].mean()), "jobs": float(len(started))}
+
+
+def evaluate(jobs: Sequence[Job], platform: Platform | str, policies: Mapping[str, Any], starts: Sequence[int],
+             length: int, label: str = "") -> pd.DataFrame:
+    """Every policy (a scheduler name, or a callable returning a fresh ``Policy``) on every
+    slice ``jobs[start:start + length]``: one row per (policy, slice)."""
+    rows = []
+    for start in starts:
+        part = list(jobs[start:start + length])
+        for name, policy in policies.items():
+            made = policy() if callable(policy) else policy
+            rows.append({"set": label, "policy": name, "start": start, **run_slice(part, platform, made)})
+    return pd.DataFrame(rows)
+
+
+def paired_table(frame: pd.DataFrame, baseline: str, metric: str = "bsld") -> pd.DataFrame:
+    """Per policy: mean over slices with a 95 % t interval, and the paired difference
+    to ``baseline`` (policy − baseline on the same slices) with its 95 % t interval."""
+    wide = frame.pivot_table(index="start", columns="policy", values=metric)
+    rows = []
+    for name in wide.columns:
+        mean, low, high = t_interval(wide[name].to_numpy())
+        diff, dlow, dhigh = t_interval((wide[name] - wide[baseline]).to_numpy())
+        rows.append({"policy": name, "mean": mean, "ci_low": low, "ci_high": high,
+                     f"minus_{baseline}": diff, "diff_low": dlow, "diff_high": dhigh, "slices": len(wide)})
+    return pd.DataFrame(rows).set_index("policy")
