@@ -140,10 +140,25 @@ SHIFT = 48  # packed objective: nodes << SHIFT | burst buffer (GB < 2**48)
 LOW = (1 << SHIFT) - 1
 
 
+def packed_rows(table: np.ndarray) -> list[int]:
+    """``nodes << SHIFT | bb`` of each ``(nodes, bb)`` row, as Python integers.
+
+    int64 arithmetic while the node sums stay below ``2**15``; above that (machines such
+    as CEA-Curie, whose jobs ask for thousands of processors) the packed value needs more
+    than 63 bits and is built from Python integers, which do not wrap.
+
+    >>> packed_rows(np.array([[1, 2], [40_000, 3]])) == [(1 << SHIFT) | 2, (40_000 << SHIFT) | 3]
+    True
+    """
+    if len(table) == 0 or int(table[:, 0].max()) < 1 << (63 - SHIFT):
+        return ((table[:, 0] << SHIFT) | table[:, 1]).tolist()  # type: ignore[no-any-return]
+    return [(nodes << SHIFT) | bb for nodes, bb in table.tolist()]
+
+
 def _packed_tables(window: Window) -> list[tuple[int, list[int]]]:
     """Per 10-bit chunk of a mask, the packed objective of every sub-selection."""
     table = ObjectiveTable(window.nodes, window.bb)
-    return [(index * CHUNK_BITS, ((t[:, 0] << SHIFT) | t[:, 1]).tolist()) for index, t in enumerate(table.tables)]
+    return [(index * CHUNK_BITS, packed_rows(t)) for index, t in enumerate(table.tables)]
 
 
 def _front_values(values: list[int]) -> set[int]:
@@ -164,7 +179,7 @@ def _front_values(values: list[int]) -> set[int]:
 def _evaluator(window: Window) -> Callable[[int], int]:
     """Packed objective ``nodes << SHIFT | bb`` of a mask by 10-bit chunk look-ups."""
     table = ObjectiveTable(window.nodes, window.bb)
-    packed = [((t[:, 0] << SHIFT) | t[:, 1]).tolist() for t in table.tables]
+    packed = [packed_rows(t) for t in table.tables]
     if len(packed) == 1:
         (only,) = packed
         return only.__getitem__
@@ -233,8 +248,8 @@ def _ga_ints(window: Window, settings: GaSettings, seed: int | np.random.SeedSeq
                     born.append(child)
         order = survivors(order, born, value, size)
     masks = np.array(order, dtype=np.int64)
-    values = np.array([value[mask] for mask in order], dtype=np.int64)
-    objectives = np.stack((values >> SHIFT, values & LOW), axis=1)
+    objectives = np.array([(value[mask] >> SHIFT, value[mask] & LOW) for mask in order],
+                          dtype=np.int64).reshape(-1, 2)
     kept = ~dominated(objectives)
     return representatives(masks[kept], objectives[kept], window.size)
 
