@@ -14,8 +14,13 @@ from market_hpc.domain.platform import load_platform
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.experiment.config import config_from_dict
 from market_hpc.experiment.run import build_workload, simulate
-from market_hpc.workload.all_families import AllFamiliesRule, platform_accelerators, rigid_view, with_value
 from market_hpc.workload.accelerators import AcceleratorRule
+from market_hpc.workload.all_families import (
+    AllFamiliesRule,
+    platform_accelerators,
+    rigid_view,
+    with_value,
+)
 from market_hpc.workload.burst_buffer import BurstBufferRule
 from market_hpc.workload.market_rule import MarketRule
 

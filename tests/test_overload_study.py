@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_all_families import write_swf
 
 from market_hpc.experiment.report import write_report
 from market_hpc.experiment.sweep import load_sweep, run_sweep
-from test_all_families import write_swf
 
 REPO = Path(__file__).resolve().parent.parent
 POLICIES = [("fifo", "first-fit", "none"), ("easy", "first-fit", "none"),
@@ -27,7 +27,7 @@ def smoke_sweep(folder: Path) -> Path:
     platform = folder / "gpu8.toml"
     platform.write_text('name = "gpu8"\n[[node_type]]\nname = "gpu"\ncount = 2\ncores = 8\ngpus = 2\n'
                         '[[node_type]]\nname = "thin"\ncount = 6\ncores = 8\n')
-    quoted = lambda values: "[" + ", ".join(f'"{v}"' for v in values) + "]"  # noqa: E731
+    quoted = lambda values: "[" + ", ".join(f'"{v}"' for v in values) + "]"
     file = folder / "smoke.toml"
     file.write_text(f'''base = "{REPO / 'scenarios' / 'overload_study_base.toml'}"
 platform = "{platform}"

@@ -49,7 +49,8 @@ def test_every_series_has_its_own_colour_and_marker(tmp_path: Path,
     monkeypatch.setattr(Figure, "savefig", keep)
     paper_figures.profit_figure(study(), tmp_path / "f.png", "steep", LABELS,
                                 list(POLICIES + LOOKAHEAD))
-    (figure,) = drawn
+    (figure,) = set(drawn)  # one figure, saved as PNG and as SVG
+    assert len(drawn) == 2
     left = figure.axes[0]
     styles = {(line.get_color(), line.get_marker()) for line in left.get_lines()
               if line.get_marker() in paper_figures.MARKERS}

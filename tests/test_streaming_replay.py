@@ -17,7 +17,8 @@ from market_hpc.experiment import config_from_dict
 from market_hpc.experiment.run import Result, simulate
 from market_hpc.experiment.streaming import StreamedResult, can_stream, simulate_streaming
 
-TIMINGS = ("dispatch_seconds", "mean_dispatch_ms", "p99_dispatch_ms", "max_dispatch_ms", "simulation_seconds")
+TIMINGS = ("dispatch_seconds", "mean_dispatch_ms", "p99_dispatch_ms", "max_dispatch_ms", "simulation_seconds",
+           "dispatch_cpu_seconds", "cpu_per_decision_ms", "run_cpu_seconds")
 
 
 def swf_line(job_id: int, submit: float, run: float = 10, procs: int = 4, req_time: float = -1) -> str:

@@ -36,7 +36,6 @@ Decisions:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -44,6 +43,7 @@ import pandas as pd
 
 from market_hpc.experiment.export_segments import execution_attempts
 from market_hpc.experiment.gantt import core_allocations, core_slots, resource_ids
+from market_hpc.json_text import json_text
 
 BATSIM_JOB_COLUMNS = (
     "job_id", "workload_name", "profile", "submission_time", "requested_number_of_resources",
@@ -96,7 +96,7 @@ def batsim_jobs(jobs: pd.DataFrame, node_cores: Sequence[int], profile: Callable
               for job, status, last in zip(runs["job_id"], runs["status"], runs["last"], strict=True)]
     estimate = runs["estimate"].to_numpy(float)
     metadata = ["" if attempt == 0 else
-                json.dumps({"parent_job": str(int(job)), "nb_resubmit": int(attempt)}, separators=(",", ":"))
+                json_text({"parent_job": str(int(job)), "nb_resubmit": int(attempt)}, indent=None, separators=(",", ":")).rstrip()
                 for job, attempt in zip(runs["job_id"], runs["attempt"], strict=True)]
     return pd.DataFrame({
         "job_id": runs["batsim_id"].to_numpy(dtype=object),

@@ -74,9 +74,9 @@ def ranking_markdown(tables: dict[str, pd.DataFrame], spec: LeaderboardSpec) -> 
     for setting, group in ranked.groupby("setting", sort=False):
         names = list(tables)
         lines += [f"### {setting}", "",
-                  f"Ranked by {metric(spec.rank_by).label} ({metric(spec.rank_by).better} is better); "
-                  f"each cell: mean over {int(group['replicates'].max())} slices (difference to "
-                  f"{spec.baseline} [95 % interval], ▲ better / ▼ worse at 95 %, n.s. not significant).", "",
+                  (f"Ranked by {metric(spec.rank_by).label} ({metric(spec.rank_by).better} is better); "
+                   f"each cell: mean over {int(group['replicates'].max())} slices (difference to "
+                   f"{spec.baseline} [95 % interval], ▲ better / ▼ worse at 95 %, n.s. not significant)."), "",
                   "| rank | policy | " + " | ".join(metric(n).label for n in names) + " |",
                   "|---|---|" + "---|" * len(names)]
         for _, row in group.iterrows():
@@ -108,8 +108,8 @@ def cost_markdown(cost: pd.DataFrame, baseline: str) -> list[str]:
     """The cost table and the policies costing more than ``COSTLY`` times the baseline."""
     if cost.empty:
         return []
-    lines = ["| policy | runs | CPU per run (s), mean | max | CPU per decision (ms) | decisions per run | "
-             f"CPU / {baseline}'s, same slice: mean | max |", "|---|---|---|---|---|---|---|---|"]
+    lines = [("| policy | runs | CPU per run (s), mean | max | CPU per decision (ms) | decisions per run | "
+              f"CPU / {baseline}'s, same slice: mean | max |"), "|---|---|---|---|---|---|---|---|"]
     for _, row in cost.iterrows():
         lines.append(f"| {row['policy']} | {row['runs']} | {plain(row['run_cpu_s_mean'])} | "
                      f"{plain(row['run_cpu_s_max'])} | {plain(row['cpu_per_decision_ms'])} | "
@@ -212,8 +212,8 @@ def write_leaderboard(frame: pd.DataFrame, table: dict[str, object], out: Path) 
               else pd.DataFrame())
     lines = ["## Ranking", "", *ranking_markdown(tables, spec)] if spec.rank_by in tables else []
     if not counts.empty:
-        lines += [f"## Against {spec.baseline}, by {metric(spec.rank_by).label}: settings where each policy is "
-                  "significantly better, worse, not significantly different, or equal on every slice", "",
+        lines += [(f"## Against {spec.baseline}, by {metric(spec.rank_by).label}: settings where each policy is "
+                   "significantly better, worse, not significantly different, or equal on every slice"), "",
                   "| policy | better | worse | n.s. | equal |", "|---|---|---|---|---|",
                   *(f"| {r['policy']} | {r['better']} | {r['worse']} | {r['n.s.']} | {r['equal']} |"
                     for _, r in counts.iterrows()),
@@ -230,5 +230,12 @@ def write_leaderboard(frame: pd.DataFrame, table: dict[str, object], out: Path) 
     return written
 
 
-__all__ = ["pareto_front", "write_leaderboard", "ranking_markdown", "cost_markdown", "check_markdown",
-           "pareto_figures", "rank_heatmap"]
+__all__ = [
+    "check_markdown",
+    "cost_markdown",
+    "pareto_figures",
+    "pareto_front",
+    "rank_heatmap",
+    "ranking_markdown",
+    "write_leaderboard",
+]

@@ -53,7 +53,7 @@ def summary_frame(recorder: Recorder) -> pd.DataFrame:
     status = pd.Series(_STATUS_NAMES[pick("status")], dtype=object)
     return pd.DataFrame({"submit_time": submit, "start_time": start, "end_time": pick("end_time"),
                          "wait_time": start - submit, "run_time": pick("run_time"), "status": status,
-                         "bb": pick("bb")}, copy=False)
+                         "bb": pick("bb"), "user": pick("user")}, copy=False)
 
 
 def summary_series(recorder: Recorder, capacity_total: np.ndarray, burst_buffer: float,

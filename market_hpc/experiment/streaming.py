@@ -8,7 +8,7 @@ while
 
 * the trace is read by :func:`~market_hpc.workload.swf_stream.stream_swf` (checked in a
   first pass, jobs built as the model asks for them: no list of jobs);
-* the summary is computed by the same ``metrics.summarize`` on a frame of only the seven
+* the summary is computed by the same ``metrics.summarize`` on a frame of only the eight
   columns it reads (no allocation text);
 * ``jobs.csv`` and ``jobs.parquet`` are written ``chunk_rows`` rows at a time from the
   recorder's columns, with the ``reason`` column and the skipped trace lines merged in by
@@ -23,6 +23,8 @@ import ctypes
 import dataclasses
 import gc
 import math
+import time
+from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +82,8 @@ class TraceJobs:
         self.spec = spec
         self.count = 0
         self.last_submit = -math.inf
+        self.work = array("d")  # cores x run time of each job handed out (after scaling)
+        self.submits = [math.inf, -math.inf]  # first and last submit handed out (after scaling)
 
     def expected(self) -> int | None:
         """Jobs the iteration yields, when known without reading the trace again."""
@@ -93,7 +97,23 @@ class TraceJobs:
         jobs = self._counted(windowed(self.stream, spec.start, spec.end, spec.first_n, by_submit=True))
         if spec.load_factor != 1.0:
             jobs = _scaled(jobs, spec.load_factor)
-        return jobs
+        return self._measured(jobs)
+
+    def _measured(self, jobs: Iterator[Job]) -> Iterator[Job]:
+        work, submits = self.work, self.submits
+        for job in jobs:
+            work.append(job.cores * job.run_time)
+            submits[0] = min(submits[0], job.submit)
+            submits[1] = max(submits[1], job.submit)
+            yield job
+
+    def offered_load(self, total_cores: int) -> dict[str, float]:
+        """``run.offered_load`` of the jobs handed out, bit for bit (``math.fsum`` is exact,
+        so it needs the products, not their order; a streamed run has no burst buffer)."""
+        span = self.submits[1] - self.submits[0] if self.work else 0.0
+        if span <= 0:
+            return {"offered_load_cores": float("nan")}
+        return {"offered_load_cores": math.fsum(self.work) / (total_cores * span)}
 
     def _counted(self, jobs: Iterator[Job]) -> Iterator[Job]:
         for job in jobs:
@@ -199,6 +219,7 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     """
     if not can_stream(config):
         return simulate(config, progress=progress)
+    cpu_began = time.process_time()
     spec = config.workload
     platform = with_capacity(load_platform(config.platform), spec.burst_buffer)
     stream = stream_swf(spec.trace, lenient=spec.lenient)  # type: ignore[arg-type]
@@ -219,6 +240,8 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     if skipped:
         skipped = skipped_in_window(skipped, spec, jobs.last_submit)
     summary["jobs_skipped"] = len(skipped)  # the jobs.csv rows of status skipped
+    summary["run_cpu_seconds"] = time.process_time() - cpu_began
+    summary.update(jobs.offered_load(platform.total_cores))
     return StreamedResult(config, recorder, summary, report, skipped)
 
 
