@@ -48,7 +48,7 @@ from market_hpc.experiment.run import (
     summary_extra,
     with_reasons,
 )
-from market_hpc.workload.burst_buffer import with_capacity
+from market_hpc.workload.burst_buffer import load_over_span, with_capacity
 from market_hpc.workload.swf_stream import stream_swf
 from market_hpc.workload.transform import check_window_keeps_jobs, scaled, windowed
 
@@ -111,9 +111,7 @@ class TraceJobs:
         """``run.offered_load`` of the jobs handed out, bit for bit (``math.fsum`` is exact,
         so it needs the products, not their order; a streamed run has no burst buffer)."""
         span = self.submits[1] - self.submits[0] if self.work else 0.0
-        if span <= 0:
-            return {"offered_load_cores": float("nan")}
-        return {"offered_load_cores": math.fsum(self.work) / (total_cores * span)}
+        return {"offered_load_cores": load_over_span(self.work, total_cores, span)}
 
     def _counted(self, jobs: Iterator[Job]) -> Iterator[Job]:
         for job in jobs:

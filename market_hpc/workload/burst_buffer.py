@@ -33,7 +33,7 @@ Deterministic from the run seed (its own stream, independent of the scheduler's)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -177,9 +177,19 @@ def offered_loads(jobs: Sequence[Job], system_nodes: int, capacity_gb: float) ->
     span = max(job.submit for job in jobs) - min(job.submit for job in jobs) if jobs else 0.0
     if span <= 0:
         return {"offered_node_load": float("nan"), "offered_bb_load": float("nan")}
-    nodes = math.fsum(job.cores * job.run_time for job in jobs) / (system_nodes * span)
-    bb = math.fsum(job.bb * job.run_time for job in jobs) / (capacity_gb * span) if capacity_gb > 0 else 0.0
+    nodes = load_over_span((job.cores * job.run_time for job in jobs), system_nodes, span)
+    bb = load_over_span((job.bb * job.run_time for job in jobs), capacity_gb, span) if capacity_gb > 0 else 0.0
     return {"offered_node_load": nodes, "offered_bb_load": bb}
+
+
+def load_over_span(work: Iterable[float], capacity: float, span: float) -> float:
+    """Offered load: the exact sum of ``work`` (request x run time, ``math.fsum``: the same
+    in any order) over ``capacity x span``; NaN when the span is not positive.
+
+    >>> load_over_span([50.0, 100.0], 4, 100.0), load_over_span([1.0], 4, 0.0)
+    (0.375, nan)
+    """
+    return math.fsum(work) / (capacity * span) if span > 0 else float("nan")
 
 
 def synthesize(jobs: Sequence[Job], rule: BurstBufferRule, system_nodes: int,
