@@ -27,6 +27,7 @@ bit for bit, at its cost).
 from __future__ import annotations
 
 import math
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -248,10 +249,8 @@ class MarketPolicy:
     def _running_all(self, view: View) -> tuple[list[Executing], list[Freed]]:
         """``_running`` over every resource: the running jobs that may be held (with their
         allocations, units and burst buffer) and every running job's release."""
-        kept_view = fast_view(view, "running_version")
-        version = None if kept_view is None else kept_view.running_version
-        kept = self._kept_all
-        if version is not None and kept is not None and kept[0] is view and kept[1] == version:
+        version, kept = _still_kept(self._kept_all, view)
+        if kept is not None:
             return kept[2], kept[3]
         executing, ends = [], []
         for running in view.running:
@@ -315,10 +314,8 @@ class MarketPolicy:
         so both are kept between decisions (hold attempts at successive arrivals on a full
         machine mostly see the same running jobs).
         """
-        kept_view = fast_view(view, "running_version")
-        version = None if kept_view is None else kept_view.running_version
-        kept = self._kept
-        if version is not None and kept is not None and kept[0] is view and kept[1] == version:
+        version, kept = _still_kept(self._kept, view)
+        if kept is not None:
             return kept[2], kept[3]
         executing, ends = [], []
         for running in view.running:
@@ -335,6 +332,19 @@ class MarketPolicy:
         self._kept = (view, version, by_node, ends)
         return by_node, ends
 
+
+KeptT = TypeVar("KeptT", bound=tuple[Any, ...])
+
+
+def _still_kept(kept: KeptT | None, view: View) -> tuple[int | None, KeptT | None]:
+    """The view's ``running_version`` (``None`` when the view does not keep one) and
+    ``kept``, a ``(view, version, ...)`` cache of its running jobs, when it still holds:
+    the same view and no job started, ended or was held since (else ``None``)."""
+    kept_view = fast_view(view, "running_version")
+    version = None if kept_view is None else kept_view.running_version
+    if version is not None and kept is not None and kept[0] is view and kept[1] == version:
+        return version, kept
+    return version, None
 
 def _cores_only(view: View, columns: MarketColumns, facts: tuple[bool, int, bool]) -> bool:
     """Whether the cores-only auction decides: every job the queue ever held asked for cores
