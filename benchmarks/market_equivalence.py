@@ -44,7 +44,7 @@ MARKET = ("sjq", "maxv", "maxvd", "minvr", "sjqh", "maxvh", "maxvdh", "minvrh",
           "sjqlh", "maxvlh", "maxvdlh", "minvrlh")
 BASELINES = ("easy-mold",)
 DEMO_SIZES = (10, 25, 50, 100)
-TIMING = ("seconds", "dispatch_ms", "duration")
+TIMING = ("seconds", "dispatch_ms", "duration", "cpu_per_decision")
 REFERENCE = REPO / "benchmarks" / "data" / "market_reference.json"
 
 
