@@ -19,6 +19,7 @@ from market_hpc.algorithms.cp_instance import (
     CpInstance,
     CpJob,
     CpLimits,
+    CpOutcome,
     CpRunning,
     check_instance,
     model_size,
@@ -281,6 +282,44 @@ def test_greedy_plan_is_pcp20s_hint_without_the_search() -> None:
     assert (searched.status, searched.starts, searched.changed) == ("OPTIMAL", {1: 1, 2: 0}, True)
     policy = make_policy("greedy-plan")
     assert policy.name == "greedy-plan+best-fit" and policy.search is False
+
+
+def test_pcp20_above_its_unit_limit_takes_the_greedy_plan_without_a_model() -> None:
+    # the instance of the test above: 3 job units modelled; the search changes the plan
+    instance = CpInstance(np.array([[2], [2]]),
+                          (CpJob(1, 1, (2,), 10, 10_000), CpJob(2, 2, (1,), 1, 100_000)),
+                          (CpRunning(4, ((0, (1,)),)),))
+    limited = solve_pcp20(instance, CpLimits(), unit_limit=2)
+    assert (limited.status, limited.starts, limited.placements, limited.variables) == (
+        "UNIT_LIMITED", {1: 0, 2: 10}, {1: ((1, 1),)}, 0)
+    assert solve_pcp20(instance, CpLimits(), unit_limit=3).status == "OPTIMAL"
+    assert solve_pcp20(instance, CpLimits(), unit_limit=None).status == "OPTIMAL"
+    assert make_policy("pcp20").unit_limit == 8192
+    assert make_policy("pcp20", scheduler_params={"unit_limit": 0}).unit_limit is None
+    with pytest.raises(ConfigError, match=r"scheduler 'pcp20': unit_limit must be an integer >= 0 \(0: no limit\), "
+                                          r"got -1"):
+        make_policy("pcp20", scheduler_params={"unit_limit": -1})
+
+
+def test_pcp20_counts_its_unit_limited_decisions_and_keeps_its_queue_length_after_one() -> None:
+    config = {
+        "platform": "eurora", "seed": 2, "timeseries": False,
+        "workload": {"generator": "eurora", "jobs": 300, "load_factor": 4.0},
+        "policy": {"scheduler": "pcp20", "predictor": "real", "params": {"unit_limit": 4}},
+    }
+    limited = simulate(config_from_dict(config)).summary
+    config["policy"]["params"] = {"unit_limit": 0}
+    whole = simulate(config_from_dict(config)).summary
+    assert limited["cp_status_counts"]["UNIT_LIMITED"] > 0 and "GREEDY" not in limited["cp_status_counts"]
+    assert "UNIT_LIMITED" not in whole["cp_status_counts"]
+    assert 0 < limited["cp_models"] < whole["cp_models"]
+    # a model too large to build keeps the queue length (halving would model the head job
+    # alone); a decision whose solver found nothing halves it
+    policy = make_policy("pcp20", scheduler_params={"queue_limit": 40})
+    policy.adapt_queue_length(CpOutcome({}, {}, "UNIT_LIMITED"), 40)
+    assert policy.q_length == 40
+    policy.adapt_queue_length(CpOutcome({}, {}, "FALLBACK"), 40)
+    assert policy.q_length == 20
 
 
 def test_bad_scheduler_parameters_fail_with_the_scheduler_name() -> None:

@@ -28,6 +28,8 @@ FALLBACK = "FALLBACK"
 """Status of a decision whose solver found nothing: the greedy plan is used instead."""
 GREEDY = "GREEDY"
 """Status of a greedy-plan decision (the plan alone, no solver call)."""
+UNIT_LIMITED = "UNIT_LIMITED"
+"""Status of a PCP'20 decision with more job units than its model takes: the greedy plan."""
 TRIVIAL = "TRIVIAL"
 """Status of a decision with one modelled job that fits now: starting it now is optimal."""
 

@@ -48,6 +48,7 @@ from market_hpc.algorithms.cp_greedy import Plan, greedy_plan, node_offsets, pla
 from market_hpc.algorithms.cp_instance import (
     FALLBACK,
     GREEDY,
+    UNIT_LIMITED,
     CpInstance,
     CpLimits,
     CpOutcome,
@@ -218,6 +219,14 @@ def _assign(field: Any, values: list[int]) -> None:
     field.extend(values)
 
 
+UNIT_LIMIT = 8192
+"""Most job units (``rn_i`` summed over the modelled jobs) PCP'20 builds a model for. The
+paper is silent: its instances (Eurora) have a few units per job. A trace job asking
+for 76,000 one-core units (CEA-Curie) gives a model of 150,000 unit variables that took
+12-67 s of CPU per decision; on the overload study's Curie slice at load 2.0 the 10 of 28
+modelled decisions above 8,192 units took 97.5 % of PCP'20's CPU (250 of 257 s).
+Above the limit the greedy plan decides (``UNIT_LIMITED``)."""
+
 HINTS = ("list", "shelf")
 """PCP'20 hints: ``list`` (``cp_listplan``: the shelf plan's start-now jobs, the rest by list
 scheduling at every end; the default) or ``shelf`` (the shelf plan alone). Both start the
@@ -233,7 +242,7 @@ with the smallest lower bound next, ties by priority; then the allocations), ``a
 def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
                 levels: int | None = LEVELS, search: bool = True, branching: str = "auto",
                 paper_time: bool = False, cuts: Iterable[str] = CUTS, hint: str = "list",
-                relax: bool = True) -> CpOutcome:
+                relax: bool = True, unit_limit: int | None = UNIT_LIMIT) -> CpOutcome:
     """Build and solve the PCP'20 model of ``instance`` under the authors' time control.
 
     The model is built on the reduced system (``cp_reduce``: running jobs' ends rounded
@@ -253,6 +262,11 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     packing is the answer, ``OPTIMAL`` (the relaxation's optimum bounds PCP'20's);
     otherwise its bound is added to PCP'20's model and the search above decides.
 
+    The model has variables per job unit, so its size grows with the units modelled: when
+    the modelled jobs have more than ``unit_limit`` units in all (default ``UNIT_LIMIT``;
+    ``None``: no limit), no model is built and the greedy plan decides (status
+    ``UNIT_LIMITED``, as ``search=False`` otherwise).
+
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
     >>> inst = CpInstance(np.array([[2], [2]]),
     ...                   (CpJob(1, 1, (2,), 10, 10_000), CpJob(2, 2, (1,), 1, 100_000)),
@@ -263,6 +277,8 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     >>> greedy = solve_pcp20(inst, CpLimits(), search=False)
     >>> greedy.status, greedy.starts, greedy.placements
     ('GREEDY', {1: 0, 2: 10}, {1: ((1, 1),)})
+    >>> solve_pcp20(inst, CpLimits(), unit_limit=2).status  # 3 units modelled
+    'UNIT_LIMITED'
     """
     if branching not in BRANCHINGS:
         raise ValueError(f"branching must be one of {', '.join(BRANCHINGS)}, got {branching!r}")
@@ -277,13 +293,17 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
         reduced = reduce_instance(instance, levels)
         instance, real = reduced.instance, reduced.nodes
     plan = greedy_plan(instance)
+    if search and unit_limit is not None and sum(job.units for job in instance.jobs) > unit_limit:
+        search, status = False, UNIT_LIMITED
+    else:
+        status = GREEDY
     if search and hint == "list" and plan.objective(instance) > 0:  # same jobs now, the rest at the ends (cp_listplan)
         plan = list_plan(instance, plan)
     if plan.objective(instance) == 0:  # every job starts now: the lower bound, optimal
         return _real_nodes(plan_outcome(instance, plan, watch), real, plan)
     placements = {key: plan.allocation(key) for key, start in plan.starts.items() if start == 0}
     if not search:
-        return _real_nodes(CpOutcome(dict(plan.starts), placements, GREEDY, 0, 0, plan.objective(instance),
+        return _real_nodes(CpOutcome(dict(plan.starts), placements, status, 0, 0, plan.objective(instance),
                                      0, watch.seconds()), real, plan)
     built = Pcp20Model(instance, plan, branching=branching, cuts=cuts)
     variables, constraints = model_size(built.model)

@@ -41,6 +41,7 @@ import numpy as np
 
 from market_hpc.algorithms.cp_instance import (
     TRIVIAL,
+    UNIT_LIMITED,
     CpInstance,
     CpJob,
     CpLimits,
@@ -61,7 +62,8 @@ from market_hpc.policies.registry import register_scheduler
 
 QUEUE_LIMIT = 100
 STATUS_KEYS = ("OPTIMAL", "FEASIBLE", "FALLBACK", "TRIVIAL")
-"""Statuses ``cp_status_counts`` always lists (others, GREEDY and LIVENESS, when they occur)."""
+"""Statuses ``cp_status_counts`` always lists (others, GREEDY, UNIT_LIMITED and LIVENESS, when
+they occur)."""
 RELAXATION_TAGS = ("proved", "proved-cut", "unpacked", "bound", "skipped")
 """What PCP'20's schedule relaxation did per model (``CpOutcome.relaxation``)."""
 TIME_CONTROLS = ("deterministic", "paper")
@@ -260,10 +262,12 @@ class CpScheduler:
         return Decision(tuple(actions)) if actions else NOTHING
 
     def adapt_queue_length(self, outcome: CpOutcome, modelled: int) -> None:
-        """Halve ``q_length`` after a decision without a solution, reset it after one."""
+        """Halve ``q_length`` after a decision without a solution, reset it after one; keep it
+        after a model too large to build (``UNIT_LIMITED``: halving would leave a large job
+        at the head of the queue alone in the model, and no job behind it could start)."""
         if outcome.status in ("OPTIMAL", "FEASIBLE"):
             self.q_length = self.queue_limit
-        else:
+        elif outcome.status != UNIT_LIMITED:
             self.q_length = max(1, min(self.q_length, modelled) // 2)
 
     def starts(self, jobs: Sequence[Job], outcome: CpOutcome, view: View) -> list[Action]:
@@ -350,6 +354,9 @@ class Pcp20(CpScheduler):
         relax: Solve the schedule relaxation first (``cp_relax``: its schedule, packed,
             is the answer, optimal when the relaxation was proven; its bound goes to the
             search otherwise). Default on, chosen by measurement (docs/cp.md).
+        unit_limit: Most job units in one model (``cp_pcp20.UNIT_LIMIT``, 8,192); a larger
+            model is not built and the greedy plan decides (status ``UNIT_LIMITED``; the
+            queue length is kept). 0: no limit.
     """
 
     label = "pcp20"
@@ -357,8 +364,15 @@ class Pcp20(CpScheduler):
 
     def __init__(self, allocator: Allocator, max_retries: int | None = None, levels: int = 8,
                  branching: str = "auto", time_control: str = "deterministic", hint: str = "list",
-                 cuts: Sequence[str] | None = None, relax: bool = True, **limits: Any) -> None:
+                 cuts: Sequence[str] | None = None, relax: bool = True, unit_limit: int | None = None,
+                 **limits: Any) -> None:
         super().__init__(allocator, **limits)
+        from market_hpc.algorithms.cp_pcp20 import UNIT_LIMIT
+        unit_limit = UNIT_LIMIT if unit_limit is None else unit_limit
+        if not isinstance(unit_limit, int) or isinstance(unit_limit, bool) or unit_limit < 0:
+            raise ConfigError(f"scheduler {self.label!r}: unit_limit must be an integer >= 0 "
+                              f"(0: no limit), got {unit_limit!r}")
+        self.unit_limit = unit_limit or None
         if not isinstance(relax, bool):
             raise ConfigError(f"scheduler {self.label!r}: relax must be true or false, got {relax!r}")
         self.relax = relax
@@ -388,7 +402,7 @@ class Pcp20(CpScheduler):
         """Solve the PCP'20 model (or, without search, return its greedy plan)."""
         from market_hpc.algorithms.cp_pcp20 import solve_pcp20  # OR-Tools on first use
         return solve_pcp20(instance, self.limits, self.max_retries, self.levels or None, self.search,
-                           self.branching, self.paper_time, self.cuts, self.hint, self.relax)
+                           self.branching, self.paper_time, self.cuts, self.hint, self.relax, self.unit_limit)
 
 
 @register_scheduler("greedy-plan", "PCP'20 ablation: its greedy plan alone (same reduction and "

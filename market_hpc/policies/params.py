@@ -118,6 +118,7 @@ PCP20 = {
     "hint": Param("str"),  # one of cp_pcp20.HINTS
     "cuts": Param("str-list"),  # names of cp_cuts.CUTS
     "relax": Param("bool"),
+    "unit_limit": Param("int", Range(0, 1_000_000_000, integer=True), optional=True),  # 0: no limit
 }
 WAITS = {
     "expected_wait": Param("wait-table", optional=True),
