@@ -108,3 +108,28 @@ scheduler = "easy"
     assert np.isfinite(table["mean_bounded_slowdown"]).all()
     written = write_report(tmp_path / "out")
     assert written
+
+
+@pytest.mark.rl
+def test_the_committed_hpc2n_model_runs_as_a_scheduler_with_the_options_it_was_trained_with() -> None:
+    # examples/models/hpc2n.zip is the model docs/learned-dispatchers.md evaluates; a change
+    # to the observation layout or the loader would break it here (shape or load error).
+    pytest.importorskip("sb3_contrib", reason="the rl extra (sb3-contrib, torch) is not installed")
+    from pathlib import Path
+
+    from market_hpc.policies import make_policy
+    from market_hpc.rl.learned import load_options
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "models" / "hpc2n.zip"
+    options, meta = load_options(path)
+    assert (options.window, options.backfill, meta["platform"], meta["steps"]) == (128, False, "hpc2n", 434184)
+    jobs = lublin_feitelson(300, 240, seed=3, load_factor=1.5)
+    frames = []
+    for _ in range(2):
+        policy = make_policy(f"learned:{path}")
+        run = HPCModel(jobs, "hpc2n", policy=policy, record_timeseries=False)
+        run.run()
+        frames.append(run.jobs_frame())
+    assert frames[0].equals(frames[1])  # deterministic: the greedy action of the network
+    assert len(frames[0]) == 300 and (frames[0]["start_time"] >= frames[0]["submit_time"]).all()
+    assert policy.steps > 0 and policy.name == f"learned:{path}+first-fit"
