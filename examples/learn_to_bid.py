@@ -19,12 +19,13 @@ import argparse
 import dataclasses
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
 from market_hpc.experiment.config import load_scenario
 from market_hpc.experiment.stats import t_interval
-from market_hpc.rl.bid_learning import evaluate, evaluation_starts, play_greedy, train
+from market_hpc.rl.bid_learning import evaluate, evaluation_starts, fixed_policy, play_greedy, train
 from market_hpc.rl.bidding_env import NodeBiddingEnv
 
 TRAIN_SHARE = 0.7
@@ -39,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=1500, help="training episodes per seed")
     parser.add_argument("--eval", type=int, default=40, help="held-out slices (at most)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="one training run per seed")
+    parser.add_argument("--fixed", action="store_true",
+                        help="also every fixed offer played by every node, paired against free-cores")
     args = parser.parse_args(argv)
 
     config = load_scenario(args.scenario)
@@ -51,6 +54,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{train_env.scale:.1f} per core; {args.episodes} training episodes of {args.episode_jobs} jobs; "
           f"{len(starts)} held-out slices")
     print(f"actions: share of free cores {train_env.fractions} x reserve {train_env.reserves} x value scale")
+    if args.fixed:
+        print("\nevery node plays one fixed offer (share, reserve per core): paired difference to free-cores")
+        for action in range(len(test_env.bidders)):
+            _, table = evaluate(test_env, fixed_policy(action), starts)
+            fraction, reserve = test_env.offer(action)
+            print(f"  ({fraction:g}, {reserve:6.1f}): " + _difference(table.iloc[0]))
     for seed in args.seeds:
         trained = train(train_env, args.episodes, seed)
         began = time.perf_counter()
@@ -66,9 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, values in (("learned", learned), ("free-cores", base)):
             mean, low, high = t_interval(values.tolist())
             print(f"  {name:>10}: mean total value {mean:.1f} per episode (95% CI {low:.1f} .. {high:.1f})")
-        print(f"  learned - free-cores: {row.mean_diff:+.1f} (95% CI {row.ci_low:+.1f} .. {row.ci_high:+.1f}; "
-              f"{row.rel_mean:+.2%}, {row.rel_low:+.2%} .. {row.rel_high:+.2%}) over {int(row.seeds)} paired slices: "
-              f"{row.verdict}")
+        print("  learned - free-cores: " + _difference(row))
         chosen = np.sum([play_greedy(test_env, trained.learners, start)[1] for start in starts], axis=0)
         shares = chosen.reshape(len(test_env.fractions), len(test_env.reserves))
         print("  greedy offers on the held-out slices (share of decisions): by share of free cores "
@@ -76,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
               + "; by reserve level "
               + ", ".join(f"{r:g}: {s:.0%}" for r, s in zip(test_env.reserves, shares.sum(axis=0) / chosen.sum())))
     return 0
+
+
+def _difference(row: Any) -> str:
+    """A ``paired_differences`` row as one line."""
+    return (f"{row.mean_diff:+.1f} (95% CI {row.ci_low:+.1f} .. {row.ci_high:+.1f}; {row.rel_mean:+.2%}, "
+            f"{row.rel_low:+.2%} .. {row.rel_high:+.2%}) over {int(row.seeds)} paired slices: {row.verdict}")
 
 
 if __name__ == "__main__":

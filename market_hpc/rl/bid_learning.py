@@ -18,7 +18,7 @@ Numpy only (no torch).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -138,19 +138,34 @@ def train(env: NodeBiddingEnv, episodes: int, seed: int, *, epsilon: tuple[float
     return Training(learners, episodes, steps, time.perf_counter() - began, returns)
 
 
-def play_greedy(env: NodeBiddingEnv, learners: Sequence[QLearner], start: int) -> tuple[float, np.ndarray]:
-    """One episode on the slice at ``start`` with greedy offers: the total value earned and
-    how often each action was chosen."""
+def play(env: NodeBiddingEnv, policy: Callable[[int, np.ndarray], int], start: int) -> tuple[float, np.ndarray]:
+    """One episode on the slice at ``start``, node ``i`` acting ``policy(i, its observation)``:
+    the total value earned (the model's own sum, as a plain run's; the rewards add up to
+    it) and how often each action was chosen."""
     observations, _ = env.reset(options={"start": start})
     agents = env.possible_agents
     chosen = np.zeros(len(env.bidders), dtype=np.int64)
-    total = 0.0
     while env.agents:
-        actions = {agent: learner.greedy(coarse_state(observations[agent])) for agent, learner in zip(agents, learners)}
+        actions = {agent: policy(i, observations[agent]) for i, agent in enumerate(agents)}
         np.add.at(chosen, list(actions.values()), 1)
-        observations, rewards, _, _, _ = env.step(actions)
-        total += sum(rewards.values())
-    return total, chosen
+        observations, _, _, _, _ = env.step(actions)
+    assert env.model is not None
+    return float(env.model.recorder.value_earned), chosen
+
+
+def greedy_policy(learners: Sequence[QLearner]) -> Callable[[int, np.ndarray], int]:
+    """Node ``i`` plays ``learners[i]``'s greedy action in its coarse state."""
+    return lambda node, observation: learners[node].greedy(coarse_state(observation))
+
+
+def fixed_policy(action: int) -> Callable[[int, np.ndarray], int]:
+    """Every node plays ``action`` at every decision."""
+    return lambda node, observation: action
+
+
+def play_greedy(env: NodeBiddingEnv, learners: Sequence[QLearner], start: int) -> tuple[float, np.ndarray]:
+    """``play`` with the learners' greedy offers."""
+    return play(env, greedy_policy(learners), start)
 
 
 def free_cores_value(env: NodeBiddingEnv, start: int) -> float:
@@ -170,12 +185,15 @@ def evaluation_starts(env: NodeBiddingEnv, low: float, count: int | None = None)
     return starts[:count] if count is not None else starts
 
 
-def evaluate(env: NodeBiddingEnv, learners: Sequence[QLearner], starts: Sequence[int]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Both policies on every held-out slice: one row per (slice, policy) with its total
+def evaluate(env: NodeBiddingEnv, learners: Sequence[QLearner] | Callable[[int, np.ndarray], int],
+             starts: Sequence[int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The learners' greedy offers (or any ``policy(node, observation)``) and the
+    free-cores auction on every held-out slice: one row per (slice, policy) with its total
     value, and the paired difference ``learned - free-cores`` with its 95% interval."""
+    policy = learners if callable(learners) else greedy_policy(learners)
     rows = []
     for start in starts:
-        learned, _ = play_greedy(env, learners, start)
+        learned, _ = play(env, policy, start)
         rows.append({"slice": start, "policy": "learned", "total_value": learned})
         rows.append({"slice": start, "policy": "free-cores", "total_value": free_cores_value(env, start)})
     frame = pd.DataFrame(rows)
