@@ -22,9 +22,10 @@ import time
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from market_hpc.experiment.config import load_scenario
-from market_hpc.experiment.stats import t_interval
+from market_hpc.experiment.stats import paired_differences, t_interval
 from market_hpc.rl.bid_learning import evaluate, evaluation_starts, fixed_policy, play_greedy, train
 from market_hpc.rl.bidding_env import NodeBiddingEnv
 
@@ -60,12 +61,14 @@ def main(argv: list[str] | None = None) -> int:
             _, table = evaluate(test_env, fixed_policy(action), starts)
             fraction, reserve = test_env.offer(action)
             print(f"  ({fraction:g}, {reserve:6.1f}): " + _difference(table.iloc[0]))
+    runs = []
     for seed in args.seeds:
         trained = train(train_env, args.episodes, seed)
         began = time.perf_counter()
         frame, table = evaluate(test_env, trained.learners, starts)
         evaluated = time.perf_counter() - began
         row = table.iloc[0]
+        runs.append(frame[frame.policy == "learned"].assign(policy=f"learned (seed {seed})"))
         learned = frame[frame.policy == "learned"].total_value
         base = frame[frame.policy == "free-cores"].total_value
         print(f"\nseed {seed}: trained {trained.episodes} episodes ({trained.steps} steps) in {trained.seconds:.1f} s, "
@@ -82,6 +85,15 @@ def main(argv: list[str] | None = None) -> int:
               + ", ".join(f"{f:g}: {s:.0%}" for f, s in zip(test_env.fractions, shares.sum(axis=1) / chosen.sum()))
               + "; by reserve level "
               + ", ".join(f"{r:g}: {s:.0%}" for r, s in zip(test_env.reserves, shares.sum(axis=0) / chosen.sum())))
+    if len(runs) > 1:
+        # every training run against the same free-cores runs: per slice, the runs' mean
+        pooled = pd.concat(runs).groupby("slice", as_index=False).total_value.mean().assign(policy="learned")
+        both = pd.concat([pooled, frame[frame.policy == "free-cores"]])
+        row = paired_differences(both, "policy", "total_value", "slice", "free-cores").iloc[0]
+        print(f"\nthe {len(runs)} training runs' mean per slice - free-cores: " + _difference(row))
+        means = [r.total_value.mean() - frame[frame.policy == "free-cores"].total_value.mean() for r in runs]
+        mean, low, high = t_interval(means)
+        print(f"  across training runs (n = {len(runs)}): {mean:+.1f} (95% CI {low:+.1f} .. {high:+.1f})")
     return 0
 
 
