@@ -5,7 +5,9 @@ hand-checked reward split."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -111,3 +113,12 @@ def test_bad_options_and_actions_fail_naming_what_is_valid():
     play(env, lambda step, agent: 0, seed=0)
     with pytest.raises(RuntimeError, match="reset"):
         env.step({})
+
+
+def test_a_finished_episodes_model_is_released():
+    env = small_env()
+    play(env, lambda step, agent: 0, seed=0)
+    finished = weakref.ref(env.model)
+    env.reset(seed=1)
+    gc.collect()
+    assert finished() is None

@@ -27,7 +27,7 @@ import pandas as pd
 from market_hpc.core.model import HPCModel
 from market_hpc.errors import ConfigError
 from market_hpc.experiment.stats import paired_differences
-from market_hpc.rl.bidding_env import OBSERVATION, NodeBiddingEnv
+from market_hpc.rl.bidding_env import OBSERVATION, NodeBiddingEnv, release_model
 
 NODE_FREE_BINS = (1 / 3, 2 / 3)
 """Edges of the node's free-core share (3 bins)."""
@@ -172,7 +172,9 @@ def free_cores_value(env: NodeBiddingEnv, start: int) -> float:
     """Total value of the slice at ``start`` in a plain run where every node bids ``free-cores``."""
     model = HPCModel(env.jobs[start:start + env.episode_jobs], env.platform, env.rule, record_timeseries=False)
     model.run()
-    return float(model.recorder.value_earned)
+    value = float(model.recorder.value_earned)
+    release_model(model)
+    return value
 
 
 def evaluation_starts(env: NodeBiddingEnv, low: float, count: int | None = None) -> list[int]:

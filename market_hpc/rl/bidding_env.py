@@ -40,6 +40,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import mesa
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
@@ -198,6 +199,7 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         elif not isinstance(start, (int, np.integer)) or not 0 <= start <= len(self.jobs) - self.episode_jobs:
             raise ConfigError(f"options['start']: got {start!r}; valid: an index 0..{len(self.jobs) - self.episode_jobs}")
         self.start_index = int(start)
+        release_model(self.model)
         slice_ = self.jobs[self.start_index:self.start_index + self.episode_jobs]
         self._submits = np.array([job.submit for job in slice_])
         self.model = HPCModel(slice_, self.platform, self.rule, record_timeseries=False)
@@ -313,6 +315,15 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         model = self.model
         info = {"time": 0.0 if model is None else float(model.now), "start_index": self.start_index}
         return {agent: dict(info) for agent in self.possible_agents}
+
+
+def release_model(model: HPCModel | None) -> None:
+    """Let a finished episode's model be collected: Mesa 3.3 keeps every model as a key of
+    the class attribute ``mesa.Agent._ids`` (its agents' id counters; mesa/mesa#3179,
+    fixed in later releases), so thousands of episodes would keep thousands of models."""
+    ids = getattr(mesa.Agent, "_ids", None)
+    if model is not None and isinstance(ids, dict):
+        ids.pop(model, None)
 
 
 def _squash(value: float) -> float:
