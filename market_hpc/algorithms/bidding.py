@@ -12,12 +12,22 @@ functions of plain data; no Mesa.
 
 Contract (checked by ``clear_auction``): a node with no free core never wins, whatever
 it bids; a bid ``<= 0`` abstains.
+
+Offers with a reserve (non-paper): a strategy that also has ``asks`` (an
+:class:`OfferingBidder`, e.g. :class:`OfferReserveBidder`) states, at each decision, how
+many of its free cores a node offers (``Asks.cores``, at most its free cores) and the
+least value per core it accepts (``Asks.reserve``). The cores-only auction
+(``policies.market``) then prices the node's bid on the cores it offers, never gives it
+more than those, and starts no job on it whose value per core is below its reserve: the
+value the job would earn started now on the cores it would get there
+(``min(offer, c*)``), divided by those cores. Strategies without ``asks`` offer every free
+core at no reserve: the seed's auction, unchanged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -38,6 +48,31 @@ class Bidder(Protocol):
 
         Args:
             free: ``(k, R)`` free resources of the bidding nodes (read-only).
+            capacity: ``(k, R)`` their capacities.
+            nodes: ``(k,)`` their node indices (for per-node parameters).
+        """
+
+
+class Asks(NamedTuple):
+    """What the node agents offer at one decision.
+
+    Attributes:
+        cores: ``(n,)`` cores each node offers, ``0 <= cores <= free cores`` (int64).
+        reserve: ``(n,)`` the least value per core each node accepts, ``>= 0``.
+    """
+
+    cores: np.ndarray
+    reserve: np.ndarray
+
+
+class OfferingBidder(Bidder, Protocol):
+    """A :class:`Bidder` whose nodes may withhold cores and set a reserve value per core."""
+
+    def asks(self, free: np.ndarray, capacity: np.ndarray, nodes: np.ndarray) -> Asks:
+        """Return the offers of the nodes of ``free`` (module docstring: offers with a reserve).
+
+        Args:
+            free: ``(k, R)`` free resources of the nodes (read-only).
             capacity: ``(k, R)`` their capacities.
             nodes: ``(k,)`` their node indices (for per-node parameters).
         """
@@ -121,7 +156,97 @@ class LocalityAwareBidder:
         return free[:, 0] / (1.0 + self.weight * self.distance[nodes])
 
 
-BIDDERS = {"free-cores": FreeCoresBidder, "energy": EnergyAwareBidder, "locality": LocalityAwareBidder}
+def _per_node(value: float | Sequence[float], name: str, low: float, high: float) -> np.ndarray:
+    """``value`` (one number, or one per node) as a float array; each in ``[low, high]``."""
+    array = np.atleast_1d(np.asarray(value, dtype=float))
+    if array.ndim != 1 or not np.isfinite(array).all() or (array < low).any() or (array > high).any():
+        raise ConfigError(f"{name} must be a number in [{low:g}, {high:g}] or a list of them (one per node), "
+                          f"got {value!r}")
+    return array
+
+
+class OfferReserveBidder:
+    """Offer a share of the free cores, at a reserve value per core (non-paper).
+
+    A node offers ``floor(fraction * free cores)`` of its free cores (a product within
+    ``1e-9`` of an integer counts as that integer) and accepts no job whose value per core
+    is below ``reserve`` (module docstring); it bids the cores it offers, as the seed's
+    nodes bid their free cores. ``fraction = 1, reserve = 0`` is the ``free-cores`` auction.
+
+    Args:
+        fraction: Share of its free cores a node offers, in [0, 1] (one value, or one per node).
+        reserve: Least value per core a node accepts, >= 0 (one value, or one per node).
+
+    Raises:
+        ConfigError: a fraction outside [0, 1] or a reserve < 0 (or not finite).
+
+    >>> bidder = OfferReserveBidder(fraction=[0.5, 1.0], reserve=[0.0, 20.0])
+    >>> free = np.array([[4, 0], [3, 0]]); cap = np.array([[4, 0], [4, 0]])
+    >>> asks = bidder.asks(free, cap, np.arange(2))
+    >>> asks.cores.tolist(), asks.reserve.tolist()
+    ([2, 3], [0.0, 20.0])
+    >>> bidder.bids(free, cap, np.arange(2)).tolist()   # priced on the offered rows by the auction
+    [4, 3]
+    """
+
+    name = "offer-reserve"
+
+    def __init__(self, fraction: float | Sequence[float] = 1.0, reserve: float | Sequence[float] = 0.0) -> None:
+        self.fraction = _per_node(fraction, "fraction", 0.0, 1.0)
+        self.reserve = _per_node(reserve, "reserve", 0.0, np.inf)
+
+    def bids(self, free: np.ndarray, capacity: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """Return the free cores column (the auction passes the offered cores as free)."""
+        return free[:, 0]
+
+    def asks(self, free: np.ndarray, capacity: np.ndarray, nodes: np.ndarray) -> Asks:
+        """Return each node's offered cores and reserve."""
+        fraction = self.fraction if self.fraction.size == 1 else self.fraction[nodes]
+        reserve = self.reserve if self.reserve.size == 1 else self.reserve[nodes]
+        cores = np.floor(fraction * free[:, 0] + 1e-9).astype(np.int64)
+        return Asks(np.minimum(cores, free[:, 0]), np.broadcast_to(reserve, cores.shape).astype(float))
+
+
+def offer_rows(free: np.ndarray, withheld: np.ndarray) -> np.ndarray:
+    """The cores each node offers now: its free cores less those it ``withheld`` when
+    the decision began (``free cores - Asks.cores`` then), never below 0. Starts in the
+    decision take from the offer; cores a hold frees add to it.
+
+    >>> offer_rows(np.array([2, 3]), np.array([2, 0])).tolist()   # node 0 offered 2 of 4 and gave them
+    [0, 3]
+    """
+    return np.maximum(free - withheld, 0)
+
+
+def check_asks(asks: Asks, free_cores: np.ndarray, bidder: str) -> Asks:
+    """Return ``asks`` when it keeps the contract (one offer per node, ``0 <= cores <= free``,
+    finite ``reserve >= 0``).
+
+    Raises:
+        ConfigError: naming the bidder, the rule broken and the nodes that broke it.
+
+    >>> check_asks(Asks(np.array([5]), np.zeros(1)), np.array([4]), "greedy")
+    Traceback (most recent call last):
+    ...
+    market_hpc.errors.ConfigError: bidder 'greedy' offers cores outside [0, free cores] on nodes [0]: offered [5], free [4]
+    """
+    cores, reserve = np.asarray(asks.cores), np.asarray(asks.reserve, dtype=float)
+    if cores.shape != free_cores.shape or reserve.shape != free_cores.shape:
+        raise ConfigError(f"bidder {bidder!r} must offer one (cores, reserve) per node: got shapes "
+                          f"{cores.shape} and {reserve.shape} for {free_cores.shape[0]} nodes")
+    bad = np.flatnonzero((cores < 0) | (cores > free_cores))
+    if len(bad):
+        raise ConfigError(f"bidder {bidder!r} offers cores outside [0, free cores] on nodes {bad.tolist()}: "
+                          f"offered {cores[bad].tolist()}, free {free_cores[bad].tolist()}")
+    bad = np.flatnonzero(~np.isfinite(reserve) | (reserve < 0))
+    if len(bad):
+        raise ConfigError(f"bidder {bidder!r} sets a reserve that is not a finite number >= 0 on nodes "
+                          f"{bad.tolist()}: {reserve[bad].tolist()}")
+    return Asks(cores.astype(np.int64, copy=False), reserve)
+
+
+BIDDERS = {"free-cores": FreeCoresBidder, "energy": EnergyAwareBidder, "locality": LocalityAwareBidder,
+           "offer-reserve": OfferReserveBidder}
 
 
 def make_bidder(name: str) -> Bidder:

@@ -124,12 +124,20 @@ class Auction:
             index = self._earliest(ties)
         return index, min(int(self.best[index]), bid)
 
-    def select_offer(self, cap: np.ndarray, eligible: np.ndarray) -> tuple[int, int] | None:
+    def select_reserved(self, bid: int, reserve: float) -> tuple[int, int] | None:
+        """``select`` for a node offering ``bid`` cores at a reserve: among the jobs whose
+        value per core started now on ``min(bid, c*)`` cores is at least ``reserve``
+        (``algorithms.bidding``, "offers with a reserve"); every open row priced at once."""
+        size = len(self.columns)
+        return self.select_offer(np.full(size, bid, dtype=np.int64), np.ones(size, dtype=bool), reserve)
+
+    def select_offer(self, cap: np.ndarray, eligible: np.ndarray, reserve: float = 0.0) -> tuple[int, int] | None:
         """``(row, units)`` of the job the rule picks among the ``eligible`` open rows, each
         offered ``cap[row]`` units (``algorithms.market_offers``: the units of its unit
         vector the offer holds; 0: it does not fit). A row is priced on ``min(cap, c*)``
         units; the rule's key and ties are ``select``'s, and with every ``cap`` equal to
-        one bid it picks what ``select`` picks (every eligible row priced at once)."""
+        one bid it picks what ``select`` picks (every eligible row priced at once). With
+        ``reserve > 0`` only rows earning at least ``reserve`` per unit are picked."""
         if self.left <= 0:
             return None
         able = eligible & (cap > 0)
@@ -141,6 +149,8 @@ class Auction:
         units = np.minimum(self.best[rows], cap[rows])
         gain = self.columns.values_on_rows(self.now, rows, units)
         earns = gain > 0
+        if reserve > 0:
+            earns &= gain / units >= reserve
         if not earns.any():
             return None
         rows, units, gain = rows[earns], units[earns], gain[earns]

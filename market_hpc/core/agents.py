@@ -16,7 +16,7 @@ import mesa
 import numpy as np
 from sortedcontainers import SortedKeyList
 
-from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
+from market_hpc.algorithms.bidding import Asks, Bidder, FreeCoresBidder, check_asks
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.algorithms.queue_columns import QueueColumns, SmallestRequest
@@ -214,14 +214,19 @@ class ResourceManagerAgent(mesa.Agent):
         self._nodes = np.arange(model.platform.n_nodes)
         self._shared: Bidder | None | bool = False  # False: not checked in this decision
 
-    def collect_bids(self, free: np.ndarray) -> np.ndarray:
-        """Every node agent's bid on ``free`` (the current or a hypothetical free array):
-        one vectorised call when all nodes share a strategy (the usual case)."""
+    def _shared_bidder(self) -> Bidder | None:
+        """The strategy every node agent shares in this decision (``None``: they differ)."""
         shared = self._shared
         if shared is False:
             agents = self.model.node_agents
             first = agents[0].bidder
             shared = self._shared = first if all(agent.bidder is first for agent in agents) else None
+        return shared  # type: ignore[return-value]
+
+    def collect_bids(self, free: np.ndarray) -> np.ndarray:
+        """Every node agent's bid on ``free`` (the current or a hypothetical free array):
+        one vectorised call when all nodes share a strategy (the usual case)."""
+        shared = self._shared_bidder()
         if type(shared) is FreeCoresBidder:
             return free[:, 0]  # the default strategy, without a call per auction round
         capacity = self.model.platform.capacity
@@ -230,6 +235,30 @@ class ResourceManagerAgent(mesa.Agent):
         agents = self.model.node_agents
         return np.concatenate([a.bidder.bids(free[a.index:a.index + 1], capacity[a.index:a.index + 1],
                                              self._nodes[a.index:a.index + 1]) for a in agents])
+
+    def collect_asks(self, free: np.ndarray) -> Asks | None:
+        """Every node agent's offer on ``free`` (``algorithms.bidding.Asks``, checked), or
+        ``None`` when no node agent's strategy makes offers (``asks``): then every node
+        offers all its free cores at no reserve, the seed's auction. A node whose strategy
+        has no ``asks`` offers its free cores at reserve 0 beside nodes whose strategy has."""
+        shared = self._shared_bidder()
+        if type(shared) is FreeCoresBidder:
+            return None
+        capacity, nodes = self.model.platform.capacity, self._nodes
+        if shared is not None:
+            asks = getattr(shared, "asks", None)
+            return None if asks is None else check_asks(asks(free, capacity, nodes), free[:, 0], shared.name)
+        agents = self.model.node_agents
+        if not any(hasattr(agent.bidder, "asks") for agent in agents):
+            return None
+        cores, reserve = free[:, 0].astype(np.int64), np.zeros(len(agents))
+        for agent in agents:
+            asks = getattr(agent.bidder, "asks", None)
+            if asks is not None:
+                row = slice(agent.index, agent.index + 1)
+                got = check_asks(asks(free[row], capacity[row], nodes[row]), free[row, 0], agent.bidder.name)
+                cores[row], reserve[row] = got.cores, got.reserve
+        return Asks(cores, reserve)
 
     def dispatch(self) -> Decision:
         """Ask the policy what to do now."""

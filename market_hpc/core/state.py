@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from market_hpc.algorithms.bidding import Asks
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.queue_columns import QueueColumns
@@ -60,6 +61,9 @@ class BidState(Protocol):
 
     def collect_bids(self, free: np.ndarray) -> np.ndarray:
         """One bid per node, priced on ``free``."""
+
+    def collect_asks(self, free: np.ndarray) -> Asks | None:
+        """The nodes' offers on ``free`` (cores, reserve), ``None`` when none makes offers."""
 
 
 class SimulationState(Protocol):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
+from market_hpc.algorithms.bidding import Asks
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.queue_columns import QueueColumns
@@ -66,6 +67,7 @@ class ModelView:
 
     __slots__ = (
         "_model",
+        "asks",
         "bids",
         "exclusive",
         "free_bb",
@@ -85,6 +87,8 @@ class ModelView:
         self.running: Sequence[RunningJob] = ReadOnlySequence(model.running_by_end)
         # bids(free) -> one bid per node: the node agents' strategies priced on ``free``
         self.bids: Callable[[np.ndarray], np.ndarray] = model.manager.collect_bids
+        # asks(free) -> the node agents' offers (cores, reserve), None when none makes offers
+        self.asks: Callable[[np.ndarray], Asks | None] = model.manager.collect_asks
         # Free cores indexed for placement; schedulers try allocations on it only inside
         # ``free_index.scratch()``, which undoes them (see ``policies.scratch``).
         self.free_index: FreeCoreIndex = model.free_index
@@ -186,3 +190,7 @@ class StaticView:
     def bids(self, free: np.ndarray) -> np.ndarray:
         """The seed's bids: every node's free cores."""
         return free[:, 0]
+
+    def asks(self, free: np.ndarray) -> Asks | None:
+        """The seed's offers: every free core, at no reserve (``None``)."""
+        return None

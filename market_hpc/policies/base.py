@@ -20,6 +20,7 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 
 if TYPE_CHECKING:
+    from market_hpc.algorithms.bidding import Asks
     from market_hpc.algorithms.free_index import FreeCoreIndex
     from market_hpc.algorithms.market_columns import MarketColumns
     from market_hpc.algorithms.queue_columns import QueueColumns
@@ -159,6 +160,10 @@ class View(Protocol):
         """Running jobs with units on ``node``, in start order."""
     def bids(self, free: np.ndarray) -> np.ndarray:
         """The node agents' bids (one per node) priced on ``free`` (market auctions)."""
+    def asks(self, free: np.ndarray) -> Asks | None:
+        """The node agents' offers (cores offered, reserve value per core) on ``free``, or
+        ``None`` when every node offers its free cores at no reserve (market auctions;
+        ``algorithms.bidding``, "offers with a reserve")."""
 
 
 @runtime_checkable

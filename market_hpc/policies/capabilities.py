@@ -282,7 +282,8 @@ ALLOCATOR_PLACES = {
     "max-bid": "cores, gpus, mics, mem per unit, bb checked; one node",
 }
 """What each built-in allocator places (every one checks the burst buffer before placing)."""
-BIDDER_PRICES = {"free-cores": "free cores", "energy": "free cores per watt", "locality": "free cores and distance"}
+BIDDER_PRICES = {"free-cores": "free cores", "energy": "free cores per watt", "locality": "free cores and distance",
+                 "offer-reserve": "a share of the free cores, at a reserve value per core"}
 """What each built-in bidder prices."""
 UNDECLARED_TEXT = "undeclared"
 

@@ -22,6 +22,13 @@ Jobs that ask for more than cores of one node (GPUs, MICs, memory, burst buffer,
 offers and holds cover every resource, a spanning job takes bids of several nodes as one
 offer. A queue that never held such a job keeps the cores-only path (the seed's rule,
 bit for bit, at its cost).
+
+Node offers with a reserve (a bidder with ``asks``, ``algorithms.bidding``) apply to the
+cores-only path: a node bids on and gives only the cores it offered when the decision
+began (less those its starts took), starts no job below its reserve value per core (a
+node whose reserve turns every job down offers nothing more at that instant, and the
+next bidder is asked), and a hold never starts a job below the holding node's reserve.
+Without such a bidder nothing of this runs.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from market_hpc.algorithms.allocation import Allocation, place_in_order, units_fit
-from market_hpc.algorithms.bidding import clear_auction
+from market_hpc.algorithms.bidding import clear_auction, offer_rows
 from market_hpc.algorithms.market import (
     Executing,
     HoldPlan,
@@ -68,6 +75,9 @@ from market_hpc.policies.base import (
 from market_hpc.policies.registry import register_scheduler
 
 RULES = ("sjq", "maxv", "maxvd", "minvr")
+_ASKS_CORES_ONLY = ("node offers with a reserve (a bidder with asks, e.g. offer-reserve) apply to the cores-only "
+                    "market auction; this queue or platform needs the auction over every resource (jobs asking "
+                    "for GPUs, MICs, memory or burst buffer, jobs spanning nodes, or exclusive nodes)")
 # The look-ahead counts 70% of an arrival's estimated value after waiting: the estimate
 # ignores jobs that arrive while it waits, so it overstates waiting. Chosen on the penalty
 # sweep's five seeds (0.3..1.0 tried); docs/market.md reports it on held-out seeds too.
@@ -144,16 +154,32 @@ class MarketPolicy:
         if facts is None or facts[0] is not view:  # the model keeps one view for the whole run
             facts = self._facts = (view, _view_facts(view))
         if not _cores_only(view, columns, facts[1]):
+            if view.asks(view.free) is not None:
+                raise ConfigError(_ASKS_CORES_ONLY)
             return self._decide_offers(view, auction, actions)
         rows = view.free.copy()
         free = rows[:, 0]  # a view: bids are priced on the rows this instant's starts update
+        asks = view.asks(rows)  # None: every node offers its free cores at no reserve (the seed)
+        withheld = free - asks.cores if asks is not None else free[:0]
+        reserve = asks.reserve if asks is not None else withheld
         held: set[int] = set()  # jobs held at this instant
         bids = view.bids
         while auction.left:
-            winner = clear_auction(bids(rows), free)
+            if asks is None:
+                offer = free
+                winner = clear_auction(bids(rows), free)
+            else:  # nodes bid on, and give, the cores they offer
+                offer = offer_rows(free, withheld)
+                winner = clear_auction(bids(np.column_stack((offer, rows[:, 1:]))), offer)
             if winner is not None:
                 node = winner
-                choice = auction.select(int(free[node]))  # the winner offers its free cores
+                if asks is None or reserve[node] <= 0:
+                    choice = auction.select(int(offer[node]))  # the winner offers its free cores
+                else:
+                    choice = auction.select_reserved(int(offer[node]), float(reserve[node]))
+                    if choice is None:  # its reserve turns every job down: it offers nothing
+                        withheld[node] = free[node]  # more at this instant, the next bidder is asked
+                        continue
                 if choice is None:
                     break
                 index, cores = choice
@@ -161,6 +187,8 @@ class MarketPolicy:
                 break  # nodes with free cores abstained; holding is only for a full platform
             else:
                 plan = self._plan_hold(view, auction, free, held) if self.holding else None
+                if plan is not None and asks is not None and plan.profit / plan.cores < reserve[plan.node]:
+                    plan = None  # the node would start a job below its reserve
                 if plan is None:
                     break
                 for victim in plan.held:

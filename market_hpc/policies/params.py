@@ -185,8 +185,10 @@ BIDDER_PARAMS: dict[str, dict[str, Param]] = {
     "energy": {"watts_per_core": Param("float-list", POSITIVE), "idle_factor": Param("float", FRACTION)},
     "locality": {"distance": Param("float-list", Range(0.0, math.inf)),
                  "weight": Param("float", Range(0.0, math.inf))},
+    "offer-reserve": {"fraction": Param("float-list", FRACTION), "reserve": Param("float-list", Range(0.0, math.inf))},
 }
-"""Keyword parameters of each built-in bidder (``watts_per_core`` also as one number)."""
+"""Keyword parameters of each built-in bidder (``watts_per_core``, ``fraction`` and ``reserve`` also as one number)."""
+_ONE_OR_PER_NODE = {"watts_per_core": POSITIVE, "fraction": FRACTION, "reserve": Range(0.0, math.inf)}
 
 
 def check_params(kind: str, name: str, params: Mapping[str, Any],
@@ -217,7 +219,7 @@ def check_params(kind: str, name: str, params: Mapping[str, Any],
         if spec is None:
             valid = ", ".join(sorted(declared)) or "none (it takes no parameters)"
             raise ConfigError(f"{kind} {name!r}: unknown parameter {key!r}; valid parameters: {valid}")
-        if kind == "bidder" and key == "watts_per_core" and _number(value, POSITIVE):
+        if kind == "bidder" and key in _ONE_OR_PER_NODE and _number(value, _ONE_OR_PER_NODE[key]):
             continue
         if not spec.accepts(value):
             source = f"policy.params.{key}" if kind == "scheduler" else key
