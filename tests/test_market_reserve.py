@@ -3,6 +3,8 @@ worth less per core than its reserve (``OfferReserveBidder``, ``algorithms.biddi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from market_fixtures import fig5_jobs, market_job, rigid_profile
@@ -118,11 +120,22 @@ def test_offers_outside_the_contract_and_other_resources_fail_naming_the_bidder(
     model = HPCModel([wide_job(1, 100.0)], TWO_NODES, "maxv", bidder=Greedy())
     with pytest.raises(ConfigError, match="greedy.*outside \\[0, free cores\\]"):
         model.run()
+
+
+def test_offers_on_a_workload_beyond_the_cores_only_auction_are_refused_before_the_run():
     gpu_job = Job(1, 0, 10.0, 10.0, units=1, unit=(1, 1, 0, 0), profile=(10.0,),
                   payload={"value_curve": StepCurve(10.0, 100.0)})
-    model = HPCModel([gpu_job], "nodes=1,cores=4,gpus=1", "maxv", bidder=OfferReserveBidder())
-    with pytest.raises(ConfigError, match="cores-only market auction"):
-        model.run()
+    with pytest.raises(ConfigError, match=r"^bidder 'offer-reserve' makes offers, which apply to the cores-only "
+                                          r"market auction: job 1 asks for more than cores \(unit \(1, 1, 0, 0\)\)$"):
+        HPCModel([gpu_job], "nodes=1,cores=4,gpus=1", "maxv", bidder=OfferReserveBidder())
+    spanning = [replace(wide_job(1, 100.0), payload={**wide_job(1, 100.0).payload, "spans_nodes": True})]
+    with pytest.raises(ConfigError, match="job 1 may span nodes \\(spans_nodes\\) on a platform of 2 nodes"):
+        HPCModel(spanning, TWO_NODES, "maxv", bidder=OfferReserveBidder())
+    HPCModel(spanning, ONE_NODE, "maxv", bidder=OfferReserveBidder()).run()  # one node: the cores-only auction
+    with pytest.raises(ConfigError, match="nodes are allocated whole \\(exclusive = true\\)"):
+        HPCModel([wide_job(1, 100.0)], TWO_NODES, "maxv", bidder=OfferReserveBidder(), exclusive=True)
+    # a rigid policy ignores bidders: nothing to refuse
+    HPCModel([replace(gpu_job, profile=None)], "nodes=1,cores=4,gpus=1", "easy", bidder=OfferReserveBidder()).run()
 
 
 def test_offer_reserve_is_registered_and_its_parameters_checked():

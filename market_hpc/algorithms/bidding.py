@@ -31,6 +31,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, UnknownNameError
 
 
@@ -243,6 +244,32 @@ def check_asks(asks: Asks, free_cores: np.ndarray, bidder: str) -> Asks:
         raise ConfigError(f"bidder {bidder!r} sets a reserve that is not a finite number >= 0 on nodes "
                           f"{bad.tolist()}: {reserve[bad].tolist()}")
     return Asks(cores.astype(np.int64, copy=False), reserve)
+
+
+def asks_refusal(bidder: Bidder, jobs: Sequence[Job], n_nodes: int, exclusive: bool) -> str | None:
+    """Why a bidder making offers (``asks``) cannot serve ``jobs``, or ``None``: offers apply
+    to the cores-only auction only, so a job asking for more than cores (GPUs, MICs, memory,
+    burst buffer), a job that may span nodes on a platform of several, or whole-node
+    allocation refuses it before the run, not at the first decision.
+
+    >>> jobs = [Job(1, 0.0, 1.0, 1.0), Job(2, 0.0, 1.0, 1.0, bb=5.0)]
+    >>> asks_refusal(OfferReserveBidder(), jobs[:1], 4, False) is None
+    True
+    >>> asks_refusal(OfferReserveBidder(), jobs, 4, False)
+    "bidder 'offer-reserve' makes offers, which apply to the cores-only market auction: job 2 asks for more than cores (burst buffer 5 GB)"
+    """
+    if not hasattr(bidder, "asks"):
+        return None
+    head = f"bidder {bidder.name!r} makes offers, which apply to the cores-only market auction: "
+    if exclusive:
+        return head + "nodes are allocated whole (exclusive = true)"
+    for job in jobs:
+        if any(job.unit[1:]) or job.bb:
+            extra = f"burst buffer {job.bb:g} GB" if job.bb else f"unit {job.unit}"
+            return head + f"job {job.job_id} asks for more than cores ({extra})"
+        if n_nodes > 1 and job.payload.get("spans_nodes"):
+            return head + f"job {job.job_id} may span nodes (spans_nodes) on a platform of {n_nodes} nodes"
+    return None
 
 
 BIDDERS = {"free-cores": FreeCoresBidder, "energy": EnergyAwareBidder, "locality": LocalityAwareBidder,

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from market_hpc.algorithms.allocation import units_fit
-from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder
+from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder, asks_refusal
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.core.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
 from market_hpc.core.collector import TimeSeriesCollector
@@ -52,6 +52,13 @@ def make_market_aware_policy(scheduler: str, allocator: str | None, hold_penalty
     """``make_policy`` that hands the holding penalty to market schedulers."""
     params = {"penalty": hold_penalty} if scheduler_entry(scheduler).market else None
     return make_policy(scheduler, allocator, scheduler_params=params)
+
+
+def _is_market(policy: Policy) -> bool:
+    """Whether ``policy`` runs the market auctions (where node offers apply)."""
+    from market_hpc.policies.market import MarketPolicy
+
+    return isinstance(policy, MarketPolicy)
 
 
 def _check_penalty(policy: Policy, hold_penalty: float) -> None:
@@ -163,6 +170,11 @@ class HPCModel(mesa.Model):
         if policy is not None:
             _check_penalty(policy, hold_penalty)
         self.policy = policy if policy is not None else make_market_aware_policy(scheduler, allocator, hold_penalty)
+        if bidder is not None and not isinstance(jobs, Iterator) and _is_market(self.policy):
+            jobs = list(jobs)  # offers apply to the cores-only auction: refuse other workloads before the run
+            refused = asks_refusal(bidder, jobs, self.platform.n_nodes, exclusive)
+            if refused is not None:
+                raise ConfigError(refused)
         self.every_step = bool(every_step)
         self._wake_after = getattr(self.policy, "wake_after", None)
         self._generation = 0  # decisions so far: a wake-up event carries the one that asked for it
