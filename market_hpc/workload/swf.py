@@ -67,6 +67,7 @@ from market_hpc.workload.swf_format import (
     N_FIELDS,
     QUEUE,
     RUN,
+    STATUS,
     SUBMIT,
     TIME_COLUMNS,
     UNKNOWN_KINDS,
@@ -81,6 +82,7 @@ from market_hpc.workload.swf_format import (
     unknown_masks,
     unknown_values,
 )
+from market_hpc.workload.swf_partial import PARTIAL_STATUSES, PartialLines, is_partial
 
 MAX_EXAMPLES = 5  # example line numbers kept per anomaly kind
 
@@ -319,6 +321,7 @@ def parse_fast(data: bytes) -> np.ndarray | None:
         and (rows[:, RUN] >= 0).all()
         and TRACE_ID.contains_all(rows[:, JOB_ID])
         and (rows[:, TIME_COLUMNS] <= MAX_SECONDS).all()
+        and not np.isin(rows[:, STATUS], PARTIAL_STATUSES).any()  # partial lines: swf_partial decides
         and np.unique(rows[:, JOB_ID]).size == len(rows)
     ):
         return None
@@ -332,17 +335,22 @@ def _parse_slow(
     rows: list[list[float]] = []
     numbers: list[int] = []
     first_line_of: dict[float, int] = {}
+    unknown_whole: set[float] = set()  # job numbers of whole-job lines of unknown run time, size or submit
+    partials = PartialLines()
     text = data.decode("utf-8", errors="replace")
     for number, line in enumerate(text.split("\n"), start=1):
         tokens = split_fields(line.split(";", 1)[0])
         if not tokens:
             continue
+        partial = is_partial(tokens)
         unknown = unknown_values(tokens)
         if unknown is not None:
+            if not partial:
+                unknown_whole.add(unknown[JOB_ID])
             rows.append(unknown)
             numbers.append(number)
             continue
-        values, problem = check_line(tokens, first_line_of)
+        values, problem = check_line(tokens, {} if partial else first_line_of)  # parts repeat their job's id
         if problem is not None:
             kind, index, message = problem
             if not lenient:
@@ -350,11 +358,21 @@ def _parse_slow(
                 raise TraceFormatError(source, number, message, field=label)
             anomalies.add(kind, [number])
             continue
-        first_line_of[values[JOB_ID]] = number
+        if partial:
+            if not partials.add(values[JOB_ID], number):
+                continue
+        else:
+            first_line_of[values[JOB_ID]] = number
         rows.append(values)
         numbers.append(number)
+    not_jobs = partials.resolve(lambda job_id: job_id in first_line_of or job_id in unknown_whole,
+                                source, lenient, anomalies.add)
     array = np.asarray(rows, dtype=np.float64).reshape(len(rows), N_FIELDS)
-    return array, np.asarray(numbers, dtype=np.int64)
+    line_numbers = np.asarray(numbers, dtype=np.int64)
+    if not_jobs:
+        jobs = ~np.isin(line_numbers, list(not_jobs))
+        array, line_numbers = array[jobs], line_numbers[jobs]
+    return array, line_numbers
 
 
 def _drop_unknowns(

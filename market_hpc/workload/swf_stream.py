@@ -72,6 +72,7 @@ from market_hpc.workload.swf_format import (
     split_fields,
     unknown_values,
 )
+from market_hpc.workload.swf_partial import PartialLines, is_partial
 
 _ROWS_PER_BATCH = 8192
 
@@ -180,11 +181,19 @@ class SwfStream:
         unknown_lines: list[int] = []
         unknown_rows: list[list[float]] = []
         dropped = set()  # job lines that do not become jobs (pass 2 skips them)
-        first_lines = _FirstLines()
+        first_lines = _FirstLines()  # of the whole-job lines kept
+        unknown_whole: set[float] = set()  # job numbers of whole-job lines of unknown run time, size or submit
+        partials = PartialLines()
+        tentative: dict[int, int] = {}  # line of a job's first partial line -> its index in ids
+        ids = array("d")
         submits = array("d")
         job_lines = n_lines = 0
-        in_order = True
-        last = (-np.inf, -np.inf)
+
+        def count(kind: str, lines: list[int]) -> None:
+            malformed[kind] = malformed.get(kind, 0) + len(lines)
+            kept = examples.setdefault(kind, [])
+            kept.extend(lines[:MAX_EXAMPLES - len(kept)])
+
         for n_lines, line in _lines(source):
             before, semicolon, _ = line.partition(";")
             tokens = split_fields(before)
@@ -193,35 +202,45 @@ class SwfStream:
                     header.append(line.rstrip())
                 continue
             job_lines += 1
+            partial = is_partial(tokens)
             unknown = unknown_values(tokens)
             if unknown is not None:
+                if not partial:
+                    unknown_whole.add(unknown[JOB_ID])
                 unknown_lines.append(n_lines)
                 unknown_rows.append(unknown)
                 dropped.add(n_lines)
                 continue
-            values, problem = check_line(tokens, first_lines)  # type: ignore[arg-type]
+            values, problem = check_line(tokens, {} if partial else first_lines)  # type: ignore[arg-type]
             if problem is not None:
                 kind, index, message = problem
                 if not lenient:
                     _check_gzip(source)
                     label = None if index is None else f"{index + 1} ({FIELD_NAMES[index]})"
                     raise TraceFormatError(source, n_lines, message, field=label)
-                malformed[kind] = malformed.get(kind, 0) + 1
-                kept = examples.setdefault(kind, [])
-                if len(kept) < MAX_EXAMPLES:
-                    kept.append(n_lines)
+                count(kind, [n_lines])
                 dropped.add(n_lines)
                 continue
-            key = (values[SUBMIT], values[JOB_ID])
-            if key < last:
-                in_order = False
-            last = key
-            first_lines.add(values[JOB_ID], n_lines)
+            if partial:
+                if not partials.add(values[JOB_ID], n_lines):
+                    dropped.add(n_lines)
+                    continue
+                tentative[n_lines] = len(ids)
+            else:
+                first_lines.add(values[JOB_ID], n_lines)
+            ids.append(values[JOB_ID])
             submits.append(values[SUBMIT])
+        not_jobs = partials.resolve(lambda job_id: first_lines.get(job_id) is not None or job_id in unknown_whole,
+                                    source, lenient, count)
+        job_ids, job_submits = np.frombuffer(ids, dtype=np.float64), np.frombuffer(submits, dtype=np.float64)
+        if not_jobs:
+            jobs = np.ones(len(job_ids), dtype=bool)
+            jobs[[tentative[line] for line in not_jobs]] = False
+            job_ids, job_submits = job_ids[jobs], job_submits[jobs]
+            dropped |= not_jobs
         rows = np.asarray(unknown_rows, dtype=np.float64).reshape(-1, N_FIELDS)
         self._finish(header, n_lines, job_lines, malformed, examples, unknown_lines, rows, unknown_kinds(rows),
-                     np.frombuffer(first_lines.ids, dtype=np.float64), np.frombuffer(submits, dtype=np.float64),
-                     in_order)
+                     job_ids, job_submits, in_submit_order(job_ids, job_submits))
         self._dropped = dropped
 
     def _finish(self, header: list[str], n_lines: int, job_lines: int, malformed: dict[str, int],
