@@ -21,6 +21,15 @@ Semantics used here (1-based field numbers):
   that order *before* any other field check, so such a line never fails the read. Each
   skipped line is kept in :attr:`Workload.skipped` with its line number and reason, so
   results can list it (``jobs.csv`` status ``skipped``).
+* Partial executions (field 11 status 2, 3, 4; ``Preemption: Double`` logs and this
+  project's schedule exports show a held job as a whole-job line plus one line per
+  part): a part line of a job number that also has a whole-job line (status 0, 1, 5,
+  -1 or any other value), in any order, is skipped in both modes and counted as
+  ``partial_execution`` (in the report only: it is not a job that was skipped, so it is
+  not in :attr:`Workload.skipped`). Part lines of a job number without a whole-job line
+  raise ``TraceFormatError`` at the first of them (field 11), after every line was
+  checked; with ``lenient=True`` that first part is the job and the job's other parts
+  are counted as ``missing_summary``. :mod:`market_hpc.workload.swf_partial` has the rules.
 * Malformed lines raise :class:`TraceFormatError` naming the file, the 1-based line
   and the field, or with ``lenient=True`` are skipped and counted under their kind:
   ``field_count`` (not 18 fields), ``non_numeric`` (only ASCII decimal numbers are
@@ -29,7 +38,7 @@ Semantics used here (1-based field numbers):
   positive), ``negative_submit``, ``negative_run_time`` (negative other than -1),
   ``time_too_large`` (a submit, run or requested time beyond
   :data:`~market_hpc.validation.MAX_SECONDS`, where float64 no longer keeps seconds),
-  ``duplicate_job_id`` (the first line with an id wins).
+  ``duplicate_job_id`` (two whole-job lines with one id: the first wins).
 * Text: a UTF-8 byte-order mark is skipped; UTF-16/32 text and bare CR line ends
   (``\\r`` without ``\\n``, old Mac text) raise ``TraceFormatError`` naming the cause
   (the line of the first bare CR), in every mode.
@@ -220,15 +229,16 @@ def read_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> Workload
 
     Args:
         path: The trace file.
-        lenient: Skip and count malformed lines instead of raising.
+        lenient: Skip and count malformed lines instead of raising; keep a job's first
+            partial execution when it has no whole-job line.
 
     Returns:
         The workload: jobs sorted by (submit, job_id), header lines and a report.
 
     Raises:
         ConfigError: The file is missing or unreadable.
-        TraceFormatError: A malformed line (unless ``lenient``), corrupt gzip data, or no
-            jobs to keep.
+        TraceFormatError: A malformed line or partial executions without a whole-job line
+            (unless ``lenient``), corrupt gzip data, or no jobs to keep.
     """
     source = os.fspath(path)
     data = _read_bytes(source)
@@ -295,7 +305,8 @@ def parse_fast(data: bytes) -> np.ndarray | None:
 
     Returns:
         The ``(n, 18)`` field values of every job line (unknown lines included), or
-        ``None`` when a line is irregular (the line-by-line pass then decides).
+        ``None`` when a line is irregular or a partial execution (status 2, 3 or 4): the
+        line-by-line pass then decides.
     """
     if data.count(b"\r") != data.count(b"\r\n"):
         return None  # pandas ends lines at a bare CR, the slow pass does not

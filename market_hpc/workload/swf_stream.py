@@ -6,7 +6,8 @@ of jobs:
 
 * **Pass 1** (at construction) reads the file line by line (gzip too) and runs every
   check of ``read_swf``'s line-by-line pass (the unknown run time / size / submit rules
-  first, then the malformed-line checks, duplicate ids with the first line winning). It
+  first, then the malformed-line checks, duplicate ids with the first line winning,
+  partial executions by :mod:`market_hpc.workload.swf_partial`). It
   raises the same :class:`TraceFormatError` (file, line, field) before any job is
   handed out, and builds the :class:`TraceReport`, the header and the
   :class:`SkippedJobs`. It keeps 16 bytes per kept job (id and submit time, as machine
@@ -21,7 +22,7 @@ of jobs:
 Both passes run on blocks of whole lines parsed by ``read_swf``'s vectorised pass when the
 file is regular (:mod:`market_hpc.workload.swf_blocks`; a file of one block, 4 MiB of
 text, is parsed once), and line by line as described above when it is not (malformed
-lines, duplicate ids, bare CRs, ``NA`` tokens): on KTH-SP2 the two passes take 0.04 s and
+lines, duplicate ids, partial executions, bare CRs, ``NA`` tokens): on KTH-SP2 the two passes take 0.04 s and
 0.05 s, against 0.27 s and 0.13 s line by line. Either way every job is built by
 ``read_swf``'s builder (:func:`~market_hpc.workload.swf.jobs_in_row_order`), so the
 request and estimate rules have one definition.
@@ -184,8 +185,7 @@ class SwfStream:
         first_lines = _FirstLines()  # of the whole-job lines kept
         unknown_whole: set[float] = set()  # job numbers of whole-job lines of unknown run time, size or submit
         partials = PartialLines()
-        tentative: dict[int, int] = {}  # line of a job's first partial line -> its index in ids
-        ids = array("d")
+        tentative: dict[int, tuple[int, float, float]] = {}  # first partial line -> (jobs before it, id, submit)
         submits = array("d")
         job_lines = n_lines = 0
 
@@ -225,19 +225,19 @@ class SwfStream:
                 if not partials.add(values[JOB_ID], n_lines):
                     dropped.add(n_lines)
                     continue
-                tentative[n_lines] = len(ids)
-            else:
-                first_lines.add(values[JOB_ID], n_lines)
-            ids.append(values[JOB_ID])
+                tentative[n_lines] = (len(submits), values[JOB_ID], values[SUBMIT])
+                continue
+            first_lines.add(values[JOB_ID], n_lines)
             submits.append(values[SUBMIT])
         not_jobs = partials.resolve(lambda job_id: first_lines.get(job_id) is not None or job_id in unknown_whole,
                                     source, lenient, count)
-        job_ids, job_submits = np.frombuffer(ids, dtype=np.float64), np.frombuffer(submits, dtype=np.float64)
-        if not_jobs:
-            jobs = np.ones(len(job_ids), dtype=bool)
-            jobs[[tentative[line] for line in not_jobs]] = False
-            job_ids, job_submits = job_ids[jobs], job_submits[jobs]
-            dropped |= not_jobs
+        job_ids = np.frombuffer(first_lines.ids, dtype=np.float64)
+        job_submits = np.frombuffer(submits, dtype=np.float64)
+        dropped |= not_jobs
+        kept = [tentative[line] for line in sorted(tentative) if line not in not_jobs]
+        if kept:  # first parts of jobs without a whole-job line (lenient): in file order among the others
+            at, kept_ids, kept_submits = (list(column) for column in zip(*kept, strict=True))
+            job_ids, job_submits = np.insert(job_ids, at, kept_ids), np.insert(job_submits, at, kept_submits)
         rows = np.asarray(unknown_rows, dtype=np.float64).reshape(-1, N_FIELDS)
         self._finish(header, n_lines, job_lines, malformed, examples, unknown_lines, rows, unknown_kinds(rows),
                      job_ids, job_submits, in_submit_order(job_ids, job_submits))
@@ -342,8 +342,8 @@ def stream_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> SwfStr
 
     Raises:
         ConfigError: The file is missing or unreadable.
-        TraceFormatError: A malformed line (unless ``lenient``), corrupt gzip data, or no
-            jobs to keep.
+        TraceFormatError: A malformed line or partial executions without a whole-job line
+            (unless ``lenient``), corrupt gzip data, or no jobs to keep.
     """
     return SwfStream(path, lenient=lenient)
 
