@@ -73,6 +73,28 @@ def test_summary_of_unknown_run_time_still_owns_its_parts(tmp_path: Path) -> Non
     assert skipped.lines.tolist() == [2]
 
 
+def test_part_of_unknown_run_time_is_still_a_part(tmp_path: Path) -> None:
+    """A part is never a job: with its job's whole-job line it counts as a partial execution,
+    not as a skipped job (no jobs.csv row that would repeat a job that ran)."""
+    unknown_part = PARTS[1].replace(" 10 4 ", " -1 4 ", 1)
+    path = write(tmp_path, "\n".join([JOB_1, SUMMARY, PARTS[0], unknown_part, PARTS[2], JOB_3]) + "\n")
+    jobs, _, report, skipped = read_both(path)
+    assert jobs == JOBS
+    assert report.anomalies == {"partial_execution": 3} and report.examples == {"partial_execution": (3, 4, 5)}
+    assert len(skipped) == 0
+
+
+def test_part_of_unknown_run_time_without_a_summary_is_unknown(tmp_path: Path) -> None:
+    """Without a whole-job line it is skipped as any line of unknown run time, listed in file order."""
+    unknown_part = PARTS[1].replace(" 10 4 ", " -1 4 ", 1)
+    unknown_job = JOB_3.replace("3 8 2 2 2", "4 9 2 -1 2", 1)
+    path = write(tmp_path, "\n".join([JOB_1, unknown_part, JOB_3, unknown_job]) + "\n")
+    jobs, _, report, skipped = read_both(path)
+    assert jobs == (JOBS[0], JOBS[2])
+    assert report.anomalies == {"unknown_run_time": 2} and report.examples == {"unknown_run_time": (2, 4)}
+    assert skipped.lines.tolist() == [2, 4] and skipped.kinds == ("unknown_run_time", "unknown_run_time")
+
+
 def test_parts_without_a_summary_are_refused(tmp_path: Path) -> None:
     path = write(tmp_path, "\n".join([JOB_1, *PARTS, JOB_3]) + "\n")
     message = (f"{path}:2: field 11 (status): job 2 has partial-execution lines (status 2, 3 or 4) but no "

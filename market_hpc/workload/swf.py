@@ -26,7 +26,8 @@ Semantics used here (1-based field numbers):
   part): a part line of a job number that also has a whole-job line (status 0, 1, 5,
   -1 or any other value), in any order, is skipped in both modes and counted as
   ``partial_execution`` (in the report only: it is not a job that was skipped, so it is
-  not in :attr:`Workload.skipped`). Part lines of a job number without a whole-job line
+  not in :attr:`Workload.skipped`), even when one of its fields is unknown (a part of
+  unknown run time, size or submit time without a whole-job line is skipped as unknown). Part lines of a job number without a whole-job line
   raise ``TraceFormatError`` at the first of them (field 11), after every line was
   checked; with ``lenient=True`` that first part is the job and the job's other parts
   are counted as ``missing_summary``. :mod:`market_hpc.workload.swf_partial` has the rules.
@@ -322,6 +323,8 @@ def parse_fast(data: bytes) -> np.ndarray | None:
         return None
     if np.isnan(all_rows).any():  # a short line (padded with NaN) or an NA token
         return None
+    if np.isin(all_rows[:, STATUS], PARTIAL_STATUSES).any():
+        return None  # partial executions: swf_partial decides, line by line
     rows = all_rows[unknown_masks(all_rows)[0]]  # unknown lines skip every other check
     ints = rows[:, INT_COLUMNS]
     if not (
@@ -332,7 +335,6 @@ def parse_fast(data: bytes) -> np.ndarray | None:
         and (rows[:, RUN] >= 0).all()
         and TRACE_ID.contains_all(rows[:, JOB_ID])
         and (rows[:, TIME_COLUMNS] <= MAX_SECONDS).all()
-        and not np.isin(rows[:, STATUS], PARTIAL_STATUSES).any()  # partial lines: swf_partial decides
         and np.unique(rows[:, JOB_ID]).size == len(rows)
     ):
         return None
@@ -356,8 +358,10 @@ def _parse_slow(
         partial = is_partial(tokens)
         unknown = unknown_values(tokens)
         if unknown is not None:
-            if not partial:
-                unknown_whole.add(unknown[JOB_ID])
+            if partial:
+                partials.add_unknown(unknown[JOB_ID], number, unknown)
+                continue
+            unknown_whole.add(unknown[JOB_ID])
             rows.append(unknown)
             numbers.append(number)
             continue
@@ -376,13 +380,17 @@ def _parse_slow(
             first_line_of[values[JOB_ID]] = number
         rows.append(values)
         numbers.append(number)
-    not_jobs = partials.resolve(lambda job_id: job_id in first_line_of or job_id in unknown_whole,
-                                source, lenient, anomalies.add)
+    not_jobs, unknown_parts = partials.resolve(
+        lambda job_id: job_id in first_line_of or job_id in unknown_whole, source, lenient, anomalies.add)
+    for number, values in unknown_parts:  # parts without a whole-job line: skipped as unknown
+        rows.append(values)
+        numbers.append(number)
     array = np.asarray(rows, dtype=np.float64).reshape(len(rows), N_FIELDS)
     line_numbers = np.asarray(numbers, dtype=np.int64)
-    if not_jobs:
-        jobs = ~np.isin(line_numbers, list(not_jobs))
-        array, line_numbers = array[jobs], line_numbers[jobs]
+    if not_jobs or unknown_parts:
+        in_file_order = np.argsort(line_numbers, kind="stable")
+        jobs = ~np.isin(line_numbers[in_file_order], list(not_jobs))
+        array, line_numbers = array[in_file_order][jobs], line_numbers[in_file_order][jobs]
     return array, line_numbers
 
 

@@ -11,7 +11,11 @@ job "once as a one-line summary, and again as a sequence of lines representing t
   or a value the definition does not name) makes a *whole-job line*.
 * A partial line of a job number that also has a whole-job line (kept as a job, or
   skipped for an unknown run time, size or submit time), before or after it, is skipped
-  in every mode and counted as ``partial_execution``: the whole-job line is the job.
+  in every mode and counted as ``partial_execution``: the whole-job line is the job. This
+  holds for a part whose run time, size or submit time is unknown too (a part is never a
+  job, so it is not listed with the skipped jobs either).
+* A partial line of unknown run time, size or submit time whose job number has no
+  whole-job line is skipped as unknown, as any such line.
 * Partial lines of a job number with no whole-job line (e.g. a ``Preemption: Yes`` log,
   which has the parts only) raise :class:`TraceFormatError` at the first of them, or with
   ``lenient`` the first of them is the job and the others are counted as
@@ -58,11 +62,18 @@ class PartialLines:
     Attributes:
         first: Job number -> line of its first partial line (the tentative job).
         later: ``(job number, line)`` of the other partial lines, in file order.
+        unknown: ``(job number, line, values)`` of the partial lines of unknown run time,
+            size or submit time, in file order.
     """
 
     def __init__(self) -> None:
         self.first: dict[float, int] = {}
         self.later: list[tuple[float, int]] = []
+        self.unknown: list[tuple[float, int, list[float]]] = []
+
+    def add_unknown(self, job_id: float, line: int, values: list[float]) -> None:
+        """Note a partial line of unknown run time, size or submit time (never a job)."""
+        self.unknown.append((job_id, line, values))
 
     def add(self, job_id: float, line: int) -> bool:
         """Note a well-formed partial line; return whether it is its job's first (a
@@ -74,8 +85,8 @@ class PartialLines:
         return True
 
     def resolve(self, has_whole: Callable[[float], bool], source: str, lenient: bool,
-                count: Callable[[str, list[int]], None]) -> set[int]:
-        """Decide every partial line; return the tentative jobs' lines that are not jobs.
+                count: Callable[[str, list[int]], None]) -> tuple[set[int], list[tuple[int, list[float]]]]:
+        """Decide every partial line.
 
         Args:
             has_whole: Whether a job number has a whole-job line.
@@ -83,12 +94,16 @@ class PartialLines:
             lenient: Keep a job's first partial line when it has no whole-job line.
             count: Called with a kind and the lines (in file order) to count under it.
 
+        Returns:
+            The lines of tentative jobs that are not jobs, and ``(line, values)`` of the
+            partial lines to skip as unknown (no whole-job line), in file order.
+
         Raises:
             TraceFormatError: A job has partial lines and no whole-job line (unless
                 ``lenient``), naming the first such job's first partial line.
         """
-        if not self.first:
-            return set()
+        unknown = [(line, values) for job_id, line, values in self.unknown if not has_whole(job_id)]
+        parts_of_unknown = [line for job_id, line, _ in self.unknown if has_whole(job_id)]
         orphans = {job_id for job_id in self.first if not has_whole(job_id)}
         if orphans and not lenient:
             line, job_id = min((self.first[job_id], job_id) for job_id in orphans)
@@ -98,10 +113,10 @@ class PartialLines:
                 "split job a summary line; add it, or use --lenient to keep the job's first part "
                 "as the job", field=f"{STATUS + 1} ({FIELD_NAMES[STATUS]})")
         dropped = sorted(line for job_id, line in self.first.items() if job_id not in orphans)
-        partial = sorted(dropped + [line for job_id, line in self.later if job_id not in orphans])
+        partial = sorted(dropped + parts_of_unknown + [line for job_id, line in self.later if job_id not in orphans])
         missing = [line for job_id, line in self.later if job_id in orphans]
         if partial:
             count(PARTIAL_EXECUTION, partial)
         if missing:
             count(MISSING_SUMMARY, missing)
-        return set(dropped)
+        return set(dropped), unknown

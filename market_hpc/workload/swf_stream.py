@@ -205,11 +205,13 @@ class SwfStream:
             partial = is_partial(tokens)
             unknown = unknown_values(tokens)
             if unknown is not None:
-                if not partial:
-                    unknown_whole.add(unknown[JOB_ID])
+                dropped.add(n_lines)
+                if partial:
+                    partials.add_unknown(unknown[JOB_ID], n_lines, unknown)
+                    continue
+                unknown_whole.add(unknown[JOB_ID])
                 unknown_lines.append(n_lines)
                 unknown_rows.append(unknown)
-                dropped.add(n_lines)
                 continue
             values, problem = check_line(tokens, {} if partial else first_lines)  # type: ignore[arg-type]
             if problem is not None:
@@ -229,8 +231,12 @@ class SwfStream:
                 continue
             first_lines.add(values[JOB_ID], n_lines)
             submits.append(values[SUBMIT])
-        not_jobs = partials.resolve(lambda job_id: first_lines.get(job_id) is not None or job_id in unknown_whole,
-                                    source, lenient, count)
+        not_jobs, unknown_parts = partials.resolve(
+            lambda job_id: first_lines.get(job_id) is not None or job_id in unknown_whole, source, lenient, count)
+        if unknown_parts:  # parts without a whole-job line: skipped as unknown, listed in file order
+            merged = sorted(zip(unknown_lines + [line for line, _ in unknown_parts],
+                                unknown_rows + [values for _, values in unknown_parts], strict=True))
+            unknown_lines, unknown_rows = [line for line, _ in merged], [values for _, values in merged]
         job_ids = np.frombuffer(first_lines.ids, dtype=np.float64)
         job_submits = np.frombuffer(submits, dtype=np.float64)
         dropped |= not_jobs
