@@ -103,7 +103,7 @@ class PartialLines:
                 ``lenient``), naming the first such job's first partial line.
         """
         unknown = [(line, values) for job_id, line, values in self.unknown if not has_whole(job_id)]
-        parts_of_unknown = [line for job_id, line, _ in self.unknown if has_whole(job_id)]
+        unknown_parts_of_held_jobs = [line for job_id, line, _ in self.unknown if has_whole(job_id)]
         orphans = {job_id for job_id in self.first if not has_whole(job_id)}
         if orphans and not lenient:
             line, job_id = min((self.first[job_id], job_id) for job_id in orphans)
@@ -113,7 +113,7 @@ class PartialLines:
                 "split job a summary line; add it, or use --lenient to keep the job's first part "
                 "as the job", field=f"{STATUS + 1} ({FIELD_NAMES[STATUS]})")
         dropped = sorted(line for job_id, line in self.first.items() if job_id not in orphans)
-        partial = sorted(dropped + parts_of_unknown + [line for job_id, line in self.later if job_id not in orphans])
+        partial = sorted(dropped + unknown_parts_of_held_jobs + [line for job_id, line in self.later if job_id not in orphans])
         missing = [line for job_id, line in self.later if job_id in orphans]
         if partial:
             count(PARTIAL_EXECUTION, partial)
