@@ -88,7 +88,7 @@ def test_part_of_unknown_run_time_without_a_summary_is_unknown(tmp_path: Path) -
     """Without a whole-job line it is skipped as any line of unknown run time, listed in file order."""
     unknown_part = PARTS[1].replace(" 10 4 ", " -1 4 ", 1)
     unknown_job = JOB_3.replace("3 8 2 2 2", "4 9 2 -1 2", 1)
-    path = write(tmp_path, "\n".join([JOB_1, unknown_part, JOB_3, unknown_job]) + "\n")
+    path = write(tmp_path, f"{JOB_1}\n{unknown_part}\n{JOB_3}\n{unknown_job}\n")
     jobs, _, report, skipped = read_both(path)
     assert jobs == (JOBS[0], JOBS[2])
     assert report.anomalies == {"unknown_run_time": 2} and report.examples == {"unknown_run_time": (2, 4)}
