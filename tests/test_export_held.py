@@ -17,6 +17,7 @@ from market_hpc.core.recorder import SEGMENT_COLUMNS
 from market_hpc.experiment.config import load_scenario
 from market_hpc.experiment.run import simulate
 from market_hpc.workload import read_swf
+from market_hpc.workload.swf_stream import stream_swf
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB_FIELDS = ["job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time", "status", "cores",
@@ -79,7 +80,12 @@ def test_held_jobs_are_swf_partial_executions(exported: tuple[Path, str]) -> Non
     notes = [line for line in text if line.startswith("; Note: ")]
     assert any("2 held and resumed jobs are a summary line" in note for note in notes)
     assert any("1 of them ran their parts on different core counts" in note for note in notes)
-    assert "replaying the SWF with market-hpc replay needs --lenient" in printed
+    assert "market-hpc replay reads the SWF's summary lines as the jobs and counts the part lines" in printed
+    workload = read_swf(run / "schedule.swf")  # no --lenient: the part lines are partial executions
+    assert [(job.job_id, job.submit, job.run_time, job.units) for job in workload.jobs] == [
+        (1, 0.0, 10.0, 4), (2, 5.0, 20.0, 4), (3, 8.0, 2.0, 4)]  # the summaries (SWF_LINES 1, 2, 5)
+    assert workload.report.anomalies == {"partial_execution": 3}
+    assert workload.report.examples == {"partial_execution": (len(text) - 3, len(text) - 2, len(text))}  # parts: job lines 3, 4, 6 of 6
 
 
 def test_held_jobs_are_batsim_rows_per_execution(exported: tuple[Path, str]) -> None:
@@ -94,16 +100,27 @@ def test_held_jobs_are_batsim_rows_per_execution(exported: tuple[Path, str]) -> 
 
 def test_swf_round_trip_keeps_the_work(tmp_path: Path) -> None:
     """maxVH holds moldable jobs that resume on other core counts; the exported SWF read
-    back (the summaries; part lines are duplicate ids) carries every core-second that ran."""
+    back without --lenient (the summaries; part lines are partial executions) has the run's
+    jobs and carries every core-second that ran; replaying it needs no --lenient."""
     run = simulate(load_scenario(ROOT / "scenarios" / "market_taskgraphs.toml")).write(tmp_path / "run")
     assert main(["export", str(run)]) == 0
     segments = pd.read_csv(run / "segments.csv")
     work = float(((segments["end"] - segments["start"]) * segments["cores"]).sum())
     assert segments.groupby("job_id")["cores"].nunique().max() > 1  # the case the summaries reweight
-    workload = read_swf(run / "schedule.swf", lenient=True)
+    workload = read_swf(run / "schedule.swf")
     assert sum(job.run_time * job.units for job in workload.jobs) == pytest.approx(work, rel=1e-12)
     held = int((segments["segment"] > 1).sum() + (segments.groupby("job_id").size() > 1).sum())
-    assert workload.report.anomalies == {"duplicate_job_id": held}  # every part line, nothing else
+    assert held > 0 and workload.report.anomalies == {"partial_execution": held}  # every part line, nothing else
+    assert tuple(stream_swf(run / "schedule.swf")) == workload.jobs
+    # the run's jobs: same ids, submit times and estimates; one job per summary line
+    ran = pd.read_csv(run / "jobs.csv").sort_values(["submit_time", "job_id"], kind="stable")
+    assert [(job.job_id, job.submit, job.estimate) for job in workload.jobs] == list(
+        zip(ran["job_id"], ran["submit_time"], ran["estimate"], strict=True))
+    assert workload.jobs == read_swf(run / "schedule.swf", lenient=True).jobs  # what --lenient read before
+    assert main(["replay", str(run / "schedule.swf"), "--platform", "hlrs-3x9", "--scheduler", "easy",
+                 "--out", str(tmp_path / "replay"), "--no-timeseries"]) == 0
+    replayed = pd.read_csv(tmp_path / "replay" / "jobs.csv")
+    assert sorted(replayed["job_id"]) == sorted(ran["job_id"]) and (replayed["status"] == "finished").all()
     # the part lines alone carry the same work, segment by segment
     rows = np.array([line.split() for line in (run / "schedule.swf").read_text().splitlines()
                      if not line.startswith(";")], dtype=float)

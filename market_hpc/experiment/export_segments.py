@@ -27,7 +27,9 @@ writes ``Double``:
   count can give.
 
 Readers that keep one line per job number keep the summary, the first; evalys's
-``Workload`` drops lines whose status is above 1, and so reads the summaries too.
+``Workload`` drops lines whose status is above 1, and so reads the summaries too, and
+:func:`~market_hpc.workload.swf.read_swf` skips the part lines as ``partial_execution``
+(:mod:`market_hpc.workload.swf_partial`).
 
 **Batsim's output jobs file** has one row per Batsim job with one ``allocated_resources``
 and ``execution_time = finish_time - starting_time`` (Batsim documentation, "Outputs:

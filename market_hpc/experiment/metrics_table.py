@@ -44,7 +44,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("jobs_never_started", "jobs never started", "", "lower"),
     # jobs_skipped: the jobs.csv rows of status skipped (trace lines of unknown size, run
     # or submit time inside the replayed window); trace_lines_skipped: every job line of
-    # the whole trace not made a job (those, plus malformed lines under --lenient).
+    # the whole trace not made a job (those, partial-execution lines of held jobs, and
+    # malformed lines under --lenient).
     Metric("jobs_skipped", "skipped trace jobs in the replayed part", ""),
     Metric("trace_lines_skipped", "job lines of the trace skipped", ""),
     Metric("mean_wait", "mean wait", "s", "lower"),

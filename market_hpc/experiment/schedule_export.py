@@ -223,9 +223,9 @@ def _held_notes(held_jobs: int, parts: pd.DataFrame) -> list[str]:
     """What the printed notes say about held jobs beyond the SWF header's notes."""
     resumptions = int((parts["segment"] > 1).sum())
     return [
-        ("note: replaying the SWF with market-hpc replay needs --lenient: a part line repeats its "
-         "job number, so the summary (the first line) is kept and the parts are counted as duplicate "
-         "ids; evalys's Workload also reads the summaries (it drops status above 1)"),
+        ("note: market-hpc replay reads the SWF's summary lines as the jobs and counts the part "
+         "lines (status 2, 3, 4) as partial_execution; evalys's Workload also reads the summaries "
+         "(it drops status above 1)"),
         (f"note: Batsim output jobs file: the {held_jobs:,} held jobs are one row per execution, as "
          f"Batsim writes a job the scheduler killed and resubmitted ({resumptions:,} resumptions named "
          "ID#n, submitted when held, metadata parent_job and nb_resubmit; killed executions "

@@ -21,6 +21,16 @@ Semantics used here (1-based field numbers):
   that order *before* any other field check, so such a line never fails the read. Each
   skipped line is kept in :attr:`Workload.skipped` with its line number and reason, so
   results can list it (``jobs.csv`` status ``skipped``).
+* Partial executions (field 11 status 2, 3, 4; ``Preemption: Double`` logs and this
+  project's schedule exports show a held job as a whole-job line plus one line per
+  part): a part line of a job number that also has a whole-job line (status 0, 1, 5,
+  -1 or any other value), in any order, is skipped in both modes and counted as
+  ``partial_execution`` (in the report only: it is not a job that was skipped, so it is
+  not in :attr:`Workload.skipped`), even when one of its fields is unknown (a part of
+  unknown run time, size or submit time without a whole-job line is skipped as unknown). Part lines of a job number without a whole-job line
+  raise ``TraceFormatError`` at the first of them (field 11), after every line was
+  checked; with ``lenient=True`` that first part is the job and the job's other parts
+  are counted as ``missing_summary``. :mod:`market_hpc.workload.swf_partial` has the rules.
 * Malformed lines raise :class:`TraceFormatError` naming the file, the 1-based line
   and the field, or with ``lenient=True`` are skipped and counted under their kind:
   ``field_count`` (not 18 fields), ``non_numeric`` (only ASCII decimal numbers are
@@ -29,7 +39,7 @@ Semantics used here (1-based field numbers):
   positive), ``negative_submit``, ``negative_run_time`` (negative other than -1),
   ``time_too_large`` (a submit, run or requested time beyond
   :data:`~market_hpc.validation.MAX_SECONDS`, where float64 no longer keeps seconds),
-  ``duplicate_job_id`` (the first line with an id wins).
+  ``duplicate_job_id`` (two whole-job lines with one id: the first wins).
 * Text: a UTF-8 byte-order mark is skipped; UTF-16/32 text and bare CR line ends
   (``\\r`` without ``\\n``, old Mac text) raise ``TraceFormatError`` naming the cause
   (the line of the first bare CR), in every mode.
@@ -67,6 +77,7 @@ from market_hpc.workload.swf_format import (
     N_FIELDS,
     QUEUE,
     RUN,
+    STATUS,
     SUBMIT,
     TIME_COLUMNS,
     UNKNOWN_KINDS,
@@ -81,6 +92,7 @@ from market_hpc.workload.swf_format import (
     unknown_masks,
     unknown_values,
 )
+from market_hpc.workload.swf_partial import PARTIAL_STATUSES, PartialLines, is_partial
 
 MAX_EXAMPLES = 5  # example line numbers kept per anomaly kind
 
@@ -218,15 +230,16 @@ def read_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> Workload
 
     Args:
         path: The trace file.
-        lenient: Skip and count malformed lines instead of raising.
+        lenient: Skip and count malformed lines instead of raising; keep a job's first
+            partial execution when it has no whole-job line.
 
     Returns:
         The workload: jobs sorted by (submit, job_id), header lines and a report.
 
     Raises:
         ConfigError: The file is missing or unreadable.
-        TraceFormatError: A malformed line (unless ``lenient``), corrupt gzip data, or no
-            jobs to keep.
+        TraceFormatError: A malformed line or partial executions without a whole-job line
+            (unless ``lenient``), corrupt gzip data, or no jobs to keep.
     """
     source = os.fspath(path)
     data = _read_bytes(source)
@@ -293,7 +306,8 @@ def parse_fast(data: bytes) -> np.ndarray | None:
 
     Returns:
         The ``(n, 18)`` field values of every job line (unknown lines included), or
-        ``None`` when a line is irregular (the line-by-line pass then decides).
+        ``None`` when a line is irregular or a partial execution (status 2, 3 or 4): the
+        line-by-line pass then decides.
     """
     if data.count(b"\r") != data.count(b"\r\n"):
         return None  # pandas ends lines at a bare CR, the slow pass does not
@@ -309,6 +323,8 @@ def parse_fast(data: bytes) -> np.ndarray | None:
         return None
     if np.isnan(all_rows).any():  # a short line (padded with NaN) or an NA token
         return None
+    if np.isin(all_rows[:, STATUS], PARTIAL_STATUSES).any():
+        return None  # partial executions: swf_partial decides, line by line
     rows = all_rows[unknown_masks(all_rows)[0]]  # unknown lines skip every other check
     ints = rows[:, INT_COLUMNS]
     if not (
@@ -332,17 +348,24 @@ def _parse_slow(
     rows: list[list[float]] = []
     numbers: list[int] = []
     first_line_of: dict[float, int] = {}
+    unknown_whole: set[float] = set()  # job numbers of whole-job lines of unknown run time, size or submit
+    partials = PartialLines()
     text = data.decode("utf-8", errors="replace")
     for number, line in enumerate(text.split("\n"), start=1):
         tokens = split_fields(line.split(";", 1)[0])
         if not tokens:
             continue
+        partial = is_partial(tokens)
         unknown = unknown_values(tokens)
         if unknown is not None:
+            if partial:
+                partials.add_unknown(unknown[JOB_ID], number, unknown)
+                continue
+            unknown_whole.add(unknown[JOB_ID])
             rows.append(unknown)
             numbers.append(number)
             continue
-        values, problem = check_line(tokens, first_line_of)
+        values, problem = check_line(tokens, {} if partial else first_line_of)  # parts repeat their job's id
         if problem is not None:
             kind, index, message = problem
             if not lenient:
@@ -350,11 +373,25 @@ def _parse_slow(
                 raise TraceFormatError(source, number, message, field=label)
             anomalies.add(kind, [number])
             continue
-        first_line_of[values[JOB_ID]] = number
+        if partial:
+            if not partials.add(values[JOB_ID], number):
+                continue
+        else:
+            first_line_of[values[JOB_ID]] = number
+        rows.append(values)
+        numbers.append(number)
+    not_jobs, unknown_parts = partials.resolve(
+        lambda job_id: job_id in first_line_of or job_id in unknown_whole, source, lenient, anomalies.add)
+    for number, values in unknown_parts:  # parts without a whole-job line: skipped as unknown
         rows.append(values)
         numbers.append(number)
     array = np.asarray(rows, dtype=np.float64).reshape(len(rows), N_FIELDS)
-    return array, np.asarray(numbers, dtype=np.int64)
+    line_numbers = np.asarray(numbers, dtype=np.int64)
+    if not_jobs or unknown_parts:
+        in_file_order = np.argsort(line_numbers, kind="stable")
+        jobs = ~np.isin(line_numbers[in_file_order], list(not_jobs))
+        array, line_numbers = array[in_file_order][jobs], line_numbers[in_file_order][jobs]
+    return array, line_numbers
 
 
 def _drop_unknowns(

@@ -1,7 +1,8 @@
 """The vectorised passes of the streaming SWF reader: the file in blocks of whole lines.
 
 :class:`~market_hpc.workload.swf_stream.SwfStream` reads a trace twice. On a regular
-file (every job line 18 numbers, no malformed line, no duplicate id, no bare CR; lines of
+file (every job line 18 numbers, no malformed line, no duplicate id, no partial-execution
+status 2, 3 or 4, no bare CR; lines of
 unknown run time, size or submit time are fine) both passes work on blocks of whole
 lines, each parsed by ``read_swf``'s own vectorised pass (pandas' C reader,
 :func:`~market_hpc.workload.swf.parse_fast`), so they cost what ``read_swf`` costs, not

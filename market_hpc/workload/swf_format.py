@@ -35,11 +35,11 @@ UNKNOWN_REASONS: dict[str, str] = {
 }
 MALFORMED_KINDS: tuple[str, ...] = (
     "field_count", "non_numeric", "not_finite", "non_integer", "bad_job_id", "negative_submit",
-    "negative_run_time", "time_too_large", "duplicate_job_id",
+    "negative_run_time", "time_too_large", "duplicate_job_id", "missing_summary",
 )
 
 # 0-based indices of the fields the readers use (FIELD_NAMES has them all).
-JOB_ID, SUBMIT, RUN, ALLOC, REQ, REQ_TIME, USER, QUEUE = 0, 1, 3, 4, 7, 8, 11, 14
+JOB_ID, SUBMIT, RUN, ALLOC, REQ, REQ_TIME, STATUS, USER, QUEUE = 0, 1, 3, 4, 7, 8, 10, 11, 14
 INT_COLUMNS = (JOB_ID, ALLOC, REQ, USER, QUEUE)
 """Fields that must hold integers."""
 TIME_COLUMNS = (SUBMIT, RUN, REQ_TIME)

@@ -6,7 +6,8 @@ of jobs:
 
 * **Pass 1** (at construction) reads the file line by line (gzip too) and runs every
   check of ``read_swf``'s line-by-line pass (the unknown run time / size / submit rules
-  first, then the malformed-line checks, duplicate ids with the first line winning). It
+  first, then the malformed-line checks, duplicate ids with the first line winning,
+  partial executions by :mod:`market_hpc.workload.swf_partial`). It
   raises the same :class:`TraceFormatError` (file, line, field) before any job is
   handed out, and builds the :class:`TraceReport`, the header and the
   :class:`SkippedJobs`. It keeps 16 bytes per kept job (id and submit time, as machine
@@ -21,7 +22,7 @@ of jobs:
 Both passes run on blocks of whole lines parsed by ``read_swf``'s vectorised pass when the
 file is regular (:mod:`market_hpc.workload.swf_blocks`; a file of one block, 4 MiB of
 text, is parsed once), and line by line as described above when it is not (malformed
-lines, duplicate ids, bare CRs, ``NA`` tokens): on KTH-SP2 the two passes take 0.04 s and
+lines, duplicate ids, partial executions, bare CRs, ``NA`` tokens): on KTH-SP2 the two passes take 0.04 s and
 0.05 s, against 0.27 s and 0.13 s line by line. Either way every job is built by
 ``read_swf``'s builder (:func:`~market_hpc.workload.swf.jobs_in_row_order`), so the
 request and estimate rules have one definition.
@@ -72,6 +73,7 @@ from market_hpc.workload.swf_format import (
     split_fields,
     unknown_values,
 )
+from market_hpc.workload.swf_partial import PartialLines, is_partial
 
 _ROWS_PER_BATCH = 8192
 
@@ -180,11 +182,18 @@ class SwfStream:
         unknown_lines: list[int] = []
         unknown_rows: list[list[float]] = []
         dropped = set()  # job lines that do not become jobs (pass 2 skips them)
-        first_lines = _FirstLines()
+        first_lines = _FirstLines()  # of the whole-job lines kept
+        unknown_whole: set[float] = set()  # job numbers of whole-job lines of unknown run time, size or submit
+        partials = PartialLines()
+        tentative: dict[int, tuple[int, float, float]] = {}  # first partial line -> (jobs before it, id, submit)
         submits = array("d")
         job_lines = n_lines = 0
-        in_order = True
-        last = (-np.inf, -np.inf)
+
+        def count(kind: str, lines: list[int]) -> None:
+            malformed[kind] = malformed.get(kind, 0) + len(lines)
+            kept = examples.setdefault(kind, [])
+            kept.extend(lines[:MAX_EXAMPLES - len(kept)])
+
         for n_lines, line in _lines(source):
             before, semicolon, _ = line.partition(";")
             tokens = split_fields(before)
@@ -193,35 +202,51 @@ class SwfStream:
                     header.append(line.rstrip())
                 continue
             job_lines += 1
+            partial = is_partial(tokens)
             unknown = unknown_values(tokens)
             if unknown is not None:
+                dropped.add(n_lines)
+                if partial:
+                    partials.add_unknown(unknown[JOB_ID], n_lines, unknown)
+                    continue
+                unknown_whole.add(unknown[JOB_ID])
                 unknown_lines.append(n_lines)
                 unknown_rows.append(unknown)
-                dropped.add(n_lines)
                 continue
-            values, problem = check_line(tokens, first_lines)  # type: ignore[arg-type]
+            values, problem = check_line(tokens, {} if partial else first_lines)  # type: ignore[arg-type]
             if problem is not None:
                 kind, index, message = problem
                 if not lenient:
                     _check_gzip(source)
                     label = None if index is None else f"{index + 1} ({FIELD_NAMES[index]})"
                     raise TraceFormatError(source, n_lines, message, field=label)
-                malformed[kind] = malformed.get(kind, 0) + 1
-                kept = examples.setdefault(kind, [])
-                if len(kept) < MAX_EXAMPLES:
-                    kept.append(n_lines)
+                count(kind, [n_lines])
                 dropped.add(n_lines)
                 continue
-            key = (values[SUBMIT], values[JOB_ID])
-            if key < last:
-                in_order = False
-            last = key
+            if partial:
+                if not partials.add(values[JOB_ID], n_lines):
+                    dropped.add(n_lines)
+                    continue
+                tentative[n_lines] = (len(submits), values[JOB_ID], values[SUBMIT])
+                continue
             first_lines.add(values[JOB_ID], n_lines)
             submits.append(values[SUBMIT])
+        not_jobs, unknown_parts = partials.resolve(
+            lambda job_id: first_lines.get(job_id) is not None or job_id in unknown_whole, source, lenient, count)
+        if unknown_parts:  # parts without a whole-job line: skipped as unknown, listed in file order
+            merged = sorted(zip(unknown_lines + [line for line, _ in unknown_parts],
+                                unknown_rows + [values for _, values in unknown_parts], strict=True))
+            unknown_lines, unknown_rows = [line for line, _ in merged], [values for _, values in merged]
+        job_ids = np.frombuffer(first_lines.ids, dtype=np.float64)
+        job_submits = np.frombuffer(submits, dtype=np.float64)
+        dropped |= not_jobs
+        kept = [tentative[line] for line in sorted(tentative) if line not in not_jobs]
+        if kept:  # first parts of jobs without a whole-job line (lenient): in file order among the others
+            at, kept_ids, kept_submits = (list(column) for column in zip(*kept, strict=True))
+            job_ids, job_submits = np.insert(job_ids, at, kept_ids), np.insert(job_submits, at, kept_submits)
         rows = np.asarray(unknown_rows, dtype=np.float64).reshape(-1, N_FIELDS)
         self._finish(header, n_lines, job_lines, malformed, examples, unknown_lines, rows, unknown_kinds(rows),
-                     np.frombuffer(first_lines.ids, dtype=np.float64), np.frombuffer(submits, dtype=np.float64),
-                     in_order)
+                     job_ids, job_submits, in_submit_order(job_ids, job_submits))
         self._dropped = dropped
 
     def _finish(self, header: list[str], n_lines: int, job_lines: int, malformed: dict[str, int],
@@ -323,8 +348,8 @@ def stream_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> SwfStr
 
     Raises:
         ConfigError: The file is missing or unreadable.
-        TraceFormatError: A malformed line (unless ``lenient``), corrupt gzip data, or no
-            jobs to keep.
+        TraceFormatError: A malformed line or partial executions without a whole-job line
+            (unless ``lenient``), corrupt gzip data, or no jobs to keep.
     """
     return SwfStream(path, lenient=lenient)
 
