@@ -54,6 +54,17 @@ def make_market_aware_policy(scheduler: str, allocator: str | None, hold_penalty
     return make_policy(scheduler, allocator, scheduler_params=params)
 
 
+def release_model(model: mesa.Model | None) -> None:
+    """Let a finished model be collected: Mesa 3.3 keeps every model that made agents as a
+    key of the class attribute ``mesa.Agent._ids`` (per-model id counters; mesa/mesa#3179),
+    so a process running many models (a sweep worker, training episodes, a streamed
+    replay dropping its model) would keep them all. Mesa 3.5 has no such attribute: then
+    this does nothing. Call it when no agent will be added."""
+    ids = getattr(mesa.Agent, "_ids", None)
+    if model is not None and isinstance(ids, dict):
+        ids.pop(model, None)
+
+
 def _is_market(policy: Policy) -> bool:
     """Whether ``policy`` runs the market auctions (where node offers apply)."""
     from market_hpc.policies.market import MarketPolicy

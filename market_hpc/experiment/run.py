@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from market_hpc.core.metrics import summarize
-from market_hpc.core.model import HPCModel, make_market_aware_policy
+from market_hpc.core.model import HPCModel, make_market_aware_policy, release_model
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.experiment.audit_files import market_jobs_frame, segments_frame, write_audit_files
@@ -258,10 +258,12 @@ def simulate(config: RunConfig | str | Path, jobs: list[Job] | None = None, prog
         run.model.run()
         result = collect(run.model, config, report, time.perf_counter() - began)
         queue_summary(result.summary, result.jobs, run, jobs, config)
+        release_model(run.model)
     else:
         model, elapsed = run_model(config, platform, jobs, len(jobs), progress)
         result = collect(model, config, report, elapsed)
         result.market_jobs = market_jobs_frame(jobs, result.jobs, config.policy.hold_penalty)
+        release_model(model)  # a sweep worker runs many: Mesa 3.3 would keep each one
     result.summary["run_cpu_seconds"] = time.process_time() - cpu_began
     result.summary.update(offered_load(jobs, platform))
     return result

@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from market_hpc.core.metrics import summarize
+from market_hpc.core.model import release_model
 from market_hpc.core.recorder import Recorder
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import load_platform
@@ -229,6 +230,7 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     model, elapsed = run_model(config, platform, CheckedJobs(iter(jobs)), jobs.expected(), progress)
     recorder, platform = model.recorder, model.platform
     extra = summary_extra(model, config, report, elapsed)
+    release_model(model)
     del model  # (with its Mesa agents; collected before the summary's frames are built)
     gc.collect()
     _return_freed_memory()

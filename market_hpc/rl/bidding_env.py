@@ -40,14 +40,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import mesa
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from market_hpc.algorithms.bidding import OfferReserveBidder
 from market_hpc.algorithms.market import c_star
-from market_hpc.core.model import HPCModel
+from market_hpc.core.model import HPCModel, release_model
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError, UnknownNameError
@@ -315,15 +314,6 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         model = self.model
         info = {"time": 0.0 if model is None else float(model.now), "start_index": self.start_index}
         return {agent: dict(info) for agent in self.possible_agents}
-
-
-def release_model(model: HPCModel | None) -> None:
-    """Let a finished episode's model be collected: Mesa 3.3 keeps every model as a key of
-    the class attribute ``mesa.Agent._ids`` (its agents' id counters; mesa/mesa#3179,
-    fixed in later releases), so thousands of episodes would keep thousands of models."""
-    ids = getattr(mesa.Agent, "_ids", None)
-    if model is not None and isinstance(ids, dict):
-        ids.pop(model, None)
 
 
 def _squash(value: float) -> float:

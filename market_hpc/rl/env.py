@@ -25,7 +25,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from market_hpc.core.model import HPCModel
+from market_hpc.core.model import HPCModel, release_model
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError
@@ -170,6 +170,7 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
             raise ConfigError(f"options['start']: got {start!r}; valid: an index 0..{len(self.jobs) - self.episode_jobs}")
         self.start_index = int(start)
         slice_ = self.jobs[self.start_index:self.start_index + self.episode_jobs]
+        release_model(self.model)  # the last episode's (Mesa 3.3 would keep every one)
         self.model = HPCModel(slice_, self.platform, policy=_Paused(), exclusive=self.exclusive,  # type: ignore[arg-type]
                               record_timeseries=False)
         self._done = False
