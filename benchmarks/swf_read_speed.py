@@ -11,20 +11,11 @@ share the machine) says what a change cost::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import time
 
+from market_hpc.workload.info import jobs_fingerprint
 from market_hpc.workload.swf import read_swf
 from market_hpc.workload.swf_stream import stream_swf
-
-
-def fingerprint(jobs: object) -> str:
-    """SHA-256 of the jobs' fields, in order (the first 16 hex digits)."""
-    digest = hashlib.sha256()
-    for job in jobs:  # type: ignore[attr-defined]
-        digest.update(repr((job.job_id, job.submit, job.run_time, job.estimate, job.units, job.user,
-                            job.queue)).encode())
-    return digest.hexdigest()[:16]
 
 
 def best_cpu(function: object, repeat: int) -> float:
@@ -46,7 +37,7 @@ def main() -> None:
         workload = read_swf(trace)
         read = best_cpu(lambda: read_swf(trace), args.repeat)  # noqa: B023 - called at once
         stream = best_cpu(lambda: tuple(stream_swf(trace)), args.repeat)  # noqa: B023
-        print(f"{trace}: {len(workload.jobs)} jobs, fingerprint {fingerprint(workload.jobs)}, "
+        print(f"{trace}: {len(workload.jobs)} jobs, fingerprint {jobs_fingerprint(workload.jobs)}, "
               f"read_swf {read:.3f} s CPU, stream_swf {stream:.3f} s CPU (best of {args.repeat}), "
               f"anomalies {workload.report.anomalies}")
 

@@ -5,7 +5,6 @@ or read as their first part (lenient); archive traces read exactly as before."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from test_swf_stream import outcome, write
 from market_hpc.domain.job import Job
 from market_hpc.errors import TraceFormatError
 from market_hpc.workload import read_swf
+from market_hpc.workload.info import jobs_fingerprint
 from market_hpc.workload.swf_stream import stream_swf
 
 # A held job 2 (submitted at 5): its summary (status 1, 40 s on 4 cores), then three parts
@@ -160,15 +160,6 @@ def test_status_other_than_two_to_four_is_a_whole_job(tmp_path: Path) -> None:
     assert jobs == JOBS and report.anomalies == {}
 
 
-def fingerprint(jobs: object) -> str:
-    """As ``benchmarks/swf_read_speed.py``: SHA-256 of every job's fields, in order."""
-    digest = hashlib.sha256()
-    for job in jobs:  # type: ignore[attr-defined]
-        digest.update(repr((job.job_id, job.submit, job.run_time, job.estimate, job.units, job.user,
-                            job.queue)).encode())
-    return digest.hexdigest()[:16]
-
-
 @pytest.mark.traces
 @pytest.mark.parametrize(("name", "expected"), [
     ("KTH-SP2-1996-2.1-cln.swf.gz", "5b866131bec2426c"),
@@ -178,6 +169,6 @@ def test_archive_traces_read_as_before(name: str, expected: str) -> None:
     """The jobs read before partial executions were recognised (fingerprint taken then)."""
     path = real_trace(name)
     workload = read_swf(path)
-    assert fingerprint(workload.jobs) == expected
-    assert fingerprint(stream_swf(path)) == expected
+    assert jobs_fingerprint(workload.jobs) == expected
+    assert jobs_fingerprint(stream_swf(path)) == expected
     assert "partial_execution" not in workload.report.anomalies

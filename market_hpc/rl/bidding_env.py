@@ -51,6 +51,7 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.policies.base import Decision, Hold, Start
+from market_hpc.rl.env import episode_start, start_indices
 from market_hpc.validation import Range, check
 
 RULES = ("sjq", "maxv", "maxvd", "minvr")
@@ -119,7 +120,7 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
             raise ConfigError("workload has duplicate job ids")
         self.rule, self.episode_jobs = rule, episode_jobs
         self.scale = value_scale(self.jobs)
-        self._first, self._last = _start_indices(start_range, len(self.jobs), episode_jobs)
+        self._first, self._last = start_indices(start_range, len(self.jobs), episode_jobs)
         self.possible_agents = [f"node_{i}" for i in range(self.platform.n_nodes)]
         self.agents: list[str] = []
         box = spaces.Box(0.0, 1.0, shape=(len(OBSERVATION),), dtype=np.float32)
@@ -192,12 +193,8 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         beginning at the i-th job; other option keys are ignored)."""
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        start = None if options is None else options.get("start")
-        if start is None:
-            start = int(self._rng.integers(self._first, self._last + 1))
-        elif not isinstance(start, (int, np.integer)) or not 0 <= start <= len(self.jobs) - self.episode_jobs:
-            raise ConfigError(f"options['start']: got {start!r}; valid: an index 0..{len(self.jobs) - self.episode_jobs}")
-        self.start_index = int(start)
+        self.start_index = episode_start(self._rng, options, self._first, self._last,
+                                         len(self.jobs) - self.episode_jobs)
         release_model(self.model)
         slice_ = self.jobs[self.start_index:self.start_index + self.episode_jobs]
         self._submits = np.array([job.submit for job in slice_])
@@ -332,18 +329,3 @@ def _levels(values: Sequence[float], name: str, *, low_open: bool, high: float) 
             or any(not (0 < v if low_open else 0 <= v) or not v <= high or not math.isfinite(v) for v in levels)):
         raise ConfigError(f"{name}: got {values!r}; valid: {valid}")
     return levels
-
-
-def _start_indices(start_range: tuple[float, float], n: int, episode_jobs: int) -> tuple[int, int]:
-    try:
-        low, high = (float(x) for x in start_range)
-    except (TypeError, ValueError):
-        raise ConfigError(f"start_range: got {start_range!r}; valid: two fractions 0 <= low < high <= 1") from None
-    if not 0.0 <= low < high <= 1.0:
-        raise ConfigError(f"start_range: got {start_range!r}; valid: two fractions 0 <= low < high <= 1")
-    first = math.floor(low * n)
-    last = min(math.ceil(high * n), n) - episode_jobs
-    if last < first:
-        raise ConfigError(f"episode_jobs: {episode_jobs} jobs do not fit in start_range {start_range!r} of a "
-                          f"{n}-job workload")
-    return first, last

@@ -112,7 +112,7 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         self.reward_kind, self.reward_timing = reward, reward_timing
         self.exclusive = bool(exclusive)
         self.invalid_action = invalid_action
-        self._first, self._last = self._start_indices(start_range)
+        self._first, self._last = start_indices(start_range, len(self.jobs), self.episode_jobs)
         self.observation_space = spaces.Box(-1.0, 1.0, shape=(observation_size(window),), dtype=np.float32)
         self.action_space = spaces.Discrete(window)
         self.dispatcher = InstantDispatcher(self.options)
@@ -122,22 +122,6 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         self._sign = 1.0 if reward == "value" else -1.0
         self._total = 0.0
         self._started = 0
-
-    def _start_indices(self, start_range: tuple[float, float]) -> tuple[int, int]:
-        try:
-            low, high = (float(x) for x in start_range)
-        except (TypeError, ValueError):
-            raise ConfigError(f"start_range: got {start_range!r}; valid: two fractions 0 <= low < high <= 1") from None
-        if not 0.0 <= low < high <= 1.0:
-            raise ConfigError(f"start_range: got {start_range!r}; valid: two fractions 0 <= low < high <= 1")
-        n = len(self.jobs)
-        first = math.floor(low * n)
-        last = min(math.ceil(high * n), n) - self.episode_jobs  # the last valid first index
-        if last < first:
-            raise ConfigError(
-                f"episode_jobs: {self.episode_jobs} jobs do not fit in start_range {start_range!r} of a "
-                f"{n}-job workload (it holds {max(0, min(math.ceil(high * n), n) - first)} jobs)")
-        return first, last
 
     @classmethod
     def from_config(cls, config: Any, **options: Any) -> HPCDispatchEnv:
@@ -163,12 +147,8 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         """Start an episode: a seeded slice of N jobs (``options={"start": i}`` picks the
         slice beginning at the i-th job instead)."""
         super().reset(seed=seed)
-        start = None if options is None else options.get("start")
-        if start is None:
-            start = int(self.np_random.integers(self._first, self._last + 1))
-        elif not isinstance(start, (int, np.integer)) or not 0 <= start <= len(self.jobs) - self.episode_jobs:
-            raise ConfigError(f"options['start']: got {start!r}; valid: an index 0..{len(self.jobs) - self.episode_jobs}")
-        self.start_index = int(start)
+        self.start_index = episode_start(self.np_random, options, self._first, self._last,
+                                         len(self.jobs) - self.episode_jobs)
         slice_ = self.jobs[self.start_index:self.start_index + self.episode_jobs]
         release_model(self.model)  # the last episode's (Mesa 3.3 would keep every one)
         self.model = HPCModel(slice_, self.platform, policy=_Paused(), exclusive=self.exclusive,  # type: ignore[arg-type]
@@ -262,3 +242,42 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         bsld = np.maximum(1.0, (frame["wait_time"] + run) / np.maximum(run, 10.0))
         return {"bsld": float(bsld.mean()), "wait": float(frame["wait_time"].mean()),
                 "value": float(frame["value"].sum()), "jobs": len(frame)}
+
+
+def episode_start(rng: np.random.Generator, options: dict[str, Any] | None, first: int, last: int,
+                  highest: int) -> int:
+    """The index of an episode's first job: ``options["start"]`` when given (checked to be
+    an index in ``0..highest``), else drawn from ``first..last`` with ``rng``.
+
+    Raises:
+        ConfigError: ``options["start"]`` is not an index in ``0..highest``.
+    """
+    start = None if options is None else options.get("start")
+    if start is None:
+        return int(rng.integers(first, last + 1))
+    if not isinstance(start, (int, np.integer)) or isinstance(start, bool) or not 0 <= start <= highest:
+        raise ConfigError(f"options['start']: got {start!r}; valid: an index 0..{highest}")
+    return int(start)
+
+
+def start_indices(start_range: tuple[float, float], n: int, episode_jobs: int) -> tuple[int, int]:
+    """The first and last index an episode of ``episode_jobs`` jobs may start at, when it
+    starts within ``start_range`` (fractions of the ``n``-job workload).
+
+    Raises:
+        ConfigError: ``start_range`` is not two fractions ``0 <= low < high <= 1``, or the
+            episode does not fit in it.
+    """
+    try:
+        low, high = (float(x) for x in start_range)
+    except (TypeError, ValueError):
+        raise ConfigError(f"start_range: got {start_range!r}; valid: two fractions 0 <= low < high <= 1") from None
+    if not 0.0 <= low < high <= 1.0:
+        raise ConfigError(f"start_range: got {start_range!r}; valid: two fractions 0 <= low < high <= 1")
+    first = math.floor(low * n)
+    last = min(math.ceil(high * n), n) - episode_jobs  # the last valid first index
+    if last < first:
+        raise ConfigError(
+            f"episode_jobs: {episode_jobs} jobs do not fit in start_range {start_range!r} of a "
+            f"{n}-job workload (it holds {max(0, min(math.ceil(high * n), n) - first)} jobs)")
+    return first, last

@@ -6,10 +6,13 @@ serialisable); :func:`format_trace_info` renders it as a text block.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from market_hpc.domain.job import Job
 from market_hpc.workload.swf import Workload
 
 _DAY = 86400.0
@@ -75,6 +78,21 @@ def trace_info(workload: Workload) -> dict[str, Any]:
         queues=queues,
     )
     return info
+
+
+def jobs_fingerprint(jobs: Iterable[Job]) -> str:
+    """The first 16 hex digits of the SHA-256 of every job's id, submit, run time, estimate,
+    units, user and queue, in order: two readings of a trace give the same jobs when their
+    fingerprints agree (``benchmarks/swf_read_speed.py``, ``tests/test_swf_partial.py``).
+
+    >>> jobs_fingerprint([Job(1, 0.0, 10.0, 20.0)])
+    '908ddb4019d650bd'
+    """
+    digest = hashlib.sha256()
+    for job in jobs:
+        digest.update(repr((job.job_id, job.submit, job.run_time, job.estimate, job.units, job.user,
+                            job.queue)).encode())
+    return digest.hexdigest()[:16]
 
 
 def _stats(values: np.ndarray) -> dict[str, float]:
