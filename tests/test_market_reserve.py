@@ -128,6 +128,9 @@ def test_offers_on_a_workload_beyond_the_cores_only_auction_are_refused_before_t
     with pytest.raises(ConfigError, match=r"^bidder 'offer-reserve' makes offers, which apply to the cores-only "
                                           r"market auction: job 1 asks for more than cores \(unit \(1, 1, 0, 0\)\)$"):
         HPCModel([gpu_job], "nodes=1,cores=4,gpus=1", "maxv", bidder=OfferReserveBidder())
+    two_core_units = replace(gpu_job, unit=(2, 0, 0, 0))  # the cores-only auction serves one-core units only
+    with pytest.raises(ConfigError, match=r"job 1 asks for more than cores \(unit \(2, 0, 0, 0\)\)$"):
+        HPCModel([two_core_units], "nodes=1,cores=4", "maxv", bidder=OfferReserveBidder())
     spanning = [replace(wide_job(1, 100.0), payload={**wide_job(1, 100.0).payload, "spans_nodes": True})]
     with pytest.raises(ConfigError, match="job 1 may span nodes \\(spans_nodes\\) on a platform of 2 nodes"):
         HPCModel(spanning, TWO_NODES, "maxv", bidder=OfferReserveBidder())

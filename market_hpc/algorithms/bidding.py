@@ -31,6 +31,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from market_hpc.algorithms.market_columns import one_core_units
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, UnknownNameError
 
@@ -264,8 +265,8 @@ def asks_refusal(bidder: Bidder, jobs: Sequence[Job], n_nodes: int, exclusive: b
     if exclusive:
         return head + "nodes are allocated whole (exclusive = true)"
     for job in jobs:
-        if any(job.unit[1:]) or job.bb:
-            extra = f"burst buffer {job.bb:g} GB" if job.bb else f"unit {job.unit}"
+        if not one_core_units(job):  # the cores-only auction's own test (MarketColumns.heavy_seen)
+            extra = f"burst buffer {job.bb:g} GB" if job.bb > 0 else f"unit {job.unit}"
             return head + f"job {job.job_id} asks for more than cores ({extra})"
         if n_nodes > 1 and job.payload.get("spans_nodes"):
             return head + f"job {job.job_id} may span nodes (spans_nodes) on a platform of {n_nodes} nodes"

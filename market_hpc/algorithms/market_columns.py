@@ -36,6 +36,16 @@ _FLOATS = ("arrival", "fastest", "progress", "vmax", "plateau", "zero", "span", 
 _INTS = ("job_id", "best", "holds", "base", "order", "scalar", "step", "unbounded", "group", "spans")
 
 
+def one_core_units(job: Job) -> bool:
+    """Whether ``job`` asks for one-core units and no burst buffer: what the cores-only
+    market auction serves (with ``spans_nodes`` only on a one-node platform; ``plain``).
+
+    >>> one_core_units(Job(1, 0.0, 1.0, 1.0)), one_core_units(Job(2, 0.0, 1.0, 1.0, unit=(2, 0, 0, 0)))
+    (True, False)
+    """
+    return not (job.unit != CORE_UNIT or job.bb > 0)
+
+
 class MarketColumns:
     """Value-curve parameters, profiles and progress of queued jobs, as dense columns.
 
@@ -165,7 +175,7 @@ class MarketColumns:
         if row == len(self._bb):
             self._bb = np.concatenate([self._bb, np.zeros_like(self._bb)])
         self._bb[row] = job.bb
-        if unit != CORE_UNIT or job.bb > 0:
+        if not one_core_units(job):
             self.heavy_seen = True
         self.spans_seen = self.spans_seen or spans
         self._ints[:, row] = (job.job_id, best, holds, first - 1, self._pushed, scalar, step, unbounded, group, spans)

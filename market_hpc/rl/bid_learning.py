@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from market_hpc.core.model import HPCModel
+from market_hpc.core.model import HPCModel, release_model
 from market_hpc.errors import ConfigError
 from market_hpc.experiment.stats import paired_differences
-from market_hpc.rl.bidding_env import OBSERVATION, NodeBiddingEnv, release_model
+from market_hpc.rl.bidding_env import OBSERVATION, NodeBiddingEnv
 
 NODE_FREE_BINS = (1 / 3, 2 / 3)
 """Edges of the node's free-core share (3 bins)."""

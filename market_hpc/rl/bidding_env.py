@@ -47,6 +47,7 @@ from pettingzoo import ParallelEnv
 from market_hpc.algorithms.bidding import OfferReserveBidder
 from market_hpc.algorithms.market import c_star
 from market_hpc.core.model import HPCModel, release_model
+from market_hpc.core.recorder import JOB_COLUMNS
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError, UnknownNameError
@@ -64,6 +65,7 @@ OBSERVATION = ("node_free", "platform_free", "queue_pressure", "queue_value_mean
                "arrived", "left")
 """What each entry of a node's observation is (module docstring)."""
 _COUNT = Range(1, 10_000_000, integer=True)
+_JOB_ID, _STATUS, _VALUE = (JOB_COLUMNS.index(name) for name in ("job_id", "status", "value"))
 
 
 def value_scale(jobs: Sequence[Job]) -> float:
@@ -268,7 +270,7 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         model = self.model
         assert model is not None
         rows = model.recorder.rows
-        for job_id, status, value in ((row[0], row[6], row[17]) for row in rows[self._seen:]):
+        for job_id, status, value in ((row[_JOB_ID], row[_STATUS], row[_VALUE]) for row in rows[self._seen:]):
             if status == "finished" and value:
                 allocation = self._placed[job_id]
                 cores = sum(units for _, units in allocation)
