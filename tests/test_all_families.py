@@ -107,7 +107,7 @@ def test_every_job_carries_what_every_family_reads(tmp_path: Path) -> None:
     assert report["all_families"]["zero_length_jobs"] == 8 and min(job.run_time for job in jobs) == 1.0
     queues, _ = build_workload(config(trace, "queues-hybrid", platform=str(spec)), platform)
     assert queues == jobs  # the queues run moldable jobs at their requested size: the same jobs
-    assert [dataclasses.replace(j, profile=None) for j in jobs] == rigid_view(jobs)
+    assert [dataclasses.replace(j, profile=None, run_profile=None) for j in jobs] == rigid_view(jobs)
 
 
 @pytest.mark.parametrize("scheduler", ["fifo", "easy", "bbsched", "greedy-plan"])

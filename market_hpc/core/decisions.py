@@ -166,6 +166,9 @@ def _start(model: ModelInternals, action: Start) -> None:
                 and not job.payload.get("spans_nodes")) and not total_units == job.units <= len(job.profile):
             raise _fail(model, f"moldable job {job.job_id} must run on 1..{len(job.profile)} units "
                              f"of one node, got {allocation}")
+        if total_units != job.units and job.payload.get("molding") is False:  # workload.all_families.molding
+            raise _fail(model, f"job {job.job_id} runs at its requested size (molding = false): needs "
+                             f"{job.units} units, allocation gives {total_units}")
     elif total_units != job.units:
         raise _fail(model, f"job {job.job_id} needs {job.units} units, allocation gives {total_units}")
     if job.bb > model.free_bb:
@@ -258,11 +261,14 @@ def _segment_times(model: ModelInternals, agent: JobAgent, cores: int) -> tuple[
     # stays 1/RT(c), so progress counts from the end of that overhead.
     overhead = model.resume_seconds if agent.hold_count else 0.0
     agent.seg_overhead = overhead
-    if job.profile is not None:  # moldable
+    if job.profile is not None:  # moldable: the clock runs on its real profile, the estimate on the told one
         assert job.profile is not None
-        agent.seg_full = job.profile[cores - 1]
-        duration = remaining_time(job.profile, cores, agent.progress) + overhead
-        return duration, duration
+        clock = job.profile if job.run_profile is None else job.run_profile
+        agent.seg_full = clock[cores - 1]
+        duration = remaining_time(clock, cores, agent.progress) + overhead
+        if clock is job.profile:
+            return duration, duration
+        return duration, remaining_time(job.profile, cores, agent.progress) + overhead
     agent.seg_full = job.run_time
     # No early return at progress 0: a job held at the instant it started (or that lost
     # all its work, hold_progress_loss = 1) still pays the resume.

@@ -11,7 +11,6 @@ pushed into it, so a 300k-job trace costs nothing before its jobs arrive.
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import math
 from collections.abc import Iterable, Iterator
@@ -28,6 +27,7 @@ from market_hpc.core.agents import JobAgent, NodeAgent, QueueAgent, ResourceMana
 from market_hpc.core.collector import TimeSeriesCollector
 from market_hpc.core.decisions import apply_decision, leave, release
 from market_hpc.core.free_state import FreeResources
+from market_hpc.core.predictors import predicted
 from market_hpc.core.recorder import Recorder
 from market_hpc.core.running_jobs import RunningJobs
 from market_hpc.core.state import COMPLETION, DECISION
@@ -520,7 +520,7 @@ class HPCModel(mesa.Model):
             self.recorder.job_left(job, _REJECTED, None, self.now, 0.0, 0, 0.0, None)
             return
         if self.predictor is not None:
-            job = dataclasses.replace(job, estimate=float(self.predictor.predict(job, self.now)))
+            job = predicted(job, float(self.predictor.predict(job, self.now)))
         agent = JobAgent(self, job)
         self.job_agents[job.job_id] = agent
         self.queue_agent.push(job)

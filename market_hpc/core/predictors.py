@@ -29,11 +29,15 @@ Decisions where the paper is silent or where its heuristic needs data we lack:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Callable
 
 from market_hpc.domain.job import Job
 from market_hpc.errors import UnknownNameError
+from market_hpc.validation import MAX_SECONDS
+
+MIN_PROFILE_TIME = 1.0  # a predicted profile's shortest response time (the market's 1 s grid)
 
 HISTORY = 2
 
@@ -113,6 +117,31 @@ PREDICTORS: dict[str, Callable[[], Predictor]] = {
     "data-driven": UserHistoryPredictor,
     "real": RealRunTimePredictor,
 }
+
+
+def predicted(job: Job, estimate: float) -> Job:
+    """``job`` as a scheduler told ``estimate`` sees it.
+
+    A moldable job whose dispatchers are told estimates (a ``run_profile`` beside its
+    ``profile``, ``workload.all_families.market_knowledge = "estimate"``) is told a profile
+    of the same shape scaled to the prediction as well: the market's auctions read the
+    profile where rigid policies read the estimate. Widths of ``NARROWER_TIME`` (a job that
+    may not mold) stay past every value curve, capped at ``MAX_SECONDS``.
+
+    >>> job = Job(1, 0.0, 10.0, 40.0, units=2, profile=(80.0, 40.0), run_profile=(20.0, 10.0))
+    >>> predicted(job, 10.0).profile, predicted(job, 10.0).estimate
+    ((20.0, 10.0), 10.0)
+    >>> predicted(job, 40.0) is job
+    True
+    """
+    if estimate == job.estimate:
+        return job
+    if job.run_profile is None:
+        return dataclasses.replace(job, estimate=estimate)
+    told = job.run_profile[job.units - 1] if job.units <= len(job.run_profile) else job.run_time
+    factor = estimate / told if told > 0 else 1.0
+    profile = tuple(min(max(t * factor, MIN_PROFILE_TIME), MAX_SECONDS) for t in job.run_profile)
+    return dataclasses.replace(job, estimate=estimate, profile=profile)
 
 
 def predictor_names() -> list[str]:

@@ -61,6 +61,10 @@ class Job:
             ``run_time`` on exactly ``units`` units.
         payload: Extension data keyed by feature (e.g. ``"market"`` for value curves and
             task graphs). Never read by the model's core loop.
+        run_profile: For a moldable job whose dispatchers are told estimates, the response
+            times that drive the clock (``run_time`` is to ``estimate`` as ``run_profile``
+            is to ``profile``); ``None``: ``profile`` is the truth as well (task graphs
+            profiled at design time, ``market_knowledge = "recorded"``).
     """
 
     job_id: int
@@ -74,6 +78,7 @@ class Job:
     queue: int = -1
     profile: tuple[float, ...] | None = None
     payload: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    run_profile: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         # One chained test per field (~0.2 us a job): every number finite and in range
@@ -86,6 +91,8 @@ class Job:
                 and type(self.units) is int and 1 <= self.units <= MAX_INT
                 and (self.unit == CORE_UNIT or _unit_ok(self.unit))
                 and (self.profile is None or _profile_ok(self.profile))
+                and (self.run_profile is None or self.profile is not None and _profile_ok(self.run_profile)
+                     and len(self.run_profile) == len(self.profile))
             )
         except TypeError:  # a string or None compared with a number
             valid = False
@@ -96,6 +103,11 @@ class Job:
     def moldable(self) -> bool:
         """Whether the job may start on any core count 1..len(profile)."""
         return self.profile is not None
+
+    @property
+    def clock_profile(self) -> tuple[float, ...] | None:
+        """The response times that drive the clock: ``run_profile`` when set, else ``profile``."""
+        return self.profile if self.run_profile is None else self.run_profile
 
     @property
     def cores(self) -> int:
@@ -138,3 +150,9 @@ def _check_job(job: Job) -> None:
             raise InvalidNumberError(f"{where}: profile", job.profile, "a non-empty tuple of run times")
         for cores, seconds in enumerate(job.profile, start=1):
             check(seconds, POSITIVE_TIME, f"{where}: profile[{cores - 1}] (run time on {cores} cores)")
+    if job.run_profile is not None:
+        if job.profile is None or not isinstance(job.run_profile, tuple) or len(job.run_profile) != len(job.profile):
+            raise InvalidNumberError(f"{where}: run_profile", job.run_profile,
+                                     "a tuple of run times as long as the job's profile (which must be set)")
+        for cores, seconds in enumerate(job.run_profile, start=1):
+            check(seconds, POSITIVE_TIME, f"{where}: run_profile[{cores - 1}] (real run time on {cores} cores)")

@@ -169,7 +169,7 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
         from market_hpc.workload.market_rule import MarketRule
 
         rule = MarketRule(serial_fraction=spec.serial_fraction, plateau_slack=spec.plateau_slack)
-        jobs, report["all_families"] = give_every_family(jobs, rule, config.policy.scheduler)
+        jobs, report["all_families"] = give_every_family(jobs, rule, config.policy.scheduler, spec.all_families)
     elif spec.market:
         from market_hpc.workload.market_rule import MarketRule, apply_market_rule
 

@@ -139,8 +139,8 @@ class MarketPolicy:
         self.penalty = penalty
         self.name = rule + ("lh" if lookahead else "h" if holding else "")
         self._held_at: float | None = None  # the instant of the latest decision, if it held jobs
-        self._kept: tuple[View, int | None, dict[int, list[Executing]], list[Release]] | None = None
-        self._kept_all: tuple[View, int | None, list[Executing], list[Freed]] | None = None
+        self._kept: tuple[View, int | None, dict[int, list[Executing]], list[Release], float] | None = None
+        self._kept_all: tuple[View, int | None, list[Executing], list[Freed], float] | None = None
         self._facts: tuple[View, tuple[bool, int, bool]] | None = None
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
@@ -281,18 +281,20 @@ class MarketPolicy:
         if kept is not None:
             return kept[2], kept[3]
         executing, ends = [], []
+        now = view.time
         for running in view.running:
             job = running.job
             allocation = tuple((int(node), int(units)) for node, units in running.allocation)
             node = allocation[0][0]
-            ends.append((running.est_end, node, running.units, job.job_id, allocation, job.unit, job.bb))
+            end = max(now, running.est_end)  # past its estimate: ends now
+            ends.append((end, node, running.units, job.job_id, allocation, job.unit, job.bb))
             if self.lookahead and view.state(job.job_id).hold_count >= self.max_holds:
                 continue
             curve = job.payload["value_curve"]
             executing.append(Executing(job.job_id, node, running.units, running.start, running.seq,
-                                       float(curve.value_at(running.est_end - job.submit)),
+                                       float(curve.value_at(end - job.submit)),
                                        float(curve.max_value), allocation, job.unit, job.bb))
-        self._kept_all = (view, version, executing, ends)
+        self._kept_all = (view, version, executing, ends, _outlived_after(view))
         return executing, ends
 
     def wake_after(self, view: View) -> float | None:
@@ -346,18 +348,20 @@ class MarketPolicy:
         if kept is not None:
             return kept[2], kept[3]
         executing, ends = [], []
+        now = view.time
         for running in view.running:
             job = running.job
             node = running.allocation[0][0]
-            ends.append((running.est_end, node, running.units, job.job_id))
+            end = max(now, running.est_end)  # past its estimate: ends now
+            ends.append((end, node, running.units, job.job_id))
             if self.lookahead and view.state(job.job_id).hold_count >= self.max_holds:
                 continue
             curve = job.payload["value_curve"]
             executing.append(Executing(job.job_id, node, running.units, running.start, running.seq,
-                                       float(curve.value_at(running.est_end - job.submit)),
+                                       float(curve.value_at(end - job.submit)),
                                        float(curve.max_value)))
         by_node = latest_first(executing)
-        self._kept = (view, version, by_node, ends)
+        self._kept = (view, version, by_node, ends, _outlived_after(view))
         return by_node, ends
 
 
@@ -370,9 +374,17 @@ def _still_kept(kept: KeptT | None, view: View) -> tuple[int | None, KeptT | Non
     the same view and no job started, ended or was held since (else ``None``)."""
     kept_view = fast_view(view, "running_version")
     version = None if kept_view is None else kept_view.running_version
-    if version is not None and kept is not None and kept[0] is view and kept[1] == version:
+    if (version is not None and kept is not None and kept[0] is view and kept[1] == version
+            and view.time < kept[-1]):
         return version, kept
     return version, None
+
+
+def _outlived_after(view: View) -> float:
+    """The earliest estimated end of a running job: until then no running job has outlived
+    its estimate, so the expected ends (and values) kept from ``view`` stay true. A job
+    profiled at design time ends at its estimate, so the cache then never expires early."""
+    return min((running.est_end for running in view.running), default=math.inf)
 
 def _cores_only(view: View, columns: MarketColumns, facts: tuple[bool, int, bool]) -> bool:
     """Whether the cores-only auction decides: every job the queue ever held asked for cores

@@ -98,6 +98,8 @@ def _expected(job) -> tuple[tuple[float, ...], int]:  # type: ignore[no-untyped-
         raise ConfigError(f"easy-mold needs moldable jobs; job {job.job_id} has no profile "
                           "(use a task-graph job set or workload.market = true for traces)")
     requested = len(job.profile)
+    if job.run_profile is not None:  # told an estimate's profile already (market_knowledge = "estimate")
+        return job.profile, requested
     return scaled_profile(job.profile, job.estimate, job.run_time), requested
 
 

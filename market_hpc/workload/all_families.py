@@ -58,6 +58,7 @@ from market_hpc.workload.burst_buffer import SCENARIOS, BurstBufferRule
 from market_hpc.workload.market_rule import ZERO_LENGTH_RUN_TIME, MarketRule
 
 ACCELERATOR_CORES_PER_UNIT = 4  # Curie's hybrid node: 8 cores, 2 GPUs -> 2 units of 4 + 1
+KNOWLEDGE = ("estimate", "recorded")
 
 
 @dataclass(frozen=True)
@@ -69,13 +70,25 @@ class AllFamiliesRule:
         bb_scenario: BBSched scenario of the burst-buffer requests (S1..S4) when
             ``[workload.burst_buffer]`` sets none.
         bb_load: Offered burst-buffer load of the slice at its recorded load (pool size).
+        market_knowledge: What the market's profiles and the value curves are built from:
+            ``"estimate"`` (the wall-time request every other family sees; the clock still
+            runs the recorded run time) or ``"recorded"`` (the recorded run time: the
+            market paper's design-time profiles, an advantage every report names).
+        molding: Whether the market may run a job on fewer units than it asked for
+            (``false``: the auctions still decide which job runs where, at its request).
     """
 
     enabled: bool = False
     bb_scenario: str = "S4"
     bb_load: float = 0.9
+    market_knowledge: str = "estimate"
+    molding: bool = False
 
     def __post_init__(self) -> None:
+        if self.market_knowledge not in KNOWLEDGE:
+            raise UnknownNameError("workload.all_families.market_knowledge", self.market_knowledge, KNOWLEDGE)
+        if type(self.molding) is not bool:
+            raise ConfigError(f"workload.all_families.molding must be true or false, got {self.molding!r}")
         if self.bb_scenario not in SCENARIOS:
             raise UnknownNameError("workload.all_families.bb_scenario", self.bb_scenario, SCENARIOS)
         check(self.bb_load, POSITIVE_FACTOR, "workload.all_families.bb_load")
@@ -130,26 +143,44 @@ def platform_accelerators(given: AcceleratorRule, platform: Platform, seed: int)
                            cores_per_unit=ACCELERATOR_CORES_PER_UNIT, seed=seed)
 
 
-def with_value(job: Job, rule: MarketRule) -> Job:
+def with_value(job: Job, rule: MarketRule, knowledge: str = "recorded", molding: bool = True) -> Job:
     """``job`` with the market rule's profile over its units, its value curve and
     ``spans_nodes`` (what ``MarketRule.apply`` gives any unit shape).
 
-    A zero-length job runs ``ZERO_LENGTH_RUN_TIME`` seconds (its estimate at least that).
+    ``knowledge`` names what the profile (what dispatchers are told) and the value curve
+    are built from: ``"recorded"``, the recorded run time; ``"estimate"``, the wall-time
+    request, with the recorded run time's profile as ``run_profile`` (the clock). Without
+    ``molding`` the job runs only at its request (``MarketRule.rigid_profile``, payload
+    ``molding = False``); the curve is the same either way. A zero-length job runs
+    ``ZERO_LENGTH_RUN_TIME`` seconds (its estimate at least that).
 
     >>> job = with_value(Job(1, 0.0, 3600.0, 7200.0, units=2, unit=(4, 1, 0, 0)), MarketRule(serial_fraction=0.0))
-    >>> job.profile, job.payload["value_curve"].max_value, job.payload["c_star"]
-    ((7200.0, 3600.0), 8.0, 2)
+    >>> job.profile, job.payload["value_curve"].max_value, job.payload["c_star"], job.run_profile
+    ((7200.0, 3600.0), 8.0, 2, None)
+    >>> told = with_value(Job(1, 0.0, 3600.0, 7200.0, units=2), MarketRule(serial_fraction=0.0), "estimate")
+    >>> told.profile, told.run_profile, told.payload["value_curve"].max_value
+    ((14400.0, 7200.0), (7200.0, 3600.0), 4.0)
+    >>> rigid = with_value(Job(1, 0.0, 3600.0, 7200.0, units=2), MarketRule(), "estimate", molding=False)
+    >>> rigid.profile, rigid.run_profile, rigid.payload["molding"]
+    ((1099511627776.0, 7200.0), (1099511627776.0, 3600.0), False)
     >>> with_value(Job(2, 0.0, 0.0, 0.0, units=3), MarketRule()).run_time
     1.0
     """
-    profile = rule.profile(job.run_time, job.units)  # flat at 1 s for a zero-length job
-    curve = rule.curve(job.run_time, job.cores, profile[0])
-    # as MarketRule.apply: the market auctions may place the job across nodes (spans_nodes)
-    payload = {**job.payload, "value_curve": curve, "c_star": job.units if job.run_time > 0 else 1,
+    real = job.run_time
+    told = real if knowledge == "recorded" else (job.estimate if job.estimate > 0 else real)
+    amdahl = rule.profile(told, job.units)  # flat at 1 s for a zero-length job
+    curve = rule.curve(told, job.cores, amdahl[0])
+    payload = {**job.payload, "value_curve": curve, "c_star": job.units if told > 0 or not molding else 1,
+               # as MarketRule.apply: the market auctions may place the job across nodes (spans_nodes)
                "spans_nodes": True}
+    if molding:
+        profile, clock = amdahl, (amdahl if told == real else rule.profile(real, job.units))
+    else:
+        payload["molding"] = False
+        profile, clock = rule.rigid_profile(told, job.units), rule.rigid_profile(real, job.units)
     if job.run_time <= 0:
         job = dataclasses.replace(job, run_time=ZERO_LENGTH_RUN_TIME, estimate=max(job.estimate, ZERO_LENGTH_RUN_TIME))
-    return dataclasses.replace(job, profile=profile, payload=payload)
+    return dataclasses.replace(job, profile=profile, payload=payload, run_profile=None if clock == profile else clock)
 
 
 def runs_moldable(scheduler: str) -> bool:
@@ -170,15 +201,18 @@ def rigid_view(jobs: Sequence[Job]) -> list[Job]:
     >>> rigid_view([with_value(Job(1, 0.0, 10.0, 20.0, units=2), MarketRule())])[0].profile is None
     True
     """
-    return [dataclasses.replace(job, profile=None) for job in jobs]
+    return [dataclasses.replace(job, profile=None, run_profile=None) for job in jobs]
 
 
-def give_every_family(jobs: Sequence[Job], rule: MarketRule, scheduler: str) -> tuple[list[Job], dict[str, Any]]:
+def give_every_family(jobs: Sequence[Job], rule: MarketRule, scheduler: str,
+                      options: AllFamiliesRule | None = None) -> tuple[list[Job], dict[str, Any]]:
     """Steps 3, 4 and 6 of the rule (the burst buffer and accelerators are applied
-    before, by their own rules): value curves and profiles for every job, zero-length
-    jobs at 1 s, and the rigid view for a scheduler that runs no moldable jobs."""
-    valued = [with_value(job, rule) for job in jobs]
+    before, by their own rules): value curves and profiles for every job, built from what
+    ``options.market_knowledge`` names, zero-length jobs at 1 s, and the rigid view for a
+    scheduler that runs no moldable jobs."""
+    chosen = options or AllFamiliesRule(enabled=True)
+    valued = [with_value(job, rule, chosen.market_knowledge, chosen.molding) for job in jobs]
     moldable = runs_moldable(scheduler)
     report = {"market_rule": dataclasses.asdict(rule), "zero_length_jobs": sum(1 for j in jobs if j.run_time <= 0),
-              "moldable": moldable}
+              "moldable": moldable, "market_knowledge": chosen.market_knowledge, "molding": chosen.molding}
     return (valued if moldable else rigid_view(valued)), report

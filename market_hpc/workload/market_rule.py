@@ -40,6 +40,11 @@ from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError
 
 ZERO_LENGTH_RUN_TIME = 1.0  # seconds a zero-length job takes in the market, on any width
+#: Response time on fewer units than requested of a job that may not mold
+#: (``workload.all_families.molding = false``): past the end of every value curve, so no
+#: auction ever prices such a width above 0 (and the core refuses it). 2**40 s keeps a
+#: predictor's rescaling (``core.model``) below ``MAX_SECONDS``.
+NARROWER_TIME = 2.0**40
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,15 @@ class MarketRule:
         times = [serial * (f + (1.0 - f) / c) for c in range(1, procs + 1)]
         times[-1] = float(run_time)
         return tuple(times)
+
+    def rigid_profile(self, run_time: float, procs: int) -> tuple[float, ...]:
+        """The profile of a job that runs only at its request: ``run_time`` (1 s when 0)
+        on ``procs`` units, ``NARROWER_TIME`` on fewer.
+
+        >>> MarketRule().rigid_profile(10.0, 3)
+        (1099511627776.0, 1099511627776.0, 10.0)
+        """
+        return (NARROWER_TIME,) * (procs - 1) + (float(run_time) if run_time > 0 else ZERO_LENGTH_RUN_TIME,)
 
     def curve(self, run_time: float, procs: int, serial_time: float) -> LinearDecayCurve:
         """The job's value curve (elapsed time since arrival -> value).
