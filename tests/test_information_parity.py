@@ -133,3 +133,17 @@ def test_options_are_checked() -> None:
         AllFamiliesRule(enabled=True, molding="no")  # type: ignore[arg-type]
     with pytest.raises(InvalidNumberError, match="job 1: run_profile"):
         Job(1, 0.0, 1.0, 1.0, units=2, profile=(2.0, 1.0), run_profile=(1.0,))
+
+
+def test_easy_mold_spans_nodes_where_the_jobs_do_and_keeps_rigid_jobs_at_their_size() -> None:
+    # 4 nodes x 1 core (KTH-like). Job 1: 3 units, 1,000 s. Job 2 at 1: 2 units, 100 s on 2.
+    def jobs(molding: bool) -> list[Job]:
+        return [with_value(Job(1, 0.0, 1000.0, 1000.0, units=3), FLAT, "estimate", molding),
+                with_value(Job(2, 1.0, 100.0, 100.0, units=2), FLAT, "estimate", molding)]
+
+    molded = run(jobs(True), "easy-mold", platform="nodes=4,cores=1")
+    assert (molded[1]["start_time"], molded[1]["units"]) == (0.0, 3)  # across 3 nodes, not on 1 core
+    # job 2 on the one free core ends at 1 + 200 = 201, before its reservation would (1,000 + 100)
+    assert (molded[2]["start_time"], molded[2]["units"], molded[2]["end_time"]) == (1.0, 1, 201.0)
+    rigid = run(jobs(False), "easy-mold", platform="nodes=4,cores=1")
+    assert [(rigid[i]["start_time"], rigid[i]["units"]) for i in (1, 2)] == [(0.0, 3), (1000.0, 2)]

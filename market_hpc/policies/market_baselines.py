@@ -17,7 +17,10 @@ Decisions where nothing is prescribed:
 - a job's requested width is ``len(profile)`` (a market-rule trace job's request;
   a task-graph job's task count);
 - jobs run on one node, the one with the most free cores (as the auction's winner; with
-  whole nodes per job, ``exclusive``, a node it starts a job on has nothing left);
+  whole nodes per job, ``exclusive``, a node it starts a job on has nothing left); a job
+  that spans nodes (``spans_nodes``, the market rule's trace jobs) takes the free cores of
+  the nodes with the most free cores first, as many nodes as it needs (not with
+  ``exclusive``);
   shadow and extra are computed on platform totals, exact on one-pool platforms
   (``nodes=1,cores=N``, the market's view of a trace machine);
 - it never drops or holds jobs: it runs worthless jobs too (the differences are listed in
@@ -57,32 +60,33 @@ class MoldableEasy:
         reservation: tuple[float, float] | None = None
         for job in queue:
             expected, requested = _expected(job)
-            node = int(free.argmax())
-            width = requested if requested <= free[node] else 0
+            spans = bool(job.payload.get("spans_nodes")) and not exclusive
+            room = int(free.sum()) if spans else int(free.max())
+            width = requested if requested <= room else 0
             if not width:
                 shadow, extras = self._reservation(view, free, started, requested)
-                width = mold_width(expected, requested, int(free[node]), now, shadow)
+                width = mold_width(expected, requested, room, now, shadow) if _molds(job) else 0
                 if not width:
                     reservation = (shadow, extras[0])
                     break
-            actions.append(Start(job.job_id, ((node, width),)))
+            actions.append(Start(job.job_id, _take(free, width, spans, exclusive)))
             started.append((now + expected[width - 1], (width,)))
-            free[node] = 0 if exclusive else free[node] - width  # whole nodes: nothing left on it
         if reservation is not None:
             shadow, extra = reservation
             for job in queue:
-                node = int(free.argmax())
-                if free[node] == 0:
+                if not free.any():
                     break
                 expected, requested = _expected(job)
-                width = min(requested, int(free[node]))
+                spans = bool(job.payload.get("spans_nodes")) and not exclusive
+                width = min(requested, int(free.sum()) if spans else int(free.max()))
+                if width < requested and not _molds(job):
+                    continue
                 ends_in_time = now + expected[width - 1] <= shadow
                 if not ends_in_time and width > extra:
                     continue
                 if not ends_in_time:
                     extra -= width
-                actions.append(Start(job.job_id, ((node, width),)))
-                free[node] = 0 if exclusive else free[node] - width
+                actions.append(Start(job.job_id, _take(free, width, spans, exclusive)))
         return Decision(tuple(actions)) if actions else NOTHING
 
     @staticmethod
@@ -91,6 +95,38 @@ class MoldableEasy:
         releases = [(view.expected_end(r), (r.units,)) for r in view.running] + started
         releases.sort()
         return shadow_and_extra((int(free.sum()),), releases, (need,))
+
+
+def _molds(job) -> bool:  # type: ignore[no-untyped-def]
+    """Whether ``job`` may run narrower than its request (``workload.all_families.molding``)."""
+    return job.payload.get("molding") is not False
+
+
+def _take(free: np.ndarray, width: int, spans: bool, exclusive: bool) -> tuple[tuple[int, int], ...]:
+    """Place ``width`` cores and take them from ``free``: on the node with the most free
+    cores, or, for a job that spans nodes, on the nodes with the most free cores first
+    (ties: the lower index), listed in node order.
+
+    >>> free = np.array([1, 3, 0, 2])
+    >>> _take(free, 4, True, False), free.tolist()
+    (((1, 3), (3, 1)), [1, 0, 0, 1])
+    >>> _take(free, 1, False, False), free.tolist()
+    (((0, 1),), [0, 0, 0, 1])
+    """
+    if not spans:
+        node = int(free.argmax())
+        free[node] = 0 if exclusive else free[node] - width  # whole nodes: nothing left on it
+        return ((node, width),)
+    placed = []
+    for node in np.argsort(-free, kind="stable").tolist():
+        if width <= 0:
+            break
+        units = min(int(free[node]), width)
+        if units > 0:
+            placed.append((node, units))
+            free[node] -= units
+            width -= units
+    return tuple(sorted(placed))
 
 
 def _expected(job) -> tuple[tuple[float, ...], int]:  # type: ignore[no-untyped-def]
