@@ -55,22 +55,30 @@ def simulate_and_report(config: Any, args: argparse.Namespace, title: Callable[[
     """Run ``config``, write ``--out`` and print the summary.
 
     ``converted`` (a trace converted from sacct output) is written into ``--out`` as
-    ``trace.swf`` with the results, and config.json names it there (absolutely).
+    ``trace.swf`` with its side file ``trace.slurm.csv`` (the GPU requests) and the
+    results, and config.json names it there (absolutely). The run's data warnings
+    (``data_warnings.run_warnings``) go to stderr.
     """
     # Trace replays stream the trace and the results (bounded memory); the rest as simulate().
     import dataclasses
+    import sys
 
+    from market_hpc.experiment.data_warnings import run_warnings
     from market_hpc.experiment.streaming import simulate_streaming
+    from market_hpc.workload.slurm_convert import side_file
 
     check_out(args)
     collect_from_here()
     result = simulate_streaming(config, progress=True)
+    for message in run_warnings(result.summary, result.workload_report, config.workload.trace):
+        print(f"market-hpc: warning: {message}", file=sys.stderr)
     carry: dict[str, Path] = {}
     if converted is not None and args.out:
         kept = Path(args.out).resolve() / "trace.swf"
         workload = dataclasses.replace(result.config.workload, trace=str(kept))
         result.config = dataclasses.replace(result.config, workload=workload)
         carry[kept.name] = converted
+        carry[side_file(kept).name] = side_file(converted)
     out = result.write(args.out, overwrite=args.overwrite, carry=carry) if args.out else None
     print(title(result.summary["policy"]))
     print_summary(result.summary, out)
@@ -133,9 +141,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_trace_info(args: argparse.Namespace) -> int:
     from market_hpc.cli.tools import replayable_trace
     from market_hpc.workload import format_trace_info, read_swf, trace_info
+    from market_hpc.workload.gpu_requests import read_gpu_requests
 
     with replayable_trace(args.trace, None, args.lenient) as trace:  # (sacct: converted first)
-        print(format_trace_info(trace_info(read_swf(trace, lenient=args.lenient))))
+        workload = read_swf(trace, lenient=args.lenient)
+        info = trace_info(workload)
+        info["gpu_request_jobs"] = len(read_gpu_requests(trace, workload.header))
+        print(format_trace_info(info))
     return 0
 
 

@@ -48,6 +48,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     # malformed lines under --lenient).
     Metric("jobs_skipped", "skipped trace jobs in the replayed part", ""),
     Metric("trace_lines_skipped", "job lines of the trace skipped", ""),
+    # the trace's jobs without a wall-time request: told their run time (data_warnings)
+    Metric("estimate_fallback_jobs", "trace jobs without a wall-time request", ""),
+    Metric("estimate_fallback_share", "share of trace jobs without a wall-time request", "fraction", ""),
     Metric("mean_wait", "mean wait", "s", "lower"),
     Metric("median_wait", "median wait", "s", "lower"),
     Metric("max_wait", "maximum wait", "s", "lower"),

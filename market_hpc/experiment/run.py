@@ -21,6 +21,7 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.experiment.audit_files import market_jobs_frame, segments_frame, write_audit_files
 from market_hpc.experiment.config import RunConfig, WorkloadConfig, load_scenario
+from market_hpc.experiment.data_warnings import estimate_fallback_entries
 from market_hpc.json_text import json_text
 from market_hpc.workload import read_swf, scale_load
 from market_hpc.workload.generators import generate
@@ -119,12 +120,16 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
     spec = config.workload
     report: dict[str, Any] = {}
     skipped: list[dict[str, Any]] = []
+    gpu_requests: dict[int, int] = {}  # the GPUs a Slurm trace recorded, by job id
     if spec.trace is not None:
+        from market_hpc.workload.gpu_requests import read_gpu_requests
+
         workload = read_swf(spec.trace, lenient=spec.lenient)
         jobs: list[Job] = list(workload.jobs)
         report = {"source": workload.source, **dataclasses.asdict(workload.report),
                   "trace_lines_skipped": workload.report.skipped}
         skipped = workload.skipped.records()
+        gpu_requests = read_gpu_requests(spec.trace, workload.header)
     elif spec.jobset is not None:
         from market_hpc.workload.taskgraph_jobs import read_job_set
 
@@ -140,13 +145,20 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
     if skipped:
         last_submit = max((job.submit for job in jobs), default=-np.inf) if spec.first_n is not None else -np.inf
         report[SKIPPED_KEY] = skipped_in_window(skipped, spec, last_submit)
+    if gpu_requests:
+        from market_hpc.workload.gpu_requests import apply_gpu_requests
+
+        jobs, report["gpu_requests"] = apply_gpu_requests(jobs, gpu_requests, platform, str(spec.trace))
     accelerators = spec.accelerators
     if spec.all_families.enabled:  # the all-families rule adds accelerators where the platform has them
         from market_hpc.workload.all_families import platform_accelerators
 
-        accelerators = platform_accelerators(accelerators, platform, config.seed)
+        accelerators = platform_accelerators(accelerators, platform, config.seed, recorded_gpus=bool(gpu_requests))
     if accelerators.enabled:
         from market_hpc.workload.accelerators import add_accelerators, read_partitions
+        from market_hpc.workload.gpu_requests import check_accelerator_rule
+
+        check_accelerator_rule(accelerators, gpu_requests, str(spec.trace))
 
         partitions = read_partitions(spec.trace) if accelerators.uses_partitions and spec.trace else None
         added, report["accelerators"] = add_accelerators(jobs, accelerators, platform, partitions)
@@ -369,6 +381,7 @@ def summary_extra(model: HPCModel, config: RunConfig, report: dict[str, Any], el
         # by the caller); trace_lines_skipped: every job line of the trace not made a job.
         "jobs_skipped": 0,
         "trace_lines_skipped": int(report.get("trace_lines_skipped", 0)),
+        **estimate_fallback_entries(report),  # (the trace's jobs without a wall-time request)
         "scheduler": config.policy.scheduler,
         "allocator": allocator_used(config),
         "policy": model.policy.name,

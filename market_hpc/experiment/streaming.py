@@ -2,7 +2,8 @@
 
 ``market-hpc replay`` and ``market-hpc run`` go through :func:`simulate_streaming`. For a
 plain trace replay (an SWF trace, optionally windowed with ``start``/``end``/``first_n``
-and scaled with ``load_factor``; no accelerators, burst buffers, market rule or queues)
+and scaled with ``load_factor``; no accelerators, recorded GPU requests, burst buffers,
+market rule or queues)
 it gives the same results as :func:`~market_hpc.experiment.run.simulate`, bit for bit,
 while
 
@@ -50,6 +51,7 @@ from market_hpc.experiment.run import (
     with_reasons,
 )
 from market_hpc.workload.burst_buffer import load_over_span, with_capacity
+from market_hpc.workload.gpu_requests import read_gpu_requests
 from market_hpc.workload.swf_stream import stream_swf
 from market_hpc.workload.transform import check_window_keeps_jobs, scaled, windowed
 
@@ -59,14 +61,16 @@ def can_stream(config: RunConfig) -> bool:
 
     A scheduler that does not run rigid jobs (the market auctions, ``easy-mold``) is not
     streamed: ``simulate`` reads the whole workload first and refuses it before the run,
-    counting the jobs it cannot run.
+    counting the jobs it cannot run. Nor is a trace whose side file records GPU requests
+    (:mod:`market_hpc.workload.gpu_requests`): ``simulate`` gives the jobs their GPUs.
     """
     from market_hpc.policies.registry import scheduler_entry
 
     spec = config.workload
     return (spec.trace is not None and config.queues.strategy is None and not spec.accelerators.enabled
             and not spec.burst_buffer.enabled and not spec.market
-            and scheduler_entry(config.policy.scheduler).capabilities.handles("rigid"))
+            and scheduler_entry(config.policy.scheduler).capabilities.handles("rigid")
+            and not read_gpu_requests(spec.trace))
 
 
 class TraceJobs:
@@ -222,6 +226,7 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     spec = config.workload
     platform = with_capacity(load_platform(config.platform), spec.burst_buffer)
     stream = stream_swf(spec.trace, lenient=spec.lenient)  # type: ignore[arg-type]
+    read_gpu_requests(stream.source, stream.header)  # (none, as can_stream found; a missing side file raises)
     report: dict[str, Any] = {"source": stream.source, **dataclasses.asdict(stream.report),
                               "trace_lines_skipped": stream.report.skipped}
     skipped = stream.skipped.records()

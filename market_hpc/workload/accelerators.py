@@ -23,6 +23,9 @@ saying which jobs use accelerators and how. The rule (``AcceleratorRule``):
    cannot hold even when empty keeps its CPU-only request and is counted in the report
    (``kept_cpu_too_large``): it ran on the real machine, so rejecting it would change the
    workload more than the rule intends.
+4. **Recorded requests stay.** A job that already asks for accelerators (the GPU
+   request a Slurm trace recorded, :mod:`market_hpc.workload.gpu_requests`) is left as
+   it is and counted (``kept_recorded``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from market_hpc.algorithms.allocation import units_fit
-from market_hpc.domain.job import Job
+from market_hpc.domain.job import CORE_UNIT, Job
 from market_hpc.domain.platform import MIB_PER_GB, Platform
 from market_hpc.errors import ConfigError
 
@@ -124,7 +127,7 @@ def add_accelerators(jobs: Sequence[Job], rule: AcceleratorRule, platform: Platf
 
     Returns:
         The jobs and a report: counts of GPU and MIC jobs made, jobs kept CPU-only
-        because too large, and the rule.
+        because too large, jobs kept with the accelerators they recorded, and the rule.
 
     Raises:
         ConfigError: the rule uses partitions and none were given.
@@ -144,9 +147,13 @@ def add_accelerators(jobs: Sequence[Job], rule: AcceleratorRule, platform: Platf
     }
     room = {kind: int(units_fit(platform.capacity, shape).sum()) for kind, shape in shapes.items()}
     draws: dict[int, float] = {}
-    counts = {"gpu_jobs": 0, "mic_jobs": 0, "kept_cpu_too_large": 0}
+    counts = {"gpu_jobs": 0, "mic_jobs": 0, "kept_cpu_too_large": 0, "kept_recorded": 0}
     out = []
     for job in jobs:
+        if job.unit != CORE_UNIT:  # the trace's own request
+            counts["kept_recorded"] += 1
+            out.append(job)
+            continue
         kind = _kind(job, rule, partitions, draws)
         if kind is None:
             out.append(job)

@@ -123,13 +123,20 @@ def check_source(rule: AllFamiliesRule, trace: str | None) -> None:
                           "curves")
 
 
-def platform_accelerators(given: AcceleratorRule, platform: Platform, seed: int) -> AcceleratorRule:
+def platform_accelerators(given: AcceleratorRule, platform: Platform, seed: int,
+                          recorded_gpus: bool = False) -> AcceleratorRule:
     """The accelerator rule in force: ``given`` when enabled, else user shares equal to
     the platform's shares of GPU and MIC nodes (nothing on a CPU-only platform).
+
+    On a trace that records GPU requests (``recorded_gpus``: a Slurm export's
+    ``gres/gpu``, :mod:`market_hpc.workload.gpu_requests`) no GPU users are drawn: the
+    trace says who used GPUs. MIC users still are, as no trace records MICs.
 
     >>> from market_hpc.domain.platform import load_platform
     >>> platform_accelerators(AcceleratorRule(), load_platform("eurora"), 3).gpu_users
     0.5
+    >>> platform_accelerators(AcceleratorRule(), load_platform("eurora"), 3, recorded_gpus=True).gpu_users
+    0.0
     >>> platform_accelerators(AcceleratorRule(), load_platform("kth-sp2"), 3).enabled
     False
     """
@@ -137,7 +144,7 @@ def platform_accelerators(given: AcceleratorRule, platform: Platform, seed: int)
         return given
     capacity = platform.capacity
     nodes = len(capacity)
-    gpu_nodes = int((capacity[:, 1] > 0).sum())
+    gpu_nodes = 0 if recorded_gpus else int((capacity[:, 1] > 0).sum())
     mic_nodes = int((capacity[:, 2] > 0).sum())
     return AcceleratorRule(gpu_users=gpu_nodes / nodes, mic_users=mic_nodes / nodes,
                            cores_per_unit=ACCELERATOR_CORES_PER_UNIT, seed=seed)

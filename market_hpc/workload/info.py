@@ -27,8 +27,12 @@ def trace_info(workload: Workload) -> dict[str, Any]:
     first), ``span_days``, ``procs`` / ``run_time`` / ``estimate`` (min, median, mean,
     max), ``area_core_hours`` (sum of processors x run time), ``accuracy`` (run time /
     estimate over jobs with a positive estimate: mean, median, share of exact estimates),
-    ``run_exceeds_estimate`` (jobs whose run time exceeds their estimate), ``users``
-    (distinct known user ids), ``queues`` (sorted distinct queue ids, -1 = unknown).
+    ``run_exceeds_estimate`` (jobs whose run time exceeds their estimate),
+    ``estimate_fallback_jobs`` / ``estimate_fallback_share`` (kept jobs without a
+    wall-time request, field 9 ``-1`` or 0, whose estimate is their run time, and their
+    share of the kept jobs), ``users`` (distinct known user ids), ``queues`` (sorted
+    distinct queue ids, -1 = unknown). ``market-hpc trace info`` adds ``gpu_request_jobs``
+    for a trace whose Slurm side file records GPU requests.
 
     Args:
         workload: A workload from :func:`read_swf`.
@@ -47,6 +51,8 @@ def trace_info(workload: Workload) -> dict[str, Any]:
         "skipped": report.skipped,
         "anomalies": dict(report.anomalies),
         "anomaly_examples": {kind: list(lines) for kind, lines in report.examples.items()},
+        "estimate_fallback_jobs": report.estimate_fallback_jobs,
+        "estimate_fallback_share": report.estimate_fallback_share,
     }
     if not jobs:
         return info
@@ -144,9 +150,13 @@ def format_trace_info(info: dict[str, Any]) -> str:
             ))
         rows += [
             ("run > estimate", f"{info['run_exceeds_estimate']:,} jobs"),
+            ("no time request", (f"{info['estimate_fallback_jobs']:,} jobs "
+                                 f"({info['estimate_fallback_share']:.1%}): estimate = run time")),
             ("users", f"{info['users']:,}"),
             ("queues", _format_queues(info["queues"])),
         ]
+    if info.get("gpu_request_jobs"):
+        rows.append(("GPU requests", f"{info['gpu_request_jobs']:,} jobs (from the Slurm side file)"))
     if info["anomalies"]:
         for kind, count in sorted(info["anomalies"].items()):
             lines = ", ".join(str(n) for n in info["anomaly_examples"].get(kind, []))

@@ -23,7 +23,10 @@ Every data line ends as exactly one of (counted in :class:`SacctConversion`):
   :class:`TraceFormatError`; with it the line is counted under its field and the first
   messages are kept.
 
-The mapping to the 18 SWF fields (1-based) is written in ``docs/slurm.md``.
+The mapping to the 18 SWF fields (1-based) is written in ``docs/slurm.md``. GPU requests
+(``gres/gpu=N``, ``gres/gpu:TYPE=N`` in AllocTRES, else ReqTRES) have no SWF field: they go
+to the side file, and a run of the SWF gives them back to the jobs
+(:mod:`market_hpc.workload.gpu_requests`).
 """
 
 from __future__ import annotations
@@ -141,7 +144,7 @@ class SacctConversion:
         if gpus:
             jobs = "job uses" if gpus == 1 else "jobs use"
             out.append(f"  note: {gpus:,} {jobs} GPUs; SWF holds CPUs only (GPUs are in the "
-                       "side file)")
+                       "side file, which runs of the SWF read)")
         return out
 
 

@@ -30,8 +30,10 @@ def convert_sacct(source: str | os.PathLike[str], out: str | os.PathLike[str], *
     """Read a sacct export and write it as an SWF trace plus ``<name>.slurm.csv``.
 
     The SWF header records the source, the first submit time, the partition and user
-    numbers and the conversion counts; the side file maps every SWF job id to its Slurm
-    JobID, state, partition, node count, GPUs and memory.
+    numbers, the number of jobs with GPU requests (``GPUJobs``) and the conversion
+    counts; the side file maps every SWF job id to its Slurm JobID, state, partition,
+    node count, GPUs and memory. A run of the SWF reads the GPUs back
+    (:mod:`market_hpc.workload.gpu_requests`).
 
     Args:
         source: sacct ``--parsable2`` output with its header line.
@@ -57,6 +59,8 @@ def convert_sacct(source: str | os.PathLike[str], out: str | os.PathLike[str], *
          "(sacct's clock, read as UTC)"),
         "Partitions: " + (", ".join(f"{n}={name}" for name, n in partitions.items()) or "none"),
         f"Users: {len(users)} (numbered in order of first job)",
+        (f"GPUJobs: {sum(1 for job in conversion.jobs if job.gpus)} (their GPU requests are in "
+         f"{side_file(out).name}; runs of this trace read them)"),
         *conversion.describe(),
     ]
     write_swf_rows(rows, out, header)

@@ -6,12 +6,11 @@ reader (:mod:`market_hpc.workload.slurm`) turns into a file/line/field error.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from market_hpc.validation import parse_ascii_number
+from market_hpc.validation import MAX_INT
 
 # Words sacct prints for a time that is not known (not started, still running).
 UNKNOWN_TIMES = frozenset({"", "unknown", "none", "n/a"})
@@ -169,23 +168,37 @@ def tres_memory_mib(text: str, cpus: int) -> float | None:
 
 def tres_gpus(text: str) -> int:
     """GPUs in a TRES list (``cpu=8,mem=64G,node=1,gres/gpu=2``); typed entries
-    (``gres/gpu:a100=2``) count only when the untyped total is absent.
+    (``gres/gpu:a100=2``) count only when the untyped total is absent. Other GPU TRES
+    (``gres/gpumem=40G``, ``gres/gpuutil=90``: what a GPU used, not how many) are no
+    request and are left alone.
 
     >>> tres_gpus("cpu=8,gres/gpu=2,gres/gpu:a100=2"), tres_gpus("gres/gpu:v100=1,gres/gpu:a100=3")
     (2, 4)
-    >>> tres_gpus("cpu=4,mem=8G")
-    0
+    >>> tres_gpus("cpu=4,mem=8G"), tres_gpus("cpu=4,gres/gpumem=40G,gres/gpu=1")
+    (0, 1)
+    >>> tres_gpus("cpu=8,gres/gpu=two")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'gres/gpu=two': GPU count must be a whole number (ASCII digits); valid: 0 to 9,007,199,254,740,991
     """
     total, typed = None, 0
     for item in text.split(","):
         key, _, value = item.strip().partition("=")
-        if not key.startswith("gres/gpu"):
+        if key != "gres/gpu" and not key.startswith("gres/gpu:"):
             continue
-        count = parse_ascii_number(value)
-        if count is None or not (count >= 0 and count == math.floor(count)):
-            raise ValueError(f"{item!r}: GPU count must be a whole number")
+        count = value.strip()
+        if not (count.isascii() and count.isdigit()):
+            raise ValueError(f"{item.strip()!r}: GPU count must be a whole number (ASCII digits); "
+                             f"valid: 0 to {MAX_INT:,}")
+        if int(count) > MAX_INT:
+            raise ValueError(f"{item.strip()!r}: GPU count is too large; valid: 0 to {MAX_INT:,}")
         if key == "gres/gpu":
+            if total is not None:
+                raise ValueError(f"{item.strip()!r}: gres/gpu appears twice (first gres/gpu={total})")
             total = int(count)
         else:
             typed += int(count)
-    return typed if total is None else total
+    gpus = typed if total is None else total
+    if gpus > MAX_INT:
+        raise ValueError(f"{text.strip()!r}: typed GPU counts add up to {gpus}; valid: 0 to {MAX_INT:,}")
+    return gpus

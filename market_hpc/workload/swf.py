@@ -12,7 +12,9 @@ Semantics used here (1-based field numbers):
   processors, 9 requested time, 12 user id, 15 queue.
 * A job's processor request is field 8 when positive, else field 5. It becomes
   ``Job(units=procs, unit=(1, 0, 0, 0))``.
-* A job's estimate is field 9 when positive, else its run time.
+* A job's estimate is field 9 when positive, else its run time: a perfect estimate the
+  trace never recorded, so every reader counts those jobs
+  (:attr:`TraceReport.estimate_fallback_jobs`); runs report and warn about them.
 * Run time 0 is valid and kept. Jobs submitted at the same second are all kept; jobs are
   returned sorted by (submit time, job id), which is file order for archive traces.
 * Data facts, skipped and counted in both modes (never silently): run time ``-1``
@@ -85,6 +87,7 @@ from market_hpc.workload.swf_format import (
     USER,
     check_line,
     check_line_ends,
+    estimate_fallbacks,
     format_number,
     request_and_estimate,
     split_fields,
@@ -119,6 +122,8 @@ class TraceReport:
         jobs_kept: Jobs in the resulting workload.
         anomalies: Skipped job lines per anomaly kind (only kinds that occurred).
         examples: Up to ``MAX_EXAMPLES`` 1-based line numbers per anomaly kind.
+        estimate_fallback_jobs: Kept jobs without a wall-time request (field 9 not
+            positive), whose estimate is therefore their run time.
     """
 
     lines: int
@@ -126,11 +131,21 @@ class TraceReport:
     jobs_kept: int
     anomalies: dict[str, int]
     examples: dict[str, tuple[int, ...]]
+    estimate_fallback_jobs: int = 0
 
     @property
     def skipped(self) -> int:
         """Job lines that did not become jobs."""
         return sum(self.anomalies.values())
+
+    @property
+    def estimate_fallback_share(self) -> float:
+        """The share of kept jobs whose estimate fell back to the run time (0 without jobs).
+
+        >>> TraceReport(100, 100, 100, {}, {}, estimate_fallback_jobs=3).estimate_fallback_share
+        0.03
+        """
+        return self.estimate_fallback_jobs / self.jobs_kept if self.jobs_kept else 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -253,14 +268,16 @@ def read_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> Workload
     if job_lines == 0:
         raise TraceFormatError(source, None, "no jobs: the file has no job lines")
     keep, skipped = _drop_unknowns(rows, data, line_numbers, anomalies)
-    jobs = _jobs_from_rows(rows[keep])
+    kept = rows[keep]
+    jobs = _jobs_from_rows(kept)
     if not jobs:
         reasons = ", ".join(f"{k}: {v}" for k, v in anomalies.counts.items())
         message = f"no jobs: all {job_lines} job lines skipped ({reasons})"
         raise TraceFormatError(source, None, message)
     n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     examples = {kind: tuple(lines) for kind, lines in anomalies.examples.items()}
-    report = TraceReport(n_lines, job_lines, len(jobs), dict(anomalies.counts), examples)
+    report = TraceReport(n_lines, job_lines, len(jobs), dict(anomalies.counts), examples,
+                         estimate_fallback_jobs=estimate_fallbacks(kept))
     return Workload(jobs=tuple(jobs), header=header, source=source, report=report, skipped=skipped)
 
 

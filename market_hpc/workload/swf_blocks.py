@@ -9,8 +9,9 @@ lines, each parsed by ``read_swf``'s own vectorised pass (pandas' C reader,
 one Python loop over 18 fields per line:
 
 * :func:`scan_blocks` (pass 1) parses blocks of ``SCAN_BLOCK_BYTES`` and keeps what the
-  stream needs: the header, line counts, the unknown lines (numbers, fields, kinds) and
-  each kept job's id and submit time (16 bytes per job). It returns ``None`` as soon as
+  stream needs: the header, line counts, the unknown lines (numbers, fields, kinds),
+  each kept job's id and submit time (16 bytes per job) and the count of kept jobs whose
+  estimate falls back to the run time. It returns ``None`` as soon as
   a block is not regular, or at the end when an id repeats across blocks: the caller
   then runs the line-by-line pass, which decides (and names the line) exactly as
   ``read_swf``'s slow pass does. A file that fits in one block keeps its parsed rows, so
@@ -41,6 +42,7 @@ from market_hpc.workload.swf_format import (
     N_FIELDS,
     SUBMIT,
     check_line_ends,
+    estimate_fallbacks,
     text_start,
     unknown_masks,
 )
@@ -140,6 +142,8 @@ class BlockScan:
         unknown_rows: Their ``(n, 18)`` fields.
         unknown_kinds: Their ``UNKNOWN_KINDS`` entries.
         rows: The kept jobs' rows when the file was one block (else ``None``).
+        estimate_fallback_jobs: Kept jobs without a wall-time request
+            (:func:`~market_hpc.workload.swf_format.estimate_fallbacks`).
     """
 
     header: tuple[str, ...]
@@ -151,6 +155,7 @@ class BlockScan:
     unknown_rows: np.ndarray
     unknown_kinds: tuple[str, ...]
     rows: np.ndarray | None
+    estimate_fallback_jobs: int = 0
 
 
 def scan_blocks(source: str, block_bytes: int = SCAN_BLOCK_BYTES) -> BlockScan | None:
@@ -166,7 +171,7 @@ def scan_blocks(source: str, block_bytes: int = SCAN_BLOCK_BYTES) -> BlockScan |
     unknown_lines: list[np.ndarray] = []
     unknown_rows: list[np.ndarray] = []
     unknown_kinds: list[str] = []
-    n_lines = job_lines = blocks = 0
+    n_lines = job_lines = blocks = fallbacks = 0
     kept_rows: np.ndarray | None = None
     block = b""
     for block in read_blocks(source, block_bytes):
@@ -181,6 +186,7 @@ def scan_blocks(source: str, block_bytes: int = SCAN_BLOCK_BYTES) -> BlockScan |
             unknown_rows.append(rows[~known])
             unknown_kinds.extend(_kinds(kinds, ~known))
             rows = rows[known]
+        fallbacks += estimate_fallbacks(rows)
         ids.append(rows[:, JOB_ID].copy())
         submits.append(rows[:, SUBMIT].copy())
         kept_rows = rows
@@ -197,7 +203,7 @@ def scan_blocks(source: str, block_bytes: int = SCAN_BLOCK_BYTES) -> BlockScan |
         np.concatenate(submits) if submits else np.zeros(0),
         np.concatenate(unknown_lines) if unknown_lines else np.zeros(0, dtype=np.int64),
         np.concatenate(unknown_rows) if unknown_rows else np.zeros((0, N_FIELDS)),
-        tuple(unknown_kinds), kept_rows if blocks == 1 else None,
+        tuple(unknown_kinds), kept_rows if blocks == 1 else None, fallbacks,
     )
 
 

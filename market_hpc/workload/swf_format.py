@@ -2,7 +2,8 @@
 
 One definition of what an SWF line is (:mod:`market_hpc.workload.swf` documents the
 semantics): the 18 fields and the indices of those the readers use, the rules deciding
-whether a line's job is unknown or the line is malformed, the request and estimate rules,
+whether a line's job is unknown or the line is malformed, the request and estimate rules
+(and the count of estimates that fall back to the run time),
 the text checks (byte-order marks, bare CRs) and the shortest exact text of a number.
 :func:`~market_hpc.workload.swf.read_swf`, the streaming reader
 (:mod:`market_hpc.workload.swf_stream`, :mod:`market_hpc.workload.swf_blocks`) and the
@@ -235,6 +236,23 @@ def request_and_estimate(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     procs = np.where(rows[:, REQ] > 0, rows[:, REQ], rows[:, ALLOC])
     estimate = np.where(rows[:, REQ_TIME] > 0, rows[:, REQ_TIME], rows[:, RUN])
     return procs, estimate
+
+
+def estimate_fallbacks(rows: np.ndarray) -> int:
+    """Count the rows whose estimate falls back to the run time (field 9 not positive).
+
+    :func:`request_and_estimate` tells such a job its own run time, a perfect estimate
+    the trace never recorded; every reader counts them with this one definition.
+
+    Args:
+        rows: ``(n, 18)`` field values of the jobs kept.
+
+    >>> rows = np.full((3, N_FIELDS), -1.0)
+    >>> rows[1, REQ_TIME], rows[2, REQ_TIME] = 600.0, 0.0
+    >>> estimate_fallbacks(rows)
+    2
+    """
+    return int(np.count_nonzero(~(rows[:, REQ_TIME] > 0)))
 
 
 def format_number(value: float) -> str:

@@ -9,10 +9,11 @@ of jobs:
   first, then the malformed-line checks, duplicate ids with the first line winning,
   partial executions by :mod:`market_hpc.workload.swf_partial`). It
   raises the same :class:`TraceFormatError` (file, line, field) before any job is
-  handed out, and builds the :class:`TraceReport`, the header and the
-  :class:`SkippedJobs`. It keeps 16 bytes per kept job (id and submit time, as machine
-  floats) to find duplicate ids and whether the kept jobs are in ``(submit, job_id)``
-  order; the duplicate lookup builds a dict only if ids ever stop increasing.
+  handed out, and builds the :class:`TraceReport` (with the count of jobs whose
+  estimate falls back to the run time), the header and the :class:`SkippedJobs`. It
+  keeps 16 bytes per kept job (id and submit time, as machine floats) to find duplicate
+  ids and whether the kept jobs are in ``(submit, job_id)`` order; the duplicate lookup
+  builds a dict only if ids ever stop increasing.
 * **Pass 2** (each iteration) reads the file again and builds each kept job as it goes.
   Archive traces are sorted by submit time, so jobs come out in file order. For a file
   that is not sorted, pass 1 ranks the kept jobs and pass 2 holds back, in a heap, only
@@ -66,6 +67,7 @@ from market_hpc.workload.swf_format import (
     FIELD_NAMES,
     JOB_ID,
     N_FIELDS,
+    REQ_TIME,
     SUBMIT,
     UNKNOWN_KINDS,
     check_line,
@@ -170,7 +172,7 @@ class SwfStream:
         """Pass 1's results from the vectorised scan of a regular file."""
         self._finish(list(scan.header), scan.lines, scan.job_lines, {}, {}, scan.unknown_lines.tolist(),
                      scan.unknown_rows, list(scan.unknown_kinds), scan.ids, scan.submits,
-                     in_submit_order(scan.ids, scan.submits))
+                     in_submit_order(scan.ids, scan.submits), scan.estimate_fallback_jobs)
         self._rows = scan.rows
 
     def _scan(self) -> None:
@@ -186,6 +188,8 @@ class SwfStream:
         unknown_whole: set[float] = set()  # job numbers of whole-job lines of unknown run time, size or submit
         partials = PartialLines()
         tentative: dict[int, tuple[int, float, float]] = {}  # first partial line -> (jobs before it, id, submit)
+        tentative_fallbacks: set[int] = set()  # of those lines, the ones without a wall-time request
+        fallbacks = 0  # kept whole-job lines without a wall-time request (estimate = run time)
         submits = array("d")
         job_lines = n_lines = 0
 
@@ -228,8 +232,11 @@ class SwfStream:
                     dropped.add(n_lines)
                     continue
                 tentative[n_lines] = (len(submits), values[JOB_ID], values[SUBMIT])
+                if not values[REQ_TIME] > 0:
+                    tentative_fallbacks.add(n_lines)
                 continue
             first_lines.add(values[JOB_ID], n_lines)
+            fallbacks += not values[REQ_TIME] > 0  # (estimate_fallbacks' rule, one line)
             submits.append(values[SUBMIT])
         not_jobs, unknown_parts = partials.resolve(
             lambda job_id: first_lines.get(job_id) is not None or job_id in unknown_whole, source, lenient, count)
@@ -241,17 +248,19 @@ class SwfStream:
         job_submits = np.frombuffer(submits, dtype=np.float64)
         dropped |= not_jobs
         kept = [tentative[line] for line in sorted(tentative) if line not in not_jobs]
+        fallbacks += len(tentative_fallbacks - not_jobs)
         if kept:  # first parts of jobs without a whole-job line (lenient): in file order among the others
             at, kept_ids, kept_submits = (list(column) for column in zip(*kept, strict=True))
             job_ids, job_submits = np.insert(job_ids, at, kept_ids), np.insert(job_submits, at, kept_submits)
         rows = np.asarray(unknown_rows, dtype=np.float64).reshape(-1, N_FIELDS)
         self._finish(header, n_lines, job_lines, malformed, examples, unknown_lines, rows, unknown_kinds(rows),
-                     job_ids, job_submits, in_submit_order(job_ids, job_submits))
+                     job_ids, job_submits, in_submit_order(job_ids, job_submits), fallbacks)
         self._dropped = dropped
 
     def _finish(self, header: list[str], n_lines: int, job_lines: int, malformed: dict[str, int],
                 examples: dict[str, list[int]], unknown_lines: list[int], unknown_rows: np.ndarray,
-                unknown_kinds: list[str], ids: np.ndarray, submits: np.ndarray, in_order: bool) -> None:
+                unknown_kinds: list[str], ids: np.ndarray, submits: np.ndarray, in_order: bool,
+                fallbacks: int) -> None:
         """The report, header, skipped lines and order of either pass 1 (same errors)."""
         source = self.source
         if job_lines == 0:
@@ -269,7 +278,8 @@ class SwfStream:
         self.header = tuple(header)
         self.n_jobs = n_jobs
         self.report = TraceReport(n_lines, job_lines, n_jobs, anomalies,
-                                  {kind: tuple(lines) for kind, lines in examples.items()})
+                                  {kind: tuple(lines) for kind, lines in examples.items()},
+                                  estimate_fallback_jobs=fallbacks)
         self.skipped = (SkippedJobs(np.asarray(unknown_lines, dtype=np.int64), unknown_rows, tuple(unknown_kinds))
                         if unknown_lines else SkippedJobs.empty())
         self.sorted = in_order
