@@ -46,9 +46,9 @@ def test_max_queue_size_counts_waiting_jobs_at_arrivals_and_completions() -> Non
 def results_table() -> pd.DataFrame:
     """Three policies on three slices of one trace at two loads.
 
-    Bounded slowdowns: at load 1, ``sjf`` is easy - 2 on every slice +- 0.5 (better at
-    95 %), ``fifo`` easy + 0, +3, -3 (not significant). At load 2, ``fifo`` is easy + 10 on
-    every slice (same difference: no interval claimed)."""
+    Bounded slowdowns: at load 1, ``sjf`` is easy - 2 on every slice +- 0.5 (p 0.020, Holm
+    x 2 = 0.040: better), ``fifo`` easy + 0, +3, -3 (p 1). At load 2, ``sjf`` is easy - 5 +- 1
+    (p 0.013, x 3), ``fifo`` easy + 10 on every slice (p 0: worse, but no interval claimed)."""
     rows = []
     for load, offsets in ((1.0, {"easy": [0, 0, 0], "sjf": [-2.5, -1.5, -2.0], "fifo": [0, 3, -3]}),
                           (2.0, {"easy": [0, 0, 0], "sjf": [-4, -5, -6], "fifo": [10, 10, 10]})):
@@ -74,15 +74,17 @@ def test_ranking_pairs_by_slice_and_marks_significance() -> None:
     assert load1.loc["sjf", "ci_low"] == pytest.approx(-2.0 - half, rel=1e-5)
     assert load1.loc["fifo", "mark"] == "n.s." and load1.loc["easy", "mark"] == "baseline"
     load2 = table[table["setting"] == "KTH-SP2-1996 x2"].set_index("policy")
-    assert load2.loc["fifo", "mark"] == "same diff" and np.isnan(load2.loc["fifo", "ci_low"])
+    assert load2.loc["fifo", "mark"] == "worse" and np.isnan(load2.loc["fifo", "ci_low"])
+    assert load2.loc["fifo", "p_value"] == 0.0 and load1.loc["fifo", "p_adjusted"] == 1.0
     assert load2.loc["fifo", "rank"] == 3
     value = ranking(prepare(results_table(), spec), "value_earned", "easy")
     assert value[value["setting"].str.endswith("x2")].iloc[0]["policy"] == "sjf"  # higher is better
 
 
 def test_marks_follow_the_metrics_better_direction() -> None:
-    assert [mark("lower", "lower"), mark("lower", "higher"), mark("higher", "higher")] == ["better", "worse", "better"]
-    assert [mark("undecided", "lower"), mark("equal", "lower")] == ["n.s.", "equal"]
+    assert [mark(-1.0, 0.01, "lower"), mark(-1.0, 0.01, "higher"), mark(1.0, 0.01, "higher")] == \
+        ["better", "worse", "better"]
+    assert [mark(-1.0, 0.05, "lower"), mark(-1.0, np.nan, "lower")] == ["n.s.", "n.s."]
 
 
 def test_cost_table_names_policies_over_twenty_times_the_baseline() -> None:

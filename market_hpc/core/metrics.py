@@ -20,7 +20,18 @@ Definitions (all over jobs that finished unless stated):
   slowdowns (finished jobs of known users, user >= 0): 1 when every user is slowed
   down alike, 1/n when one user bears it all (Jain, Chiu & Hawe 1984);
 - max queue size = the largest number of waiting jobs at an arrival or completion
-  instant (as the mean queue size).
+  instant (as the mean queue size);
+- over every submitted job (``*_all``, every row of the jobs frame: finished, dropped,
+  rejected, queued or held): a job that did not finish waits from its submission until
+  the run's end, the last event of the jobs frame (the latest submit, first start or end
+  time of any job; the time series is left out so that the value does not depend on
+  what is sampled); its bounded slowdown is that of a job of its recorded run time (0
+  when it never ran) ending at wait + run, so a dropped job is never better for the
+  policy than a late one;
+- completed core-hours = sum over finished jobs of the cores they ran on (the ``cores``
+  column: per-unit cores x units allocated, narrower than asked for a molded market
+  job) x their run time (time spent running, holds left out) / 3600; completed share =
+  finished jobs / submitted jobs.
 """
 
 from __future__ import annotations
@@ -39,6 +50,15 @@ def _mean(series: pd.Series) -> float:
     return float(series.mean()) if len(series) else float("nan")
 
 
+def bounded_slowdown(response: pd.Series, run: pd.Series, tau: float = BOUNDED_SLOWDOWN_TAU) -> pd.Series:
+    """``max(response / max(run, tau), 1)`` per job (Feitelson et al. 1997).
+
+    >>> bounded_slowdown(pd.Series([20.0, 4.0, 30.0]), pd.Series([10.0, 2.0, 0.0])).tolist()
+    [2.0, 1.0, 3.0]
+    """
+    return np.maximum(response / np.maximum(run, tau), 1.0)
+
+
 def slowdowns(jobs: pd.DataFrame, tau: float = BOUNDED_SLOWDOWN_TAU) -> tuple[pd.Series, pd.Series]:
     """Slowdown (jobs with run time > 0) and bounded slowdown of finished jobs.
 
@@ -52,8 +72,50 @@ def slowdowns(jobs: pd.DataFrame, tau: float = BOUNDED_SLOWDOWN_TAU) -> tuple[pd
     run = done["run_time"]
     positive = run > 0
     slowdown = response[positive] / run[positive]
-    bounded = np.maximum(response / np.maximum(run, tau), 1.0)
-    return slowdown, bounded
+    return slowdown, bounded_slowdown(response, run, tau)
+
+
+def run_end(jobs: pd.DataFrame) -> float:
+    """The run's last event in the jobs frame: the latest submit, first start or end time
+    of any job (NaN without jobs).
+
+    >>> frame = pd.DataFrame({"submit_time": [0.0, 50.0], "start_time": [0.0, None], "end_time": [40.0, None]})
+    >>> run_end(frame)
+    50.0
+    """
+    times = jobs[["submit_time", "start_time", "end_time"]].to_numpy(dtype=float)
+    return float(np.nanmax(times)) if np.isfinite(times).any() else float("nan")
+
+
+def waits_all(jobs: pd.DataFrame, tau: float = BOUNDED_SLOWDOWN_TAU) -> tuple[pd.Series, pd.Series]:
+    """Wait and bounded slowdown of every submitted job (module docstring: a job that did
+    not finish waits until ``run_end``; it ran for its recorded run time, 0 if none).
+
+    >>> frame = pd.DataFrame({"status": ["finished", "dropped", "queued"], "submit_time": [0.0, 0.0, 10.0],
+    ...                       "start_time": [10.0, None, None], "end_time": [30.0, 50.0, None],
+    ...                       "wait_time": [10.0, None, None], "run_time": [20.0, None, None]})
+    >>> [s.tolist() for s in waits_all(frame)]      # the run ends at 50
+    [[10.0, 50.0, 40.0], [1.5, 5.0, 4.0]]
+    """
+    finished = jobs["status"] == "finished"
+    run = jobs["run_time"].fillna(0.0)
+    wait = jobs["wait_time"].where(finished, run_end(jobs) - jobs["submit_time"])
+    response = (jobs["end_time"] - jobs["submit_time"]).where(finished, wait + run)
+    return wait, bounded_slowdown(response, run, tau)
+
+
+def completed_work(jobs: pd.DataFrame) -> dict[str, float]:
+    """``completed_core_hours`` and ``completed_share`` (module docstring); NaN core-hours
+    without a ``cores`` column, NaN share without jobs.
+
+    >>> frame = pd.DataFrame({"status": ["finished", "dropped"], "cores": [4, 8], "run_time": [1800.0, 600.0]})
+    >>> completed_work(frame)
+    {'completed_core_hours': 2.0, 'completed_share': 0.5}
+    """
+    done = jobs[jobs["status"] == "finished"]
+    hours = float((done["cores"] * done["run_time"]).sum() / 3600.0) if "cores" in jobs else float("nan")
+    share = len(done) / len(jobs) if len(jobs) else float("nan")
+    return {"completed_core_hours": hours, "completed_share": share}
 
 
 def time_weighted_mean(times: np.ndarray, values: np.ndarray) -> float:
@@ -95,8 +157,7 @@ def user_fairness(jobs: pd.DataFrame, tau: float = BOUNDED_SLOWDOWN_TAU) -> floa
     done = jobs[(jobs["status"] == "finished") & (jobs["user"] >= 0)]
     if not len(done):
         return float("nan")
-    response = done["end_time"] - done["submit_time"]
-    bounded = np.maximum(response / np.maximum(done["run_time"], tau), 1.0)
+    bounded = bounded_slowdown(done["end_time"] - done["submit_time"], done["run_time"], tau)
     return jain_index(bounded.groupby(done["user"]).mean().to_numpy())
 
 
@@ -170,6 +231,10 @@ def summarize(
         "mean_bounded_slowdown": _mean(bounded),
         "makespan": span,
     }
+    wait_all, bounded_all = waits_all(jobs)
+    summary["mean_wait_all"] = _mean(wait_all)
+    summary["mean_bounded_slowdown_all"] = _mean(bounded_all)
+    summary.update(completed_work(jobs))
     for index, resource in enumerate(RESOURCES):
         if capacity_total[index] > 0:
             summary[f"utilisation_{resource}"] = (

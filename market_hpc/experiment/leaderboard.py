@@ -3,7 +3,8 @@
 
 A sweep opts in with ``[report] leaderboard = { baseline = "easy" }`` (``LeaderboardSpec``);
 ``market-hpc report`` then writes ``leaderboard_<metric>.csv``, ``leaderboard.md``,
-``cost.csv`` and the figures of ``leaderboard_plots``.
+``leaderboard_summary.csv`` (``significant_counts``), ``cost.csv`` and the figures of
+``leaderboard_plots``.
 
 Decisions:
     * **Pairing.** Runs of two policies on the same replicate (``replicate`` columns: the
@@ -13,10 +14,25 @@ Decisions:
     * **Ranks.** Within a setting, policies are ranked by their mean over replicates, 1 the
       best in the metric's better direction (``metrics_table``; ties share the smallest
       rank). A rank says nothing about significance: the mark does.
-    * **Marks.** ``better``/``worse`` than the baseline when the 95 % interval lies on one
-      side of 0 (in the metric's better direction), ``n.s.`` when it contains 0, ``equal``
-      when every paired difference is 0, ``same diff`` when the differences do not vary
-      (no interval is claimed, as in ``stats``).
+    * **Marks.** Every paired difference gets the two-sided p-value of the paired t-test
+      (``stats.paired_p_value``: 0 for the same nonzero difference on every replicate, 1
+      for none, NaN for fewer than two replicates). The family of a metric is every
+      comparison of its leaderboard (all settings x all non-baseline policies); its
+      p-values are adjusted by Holm-Bonferroni (``stats.holm``, NaN left out of the
+      count). The mark is ``better``/``worse`` than the baseline when the adjusted p is
+      below ``ALPHA`` (0.05; the sign of the mean difference in the metric's better
+      direction), ``equal`` when every paired difference is 0, else ``n.s.``. The 95 %
+      intervals stay unadjusted: an interval off 0 with a mark ``n.s.`` is a difference
+      the correction for the number of comparisons does not keep.
+    * **Across traces.** ``significant_counts`` counts, per policy, the settings marked
+      better, worse, n.s. or equal, the traces (the setting without its load) where some
+      setting is marked better or worse, and whether it is ``consistent``: ``yes`` when
+      at least one setting is significant and all significant settings, in every trace,
+      go the same way; ``no`` when some go better and some worse; empty when none is
+      significant.
+    * **Context.** Beside the ranked metrics, ``leaderboard.md`` shows ``CONTEXT_METRICS``
+      (value earned, drops, completed core-hours and share of jobs) where the results
+      have them, so a rank bought by dropping jobs reads as such.
     * **Policy names.** The ``policy`` columns joined by ``+`` (``ebf+weighted``), the
       allocator left out for a scheduler run with one allocator only.
     * **Cost.** CPU seconds of each run (``run_cpu_seconds``: queue planning, simulation,
@@ -38,11 +54,14 @@ import pandas as pd
 
 from market_hpc.errors import ConfigError
 from market_hpc.experiment.metrics_table import metric, metric_names
-from market_hpc.experiment.stats import NO_SPREAD, paired_differences
+from market_hpc.experiment.stats import holm, paired_differences
 
 COSTLY = 20.0  # policies costing more than this many times the baseline's CPU are named
-MARKS = {"better": "▲ better", "worse": "▼ worse", "n.s.": "n.s.", "equal": "equal", "same diff": "same diff"}
+ALPHA = 0.05  # family-wise error rate of the marks (Holm-Bonferroni over a metric's leaderboard)
+MARKS = {"better": "▲ better", "worse": "▼ worse", "n.s.": "n.s.", "equal": "equal"}
 COST_METRICS = ("run_cpu_seconds", "cpu_per_decision_ms")
+CONTEXT_METRICS = ("value_earned", "jobs_dropped", "completed_core_hours", "completed_share")
+COUNT_COLUMNS = ("better", "worse", "n.s.", "equal")
 
 
 @dataclass(frozen=True)
@@ -123,19 +142,32 @@ def policy_labels(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
     return labels
 
 
-def mark(verdict: str, better: str) -> str:
-    """The leaderboard's mark for a ``stats.verdict`` and the metric's better direction.
+def mark(diff: float, p_adjusted: float, better: str, alpha: float = ALPHA) -> str:
+    """The leaderboard's mark of a mean paired difference ``diff`` with its Holm-adjusted
+    p-value, in the metric's better direction (``higher``/``lower`` for a metric with
+    none); NaN p (fewer than two replicates) is ``n.s.``.
 
-    >>> mark("lower", "lower"), mark("higher", "lower"), mark("undecided", "higher"), mark("no spread", "lower")
-    ('better', 'worse', 'n.s.', 'same diff')
+    >>> mark(-2.0, 0.01, "lower"), mark(-2.0, 0.01, "higher"), mark(-2.0, 0.2, "lower"), mark(1.0, float("nan"), "")
+    ('better', 'worse', 'n.s.', 'n.s.')
+    >>> mark(1.0, 0.0, "")
+    'higher'
     """
-    if verdict in ("higher", "lower"):
-        if not better:
-            return verdict
-        return "better" if verdict == better else "worse"
-    if verdict == NO_SPREAD:
-        return "same diff"
-    return "equal" if verdict == "equal" else "n.s."
+    if not p_adjusted < alpha or diff == 0:
+        return "n.s."
+    direction = "higher" if diff > 0 else "lower"
+    if not better:
+        return direction
+    return "better" if direction == better else "worse"
+
+
+def shown_metrics(spec: LeaderboardSpec, columns: Sequence[str]) -> list[str]:
+    """The metrics of the leaderboard's tables: ``rank_by``, the spec's metrics and
+    ``CONTEXT_METRICS``, those of ``columns`` only, each once.
+
+    >>> shown_metrics(LeaderboardSpec(metrics=("mean_wait",)), ["mean_wait", "mean_bounded_slowdown", "jobs_dropped"])
+    ['mean_bounded_slowdown', 'mean_wait', 'jobs_dropped']
+    """
+    return [name for name in dict.fromkeys((spec.rank_by, *spec.metrics, *CONTEXT_METRICS)) if name in columns]
 
 
 def setting_label(row: dict[str, Any], columns: Sequence[str]) -> str:
@@ -172,12 +204,21 @@ def prepare(frame: pd.DataFrame, spec: LeaderboardSpec) -> pd.DataFrame:
     runs["policy_label"] = policy_labels(runs, spec.policy)
     runs["replicate_key"] = runs[list(spec.replicate)].astype(str).agg("|".join, axis=1)
     runs["setting"] = [setting_label(row, spec.setting) for row in runs[list(spec.setting)].to_dict("records")]
+    traces = [c for c in spec.setting if c != "load_factor"]
+    runs["trace_label"] = ([setting_label(row, traces) for row in runs[traces].to_dict("records")] if traces
+                           else "all")
     return runs
+
+
+def setting_traces(runs: pd.DataFrame) -> dict[str, str]:
+    """Each setting's trace label (the setting without its load) in ``prepare``'s frame."""
+    return runs.groupby("setting", sort=False)["trace_label"].first().to_dict()
 
 
 def ranking(runs: pd.DataFrame, name: str, baseline: str) -> pd.DataFrame:
     """Per setting and policy: mean over replicates, rank, paired difference to
-    ``baseline`` with its 95 % interval, and the mark (module docstring).
+    ``baseline`` with its 95 % interval and p-value, the p-value adjusted over the whole
+    table (Holm), and the mark (module docstring).
 
     Args:
         runs: ``prepare``'s frame.
@@ -185,8 +226,8 @@ def ranking(runs: pd.DataFrame, name: str, baseline: str) -> pd.DataFrame:
         baseline: The baseline's policy label.
 
     Returns:
-        Columns ``setting, rank, policy, mean, replicates, diff, ci_low, ci_high, mark``,
-        sorted by setting (in order of appearance) and rank.
+        Columns ``setting, rank, policy, mean, replicates, diff, ci_low, ci_high, p_value,
+        p_adjusted, mark``, sorted by setting (in order of appearance) and rank.
     """
     better = metric(name).better
     rows = []
@@ -205,14 +246,42 @@ def ranking(runs: pd.DataFrame, name: str, baseline: str) -> pd.DataFrame:
                          "mean": float(means[policy]), "replicates": int(counts[policy]),
                          "diff": row["mean_diff"] if row else (0.0 if policy == baseline else np.nan),
                          "ci_low": row["ci_low"] if row else np.nan, "ci_high": row["ci_high"] if row else np.nan,
-                         "mark": mark(row["verdict"], better) if row else ("baseline" if policy == baseline
-                                                                            else "no baseline")})
+                         "p_value": row["p_value"] if row else np.nan,
+                         "mark": (("equal" if row["verdict"] == "equal" else "") if row
+                                  else ("baseline" if policy == baseline else "no baseline"))})
     table = pd.DataFrame(rows)
     if table.empty:
         return table
+    table.insert(len(table.columns) - 1, "p_adjusted", holm(table["p_value"].to_numpy()))
+    tested = table["mark"] == ""
+    table.loc[tested, "mark"] = [mark(diff, p, better) for diff, p in
+                                 zip(table.loc[tested, "diff"], table.loc[tested, "p_adjusted"])]
     order = {s: i for i, s in enumerate(pd.unique(table["setting"]))}
     return table.sort_values(["setting", "rank", "policy"], key=lambda c: c.map(order) if c.name == "setting"
                              else c, kind="stable").reset_index(drop=True)
+
+
+def counts_markdown(counts: pd.DataFrame, baseline: str, label: str) -> list[str]:
+    """The ``significant_counts`` table (with traces) as a Markdown section, ``label``
+    naming the ranked metric.
+
+    >>> counts = pd.DataFrame({"policy": ["sjf"], "better": [2], "worse": [0], "n.s.": [1], "equal": [0],
+    ...                        "traces": [2], "traces_better": [2], "traces_worse": [0], "consistent": ["yes"]})
+    >>> counts_markdown(counts, "easy", "wait")[-2]
+    '| sjf | 2 | 0 | 1 | 0 | 2 of 2 | 0 of 2 | yes |'
+    """
+    if counts.empty:
+        return []
+    return [(f"## Against {baseline}, by {label}: settings where each policy is significantly better, worse "
+             f"(Holm-adjusted p < {ALPHA:g} over every setting and policy), not significantly different, or "
+             "equal on every slice; traces where it is better or worse in some setting; consistent: every "
+             "significant setting goes the same way"), "",
+            "| policy | better | worse | n.s. | equal | traces better | traces worse | consistent |",
+            "|---|---|---|---|---|---|---|---|",
+            *(f"| {r['policy']} | {r['better']} | {r['worse']} | {r['n.s.']} | {r['equal']} | "
+              f"{r['traces_better']} of {r['traces']} | {r['traces_worse']} of {r['traces']} | "
+              f"{r['consistent'] or '-'} |" for _, r in counts.iterrows()),
+            ""]
 
 
 def cost_table(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
@@ -247,18 +316,35 @@ def cost_table(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     return table.sort_values("run_cpu_s_mean", kind="stable").reset_index(drop=True)
 
 
-def significant_counts(table: pd.DataFrame) -> pd.DataFrame:
-    """Per policy: settings where it is better, worse, not significantly different (a
-    difference that does not vary counts here: no interval is claimed), or equal.
+def significant_counts(table: pd.DataFrame, traces: dict[str, str] | None = None) -> pd.DataFrame:
+    """Per policy: settings where it is better, worse, not significantly different, or
+    equal (marks after the Holm adjustment); with ``traces`` (setting -> trace) also the
+    traces compared, those with a setting better (``traces_better``) or worse
+    (``traces_worse``), and ``consistent`` (module docstring: ``yes``, ``no`` or empty).
 
-    >>> table = pd.DataFrame({"policy": ["a", "a", "b"], "mark": ["better", "same diff", "equal"]})
-    >>> significant_counts(table).to_dict("records")
-    [{'policy': 'a', 'better': 1, 'worse': 0, 'n.s.': 1, 'equal': 0}, {'policy': 'b', 'better': 0, 'worse': 0, 'n.s.': 0, 'equal': 1}]
+    >>> table = pd.DataFrame({"policy": ["a", "a", "a", "b"], "setting": ["k x1", "k x2", "h x1", "k x1"],
+    ...                       "mark": ["better", "n.s.", "better", "equal"]})
+    >>> significant_counts(table).to_dict("records")[1]
+    {'policy': 'b', 'better': 0, 'worse': 0, 'n.s.': 0, 'equal': 1}
+    >>> significant_counts(table, {"k x1": "k", "k x2": "k", "h x1": "h"}).to_dict("records")[0]
+    {'policy': 'a', 'better': 2, 'worse': 0, 'n.s.': 1, 'equal': 0, 'traces': 2, 'traces_better': 2, 'traces_worse': 0, 'consistent': 'yes'}
     """
-    counts = pd.crosstab(table["policy"], table["mark"].replace({"same diff": "n.s."}))
-    for column in ("better", "worse", "n.s.", "equal"):
+    counts = pd.crosstab(table["policy"], table["mark"])
+    for column in COUNT_COLUMNS:
         if column not in counts:
             counts[column] = 0
-    counts = counts[["better", "worse", "n.s.", "equal"]].reset_index()
+    counts = counts[list(COUNT_COLUMNS)].reset_index()
     counts.columns.name = None
-    return counts.astype({"better": int, "worse": int, "n.s.": int, "equal": int})
+    counts = counts.astype(dict.fromkeys(COUNT_COLUMNS, int))
+    if traces is None:
+        return counts
+    marked = table.assign(trace=table["setting"].map(traces))
+    per_policy = marked.groupby("policy")
+    counts["traces"] = counts["policy"].map(per_policy["trace"].nunique()).astype(int)
+    for direction in ("better", "worse"):
+        hits = marked[marked["mark"] == direction].groupby("policy")["trace"].nunique()
+        counts[f"traces_{direction}"] = counts["policy"].map(hits).fillna(0).astype(int)
+    significant = (counts["better"] + counts["worse"]) > 0
+    mixed = (counts["better"] > 0) & (counts["worse"] > 0)
+    counts["consistent"] = np.where(~significant, "", np.where(mixed, "no", "yes"))
+    return counts

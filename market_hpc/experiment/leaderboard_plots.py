@@ -25,12 +25,16 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from market_hpc.experiment.leaderboard import (
+    ALPHA,
     COSTLY,
     LeaderboardSpec,
     cost_table,
+    counts_markdown,
     leaderboard_spec,
     prepare,
     ranking,
+    setting_traces,
+    shown_metrics,
     significant_counts,
 )
 from market_hpc.experiment.metrics_table import metric
@@ -61,7 +65,7 @@ def _cell(mean: float, row: pd.Series) -> str:
     if row["mark"] == "baseline":
         return f"{plain(mean)} (baseline)"
     if np.isnan(row["ci_low"]):
-        return f"{plain(mean)} ({plain(row['diff'], signed=True)}, {row['mark']})"
+        return f"{plain(mean)} ({plain(row['diff'], signed=True)}, {row['mark']}{SYMBOL.get(row['mark'], '')})"
     return (f"{plain(mean)} ({plain(row['diff'], signed=True)} [{plain(row['ci_low'], signed=True)}, "
             f"{plain(row['ci_high'], signed=True)}]{SYMBOL.get(row['mark'], ' n.s.')})")
 
@@ -76,7 +80,8 @@ def ranking_markdown(tables: dict[str, pd.DataFrame], spec: LeaderboardSpec) -> 
         lines += [f"### {setting}", "",
                   (f"Ranked by {metric(spec.rank_by).label} ({metric(spec.rank_by).better} is better); "
                    f"each cell: mean over {int(group['replicates'].max())} slices (difference to "
-                   f"{spec.baseline} [95 % interval], ▲ better / ▼ worse at 95 %, n.s. not significant)."), "",
+                   f"{spec.baseline} [95 % interval], ▲ better / ▼ worse: Holm-adjusted paired t-test "
+                   f"p < {ALPHA:g} over the metric's settings and policies, n.s. not significant)."), "",
                   "| rank | policy | " + " | ".join(metric(n).label for n in names) + " |",
                   "|---|---|" + "---|" * len(names)]
         for _, row in group.iterrows():
@@ -196,8 +201,7 @@ def write_leaderboard(frame: pd.DataFrame, table: dict[str, object], out: Path) 
     """
     spec = leaderboard_spec({k: list(v) if isinstance(v, tuple) else v for k, v in table.items()})
     runs = prepare(frame, spec)
-    tables = {name: ranking(runs, name, spec.baseline) for name in dict.fromkeys((spec.rank_by, *spec.metrics))
-              if name in runs}
+    tables = {name: ranking(runs, name, spec.baseline) for name in shown_metrics(spec, list(runs.columns))}
     written = []
     for name, ranked in tables.items():
         path = out / f"leaderboard_{name}.csv"
@@ -208,16 +212,13 @@ def write_leaderboard(frame: pd.DataFrame, table: dict[str, object], out: Path) 
         cost.to_csv(out / "cost.csv", index=False)
         written.append(out / "cost.csv")
     ranked = tables.get(spec.rank_by)
-    counts = (significant_counts(ranked[ranked["policy"] != spec.baseline]) if ranked is not None
-              else pd.DataFrame())
-    lines = ["## Ranking", "", *ranking_markdown(tables, spec)] if spec.rank_by in tables else []
+    counts = (significant_counts(ranked[ranked["policy"] != spec.baseline], setting_traces(runs))
+              if ranked is not None else pd.DataFrame())
     if not counts.empty:
-        lines += [(f"## Against {spec.baseline}, by {metric(spec.rank_by).label}: settings where each policy is "
-                   "significantly better, worse, not significantly different, or equal on every slice"), "",
-                  "| policy | better | worse | n.s. | equal |", "|---|---|---|---|---|",
-                  *(f"| {r['policy']} | {r['better']} | {r['worse']} | {r['n.s.']} | {r['equal']} |"
-                    for _, r in counts.iterrows()),
-                  ""]
+        counts.to_csv(out / "leaderboard_summary.csv", index=False)
+        written.append(out / "leaderboard_summary.csv")
+    lines = ["## Ranking", "", *ranking_markdown(tables, spec)] if spec.rank_by in tables else []
+    lines += counts_markdown(counts, spec.baseline, metric(spec.rank_by).label)
     check = check_markdown(runs, spec.baseline)
     if check:
         lines += [f"## Is the overload real? ({spec.baseline}'s runs: mean [min, max] over slices)", "", *check]

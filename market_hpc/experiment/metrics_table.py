@@ -58,6 +58,12 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("mean_slowdown", "mean slowdown", "x", "lower"),
     Metric("std_slowdown", "standard deviation of slowdown", "x", ""),
     Metric("mean_bounded_slowdown", "mean bounded slowdown (10 s)", "x", "lower"),
+    # *_all: every submitted job, one that did not finish waiting until the run's end
+    # (metrics.waits_all); completed work: finished jobs' allocated cores x run time.
+    Metric("mean_wait_all", "mean wait, every job (unfinished: to the end)", "s", "lower"),
+    Metric("mean_bounded_slowdown_all", "mean bounded slowdown (10 s), every job", "x", "lower"),
+    Metric("completed_core_hours", "core-hours completed", "core-h", "higher"),
+    Metric("completed_share", "share of jobs completed", "fraction", "higher"),
     Metric("makespan", "makespan", "s", "lower"),
     Metric("mean_queue_length", "time-weighted mean queue length", "jobs", "lower"),
     Metric("max_queue_length", "maximum queue length", "jobs", "lower"),

@@ -20,6 +20,10 @@ Decisions:
       The baseline's mean is taken as a fixed scale (its own uncertainty is not
       propagated), so the relative interval is the absolute interval rescaled and always
       has the same sign and verdict. It is NaN when the baseline's mean is 0.
+    * ``p_value`` is the two-sided paired t-test of a mean difference of 0 (as
+      ``scipy.stats.ttest_rel``). Differences that do not vary give 0 (all equal and
+      nonzero: the same difference on every replicate) or 1 (all 0); fewer than two
+      pairs give NaN. ``holm`` adjusts a family of them (Holm 1979).
 
 ``paired_differences`` is what ``market-hpc report`` and the demo call.
 """
@@ -37,7 +41,7 @@ from market_hpc.errors import ConfigError
 
 CONFIDENCE = 0.95
 COLUMNS = ["policy", "baseline", "seeds", "mean_diff", "ci_low", "ci_high", "rel_mean", "rel_low", "rel_high",
-           "verdict"]
+           "verdict", "p_value"]
 
 
 NO_SPREAD = "no spread"
@@ -62,6 +66,46 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple
         return mean, float("nan"), float("nan")
     half = float(stats.t.ppf(0.5 + confidence / 2, data.size - 1)) * sem
     return mean, float(mean - half), float(mean + half)
+
+
+def paired_p_value(differences: Sequence[float]) -> float:
+    """Two-sided p-value of the paired t-test that the mean of ``differences`` is 0.
+
+    >>> round(paired_p_value([1.0, 2.0, 3.0]), 4)      # t = 2 / (1 / sqrt 3), 2 degrees of freedom
+    0.0742
+    >>> paired_p_value([3.0, 3.0]), paired_p_value([0.0, 0.0]), paired_p_value([3.0])
+    (0.0, 1.0, nan)
+    """
+    data = np.asarray(differences, dtype=float)
+    if data.size < 2:
+        return float("nan")
+    mean = float(data.mean())
+    sem = float(data.std(ddof=1)) / float(np.sqrt(data.size))
+    if sem == 0.0:  # no spread: the same difference on every replicate
+        return 1.0 if mean == 0.0 else 0.0
+    return float(2.0 * stats.t.sf(abs(mean / sem), data.size - 1))
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values of one family of tests (Holm 1979).
+
+    With the ``m`` finite p-values sorted, ``p(1) <= ... <= p(m)``, the adjusted
+    ``p(i)`` is ``max over j <= i of min(1, (m - j + 1) p(j))``: rejecting where it is
+    below ``alpha`` keeps the family-wise error rate at ``alpha``. NaN p-values (no
+    test) stay NaN and are not counted in ``m``.
+
+    >>> holm([0.01, 0.04, 0.03, 0.005]).round(4).tolist()   # 4 x 0.005, 3 x 0.01, 2 x 0.03, max(1 x 0.04, 0.06)
+    [0.03, 0.06, 0.06, 0.02]
+    >>> holm([0.5, float("nan"), 0.01]).tolist()                 # m = 2
+    [0.5, nan, 0.02]
+    """
+    values = np.asarray(p_values, dtype=float)
+    adjusted = np.full(values.shape, np.nan)
+    tested = np.flatnonzero(~np.isnan(values))
+    order = tested[np.argsort(values[tested], kind="stable")]
+    factors = np.arange(len(order), 0, -1)
+    adjusted[order] = np.minimum(1.0, np.maximum.accumulate(factors * values[order]))
+    return adjusted
 
 
 def verdict(low: float, high: float, differences: Sequence[float] = ()) -> str:
@@ -102,8 +146,9 @@ def paired_differences(frame: pd.DataFrame, policy_col: str, metric: str, seed_c
         One row per policy: ``seeds`` (pairs), ``mean_diff`` and its interval
         ``ci_low``/``ci_high`` (NaN when the differences do not vary), the relative
         difference ``diff / |mean of the baseline|`` (``rel_*``, the absolute interval
-        rescaled, so it agrees with it in sign and verdict), and the ``verdict``
-        (``higher``/``lower``/... than the baseline at the confidence level).
+        rescaled, so it agrees with it in sign and verdict), the ``verdict``
+        (``higher``/``lower``/... than the baseline at the confidence level) and the
+        paired t-test's two-sided ``p_value`` (``paired_p_value``).
         Other parameters varying in ``frame`` are averaged per seed first; split the frame
         by them to compare within each setting.
 
@@ -132,7 +177,7 @@ def paired_differences(frame: pd.DataFrame, policy_col: str, metric: str, seed_c
         rel_mean, rel_low, rel_high = ((mean / scale, low / scale, high / scale) if scale > 0
                                        else (float("nan"),) * 3)
         rows.append([name, baseline, len(pairs), mean, low, high, rel_mean, rel_low, rel_high,
-                     verdict(low, high, diff.tolist())])
+                     verdict(low, high, diff.tolist()), paired_p_value(diff.tolist())])
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -9,8 +9,9 @@ while
 
 * the trace is read by :func:`~market_hpc.workload.swf_stream.stream_swf` (checked in a
   first pass, jobs built as the model asks for them: no list of jobs);
-* the summary is computed by the same ``metrics.summarize`` on a frame of only the eight
-  columns it reads (no allocation text);
+* the summary is computed by the same ``metrics.summarize`` on a frame of only the nine
+  columns it reads (``results_out.summary_frame`` and the allocated ``cores``; no
+  allocation text);
 * ``jobs.csv`` and ``jobs.parquet`` are written ``chunk_rows`` rows at a time from the
   recorder's columns, with the ``reason`` column and the skipped trace lines merged in by
   job id, as the whole frame would give them (:mod:`market_hpc.experiment.results_out`).
@@ -239,7 +240,8 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     del model  # (with its Mesa agents; collected before the summary's frames are built)
     gc.collect()
     _return_freed_memory()
-    summary = summarize(summary_frame(recorder), summary_series(recorder, platform.total, platform.burst_buffer),
+    frame = summary_frame(recorder).assign(cores=recorder.jobs.field("cores", recorder.job_order()))
+    summary = summarize(frame, summary_series(recorder, platform.total, platform.burst_buffer),
                         platform.total, recorder.busy_resource_seconds, extra, burst_buffer=platform.burst_buffer)
     summary["trace_lines_skipped_by_reason"] = dict(report.get("anomalies", {}))
     if skipped:
