@@ -241,7 +241,7 @@ def test_cp_runs_report_status_model_size_and_dispatch_percentiles() -> None:
     summary = simulate(config).summary
     assert summary["jobs_completed"] == 120
     assert summary["cp_decisions"] > 0
-    assert set(summary["cp_status_counts"]) <= {"OPTIMAL", "FEASIBLE", "FALLBACK", "TRIVIAL", "LIVENESS"}
+    assert set(summary["cp_status_counts"]) <= {"OPTIMAL", "FEASIBLE", "FALLBACK", "TRIVIAL", "LIVENESS", "BUDGET"}
     assert 0.0 <= summary["cp_optimal_share"] <= 1.0
     assert 0.0 < summary["mean_dispatch_ms"] <= summary["max_dispatch_ms"]
     assert summary["p99_dispatch_ms"] <= summary["max_dispatch_ms"]

@@ -48,8 +48,10 @@ PINS: dict[tuple[str, bool], tuple[str, str, int]] = {
 }
 
 
-def fingerprint(scheduler: str, exclusive: bool) -> tuple[str, str, int]:
-    """Digest of the schedule and of every model solved in one small run."""
+def fingerprint(scheduler: str, exclusive: bool, budget: bool = False) -> tuple[str, str, int]:
+    """Digest of the schedule and of every model solved in one small run; without
+    ``budget`` with ``decision_budget = 0`` (the behaviour before decision budgets, which
+    ``PINS`` were recorded with), else with the scheduler's default budget."""
     from market_hpc.algorithms import cp_instance, cp_pcp20, cp_pooled
 
     models = hashlib.sha256()
@@ -72,9 +74,9 @@ def fingerprint(scheduler: str, exclusive: bool) -> tuple[str, str, int]:
         # (``auto`` search, list-scheduling hint, every rule of ``cp_cuts``; recorded when
         # they were added, re-recorded when the schedule relaxation ``cp_relax`` became the
         # default: its packing solves are recorded too)
-        params: dict[str, Any] | None = None
+        params: dict[str, Any] = {} if budget else {"decision_budget": 0}
         if scheduler == "pcp20":
-            params = {"branching": "priority", "hint": "shelf", "cuts": [], "relax": False}
+            params |= {"branching": "priority", "hint": "shelf", "cuts": [], "relax": False}
         name = "pcp20" if scheduler == "pcp20-default" else scheduler
         model = HPCModel(jobs, platform=PLATFORM, scheduler=name, exclusive=exclusive, seed=3,
                          record_timeseries=False, policy=make_policy(name, scheduler_params=params))
@@ -97,10 +99,38 @@ def test_cp_decisions_and_models_match_the_unoptimised_code(scheduler: str, excl
     assert got == PINS[scheduler, exclusive]
 
 
+# With their default decision budget (cp_instance.Budget) PCP'20 and HCP'19 solve the same
+# models with one parameter more (CP-SAT's conflict limit), so every models' digest differs
+# from PINS; PCP'20's fixed search (``pcp20``) and exclusive-mode PCP'20 decide as in PINS,
+# default PCP'20 (core) and HCP'19 stop some searches at the conflict limit and decide
+# otherwise (recorded when the budget was added; PINS stays reachable with budget 0).
+BUDGET_PINS: dict[tuple[str, bool], tuple[str, str, int]] = {
+    ('pcp20', False): ('6148ec348f1eca3c5490', '6ac67d0c9ff52e9f9dae', 36),
+    ('pcp20', True): ('b1439c514137ce1587f2', '0a8081857fbe124a9797', 44),
+    ('pcp20-default', False): ('e21b15c6308048b16766', '4e3fc7f0d6da694a1cc7', 68),
+    ('pcp20-default', True): ('89d1747962b4e9b21cc1', 'f8a89e3894c801e47356', 55),
+    ('hcp19', False): ('439debce4560ab37351d', '96eb3628892e382ea67e', 64),
+    ('hcp19', True): ('b46834cb36622c85a627', '1b8dde993820d50799e5', 76),
+}
+
+
+@pytest.mark.parametrize("exclusive", [False, True], ids=["core", "exclusive"])
+@pytest.mark.parametrize("scheduler", ["pcp20", "pcp20-default", "hcp19"])
+def test_cp_decisions_with_the_default_budget(scheduler: str, exclusive: bool) -> None:
+    if ortools.__version__ != ORTOOLS:
+        pytest.skip(f"pins recorded with OR-Tools {ORTOOLS}, this is {ortools.__version__}")
+    got = fingerprint(scheduler, exclusive, budget=True)
+    assert got == BUDGET_PINS[scheduler, exclusive]
+
+
 if __name__ == "__main__":  # print the pins of the code on PYTHONPATH
     for name in ("pcp20", "pcp20-default", "pcp19", "hcp19", "cph"):
         for excl in (False, True):
             print(f"    ({name!r}, {excl}): {fingerprint(name, excl)!r},")
+    print("BUDGET_PINS")
+    for name in ("pcp20", "pcp20-default", "hcp19"):
+        for excl in (False, True):
+            print(f"    ({name!r}, {excl}): {fingerprint(name, excl, budget=True)!r},")
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from market_hpc.algorithms.cp_budget import Budget, run_budgeted
+
 if TYPE_CHECKING:  # loaded on first solve: OR-Tools (and the pandas it imports) cost ~0.5 s
     from ortools.sat.python import cp_model
 
@@ -32,6 +34,9 @@ UNIT_LIMITED = "UNIT_LIMITED"
 """Status of a PCP'20 decision with more job units than its model takes: the greedy plan."""
 TRIVIAL = "TRIVIAL"
 """Status of a decision with one modelled job that fits now: starting it now is optimal."""
+BUDGET = "BUDGET"
+"""Status of a decision whose work budget (``CpLimits.decision_budget``) ran out before any
+solve found a solution: the greedy plan is used instead."""
 
 SLOWDOWN_SCALE = 100_000
 """The authors' integer scale of ``1 / d`` in the slowdown objective (from their code)."""
@@ -109,18 +114,26 @@ class CpLimits:
         seed: CP-SAT ``random_seed``.
         wall_seconds: Optional wall-clock limit per solve. Off by default: with it the
             result depends on machine speed and load, so runs are no longer reproducible.
+        decision_budget: Work units (``Budget``, about seconds of CP-SAT CPU on the
+            development machine) all solves of one decision may spend, counted from
+            CP-SAT's deterministic counters; each solve also gets a conflict limit worth
+            its own deterministic limit. None: no budget and no conflict limit (the
+            behaviour before budgets).
     """
 
     deterministic_time: float = 0.2
     workers: int = 1
     seed: int = 0
     wall_seconds: float | None = None
+    decision_budget: float | None = None
 
     def __post_init__(self) -> None:
         if self.deterministic_time <= 0 or self.workers < 1:
             raise ValueError(f"CP limits need deterministic_time > 0 and workers >= 1, got {self}")
         if self.wall_seconds is not None and self.wall_seconds <= 0:
             raise ValueError(f"wall_seconds must be > 0 or None, got {self.wall_seconds}")
+        if self.decision_budget is not None and not self.decision_budget > 0:
+            raise ValueError(f"decision_budget must be > 0 or None, got {self.decision_budget}")
 
 
 @dataclass(frozen=True)
@@ -131,7 +144,8 @@ class CpOutcome:
         starts: Planned start offset of every modelled job, by key.
         placements: Allocation ``((node, units), ...)`` of jobs the model also placed
             (PCP'20, PCP'19) and that start at 0; empty for pooled models.
-        status: ``OPTIMAL``, ``FEASIBLE``, ``FALLBACK`` (greedy plan used) or ``TRIVIAL``.
+        status: ``OPTIMAL``, ``FEASIBLE``, ``FALLBACK`` (greedy plan used), ``BUDGET``
+            (greedy plan used: the decision's work budget ran out first) or ``TRIVIAL``.
         variables: Number of CP variables of the (last) model solved.
         constraints: Number of CP constraints.
         objective: ``sum weight * start`` of the plan returned.
@@ -149,6 +163,8 @@ class CpOutcome:
             solved to optimality); in the last two PCP'20's own search decides, with the
             relaxation's bound; ``skipped`` (more modelled jobs than
             ``cp_relax.RELAX_JOBS``). Empty when it is off or no model was built.
+        budget_spent: Work units the decision's solves spent (``Budget``; 0 without one).
+        budget_exhausted: Whether the budget refused or cut short a solve.
     """
 
     starts: dict[int, int]
@@ -162,6 +178,8 @@ class CpOutcome:
     changed: bool | None = None
     planned: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     relaxation: str = ""
+    budget_spent: float = 0.0
+    budget_exhausted: bool = False
 
 
 def changed_from(outcome: CpOutcome, starts: dict[int, int],
@@ -229,10 +247,14 @@ def check_instance(instance: CpInstance, names: tuple[str, ...]) -> None:
             raise ValueError(f"job {job.key}: duration must be >= 1, got {job.duration}")
 
 
-def configure(solver: cp_model.CpSolver, limits: CpLimits, deterministic_time: float) -> None:
-    """Set the deterministic limit, workers and seed (and the opt-in wall-clock limit)."""
+def configure(solver: cp_model.CpSolver, limits: CpLimits, deterministic_time: float,
+              conflicts: int | None = None) -> None:
+    """Set the deterministic limits (time, and conflicts when given), workers and seed
+    (and the opt-in wall-clock limit)."""
     params = solver.parameters
     params.max_deterministic_time = deterministic_time
+    if conflicts is not None:
+        params.max_number_of_conflicts = conflicts
     params.num_workers = limits.workers
     params.random_seed = limits.seed
     # The hint is complete and feasible; presolve and probing rebuild the model at a
@@ -337,8 +359,10 @@ class Stopwatch:
 
 
 def solve(model: cp_model.CpModel, limits: CpLimits, deterministic_time: float,
-          fixed_search: bool = False, linearization: int | None = None) -> tuple[cp_model.CpSolver, str]:
-    """Solve once; return the solver and the status name.
+          fixed_search: bool = False, linearization: int | None = None,
+          budget: Budget | None = None) -> tuple[cp_model.CpSolver, str]:
+    """Solve once; return the solver and the status name (``UNKNOWN`` without solving
+    when ``budget`` cannot pay for the solve: ``run_budgeted``).
 
     ``fixed_search`` (PCP'20): follow the model's decision strategies only
     (``FIXED_SEARCH``, reproducible decisions), without the LP relaxation
@@ -358,7 +382,9 @@ def solve(model: cp_model.CpModel, limits: CpLimits, deterministic_time: float,
         solver.parameters.symmetry_level = 0
     elif linearization is not None:
         solver.parameters.linearization_level = linearization
-    status = solver.solve(model)
+    status = run_budgeted(solver, model, budget, deterministic_time)
+    if status is None:
+        return solver, "UNKNOWN"
     names = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
              cp_model.INFEASIBLE: "INFEASIBLE", cp_model.UNKNOWN: "UNKNOWN",
              cp_model.MODEL_INVALID: "MODEL_INVALID"}

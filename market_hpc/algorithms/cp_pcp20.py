@@ -43,9 +43,11 @@ from ortools.util.python import sorted_interval_list
 
 from market_hpc.algorithms import cp_relax
 from market_hpc.algorithms.cp_boxes import node_groups, running_boxes
+from market_hpc.algorithms.cp_budget import Budget
 from market_hpc.algorithms.cp_cuts import CUTS, event_bounds
 from market_hpc.algorithms.cp_greedy import Plan, greedy_plan, node_offsets, plan_outcome
 from market_hpc.algorithms.cp_instance import (
+    BUDGET,
     FALLBACK,
     GREEDY,
     UNIT_LIMITED,
@@ -179,9 +181,10 @@ class Pcp20Model:
         model.minimize(sum(job.weight * self.starts[job.key] for job in instance.jobs))
         add_hints(model, self._hint_vars, self._hint_values)
 
-    def place(self, starts: dict[int, int], limits: CpLimits, deterministic_time: float) -> tuple[cp_model.CpSolver, str]:
-        """Solve the model with every start fixed to ``starts`` (a packing problem); the
-        start domains are restored afterwards."""
+    def place(self, starts: dict[int, int], limits: CpLimits, deterministic_time: float,
+              budget: Budget | None = None) -> tuple[cp_model.CpSolver, str]:
+        """Solve the model with every start fixed to ``starts`` (a packing problem) within
+        ``budget``; the start domains are restored afterwards."""
         variables = self.model.proto.variables
         saved = {}
         for key, var in self.starts.items():
@@ -189,7 +192,7 @@ class Pcp20Model:
             saved[var.index] = list(domain)
             _assign(domain, [starts[key], starts[key]])
         try:
-            return solve(self.model, limits, deterministic_time, linearization=0)
+            return solve(self.model, limits, deterministic_time, linearization=0, budget=budget)
         finally:
             for index, values in saved.items():
                 _assign(variables[index].domain, values)
@@ -267,6 +270,11 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     ``None``: no limit), no model is built and the greedy plan decides (status
     ``UNIT_LIMITED``, as ``search=False`` otherwise).
 
+    Every solve of the decision (relaxation, packing, search, retries) shares the work
+    budget ``limits.decision_budget`` (``cp_instance.Budget``, deterministic; none under
+    ``paper_time``); when it runs out before a solution the greedy plan is returned with
+    status ``BUDGET``.
+
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
     >>> inst = CpInstance(np.array([[2], [2]]),
     ...                   (CpJob(1, 1, (2,), 10, 10_000), CpJob(2, 2, (1,), 1, 100_000)),
@@ -305,23 +313,25 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
     if not search:
         return _real_nodes(CpOutcome(dict(plan.starts), placements, status, 0, 0, plan.objective(instance),
                                      0, watch.seconds()), real, plan)
+    work = Budget(None if paper_time else limits.decision_budget)
     built = Pcp20Model(instance, plan, branching=branching, cuts=cuts)
     variables, constraints = model_size(built.model)
     tag = "skipped" if relax else ""
     if relax and len(instance.jobs) <= cp_relax.RELAX_JOBS:
         forbidden: list[frozenset[int]] = []
         for _ in range(cp_relax.RELAX_ROUNDS):
-            relaxed = solve_relaxation(instance, plan, limits, forbidden=forbidden)
-            tag, answer = _from_relaxation(built, relaxed, plan, placements, limits, watch)
+            relaxed = solve_relaxation(instance, plan, limits, forbidden=forbidden, budget=work)
+            tag, answer = _from_relaxation(built, relaxed, plan, placements, limits, watch, work)
             if tag != "unpacked" or relaxed.starts is None:
                 break
             now = frozenset(i for i, job in enumerate(instance.jobs) if relaxed.starts[job.key] == 0)
-            if fits_now(instance, sorted(now), limits) is not False:
+            if fits_now(instance, sorted(now), limits, budget=work) is not False:
                 break  # the start-now jobs fit: what does not pack is later (not cut)
             forbidden.append(now)
         if answer is not None:
             tag = "proved-cut" if forbidden else tag
-            return _real_nodes(replace(answer, variables=variables, constraints=constraints, relaxation=tag), real)
+            return _real_nodes(replace(answer, variables=variables, constraints=constraints, relaxation=tag,
+                                       budget_spent=work.spent, budget_exhausted=work.exhausted), real)
         if relaxed.bound > built.lower_bound:
             built.model.add(cp_model.LinearExpr.weighted_sum(
                 [built.starts[job.key] for job in instance.jobs], [job.weight for job in instance.jobs]) >= relaxed.bound)
@@ -332,13 +342,17 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
         else:
             run_limits = limits
         solver, status = solve(built.model, run_limits, budget, fixed_search=branching != "auto",
-                               linearization=LINEARIZATION)
+                               linearization=LINEARIZATION, budget=work)
         if status in ("OPTIMAL", "FEASIBLE"):
             outcome = _read(built, solver, status, attempt + 1, plan, placements, watch)
-            return _real_nodes(replace(outcome, variables=variables, constraints=constraints, relaxation=tag), real)
+            return _real_nodes(replace(outcome, variables=variables, constraints=constraints, relaxation=tag,
+                                       budget_spent=work.spent, budget_exhausted=work.exhausted), real)
+        if work.exhausted:
+            break
         budget += 0.5 * limits.deterministic_time
-    return _real_nodes(CpOutcome(dict(plan.starts), placements, FALLBACK, variables, constraints,
-                                 plan.objective(instance), max_retries + 1, watch.seconds(), relaxation=tag),
+    return _real_nodes(CpOutcome(dict(plan.starts), placements, BUDGET if work.exhausted else FALLBACK, variables,
+                                 constraints, plan.objective(instance), attempt + 1, watch.seconds(), relaxation=tag,
+                                 budget_spent=work.spent, budget_exhausted=work.exhausted),
                        real, plan)
 
 
@@ -348,7 +362,7 @@ PLACE_TIME = 0.05
 
 def _from_relaxation(built: Pcp20Model, relaxed: Relaxed, plan: Plan,
                      placements: dict[int, tuple[tuple[int, int], ...]], limits: CpLimits,
-                     watch: Stopwatch) -> tuple[str, CpOutcome | None]:
+                     watch: Stopwatch, work: Budget | None = None) -> tuple[str, CpOutcome | None]:
     """``(what the relaxation did, the answer it gives or None)`` (``CpOutcome.relaxation``)."""
     instance = built.instance
     if relaxed.starts is None or relaxed.status != "OPTIMAL":  # packing an unproven schedule rarely paid (docs/cp.md)
@@ -357,7 +371,7 @@ def _from_relaxation(built: Pcp20Model, relaxed: Relaxed, plan: Plan,
         return "proved", CpOutcome(dict(plan.starts), placements, "OPTIMAL", objective=plan.objective(instance),
                                    solves=1, seconds=watch.seconds(), changed=False,
                                    planned={key: plan.allocation(key) for key in plan.starts})
-    solver, status = built.place(relaxed.starts, limits, PLACE_TIME)
+    solver, status = built.place(relaxed.starts, limits, PLACE_TIME, work)
     if status not in ("OPTIMAL", "FEASIBLE"):
         return "unpacked", None
     return "proved", _read(built, solver, "OPTIMAL", 1, plan, placements, watch)  # the relaxation's starts, its objective

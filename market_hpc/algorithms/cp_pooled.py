@@ -15,8 +15,10 @@ from dataclasses import replace
 import numpy as np
 from ortools.sat.python import cp_model
 
+from market_hpc.algorithms.cp_budget import Budget
 from market_hpc.algorithms.cp_greedy import Plan, greedy_plan, plan_outcome, pooled_instance
 from market_hpc.algorithms.cp_instance import (
+    BUDGET,
     FALLBACK,
     CpInstance,
     CpLimits,
@@ -42,13 +44,16 @@ def doubling_control(model: cp_model.CpModel, limits: CpLimits, extract: Extract
     with ``2 T``, at most ``max_doublings`` times (1, 2, 4, 8, 16 x the initial limit).
     The best answer seen is returned; ``fallback`` when no solve found any. With
     ``stable_runs = 1`` every feasible answer is accepted (CPH: the limit doubles only
-    until a solution is found).
+    until a solution is found). All solves share the decision's work budget
+    (``limits.decision_budget``, ``Budget``): when it runs out the best answer seen is
+    returned, or ``fallback`` with status ``BUDGET`` when there is none.
     """
     budget = limits.deterministic_time
+    work = Budget(limits.decision_budget)
     best: CpOutcome | None = None
     objectives: list[int] = []
     for attempt in range(max_doublings + 1):
-        solver, status = solve(model, limits, budget)
+        solver, status = solve(model, limits, budget, budget=work)
         if status in ("OPTIMAL", "FEASIBLE"):
             outcome = extract(solver)
             outcome = CpOutcome(outcome.starts, outcome.placements, status, fallback.variables,
@@ -58,12 +63,19 @@ def doubling_control(model: cp_model.CpModel, limits: CpLimits, extract: Extract
             objectives.append(outcome.objective)
             if status == "OPTIMAL" or (len(objectives) >= stable_runs
                                        and len(set(objectives[-stable_runs:])) == 1):
-                return _against(best, fallback)
+                return _spent(_against(best, fallback), work)
+        if work.exhausted:
+            break
         budget *= 2
     if best is not None:
-        return _against(best, fallback)
-    return CpOutcome(fallback.starts, fallback.placements, FALLBACK, fallback.variables,
-                     fallback.constraints, fallback.objective, max_doublings + 1)
+        return _spent(_against(best, fallback), work)
+    return _spent(CpOutcome(fallback.starts, fallback.placements, BUDGET if work.exhausted else FALLBACK,
+                            fallback.variables, fallback.constraints, fallback.objective, attempt + 1), work)
+
+
+def _spent(outcome: CpOutcome, work: Budget) -> CpOutcome:
+    """``outcome`` with the work its decision spent."""
+    return replace(outcome, budget_spent=work.spent, budget_exhausted=work.exhausted)
 
 
 def _against(outcome: CpOutcome, plan: CpOutcome) -> CpOutcome:

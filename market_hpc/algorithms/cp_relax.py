@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from market_hpc.algorithms.cp_budget import Budget, run_budgeted
 from market_hpc.algorithms.cp_cuts import (
     event_bounds,
     free_profile,
@@ -49,7 +50,12 @@ from market_hpc.algorithms.cp_cuts import (
     slot_profile,
 )
 from market_hpc.algorithms.cp_greedy import Plan
-from market_hpc.algorithms.cp_instance import CpInstance, CpLimits, add_hints, new_model
+from market_hpc.algorithms.cp_instance import (
+    CpInstance,
+    CpLimits,
+    add_hints,
+    new_model,
+)
 from market_hpc.algorithms.cp_pooled import running_by_remaining
 from market_hpc.algorithms.cp_rules import new_start
 
@@ -177,10 +183,11 @@ def relaxation_model(instance: CpInstance, plan: Plan | None,
 
 def solve_relaxation(instance: CpInstance, plan: Plan | None, limits: CpLimits,
                      deterministic_time: float | None = None, restarts: bool | None = None,
-                     forbidden: Sequence[frozenset[int]] = ()) -> Relaxed:
+                     forbidden: Sequence[frozenset[int]] = (), budget: Budget | None = None) -> Relaxed:
     """Solve the schedule relaxation (one worker, ``limits.seed``, deterministic time
     ``RELAX_TIME`` unless given; ``restarts``: CP-SAT's quick-restart portfolio instead of
-    its default search, ``RELAX_RESTARTS`` unless given).
+    its default search, ``RELAX_RESTARTS`` unless given; within the decision's work
+    ``budget``: ``UNKNOWN`` when it cannot pay).
 
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
     >>> inst = CpInstance(np.array([[2], [2]]),
@@ -194,12 +201,13 @@ def solve_relaxation(instance: CpInstance, plan: Plan | None, limits: CpLimits,
     model, starts = relaxation_model(instance, plan, forbidden)
     solver = cp_model.CpSolver()
     params = solver.parameters
-    params.max_deterministic_time = RELAX_TIME if deterministic_time is None else deterministic_time
     params.num_workers = 1
     if RELAX_RESTARTS if restarts is None else restarts:
         params.search_branching = cp_model.PORTFOLIO_WITH_QUICK_RESTART_SEARCH
     params.random_seed = limits.seed
-    status = solver.solve(model)
+    status = run_budgeted(solver, model, budget, RELAX_TIME if deterministic_time is None else deterministic_time)
+    if status is None:
+        return Relaxed("UNKNOWN", None, 0, 0)
     name = solver.status_name(status)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return Relaxed("UNKNOWN" if status == cp_model.UNKNOWN else name, None, 0, 0)
@@ -208,11 +216,12 @@ def solve_relaxation(instance: CpInstance, plan: Plan | None, limits: CpLimits,
 
 
 def fits_now(instance: CpInstance, indices: Sequence[int], limits: CpLimits,
-             deterministic_time: float = 0.05) -> bool | None:
+             deterministic_time: float = 0.05, budget: Budget | None = None) -> bool | None:
     """Whether the jobs ``indices`` can all start now together: their units packed on the
     nodes' free resources at time 0 (every running job holds its share; a node's free
     resources form one block per type, so at time 0 this is exactly PCP'20's positions).
-    ``None`` when the solver could not tell within ``deterministic_time``.
+    ``None`` when the solver could not tell within ``deterministic_time`` (or the
+    decision's work ``budget``).
 
     >>> from market_hpc.algorithms.cp_instance import CpJob
     >>> gpu_clash = CpInstance(np.array([[4, 1], [3, 0]]),
@@ -244,10 +253,11 @@ def fits_now(instance: CpInstance, indices: Sequence[int], limits: CpLimits,
                 model.add(cp_model.LinearExpr.weighted_sum([c for c, _ in parts], [unit[r] for _, unit in parts])
                           <= int(free[node, r]))
     solver = cp_model.CpSolver()
-    solver.parameters.max_deterministic_time = deterministic_time
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = limits.seed
-    status = solver.solve(model)
+    status = run_budgeted(solver, model, budget, deterministic_time)
+    if status is None:
+        return None
     if status == cp_model.INFEASIBLE:
         return False
     return True if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None

@@ -39,7 +39,9 @@ from typing import Any
 
 import numpy as np
 
+from market_hpc.algorithms.cp_budget import DECISION_BUDGET
 from market_hpc.algorithms.cp_instance import (
+    BUDGET,
     TRIVIAL,
     UNIT_LIMITED,
     CpInstance,
@@ -62,8 +64,8 @@ from market_hpc.policies.registry import register_scheduler
 
 QUEUE_LIMIT = 100
 STATUS_KEYS = ("OPTIMAL", "FEASIBLE", "FALLBACK", "TRIVIAL")
-"""Statuses ``cp_status_counts`` always lists (others, GREEDY, UNIT_LIMITED and LIVENESS, when
-they occur)."""
+"""Statuses ``cp_status_counts`` always lists (others, GREEDY, UNIT_LIMITED, LIVENESS and, for
+the dispatchers with a decision budget, BUDGET, when they occur)."""
 RELAXATION_TAGS = ("proved", "proved-cut", "unpacked", "bound", "skipped")
 """What PCP'20's schedule relaxation did per model (``CpOutcome.relaxation``)."""
 TIME_CONTROLS = ("deterministic", "paper")
@@ -108,18 +110,31 @@ class CpScheduler:
         solver_seed: CP-SAT ``random_seed``.
         wall_seconds: Opt-in wall-clock limit per solve (breaks reproducibility).
         queue_limit: Most jobs per model (the authors' ``q_length``).
+        decision_budget: Work units all solves of one decision may spend
+            (``cp_instance.Budget``: deterministic, about seconds of CP-SAT CPU on the
+            development machine); beyond it the greedy plan decides (status ``BUDGET``).
+            0: none (no budget and no per-solve conflict limit, the behaviour before
+            budgets). Default ``default_budget``: ``DECISION_BUDGET`` (1.0) for PCP'20 and
+            HCP'19, none for PCP'19 and CPH.
     """
 
     label = ""
+    default_budget: float | None = None
 
     def __init__(self, allocator: Allocator, deterministic_time: float = DETERMINISTIC_TIME,
                  workers: int = 1, solver_seed: int = 0, wall_seconds: float | None = None,
-                 queue_limit: int = QUEUE_LIMIT) -> None:
+                 queue_limit: int = QUEUE_LIMIT, decision_budget: float | None = None) -> None:
         if queue_limit < 1:
             raise ConfigError(f"scheduler {self.label!r}: queue_limit must be >= 1, got {queue_limit}")
+        if decision_budget is None:
+            decision_budget = self.default_budget
+        elif isinstance(decision_budget, bool) or not decision_budget >= 0:
+            raise ConfigError(f"scheduler {self.label!r}: decision_budget must be a number >= 0 "
+                              f"(0: none), got {decision_budget!r}")
         try:
             self.limits = CpLimits(float(deterministic_time), int(workers), int(solver_seed),
-                                   None if wall_seconds is None else float(wall_seconds))
+                                   None if wall_seconds is None else float(wall_seconds),
+                                   float(decision_budget) if decision_budget else None)
         except ValueError as exc:
             raise ConfigError(f"scheduler {self.label!r}: {exc}") from None
         self.allocator = allocator
@@ -134,6 +149,8 @@ class CpScheduler:
         self.changed = 0  # ... of which started other jobs now, or on other nodes, than the greedy plan
         self.model_statuses: Counter[str] = Counter()  # status of the decisions that built a model
         self.relaxations: Counter[str] = Counter()  # what PCP'20's schedule relaxation did (cp_relax)
+        self.budget_spent: list[float] = []  # work units per decision that built a model (cp_instance.Budget)
+        self.budget_exhausted = 0  # ... of which the budget refused or cut short a solve
         self.last: CpOutcome | None = None
         # per platform: (platform, (column, divisor) of each modelled type, capacity in model units)
         self._units: tuple[Any, list[tuple[int, int]], np.ndarray] | None = None
@@ -255,6 +272,9 @@ class CpScheduler:
             self.model_statuses[outcome.status] += 1
         if outcome.relaxation:
             self.relaxations[outcome.relaxation] += 1
+        if outcome.budget_spent:
+            self.budget_spent.append(outcome.budget_spent)
+            self.budget_exhausted += outcome.budget_exhausted
         if outcome.changed is not None:
             self.searched += 1
             self.changed += outcome.changed
@@ -262,7 +282,8 @@ class CpScheduler:
         return Decision(tuple(actions)) if actions else NOTHING
 
     def adapt_queue_length(self, outcome: CpOutcome, modelled: int) -> None:
-        """Halve ``q_length`` after a decision without a solution, reset it after one; keep it
+        """Halve ``q_length`` after a decision without a solution (``FALLBACK``, ``BUDGET``),
+        reset it after one; keep it
         after a model too large to build (``UNIT_LIMITED``: halving would leave a large job
         at the head of the queue alone in the model, and no job behind it could start)."""
         if outcome.status in ("OPTIMAL", "FEASIBLE"):
@@ -308,7 +329,8 @@ class CpScheduler:
         variables = np.asarray(self.variables or [0])
         constraints = np.asarray(self.constraints or [0])
         models = len(self.variables)
-        counts = dict.fromkeys(STATUS_KEYS, 0) | dict(self.statuses)
+        counts = dict.fromkeys(STATUS_KEYS + ((BUDGET,) if self.limits.decision_budget else ()), 0) | dict(self.statuses)
+        spent = np.asarray(self.budget_spent or [0.0])
         return {
             "cp_decisions": solved,
             "cp_status_counts": dict(sorted(counts.items())),
@@ -317,12 +339,17 @@ class CpScheduler:
             "cp_model_optimal_share": self.model_statuses["OPTIMAL"] / models if models else 0.0,
             "cp_changed_share": self.changed / self.searched if self.searched else 0.0,
             "cp_optimal_share": (self.statuses["OPTIMAL"] + self.statuses[TRIVIAL]) / solved if solved else 0.0,
-            "cp_fallback_share": self.statuses["FALLBACK"] / solved if solved else 0.0,
+            # the greedy plan for want of a solution: retries spent (FALLBACK) or budget spent (BUDGET)
+            "cp_fallback_share": (self.statuses["FALLBACK"] + self.statuses[BUDGET]) / solved if solved else 0.0,
             "cp_mean_variables": float(variables.mean()),
             "cp_max_variables": int(variables.max()),
             "cp_mean_constraints": float(constraints.mean()),
             "cp_max_constraints": int(constraints.max()),
             "cp_relaxation_counts": {tag: self.relaxations[tag] for tag in RELAXATION_TAGS},
+            "cp_decision_budget": self.limits.decision_budget or 0.0,
+            "cp_budget_exhausted": self.budget_exhausted,
+            "cp_budget_spent_mean": float(spent.mean()),
+            "cp_budget_spent_max": float(spent.max()),
         }
 
 
@@ -361,6 +388,7 @@ class Pcp20(CpScheduler):
 
     label = "pcp20"
     search = True
+    default_budget = DECISION_BUDGET
 
     def __init__(self, allocator: Allocator, max_retries: int | None = None, levels: int = 8,
                  branching: str = "auto", time_control: str = "deterministic", hint: str = "list",
@@ -440,6 +468,7 @@ class Hcp19(CpScheduler):
     (the paper's; first-fit is accepted as a variant)."""
 
     label = "hcp19"
+    default_budget = DECISION_BUDGET
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the pooled model under the doubling time control."""

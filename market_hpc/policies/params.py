@@ -108,6 +108,7 @@ CP_LIMITS = {
     "solver_seed": Param("int", Range(0, 2**31 - 1, integer=True)),
     "wall_seconds": Param("float", SECONDS, optional=True),
     "queue_limit": Param("int", Range(1, 1_000_000, integer=True)),
+    "decision_budget": Param("float", Range(0.0, 86_400.0)),  # 0: none (cp_budget.Budget)
 }
 PCP20 = {
     **CP_LIMITS,
