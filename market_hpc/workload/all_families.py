@@ -21,9 +21,17 @@ of them, so every policy runs on the same jobs:
    unit (``workload.accelerators``: a user's jobs all or none, drawn by a stable hash
    of the run seed and the user). On a CPU-only platform nothing is added.
 3. **Value curves and speed-up profiles (the market rule).** Every job gets the market
-   rule's Amdahl profile over its units (equal to the recorded run time on its request)
-   and its value curve (one unit per core-hour, ``workload.market_rule``), whatever its
-   unit shape, so value earned is measured for every policy on the same curves.
+   rule's Amdahl profile over its units and its value curve (one unit per core-hour,
+   ``workload.market_rule``), whatever its unit shape, so value earned is measured for
+   every policy on the same curves. What they are built from is ``market_knowledge``:
+   ``"estimate"`` (the default) scales the told profile (``Job.profile``, what the
+   auctions read) and the curve to the wall-time request, the estimate every other family
+   sees, while the clock runs ``Job.run_profile``, the same shape scaled to the recorded
+   run time; ``"recorded"`` builds both from the recorded run time (the market paper's
+   design-time profiles, an advantage a report on it must name). With ``molding = false``
+   (the default) a job runs only at its request: every narrower width takes
+   ``NARROWER_TIME``, past the end of its curve, so no auction prices it (and the core
+   refuses it); the curve is the same either way.
 4. **Zero-length jobs** (run time 0) run 1 s in every family, as the market's response
    times must be > 0 (the market rule's flat 1 s profile, minimum value, best width one
    unit): one job, one duration, whoever schedules it.
@@ -36,9 +44,9 @@ of them, so every policy runs on the same jobs:
    value curves stay.
 
 Every family sees the trace's estimates (wall-time requests), not real run times, unless
-``policy.predictor`` names a predictor; the market family is the exception the rule
-cannot remove: its profiles are the response times themselves (``docs/overload.md``
-lists what each family reads). Deterministic: the same trace, seed and options give the
+``policy.predictor`` names a predictor, which rescales the told profiles too
+(``core.predictors.predicted``); a running moldable job is expected to end at its told
+profile's time, by every family alike. Deterministic: the same trace, seed and options give the
 same jobs.
 """
 
