@@ -147,3 +147,25 @@ def test_easy_mold_spans_nodes_where_the_jobs_do_and_keeps_rigid_jobs_at_their_s
     assert (molded[2]["start_time"], molded[2]["units"], molded[2]["end_time"]) == (1.0, 1, 201.0)
     rigid = run(jobs(False), "easy-mold", platform="nodes=4,cores=1")
     assert [(rigid[i]["start_time"], rigid[i]["units"]) for i in (1, 2)] == [(0.0, 3), (1000.0, 2)]
+
+
+def test_the_summary_counts_molded_jobs_and_jobs_past_their_estimate(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from market_hpc.experiment.config import config_from_dict
+    from market_hpc.experiment.run import simulate
+
+    # 4 cores: job 1 (2 cores, run 100 > estimate 50), job 2 at 1 asking for 4 cores
+    trace = tmp_path / "t.swf"
+    trace.write_text("1 0 -1 100 2 -1 -1 2 50 -1 1 1 -1 -1 1 -1 -1 -1\n"
+                     "2 1 -1 400 4 -1 -1 4 400 -1 1 1 -1 -1 1 -1 -1 -1\n")
+
+    def summary(molding: bool, scheduler: str = "minvr") -> dict[str, object]:
+        run = config_from_dict({"platform": "nodes=1,cores=4", "seed": 1, "timeseries": False,
+                                "workload": {"trace": str(trace), "all_families": {
+                                    "enabled": True, "molding": molding, "bb_load": 0.5}},
+                                "policy": {"scheduler": scheduler, "allocator": "max-bid"}})
+        return simulate(run).summary
+
+    molded = summary(True)
+    assert (molded["jobs_molded"], molded["jobs_past_estimate"]) == (1, 1)
+    rigid = summary(False)
+    assert (rigid["jobs_molded"], rigid["jobs_past_estimate"]) == (0, 1)

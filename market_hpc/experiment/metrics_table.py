@@ -40,6 +40,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("jobs_total", "jobs in the workload", ""),
     Metric("jobs_completed", "jobs completed", "", "higher"),
     Metric("jobs_dropped", "jobs dropped", "", "lower"),
+    Metric("jobs_molded", "jobs run narrower than requested", "", ""),
+    Metric("jobs_past_estimate", "jobs that outlived their estimate", "", ""),
     Metric("jobs_rejected", "jobs rejected (larger than the platform)", "", "lower"),
     Metric("jobs_never_started", "jobs never started", "", "lower"),
     # jobs_skipped: the jobs.csv rows of status skipped (trace lines of unknown size, run

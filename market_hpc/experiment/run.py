@@ -278,6 +278,10 @@ def simulate(config: RunConfig | str | Path, jobs: list[Job] | None = None, prog
         release_model(model)  # a sweep worker runs many: Mesa 3.3 would keep each one
     result.summary["run_cpu_seconds"] = time.process_time() - cpu_began
     result.summary.update(offered_load(jobs, platform))
+    if config.workload.all_families.enabled:  # how often the parity rules acted
+        from market_hpc.workload.all_families import parity_counts
+
+        result.summary.update(parity_counts(jobs, result.jobs))
     return result
 
 

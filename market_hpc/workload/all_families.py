@@ -231,3 +231,28 @@ def give_every_family(jobs: Sequence[Job], rule: MarketRule, scheduler: str,
     report = {"market_rule": dataclasses.asdict(rule), "zero_length_jobs": sum(1 for j in jobs if j.run_time <= 0),
               "moldable": moldable, "market_knowledge": chosen.market_knowledge, "molding": chosen.molding}
     return (valued if moldable else rigid_view(valued)), report
+
+
+def parity_counts(jobs: Sequence[Job], frame: Any) -> dict[str, int]:
+    """How often the parity rules acted in one run (``summary.json``): ``jobs_molded``, the
+    finished jobs that ran on fewer units than they asked for (0 unless ``molding = true``
+    lets a market policy or ``easy-mold`` mold), and ``jobs_past_estimate``, the finished
+    jobs whose recorded run time outlived their estimate (each expected to end "now" once past
+    it, by every family). ``frame`` is the run's ``jobs.csv`` frame.
+
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"job_id": [1, 2], "status": ["finished", "finished"], "units": [2, 4]})
+    >>> parity_counts([Job(1, 0.0, 20.0, 10.0, units=4), Job(2, 0.0, 5.0, 10.0, units=4)], frame)
+    {'jobs_molded': 1, 'jobs_past_estimate': 1}
+    """
+    finished = frame[frame["status"] == "finished"]
+    asked = {job.job_id: job for job in jobs}
+    molded = past = 0
+    for job_id, units in zip(finished["job_id"].tolist(), finished["units"].tolist(), strict=True):
+        job = asked.get(int(job_id))
+        if job is None:
+            continue
+        molded += int(units) < job.units
+        past += job.run_time > job.estimate
+    return {"jobs_molded": molded, "jobs_past_estimate": past}
+
