@@ -169,3 +169,24 @@ def test_the_summary_counts_molded_jobs_and_jobs_past_their_estimate(tmp_path) -
     assert (molded["jobs_molded"], molded["jobs_past_estimate"]) == (1, 1)
     rigid = summary(False)
     assert (rigid["jobs_molded"], rigid["jobs_past_estimate"]) == (0, 1)
+
+
+def test_a_dropped_job_counts_with_its_recorded_run_time_until_the_runs_end(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from market_hpc.experiment.config import config_from_dict
+    from market_hpc.experiment.run import simulate
+
+    # 1 core. Job 1 runs 200,000 s from 0; job 2 (run 3,600 s) arrives at 1 and its value
+    # ends (plateau 3,600 + 4 h, then a day) before job 1 does: minVR drops it. The run ends
+    # at 200,000; job 2 counts as waiting 199,999 s, then running its 3,600 s.
+    trace = tmp_path / "t.swf"
+    trace.write_text("1 0 -1 200000 1 -1 -1 1 200000 -1 1 1 -1 -1 1 -1 -1 -1\n"
+                     "2 1 -1 3600 1 -1 -1 1 3600 -1 1 2 -1 -1 1 -1 -1 -1\n")
+    run = config_from_dict({"platform": "nodes=1,cores=1", "seed": 1, "timeseries": False,
+                            "workload": {"trace": str(trace), "all_families": {"enabled": True, "bb_load": 0.5}},
+                            "policy": {"scheduler": "minvr", "allocator": "max-bid"}})
+    result = simulate(run)
+    assert result.jobs.set_index("job_id").status.to_dict() == {1: "finished", 2: "dropped"}
+    summary = result.summary
+    assert summary["mean_wait_all"] == pytest.approx((0.0 + 199_999.0) / 2)
+    assert summary["mean_bounded_slowdown_all"] == pytest.approx((1.0 + (199_999.0 + 3600.0) / 3600.0) / 2)
+    assert summary["mean_bounded_slowdown"] == 1.0 and summary["completed_share"] == 0.5

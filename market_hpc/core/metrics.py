@@ -25,9 +25,9 @@ Definitions (all over jobs that finished unless stated):
   rejected, queued or held): a job that did not finish waits from its submission until
   the run's end, the last event of the jobs frame (the latest submit, first start or end
   time of any job; the time series is left out so that the value does not depend on
-  what is sampled); its bounded slowdown is that of a job of its recorded run time (0
-  when it never ran) ending at wait + run, so a dropped job is never better for the
-  policy than a late one;
+  what is sampled); its bounded slowdown is that of a job of its recorded run time (the
+  workload's, when the caller passes the run times; else the time it ran, 0 when it never
+  ran) ending at wait + run, so a dropped job is never better for the policy than a late one;
 - completed core-hours = sum over finished jobs of the cores they ran on (the ``cores``
   column: per-unit cores x units allocated, narrower than asked for a molded market
   job) x their run time (time spent running, holds left out) / 3600; completed share =
@@ -36,6 +36,7 @@ Definitions (all over jobs that finished unless stated):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -87,18 +88,26 @@ def run_end(jobs: pd.DataFrame) -> float:
     return float(np.nanmax(times)) if np.isfinite(times).any() else float("nan")
 
 
-def waits_all(jobs: pd.DataFrame, tau: float = BOUNDED_SLOWDOWN_TAU) -> tuple[pd.Series, pd.Series]:
+def waits_all(jobs: pd.DataFrame, tau: float = BOUNDED_SLOWDOWN_TAU,
+              recorded: Mapping[int, float] | None = None) -> tuple[pd.Series, pd.Series]:
     """Wait and bounded slowdown of every submitted job (module docstring: a job that did
     not finish waits until ``run_end``; it ran for its recorded run time, 0 if none).
+    ``recorded`` maps job ids to the workload's run times: an unfinished job then takes
+    its own (the time a dropped job would have needed), not the time it ran.
 
     >>> frame = pd.DataFrame({"status": ["finished", "dropped", "queued"], "submit_time": [0.0, 0.0, 10.0],
     ...                       "start_time": [10.0, None, None], "end_time": [30.0, 50.0, None],
     ...                       "wait_time": [10.0, None, None], "run_time": [20.0, None, None]})
     >>> [s.tolist() for s in waits_all(frame)]      # the run ends at 50
     [[10.0, 50.0, 40.0], [1.5, 5.0, 4.0]]
+    >>> frame["job_id"] = [1, 2, 3]
+    >>> waits_all(frame, recorded={1: 20.0, 2: 25.0, 3: 5.0})[1].tolist()  # (50 + 25) / 25, (40 + 5) / 10
+    [1.5, 3.0, 4.5]
     """
     finished = jobs["status"] == "finished"
     run = jobs["run_time"].fillna(0.0)
+    if recorded is not None:
+        run = run.where(finished, jobs["job_id"].map(recorded).fillna(run))
     wait = jobs["wait_time"].where(finished, run_end(jobs) - jobs["submit_time"])
     response = (jobs["end_time"] - jobs["submit_time"]).where(finished, wait + run)
     return wait, bounded_slowdown(response, run, tau)
@@ -203,8 +212,12 @@ def summarize(
     busy_resource_seconds: np.ndarray,
     extra: dict[str, Any] | None = None,
     burst_buffer: float = 0.0,
+    recorded_run_times: Mapping[int, float] | None = None,
 ) -> dict[str, Any]:
     """Compute the summary dictionary written to ``summary.json``.
+
+    ``recorded_run_times`` (job id -> the workload's run time) gives the ``*_all`` metrics
+    each unfinished job's own run time (``waits_all``).
 
     With a burst-buffer pool (GB) it adds ``utilisation_bb`` (GB-seconds held by running
     jobs, from the jobs' requests and busy times, over pool x makespan) and, with a time
@@ -231,7 +244,7 @@ def summarize(
         "mean_bounded_slowdown": _mean(bounded),
         "makespan": span,
     }
-    wait_all, bounded_all = waits_all(jobs)
+    wait_all, bounded_all = waits_all(jobs, recorded=recorded_run_times)
     summary["mean_wait_all"] = _mean(wait_all)
     summary["mean_bounded_slowdown_all"] = _mean(bounded_all)
     summary.update(completed_work(jobs))

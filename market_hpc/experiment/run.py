@@ -268,12 +268,12 @@ def simulate(config: RunConfig | str | Path, jobs: list[Job] | None = None, prog
         run = queue_run(config, jobs, platform)
         began = time.perf_counter()
         run.model.run()
-        result = collect(run.model, config, report, time.perf_counter() - began)
+        result = collect(run.model, config, report, time.perf_counter() - began, jobs)
         queue_summary(result.summary, result.jobs, run, jobs, config)
         release_model(run.model)
     else:
         model, elapsed = run_model(config, platform, jobs, len(jobs), progress)
-        result = collect(model, config, report, elapsed)
+        result = collect(model, config, report, elapsed, jobs)
         result.market_jobs = market_jobs_frame(jobs, result.jobs, config.policy.hold_penalty)
         release_model(model)  # a sweep worker runs many: Mesa 3.3 would keep each one
     result.summary["run_cpu_seconds"] = time.process_time() - cpu_began
@@ -350,13 +350,17 @@ def _make_policy(config: RunConfig) -> Any:
     return make_market_aware_policy(config.policy.scheduler, config.policy.allocator, config.policy.hold_penalty)
 
 
-def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed: float) -> Result:
-    """Turn a finished model into a ``Result``."""
+def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed: float,
+            jobs: list[Job] | None = None) -> Result:
+    """Turn a finished model into a ``Result`` (``jobs``, the run's workload, gives the
+    every-job metrics the run times of the jobs that did not finish)."""
     recorder = model.recorder
     jobs_frame = recorder.jobs_frame()
     series = recorder.timeseries_frame()
+    recorded = None if jobs is None else {job.job_id: job.run_time for job in jobs}
     summary = summarize(jobs_frame, series, model.platform.total, recorder.busy_resource_seconds,
-                        summary_extra(model, config, report, elapsed), burst_buffer=model.platform.burst_buffer)
+                        summary_extra(model, config, report, elapsed), burst_buffer=model.platform.burst_buffer,
+                        recorded_run_times=recorded)
     summary["trace_lines_skipped_by_reason"] = {k: v for k, v in report.get("anomalies", {}).items()}
     report = dict(report)
     skipped = report.pop(SKIPPED_KEY, [])
