@@ -170,6 +170,7 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
 
         platform = with_capacity(platform, spec.burst_buffer, jobs)  # a target load sizes the pool from the jobs
         jobs, report["burst_buffer"] = synthesize(jobs, spec.burst_buffer, platform.total_cores, config.seed)
+        platform = with_capacity(platform, spec.burst_buffer, jobs)  # at least the largest request
         report["burst_buffer"].update(capacity_gb=platform.burst_buffer,
                                       **offered_loads(jobs, platform.total_cores, platform.burst_buffer))
     if any(job.bb > 0 for job in jobs):

@@ -247,11 +247,24 @@ def check_requests(jobs: Sequence[Job], capacity_gb: float, source: str = "workl
 
 def with_capacity(platform: Platform, rule: BurstBufferRule, jobs: Sequence[Job] | None = None) -> Platform:
     """``platform`` with the pool the rule sizes (unchanged when the rule is off and
-    sets no ``capacity_gb``, or sizes for a target load and no ``jobs`` are given)."""
+    sets no ``capacity_gb``, or sizes for a target load and no ``jobs`` are given).
+
+    A pool sized for a target load holds at least the largest request of ``jobs``: on a
+    trace of many short jobs (NASA-iPSC) the load target alone gives a pool smaller than
+    one request, a job no policy could ever run; its offered BB load is then below the
+    target (``offered_load_bb`` in the summary says by how much).
+
+    >>> from market_hpc.domain.platform import load_platform
+    >>> rule = BurstBufferRule("S4", "theta", target_load=1.0)
+    >>> jobs = [Job(1, 0.0, 5.0, 5.0), Job(2, 100.0, 5.0, 5.0, bb=900.0)]
+    >>> with_capacity(load_platform("nodes=100,cores=1"), rule, jobs).burst_buffer
+    900.0
+    """
     if not rule.enabled and rule.capacity_gb is None:
         return platform
     if rule.target_load is not None:
         if jobs is None:
             return platform
-        return replace(platform, burst_buffer=rule.target_capacity(jobs, platform.total_cores))
+        largest = max((job.bb for job in jobs), default=0.0)
+        return replace(platform, burst_buffer=max(rule.target_capacity(jobs, platform.total_cores), largest))
     return replace(platform, burst_buffer=rule.capacity(platform.total_cores))
