@@ -190,3 +190,13 @@ def test_a_dropped_job_counts_with_its_recorded_run_time_until_the_runs_end(tmp_
     assert summary["mean_wait_all"] == pytest.approx((0.0 + 199_999.0) / 2)
     assert summary["mean_bounded_slowdown_all"] == pytest.approx((1.0 + (199_999.0 + 3600.0) / 3600.0) / 2)
     assert summary["mean_bounded_slowdown"] == 1.0 and summary["completed_share"] == 0.5
+
+
+def test_easy_mold_starts_a_job_only_when_its_burst_buffer_request_fits() -> None:
+    # 4 cores, a 100 GB pool. Job 1 (1 core, 80 GB, 100 s) from 0; job 2 (1 core, 50 GB) at 1
+    # has cores but not the pool: it waits until job 1 ends; job 3 (1 core, 10 GB) backfills.
+    jobs = [with_value(Job(1, 0.0, 100.0, 100.0, units=1, bb=80.0), FLAT, "estimate", molding=True),
+            with_value(Job(2, 1.0, 100.0, 100.0, units=1, bb=50.0), FLAT, "estimate", molding=True),
+            with_value(Job(3, 2.0, 10.0, 10.0, units=1, bb=10.0), FLAT, "estimate", molding=True)]
+    rows = run(jobs, "easy-mold", platform="nodes=4,cores=1,bb=100")
+    assert [rows[i]["start_time"] for i in (1, 2, 3)] == [0.0, 100.0, 2.0]

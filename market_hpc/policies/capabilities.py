@@ -135,9 +135,10 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], dict[str, object], str, str], ...] 
      ("free resources of each node (bids; cores, GPUs, MICs, memory per unit), burst buffer, value curves, "
       "speedup profiles; a spans_nodes job (market rule) takes several nodes' offers"),
      "estimates, queue ids; task-graph jobs stay on one node"),
-    ("market baseline", ("easy-mold",), _MARKET,
-     "free cores of one node, speedup profiles, estimates",
-     "GPUs, MICs, memory, burst buffer, value curves, queue ids; never spans nodes"),
+    ("market baseline", ("easy-mold",), {**_MARKET, "resources": ("cores", "bb")},
+     "free cores (of several nodes for a spans_nodes job), burst buffer (checked, not reserved), "
+     "speedup profiles, estimates",
+     "GPUs, MICs, memory, value curves, queue ids"),
 )
 BUILTIN: dict[str, Capabilities] = {
     name: handles(**options, family=family, reads=reads, ignores=ignores)  # type: ignore[arg-type]

@@ -23,6 +23,9 @@ Decisions where nothing is prescribed:
   ``exclusive``);
   shadow and extra are computed on platform totals, exact on one-pool platforms
   (``nodes=1,cores=N``, the market's view of a trace machine);
+- the burst buffer is checked, not reserved: a job starts only when its request fits the
+  free pool (a head job that does not fit waits; backfilled jobs must fit what is left),
+  while the head's shadow time counts cores only;
 - it never drops or holds jobs: it runs worthless jobs too (the differences are listed in
   ``docs/market.md``).
 """
@@ -58,19 +61,22 @@ class MoldableEasy:
         started: list[tuple[float, tuple[int]]] = []
         queue = iter(view.queue)
         reservation: tuple[float, float] | None = None
+        pool = view.free_bb
         for job in queue:
             expected, requested = _expected(job)
             spans = bool(job.payload.get("spans_nodes")) and not exclusive
             room = int(free.sum()) if spans else int(free.max())
-            width = requested if requested <= room else 0
+            fits_bb = job.bb <= pool
+            width = requested if requested <= room and fits_bb else 0
             if not width:
                 shadow, extras = self._reservation(view, free, started, requested)
-                width = mold_width(expected, requested, room, now, shadow) if _molds(job) else 0
+                width = mold_width(expected, requested, room, now, shadow) if _molds(job) and fits_bb else 0
                 if not width:
                     reservation = (shadow, extras[0])
                     break
             actions.append(Start(job.job_id, _take(free, width, spans, exclusive)))
             started.append((now + expected[width - 1], (width,)))
+            pool -= job.bb
         if reservation is not None:
             shadow, extra = reservation
             for job in queue:
@@ -79,7 +85,7 @@ class MoldableEasy:
                 expected, requested = _expected(job)
                 spans = bool(job.payload.get("spans_nodes")) and not exclusive
                 width = min(requested, int(free.sum()) if spans else int(free.max()))
-                if width < requested and not _molds(job):
+                if width < requested and not _molds(job) or job.bb > pool:
                     continue
                 ends_in_time = now + expected[width - 1] <= shadow
                 if not ends_in_time and width > extra:
@@ -87,6 +93,7 @@ class MoldableEasy:
                 if not ends_in_time:
                     extra -= width
                 actions.append(Start(job.job_id, _take(free, width, spans, exclusive)))
+                pool -= job.bb
         return Decision(tuple(actions)) if actions else NOTHING
 
     @staticmethod
