@@ -136,8 +136,8 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], dict[str, object], str, str], ...] 
       "speedup profiles; a spans_nodes job (market rule) takes several nodes' offers"),
      "estimates, queue ids; task-graph jobs stay on one node"),
     ("market baseline", ("easy-mold",), {**_MARKET, "resources": ("cores", "bb")},
-     "free cores (of several nodes for a spans_nodes job), burst buffer (checked, not reserved), "
-     "speedup profiles, estimates",
+     ("free cores (of several nodes for a spans_nodes job), burst buffer (checked, not reserved), "
+      "speedup profiles, estimates"),
      "GPUs, MICs, memory, value curves, queue ids"),
 )
 BUILTIN: dict[str, Capabilities] = {
