@@ -2,11 +2,9 @@
 the rank heat map (policy x setting).
 
 Decisions:
-    * **Pareto chart.** One figure per load factor, one panel per trace: each policy's mean
-      over replicates of ``pareto[0]`` (x, bounded slowdown) against ``pareto[1]`` (y,
-      value earned). A policy is on the front when no other policy is at least as good on
-      both and better on one (in each metric's better direction); front points are
-      filled and joined, the others hollow.
+    * **Pareto chart.** One figure per load factor, one panel per trace (``leaderboard_pareto``):
+      a policy is on the front when no other policy is at least as good on both objectives
+      and better on one; front points are filled and joined, the others hollow.
     * **Rank heat map.** Rows are policies (best mean rank first), columns are settings,
       cells the rank by ``rank_by``; a cell whose paired difference to the baseline is
       significant carries ``▲``/``▼``.
@@ -16,7 +14,6 @@ Decisions:
 
 from __future__ import annotations
 
-import math
 import textwrap
 from pathlib import Path
 
@@ -37,6 +34,7 @@ from market_hpc.experiment.leaderboard import (
     shown_metrics,
     significant_counts,
 )
+from market_hpc.experiment.leaderboard_pareto import pareto_figures, pareto_front
 from market_hpc.experiment.metrics_table import metric
 from market_hpc.experiment.report_html import plain
 from market_hpc.experiment.report_style import save_figure
@@ -44,21 +42,6 @@ from market_hpc.experiment.report_style import save_figure
 SYMBOL = {"better": " ▲", "worse": " ▼"}
 CHECK_METRICS = ("jobs_total", "offered_load_cores", "offered_load_bb", "utilisation_cores", "utilisation_bb",
                  "mean_queue_size", "max_queue_size")
-
-
-def pareto_front(x: np.ndarray, y: np.ndarray, x_better: str = "lower", y_better: str = "higher") -> np.ndarray:
-    """Which points no other point dominates (at least as good on both, better on one).
-
-    >>> pareto_front(np.array([1.0, 2.0, 3.0, 2.0]), np.array([1.0, 3.0, 2.0, 1.0])).tolist()
-    [True, True, False, False]
-    """
-    xs = x if x_better == "lower" else -x
-    ys = -y if y_better == "higher" else y
-    front = np.ones(len(xs), dtype=bool)
-    for i in range(len(xs)):
-        dominated = (xs <= xs[i]) & (ys <= ys[i]) & ((xs < xs[i]) | (ys < ys[i]))
-        front[i] = not dominated.any()
-    return front
 
 
 def _cell(mean: float, row: pd.Series) -> str:
@@ -125,39 +108,6 @@ def cost_markdown(cost: pd.DataFrame, baseline: str) -> list[str]:
     return lines
 
 
-def pareto_figures(runs: pd.DataFrame, spec: LeaderboardSpec, out: Path) -> list[Path]:
-    """One Pareto chart per load factor (panels per trace); PNG and SVG."""
-    x_name, y_name = spec.pareto
-    if x_name not in runs or y_name not in runs or "load_factor" not in runs:
-        return []
-    written = []
-    traces = [c for c in spec.setting if c != "load_factor"]
-    for load, group in runs.groupby("load_factor", sort=True):
-        panels = list(group.groupby(traces, sort=False)) if traces else [("all", group)]
-        columns = min(3, len(panels))
-        rows = math.ceil(len(panels) / columns)
-        figure = Figure(figsize=(min(12.0, max(7.0, 5.0 * columns)), 4.5 * rows), layout="constrained")
-        for index, (key, panel) in enumerate(panels):
-            axes = figure.add_subplot(rows, columns, index + 1)
-            means = panel.groupby("policy_label", sort=False)[[x_name, y_name]].mean()
-            front = pareto_front(means[x_name].to_numpy(), means[y_name].to_numpy(), metric(x_name).better or "lower",
-                                 metric(y_name).better or "higher")
-            axes.scatter(means[x_name][~front], means[y_name][~front], facecolors="none", edgecolors="#7f7f7f")
-            ordered = means[front].sort_values(x_name)
-            axes.plot(ordered[x_name], ordered[y_name], "o-", color="#1f77b4")
-            for number, (policy, point) in enumerate(means.iterrows()):  # alternate sides: fewer overlaps
-                axes.annotate(str(policy), (point[x_name], point[y_name]), fontsize=6,
-                              xytext=(4, 4 - 10 * (number % 2)), textcoords="offset points")
-            title = panel["setting"].iloc[0].rsplit(" x", 1)[0] if traces else "all"
-            axes.set_title(title, fontsize=9)
-            axes.set_xlabel(metric(x_name).axis_label)
-            axes.set_ylabel(metric(y_name).axis_label)
-        figure.suptitle(textwrap.fill(f"Pareto chart at {load:g}x the recorded load: mean over slices "
-                                      "(filled and joined: not dominated)", 70), fontsize=10)
-        written.append(save_figure(figure, out / f"pareto_load_{load:g}.png"))
-    return written
-
-
 def rank_heatmap(table: pd.DataFrame, spec: LeaderboardSpec, out: Path) -> list[Path]:
     """Policy x setting heat map of ranks by ``rank_by`` (▲/▼: significant against the
     baseline); PNG and SVG."""
@@ -184,7 +134,7 @@ def rank_heatmap(table: pd.DataFrame, spec: LeaderboardSpec, out: Path) -> list[
     axes.set_yticks(range(len(order)), list(order), fontsize=7)
     figure.colorbar(image, ax=axes, label="rank (1 = best)")
     axes.set_title(textwrap.fill(f"Rank by {metric(spec.rank_by).label} (▲/▼: significantly better/worse "
-                                 f"than {spec.baseline} at 95 %)", 60), fontsize=9)
+                                 f"than {spec.baseline}, Holm-adjusted p < {ALPHA:g})", 60), fontsize=9)
     return [save_figure(figure, out / "rank_heatmap.png")]
 
 

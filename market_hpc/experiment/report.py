@@ -17,8 +17,8 @@ named in the plot's title and in the CSV's ``averaged_over`` column. Labels and 
 come from ``metrics_table``. ``points.csv`` holds every metric per point (mean, min, max,
 std, n over seeds); ``<metric>_paired_differences.png`` is a forest plot of the paired
 differences between policies (``report_forest``); every figure is also saved as SVG.
-``report.html`` opens with a summary (what was compared, the significant differences),
-then the forest plots, the plots, and the tables collapsed, in one file. Figures are
+``report.html`` opens with a leaderboard's decision (``report_decision``), a summary, the
+forest plots, the plots, and the tables collapsed, in one file. Figures are
 drawn on matplotlib's Agg canvas without pyplot, so no global backend state is touched.
 """
 
@@ -128,22 +128,23 @@ def write_report(directory: str | Path, metrics: Sequence[str] | None = None,
             png = _save(figure, out / f"{_slug(name)}_paired_differences.png")
             written += [png, png.with_suffix(".svg")]
             forests.append(Figureset(name, png, tables[0]))
-    queue_sections = queue_tables(frame, data.params, out)  # hybrid queues: period rows, claims
-    written += [path for _, path in queue_sections]
-    if data.leaderboard:  # ranks per setting with paired intervals, Pareto charts, cost
-        from market_hpc.experiment.leaderboard_plots import write_leaderboard
+    sections = queue_tables(frame, data.params, out)  # hybrid queues: period rows, claims
+    written += [path for _, path in sections]
+    decision = ""
+    if data.leaderboard:  # the decision, ranks per setting with paired intervals, Pareto charts, cost
+        from market_hpc.experiment.report_decision import leaderboard_report
 
-        written += write_leaderboard(frame, data.leaderboard, out)
+        decision, files, board_tables = leaderboard_report(frame, data.leaderboard, out)
+        written += files
+        sections += board_tables
     written.append(write_html(out / "report.html", Path(directory), data, chosen, figures, paired,
-                              queue_sections, summary_html(data, chosen, paired), forests))
+                              sections, summary_html(data, chosen, paired), forests, decision))
     return written
 
 
 def _unit_text(name: str, time_unit: str) -> str:
     label = axis_label(name, time_unit)
     return label[label.rindex("(") + 1:-1] if label.endswith(")") else ""
-
-
 
 
 def _plan(data: SweepData) -> list[tuple[str, tuple[object, ...]]]:

@@ -149,7 +149,8 @@ def replicates_vary(frame: pd.DataFrame, keys: Sequence[str], metrics: Sequence[
 
 
 def summary_html(data: SweepData, metrics: Sequence[str], paired: dict[str, Path]) -> str:
-    """The report's opening: what was compared and which differences are significant."""
+    """The report's opening: what was compared and which differences are significant
+    (for a sweep with a leaderboard, paired by its replicates there, not by seed here)."""
     frame = data.frame
     axes = [a for a in data.axes]
     compared = "; ".join(f"{a.name}: {', '.join(map(str, pd.unique(frame[a.key].astype(str))))}"
@@ -165,6 +166,11 @@ def summary_html(data: SweepData, metrics: Sequence[str], paired: dict[str, Path
                      "confidence interval is printed, since zero-width intervals would claim a "
                      "certainty the seeds never tested. Vary the workload per seed (a generator, "
                      "or a trace sample) to estimate uncertainty.</p>")
+    if not paired and data.leaderboard:
+        parts.append("<p>Paired differences by seed: none (one seed); the leaderboard pairs the "
+                     "policies by its replicates instead (the decision above, the "
+                     "<code>leaderboard_&lt;metric&gt;.csv</code> tables below).</p>")
+        return "".join(parts)
     if not paired:
         parts.append("<p>No paired differences: they need a varied policy and at least two "
                      "seeds.</p>")

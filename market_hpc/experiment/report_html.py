@@ -132,24 +132,28 @@ def paired_section(name: str, csv: Path) -> str:
             f"{html.escape(RELATIVE_METHOD[0].upper() + RELATIVE_METHOD[1:])}.</p>")
 
 
+def image_html(png: Path, alt: str) -> str:
+    """A PNG embedded as a ``data:`` URI, and the names of its files (PNG, SVG)."""
+    encoded = base64.b64encode(png.read_bytes()).decode()
+    svg = png.with_suffix(".svg")
+    files = f"{png.name}, {svg.name}" if svg.is_file() else png.name
+    return (f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{encoded}'>"
+            f"<p>files: {html.escape(files)}</p>")
+
+
 def _figure(figure: Figureset) -> str:
-    encoded = base64.b64encode(figure.png.read_bytes()).decode()
-    svg = figure.png.with_suffix(".svg")
-    files = f"{figure.png.name}, {svg.name}" if svg.is_file() else figure.png.name
-    return (f"<h3>{html.escape(figure.png.stem)}</h3>"
-            f"<img alt='{html.escape(figure.png.stem)}' src='data:image/png;base64,{encoded}'>"
-            f"<p>files: {html.escape(files)}</p>"
-            f"<details><summary>table ({html.escape(figure.csv.name)})</summary>"
+    return (f"<h3>{html.escape(figure.png.stem)}</h3>" + image_html(figure.png, figure.png.stem)
+            + f"<details><summary>table ({html.escape(figure.csv.name)})</summary>"
             f"{_table(pd.read_csv(figure.csv))}</details>")
 
 
 def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[str],
                figures: Sequence[Figureset], paired: dict[str, Path] | None = None,
                tables: Sequence[tuple[str, Path]] = (), summary: str = "",
-               forests: Sequence[Figureset] = ()) -> Path:
+               forests: Sequence[Figureset] = (), decision: str = "") -> Path:
     """Write the report page and return its path.
 
-    The page opens with ``summary`` (what was compared, the significant differences), then
+    The page opens with ``decision`` (a leaderboard's: ``report_decision``), then ``summary`` (what was compared, the significant differences), then
     the ``forests`` (paired differences with 95% intervals, one per metric), then every
     plot, then the tables, collapsed: ``paired`` (metric -> paired-differences CSV), the
     mean ± std per point, and ``tables`` ((title, CSV file) sections).
@@ -159,6 +163,7 @@ def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[s
     title = f"Sweep report: {Path(manifest.get('sweep_file', str(directory))).name}"
     parts = [(f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}"
              f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>")]
+    parts.append(decision)
     parts.append(summary)
     parts += [f"<p class='note'>{html.escape(note)}</p>" for note in data.notes]
     if forests:
