@@ -104,16 +104,16 @@ def no_curves(count: int, example: int = 1) -> str:
             f"workload.market = true; schedulers that need none: {curve_free})")
 
 
-# What each cell lacks for easy-mold (cores of one node only; profiles, no value curves).
+# What each cell lacks for easy-mold (cores, of several nodes for a spans_nodes job, and the
+# burst buffer; profiles, no value curves).
 MOLD_LACKS: dict[str, list[Callable[[], str]]] = {
     "cores": [lambda: no_rigid(10)],
     "gpu-mic": [lambda: ignores("GPUs", "gpus", 4, 1), lambda: ignores("MICs", "mics", 3, 2), lambda: no_rigid(10)],
     "memory": [lambda: ignores("memory", "mem", 5, 1), lambda: no_rigid(10)],
-    "burst-buffer": [lambda: ignores("the burst buffer", "bb", 10, 1), lambda: no_rigid(10)],
+    "burst-buffer": [lambda: no_rigid(10)],
     "queues": [lambda: no_rigid(10)],
     "moldable-gpu-mic": [lambda: ignores("GPUs", "gpus", 4, 1), lambda: ignores("MICs", "mics", 3, 2)],
     "moldable-memory": [lambda: ignores("memory", "mem", 5, 1)],
-    "moldable-burst-buffer": [lambda: ignores("the burst buffer", "bb", 10, 1)],
 }
 # The market auctions account for every resource: they lack only rigid jobs' profiles and
 # value curves (the cells of rigid jobs).

@@ -89,7 +89,7 @@ def run_end(jobs: pd.DataFrame) -> float:
 
 
 def waits_all(jobs: pd.DataFrame, tau: float = BOUNDED_SLOWDOWN_TAU,
-              recorded: Mapping[int, float] | None = None) -> tuple[pd.Series, pd.Series]:
+              recorded: Mapping[int, float] | pd.Series | None = None) -> tuple[pd.Series, pd.Series]:
     """Wait and bounded slowdown of every submitted job (module docstring: a job that did
     not finish waits until ``run_end``; it ran for its recorded run time, 0 if none).
     ``recorded`` maps job ids to the workload's run times: an unfinished job then takes
@@ -212,7 +212,7 @@ def summarize(
     busy_resource_seconds: np.ndarray,
     extra: dict[str, Any] | None = None,
     burst_buffer: float = 0.0,
-    recorded_run_times: Mapping[int, float] | None = None,
+    recorded_run_times: Mapping[int, float] | pd.Series | None = None,
 ) -> dict[str, Any]:
     """Compute the summary dictionary written to ``summary.json``.
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from market_hpc.core.metrics import summarize
@@ -214,6 +215,14 @@ class StreamedResult:
         return Path(out)
 
 
+def _remembered(jobs: Iterator[Job], ids: array, run_times: array) -> Iterator[Job]:
+    """``jobs``, each job's id and run time appended to ``ids`` and ``run_times`` as it passes."""
+    for job in jobs:
+        ids.append(job.job_id)
+        run_times.append(job.run_time)
+        yield job
+
+
 def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | StreamedResult:
     """``simulate(config)``, streamed when :func:`can_stream` says so.
 
@@ -233,16 +242,22 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     skipped = stream.skipped.records()
     check_window_keeps_jobs(stream.submits, spec.start, spec.end, stream.source)
     jobs = TraceJobs(stream, spec)
-    model, elapsed = run_model(config, platform, CheckedJobs(iter(jobs)), jobs.expected(), progress)
+    ids, run_times = array("q"), array("d")  # the every-job metrics' recorded run times (16 B a job)
+    model, elapsed = run_model(config, platform, CheckedJobs(_remembered(iter(jobs), ids, run_times)),
+                               jobs.expected(), progress)
     recorder, platform = model.recorder, model.platform
     extra = summary_extra(model, config, report, elapsed)
     release_model(model)
     del model  # (with its Mesa agents; collected before the summary's frames are built)
     gc.collect()
     _return_freed_memory()
-    frame = summary_frame(recorder).assign(cores=recorder.jobs.field("cores", recorder.job_order()))
+    order = recorder.job_order()
+    frame = summary_frame(recorder).assign(cores=recorder.jobs.field("cores", order),
+                                           job_id=recorder.jobs.field("job_id", order))
+    recorded = pd.Series(np.frombuffer(run_times, dtype=np.float64), index=np.frombuffer(ids, dtype=np.int64))
     summary = summarize(frame, summary_series(recorder, platform.total, platform.burst_buffer),
-                        platform.total, recorder.busy_resource_seconds, extra, burst_buffer=platform.burst_buffer)
+                        platform.total, recorder.busy_resource_seconds, extra, burst_buffer=platform.burst_buffer,
+                        recorded_run_times=recorded)
     summary["trace_lines_skipped_by_reason"] = dict(report.get("anomalies", {}))
     if skipped:
         skipped = skipped_in_window(skipped, spec, jobs.last_submit)
