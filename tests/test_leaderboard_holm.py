@@ -122,3 +122,14 @@ def test_leaderboard_ranks_by_every_job_and_shows_the_context(tmp_path: Path) ->
                                      "traces_worse", "consistent"]
     board = pd.read_csv(tmp_path / "leaderboard_mean_bounded_slowdown_all.csv")
     assert {"p_value", "p_adjusted"} <= set(board.columns)
+
+
+def test_a_setting_with_a_track_counts_its_trace_once() -> None:
+    from market_hpc.experiment.leaderboard import LeaderboardSpec, prepare, setting_traces
+
+    frame = pd.DataFrame({"scheduler": ["easy"] * 4, "allocator": ["first-fit"] * 4, "start": [0.0] * 4,
+                          "trace": ["kth", "kth", "hpc2n", "hpc2n"], "load_factor": [2.0] * 4,
+                          "market_knowledge": ["estimate", "recorded"] * 2})
+    spec = LeaderboardSpec(setting=("market_knowledge", "trace", "load_factor"))
+    traces = setting_traces(prepare(frame, spec))
+    assert len(traces) == 4 and sorted(set(traces.values())) == ["hpc2n", "kth"]

@@ -204,7 +204,9 @@ def prepare(frame: pd.DataFrame, spec: LeaderboardSpec) -> pd.DataFrame:
     runs["policy_label"] = policy_labels(runs, spec.policy)
     runs["replicate_key"] = runs[list(spec.replicate)].astype(str).agg("|".join, axis=1)
     runs["setting"] = [setting_label(row, spec.setting) for row in runs[list(spec.setting)].to_dict("records")]
-    traces = [c for c in spec.setting if c != "load_factor"]
+    # the trace of a setting: its "trace" column when the setting has one (beside a load and,
+    # say, an information track), else the setting without its load
+    traces = ["trace"] if "trace" in spec.setting else [c for c in spec.setting if c != "load_factor"]
     runs["trace_label"] = ([setting_label(row, traces) for row in runs[traces].to_dict("records")] if traces
                            else "all")
     return runs
