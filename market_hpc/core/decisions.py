@@ -166,7 +166,7 @@ def _start(model: ModelInternals, action: Start) -> None:
                 and not job.payload.get("spans_nodes")) and not total_units == job.units <= len(job.profile):
             raise _fail(model, f"moldable job {job.job_id} must run on 1..{len(job.profile)} units "
                              f"of one node, got {allocation}")
-        if total_units != job.units and job.payload.get("molding") is False:  # workload.all_families.molding
+        if total_units != job.units and not job.may_mold:  # workload.all_families.molding = false
             raise _fail(model, f"job {job.job_id} runs at its requested size (molding = false): needs "
                              f"{job.units} units, allocation gives {total_units}")
     elif total_units != job.units:
@@ -263,7 +263,8 @@ def _segment_times(model: ModelInternals, agent: JobAgent, cores: int) -> tuple[
     agent.seg_overhead = overhead
     if job.profile is not None:  # moldable: the clock runs on its real profile, the estimate on the told one
         assert job.profile is not None
-        clock = job.profile if job.run_profile is None else job.run_profile
+        clock = job.clock_profile
+        assert clock is not None
         agent.seg_full = clock[cores - 1]
         duration = remaining_time(clock, cores, agent.progress) + overhead
         if clock is job.profile:

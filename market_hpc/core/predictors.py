@@ -138,8 +138,8 @@ def predicted(job: Job, estimate: float) -> Job:
         return job
     if job.run_profile is None:
         return dataclasses.replace(job, estimate=estimate)
-    told = job.run_profile[job.units - 1] if job.units <= len(job.run_profile) else job.run_time
-    factor = estimate / told if told > 0 else 1.0
+    real = job.run_profile[job.units - 1] if job.units <= len(job.run_profile) else job.run_time
+    factor = estimate / real if real > 0 else 1.0
     profile = tuple(min(max(t * factor, MIN_PROFILE_TIME), MAX_SECONDS) for t in job.run_profile)
     return dataclasses.replace(job, estimate=estimate, profile=profile)
 

@@ -110,6 +110,12 @@ class Job:
         return self.profile if self.run_profile is None else self.run_profile
 
     @property
+    def may_mold(self) -> bool:
+        """Whether the job may start narrower than its request: moldable, and not held to
+        its size by ``payload["molding"] = False`` (``workload.all_families.molding``)."""
+        return self.profile is not None and self.payload.get("molding") is not False
+
+    @property
     def cores(self) -> int:
         """Total cores requested (units x cores per unit)."""
         return self.units * self.unit[0]

@@ -168,9 +168,9 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
     if spec.burst_buffer.enabled:
         from market_hpc.workload.burst_buffer import offered_loads, synthesize, with_capacity
 
-        platform = with_capacity(platform, spec.burst_buffer, jobs)  # a target load sizes the pool from the jobs
         jobs, report["burst_buffer"] = synthesize(jobs, spec.burst_buffer, platform.total_cores, config.seed)
-        platform = with_capacity(platform, spec.burst_buffer, jobs)  # at least the largest request
+        # a target load sizes the pool from the jobs, at least their largest request
+        platform = with_capacity(platform, spec.burst_buffer, jobs)
         report["burst_buffer"].update(capacity_gb=platform.burst_buffer,
                                       **offered_loads(jobs, platform.total_cores, platform.burst_buffer))
     if any(job.bb > 0 for job in jobs):

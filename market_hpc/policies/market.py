@@ -269,7 +269,7 @@ class MarketPolicy:
         baselines = None
         now = view.time
         if self.lookahead:
-            releases: list[Freed] = [(max(now, end[0]), *end[1:]) for end in ends]
+            releases: list[Freed] = list(ends)  # expected ends, never before now (``_running_all``)
             baselines = {a.job_id: self.wait_weight * value_after_wait_resources(
                 a, releases, free, pool, now, auction.rank_of(auction.index(a.job_id))) for a in arrivals}
         return hold_search_resources(arrivals, executing, free, pool, now, self.penalty, baselines)
@@ -281,12 +281,13 @@ class MarketPolicy:
         if kept is not None:
             return kept[2], kept[3]
         executing, ends = [], []
-        now = view.time
+        soonest = math.inf  # the first estimated end: the kept lists hold until then
         for running in view.running:
             job = running.job
             allocation = tuple((int(node), int(units)) for node, units in running.allocation)
             node = allocation[0][0]
-            end = max(now, running.est_end)  # past its estimate: ends now
+            soonest = min(soonest, running.est_end)
+            end = view.expected_end(running)  # past its estimate: ends now
             ends.append((end, node, running.units, job.job_id, allocation, job.unit, job.bb))
             if self.lookahead and view.state(job.job_id).hold_count >= self.max_holds:
                 continue
@@ -294,7 +295,7 @@ class MarketPolicy:
             executing.append(Executing(job.job_id, node, running.units, running.start, running.seq,
                                        float(curve.value_at(end - job.submit)),
                                        float(curve.max_value), allocation, job.unit, job.bb))
-        self._kept_all = (view, version, executing, ends, _outlived_after(view))
+        self._kept_all = (view, version, executing, ends, soonest)
         return executing, ends
 
     def wake_after(self, view: View) -> float | None:
@@ -330,7 +331,7 @@ class MarketPolicy:
         baselines = None
         if self.lookahead:
             now = view.time
-            releases: list[Release] = [(max(now, end), node, cores, job_id) for end, node, cores, job_id in ends]
+            releases: list[Release] = list(ends)  # expected ends, never before now (``_running``)
             baselines = {a.job_id: self.wait_weight * value_after_wait(a, releases, frees, now,
                                                                        auction.rank_of(auction.index(a.job_id)))
                          for a in arrivals}
@@ -348,11 +349,12 @@ class MarketPolicy:
         if kept is not None:
             return kept[2], kept[3]
         executing, ends = [], []
-        now = view.time
+        soonest = math.inf  # the first estimated end: the kept lists hold until then
         for running in view.running:
             job = running.job
             node = running.allocation[0][0]
-            end = max(now, running.est_end)  # past its estimate: ends now
+            soonest = min(soonest, running.est_end)
+            end = view.expected_end(running)  # past its estimate: ends now
             ends.append((end, node, running.units, job.job_id))
             if self.lookahead and view.state(job.job_id).hold_count >= self.max_holds:
                 continue
@@ -361,7 +363,7 @@ class MarketPolicy:
                                        float(curve.value_at(end - job.submit)),
                                        float(curve.max_value)))
         by_node = latest_first(executing)
-        self._kept = (view, version, by_node, ends, _outlived_after(view))
+        self._kept = (view, version, by_node, ends, soonest)
         return by_node, ends
 
 
@@ -371,7 +373,10 @@ KeptT = TypeVar("KeptT", bound=tuple[Any, ...])
 def _still_kept(kept: KeptT | None, view: View) -> tuple[int | None, KeptT | None]:
     """The view's ``running_version`` (``None`` when the view does not keep one) and
     ``kept``, a ``(view, version, ...)`` cache of its running jobs, when it still holds:
-    the same view and no job started, ended or was held since (else ``None``)."""
+    the same view, no job started, ended or was held since, and none has outlived its
+    estimate (``kept[-1]``, the first estimated end: the kept expected ends and values
+    stay true until then; a job profiled at design time ends at its estimate, so the
+    cache then never expires early). Else ``None``."""
     kept_view = fast_view(view, "running_version")
     version = None if kept_view is None else kept_view.running_version
     if (version is not None and kept is not None and kept[0] is view and kept[1] == version
@@ -379,12 +384,6 @@ def _still_kept(kept: KeptT | None, view: View) -> tuple[int | None, KeptT | Non
         return version, kept
     return version, None
 
-
-def _outlived_after(view: View) -> float:
-    """The earliest estimated end of a running job: until then no running job has outlived
-    its estimate, so the expected ends (and values) kept from ``view`` stay true. A job
-    profiled at design time ends at its estimate, so the cache then never expires early."""
-    return min((running.est_end for running in view.running), default=math.inf)
 
 def _cores_only(view: View, columns: MarketColumns, facts: tuple[bool, int, bool]) -> bool:
     """Whether the cores-only auction decides: every job the queue ever held asked for cores

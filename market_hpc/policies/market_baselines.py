@@ -70,7 +70,7 @@ class MoldableEasy:
             width = requested if requested <= room and fits_bb else 0
             if not width:
                 shadow, extras = self._reservation(view, free, started, requested)
-                width = mold_width(expected, requested, room, now, shadow) if _molds(job) and fits_bb else 0
+                width = mold_width(expected, requested, room, now, shadow) if job.may_mold and fits_bb else 0
                 if not width:
                     reservation = (shadow, extras[0])
                     break
@@ -85,7 +85,7 @@ class MoldableEasy:
                 expected, requested = _expected(job)
                 spans = bool(job.payload.get("spans_nodes")) and not exclusive
                 width = min(requested, int(free.sum()) if spans else int(free.max()))
-                if width < requested and not _molds(job) or job.bb > pool:
+                if width < requested and not job.may_mold or job.bb > pool:
                     continue
                 ends_in_time = now + expected[width - 1] <= shadow
                 if not ends_in_time and width > extra:
@@ -102,11 +102,6 @@ class MoldableEasy:
         releases = [(view.expected_end(r), (r.units,)) for r in view.running] + started
         releases.sort()
         return shadow_and_extra((int(free.sum()),), releases, (need,))
-
-
-def _molds(job) -> bool:  # type: ignore[no-untyped-def]
-    """Whether ``job`` may run narrower than its request (``workload.all_families.molding``)."""
-    return job.payload.get("molding") is not False
 
 
 def _take(free: np.ndarray, width: int, spans: bool, exclusive: bool) -> tuple[tuple[int, int], ...]:
