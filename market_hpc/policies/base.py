@@ -301,14 +301,34 @@ FastMember = Literal["queue_sorted", "queue_min_cores", "queue_columns", "market
 """The name of one :class:`FastView` member (each is optional on its own)."""
 
 
+_CLASS_OFFERS: dict[tuple[type, str], bool] = {}
+"""``(class, name)`` -> whether the class or a base defines ``name`` (not ``None``): a
+class's namespace does not change during a run, so the static lookup is made once."""
+
+
 def _offers(obj: object, name: str) -> bool:
     """Whether ``obj`` has ``name`` (not ``None``), without reading it: a property such as
-    ``market_columns`` may build what it returns. A lookup in the class's own namespace
-    answers for the model's view and the registered allocators; anything else (inherited,
-    set on the instance) is looked up statically."""
-    if type(obj).__dict__.get(name) is not None:
-        return True
-    return inspect.getattr_static(obj, name, None) is not None
+    ``market_columns`` may build what it returns. The instance's own attributes answer
+    first (as ``inspect.getattr_static``); the class's answer is looked up statically once
+    per class and name (``_CLASS_OFFERS``), not once per decision.
+
+    >>> class Plain: ...
+    >>> class Aware:
+    ...     def begin_pass(self): ...
+    >>> _offers(Plain(), "begin_pass"), _offers(Aware(), "begin_pass")
+    (False, True)
+    >>> shadowed = Aware(); shadowed.begin_pass = None
+    >>> _offers(shadowed, "begin_pass")
+    False
+    """
+    own = getattr(obj, "__dict__", None)
+    if own is not None and name in own:
+        return own[name] is not None
+    key = (type(obj), name)
+    found = _CLASS_OFFERS.get(key)
+    if found is None:
+        found = _CLASS_OFFERS[key] = inspect.getattr_static(type(obj), name, None) is not None
+    return found
 
 
 def fast_view(view: View, member: FastMember) -> FastView | None:
