@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from market_hpc.domain.job import Job
+from market_hpc.domain.platform import Platform
 from market_hpc.errors import ConfigError
 from market_hpc.workload.swf import _read_bytes, header_lines, parse_fast
 
@@ -50,8 +52,8 @@ def gym_np_random(seed: int) -> np.random.RandomState:
     are read as three native 32-bit words into an integer, whose 32-bit digits (least
     significant first) seed the legacy Mersenne Twister.
 
-    >>> int(gym_np_random(1).randint(1024, 201851))  # RLScheduler's first HPC2N sequence
-    175035
+    >>> int(gym_np_random(1).randint(1024, 10_000 - 1024 - 1))  # its first HPC2N sequence
+    1981
     """
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError(f"seed: got {seed!r}; valid: a non-negative integer")
@@ -75,7 +77,7 @@ def rlscheduler_starts(n_jobs: int, length: int, count: int, seed: int = 1,
     passes 10,000 for HPC2N and SDSC-SP2, 0 for the Lublin traces).
 
     >>> rlscheduler_starts(202_876, 1024, 3, seed=1, batch_job_slice=10_000)
-    [4326, 8854, 4640]
+    [1981, 2756, 4299]
     """
     span = min(batch_job_slice, n_jobs) if batch_job_slice > 0 else n_jobs
     if span - length - 1 <= length:
@@ -292,3 +294,35 @@ def sequence_bsld(trace: RLTrace, start: int, length: int, score: str, backfill:
     RLScheduler sums it (each job's value divided by ``length``)."""
     return sum(value / length for value in schedule_sequence(
         trace, start, length, score, backfill, nodes, per_node, wait))
+
+
+def project_jobs(trace: RLTrace, start: int, length: int) -> list[Job]:
+    """The sequence as the project's jobs (cores only), so both semantics run the same jobs:
+    RLScheduler's processors, run time and request (a request below 0 read as 0, fewer
+    than one processor as one)."""
+    stop = start + length
+    return [Job(job_id, float(submit), float(run), float(max(request, 0)), units=max(procs, 1))
+            for job_id, submit, run, request, procs in zip(
+                trace.job_id[start:stop], trace.submit[start:stop], trace.run[start:stop],
+                trace.request[start:stop], trace.procs[start:stop], strict=True)]
+
+
+def machine(trace: RLTrace, platform: Platform | None, source: str) -> tuple[int, float]:
+    """RLScheduler's machine, ``(nodes, processors per node)``: the trace header's, or the
+    platform's nodes with its cores spread evenly; refused when narrower than the trace's
+    widest job (naming it)."""
+    if platform is None:
+        if trace.max_nodes <= 0:
+            raise ConfigError(f"{source}: the header has no MaxNodes or MaxProcs; valid: pass "
+                              f"--platform (a preset or nodes=N,cores=C)")
+        nodes, per_node = trace.max_nodes, trace.max_procs / trace.max_nodes
+    else:
+        nodes, per_node = platform.n_nodes, platform.total_cores / platform.n_nodes
+    widest = trace.widest
+    if len(trace) and math.ceil(trace.procs[widest] / per_node) > nodes:
+        shown = platform.describe() if platform is not None else "the trace header's machine"
+        raise ConfigError(
+            f"--platform {shown}: job {trace.job_id[widest]} of {source} requests "
+            f"{trace.procs[widest]} processors, the platform has {nodes * per_node:g}; "
+            f"valid: a platform of at least {trace.procs[widest]} cores")
+    return nodes, per_node
