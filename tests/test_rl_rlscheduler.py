@@ -71,6 +71,19 @@ def test_backfilling_only_jobs_that_end_before_the_chosen_jobs_earliest_start() 
     assert schedule_sequence(long_c, 0, 3, "fcfs", True, 4, 1.0)[2] == pytest.approx(20.8)
 
 
+def test_disjoint_held_out_slices() -> None:
+    from market_hpc.rl.env import start_indices
+    from market_hpc.rl.evaluate import disjoint_starts
+
+    starts = disjoint_starts(202_876, 1024, 10, seed=1, span=(0.7, 1.0))
+    assert starts == sorted(starts) and all(b - a >= 1024 for a, b in zip(starts, starts[1:]))
+    # The training episodes (256 jobs starting in (0, 0.7)) end before the first held-out job.
+    assert start_indices((0.0, 0.7), 202_876, 256)[1] + 256 <= starts[0]
+    assert starts[-1] + 1024 <= 202_876
+    with pytest.raises(ConfigError, match="3 disjoint 1024-job slices do not fit in"):
+        disjoint_starts(3000, 1024, 3, seed=0)
+
+
 def test_refusals() -> None:
     trace = _trace(SUBMIT, RUN, REQUEST, PROCS)
     with pytest.raises(ConfigError, match="score: got 'lifo'; valid: fcfs, sjf, f1, wfp3, unicep"):
@@ -138,8 +151,9 @@ def test_script_refuses_a_narrow_platform_naming_the_job(tmp_path, capsys) -> No
                            "--sequences", "2"])
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["rlscheduler_table5: error: --platform nodes=4,cores=1: 4x[node: cores=1]: job 7 of t.swf "
-                   "requests 6 processors, the platform has 4; valid: a platform of at least 6 cores"]
+    assert err == [("rlscheduler_table5: error: --platform nodes=4,cores=1: 4x[node: cores=1]: job 7 "
+                    "of t.swf requests 6 processors, the platform has 4; valid: a platform of at "
+                    "least 6 cores")]
 
 
 def test_script_runs_both_semantics_on_any_trace(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -265,7 +265,7 @@ def schedule_sequence(trace: RLTrace, start: int, length: int, score: str, backf
             while need[chosen] > state["free"]:
                 if backfill:
                     queue.sort(key=submit.__getitem__)
-                    for job in list(queue):
+                    for job in queue.copy():  # begin() removes from the queue
                         if state["now"] + request[job] < earliest and need[job] <= state["free"]:
                             begin(job)
                 advance()
