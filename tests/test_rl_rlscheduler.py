@@ -5,6 +5,7 @@ traces (skipped without them), and ``examples/rlscheduler_table5.py``'s refusals
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 from pathlib import Path
 
@@ -76,7 +77,7 @@ def test_disjoint_held_out_slices() -> None:
     from market_hpc.rl.evaluate import disjoint_starts
 
     starts = disjoint_starts(202_876, 1024, 10, seed=1, span=(0.7, 1.0))
-    assert starts == sorted(starts) and all(b - a >= 1024 for a, b in zip(starts, starts[1:]))
+    assert starts == sorted(starts) and all(b - a >= 1024 for a, b in itertools.pairwise(starts))
     # The training episodes (256 jobs starting in (0, 0.7)) end before the first held-out job.
     assert start_indices((0.0, 0.7), 202_876, 256)[1] + 256 <= starts[0]
     assert starts[-1] + 1024 <= 202_876
