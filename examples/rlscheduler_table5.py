@@ -43,7 +43,8 @@ from market_hpc.rl.rlscheduler import (
     sequence_bsld,
 )
 
-TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "HPC2N-2002-2.1-cln.swf.gz"
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+TRACE = SHARED / "HPC2N-2002-2.1-cln.swf.gz"
 PUBLISHED = {  # RLScheduler, Table V, HPC2N: bounded slowdown (its README's table)
     "fifo": 297.18, "wfp3": 426.99, "unicep": 609.77, "sjf": 157.71, "f1": 118.01,
     "easy": 127.38, "wfp3-easy": 97.39, "unicep-easy": 175.12, "sjf-easy": 122.04, "f1-easy": 71.95,
@@ -94,7 +95,8 @@ def table5(args: argparse.Namespace) -> pd.DataFrame:
     nodes, per_node = machine(trace, platform, source)
     spec = platform if platform is not None else f"nodes={nodes},cores={per_node:g}"
     if args.draw == "rlscheduler":
-        starts = rlscheduler_starts(len(trace), args.jobs, args.sequences, args.seed, args.draw_range)
+        starts = rlscheduler_starts(len(trace), args.jobs, args.sequences, args.seed,
+                                    args.draw_range)
     else:
         starts = slice_starts(len(trace), args.jobs, args.sequences, args.seed)
     print(f"{source}: {len(trace):,} jobs with run time > 0, machine {nodes} x {per_node:g}; "
@@ -111,7 +113,8 @@ def table5(args: argparse.Namespace) -> pd.DataFrame:
                 waits = ["real", "rlscheduler"] if score in ("wfp3", "unicep") else ["real"]
                 for wait in waits:
                     label = "rlscheduler" if wait == "real" else "rlscheduler, its wait"
-                    value = sequence_bsld(trace, start, args.jobs, score, backfill, nodes, per_node, wait)
+                    value = sequence_bsld(trace, start, args.jobs, score, backfill, nodes,
+                                          per_node, wait)
                     rows.append({"semantics": label, "policy": name, "start": start, "bsld": value})
     return pd.DataFrame(rows)
 

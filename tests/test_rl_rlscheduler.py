@@ -66,7 +66,8 @@ def test_backfilling_only_jobs_that_end_before_the_chosen_jobs_earliest_start() 
     # B needs all 4 processors: its earliest start is A's requested end, 100. With A on 3
     # processors, C (1 proc) fits; C ends (by request) at 2 + 10 < 100: backfilled at 2.
     trace = _trace(SUBMIT, RUN, REQUEST, [3, 4, 1])
-    assert schedule_sequence(trace, 0, 3, "fcfs", True, 4, 1.0) == pytest.approx([1.0, 1.0, 1.99])  # A, C, B
+    started = schedule_sequence(trace, 0, 3, "fcfs", True, 4, 1.0)
+    assert started == pytest.approx([1.0, 1.0, 1.99])  # A, C, B
     # C requesting 200 s would end after 100: not backfilled, it waits for B (starts at 200).
     long_c = _trace(SUBMIT, RUN, [100, 100, 200], [3, 4, 1])
     assert schedule_sequence(long_c, 0, 3, "fcfs", True, 4, 1.0)[2] == pytest.approx(20.8)
@@ -141,23 +142,26 @@ def _swf(path: Path, jobs: int, widest: int) -> Path:
     lines = ["; MaxNodes: 8", "; MaxProcs: 8"]
     for i in range(1, jobs + 1):
         procs = widest if i == 7 else 1 + i % 4
-        lines.append(f"{i} {i * 30} 0 {50 + i % 7 * 20} {procs} -1 -1 {procs} 200 -1 1 1 1 1 1 1 -1 -1")
+        run = 50 + i % 7 * 20
+        lines.append(f"{i} {i * 30} 0 {run} {procs} -1 -1 {procs} 200 -1 1 1 1 1 1 1 -1 -1")
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def test_script_refuses_a_narrow_platform_naming_the_job(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_script_refuses_a_narrow_platform_naming_the_job(  # type: ignore[no-untyped-def]
+        tmp_path, capsys) -> None:
     trace = _swf(tmp_path / "t.swf", 60, widest=6)
     code = _script().main(["--trace", str(trace), "--platform", "nodes=4,cores=1", "--jobs", "8",
                            "--sequences", "2"])
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [("rlscheduler_table5: error: --platform nodes=4,cores=1: 4x[node: cores=1]: job 7 "
-                    "of t.swf requests 6 processors, the platform has 4; valid: a platform of at "
+    assert err == [("rlscheduler_table5: error: --platform nodes=4,cores=1: 4x[node: cores=1]: "
+                    "job 7 of t.swf requests 6 processors, the platform has 4; valid: a platform of at "
                     "least 6 cores")]
 
 
-def test_script_runs_both_semantics_on_any_trace(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_script_runs_both_semantics_on_any_trace(  # type: ignore[no-untyped-def]
+        tmp_path, capsys) -> None:
     trace = _swf(tmp_path / "t.swf", 60, widest=6)
     out = tmp_path / "rows.csv"
     code = _script().main(["--trace", str(trace), "--jobs", "8", "--sequences", "3",

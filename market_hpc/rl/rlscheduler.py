@@ -25,9 +25,11 @@ what ``semantics = "rlscheduler"`` runs (``rl.evaluate``, ``examples/rlscheduler
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import math
 import struct
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -36,7 +38,7 @@ import numpy as np
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.errors import ConfigError
-from market_hpc.workload.swf import _read_bytes, header_lines, parse_fast
+from market_hpc.workload.swf import header_lines, parse_fast
 
 SCORES = ("fcfs", "sjf", "f1", "wfp3", "unicep")
 """The heuristics :func:`schedule_sequence` runs, as RLScheduler's ``*_score`` functions."""
@@ -118,13 +120,22 @@ def _header_value(lines: Sequence[str], key: str) -> int:
     return 0
 
 
+def _trace_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    except (OSError, EOFError) as exc:
+        raise ConfigError(f"cannot read trace {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
 def read_rlscheduler_trace(path: str) -> RLTrace:
     """Read an SWF trace as RLScheduler's ``job.Workloads`` does (see the module docstring).
 
     Raises:
         ConfigError: The file cannot be read or parsed as 18-field SWF lines.
     """
-    data = _read_bytes(path)
+    data = _trace_bytes(path)
     rows = parse_fast(data)
     if rows is None:
         raise ConfigError(f"{path}: not a regular 18-field SWF trace (market-hpc trace info {path} "
@@ -179,7 +190,8 @@ def check_machine(trace: RLTrace, starts: Sequence[int], length: int, nodes: int
         for index in range(start, start + length):
             if math.ceil(trace.procs[index] / per_node) > nodes:
                 raise ConfigError(
-                    f"{source}: job {trace.job_id[index]} requests {trace.procs[index]} processors; "
+                    f"{source}: job {trace.job_id[index]} requests {trace.procs[index]} "
+                    f"processors; "
                     f"the platform has {total:g} ({nodes} nodes); valid: a platform of at least "
                     f"{trace.procs[index]} processors")
 
@@ -211,7 +223,7 @@ def schedule_sequence(trace: RLTrace, start: int, length: int, score: str, backf
     request, procs = list(trace.request[start:stop]), list(trace.procs[start:stop])
     need = [math.ceil(p / per_node) for p in procs]
     check_machine(trace, [start], length, nodes, per_node, "platform")
-    key: Callable[[int], object]
+    key: Callable[[int], tuple[float, ...]]
     if score in ("fcfs", "sjf", "f1"):
         static = _static_scores(score, submit, request, procs)
         key = static.__getitem__
@@ -274,7 +286,7 @@ def schedule_sequence(trace: RLTrace, start: int, length: int, score: str, backf
             if state["next"] >= length:
                 break
             while not queue:
-                release = math.inf
+                release = sys.maxsize  # as RLScheduler: always add jobs when none runs
                 if running:
                     running.sort(key=real_end)
                     release = real_end(running[0])
