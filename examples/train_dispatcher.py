@@ -11,13 +11,19 @@ RLScheduler's kernel network (``market_hpc.rl.kernel``), for at most ``--minutes
 time on ``--threads`` torch threads. The model is saved with its options
 (``learned:PATH`` then runs it as a scheduler anywhere).
 
-Evaluation: 10 held-out slices of 1,024 jobs from the last 30 % of the training trace,
-and 10 slices of 1,024 jobs of the second trace (KTH-SP2 by default), each run from an
+Evaluation: 10 held-out slices of 1,024 jobs from the last 30 % of the training trace
+(disjoint from the training range and from each other by construction:
+``rl.evaluate.disjoint_starts``), and 10 disjoint slices of 1,024 jobs of the second trace
+(KTH-SP2 by default), each run from an
 empty machine by every policy; per policy the mean of the slices' mean bounded slowdown
 with a 95 % t interval, and the paired difference to the trained policy (policy − learned,
 same slices) with its 95 % t interval: positive means the trained policy is better. The
 trained policy is also run with EASY backfilling around its choices (``learned+easy``),
 as RLScheduler reports it. Results go to ``OUT.eval.csv`` and ``OUT.eval.md``.
+
+``--seeds 0 1 2`` trains one model per seed (``OUT-s0.zip``, ...) and ends with the
+across-seed 95 % t interval of each policy's mean paired difference to the trained policy
+(the spread a paper should report: one training run is one sample).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -50,10 +57,45 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     parser.add_argument("--eval-slices", type=int, default=10)
     parser.add_argument("--eval-jobs", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=None,
+                        help="train one model per seed (OUT-sSEED) and report across-seed intervals")
     parser.add_argument("--out", default="models/dispatcher", help="model path (PATH.zip, PATH.zip.json)")
     parser.add_argument("--evaluate-only", action="store_true", help="evaluate the model saved at --out")
     args = parser.parse_args(argv)
+    if args.seeds:
+        return _across_seeds(args, list(sys.argv[1:] if argv is None else argv))
+    return _one_seed(args)
 
+
+def _across_seeds(args: argparse.Namespace, argv: list[str]) -> pd.DataFrame:
+    from market_hpc.experiment.stats import t_interval
+
+    kept, skip = [], False
+    for token in argv:  # the same command per seed, without --seeds and with its own --out
+        if skip and not token.startswith("--"):
+            continue
+        skip = token in ("--seeds", "--out", "--seed")
+        if not skip:
+            kept.append(token)
+    frames = []
+    for seed in args.seeds:
+        frame = main([*kept, "--seed", str(seed), "--out", f"{args.out}-s{seed}"])
+        frames.append(frame.assign(seed=seed))
+    result = pd.concat(frames)
+    print(f"\nacross {len(args.seeds)} training seeds {args.seeds}: mean paired difference "
+          "policy - learned (positive: the trained policy is better), 95 % t interval over seeds")
+    for label, part in result.groupby("set", sort=False):
+        per_seed = part.pivot_table(index=["seed", "start"], columns="policy", values="bsld")
+        means = {name: (per_seed[name] - per_seed["learned"]).groupby(level="seed").mean()
+                 for name in per_seed.columns if name != "learned"}
+        print(f"{label}:")
+        for name, values in means.items():
+            mean, low, high = t_interval(values.to_numpy())
+            print(f"  {name:14s} {mean:9.2f} [{low:.2f}, {high:.2f}]")
+    return result
+
+
+def _one_seed(args: argparse.Namespace) -> pd.DataFrame:
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -61,7 +103,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
 
     from market_hpc.policies import make_allocator
     from market_hpc.rl.env import HPCDispatchEnv
-    from market_hpc.rl.evaluate import evaluate, paired_table, slice_starts
+    from market_hpc.rl.evaluate import disjoint_starts, evaluate, paired_table
     from market_hpc.rl.kernel import KernelPolicy
     from market_hpc.rl.learned import (
         DispatchingPolicy,
@@ -125,9 +167,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     policies = {**{name: name for name in HEURISTICS}, "learned": learned(False), "learned+easy": learned(True)}
     sets = [
         (f"{Path(args.train_trace).name} held-out (last 30 %)", train_jobs, args.train_platform,
-         slice_starts(len(train_jobs), args.eval_jobs, args.eval_slices, args.seed + 1, span=(0.7, 1.0))),
+         disjoint_starts(len(train_jobs), args.eval_jobs, args.eval_slices, 1, span=(0.7, 1.0))),
         (Path(args.test_trace).name, test_jobs, args.test_platform,
-         slice_starts(len(test_jobs), args.eval_jobs, args.eval_slices, args.seed + 1)),
+         disjoint_starts(len(test_jobs), args.eval_jobs, args.eval_slices, 1)),
     ]
     frames, lines = [], [f"# Evaluation of {saved}", "", f"Training: {json.dumps(info)}", ""]
     for label, jobs, platform, starts in sets:

@@ -5,6 +5,7 @@ each slice, and paired comparisons across slices (the same slices for every sche
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,6 +35,26 @@ def slice_starts(n_jobs: int, length: int, count: int, seed: int, span: tuple[fl
         raise ConfigError(f"no {length}-job slice fits in {span} of {n_jobs} jobs")
     rng = np.random.default_rng(seed)
     return sorted(int(x) for x in rng.integers(low, high + 1, size=count))
+
+
+def disjoint_starts(n_jobs: int, length: int, count: int, seed: int,
+                    span: tuple[float, float] = (0.0, 1.0)) -> list[int]:
+    """``count`` seeded first indices of ``length``-job slices that share no job, inside
+    ``span`` (fractions of the ``n_jobs`` jobs, from ``ceil(low * n)`` to ``ceil(high * n)``,
+    the bounds ``HPCDispatchEnv``'s ``start_range`` uses, so slices after a training range
+    share no job with any training episode). The span is cut into ``count`` equal
+    segments and one slice is drawn uniformly inside each: disjoint by construction.
+
+    >>> disjoint_starts(10_000, 1000, 3, seed=0, span=(0.7, 1.0))
+    [7000, 8000, 9000]
+    """
+    low, high = math.ceil(span[0] * n_jobs), min(math.ceil(span[1] * n_jobs), n_jobs)
+    segment = (high - low) // count if count > 0 else 0
+    if count < 1 or segment < length:
+        raise ConfigError(f"{count} disjoint {length}-job slices do not fit in {span} of "
+                          f"{n_jobs} jobs ({high - low} jobs); valid: fewer or shorter slices")
+    rng = np.random.default_rng(seed)
+    return [low + i * segment + int(rng.integers(0, segment - length + 1)) for i in range(count)]
 
 
 def run_slice(jobs: Sequence[Job], platform: Platform | str, policy: str | Policy) -> dict[str, float]:
