@@ -24,7 +24,8 @@ from market_hpc.rl.rlscheduler import (
 REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO.parent / "shared" / "traces"
 HPC2N = TRACES / "HPC2N-2002-2.1-cln.swf.gz"
-LUBLIN = Path(os.environ.get("MARKET_HPC_LUBLIN256", str(TRACES / "lublin_256.swf")))
+# RLScheduler's data/lublin_256.swf (Lublin's model, 10,000 jobs on 256 processors), gzipped
+LUBLIN = Path(os.environ.get("MARKET_HPC_LUBLIN256", str(REPO / "tests" / "data" / "lublin_256.swf.gz")))
 
 
 def _trace(submit: list[int], run: list[int], request: list[int], procs: list[int]) -> RLTrace:
