@@ -249,7 +249,7 @@ def _failure(error: BaseException, clock: _Clock) -> DownloadError:
     if isinstance(error, http.client.RemoteDisconnected):
         return DownloadError("the server closed the connection without an HTTP reply")
     if isinstance(error, http.client.BadStatusLine):
-        return DownloadError(f"not an HTTP reply (it begins {_one_line(str(error))[:60]})")
+        return DownloadError(f"not an HTTP reply (it begins {_one_line(str(error))[:60]!r})")
     if isinstance(error, http.client.IncompleteRead):
         return DownloadError("the body ended early or its chunked encoding is broken")
     if isinstance(error, http.client.HTTPException):

@@ -197,8 +197,8 @@ def fetch_trace(
                               rate_window=rate_window, progress=progress)
         if digest != entry.sha256:
             raise TraceFetchError(
-                f"{url}: got {entry.size:,} bytes with SHA-256 {digest}, expected SHA-256 "
-                f"{entry.sha256}; the file was not kept")
+                f"{url}: got {entry.size:,} bytes with SHA-256 {digest}, expected "
+                f"{entry.size:,} bytes with SHA-256 {entry.sha256}; the file was not kept")
         partial.replace(target)
     except DownloadError as error:
         hint = ("; without direct access, fetch from a mirror: --mirror URL" if mirror is None
@@ -256,10 +256,11 @@ def resolve_trace(trace: str, base_dir: Path | None = None) -> str:
     if entry is None:
         return str(path.resolve()) if base_dir is not None else trace
     looked = ", ".join(str(candidate.parent) for candidate in candidates)
+    alias = "" if trace == entry.name else f" ({entry.name})"
     raise ConfigError(
-        f"trace {trace!r} is the catalogue log {entry.name}, not found (looked in {looked}); "
-        f"fetch it first: market-hpc trace fetch {entry.name} (without direct access: "
-        "--mirror URL)")
+        f"trace {trace!r}{alias} is a catalogue log that is not in the cache nor the trace "
+        f"folders (looked in {looked}); fetch it first: market-hpc trace fetch {entry.name} "
+        "(without direct access, add --mirror URL)")
 
 
 def catalogue_table() -> list[str]:
