@@ -9,7 +9,7 @@ A scenario file::
     timeseries = true
 
     [workload]
-    trace = "kth-sp2"             # catalogue name, file name or path; or: generator = "lublin-feitelson"
+    trace = "kth-sp2"       # catalogue name, file name or path; or: generator = "lublin-feitelson"
     load_factor = 1.0
     first_n = 5000
 

@@ -111,12 +111,13 @@ class _Clock:
         if self.min_rate > 0 and span >= self.rate_window:
             rate = (received - self.window_bytes) / span
             if rate < self.min_rate:
-                raise DownloadError(f"{rate:,.0f} B/s over the last {span:.3g} s, below the minimum "
-                                    f"rate of {self.min_rate:g} B/s (--min-rate)")
+                raise DownloadError(f"{rate:,.0f} B/s over the last {span:.3g} s, below the "
+                                    f"minimum rate of {self.min_rate:g} B/s (--min-rate)")
             self.window_start, self.window_bytes = now, received
 
     def deadline_error(self) -> DownloadError:
-        return DownloadError(f"not complete within the deadline of {self.deadline:g} s (--deadline)")
+        return DownloadError(
+            f"not complete within the deadline of {self.deadline:g} s (--deadline)")
 
 
 def download(url: str, out: BinaryIO, size: int, deadline: float = DEFAULT_DEADLINE,
