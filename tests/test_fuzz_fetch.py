@@ -225,6 +225,31 @@ def test_random_replies_never_escape_as_tracebacks(
         _fetch_fails(server, case, capsys, "--deadline", "5")
 
 
+def test_tls_to_a_plain_http_server_is_one_line(
+    server: str, sample: CatalogueTrace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    https = server.replace("http://", "https://")
+    assert main(["trace", "fetch", "sample", "--mirror", f"{https}/ok"]) == 2
+    assert capsys.readouterr().err == (
+        f"market-hpc: error: cannot download sample from {https}/ok/{FILE}: "
+        "TLS: WRONG_VERSION_NUMBER\n"
+    )
+
+
+def test_a_proxy_variable_that_is_not_host_port_is_one_line(
+    server: str, sample: CatalogueTrace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("http_proxy", "http://proxy.invalid:port")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    with pytest.raises(
+        TraceFetchError,
+        match=r"/ok/lf-240p-5000\.swf\.gz: the proxy of the "
+        r"environment: Port could not be cast to integer value as 'port'$",
+    ):
+        fetch_trace(sample, mirror=f"{server}/ok")
+
+
 def test_a_redirect_to_the_file_is_followed(server: str, sample: CatalogueTrace) -> None:
     path = fetch_trace(sample, mirror=f"{server}/redirect-ok")
     assert path.read_bytes() == BODY

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import socket
+import ssl
 import threading
 import time
 import urllib.parse
@@ -143,7 +144,10 @@ def download(url: str, out: BinaryIO, size: int, deadline: float = DEFAULT_DEADL
         problem = _url_problem(url)
         if problem:
             raise DownloadError(f"redirected to {url!r}: {problem}")
-        connection, target = _connection(url, clock)
+        try:
+            connection, target = _connection(url, clock)
+        except ValueError as error:  # a proxy variable that is not host:port
+            raise DownloadError(f"the proxy of the environment: {_one_line(str(error))}") from None
         watchdog = threading.Timer(clock.remaining(), _expire, (clock, connection))
         watchdog.daemon = True
         watchdog.start()
@@ -260,6 +264,9 @@ def _failure(error: BaseException, clock: _Clock) -> DownloadError:
             return DownloadError(f"no data for {clock.rate_window:g} s, below the minimum rate of "
                                  f"{clock.min_rate:g} B/s (--min-rate)")
         return clock.deadline_error()
+    if isinstance(error, ssl.SSLError):
+        detail = getattr(error, "verify_message", None) or error.reason or error
+        return DownloadError(f"TLS: {_one_line(str(detail))[:200]}")
     if isinstance(error, socket.gaierror):
         return DownloadError(f"cannot resolve the host: {error.strerror or error}")
     if isinstance(error, OSError):
