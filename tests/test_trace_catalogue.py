@@ -116,7 +116,7 @@ def test_replay_takes_a_fetched_name_and_its_platform(mirror: str, sample_entry:
     assert "checksum verified, cached at" in out and "market-hpc replay sample --platform nodes=240,cores=1" in out
     assert main(["trace", "list"]) == 0
     assert "sample" in capsys.readouterr().out
-    assert main(["replay", "sample", "--first-n", "40", "--scheduler", "easy", "--out", str(tmp_path / "b")]) == 0
+    assert main(["replay", "SAMPLE", "--first-n", "40", "--scheduler", "easy", "--out", str(tmp_path / "b")]) == 0
     assert main(["replay", str(cached_path(sample_entry)), "--platform", "nodes=240,cores=1", "--first-n", "40",
                  "--scheduler", "easy", "--out", str(tmp_path / "c")]) == 0
     assert (tmp_path / "b" / "jobs.csv").read_text() == (tmp_path / "c" / "jobs.csv").read_text()

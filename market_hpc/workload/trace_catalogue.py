@@ -116,6 +116,15 @@ def catalogue_entry(name: str) -> CatalogueTrace:
     return entry
 
 
+def catalogue_lookup(name: str) -> CatalogueTrace | None:
+    """The entry named ``name`` (its name in any case, or its archive file name), else ``None``.
+
+    >>> catalogue_lookup("KTH-SP2").name, catalogue_lookup("HPC2N-2002-2.1-cln.swf.gz").name
+    ('kth-sp2', 'hpc2n')
+    """
+    return _lookup(name)
+
+
 def _lookup(name: str) -> CatalogueTrace | None:
     folded = name.lower()
     return CATALOGUE.get(name) or next(
