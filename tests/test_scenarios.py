@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import SHARED_TRACES
 
+from market_hpc.errors import ConfigError
 from market_hpc.experiment import load_scenario, simulate
 from market_hpc.experiment.audit import audit_run
+from market_hpc.workload.trace_catalogue import resolve_trace
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 RUN_FILES = sorted(p for p in SCENARIOS.glob("*.toml") if "grid" not in tomllib.loads(p.read_text()))
@@ -47,8 +49,12 @@ def check_run(result, out: Path) -> None:  # type: ignore[no-untyped-def]
 def test_scenario_runs_end_to_end(path, tmp_path):
     data = tomllib.loads(path.read_text())
     trace = data["workload"].get("trace")
-    if trace and "shared/traces" in trace and not SHARED_TRACES.is_dir():
-        pytest.skip(f"{path.name} replays a real trace and {SHARED_TRACES} is absent")
+    if trace:
+        try:
+            resolve_trace(trace, path.parent)
+        except ConfigError:
+            pytest.skip(f"{path.name} replays the real trace {trace}, neither fetched nor in "
+                        f"{SHARED_TRACES}")
     config = load_scenario(path, small_overrides(path))
     result = simulate(config)
     check_run(result, tmp_path / "run")

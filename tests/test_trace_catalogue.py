@@ -54,8 +54,10 @@ def mirror(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def sample_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CatalogueTrace:
-    """A catalogue entry for the sample trace, and an empty cache folder."""
+    """A catalogue entry for the sample trace, an empty cache folder and no trace folder."""
     monkeypatch.setenv("MARKET_HPC_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "no-traces").mkdir()
+    monkeypatch.setenv("MARKET_HPC_TRACES", str(tmp_path / "no-traces"))
     data = SAMPLE.read_bytes()
     entry = CatalogueTrace("sample", SAMPLE.name, "l_sample", len(data), hashlib.sha256(data).hexdigest(),
                            "nodes=240,cores=1", 5000, "Lublin-Feitelson sample")
@@ -114,7 +116,7 @@ def test_replay_takes_a_fetched_name_and_its_platform(mirror: str, sample_entry:
     assert "checksum verified, cached at" in out and "market-hpc replay sample --platform nodes=240,cores=1" in out
     assert main(["trace", "list"]) == 0
     assert "sample" in capsys.readouterr().out
-    assert main(["replay", "sample", "--first-n", "40", "--scheduler", "easy", "--out", str(tmp_path / "b")]) == 0
+    assert main(["replay", "SAMPLE", "--first-n", "40", "--scheduler", "easy", "--out", str(tmp_path / "b")]) == 0
     assert main(["replay", str(cached_path(sample_entry)), "--platform", "nodes=240,cores=1", "--first-n", "40",
                  "--scheduler", "easy", "--out", str(tmp_path / "c")]) == 0
     assert (tmp_path / "b" / "jobs.csv").read_text() == (tmp_path / "c" / "jobs.csv").read_text()
@@ -125,8 +127,10 @@ def test_replay_of_a_path_still_needs_a_platform(sample_entry: CatalogueTrace, t
     assert main(["replay", str(SAMPLE), "--out", str(tmp_path / "x")]) == 2
     assert "--platform is required" in capsys.readouterr().err
     assert resolve_trace(str(SAMPLE)) == str(SAMPLE)  # a path is a path
-    with pytest.raises(ConfigError, match="not in the cache .*; fetch it first: market-hpc trace fetch curie"):
-        resolve_trace("curie")  # the cache is empty (sample_entry points it at tmp_path)
+    with pytest.raises(ConfigError, match=r"trace 'Curie' \(curie\) is a catalogue log that is not in the "
+                       r"cache nor the trace folders \(looked in .*cache/traces, .*no-traces\); fetch it first: "
+                       r"market-hpc trace fetch curie \(without direct access, add --mirror URL\)"):
+        resolve_trace("Curie")  # the cache and the trace folder are empty (sample_entry)
 
 
 def test_catalogue_matches_the_archive_files_beside_the_checkout() -> None:

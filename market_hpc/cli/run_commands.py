@@ -93,13 +93,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from market_hpc.workload.trace_catalogue import resolve_trace
 
     if args.platform is None:
-        from market_hpc.workload.trace_catalogue import CATALOGUE
+        from market_hpc.workload.trace_catalogue import CATALOGUE, catalogue_lookup
 
-        if args.trace not in CATALOGUE:
+        entry = catalogue_lookup(args.trace)
+        if entry is None:
             raise ConfigError(f"replay {args.trace}: --platform is required (a preset, "
                               "nodes=N,cores=C or a platform TOML file); only catalogue logs "
                               f"({', '.join(CATALOGUE)}) have a default")
-        args.platform = CATALOGUE[args.trace].platform
+        args.platform = entry.platform
     market = args.market or scheduler_entry(args.scheduler).market
     if market and not args.market:
         print(f"{args.scheduler} is a market policy: trace jobs get value curves "

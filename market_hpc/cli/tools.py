@@ -6,11 +6,17 @@ Kept apart from :mod:`market_hpc.cli` so that module stays a thin list of comman
 from __future__ import annotations
 
 import argparse
+import math
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+# http_fetch's defaults, repeated so that building the parser imports no workload module
+# (the package imports pandas); tests/test_fuzz_fetch.py keeps them equal.
+DEFAULT_DEADLINE = 900.0
+DEFAULT_MIN_RATE = 1000.0
+RATE_WINDOW = 30.0
 LENIENT_HELP = ("skip malformed lines instead of stopping at the first; each is counted by "
                 "kind and the first line numbers are listed")
 
@@ -63,6 +69,7 @@ def cmd_trace_fetch(args: argparse.Namespace) -> int:
     import sys
     import time
 
+    from market_hpc.workload.http_fetch import check_base_url
     from market_hpc.workload.trace_catalogue import (
         cached_path,
         catalogue_entry,
@@ -71,11 +78,14 @@ def cmd_trace_fetch(args: argparse.Namespace) -> int:
     )
 
     entries = [catalogue_entry(name) for name in args.names]  # every name checked before any download
+    if args.mirror is not None:
+        check_base_url(args.mirror)
     for entry in entries:
         if not args.force and is_verified(entry):
             print(f"{entry.name}: already cached, checksum verified: {cached_path(entry)}")
             continue
-        print(f"{entry.name}: downloading {entry.url(args.mirror)} ({entry.size / 1e6:.1f} MB)")
+        print(f"{entry.name}: downloading {entry.url(args.mirror)} ({entry.size / 1e6:.1f} MB)",
+              flush=True)
         shown = {"at": 0.0}
 
         def progress(done: int, total: int, shown: dict[str, float] = shown) -> None:
@@ -85,10 +95,27 @@ def cmd_trace_fetch(args: argparse.Namespace) -> int:
                 print(f"  {done / 1e6:.1f} of {total / 1e6:.1f} MB ({100 * done / total:.0f}%)",
                       file=sys.stderr, flush=True)
 
-        path = fetch_trace(entry, mirror=args.mirror, progress=progress, force=args.force)
+        path = fetch_trace(entry, mirror=args.mirror, progress=progress, force=args.force,
+                           deadline=args.deadline, min_rate=args.min_rate)
         print(f"{entry.name}: checksum verified, cached at {path}; replay it with "
               f"market-hpc replay {entry.name} --platform {entry.platform}")
     return 0
+
+
+def _number(minimum: float, strict: bool) -> Callable[[str], float]:
+    """An argparse type: a finite number above ``minimum`` (``strict``) or at least it."""
+    bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+            raise argparse.ArgumentTypeError(f"got {text!r}; valid: a finite number {bound}")
+        return value
+
+    return parse
 
 
 def add_catalogue_commands(trace_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -102,11 +129,19 @@ def add_catalogue_commands(trace_sub: argparse._SubParsersAction) -> None:  # ty
         "fetch", help="download archive logs into the cache (checksum verified)",
         description="Download logs of the Parallel Workloads Archive into the cache folder "
         "($MARKET_HPC_CACHE/traces, else ~/.cache/market-hpc/traces), verify each file's "
-        "SHA-256 and keep it only when it matches. replay then accepts the name.")
+        "SHA-256 and keep it only when it matches (a failed or interrupted download leaves "
+        "nothing). replay and scenario files then accept the name. Any network or protocol "
+        "failure is one line naming the URL, exit code 2.")
     fetch.add_argument("names", nargs="+", metavar="NAME", help="catalogue names (trace list)")
-    fetch.add_argument("--mirror", help="base URL serving the archive's file names, for sites "
-                       "without direct access")
+    fetch.add_argument("--mirror", help="base URL (http:// or https://) serving the archive's "
+                       "file names, for sites without direct access")
     fetch.add_argument("--force", action="store_true", help="download again even when cached")
+    fetch.add_argument("--deadline", type=_number(0, strict=True), default=DEFAULT_DEADLINE,
+                       metavar="SECONDS", help="give up on a log whose download takes longer "
+                       f"(default {DEFAULT_DEADLINE:g})")
+    fetch.add_argument("--min-rate", type=_number(0, strict=False), default=DEFAULT_MIN_RATE,
+                       metavar="BYTES_PER_S", help="give up when fewer bytes a second arrive over "
+                       f"{RATE_WINDOW:g} s (default {DEFAULT_MIN_RATE:g}; 0: no minimum)")
     fetch.set_defaults(func=cmd_trace_fetch)
 
 

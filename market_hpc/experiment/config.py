@@ -9,7 +9,7 @@ A scenario file::
     timeseries = true
 
     [workload]
-    trace = "../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz"   # or: generator = "lublin-feitelson"
+    trace = "kth-sp2"       # catalogue name, file name or path; or: generator = "lublin-feitelson"
     load_factor = 1.0
     first_n = 5000
 
@@ -48,6 +48,7 @@ from market_hpc.workload.all_families import AllFamiliesRule, check_source
 from market_hpc.workload.burst_buffer import BurstBufferRule
 from market_hpc.workload.generators import GENERATORS as GENERATOR_ENTRIES
 from market_hpc.workload.generators import check_own_parameters, generator_entry
+from market_hpc.workload.trace_catalogue import resolve_trace
 
 GENERATORS = tuple(GENERATOR_ENTRIES)  # the names of market_hpc.workload.generators.GENERATORS
 CURVE_REGIME_NAMES = ("spec", "steep")
@@ -59,7 +60,8 @@ class WorkloadConfig:
 
     Attributes:
         trace: SWF file (plain or .gz); relative paths are resolved against the
-            scenario file's folder.
+            scenario file's folder; a catalogue name (``kth-sp2``) or a file name is found
+            in the trace cache or the trace folders (``trace_catalogue.resolve_trace``).
         jobset: Task-graph job set JSON (market dispatchers).
         generator: Synthetic generator name when no file is given.
         jobs: Number of jobs to generate.
@@ -381,7 +383,12 @@ def config_from_dict(data: dict[str, Any], base_dir: Path | None = None) -> RunC
     """Validate a nested dict into a ``RunConfig``.
 
     Relative ``workload.trace`` / ``workload.jobset`` paths are resolved against
-    ``base_dir`` when given.
+    ``base_dir`` when given; a trace may also be a catalogue name or a trace file name
+    (``trace_catalogue.resolve_trace``: the cache ``trace fetch`` fills, then
+    ``$MARKET_HPC_TRACES`` or ``../shared/traces``), and is stored as the file found.
+
+    Raises:
+        ConfigError: invalid keys or values, or a catalogue trace found nowhere.
     """
     if "workload" not in data:
         raise ConfigError("scenario needs a [workload] table (trace, jobset or generator)")
@@ -389,10 +396,10 @@ def config_from_dict(data: dict[str, Any], base_dir: Path | None = None) -> RunC
     if base_dir is not None:
         workload = config.workload
         updates: dict[str, Any] = {}
-        for key in ("trace", "jobset"):
-            value = getattr(workload, key)
-            if value is not None and not Path(value).is_absolute():
-                updates[key] = str((base_dir / value).resolve())
+        if workload.trace is not None:
+            updates["trace"] = resolve_trace(workload.trace, base_dir)
+        if workload.jobset is not None and not Path(workload.jobset).is_absolute():
+            updates["jobset"] = str((base_dir / workload.jobset).resolve())
         if updates:
             config = dataclasses.replace(config, workload=dataclasses.replace(workload, **updates))
     return config

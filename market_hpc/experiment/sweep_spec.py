@@ -52,6 +52,7 @@ from typing import Any
 from market_hpc.errors import ConfigError, MarketHpcError, UnknownNameError
 from market_hpc.experiment.config import config_from_dict, set_path
 from market_hpc.tomlfile import read_toml
+from market_hpc.workload.trace_catalogue import resolve_trace
 
 RESERVED_KEYS = ("base", "seeds", "grid", "zip", "report", "quick")
 FIXED_COLUMNS = ("run_id", "seed", "status", "error", "duration_s")
@@ -206,13 +207,18 @@ def _read_toml(file: Path, what: str) -> dict[str, Any]:
     return read_toml(file, what, SweepError)
 
 
-def _resolve_inputs(data: dict[str, Any], folder: Path) -> None:
+def _resolve_inputs(data: dict[str, Any], folder: Path, file: Path) -> None:
     workload = data.get("workload")
     if not isinstance(workload, dict):
         return
     for key in INPUT_FILE_KEYS:
         value = workload.get(key)
-        if isinstance(value, str) and not Path(value).is_absolute():
+        if isinstance(value, str) and key == "trace":
+            try:  # a catalogue name or file name, as in a scenario file
+                workload[key] = resolve_trace(value, folder)
+            except ConfigError as exc:
+                raise SweepError(f"{file}: workload.trace: {exc}") from None
+        elif isinstance(value, str) and not Path(value).is_absolute():
             workload[key] = str((folder / value).resolve())
 
 
@@ -231,9 +237,9 @@ def _base_scenario(file: Path, base_ref: Any, inline: dict[str, Any]) -> dict[st
             raise SweepError(f"{file}: base: expected a scenario file path, got {base_ref!r}")
         base_file = file.parent / base_ref
         base = _read_toml(base_file, "base scenario")
-        _resolve_inputs(base, base_file.parent)
+        _resolve_inputs(base, base_file.parent, base_file)
     inline = copy.deepcopy(inline)
-    _resolve_inputs(inline, file.parent)
+    _resolve_inputs(inline, file.parent, file)
     _merge(base, inline)
     try:
         config_from_dict(base)

@@ -6,7 +6,8 @@ Workload Format. Each catalogue entry names one cleaned log, where the archive s
 its size and SHA-256 (taken from the archive's file), and the platform preset that models
 the machine it was recorded on. ``market-hpc trace list`` prints the catalogue and
 ``market-hpc trace fetch NAME`` downloads a log, checks its checksum and keeps it under the
-user's cache folder, where ``replay NAME`` finds it.
+user's cache folder, where ``replay NAME`` and scenario files (``trace = "kth-sp2"``) find
+it (:func:`resolve_trace`).
 
 Sites without direct access name a mirror: a base URL under which the archive's file names
 are served (``--mirror https://mirror.example/pwa`` fetches ``.../pwa/KTH-SP2-1996-2.1-cln.swf.gz``).
@@ -16,16 +17,24 @@ from __future__ import annotations
 
 import hashlib
 import os
-import urllib.error
-import urllib.request
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from market_hpc.errors import ConfigError, MarketHpcError, UnknownNameError
+from market_hpc.workload.http_fetch import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MIN_RATE,
+    RATE_WINDOW,
+    DownloadError,
+    check_base_url,
+    download,
+)
 
 ARCHIVE = "https://www.cs.huji.ac.il/labs/parallel/workload"
 _CHUNK = 1 << 16
+SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
 
 
 class TraceFetchError(MarketHpcError):
@@ -58,7 +67,7 @@ class CatalogueTrace:
 
     def url(self, mirror: str | None = None) -> str:
         """Where to download the file: the archive, or ``mirror`` followed by the file name."""
-        if mirror:
+        if mirror is not None:
             return f"{mirror.rstrip('/')}/{self.file}"
         return f"{ARCHIVE}/{self.folder}/{self.file}"
 
@@ -107,8 +116,19 @@ def catalogue_entry(name: str) -> CatalogueTrace:
     return entry
 
 
+def catalogue_lookup(name: str) -> CatalogueTrace | None:
+    """The entry named ``name`` (its name in any case, or its archive file name), else ``None``.
+
+    >>> catalogue_lookup("KTH-SP2").name, catalogue_lookup("HPC2N-2002-2.1-cln.swf.gz").name
+    ('kth-sp2', 'hpc2n')
+    """
+    return _lookup(name)
+
+
 def _lookup(name: str) -> CatalogueTrace | None:
-    return CATALOGUE.get(name) or next((e for e in CATALOGUE.values() if e.file == name), None)
+    folded = name.lower()
+    return CATALOGUE.get(name) or next(
+        (e for e in CATALOGUE.values() if folded in (e.name.lower(), e.file.lower())), None)
 
 
 def cached_path(entry: CatalogueTrace) -> Path:
@@ -136,74 +156,120 @@ def fetch_trace(
     mirror: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     force: bool = False,
+    deadline: float = DEFAULT_DEADLINE,
+    min_rate: float = DEFAULT_MIN_RATE,
+    rate_window: float = RATE_WINDOW,
 ) -> Path:
     """Download ``entry`` into the cache, verify its SHA-256 and return its path.
 
     A file already cached with the right checksum is kept (``force`` downloads it again).
-    The download goes to a temporary file beside the target and is renamed only after the
-    checksum matched, so the cache never holds a partial or corrupt trace.
+    The download goes to a temporary file of its own beside the target and is renamed only
+    after the checksum matched, so the cache never holds a partial or corrupt trace, also
+    when the download is interrupted or two fetches run at once.
 
     Args:
         entry: The catalogue entry.
-        mirror: Base URL serving the archive's file names, instead of the archive.
+        mirror: Base URL serving the archive's file names, instead of the archive
+            (``http://`` or ``https://``).
         progress: Called as ``progress(bytes_so_far, total_bytes)`` while downloading.
         force: Download even when a verified copy is cached.
+        deadline: Seconds the whole download may take.
+        min_rate: Bytes per second each ``rate_window`` seconds must reach (0: no minimum).
+        rate_window: Seconds over which the rate is measured.
 
     Returns:
         The cached file.
 
     Raises:
-        TraceFetchError: The download failed (the URL and the cause are named) or the file's
-            size or checksum differ from the catalogue's.
+        ConfigError: ``mirror`` is not an http(s) base URL.
+        TraceFetchError: The download failed (the URL and the cause are named, on one line),
+            the cache folder cannot be written, or the file's size or checksum differ from
+            the catalogue's.
     """
+    if mirror is not None:
+        check_base_url(mirror)
     target = cached_path(entry)
     if not force and is_verified(entry):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".part")
-    url = entry.url(mirror)
-    digest = hashlib.sha256()
-    received = 0
+    folder = target.parent
     try:
-        with urllib.request.urlopen(url, timeout=60) as response, partial.open("wb") as out:
-            for block in iter(lambda: response.read(_CHUNK), b""):
-                out.write(block)
-                digest.update(block)
-                received += len(block)
-                if progress is not None:
-                    progress(received, entry.size)
-    except (urllib.error.URLError, OSError, ValueError) as error:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
+    except OSError as error:
+        raise TraceFetchError(f"cannot write the trace cache {folder}: {error.strerror or error} "
+                              "(MARKET_HPC_CACHE names another folder)") from error
+    partial = Path(name)
+    url = entry.url(mirror)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            digest = download(url, out, entry.size, deadline=deadline, min_rate=min_rate,
+                              rate_window=rate_window, progress=progress)
+        if digest != entry.sha256:
+            raise TraceFetchError(
+                f"{url}: got {entry.size:,} bytes with SHA-256 {digest}, expected "
+                f"{entry.size:,} bytes with SHA-256 {entry.sha256}; the file was not kept")
+        partial.replace(target)
+    except DownloadError as error:
+        hint = ("; without direct access, fetch from a mirror: --mirror URL" if mirror is None
+                else "")
+        raise TraceFetchError(f"cannot download {entry.name} from {url}: {error}{hint}") from None
+    except OSError as error:
+        raise TraceFetchError(f"cannot write the trace cache {folder}: "
+                              f"{error.strerror or error}") from error
+    finally:
         partial.unlink(missing_ok=True)
-        reason = getattr(error, "reason", None) or error
-        raise TraceFetchError(f"cannot download {entry.name} from {url}: {reason}") from error
-    if received != entry.size or digest.hexdigest() != entry.sha256:
-        partial.unlink(missing_ok=True)
-        raise TraceFetchError(
-            f"{url}: got {received:,} bytes with SHA-256 {digest.hexdigest()}, expected "
-            f"{entry.size:,} bytes with SHA-256 {entry.sha256}; the file was not kept")
-    partial.replace(target)
     return target
 
 
-def resolve_trace(trace: str) -> str:
-    """The file to read for ``trace``: the path itself when it exists, else the cached copy
-    of a catalogue log named ``trace``.
+def trace_folders() -> list[Path]:
+    """The folders searched for a trace given by name, after the cache.
+
+    ``$MARKET_HPC_TRACES`` (one folder, or several separated by ``os.pathsep``) when that
+    variable is set, else ``shared/traces`` beside the checkout (``../shared/traces`` from
+    the repository).
+    """
+    listed = os.environ.get("MARKET_HPC_TRACES")
+    if listed is not None:
+        return [Path(folder) for folder in listed.split(os.pathsep) if folder]
+    return [SHARED_TRACES]
+
+
+def resolve_trace(trace: str, base_dir: Path | None = None) -> str:
+    """The file to read for ``trace``: a path, a catalogue name or a trace file name.
+
+    In order: ``trace`` as a path (relative to ``base_dir`` when given) when it exists; else,
+    for a catalogue log (its name in any case, ``KTH-SP2``, or its archive file name; also
+    the file name at the end of a path that does not exist), the copy ``trace fetch`` keeps
+    in the cache; else a file of that name in :func:`trace_folders`. A catalogue log found
+    nowhere is an error; anything else is returned as the path, for the reader to report.
 
     Raises:
-        ConfigError: ``trace`` is a catalogue name that has not been fetched yet (the message
+        ConfigError: ``trace`` is a catalogue log found in none of these places (the message
             gives the command that fetches it).
     """
-    if Path(trace).exists():
-        return trace
-    entry = _lookup(trace)
+    given = Path(trace)
+    if not trace or given.is_absolute():
+        return trace  # kept as written: stored runs name their inputs by absolute path
+    path = given if base_dir is None else base_dir / given
+    if path.exists():
+        return str(path.resolve()) if base_dir is not None else trace
+    bare = given.name == trace
+    entry = _lookup(given.name)
+    if entry is None and not bare:
+        return str(path.resolve()) if base_dir is not None else trace
+    candidates = [cached_path(entry)] if entry is not None else []
+    candidates += [folder / (entry.file if entry else trace) for folder in trace_folders()]
+    found = next((candidate for candidate in candidates if candidate.is_file()), None)
+    if found is not None:
+        return str(found.resolve())
     if entry is None:
-        return trace  # not a catalogue name: the reader reports the missing file
-    path = cached_path(entry)
-    if not path.is_file():
-        raise ConfigError(
-            f"trace {trace!r} is a catalogue log that is not in the cache ({path}); fetch it "
-            f"first: market-hpc trace fetch {entry.name}")
-    return str(path)
+        return str(path.resolve()) if base_dir is not None else trace
+    looked = ", ".join(str(candidate.parent) for candidate in candidates)
+    alias = "" if trace == entry.name else f" ({entry.name})"
+    raise ConfigError(
+        f"trace {trace!r}{alias} is a catalogue log that is not in the cache nor the trace "
+        f"folders (looked in {looked}); fetch it first: market-hpc trace fetch {entry.name} "
+        "(without direct access, add --mirror URL)")
 
 
 def catalogue_table() -> list[str]:
