@@ -25,13 +25,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 STUDY = REPO / "scenarios" / "overload_study.toml"
 BASE = REPO / "scenarios" / "overload_study_base.toml"
-TRACES = {"kth": "KTH-SP2", "hpc2n": "HPC2N", "curie": "CEA-Curie"}
+TRACES = {"kth": "kth-sp2", "hpc2n": "hpc2n", "curie": "curie"}  # catalogue names in the study file
 
 
 def slice_settings(trace: str, number: int) -> dict[str, Any]:
     """The ``--set`` overrides of slice ``number`` (1-5) of ``trace`` in the study file."""
     spec = tomllib.loads(STUDY.read_text())["zip"][1]
-    rows = [i for i, path in enumerate(spec["workload.trace"]) if TRACES[trace] in path]
+    rows = [i for i, path in enumerate(spec["workload.trace"]) if TRACES[trace] == path.lower()]
     if not 1 <= number <= len(rows):
         raise SystemExit(f"--slice must be 1-{len(rows)} for {trace}, got {number}")
     i = rows[number - 1]
@@ -45,7 +45,6 @@ def run(settings: dict[str, Any], scheduler: str, load: float, budget: float | N
 
     overrides = {**settings, "workload.load_factor": load, "policy.scheduler": scheduler,
                  "policy.allocator": "first-fit" if scheduler == "easy" else "best-fit"}
-    overrides["workload.trace"] = str((STUDY.parent / settings["workload.trace"]).resolve())
     if budget is not None:
         overrides["policy.params.decision_budget"] = budget
     return simulate(load_scenario(BASE, overrides)).summary
@@ -61,8 +60,13 @@ def main() -> None:
                         help="decision budgets to run (default: the scheduler's, 1.0; 0: none)")
     args = parser.parse_args()
     settings = slice_settings(args.trace, args.slice)
-    if not (STUDY.parent / settings["workload.trace"]).is_file():
-        raise SystemExit(f"trace not found: {settings['workload.trace']} (expected under ../shared/traces)")
+    from market_hpc.errors import ConfigError
+    from market_hpc.workload.trace_catalogue import resolve_trace
+
+    try:
+        settings["workload.trace"] = resolve_trace(settings["workload.trace"], STUDY.parent)
+    except ConfigError as error:
+        raise SystemExit(str(error)) from None
     print(f"{TRACES[args.trace]} slice {args.slice} ({settings['workload.start']:.0f}-{settings['workload.end']:.0f} s), "
           f"load {args.load}; load average {os.getloadavg()[0]:.2f}")
     easy = run(settings, "easy", args.load, None)
