@@ -76,6 +76,7 @@ class DispatchOptions:
 
     def __post_init__(self) -> None:
         check(self.window, _WINDOW, "window")
+        object.__setattr__(self, "window", int(self.window))  # 8.0 (TOML, JSON) sizes the spaces as 8
         if not isinstance(self.backfill, bool):
             raise ConfigError(f"backfill: got {self.backfill!r}; valid: true or false")
         from market_hpc.policies.registry import allocator_names
@@ -394,9 +395,9 @@ def job_metric(job: Job, start: float, reward: str) -> float:
 
 def check_reward(reward: str, timing: str) -> None:
     """Refuse an unknown reward or timing, naming the valid ones."""
-    if reward not in REWARDS:
+    if not isinstance(reward, str) or reward not in REWARDS:
         raise ConfigError(f"reward: got {reward!r}; valid: {', '.join(REWARDS)}")
-    if timing not in ("step", "episode"):
+    if not isinstance(timing, str) or timing not in ("step", "episode"):
         raise ConfigError(f"reward_timing: got {timing!r}; valid: step, episode")
 
 
