@@ -232,17 +232,17 @@ PRESET_TEXT = ", ".join(sorted(PRESETS))  # curie, eurora, ..., kth-sp2, nasa-ip
     ({"jobs": 5}, "jobs: got 5; valid: a sequence of Job records"),
     ({"jobs": "jobs.swf"}, "jobs: got str 'jobs.swf'; valid: a sequence of Job records"),
     ({"jobs": [*ENV_JOBS[:3], 7]}, "jobs[3]: got int 7; valid: a Job record (market_hpc.domain.job.Job)"),
-    ({"platform": None}, f"platform: got None; valid: a Platform, a preset ({PRESET_TEXT}), "
-                         "nodes=N,cores=C[,...] or FILE.toml"),
+    ({"platform": None}, (f"platform: got None; valid: a Platform, a preset ({PRESET_TEXT}), "
+                         "nodes=N,cores=C[,...] or FILE.toml")),
     ({"platform": ("nodes=8", "cores=8")}, "platform: got ('nodes=8', 'cores=8'); valid: a Platform"),
     ({"exclusive": "no"}, "exclusive: got 'no'; valid: true or false"),
     ({"exclusive": 1}, "exclusive: got 1; valid: true or false"),
     ({"reward": ["bsld"]}, "reward: got ['bsld']; valid: bsld, wait, value"),
     ({"reward_timing": None}, "reward_timing: got None; valid: step, episode"),
     ({"invalid_action": None}, "invalid_action: got None; valid: wrap, raise"),
-    ({"reward": "value"}, "reward: got 'value', but 40 of 40 jobs have no value curve (job 1 "
+    ({"reward": "value"}, ("reward: got 'value', but 40 of 40 jobs have no value curve (job 1 "
                           "first), so they would earn 0 whatever is chosen; valid: bsld or wait, "
-                          "or market jobs (a market rule, apply_market_rule)"),
+                          "or market jobs (a market rule, apply_market_rule)")),
 ])
 def test_bad_arguments_are_config_errors_with_exact_messages(options, message) -> None:  # type: ignore[no-untyped-def]
     arguments = {"jobs": ENV_JOBS, "platform": PLATFORM, "episode_jobs": 10, "window": 4, **options}
