@@ -18,6 +18,7 @@ from market_hpc.domain.resources import CORES, GPUS, MICS
 from visualization.model import VizModel, format_clock
 from visualization.node_bins import group_size, ramp_css
 from visualization.node_grid import BAND_COLOURS, node_grid_pixels, png_bytes
+from visualization.pacing import reads_model
 from visualization.panels import (
     QueueRow,
     burst_buffer_use,
@@ -27,7 +28,6 @@ from visualization.panels import (
     queue_rows,
     status,
 )
-from visualization.pacing import reads_model
 from visualization.plots import TimeSeriesPlot, ValueCurvePlot
 
 selected_job = solara.reactive(0)
