@@ -8,9 +8,11 @@ app. Loopback by default: the app has no authentication.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -69,6 +71,37 @@ def check_not_a_sweep(path: str) -> None:
             "(a sweep's point written without the sweep keys, e.g. scenarios/sample_overload.toml)")
 
 
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port out of range or already in use on ``host``, before the server starts
+    (solara would print its URL and give up on the taken port minutes later).
+
+    The probe binds with ``SO_REUSEADDR``, as uvicorn does: a port left in TIME_WAIT by a
+    stopped server is free, one another server listens on is not.
+
+    Raises:
+        ConfigError: naming the port (or host) and what to pass instead.
+    """
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ConfigError(f"--port: got {port!r}; valid: a port number 1..65535 not in use")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigError(f"--host: cannot resolve {host!r} ({exc}); valid: an address of this "
+                          "machine, e.g. 127.0.0.1 (the default) or 0.0.0.0") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"--port {port}: {host}:{port} is already in use (another "
+                                  "server, an earlier market-hpc viz?); valid: a free port, "
+                                  "e.g. --port " + str(port + 1 if port < 65535 else 8765)) from None
+            raise ConfigError(f"--host {host} --port {port}: cannot listen there "
+                              f"({exc.strerror or exc}); valid: an address of this machine and a "
+                              "free port (ports below 1024 need root)") from None
+
+
 def server_command(app: Path, host: str, port: int) -> list[str]:
     """The solara 1.58 command line serving ``app``."""
     return [sys.executable, "-m", "solara", "run", str(app), "--host", host, "--port", str(port),
@@ -89,7 +122,8 @@ def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765
     """Serve the app until interrupted; return the server's exit code.
 
     Raises:
-        ConfigError: missing viz extra, app file, or an invalid scenario.
+        ConfigError: missing viz extra, app file, an invalid scenario, or a port that is
+            taken or out of range (checked before the server starts).
     """
     check_viz_extra()
     app = find_app()
@@ -98,6 +132,7 @@ def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765
 
         check_not_a_sweep(scenario)
         load_scenario(scenario)
+    check_port_free(host, port)
     if host not in LOOPBACK:
         print(f"market-hpc viz: serving on {host}, reachable from other machines; the app has "
               "no authentication", file=sys.stderr)

@@ -16,6 +16,7 @@ from invariants import assert_schedule_invariants, random_workload
 
 from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
+from market_hpc.domain.platform import PRESETS
 from market_hpc.errors import ConfigError
 from market_hpc.policies.classic import shortest_first
 from market_hpc.rl.dispatch import JOB_FEATURES, first_fit_slot, job_metric
@@ -220,6 +221,78 @@ def test_from_config_builds_the_runs_workload(tmp_path) -> None:  # type: ignore
 def test_bad_options_are_refused_by_name(options, message) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         HPCDispatchEnv(list(GENERATED), PLATFORM, **options)
+
+
+ENV_JOBS = list(GENERATED[:40])
+PRESET_TEXT = ", ".join(sorted(PRESETS))  # curie, eurora, ..., kth-sp2, nasa-ipsc
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"jobs": None}, "jobs: got None; valid: a sequence of Job records"),
+    ({"jobs": 5}, "jobs: got 5; valid: a sequence of Job records"),
+    ({"jobs": "jobs.swf"}, "jobs: got str 'jobs.swf'; valid: a sequence of Job records"),
+    ({"jobs": [*ENV_JOBS[:3], 7]}, "jobs[3]: got int 7; valid: a Job record (market_hpc.domain.job.Job)"),
+    ({"platform": None}, (f"platform: got None; valid: a Platform, a preset ({PRESET_TEXT}), "
+                         "nodes=N,cores=C[,...] or FILE.toml")),
+    ({"platform": ("nodes=8", "cores=8")}, "platform: got ('nodes=8', 'cores=8'); valid: a Platform"),
+    ({"exclusive": "no"}, "exclusive: got 'no'; valid: true or false"),
+    ({"exclusive": 1}, "exclusive: got 1; valid: true or false"),
+    ({"reward": ["bsld"]}, "reward: got ['bsld']; valid: bsld, wait, value"),
+    ({"reward_timing": None}, "reward_timing: got None; valid: step, episode"),
+    ({"invalid_action": None}, "invalid_action: got None; valid: wrap, raise"),
+    ({"reward": "value"}, ("reward: got 'value', but 40 of 40 jobs have no value curve (job 1 "
+                          "first), so they would earn 0 whatever is chosen; valid: bsld or wait, "
+                          "or market jobs (a market rule, apply_market_rule)")),
+])
+def test_bad_arguments_are_config_errors_with_exact_messages(options, message) -> None:  # type: ignore[no-untyped-def]
+    arguments = {"jobs": ENV_JOBS, "platform": PLATFORM, "episode_jobs": 10, "window": 4, **options}
+    with pytest.raises(ConfigError) as caught:
+        HPCDispatchEnv(**arguments)
+    assert str(caught.value).startswith(message)
+    if "platform" in options and options["platform"] is None:
+        assert str(caught.value) == message
+
+
+def test_value_reward_is_refused_when_some_jobs_lack_curves() -> None:
+    jobs = [*apply_market_rule(ENV_JOBS[:30]), *ENV_JOBS[30:]]
+    with pytest.raises(ConfigError, match=r"^reward: got 'value', but 10 of 40 jobs have no value curve"):
+        HPCDispatchEnv(jobs, PLATFORM, episode_jobs=10, window=4, reward="value")
+
+
+def test_integral_floats_size_the_spaces_as_integers() -> None:
+    env = HPCDispatchEnv(ENV_JOBS, PLATFORM, episode_jobs=10.0, window=4.0)  # type: ignore[arg-type]
+    assert env.episode_jobs == 10 and env.options.window == 4
+    assert env.action_space.n == 4 and env.observation_space.shape == (4 * len(JOB_FEATURES) + 11,)
+    env.reset(seed=0)
+    assert env.step(0)[4]["started"] >= 0
+
+
+def test_bad_reset_and_step_arguments_are_config_errors() -> None:
+    env = HPCDispatchEnv(ENV_JOBS, PLATFORM, episode_jobs=10, window=4)
+    for seed in ("1", 1.5, -1, True):
+        with pytest.raises(ConfigError) as caught:
+            env.reset(seed=seed)  # type: ignore[arg-type]
+        assert str(caught.value) == f"seed: got {seed!r}; valid: None or an integer >= 0"
+    for options in ("start", {"begin": 0}):
+        with pytest.raises(ConfigError) as caught:
+            env.reset(options=options)  # type: ignore[arg-type]
+        assert str(caught.value) == f"options: got {options!r}; valid: None or a dict with the key 'start'"
+    env.reset(seed=0)
+    for action in ("0", None, 1.0, True):
+        with pytest.raises(ConfigError, match=r"^action: got .*; valid: an integer slot 0\.\."):
+            env.step(action)
+    assert env.step(np.array([0]))[4]["started"] >= 0  # a one-element integer array is a slot
+
+
+def test_from_config_refuses_unknown_options_and_bad_configs() -> None:
+    with pytest.raises(ConfigError) as caught:
+        HPCDispatchEnv.from_config("scenarios/none.toml", windows=8)
+    assert str(caught.value) == (
+        "unknown HPCDispatchEnv option 'windows'; valid choices: allocator, backfill, episode_jobs, "
+        "exclusive, invalid_action, reward, reward_timing, start_range, window")
+    with pytest.raises(ConfigError) as caught:
+        HPCDispatchEnv.from_config(5)
+    assert str(caught.value) == "config: got 5; valid: a RunConfig or a scenario TOML path"
 
 
 def test_misuse_is_refused() -> None:

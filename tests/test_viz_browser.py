@@ -4,7 +4,8 @@ Starts one server on a free loopback port for the module and drives Debian's
 ``/usr/bin/chromium`` with Playwright (helpers in ``viz_browser.py``): Step changes the
 grid, the plots and the clock with every request served from loopback (no CDN); Reset
 replays the same run; each control is changed and its effect read back from the page
-after Reset; Play runs 10 s on Curie and prints the step rate; one screenshot per
+after Reset; Play runs 10 s on Curie and prints the step rate; Play and Pause, clicked
+over and over beside two busy-looping processes, never loop renders; one screenshot per
 platform preset is saved under ``out/viz/``; a second server shows a scenario file and
 keeps it across Reset. The same selectors work on Mesa 3.3 (Python 3.11) and Mesa 3.5
 (``run-tests`` runs these on Python 3.13 too). Skips, with the reason, only where
@@ -15,6 +16,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import socket
+import subprocess
+import sys
 import time
 from urllib.parse import urlsplit
 
@@ -294,3 +299,64 @@ def test_curie_grid_is_binned_with_a_legend(page) -> None:  # type: ignore[no-un
     select(page, "platform", "nodes=32,cores=16")
     reset_and_read(page, "easy on 32 x 16 cores")
     assert page.locator(".mhpc-bins").count() == 0  # one row per node: no bin legend
+
+
+def test_play_and_pause_under_cpu_load_never_loop_renders(page) -> None:  # type: ignore[no-untyped-def]
+    """Play/Pause four times while two processes spin on the machine's cores: a render pass
+    then takes longer than the play interval, which used to keep the click's render loop
+    going until reacton stopped it ("Too many renders triggered"), or let a tile read the
+    model halfway through a step (a KeyError tile). ``open_page`` also checks the page and
+    the server log for tracebacks afterwards."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        for _ in range(4):
+            page.get_by_role("button", name="\u25b6").click(timeout=20_000)
+            page.wait_for_timeout(1_200)
+            page.get_by_role("button", name="\u275a\u275a").click(timeout=20_000)
+            page.get_by_role("button", name="Step").and_(page.locator(":enabled")).wait_for(timeout=20_000)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    body = page.inner_text("body")
+    assert "Too many renders" not in body and "Traceback" not in body, body[:3000]
+    assert step_count(page) > 0
+
+
+def test_viz_refuses_a_taken_port_at_once() -> None:
+    """A port another server listens on: one line naming it and --port, exit 2, and no
+    server started (it used to print its URL and fail minutes later)."""
+    pytest.importorskip("solara", reason="viz extra not installed")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        launcher = subprocess.Popen([sys.executable, "-m", "market_hpc", "viz", "--port", str(port)],
+                                    cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+        try:
+            out, err = launcher.communicate(timeout=120)  # a guard against a hang, not a measure
+        finally:
+            if launcher.poll() is None:
+                os.killpg(launcher.pid, signal.SIGKILL)
+                launcher.wait()
+    assert launcher.returncode == 2, (out, err)
+    assert out == ""  # no URL printed
+    assert err == (f"market-hpc: error: --port {port}: 127.0.0.1:{port} is already in use (another "
+                   f"server, an earlier market-hpc viz?); valid: a free port, e.g. --port {port + 1}\n")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--port", "0"], "--port: got 0; valid: a port number 1..65535 not in use"),
+    (["--port", "65536"], "--port: got 65536; valid: a port number 1..65535 not in use"),
+    (["--host", "no-such-host.invalid"], "--host: cannot resolve 'no-such-host.invalid'"),
+])
+def test_viz_refuses_bad_ports_and_hosts(argv, message, capsys) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("solara", reason="viz extra not installed")
+    from market_hpc.cli import main
+
+    assert main(["viz", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"market-hpc: error: {message}")
+    assert captured.err.count("\n") == 1

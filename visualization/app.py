@@ -19,12 +19,14 @@ Works with Mesa 3.3 (the newest for Python 3.11) to 3.5. Where they differ:
   ``scenario=`` to a model whose constructor takes that name, so the scenario file is the
   fixed parameter ``scenario_file``.
 
-Play: Mesa sleeps ``play_interval`` between steps and the tiles render in between, so
-the interval is 100 ms and a step renders in a few tens of ms (SVG plots, numpy grid):
-5 steps/s or more. A shorter interval leaves a click (Pause, Reset) no gap to render in
-when the machine is loaded (reacton stops with "Too many renders triggered"). Mesa's
-Play Interval slider steps from 1 ms by 10 ms, which the browser would snap 100 ms to
-101 ms: its steps start at 10 ms here (``on_steps``).
+Play: Mesa sleeps ``play_interval`` between steps and the tiles render in between; the
+interval is 100 ms and a step renders in a few tens of ms (SVG plots, numpy grid): 5
+steps/s or more. Each step waits for the picture of the previous one and the tiles read
+the model under its lock (``visualization/pacing.py``), so a render pass slower than the
+interval (a loaded machine) slows Play down instead of looping renders ("Too many renders
+triggered") or drawing a model halfway through a step. Mesa's Play Interval slider steps
+from 1 ms by 10 ms, which the browser would snap 100 ms to 101 ms: its steps start at
+10 ms here (``on_steps``).
 
 Rendering offline needs the pinned ``viz`` extra (solara 1.58.2 with solara-assets
 1.58.2, ipyvuetify < 3, ipyvue < 3): it serves every script from the local assets; newer
@@ -60,6 +62,7 @@ from mesa.visualization import Slider, SolaraViz, solara_viz
 
 from market_hpc.domain.platform import PRESETS
 from market_hpc.policies.registry import allocator_names, scheduler_names
+from visualization import pacing
 from visualization.components import COMPONENTS, LAYOUT, StepInfo
 from visualization.model import (
     AUTO,
@@ -145,6 +148,7 @@ solara_viz.solara = _SolaraForMesa()  # type: ignore[assignment]
 _mesa_layout = solara_viz.make_initial_grid_layout
 solara_viz.make_initial_grid_layout = _layout
 solara_viz.ShowSteps = StepInfo
+pacing.install(solara_viz)  # Play waits for each picture: no render loop (pacing.py)
 _mesa_user_inputs = getattr(solara_viz, "UserInputs", None)
 if _mesa_user_inputs is not None:  # (a Mesa without it keeps its own sliders)
     solara_viz.UserInputs = _user_inputs

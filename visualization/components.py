@@ -1,7 +1,9 @@
 """Solara components of the market view, one per SolaraViz grid tile.
 
 Each component takes the model, reads Mesa's ``update_counter`` so it redraws after every
-Step/Play, and marks what the browser test looks at with ``mhpc-*`` CSS classes.
+Step/Play, reads the model under its lock and tells the play loop what it drew
+(``pacing.reads_model``), and marks what the browser test looks at with ``mhpc-*`` CSS
+classes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from market_hpc.domain.resources import CORES, GPUS, MICS
 from visualization.model import VizModel, format_clock
 from visualization.node_bins import group_size, ramp_css
 from visualization.node_grid import BAND_COLOURS, node_grid_pixels, png_bytes
+from visualization.pacing import reads_model
 from visualization.panels import (
     QueueRow,
     burst_buffer_use,
@@ -63,6 +66,7 @@ CSS = """
 
 
 @solara.component
+@reads_model
 def StatusBar(model: VizModel) -> None:
     """Simulated clock, counters and profit in one line; the model's error if any."""
     update_counter.get()
@@ -96,6 +100,7 @@ def _platform_text(model: VizModel) -> str:
 
 
 @solara.component
+@reads_model
 def StepInfo(model: VizModel) -> None:
     """The sidebar's "Information" card (Mesa's ``ShowSteps`` replaced, see ``app.py``):
     steps taken and the simulated clock, the same on every Mesa version."""
@@ -107,6 +112,7 @@ def StepInfo(model: VizModel) -> None:
 
 
 @solara.component
+@reads_model
 def NodeGrid(model: VizModel) -> None:
     """Nodes x cores coloured by job, GPUs/MICs where present, held jobs marked; on a large
     platform one cell per group of nodes, shaded by its busy share (``node_bins``)."""
@@ -179,6 +185,7 @@ def burst_buffer_bar(used: float, total: float) -> str:
 
 
 @solara.component
+@reads_model
 def QueuePanel(model: VizModel) -> None:
     """Queue length and its top jobs; clicking a job id selects it."""
     update_counter.get()
@@ -215,6 +222,7 @@ def _queue_row(row: QueueRow) -> None:
 
 
 @solara.component
+@reads_model
 def TimeSeries(model: VizModel) -> None:
     """Cumulative profit, utilisation, queue length, holds and drops over time."""
     update_counter.get()
@@ -225,6 +233,7 @@ def TimeSeries(model: VizModel) -> None:
 
 
 @solara.component
+@reads_model
 def JobDetails(model: VizModel) -> None:
     """The selected job: state, allocation, holds and its value curve."""
     update_counter.get()

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -263,6 +264,7 @@ class VizModel(HPCModel):
         scenario_file: str | None = None,
     ) -> None:
         scenario = os.environ.get(SCENARIO_ENV, "") if scenario_file is None else scenario_file
+        self.lock = threading.RLock()  # held while stepping; the tiles read under it (pacing.py)
         self.error: str | None = None
         self.scenario_file = scenario  # not .scenario: Mesa >= 3.4 owns that attribute
         spec = platform_spec(platform, nodes, cores, gpus, mics)
@@ -301,15 +303,18 @@ class VizModel(HPCModel):
         self.market = any("value_curve" in j.payload for j in workload_jobs[:1])
 
     def step(self) -> None:
-        """Advance one instant; a policy error stops the run and is kept in ``error``."""
-        if self.error is not None:
-            self.running = False
-            return
-        try:
-            super().step()
-        except MarketHpcError as exc:
-            self.error = f"{type(exc).__name__}: {exc}"
-            self.running = False
+        """Advance one instant; a policy error stops the run and is kept in ``error``.
+
+        Under ``lock``: Mesa's Play steps in a thread while a click's render reads the model."""
+        with self.lock:
+            if self.error is not None:
+                self.running = False
+                return
+            try:
+                super().step()
+            except MarketHpcError as exc:
+                self.error = f"{type(exc).__name__}: {exc}"
+                self.running = False
 
 
 def format_clock(seconds: float, unit: str = SECONDS) -> str:

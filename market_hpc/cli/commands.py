@@ -34,8 +34,10 @@ def _replay_choices() -> tuple[str, str, str, str]:
     """
     from market_hpc.domain.platform import PRESETS
     from market_hpc.policies import allocator_names, bidder_names, scheduler_names
+    from market_hpc.policies.registry import scheduler_families
 
-    return (", ".join(PRESETS), ", ".join(scheduler_names()), ", ".join(allocator_names()),
+    families = "".join(f"; or {family.name} ({family.summary})" for family in scheduler_families())
+    return (", ".join(PRESETS), ", ".join(scheduler_names()) + families, ", ".join(allocator_names()),
             ", ".join(bidder_names()))
 
 

@@ -1,5 +1,7 @@
 """``market-hpc policies``: every scheduler, allocator and bidder with its summary, its
-family, what it handles and where it comes from (built in, or a plugin's distribution)."""
+family, what it handles and where it comes from (built in, or a plugin's distribution).
+A family of schedulers named ``PREFIX:ARGUMENT`` is listed once, by its placeholder
+(``learned:PATH``), among the schedulers."""
 
 from __future__ import annotations
 
@@ -15,12 +17,14 @@ def policies_listing() -> list[str]:
 
     registry.scheduler_names()  # loads the built-ins and the plugins
     lines = ["schedulers (name [family; origin]: summary / handles / allocators):"]
-    for name, entry in sorted(registry.SCHEDULERS.items()):
+    entries = [*registry.SCHEDULERS.values(), *registry.scheduler_families()]
+    for entry in sorted(entries, key=lambda entry: entry.name):
         caps = entry.capabilities
-        lines.append(f"  {name} [{caps.family}; {registry.origin(entry.factory)}]: {entry.summary}")
+        allocators = (sorted(entry.allocators) if entry.allocators is not None
+                      else sorted(set(registry.ALLOCATORS) - registry.MARKET_ONLY_ALLOCATORS))
+        lines.append(f"  {entry.name} [{caps.family}; {registry.origin(entry.factory)}]: {entry.summary}")
         lines.append(f"      handles: {caps.describe()}")
-        lines.append(f"      allocators: {', '.join(registry.allocators_for(name))} "
-                     f"(default {entry.default_allocator})")
+        lines.append(f"      allocators: {', '.join(allocators)} (default {entry.default_allocator})")
     lines.append("allocators (name [origin]: summary / places):")
     for name, (factory, summary) in sorted(registry.ALLOCATORS.items()):
         lines.append(f"  {name} [{registry.origin(factory)}]: {summary}")

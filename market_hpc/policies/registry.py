@@ -116,12 +116,15 @@ def register_scheduler_family(
     *,
     default_allocator: str = "first-fit",
     handles: Capabilities | None = None,
+    argument: str = "ARGUMENT",
 ) -> Callable[[Callable[..., Policy]], Callable[..., Policy]]:
     """Decorator adding a family of schedulers named ``PREFIX:ARGUMENT`` (e.g.
     ``learned:models/ppo.zip``): ``scheduler_entry`` resolves any such name, so the
     argument (kept as written, case included) is part of the scheduler's name in configs,
     sweeps and reports. The factory is called as ``factory(allocator, argument, **params)``.
-    Family members are not listed by ``scheduler_names()`` (there is one per argument).
+    Family members are not listed by ``scheduler_names()`` (there is one per argument);
+    ``scheduler_families()`` lists the families, named ``PREFIX:`` + ``argument`` (the
+    argument's placeholder, e.g. ``learned:PATH``).
 
     Raises:
         ConfigError: the prefix is taken or has a ``:``.
@@ -130,8 +133,8 @@ def register_scheduler_family(
     def add(factory: Callable[..., Policy]) -> Callable[..., Policy]:
         if ":" in prefix or prefix in SCHEDULER_FAMILIES:
             raise ConfigError(f"scheduler family {prefix!r}: a prefix without ':' that is not taken")
-        SCHEDULER_FAMILIES[prefix] = SchedulerEntry(f"{prefix}:", factory, None, default_allocator, summary,
-                                                    False, handles)
+        SCHEDULER_FAMILIES[prefix] = SchedulerEntry(f"{prefix}:{argument}", factory, None, default_allocator,
+                                                    summary, False, handles)
         return factory
 
     return add
@@ -255,6 +258,12 @@ def scheduler_names() -> list[str]:
     """All registered scheduler names, sorted."""
     _load_builtin()
     return sorted(SCHEDULERS)
+
+
+def scheduler_families() -> list[SchedulerEntry]:
+    """The families of ``PREFIX:ARGUMENT`` schedulers (``learned:PATH``), by name."""
+    _load_builtin()
+    return sorted(SCHEDULER_FAMILIES.values(), key=lambda entry: entry.name)
 
 
 def allocator_names() -> list[str]:

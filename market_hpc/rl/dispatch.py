@@ -76,11 +76,14 @@ class DispatchOptions:
 
     def __post_init__(self) -> None:
         check(self.window, _WINDOW, "window")
-        if not isinstance(self.backfill, bool):
+        object.__setattr__(self, "window", int(self.window))  # 8.0 (TOML, JSON) sizes the spaces as 8
+        if not isinstance(self.backfill, (bool, np.bool_)):
             raise ConfigError(f"backfill: got {self.backfill!r}; valid: true or false")
+        object.__setattr__(self, "backfill", bool(self.backfill))  # saved as JSON beside a model
         from market_hpc.policies.registry import allocator_names
 
-        if self.allocator not in allocator_names() or self.allocator == "max-bid":
+        if (not isinstance(self.allocator, str) or self.allocator not in allocator_names()
+                or self.allocator == "max-bid"):
             valid = [name for name in allocator_names() if name != "max-bid"]
             raise ConfigError(f"allocator: got {self.allocator!r}; valid: {', '.join(valid)}")
 
@@ -394,9 +397,9 @@ def job_metric(job: Job, start: float, reward: str) -> float:
 
 def check_reward(reward: str, timing: str) -> None:
     """Refuse an unknown reward or timing, naming the valid ones."""
-    if reward not in REWARDS:
+    if not isinstance(reward, str) or reward not in REWARDS:
         raise ConfigError(f"reward: got {reward!r}; valid: {', '.join(REWARDS)}")
-    if timing not in ("step", "episode"):
+    if not isinstance(timing, str) or timing not in ("step", "episode"):
         raise ConfigError(f"reward_timing: got {timing!r}; valid: step, episode")
 
 

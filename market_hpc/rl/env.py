@@ -27,8 +27,8 @@ from gymnasium import spaces
 
 from market_hpc.core.model import HPCModel, release_model
 from market_hpc.domain.job import Job
-from market_hpc.domain.platform import Platform, load_platform
-from market_hpc.errors import ConfigError
+from market_hpc.domain.platform import PRESETS, Platform, load_platform
+from market_hpc.errors import ConfigError, InvalidNumberError, UnknownNameError
 from market_hpc.policies.base import Decision
 from market_hpc.rl.dispatch import (
     DispatchOptions,
@@ -43,6 +43,9 @@ INVALID_ACTIONS = ("wrap", "raise")
 """What a step does with a slot that holds no job: ``wrap`` (the slot modulo the jobs
 offered; for agents without masks, and ``check_env``'s random actions) or ``raise``."""
 _COUNT = Range(1, 10_000_000, integer=True)
+_OPTIONS = ("allocator", "backfill", "episode_jobs", "exclusive", "invalid_action", "reward",
+            "reward_timing", "start_range", "window")
+"""The constructor's keyword options (what ``from_config`` passes on)."""
 
 
 class _Paused:
@@ -99,22 +102,27 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         invalid_action: str = "wrap",
     ) -> None:
         super().__init__()
-        check(episode_jobs, _COUNT, "episode_jobs")
+        episode_jobs = int(check(episode_jobs, _COUNT, "episode_jobs"))
         check_reward(reward, reward_timing)
-        if invalid_action not in INVALID_ACTIONS:
+        if not isinstance(invalid_action, str) or invalid_action not in INVALID_ACTIONS:
             raise ConfigError(f"invalid_action: got {invalid_action!r}; valid: {', '.join(INVALID_ACTIONS)}")
+        if not isinstance(exclusive, (bool, np.bool_)):
+            raise ConfigError(f"exclusive: got {exclusive!r}; valid: true or false")
         self.options = DispatchOptions(window=window, backfill=backfill, allocator=allocator)
-        self.platform = load_platform(platform)
-        self.jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
+        self.platform = checked_platform(platform)
+        self.jobs = sorted(checked_jobs(jobs), key=lambda j: (j.submit, j.job_id))
         if len({j.job_id for j in self.jobs}) != len(self.jobs):
             raise ConfigError("workload has duplicate job ids")
+        if reward == "value":
+            check_value_curves(self.jobs)
         self.episode_jobs = episode_jobs
         self.reward_kind, self.reward_timing = reward, reward_timing
         self.exclusive = bool(exclusive)
         self.invalid_action = invalid_action
         self._first, self._last = start_indices(start_range, len(self.jobs), self.episode_jobs)
-        self.observation_space = spaces.Box(-1.0, 1.0, shape=(observation_size(window),), dtype=np.float32)
-        self.action_space = spaces.Discrete(window)
+        size = observation_size(self.options.window)
+        self.observation_space = spaces.Box(-1.0, 1.0, shape=(size,), dtype=np.float32)
+        self.action_space = spaces.Discrete(self.options.window)
         self.dispatcher = InstantDispatcher(self.options)
         self.model: HPCModel | None = None
         self.start_index = -1
@@ -133,6 +141,11 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         from market_hpc.experiment.run import build_workload
         from market_hpc.workload.burst_buffer import with_capacity
 
+        unknown = sorted(set(options) - set(_OPTIONS))
+        if unknown:
+            raise UnknownNameError("HPCDispatchEnv option", unknown[0], _OPTIONS)
+        if not isinstance(config, (RunConfig, str, Path)):
+            raise ConfigError(f"config: got {config!r}; valid: a RunConfig or a scenario TOML path")
         if not isinstance(config, RunConfig):
             config = load_scenario(Path(config))
         platform = with_capacity(load_platform(config.platform), config.workload.burst_buffer)
@@ -146,7 +159,12 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """Start an episode: a seeded slice of N jobs (``options={"start": i}`` picks the
         slice beginning at the i-th job instead)."""
-        super().reset(seed=seed)
+        integer = isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_))
+        if seed is not None and not (integer and seed >= 0):
+            raise ConfigError(f"seed: got {seed!r}; valid: None or an integer >= 0")
+        if options is not None and (not isinstance(options, dict) or set(options) - {"start"}):
+            raise ConfigError(f"options: got {options!r}; valid: None or a dict with the key 'start'")
+        super().reset(seed=None if seed is None else int(seed))
         self.start_index = episode_start(self.np_random, options, self._first, self._last,
                                          len(self.jobs) - self.episode_jobs)
         slice_ = self.jobs[self.start_index:self.start_index + self.episode_jobs]
@@ -163,12 +181,13 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         """Choose the job in slot ``action`` (see the module's description)."""
         if self._done or self.model is None:
             raise RuntimeError("the episode is over: call reset()")
-        slot = int(action)
         offered = min(len(self.dispatcher.queue), self.options.window)
+        slot = action_slot(action, offered)
         invalid = not 0 <= slot < offered
         if invalid:
             if self.invalid_action == "raise":
-                raise ValueError(f"action {slot} names no job: slots 0..{offered - 1} hold jobs (action_masks())")
+                raise InvalidNumberError("action", slot, f"a slot 0..{offered - 1}, the slots holding a job "
+                                         "(action_masks()); this action names no job")
             slot %= offered
         now = self.model.now
         started, over = self.dispatcher.choose(slot)
@@ -281,3 +300,64 @@ def start_indices(start_range: tuple[float, float], n: int, episode_jobs: int) -
             f"episode_jobs: {episode_jobs} jobs do not fit in start_range {start_range!r} of a "
             f"{n}-job workload (it holds {max(0, min(math.ceil(high * n), n) - first)} jobs)")
     return first, last
+
+
+def checked_platform(platform: Any) -> Platform:
+    """``platform`` resolved (``load_platform``) when it is a ``Platform`` or a string.
+
+    Raises:
+        ConfigError: any other type, or a string that names no platform.
+    """
+    if not isinstance(platform, (Platform, str)):
+        raise ConfigError(f"platform: got {platform!r}; valid: a Platform, a preset "
+                          f"({', '.join(sorted(PRESETS))}), nodes=N,cores=C[,...] or FILE.toml")
+    return load_platform(platform)
+
+
+def checked_jobs(jobs: Any) -> list[Job]:
+    """``jobs`` as a list when it is an iterable of ``Job`` records (not a string or bytes).
+
+    Raises:
+        ConfigError: ``jobs`` is not iterable, or an item is not a ``Job``, naming it.
+    """
+    if isinstance(jobs, (str, bytes, dict)):
+        raise ConfigError(f"jobs: got {type(jobs).__name__} {jobs!r:.60}; valid: a sequence of Job records")
+    try:
+        listed = list(jobs)
+    except TypeError:
+        raise ConfigError(f"jobs: got {jobs!r:.60}; valid: a sequence of Job records") from None
+    for index, job in enumerate(listed):
+        if not isinstance(job, Job):
+            raise ConfigError(f"jobs[{index}]: got {type(job).__name__} {job!r:.60}; "
+                              "valid: a Job record (market_hpc.domain.job.Job)")
+    return listed
+
+
+def check_value_curves(jobs: Sequence[Job]) -> None:
+    """Refuse ``reward="value"`` when a job has no value curve (it would earn 0 whatever
+    is chosen: a reward that teaches nothing).
+
+    Raises:
+        ConfigError: naming the first such job, how many there are, and what is valid.
+    """
+    lacking = [job.job_id for job in jobs if job.payload.get("value_curve") is None]
+    if lacking:
+        raise ConfigError(
+            f"reward: got 'value', but {len(lacking)} of {len(jobs)} jobs have no value curve "
+            f"(job {lacking[0]} first), so they would earn 0 whatever is chosen; valid: bsld or "
+            "wait, or market jobs (a market rule, apply_market_rule)")
+
+
+def action_slot(action: Any, offered: int) -> int:
+    """The slot an action names: an integer (Python or numpy, or a one-element integer array).
+
+    Raises:
+        InvalidNumberError: anything else (a float, a bool, a string, None), naming the slots.
+    """
+    value = action
+    if isinstance(value, np.ndarray) and value.size == 1:
+        value = value.reshape(()).item() if value.dtype.kind in "iu" else value
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    raise InvalidNumberError("action", action, f"an integer slot 0..{max(0, offered - 1)} "
+                             "(a slot holding a job: action_masks())")

@@ -155,7 +155,7 @@ _CAPABILITIES = handles(RESOURCES, KINDS, family="learned",
 
 
 @register_scheduler_family("learned", "a trained dispatcher: learned:PATH loads the MaskablePPO model saved at PATH "
-                           "(market_hpc.rl.learned)", handles=_CAPABILITIES)
+                           "(market_hpc.rl.learned)", handles=_CAPABILITIES, argument="PATH")
 def learned(allocator: Allocator, path: str) -> DispatchingPolicy:
     """The ``learned:PATH`` scheduler: the model at ``PATH`` with the options saved beside it."""
     options, _ = load_options(path)
