@@ -13,7 +13,10 @@ Decisions:
     * A job id appears once in ``jobs.csv``; a segment ``(job_id, segment)`` once in
       ``segments.csv``, and only for a job ``jobs.csv`` lists.
     * Rows of status ``skipped`` (trace lines listed for information) need only a job
-      id: their other numbers may be empty or ``-1`` (unknown in the trace).
+      id: their other numbers may be empty or any number from -1 (unknown in the trace)
+      to 2^50; an empty one is read as -1 where the column is never empty.
+    * A ``finished`` job has a start, end, run and wait time; no job starts before its
+      submit time or ends before its start, nor does a segment.
     * ``user`` and ``queue`` default to ``-1`` and ``hold_count`` to 0 when the column
       is absent (hand-made folders); every other column read is required.
     * When ``summary.json`` counts the jobs (``jobs_total`` + ``jobs_skipped``), ``jobs.csv``
@@ -43,8 +46,9 @@ _ID = Range(0, MAX_INT, integer=True)
 _TIME = Range(0.0, MAX_SECONDS)
 _ESTIMATE = Range(-1.0, MAX_SECONDS)
 _AMOUNT = Range(0, MAX_INT, integer=True)
+_UNITS = Range(1, MAX_INT, integer=True)
 _SEGMENT = Range(1, MAX_INT, integer=True)
-_INTEGER = Range(-MAX_INT, MAX_INT, integer=True)
+_INTEGER = Range(-1, MAX_INT, integer=True)
 _ALLOCATION = re.compile(r"\d+(:[1-9]\d*)?(;\d+(:[1-9]\d*)?)*")
 ALLOCATION_TEXT = "node:units pairs joined by ';' (e.g. 0:4;1:2), or empty"
 
@@ -64,7 +68,7 @@ JOB_SPECS = (
     Spec("job_id", _ID), Spec("submit_time", _TIME), Spec("start_time", _TIME, empty=True),
     Spec("end_time", _TIME, empty=True), Spec("wait_time", _TIME, empty=True),
     Spec("run_time", _TIME, empty=True), Spec("status", None), Spec("cores", _AMOUNT),
-    Spec("units", _AMOUNT), Spec("estimate", _ESTIMATE), Spec("nodes", None, empty=True),
+    Spec("units", _UNITS), Spec("estimate", _ESTIMATE), Spec("nodes", None, empty=True),
     Spec("user", _INTEGER, default=-1), Spec("queue", _INTEGER, default=-1),
     Spec("hold_count", _AMOUNT, default=0), Spec("gpus", _AMOUNT, default=0),
     Spec("mics", _AMOUNT, default=0), Spec("mem", _AMOUNT, default=0),
@@ -72,7 +76,7 @@ JOB_SPECS = (
 )
 SEGMENT_SPECS = (
     Spec("job_id", _ID), Spec("segment", _SEGMENT), Spec("start", _TIME), Spec("end", _TIME),
-    Spec("nodes", None), Spec("cores", _AMOUNT), Spec("units", _AMOUNT), Spec("ended", None),
+    Spec("nodes", None), Spec("cores", _AMOUNT), Spec("units", _UNITS), Spec("ended", None),
 )
 SERIES_SPECS = (Spec("time", _TIME), Spec("queue_length", _AMOUNT), Spec("used_cores", NON_NEGATIVE))
 
@@ -107,7 +111,9 @@ class Table:
                               f"{exc.start}); valid: the CSV text run/replay writes") from None
         except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
             kind = "Parquet" if self.parquet else "CSV"
-            raise ConfigError(f"{self.path}: cannot be read as {kind}: {_first_line(exc)}"
+            instead = f" (or remove it: {self.path.stem}.csv is read then)" if self.parquet else ""
+            raise ConfigError(f"{self.path}: cannot be read as {kind} ({_first_line(exc)}); "
+                              f"valid: the file market-hpc run/replay --out writes{instead}"
                               ) from None
 
     def where(self, position: int) -> str:
@@ -149,7 +155,8 @@ class Table:
         if spec.empty:
             ok |= empty
         if loose is not None:
-            ok |= loose & (empty | (values == -1))
+            with np.errstate(invalid="ignore"):
+                ok |= loose & (empty | ((values >= -1) & (values <= MAX_SECONDS)))
             values = np.where(loose & empty & (not spec.empty), -1.0, values)
         ok &= ~bad
         if not ok.all():
@@ -158,6 +165,24 @@ class Table:
             raise self.fail(position, spec.name, _cell(column, position), valid)
         integers = spec.valid.integer and not spec.empty and (values == np.floor(values)).all()
         self.frame[spec.name] = values.astype(np.int64) if integers else values
+
+    def ordered(self, earlier: str, later: str) -> None:
+        """Refuse a row whose ``later`` time is before its ``earlier`` one (both present)."""
+        first, second = (self.frame[name].to_numpy(float) for name in (earlier, later))
+        with np.errstate(invalid="ignore"):
+            wrong = second < first
+        if wrong.any():
+            position = int(np.flatnonzero(wrong)[0])
+            raise self.fail(position, later, _cell(self.frame[later], position),
+                            f"a time >= {earlier} ({first[position]:g})")
+
+    def present(self, names: tuple[str, ...], rows: np.ndarray, what: str) -> None:
+        """Refuse an empty cell of ``names`` in ``rows`` (``what`` says which rows)."""
+        for name in names:
+            missing = rows & np.isnan(self.frame[name].to_numpy(float))
+            if missing.any():
+                position = int(np.flatnonzero(missing)[0])
+                raise self.fail(position, name, "", f"a time (every {what} has one)")
 
     def choices(self, name: str, valid: tuple[str, ...]) -> None:
         """Check a text column holds one of ``valid`` in every row."""
@@ -193,11 +218,10 @@ class Table:
         if again.any():
             position = int(np.flatnonzero(again)[0])
             row = self.frame.iloc[position]
-            key = tuple(row[name] for name in keys)
             first = int(np.flatnonzero((self.frame[keys] == row[keys]).all(axis=1).to_numpy())[0])
-            shown = key[0] if len(key) == 1 else key
-            raise ConfigError(f"{self.path}: {self.where(position)}, column {', '.join(keys)}: "
-                              f"{shown} again (first on {self.where(first)}); valid: {valid}")
+            shown = " ".join(f"{name} {_cell(self.frame[name], position)}" for name in keys)
+            raise ConfigError(f"{self.path}: {self.where(position)}: {shown} again (first on "
+                              f"{self.where(first)}); valid: {valid}")
 
 
 def _is_text_or_missing(value: object) -> bool:
@@ -330,6 +354,10 @@ def read_jobs(path: Path, n_nodes: int, summary: dict[str, Any] | None) -> pd.Da
         if spec.valid is not None:
             table.numbers(spec, loose=skipped)
     table.allocations("nodes", n_nodes, empty=True)
+    finished = (table.frame["status"] == "finished").to_numpy()
+    table.present(("start_time", "end_time", "run_time", "wait_time"), finished, "finished job")
+    for earlier, later in (("submit_time", "start_time"), ("start_time", "end_time")):
+        table.ordered(earlier, later)
     table.unique(["job_id"], "one row per job")
     counted = [summary.get(key) for key in ("jobs_total", "jobs_skipped")] if summary else []
     if counted and all(type(n) is int for n in counted):
@@ -354,6 +382,7 @@ def read_segments_file(path: Path, n_nodes: int | None = None,
             table.numbers(spec)
     table.choices("ended", ENDINGS)
     table.allocations("nodes", n_nodes, empty=False)
+    table.ordered("start", "end")
     table.unique(["job_id", "segment"], "one row per segment of a job")
     known = np.isin(table.frame["job_id"].to_numpy(), job_ids) if job_ids is not None else None
     if known is not None and not known.all():
