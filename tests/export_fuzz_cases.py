@@ -125,7 +125,8 @@ def corruptions(seed: int, count: int, columns: dict[str, list[str]]) -> list[Co
         column = rng.choice(columns[name])
         if kind == "cell":
             value, row = rng.choice(CELLS), rng.randrange(1000)
-            cases.append((f"{name} row {row} {column}={value!r}", _set_cell(name, column, row, value)))
+            what = f"{name} row {row} {column}={value!r}"
+            cases.append((what, _set_cell(name, column, row, value)))
         elif kind == "drop":
             cases.append((f"{name} without {column}", _drop_column(name, column)))
         elif kind == "duplicate":
@@ -147,5 +148,6 @@ def corruptions(seed: int, count: int, columns: dict[str, list[str]]) -> list[Co
             target = rng.choice(("jobs.parquet", "segments.parquet"))
             value = rng.choice(("x", 1.5, -3, None))
             column = rng.choice(columns[target.replace(".parquet", ".csv")])
-            cases.append((f"{target} {column} all {value!r}", _parquet_retyped(target, column, value)))
+            what = f"{target} {column} all {value!r}"
+            cases.append((what, _parquet_retyped(target, column, value)))
     return cases

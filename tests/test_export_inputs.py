@@ -23,6 +23,8 @@ from market_hpc.errors import OutputError
 
 ROOT = Path(__file__).resolve().parents[1]
 SACCT = ROOT / "traces" / "slurm-sample.sacct"
+PREFIX = "market-hpc: error: "
+Capture = pytest.CaptureFixture[str]
 NODES_VALID = "node:units pairs joined by ';' (e.g. 0:4;1:2), or empty, nodes 0 to 2"
 
 
@@ -56,11 +58,19 @@ def set_cell(path: Path, line: int, column: str, value: str) -> None:
 
 
 def error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line on stderr (with the ``market-hpc: error:`` prefix)."""
     err = capsys.readouterr().err
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     return lines[0]
+
+
+def said(capsys: pytest.CaptureFixture[str]) -> str:
+    """The one error line on stderr, without its ``market-hpc: error: `` prefix."""
+    line = error_line(capsys)
+    assert line.startswith(PREFIX), line
+    return line.removeprefix(PREFIX)
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -84,10 +94,10 @@ def test_a_bad_jobs_cell_is_named(run: Path, capsys: pytest.CaptureFixture[str],
                                   column: str, value: str, valid: str) -> None:
     set_cell(run / "jobs.csv", line, column, value)
     shown = {"2.5": 2.5, "-1": -1, "1e400": float("inf")}.get(value, value)
-    expected = f"market-hpc: error: {run / 'jobs.csv'}: line {line}, column {column}: got {shown!r}; valid: {valid}"
+    expected = f"{run / 'jobs.csv'}: line {line}, column {column}: got {shown!r}; valid: {valid}"
     for command in (["export", str(run)], ["plot", str(run)], ["report", str(run)]):
         assert main(command) == 2
-        assert error_line(capsys) == expected
+        assert said(capsys) == expected
     assert sorted(snapshot(run)) == ["config.json", "jobs.csv", "market_jobs.csv", "segments.csv",
                                      "summary.json", "timeseries.csv"]  # nothing written
 
@@ -95,18 +105,17 @@ def test_a_bad_jobs_cell_is_named(run: Path, capsys: pytest.CaptureFixture[str],
 def test_a_bad_segments_cell_is_named(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     set_cell(run / "segments.csv", 3, "nodes", "x:1")
     assert main(["export", str(run)]) == 2
-    assert error_line(capsys) == (f"market-hpc: error: {run / 'segments.csv'}: line 3, column nodes: "
-                                  "got 'x:1'; valid: node:units pairs joined by ';' (e.g. 0:4;1:2), "
-                                  "nodes 0 to 2")
+    assert said(capsys) == (f"{run / 'segments.csv'}: line 3, column nodes: got 'x:1'; valid: "
+                            "node:units pairs joined by ';' (e.g. 0:4;1:2), nodes 0 to 2")
     set_cell(run / "segments.csv", 3, "nodes", "2:2")
     set_cell(run / "segments.csv", 3, "units", "0:4")
     assert main(["plot", str(run)]) == 2
-    assert error_line(capsys) == (f"market-hpc: error: {run / 'segments.csv'}: line 3, column units: "
-                                  "got '0:4'; valid: an integer in [1, 2^53 - 1]")
+    assert said(capsys) == (f"{run / 'segments.csv'}: line 3, column units: got '0:4'; valid: "
+                            "an integer in [1, 2^53 - 1]")
 
 
 @pytest.mark.parametrize("column", ["start_time", "status"])
-def test_a_missing_column_is_named(run: Path, capsys: pytest.CaptureFixture[str], column: str) -> None:
+def test_a_missing_column_is_named(run: Path, capsys: Capture, column: str) -> None:
     frame = pd.read_csv(run / "jobs.csv", dtype=str, keep_default_na=False)
     frame.drop(columns=[column]).to_csv(run / "jobs.csv", index=False)
     assert main(["export", str(run)]) == 2
@@ -121,8 +130,8 @@ def test_a_duplicated_jobs_row_is_named(run: Path, capsys: pytest.CaptureFixture
     (run / "jobs.csv").write_text("".join(lines[:4] + lines[3:]))  # job 3 on lines 4 and 5
     for command in ("export", "plot"):
         assert main([command, str(run)]) == 2
-        assert error_line(capsys) == (f"market-hpc: error: {run / 'jobs.csv'}: line 5: job_id 3 again "
-                                      "(first on line 4); valid: one row per job")
+        assert said(capsys) == (f"{run / 'jobs.csv'}: line 5: job_id 3 again (first on line 4); "
+                                "valid: one row per job")
 
 
 def test_a_cut_jobs_file_is_refused_by_the_summary_count(run: Path,
@@ -130,19 +139,21 @@ def test_a_cut_jobs_file_is_refused_by_the_summary_count(run: Path,
     lines = (run / "jobs.csv").read_text().splitlines(keepends=True)
     (run / "jobs.csv").write_text("".join(lines[:21]))  # cut at a line end: 20 of 30 jobs
     assert main(["export", str(run)]) == 2
-    assert error_line(capsys) == (f"market-hpc: error: {run / 'jobs.csv'}: 20 job rows, but summary.json "
-                                  "counts 30 (jobs_total + jobs_skipped); valid: one row per job (is "
-                                  "the file cut short?)")
+    assert said(capsys) == (f"{run / 'jobs.csv'}: 20 job rows, but summary.json counts 30 "
+                            "(jobs_total + jobs_skipped); valid: one row per job (is the file "
+                            "cut short?)")
+
+
+SHAPE = 'valid: an object (config.json is {"config": {"platform": ..., ...}, ...})'
 
 
 @pytest.mark.parametrize(("document", "message"), [
-    (None, 'key (top level): got null; valid: an object (config.json is {"config": {"platform": '
-           '..., ...}, ...})'),
-    ({"config": None}, 'key config: got null; valid: an object (config.json is {"config": '
-                       '{"platform": ..., ...}, ...})'),
-    ({"config": {"platform": 3}}, "key config.platform: got 3; valid: a platform preset name or "
-                                  "spec text such as nodes=2,cores=4"),
-    ({"config": {"platform": "hlrs-3x9", "policy": []}}, "key config.policy: got []; valid: an object"),
+    (None, f"key (top level): got null; {SHAPE}"),
+    ({"config": None}, f"key config: got null; {SHAPE}"),
+    ({"config": {"platform": 3}}, ("key config.platform: got 3; valid: a platform preset name "
+                                   "or spec text such as nodes=2,cores=4")),
+    ({"config": {"platform": "hlrs-3x9", "policy": []}},
+     "key config.policy: got []; valid: an object"),
     ({"config": {"platform": "hlrs-3x9", "workload": {"trace": 7}}},
      "key config.workload.trace: got 7; valid: a file name or null"),
 ])
@@ -157,18 +168,17 @@ def test_a_bad_config_json_is_named(run: Path, capsys: pytest.CaptureFixture[str
 def test_unreadable_files_are_named(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (run / "summary.json").write_text('{"jobs_total": 3')
     assert main(["plot", str(run)]) == 2
-    assert error_line(capsys) == (f"market-hpc: error: {run / 'summary.json'}: not JSON: Expecting ',' "
-                                  "delimiter: line 1 column 17 (char 16); valid: the summary.json "
-                                  "market-hpc run/replay --out writes")
+    assert said(capsys) == (f"{run / 'summary.json'}: not JSON: Expecting ',' delimiter: line 1 "
+                            "column 17 (char 16); valid: the summary.json market-hpc run/replay "
+                            "--out writes")
     (run / "summary.json").unlink()
     set_cell(run / "timeseries.csv", 3, "used_cores", "many")
     assert main(["plot", str(run)]) == 2
-    assert error_line(capsys) == (f"market-hpc: error: {run / 'timeseries.csv'}: line 3, column "
-                                  "used_cores: got 'many'; valid: a finite number >= 0")
+    assert said(capsys) == (f"{run / 'timeseries.csv'}: line 3, column used_cores: got 'many'; "
+                            "valid: a finite number >= 0")
     (run / "jobs.parquet").write_bytes(b"PAR1 not really")
     assert main(["export", str(run)]) == 2
-    assert error_line(capsys).startswith(f"market-hpc: error: {run / 'jobs.parquet'}: cannot be read as "
-                                         "Parquet (")
+    assert said(capsys).startswith(f"{run / 'jobs.parquet'}: cannot be read as Parquet (")
 
 
 # ------------------------------------------------------------------------------ full disk
@@ -191,7 +201,7 @@ class FullDisk:
             def __getattr__(self, name: str) -> Any:
                 return getattr(handle, name)
 
-            def __enter__(self) -> Full:
+            def __enter__(self) -> Any:
                 return self
 
             def __exit__(self, *exc: object) -> None:
@@ -214,7 +224,7 @@ def full_disk(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FullD
     yield disk
 
 
-def test_export_on_a_full_disk_keeps_the_previous_files(run: Path, capsys: pytest.CaptureFixture[str],
+def test_export_on_a_full_disk_keeps_the_previous_files(run: Path, capsys: Capture,
                                                        monkeypatch: pytest.MonkeyPatch,
                                                        tmp_path: Path) -> None:
     assert main(["export", str(run)]) == 0
@@ -224,9 +234,8 @@ def test_export_on_a_full_disk_keeps_the_previous_files(run: Path, capsys: pytes
     monkeypatch.setattr(builtins, "open", disk)
     monkeypatch.setattr(io, "open", disk)
     assert main(["export", str(run)]) == 2
-    assert error_line(capsys) == (f"market-hpc: error: cannot write {run / 'schedule.swf'}: No space "
-                                  "left on device (none of the 3 files written, the previous ones "
-                                  "unchanged)")
+    assert said(capsys) == (f"cannot write {run / 'schedule.swf'}: No space left on device "
+                            "(none of the 3 files written, the previous ones unchanged)")
     assert disk.failed == 1 and snapshot(run) == before  # no temporary file left either
 
 
@@ -250,9 +259,8 @@ def test_plot_and_report_on_a_full_disk(run: Path, capsys: pytest.CaptureFixture
     monkeypatch.setattr(io, "open", disk)
     for command in ("plot", "report"):
         assert main([command, str(run)]) == 2
-        assert error_line(capsys) == (f"market-hpc: error: cannot write {run / 'schedule.svg'}: No space "
-                                      "left on device (none of the 6 files written, the previous ones "
-                                      "unchanged)")
+        assert said(capsys) == (f"cannot write {run / 'schedule.svg'}: No space left on device "
+                                "(none of the 6 files written, the previous ones unchanged)")
         assert snapshot(run) == before
 
 
@@ -296,15 +304,14 @@ def test_the_atomic_writer_removes_its_temporary_file(tmp_path: Path) -> None:
         atomic_write(target, fail)
     assert (info.value.errno, info.value.filename) == (errno.ENOSPC, str(target))
     assert [path.name for path in tmp_path.iterdir()] == ["a.txt"] and target.read_text() == "old"
-    with pytest.raises(OutputError, match=r"cannot write .*missing/b.txt: No such file or directory "
-                                          r"\(none of the 2 files written"):
+    with pytest.raises(OutputError, match=r"cannot write .*missing/b.txt: No such file or "
+                                          r"directory \(none of the 2 files written"):
         write_files({target: "new", tmp_path / "missing" / "b.txt": b"x"})
     assert target.read_text() == "old" and [path.name for path in tmp_path.iterdir()] == ["a.txt"]
 
 
 # ------------------------------------------------------------------------- trace convert
-def test_trace_convert_refuses_a_cut_gzip_naming_the_line(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_trace_convert_refuses_a_cut_gzip_naming_the_line(tmp_path: Path, capsys: Capture) -> None:
     data = gzip.compress(SACCT.read_bytes(), mtime=0)
     (tmp_path / "whole.sacct.gz").write_bytes(data)
     assert main(["trace", "convert", str(tmp_path / "whole.sacct.gz"), "--out",
@@ -335,7 +342,7 @@ def _jobs(swf: Path) -> list[str]:
 
 
 def test_trace_convert_refuses_a_bad_field_naming_line_and_field(tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+                                                                 capsys: Capture) -> None:
     lines = SACCT.read_text().splitlines()
     cells = lines[1].split("|")
     cells[6] = "many"  # NCPUS
@@ -344,6 +351,5 @@ def test_trace_convert_refuses_a_bad_field_naming_line_and_field(tmp_path: Path,
     source.write_text("\n".join(lines) + "\n")
     assert main(["trace", "convert", str(source), "--out", str(tmp_path / "bad.swf")]) == 2
     err = capsys.readouterr().err
-    assert err.splitlines()[0] == (f"market-hpc: error: {source}:2: field ncpus: 'many' is not a whole "
-                                   "number")
+    assert err.splitlines()[0] == f"{PREFIX}{source}:2: field ncpus: 'many' is not a whole number"
     assert "Traceback" not in err and sorted(p.name for p in tmp_path.iterdir()) == ["bad.sacct"]

@@ -78,7 +78,8 @@ SEGMENT_SPECS = (
     Spec("job_id", _ID), Spec("segment", _SEGMENT), Spec("start", _TIME), Spec("end", _TIME),
     Spec("nodes", None), Spec("cores", _AMOUNT), Spec("units", _UNITS), Spec("ended", None),
 )
-SERIES_SPECS = (Spec("time", _TIME), Spec("queue_length", _AMOUNT), Spec("used_cores", NON_NEGATIVE))
+SERIES_SPECS = (Spec("time", _TIME), Spec("queue_length", _AMOUNT),
+                Spec("used_cores", NON_NEGATIVE))
 
 
 class Table:
@@ -127,7 +128,8 @@ class Table:
 
     def require(self, specs: tuple[Spec, ...]) -> None:
         """Refuse a file without one of the required columns; add absent optional ones."""
-        missing = [spec.name for spec in specs if spec.name not in self.frame and spec.default is None]
+        missing = [spec.name for spec in specs
+                   if spec.name not in self.frame and spec.default is None]
         if missing:
             needed = ", ".join(spec.name for spec in specs if spec.default is None)
             raise ConfigError(f"{self.path}: no column {', '.join(missing)}; valid: a header "
@@ -201,8 +203,8 @@ class Table:
         ok = form.to_numpy(dtype=bool) & (column.map(_is_text_or_missing).to_numpy(dtype=bool))
         if not empty:
             ok &= (text != "").to_numpy()
-        highest = np.array([max((int(node) for node in re.findall(r"(?:^|;)(\d+)", value)), default=-1)
-                            if good else -1 for value, good in zip(text.tolist(), ok.tolist(), strict=True)])
+        highest = np.array([_highest_node(value) if good else -1
+                            for value, good in zip(text.tolist(), ok.tolist(), strict=True)])
         if n_nodes is not None:
             ok &= highest < n_nodes
         if not ok.all():
@@ -222,6 +224,15 @@ class Table:
             shown = " ".join(f"{name} {_cell(self.frame[name], position)}" for name in keys)
             raise ConfigError(f"{self.path}: {self.where(position)}: {shown} again (first on "
                               f"{self.where(first)}); valid: {valid}")
+
+
+def _highest_node(allocation: str) -> int:
+    """The largest node number of an allocation text, -1 for none.
+
+    >>> _highest_node("3:2;12;0:1"), _highest_node("")
+    (12, -1)
+    """
+    return max((int(node) for node in re.findall(r"(?:^|;)(\d+)", allocation)), default=-1)
 
 
 def _is_text_or_missing(value: object) -> bool:
