@@ -60,27 +60,29 @@ _STATUS, _RUN, _WAIT, _ALLOC, _SUBMIT = 10, 3, 2, 4, 1  # 0-based SWF fields 11,
 _SEGMENT_FIELDS = ["job_id", "segment", "start", "end", "nodes", "cores", "units", "ended"]
 
 
-def read_segments(directory: str | Path) -> pd.DataFrame | None:
-    """A run folder's ``segments.parquet`` (else ``segments.csv``), sorted by job and
+def read_segments(directory: str | Path, n_nodes: int | None = None,
+                  job_ids: np.ndarray | None = None) -> pd.DataFrame | None:
+    """A run folder's ``segments.parquet`` (else ``segments.csv``), checked
+    (:func:`~market_hpc.experiment.run_folder.read_segments_file`) and sorted by job and
     segment; ``None`` when it has neither (a folder written before segments were recorded).
 
+    Args:
+        directory: The run folder.
+        n_nodes: Nodes of the platform (allocations name nodes below it), if known.
+        job_ids: The ids of ``jobs.csv`` (every segment's job is one of them), if known.
+
     Raises:
-        ConfigError: The file cannot be read or lacks a column the export needs.
+        ConfigError: The file cannot be read, lacks a column the export needs or holds a
+            bad value (named with its line and column).
     """
+    from market_hpc.experiment.run_folder import read_segments_file
+
     folder = Path(directory)
     parquet, csv = folder / "segments.parquet", folder / "segments.csv"
-    try:
-        if parquet.is_file():
-            frame = pd.read_parquet(parquet)
-        elif csv.is_file():
-            frame = pd.read_csv(csv, dtype={"nodes": str, "ended": str})
-        else:
-            return None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read the segments of {folder}: {exc}") from None
-    missing = [name for name in _SEGMENT_FIELDS if name not in frame]
-    if missing:
-        raise ConfigError(f"{folder}: the segments file lacks {', '.join(missing)}")
+    source = parquet if parquet.is_file() else csv if csv.is_file() else None
+    if source is None:
+        return None
+    frame = read_segments_file(source, n_nodes, job_ids)
     return frame[_SEGMENT_FIELDS].sort_values(["job_id", "segment"], kind="stable").reset_index(drop=True)
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import base64
 import html
-import json
+import io
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +22,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from market_hpc.errors import ConfigError
+from market_hpc.atomic_file import Content, write_files
+from market_hpc.errors import ConfigError, OutputError
+from market_hpc.experiment.export_segments import read_segments
 from market_hpc.experiment.gantt import core_allocations, occupancy
 from market_hpc.experiment.gantt_svg import READABLE_PX, default_window
 from market_hpc.experiment.report_html import STYLE
+from market_hpc.experiment.run_folder import read_series, read_summary
 from market_hpc.experiment.run_page_gantt import TimeUnit, gantt_figures, time_unit
 from market_hpc.experiment.schedule_export import read_run
 
@@ -111,8 +115,12 @@ def write_run_page(directory: str | Path, *, window: tuple[float, float] | None 
     started = jobs[jobs["start_time"].notna()]
     allocations = core_allocations(started["nodes"].tolist(), started["cores"].tolist(),
                                    started["units"].tolist())
-    first = float(jobs["submit_time"].min())
-    last = float(np.nanmax(started["end_time"].to_numpy())) if len(started) else first + 1.0
+    submitted = jobs.loc[jobs["status"] != "skipped", "submit_time"].to_numpy(float)
+    if not len(submitted):
+        raise ConfigError(f"{run.directory}: every job of jobs.csv is skipped; nothing to draw")
+    first = float(submitted.min())
+    ends = started["end_time"].to_numpy(float)
+    last = float(ends[np.isfinite(ends)].max()) if np.isfinite(ends).any() else first + 1.0
     lo, hi = window or (first, last)
     lo, hi = max(lo, first), min(hi, last)
     if hi <= lo:
@@ -123,16 +131,14 @@ def write_run_page(directory: str | Path, *, window: tuple[float, float] | None 
         gantt_window = _chosen_window(started, last - first, notes)
     unit = time_unit(hi - lo)
     plots = run.directory / "plots"
-    plots.mkdir(exist_ok=True)
     page = Path(out) if out else run.directory / "schedule.html"
-    pieces = execution_pieces(run.directory, started)
+    pieces = execution_pieces(run.directory, started, len(node_cores), jobs["job_id"].to_numpy())
     if pieces is not started:  # every execution segment on its own allocation
         allocations = core_allocations(pieces["nodes"].tolist(), pieces["cores"].tolist(),
                                        pieces["units"].tolist())
     gantt, caption, svg = gantt_figures(pieces, allocations, node_cores, gantt_window,
                                  time_unit(gantt_window[1] - gantt_window[0]), notes,
                                  nodes or (0, len(node_cores)))
-    page.with_suffix(".svg").write_text(svg, encoding="utf-8")
     figures = [
         ("Gantt chart", gantt, caption),
         ("Occupancy", *_occupancy(pieces, allocations, node_cores, (lo, hi), unit)),
@@ -142,35 +148,48 @@ def write_run_page(directory: str | Path, *, window: tuple[float, float] | None 
     ]
     parts = [_head(config, run.directory, lo, hi, unit), _summary_table(run.directory)]
     parts += [f"<p class='note'>{html.escape(note)}</p>" for note in notes]
+    pictures: dict[str | os.PathLike[str], Content] = {}
     for (title, figure, caption), slug in zip(figures, ("gantt", "occupancy", "timeseries", "cdf"),
                                               strict=True):
         png = plots / f"{page.stem}-{slug}.png"
-        figure.savefig(png, dpi=110, metadata={"Software": None})
+        pictures[png] = data = _png(figure)
         if slug == "gantt":  # inline, so hovering a job shows its details
             parts.append(f"<h2>{html.escape(title)}</h2>{svg[svg.index('<svg'):]}"
                          f"<p>{html.escape(caption)} Also {page.with_suffix('.svg').name} and "
                          f"plots/{png.name}.</p>")
             continue
-        encoded = base64.b64encode(png.read_bytes()).decode()
+        encoded = base64.b64encode(data).decode()
         parts.append(f"<h2>{html.escape(title)}</h2><img alt='{slug}' "
                      f"src='data:image/png;base64,{encoded}'><p>{html.escape(caption)}</p>")
-    page.write_text("".join(parts) + "</body></html>\n", encoding="utf-8")
+    # drawn before anything is written; the page, its SVG and PNGs written all or none
+    try:
+        plots.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise OutputError(str(plots), exc.strerror or str(exc)) from None
+    write_files({page.with_suffix(".svg"): svg, **pictures, page: "".join(parts) + "</body></html>\n"})
     return page, notes
 
 
-def execution_pieces(directory: Path, started: pd.DataFrame) -> pd.DataFrame:
+def _png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def execution_pieces(directory: Path, started: pd.DataFrame, n_nodes: int | None = None,
+                     job_ids: np.ndarray | None = None) -> pd.DataFrame:
     """What the Gantt chart and occupancy map draw: one row per execution segment
     (``segments.csv``: its start, end and allocation; the job's other columns from
     ``jobs.csv``), so a held job leaves a gap while it waits; ``started`` itself when
-    the run folder has no segments file (written before segments were recorded)."""
-    parquet, csv = directory / "segments.parquet", directory / "segments.csv"
-    columns = ["job_id", "segment", "start", "end", "nodes", "cores", "units"]
-    if parquet.is_file():
-        segments = pd.read_parquet(parquet, columns=columns)
-    elif csv.is_file():
-        segments = pd.read_csv(csv, usecols=columns)
-    else:
+    the run folder has no segments file (written before segments were recorded).
+
+    ``n_nodes`` and ``job_ids`` (the platform's nodes, ``jobs.csv``'s ids), when given,
+    bound what the segments file may name (:func:`~market_hpc.experiment.export_segments.read_segments`).
+    """
+    segments = read_segments(directory, n_nodes, job_ids)
+    if segments is None:
         return started
+    segments = segments[["job_id", "segment", "start", "end", "nodes", "cores", "units"]]
     segments = segments.rename(columns={"start": "start_time", "end": "end_time"})
     rest = started.drop(columns=[c for c in ("start_time", "end_time", "nodes", "cores", "units")
                                  if c in started])
@@ -203,10 +222,9 @@ def _head(config: dict[str, object], directory: Path, lo: float, hi: float, unit
 
 
 def _summary_table(directory: Path) -> str:
-    path = directory / "summary.json"
-    if not path.is_file():
+    summary = read_summary(directory)
+    if summary is None:
         return "<p class='note'>no summary.json in the run folder</p>"
-    summary = json.loads(path.read_text())
     rows = []
     for key, label, unit in _SUMMARY:
         value = summary.get(key)
@@ -247,7 +265,7 @@ def _over_time(directory: Path, jobs: pd.DataFrame, total_cores: int,
                window: tuple[float, float], unit: TimeUnit) -> tuple[Figure, str]:
     path = directory / "timeseries.csv"
     if path.is_file():
-        series = pd.read_csv(path, usecols=["time", "queue_length", "used_cores"])
+        series = read_series(path)
         times, used, queue = (series[c].to_numpy(float) for c in ("time", "used_cores",
                                                                    "queue_length"))
         source = "timeseries.csv"

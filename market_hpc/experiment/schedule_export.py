@@ -39,7 +39,6 @@ counted too, since Batsim kills a job at its walltime.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,14 +46,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from market_hpc.atomic_file import write_files
 from market_hpc.domain.platform import load_platform
 from market_hpc.errors import ConfigError
 from market_hpc.experiment.batsim_jobs import batsim_jobs
 from market_hpc.experiment.export_segments import held_segments, read_segments, swf_with_parts
+from market_hpc.experiment.run_folder import read_config, read_jobs, read_summary
 from market_hpc.experiment.swf_export_header import OriginalTrace, read_original, swf_header
 from market_hpc.json_text import json_text
+from market_hpc.workload.swf import trace_bytes
 from market_hpc.workload.swf_format import N_FIELDS, format_number
-from market_hpc.workload.swf_rows import write_swf_rows
+from market_hpc.workload.swf_rows import swf_text
 
 _STATUS = {"finished": 1, "rejected": 0, "dropped": 5}
 _OTHER_RESOURCES = ("gpus", "mics", "mem", "bb")
@@ -71,26 +73,27 @@ class RunSchedule:
 
 
 def read_run(directory: str | Path) -> RunSchedule:
-    """Read ``jobs.parquet`` (else ``jobs.csv``) and ``config.json`` of a run folder.
+    """Read ``config.json`` and ``jobs.parquet`` (else ``jobs.csv``) of a run folder, every
+    value the commands use checked (:mod:`~market_hpc.experiment.run_folder`).
 
     Raises:
-        ConfigError: Not a run folder (names what is missing), or unreadable files.
+        ConfigError: Not a run folder (names what is missing), or a file that cannot be read
+            or holds a bad value (names the file, line or key, and what is valid).
     """
     folder = Path(directory)
     sources = [folder / "jobs.parquet", folder / "jobs.csv"]
-    source = next((path for path in sources if path.exists()), None)
-    if source is None or not (folder / "config.json").exists():
+    source = next((path for path in sources if path.is_file()), None)
+    if source is None or not (folder / "config.json").is_file():
         raise ConfigError(f"{folder} is not a run folder: it needs jobs.csv (or jobs.parquet) "
                           "and config.json, as written by market-hpc run/replay --out DIR")
+    config = read_config(folder)
+    platform = config["config"]["platform"]
     try:
-        jobs = pd.read_parquet(source) if source.suffix == ".parquet" else pd.read_csv(source)
-        config = json.loads((folder / "config.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read run folder {folder}: {exc}") from None
-    platform = config.get("config", {}).get("platform")
-    if platform is None:
-        raise ConfigError(f"{folder}/config.json has no config.platform")
-    return RunSchedule(folder, jobs, load_platform(platform).total_cores, config)
+        loaded = load_platform(platform)
+    except ConfigError as exc:
+        raise ConfigError(f"{folder / 'config.json'}: key config.platform: {exc}") from None
+    jobs = read_jobs(source, len(loaded.capacity), read_summary(folder))
+    return RunSchedule(folder, jobs, loaded.total_cores, config)
 
 
 def schedule_rows(jobs: pd.DataFrame, original: OriginalTrace | None = None) -> np.ndarray:
@@ -111,7 +114,8 @@ def schedule_rows(jobs: pd.DataFrame, original: OriginalTrace | None = None) -> 
     cores = frame["cores"].to_numpy(dtype=float)
     rows[:, 0] = frame["job_id"].to_numpy()
     rows[:, 1] = frame["submit_time"].to_numpy()
-    rows[:, 2] = np.where(started, frame["wait_time"].to_numpy(dtype=float), -1.0)
+    wait = frame["wait_time"].to_numpy(dtype=float)
+    rows[:, 2] = np.where(started & np.isfinite(wait), wait, -1.0)
     rows[:, 3] = np.where(np.isfinite(run), run, -1.0)
     rows[:, 4] = np.where(started, cores, -1.0)
     rows[:, 7] = cores
@@ -169,33 +173,26 @@ def export_schedule(directory: str | Path, swf: str | Path | None = None,
     jobs = run.jobs
     swf_path = Path(swf) if swf else run.directory / "schedule.swf"
     batsim_path = Path(batsim) if batsim else run.directory / "workload.json"
-    config = run.config.get("config", {})
-    name = config.get("name", run.directory.name)
-    original = read_original(config.get("workload", {}).get("trace"))
+    jobs_path = Path(batsim_jobs_file) if batsim_jobs_file else run.directory / "batsim_jobs.csv"
+    config = run.config["config"]
+    original = read_original(config["workload"].get("trace"))
     node_cores = [int(c) for c in load_platform(config["platform"]).capacity[:, 0]]
-    segments = read_segments(run.directory)
+    segments = read_segments(run.directory, len(node_cores), jobs["job_id"].to_numpy())
     swf_rows = swf_with_parts(schedule_rows(jobs, original), segments)
-    held = int((jobs["hold_count"] > 0).sum()) if "hold_count" in jobs else 0
+    held = int((jobs["hold_count"] > 0).sum())
     cannot = _cannot_express(jobs, original, swf_rows.held_jobs, swf_rows.reweighted, held)
     header = swf_header(
-        name=name, policy=str(config.get("policy", {}).get("scheduler")),
+        name=config["name"], policy=str(config["policy"].get("scheduler")),
         platform=str(config["platform"]), directory=str(run.directory), n_jobs=len(jobs),
         n_records=len(swf_rows.rows), n_nodes=len(node_cores), n_procs=run.total_cores,
         last_end=float(np.nanmax(jobs["end_time"].to_numpy(float), initial=0.0)),
         queues=int(jobs["queue"].where(jobs["queue"] >= 0).nunique()), original=original,
         preemption="Double" if swf_rows.held_jobs else "Yes" if held else "No", notes=cannot)
-    write_swf_rows(swf_rows.rows, swf_path, header)
     workload, too_large = batsim_workload(jobs, run.total_cores)
-    try:
-        batsim_path.write_text(json_text(workload, indent=1))
-    except OSError as exc:
-        raise ConfigError(f"cannot write {batsim_path}: {exc.strerror or exc}") from None
-    jobs_path = Path(batsim_jobs_file) if batsim_jobs_file else run.directory / "batsim_jobs.csv"
     table = batsim_jobs(jobs, node_cores, _profile, original.status if original else None, segments)
-    try:
-        table.to_csv(jobs_path, index=False)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {jobs_path}: {exc.strerror or exc}") from None
+    # the three files written all or none (a full disk leaves the previous ones)
+    write_files({swf_path: trace_bytes(swf_text(swf_rows.rows, header), swf_path),
+                 batsim_path: json_text(workload, indent=1), jobs_path: table.to_csv(index=False)})
     parts = len(swf_rows.rows) - len(jobs)
     notes = [f"SWF schedule ({len(jobs):,} jobs" + (f", {parts:,} partial-execution lines" if parts else "")
              + f"): {swf_path}",

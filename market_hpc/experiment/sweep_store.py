@@ -17,11 +17,9 @@ that is retried and succeeds).
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any, Self
 
@@ -30,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from market_hpc.atomic_file import TMP_SUFFIX, atomic_write
 from market_hpc.experiment.sweep_spec import FIXED_COLUMNS, SweepError
 from market_hpc.json_text import json_text
 
@@ -38,32 +37,7 @@ try:
 except ImportError:  # Windows: no advisory locks; concurrent sweeps are the user's care
     fcntl = None  # type: ignore[assignment]
 
-TMP_SUFFIX = ".tmp"
 LOCK_FILE = ".sweep.lock"
-
-
-def atomic_write(target: Path, write: Callable[[IO[bytes]], object]) -> None:
-    """Write ``target`` through a temporary file that is fsynced and renamed into place."""
-    temporary = target.with_name(f".{target.name}.{os.getpid()}{TMP_SUFFIX}")
-    try:
-        with open(temporary, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
-    _fsync_directory(target.parent)
-
-
-def _fsync_directory(folder: Path) -> None:
-    with contextlib.suppress(OSError):  # not supported on every platform/filesystem
-        descriptor = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
 
 
 def _arrow_table(rows: list[dict[str, Any]]) -> pa.Table:

@@ -31,7 +31,9 @@ to the side file, and a run of the SWF gives them back to the jobs
 
 from __future__ import annotations
 
+import gzip
 import os
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -228,12 +230,7 @@ def read_sacct(path: str | os.PathLike[str], *, lenient: bool = False) -> SacctC
             ``lenient``), or no job to convert.
     """
     source = os.fspath(path)
-    try:
-        with open(source, encoding="utf-8-sig", errors="replace") as handle:  # a BOM is not a column
-            text = handle.read()
-    except OSError as exc:
-        raise ConfigError(f"cannot read sacct file {source}: {exc.strerror or exc}") from None
-    rows = text.split("\n")
+    rows = _sacct_text(source).split("\n")
     if rows and rows[-1] == "":
         rows.pop()
     columns = _header(source, rows[0] if rows else "")
@@ -268,6 +265,34 @@ def read_sacct(path: str | os.PathLike[str], *, lenient: bool = False) -> SacctC
         detail = "; ".join(conversion.describe()[1:]) or "no data lines"
         raise TraceFormatError(source, None, f"no jobs to convert ({detail})")
     return conversion
+
+
+def _sacct_text(source: str) -> str:
+    """The file's text (a BOM is not a column), gzip-compressed or not.
+
+    Raises:
+        ConfigError: The file cannot be read.
+        TraceFormatError: Compressed data that is cut short or corrupt, naming the first
+            line that could not be read.
+    """
+    try:
+        with open(source, "rb") as handle:
+            compressed = handle.read(2) == b"\x1f\x8b"
+        if not compressed:
+            with open(source, encoding="utf-8-sig", errors="replace") as handle:
+                return handle.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read sacct file {source}: {exc.strerror or exc}") from None
+    lines: list[str] = []
+    try:
+        with gzip.open(source, "rt", encoding="utf-8-sig", errors="replace") as handle:
+            lines.extend(handle)
+    except (OSError, EOFError, zlib.error) as exc:
+        # (no line of the TraceFormatError: --lenient, which skips bad lines, cannot help)
+        raise TraceFormatError(source, None, f"line {len(lines) + 1}: the gzip data is cut short "
+                               f"or corrupt ({exc}); valid: a whole .gz file (gzip -t checks "
+                               "it)") from None
+    return "".join(lines)
 
 
 def _header(source: str, line: str) -> list[str]:

@@ -6,13 +6,15 @@ Backs ``market-hpc trace convert`` and ``market-hpc replay`` of a sacct file.
 from __future__ import annotations
 
 import csv
+import io
 import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from market_hpc.errors import ConfigError
+from market_hpc.atomic_file import write_files
 from market_hpc.workload.slurm import SacctConversion, read_sacct, swf_rows
-from market_hpc.workload.swf_rows import write_swf_rows
+from market_hpc.workload.swf import trace_bytes
+from market_hpc.workload.swf_rows import swf_text
 
 SIDE_COLUMNS = ("swf_job_id", "slurm_job_id", "line", "state", "partition", "nodes", "gpus",
                 "mem_mib_per_cpu", "user")
@@ -43,9 +45,12 @@ def convert_sacct(source: str | os.PathLike[str], out: str | os.PathLike[str], *
     Returns:
         The conversion (its ``describe()`` gives the counts).
 
+    The SWF and the side file are written both or neither, each whole
+    (:func:`~market_hpc.atomic_file.write_files`): a full disk leaves the previous files.
+
     Raises:
-        ConfigError, TraceFormatError: As :func:`~market_hpc.workload.slurm.read_sacct`,
-            or an output that cannot be written.
+        ConfigError, TraceFormatError: As :func:`~market_hpc.workload.slurm.read_sacct`.
+        OutputError: An output cannot be written (then neither is).
     """
     conversion = read_sacct(source, lenient=lenient)
     rows, partitions, users = swf_rows(conversion)
@@ -63,18 +68,16 @@ def convert_sacct(source: str | os.PathLike[str], out: str | os.PathLike[str], *
          f"{side_file(out).name}; runs of this trace read them)"),
         *conversion.describe(),
     ]
-    write_swf_rows(rows, out, header)
-    _write_side_file(conversion, side_file(out))
+    swf = trace_bytes(swf_text(rows, header), out)
+    write_files({Path(out): swf, side_file(out): _side_text(conversion)})  # both or neither
     return conversion
 
 
-def _write_side_file(conversion: SacctConversion, path: Path) -> None:
-    try:
-        with open(path, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(SIDE_COLUMNS)
-            for number, job in enumerate(conversion.jobs, start=1):
-                writer.writerow((number, job.slurm_id, job.line, job.state, job.partition,
-                                 job.nodes, job.gpus, f"{job.mem_mib_per_cpu:g}", job.user))
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
+def _side_text(conversion: SacctConversion) -> str:
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(SIDE_COLUMNS)
+    for number, job in enumerate(conversion.jobs, start=1):
+        writer.writerow((number, job.slurm_id, job.line, job.state, job.partition,
+                         job.nodes, job.gpus, f"{job.mem_mib_per_cpu:g}", job.user))
+    return text.getvalue()

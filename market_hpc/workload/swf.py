@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from market_hpc.atomic_file import atomic_write
 from market_hpc.domain.job import CORE_UNIT, Job
 from market_hpc.errors import ConfigError, TraceFormatError
 from market_hpc.gc_pause import gc_paused
@@ -498,22 +499,30 @@ def write_swf(
     write_trace_text("\n".join(out) + "\n", path)
 
 
+def trace_bytes(text: str, path: str | os.PathLike[str]) -> bytes:
+    """A trace's bytes as :func:`write_trace_text` writes them to ``path``: UTF-8,
+    gzip-compressed without a timestamp when the path ends in ``.gz``."""
+    payload = text.encode("utf-8")
+    if os.fspath(path).endswith(".gz"):
+        payload = gzip.compress(payload, compresslevel=9, mtime=0)
+    return payload
+
+
 def write_trace_text(text: str, path: str | os.PathLike[str]) -> None:
     """Write a trace's text, gzip-compressed without a timestamp when the path ends in
-    ``.gz`` (the same text gives the same bytes).
+    ``.gz`` (the same text gives the same bytes), atomically: a failure leaves the
+    previous file or none (:func:`~market_hpc.atomic_file.atomic_write`).
 
     Raises:
         ConfigError: The file cannot be written.
     """
-    payload = text.encode("utf-8")
+    payload = trace_bytes(text, path)
     target = os.fspath(path)
-    if target.endswith(".gz"):
-        payload = gzip.compress(payload, compresslevel=9, mtime=0)
     try:
-        with open(target, "wb") as handle:
-            handle.write(payload)
+        atomic_write(target, lambda handle: handle.write(payload))
     except OSError as exc:
-        raise ConfigError(f"cannot write trace {target}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot write trace {target}: {exc.strerror or exc} (nothing written, "
+                          f"the previous {os.path.basename(target)} unchanged)") from None
 
 
 def _check_writable(job: Job, seen: set[int]) -> None:
