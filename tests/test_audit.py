@@ -386,3 +386,122 @@ def test_a_missing_column_is_named(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_not_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert unreadable(tmp_path / "nowhere", capsys) == (
         "RUN: not a folder; valid: a run folder (market-hpc run/replay --out DIR)")
+
+
+# ------------------------------------------------------------------ what a reviewer reads: exit 1
+
+@pytest.fixture(scope="module")
+def market_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real market run with holds (jobs and segments in CSV and Parquet)."""
+    config = load_scenario(ROOT / "scenarios" / "market_taskgraphs.toml")
+    config = replace(config, policy=replace(config.policy, hold_penalty=0.1))
+    return simulate(config).write(tmp_path_factory.mktemp("market") / "run")
+
+
+def copy_of(run_dir: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(run_dir, tmp_path / "run"))
+
+
+def failed(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert main(["audit", str(run_dir)]) == 1
+    out = capsys.readouterr().out
+    return out.split("FAILED: ", 1)[1].rsplit(" (", 1)[0]
+
+
+def test_a_hand_edited_jobs_csv_is_read(market_run: Path, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """jobs.csv, not its Parquet twin, is audited: an edit shows as a violation, and alone
+    (the CSV still self-consistent) as a disagreement with jobs.parquet."""
+    run_dir = rewrite(copy_of(market_run, tmp_path), "jobs.csv", {(2, "submit_time"): "5.0"})
+    assert failed(run_dir, capsys) == "job 3 segment 1 starts at t=0 before its submit at t=5"
+    run_dir = rewrite(run_dir, "jobs.csv", {(2, "submit_time"): "0.0", (2, "value"): "1000.5"})
+    assert failed(run_dir, capsys) == (
+        "jobs.parquet disagrees with jobs.csv at line 4 (job 3), column 'value': 1000.5 in jobs.csv, "
+        "982.1 in jobs.parquet")
+
+
+def test_parquet_twins_with_other_rows_or_columns(market_run: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = copy_of(market_run, tmp_path)
+    segments = pd.read_parquet(run_dir / "segments.parquet")
+    segments.iloc[:-1].to_parquet(run_dir / "segments.parquet", index=False)
+    assert failed(run_dir, capsys) == "segments.parquet has 38 rows, segments.csv 39: they disagree"
+    segments.rename(columns={"bb": "burst"}).to_parquet(run_dir / "segments.parquet", index=False)
+    assert failed(run_dir, capsys) == (
+        "segments.parquet disagrees with segments.csv: columns only in segments.csv: bb; only in "
+        "segments.parquet: burst")
+    segments.assign(nodes=segments["nodes"].str.replace("1:", "2:")).to_parquet(
+        run_dir / "segments.parquet", index=False)
+    message = failed(run_dir, capsys)
+    assert message.startswith("segments.parquet disagrees with segments.csv at line ") and (
+        ", column 'nodes': '1:" in message), message
+
+
+def test_a_real_run_passes_and_counts(market_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["audit", str(market_run)]) == 0
+    assert capsys.readouterr().out.startswith(f"audit {market_run}: 30 jobs, 39 segments: ok (")
+
+
+RELATIONS = {
+    # the files edited (cells as text) and the violation named
+    "wait not start less submit": (
+        {"jobs.csv": {(1, "wait_time"): "3.0"}},
+        "job 2 waits 3 s in jobs.csv but was submitted at t=0 and started at t=0"),
+    "run time not the segments' lengths": (
+        {"jobs.csv": {(0, "run_time"): "36.0"}}, "job 1 runs 36 s in jobs.csv but its segments last 35 s"),
+    "jobs.csv nodes not the last segment's": (
+        {"jobs.csv": {(0, "nodes"): "2:4"}}, "job 1 ran on '2:4' in jobs.csv but its last segment on '1:4'"),
+    "nodes giving other units": (
+        {"jobs.csv": {(0, "nodes"): "1:3"}, "segments.csv": {(0, "nodes"): "1:3"}},
+        "job 1 segment 1 holds 4 units but its nodes '1:3' give 3"),
+    "a negative node": (
+        {"jobs.csv": {(0, "nodes"): "-1:4"}, "segments.csv": {(0, "nodes"): "-1:4"}},
+        "job 1 runs on node -1, not one of 0..2"),
+    "amounts not whole per unit": (
+        {"segments.csv": {(0, "cores"): "5"}},
+        "job 1 segment 1 holds cores 5, gpus 0, mics 0, mem 0 on 4 units: not a whole amount per unit"),
+}
+
+
+@pytest.mark.parametrize("kind", list(RELATIONS))
+def test_files_disagreeing_with_each_other(market_run: Path, tmp_path: Path, kind: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    edits, message = RELATIONS[kind]
+    run_dir = copy_of(market_run, tmp_path)
+    for name, edit in edits.items():
+        rewrite(run_dir, name, edit)
+        (run_dir / name.replace(".csv", ".parquet")).unlink()  # the invariant, not the twin, names it
+    assert failed(run_dir, capsys) == message
+
+
+def test_sweep_counts_violations_and_unreadable_folders_apart(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Of three runs one passes its audit, one breaks an invariant, one cannot be read."""
+    from market_hpc.experiment import audit as audit_module
+    from market_hpc.experiment.audit_csv import AuditReadError
+    from market_hpc.experiment.sweep import run_sweep
+
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text('platform = "hlrs-3x9"\nworkload = { generator = "taskgraphs", jobs = 6 }\n'
+                     'policy = { scheduler = "maxvh" }\n[grid]\n"policy.hold_penalty" = [0.0, 0.1, 0.2]\n')
+    real = audit_module.audit_run
+
+    def audit(run_dir: Path) -> audit_module.AuditReport:
+        penalty = json.loads((Path(run_dir) / "config.json").read_text())["config"]["policy"]["hold_penalty"]
+        if penalty == 0.1:
+            return audit_module.AuditReport(Path(run_dir), 1, 1, "job 1 ends twice", 0.0)
+        if penalty == 0.2:
+            raise AuditReadError(Path(run_dir) / "jobs.csv", "got 'x'; valid: a number", 2, "submit_time")
+        return real(run_dir)
+
+    monkeypatch.setattr(audit_module, "audit_run", audit)
+    outcome = run_sweep(sweep, tmp_path / "out", progress=False, audit=True)
+    assert (outcome.done, outcome.failed, outcome.audit_violations, outcome.audit_unreadable) == (1, 2, 1, 1)
+    assert outcome.describe() == ("3 runs: 1 done, 0 skipped, 2 failed (audit: 1 violating an invariant, "
+                                  f"1 unreadable) ({outcome.executor})")
+    errors = sorted(error.split(":", 1)[0] for _, error in outcome.errors)
+    assert errors == ["AuditError", "AuditReadError"]
