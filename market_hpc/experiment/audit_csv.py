@@ -105,28 +105,20 @@ def read_csv(path: Path, kinds: Mapping[str, str], required: tuple[str, ...]) ->
     if missing:
         raise AuditReadError(path, f"line 1 (header) lacks column(s) {', '.join(missing)}; "
                              f"valid: a header with at least {', '.join(required)}")
-    bad_rows: list[tuple[int, str]] = []
-
-    def invalid(row: Any) -> str:
-        bad_rows.append((int(row.number or 0), str(row.text)))
-        return "error"
-
     typed = _typed_read(path, names, kinds)
     if typed is not None:
         return typed
     try:
         table = pcsv.read_csv(
             path, read_options=pcsv.ReadOptions(column_names=list(names), skip_rows=1),
-            parse_options=pcsv.ParseOptions(invalid_row_handler=invalid),
             convert_options=pcsv.ConvertOptions(column_types={name: pa.binary() for name in names}))
     except (pa.ArrowException, OSError, ValueError) as exc:
-        first = CsvTable(path, names, {}, 0)
-        if bad_rows:
-            number, text = bad_rows[0]
-            fields = len(next(csv.reader([text]), []))
+        bad = _ragged_line(path, len(names))
+        if bad is not None:
+            line, fields = bad
             column = names[min(fields, len(names) - 1)]
-            raise first.fail(max(number - 2, 0), column, f"{fields} fields where the header "
-                             f"has {len(names)}; valid: one value per column") from None
+            raise AuditReadError(path, f"{fields} fields where the header has {len(names)}; "
+                                 "valid: one value per column", line, column) from None
         raise AuditReadError(path, f"not readable as CSV: {_first_line(exc)}") from None
     rows = table.num_rows
     shell = CsvTable(path, names, {}, rows)
@@ -141,6 +133,17 @@ def _table(path: Path, names: tuple[str, ...], converted: dict[str, Any], rows: 
     columns = {name: np.asarray(texts[name].to_numpy(zero_copy_only=False), dtype=object)
                if name in texts else values for name, values in converted.items()}
     return CsvTable(path, names, columns, rows, texts)
+
+
+def _ragged_line(path: Path, width: int) -> tuple[int, int] | None:
+    """The first line (and its field count) without ``width`` fields (error paths only)."""
+    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+        reader = csv.reader(handle)
+        next(reader, None)
+        for fields in reader:
+            if fields and len(fields) != width:
+                return reader.line_num, len(fields)
+    return None
 
 
 def _typed_read(path: Path, names: tuple[str, ...], kinds: Mapping[str, str]) -> CsvTable | None:

@@ -96,10 +96,27 @@ def read_run(directory: Path) -> RunFiles:
     check_job_values(jobs.columns, jobs.fail)
     segments = read_csv(directory / "segments.csv", SEGMENT_KINDS, tuple(SEGMENT_KINDS))
     placements = check_segment_values(segments.columns, segments.fail)
+    _check_job_nodes(jobs, segments)
     twins = (twin_disagreement(jobs, directory / "jobs.parquet", "job_id")
              or twin_disagreement(segments, directory / "segments.parquet", "job_id"))
     return RunFiles(platform, exclusive, bb_capacity, _frame(jobs), _frame(segments), placements,
                     twins)
+
+
+def _check_job_nodes(jobs: CsvTable, segments: CsvTable) -> None:
+    """The syntax of ``jobs.csv``'s ``nodes``: a text equal to a segment's (checked
+    already) is not parsed again."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts = jobs.texts.get("nodes")
+    if texts is None:
+        return
+    unchecked = pc.invert(pc.is_in(texts, value_set=segments.texts["nodes"]))
+    rows = np.flatnonzero(unchecked.to_numpy(zero_copy_only=False))
+    if len(rows):
+        parse_nodes(texts.take(pa.array(rows)),
+                    lambda row, column, message: jobs.fail(int(rows[row]), column, message))
 
 
 def _frame(table: CsvTable) -> pd.DataFrame:
@@ -154,13 +171,14 @@ def run_setting(directory: Path) -> tuple[Platform, bool, float]:
 
 
 def _object(path: Path, parent: dict[str, Any], key: str, required: bool = False,
-            shown_as: str | None = None) -> dict[str, Any]:
-    value = parent.get(key)
+            shown_as: str | None = None, nullable: bool = False) -> dict[str, Any]:
+    """``parent[key]``, an object (``{}`` when absent, or null where ``nullable``)."""
     name = shown_as or key
-    if value is None:
+    if key not in parent or (nullable and parent[key] is None):
         if required:
             raise AuditReadError(path, f"key {name!r}: missing; valid: an object")
         return {}
+    value = parent[key]
     if not isinstance(value, dict):
         raise AuditReadError(path, f"key {name!r}: got {_shown(value)}; valid: an object")
     return value
@@ -169,7 +187,7 @@ def _object(path: Path, parent: dict[str, Any], key: str, required: bool = False
 def _capacity(path: Path, parent: dict[str, Any], name: str) -> float | None:
     """``<name>.burst_buffer.capacity_gb`` (``None`` when absent)."""
     workload = _object(path, parent, name.rsplit(".", 1)[-1], shown_as=name)
-    rule = _object(path, workload, "burst_buffer", shown_as=f"{name}.burst_buffer")
+    rule = _object(path, workload, "burst_buffer", shown_as=f"{name}.burst_buffer", nullable=True)
     value = rule.get("capacity_gb")
     if value is None:
         return None
