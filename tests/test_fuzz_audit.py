@@ -27,20 +27,46 @@ SEED = 20261202
 CSV_FILES = ("jobs.csv", "segments.csv")
 NOT_NUMBERS = ("abc", "0x10", "1.2.3", "--1", "1e", "true", "\u00bd", "7 7")
 ODD_NUMBERS = ("nan", "NaN", "inf", "-inf", "-1", "-1e9", "1e400", "", "2.5", "9" * 30, " 7")
-BAD_NODES = ("garbage", "1e3:1", "0:1;", "0:1:2", "0:0", "0:-1", ":", ";", "0:99999999999",
-             "0:1;;1:1", "a:1", "0:1 ", "1")
+BAD_NODES = (
+    "garbage",
+    "1e3:1",
+    "0:1;",
+    "0:1:2",
+    "0:0",
+    "0:-1",
+    ":",
+    ";",
+    "0:99999999999",
+    "0:1;;1:1",
+    "a:1",
+    "0:1 ",
+    "1",
+)
 BAD_CONFIGS = (
-    b"", b"   ", b"null", b"[]", b'"text"', b"{}", b'{"config": null}', b'{"config": []}',
-    b'{"config": {"platform": null}}', b'{"config": {"platform": {"nodes": 2}}}',
-    b'{"config": {"platform": ""}}', b'{"config": {"platform": "nodes=0,cores=4"}}',
-    b'{"config": {"platform": "nodes=2"}}', b'{"config": {"platform": "moon"}}',
+    b"",
+    b"   ",
+    b"null",
+    b"[]",
+    b'"text"',
+    b"{}",
+    b'{"config": null}',
+    b'{"config": []}',
+    b'{"config": {"platform": null}}',
+    b'{"config": {"platform": {"nodes": 2}}}',
+    b'{"config": {"platform": ""}}',
+    b'{"config": {"platform": "nodes=0,cores=4"}}',
+    b'{"config": {"platform": "nodes=2"}}',
+    b'{"config": {"platform": "moon"}}',
     b'{"config": {"platform": "/nowhere/platform.toml"}}',
     b'{"config": {"platform": "hlrs-3x9", "exclusive": 1}}',
     b'{"config": {"platform": "hlrs-3x9", "workload": 5}}',
     b'{"config": {"platform": "hlrs-3x9", "workload": {"burst_buffer": {"capacity_gb": -1}}}}',
     b'{"config": {"platform": "hlrs-3x9"}, "workload": {"burst_buffer": {"capacity_gb": "big"}}}',
-    b'{"config": {"platform": "hlrs-3x9"}, "workload": {"burst_buffer": {"capacity_gb": Infinity}}}',
-    b"[" * 100_000 + b"]" * 100_000, b"\xff\xfe{}", b'{"config": {"platform": "hlrs-3x9"',
+    (b'{"config": {"platform": "hlrs-3x9"}, '
+    b'"workload": {"burst_buffer": {"capacity_gb": Infinity}}}'),
+    b"[" * 100_000 + b"]" * 100_000,
+    b"\xff\xfe{}",
+    b'{"config": {"platform": "hlrs-3x9"',
 )
 
 Corruption = Callable[[Path, np.random.Generator], str]
@@ -59,8 +85,12 @@ def _cells(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype=str, keep_default_na=False)
 
 
-def _set_cell(run_dir: Path, rng: np.random.Generator, columns: tuple[str, ...] | None,
-              values: tuple[str, ...]) -> tuple[str, str, str, str]:
+def _set_cell(
+    run_dir: Path,
+    rng: np.random.Generator,
+    columns: tuple[str, ...] | None,
+    values: tuple[str, ...],
+) -> tuple[str, str, str, str]:
     """Write one of ``values`` in a random cell; returns file, column, old and new text."""
     name = CSV_FILES[rng.integers(len(CSV_FILES))]
     frame = _cells(run_dir / name)
@@ -75,24 +105,32 @@ def _set_cell(run_dir: Path, rng: np.random.Generator, columns: tuple[str, ...] 
 
 
 def truncate(run_dir: Path, rng: np.random.Generator) -> str:
-    name = ("jobs.csv", "segments.csv", "config.json", "jobs.parquet", "segments.parquet")[rng.integers(5)]
+    name = ("jobs.csv", "segments.csv", "config.json", "jobs.parquet", "segments.parquet")[
+        rng.integers(5)
+    ]
     data = (run_dir / name).read_bytes()
-    (run_dir / name).write_bytes(data[:int(rng.integers(0, len(data.rstrip()) - 1))])
+    (run_dir / name).write_bytes(data[: int(rng.integers(0, len(data.rstrip()) - 1))])
     return "not 0"
 
 
 def garbage(run_dir: Path, rng: np.random.Generator) -> str:
-    name = ("jobs.csv", "segments.csv", "config.json", "jobs.parquet", "segments.parquet")[rng.integers(5)]
+    name = ("jobs.csv", "segments.csv", "config.json", "jobs.parquet", "segments.parquet")[
+        rng.integers(5)
+    ]
     data = bytearray((run_dir / name).read_bytes())
     at = int(rng.integers(0, len(data)))
-    noise = bytes([0xFF]) + rng.integers(0, 256, int(rng.integers(1, 16))).astype(np.uint8).tobytes()
-    data[at:at + len(noise)] = noise
+    noise = (
+        bytes([0xFF]) + rng.integers(0, 256, int(rng.integers(1, 16))).astype(np.uint8).tobytes()
+    )
+    data[at : at + len(noise)] = noise
     (run_dir / name).write_bytes(bytes(data))
     return "any" if name.endswith(".parquet") else "2"  # not UTF-8 wherever it lands in text
 
 
 def empty_file(run_dir: Path, rng: np.random.Generator) -> str:
-    name = ("jobs.csv", "segments.csv", "config.json", "jobs.parquet", "segments.parquet")[rng.integers(5)]
+    name = ("jobs.csv", "segments.csv", "config.json", "jobs.parquet", "segments.parquet")[
+        rng.integers(5)
+    ]
     (run_dir / name).write_bytes(b"")
     return "2"
 
@@ -169,7 +207,11 @@ def parquet_only_edit(run_dir: Path, rng: np.random.Generator) -> str:
     name = ("jobs.parquet", "segments.parquet")[rng.integers(2)]
     frame = pd.read_parquet(run_dir / name)
     row = int(rng.integers(len(frame)))
-    column = ("start", "end", "units") if name.startswith("segments") else ("submit_time", "value", "units")
+    column = (
+        ("start", "end", "units")
+        if name.startswith("segments")
+        else ("submit_time", "value", "units")
+    )
     frame.loc[row, column[rng.integers(3)]] += 1
     frame.to_parquet(run_dir / name, index=False)
     return "1"
@@ -197,16 +239,30 @@ def shifted_time(run_dir: Path, rng: np.random.Generator) -> str:
 
 
 CORRUPTIONS: dict[str, Corruption] = {
-    fn.__name__: fn for fn in (
-        truncate, garbage, empty_file, missing_file, drop_or_rename_column, not_a_number, odd_number,
-        bad_nodes, bad_config, config_edit, csv_only_edit, parquet_only_edit, reorder_or_duplicate_rows,
-        shifted_time)
+    fn.__name__: fn
+    for fn in (
+        truncate,
+        garbage,
+        empty_file,
+        missing_file,
+        drop_or_rename_column,
+        not_a_number,
+        odd_number,
+        bad_nodes,
+        bad_config,
+        config_edit,
+        csv_only_edit,
+        parquet_only_edit,
+        reorder_or_duplicate_rows,
+        shifted_time,
+    )
 }
 CASES_PER_KIND = 6
 
 
-def test_audit_survives_every_corruption(run_folder: Path, tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_audit_survives_every_corruption(
+    run_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rng = np.random.default_rng(SEED)
     assert main(["audit", str(run_folder)]) == 0
     outcomes: dict[str, list[int]] = {}
@@ -222,10 +278,19 @@ def test_audit_survives_every_corruption(run_folder: Path, tmp_path: Path,
             if code == 2:
                 lines = captured.err.splitlines()
                 if len(lines) != 1 or not lines[0].startswith(f"market-hpc: error: {run_dir}"):
-                    wrong.append(f"{kind}-{case}: exit 2 without one line naming the file: {captured.err!r}")
-            ok = {"2": code == 2, "1": code == 1, "not 0": code in (1, 2), "any": code in (0, 1, 2)}[expected]
+                    wrong.append(
+                        f"{kind}-{case}: exit 2 without one line naming the file: {captured.err!r}"
+                    )
+            ok = {
+                "2": code == 2,
+                "1": code == 1,
+                "not 0": code in (1, 2),
+                "any": code in (0, 1, 2),
+            }[expected]
             if not ok:
-                wrong.append(f"{kind}-{case}: expected {expected}, got {code}: {captured.out}{captured.err}")
+                wrong.append(
+                    f"{kind}-{case}: expected {expected}, got {code}: {captured.out}{captured.err}"
+                )
             shutil.rmtree(run_dir)
     assert not wrong, "\n".join(wrong)
     assert sum(len(codes) for codes in outcomes.values()) == len(CORRUPTIONS) * CASES_PER_KIND

@@ -295,7 +295,8 @@ def _check_job_rows(jobs: pd.DataFrame, seg: pd.DataFrame, rows: np.ndarray,
                     finished_seg: np.ndarray) -> str | None:
     """A job's wait, run time and allocation in ``jobs.csv`` agree with its segments."""
     ids = jobs["job_id"].to_numpy(np.int64)
-    submit, start = jobs["submit_time"].to_numpy(np.float64), jobs["start_time"].to_numpy(np.float64)
+    submit = jobs["submit_time"].to_numpy(np.float64)
+    start = jobs["start_time"].to_numpy(np.float64)
     if "wait_time" in jobs:
         wait = jobs["wait_time"].to_numpy(np.float64)
         known = np.isfinite(start) & np.isfinite(wait)
@@ -312,7 +313,8 @@ def _check_job_rows(jobs: pd.DataFrame, seg: pd.DataFrame, rows: np.ndarray,
         wrong = finished & ~_close(run, busy)
         if wrong.any():
             k = int(np.flatnonzero(wrong)[0])
-            return f"job {ids[k]} runs {_g(run[k])} s in jobs.csv but its segments last {_g(busy[k])} s"
+            return (f"job {ids[k]} runs {_g(run[k])} s in jobs.csv but its segments last "
+                    f"{_g(busy[k])} s")
     if "nodes" in jobs:
         listed = jobs["nodes"].to_numpy(dtype=object)[rows[finished_seg]]
         last = seg["nodes"].to_numpy(dtype=object)[finished_seg]

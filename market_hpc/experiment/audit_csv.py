@@ -129,7 +129,8 @@ def read_csv(path: Path, kinds: Mapping[str, str], required: tuple[str, ...]) ->
 
 def _table(path: Path, names: tuple[str, ...], converted: dict[str, Any], rows: int) -> CsvTable:
     """The table of converted columns (numbers as numpy, texts as Arrow arrays)."""
-    texts = {name: values for name, values in converted.items() if not isinstance(values, np.ndarray)}
+    texts = {name: values for name, values in converted.items()
+             if not isinstance(values, np.ndarray)}
     columns = {name: np.asarray(texts[name].to_numpy(zero_copy_only=False), dtype=object)
                if name in texts else values for name, values in converted.items()}
     return CsvTable(path, names, columns, rows, texts)
@@ -152,7 +153,8 @@ def _typed_read(path: Path, names: tuple[str, ...], kinds: Mapping[str, str]) ->
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    arrow = {"int": pa.int64(), "float": pa.float64(), "text": pa.string()}
+    # (integers are parsed as floats: Arrow's integer parser takes hex, 0x10 = 16)
+    arrow = {"int": pa.float64(), "float": pa.float64(), "text": pa.string()}
     types = {name: arrow[kinds[name]] if name in kinds else pa.binary() for name in names}
     try:
         table = pcsv.read_csv(
@@ -166,15 +168,22 @@ def _typed_read(path: Path, names: tuple[str, ...], kinds: Mapping[str, str]) ->
         if name not in names:
             continue
         column = table.column(name).combine_chunks()
-        if kinds[name] == "int" and column.null_count:
-            return None
-        converted[name] = column if kinds[name] == "text" else column.to_numpy(zero_copy_only=False)
+        if kinds[name] == "text":
+            converted[name] = column
+            continue
+        values = column.to_numpy(zero_copy_only=False)
+        if kinds[name] == "int":
+            if column.null_count or not _whole(values).all():
+                return None
+            values = values.astype(np.int64)
+        converted[name] = values
     return _table(path, names, converted, table.num_rows)
 
 
 def _header(path: Path) -> tuple[str, ...]:
     if not path.is_file():
-        raise AuditReadError(path, "no such file (a run folder has it: market-hpc run/replay --out)")
+        what = "not a regular file" if path.exists() else "no such file"
+        raise AuditReadError(path, f"{what} (a run folder has it: market-hpc run/replay --out)")
     try:
         with open(path, "rb") as handle:
             first = handle.readline(HEADER_BYTES)
@@ -227,32 +236,35 @@ def _convert(table: CsvTable, name: str, raw: Any, kind: str) -> Any:
         raise table.fail(row, name, f"not UTF-8 text (got {raw[row].as_py()[:40]!r})") from None
     if kind == "text":
         return text
-    empty = pc.equal(text, "")
+    trimmed = pc.utf8_trim_whitespace(text)  # as the typed read takes " 7"
+    empty = pc.equal(trimmed, "")
     if kind == "int" and pc.any(empty).as_py():
         row = int(np.flatnonzero(empty.to_numpy(zero_copy_only=False))[0])
         raise table.fail(row, name, f"empty; valid: {_VALID['int']}")
-    numbers = pc.if_else(empty, pa.scalar(None, pa.string()), text)
+    numbers = pc.if_else(empty, pa.scalar(None, pa.string()), trimmed)
 
     def as_float(array: Any) -> Any:
         return pc.cast(array, pa.float64())
 
-    if kind == "int":
-        try:
-            return np.asarray(pc.cast(numbers, pa.int64()).to_numpy(zero_copy_only=False))
-        except (ValueError, TypeError, ArithmeticError):
-            pass
     try:
         values = np.asarray(as_float(numbers).to_numpy(zero_copy_only=False), dtype=np.float64)
     except (ValueError, TypeError, ArithmeticError):
         row = _first_failing(numbers, as_float)
-        raise table.fail(row, name, f"got {text[row].as_py()[:40]!r}; valid: {_VALID[kind]}") from None
+        shown = text[row].as_py()[:40]
+        raise table.fail(row, name, f"got {shown!r}; valid: {_VALID[kind]}") from None
     if kind == "float":
         return values
-    whole = np.isfinite(values) & (values == np.round(values)) & (np.abs(values) < 2.0 ** 53)
+    whole = _whole(values)
     if not whole.all():
         row = int(np.flatnonzero(~whole)[0])
         raise table.fail(row, name, f"got {text[row].as_py()[:40]!r}; valid: {_VALID['int']}")
     return values.astype(np.int64)
+
+
+def _whole(values: np.ndarray) -> np.ndarray:
+    """Which values are integers a float64 holds exactly."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(values) & (values == np.round(values)) & (np.abs(values) < 2.0 ** 53)
 
 
 def twin_disagreement(table: CsvTable, parquet: Path, key: str) -> str | None:
@@ -282,7 +294,8 @@ def twin_disagreement(table: CsvTable, parquet: Path, key: str) -> str | None:
     only_twin = sorted(set(twin.column_names) - set(table.names))
     if only_csv or only_twin or len(set(twin.column_names)) != len(twin.column_names):
         return (f"{twin_name} disagrees with {csv_name}: columns only in {csv_name}: "
-                f"{', '.join(only_csv) or 'none'}; only in {twin_name}: {', '.join(only_twin) or 'none'}")
+                f"{', '.join(only_csv) or 'none'}; only in {twin_name}: "
+                f"{', '.join(only_twin) or 'none'}")
     if twin.num_rows != table.rows:
         return f"{twin_name} has {twin.num_rows} rows, {csv_name} {table.rows}: they disagree"
     for name, values in table.columns.items():
@@ -324,4 +337,5 @@ def _column_disagreement(values: np.ndarray, column: Any, text: Any) -> tuple[in
     if close.all():
         return None
     row = int(np.flatnonzero(~close)[0])
-    return row, f"{values[row]:g}" if values.dtype.kind == "f" else str(values[row]), f"{twin_numbers[row]:g}"
+    mine_text = f"{values[row]:g}" if values.dtype.kind == "f" else str(values[row])
+    return row, mine_text, f"{twin_numbers[row]:g}"

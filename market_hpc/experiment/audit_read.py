@@ -133,10 +133,12 @@ def run_setting(directory: Path) -> tuple[Platform, bool, float]:
             or of the wrong type (naming the key and what is valid).
     """
     if not directory.is_dir():
-        raise AuditReadError(directory, "not a folder; valid: a run folder (market-hpc run/replay --out DIR)")
+        raise AuditReadError(directory, "not a folder; valid: a run folder "
+                             "(market-hpc run/replay --out DIR)")
     path = directory / "config.json"
     if not path.is_file():
-        raise AuditReadError(path, "no such file (not a run folder written by market-hpc run or replay)")
+        what = "not a regular file" if path.exists() else "no such file"
+        raise AuditReadError(path, f"{what} (not a run folder written by market-hpc run or replay)")
     try:
         written = json.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:
@@ -144,7 +146,8 @@ def run_setting(directory: Path) -> tuple[Platform, bool, float]:
     except UnicodeDecodeError:
         raise AuditReadError(path, "not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise AuditReadError(path, f"not JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
+        message = f"not JSON: {exc.msg} (column {exc.colno})"
+        raise AuditReadError(path, message, exc.lineno) from None
     except RecursionError:
         raise AuditReadError(path, "not JSON this audit can read: nested too deeply") from None
     if not isinstance(written, dict):
@@ -156,14 +159,16 @@ def run_setting(directory: Path) -> tuple[Platform, bool, float]:
         got = "missing" if spec is None else f"got {_shown(spec)}"
         raise AuditReadError(path, f"key 'config.platform': {got}; valid: {_PLATFORM_VALID}")
     if spec.endswith(".toml") and "=" not in spec and not Path(spec).is_file():
-        raise AuditReadError(path, f"key 'config.platform': {spec!r} is not a file; valid: {_PLATFORM_VALID}")
+        raise AuditReadError(path, f"key 'config.platform': {spec!r} is not a file; "
+                             f"valid: {_PLATFORM_VALID}")
     try:
         platform = load_platform(spec)
     except (ConfigError, OSError, ValueError) as exc:
         raise AuditReadError(path, f"key 'config.platform': {exc}") from None
     exclusive = config.get("exclusive", False)
     if not isinstance(exclusive, bool):
-        raise AuditReadError(path, f"key 'config.exclusive': got {_shown(exclusive)}; valid: true, false")
+        raise AuditReadError(path, f"key 'config.exclusive': got {_shown(exclusive)}; "
+                             "valid: true, false")
     sized = _capacity(path, written, "workload")
     rule = _capacity(path, config, "config.workload")
     pool = sized if sized is not None else rule
@@ -191,7 +196,8 @@ def _capacity(path: Path, parent: dict[str, Any], name: str) -> float | None:
     value = rule.get("capacity_gb")
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value < 0:
         raise AuditReadError(path, f"key '{name}.burst_buffer.capacity_gb': got {_shown(value)}; "
                              "valid: a finite number >= 0 (GB) or null")
     return float(value)
@@ -219,7 +225,8 @@ def check_job_values(columns: dict[str, np.ndarray], fail: Fail) -> None:
         Exception: ``fail(row, column, message)`` for the first value outside its domain.
     """
     status = columns["status"]
-    _require(np.isin(status, JOB_STATUSES), status, "status", f"one of {', '.join(JOB_STATUSES)}", fail)
+    _require(np.isin(status, JOB_STATUSES), status, "status",
+             f"one of {', '.join(JOB_STATUSES)}", fail)
     other = status == "skipped"
     finished = status == "finished"
     with np.errstate(invalid="ignore"):
@@ -231,18 +238,21 @@ def check_job_values(columns: dict[str, np.ndarray], fail: Fail) -> None:
             values = columns[name]
             duration = name in ("wait_time", "run_time")
             ok = np.isfinite(values) & ((values >= 0) | (not duration))
-            valid = f"a finite time{' >= 0' if duration else ''}, empty only for a job that did not finish"
+            valid = (f"a finite time{' >= 0' if duration else ''}, "
+                     "empty only for a job that did not finish")
             _require(other | ok | (np.isnan(values) & ~finished), values, name, valid, fail)
         for name in ("cores", "gpus", "mics", "mem", "units", "hold_count"):
             if name in columns:
-                _require(other | (columns[name] >= 0), columns[name], name, "a whole number >= 0", fail)
+                _require(other | (columns[name] >= 0), columns[name], name,
+                         "a whole number >= 0", fail)
         for name in ("bb", "estimate"):
             if name in columns:
                 values = columns[name]
                 _require(other | (np.isfinite(values) & (values >= 0)), values, name,
                          "a finite number >= 0", fail)
         if "value" in columns:
-            _require(other | np.isfinite(columns["value"]), columns["value"], "value", "a finite number", fail)
+            _require(other | np.isfinite(columns["value"]), columns["value"], "value",
+                     "a finite number", fail)
 
 
 def check_segment_values(columns: dict[str, np.ndarray], fail: Fail) -> Placements:
@@ -266,7 +276,8 @@ def check_segment_values(columns: dict[str, np.ndarray], fail: Fail) -> Placemen
             _require(np.isfinite(columns[name]), columns[name], name, "a finite time", fail)
         for name in ("bb", "progress_before", "progress_after"):
             values = columns[name]
-            _require(np.isfinite(values) & (values >= 0), values, name, "a finite number >= 0", fail)
+            _require(np.isfinite(values) & (values >= 0), values, name,
+                     "a finite number >= 0", fail)
     return parse_nodes(columns["nodes"], fail)
 
 

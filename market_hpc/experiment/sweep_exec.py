@@ -87,7 +87,7 @@ breaks an invariant (``violation``) or cannot be read (``unreadable``)."""
 def audit_failure(error: str) -> str | None:
     """The kind of audit failure a row's ``error`` records (``None``: not an audit's).
 
-    >>> audit_failure("AuditReadError: jobs.csv: line 3, column 'nodes': got 'x'"), audit_failure("")
+    >>> audit_failure("AuditReadError: jobs.csv: line 3: got 'x'"), audit_failure("")
     ('unreadable', None)
     """
     return AUDIT_FAILURES.get(error.partition(":")[0])
@@ -150,5 +150,5 @@ def make_executor(workers: int = 1, dask: str | None = None) -> Executor:
 
 
 __all__ = ["DASK_HINT", "TIMING_COLUMNS", "DaskExecutor", "Executor", "InProcessExecutor", "ProcessExecutor",
-           "RunTask", "audit_failure", "execute_run", "failed_row", "make_executor", "parse_dask_address",
-           "scalar_metrics"]
+           "RunTask", "audit_failure", "execute_run", "failed_row", "make_executor",
+           "parse_dask_address", "scalar_metrics"]
