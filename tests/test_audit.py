@@ -713,3 +713,29 @@ def test_sweep_counts_violations_and_unreadable_folders_apart(
     )
     errors = sorted(error.split(":", 1)[0] for _, error in outcome.errors)
     assert errors == ["AuditError", "AuditReadError"]
+
+
+def test_summary_counts_must_match_jobs_csv(
+    market_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job cut out of both CSV files (twins deleted) still shows: summary.json counts it."""
+    run_dir = copy_of(market_run, tmp_path)
+    jobs = pd.read_csv(run_dir / "jobs.csv", dtype=str, keep_default_na=False)
+    jobs[jobs["job_id"] != "30"].to_csv(run_dir / "jobs.csv", index=False)
+    segments = pd.read_csv(run_dir / "segments.csv", dtype=str, keep_default_na=False)
+    segments[segments["job_id"] != "30"].to_csv(run_dir / "segments.csv", index=False)
+    for name in ("jobs.parquet", "segments.parquet"):
+        (run_dir / name).unlink()
+    assert failed(run_dir, capsys) == (
+        "summary.json has jobs_completed = 30 but jobs.csv lists 29 finished jobs"
+    )
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "jobs_completed": 29.5}))
+    assert unreadable(run_dir, capsys) == (
+        "RUN/summary.json: key 'jobs_completed': got 29.5; valid: a whole number >= 0"
+    )
+    (run_dir / "summary.json").write_text("[]")
+    assert unreadable(run_dir, capsys) == (
+        'RUN/summary.json: not a JSON object (got list); valid: {"jobs_completed": N, ...} as '
+        "market-hpc run writes it"
+    )

@@ -238,6 +238,18 @@ def shifted_time(run_dir: Path, rng: np.random.Generator) -> str:
     return "1"
 
 
+def dropped_job(run_dir: Path, rng: np.random.Generator) -> str:
+    """A job taken out of both CSV files, the Parquet twins deleted: summary.json counts it."""
+    jobs = pd.read_csv(run_dir / "jobs.csv", dtype=str, keep_default_na=False)
+    job = jobs["job_id"].iloc[int(rng.integers(len(jobs)))]
+    jobs[jobs["job_id"] != job].to_csv(run_dir / "jobs.csv", index=False)
+    segments = pd.read_csv(run_dir / "segments.csv", dtype=str, keep_default_na=False)
+    segments[segments["job_id"] != job].to_csv(run_dir / "segments.csv", index=False)
+    for name in ("jobs.parquet", "segments.parquet"):
+        (run_dir / name).unlink()
+    return "1"
+
+
 CORRUPTIONS: dict[str, Corruption] = {
     fn.__name__: fn
     for fn in (
@@ -255,9 +267,10 @@ CORRUPTIONS: dict[str, Corruption] = {
         parquet_only_edit,
         reorder_or_duplicate_rows,
         shifted_time,
+        dropped_job,
     )
 }
-CASES_PER_KIND = 6
+CASES_PER_KIND = 5
 
 
 def test_audit_survives_every_corruption(

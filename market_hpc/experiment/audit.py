@@ -23,7 +23,8 @@ first (:mod:`~market_hpc.experiment.audit_read`: an unreadable folder raises
 * no node holds more of any resource (cores, GPUs, MICs, memory) than it has at any
   time, nor the jobs together more of the shared burst buffer than the pool (1e-6 GB
   tolerance): :func:`~market_hpc.algorithms.schedule_audit.first_over_allocation`;
-* ``jobs.parquet`` and ``segments.parquet``, when present, hold what the CSV files hold.
+* ``jobs.parquet`` and ``segments.parquet``, when present, hold what the CSV files hold;
+* ``summary.json``'s job counts, when given, count ``jobs.csv``'s statuses.
 
 The first violation found is named (checks in that order; over-allocations the earliest
 in time) in ``AuditReport.violation``.
@@ -43,17 +44,21 @@ from market_hpc.algorithms.schedule_audit import first_over_allocation
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.domain.resources import RESOURCES
 from market_hpc.errors import MarketHpcError
-from market_hpc.experiment.audit_csv import AuditReadError
+from market_hpc.experiment.audit_csv import AuditReadError, frame_columns, frame_fail
 from market_hpc.experiment.audit_read import (
     JOB_KINDS,
     JOB_REQUIRED,
     SEGMENT_KINDS,
+    SUMMARY_COUNTS,
     Placements,
     check_job_values,
     check_segment_values,
     parse_nodes,
     read_run,
 )
+
+__all__ = ["AuditError", "AuditReadError", "AuditReport", "audit_frames", "audit_run",
+           "node_placements"]
 
 TERMINAL = frozenset({"finished", "dropped", "rejected"})
 PROGRESS_TOLERANCE = 1e-9
@@ -105,7 +110,8 @@ def audit_run(run_dir: str | Path) -> AuditReport:
     files = read_run(directory)
     jobs = _kept(files.jobs)
     violation = (_invariants(jobs, files.segments, files.platform, files.exclusive,
-                             files.bb_capacity, files.placements) or files.twins)
+                             files.bb_capacity, files.placements) or files.twins
+                 or _check_summary(jobs, files.counts))
     return AuditReport(directory, len(files.jobs), len(files.segments), violation,
                        time.perf_counter() - began)
 
@@ -125,10 +131,10 @@ def audit_frames(jobs: pd.DataFrame, segments: pd.DataFrame, platform: Platform 
         AuditReadError: A value not of its column's type or outside its range.
     """
     platform = load_platform(platform)
-    job_columns = _typed(jobs, JOB_KINDS, "jobs")
-    check_job_values(job_columns, _frame_fail("jobs"))
-    segment_columns = _typed(segments, SEGMENT_KINDS, "segments")
-    placements = check_segment_values(segment_columns, _frame_fail("segments"))
+    job_columns = frame_columns(jobs, JOB_KINDS, JOB_REQUIRED, "jobs")
+    check_job_values(job_columns, frame_fail("jobs"))
+    segment_columns = frame_columns(segments, SEGMENT_KINDS, tuple(SEGMENT_KINDS), "segments")
+    placements = check_segment_values(segment_columns, frame_fail("segments"))
     pool = platform.burst_buffer if bb_capacity is None else bb_capacity
     return _invariants(_kept(pd.DataFrame(job_columns)), pd.DataFrame(segment_columns), platform,
                        exclusive, pool, placements)
@@ -145,37 +151,14 @@ def _invariants(jobs: pd.DataFrame, segments: pd.DataFrame, platform: Platform, 
             or _check_capacity(segments, platform, exclusive, pool, placements))
 
 
-def _typed(frame: pd.DataFrame, kinds: dict[str, str], name: str) -> dict[str, np.ndarray]:
-    """A frame's known columns as the CSV reader types them."""
-    fail = _frame_fail(name)
-    missing = [column for column in kinds if column not in frame and (
-        name == "segments" or column in JOB_REQUIRED)]
-    if missing:
-        raise AuditReadError(f"{name} frame", f"lacks column(s) {', '.join(missing)}")
-    columns: dict[str, np.ndarray] = {}
-    for column, kind in kinds.items():
-        if column not in frame:
-            continue
-        series = frame[column]
-        if kind == "text":
-            columns[column] = series.fillna("").astype(str).to_numpy(dtype=object)
-            continue
-        values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        if kind == "int":
-            whole = np.isfinite(values) & (values == np.round(values))
-            if not whole.all():
-                row = int(np.flatnonzero(~whole)[0])
-                raise fail(row, column, f"got {series.iloc[row]!r}; valid: a whole number")
-            columns[column] = values.astype(np.int64)
-        else:
-            columns[column] = values
-    return columns
-
-
-def _frame_fail(name: str) -> Any:
-    def fail(row: int, column: str, message: str) -> AuditReadError:
-        return AuditReadError(f"{name} frame row {row}", message, None, column)
-    return fail
+def _check_summary(jobs: pd.DataFrame, counts: dict[str, int]) -> str | None:
+    """``summary.json``'s job counts agree with ``jobs.csv``'s statuses."""
+    for key, count in counts.items():
+        status = SUMMARY_COUNTS[key]
+        listed = int((jobs["status"] == status).sum())
+        if listed != count:
+            return f"summary.json has {key} = {count} but jobs.csv lists {listed} {status} jobs"
+    return None
 
 
 def node_placements(nodes: Any) -> Placements:

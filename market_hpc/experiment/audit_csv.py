@@ -339,3 +339,42 @@ def _column_disagreement(values: np.ndarray, column: Any, text: Any) -> tuple[in
     row = int(np.flatnonzero(~close)[0])
     mine_text = f"{values[row]:g}" if values.dtype.kind == "f" else str(values[row])
     return row, mine_text, f"{twin_numbers[row]:g}"
+
+
+def frame_columns(frame: Any, kinds: Mapping[str, str], required: tuple[str, ...],
+                  name: str) -> dict[str, np.ndarray]:
+    """A pandas frame's known columns typed as :func:`read_csv` types a file's.
+
+    Raises:
+        AuditReadError: a required column missing, or a value not of its column's kind.
+    """
+    import pandas as pd
+
+    fail = frame_fail(name)
+    missing = [column for column in required if column not in frame]
+    if missing:
+        raise AuditReadError(f"{name} frame", f"lacks column(s) {', '.join(missing)}")
+    columns: dict[str, np.ndarray] = {}
+    for column, kind in kinds.items():
+        if column not in frame:
+            continue
+        series = frame[column]
+        if kind == "text":
+            columns[column] = series.fillna("").astype(str).to_numpy(dtype=object)
+            continue
+        values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        if kind == "int":
+            whole = _whole(values)
+            if not whole.all():
+                row = int(np.flatnonzero(~whole)[0])
+                raise fail(row, column, f"got {series.iloc[row]!r}; valid: {_VALID['int']}")
+            values = values.astype(np.int64)
+        columns[column] = values
+    return columns
+
+
+def frame_fail(name: str) -> Callable[[int, str, str], AuditReadError]:
+    """The error builder for rows of an in-memory frame (``jobs frame row 3: ...``)."""
+    def fail(row: int, column: str, message: str) -> AuditReadError:
+        return AuditReadError(f"{name} frame row {row}", message, None, column)
+    return fail

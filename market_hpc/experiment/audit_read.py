@@ -73,6 +73,7 @@ class RunFiles:
         segments: ``segments.csv``'s typed frame.
         placements: The segments' node placements (:func:`parse_nodes`).
         twins: How a Parquet twin disagrees with its CSV file (``None``: none does).
+        counts: ``summary.json``'s job counts (:func:`summary_counts`).
     """
 
     platform: Platform
@@ -82,6 +83,7 @@ class RunFiles:
     segments: pd.DataFrame
     placements: Placements
     twins: str | None
+    counts: dict[str, int]
 
 
 def read_run(directory: Path) -> RunFiles:
@@ -100,7 +102,7 @@ def read_run(directory: Path) -> RunFiles:
     twins = (twin_disagreement(jobs, directory / "jobs.parquet", "job_id")
              or twin_disagreement(segments, directory / "segments.parquet", "job_id"))
     return RunFiles(platform, exclusive, bb_capacity, _frame(jobs), _frame(segments), placements,
-                    twins)
+                    twins, summary_counts(directory))
 
 
 def _check_job_nodes(jobs: CsvTable, segments: CsvTable) -> None:
@@ -136,23 +138,7 @@ def run_setting(directory: Path) -> tuple[Platform, bool, float]:
         raise AuditReadError(directory, "not a folder; valid: a run folder "
                              "(market-hpc run/replay --out DIR)")
     path = directory / "config.json"
-    if not path.is_file():
-        what = "not a regular file" if path.exists() else "no such file"
-        raise AuditReadError(path, f"{what} (not a run folder written by market-hpc run or replay)")
-    try:
-        written = json.loads(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise AuditReadError(path, f"cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise AuditReadError(path, "not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        message = f"not JSON: {exc.msg} (column {exc.colno})"
-        raise AuditReadError(path, message, exc.lineno) from None
-    except RecursionError:
-        raise AuditReadError(path, "not JSON this audit can read: nested too deeply") from None
-    if not isinstance(written, dict):
-        raise AuditReadError(path, f"not a JSON object (got {type(written).__name__}); valid: "
-                             '{"config": {...}} as market-hpc run writes it')
+    written = _json_object(path, '{"config": {...}}')
     config = _object(path, written, "config", required=True)
     spec = config.get("platform")
     if not isinstance(spec, str) or not spec:
@@ -173,6 +159,60 @@ def run_setting(directory: Path) -> tuple[Platform, bool, float]:
     rule = _capacity(path, config, "config.workload")
     pool = sized if sized is not None else rule
     return platform, exclusive, platform.burst_buffer if pool is None else pool
+
+
+SUMMARY_COUNTS = {"jobs_completed": "finished", "jobs_dropped": "dropped",
+                  "jobs_rejected": "rejected"}
+"""``summary.json``'s job counts and the ``jobs.csv`` status each counts."""
+
+
+def summary_counts(directory: Path) -> dict[str, int]:
+    """``summary.json``'s job counts (``{}`` when there is no ``summary.json``).
+
+    Raises:
+        AuditReadError: ``summary.json`` is not a JSON object, or a count not a whole
+            number >= 0.
+    """
+    path = directory / "summary.json"
+    if not path.exists():
+        return {}
+    written = _json_object(path, '{"jobs_completed": N, ...}')
+    counts: dict[str, int] = {}
+    for key in SUMMARY_COUNTS:
+        if key not in written:
+            continue
+        value = written[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise AuditReadError(path, f"key {key!r}: got {_shown(value)}; "
+                                 "valid: a whole number >= 0")
+        counts[key] = value
+    return counts
+
+
+def _json_object(path: Path, shape: str) -> dict[str, Any]:
+    """A JSON file holding an object, read.
+
+    Raises:
+        AuditReadError: not a regular file, not UTF-8, not JSON or not an object.
+    """
+    if not path.is_file():
+        what = "not a regular file" if path.exists() else "no such file"
+        raise AuditReadError(path, f"{what} (not a run folder written by market-hpc run or replay)")
+    try:
+        written = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise AuditReadError(path, f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise AuditReadError(path, "not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        message = f"not JSON: {exc.msg} (column {exc.colno})"
+        raise AuditReadError(path, message, exc.lineno) from None
+    except RecursionError:
+        raise AuditReadError(path, "not JSON this audit can read: nested too deeply") from None
+    if not isinstance(written, dict):
+        raise AuditReadError(path, f"not a JSON object (got {type(written).__name__}); valid: "
+                             f"{shape} as market-hpc run writes it")
+    return written
 
 
 def _object(path: Path, parent: dict[str, Any], key: str, required: bool = False,
