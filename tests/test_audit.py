@@ -231,3 +231,511 @@ def test_market_run_with_holding_costs(tmp_path: Path) -> None:
     market = pd.read_csv(run_dir / "market_jobs.csv")
     recomputed = market["value"].sum() - market["hold_penalty_charged"].sum()
     assert recomputed == pytest.approx(summary["total_profit"], rel=1e-12)
+
+
+# ------------------------------------------------------------------ unreadable folders: exit 2
+
+
+def unreadable(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line ``market-hpc audit`` prints for a folder it cannot read (exit 2)."""
+    capsys.readouterr()
+    assert main(["audit", str(run_dir)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("market-hpc: error: "), captured.err
+    return lines[0].removeprefix("market-hpc: error: ").replace(str(run_dir), "RUN")
+
+
+CONFIGS = {
+    "empty": (b"", "RUN/config.json: line 1: not JSON: Expecting value (column 1)"),
+    "not JSON": (
+        b"{'config': 1}",
+        (
+            "RUN/config.json: line 1: not JSON: Expecting property name "
+            "enclosed in double quotes (column 2)"
+        ),
+    ),
+    "binary": (b"\xff\xfe\x00", "RUN/config.json: not UTF-8 text"),
+    "a list": (
+        b"[1, 2]",
+        (
+            'RUN/config.json: not a JSON object (got list); valid: {"config": {...}} '
+            "as market-hpc run writes it"
+        ),
+    ),
+    "no config": (b"{}", "RUN/config.json: key 'config': missing; valid: an object"),
+    "config not an object": (
+        b'{"config": 3}',
+        "RUN/config.json: key 'config': got 3; valid: an object",
+    ),
+    "no platform": (
+        b'{"config": {}}',
+        (
+            "RUN/config.json: key 'config.platform': missing; valid: "
+            "a preset (PRESETS), nodes=N,cores=C[,...] or FILE.toml"
+        ),
+    ),
+    "platform a number": (
+        b'{"config": {"platform": 7}}',
+        (
+            "RUN/config.json: key 'config.platform': "
+            "got 7; valid: a preset (PRESETS), nodes=N,cores=C[,...] or FILE.toml"
+        ),
+    ),
+    "unknown platform": (
+        b'{"config": {"platform": "moon"}}',
+        (
+            "RUN/config.json: key "
+            "'config.platform': unknown platform preset 'moon'; valid choices: FILE.toml, "
+            "PRESETS_SORTED, nodes=N,cores=C[,...]"
+        ),
+    ),
+    "exclusive text": (
+        b'{"config": {"platform": "nodes=2,cores=4", "exclusive": "yes"}}',
+        "RUN/config.json: key 'config.exclusive': got 'yes'; valid: true, false",
+    ),
+    "NaN pool": (
+        (
+            b'{"config": {"platform": "nodes=2,cores=4"}, "workload": {"burst_buffer": '
+            b'{"capacity_gb": NaN}}}'
+        ),
+        (
+            "RUN/config.json: key 'workload.burst_buffer.capacity_gb': "
+            "got nan; valid: a finite number >= 0 (GB) or null"
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(CONFIGS))
+def test_a_bad_config_json_is_named(
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from market_hpc.domain.platform import PRESETS
+
+    run_dir = write_run(tmp_path / "run", JOBS, SEGMENTS)
+    text, message = CONFIGS[kind]
+    (run_dir / "config.json").write_bytes(text)
+    expected = message.replace("PRESETS_SORTED", ", ".join(sorted(PRESETS))).replace(
+        "PRESETS", ", ".join(PRESETS)
+    )
+    assert unreadable(run_dir, capsys) == expected
+
+
+def rewrite(
+    run_dir: Path,
+    name: str,
+    edit: dict[tuple[int, str], str] | None = None,
+    drop: str | None = None,
+) -> Path:
+    """Rewrite ``name`` (a CSV file of ``run_dir``), cells replaced as text or a column dropped."""
+    frame = pd.read_csv(run_dir / name, dtype=str, keep_default_na=False)
+    for (row, column), value in (edit or {}).items():
+        frame.loc[row, column] = value
+    if drop is not None:
+        frame = frame.drop(columns=[drop])
+    frame.to_csv(run_dir / name, index=False)
+    return run_dir
+
+
+SEGMENT_HEADER = ",".join(SEGMENT_COLUMNS)
+NODES_VALID = "node:units pairs joined by ';' (e.g. 0:2;5:1), units >= 1, numbers below 2^31"
+CELLS = {
+    # file, row, column, text written, message (line 2 is the first data row)
+    "NaN submit": (
+        "jobs.csv",
+        1,
+        "submit_time",
+        "NaN",
+        "RUN/jobs.csv: line 3, column 'submit_time': got nan; valid: a finite time",
+    ),
+    "text in a number column": (
+        "jobs.csv",
+        0,
+        "start_time",
+        "soon",
+        (
+            "RUN/jobs.csv: line 2, column 'start_time': got 'soon'; valid: a number "
+            "(NaN and inf allowed by the type)"
+        ),
+    ),
+    "inf end of a finished job": (
+        "jobs.csv",
+        2,
+        "end_time",
+        "inf",
+        (
+            "RUN/jobs.csv: line 4, column 'end_time': got inf; valid: a finite time, "
+            "empty only for a job that did not finish"
+        ),
+    ),
+    "fractional job id": (
+        "jobs.csv",
+        0,
+        "job_id",
+        "1.5",
+        "RUN/jobs.csv: line 2, column 'job_id': got '1.5'; valid: a whole number",
+    ),
+    "unknown status": (
+        "jobs.csv",
+        0,
+        "status",
+        "done",
+        (
+            "RUN/jobs.csv: line 2, column 'status': got 'done'; valid: one of finished, dropped, "
+            "rejected, queued, running, held, skipped"
+        ),
+    ),
+    "NaN progress of a finished job": (
+        "segments.csv",
+        2,
+        "progress_after",
+        "nan",
+        "RUN/segments.csv: line 4, column 'progress_after': got nan; valid: a finite number >= 0",
+    ),
+    "negative burst buffer": (
+        "segments.csv",
+        3,
+        "bb",
+        "-5",
+        "RUN/segments.csv: line 5, column 'bb': got -5.0; valid: a finite number >= 0",
+    ),
+    "NaN burst buffer": (
+        "segments.csv",
+        3,
+        "bb",
+        "NaN",
+        "RUN/segments.csv: line 5, column 'bb': got nan; valid: a finite number >= 0",
+    ),
+    "zero units": (
+        "segments.csv",
+        0,
+        "units",
+        "0",
+        "RUN/segments.csv: line 2, column 'units': got 0; valid: a whole number from 1 to 2^53",
+    ),
+    "unknown ending": (
+        "segments.csv",
+        0,
+        "ended",
+        "paused",
+        (
+            "RUN/segments.csv: line 2, column 'ended': got 'paused'; valid: one of finished, held, "
+            "dropped"
+        ),
+    ),
+    "empty segment number": (
+        "segments.csv",
+        1,
+        "segment",
+        "",
+        "RUN/segments.csv: line 3, column 'segment': empty; valid: a whole number",
+    ),
+    "nodes garbage": (
+        "segments.csv",
+        0,
+        "nodes",
+        "garbage",
+        f"RUN/segments.csv: line 2, column 'nodes': got 'garbage'; valid: {NODES_VALID}",
+    ),
+    "nodes 1e3:1": (
+        "segments.csv",
+        0,
+        "nodes",
+        "1e3:1",
+        f"RUN/segments.csv: line 2, column 'nodes': got '1e3:1'; valid: {NODES_VALID}",
+    ),
+    "nodes 0:1;": (
+        "segments.csv",
+        1,
+        "nodes",
+        "1:2;",
+        f"RUN/segments.csv: line 3, column 'nodes': got '1:2;'; valid: {NODES_VALID}",
+    ),
+    "nodes 0:1:2": (
+        "segments.csv",
+        2,
+        "nodes",
+        "0:1:2",
+        f"RUN/segments.csv: line 4, column 'nodes': got '0:1:2'; valid: {NODES_VALID}",
+    ),
+    "nodes with zero units": (
+        "segments.csv",
+        2,
+        "nodes",
+        "0:0",
+        f"RUN/segments.csv: line 4, column 'nodes': got '0:0'; valid: {NODES_VALID}",
+    ),
+    "nodes with negative units": (
+        "segments.csv",
+        2,
+        "nodes",
+        "0:-2",
+        f"RUN/segments.csv: line 4, column 'nodes': got '0:-2'; valid: {NODES_VALID}",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(CELLS))
+def test_a_value_out_of_its_domain_is_named(
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name, row, column, text, message = CELLS[kind]
+    run_dir = rewrite(write_run(tmp_path / "run", JOBS, SEGMENTS), name, {(row, column): text})
+    assert unreadable(run_dir, capsys) == message
+
+
+FILES = {
+    "jobs.csv empty": (
+        "jobs.csv",
+        b"",
+        "RUN/jobs.csv: line 1: empty; valid: a header naming the columns",
+    ),
+    "jobs.csv binary": (
+        "jobs.csv",
+        b"\x89PNG\r\n\x1a\n\x00\xff",
+        "RUN/jobs.csv: line 1 (header): not UTF-8 text",
+    ),
+    "segments.csv missing": (
+        "segments.csv",
+        None,
+        ("RUN/segments.csv: no such file (a run folder has it: market-hpc run/replay --out)"),
+    ),
+    "a row short of fields": (
+        "segments.csv",
+        f"{SEGMENT_HEADER}\n1,1,0.0,10.0,0:2\n".encode(),
+        (
+            "RUN/segments.csv: line 2, column 'units': 5 fields where the header has 14; "
+            "valid: one value per column"
+        ),
+    ),
+    "a binary cell": (
+        "segments.csv",
+        f"{SEGMENT_HEADER}\n1,1,0.0,10.0,0:2,2,2,0,0,0,0.0,0.0,0.5,".encode() + b"\xff\xfe\n",
+        "RUN/segments.csv: line 2, column 'ended': not UTF-8 text (got b'\\xff\\xfe')",
+    ),
+    "jobs.parquet empty": (
+        "jobs.parquet",
+        b"",
+        (
+            "RUN/jobs.parquet: not readable as Parquet: Could not open "
+            "Parquet input source 'RUN/jobs.parquet': Parquet file size is 0 bytes"
+        ),
+    ),
+    "jobs.parquet corrupt": (
+        "jobs.parquet",
+        b"PAR1 not really PAR1",
+        (
+            "RUN/jobs.parquet: not readable as "
+            "Parquet: Could not open Parquet input source 'RUN/jobs.parquet': Parquet file "
+            "size is 20 bytes, smaller than the size reported by footer's (544828524bytes)"
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(FILES))
+def test_an_unreadable_file_is_named(
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name, data, message = FILES[kind]
+    run_dir = write_run(tmp_path / "run", JOBS, SEGMENTS)
+    if data is None:
+        (run_dir / name).unlink()
+    else:
+        (run_dir / name).write_bytes(data)
+    assert unreadable(run_dir, capsys) == message
+
+
+def test_a_missing_column_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = rewrite(write_run(tmp_path / "run", JOBS, SEGMENTS), "jobs.csv", drop="end_time")
+    assert unreadable(run_dir, capsys) == (
+        "RUN/jobs.csv: line 1 (header) lacks column(s) end_time; valid: a header with at least "
+        "job_id, submit_time, start_time, end_time, status"
+    )
+
+
+def test_not_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert unreadable(tmp_path / "nowhere", capsys) == (
+        "RUN: not a folder; valid: a run folder (market-hpc run/replay --out DIR)"
+    )
+
+
+# ------------------------------------------------------------------ what a reviewer reads: exit 1
+
+
+@pytest.fixture(scope="module")
+def market_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real market run with holds (jobs and segments in CSV and Parquet)."""
+    config = load_scenario(ROOT / "scenarios" / "market_taskgraphs.toml")
+    config = replace(config, policy=replace(config.policy, hold_penalty=0.1))
+    return simulate(config).write(tmp_path_factory.mktemp("market") / "run")
+
+
+def copy_of(run_dir: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(run_dir, tmp_path / "run"))
+
+
+def failed(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert main(["audit", str(run_dir)]) == 1
+    out = capsys.readouterr().out
+    return out.split("FAILED: ", 1)[1].rsplit(" (", 1)[0]
+
+
+def test_a_hand_edited_jobs_csv_is_read(
+    market_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """jobs.csv, not its Parquet twin, is audited: an edit shows as a violation, and alone
+    (the CSV still self-consistent) as a disagreement with jobs.parquet."""
+    run_dir = rewrite(copy_of(market_run, tmp_path), "jobs.csv", {(2, "submit_time"): "5.0"})
+    assert failed(run_dir, capsys) == "job 3 segment 1 starts at t=0 before its submit at t=5"
+    run_dir = rewrite(run_dir, "jobs.csv", {(2, "submit_time"): "0.0", (2, "value"): "1000.5"})
+    assert failed(run_dir, capsys) == (
+        "jobs.parquet disagrees with jobs.csv at line 4 (job 3), column 'value': 1000.5 in "
+        "jobs.csv, "
+        "982.1 in jobs.parquet"
+    )
+
+
+def test_parquet_twins_with_other_rows_or_columns(
+    market_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = copy_of(market_run, tmp_path)
+    segments = pd.read_parquet(run_dir / "segments.parquet")
+    segments.iloc[:-1].to_parquet(run_dir / "segments.parquet", index=False)
+    assert failed(run_dir, capsys) == "segments.parquet has 38 rows, segments.csv 39: they disagree"
+    segments.rename(columns={"bb": "burst"}).to_parquet(run_dir / "segments.parquet", index=False)
+    assert failed(run_dir, capsys) == (
+        "segments.parquet disagrees with segments.csv: columns only in segments.csv: bb; only in "
+        "segments.parquet: burst"
+    )
+    segments.assign(nodes=segments["nodes"].str.replace("1:", "2:")).to_parquet(
+        run_dir / "segments.parquet", index=False
+    )
+    message = failed(run_dir, capsys)
+    assert message.startswith("segments.parquet disagrees with segments.csv at line ") and (
+        ", column 'nodes': '1:" in message
+    ), message
+
+
+def test_a_real_run_passes_and_counts(market_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["audit", str(market_run)]) == 0
+    assert capsys.readouterr().out.startswith(f"audit {market_run}: 30 jobs, 39 segments: ok (")
+
+
+RELATIONS = {
+    # the files edited (cells as text) and the violation named
+    "wait not start less submit": (
+        {"jobs.csv": {(1, "wait_time"): "3.0"}},
+        "job 2 waits 3 s in jobs.csv but was submitted at t=0 and started at t=0",
+    ),
+    "run time not the segments' lengths": (
+        {"jobs.csv": {(0, "run_time"): "36.0"}},
+        "job 1 runs 36 s in jobs.csv but its segments last 35 s",
+    ),
+    "jobs.csv nodes not the last segment's": (
+        {"jobs.csv": {(0, "nodes"): "2:4"}},
+        "job 1 ran on '2:4' in jobs.csv but its last segment on '1:4'",
+    ),
+    "nodes giving other units": (
+        {"jobs.csv": {(0, "nodes"): "1:3"}, "segments.csv": {(0, "nodes"): "1:3"}},
+        "job 1 segment 1 holds 4 units but its nodes '1:3' give 3",
+    ),
+    "a negative node": (
+        {"jobs.csv": {(0, "nodes"): "-1:4"}, "segments.csv": {(0, "nodes"): "-1:4"}},
+        "job 1 runs on node -1, not one of 0..2",
+    ),
+    "amounts not whole per unit": (
+        {"segments.csv": {(0, "cores"): "5"}},
+        ("job 1 segment 1 holds cores 5, gpus 0, mics 0, mem 0 on 4 units: "
+        "not a whole amount per unit"),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(RELATIONS))
+def test_files_disagreeing_with_each_other(
+    market_run: Path, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    edits, message = RELATIONS[kind]
+    run_dir = copy_of(market_run, tmp_path)
+    for name, edit in edits.items():
+        rewrite(run_dir, name, edit)
+        (
+            run_dir / name.replace(".csv", ".parquet")
+        ).unlink()  # the invariant, not the twin, names it
+    assert failed(run_dir, capsys) == message
+
+
+def test_sweep_counts_violations_and_unreadable_folders_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Of three runs one passes its audit, one breaks an invariant, one cannot be read."""
+    from market_hpc.experiment import audit as audit_module
+    from market_hpc.experiment.audit_csv import AuditReadError
+    from market_hpc.experiment.sweep import run_sweep
+
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(
+        'platform = "hlrs-3x9"\nworkload = { generator = "taskgraphs", jobs = 6 }\n'
+        'policy = { scheduler = "maxvh" }\n[grid]\n"policy.hold_penalty" = [0.0, 0.1, 0.2]\n'
+    )
+    real = audit_module.audit_run
+
+    def audit(run_dir: Path) -> audit_module.AuditReport:
+        penalty = json.loads((Path(run_dir) / "config.json").read_text())["config"]["policy"][
+            "hold_penalty"
+        ]
+        if penalty == 0.1:
+            return audit_module.AuditReport(Path(run_dir), 1, 1, "job 1 ends twice", 0.0)
+        if penalty == 0.2:
+            raise AuditReadError(
+                Path(run_dir) / "jobs.csv", "got 'x'; valid: a number", 2, "submit_time"
+            )
+        return real(run_dir)
+
+    monkeypatch.setattr(audit_module, "audit_run", audit)
+    outcome = run_sweep(sweep, tmp_path / "out", progress=False, audit=True)
+    assert (outcome.done, outcome.failed, outcome.audit_violations, outcome.audit_unreadable) == (
+        1,
+        2,
+        1,
+        1,
+    )
+    assert outcome.describe() == (
+        "3 runs: 1 done, 0 skipped, 2 failed (audit: 1 violating an invariant, "
+        f"1 unreadable) ({outcome.executor})"
+    )
+    errors = sorted(error.split(":", 1)[0] for _, error in outcome.errors)
+    assert errors == ["AuditError", "AuditReadError"]
+
+
+def test_summary_counts_must_match_jobs_csv(
+    market_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job cut out of both CSV files (twins deleted) still shows: summary.json counts it."""
+    run_dir = copy_of(market_run, tmp_path)
+    jobs = pd.read_csv(run_dir / "jobs.csv", dtype=str, keep_default_na=False)
+    jobs[jobs["job_id"] != "30"].to_csv(run_dir / "jobs.csv", index=False)
+    segments = pd.read_csv(run_dir / "segments.csv", dtype=str, keep_default_na=False)
+    segments[segments["job_id"] != "30"].to_csv(run_dir / "segments.csv", index=False)
+    for name in ("jobs.parquet", "segments.parquet"):
+        (run_dir / name).unlink()
+    assert failed(run_dir, capsys) == (
+        "summary.json has jobs_completed = 30 but jobs.csv lists 29 finished jobs"
+    )
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "jobs_completed": 29.5}))
+    assert unreadable(run_dir, capsys) == (
+        "RUN/summary.json: key 'jobs_completed': got 29.5; valid: a whole number >= 0"
+    )
+    (run_dir / "summary.json").write_text("[]")
+    assert unreadable(run_dir, capsys) == (
+        'RUN/summary.json: not a JSON object (got list); valid: {"jobs_completed": N, ...} as '
+        "market-hpc run writes it"
+    )

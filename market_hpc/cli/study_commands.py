@@ -92,7 +92,8 @@ def add_sweep_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore
                        help="also write each run's results folder to OUT/runs/<run_id>/")
     sweep.add_argument("--audit", action="store_true",
                        help="audit each run's results folder (market-hpc audit); a violation "
-                       "marks the run failed with the audit's message")
+                       "or an unreadable folder marks the run failed with the audit's message, "
+                       "and the summary line counts the two apart")
     sweep.add_argument("--quick", action="store_true",
                        help="the sweep file's [quick] grid and zip lists instead of its own "
                        "(default --out: out/<sweep file name>-quick)")

@@ -1,8 +1,9 @@
 """Audit a run's results folder: check every schedule invariant from its files alone.
 
-:func:`audit_run` reads ``jobs`` and ``segments`` (parquet when present, else CSV) and
-``config.json`` (the platform's capacities, via ``load_platform``), and checks, in
-O(n log n) over the execution segments:
+:func:`audit_run` reads ``config.json`` (the platform's capacities, via ``load_platform``),
+``jobs.csv`` and ``segments.csv``, every value checked for type, range and finiteness
+first (:mod:`~market_hpc.experiment.audit_read`: an unreadable folder raises
+``AuditReadError``), and checks, in O(n log n) over the execution segments:
 
 * each job is listed once, with a terminal status, and ends once: a finished job's last
   segment (only it) ended ``finished``, at the job's ``end_time``; no segment follows one
@@ -14,9 +15,16 @@ O(n log n) over the execution segments:
   one at the progress the previous one ended with (``progress_after`` is recorded once
   the run's ``hold_progress_loss`` share of the held segment's work is taken off), no
   segment loses progress, and a finished job ends at progress 1;
+* a job's ``jobs.csv`` row agrees with its segments: its wait is its start less its
+  submit, and a finished job's run time is the sum of its segments' lengths and its
+  ``nodes`` its last segment's (each where the column is given);
+* a segment's ``nodes`` give it ``units`` units in all, on nodes of the platform, and its
+  amounts are a whole number per unit (unless exclusive);
 * no node holds more of any resource (cores, GPUs, MICs, memory) than it has at any
   time, nor the jobs together more of the shared burst buffer than the pool (1e-6 GB
-  tolerance): :func:`~market_hpc.algorithms.schedule_audit.first_over_allocation`.
+  tolerance): :func:`~market_hpc.algorithms.schedule_audit.first_over_allocation`;
+* ``jobs.parquet`` and ``segments.parquet``, when present, hold what the CSV files hold;
+* ``summary.json``'s job counts, when given, count ``jobs.csv``'s statuses.
 
 The first violation found is named (checks in that order; over-allocations the earliest
 in time) in ``AuditReport.violation``.
@@ -24,7 +32,6 @@ in time) in ``AuditReport.violation``.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,12 +43,27 @@ import pandas as pd
 from market_hpc.algorithms.schedule_audit import first_over_allocation
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.domain.resources import RESOURCES
-from market_hpc.errors import ConfigError, MarketHpcError
+from market_hpc.errors import MarketHpcError
+from market_hpc.experiment.audit_csv import AuditReadError, frame_columns, frame_fail
+from market_hpc.experiment.audit_read import (
+    JOB_KINDS,
+    JOB_REQUIRED,
+    SEGMENT_KINDS,
+    SUMMARY_COUNTS,
+    Placements,
+    check_job_values,
+    check_segment_values,
+    parse_nodes,
+    read_run,
+)
+
+__all__ = ["AuditError", "AuditReadError", "AuditReport", "audit_frames", "audit_run",
+           "node_placements"]
 
 TERMINAL = frozenset({"finished", "dropped", "rejected"})
 PROGRESS_TOLERANCE = 1e-9
 BB_TOLERANCE = 1e-6
-_JOB_FIELDS = ["job_id", "submit_time", "start_time", "end_time", "status"]
+TIME_TOLERANCE = 1e-9
 
 
 class AuditError(MarketHpcError):
@@ -80,15 +102,18 @@ def audit_run(run_dir: str | Path) -> AuditReport:
     """Check the invariants of the run written in ``run_dir``.
 
     Raises:
-        ConfigError: A file the audit needs is missing.
+        AuditReadError: The folder cannot be read: a file missing or malformed, a value not
+            of its column's type or outside its range (naming file, line and column or key).
     """
     began = time.perf_counter()
     directory = Path(run_dir)
-    platform, exclusive, bb_capacity = _run_setting(directory)
-    jobs = _read(directory, "jobs", _JOB_FIELDS)
-    segments = _read(directory, "segments", None)
-    violation = audit_frames(jobs, segments, platform, exclusive=exclusive, bb_capacity=bb_capacity)
-    return AuditReport(directory, len(jobs), len(segments), violation, time.perf_counter() - began)
+    files = read_run(directory)
+    jobs = _kept(files.jobs)
+    violation = (_invariants(jobs, files.segments, files.platform, files.exclusive,
+                             files.bb_capacity, files.placements) or files.twins
+                 or _check_summary(jobs, files.counts))
+    return AuditReport(directory, len(files.jobs), len(files.segments), violation,
+                       time.perf_counter() - began)
 
 
 def audit_frames(jobs: pd.DataFrame, segments: pd.DataFrame, platform: Platform | str, *,
@@ -101,40 +126,51 @@ def audit_frames(jobs: pd.DataFrame, segments: pd.DataFrame, platform: Platform 
         platform: The platform (or its spec) the run used.
         exclusive: Whether the run allocated whole nodes.
         bb_capacity: The burst-buffer pool (default: the platform's).
+
+    Raises:
+        AuditReadError: A value not of its column's type or outside its range.
     """
     platform = load_platform(platform)
-    # Skipped trace lines are listed too (they may share a kept job's id); they never ran.
-    jobs = jobs[jobs["status"].astype(str) != "skipped"].reset_index(drop=True)
+    job_columns = frame_columns(jobs, JOB_KINDS, JOB_REQUIRED, "jobs")
+    check_job_values(job_columns, frame_fail("jobs"))
+    segment_columns = frame_columns(segments, SEGMENT_KINDS, tuple(SEGMENT_KINDS), "segments")
+    placements = check_segment_values(segment_columns, frame_fail("segments"))
     pool = platform.burst_buffer if bb_capacity is None else bb_capacity
+    return _invariants(_kept(pd.DataFrame(job_columns)), pd.DataFrame(segment_columns), platform,
+                       exclusive, pool, placements)
+
+
+def _kept(jobs: pd.DataFrame) -> pd.DataFrame:
+    # Skipped trace lines are listed too (they may share a kept job's id); they never ran.
+    return jobs[jobs["status"] != "skipped"].reset_index(drop=True)
+
+
+def _invariants(jobs: pd.DataFrame, segments: pd.DataFrame, platform: Platform, exclusive: bool,
+                pool: float, placements: Placements) -> str | None:
     return (_check_jobs(jobs) or _check_segments(jobs, segments)
-            or _check_capacity(segments, platform, exclusive, pool))
+            or _check_capacity(segments, platform, exclusive, pool, placements))
 
 
-def _run_setting(directory: Path) -> tuple[Platform, bool, float]:
-    """The platform, exclusive mode and burst-buffer pool the run used (``config.json``)."""
-    path = directory / "config.json"
-    if not path.is_file():
-        raise ConfigError(f"{directory}: no config.json (not a run folder written by market-hpc run)")
-    written = json.loads(path.read_text())
-    config = written.get("config", {})
-    platform = load_platform(config.get("platform"))
-    bb_capacity = platform.burst_buffer
-    sized = written.get("workload", {}).get("burst_buffer", {})
-    rule = config.get("workload", {}).get("burst_buffer", {}) or {}
-    if isinstance(sized, dict) and sized.get("capacity_gb") is not None:
-        bb_capacity = float(sized["capacity_gb"])
-    elif rule.get("capacity_gb") is not None:
-        bb_capacity = float(rule["capacity_gb"])
-    return platform, bool(config.get("exclusive", False)), bb_capacity
+def _check_summary(jobs: pd.DataFrame, counts: dict[str, int]) -> str | None:
+    """``summary.json``'s job counts agree with ``jobs.csv``'s statuses."""
+    for key, count in counts.items():
+        status = SUMMARY_COUNTS[key]
+        listed = int((jobs["status"] == status).sum())
+        if listed != count:
+            return f"summary.json has {key} = {count} but jobs.csv lists {listed} {status} jobs"
+    return None
 
 
-def _read(directory: Path, name: str, columns: list[str] | None) -> pd.DataFrame:
-    parquet, csv = directory / f"{name}.parquet", directory / f"{name}.csv"
-    if parquet.is_file():
-        return pd.read_parquet(parquet, columns=columns)
-    if csv.is_file():
-        return pd.read_csv(csv, usecols=columns, keep_default_na=True)
-    raise ConfigError(f"{directory}: no {name}.csv or {name}.parquet")
+def node_placements(nodes: Any) -> Placements:
+    """Parse ``node:units;...`` texts (:func:`~market_hpc.experiment.audit_read.parse_nodes`).
+
+    Raises:
+        ValueError: A text that is not ``node:units`` pairs separated by ``;``.
+
+    >>> node_placements(["0:2;5:1", "", "3:4"])
+    (array([0, 0, 2]), array([0, 5, 3]), array([2, 1, 4]))
+    """
+    return parse_nodes(nodes)
 
 
 def _g(value: float) -> str:
@@ -172,6 +208,8 @@ def _check_segments(jobs: pd.DataFrame, seg: pd.DataFrame) -> str | None:
     after = seg["progress_after"].to_numpy(np.float64)
     ended = seg["ended"].astype(str).to_numpy()
 
+    if not len(sorted_ids):
+        return f"segment of job {int(sid[0])}, which jobs.csv does not list"
     where = np.searchsorted(sorted_ids, sid)
     known = (where < len(sorted_ids)) & (sorted_ids[np.minimum(where, len(sorted_ids) - 1)] == sid)
     if not known.all():
@@ -228,7 +266,47 @@ def _check_segments(jobs: pd.DataFrame, seg: pd.DataFrame) -> str | None:
     if end_differs.any():
         k = int(np.flatnonzero(end_differs)[0])
         return f"job {sid[k]} ends at t={_g(job_end[k])} in jobs.csv but its last segment at t={_g(end[k])}"
-    return _check_progress(sid, number, first, before, after, finished_seg)
+    return (_check_job_rows(jobs, seg, rows, finished_seg)
+            or _check_progress(sid, number, first, before, after, finished_seg))
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.abs(a - b) <= TIME_TOLERANCE * np.maximum(1.0, np.abs(b))
+
+
+def _check_job_rows(jobs: pd.DataFrame, seg: pd.DataFrame, rows: np.ndarray,
+                    finished_seg: np.ndarray) -> str | None:
+    """A job's wait, run time and allocation in ``jobs.csv`` agree with its segments."""
+    ids = jobs["job_id"].to_numpy(np.int64)
+    submit = jobs["submit_time"].to_numpy(np.float64)
+    start = jobs["start_time"].to_numpy(np.float64)
+    if "wait_time" in jobs:
+        wait = jobs["wait_time"].to_numpy(np.float64)
+        known = np.isfinite(start) & np.isfinite(wait)
+        wrong = known & ~_close(wait, start - submit)
+        if wrong.any():
+            k = int(np.flatnonzero(wrong)[0])
+            return (f"job {ids[k]} waits {_g(wait[k])} s in jobs.csv but was submitted at "
+                    f"t={_g(submit[k])} and started at t={_g(start[k])}")
+    finished = (jobs["status"] == "finished").to_numpy()
+    if "run_time" in jobs:
+        length = seg["end"].to_numpy(np.float64) - seg["start"].to_numpy(np.float64)
+        busy = np.bincount(rows, weights=length, minlength=len(jobs))
+        run = jobs["run_time"].to_numpy(np.float64)
+        wrong = finished & ~_close(run, busy)
+        if wrong.any():
+            k = int(np.flatnonzero(wrong)[0])
+            return (f"job {ids[k]} runs {_g(run[k])} s in jobs.csv but its segments last "
+                    f"{_g(busy[k])} s")
+    if "nodes" in jobs:
+        listed = jobs["nodes"].to_numpy(dtype=object)[rows[finished_seg]]
+        last = seg["nodes"].to_numpy(dtype=object)[finished_seg]
+        wrong = listed != last
+        if wrong.any():
+            k = int(np.flatnonzero(wrong)[0])
+            return (f"job {ids[rows[finished_seg][k]]} ran on {listed[k]!r} in jobs.csv but its "
+                    f"last segment on {last[k]!r}")
+    return None
 
 
 def _check_progress(sid: np.ndarray, number: np.ndarray, first: np.ndarray, before: np.ndarray,
@@ -256,65 +334,43 @@ def _check_progress(sid: np.ndarray, number: np.ndarray, first: np.ndarray, befo
     return None
 
 
-def node_placements(nodes: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Parse ``node:units;...`` texts at once (in Arrow: a run on thousands of nodes has
-    millions of pairs).
-
-    Returns:
-        For every (text, node) pair: the index of its text, the node and its units.
-
-    Raises:
-        ValueError: A text that is not ``node:units`` pairs separated by ``;``.
-
-    >>> node_placements(["0:2;5:1", "", "3:4"])
-    (array([0, 0, 2]), array([0, 5, 3]), array([2, 1, 4]))
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    series = pd.Series(nodes, dtype=object) if not isinstance(nodes, pd.Series) else nodes
-    texts = pc.fill_null(pa.array(series, type=pa.large_string(), from_pandas=True), "")
-    filled = np.flatnonzero(pc.binary_length(texts).to_numpy(zero_copy_only=False) > 0)
-    empty = np.zeros(0, dtype=np.int64)
-    if not len(filled):
-        return empty, empty, empty
-    pieces = pc.split_pattern(texts.take(pa.array(filled)), ";")
-    counts = pc.list_value_length(pieces).to_numpy(zero_copy_only=False).astype(np.int64)
-    halves = pc.list_flatten(pc.split_pattern(pc.list_flatten(pieces), ":"))
-    try:
-        numbers = pc.cast(halves, pa.int64()).to_numpy(zero_copy_only=False)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise ValueError(f"an allocation is not node:units;... text: {exc}") from None
-    if len(numbers) != 2 * counts.sum():
-        raise ValueError("an allocation is not node:units;... text (a piece without one ':')")
-    pairs = numbers.reshape(-1, 2)
-    return np.repeat(filled, counts), pairs[:, 0], pairs[:, 1]
-
-
-def _check_capacity(seg: pd.DataFrame, platform: Platform, exclusive: bool, bb_capacity: float) -> str | None:
+def _check_capacity(seg: pd.DataFrame, platform: Platform, exclusive: bool, bb_capacity: float,
+                    placements: Placements) -> str | None:
     if not len(seg):
         return None
     units = seg["units"].to_numpy(np.int64)
-    started = units > 0
-    no_allocation = started & (seg["nodes"].fillna("").astype(str).str.len().to_numpy() == 0)
+    no_allocation = seg["nodes"].to_numpy(dtype=object) == ""
     if no_allocation.any():
         k = int(np.flatnonzero(no_allocation)[0])
         return f"job {int(seg['job_id'].iloc[k])} segment {int(seg['segment'].iloc[k])} has no allocation"
-    row, node, count = node_placements(seg["nodes"])
+    row, node, count = placements
+    placed = np.bincount(row, weights=count, minlength=len(seg))
+    miscounted = placed != units
+    if miscounted.any():
+        k = int(np.flatnonzero(miscounted)[0])
+        return (f"job {int(seg['job_id'].iloc[k])} segment {int(seg['segment'].iloc[k])} holds "
+                f"{units[k]} units but its nodes {seg['nodes'].iloc[k]!r} give {_g(placed[k])}")
     capacity = platform.capacity
     out_of_range = (node < 0) | (node >= len(capacity))
     if out_of_range.any():
         k = int(np.flatnonzero(out_of_range)[0])
         return f"job {int(seg['job_id'].iloc[row[k]])} runs on node {int(node[k])}, not one of 0..{len(capacity) - 1}"
+    if not exclusive:
+        totals = seg[list(RESOURCES)].to_numpy(np.int64)
+        uneven = (totals % units[:, None] != 0).any(axis=1)
+        if uneven.any():
+            k = int(np.flatnonzero(uneven)[0])
+            held = ", ".join(f"{name} {int(totals[k, i])}" for i, name in enumerate(RESOURCES))
+            return (f"job {int(seg['job_id'].iloc[k])} segment {int(seg['segment'].iloc[k])} holds "
+                    f"{held} on {units[k]} units: not a whole amount per unit")
     job = seg["job_id"].to_numpy(np.int64)
     start, end = seg["start"].to_numpy(np.float64), seg["end"].to_numpy(np.float64)
     if exclusive:
         kinds = np.arange(len(RESOURCES))
         amounts = capacity[node]
     else:
-        totals = seg[list(RESOURCES)].to_numpy(np.int64)
         kinds = np.flatnonzero((totals > 0).any(axis=0))  # resources some segment holds
-        per_unit = totals[:, kinds] // np.maximum(units, 1)[:, None]
+        per_unit = totals[:, kinds] // units[:, None]
         amounts = per_unit[row] * count[:, None]
     found = first_over_allocation(job[row], start[row], end[row], node, amounts, capacity[:, kinds])
     if found is not None:

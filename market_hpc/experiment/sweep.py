@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from market_hpc.experiment.sweep_exec import TIMING_COLUMNS, RunTask, make_executor
+from market_hpc.experiment.sweep_exec import TIMING_COLUMNS, RunTask, audit_failure, make_executor
 from market_hpc.experiment.sweep_spec import (
     FIXED_COLUMNS,
     Parameter,
@@ -62,6 +62,9 @@ class SweepOutcome:
         failed: Runs that failed in this invocation.
         errors: ``(run_id, error)`` of the failed and interrupted runs.
         executor: Where the runs executed.
+        interrupted: Runs whose worker was lost (not counted in ``failed``).
+        audit_violations: Failed runs whose folder breaks an invariant (``--audit``).
+        audit_unreadable: Failed runs whose written folder the audit cannot read.
     """
 
     directory: Path
@@ -72,13 +75,20 @@ class SweepOutcome:
     errors: tuple[tuple[str, str], ...]
     executor: str
     interrupted: int = 0
+    audit_violations: int = 0
+    audit_unreadable: int = 0
 
     def describe(self) -> str:
-        """One line of counts, e.g. ``27 runs: 20 done, 5 skipped, 2 failed``."""
+        """One line of counts, e.g. ``27 runs: 20 done, 5 skipped, 2 failed``; with
+        ``--audit``, the failed runs' audit violations and unreadable folders apart."""
         interrupted = (f", {self.interrupted} interrupted (re-run the sweep to resume them)"
                        if self.interrupted else "")
+        audits = ""
+        if self.audit_violations or self.audit_unreadable:
+            audits = (f" (audit: {self.audit_violations} violating an invariant, "
+                      f"{self.audit_unreadable} unreadable)")
         return (f"{self.total} runs: {self.done} done, {self.skipped} skipped, "
-                f"{self.failed} failed{interrupted} ({self.executor})")
+                f"{self.failed} failed{audits}{interrupted} ({self.executor})")
 
 
 def leading_columns(sweep: Sweep) -> list[str]:
@@ -141,8 +151,9 @@ def run_sweep(
         keep_runs: Also write each run's results directory to ``out/runs/<run_id>/``.
         progress: Show a progress bar with ETA on stderr when it is a terminal, else a
             line every few seconds (:class:`ProgressLines`).
-        audit: Audit each run's results folder (``market-hpc audit``); a violation marks
-            the run failed with the audit's message.
+        audit: Audit each run's results folder (``market-hpc audit``); a violation or an
+            unreadable folder marks the run failed with the audit's message, and the
+            outcome counts the two apart.
 
     Returns:
         The counts of done, skipped and failed runs.
@@ -158,6 +169,7 @@ def run_sweep(
     leading = leading_columns(plan)
     errors: list[tuple[str, str]] = []
     done = interrupted = 0
+    audits = {"violation": 0, "unreadable": 0}
     with ResultStore(directory) as store:
         store.write_manifest(manifest(plan))
         stored_ok = store.ok_ids()
@@ -184,6 +196,9 @@ def run_sweep(
                         else:
                             errors.append((row["run_id"], row["error"]))
                             interrupted += row["status"] == "interrupted"
+                            kind = audit_failure(str(row["error"]))
+                            if kind is not None:
+                                audits[kind] += 1
                         if bar is not None:
                             bar.set_postfix(failed=len(errors), refresh=False)
                             bar.update(1)
@@ -195,7 +210,8 @@ def run_sweep(
                 bar.close()
             store.consolidate(order, leading)
     return SweepOutcome(directory, len(plan.runs), done, len(plan.runs) - len(pending),
-                        len(errors) - interrupted, tuple(errors), executor.description, interrupted)
+                        len(errors) - interrupted, tuple(errors), executor.description, interrupted,
+                        audits["violation"], audits["unreadable"])
 
 
 PROGRESS_LINE_SECONDS = 5.0

@@ -79,11 +79,26 @@ def execute_run(task: RunTask) -> dict[str, Any]:
     return {"run_id": task.run_id, "status": status, "error": error, "duration_s": duration, **metrics}
 
 
+AUDIT_FAILURES = {"AuditError": "violation", "AuditReadError": "unreadable"}
+"""A failed row's error type when its audit failed, and the kind of failure: the folder
+breaks an invariant (``violation``) or cannot be read (``unreadable``)."""
+
+
+def audit_failure(error: str) -> str | None:
+    """The kind of audit failure a row's ``error`` records (``None``: not an audit's).
+
+    >>> audit_failure("AuditReadError: jobs.csv: line 3: got 'x'"), audit_failure("")
+    ('unreadable', None)
+    """
+    return AUDIT_FAILURES.get(error.partition(":")[0])
+
+
 def _audit(result: Any, task: RunTask) -> None:
     """Audit the run's folder (the kept one, else a temporary one).
 
     Raises:
         AuditError: naming the first violation.
+        AuditReadError: the written folder cannot be read (naming file, line and column).
     """
     import tempfile
 
@@ -135,4 +150,5 @@ def make_executor(workers: int = 1, dask: str | None = None) -> Executor:
 
 
 __all__ = ["DASK_HINT", "TIMING_COLUMNS", "DaskExecutor", "Executor", "InProcessExecutor", "ProcessExecutor",
-           "RunTask", "execute_run", "failed_row", "make_executor", "parse_dask_address", "scalar_metrics"]
+           "RunTask", "audit_failure", "execute_run", "failed_row", "make_executor",
+           "parse_dask_address", "scalar_metrics"]
