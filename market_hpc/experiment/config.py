@@ -25,6 +25,7 @@ used by ``--set`` and by sweeps. Unknown keys and ill-typed values raise
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import tomllib
 import types
@@ -356,8 +357,15 @@ def _check_type(path: str, value: Any, annotation: Any) -> Any:
     raise ConfigError(f"{path}: expected {names}, got {value!r}")
 
 
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints`` once per class (it evaluates every annotation anew: most
+    of the time of checking a sweep's points)."""
+    return typing.get_type_hints(cls)
+
+
 def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():

@@ -30,6 +30,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from market_hpc.errors import OutputError
 from market_hpc.experiment.sweep_spec import FIXED_COLUMNS, SweepError
 from market_hpc.json_text import json_text
 
@@ -42,8 +43,16 @@ TMP_SUFFIX = ".tmp"
 LOCK_FILE = ".sweep.lock"
 
 
+RESUME_HINT = "the runs stored before it are kept; free space and re-run the sweep to resume"
+
+
 def atomic_write(target: Path, write: Callable[[IO[bytes]], object]) -> None:
-    """Write ``target`` through a temporary file that is fsynced and renamed into place."""
+    """Write ``target`` through a temporary file that is fsynced and renamed into place.
+
+    Raises:
+        OutputError: the write failed (a full disk, a lost mount, no permission), naming
+            ``target`` and the cause; nothing of it is left behind.
+    """
     temporary = target.with_name(f".{target.name}.{os.getpid()}{TMP_SUFFIX}")
     try:
         with open(temporary, "wb") as handle:
@@ -51,8 +60,11 @@ def atomic_write(target: Path, write: Callable[[IO[bytes]], object]) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, target)
+    except (OSError, pa.ArrowException) as exc:
+        cause = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
+        raise OutputError(str(target), f"{cause}; {RESUME_HINT}") from None
     finally:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             temporary.unlink()
     _fsync_directory(target.parent)
 
