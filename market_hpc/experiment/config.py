@@ -206,6 +206,11 @@ class WindowConfig:
             raise ConfigError("policy.window.starvation_backstop must be > 0 seconds with starvation_by = "
                               "\"passed-over\" (a job that never fits is never passed over)")
         check(self.mutation, FRACTION, "policy.window.mutation")
+        from market_hpc.policies.params import BBSCHED
+
+        for key in ("generations", "population"):  # the ranges of policy.params.<key>
+            if not BBSCHED[key].accepts(getattr(self, key)):
+                raise InvalidNumberError(f"policy.window.{key}", getattr(self, key), BBSCHED[key].describe())
 
 
 @dataclass(frozen=True)
@@ -227,7 +232,10 @@ class PolicyConfig:
             paper's loop (default: only at events; docs/market.md, "Decision timing").
         window: Window scheduler parameters (BBSched).
         params: Keyword parameters of the scheduler (a ``[policy.params]`` table, e.g.
-            the CP dispatchers' ``deterministic_time``); checked when the policy is built.
+            the CP dispatchers' ``deterministic_time``); checked when the configuration is
+            read. A market scheduler's ``penalty`` is not one of them: it is
+            ``hold_penalty`` (the Python API's ``make_policy(..., scheduler_params=
+            {"penalty": ...})`` keeps the name).
     """
 
     scheduler: str = "fifo"
@@ -250,9 +258,20 @@ class PolicyConfig:
 
             if self.predictor not in PREDICTORS:
                 raise UnknownNameError("policy.predictor", self.predictor, PREDICTORS)
-        from market_hpc.policies.params import check_params
+        from market_hpc.policies.params import SCHEDULER_PARAMS, check_params
 
+        if "penalty" in self.params and "penalty" in SCHEDULER_PARAMS.get(self.scheduler.lower(), {}):
+            # one scenario key for the market's penalty: the one charged is the one decided with
+            raise ConfigError(
+                f"policy.params.penalty is not a scenario key (scheduler {self.scheduler!r}); use "
+                f"policy.hold_penalty = {self.params['penalty']!r}: it is both the penalty the "
+                "policy decides with and the one each hold is charged")
         check_params("scheduler", self.scheduler.lower(), self.params)
+        if self.scheduler.lower() == "bbsched":  # the GA's work, policy.window's G and P included
+            from market_hpc.policies.params import check_work
+
+            check_work("bbsched", {"generations": self.window.generations,
+                                   "population": self.window.population, **self.params})
 
 
 QUEUE_STRATEGIES = ("static", "proportional", "dpnlpm", "dqr", "hybrid", "nonpartitioned")
