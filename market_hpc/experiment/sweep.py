@@ -24,7 +24,6 @@ Decisions:
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import sys
 import time
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from market_hpc.errors import OutputError
+from market_hpc.json_text import json_text
 from market_hpc.experiment.sweep_exec import TIMING_COLUMNS, RunTask, make_executor
 from market_hpc.experiment.sweep_spec import (
     FIXED_COLUMNS,
@@ -98,7 +98,7 @@ def cell_value(value: Any) -> Any:
     ('{"queue_limit":5}', '{}', 0.5)
     """
     if isinstance(value, dict | list):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+        return json_text(value, indent=None, default=str, sort_keys=True, separators=(",", ":")).rstrip("\n")
     return value
 
 
