@@ -83,7 +83,7 @@ def check_run_count(file: Path, axis_lengths: list[int], seed_count: int, max_ru
     if total > max_runs:
         raise SweepError(f"{file}: {total:,} runs ({shape}) is more than --max-runs {max_runs:,}; "
                           "shorten the grid lists or the seeds, split the sweep, or raise --max-runs")
-    return f"{total:,} runs ({shape})"
+    return f"{total:,} run{'s' * (total != 1)} ({shape})"
 
 
 def swept_value(config: dict[str, Any], path: str, given: Any) -> Any:
