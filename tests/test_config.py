@@ -115,20 +115,20 @@ def test_a_market_schedulers_penalty_is_policy_hold_penalty_only():
     ("bbsched", {"generations": 10_000_000},
      "scheduler 'bbsched': policy.params.generations = 10000000 is invalid; valid: an integer in [0, 100000]"),
     ("bbsched", {"generations": 5_000, "population": 1000},
-     "scheduler 'bbsched': generations x population = 5,000 x 1,000 = 5,000,000 chromosome-generations per "
-     "GA solve (about 50 s at 10 us each); at most 1,000,000 (100 x the paper's 500 x 20)"),
+     ("scheduler 'bbsched': generations x population = 5,000 x 1,000 = 5,000,000 chromosome-generations per "
+     "GA solve (about 50 s at 10 us each); at most 1,000,000 (100 x the paper's 500 x 20)")),
     ("pcp19", {"workers": 1024},
      "scheduler 'pcp19': policy.params.workers = 1024 is invalid; valid: an integer in [1, 64]"),
     ("pcp19", {"deterministic_time": 86_400.0},
-     "scheduler 'pcp19': policy.params.deterministic_time = 86400.0 is invalid; valid: a finite number "
-     "> 0 and <= 60"),
+     ("scheduler 'pcp19': policy.params.deterministic_time = 86400.0 is invalid; valid: a finite number "
+     "> 0 and <= 60")),
     ("pcp19", {"deterministic_time": 30.0},
-     "scheduler 'pcp19': policy.params allow up to 930 s of solver time per decision (30 s x (1 + 2 + 4 + 8 + "
-     "16)); at most 600 s (lower deterministic_time, wall_seconds or max_retries, or set decision_budget)"),
+     ("scheduler 'pcp19': policy.params allow up to 930 s of solver time per decision (30 s x (1 + 2 + 4 + 8 + "
+     "16)); at most 600 s (lower deterministic_time, wall_seconds or max_retries, or set decision_budget)")),
     ("pcp20", {"max_retries": 100, "time_control": "paper"},
-     "scheduler 'pcp20': policy.params allow up to 2,626 s of solver time per decision (100 retries of 1 s + "
+     ("scheduler 'pcp20': policy.params allow up to 2,626 s of solver time per decision (100 retries of 1 s + "
      "0.5 s per retry); at most 600 s (lower deterministic_time, wall_seconds or max_retries, or set "
-     "decision_budget)"),
+     "decision_budget)")),
 ])
 def test_parameters_that_bound_work_have_ranges_a_run_finishes_within(scheduler, params, message):
     with pytest.raises(ConfigError) as refused:

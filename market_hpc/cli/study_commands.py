@@ -9,7 +9,8 @@ from pathlib import Path
 from market_hpc.cli.run_commands import check_out
 from market_hpc.validation import COUNT, NON_NEGATIVE_INT, flag_number
 
-MAX_RUNS = 100_000  # experiment.sweep_checks.MAX_RUNS (not imported: the parser loads nothing heavy)
+# experiment.sweep_checks.MAX_RUNS, not imported: building the parser loads nothing heavy
+MAX_RUNS = 100_000
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

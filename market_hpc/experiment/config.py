@@ -210,7 +210,8 @@ class WindowConfig:
 
         for key in ("generations", "population"):  # the ranges of policy.params.<key>
             if not BBSCHED[key].accepts(getattr(self, key)):
-                raise InvalidNumberError(f"policy.window.{key}", getattr(self, key), BBSCHED[key].describe())
+                raise InvalidNumberError(f"policy.window.{key}", getattr(self, key),
+                                         BBSCHED[key].describe())
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,8 @@ class PolicyConfig:
                 raise UnknownNameError("policy.predictor", self.predictor, PREDICTORS)
         from market_hpc.policies.params import SCHEDULER_PARAMS, check_params
 
-        if "penalty" in self.params and "penalty" in SCHEDULER_PARAMS.get(self.scheduler.lower(), {}):
+        declared = SCHEDULER_PARAMS.get(self.scheduler.lower(), {})
+        if "penalty" in self.params and "penalty" in declared:
             # one scenario key for the market's penalty: the one charged is the one decided with
             raise ConfigError(
                 f"policy.params.penalty is not a scenario key (scheduler {self.scheduler!r}); use "

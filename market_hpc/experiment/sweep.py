@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from market_hpc.errors import OutputError
-from market_hpc.json_text import json_text
 from market_hpc.experiment.sweep_exec import TIMING_COLUMNS, RunTask, make_executor
 from market_hpc.experiment.sweep_spec import (
     FIXED_COLUMNS,
@@ -44,6 +43,7 @@ from market_hpc.experiment.sweep_spec import (
     run_id,
 )
 from market_hpc.experiment.sweep_store import ResultStore
+from market_hpc.json_text import json_text
 
 __all__ = [
     "FIXED_COLUMNS", "TIMING_COLUMNS", "Parameter", "RunSpec", "Sweep", "SweepError",
@@ -98,7 +98,8 @@ def cell_value(value: Any) -> Any:
     ('{"queue_limit":5}', '{}', 0.5)
     """
     if isinstance(value, dict | list):
-        return json_text(value, indent=None, default=str, sort_keys=True, separators=(",", ":")).rstrip("\n")
+        text = json_text(value, indent=None, default=str, sort_keys=True, separators=(",", ":"))
+        return text.rstrip("\n")
     return value
 
 
@@ -210,7 +211,8 @@ def run_sweep(
         except BaseException:
             if bar is not None:
                 bar.close()
-            with contextlib.suppress(OutputError):  # the error in flight names the first failed write
+            # the error in flight names the first failed write
+            with contextlib.suppress(OutputError):
                 store.consolidate(order, leading)
             raise
         if bar is not None:

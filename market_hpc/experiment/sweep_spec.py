@@ -69,8 +69,9 @@ from market_hpc.tomlfile import read_toml
 
 RESERVED_KEYS = ("base", "seeds", "grid", "zip", "report", "quick")
 FIXED_COLUMNS = ("run_id", "seed", "status", "error", "duration_s")
-__all__ = ["FIXED_COLUMNS", "INPUT_FILE_KEYS", "MAX_RUNS", "RESERVED_KEYS", "Parameter", "RunSpec",
-           "Sweep", "SweepError", "get_path", "load_sweep", "parameter_columns", "point_name", "run_id"]
+__all__ = ["FIXED_COLUMNS", "INPUT_FILE_KEYS", "MAX_RUNS", "RESERVED_KEYS", "Parameter",
+           "RunSpec", "Sweep", "SweepError", "get_path", "load_sweep", "parameter_columns",
+           "point_name", "run_id"]
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,8 @@ def load_sweep(path: str | Path, quick: bool = False, max_runs: int = MAX_RUNS,
     base = _base_scenario(file, base_ref, data)
     axes, parameters = _axes(file, grid, zips)
     seed_range = _seeds(file, seeds_value)
-    counted = check_run_count(file, [len(rows) for _, rows in axes], len(seed_range or (0,)), max_runs)
+    lengths = [len(rows) for _, rows in axes]
+    counted = check_run_count(file, lengths, len(seed_range or (0,)), max_runs)
     if announce is not None:
         announce(f"sweep {file.name}: {counted}; checking every point before the first run")
     first = _check_first_point(file, base, axes)
@@ -291,7 +293,8 @@ def _axes(file: Path, grid: Any, zips: Any) -> tuple[list[tuple[list[str], list[
         repeated = _first_repeat(rows)
         if repeated is not None:
             first, later = repeated
-            raise SweepError(f"{file}: {where}: row {later + 1} repeats row {first + 1}: {rows[later]!r}")
+            raise SweepError(f"{file}: {where}: row {later + 1} repeats row {first + 1}: "
+                             f"{rows[later]!r}")
         axes.append(([p for p, _ in columns], rows))
     paths = [path for axis_paths, _ in axes for path in axis_paths]
     for path in paths:

@@ -61,7 +61,8 @@ def atomic_write(target: Path, write: Callable[[IO[bytes]], object]) -> None:
             os.fsync(handle.fileno())
         os.replace(temporary, target)
     except (OSError, pa.ArrowException) as exc:
-        cause = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
+        cause = exc.strerror if isinstance(exc, OSError) else None
+        cause = cause or str(exc) or type(exc).__name__
         raise OutputError(str(target), f"{cause}; {RESUME_HINT}") from None
     finally:
         with contextlib.suppress(OSError):

@@ -232,7 +232,7 @@ def check_params(kind: str, name: str, params: Mapping[str, Any],
     >>> check_params("scheduler", "pcp20", {"queue_limit": 2.5})
     Traceback (most recent call last):
     ...
-    market_hpc.errors.ConfigError: scheduler 'pcp20': policy.params.queue_limit = 2.5 is invalid; valid: an integer in [1, 10000]
+    market_hpc.errors.ConfigError: scheduler 'pcp20': policy.params.queue_limit = 2.5 is invalid; ...
     """
     declared = (table or _TABLES[kind]).get(name)
     if declared is None:
@@ -267,7 +267,7 @@ def check_work(name: str, params: Mapping[str, Any]) -> None:
     >>> check_work("bbsched", {"generations": 100_000, "population": 1000})
     Traceback (most recent call last):
     ...
-    market_hpc.errors.ConfigError: scheduler 'bbsched': generations x population = 100,000 x 1,000 = 100,000,000 chromosome-generations per GA solve (about 1,000 s at 10 us each); at most 1,000,000 (100 x the paper's 500 x 20)
+    market_hpc.errors.ConfigError: scheduler 'bbsched': generations x population = ...
     """
     if name == "bbsched":
         generations, population = params.get("generations", 500), params.get("population", 20)
@@ -276,7 +276,8 @@ def check_work(name: str, params: Mapping[str, Any]) -> None:
             raise ConfigError(
                 f"scheduler 'bbsched': generations x population = {generations:,} x "
                 f"{population:,} = {work:,} chromosome-generations per GA solve (about "
-                f"{work * 1e-5:,.0f} s at 10 us each); at most {GA_WORK_LIMIT:,} (100 x the paper's 500 x 20)")
+                f"{work * 1e-5:,.0f} s at 10 us each); at most {GA_WORK_LIMIT:,} "
+                "(100 x the paper's 500 x 20)")
         return
     if name not in CP_LIMITS_SCHEDULERS:
         return
@@ -286,9 +287,9 @@ def check_work(name: str, params: Mapping[str, Any]) -> None:
         seconds, how = min(seconds, budget), f"decision_budget {budget:g}"
     if seconds > DECISION_SECONDS_LIMIT:
         raise ConfigError(
-            f"scheduler {name!r}: policy.params allow up to {seconds:,.0f} s of solver time per decision "
-            f"({how}); at most {DECISION_SECONDS_LIMIT:,.0f} s (lower deterministic_time, wall_seconds or "
-            "max_retries, or set decision_budget)")
+            f"scheduler {name!r}: policy.params allow up to {seconds:,.0f} s of solver time "
+            f"per decision ({how}); at most {DECISION_SECONDS_LIMIT:,.0f} s (lower "
+            "deterministic_time, wall_seconds or max_retries, or set decision_budget)")
 
 
 def decision_seconds(name: str, params: Mapping[str, Any]) -> tuple[float, str]:
@@ -306,7 +307,8 @@ def decision_seconds(name: str, params: Mapping[str, Any]) -> tuple[float, str]:
         retries = (30 if paper else 4) if retries is None else retries
         if paper:  # a wall clock of 1 s + 0.5 s per retry, whatever the limits
             return (retries + 1) * (1 + retries / 4), f"{retries} retries of 1 s + 0.5 s per retry"
-        return limit * (retries + 1) * (1 + retries / 4), f"{retries} retries of {limit:g} s + 50% per retry"
+        how = f"{retries} retries of {limit:g} s + 50% per retry"
+        return limit * (retries + 1) * (1 + retries / 4), how
     return limit * (2 ** (DOUBLINGS + 1) - 1), f"{limit:g} s x (1 + 2 + 4 + 8 + 16)"
 
 
