@@ -98,3 +98,50 @@ def test_a_scenario_saved_with_a_byte_order_mark_reads_as_without(tmp_path):
 def test_parse_value():
     assert parse_value("3") == 3 and parse_value("0.25") == 0.25 and parse_value("false") is False
     assert parse_value("best-fit") == "best-fit"
+
+
+def test_a_market_schedulers_penalty_is_policy_hold_penalty_only():
+    with pytest.raises(ConfigError) as refused:
+        config_from_dict({**BASE, "policy": {"scheduler": "maxvh", "params": {"penalty": 0.2}}})
+    assert str(refused.value) == (
+        "policy.params.penalty is not a scenario key (scheduler 'maxvh'); use policy.hold_penalty = 0.2: "
+        "it is both the penalty the policy decides with and the one each hold is charged")
+    assert config_from_dict({**BASE, "policy": {"scheduler": "maxvh", "hold_penalty": 0.2}}).policy.hold_penalty == 0.2
+
+
+@pytest.mark.parametrize(("scheduler", "params", "message"), [
+    ("bbsched", {"population": 1_000_000},
+     "scheduler 'bbsched': policy.params.population = 1000000 is invalid; valid: an integer in [2, 1000]"),
+    ("bbsched", {"generations": 10_000_000},
+     "scheduler 'bbsched': policy.params.generations = 10000000 is invalid; valid: an integer in [0, 100000]"),
+    ("bbsched", {"generations": 5_000, "population": 1000},
+     ("scheduler 'bbsched': generations x population = 5,000 x 1,000 = 5,000,000 chromosome-generations per "
+     "GA solve (about 50 s at 10 us each); at most 1,000,000 (100 x the paper's 500 x 20)")),
+    ("pcp19", {"workers": 1024},
+     "scheduler 'pcp19': policy.params.workers = 1024 is invalid; valid: an integer in [1, 64]"),
+    ("pcp19", {"deterministic_time": 86_400.0},
+     ("scheduler 'pcp19': policy.params.deterministic_time = 86400.0 is invalid; valid: a finite number "
+     "> 0 and <= 60")),
+    ("pcp19", {"deterministic_time": 30.0},
+     ("scheduler 'pcp19': policy.params allow up to 930 s of solver time per decision (30 s x (1 + 2 + 4 + 8 + "
+     "16)); at most 600 s (lower deterministic_time, wall_seconds or max_retries, or set decision_budget)")),
+    ("pcp20", {"max_retries": 100, "time_control": "paper"},
+     ("scheduler 'pcp20': policy.params allow up to 2,626 s of solver time per decision (100 retries of 1 s + "
+     "0.5 s per retry); at most 600 s (lower deterministic_time, wall_seconds or max_retries, or set "
+     "decision_budget)")),
+])
+def test_parameters_that_bound_work_have_ranges_a_run_finishes_within(scheduler, params, message):
+    with pytest.raises(ConfigError) as refused:
+        config_from_dict({**BASE, "policy": {"scheduler": scheduler, "params": params}})
+    assert str(refused.value) == message
+
+
+def test_work_bounds_keep_the_papers_settings_and_count_policy_window():
+    for scheduler, params in (("pcp20", {"time_control": "paper"}), ("pcp19", {"deterministic_time": 1.0}),
+                              ("pcp19", {"deterministic_time": 30.0, "decision_budget": 5.0}),
+                              ("bbsched", {"generations": 500, "population": 20})):
+        config_from_dict({**BASE, "policy": {"scheduler": scheduler, "params": params}})
+    with pytest.raises(ConfigError, match=r"^scheduler 'bbsched': generations x population = 100,000 x 20 = "):
+        config_from_dict({**BASE, "policy": {"scheduler": "bbsched", "window": {"generations": 100_000}}})
+    with pytest.raises(ConfigError, match=r"^policy.window.population: got 5000; valid: an integer in \[2, 1000\]$"):
+        config_from_dict({**BASE, "policy": {"scheduler": "bbsched", "window": {"population": 5000}}})

@@ -190,7 +190,7 @@ def test_a_bad_queue_limit_is_refused_when_the_config_is_read(value, shown) -> N
     with pytest.raises(ConfigError) as refused:
         _config("pcp20", queue_limit=value)
     assert str(refused.value) == (f"scheduler 'pcp20': policy.params.queue_limit = {shown} is invalid; "
-                                  "valid: an integer in [1, 1e+06]")
+                                  "valid: an integer in [1, 10000]")
 
 
 def test_an_unknown_parameter_lists_the_valid_ones() -> None:

@@ -478,3 +478,124 @@ def test_progress_lines_when_the_output_is_not_a_terminal() -> None:
         "sweep: 2/4 runs done, 1 failed, 6s elapsed, about 6s left",
         "sweep: 4/4 runs done, 1 failed, 8s elapsed, about 0s left",
     ]
+
+
+# ------------------------------------------------- defaults, schedulers, counts, disk
+@pytest.mark.parametrize(("axis", "column", "values", "same_id"), [
+    ('"policy.params" = [{}, {queue_limit = 5}]', "params", ["{}", '{"queue_limit":5}'], True),
+    ('"policy.params.queue_limit" = [100, 5]', "queue_limit", [100, 5], False),  # 100: the default
+])
+def test_an_axis_may_take_its_default_and_matches_the_explicit_run(tmp_path: Path, axis: str, column: str,
+                                                                   values: list[object], same_id: bool) -> None:
+    base = CLASSIC_BASE.replace("JOBS", "15").replace('"easy"', '"pcp19"')
+    sweep = load_sweep(sweep_file(tmp_path, f"[grid]\n{axis}", base=base))
+    plain = load_sweep(sweep_file(tmp_path, "", base=base, name="plain.toml")).runs[0]
+    assert (sweep.runs[0].run_id == plain.run_id) is same_id
+    out = tmp_path / "out"
+    outcome = run_sweep(sweep, out, progress=False)
+    assert (outcome.done, outcome.failed) == (2, 0)
+    frame = pd.read_parquet(out / "results.parquet")
+    assert frame[column].tolist() == values
+    explicit = execute_run(RunTask(plain.run_id, plain.config))
+    assert frame["mean_wait"].iloc[0] == explicit["mean_wait"]
+
+
+def test_all_families_enabled_may_be_swept_from_its_default_false(tmp_path: Path) -> None:
+    trace = ROOT / "traces" / "lf-kth-like-2000.swf"
+    base = (f'platform = "kth-sp2"\ntimeseries = false\nworkload = {{ trace = "{trace}", first_n = 12 }}\n'
+            'policy = { scheduler = "easy" }\n')
+    sweep = load_sweep(sweep_file(tmp_path, '[grid]\n"workload.all_families.enabled" = [false, true]', base=base))
+    assert [run.params for run in sweep.runs] == [{"enabled": False}, {"enabled": True}]
+    plain = load_sweep(sweep_file(tmp_path, "", base=base, name="plain.toml")).runs[0]
+    assert sweep.runs[0].run_id == plain.run_id
+    outcome = run_sweep(sweep, tmp_path / "out", progress=False)
+    assert (outcome.done, outcome.failed) == (2, 0)
+
+
+def test_a_base_scheduler_other_than_the_swept_ones_is_only_a_default(tmp_path: Path) -> None:
+    base = CLASSIC_BASE.replace("JOBS", "12")  # scheduler easy, which takes no queue_limit
+    valid = sweep_file(tmp_path, '[grid]\n"policy.scheduler" = ["pcp19", "hcp19"]\n'
+                       '"policy.params.queue_limit" = [5, 10]', base=base)
+    sweep = load_sweep(valid)
+    assert [(r.params["scheduler"], r.params["queue_limit"]) for r in sweep.runs] == [
+        ("pcp19", 5), ("pcp19", 10), ("hcp19", 5), ("hcp19", 10)]
+    inline = sweep_file(tmp_path, '[grid]\n"policy.scheduler" = ["pcp19", "hcp19"]',
+                        base=base.replace('policy = { scheduler = "easy" }',
+                                          'policy = { scheduler = "easy", params = { queue_limit = 5 } }'),
+                        name="inline.toml")
+    assert len(load_sweep(inline).runs) == 2
+    invalid = sweep_file(tmp_path, '[grid]\n"policy.scheduler" = ["pcp19", "fifo"]\n'
+                         '"policy.params.queue_limit" = [5]', base=base, name="bad.toml")
+    with pytest.raises(SweepError) as caught:
+        load_sweep(invalid)
+    assert str(caught.value) == (
+        f"{invalid}: point scheduler=fifo, queue_limit=5: scheduler 'fifo': unknown parameter 'queue_limit'; "
+        "valid parameters: none (it takes no parameters) (this point's policy.scheduler is 'fifo', the base "
+        "scenario's is 'easy'; policy.params.queue_limit must be a parameter of each point's scheduler: put "
+        "it in one [[zip]] group with policy.scheduler)")
+
+
+@pytest.mark.parametrize(("text", "count"), [
+    ("seeds = 3000000", "3,000,000 runs (1 point x 3,000,000 seeds)"),
+    ("[grid]\n" + "\n".join(f'"policy.params.{key}" = {list(range(1, n + 1))}' for key, n in
+                            (("queue_limit", 100), ("solver_seed", 120), ("workers", 50), ("levels", 3))),
+     "1,800,000 runs (100 x 120 x 50 x 3 points x 1 seed)"),
+])
+def test_a_huge_plan_is_refused_before_any_point_is_built(tmp_path: Path, text: str, count: str) -> None:
+    base = CLASSIC_BASE.replace("JOBS", "10").replace('"easy"', '"pcp20"')
+    path = sweep_file(tmp_path, text, base=base)
+    with pytest.raises(SweepError) as caught:
+        load_sweep(path)
+    assert str(caught.value) == (f"{path}: {count} is more than --max-runs 100,000; shorten the grid lists "
+                                 "or the seeds, split the sweep, or raise --max-runs")
+    lines: list[str] = []
+    assert len(load_sweep(sweep_file(tmp_path, "seeds = 3"), announce=lines.append).runs) == 3
+    assert lines == ["sweep sweep.toml: 3 runs (1 point x 3 seeds); checking every point before the first run"]
+    with pytest.raises(SweepError, match=r": 3 runs \(1 point x 3 seeds\) is more than --max-runs 2;"):
+        load_sweep(sweep_file(tmp_path, "seeds = 3"), max_runs=2)
+
+
+def test_the_cli_prints_the_count_first_and_takes_max_runs(tmp_path: Path, capsys) -> None:
+    path = sweep_file(tmp_path, "seeds = 3")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--max-runs", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"market-hpc: error: {path}: 3 runs (1 point x 3 seeds) is more than --max-runs 2; "
+                   "shorten the grid lists or the seeds, split the sweep, or raise --max-runs\n")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--max-runs", "0"]) == 2
+    assert "--max-runs" in capsys.readouterr().err
+
+
+def test_a_full_disk_is_one_line_and_a_rerun_resumes_to_the_same_results(tmp_path: Path, monkeypatch,
+                                                                         capsys) -> None:
+    import errno
+
+    from market_hpc.experiment import sweep_store
+
+    path = sweep_file(tmp_path, "seeds = 4")
+    reference = tmp_path / "reference"
+    assert main(["sweep", str(path), "--out", str(reference)]) == 0
+    real = sweep_store._arrow_table  # builds each run's part, inside its write (only there)
+    parts_written = []
+
+    def fill_disk_on_third(rows):
+        parts_written.append(1)
+        if len(parts_written) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(rows)
+
+    monkeypatch.setattr(sweep_store, "_arrow_table", fill_disk_on_third)
+    out = tmp_path / "out"
+    capsys.readouterr()
+    assert main(["sweep", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith(f"market-hpc: error: cannot write {out / 'parts'}/")
+    assert err[-1].endswith(".parquet: No space left on device; the runs stored before it are kept; "
+                            "free space and re-run the sweep to resume")
+    assert "Traceback" not in "\n".join(err)
+    assert len(list((out / "parts").glob("*.parquet"))) == 2
+    assert not list((out / "parts").glob(".*"))  # no temporary file left behind
+    monkeypatch.setattr(sweep_store, "_arrow_table", real)
+    assert main(["sweep", str(path), "--out", str(out)]) == 0
+    assert "4 runs: 2 done, 2 skipped, 0 failed" in capsys.readouterr().out
+    resumed, whole = (comparable(pd.read_parquet(folder / "results.parquet")) for folder in (out, reference))
+    pd.testing.assert_frame_equal(resumed[sorted(resumed.columns)], whole[sorted(whole.columns)])

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from market_hpc.cli.run_commands import check_out
 from market_hpc.validation import COUNT, NON_NEGATIVE_INT, flag_number
+
+# experiment.sweep_checks.MAX_RUNS, not imported: building the parser loads nothing heavy
+MAX_RUNS = 100_000
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -31,8 +35,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     workers = flag_number(args.workers, NON_NEGATIVE_INT, "--workers", integer=True)  # 0: run_sweep names it
     from market_hpc.experiment.out_dir import check_out_dir
 
+    max_runs = flag_number(args.max_runs, COUNT, "--max-runs", integer=True)
     check_out_dir(out, overwrite=True)  # writable; an existing sweep folder is resumed, not replaced
-    outcome = run_sweep(load_sweep(args.sweep, quick=args.quick), out, workers=workers, dask=args.dask, keep_runs=args.keep_runs,
+    plan = load_sweep(args.sweep, quick=args.quick, max_runs=max_runs,
+                      announce=lambda line: print(line, file=sys.stderr, flush=True))
+    outcome = run_sweep(plan, out, workers=workers, dask=args.dask, keep_runs=args.keep_runs,
                         audit=args.audit)
     print(f"sweep {args.sweep}: {outcome.describe()}")
     for run_id, error in outcome.errors[:10]:
@@ -94,6 +101,9 @@ def add_sweep_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore
                        help="audit each run's results folder (market-hpc audit); a violation "
                        "or an unreadable folder marks the run failed with the audit's message, "
                        "and the summary line counts the two apart")
+    sweep.add_argument("--max-runs", default=MAX_RUNS, metavar="N",
+                       help=f"refuse a sweep of more than N runs, counted before any run "
+                       f"(default: {MAX_RUNS:,})")
     sweep.add_argument("--quick", action="store_true",
                        help="the sweep file's [quick] grid and zip lists instead of its own "
                        "(default --out: out/<sweep file name>-quick)")

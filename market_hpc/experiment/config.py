@@ -25,6 +25,7 @@ used by ``--set`` and by sweeps. Unknown keys and ill-typed values raise
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import tomllib
 import types
@@ -207,6 +208,12 @@ class WindowConfig:
             raise ConfigError("policy.window.starvation_backstop must be > 0 seconds with starvation_by = "
                               "\"passed-over\" (a job that never fits is never passed over)")
         check(self.mutation, FRACTION, "policy.window.mutation")
+        from market_hpc.policies.params import BBSCHED
+
+        for key in ("generations", "population"):  # the ranges of policy.params.<key>
+            if not BBSCHED[key].accepts(getattr(self, key)):
+                raise InvalidNumberError(f"policy.window.{key}", getattr(self, key),
+                                         BBSCHED[key].describe())
 
 
 @dataclass(frozen=True)
@@ -228,7 +235,10 @@ class PolicyConfig:
             paper's loop (default: only at events; docs/market.md, "Decision timing").
         window: Window scheduler parameters (BBSched).
         params: Keyword parameters of the scheduler (a ``[policy.params]`` table, e.g.
-            the CP dispatchers' ``deterministic_time``); checked when the policy is built.
+            the CP dispatchers' ``deterministic_time``); checked when the configuration is
+            read. A market scheduler's ``penalty`` is not one of them: it is
+            ``hold_penalty`` (the Python API's ``make_policy(..., scheduler_params=
+            {"penalty": ...})`` keeps the name).
     """
 
     scheduler: str = "fifo"
@@ -251,9 +261,21 @@ class PolicyConfig:
 
             if self.predictor not in PREDICTORS:
                 raise UnknownNameError("policy.predictor", self.predictor, PREDICTORS)
-        from market_hpc.policies.params import check_params
+        from market_hpc.policies.params import SCHEDULER_PARAMS, check_params
 
+        declared = SCHEDULER_PARAMS.get(self.scheduler.lower(), {})
+        if "penalty" in self.params and "penalty" in declared:
+            # one scenario key for the market's penalty: the one charged is the one decided with
+            raise ConfigError(
+                f"policy.params.penalty is not a scenario key (scheduler {self.scheduler!r}); use "
+                f"policy.hold_penalty = {self.params['penalty']!r}: it is both the penalty the "
+                "policy decides with and the one each hold is charged")
         check_params("scheduler", self.scheduler.lower(), self.params)
+        if self.scheduler.lower() == "bbsched":  # the GA's work, policy.window's G and P included
+            from market_hpc.policies.params import check_work
+
+            check_work("bbsched", {"generations": self.window.generations,
+                                   "population": self.window.population, **self.params})
 
 
 QUEUE_STRATEGIES = ("static", "proportional", "dpnlpm", "dqr", "hybrid", "nonpartitioned")
@@ -358,8 +380,15 @@ def _check_type(path: str, value: Any, annotation: Any) -> Any:
     raise ConfigError(f"{path}: expected {names}, got {value!r}")
 
 
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints`` once per class (it evaluates every annotation anew: most
+    of the time of checking a sweep's points)."""
+    return typing.get_type_hints(cls)
+
+
 def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():

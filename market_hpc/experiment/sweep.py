@@ -23,6 +23,7 @@ Decisions:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from market_hpc.errors import OutputError
 from market_hpc.experiment.sweep_exec import TIMING_COLUMNS, RunTask, audit_failure, make_executor
 from market_hpc.experiment.sweep_spec import (
     FIXED_COLUMNS,
@@ -41,6 +43,7 @@ from market_hpc.experiment.sweep_spec import (
     run_id,
 )
 from market_hpc.experiment.sweep_store import ResultStore
+from market_hpc.json_text import json_text
 
 __all__ = [
     "FIXED_COLUMNS", "TIMING_COLUMNS", "Parameter", "RunSpec", "Sweep", "SweepError",
@@ -96,10 +99,25 @@ def leading_columns(sweep: Sweep) -> list[str]:
     return ["run_id", *(p.column for p in sweep.parameters), *FIXED_COLUMNS[1:]]
 
 
+def cell_value(value: Any) -> Any:
+    """A swept value as a results cell: a table or a list (``policy.params = [{}, {...}]``)
+    as its canonical JSON text, which parquet stores whatever its keys (an empty table has
+    no parquet type) and the report reads as a category.
+
+    >>> cell_value({"queue_limit": 5}), cell_value({}), cell_value(0.5)
+    ('{"queue_limit":5}', '{}', 0.5)
+    """
+    if isinstance(value, dict | list):
+        text = json_text(value, indent=None, default=str, sort_keys=True, separators=(",", ":"))
+        return text.rstrip("\n")
+    return value
+
+
 def compose_row(run: RunSpec, outcome: dict[str, Any]) -> dict[str, Any]:
     """A results row: the run's id, parameters and seed, then what ``execute_run``
     returned; parameter and fixed columns win over summary entries of the same name."""
-    row: dict[str, Any] = {"run_id": run.run_id, **run.params, "seed": run.seed}
+    params = {column: cell_value(value) for column, value in run.params.items()}
+    row: dict[str, Any] = {"run_id": run.run_id, **params, "seed": run.seed}
     for key in FIXED_COLUMNS[2:]:
         row[key] = outcome[key]
     for key, value in outcome.items():
@@ -205,10 +223,16 @@ def run_sweep(
                         if time.monotonic() - last_consolidation >= CONSOLIDATE_SECONDS:
                             store.consolidate(order, leading)
                             last_consolidation = time.monotonic()
-        finally:
+        except BaseException:
             if bar is not None:
                 bar.close()
-            store.consolidate(order, leading)
+            # the error in flight names the first failed write
+            with contextlib.suppress(OutputError):
+                store.consolidate(order, leading)
+            raise
+        if bar is not None:
+            bar.close()
+        store.consolidate(order, leading)
     return SweepOutcome(directory, len(plan.runs), done, len(plan.runs) - len(pending),
                         len(errors) - interrupted, tuple(errors), executor.description, interrupted,
                         audits["violation"], audits["unreadable"])

@@ -44,23 +44,35 @@ import dataclasses
 import hashlib
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from market_hpc.errors import ConfigError, MarketHpcError, UnknownNameError
+from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.experiment.config import config_from_dict, set_path
+from market_hpc.experiment.sweep_checks import (
+    INPUT_FILE_KEYS,
+    MAX_RUNS,
+    SweepError,
+    check_run_count,
+    flatten,
+    leaderboard,
+    point_name,
+    preflight,
+    quick_lists,
+    report_metrics,
+    scheduler_hint,
+    swept_value,
+)
 from market_hpc.tomlfile import read_toml
 from market_hpc.workload.trace_catalogue import resolve_trace
 
 RESERVED_KEYS = ("base", "seeds", "grid", "zip", "report", "quick")
 FIXED_COLUMNS = ("run_id", "seed", "status", "error", "duration_s")
-INPUT_FILE_KEYS = ("trace", "jobset")
-
-
-class SweepError(ConfigError):
-    """A sweep file, a sweep option or a sweep results directory is invalid."""
+__all__ = ["FIXED_COLUMNS", "INPUT_FILE_KEYS", "MAX_RUNS", "RESERVED_KEYS", "Parameter",
+           "RunSpec", "Sweep", "SweepError", "get_path", "load_sweep", "parameter_columns",
+           "point_name", "run_id"]
 
 
 @dataclass(frozen=True)
@@ -133,16 +145,20 @@ def get_path(data: dict[str, Any], path: str) -> Any:
     return node
 
 
-def load_sweep(path: str | Path, quick: bool = False) -> Sweep:
+def load_sweep(path: str | Path, quick: bool = False, max_runs: int = MAX_RUNS,
+               announce: Callable[[str], object] | None = None) -> Sweep:
     """Read, validate and expand a sweep file.
 
     Args:
         path: The sweep file.
         quick: Replace the grid lists and zip groups by those of its ``[quick]`` table.
+        max_runs: Refuse a sweep of more runs (counted before any point is built).
+        announce: Called with one line giving the run count, before the points are built.
 
     Raises:
-        SweepError: unreadable file, invalid TOML, bad grid/zip/seeds, or any point
-            whose configuration is invalid (the message names the file and the point).
+        SweepError: unreadable file, invalid TOML, bad grid/zip/seeds, more runs than
+            ``max_runs``, or any point whose configuration is invalid (the message names
+            the file and the point).
     """
     file = Path(path)
     data = _read_toml(file, "sweep file")
@@ -150,57 +166,24 @@ def load_sweep(path: str | Path, quick: bool = False) -> Sweep:
     seeds_value = data.pop("seeds", None)
     grid = data.pop("grid", {})
     zips = data.pop("zip", [])
-    grid, zips = _quick(file, data.pop("quick", None), quick, grid, zips)
+    grid, zips = quick_lists(file, data.pop("quick", None), quick, grid, zips)
     report = data.pop("report", {})
-    metrics = _report_metrics(file, report)
+    metrics = report_metrics(file, report)
     base = _base_scenario(file, base_ref, data)
     axes, parameters = _axes(file, grid, zips)
-    _check_each_parameter(file, base, axes)
-    seeds = _seeds(file, seeds_value, base)
-    runs = tuple(_expand(file, base, axes, parameters, seeds))
-    _preflight(file, runs)
+    seed_range = _seeds(file, seeds_value)
+    lengths = [len(rows) for _, rows in axes]
+    counted = check_run_count(file, lengths, len(seed_range or (0,)), max_runs)
+    if announce is not None:
+        announce(f"sweep {file.name}: {counted}; checking every point before the first run")
+    first = _check_first_point(file, base, axes)
+    seeds = tuple(seed_range) if seed_range is not None else (first.seed,)
+    points: list[tuple[Any, RunSpec]] = []
+    runs = tuple(_expand(file, base, axes, parameters, seeds, points))
+    preflight(file, points)
     column = {p.path: p.column for p in parameters}
     axis_columns = tuple(tuple(column[path] for path in paths) for paths, _ in axes)
-    return Sweep(file, parameters, seeds, runs, metrics, axis_columns, _leaderboard(file, report))
-
-
-def _quick(file: Path, table: Any, quick: bool, grid: Any, zips: Any) -> tuple[Any, Any]:
-    """The grid and zip groups of the run: ``[quick]``'s with ``quick`` (its ``grid`` entries
-    replace those lists, its ``zip`` replaces the zip groups), else the file's.
-
-    Raises:
-        SweepError: ``quick`` without a ``[quick]`` table, or a table with other keys.
-    """
-    if table is not None and (not isinstance(table, dict) or set(table) - {"grid", "zip"}):
-        raise SweepError(f"{file}: [quick] accepts only grid = {{path = [values]}} and zip = [{{...}}], "
-                         f"got {table!r}")
-    if not quick:
-        return grid, zips
-    if table is None:
-        raise SweepError(f"{file}: --quick needs a [quick] table in the sweep file (grid and/or zip lists "
-                         "that replace the file's)")
-    quick_grid = table.get("grid", {})
-    if not isinstance(quick_grid, dict) or not isinstance(grid, dict):
-        raise SweepError(f"{file}: quick.grid must be a table of path = [values], got {quick_grid!r}")
-    merged = dict(_flatten(grid))
-    for path, values in _flatten(quick_grid):
-        if path not in merged:
-            raise SweepError(f"{file}: quick.grid: {path} is not a [grid] parameter (grid: {', '.join(merged)})")
-        merged[path] = values
-    return merged, table.get("zip", zips)
-
-
-def _leaderboard(file: Path, report: Any) -> dict[str, Any]:
-    """``[report] leaderboard``, checked (``experiment.leaderboard.LeaderboardSpec``)."""
-    table = report.get("leaderboard") if isinstance(report, dict) else None
-    if table is None:
-        return {}
-    from market_hpc.experiment.leaderboard import leaderboard_spec
-
-    try:
-        return dataclasses.asdict(leaderboard_spec(table))
-    except ConfigError as exc:
-        raise SweepError(f"{file}: report.leaderboard: {exc}") from None
+    return Sweep(file, parameters, seeds, runs, metrics, axis_columns, leaderboard(file, report))
 
 
 def _read_toml(file: Path, what: str) -> dict[str, Any]:
@@ -241,22 +224,14 @@ def _base_scenario(file: Path, base_ref: Any, inline: dict[str, Any]) -> dict[st
     inline = copy.deepcopy(inline)
     _resolve_inputs(inline, file.parent, file)
     _merge(base, inline)
-    try:
-        config_from_dict(base)
-    except ConfigError as exc:
-        hint = ""
-        if isinstance(exc, UnknownNameError) and "." not in exc.name:
-            hint = f" (or a sweep key: {', '.join(RESERVED_KEYS)})"
-        raise SweepError(f"{file}: base scenario: {exc}{hint}") from None
     return base
 
 
-def _flatten(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    for key, value in table.items():
-        if isinstance(value, dict):
-            yield from _flatten(value, f"{prefix}{key}.")
-        else:
-            yield f"{prefix}{key}", value
+def _base_error(file: Path, exc: ConfigError) -> SweepError:
+    hint = ""
+    if isinstance(exc, UnknownNameError) and "." not in exc.name:
+        hint = f" (or a sweep key: {', '.join(RESERVED_KEYS)})"
+    return SweepError(f"{file}: base scenario: {exc}{hint}")
 
 
 def _values(file: Path, where: str, path: str, values: Any, unique: bool = True) -> list[Any]:
@@ -264,10 +239,38 @@ def _values(file: Path, where: str, path: str, values: Any, unique: bool = True)
         raise SweepError(f"{file}: {where}: seed cannot be swept here; use seeds = N or [..]")
     if not isinstance(values, list) or not values:
         raise SweepError(f"{file}: {where}: {path} must be a non-empty list of values, got {values!r}")
-    for i, value in enumerate(values):
-        if unique and value in values[:i]:
-            raise SweepError(f"{file}: {where}: {path} lists {value!r} twice")
+    if unique:
+        repeated = _first_repeat(values)
+        if repeated is not None:
+            raise SweepError(f"{file}: {where}: {path} lists {values[repeated[1]]!r} twice")
     return values
+
+
+def _first_repeat(items: Sequence[Any]) -> tuple[int, int] | None:
+    """``(first, later)`` indices of the first item equal to an earlier one, in one pass
+    (a grid list can be long): values compare as Python does (``1 == 1.0``), tables and
+    lists by their canonical JSON.
+
+    >>> _first_repeat([1, 2.0, {"a": [1]}, 2, {"a": [1]}])
+    (1, 3)
+    >>> _first_repeat([[1], [2]]) is None
+    True
+    """
+    seen: dict[Any, int] = {}
+    for index, item in enumerate(items):
+        key = _hashable(item)
+        if key in seen:
+            return seen[key], index
+        seen[key] = index
+    return None
+
+
+def _hashable(item: Any) -> Any:
+    if isinstance(item, tuple):
+        return tuple(_hashable(part) for part in item)
+    if isinstance(item, dict | list):
+        return (type(item).__name__, json.dumps(item, sort_keys=True, default=repr))
+    return item
 
 
 def _axes(file: Path, grid: Any, zips: Any) -> tuple[list[tuple[list[str], list[tuple[Any, ...]]]],
@@ -280,12 +283,12 @@ def _axes(file: Path, grid: Any, zips: Any) -> tuple[list[tuple[list[str], list[
     if not isinstance(zips, list) or not all(isinstance(group, dict) for group in zips):
         raise SweepError(f"{file}: zip must be [[zip]] tables of path = [values], got {zips!r}")
     axes: list[tuple[list[str], list[tuple[Any, ...]]]] = []
-    for path, values in _flatten(grid):
+    for path, values in flatten(grid):
         axes.append(([path], [(v,) for v in _values(file, "grid", path, values)]))
     for number, group in enumerate(zips, start=1):
         where = f"zip group {number}"
         # a column may repeat a value (ebf with three allocators); a whole row may not
-        columns = [(p, _values(file, where, p, v, unique=len(group) == 1)) for p, v in _flatten(group)]
+        columns = [(p, _values(file, where, p, v, unique=len(group) == 1)) for p, v in flatten(group)]
         if not columns:
             raise SweepError(f"{file}: {where} is empty")
         lengths = {len(values) for _, values in columns}
@@ -293,9 +296,11 @@ def _axes(file: Path, grid: Any, zips: Any) -> tuple[list[tuple[list[str], list[
             listed = ", ".join(f"{p}: {len(v)}" for p, v in columns)
             raise SweepError(f"{file}: {where}: lists must have equal lengths; got {listed}")
         rows = list(zip(*(v for _, v in columns)))
-        for i, row in enumerate(rows):
-            if row in rows[:i]:
-                raise SweepError(f"{file}: {where}: row {i + 1} repeats row {rows.index(row) + 1}: {row!r}")
+        repeated = _first_repeat(rows)
+        if repeated is not None:
+            first, later = repeated
+            raise SweepError(f"{file}: {where}: row {later + 1} repeats row {first + 1}: "
+                             f"{rows[later]!r}")
         axes.append(([p for p, _ in columns], rows))
     paths = [path for axis_paths, _ in axes for path in axis_paths]
     for path in paths:
@@ -317,23 +322,42 @@ def parameter_columns(paths: list[str]) -> tuple[Parameter, ...]:
     )
 
 
-def _check_each_parameter(file: Path, base: dict[str, Any], axes: list[Any]) -> None:
-    """Fail on an unknown path before expanding, naming where the path was given."""
-    for paths, rows in axes:
-        for index, path in enumerate(paths):
-            data = copy.deepcopy(base)
-            try:
-                set_path(data, path, rows[0][index])
-                config_from_dict(data, base_dir=file.parent)
-            except ConfigError as exc:
-                raise SweepError(f"{file}: {path}: {exc}") from None
+def _check_first_point(file: Path, base: dict[str, Any], axes: list[Any]) -> Any:
+    """Validate the base scenario and the first point before expanding; return the first
+    point's ``RunConfig``.
+
+    The base need not be valid alone when the first point is (its scheduler may not take a
+    ``policy.params`` key that every point's scheduler takes); when both fail, the base's
+    error is the one raised. A point's error names the swept path it mentions.
+    """
+    try:
+        config_from_dict(base)
+        base_error = None
+    except ConfigError as exc:
+        base_error = exc
+    data = copy.deepcopy(base)
+    paths: list[str] = []
+    try:
+        for axis_paths, rows in axes:
+            for path, value in zip(axis_paths, rows[0]):
+                paths.append(path)
+                set_path(data, path, value)
+        return config_from_dict(data, base_dir=file.parent)
+    except ConfigError as exc:
+        if base_error is not None:
+            raise _base_error(file, base_error) from None
+        named = [path for path in paths if path in str(exc)]
+        where = named[-1] if named else "first point"
+        raise SweepError(f"{file}: {where}: {exc}{scheduler_hint(base, data)}") from None
 
 
-def _seeds(file: Path, value: Any, base: dict[str, Any]) -> tuple[int, ...]:
+def _seeds(file: Path, value: Any) -> Sequence[int] | None:
+    """The seeds (``None``: the scenario's own seed), not yet materialised: ``seeds = N``
+    is a range, counted before it becomes a tuple."""
     if value is None:
-        return (config_from_dict(base).seed,)
+        return None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return tuple(range(1, value + 1))
+        return range(1, value + 1)
     if (isinstance(value, list) and value
             and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value)):
         if len(set(value)) != len(value):
@@ -344,7 +368,9 @@ def _seeds(file: Path, value: Any, base: dict[str, Any]) -> tuple[int, ...]:
 
 
 def _expand(file: Path, base: dict[str, Any], axes: list[Any], parameters: tuple[Parameter, ...],
-            seeds: tuple[int, ...]) -> Iterator[RunSpec]:
+            seeds: tuple[int, ...], points: list[tuple[Any, RunSpec]]) -> Iterator[RunSpec]:
+    """Yield every run in plan order; append each point's ``RunConfig`` and first run to
+    ``points`` (the preflight checks a point once, not once per seed)."""
     seen: dict[str, dict[str, Any]] = {}
     for combination in itertools.product(*(rows for _, rows in axes)):
         values = [value for row in combination for value in row]
@@ -355,76 +381,17 @@ def _expand(file: Path, base: dict[str, Any], axes: list[Any], parameters: tuple
         try:
             config = config_from_dict(data, base_dir=file.parent)
         except ConfigError as exc:
-            raise SweepError(f"{file}: point {where}: {exc}") from None
+            raise SweepError(f"{file}: point {where}: {exc}{scheduler_hint(base, data)}") from None
+        point = config.to_dict()  # once per point: the seeds' configs differ only in seed
         for seed in seeds:
-            full = dataclasses.replace(config, seed=seed).to_dict()
-            params = {p.column: get_path(full, p.path) for p in parameters}
+            full = {**point, "seed": seed}
+            params = {p.column: swept_value(full, p.path, v) for p, v in zip(parameters, values)}
             identity = run_id(full)
             if identity in seen:
                 raise SweepError(f"{file}: points {point_name(seen[identity], seed)} and "
                                  f"{point_name(params, seed)} are the same run")
             seen[identity] = params
-            yield RunSpec(identity, seed, params, full)
-
-
-def _preflight(file: Path, runs: tuple[RunSpec, ...]) -> None:
-    """Check what ``config_from_dict`` leaves to run time: policy names and their
-    combination, platforms, input files (each distinct value once)."""
-    from market_hpc.core.model import make_market_aware_policy
-    from market_hpc.domain.platform import load_platform
-    from market_hpc.policies.registry import make_bidder
-
-    checked: set[tuple[Any, ...]] = set()
-    for run in runs:
-        config = config_from_dict(run.config)
-        policy = config.policy
-        checks: list[tuple[Any, ...]] = [
-            (make_market_aware_policy, policy.scheduler, policy.allocator, policy.hold_penalty),
-            (load_platform, config.platform),
-        ]
-        if policy.bidder is not None:
-            checks.append((make_bidder, policy.bidder))
-        for key in INPUT_FILE_KEYS:
-            if getattr(config.workload, key) is not None:
-                checks.append((_check_file, f"workload.{key}", getattr(config.workload, key)))
-        for check, *args in checks:
-            if (check, *args) in checked:
-                continue
-            checked.add((check, *args))
-            try:
-                check(*args)
-            except MarketHpcError as exc:
-                raise SweepError(f"{file}: point {point_name(run.params, run.seed)}: {exc}") from None
-
-
-def point_name(params: dict[str, Any], seed: int | None = None) -> str:
-    """How every sweep error names a point: ``scheduler=easy, load_factor=2.0 (seed 3)``.
-
-    >>> point_name({"scheduler": "easy", "load_factor": 2.0}, 3), point_name({})
-    ('scheduler=easy, load_factor=2.0 (seed 3)', 'base')
-    """
-    text = ", ".join(f"{key}={value}" for key, value in params.items()) or "base"
-    return text if seed is None else f"{text} (seed {seed})"
-
-
-def _check_file(key: str, path: str) -> None:
-    if not Path(path).is_file():
-        raise ConfigError(f"{key}: no such file {path}")
-
-
-def _report_metrics(file: Path, report: Any) -> tuple[str, ...]:
-    """``[report] metrics``, each checked against the metric table (before any run)."""
-    from market_hpc.experiment.metrics_table import metric_names
-
-    if not isinstance(report, dict) or set(report) - {"metrics", "leaderboard"}:
-        raise SweepError(f"{file}: [report] accepts only metrics = [names] and leaderboard = {{...}}, "
-                         f"got {report!r}")
-    metrics = report.get("metrics", [])
-    if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
-        raise SweepError(f"{file}: report.metrics must be a list of metric names, got {metrics!r}")
-    valid = metric_names()
-    for name in metrics:
-        if name not in valid:
-            raise SweepError(f"{file}: report.metrics: unknown metric {name!r}; valid metrics: "
-                             f"{', '.join(valid)}")
-    return tuple(metrics)
+            run = RunSpec(identity, seed, params, full)
+            if seed == seeds[0]:
+                points.append((config, run))
+            yield run

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import shutil
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any, Self
 
@@ -28,7 +28,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from market_hpc.atomic_file import TMP_SUFFIX, atomic_write
+from market_hpc.atomic_file import TMP_SUFFIX
+from market_hpc.atomic_file import atomic_write as _atomic_write
+from market_hpc.errors import OutputError
 from market_hpc.experiment.sweep_spec import FIXED_COLUMNS, SweepError
 from market_hpc.json_text import json_text
 
@@ -38,6 +40,24 @@ except ImportError:  # Windows: no advisory locks; concurrent sweeps are the use
     fcntl = None  # type: ignore[assignment]
 
 LOCK_FILE = ".sweep.lock"
+
+
+RESUME_HINT = "the runs stored before it are kept; free space and re-run the sweep to resume"
+
+
+def atomic_write(target: Path, write: Callable[[IO[bytes]], object]) -> None:
+    """Write ``target`` whole or not at all (``market_hpc.atomic_file.atomic_write``).
+
+    Raises:
+        OutputError: the write failed (a full disk, a lost mount, no permission), naming
+            ``target`` and the cause; nothing of it is left behind.
+    """
+    try:
+        _atomic_write(target, write)
+    except (OSError, pa.ArrowException) as exc:
+        cause = exc.strerror if isinstance(exc, OSError) else None
+        cause = cause or str(exc) or type(exc).__name__
+        raise OutputError(str(target), f"{cause}; {RESUME_HINT}") from None
 
 
 def _arrow_table(rows: list[dict[str, Any]]) -> pa.Table:

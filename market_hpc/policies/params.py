@@ -99,20 +99,27 @@ def _number(value: Any, valid: Range | None) -> bool:
 
 POSITIVE = Range(0.0, math.inf, low_open=True)
 FRACTION = Range(0.0, 1.0)
-SECONDS = Range(0.0, 86_400.0, low_open=True)  # a solve or wait bound: up to a day
+# One CP-SAT solve: the default deterministic limit is 0.002 and the papers' largest wall
+# limit 16 s (1 s doubled 4 times); a run solves about once per arrival and completion, so
+# 60 s per solve is already hours for a few hundred jobs.
+SOLVE_SECONDS = Range(0.0, 60.0, low_open=True)
 
 # Every CP dispatcher (policies/cp.py ``CpScheduler``).
 CP_LIMITS = {
-    "deterministic_time": Param("float", SECONDS),
-    "workers": Param("int", Range(1, 1024, integer=True)),
+    "deterministic_time": Param("float", SOLVE_SECONDS),
+    # one CP-SAT thread per worker: past the cores of the largest node they only time-slice
+    # (and each holds a copy of the model), and the papers use 1
+    "workers": Param("int", Range(1, 64, integer=True)),
     "solver_seed": Param("int", Range(0, 2**31 - 1, integer=True)),
-    "wall_seconds": Param("float", SECONDS, optional=True),
-    "queue_limit": Param("int", Range(1, 1_000_000, integer=True)),
-    "decision_budget": Param("float", Range(0.0, 86_400.0)),  # 0: none (cp_budget.Budget)
+    "wall_seconds": Param("float", SOLVE_SECONDS, optional=True),
+    # the authors' q_length is 100; the model and its building grow linearly in it
+    "queue_limit": Param("int", Range(1, 10_000, integer=True)),
+    "decision_budget": Param("float", Range(0.0, 600.0)),  # 0: none (cp_budget.Budget); <= 10 min
 }
 PCP20 = {
     **CP_LIMITS,
-    "max_retries": Param("int", Range(0, 1000, integer=True), optional=True),
+    # the authors' paper control uses 30; the work of a decision grows with its square
+    "max_retries": Param("int", Range(0, 100, integer=True), optional=True),
     "levels": Param("int", Range(0, 64, integer=True)),
     "branching": Param("str"),  # one of cp_pcp20.BRANCHINGS (checked by the constructor)
     "time_control": Param("str", choices=("deterministic", "paper")),
@@ -137,8 +144,11 @@ WINDOW = {
 BBSCHED = {
     **WINDOW,
     "solver": Param("str"),  # one of bbsched.SOLVERS
-    "generations": Param("int", Range(0, 10_000_000, integer=True)),
-    "population": Param("int", Range(2, 1_000_000, integer=True)),
+    # with population, bounded together by GA_WORK_LIMIT; alone: 200 x the paper's G = 500
+    "generations": Param("int", Range(0, 100_000, integer=True)),
+    # 50 x the paper's P = 20: survivor selection grows faster than P (per chromosome and
+    # generation about 0.1 ms at P = 1,000, 2.7 ms at P = 20,000: benchmarks/bbsched.py shape)
+    "population": Param("int", Range(2, 1_000, integer=True)),
     "mutation": Param("float", FRACTION),
     "rule": Param("str"),  # one of bbsched.RULES
     "exhaustive_up_to": Param("int", Range(0, 22, integer=True)),  # algorithms.bbsched.MAX_EXACT_JOBS
@@ -146,6 +156,16 @@ BBSCHED = {
 }
 MARKET = {"penalty": Param("float", FRACTION)}
 LOOKAHEAD = {**MARKET, "max_holds": Param("int", Range(0, 1000, integer=True))}
+
+GA_WORK_LIMIT = 1_000_000
+"""Most ``generations x population`` of one BBSched GA solve: 100 x the paper's 500 x 20,
+which costs about 0.1 s on a 40-job window (about 10 us per chromosome and generation), so
+up to about 10 s per solve at the limit; a run solves about once per arrival and completion."""
+DECISION_SECONDS_LIMIT = 600.0
+"""Most solver time one CP decision may be allowed, all retries counted: the PCP'20 authors'
+own control (1 s, +0.5 s per retry, 30 retries) allows 264 s; 10 minutes per decision is
+already days for a run of a thousand jobs that all need their retries."""
+DOUBLINGS = 4  # PCP'19, HCP'19, CPH: 1, 2, 4, 8, 16 x the initial limit (cp_pooled)
 
 SCHEDULER_PARAMS: dict[str, dict[str, Param]] = {
     **{name: {} for name in ("wfp3", "wfp3-easy", "unicep", "unicep-easy", "f1", "f1-easy", "sjf-easy")},  # market_hpc.rl
@@ -168,6 +188,8 @@ SCHEDULER_PARAMS: dict[str, dict[str, Param]] = {
 }
 """Keyword parameters of each built-in scheduler (``queues-*`` take theirs from
 ``[queues]``, not ``[policy.params]``)."""
+CP_LIMITS_SCHEDULERS = frozenset(name for name, table in SCHEDULER_PARAMS.items()
+                                 if "deterministic_time" in table)
 
 _CRITICAL = Param("str-list", choices=("cores", "gpus", "mics", "mem"))
 _WINDOW_OR_ALL = Param("int", Range(1, MAX_INT, integer=True), optional=True)
@@ -210,7 +232,7 @@ def check_params(kind: str, name: str, params: Mapping[str, Any],
     >>> check_params("scheduler", "pcp20", {"queue_limit": 2.5})
     Traceback (most recent call last):
     ...
-    market_hpc.errors.ConfigError: scheduler 'pcp20': policy.params.queue_limit = 2.5 is invalid; valid: an integer in [1, 1e+06]
+    market_hpc.errors.ConfigError: scheduler 'pcp20': policy.params.queue_limit = 2.5 is invalid; ...
     """
     declared = (table or _TABLES[kind]).get(name)
     if declared is None:
@@ -225,6 +247,69 @@ def check_params(kind: str, name: str, params: Mapping[str, Any],
         if not spec.accepts(value):
             source = f"policy.params.{key}" if kind == "scheduler" else key
             raise ConfigError(f"{kind} {name!r}: {source} = {value!r} is invalid; valid: {spec.describe()}")
+    if kind == "scheduler":
+        check_work(name, params)
+
+
+def check_work(name: str, params: Mapping[str, Any]) -> None:
+    """Refuse work-bounding parameters whose product no run finishes: BBSched's
+    ``generations x population`` over ``GA_WORK_LIMIT``, a CP dispatcher's solver time per
+    decision (every retry counted) over ``DECISION_SECONDS_LIMIT``.
+
+    Args:
+        name: The scheduler (lower case).
+        params: Its keyword parameters (BBSched's ``policy.window`` ones merged in).
+
+    Raises:
+        ConfigError: naming the parameters, their values, the estimate and the limit.
+
+    >>> check_work("bbsched", {"generations": 500, "population": 20})
+    >>> check_work("bbsched", {"generations": 100_000, "population": 1000})
+    Traceback (most recent call last):
+    ...
+    market_hpc.errors.ConfigError: scheduler 'bbsched': generations x population = ...
+    """
+    if name == "bbsched":
+        generations, population = params.get("generations", 500), params.get("population", 20)
+        work = generations * population
+        if work > GA_WORK_LIMIT:
+            raise ConfigError(
+                f"scheduler 'bbsched': generations x population = {generations:,} x "
+                f"{population:,} = {work:,} chromosome-generations per GA solve (about "
+                f"{work * 1e-5:,.0f} s at 10 us each); at most {GA_WORK_LIMIT:,} "
+                "(100 x the paper's 500 x 20)")
+        return
+    if name not in CP_LIMITS_SCHEDULERS:
+        return
+    seconds, how = decision_seconds(name, params)
+    budget = params.get("decision_budget")
+    if budget:  # every solve of a decision stops at the budget (cp_budget.Budget)
+        seconds, how = min(seconds, budget), f"decision_budget {budget:g}"
+    if seconds > DECISION_SECONDS_LIMIT:
+        raise ConfigError(
+            f"scheduler {name!r}: policy.params allow up to {seconds:,.0f} s of solver time "
+            f"per decision ({how}); at most {DECISION_SECONDS_LIMIT:,.0f} s (lower "
+            "deterministic_time, wall_seconds or max_retries, or set decision_budget)")
+
+
+def decision_seconds(name: str, params: Mapping[str, Any]) -> tuple[float, str]:
+    """Worst-case solver seconds of one CP decision and how they add up (every retry taken).
+
+    >>> decision_seconds("pcp19", {"deterministic_time": 2.0})
+    (62.0, '2 s x (1 + 2 + 4 + 8 + 16)')
+    >>> decision_seconds("pcp20", {"time_control": "paper"})
+    (263.5, '30 retries of 1 s + 0.5 s per retry')
+    """
+    limit = params.get("wall_seconds") or params.get("deterministic_time", 0.002)
+    if name in ("pcp20", "greedy-plan"):
+        paper = params.get("time_control") == "paper"
+        retries = params.get("max_retries")
+        retries = (30 if paper else 4) if retries is None else retries
+        if paper:  # a wall clock of 1 s + 0.5 s per retry, whatever the limits
+            return (retries + 1) * (1 + retries / 4), f"{retries} retries of 1 s + 0.5 s per retry"
+        how = f"{retries} retries of {limit:g} s + 50% per retry"
+        return limit * (retries + 1) * (1 + retries / 4), how
+    return limit * (2 ** (DOUBLINGS + 1) - 1), f"{limit:g} s x (1 + 2 + 4 + 8 + 16)"
 
 
 _TABLES = {"scheduler": SCHEDULER_PARAMS, "allocator": ALLOCATOR_PARAMS, "bidder": BIDDER_PARAMS}
