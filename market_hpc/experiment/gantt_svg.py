@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from market_hpc.experiment.gantt import Rectangles
+from market_hpc.experiment.report_style import tick_text
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#bcbd22", "#17becf", "#393b79", "#637939", "#843c39")
@@ -271,21 +272,9 @@ def gantt_svg(rects: Rectangles, jobs: pd.DataFrame, node_cores: Sequence[int],
     return "\n".join(out) + "\n"
 
 
-def tick_text(value: float) -> str:
-    """A tick value with thousands separators and no exponent.
-
-    >>> tick_text(600000.0), tick_text(6.95), tick_text(0.0), tick_text(2.5e-05)
-    ('600,000', '6.95', '0', '0.000025')
-    """
-    if value == 0:
-        return "0"
-    decimals = max(0, min(12, -math.floor(math.log10(abs(value))) + 3))
-    return f"{value:,.{decimals}f}".rstrip("0").rstrip(".") if decimals else f"{value:,.0f}"
-
-
 def _legend(colours: JobColours, x: float) -> list[str]:
-    lines = [f"<text x='{x:.0f}' y='{TOP + 4:.0f}' font-weight='bold'>"
-             f"colour: {html.escape(colours.key)}</text>"]
+    lines = [(f"<text x='{x:.0f}' y='{TOP + 4:.0f}' font-weight='bold'>"
+              f"colour: {html.escape(colours.key)}</text>")]
     for index, (text, colour) in enumerate(colours.legend):
         y = TOP + 14 + 16 * index
         lines.append(f"<rect x='{x:.0f}' y='{y:.0f}' width='12' height='12' fill='{colour}'/>"

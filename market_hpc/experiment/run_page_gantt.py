@@ -23,9 +23,9 @@ from market_hpc.experiment.gantt_svg import (
     gantt_svg,
     job_colours,
     plot_boxes,
-    tick_text,
 )
 from market_hpc.experiment.label_placement import freeze_layout
+from market_hpc.experiment.report_style import tick_text
 
 MAX_RECTANGLES = 60_000
 DPI = 110.0  # run_page saves at this resolution
