@@ -140,7 +140,7 @@ def _draw_intervals(axes, name: str, table: pd.DataFrame,  # type: ignore[no-unt
         has = np.isfinite(low) & np.isfinite(high)
         if cut.any():
             axes.plot(low[cut], y[part][cut], linestyle="none", marker="|", markersize=14,
-                      markeredgewidth=2.2, color="black")
+                      markeredgewidth=2.2, color="black", gid="clipped")
         if has.any():
             axes.errorbar(mean[has], y[part][has], xerr=np.vstack([mean[has] - low[has],
                                                                    high[has] - mean[has]]),
