@@ -8,6 +8,8 @@ Decisions:
       formatters, so every report figure gets it.
     * Tick labels of a numeric axis never overlap: ``save_figure`` draws the figure, and
       while two labels of an axis meet it asks that axis for fewer ticks (down to two).
+      Category names on the x axis that meet are turned upright (90 degrees); names
+      denser than a line of text per category still meet (the report's tables list them).
 """
 
 from __future__ import annotations
@@ -95,6 +97,11 @@ def thin_ticks(figure: Figure) -> None:
     renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
     figure.draw_without_rendering()
     for axes in figure.axes:
+        if not isinstance(axes.xaxis.get_major_locator(), MaxNLocator) and _overlapping(
+                axes.xaxis, renderer):  # categories: upright names cannot be thinned, turn them
+            for label in axes.get_xticklabels():
+                label.set(rotation=90, horizontalalignment="center", rotation_mode="default")
+            figure.draw_without_rendering()
         for axis in (axes.xaxis, axes.yaxis):
             if not isinstance(axis.get_major_formatter(), FuncFormatter | ScalarFormatter):
                 continue
