@@ -9,7 +9,8 @@ Decisions:
     * Tick labels of a numeric axis never overlap: ``save_figure`` draws the figure, and
       while two labels of an axis meet it asks that axis for fewer ticks (down to two).
       Category names on the x axis that meet are turned upright (90 degrees); names
-      denser than a line of text per category still meet (the report's tables list them).
+      that meet even upright (more lines of text than a category has room) keep the
+      caller's look (the report's tables list them).
 """
 
 from __future__ import annotations
@@ -99,9 +100,16 @@ def thin_ticks(figure: Figure) -> None:
     for axes in figure.axes:
         if not isinstance(axes.xaxis.get_major_locator(), MaxNLocator) and _overlapping(
                 axes.xaxis, renderer):  # categories: upright names cannot be thinned, turn them
-            for label in axes.get_xticklabels():
+            labels = axes.get_xticklabels()
+            before = [(t.get_rotation(), t.get_horizontalalignment(), t.get_rotation_mode())
+                      for t in labels]
+            for label in labels:
                 label.set(rotation=90, horizontalalignment="center", rotation_mode="default")
             figure.draw_without_rendering()
+            if _overlapping(axes.xaxis, renderer):  # no better upright: keep the caller's look
+                for label, (rotation, align, mode) in zip(labels, before, strict=True):
+                    label.set(rotation=rotation, horizontalalignment=align, rotation_mode=mode)
+                figure.draw_without_rendering()
         for axis in (axes.xaxis, axes.yaxis):
             if not isinstance(axis.get_major_formatter(), FuncFormatter | ScalarFormatter):
                 continue
