@@ -14,6 +14,7 @@ from matplotlib.collections import LineCollection
 from market_hpc.experiment.report import write_report
 from market_hpc.experiment.report_data import Axis, SweepData
 from market_hpc.experiment.report_forest import forest_figure, summary_html
+from market_hpc.experiment.report_html import paired_section
 from market_hpc.experiment.sweep import run_sweep
 
 # 4 cores; fifo keeps the 1-core jobs 2..4 behind the 4-core job 1 (submit 1), sjf does not
@@ -128,3 +129,44 @@ def test_forest_plot_has_one_panel_per_comparison_across_settings() -> None:
     points = [line for line in panels[0].lines if line.get_marker() in ("o", "s", "D")]
     assert sorted(y for line in points for y in line.get_ydata()) == [0, 1, 2]
     assert {x for line in points for x in line.get_xdata()} == {5.0}
+
+
+def _impossible_table() -> pd.DataFrame:
+    """Mean bounded slowdown, 3 seeds: the t interval of sjf − fifo reaches -157 % of
+    fifo's mean 1,369.1 (a negative slowdown), d − a's +20 % stays possible."""
+    return pd.DataFrame({
+        "policy": ["sjf", "d"], "baseline": ["fifo", "fifo"], "seeds": [3, 3],
+        "mean_diff": [-1330.8, 100.0], "ci_low": [-2150.0, -50.0], "ci_high": [-511.6, 250.0],
+        "rel_mean": [-1330.8 / 1369.1, 100.0 / 500.0], "rel_low": [-2150.0 / 1369.1, -0.1],
+        "rel_high": [-511.6 / 1369.1, 0.5], "verdict": ["lower", "undecided"]})
+
+
+def test_intervals_are_cut_at_what_is_possible(tmp_path: Path) -> None:
+    table = _impossible_table()
+    (tmp_path / "p.csv").write_text(table.to_csv(index=False))
+    frame = pd.DataFrame({"policy": ["fifo", "sjf"] * 2, "seed": [1, 1, 2, 2],
+                          "mean_bounded_slowdown": [1.0, 2.0, 3.0, 5.0]})
+    data = SweepData(frame, [Axis("policy", "policy", None, ("policy",))], [], "s", ["policy"])
+    text = summary_html(data, ["mean_bounded_slowdown"], {"mean_bounded_slowdown": tmp_path / "p.csv"})
+    assert ("sjf − fifo: lower (better), -1,331 [-1,369 (clipped), -512], -97.2 % "
+            "[-100 (clipped), -37.4] %") in text
+    assert "-157" not in text and "cut at -100 % and marked clipped" in text
+    section = paired_section("mean_bounded_slowdown", tmp_path / "p.csv")
+    assert "-97.2 % [-100 (clipped), -37.4] %" in section and "+20.0 % [-10.0, +50.0] %" in section
+    # a metric that can be negative keeps the t interval as it is
+    profit = paired_section("total_profit", tmp_path / "p.csv")
+    assert "-97.2 % [-157.0, -37.4] %" in profit and "clipped" not in profit.split("<p>")[0]
+
+
+def test_forest_bar_stops_at_the_lowest_possible_difference() -> None:
+    figure = forest_figure("mean_bounded_slowdown", _impossible_table(), "x")
+    axes = figure.axes[0]
+    segments = [seg for c in axes.collections if isinstance(c, LineCollection)
+                for seg in c.get_segments() if seg[0][1] == seg[1][1]]
+    spans = sorted((round(s[0][0], 1), round(s[1][0], 1)) for s in segments)
+    assert spans == [(-1369.1, -511.6), (-50.0, 250.0)]
+    ends = [line for line in axes.lines if line.get_gid() == "clipped"]
+    assert [round(x, 1) for line in ends for x in line.get_xdata()] == [-1369.1]
+    legend = [t.get_text() for t in axes.get_legend().get_texts()]
+    assert "interval clipped: the policy's mean\ncannot be below 0 (-100 %)" in legend
+    assert axes.get_xlim()[0] > -1500  # the impossible -2,150 is not drawn

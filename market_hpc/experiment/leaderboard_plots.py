@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from market_hpc.experiment.leaderboard import (
     ALPHA,
@@ -130,9 +131,11 @@ def rank_heatmap(table: pd.DataFrame, spec: LeaderboardSpec, out: Path) -> list[
                 axes.text(j, i, f"{int(value)}{SYMBOL.get(str(marks.iat[i, j]), '')}", ha="center", va="center",
                           fontsize=7, color="white" if value > wide.to_numpy(dtype=float)[~np.isnan(
                               wide.to_numpy(dtype=float))].mean() else "black")
-    axes.set_xticks(range(len(settings)), [s.replace(" x", "\nx") for s in settings], fontsize=7)
+    names = [textwrap.fill(s, 16, break_long_words=False, break_on_hyphens=False) for s in settings]
+    axes.set_xticks(range(len(settings)), names, fontsize=7)
     axes.set_yticks(range(len(order)), list(order), fontsize=7)
-    figure.colorbar(image, ax=axes, label="rank (1 = best)")
+    bar = figure.colorbar(image, ax=axes, label="rank (1 = best)")
+    bar.ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # ranks are whole numbers
     axes.set_title(textwrap.fill(f"Rank by {metric(spec.rank_by).label} (▲/▼: significantly better/worse "
                                  f"than {spec.baseline}, Holm-adjusted p < {ALPHA:g})", 60), fontsize=9)
     return [save_figure(figure, out / "rank_heatmap.png")]

@@ -7,6 +7,12 @@ Decisions:
       interval as a bar, and a line at 0. Rows whose replicates do not vary have no
       interval (``stats`` refuses zero-width ones): they are drawn as hollow diamonds and
       labelled ``no spread``, never as a bar of zero width.
+    * An interval is cut to what is possible (``possible_difference``): for a metric that
+      cannot be negative, a policy's mean is at least 0, so its difference to the
+      baseline is at least minus the baseline's mean (-100 %). A t interval of few seeds
+      can reach past that; the bar then stops there, ends in a black bar ``|`` and the
+      legend says so. The cut interval still holds the true difference at least as often
+      as the t interval (it only drops impossible values); the CSV keeps the t bounds.
     * A difference is *significant* when its interval lies on one side of 0 (verdict
       ``higher``/``lower``); the summary lists them, largest relative change first, and
       says better or worse where the metric has a better direction.
@@ -26,7 +32,13 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
 from market_hpc.experiment.metrics_table import metric
-from market_hpc.experiment.report_html import plain
+from market_hpc.experiment.report_html import (
+    CLIP_METHOD,
+    CLIPPED,
+    plain,
+    possible_relative,
+    relative_text,
+)
 from market_hpc.experiment.stats import COLUMNS, NO_SPREAD, RELATIVE_METHOD
 
 if TYPE_CHECKING:
@@ -85,7 +97,7 @@ def forest_figure(name: str, table: pd.DataFrame, unit_label: str) -> Figure:
         shared = shared or axes
         y = (np.asarray([row_labels.index(label) for label in _setting_labels(part, settings)])
              if panels else np.arange(rows))
-        _draw_intervals(axes, part, y)
+        _draw_intervals(axes, name, part, y)
         axes.set_yticks(np.arange(rows), row_labels if index == 0 else [""] * rows,
                         fontsize="small")
         axes.set_ylim(rows - 0.5, -0.5)
@@ -97,6 +109,10 @@ def forest_figure(name: str, table: pd.DataFrame, unit_label: str) -> Figure:
     handles = [Line2D([], [], linestyle="none", marker=_STYLE[v][1], color=_STYLE[v][0],
                       markerfacecolor=_STYLE[v][0] if _STYLE[v][2] else "white",
                       label=_VERDICT_TEXT[v]) for v in present]
+    if any(possible_difference(name, row)[2] for row in table.to_dict("records")):
+        handles.append(Line2D([], [], linestyle="none", marker="|", markersize=12,
+                              markeredgewidth=2.2, color="black",
+                              label="interval clipped: the policy's mean\ncannot be below 0 (-100 %)"))
     axes.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0),
                 borderaxespad=0.0, frameon=False)
     entry = metric(name)
@@ -110,14 +126,21 @@ def _setting_labels(table: pd.DataFrame, settings: Sequence[str]) -> list[str]:
     return [", ".join(f"{c}={row[c]}" for c in settings) for row in table.to_dict("records")]
 
 
-def _draw_intervals(axes, table: pd.DataFrame, y: np.ndarray) -> None:  # type: ignore[no-untyped-def]
+def _draw_intervals(axes, name: str, table: pd.DataFrame,  # type: ignore[no-untyped-def]
+                    y: np.ndarray) -> None:
     for verdict, (colour, marker, filled) in _STYLE.items():
         part = (table["verdict"] == verdict).to_numpy()
         if not part.any():
             continue
         mean = table["mean_diff"].to_numpy(float)[part]
-        low, high = table["ci_low"].to_numpy(float)[part], table["ci_high"].to_numpy(float)[part]
+        bounds = [possible_difference(name, row) for row in table[part].to_dict("records")]
+        low = np.asarray([b[0] for b in bounds], dtype=float)
+        high = np.asarray([b[1] for b in bounds], dtype=float)
+        cut = np.asarray([b[2] for b in bounds], dtype=bool)
         has = np.isfinite(low) & np.isfinite(high)
+        if cut.any():
+            axes.plot(low[cut], y[part][cut], linestyle="none", marker="|", markersize=14,
+                      markeredgewidth=2.2, color="black", gid="clipped")
         if has.any():
             axes.errorbar(mean[has], y[part][has], xerr=np.vstack([mean[has] - low[has],
                                                                    high[has] - mean[has]]),
@@ -191,12 +214,14 @@ def summary_html(data: SweepData, metrics: Sequence[str], paired: dict[str, Path
                       else " (better)" if (row["mean_diff"] > 0) == (entry.better == "higher")
                       else " (worse)")
             if row["verdict"] in ("higher", "lower"):
+                low, high, cut = possible_difference(name, row)
+                low_text = f"{_signed(low)} ({CLIPPED})" if cut else _signed(low)
                 found.append((size, (f"{entry.label}, {row['comparison']}: {row['verdict']}{judged}, "
-                                    f"{_signed(row['mean_diff'])} [{_signed(row['ci_low'])}, "
-                                    f"{_signed(row['ci_high'])}]{_relative(row)}")))
+                                    f"{_signed(row['mean_diff'])} [{low_text}, "
+                                    f"{_signed(high)}]{_relative(name, row)}")))
             elif row["verdict"] == NO_SPREAD:
                 exact.append((size, (f"{entry.label}, {row['comparison']}: "
-                                    f"{_signed(row['mean_diff'])}{judged}{_relative(row)}, the same "
+                                    f"{_signed(row['mean_diff'])}{judged}{_relative(name, row)}, the same "
                                     f"in all {row['seeds']} seeds")))
     for listing, title in ((found, ("Significant at 95% ({n}, largest relative change first; "
                                    "difference [95% interval] to the baseline):")),
@@ -214,7 +239,8 @@ def summary_html(data: SweepData, metrics: Sequence[str], paired: dict[str, Path
         parts.append("<p>No paired difference is significant at 95% (no interval lies on one "
                      "side of 0).</p>")
     parts.append(f"<p>Paired: per seed, the policy's value minus the baseline's, then a Student t "
-                 f"interval over seeds; {html.escape(RELATIVE_METHOD)}.</p>")
+                 f"interval over seeds; {html.escape(RELATIVE_METHOD)}; "
+                 f"{html.escape(CLIP_METHOD)}.</p>")
     return "".join(parts)
 
 
@@ -222,10 +248,32 @@ def _signed(value: float) -> str:
     return plain(value, signed=True)
 
 
-def _relative(row: dict[str, float]) -> str:
-    if not np.isfinite(row["rel_mean"]):
-        return ""
-    if not np.isfinite(row["rel_low"]):
-        return f", {100 * row['rel_mean']:+.1f} %"
-    return (f", {100 * row['rel_mean']:+.1f} % [{100 * row['rel_low']:+.1f}, "
-            f"{100 * row['rel_high']:+.1f}] %")
+def _relative(name: str, row: dict[str, float]) -> str:
+    text = relative_text(name, row["rel_mean"], row["rel_low"], row["rel_high"])
+    return "" if text == "n/a" else f", {text}"
+
+
+def possible_difference(name: str, row: dict[str, float]) -> tuple[float, float, bool]:
+    """A paired-differences row's interval cut to what is possible (module docstring):
+    ``(low, high, cut)``. The baseline's mean is the row's scale of the relative
+    difference (``diff / rel``).
+
+    >>> row = {"mean_diff": -1330.8, "ci_low": -2150.0, "ci_high": -511.6, "rel_mean": -0.972,
+    ...        "rel_low": -1.571, "rel_high": -0.374}
+    >>> low, high, cut = possible_difference("mean_bounded_slowdown", row)
+    >>> round(low, 1), high, cut
+    (-1369.1, -511.6, True)
+    >>> possible_difference("total_profit", row)
+    (-2150.0, -511.6, False)
+    """
+    low, high = float(row["ci_low"]), float(row["ci_high"])
+    rel_low, _, cut = possible_relative(name, float(row["rel_low"]), float(row["rel_high"]))
+    if not cut:
+        return low, high, False
+    pairs = ((row["mean_diff"], row["rel_mean"]), (row["ci_low"], row["rel_low"]),
+             (row["ci_high"], row["rel_high"]))
+    scale = next((float(d) / float(r) for d, r in pairs
+                  if np.isfinite(d) and np.isfinite(r) and r != 0 and d != 0), float("nan"))
+    if not np.isfinite(scale) or scale <= 0:
+        return low, high, False
+    return rel_low * scale, max(high, rel_low * scale), True

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from market_hpc.experiment.metrics_table import metric
+from market_hpc.experiment.metrics_table import METRICS, metric
 from market_hpc.experiment.stats import COLUMNS, RELATIVE_METHOD
 
 if TYPE_CHECKING:
@@ -84,6 +84,57 @@ def plain(value: float, signed: bool = False) -> str:
     return f"{value:{sign}.{digits}f}"
 
 
+CLIPPED = "clipped"
+CLIP_METHOD = ("a bound below -100 % (a policy value below 0, impossible for a metric that "
+               "cannot be negative; the t interval is too wide for the seeds it has) is cut at "
+               "-100 % and marked clipped; the paired-differences CSV keeps the t bound")
+
+
+def cannot_be_negative(name: str) -> bool:
+    """Whether the metric ``name`` is never below 0 (every metric of the table but those
+    in value units: profit and value can be negative; unknown columns: not assumed).
+
+    >>> cannot_be_negative("mean_bounded_slowdown"), cannot_be_negative("total_profit")
+    (True, False)
+    >>> cannot_be_negative("some_new_column")
+    False
+    """
+    return name in METRICS and METRICS[name].unit != "value units"
+
+
+def possible_relative(name: str, low: float, high: float) -> tuple[float, float, bool]:
+    """The relative interval cut to what the metric allows: a policy's value is never below
+    0 for a metric that cannot be negative, so its relative difference to a positive
+    baseline is never below -100 %. Returns the bounds and whether the low one was cut.
+
+    >>> possible_relative("mean_bounded_slowdown", -2.037, 0.204)
+    (-1.0, 0.204, True)
+    >>> possible_relative("total_profit", -2.037, 0.204)
+    (-2.037, 0.204, False)
+    """
+    if cannot_be_negative(name) and np.isfinite(low) and low < -1.0:
+        return -1.0, max(high, -1.0), True
+    return low, high, False
+
+
+def relative_text(name: str, mean: float, low: float, high: float) -> str:
+    """The relative difference and its interval in percent, cut to what is possible
+    (``possible_relative``), ``n/a`` without one.
+
+    >>> relative_text("mean_bounded_slowdown", -0.917, -2.037, 0.204)
+    '-91.7 % [-100 (clipped), +20.4] %'
+    >>> relative_text("mean_wait", 0.05, float("nan"), float("nan"))
+    '+5.0 %'
+    """
+    if not np.isfinite(mean):
+        return "n/a"
+    if not np.isfinite(low):
+        return f"{100 * mean:+.1f} %"
+    low, high, cut = possible_relative(name, low, high)
+    low_text = f"{100 * low:+.0f} ({CLIPPED})" if cut else f"{100 * low:+.1f}"
+    return f"{100 * mean:+.1f} % [{low_text}, {100 * high:+.1f}] %"
+
+
 def _unit(name: str) -> str:
     unit = metric(name).unit
     return "" if unit in ("", "fraction") else f" {unit}"
@@ -116,10 +167,8 @@ def paired_section(name: str, csv: Path) -> str:
         f"{plain(m, True)} (same every seed, no interval)"
         for m, lo, hi in zip(table["mean_diff"], table["ci_low"], table["ci_high"])]
     rows["relative [95% CI]"] = [
-        "n/a" if not np.isfinite(m) else
-        f"{100 * m:+.1f} % [{100 * lo:+.1f}, {100 * hi:+.1f}] %" if np.isfinite(lo) else
-        f"{100 * m:+.1f} %"
-        for m, lo, hi in zip(table["rel_mean"], table["rel_low"], table["rel_high"])]
+        relative_text(name, m, lo, hi)
+        for m, lo, hi in zip(table["rel_mean"], table["rel_low"], table["rel_high"], strict=True)]
     rows["at 95 %"] = table["verdict"]
     better = metric(name).better
     hint = f" ({better} is better)" if better else ""
@@ -129,7 +178,8 @@ def paired_section(name: str, csv: Path) -> str:
             "seeds. <em>higher</em> / <em>lower</em>: the whole interval lies above / below 0; "
             "<em>undecided</em>: it contains 0; <em>equal</em>: every difference is 0; "
             "<em>no spread</em>: the same nonzero difference in every seed (no interval). "
-            f"{html.escape(RELATIVE_METHOD[0].upper() + RELATIVE_METHOD[1:])}.</p>")
+            f"{html.escape(RELATIVE_METHOD[0].upper() + RELATIVE_METHOD[1:])}; "
+            f"{html.escape(CLIP_METHOD)}.</p>")
 
 
 def image_html(png: Path, alt: str) -> str:

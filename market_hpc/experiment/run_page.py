@@ -26,7 +26,7 @@ from market_hpc.atomic_file import Content, write_files
 from market_hpc.errors import ConfigError, OutputError
 from market_hpc.experiment.export_segments import read_segments
 from market_hpc.experiment.gantt import core_allocations, occupancy
-from market_hpc.experiment.gantt_svg import READABLE_PX, default_window
+from market_hpc.experiment.gantt_svg import default_window
 from market_hpc.experiment.report_html import STYLE
 from market_hpc.experiment.run_folder import read_series, read_summary
 from market_hpc.experiment.run_page_gantt import TimeUnit, gantt_figures, time_unit
@@ -128,7 +128,8 @@ def write_run_page(directory: str | Path, *, window: tuple[float, float] | None 
     notes: list[str] = []
     gantt_window = (lo, hi)
     if window is None and len(started):
-        gantt_window = _chosen_window(started, last - first, notes)
+        gantt_window = default_window(started["start_time"].to_numpy(float),
+                                      started["end_time"].to_numpy(float))
     unit = time_unit(hi - lo)
     plots = run.directory / "plots"
     page = Path(out) if out else run.directory / "schedule.html"
@@ -136,9 +137,10 @@ def write_run_page(directory: str | Path, *, window: tuple[float, float] | None 
     if pieces is not started:  # every execution segment on its own allocation
         allocations = core_allocations(pieces["nodes"].tolist(), pieces["cores"].tolist(),
                                        pieces["units"].tolist())
-    gantt, caption, svg = gantt_figures(pieces, allocations, node_cores, gantt_window,
-                                 time_unit(gantt_window[1] - gantt_window[0]), notes,
-                                 nodes or (0, len(node_cores)))
+    gantt_unit = time_unit(gantt_window[1] - gantt_window[0])
+    gantt, caption, svg = gantt_figures(pieces, allocations, node_cores, gantt_window, gantt_unit,
+                                        notes, nodes or (0, len(node_cores)),
+                                        _window_text(gantt_window, gantt_unit, window is None))
     figures = [
         ("Gantt chart", gantt, caption),
         ("Occupancy", *_occupancy(pieces, allocations, node_cores, (lo, hi), unit)),
@@ -196,17 +198,15 @@ def execution_pieces(directory: Path, started: pd.DataFrame, n_nodes: int | None
     return segments.merge(rest, on="job_id", how="inner", validate="many_to_one").reset_index(drop=True)
 
 
-def _chosen_window(started: pd.DataFrame, span: float, notes: list[str]) -> tuple[float, float]:
-    """The Gantt chart's default window (``gantt_svg.default_window``), said in ``notes``."""
-    lo, hi, share = default_window(started["start_time"].to_numpy(float),
-                                   started["end_time"].to_numpy(float))
-    unit = time_unit(max(span, hi - lo))
-    if hi - lo < span:
-        notes.append(f"Gantt chart: window {lo / unit.seconds:,.2f} to {hi / unit.seconds:,.2f} "
-                     f"{unit.name} of the run's {span / unit.seconds:,.2f}, chosen so that "
-                     f"{100 * share:.0f} % of the jobs it shows are at least {READABLE_PX:g} px wide; "
-                     "--window START:END picks another window, --window all the whole run")
-    return lo, hi
+def _window_text(window: tuple[float, float], unit: TimeUnit, default: bool) -> str:
+    """The Gantt chart's window as the caption says it.
+
+    >>> _window_text((0.0, 7200.0), TimeUnit(3600.0, "hours"), True)
+    'window 0.00 to 2.00 hours (the whole run; --window START:END zooms in)'
+    """
+    lo, hi = window
+    how = "the whole run; --window START:END zooms in" if default else "--window"
+    return f"window {lo / unit.seconds:,.2f} to {hi / unit.seconds:,.2f} {unit.name} ({how})"
 
 
 def _head(config: dict[str, object], directory: Path, lo: float, hi: float, unit: TimeUnit) -> str:
