@@ -17,6 +17,8 @@ only their deterministic counts and that they name the machine and the load):
   policies only (each run is seeded by itself, so the numbers are the demo's).
 * ``demo-time`` (README, getting-started): ``market-hpc demo`` in a child process: its run
   count, the wall time it prints and its CPU time (user + system, ``os.wait4``).
+* ``overload-runs`` (README): the overload study's sweep commands with their run counts
+  (expanding the sweep files reads the traces: about 25 s of CPU).
 * ``hpc2n-market`` (performance): ``market-hpc run scenarios/hpc2n_market.toml`` in a child
   process: wall, CPU and peak RSS, decisions, total profit, holds (needs
   ``../shared/traces/``; about 30 s on an idle 2-core machine, minutes under load).
@@ -147,11 +149,32 @@ def hpc2n_market() -> str:
             f"hpc2n-market` ({where}).\n")
 
 
+OVERLOAD_SWEEPS = (("scenarios/overload_study.toml", False, ""),
+                   ("scenarios/overload_study.toml", True, "KTH-SP2 at 2x, both tracks: "),
+                   ("scenarios/overload_study_2x.toml", False, "all traces at 2x: "))
+
+
+def overload_runs() -> str:
+    """The overload study's sweep commands with their run counts (``load_sweep`` expands
+    each file as ``market-hpc sweep`` does; it reads the traces, hence not a fast block)."""
+    from market_hpc.experiment.sweep import load_sweep
+
+    commands = [(f"market-hpc sweep {file}{' --quick' if quick else ''} --workers 2",
+                 f"{label}{len(load_sweep(ROOT / file, quick=quick).runs):,} runs")
+                for file, quick, label in OVERLOAD_SWEEPS]
+    width = max(len(command) for command, _ in commands)
+    lines = [f"{command.ljust(width)}  # {count}" for command, count in commands]
+    return "\n".join(["```bash", *lines, "```", "",
+                      "(Run counts written by `python scripts/docs_numbers.py overload-runs`; "
+                      "the sweeps' measured times are in `docs/overload.md`.)", ""])
+
+
 BLOCKS: dict[str, Block] = {
     "replay-example": Block((GETTING_STARTED,), replay_example, fast=True),
     "demo-quick-line": Block((GETTING_STARTED,), demo_quick_line, fast=True),
     "demo-time": Block((README, GETTING_STARTED), demo_time, fast=False),
     "hpc2n-market": Block((PERFORMANCE,), hpc2n_market, fast=False),
+    "overload-runs": Block((README,), overload_runs, fast=False),
 }
 
 
