@@ -89,8 +89,8 @@ def test_every_block_is_in_its_pages_once() -> None:
 
 @pytest.mark.parametrize(("argv", "code", "out", "err"), [
     (["--list"], 0, "replay-example: docs/getting-started.md (fast)\n", ""),
-    (["nope"], 2, "", "docs_numbers.py: error: unknown block 'nope'; valid: replay-example, "
-     "demo-quick-line, demo-time, hpc2n-market, overload-runs\n"),
+    (["nope"], 2, "", ("docs_numbers.py: error: unknown block 'nope'; valid: replay-example, "
+                       "demo-quick-line, demo-time, hpc2n-market, overload-runs\n")),
 ])
 def test_the_script_lists_its_blocks_and_refuses_an_unknown_one(
         argv: list[str], code: int, out: str, err: str) -> None:
