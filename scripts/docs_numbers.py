@@ -19,6 +19,7 @@ only their deterministic counts and that they name the machine and the load):
   count, the wall time it prints and its CPU time (user + system, ``os.wait4``).
 * ``overload-runs`` (README): the overload study's sweep commands with their run counts
   (expanding the sweep files reads the traces: about 25 s of CPU).
+* ``penalty-sweep`` (performance): the penalty sweep's 240 runs on two workers, timed.
 * ``hpc2n-market`` (performance): ``market-hpc run scenarios/hpc2n_market.toml`` in a child
   process: wall, CPU and peak RSS, decisions, total profit, holds (needs
   ``../shared/traces/``; about 30 s on an idle 2-core machine, minutes under load).
@@ -149,6 +150,23 @@ def hpc2n_market() -> str:
             f"hpc2n-market` ({where}).\n")
 
 
+def penalty_sweep() -> str:
+    """``market-hpc sweep scenarios/penalty_sweep.toml --workers 2``: runs, wall and CPU time
+    (the workers' CPU included: ``os.wait4`` counts the children the command waited for)."""
+    where = machine()
+    with tempfile.TemporaryDirectory() as scratch:
+        text, wall, cpu, _ = _measured([sys.executable, "-m", "market_hpc", "sweep",
+                                        "scenarios/penalty_sweep.toml", "--workers", "2",
+                                        "--out", str(Path(scratch) / "penalty")], ROOT)
+    runs = re.search(r": (\d[\d,]*) runs: (\d[\d,]*) done", text)
+    if runs is None:
+        raise RuntimeError(f"the sweep printed no run count:\n{text}")
+    return ("* `market-hpc sweep scenarios/penalty_sweep.toml --workers 2` "
+            f"({runs[1]} runs, {runs[2]} done, report included): **{wall:.1f} s wall**, "
+            f"{cpu:.1f} s CPU (user + system, the workers included). Measured by "
+            f"`python scripts/docs_numbers.py penalty-sweep` ({where}).\n")
+
+
 OVERLOAD_SWEEPS = (("scenarios/overload_study.toml", False, ""),
                    ("scenarios/overload_study.toml", True, "KTH-SP2 at 2x, both tracks: "),
                    ("scenarios/overload_study_2x.toml", False, "all traces at 2x: "))
@@ -175,6 +193,7 @@ BLOCKS: dict[str, Block] = {
     "demo-time": Block((README, GETTING_STARTED), demo_time, fast=False),
     "hpc2n-market": Block((PERFORMANCE,), hpc2n_market, fast=False),
     "overload-runs": Block((README,), overload_runs, fast=False),
+    "penalty-sweep": Block((PERFORMANCE,), penalty_sweep, fast=False),
 }
 
 

@@ -73,6 +73,13 @@ def test_the_hpc2n_figures_say_how_they_were_measured() -> None:
     assert "load average " in shown
 
 
+def test_the_penalty_sweep_time_names_its_runs_and_machine() -> None:
+    shown = block(NUMBERS.PERFORMANCE, "penalty-sweep")
+    assert shown.startswith("* `market-hpc sweep scenarios/penalty_sweep.toml --workers 2` "
+                            "(240 runs, 240 done, report included): ")
+    assert "Measured by `python scripts/docs_numbers.py penalty-sweep` (" in shown
+
+
 def test_the_overload_sweeps_are_listed_with_their_run_counts() -> None:
     shown = block(NUMBERS.README, "overload-runs").splitlines()
     commands = [line.split("  #")[0].rstrip() for line in shown if line.startswith("market-hpc")]
@@ -90,7 +97,8 @@ def test_every_block_is_in_its_pages_once() -> None:
 @pytest.mark.parametrize(("argv", "code", "out", "err"), [
     (["--list"], 0, "replay-example: docs/getting-started.md (fast)\n", ""),
     (["nope"], 2, "", ("docs_numbers.py: error: unknown block 'nope'; valid: replay-example, "
-                       "demo-quick-line, demo-time, hpc2n-market, overload-runs\n")),
+                       "demo-quick-line, demo-time, hpc2n-market, overload-runs, "
+                       "penalty-sweep\n")),
 ])
 def test_the_script_lists_its_blocks_and_refuses_an_unknown_one(
         argv: list[str], code: int, out: str, err: str) -> None:
