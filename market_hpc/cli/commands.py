@@ -2,7 +2,7 @@
 
 The parser lists every command; each group lives in its own module (``run_commands``:
 run, replay, trace info; ``study_commands``: demo, sweep, report; ``tools``: trace
-conversion and catalogue, export, plot; ``policies_cmd``, ``audit_command``), and
+conversion and catalogue, export, plot; ``policies_cmd``, ``platforms_cmd``, ``audit_command``), and
 ``startup`` prepares the imports of a simulating command.
 """
 
@@ -73,6 +73,9 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
     from market_hpc.cli.policies_cmd import add_policies_command
 
     add_policies_command(sub)
+    from market_hpc.cli.platforms_cmd import add_platforms_command
+
+    add_platforms_command(sub)
     add_audit_command(sub)
     from market_hpc.viz import add_viz_command
 

@@ -124,7 +124,8 @@ def write_run_page(directory: str | Path, *, window: tuple[float, float] | None 
     lo, hi = window or (first, last)
     lo, hi = max(lo, first), min(hi, last)
     if hi <= lo:
-        raise ConfigError(f"--window lies outside the run (jobs from {first:g} s to {last:g} s)")
+        raise ConfigError(_empty_window(window or (lo, hi), run.directory / "jobs.csv",
+                                        (first, float(jobs["submit_time"].max()), last)))
     notes: list[str] = []
     gantt_window = (lo, hi)
     if window is None and len(started):
@@ -207,6 +208,21 @@ def _window_text(window: tuple[float, float], unit: TimeUnit, default: bool) -> 
     lo, hi = window
     how = "the whole run; --window START:END zooms in" if default else "--window"
     return f"window {lo / unit.seconds:,.2f} to {hi / unit.seconds:,.2f} {unit.name} ({how})"
+
+
+def _empty_window(window: tuple[float, float], jobs_file: Path,
+                  times: tuple[float, float, float]) -> str:
+    """The error for a window that holds no job: the run's first and last submit times
+    and its last end, and what a window counts from."""
+    def when(seconds: float) -> str:
+        if not math.isfinite(seconds):
+            return "the start" if seconds < 0 else "the end"
+        return f"{seconds:,.0f} s ({seconds / 86400:,.2f} d)"
+
+    first, last_submit, last_end = times
+    return (f"--window {when(window[0])} to {when(window[1])} selects no job of {jobs_file}: "
+            f"its jobs were submitted from {when(first)} to {when(last_submit)} and ran until "
+            f"{when(last_end)}; a window counts from the trace's time 0, not from its first job")
 
 
 def _head(config: dict[str, object], directory: Path, lo: float, hi: float, unit: TimeUnit) -> str:
