@@ -360,7 +360,7 @@ def frame_columns(frame: Any, kinds: Mapping[str, str], required: tuple[str, ...
             continue
         series = frame[column]
         if kind == "text":
-            columns[column] = series.fillna("").astype(str).to_numpy(dtype=object)
+            columns[column] = series.astype(object).fillna("").astype(str).to_numpy(dtype=object)
             continue
         values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         if kind == "int":

@@ -336,17 +336,19 @@ def _check_first_point(file: Path, base: dict[str, Any], axes: list[Any]) -> Any
     except ConfigError as exc:
         base_error = exc
     data = copy.deepcopy(base)
-    paths: list[str] = []
+    paths: list[tuple[str, Any]] = []
     try:
         for axis_paths, rows in axes:
             for path, value in zip(axis_paths, rows[0]):
-                paths.append(path)
+                paths.append((path, value))
                 set_path(data, path, value)
         return config_from_dict(data, base_dir=file.parent)
     except ConfigError as exc:
         if base_error is not None:
             raise _base_error(file, base_error) from None
-        named = [path for path in paths if path in str(exc)]
+        message = str(exc)
+        named = ([path for path, _ in paths if path in message]
+                 or [path for path, value in paths if isinstance(value, str) and repr(value) in message])
         where = named[-1] if named else "first point"
         raise SweepError(f"{file}: {where}: {exc}{scheduler_hint(base, data)}") from None
 

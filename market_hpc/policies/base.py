@@ -9,7 +9,6 @@ naming the policy and the time for anything it cannot execute.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, cast, runtime_checkable
 
@@ -301,22 +300,19 @@ FastMember = Literal["queue_sorted", "queue_min_cores", "queue_columns", "market
 """The name of one :class:`FastView` member (each is optional on its own)."""
 
 
-_CLASS_OFFERS: dict[tuple[type, str], bool] = {}
-"""``(class, name)`` -> whether the class or a base defines ``name`` (not ``None``): a
-class's namespace does not change during a run, so the static lookup is made once."""
-
-
 def _offers(obj: object, name: str) -> bool:
     """Whether ``obj`` has ``name`` (not ``None``), without reading it: a property such as
     ``market_columns`` may build what it returns. The instance's own attributes answer
-    first (as ``inspect.getattr_static``); the class's answer is looked up statically once
-    per class and name (``_CLASS_OFFERS``), not once per decision.
+    first, then the namespaces of its class and its bases in method-resolution order (what
+    ``inspect.getattr_static`` finds for plain classes, read live, at a few dict lookups a
+    decision instead of its general walk).
 
     >>> class Plain: ...
     >>> class Aware:
     ...     def begin_pass(self): ...
-    >>> _offers(Plain(), "begin_pass"), _offers(Aware(), "begin_pass")
-    (False, True)
+    >>> class Child(Aware): ...
+    >>> [_offers(kind(), "begin_pass") for kind in (Plain, Aware, Child)]
+    [False, True, True]
     >>> shadowed = Aware(); shadowed.begin_pass = None
     >>> _offers(shadowed, "begin_pass")
     False
@@ -324,11 +320,11 @@ def _offers(obj: object, name: str) -> bool:
     own = getattr(obj, "__dict__", None)
     if own is not None and name in own:
         return own[name] is not None
-    key = (type(obj), name)
-    found = _CLASS_OFFERS.get(key)
-    if found is None:
-        found = _CLASS_OFFERS[key] = inspect.getattr_static(type(obj), name, None) is not None
-    return found
+    for kind in type(obj).__mro__:
+        namespace = kind.__dict__
+        if name in namespace:
+            return namespace[name] is not None
+    return False
 
 
 def fast_view(view: View, member: FastMember) -> FastView | None:
