@@ -40,9 +40,10 @@ from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.slurm.conf import Partition
 from market_hpc.policies.slurm.settings import SlurmSettings, settings
 
-CAPABILITIES = handles(("cores", "gpus", "mics", "mem"), KINDS, family="slurm",
-                       reads="every node resource per unit, estimates (time limits), users, queue ids (partitions)",
-                       ignores="burst buffer, value curves, moldability (runs the requested size)")
+CAPABILITIES = handles(("cores", "gpus", "mics", "mem", "bb"), KINDS, family="slurm",
+                       reads=("every node resource per unit, burst buffer (checked at start, not reserved), "
+                              "estimates (time limits), users, queue ids (partitions)"),
+                       ignores="value curves, moldability (runs the requested size)")
 
 
 @register_scheduler("slurm", "Slurm's multifactor priority and sched/backfill, configured from slurm.conf",
@@ -76,6 +77,7 @@ class Slurm:
         self.signature: object = None
         self.dirty = True
         self.masks: dict[str, np.ndarray] = {}
+        self.free_bb = 0.0
         self.stats = {"slurm_backfill_passes": 0, "slurm_backfill_starts": 0, "slurm_main_starts": 0,
                       "slurm_reservations": 0, "slurm_preemptions": 0, "slurm_dropped": 0}
 
@@ -141,6 +143,8 @@ class Slurm:
         return mask
 
     def _place(self, job: Job, free: np.ndarray, usable: np.ndarray, view: View) -> Placement | None:
+        if job.bb > self.free_bb:
+            return None  # the shared burst-buffer pool, as this pass has left it
         masked = np.where(usable[:, None], free, 0)
         masked.flags.writeable = False
         allocation = self.allocator.allocate(job, masked, view)
@@ -160,6 +164,7 @@ class Slurm:
             self.dirty, self.signature = True, signature
         actions: list[Action] = []
         free = np.array(view.free, dtype=np.int64)
+        self.free_bb = view.free_bb
         started: list[tuple[Job, Placement]] = []
         ordered = [job for job in self.order(view) if not self._drop(job, view, actions)]
         self._main(view, ordered, free, started, actions)
@@ -228,6 +233,7 @@ class Slurm:
         for node, units in placement:
             free[node] -= (np.asarray(view.platform.capacity)[node] if view.exclusive
                            else np.asarray(job.unit) * units)
+        self.free_bb -= job.bb
         started.append((job, placement))
         actions.append(Start(job.job_id, placement))
 
@@ -242,8 +248,10 @@ class Slurm:
                          key=lambda r: (tiers[self.partition_of(r.job).name], -r.start, -r.seq))
         trial = free.copy()
         chosen: list[RunningJob] = []
+        before_bb = self.free_bb
         for victim in victims:
             chosen.append(victim)
+            self.free_bb += victim.job.bb
             for node, units in victim.allocation:
                 trial[node] += (np.asarray(view.platform.capacity)[node] if view.exclusive
                                 else np.asarray(victim.job.unit) * units)
@@ -255,6 +263,7 @@ class Slurm:
                 self.stats["slurm_preemptions"] += len(chosen)
                 free[:] = trial
                 return placement
+        self.free_bb = before_bb
         return None
 
     def _backfill(self, view: View, ordered: list[Job], free: np.ndarray,
@@ -285,7 +294,9 @@ class Slurm:
                 usable = mask.copy()
                 for node in space.reserved(now, now + job.estimate):
                     usable[node] = False
-                chosen = self._place(job, space.free, usable, view) or placement
+                chosen = self._place(job, space.free, usable, view)
+                if chosen is None:
+                    continue  # the burst buffer is short: no start now, no reservation
                 space.start(chosen, job.unit, now + job.estimate)
                 self._take(job, chosen, free, view, started, actions)
                 self.stats["slurm_backfill_starts"] += 1
