@@ -124,7 +124,7 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
         if not pending:
             start = number
         if line.endswith("\\"):
-            pending += line[:-1] + " "
+            pending += line[:-1].strip() if pending else line[:-1]
             continue
         line = (pending + line).strip()
         pending = ""
@@ -228,7 +228,7 @@ class _Reader:
             self.note(key)
 
     def scheduler_parameters(self, number: int, key: str, value: str) -> None:
-        for option in filter(None, value.split(",")):
+        for option in filter(None, (item.strip() for item in value.split(","))):
             name, equals, setting = option.partition("=")
             name = name.lower()
             where = f"{key}:{name}"
