@@ -83,15 +83,25 @@ class NodeSpace:
         True
         """
         free, empty = self._free_at(time, now)
-        usable = eligible.copy()
-        for node in self.reserved(time, time + limit):
-            usable[node] = False
-        need = np.asarray(unit[:free.shape[1]])
-        asked = need > 0
+        return self._fit(free, empty, time, unit, units, limit, eligible)
+
+    def _fit(self, free: np.ndarray, empty: np.ndarray, time: float, unit: tuple[int, ...], units: int,
+             limit: float, eligible: np.ndarray) -> Placement | None:
+        usable = eligible
+        if self.reservations:
+            reserved = self.reserved(time, time + limit)
+            if reserved:
+                usable = eligible.copy()
+                usable[list(reserved)] = False
         source = self.capacity if self.exclusive else free
-        fits = np.min(source[:, asked] // need[asked], axis=1)
+        if unit[0] == 1 and not any(unit[1:]):
+            fits = source[:, 0]  # plain cores: the common case, without the division
+        else:
+            need = np.asarray(unit[:free.shape[1]])
+            asked = need > 0
+            fits = np.min(source[:, asked] // need[asked], axis=1)
         if self.exclusive:
-            usable &= empty
+            usable = usable & empty
         fits = np.where(usable, fits, 0)
         if int(fits.sum()) < units:
             return None
@@ -115,10 +125,20 @@ class NodeSpace:
         >>> space.earliest(0.0, (1,), 2, 10.0, np.ones(1, dtype=bool), 20.0) is None
         True
         """
-        times = sorted({now} | {end if end > now else now + 1.0 for end, _, _ in self.releases if end <= horizon}
+        times = sorted({now} | {end if end > now else now + 1.0 for end, _, _ in self.releases
+                                 if end <= horizon}
                        | {stop for _, stop, _ in self.reservations if now < stop <= horizon})
+        releases = sorted(self.releases, key=lambda release: release[0])
+        free = self.free.astype(np.int64, copy=True)
+        busy = np.bincount([node for _, node, _ in releases], minlength=len(free))
+        taken = 0
         for time in times:
-            placement = self.place_at(time, unit, units, limit, eligible, now)
+            while time > now and taken < len(releases) and releases[taken][0] <= time:
+                _, node, amounts = releases[taken]
+                free[node] += amounts
+                busy[node] -= 1
+                taken += 1
+            placement = self._fit(free, busy == 0, time, unit, units, limit, eligible)
             if placement is not None:
                 return time, placement
         return None
