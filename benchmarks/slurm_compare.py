@@ -48,7 +48,8 @@ def parse_sacct(text: str, source: str = "sacct") -> list[Record]:
     """The allocation lines (no steps) of a ``sacct --parsable2 --format=FORMAT`` export.
 
     >>> text = "JobID|User|Submit|Start|End|Timelimit|NCPUS|State|Partition\\n" \\
-    ...        "7|u1|1000|1002|1012|00:02:00|4|COMPLETED|debug\\n7.batch||1000|1002|1012||4|COMPLETED|\\n"
+    ...        "7|u1|1000|1002|1012|00:02:00|4|COMPLETED|debug\\n" \\
+    ...        "7.batch||1000|1002|1012||4|COMPLETED|\\n"
     >>> parse_sacct(text)
     [Record(job_id=7, user='u1', submit=1000.0, start=1002.0, end=1012.0, limit=120.0, cpus=4)]
 
@@ -61,7 +62,9 @@ def parse_sacct(text: str, source: str = "sacct") -> list[Record]:
     header = [name.lower() for name in lines[0].split("|")]
     missing = [name for name in FORMAT.lower().split(",") if name not in header]
     if missing:
-        raise TraceFormatError(source, 1, f"missing columns {', '.join(missing)}; export with --format={FORMAT}")
+        raise TraceFormatError(
+            source, 1, f"missing columns {', '.join(missing)}; export with --format={FORMAT}"
+        )
     records = []
     for number, line in enumerate(lines[1:], start=2):
         row = dict(zip(header, line.split("|")))
@@ -74,10 +77,20 @@ def parse_sacct(text: str, source: str = "sacct") -> list[Record]:
                 raise TraceFormatError(source, number, f"{row[name]!r} is not a time", field=name)
         limit = parse_duration(row["timelimit"])
         if limit is None or not row["jobid"].isdigit() or not row["ncpus"].isdigit():
-            raise TraceFormatError(source, number, "JobID, Timelimit and NCPUS must be numbers", field="jobid")
-        records.append(Record(int(row["jobid"]), row["user"], float(values["submit"] or 0.0),
-                              float(values["start"] or 0.0), float(values["end"] or 0.0), limit,
-                              int(row["ncpus"])))
+            raise TraceFormatError(
+                source, number, "JobID, Timelimit and NCPUS must be numbers", field="jobid"
+            )
+        records.append(
+            Record(
+                int(row["jobid"]),
+                row["user"],
+                float(values["submit"] or 0.0),
+                float(values["start"] or 0.0),
+                float(values["end"] or 0.0),
+                limit,
+                int(row["ncpus"]),
+            )
+        )
     return records
 
 
@@ -85,15 +98,26 @@ def replay_jobs(records: list[Record]) -> list[Job]:
     """The records as simulator jobs: times from the first submit, users numbered by name."""
     origin = min(r.submit for r in records)
     users = {name: i for i, name in enumerate(sorted({r.user for r in records}))}
-    return [Job(r.job_id, r.submit - origin, max(r.end - r.start, 0.0), r.limit, units=r.cpus,
-                user=users[r.user]) for r in sorted(records, key=lambda r: (r.submit, r.job_id))]
+    return [
+        Job(
+            r.job_id,
+            r.submit - origin,
+            max(r.end - r.start, 0.0),
+            r.limit,
+            units=r.cpus,
+            user=users[r.user],
+        )
+        for r in sorted(records, key=lambda r: (r.submit, r.job_id))
+    ]
 
 
 def replay(records: list[Record], slurm_conf: str | Path, cores: int = 32) -> dict[int, float]:
     """Simulated start of each job (seconds from the first submit) on one node of ``cores``."""
     jobs = replay_jobs(records)
     policy = make_policy("slurm", "first-fit", scheduler_params={"slurm_conf": str(slurm_conf)})
-    model = HPCModel(jobs, platform=f"nodes=1,cores={cores}", policy=policy, seed=0, record_timeseries=False)
+    model = HPCModel(
+        jobs, platform=f"nodes=1,cores={cores}", policy=policy, seed=0, record_timeseries=False
+    )
     model.run()
     frame = model.recorder.jobs_frame()
     return {int(j): float(s) for j, s in zip(frame["job_id"], frame["start_time"])}
@@ -112,9 +136,12 @@ class Agreement:
 
     def line(self, label: str) -> str:
         """One printed line."""
-        return (f"{label:<22} jobs {self.jobs:4d}  tau {self.kendall_tau:6.3f}  same position "
-                f"{100 * self.same_position:5.1f} %  start deviation median {self.median_deviation:5.1f} s  "
-                f"p95 {self.p95_deviation:5.1f} s  max {self.max_deviation:5.1f} s")
+        return (
+            f"{label:<22} jobs {self.jobs:4d}  tau {self.kendall_tau:6.3f}  same position "
+            f"{100 * self.same_position:5.1f} %  start deviation median "
+            f"{self.median_deviation:5.1f} s  "
+            f"p95 {self.p95_deviation:5.1f} s  max {self.max_deviation:5.1f} s"
+        )
 
 
 def kendall_tau_b(first: list[float], second: list[float]) -> float:
@@ -139,16 +166,22 @@ def kendall_tau_b(first: list[float], second: list[float]) -> float:
                 concordant += 1
             else:
                 discordant += 1
-    denominator = math.sqrt((concordant + discordant + ties_first) * (concordant + discordant + ties_second))
+    denominator = math.sqrt(
+        (concordant + discordant + ties_first) * (concordant + discordant + ties_second)
+    )
     return 1.0 if denominator == 0 else (concordant - discordant) / denominator
 
 
 def compare(records: list[Record], simulated: dict[int, float]) -> Agreement:
     """Compare the recorded starts with the simulated ones (both from the first submit).
 
-    >>> records = [Record(1, "a", 0, 0, 5, 60, 1), Record(2, "a", 0, 5, 9, 60, 1), Record(3, "a", 1, 9, 9, 60, 1)]
-    >>> compare(records, {1: 0.0, 2: 6.0, 3: 6.0})
-    Agreement(jobs=3, kendall_tau=0.8165, same_position=1.0, median_deviation=1.0, p95_deviation=2.8, max_deviation=3.0)
+    >>> records = [Record(1, "a", 0, 0, 5, 60, 1), Record(2, "a", 0, 5, 9, 60, 1),
+    ...            Record(3, "a", 1, 9, 9, 60, 1)]
+    >>> agreement = compare(records, {1: 0.0, 2: 6.0, 3: 6.0})
+    >>> agreement.kendall_tau, agreement.same_position, agreement.median_deviation
+    (0.8165, 1.0, 1.0)
+    >>> agreement.p95_deviation, agreement.max_deviation
+    (2.8, 3.0)
     """
     origin = min(r.submit for r in records)
     ids = sorted(r.job_id for r in records)
@@ -157,6 +190,11 @@ def compare(records: list[Record], simulated: dict[int, float]) -> Agreement:
     sim_order = sorted(ids, key=lambda j: (simulated[j], j))
     same = sum(a == b for a, b in zip(real_order, sim_order)) / len(ids)
     deviation = np.abs(np.array([simulated[j] - real[j] for j in ids]))
-    return Agreement(len(ids), round(kendall_tau_b([real[j] for j in ids], [simulated[j] for j in ids]), 4),
-                     round(same, 4), round(float(np.median(deviation)), 2),
-                     round(float(np.percentile(deviation, 95)), 2), round(float(deviation.max()), 2))
+    return Agreement(
+        len(ids),
+        round(kendall_tau_b([real[j] for j in ids], [simulated[j] for j in ids]), 4),
+        round(same, 4),
+        round(float(np.median(deviation)), 2),
+        round(float(np.percentile(deviation, 95)), 2),
+        round(float(deviation.max()), 2),
+    )

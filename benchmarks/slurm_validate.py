@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from slurm_compare import FORMAT, compare, parse_sacct, replay  # noqa: E402
+from slurm_compare import FORMAT, compare, parse_sacct, replay
 
 TRACE = Path("/work/shared/traces/KTH-SP2-1996-2.1-cln.swf.gz")
 HOST = "localhost"
@@ -105,26 +105,62 @@ def run(*command: str, env: dict[str, str] | None = None, check: bool = True) ->
 
 def install() -> None:
     """Install the daemons when missing (Debian; root)."""
-    if all(shutil.which(name) for name in ("slurmctld", "slurmd", "slurmdbd", "munged", "mariadbd")):
+    if all(
+        shutil.which(name) for name in ("slurmctld", "slurmd", "slurmdbd", "munged", "mariadbd")
+    ):
         return
     run("apt-get", "update", "-qq")
-    run("apt-get", "install", "-y", "-qq", "slurm-wlm", "slurmdbd", "munge", "mariadb-server",
-        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    run(
+        "apt-get",
+        "install",
+        "-y",
+        "-qq",
+        "slurm-wlm",
+        "slurmdbd",
+        "munge",
+        "mariadb-server",
+        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+    )
 
 
 def start_base(root: Path) -> None:
     """munge, MariaDB and slurmdbd (once for every configuration)."""
-    for path, owner in (("/run/munge", "munge"), ("/var/log/munge", "munge"), ("/var/lib/munge", "munge"),
-                        ("/run/mysqld", "mysql")):
+    for path, owner in (
+        ("/run/munge", "munge"),
+        ("/var/log/munge", "munge"),
+        ("/var/lib/munge", "munge"),
+        ("/run/mysqld", "mysql"),
+    ):
         Path(path).mkdir(parents=True, exist_ok=True)
         shutil.chown(path, owner, owner)
     if subprocess.run(["munge", "-n"], capture_output=True, check=False).returncode != 0:
         run("runuser", "-u", "munge", "--", "/usr/sbin/munged")
-    if subprocess.run(["mysql", "-e", "select 1"], capture_output=True, check=False).returncode != 0:
-        subprocess.Popen(["runuser", "-u", "mysql", "--", "/usr/sbin/mariadbd", "--datadir=/var/lib/mysql",
-                          "--socket=/run/mysqld/mysqld.sock"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda: subprocess.run(["mysql", "-e", "select 1"], capture_output=True,
-                                        check=False).returncode == 0, "mariadb")
+    if (
+        subprocess.run(["mysql", "-e", "select 1"], capture_output=True, check=False).returncode
+        != 0
+    ):
+        subprocess.Popen(
+            [
+                "runuser",
+                "-u",
+                "mysql",
+                "--",
+                "/usr/sbin/mariadbd",
+                "--datadir=/var/lib/mysql",
+                "--socket=/run/mysqld/mysqld.sock",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for(
+            lambda: (
+                subprocess.run(
+                    ["mysql", "-e", "select 1"], capture_output=True, check=False
+                ).returncode
+                == 0
+            ),
+            "mariadb",
+        )
     for user in USERS:
         if subprocess.run(["id", user], capture_output=True, check=False).returncode != 0:
             run("useradd", "-M", "-s", "/bin/false", user)
@@ -142,7 +178,9 @@ def slurm_conf(root: Path, name: str) -> Path:
     path = root / name / "slurm.conf"
     path.parent.mkdir(parents=True, exist_ok=True)
     first = 1000 * (1 + list(CONFIGS).index(name))  # distinct ids in the one accounting database
-    path.write_text(BASE.format(root=root / name, first=first, host=HOST, cpus=CPUS) + CONFIGS[name])
+    path.write_text(
+        BASE.format(root=root / name, first=first, host=HOST, cpus=CPUS) + CONFIGS[name]
+    )
     for sub in ("state", "spool"):
         target = root / name / sub
         shutil.rmtree(target, ignore_errors=True)
@@ -156,16 +194,49 @@ def start_slurm(root: Path, conf: Path, env: dict[str, str]) -> None:
     dbd.parent.mkdir(exist_ok=True)
     dbd.write_text(DBD.format(host=HOST, root=root))
     dbd.chmod(0o600)
-    if subprocess.run(["sacctmgr", "-n", "list", "cluster"], capture_output=True, env=env,
-                      check=False).returncode != 0:
+    if (
+        subprocess.run(
+            ["sacctmgr", "-n", "list", "cluster"], capture_output=True, env=env, check=False
+        ).returncode
+        != 0
+    ):
         run("mysql", "-e", "drop database if exists slurm_acct_mhval")  # no jobs of earlier runs
-        subprocess.Popen(["/usr/sbin/slurmdbd"], env={**env, "SLURM_CONF": str(dbd.parent / "slurm.conf")})
-        wait_for(lambda: subprocess.run(["sacctmgr", "-n", "list", "cluster"], capture_output=True, env=env,
-                                        check=False).returncode == 0, "slurmdbd")
+        subprocess.Popen(
+            ["/usr/sbin/slurmdbd"], env={**env, "SLURM_CONF": str(dbd.parent / "slurm.conf")}
+        )
+        wait_for(
+            lambda: (
+                subprocess.run(
+                    ["sacctmgr", "-n", "list", "cluster"], capture_output=True, env=env, check=False
+                ).returncode
+                == 0
+            ),
+            "slurmdbd",
+        )
     run("sacctmgr", "-i", "add", "cluster", "mhval", env=env, check=False)
-    run("sacctmgr", "-i", "add", "account", "mhacct", "cluster=mhval", "fairshare=1", env=env, check=False)
+    run(
+        "sacctmgr",
+        "-i",
+        "add",
+        "account",
+        "mhacct",
+        "cluster=mhval",
+        "fairshare=1",
+        env=env,
+        check=False,
+    )
     for user in (*USERS, "root"):
-        run("sacctmgr", "-i", "add", "user", user, "account=mhacct", "fairshare=1", env=env, check=False)
+        run(
+            "sacctmgr",
+            "-i",
+            "add",
+            "user",
+            user,
+            "account=mhacct",
+            "fairshare=1",
+            env=env,
+            check=False,
+        )
     run("/usr/sbin/slurmctld", "-c", "-f", str(conf), env=env)  # -c: no state from a previous run
     run("/usr/sbin/slurmd", "-f", str(conf), env=env)
     wait_for(lambda: "idle" in run("sinfo", "-h", "-o", "%t", env=env, check=False), "slurmd")
@@ -190,7 +261,9 @@ def stop_base(root: Path) -> None:
         subprocess.run(["kill", munge_pid.read_text().strip()], check=False)
 
 
-def draw_workload(count: int, seed: int = 49, span: float = 150.0) -> list[tuple[float, int, int, int, str]]:
+def draw_workload(
+    count: int, seed: int = 49, span: float = 150.0
+) -> list[tuple[float, int, int, int, str]]:
     """``(submit offset s, cpus, sleep s, time limit min, user)`` of ``count`` consecutive
     KTH-SP2 jobs from a seeded offset: sizes scaled from 100 to 32 CPUs, run times mapped
     log-linearly onto 2-60 s, limits to whole minutes keeping the trace's request/run
@@ -206,10 +279,18 @@ def draw_workload(count: int, seed: int = 49, span: float = 150.0) -> list[tuple
             size = int(fields[7]) if int(fields[7]) > 0 else int(fields[4])
             run_time, request = float(fields[3]), float(fields[8])
             if size > 0 and run_time > 0:
-                rows.append((float(fields[1]), size, run_time, request if request > 0 else run_time, fields[11]))
+                rows.append(
+                    (
+                        float(fields[1]),
+                        size,
+                        run_time,
+                        request if request > 0 else run_time,
+                        fields[11],
+                    )
+                )
     rng = np.random.default_rng(seed)
     first = int(rng.integers(0, len(rows) - count))
-    chosen = rows[first:first + count]
+    chosen = rows[first : first + count]
     busiest = sorted({r[4] for r in chosen}, key=lambda u: -sum(r[4] == u for r in chosen))
     user_of = {u: USERS[i % len(USERS)] for i, u in enumerate(busiest)}
     low, high = np.log(min(r[2] for r in chosen)), np.log(max(r[2] for r in chosen))
@@ -217,9 +298,9 @@ def draw_workload(count: int, seed: int = 49, span: float = 150.0) -> list[tuple
     scale = span / max(chosen[-1][0] - origin, 1.0)
     jobs = []
     for submit, size, run_time, request, user in chosen:
-        seconds = int(round(2 + 58 * (np.log(run_time) - low) / max(high - low, 1e-9)))
+        seconds = round(2 + 58 * (np.log(run_time) - low) / max(high - low, 1e-9))
         limit = int(min(5, max(1, np.ceil(seconds * min(request / run_time, 5.0) / 60))))
-        cpus = max(1, min(CPUS, int(round(size * CPUS / 100))))
+        cpus = max(1, min(CPUS, round(size * CPUS / 100)))
         jobs.append(((submit - origin) * scale, cpus, seconds, limit, user_of[user]))
     return jobs
 
@@ -232,8 +313,21 @@ def submit(jobs: list[tuple[float, int, int, int, str]], env: dict[str, str]) ->
         delay = began + offset - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-        out = run("sbatch", "--parsable", f"--uid={user}", "--account=mhacct", "-n", str(cpus),
-                  f"--time={limit}", "-o", "/dev/null", "-D", "/tmp", f"--wrap=sleep {seconds}", env=env)
+        out = run(
+            "sbatch",
+            "--parsable",
+            f"--uid={user}",
+            "--account=mhacct",
+            "-n",
+            str(cpus),
+            f"--time={limit}",
+            "-o",
+            "/dev/null",
+            "-D",
+            "/tmp",
+            f"--wrap=sleep {seconds}",
+            env=env,
+        )
         ids.append(int(out.strip().split(";")[0]))
     return ids
 
@@ -241,18 +335,49 @@ def submit(jobs: list[tuple[float, int, int, int, str]], env: dict[str, str]) ->
 def wait_all(ids: list[int], env: dict[str, str]) -> None:
     """Until none of ``ids`` is pending or running."""
     wanted = ",".join(map(str, ids))
-    wait_for(lambda: not run("squeue", "-h", "-j", wanted, "-o", "%i", env=env, check=False).strip(),
-             "the workload", seconds=3600.0)
+    wait_for(
+        lambda: not run("squeue", "-h", "-j", wanted, "-o", "%i", env=env, check=False).strip(),
+        "the workload",
+        seconds=3600.0,
+    )
 
 
 def export(ids: list[int], path: Path, env: dict[str, str]) -> None:
     """sacct --parsable2 of ``ids`` (epoch times) into ``path``."""
-    wait_for(lambda: len([line for line in run(
-        "sacct", "-X", "-n", "-P", "-j", ",".join(map(str, ids)), "-o", "JobID,End",
-        env=env, check=False).splitlines() if line and not line.endswith("Unknown")]) >= len(ids),
-             "sacct", seconds=120.0)
-    text = run("sacct", "-X", "-P", "-j", ",".join(map(str, ids)), f"--format={FORMAT}",
-               env={**env, "SLURM_TIME_FORMAT": "%s"})
+    wait_for(
+        lambda: (
+            len(
+                [
+                    line
+                    for line in run(
+                        "sacct",
+                        "-X",
+                        "-n",
+                        "-P",
+                        "-j",
+                        ",".join(map(str, ids)),
+                        "-o",
+                        "JobID,End",
+                        env=env,
+                        check=False,
+                    ).splitlines()
+                    if line and not line.endswith("Unknown")
+                ]
+            )
+            >= len(ids)
+        ),
+        "sacct",
+        seconds=120.0,
+    )
+    text = run(
+        "sacct",
+        "-X",
+        "-P",
+        "-j",
+        ",".join(map(str, ids)),
+        f"--format={FORMAT}",
+        env={**env, "SLURM_TIME_FORMAT": "%s"},
+    )
     path.write_text(text)
 
 
@@ -269,7 +394,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/slurm-validate"))
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--only", choices=sorted(CONFIGS), action="append")
-    parser.add_argument("--compare", type=Path, help="re-compare the exports recorded under this directory")
+    parser.add_argument(
+        "--compare", type=Path, help="re-compare the exports recorded under this directory"
+    )
     args = parser.parse_args()
     names = args.only or list(CONFIGS)
     if args.compare:

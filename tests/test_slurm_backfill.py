@@ -13,8 +13,12 @@ from market_hpc.policies import make_policy
 # One node of 4 cores. Job 1 holds 2 cores until 100; job 2 (4 cores) must wait for it
 # and gets a reservation at 100; job 3 (2 cores, 50 s) fits before it; job 4 (2 cores,
 # 200 s) would overlap the reservation.
-CASE = [Job(1, 0.0, 100.0, 100.0, units=2), Job(2, 1.0, 50.0, 50.0, units=4),
-        Job(3, 2.0, 50.0, 50.0, units=2), Job(4, 3.0, 200.0, 200.0, units=2)]
+CASE = [
+    Job(1, 0.0, 100.0, 100.0, units=2),
+    Job(2, 1.0, 50.0, 50.0, units=4),
+    Job(3, 2.0, 50.0, 50.0, units=2),
+    Job(4, 3.0, 200.0, 200.0, units=2),
+]
 
 
 def run(jobs, platform="nodes=1,cores=4", **params):
@@ -55,14 +59,18 @@ def test_no_reservation_beyond_the_window():
 
 def test_bf_max_job_test_limits_the_jobs_a_pass_looks_at():
     started, _, _ = run(CASE, bf_interval=30.0, bf_resolution=1.0, bf_max_job_test=1)
-    assert started == {1: 0.0, 2: 100.0, 3: 150.0, 4: 150.0}   # only job 2 tested
+    assert started == {1: 0.0, 2: 100.0, 3: 150.0, 4: 150.0}  # only job 2 tested
 
 
 def test_bf_max_job_start_limits_the_starts_of_a_pass():
-    jobs = [Job(1, 0.0, 100.0, 100.0, units=2), Job(2, 1.0, 50.0, 50.0, units=4),
-            Job(3, 2.0, 20.0, 20.0, units=1), Job(4, 2.0, 20.0, 20.0, units=1)]
+    jobs = [
+        Job(1, 0.0, 100.0, 100.0, units=2),
+        Job(2, 1.0, 50.0, 50.0, units=4),
+        Job(3, 2.0, 20.0, 20.0, units=1),
+        Job(4, 2.0, 20.0, 20.0, units=1),
+    ]
     started, _, _ = run(jobs, bf_interval=30.0, bf_resolution=1.0, bf_max_job_start=1)
-    assert started == {1: 0.0, 3: 30.0, 4: 60.0, 2: 100.0}   # one start per pass
+    assert started == {1: 0.0, 3: 30.0, 4: 60.0, 2: 100.0}  # one start per pass
     started, _, _ = run(jobs, bf_interval=30.0, bf_resolution=1.0)
     assert started == {1: 0.0, 3: 30.0, 4: 30.0, 2: 100.0}
 
@@ -77,14 +85,16 @@ def test_a_job_above_the_partition_max_time_is_dropped(tmp_path):
 
 def test_a_higher_tier_partition_preempts_with_suspend(tmp_path):
     conf = tmp_path / "slurm.conf"
-    conf.write_text("NodeName=n1 CPUs=4\nPartitionName=low Nodes=n1 PriorityTier=1 Default=YES\n"
-                    "PartitionName=high Nodes=n1 PriorityTier=2\n"
-                    "PreemptType=preempt/partition_prio\nPreemptMode=SUSPEND\n")
+    conf.write_text(
+        "NodeName=n1 CPUs=4\nPartitionName=low Nodes=n1 PriorityTier=1 Default=YES\n"
+        "PartitionName=high Nodes=n1 PriorityTier=2\n"
+        "PreemptType=preempt/partition_prio\nPreemptMode=SUSPEND\n"
+    )
     jobs = [Job(1, 0.0, 100.0, 100.0, units=4, queue=0), Job(2, 10.0, 20.0, 20.0, units=4, queue=1)]
     _, model, frame = run(jobs, slurm_conf=str(conf))
     rows = frame.set_index("job_id")
     assert rows.loc[2, "start_time"] == 10.0 and rows.loc[2, "end_time"] == 30.0
-    assert rows.loc[1, "hold_count"] == 1 and rows.loc[1, "end_time"] == 120.0   # 90 s left after 30
+    assert rows.loc[1, "hold_count"] == 1 and rows.loc[1, "end_time"] == 120.0  # 90 s left after 30
     assert model.policy.stats["slurm_preemptions"] == 1
 
 
@@ -92,7 +102,7 @@ def test_node_space_reserves_whole_nodes():
     capacity = np.array([[4], [4]])
     space = NodeSpace(capacity, np.array([[4], [4]]))
     every = np.ones(2, dtype=bool)
-    space.reserve(*slot(10.0, 20.0, 1.0), ((0, 1),))       # one core of node 0 reserved at 10-30
-    assert space.place_at(0.0, (1,), 4, 20.0, every) == ((1, 4),)   # node 0 is out for [0, 20)
-    assert space.place_at(0.0, (1,), 5, 5.0, every) == ((0, 4), (1, 1))   # ends before 10
+    space.reserve(*slot(10.0, 20.0, 1.0), ((0, 1),))  # one core of node 0 reserved at 10-30
+    assert space.place_at(0.0, (1,), 4, 20.0, every) == ((1, 4),)  # node 0 is out for [0, 20)
+    assert space.place_at(0.0, (1,), 5, 5.0, every) == ((0, 4), (1, 1))  # ends before 10
     assert space.earliest(0.0, (1,), 8, 20.0, every, 100.0) == (30.0, ((0, 4), (1, 4)))

@@ -30,19 +30,24 @@ def starts(jobs, platform="nodes=1,cores=4", **params):
     return dict(zip(frame["job_id"].tolist(), frame["start_time"].tolist())), model
 
 
-@pytest.mark.parametrize(("age", "max_age", "expected"), [
-    (0.0, 600.0, 0.0), (150.0, 600.0, 0.25), (600.0, 600.0, 1.0), (9000.0, 600.0, 1.0)])
+@pytest.mark.parametrize(
+    ("age", "max_age", "expected"),
+    [(0.0, 600.0, 0.0), (150.0, 600.0, 0.25), (600.0, 600.0, 1.0), (9000.0, 600.0, 1.0)],
+)
 def test_age_factor_grows_linearly_to_max_age(age, max_age, expected):
     assert age_factor(age, max_age) == expected
 
 
-@pytest.mark.parametrize(("cpus", "nodes", "cluster", "small", "expected"), [
-    (8, 1, 32, False, (1 / 1 + 8 / 32) / 2),       # favour large: node term 1 on one node
-    (32, 1, 32, False, 1.0),
-    (8, 1, 32, True, (0 + 24 / 32) / 2),           # favour small: node term 0 on one node
-    (1, 10, 100, True, (9 / 10 + 99 / 100) / 2),
-    (50, 10, 100, False, (1 / 10 + 50 / 100) / 2),
-])
+@pytest.mark.parametrize(
+    ("cpus", "nodes", "cluster", "small", "expected"),
+    [
+        (8, 1, 32, False, (1 / 1 + 8 / 32) / 2),  # favour large: node term 1 on one node
+        (32, 1, 32, False, 1.0),
+        (8, 1, 32, True, (0 + 24 / 32) / 2),  # favour small: node term 0 on one node
+        (1, 10, 100, True, (9 / 10 + 99 / 100) / 2),
+        (50, 10, 100, False, (1 / 10 + 50 / 100) / 2),
+    ],
+)
 def test_job_size_factor(cpus, nodes, cluster, small, expected):
     assert job_size_factor(cpus, 1, nodes, cluster, small) == pytest.approx(expected)
 
@@ -60,8 +65,8 @@ def test_classic_effective_usage_under_one_account():
     usage = FairShareUsage(half_life=0.0, shares={1: 1.0, 2: 1.0}, account=True)
     usage.add(1, cpus=3, run_delta=100.0)
     usage.add(2, cpus=1, run_delta=100.0)
-    assert usage.factor(1) == pytest.approx(2 ** -(0.875 / 0.5))   # 0.2973
-    assert usage.factor(2) == pytest.approx(2 ** -(0.625 / 0.5))   # 0.4204
+    assert usage.factor(1) == pytest.approx(2 ** -(0.875 / 0.5))  # 0.2973
+    assert usage.factor(2) == pytest.approx(2 ** -(0.625 / 0.5))  # 0.4204
     flat = FairShareUsage(half_life=0.0, shares={1: 1.0, 2: 1.0}, account=False)
     flat.add(1, cpus=3, run_delta=100.0)
     flat.add(2, cpus=1, run_delta=100.0)
@@ -85,37 +90,71 @@ def test_priority_is_the_truncated_weighted_sum_at_least_one():
 
 
 def test_basic_priority_serves_submit_order():
-    jobs = [Job(1, 0.0, 10.0, 10.0, units=4), Job(2, 1.0, 10.0, 10.0, units=1), Job(3, 2.0, 10.0, 10.0, units=4)]
+    jobs = [
+        Job(1, 0.0, 10.0, 10.0, units=4),
+        Job(2, 1.0, 10.0, 10.0, units=1),
+        Job(3, 2.0, 10.0, 10.0, units=4),
+    ]
     started, _ = starts(jobs)
-    assert started == {1: 0.0, 2: 10.0, 3: 20.0}   # 3 cannot pass 2 (FIFO), 2 waits for 1
+    assert started == {1: 0.0, 2: 10.0, 3: 20.0}  # 3 cannot pass 2 (FIFO), 2 waits for 1
 
 
 def test_job_size_weight_serves_the_largest_first():
-    jobs = [Job(1, 0.0, 10.0, 10.0, units=4), Job(2, 1.0, 10.0, 10.0, units=1), Job(3, 2.0, 10.0, 10.0, units=4)]
-    started, _ = starts(jobs, priority_type="multifactor", weight_job_size=1000, scheduler_type="builtin")
+    jobs = [
+        Job(1, 0.0, 10.0, 10.0, units=4),
+        Job(2, 1.0, 10.0, 10.0, units=1),
+        Job(3, 2.0, 10.0, 10.0, units=4),
+    ]
+    started, _ = starts(
+        jobs, priority_type="multifactor", weight_job_size=1000, scheduler_type="builtin"
+    )
     # job 3: (1 + 4/4) / 2 * 1000 = 1000, job 2: (1 + 1/4) / 2 * 1000 = 625
     assert started == {1: 0.0, 3: 10.0, 2: 20.0}
-    started, _ = starts(jobs, priority_type="multifactor", weight_job_size=1000, favor_small=True,
-                        scheduler_type="builtin")
+    started, _ = starts(
+        jobs,
+        priority_type="multifactor",
+        weight_job_size=1000,
+        favor_small=True,
+        scheduler_type="builtin",
+    )
     # favouring small: job 2: (0 + 3/4) / 2 * 1000 = 375, job 3: (0 + 0) / 2 = 0 (priority 1)
     assert started == {1: 0.0, 2: 10.0, 3: 20.0}
 
 
 def test_fair_share_serves_the_user_who_used_less():
     # user 1 runs first; both users then queue a full-machine job; user 2 goes first
-    jobs = [Job(1, 0.0, 100.0, 100.0, units=4, user=1), Job(2, 1.0, 10.0, 10.0, units=4, user=1),
-            Job(3, 2.0, 10.0, 10.0, units=4, user=2)]
-    started, _ = starts(jobs, priority_type="multifactor", weight_fairshare=10000, calc_period=50.0,
-                        scheduler_type="builtin", decay_half_life=0.0)
+    jobs = [
+        Job(1, 0.0, 100.0, 100.0, units=4, user=1),
+        Job(2, 1.0, 10.0, 10.0, units=4, user=1),
+        Job(3, 2.0, 10.0, 10.0, units=4, user=2),
+    ]
+    started, _ = starts(
+        jobs,
+        priority_type="multifactor",
+        weight_fairshare=10000,
+        calc_period=50.0,
+        scheduler_type="builtin",
+        decay_half_life=0.0,
+    )
     assert started == {1: 0.0, 3: 100.0, 2: 110.0}
-    started, _ = starts(jobs, scheduler_type="builtin")   # basic: submit order
+    started, _ = starts(jobs, scheduler_type="builtin")  # basic: submit order
     assert started == {1: 0.0, 2: 100.0, 3: 110.0}
 
 
 def test_age_weight_lets_an_old_job_overtake():
-    jobs = [Job(1, 0.0, 100.0, 100.0, units=4), Job(2, 1.0, 10.0, 10.0, units=1),
-            Job(3, 50.0, 10.0, 10.0, units=4)]
-    started, _ = starts(jobs, priority_type="multifactor", weight_age=1000, weight_job_size=600,
-                        max_age=100.0, calc_period=10.0, scheduler_type="builtin")
+    jobs = [
+        Job(1, 0.0, 100.0, 100.0, units=4),
+        Job(2, 1.0, 10.0, 10.0, units=1),
+        Job(3, 50.0, 10.0, 10.0, units=4),
+    ]
+    started, _ = starts(
+        jobs,
+        priority_type="multifactor",
+        weight_age=1000,
+        weight_job_size=600,
+        max_age=100.0,
+        calc_period=10.0,
+        scheduler_type="builtin",
+    )
     # at t=100: job 2 age 99 -> 990 + 600*(1+1/4)/2 = 1365; job 3 age 50 -> 500 + 600 = 1100
     assert started == {1: 0.0, 2: 100.0, 3: 110.0}

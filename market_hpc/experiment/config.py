@@ -229,6 +229,7 @@ class PolicyConfig:
             the CP dispatchers' ``deterministic_time``); checked when the policy is built.
         slurm_conf: A slurm.conf the ``slurm`` scheduler reads (``policies.slurm.conf``;
             ``params`` override its keys); read here, so a bad line fails before the run.
+            ``none`` (as unset) lets a sweep give other schedulers none.
     """
 
     scheduler: str = "fifo"
@@ -244,6 +245,8 @@ class PolicyConfig:
     slurm_conf: str | None = None
 
     def __post_init__(self) -> None:
+        if self.slurm_conf == "none":  # a sweep's "no slurm.conf" beside paths (TOML has no null)
+            object.__setattr__(self, "slurm_conf", None)
         if self.slurm_conf is not None:
             if self.scheduler.lower() != "slurm":
                 raise ConfigError(f"policy.slurm_conf: only scheduler 'slurm' reads a slurm.conf; "
@@ -400,7 +403,7 @@ def config_from_dict(data: dict[str, Any], base_dir: Path | None = None) -> RunC
         raise ConfigError("scenario needs a [workload] table (trace, jobset or generator)")
     policy = data.get("policy")
     if base_dir is not None and isinstance(policy, dict) and isinstance(policy.get("slurm_conf"), str) \
-            and not Path(policy["slurm_conf"]).is_absolute():
+            and policy["slurm_conf"] != "none" and not Path(policy["slurm_conf"]).is_absolute():
         data = {**data, "policy": {**policy, "slurm_conf": str((base_dir / policy["slurm_conf"]).resolve())}}
     config: RunConfig = _build(RunConfig, data, "")
     if base_dir is not None:

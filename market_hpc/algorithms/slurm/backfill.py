@@ -66,15 +66,27 @@ class NodeSpace:
         return free, busy == 0
 
     def reserved(self, begin: float, end: float) -> set[int]:
-        return {node for start, stop, nodes in self.reservations if start < end and stop > begin
-                for node in nodes}
+        return {
+            node
+            for start, stop, nodes in self.reservations
+            if start < end and stop > begin
+            for node in nodes
+        }
 
-    def place_at(self, time: float, unit: tuple[int, ...], units: int, limit: float,
-                 eligible: np.ndarray, now: float = -np.inf) -> Placement | None:
+    def place_at(
+        self,
+        time: float,
+        unit: tuple[int, ...],
+        units: int,
+        limit: float,
+        eligible: np.ndarray,
+        now: float = -np.inf,
+    ) -> Placement | None:
         """Nodes (first fit, in node order) holding ``units`` of ``unit`` from ``time``
         for ``limit`` seconds, or ``None``.
 
-        >>> space = NodeSpace(np.array([[4], [4]]), np.array([[1], [4]]), [(10.0, 0, np.array([3]))])
+        >>> releases = [(10.0, 0, np.array([3]))]
+        >>> space = NodeSpace(np.array([[4], [4]]), np.array([[1], [4]]), releases)
         >>> every = np.ones(2, dtype=bool)
         >>> space.place_at(0.0, (1,), 6, 5.0, every), space.place_at(10.0, (1,), 6, 5.0, every)
         (None, ((0, 4), (1, 2)))
@@ -85,8 +97,16 @@ class NodeSpace:
         free, empty = self._free_at(time, now)
         return self._fit(free, empty, time, unit, units, limit, eligible)
 
-    def _fit(self, free: np.ndarray, empty: np.ndarray, time: float, unit: tuple[int, ...], units: int,
-             limit: float, eligible: np.ndarray) -> Placement | None:
+    def _fit(
+        self,
+        free: np.ndarray,
+        empty: np.ndarray,
+        time: float,
+        unit: tuple[int, ...],
+        units: int,
+        limit: float,
+        eligible: np.ndarray,
+    ) -> Placement | None:
         usable = eligible
         if self.reservations:
             reserved = self.reserved(time, time + limit)
@@ -97,7 +117,7 @@ class NodeSpace:
         if unit[0] == 1 and not any(unit[1:]):
             fits = source[:, 0]  # plain cores: the common case, without the division
         else:
-            need = np.asarray(unit[:free.shape[1]])
+            need = np.asarray(unit[: free.shape[1]])
             asked = need > 0
             fits = np.min(source[:, asked] // need[asked], axis=1)
         if self.exclusive:
@@ -115,8 +135,15 @@ class NodeSpace:
                 break
         return tuple(placement)
 
-    def earliest(self, now: float, unit: tuple[int, ...], units: int, limit: float,
-                 eligible: np.ndarray, horizon: float) -> tuple[float, Placement] | None:
+    def earliest(
+        self,
+        now: float,
+        unit: tuple[int, ...],
+        units: int,
+        limit: float,
+        eligible: np.ndarray,
+        horizon: float,
+    ) -> tuple[float, Placement] | None:
         """The earliest candidate time up to ``horizon`` at which the job fits, with where.
 
         >>> space = NodeSpace(np.array([[4]]), np.array([[0]]), [(30.0, 0, np.array([4]))])
@@ -125,9 +152,11 @@ class NodeSpace:
         >>> space.earliest(0.0, (1,), 2, 10.0, np.ones(1, dtype=bool), 20.0) is None
         True
         """
-        times = sorted({now} | {end if end > now else now + 1.0 for end, _, _ in self.releases
-                                 if end <= horizon}
-                       | {stop for _, stop, _ in self.reservations if now < stop <= horizon})
+        times = sorted(
+            {now}
+            | {end if end > now else now + 1.0 for end, _, _ in self.releases if end <= horizon}
+            | {stop for _, stop, _ in self.reservations if now < stop <= horizon}
+        )
         releases = sorted(self.releases, key=lambda release: release[0])
         free = self.free.astype(np.int64, copy=True)
         busy = np.bincount([node for _, node, _ in releases], minlength=len(free))
@@ -145,7 +174,7 @@ class NodeSpace:
 
     def start(self, placement: Placement, unit: tuple[int, ...], end: float) -> None:
         """Take ``placement`` now until ``end`` (whole nodes when exclusive)."""
-        vector = np.asarray(unit[:self.free.shape[1]], dtype=np.int64)
+        vector = np.asarray(unit[: self.free.shape[1]], dtype=np.int64)
         for node, units in placement:
             taken = self.free[node].copy() if self.exclusive else vector * units
             self.free[node] = self.free[node] - taken

@@ -35,7 +35,9 @@ def age_factor(age: float, max_age: float) -> float:
     return age / max_age if age < max_age else 1.0
 
 
-def job_size_factor(cpus: int, min_nodes: int, nodes: int, cluster_cpus: int, favor_small: bool) -> float:
+def job_size_factor(
+    cpus: int, min_nodes: int, nodes: int, cluster_cpus: int, favor_small: bool
+) -> float:
     """The job-size factor of ``set_priority_factors`` (without ``SMALL_RELATIVE_TO_TIME``).
 
     Favouring large jobs: ``(min_nodes / nodes + cpus / cluster_cpus) / 2``; favouring
@@ -75,7 +77,9 @@ def fairshare_factor(usage_efctv: float, shares_norm: float, dampening: float = 
     return float(2.0 ** (-(usage_efctv / shares_norm) / dampening))
 
 
-def effective_usage(usage_norm: float, parent_efctv: float, shares: float, sibling_shares: float) -> float:
+def effective_usage(
+    usage_norm: float, parent_efctv: float, shares: float, sibling_shares: float
+) -> float:
     """Classic effective usage of an association under a parent that is not the root:
     ``parent + (usage_norm - parent) * shares / sibling_shares`` (``_set_assoc_usage_efctv``).
 
@@ -94,8 +98,9 @@ def decay_factor(half_life: float) -> float:
     return 1.0 - 0.693 / half_life if half_life > 0 else 1.0
 
 
-def weighted_priority(weights: Weights, age: float, fairshare: float, job_size: float,
-                      partition: float, qos: float) -> int:
+def weighted_priority(
+    weights: Weights, age: float, fairshare: float, job_size: float, partition: float, qos: float
+) -> int:
     """The job priority: the weighted factors summed, truncated, at least 1
     (``_get_priority_internal``; site factor and nice 0, no TRES weights).
 
@@ -104,9 +109,14 @@ def weighted_priority(weights: Weights, age: float, fairshare: float, job_size: 
     >>> weighted_priority(Weights(), 1.0, 1.0, 1.0, 1.0, 1.0)
     1
     """
-    total = (weights.age * age + weights.fairshare * fairshare + weights.job_size * job_size
-             + weights.partition * partition + weights.qos * qos)
-    value = int(math.floor(total)) if total >= 1 else 1
+    total = (
+        weights.age * age
+        + weights.fairshare * fairshare
+        + weights.job_size * job_size
+        + weights.partition * partition
+        + weights.qos * qos
+    )
+    value = math.floor(total) if total >= 1 else 1
     return min(value, 0xFFFFFFFF)
 
 
@@ -124,8 +134,14 @@ class FairShareUsage:
     (0.25, 1.0)
     """
 
-    def __init__(self, half_life: float, shares: dict[int, float], account: bool = True,
-                 dampening: float = 1.0, default_shares: float = 1.0) -> None:
+    def __init__(
+        self,
+        half_life: float,
+        shares: dict[int, float],
+        account: bool = True,
+        dampening: float = 1.0,
+        default_shares: float = 1.0,
+    ) -> None:
         self.per_second = decay_factor(half_life)
         self.shares = dict(shares)
         self.account = account
@@ -137,7 +153,7 @@ class FairShareUsage:
         """Decay every user's usage over ``delta`` seconds (once per calculation, before
         the ``add`` calls of that interval)."""
         if delta > 0 and self.per_second < 1.0:
-            decay = max(self.per_second ** delta, 2.2250738585072014e-308)  # DBL_MIN, as Slurm
+            decay = max(self.per_second**delta, 2.2250738585072014e-308)  # DBL_MIN, as Slurm
             for user in self.raw:
                 self.raw[user] *= decay
 
@@ -146,7 +162,7 @@ class FairShareUsage:
         if run_delta <= 0:
             return
         self.shares.setdefault(user, self.default_shares)
-        self.raw[user] = self.raw.get(user, 0.0) + cpus * run_delta * (self.per_second ** run_delta)
+        self.raw[user] = self.raw.get(user, 0.0) + cpus * run_delta * (self.per_second**run_delta)
 
     def factor(self, user: int) -> float:
         """The user's fair-share factor now."""
@@ -157,6 +173,9 @@ class FairShareUsage:
         total_usage = sum(self.raw.values())
         usage_norm = self.raw.get(user, 0.0) / total_usage if total_usage > 0 else 0.0
         shares_norm = shares / total_shares if total_shares > 0 else 0.0
-        efctv = effective_usage(usage_norm, 1.0 if total_usage > 0 else 0.0, shares, total_shares) \
-            if self.account else usage_norm
+        efctv = (
+            effective_usage(usage_norm, 1.0 if total_usage > 0 else 0.0, shares, total_shares)
+            if self.account
+            else usage_norm
+        )
         return fairshare_factor(efctv, shares_norm, self.dampening)

@@ -53,16 +53,38 @@ class SlurmConf:
 
 
 _TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
-WEIGHTS = {"priorityweightage": "weight_age", "priorityweightfairshare": "weight_fairshare",
-           "priorityweightjobsize": "weight_job_size", "priorityweightpartition": "weight_partition",
-           "priorityweightqos": "weight_qos"}
-BF_SECONDS = {"bf_interval": "bf_interval", "bf_resolution": "bf_resolution", "sched_interval": "sched_interval"}
-BF_COUNTS = {"bf_max_job_test": "bf_max_job_test", "bf_max_job_start": "bf_max_job_start",
-             "default_queue_depth": "default_queue_depth"}
-MODELLED = ("PriorityType", *("PriorityWeight" + w for w in ("Age", "FairShare", "JobSize", "Partition", "QOS")),
-            "PriorityMaxAge", "PriorityDecayHalfLife", "PriorityFavorSmall", "PriorityCalcPeriod",
-            "FairShareDampeningFactor", "SchedulerType", "SchedulerParameters", "PartitionName", "NodeName",
-            "PreemptType", "PreemptMode")
+WEIGHTS = {
+    "priorityweightage": "weight_age",
+    "priorityweightfairshare": "weight_fairshare",
+    "priorityweightjobsize": "weight_job_size",
+    "priorityweightpartition": "weight_partition",
+    "priorityweightqos": "weight_qos",
+}
+BF_SECONDS = {
+    "bf_interval": "bf_interval",
+    "bf_resolution": "bf_resolution",
+    "sched_interval": "sched_interval",
+}
+BF_COUNTS = {
+    "bf_max_job_test": "bf_max_job_test",
+    "bf_max_job_start": "bf_max_job_start",
+    "default_queue_depth": "default_queue_depth",
+}
+MODELLED = (
+    "PriorityType",
+    *("PriorityWeight" + w for w in ("Age", "FairShare", "JobSize", "Partition", "QOS")),
+    "PriorityMaxAge",
+    "PriorityDecayHalfLife",
+    "PriorityFavorSmall",
+    "PriorityCalcPeriod",
+    "FairShareDampeningFactor",
+    "SchedulerType",
+    "SchedulerParameters",
+    "PartitionName",
+    "NodeName",
+    "PreemptType",
+    "PreemptMode",
+)
 """The keys this reader models (``PriorityFlags`` too: ``NO_FAIR_TREE`` only)."""
 
 
@@ -85,7 +107,9 @@ def slurm_time(text: str, minutes_default: bool = True) -> float:
         raise ValueError(text)
     days, first, second, third = match.groups()
     if days is not None:  # days-hours[:minutes[:seconds]]
-        return float(int(days) * 86400 + int(first) * 3600 + int(second or 0) * 60 + int(third or 0))
+        return float(
+            int(days) * 86400 + int(first) * 3600 + int(second or 0) * 60 + int(third or 0)
+        )
     if third is not None:
         return float(int(first) * 3600 + int(second) * 60 + int(third))
     if second is not None:
@@ -184,7 +208,9 @@ class _Reader:
             elif value.upper() == "DEFAULT":
                 self.part_defaults.update(table)
             else:
-                self.partitions.append((number, {**self.part_defaults, **table, "partitionname": value}))
+                self.partitions.append(
+                    (number, {**self.part_defaults, **table, "partitionname": value})
+                )
             return
         self.setting(number, key, lower, line.partition("=")[2].strip())
 
@@ -193,14 +219,24 @@ class _Reader:
             self.params[WEIGHTS[lower]] = self.integer(number, key, value)
         elif lower == "prioritytype":
             self.params["priority_type"] = self.choice(
-                number, key, value, {"priority/basic": "basic", "priority/multifactor": "multifactor"})
+                number,
+                key,
+                value,
+                {"priority/basic": "basic", "priority/multifactor": "multifactor"},
+            )
         elif lower in ("prioritymaxage", "prioritydecayhalflife"):
             name = "max_age" if lower == "prioritymaxage" else "decay_half_life"
-            self.params[name] = self.time(number, key, value, "[days-]hours:minutes[:seconds] or minutes")
+            self.params[name] = self.time(
+                number, key, value, "[days-]hours:minutes[:seconds] or minutes"
+            )
         elif lower == "prioritycalcperiod":
-            seconds = self.time(number, key, value, "minutes or hours:minutes:seconds (at least 1 second)")
+            seconds = self.time(
+                number, key, value, "minutes or hours:minutes:seconds (at least 1 second)"
+            )
             if seconds <= 0:
-                raise self.fail(number, key, value, "minutes or hours:minutes:seconds (at least 1 second)")
+                raise self.fail(
+                    number, key, value, "minutes or hours:minutes:seconds (at least 1 second)"
+                )
             self.params["calc_period"] = seconds
         elif lower == "priorityfavorsmall":
             self.params["favor_small"] = self.choice(number, key, value, {"yes": True, "no": False})
@@ -212,16 +248,22 @@ class _Reader:
                     self.note(f"PriorityFlags={flag}")
         elif lower == "schedulertype":
             self.params["scheduler_type"] = self.choice(
-                number, key, value, {"sched/backfill": "backfill", "sched/builtin": "builtin"})
+                number, key, value, {"sched/backfill": "backfill", "sched/builtin": "builtin"}
+            )
         elif lower == "schedulerparameters":
             self.scheduler_parameters(number, key, value)
         elif lower == "preempttype":
             self.params["preempt"] = self.choice(
-                number, key, value, {"preempt/none": False, "preempt/partition_prio": True})
+                number, key, value, {"preempt/none": False, "preempt/partition_prio": True}
+            )
         elif lower == "preemptmode":
             modes = [mode.lower() for mode in value.split(",")]
             self.params["preempt_mode"] = self.choice(
-                number, key, modes[0], {"off": "off", "suspend": "suspend", "requeue": "requeue", "cancel": "cancel"})
+                number,
+                key,
+                modes[0],
+                {"off": "off", "suspend": "suspend", "requeue": "requeue", "cancel": "cancel"},
+            )
             for mode in modes[1:]:
                 self.note(f"PreemptMode={mode.upper()}")
         else:
@@ -251,23 +293,42 @@ class _Reader:
             index = {node: i for i, node in enumerate(self.node_names)}
             unknown = [node for node in hostlist(listed) if node not in index]
             if unknown:
-                raise self.fail(number, f"PartitionName={name} Nodes", listed,
-                                "names from the NodeName lines: " + ", ".join(self.node_names))
+                raise self.fail(
+                    number,
+                    f"PartitionName={name} Nodes",
+                    listed,
+                    "names from the NodeName lines: " + ", ".join(self.node_names),
+                )
             nodes = tuple(sorted(index[node] for node in hostlist(listed)))
         max_time = math.inf
         if "maxtime" in table:
             try:
                 max_time = slurm_time(table["maxtime"])
             except ValueError:
-                raise self.fail(number, f"PartitionName={name} MaxTime", table["maxtime"],
-                                "minutes, [days-]hours:minutes:seconds or UNLIMITED") from None
+                raise self.fail(
+                    number,
+                    f"PartitionName={name} MaxTime",
+                    table["maxtime"],
+                    "minutes, [days-]hours:minutes:seconds or UNLIMITED",
+                ) from None
         where = f"PartitionName={name} "
         tier = self.integer(number, where + "PriorityTier", table.get("prioritytier", "1"))
-        factor = self.integer(number, where + "PriorityJobFactor", table.get("priorityjobfactor", "1"))
-        default = self.choice(number, where + "Default", table.get("default", "no"), {"yes": True, "no": False})
+        factor = self.integer(
+            number, where + "PriorityJobFactor", table.get("priorityjobfactor", "1")
+        )
+        default = self.choice(
+            number, where + "Default", table.get("default", "no"), {"yes": True, "no": False}
+        )
         for option in table:
-            if option not in ("partitionname", "nodes", "maxtime", "prioritytier", "priorityjobfactor",
-                              "default", "priority"):
+            if option not in (
+                "partitionname",
+                "nodes",
+                "maxtime",
+                "prioritytier",
+                "priorityjobfactor",
+                "default",
+                "priority",
+            ):
                 self.note(f"PartitionName.{option}")
         if "priority" in table:  # the old name of both PriorityJobFactor and PriorityTier
             tier = factor = self.integer(number, where + "Priority", table["priority"])
@@ -284,7 +345,9 @@ def read_slurm_conf(path: str | Path) -> SlurmConf:
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise ConfigError(f"policy.slurm_conf: cannot read {str(path)!r}: {exc.strerror or exc}") from None
+        raise ConfigError(
+            f"policy.slurm_conf: cannot read {str(path)!r}: {exc.strerror or exc}"
+        ) from None
     reader = _Reader(str(path))
     for number, line in _logical_lines(text):
         if "=" not in line.split()[0]:

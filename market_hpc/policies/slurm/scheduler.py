@@ -32,22 +32,46 @@ from typing import Any
 import numpy as np
 
 from market_hpc.algorithms.slurm.backfill import NodeSpace, Placement, slot
-from market_hpc.algorithms.slurm.priority import FairShareUsage, age_factor, job_size_factor, weighted_priority
+from market_hpc.algorithms.slurm.priority import (
+    FairShareUsage,
+    age_factor,
+    job_size_factor,
+    weighted_priority,
+)
 from market_hpc.domain.job import Job
-from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Drop, Hold, RunningJob, Start, View
+from market_hpc.policies.base import (
+    Action,
+    Allocator,
+    Decision,
+    Drop,
+    Hold,
+    RunningJob,
+    Start,
+    View,
+)
 from market_hpc.policies.capabilities import KINDS, handles
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.slurm.conf import Partition
 from market_hpc.policies.slurm.settings import SlurmSettings, settings
 
-CAPABILITIES = handles(("cores", "gpus", "mics", "mem", "bb"), KINDS, family="slurm",
-                       reads=("every node resource per unit, burst buffer (checked at start, not reserved), "
-                              "estimates (time limits), users, queue ids (partitions)"),
-                       ignores="value curves, moldability (runs the requested size)")
+CAPABILITIES = handles(
+    ("cores", "gpus", "mics", "mem", "bb"),
+    KINDS,
+    family="slurm",
+    reads=(
+        "every node resource per unit, burst buffer (checked at start, not reserved), "
+        "estimates (time limits), users, queue ids (partitions)"
+    ),
+    ignores="value curves, moldability (runs the requested size)",
+)
 
 
-@register_scheduler("slurm", "Slurm's multifactor priority and sched/backfill, configured from slurm.conf",
-                    allocators=("first-fit", "best-fit"), handles=CAPABILITIES)
+@register_scheduler(
+    "slurm",
+    "Slurm's multifactor priority and sched/backfill, configured from slurm.conf",
+    allocators=("first-fit", "best-fit"),
+    handles=CAPABILITIES,
+)
 class Slurm:
     """Slurm's scheduling over any ``first-fit``/``best-fit`` placement.
 
@@ -65,26 +89,48 @@ class Slurm:
         self.partitions = config.partitions or (Partition("default", default=True),)
         self.default_partition = next((p for p in self.partitions if p.default), self.partitions[0])
         top = max(p.priority_job_factor for p in self.partitions)
-        self.partition_norm = {p.name: p.priority_job_factor / top if top else 0.0 for p in self.partitions}
+        self.partition_norm = {
+            p.name: p.priority_job_factor / top if top else 0.0 for p in self.partitions
+        }
         qos_top = max(config.qos_priority.values(), default=0.0)
-        self.qos_norm = {name: value / qos_top for name, value in config.qos_priority.items()} if qos_top else {}
-        self.usage = FairShareUsage(config.decay_half_life, {int(u): float(s) for u, s in config.shares.items()},
-                                    config.fairshare_account, config.fs_dampening)
+        self.qos_norm = (
+            {name: value / qos_top for name, value in config.qos_priority.items()}
+            if qos_top
+            else {}
+        )
+        self.usage = FairShareUsage(
+            config.decay_half_life,
+            {int(u): float(s) for u, s in config.shares.items()},
+            config.fairshare_account,
+            config.fs_dampening,
+        )
         self.priority: dict[int, int] = {}
         self.origin: float | None = None
         self.last_calc = 0.0
-        self.seen: dict[int, tuple[int, int, float, float | None]] = {}  # id -> user, cores, start, end
+        self.seen: dict[
+            int, tuple[int, int, float, float | None]
+        ] = {}  # id -> user, cores, start, end
         self.signature: object = None
         self.dirty = True
         self.masks: dict[str, np.ndarray] = {}
         self.free_bb = 0.0
-        self.stats = {"slurm_backfill_passes": 0, "slurm_backfill_starts": 0, "slurm_main_starts": 0,
-                      "slurm_reservations": 0, "slurm_preemptions": 0, "slurm_dropped": 0}
+        self.stats = {
+            "slurm_backfill_passes": 0,
+            "slurm_backfill_starts": 0,
+            "slurm_main_starts": 0,
+            "slurm_reservations": 0,
+            "slurm_preemptions": 0,
+            "slurm_dropped": 0,
+        }
 
     # ------------------------------------------------------------------ priorities
     def partition_of(self, job: Job) -> Partition:
         """The job's partition: its queue id's, else the default one."""
-        return self.partitions[job.queue] if 0 <= job.queue < len(self.partitions) else self.default_partition
+        return (
+            self.partitions[job.queue]
+            if 0 <= job.queue < len(self.partitions)
+            else self.default_partition
+        )
 
     def _compute(self, job: Job, now: float, view: View) -> int:
         config = self.settings
@@ -96,9 +142,11 @@ class Slurm:
             age_factor(now - job.submit, config.max_age) if weights.age else 0.0,
             self.usage.factor(job.user) if weights.fairshare else 0.0,
             job_size_factor(job.cores, 1, platform.n_nodes, cluster_cpus, config.favor_small)
-            if weights.job_size else 0.0,
+            if weights.job_size
+            else 0.0,
             self.partition_norm.get(self.partition_of(job).name, 0.0),
-            self.qos_norm.get(str(job.payload.get("qos", "normal")), 0.0))
+            self.qos_norm.get(str(job.payload.get("qos", "normal")), 0.0),
+        )
 
     def _track(self, view: View, now: float) -> None:
         running = {r.job.job_id: r for r in view.running}
@@ -114,7 +162,9 @@ class Slurm:
         delta = now - self.last_calc
         self.usage.decay(delta)
         for job_id, (user, cores, start, end) in list(self.seen.items()):
-            self.usage.add(user, cores, min(now if end is None else end, now) - max(start, self.last_calc))
+            self.usage.add(
+                user, cores, min(now if end is None else end, now) - max(start, self.last_calc)
+            )
             if end is not None:
                 del self.seen[job_id]
         self.last_calc = now
@@ -128,21 +178,37 @@ class Slurm:
                 if job.job_id not in priority:
                     priority[job.job_id] = self._compute(job, now, view)
             tier = {p.name: p.priority_tier for p in self.partitions}
-            return sorted(view.queue, key=lambda job: (-tier[self.partition_of(job).name],
-                                                       -priority[job.job_id], job.submit, job.job_id))
+            return sorted(
+                view.queue,
+                key=lambda job: (
+                    -tier[self.partition_of(job).name],
+                    -priority[job.job_id],
+                    job.submit,
+                    job.job_id,
+                ),
+            )
         tiers = {p.name: p.priority_tier for p in self.partitions}
-        return sorted(view.queue, key=lambda job: (-tiers[self.partition_of(job).name], job.submit, job.job_id))
+        return sorted(
+            view.queue,
+            key=lambda job: (-tiers[self.partition_of(job).name], job.submit, job.job_id),
+        )
 
     # ------------------------------------------------------------------ decisions
     def _mask(self, partition: Partition, n_nodes: int) -> np.ndarray:
         mask = self.masks.get(partition.name)
         if mask is None or len(mask) != n_nodes:
             mask = np.zeros(n_nodes, dtype=bool)
-            mask[[n for n in partition.nodes if n < n_nodes] if partition.nodes is not None else slice(None)] = True
+            mask[
+                [n for n in partition.nodes if n < n_nodes]
+                if partition.nodes is not None
+                else slice(None)
+            ] = True
             self.masks[partition.name] = mask
         return mask
 
-    def _place(self, job: Job, free: np.ndarray, usable: np.ndarray, view: View) -> Placement | None:
+    def _place(
+        self, job: Job, free: np.ndarray, usable: np.ndarray, view: View
+    ) -> Placement | None:
         if job.bb > self.free_bb:
             return None  # the shared burst-buffer pool, as this pass has left it
         masked = np.where(usable[:, None], free, 0)
@@ -158,8 +224,11 @@ class Slurm:
         self._track(view, now)
         if config.multifactor and now >= self.last_calc + config.calc_period:
             self._recalculate(view, now)
-        signature = (frozenset(r.job.job_id for r in view.running), len(view.queue),
-                     max((job.job_id for job in view.queue), default=-1))
+        signature = (
+            frozenset(r.job.job_id for r in view.running),
+            len(view.queue),
+            max((job.job_id for job in view.queue), default=-1),
+        )
         if signature != self.signature:
             self.dirty, self.signature = True, signature
         actions: list[Action] = []
@@ -182,7 +251,7 @@ class Slurm:
         else:
             mask = self._mask(partition, view.platform.n_nodes)
             capacity = np.asarray(view.platform.capacity)[mask]
-            unit = np.asarray(job.unit[:capacity.shape[1]])
+            unit = np.asarray(job.unit[: capacity.shape[1]])
             asked = unit > 0
             fits = np.min(capacity[:, asked] // unit[asked], axis=1).sum() if len(capacity) else 0
             if fits >= job.units:
@@ -209,12 +278,18 @@ class Slurm:
             wakes.append(self.last_calc + config.calc_period)
         return min(wakes) if wakes else None
 
-    def _main(self, view: View, ordered: list[Job], free: np.ndarray,
-              started: list[tuple[Job, Placement]], actions: list[Action]) -> None:
+    def _main(
+        self,
+        view: View,
+        ordered: list[Job],
+        free: np.ndarray,
+        started: list[tuple[Job, Placement]],
+        actions: list[Action],
+    ) -> None:
         blocked: set[str] = set()
         held: set[int] = set()
         n_nodes = view.platform.n_nodes
-        for job in ordered[:self.settings.default_queue_depth]:
+        for job in ordered[: self.settings.default_queue_depth]:
             partition = self.partition_of(job)
             if partition.name in blocked:
                 continue
@@ -228,24 +303,48 @@ class Slurm:
             self._take(job, placement, free, view, started, actions)
             self.stats["slurm_main_starts"] += 1
 
-    def _take(self, job: Job, placement: Placement, free: np.ndarray, view: View,
-              started: list[tuple[Job, Placement]], actions: list[Action]) -> None:
+    def _take(
+        self,
+        job: Job,
+        placement: Placement,
+        free: np.ndarray,
+        view: View,
+        started: list[tuple[Job, Placement]],
+        actions: list[Action],
+    ) -> None:
         for node, units in placement:
-            free[node] -= (np.asarray(view.platform.capacity)[node] if view.exclusive
-                           else np.asarray(job.unit) * units)
+            free[node] -= (
+                np.asarray(view.platform.capacity)[node]
+                if view.exclusive
+                else np.asarray(job.unit) * units
+            )
         self.free_bb -= job.bb
         started.append((job, placement))
         actions.append(Start(job.job_id, placement))
 
-    def _preempt(self, job: Job, partition: Partition, free: np.ndarray, mask: np.ndarray, view: View,
-                 held: set[int], actions: list[Action]) -> Placement | None:
+    def _preempt(
+        self,
+        job: Job,
+        partition: Partition,
+        free: np.ndarray,
+        mask: np.ndarray,
+        view: View,
+        held: set[int],
+        actions: list[Action],
+    ) -> Placement | None:
         """Hold lower-tier running jobs on the partition's nodes until ``job`` fits
         (``preempt/partition_prio``), most recently started first."""
         tiers = {p.name: p.priority_tier for p in self.partitions}
-        victims = sorted((r for r in view.running if r.job.job_id not in held
-                          and tiers[self.partition_of(r.job).name] < partition.priority_tier
-                          and any(mask[node] for node, _ in r.allocation)),
-                         key=lambda r: (tiers[self.partition_of(r.job).name], -r.start, -r.seq))
+        victims = sorted(
+            (
+                r
+                for r in view.running
+                if r.job.job_id not in held
+                and tiers[self.partition_of(r.job).name] < partition.priority_tier
+                and any(mask[node] for node, _ in r.allocation)
+            ),
+            key=lambda r: (tiers[self.partition_of(r.job).name], -r.start, -r.seq),
+        )
         trial = free.copy()
         chosen: list[RunningJob] = []
         before_bb = self.free_bb
@@ -253,8 +352,11 @@ class Slurm:
             chosen.append(victim)
             self.free_bb += victim.job.bb
             for node, units in victim.allocation:
-                trial[node] += (np.asarray(view.platform.capacity)[node] if view.exclusive
-                                else np.asarray(victim.job.unit) * units)
+                trial[node] += (
+                    np.asarray(view.platform.capacity)[node]
+                    if view.exclusive
+                    else np.asarray(victim.job.unit) * units
+                )
             placement = self._place(job, trial, mask, view)
             if placement is not None:
                 for one in chosen:
@@ -266,8 +368,14 @@ class Slurm:
         self.free_bb = before_bb
         return None
 
-    def _backfill(self, view: View, ordered: list[Job], free: np.ndarray,
-                  started: list[tuple[Job, Placement]], actions: list[Action]) -> None:
+    def _backfill(
+        self,
+        view: View,
+        ordered: list[Job],
+        free: np.ndarray,
+        started: list[tuple[Job, Placement]],
+        actions: list[Action],
+    ) -> None:
         """One ``_attempt_backfill`` pass over the jobs the main scheduler left waiting."""
         config, now = self.settings, view.time
         self.stats["slurm_backfill_passes"] += 1
@@ -284,7 +392,7 @@ class Slurm:
         begun = {job.job_id for job, _ in started}
         horizon = now + config.bf_window
         starts = 0
-        for job in [job for job in ordered if job.job_id not in begun][:config.bf_max_job_test]:
+        for job in [job for job in ordered if job.job_id not in begun][: config.bf_max_job_test]:
             mask = self._mask(self.partition_of(job), view.platform.n_nodes)
             found = space.earliest(now, job.unit, job.units, job.estimate, mask, horizon)
             if found is None:
@@ -309,5 +417,8 @@ class Slurm:
 
     def summary_stats(self) -> dict[str, Any]:
         """The run's Slurm counters and the slurm.conf keys it does not model."""
-        return {**self.stats, "slurm_conf": self.settings.slurm_conf,
-                "slurm_conf_unmodelled_keys": list(self.settings.unmodelled)}
+        return {
+            **self.stats,
+            "slurm_conf": self.settings.slurm_conf,
+            "slurm_conf_unmodelled_keys": list(self.settings.unmodelled),
+        }

@@ -27,7 +27,8 @@ class SlurmSettings:
         fs_dampening: ``FairShareDampeningFactor``.
         shares: Fair-share shares per user id (default 1 each: ``sacctmgr``'s ``Fairshare=1``).
         fairshare_account: Users are children of one account under the root (else of the root).
-        qos_priority: QOS name -> ``Priority`` (a job's QOS: ``payload["qos"]``, default ``normal``).
+        qos_priority: QOS name -> ``Priority`` (a job's QOS: ``payload["qos"]``, default
+            ``normal``).
         bf_interval, bf_window, bf_resolution: seconds. bf_max_job_test, bf_max_job_start
             (0: no limit), bf_continue, default_queue_depth: ``SchedulerParameters``.
         preempt: ``PreemptType=preempt/partition_prio``. preempt_mode: ``suspend`` or ``requeue``.
@@ -66,8 +67,13 @@ class SlurmSettings:
     @property
     def weights(self) -> Weights:
         """The ``PriorityWeight*`` integers."""
-        return Weights(self.weight_age, self.weight_fairshare, self.weight_job_size,
-                       self.weight_partition, self.weight_qos)
+        return Weights(
+            self.weight_age,
+            self.weight_fairshare,
+            self.weight_job_size,
+            self.weight_partition,
+            self.weight_qos,
+        )
 
     @property
     def multifactor(self) -> bool:
@@ -80,7 +86,9 @@ class SlurmSettings:
         return self.scheduler_type == "backfill"
 
 
-PARAMETERS = tuple(f.name for f in fields(SlurmSettings) if f.name not in ("partitions", "unmodelled"))
+PARAMETERS = tuple(
+    f.name for f in fields(SlurmSettings) if f.name not in ("partitions", "unmodelled")
+)
 
 
 def settings(slurm_conf: str | None = None, **params: Any) -> SlurmSettings:
@@ -95,15 +103,31 @@ def settings(slurm_conf: str | None = None, **params: Any) -> SlurmSettings:
     chosen = SlurmSettings()
     if slurm_conf is not None:
         conf = read_slurm_conf(slurm_conf)
-        chosen = replace(chosen, **conf.params, slurm_conf=slurm_conf, partitions=conf.partitions,
-                         unmodelled=conf.unmodelled)
+        chosen = replace(
+            chosen,
+            **conf.params,
+            slurm_conf=slurm_conf,
+            partitions=conf.partitions,
+            unmodelled=conf.unmodelled,
+        )
     chosen = replace(chosen, **params)
     if chosen.preempt and chosen.preempt_mode not in ("suspend", "requeue"):
-        raise ConfigError(f"scheduler 'slurm': PreemptType=preempt/partition_prio needs PreemptMode "
-                          f"SUSPEND or REQUEUE, got {chosen.preempt_mode.upper()}"
-                          f"{f' ({slurm_conf})' if slurm_conf else ''}")
-    for name in ("max_age", "calc_period", "bf_interval", "bf_window", "bf_resolution", "sched_interval"):
+        raise ConfigError(
+            f"scheduler 'slurm': PreemptType=preempt/partition_prio needs PreemptMode "
+            f"SUSPEND or REQUEUE, got {chosen.preempt_mode.upper()}"
+            f"{f' ({slurm_conf})' if slurm_conf else ''}"
+        )
+    for name in (
+        "max_age",
+        "calc_period",
+        "bf_interval",
+        "bf_window",
+        "bf_resolution",
+        "sched_interval",
+    ):
         if not getattr(chosen, name) > 0 or not math.isfinite(getattr(chosen, name)):
-            raise ConfigError(f"scheduler 'slurm': {name} = {getattr(chosen, name)!r} is invalid; "
-                              "valid: a finite number of seconds > 0")
+            raise ConfigError(
+                f"scheduler 'slurm': {name} = {getattr(chosen, name)!r} is invalid; "
+                "valid: a finite number of seconds > 0"
+            )
     return chosen
