@@ -51,6 +51,7 @@ class NodeSpace:
     releases: list[tuple[float, int, np.ndarray]] = field(default_factory=list)
     reservations: list[tuple[float, float, frozenset[int]]] = field(default_factory=list)
     exclusive: bool = False
+    _sorted: list[tuple[float, int, np.ndarray]] = field(default_factory=list, repr=False)
 
     def _free_at(self, time: float, now: float) -> tuple[np.ndarray, np.ndarray]:
         """Free amounts at ``time`` and whether each node is empty then. Nothing is released
@@ -107,12 +108,6 @@ class NodeSpace:
         limit: float,
         eligible: np.ndarray,
     ) -> Placement | None:
-        usable = eligible
-        if self.reservations:
-            reserved = self.reserved(time, time + limit)
-            if reserved:
-                usable = eligible.copy()
-                usable[list(reserved)] = False
         source = self.capacity if self.exclusive else free
         if unit[0] == 1 and not any(unit[1:]):
             fits = source[:, 0]  # plain cores: the common case, without the division
@@ -120,11 +115,17 @@ class NodeSpace:
             need = np.asarray(unit[: free.shape[1]])
             asked = need > 0
             fits = np.min(source[:, asked] // need[asked], axis=1)
-        if self.exclusive:
-            usable = usable & empty
+        usable = eligible & empty if self.exclusive else eligible
         fits = np.where(usable, fits, 0)
         if int(fits.sum()) < units:
-            return None
+            return None  # short even before the reservations: skip their scan
+        if self.reservations:
+            reserved = self.reserved(time, time + limit)
+            if reserved:
+                fits = fits.copy()
+                fits[list(reserved)] = 0
+                if int(fits.sum()) < units:
+                    return None
         placement = []
         remaining = units
         for node in np.flatnonzero(fits):
@@ -157,7 +158,9 @@ class NodeSpace:
             | {end if end > now else now + 1.0 for end, _, _ in self.releases if end <= horizon}
             | {stop for _, stop, _ in self.reservations if now < stop <= horizon}
         )
-        releases = sorted(self.releases, key=lambda release: release[0])
+        if len(self._sorted) != len(self.releases):
+            self._sorted = sorted(self.releases, key=lambda release: release[0])
+        releases = self._sorted
         free = self.free.astype(np.int64, copy=True)
         busy = np.bincount([node for _, node, _ in releases], minlength=len(free))
         taken = 0

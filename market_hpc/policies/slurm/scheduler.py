@@ -114,6 +114,7 @@ class Slurm:
         self.dirty = True
         self.masks: dict[str, np.ndarray] = {}
         self.free_bb = 0.0
+        self.runnable: set[int] = set()  # waiting jobs their partition can hold (checked once)
         self.stats = {
             "slurm_backfill_passes": 0,
             "slurm_backfill_starts": 0,
@@ -245,6 +246,8 @@ class Slurm:
         return Decision(tuple(actions), self._wake(view, now, started=True))
 
     def _drop(self, job: Job, view: View, actions: list[Action]) -> bool:
+        if job.job_id in self.runnable:
+            return False
         partition = self.partition_of(job)
         if job.estimate > partition.max_time:
             reason = f"time limit {job.estimate:g} s above partition {partition.name}'s MaxTime"
@@ -255,6 +258,7 @@ class Slurm:
             asked = unit > 0
             fits = np.min(capacity[:, asked] // unit[asked], axis=1).sum() if len(capacity) else 0
             if fits >= job.units:
+                self.runnable.add(job.job_id)
                 return False
             reason = f"larger than partition {partition.name}'s nodes"
         actions.append(Drop(job.job_id, reason))
