@@ -125,10 +125,21 @@ def replay_jobs(records: list[Record]) -> list[Job]:
     ]
 
 
+ROOT_ASSOCIATION = "-2"
+"""The user id standing for ``root``'s association in the validation's account (1 share,
+never submits; ``benchmarks/slurm_validate.py`` adds root to the account)."""
+
+
 def replay(records: list[Record], slurm_conf: str | Path, cores: int = 32) -> dict[int, float]:
-    """Simulated start of each job (seconds from the first submit) on one node of ``cores``."""
+    """Simulated start of each job (seconds from the first submit) on one node of ``cores``.
+
+    The fair-share tree is the validation's: one account (half the root's shares, beside
+    the root user) holding every user of the export and root, one share each.
+    """
     jobs = replay_jobs(records)
-    policy = make_policy("slurm", "first-fit", scheduler_params={"slurm_conf": str(slurm_conf)})
+    shares = {str(user): 1 for user in sorted({job.user for job in jobs})} | {ROOT_ASSOCIATION: 1}
+    params = {"slurm_conf": str(slurm_conf), "shares": shares, "account_share": 0.5}
+    policy = make_policy("slurm", "first-fit", scheduler_params=params)
     model = HPCModel(
         jobs, platform=f"nodes=1,cores={cores}", policy=policy, seed=0, record_timeseries=False
     )

@@ -158,3 +158,15 @@ def test_age_weight_lets_an_old_job_overtake():
     )
     # at t=100: job 2 age 99 -> 990 + 600*(1+1/4)/2 = 1365; job 3 age 50 -> 500 + 600 = 1100
     assert started == {1: 0.0, 2: 100.0, 3: 110.0}
+
+
+def test_the_factor_matches_sshare_of_the_real_slurm():
+    # sshare -a -l of the validation's Slurm 22.05 (one account beside the root user, its
+    # four users and root at 1 share each): mhu1 NormUsage 0.042829 -> EffectvUsage
+    # 0.234264, NormShares 0.1, FairShare 0.197150
+    assert effective_usage(0.042829, 1.0, 1.0, 5.0) == pytest.approx(0.234263, abs=1e-6)
+    assert fairshare_factor(0.234264, 0.5 * 1 / 5) == pytest.approx(0.197150, abs=1e-6)
+    usage = FairShareUsage(half_life=0.0, shares={1: 1, 2: 1, 3: 1, 4: 1, -2: 1}, account_share=0.5)
+    usage.add(1, cpus=1, run_delta=0.042829)
+    usage.add(3, cpus=1, run_delta=1 - 0.042829)
+    assert usage.factor(1) == pytest.approx(0.197150, abs=1e-5)

@@ -81,12 +81,12 @@ def effective_usage(
     usage_norm: float, parent_efctv: float, shares: float, sibling_shares: float
 ) -> float:
     """Classic effective usage of an association under a parent that is not the root:
-    ``parent + (usage_norm - parent) * shares / sibling_shares`` (``_set_assoc_usage_efctv``).
+    ``usage_norm + (parent - usage_norm) * shares / sibling_shares`` (``_set_usage_efctv``).
 
     >>> effective_usage(0.2, 1.0, 1.0, 4.0)     # one of four users of the only account
-    0.8
+    0.4
     """
-    return parent_efctv + (usage_norm - parent_efctv) * shares / sibling_shares
+    return usage_norm + (parent_efctv - usage_norm) * shares / sibling_shares
 
 
 def decay_factor(half_life: float) -> float:
@@ -126,7 +126,11 @@ class FairShareUsage:
     decays by ``decay ** delta``; each job adds ``cpus * run_delta * decay ** run_delta``.
 
     Users are the children of one account under the root (``account=True``, as
-    ``sacctmgr add user ... account=A`` leaves them) or of the root itself.
+    ``sacctmgr add user ... account=A`` leaves them; the account's normalised share is
+    ``account_share``: 0.5 beside the root user's own association, as ``sshare`` shows a
+    fresh setup) or of the root itself. A user's normalised share is ``account_share *
+    shares / sum(shares)`` (``_set_norm_shares``); ``shares`` lists every association of
+    the account, also those that never submit.
 
     >>> usage = FairShareUsage(half_life=0.0, shares={1: 1.0, 2: 1.0}, account=False)
     >>> usage.decay(10.0); usage.add(1, cpus=4, run_delta=10.0)
@@ -141,10 +145,12 @@ class FairShareUsage:
         account: bool = True,
         dampening: float = 1.0,
         default_shares: float = 1.0,
+        account_share: float = 1.0,
     ) -> None:
         self.per_second = decay_factor(half_life)
         self.shares = dict(shares)
         self.account = account
+        self.account_share = account_share if account else 1.0
         self.dampening = dampening
         self.default_shares = default_shares
         self.raw: dict[int, float] = {}
@@ -172,7 +178,7 @@ class FairShareUsage:
         total_shares = sum(self.shares.values())
         total_usage = sum(self.raw.values())
         usage_norm = self.raw.get(user, 0.0) / total_usage if total_usage > 0 else 0.0
-        shares_norm = shares / total_shares if total_shares > 0 else 0.0
+        shares_norm = self.account_share * shares / total_shares if total_shares > 0 else 0.0
         efctv = (
             effective_usage(usage_norm, 1.0 if total_usage > 0 else 0.0, shares, total_shares)
             if self.account

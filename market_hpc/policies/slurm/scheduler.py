@@ -103,6 +103,7 @@ class Slurm:
             {int(u): float(s) for u, s in config.shares.items()},
             config.fairshare_account,
             config.fs_dampening,
+            account_share=config.account_share,
         )
         self.priority: dict[int, int] = {}
         self.origin: float | None = None

@@ -27,6 +27,7 @@ class SlurmSettings:
         fs_dampening: ``FairShareDampeningFactor``.
         shares: Fair-share shares per user id (default 1 each: ``sacctmgr``'s ``Fairshare=1``).
         fairshare_account: Users are children of one account under the root (else of the root).
+        account_share: That account's normalised share (0.5: beside the root user's own).
         qos_priority: QOS name -> ``Priority`` (a job's QOS: ``payload["qos"]``, default
             ``normal``).
         bf_interval, bf_window, bf_resolution: seconds. bf_max_job_test, bf_max_job_start
@@ -49,6 +50,7 @@ class SlurmSettings:
     fs_dampening: int = 1
     shares: dict[str, float] = field(default_factory=dict)
     fairshare_account: bool = True
+    account_share: float = 0.5
     qos_priority: dict[str, float] = field(default_factory=dict)
     bf_interval: float = 30.0
     bf_window: float = DAY
