@@ -52,6 +52,8 @@ class NodeSpace:
     reservations: list[tuple[float, float, frozenset[int]]] = field(default_factory=list)
     exclusive: bool = False
     _sorted: list[tuple[float, int, np.ndarray]] = field(default_factory=list, repr=False)
+    _slots: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)), repr=False)
+    _held: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=bool), repr=False)
 
     def _free_at(self, time: float, now: float) -> tuple[np.ndarray, np.ndarray]:
         """Free amounts at ``time`` and whether each node is empty then. Nothing is released
@@ -66,13 +68,21 @@ class NodeSpace:
                 busy[node] += 1
         return free, busy == 0
 
+    def reserved_mask(self, begin: float, end: float) -> np.ndarray:
+        """Which nodes a reservation holds in a slot overlapping ``[begin, end)``."""
+        if len(self._slots) != len(self.reservations):
+            self._slots = np.array([(start, stop) for start, stop, _ in self.reservations])
+            self._held = np.zeros((len(self.reservations), len(self.free)), dtype=bool)
+            for row, (_, _, nodes) in enumerate(self.reservations):
+                self._held[row, list(nodes)] = True
+        overlapping = (self._slots[:, 0] < end) & (self._slots[:, 1] > begin)
+        return self._held[overlapping].any(axis=0)
+
     def reserved(self, begin: float, end: float) -> set[int]:
-        return {
-            node
-            for start, stop, nodes in self.reservations
-            if start < end and stop > begin
-            for node in nodes
-        }
+        """The nodes of ``reserved_mask``."""
+        if not self.reservations:
+            return set()
+        return {int(node) for node in np.flatnonzero(self.reserved_mask(begin, end))}
 
     def place_at(
         self,
@@ -120,10 +130,9 @@ class NodeSpace:
         if int(fits.sum()) < units:
             return None  # short even before the reservations: skip their scan
         if self.reservations:
-            reserved = self.reserved(time, time + limit)
-            if reserved:
-                fits = fits.copy()
-                fits[list(reserved)] = 0
+            reserved = self.reserved_mask(time, time + limit)
+            if reserved.any():
+                fits = np.where(reserved, 0, fits)
                 if int(fits.sum()) < units:
                     return None
         placement = []
