@@ -108,9 +108,8 @@ class Slurm:
         self.priority: dict[int, int] = {}
         self.origin: float | None = None
         self.last_calc = 0.0
-        self.seen: dict[
-            int, tuple[int, int, float, float | None]
-        ] = {}  # id -> user, cores, start, end
+        # job id -> user, cores, start, end (None: running), recorded run time
+        self.seen: dict[int, tuple[int, int, float, float | None, float]] = {}
         self.signature: object = None
         self.dirty = True
         self.masks: dict[str, np.ndarray] = {}
@@ -151,19 +150,29 @@ class Slurm:
         )
 
     def _track(self, view: View, now: float) -> None:
+        """Note running jobs and those that ended since the last decision, for the usage
+        charge. A job that ended is charged to its recorded end (``start + run_time``,
+        at most now), as Slurm's job-end hook charges it: the model asks for no decision
+        while the queue is empty, so the end itself may have gone unobserved."""
         running = {r.job.job_id: r for r in view.running}
-        for job_id, (user, cores, start, end) in list(self.seen.items()):
+        for job_id, (user, cores, start, end, run_time) in list(self.seen.items()):
             if end is None and job_id not in running:
-                self.seen[job_id] = (user, cores, start, now)
+                self.seen[job_id] = (user, cores, start, min(now, start + run_time), run_time)
         for job_id, r in running.items():
             if job_id not in self.seen or self.seen[job_id][3] is not None:
-                self.seen[job_id] = (r.job.user, r.units * r.job.unit[0], r.start, None)
+                self.seen[job_id] = (
+                    r.job.user,
+                    r.units * r.job.unit[0],
+                    r.start,
+                    None,
+                    r.job.run_time,
+                )
 
     def _recalculate(self, view: View, now: float) -> None:
         """The decay thread's pass: charge and decay usage, then every waiting job's priority."""
         delta = now - self.last_calc
         self.usage.decay(delta)
-        for job_id, (user, cores, start, end) in list(self.seen.items()):
+        for job_id, (user, cores, start, end, _) in list(self.seen.items()):
             self.usage.add(
                 user, cores, min(now if end is None else end, now) - max(start, self.last_calc)
             )
@@ -324,6 +333,13 @@ class Slurm:
                 else np.asarray(job.unit) * units
             )
         self.free_bb -= job.bb
+        self.seen[job.job_id] = (
+            job.user,
+            sum(units for _, units in placement) * job.unit[0],
+            view.time,
+            None,
+            job.run_time,
+        )
         started.append((job, placement))
         actions.append(Start(job.job_id, placement))
 
