@@ -76,6 +76,7 @@ PriorityWeightJobSize=0
 PriorityMaxAge=0:10:00
 PriorityDecayHalfLife=0:10:00
 PriorityCalcPeriod=1
+DebugFlags=Priority
 SchedulerType=sched/builtin
 SchedulerParameters=sched_interval=10
 """,

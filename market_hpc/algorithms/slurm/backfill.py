@@ -76,7 +76,7 @@ class NodeSpace:
             for row, (_, _, nodes) in enumerate(self.reservations):
                 self._held[row, list(nodes)] = True
         overlapping = (self._slots[:, 0] < end) & (self._slots[:, 1] > begin)
-        return self._held[overlapping].any(axis=0)
+        return np.asarray(self._held[overlapping].any(axis=0))
 
     def reserved(self, begin: float, end: float) -> set[int]:
         """The nodes of ``reserved_mask``."""
