@@ -53,6 +53,25 @@ def test_fifo_replay_keeps_slurms_start_order():
     assert (agreement.lag_median, agreement.lag_max) == (1.0, 3.0)
 
 
+@pytest.mark.parametrize(
+    ("name", "figures"),
+    [  # (tau, same position, deviation median, p95, max): the figures docs/slurm-scheduler.md gives
+        ("multifactor-fairshare", (0.6131, 0.14, 59.0, 289.05, 295.0)),
+        ("backfill-small-window", (0.9669, 0.72, 5.0, 64.85, 224.0)),
+    ],
+)
+def test_the_other_recorded_configurations(name, figures):
+    records = recorded(name)
+    agreement = compare(records, replay(records, DATA / name / "slurm.conf"))
+    assert (
+        agreement.kendall_tau,
+        agreement.same_position,
+        agreement.median_deviation,
+        agreement.p95_deviation,
+        agreement.max_deviation,
+    ) == figures
+
+
 def test_kendall_tau_b_by_hand():
     assert kendall_tau_b([1, 2, 3, 4], [1, 2, 3, 4]) == 1.0
     assert kendall_tau_b([1, 2, 3, 4], [2, 1, 3, 4]) == pytest.approx(4 / 6)
