@@ -106,3 +106,29 @@ def test_node_space_reserves_whole_nodes():
     assert space.place_at(0.0, (1,), 4, 20.0, every) == ((1, 4),)  # node 0 is out for [0, 20)
     assert space.place_at(0.0, (1,), 5, 5.0, every) == ((0, 4), (1, 1))  # ends before 10
     assert space.earliest(0.0, (1,), 8, 20.0, every, 100.0) == (30.0, ((0, 4), (1, 4)))
+
+
+def test_usage_is_charged_at_decay_passes_only_unless_charge_at_end():
+    # user 1's job ends between passes (at 30, passes every 50 s): Slurm 22.05 charges it
+    # nothing, so user 1 keeps the higher fair-share factor; charge_at_end charges 4 x 30
+    jobs = [
+        Job(1, 0.0, 30.0, 30.0, units=4, user=1),
+        Job(2, 1.0, 60.0, 60.0, units=4, user=2),
+        Job(3, 2.0, 200.0, 200.0, units=4, user=2),
+        Job(4, 60.0, 10.0, 10.0, units=4, user=1),
+        Job(5, 61.0, 10.0, 10.0, units=4, user=2),
+    ]
+    params = {
+        "priority_type": "multifactor",
+        "weight_fairshare": 10000,
+        "calc_period": 50.0,
+        "decay_half_life": 0.0,
+        "scheduler_type": "builtin",
+    }
+    started, model, _ = run(jobs, **params)
+    # user 2's job 2 runs 30-90 and is charged at the pass at 50; user 1's jobs end between
+    # passes and are never charged, so at 90 user 1's job 4 outranks user 2's 3 and 5
+    assert model.policy.usage.raw.get(1, 0.0) == 0.0
+    assert started[4] == 90.0 and started[4] < started[3] and started[4] < started[5]
+    _, charged, _ = run(jobs, charge_at_end=True, **params)
+    assert charged.policy.usage.raw[1] == 4 * 30 + 4 * 10  # jobs 1 and 4, charged at their end

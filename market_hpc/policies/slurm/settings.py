@@ -28,6 +28,8 @@ class SlurmSettings:
         shares: Fair-share shares per user id (default 1 each: ``sacctmgr``'s ``Fairshare=1``).
         fairshare_account: Users are children of one account under the root (else of the root).
         account_share: That account's normalised share (0.5: beside the root user's own).
+        charge_at_end: Charge a job's usage since the last decay pass when it ends (Slurm
+            22.05, observed: no; only jobs running at a pass are charged).
         qos_priority: QOS name -> ``Priority`` (a job's QOS: ``payload["qos"]``, default
             ``normal``).
         bf_interval, bf_window, bf_resolution: seconds. bf_max_job_test, bf_max_job_start
@@ -51,6 +53,7 @@ class SlurmSettings:
     shares: dict[str, float] = field(default_factory=dict)
     fairshare_account: bool = True
     account_share: float = 0.5
+    charge_at_end: bool = False
     qos_priority: dict[str, float] = field(default_factory=dict)
     bf_interval: float = 30.0
     bf_window: float = DAY
