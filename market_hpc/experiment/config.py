@@ -239,6 +239,9 @@ class PolicyConfig:
             read. A market scheduler's ``penalty`` is not one of them: it is
             ``hold_penalty`` (the Python API's ``make_policy(..., scheduler_params=
             {"penalty": ...})`` keeps the name).
+        slurm_conf: A slurm.conf the ``slurm`` scheduler reads (``policies.slurm.conf``;
+            ``params`` override its keys); read here, so a bad line fails before the run.
+            ``none`` (as unset) lets a sweep give other schedulers none.
     """
 
     scheduler: str = "fifo"
@@ -251,8 +254,19 @@ class PolicyConfig:
     every_step: bool = False
     window: WindowConfig = field(default_factory=WindowConfig)
     params: dict[str, Any] = field(default_factory=dict)
+    slurm_conf: str | None = None
 
     def __post_init__(self) -> None:
+        if self.slurm_conf == "none":  # a sweep's "no slurm.conf" beside paths (TOML has no null)
+            object.__setattr__(self, "slurm_conf", None)
+        if self.slurm_conf is not None:
+            if self.scheduler.lower() != "slurm":
+                raise ConfigError(f"policy.slurm_conf: only scheduler 'slurm' reads a slurm.conf; "
+                                  f"policy.scheduler is {self.scheduler!r}")
+            from market_hpc.policies.slurm.conf import read_slurm_conf
+
+            read_slurm_conf(self.slurm_conf)  # a bad line is an error now, naming it
+            object.__setattr__(self, "params", {"slurm_conf": self.slurm_conf, **self.params})
         check(self.hold_penalty, FRACTION, "policy.hold_penalty")
         check(self.resume_seconds, TIME, "policy.resume_seconds")
         check(self.hold_progress_loss, FRACTION, "policy.hold_progress_loss")
@@ -355,6 +369,8 @@ class RunConfig:
             del data["policy"]["params"]
         if data["policy"]["bidder"] is None:  # the same for the default bidder
             del data["policy"]["bidder"]
+        if data["policy"]["slurm_conf"] is None:  # and without a slurm.conf
+            del data["policy"]["slurm_conf"]
         if data["workload"]["all_families"] == dataclasses.asdict(AllFamiliesRule()):  # and the rule when off
             del data["workload"]["all_families"]
         return data
@@ -421,6 +437,10 @@ def config_from_dict(data: dict[str, Any], base_dir: Path | None = None) -> RunC
     """
     if "workload" not in data:
         raise ConfigError("scenario needs a [workload] table (trace, jobset or generator)")
+    policy = data.get("policy")
+    if base_dir is not None and isinstance(policy, dict) and isinstance(policy.get("slurm_conf"), str) \
+            and policy["slurm_conf"] != "none" and not Path(policy["slurm_conf"]).is_absolute():
+        data = {**data, "policy": {**policy, "slurm_conf": str((base_dir / policy["slurm_conf"]).resolve())}}
     config: RunConfig = _build(RunConfig, data, "")
     if base_dir is not None:
         workload = config.workload

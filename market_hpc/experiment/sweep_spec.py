@@ -134,13 +134,18 @@ def run_id(config: dict[str, Any]) -> str:
 
 
 def get_path(data: dict[str, Any], path: str) -> Any:
-    """``data[a][b]`` for ``path = "a.b"``.
+    """``data[a][b]`` for ``path = "a.b"``; ``None`` for a key ``RunConfig.to_dict`` leaves
+    out when unset (``policy.slurm_conf``, ``policy.bidder``).
 
     >>> get_path({"policy": {"scheduler": "easy"}}, "policy.scheduler")
     'easy'
+    >>> get_path({"policy": {"scheduler": "easy"}}, "policy.slurm_conf") is None
+    True
     """
     node: Any = data
     for key in path.split("."):
+        if isinstance(node, dict) and key not in node and key in ("slurm_conf", "bidder"):
+            return None
         node = node[key]
     return node
 

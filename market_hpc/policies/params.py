@@ -28,8 +28,9 @@ class Param:
     """One declared keyword parameter.
 
     Attributes:
-        kind: ``int``, ``float``, ``bool``, ``str``, ``str-list``, ``float-list`` or
-            ``wait-table`` (queue number to a positive expected wait in seconds).
+        kind: ``int``, ``float``, ``bool``, ``str``, ``str-list``, ``float-list``,
+            ``wait-table`` (queue number to a positive expected wait in seconds) or
+            ``number-table`` (a name or id to a number >= 0).
         valid: The range of an ``int``/``float`` (of each item of a ``float-list``).
         choices: The valid values of a ``str`` (of each item of a ``str-list``).
         optional: ``None`` is valid too (the factory's default).
@@ -52,6 +53,8 @@ class Param:
             text = f"a list of {', '.join(self.choices)}" if self.choices else "a list of strings"
         elif self.kind == "float-list":
             text = f"a list of numbers, each {self.valid.describe() if self.valid else 'finite'}"
+        elif self.kind == "number-table":
+            text = "a table of name = number (>= 0)"
         else:
             text = "a table of queue number = expected wait in seconds (> 0)"
         return text + (" (or absent)" if self.optional else "")
@@ -74,6 +77,8 @@ class Param:
                 isinstance(item, str) and (not self.choices or item in self.choices) for item in value)
         if self.kind == "float-list":
             return _sequence(value) and len(value) > 0 and all(_number(item, self.valid) for item in value)
+        if self.kind == "number-table":
+            return isinstance(value, Mapping) and all(_number(number, Range(0.0, 2.0**50)) for number in value.values())
         return isinstance(value, Mapping) and all(
             _integral(key) and _number(wait, POSITIVE) for key, wait in value.items())
 
@@ -155,6 +160,25 @@ BBSCHED = {
     "exact_budget": Param("int", Range(0, MAX_INT, integer=True)),
 }
 MARKET = {"penalty": Param("float", FRACTION)}
+_INTERVAL = Param("float", Range(0.0, 30 * 86_400.0, low_open=True))  # a Slurm interval: up to 30 days
+_WEIGHT = Param("int", Range(0, 2**32 - 1, integer=True))
+_COUNT = Param("int", Range(0, 1_000_000, integer=True))
+# policies/slurm/settings.py ``SlurmSettings`` (a slurm.conf read into the same names).
+SLURM = {
+    "slurm_conf": Param("str", optional=True),
+    "priority_type": Param("str", choices=("basic", "multifactor")),
+    "scheduler_type": Param("str", choices=("backfill", "builtin")),
+    **{f"weight_{name}": _WEIGHT for name in ("age", "fairshare", "job_size", "partition", "qos")},
+    "max_age": _INTERVAL, "decay_half_life": Param("float", Range(0.0, 2.0**40)), "calc_period": _INTERVAL,
+    "favor_small": Param("bool"), "fs_dampening": Param("int", Range(1, 2**32 - 1, integer=True)),
+    "shares": Param("number-table"), "fairshare_account": Param("bool"),
+    "account_share": Param("float", Range(0.0, 1.0, low_open=True)),
+    "charge_at_end": Param("bool"), "qos_priority": Param("number-table"),
+    "bf_interval": _INTERVAL, "bf_window": _INTERVAL, "bf_resolution": _INTERVAL, "sched_interval": _INTERVAL,
+    "bf_max_job_test": _COUNT, "bf_max_job_start": _COUNT, "default_queue_depth": _COUNT,
+    "bf_continue": Param("bool"), "preempt": Param("bool"),
+    "preempt_mode": Param("str", choices=("off", "suspend", "requeue")),
+}
 LOOKAHEAD = {**MARKET, "max_holds": Param("int", Range(0, 1000, integer=True))}
 
 GA_WORK_LIMIT = 1_000_000
@@ -183,6 +207,7 @@ SCHEDULER_PARAMS: dict[str, dict[str, Param]] = {
                                  "bb-weighted-bb", "bb-weighted-cpu")},
     "bb-binpacking": {**WINDOW, "normalise": Param("bool")},
     "bbsched": BBSCHED,
+    "slurm": SLURM,
     **{rule + suffix: (LOOKAHEAD if suffix == "lh" else MARKET)
        for rule in ("sjq", "maxv", "maxvd", "minvr") for suffix in ("", "h", "lh")},
 }

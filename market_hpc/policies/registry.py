@@ -200,7 +200,7 @@ def register_bidder(name: str, summary: str) -> Callable[[BidderFactory], Bidder
 
 
 BUILTIN_MODULES = ("allocators", "classic", "market", "hetero", "hetero_schedulers", "market_baselines",
-                   "bbsched", "queues", "cp", "bidders")
+                   "bbsched", "queues", "cp", "bidders", "slurm")
 FAMILY_MODULES = ("market_hpc.rl.heuristics", "market_hpc.rl.learned")
 """Built-in policies whose family lives outside ``market_hpc.policies`` (full module names)."""
 _loaded = False
