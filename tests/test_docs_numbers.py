@@ -88,6 +88,13 @@ def test_the_overload_sweeps_are_listed_with_their_run_counts() -> None:
     assert all(line.endswith(" runs") for line in shown if line.startswith("market-hpc"))
 
 
+@pytest.mark.skipif(not (Path(__file__).resolve().parents[2] / "shared" / "traces").is_dir(),
+                    reason="expanding the overload sweeps reads ../shared/traces")
+def test_the_overload_run_counts_are_what_the_sweep_files_expand_to() -> None:
+    """Deterministic: a policy or slice added to a sweep file changes the count (about 25 s)."""
+    assert block(NUMBERS.README, "overload-runs").strip() == NUMBERS.overload_runs().strip()
+
+
 def test_every_block_is_in_its_pages_once() -> None:
     for name, spec in NUMBERS.BLOCKS.items():
         for page in spec.pages:
