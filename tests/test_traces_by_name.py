@@ -155,3 +155,20 @@ def test_shipped_names_keep_the_run_ids_of_the_shared_paths(
     named = [run.run_id for run in load_sweep(scenarios / "bbsched_pressure.toml").runs]
     assert named == [run.run_id for run in load_sweep(by_path).runs]
     assert len(named) == 16
+
+
+def test_a_sweep_naming_its_own_trace_needs_not_the_base_scenarios(
+    no_shared: Path, tmp_path: Path
+) -> None:
+    """The overload study's base names kth-sp2; a sweep on its own trace runs without it."""
+    own = no_shared / "own.swf"
+    own.write_text("1 0 0 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n")
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(f'base = "{REPO / "scenarios" / "overload_study_base.toml"}"\n'
+                     '[workload]\ntrace = "own.swf"\n[grid]\n"workload.load_factor" = [1.0, 2.0]\n')
+    runs = load_sweep(sweep).runs
+    assert len(runs) == 2 and {run.config["workload"]["trace"] for run in runs} == {str(own)}
+    sweep.write_text(f'base = "{REPO / "scenarios" / "overload_study_base.toml"}"\n'
+                     '[grid]\n"workload.load_factor" = [1.0, 2.0]\n')
+    with pytest.raises(SweepError, match=r"trace 'kth-sp2' is a catalogue log .*trace fetch kth-sp2"):
+        load_sweep(sweep)

@@ -225,6 +225,11 @@ def _base_scenario(file: Path, base_ref: Any, inline: dict[str, Any]) -> dict[st
             raise SweepError(f"{file}: base: expected a scenario file path, got {base_ref!r}")
         base_file = file.parent / base_ref
         base = _read_toml(base_file, "base scenario")
+        inline_workload = inline.get("workload")
+        overridden = isinstance(inline_workload, dict) and "trace" in inline_workload
+        if overridden and isinstance(base.get("workload"), dict):
+            # the sweep file names its own trace: the base's need not exist here
+            base["workload"] = {k: v for k, v in base["workload"].items() if k != "trace"}
         _resolve_inputs(base, base_file.parent, base_file)
     inline = copy.deepcopy(inline)
     _resolve_inputs(inline, file.parent, file)
