@@ -281,15 +281,13 @@ class ResourceManagerAgent(mesa.Agent):
         model = self.model
         self._shared = False  # node agents may have changed strategy since the last decision
         view = model.decision_view()
-        if self.decisions % CPU_SAMPLE:
-            began = _time.perf_counter()
-            decision = self.policy.decide(view, model.policy_rng)
-            took = _time.perf_counter() - began
-        else:
-            began, cpu = _time.perf_counter(), _time.process_time()
-            decision = self.policy.decide(view, model.policy_rng)
+        sampled = not self.decisions % CPU_SAMPLE
+        cpu = _time.process_time() if sampled else 0.0
+        began = _time.perf_counter()
+        decision = self.policy.decide(view, model.policy_rng)
+        took = _time.perf_counter() - began
+        if sampled:
             self._sampled_cpu += _time.process_time() - cpu
-            took = _time.perf_counter() - began
             self._sampled_wall += took
         self.decide_seconds += took
         self.decide_times.append(took)
