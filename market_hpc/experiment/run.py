@@ -23,7 +23,7 @@ from market_hpc.experiment.audit_files import market_jobs_frame, segments_frame,
 from market_hpc.experiment.config import RunConfig, WorkloadConfig, load_scenario
 from market_hpc.experiment.data_warnings import estimate_fallback_entries
 from market_hpc.json_text import json_text
-from market_hpc.workload import read_swf, scale_load
+from market_hpc.workload import scale_load
 from market_hpc.workload.generators import generate
 from market_hpc.workload.transform import check_window_keeps_jobs, windowed
 
@@ -123,8 +123,9 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
     gpu_requests: dict[int, int] = {}  # the GPUs a Slurm trace recorded, by job id
     if spec.trace is not None:
         from market_hpc.workload.gpu_requests import read_gpu_requests
+        from market_hpc.workload.trace_cache import read_swf_cached
 
-        workload = read_swf(spec.trace, lenient=spec.lenient)
+        workload = read_swf_cached(spec.trace, lenient=spec.lenient)  # a sweep's worker reads each trace once
         jobs: list[Job] = list(workload.jobs)
         report = {"source": workload.source, **dataclasses.asdict(workload.report),
                   "trace_lines_skipped": workload.report.skipped}
