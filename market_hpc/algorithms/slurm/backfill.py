@@ -41,7 +41,8 @@ class NodeSpace:
     Attributes:
         capacity: ``(nodes, resources)`` capacity.
         free: What is free now per node (updated as the pass starts jobs).
-        releases: ``(end, node, amounts)`` of running jobs and of this pass's starts.
+        releases: ``(end, node, amounts)`` of running jobs given one node at a time
+            (:meth:`add_release` adds a whole job's, :meth:`start` this pass's starts).
         reservations: ``(slot_start, slot_end, nodes)`` of pending jobs.
         exclusive: Whole nodes per job.
     """
@@ -51,21 +52,59 @@ class NodeSpace:
     releases: list[tuple[float, int, np.ndarray]] = field(default_factory=list)
     reservations: list[tuple[float, float, frozenset[int]]] = field(default_factory=list)
     exclusive: bool = False
-    _sorted: list[tuple[float, int, np.ndarray]] = field(default_factory=list, repr=False)
+    _blocks: list[tuple[float, np.ndarray, np.ndarray]] = field(default_factory=list, repr=False)
+    _built: tuple[int, int] = (-1, -1)
     _slots: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)), repr=False)
     _held: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=bool), repr=False)
+    _ends: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    _nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    _amounts: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64), repr=False)
+
+    def add_release(self, end: float, allocation: Placement, unit: tuple[int, ...]) -> None:
+        """A running job on ``allocation`` (``(node, units)`` pairs) releases its units of
+        ``unit`` (whole nodes when exclusive) at ``end``.
+
+        >>> space = NodeSpace(np.array([[4], [4]]), np.array([[0], [1]]))
+        >>> space.add_release(10.0, ((0, 4), (1, 3)), (1,))
+        >>> space.place_at(10.0, (1,), 8, 5.0, np.ones(2, dtype=bool), now=0.0)
+        ((0, 4), (1, 4))
+        """
+        nodes = np.fromiter((node for node, _ in allocation), dtype=np.int64, count=len(allocation))
+        if self.exclusive:
+            amounts = self.capacity[nodes].astype(np.int64)
+        else:
+            counts = np.fromiter((units for _, units in allocation), dtype=np.int64, count=len(allocation))
+            amounts = counts[:, None] * np.asarray(unit[: self.free.shape[1]], dtype=np.int64)[None, :]
+        self._blocks.append((float(end), nodes, amounts))
+
+    def _release_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every release sorted by end (stable): ends, nodes and amounts, rebuilt when
+        releases were added."""
+        if self._built != (len(self.releases), len(self._blocks)):
+            width = self.free.shape[1]
+            ends = [np.array([end for end, _, _ in self.releases], dtype=np.float64)]
+            nodes = [np.array([node for _, node, _ in self.releases], dtype=np.int64)]
+            amounts = [np.array([a for _, _, a in self.releases], dtype=np.int64).reshape(len(self.releases), width)]
+            for end, block_nodes, block_amounts in self._blocks:
+                ends.append(np.full(len(block_nodes), end))
+                nodes.append(block_nodes)
+                amounts.append(block_amounts)
+            all_ends = np.concatenate(ends)
+            order = np.argsort(all_ends, kind="stable")
+            self._ends, self._nodes = all_ends[order], np.concatenate(nodes)[order]
+            self._amounts = np.concatenate(amounts)[order]
+            self._built = (len(self.releases), len(self._blocks))
+        return self._ends, self._nodes, self._amounts
 
     def _free_at(self, time: float, now: float) -> tuple[np.ndarray, np.ndarray]:
         """Free amounts at ``time`` and whether each node is empty then. Nothing is released
         at ``now`` itself: a job past its time limit still holds its nodes now, and frees them
         at the next candidate time."""
+        ends, nodes, amounts = self._release_arrays()
         free = self.free.astype(np.int64, copy=True)
-        busy = np.zeros(len(free), dtype=np.int64)
-        for end, node, amounts in self.releases:
-            if end <= time and time > now:
-                free[node] += amounts
-            else:
-                busy[node] += 1
+        upto = int(np.searchsorted(ends, time, side="right")) if time > now else 0
+        np.add.at(free, nodes[:upto], amounts[:upto])
+        busy = np.bincount(nodes[upto:], minlength=len(free))
         return free, busy == 0
 
     def reserved_mask(self, begin: float, end: float) -> np.ndarray:
@@ -162,23 +201,20 @@ class NodeSpace:
         >>> space.earliest(0.0, (1,), 2, 10.0, np.ones(1, dtype=bool), 20.0) is None
         True
         """
-        times = sorted(
-            {now}
-            | {end if end > now else now + 1.0 for end, _, _ in self.releases if end <= horizon}
-            | {stop for _, stop, _ in self.reservations if now < stop <= horizon}
-        )
-        if len(self._sorted) != len(self.releases):
-            self._sorted = sorted(self.releases, key=lambda release: release[0])
-        releases = self._sorted
+        ends, nodes, amounts = self._release_arrays()
+        candidates = np.where(ends > now, ends, now + 1.0)[ends <= horizon]
+        stops = np.array([stop for _, stop, _ in self.reservations if now < stop <= horizon])
+        times = np.unique(np.concatenate(([now], candidates, stops)))
         free = self.free.astype(np.int64, copy=True)
-        busy = np.bincount([node for _, node, _ in releases], minlength=len(free))
+        busy = np.bincount(nodes, minlength=len(free))
         taken = 0
-        for time in times:
-            while time > now and taken < len(releases) and releases[taken][0] <= time:
-                _, node, amounts = releases[taken]
-                free[node] += amounts
-                busy[node] -= 1
-                taken += 1
+        for time in times.tolist():
+            if time > now:  # nothing is released at now itself (see _free_at)
+                upto = int(np.searchsorted(ends, time, side="right"))
+                if upto > taken:
+                    np.add.at(free, nodes[taken:upto], amounts[taken:upto])
+                    np.subtract.at(busy, nodes[taken:upto], 1)
+                    taken = upto
             placement = self._fit(free, busy == 0, time, unit, units, limit, eligible)
             if placement is not None:
                 return time, placement
@@ -186,11 +222,14 @@ class NodeSpace:
 
     def start(self, placement: Placement, unit: tuple[int, ...], end: float) -> None:
         """Take ``placement`` now until ``end`` (whole nodes when exclusive)."""
-        vector = np.asarray(unit[: self.free.shape[1]], dtype=np.int64)
-        for node, units in placement:
-            taken = self.free[node].copy() if self.exclusive else vector * units
-            self.free[node] = self.free[node] - taken
-            self.releases.append((end, node, taken))
+        nodes = np.fromiter((node for node, _ in placement), dtype=np.int64, count=len(placement))
+        if self.exclusive:
+            taken = self.free[nodes].astype(np.int64)
+        else:
+            counts = np.fromiter((units for _, units in placement), dtype=np.int64, count=len(placement))
+            taken = counts[:, None] * np.asarray(unit[: self.free.shape[1]], dtype=np.int64)[None, :]
+        np.subtract.at(self.free, nodes, taken)
+        self._blocks.append((float(end), nodes, taken))
 
     def reserve(self, begin: float, end: float, placement: Placement) -> None:
         """Reserve the placement's nodes over ``[begin, end)``."""

@@ -410,13 +410,9 @@ class Slurm:
         capacity = np.asarray(view.platform.capacity, dtype=np.int64)
         space = NodeSpace(capacity, free.copy(), exclusive=view.exclusive)
         for r in view.running:
-            for node, units in r.allocation:
-                amounts = capacity[node] if view.exclusive else np.asarray(r.job.unit) * units
-                space.releases.append((view.expected_end(r), int(node), amounts))
+            space.add_release(view.expected_end(r), r.allocation, r.job.unit)
         for job, placement in started:
-            for node, units in placement:
-                amounts = capacity[node] if view.exclusive else np.asarray(job.unit) * units
-                space.releases.append((now + job.estimate, node, amounts))
+            space.add_release(now + job.estimate, placement, job.unit)
         begun = {job.job_id for job, _ in started}
         horizon = now + config.bf_window
         starts = 0
