@@ -217,8 +217,11 @@ def read_reference(path: Path) -> dict[int, tuple[float, float, float]]:
     """job_id -> (submit, start, end) from a reference CSV."""
     with open(path, newline="") as handle:
         return {
-            int(row["job_id"]): (float(row["submit_time"]), float(row["start_time"]),
-                                 float(row["end_time"]))
+            int(row["job_id"]): (
+                float(row["submit_time"]),
+                float(row["start_time"]),
+                float(row["end_time"]),
+            )
             for row in csv.DictReader(handle)
         }
 
@@ -239,14 +242,28 @@ def run_accasim(python: str, trace: Path, workdir: Path) -> tuple[Path, float, d
     summary: dict = {}
     for line in proc.stdout.splitlines():
         if line.startswith("SUMMARY "):
-            summary = json.loads(line[len("SUMMARY "):])
+            summary = json.loads(line[len("SUMMARY ") :])
     return csv_path, wall, summary
 
 
 def run_our_command(trace: Path, out: Path) -> float | None:
     """Time the whole ``market-hpc replay`` command; None if it fails."""
-    cmd = [sys.executable, "-m", "market_hpc", "replay", str(trace), "--platform", PLATFORM,
-           "--scheduler", "fifo", "--allocator", "first-fit", "--out", str(out), "--overwrite"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "market_hpc",
+        "replay",
+        str(trace),
+        "--platform",
+        PLATFORM,
+        "--scheduler",
+        "fifo",
+        "--allocator",
+        "first-fit",
+        "--out",
+        str(out),
+        "--overwrite",
+    ]
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
@@ -277,14 +294,18 @@ def run_ours_in_process(trace: Path) -> tuple[dict[int, tuple[float, float, floa
     frame = model.recorder.jobs_frame()
     rows = {
         int(job): (float(sub), float(st), float(en))
-        for job, sub, st, en in zip(frame["job_id"], frame["submit_time"],
-                                    frame["start_time"], frame["end_time"])
+        for job, sub, st, en in zip(
+            frame["job_id"], frame["submit_time"], frame["start_time"], frame["end_time"]
+        )
     }
     return rows, read_seconds, sim_seconds
 
 
-def compare(ref: dict[int, tuple[float, float, float]],
-            ours: dict[int, tuple[float, float, float]], show: int) -> int:
+def compare(
+    ref: dict[int, tuple[float, float, float]],
+    ours: dict[int, tuple[float, float, float]],
+    show: int,
+) -> int:
     """Print the job-by-job comparison; returns the number of differences."""
     only_ref = sorted(set(ref) - set(ours))
     only_ours = sorted(set(ours) - set(ref))
@@ -297,8 +318,10 @@ def compare(ref: dict[int, tuple[float, float, float]],
         print(f"  only in ours: {len(only_ours):,} (e.g. {only_ours[:show]})")
     print(f"  start-time mismatches: {len(mismatched):,}")
     for job in mismatched[:show]:
-        print(f"    job {job}: submit {ref[job][0]:.0f} reference start {ref[job][1]:.0f}"
-              f" ours {ours[job][1]:.0f}")
+        print(
+            f"    job {job}: submit {ref[job][0]:.0f} reference start {ref[job][1]:.0f}"
+            f" ours {ours[job][1]:.0f}"
+        )
     return len(mismatched) + len(only_ref) + len(only_ours)
 
 
@@ -309,20 +332,23 @@ def mean_wait(rows: dict[int, tuple[float, float, float]]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trace", default=DEFAULT_TRACE,
-                        help="SWF trace (relative paths are taken from the repository root)")
-    parser.add_argument("--reference", type=Path,
-                        help="stored reference CSV (job_id,submit_time,start_time,end_time);"
-                             " AccaSim is not run")
-    parser.add_argument("--accasim-python",
-                        default=os.environ.get("ACCASIM_PYTHON", DEFAULT_ACCASIM_PYTHON))
-    parser.add_argument("--save-reference", type=Path,
-                        help="copy AccaSim's reference CSV here")
-    parser.add_argument("--skip-command", action="store_true",
-                        help="do not time our whole command")
+    parser.add_argument(
+        "--trace",
+        default=DEFAULT_TRACE,
+        help="SWF trace (relative paths are taken from the repository root)",
+    )
+    parser.add_argument(
+        "--reference",
+        type=Path,
+        help="stored reference CSV (job_id,submit_time,start_time,end_time); AccaSim is not run",
+    )
+    parser.add_argument(
+        "--accasim-python", default=os.environ.get("ACCASIM_PYTHON", DEFAULT_ACCASIM_PYTHON)
+    )
+    parser.add_argument("--save-reference", type=Path, help="copy AccaSim's reference CSV here")
+    parser.add_argument("--skip-command", action="store_true", help="do not time our whole command")
     parser.add_argument("--show", type=int, default=10, help="mismatches to print")
-    parser.add_argument("--strict", action="store_true",
-                        help="exit 1 if any start time differs")
+    parser.add_argument("--strict", action="store_true", help="exit 1 if any start time differs")
     args = parser.parse_args(argv)
 
     trace = Path(args.trace)
@@ -354,15 +380,19 @@ def main(argv: list[str] | None = None) -> int:
                 args.save_reference.write_text(csv_path.read_text())
                 print(f"  reference saved to {args.save_reference}")
         else:
-            print(f"  AccaSim venv not found at {args.accasim_python}: skipping AccaSim"
-                  " (set ACCASIM_PYTHON or pass --reference CSV)")
+            print(
+                f"  AccaSim venv not found at {args.accasim_python}: skipping AccaSim"
+                " (set ACCASIM_PYTHON or pass --reference CSV)"
+            )
 
         if ref is not None:
             starts = {job: row[1] for job, row in ref.items()}
             sha = schedule_sha256(starts)
             print(f"  jobs {len(ref):,}, mean wait {mean_wait(ref):,.2f} s")
-            print(f"  schedule sha256 {sha}"
-                  f" ({'matches' if sha == EXPECTED_SHA256 else 'DIFFERS from'} the expected one)")
+            print(
+                f"  schedule sha256 {sha}"
+                f" ({'matches' if sha == EXPECTED_SHA256 else 'DIFFERS from'} the expected one)"
+            )
 
         print("== market_hpc")
         our_wall: float | None = None
@@ -375,8 +405,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  read trace: {read_seconds:.2f} s, simulation: {our_sim:.2f} s")
             print(f"  jobs {len(ours):,}, mean wait {mean_wait(ours):,.2f} s")
             our_sha = schedule_sha256({j: r[1] for j, r in ours.items() if r[1] == r[1]})
-            print(f"  schedule sha256 {our_sha}"
-                  f" ({'matches' if our_sha == EXPECTED_SHA256 else 'differs from'} AccaSim's)")
+            print(
+                f"  schedule sha256 {our_sha}"
+                f" ({'matches' if our_sha == EXPECTED_SHA256 else 'differs from'} AccaSim's)"
+            )
 
         differences = 0
         if ref is not None and ours is not None:
@@ -385,8 +417,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  mean wait: AccaSim {mean_wait(ref):,.2f} s, ours {mean_wait(ours):,.2f} s")
         print("== speed (AccaSim time / our time; > 1 means we are faster)")
         if accasim_wall is not None and our_wall is not None:
-            print(f"  whole command: {accasim_wall:.2f} / {our_wall:.2f} = "
-                  f"{accasim_wall / our_wall:.2f}x")
+            print(
+                f"  whole command: {accasim_wall:.2f} / {our_wall:.2f} = "
+                f"{accasim_wall / our_wall:.2f}x"
+            )
         else:
             print("  whole command: n/a")
         if accasim_sim is not None and our_sim is not None:

@@ -53,15 +53,23 @@ print(json.dumps([seconds, model.recorder.finished, getattr(model, "steps", 0)])
 def measure(checkout: Path, mode: str) -> tuple[float, int]:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     trace = str(KTH) if KTH.is_file() else ""
-    done = subprocess.run([sys.executable, "-c", PROBE, trace, mode], env=env, capture_output=True,
-                          text=True, check=True, cwd=checkout)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, trace, mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=checkout,
+    )
     seconds, finished, _steps = json.loads(done.stdout.strip().splitlines()[-1])
     return float(seconds), int(finished)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--other", required=True, help="the checkout to compare with (e.g. a git worktree)")
+    parser.add_argument(
+        "--other", required=True, help="the checkout to compare with (e.g. a git worktree)"
+    )
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     other = Path(args.other).resolve()
@@ -76,8 +84,10 @@ def main() -> int:
                 finished.add(count)
         assert len(finished) == 1, f"the checkouts finished different job counts: {finished}"
         this, that = statistics.median(times["this"]), statistics.median(times["other"])
-        print(f"{mode:4}: this {this:.3f} s, other {that:.3f} s (medians of {args.rounds}); "
-              f"ratio this/other {this / that:.3f}")
+        print(
+            f"{mode:4}: this {this:.3f} s, other {that:.3f} s (medians of {args.rounds}); "
+            f"ratio this/other {this / that:.3f}"
+        )
     return 0
 
 

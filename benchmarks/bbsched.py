@@ -49,14 +49,24 @@ from market_hpc.policies.bbsched import EXACT_BUDGET
 SYSTEMS = {"KTH-like": (100, 28700, 40), "HPC2N-like": (240, 35773, 60)}
 
 
-def windows(count: int, size: int, nodes_total: int = 100, pool: int = 28700, largest: int = 40,
-            seed: int = 11) -> list[Window]:
+def windows(
+    count: int,
+    size: int,
+    nodes_total: int = 100,
+    pool: int = 28700,
+    largest: int = 40,
+    seed: int = 11,
+) -> list[Window]:
     """``count`` windows of ``size`` jobs (module docstring)."""
     rng = np.random.default_rng(seed + size)
     out = []
     for _ in range(count):
-        nodes = np.minimum(np.exp(rng.uniform(0, np.log(largest), size)).astype(np.int64), nodes_total)
-        bb = np.where(rng.random(size) < 0.75, np.exp(rng.uniform(np.log(455), np.log(6490), size)), 0)
+        nodes = np.minimum(
+            np.exp(rng.uniform(0, np.log(largest), size)).astype(np.int64), nodes_total
+        )
+        bb = np.where(
+            rng.random(size) < 0.75, np.exp(rng.uniform(np.log(455), np.log(6490), size)), 0
+        )
         out.append(Window.of(nodes, np.rint(bb), nodes_total, 0.4 * pool))
     return out
 
@@ -77,9 +87,13 @@ def decision(front: ParetoSet, window: Window, nodes_total: int, pool: int) -> t
 def block(name: str, sizes: list[int], count: int) -> None:
     nodes_total, pool, largest = SYSTEMS[name]
     settings = GaSettings()
-    print(f"{name}: {nodes_total} nodes, pool {pool} GB; {count} windows per w; GA G=500 P=20 p_m=0.0005")
-    print(f"{'w':>3} | {'dp ms (cpu)':>14} | {'enum ms (cpu)':>14} | {'ga ms (cpu)':>14} | {'GA GD':>7} | "
-          f"{'GA same decision':>16} | {'dp_cost':>9} | GA/dp per word -> cut-off")
+    print(
+        f"{name}: {nodes_total} nodes, pool {pool} GB; {count} windows per w; GA G=500 P=20 p_m=0.0005"
+    )
+    print(
+        f"{'w':>3} | {'dp ms (cpu)':>14} | {'enum ms (cpu)':>14} | {'ga ms (cpu)':>14} | {'GA GD':>7} | "
+        f"{'GA same decision':>16} | {'dp_cost':>9} | GA/dp per word -> cut-off"
+    )
     for size in sizes:
         cases = windows(count, size, nodes_total, pool, largest)
         ga_pareto(cases[0], settings, 0)  # warm-up
@@ -100,26 +114,39 @@ def block(name: str, sizes: list[int], count: int) -> None:
             wall["ga"].append(elapsed)
             cpu["ga"].append(used)
             gds.append(generational_distance(found, exact, nodes_total, pool))
-            same += decision(found, window, nodes_total, pool) == decision(exact, window, nodes_total, pool)
-        cell = {k: (f"{np.mean(v) * 1e3:6.2f} ({np.mean(cpu[k]) * 1e3:5.2f})" if v else "-") for k, v in wall.items()}
+            same += decision(found, window, nodes_total, pool) == decision(
+                exact, window, nodes_total, pool
+            )
+        cell = {
+            k: (f"{np.mean(v) * 1e3:6.2f} ({np.mean(cpu[k]) * 1e3:5.2f})" if v else "-")
+            for k, v in wall.items()
+        }
         per_word = np.mean(cpu["dp"]) / np.mean(costs)
         cutoff = np.mean(cpu["ga"]) / per_word
-        print(f"{size:>3} | {cell['dp']:>14} | {cell['enum']:>14} | {cell['ga']:>14} | {np.mean(gds):7.4f} | "
-              f"{same:>7} of {count:<6} | {np.mean(costs):9.0f} | {cutoff:,.0f} words")
+        print(
+            f"{size:>3} | {cell['dp']:>14} | {cell['enum']:>14} | {cell['ga']:>14} | {np.mean(gds):7.4f} | "
+            f"{same:>7} of {count:<6} | {np.mean(costs):9.0f} | {cutoff:,.0f} words"
+        )
     print()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--windows", type=int, default=20)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 20, 50])
     args = parser.parse_args()
     for name in SYSTEMS:
         block(name, args.sizes, args.windows)
     enum_cut = [k for k in range(8, 21) if _enum_cheaper(k)]
-    print(f"enumeration cheaper than the GA up to w = {max(enum_cut) if enum_cut else '-'} "
-          f"(KTH-like windows, CPU time); auto's exact_budget = {EXACT_BUDGET:,} words")
-    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    print(
+        f"enumeration cheaper than the GA up to w = {max(enum_cut) if enum_cut else '-'} "
+        f"(KTH-like windows, CPU time); auto's exact_budget = {EXACT_BUDGET:,} words"
+    )
+    print(
+        f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores"
+    )
 
 
 def _enum_cheaper(size: int, count: int = 5) -> bool:

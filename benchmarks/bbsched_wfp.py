@@ -25,8 +25,16 @@ from market_hpc.policies.bbsched_window import wfp_order, wfp_order_fast
 
 def queue(count: int, seed: int = 3) -> list[Job]:
     rng = np.random.default_rng(seed)
-    return [Job(i + 1, float(rng.uniform(0, 86400)), 100.0, float(rng.uniform(60, 86400)),
-                units=int(rng.integers(1, 64))) for i in range(count)]
+    return [
+        Job(
+            i + 1,
+            float(rng.uniform(0, 86400)),
+            100.0,
+            float(rng.uniform(60, 86400)),
+            units=int(rng.integers(1, 64)),
+        )
+        for i in range(count)
+    ]
 
 
 def mean_seconds(function, jobs: list[Job], repeat: int) -> float:  # type: ignore[no-untyped-def]
@@ -37,18 +45,24 @@ def mean_seconds(function, jobs: list[Job], repeat: int) -> float:  # type: igno
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeat", type=int, default=50)
     args = parser.parse_args()
     print(f"{'queue':>6} | {'sorted key (ms)':>15} | {'numpy (ms)':>10} | ratio")
     for count in (20, 50, 200, 1000, 5000):
         jobs = queue(count)
-        assert [j.job_id for j in wfp_order(jobs, 1e5)] == [j.job_id for j in wfp_order_fast(jobs, 1e5, small=0)]
+        assert [j.job_id for j in wfp_order(jobs, 1e5)] == [
+            j.job_id for j in wfp_order_fast(jobs, 1e5, small=0)
+        ]
         plain = mean_seconds(wfp_order, jobs, args.repeat)
         fast = mean_seconds(lambda q, now: wfp_order_fast(q, now, small=0), jobs, args.repeat)
         print(f"{count:>6} | {plain * 1e3:15.3f} | {fast * 1e3:10.3f} | {plain / fast:5.2f}x")
     print("(CPU time per ordering; queues of <= 48 jobs use the sorted key in the policy)")
-    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    print(
+        f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores"
+    )
 
 
 if __name__ == "__main__":

@@ -38,13 +38,19 @@ def slice_settings(trace: str, number: int) -> dict[str, Any]:
     return {key: values[i] for key, values in spec.items()}
 
 
-def run(settings: dict[str, Any], scheduler: str, load: float, budget: float | None) -> dict[str, Any]:
+def run(
+    settings: dict[str, Any], scheduler: str, load: float, budget: float | None
+) -> dict[str, Any]:
     """One run's summary."""
     from market_hpc.experiment import load_scenario
     from market_hpc.experiment.run import simulate
 
-    overrides = {**settings, "workload.load_factor": load, "policy.scheduler": scheduler,
-                 "policy.allocator": "first-fit" if scheduler == "easy" else "best-fit"}
+    overrides = {
+        **settings,
+        "workload.load_factor": load,
+        "policy.scheduler": scheduler,
+        "policy.allocator": "first-fit" if scheduler == "easy" else "best-fit",
+    }
     if budget is not None:
         overrides["policy.params.decision_budget"] = budget
     return simulate(load_scenario(BASE, overrides)).summary
@@ -54,10 +60,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", choices=sorted(TRACES), default="kth")
     parser.add_argument("--slice", type=int, default=1, help="1-5, as in the study file")
-    parser.add_argument("--load", type=float, default=2.0, help="workload.load_factor (default 2.0)")
+    parser.add_argument(
+        "--load", type=float, default=2.0, help="workload.load_factor (default 2.0)"
+    )
     parser.add_argument("--schedulers", nargs="+", default=["pcp20"], choices=["pcp20", "hcp19"])
-    parser.add_argument("--budget", nargs="+", type=float, default=[None],
-                        help="decision budgets to run (default: the scheduler's, 1.0; 0: none)")
+    parser.add_argument(
+        "--budget",
+        nargs="+",
+        type=float,
+        default=[None],
+        help="decision budgets to run (default: the scheduler's, 1.0; 0: none)",
+    )
     args = parser.parse_args()
     settings = slice_settings(args.trace, args.slice)
     from market_hpc.errors import ConfigError
@@ -67,21 +80,29 @@ def main() -> None:
         settings["workload.trace"] = resolve_trace(settings["workload.trace"], STUDY.parent)
     except ConfigError as error:
         raise SystemExit(str(error)) from None
-    print(f"{TRACES[args.trace]} slice {args.slice} ({settings['workload.start']:.0f}-{settings['workload.end']:.0f} s), "
-          f"load {args.load}; load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"{TRACES[args.trace]} slice {args.slice} ({settings['workload.start']:.0f}-{settings['workload.end']:.0f} s), "
+        f"load {args.load}; load average {os.getloadavg()[0]:.2f}"
+    )
     easy = run(settings, "easy", args.load, None)
     base = easy["run_cpu_seconds"]
-    print(f"{'run':<24} {'CPU s':>8} {'x EASY':>8} {'ms/decision':>12} {'BUDGET':>7} {'exhausted':>9} {'bsld':>9}")
-    print(f"{'easy':<24} {base:8.2f} {1.0:8.1f} {easy['cpu_per_decision_ms']:12.3f} {'-':>7} {'-':>9} "
-          f"{easy['mean_bounded_slowdown']:9.2f}")
+    print(
+        f"{'run':<24} {'CPU s':>8} {'x EASY':>8} {'ms/decision':>12} {'BUDGET':>7} {'exhausted':>9} {'bsld':>9}"
+    )
+    print(
+        f"{'easy':<24} {base:8.2f} {1.0:8.1f} {easy['cpu_per_decision_ms']:12.3f} {'-':>7} {'-':>9} "
+        f"{easy['mean_bounded_slowdown']:9.2f}"
+    )
     for scheduler in args.schedulers:
         for budget in args.budget:
             summary = run(settings, scheduler, args.load, budget)
             cpu = summary["run_cpu_seconds"]
             label = f"{scheduler} budget {'default' if budget is None else budget}"
-            print(f"{label:<24} {cpu:8.2f} {cpu / base:8.1f} {summary['cpu_per_decision_ms']:12.3f} "
-                  f"{summary['cp_status_counts'].get('BUDGET', 0):7d} {summary['cp_budget_exhausted']:9d} "
-                  f"{summary['mean_bounded_slowdown']:9.2f}")
+            print(
+                f"{label:<24} {cpu:8.2f} {cpu / base:8.1f} {summary['cpu_per_decision_ms']:12.3f} "
+                f"{summary['cp_status_counts'].get('BUDGET', 0):7d} {summary['cp_budget_exhausted']:9d} "
+                f"{summary['mean_bounded_slowdown']:9.2f}"
+            )
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 

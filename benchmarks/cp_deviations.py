@@ -53,9 +53,14 @@ def prb_with_memory() -> Any:
     def prb(self, queue, now):  # type: ignore[no-untyped-def]
         waits = [self.expected_wait.get(job.queue, self.default_wait) for job in queue]
         longest = max(waits, default=self.default_wait)
-        demand = [max(1, math.ceil(j.estimate)) * j.units * (sum(j.unit[:3]) + j.unit[3] / 1024) for j in queue]
-        order = sorted(range(len(queue)),
-                       key=lambda i: (-longest * (now - queue[i].submit + 1.0) / waits[i], demand[i], i))
+        demand = [
+            max(1, math.ceil(j.estimate)) * j.units * (sum(j.unit[:3]) + j.unit[3] / 1024)
+            for j in queue
+        ]
+        order = sorted(
+            range(len(queue)),
+            key=lambda i: (-longest * (now - queue[i].submit + 1.0) / waits[i], demand[i], i),
+        )
         return [queue[i] for i in order], [max(1, int(longest // waits[i])) for i in order]
 
     return patched(Cph, "prb", prb)
@@ -77,18 +82,24 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--jobs", type=int, default=1500)
     args = parser.parse_args()
-    for scheduler, variant, name in (("hcp19", accasim_best_fit, "best-fit by the sum of all types"),
-                                     ("cph", prb_with_memory, "PRB tie-break with memory")):
+    for scheduler, variant, name in (
+        ("hcp19", accasim_best_fit, "best-fit by the sum of all types"),
+        ("cph", prb_with_memory, "PRB tie-break with memory"),
+    ):
         rows = {}
         for label, patch in (("as is", as_is), (name, variant)):
             with patch():
-                rows[label] = [one_run(("eurora", scheduler, seed, args.jobs, 1)) for seed in args.seeds]
+                rows[label] = [
+                    one_run(("eurora", scheduler, seed, args.jobs, 1)) for seed in args.seeds
+                ]
         for metric in ("mean_slowdown", "mean_wait"):
             base = np.array([r[metric] for r in rows["as is"]])
             other = np.array([r[metric] for r in rows[name]])
-            print(f"{scheduler} {metric}: as is {base.mean():.3f}, {name} {other.mean():.3f}, "
-                  f"paired difference {np.mean(other - base):+.3f} (per seed {np.round(other - base, 3).tolist()})",
-                  flush=True)
+            print(
+                f"{scheduler} {metric}: as is {base.mean():.3f}, {name} {other.mean():.3f}, "
+                f"paired difference {np.mean(other - base):+.3f} (per seed {np.round(other - base, 3).tolist()})",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -53,8 +53,12 @@ def instance(nodes: int, queued: int, seed: int) -> CpInstance:
     busy = thin - FREE_THIN
     while node < busy:
         width = min(int(rng.integers(1, 9)), busy - node)
-        running.append(CpRunning(int(rng.integers(60, 40_000)),
-                                 tuple((n, (20, 0, 32)) for n in range(node, node + width))))
+        running.append(
+            CpRunning(
+                int(rng.integers(60, 40_000)),
+                tuple((n, (20, 0, 32)) for n in range(node, node + width)),
+            )
+        )
         node += width
     for fat in range(thin, nodes):
         running.append(CpRunning(int(rng.integers(60, 40_000)), ((fat, (48, 4, 512)),)))
@@ -65,7 +69,10 @@ def instance(nodes: int, queued: int, seed: int) -> CpInstance:
         if rng.random() < 0.35:
             units, unit = 1, (int(rng.choice([1, 2, 4, 8, 16])), 0, int(rng.integers(1, 16)))
         else:
-            units, unit = int(rng.integers(1, min(4, free_thin) + 1)), (20, 0, int(rng.integers(1, 64)))
+            units, unit = (
+                int(rng.integers(1, min(4, free_thin) + 1)),
+                (20, 0, int(rng.integers(1, 64))),
+            )
         duration = int(rng.integers(60, 40_000))
         jobs.append(CpJob(key, units, unit, duration, slowdown_weight(duration)))
     return CpInstance(capacity, tuple(jobs), tuple(running))
@@ -84,9 +91,11 @@ def dispatch_times(repeats: int, pcp19_repeats: int) -> None:
     (its models grow with the node count, so it runs on a few only)."""
     limits = CpLimits(deterministic_time=DETERMINISTIC_TIME)
     solve_pcp20(instance(SIZES[0], QUEUES[0], 0), limits)  # load OR-Tools outside the timings
-    print(f"{'nodes':>6} {'queue':>5} {'n':>4} | {'mean ms':>7} {'p99':>7} {'max':>7} {'cpu mean':>8} {'cpu p99':>7} | "
-          f"{'vars mean/max':>13} {'cons mean/max':>13} | {'OPT':>4} {'FEA':>4} {'FB':>3} {'chg':>4} | "
-          f"{'PCP19 ms':>8} {'vars':>7} {'19/20':>6}")
+    print(
+        f"{'nodes':>6} {'queue':>5} {'n':>4} | {'mean ms':>7} {'p99':>7} {'max':>7} {'cpu mean':>8} {'cpu p99':>7} | "
+        f"{'vars mean/max':>13} {'cons mean/max':>13} | {'OPT':>4} {'FEA':>4} {'FB':>3} {'chg':>4} | "
+        f"{'PCP19 ms':>8} {'vars':>7} {'19/20':>6}"
+    )
     means: dict[tuple[int, int], float] = {}
     cpus: dict[tuple[int, int], float] = {}
     for nodes in SIZES:
@@ -110,16 +119,24 @@ def dispatch_times(repeats: int, pcp19_repeats: int) -> None:
             ms, cpu_ms = np.asarray(wall) * 1e3, np.asarray(cpu) * 1e3
             means[nodes, queued] = float(ms.mean())
             cpus[nodes, queued] = float(cpu_ms.mean())
-            slow = (f"{np.mean(pcp19) * 1e3:8.0f} {vars19:7d} {np.mean(pcp19) / np.mean(pcp20_paired):5.1f}x"
-                    if pcp19 else f"{'not run':>8}")
-            print(f"{nodes:6d} {queued:5d} {repeats:4d} | {ms.mean():7.1f} {np.percentile(ms, 99):7.1f} {ms.max():7.1f} "
-                  f"{cpu_ms.mean():8.1f} {np.percentile(cpu_ms, 99):7.1f} | "
-                  f"{np.mean(variables):6.0f}/{max(variables):6d} {np.mean(constraints):6.0f}/{max(constraints):6d} | "
-                  f"{statuses.count('OPTIMAL'):4d} {statuses.count('FEASIBLE'):4d} {statuses.count('FALLBACK'):3d} "
-                  f"{changed:4d} | {slow}", flush=True)
+            slow = (
+                f"{np.mean(pcp19) * 1e3:8.0f} {vars19:7d} {np.mean(pcp19) / np.mean(pcp20_paired):5.1f}x"
+                if pcp19
+                else f"{'not run':>8}"
+            )
+            print(
+                f"{nodes:6d} {queued:5d} {repeats:4d} | {ms.mean():7.1f} {np.percentile(ms, 99):7.1f} {ms.max():7.1f} "
+                f"{cpu_ms.mean():8.1f} {np.percentile(cpu_ms, 99):7.1f} | "
+                f"{np.mean(variables):6.0f}/{max(variables):6d} {np.mean(constraints):6.0f}/{max(constraints):6d} | "
+                f"{statuses.count('OPTIMAL'):4d} {statuses.count('FEASIBLE'):4d} {statuses.count('FALLBACK'):3d} "
+                f"{changed:4d} | {slow}",
+                flush=True,
+            )
     for name, table in (("wall", means), ("cpu", cpus)):
-        print(f"PCP'20 mean {name} time at 5,544 nodes / at 64 nodes:",
-              ", ".join(f"{q} jobs {table[SIZES[-1], q] / table[SIZES[0], q]:.2f}x" for q in QUEUES))
+        print(
+            f"PCP'20 mean {name} time at 5,544 nodes / at 64 nodes:",
+            ", ".join(f"{q} jobs {table[SIZES[-1], q] / table[SIZES[0], q]:.2f}x" for q in QUEUES),
+        )
 
 
 def exact_sizes(repeats: int) -> None:
@@ -130,8 +147,10 @@ def exact_sizes(repeats: int) -> None:
     from market_hpc.algorithms.cp_pcp20 import Pcp20Model
     from market_hpc.algorithms.cp_reduce import reduce_instance
 
-    print(f"{'nodes':>6} {'queue':>5} | {'exact vars':>10} {'exact cons':>10} {'build ms':>8} | "
-          f"{'reduced vars':>12} {'reduced cons':>12} {'nodes kept':>10}")
+    print(
+        f"{'nodes':>6} {'queue':>5} | {'exact vars':>10} {'exact cons':>10} {'build ms':>8} | "
+        f"{'reduced vars':>12} {'reduced cons':>12} {'nodes kept':>10}"
+    )
     for queued in QUEUES[:2]:
         for nodes in SIZES:
             exact, reduced, kept, build = [], [], [], []
@@ -141,12 +160,17 @@ def exact_sizes(repeats: int) -> None:
                 exact.append(model_size(Pcp20Model(inst, greedy_plan(inst)).model))
                 build.append(time.perf_counter() - began)
                 small = reduce_instance(inst)
-                reduced.append(model_size(Pcp20Model(small.instance, greedy_plan(small.instance)).model))
+                reduced.append(
+                    model_size(Pcp20Model(small.instance, greedy_plan(small.instance)).model)
+                )
                 kept.append(len(small.nodes))
             ev, ec = np.mean(exact, axis=0)
             rv, rc = np.mean(reduced, axis=0)
-            print(f"{nodes:6d} {queued:5d} | {ev:10.0f} {ec:10.0f} {np.mean(build) * 1e3:8.0f} | "
-                  f"{rv:12.0f} {rc:12.0f} {np.mean(kept):10.0f}", flush=True)
+            print(
+                f"{nodes:6d} {queued:5d} | {ev:10.0f} {ec:10.0f} {np.mean(build) * 1e3:8.0f} | "
+                f"{rv:12.0f} {rc:12.0f} {np.mean(kept):10.0f}",
+                flush=True,
+            )
 
 
 def study_table(folders: list[Path]) -> None:
@@ -163,21 +187,45 @@ def study_table(folders: list[Path]) -> None:
             part["platform"] = tomllib.loads(Path(sweep_file).read_text())["platform"]
         frames.append(part)
     frame = pd.concat(frames, ignore_index=True)
-    columns = ["platform", "scheduler", "mean_slowdown", "std_slowdown", "mean_wait", "std_wait",
-               "mean_dispatch_ms", "p99_dispatch_ms", "max_dispatch_ms", "cp_optimal_share",
-               "cp_fallback_share", "cp_decisions", "cp_mean_variables", "decisions", "duration_s",
-               "jobs_completed"]
+    columns = [
+        "platform",
+        "scheduler",
+        "mean_slowdown",
+        "std_slowdown",
+        "mean_wait",
+        "std_wait",
+        "mean_dispatch_ms",
+        "p99_dispatch_ms",
+        "max_dispatch_ms",
+        "cp_optimal_share",
+        "cp_fallback_share",
+        "cp_decisions",
+        "cp_mean_variables",
+        "decisions",
+        "duration_s",
+        "jobs_completed",
+    ]
     present = [c for c in columns if c in frame]
-    print(frame[present].sort_values(present[:2]).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    print(
+        frame[present]
+        .sort_values(present[:2])
+        .to_string(index=False, float_format=lambda v: f"{v:.3g}")
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=100, help="instances per cell")
     parser.add_argument("--pcp19-repeats", type=int, default=3, help="of which PCP'19 also solves")
-    parser.add_argument("--exact", action="store_true", help="print the exact mode's model size instead")
-    parser.add_argument("--study", type=Path, nargs="+",
-                        help="print the cp_dispatch sweep table from these result folders")
+    parser.add_argument(
+        "--exact", action="store_true", help="print the exact mode's model size instead"
+    )
+    parser.add_argument(
+        "--study",
+        type=Path,
+        nargs="+",
+        help="print the cp_dispatch sweep table from these result folders",
+    )
     args = parser.parse_args()
     if args.study is not None:
         study_table(args.study)

@@ -26,7 +26,13 @@ REPO = Path(__file__).resolve().parents[1]
 KTH = REPO.parent / "shared" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
 SCHEDULERS = ("pcp20", "pcp19", "hcp19", "cph")
 SYNTHETIC = "nodes=5,cores=8,gpus=2,mem=32"
-SYNTHETIC_UNITS = [(1, 0, 0, 2048), (2, 1, 0, 4096), (4, 0, 0, 1024), (1, 0, 0, 16384), (8, 2, 0, 30000)]
+SYNTHETIC_UNITS = [
+    (1, 0, 0, 2048),
+    (2, 1, 0, 4096),
+    (4, 0, 0, 1024),
+    (1, 0, 0, 16384),
+    (8, 2, 0, 30000),
+]
 
 
 @contextmanager
@@ -58,19 +64,32 @@ def cases() -> list[tuple[str, str, Any]]:
 
     out: list[tuple[str, str, Any]] = []
     if KTH.is_file():
+
         def kth() -> list[Any]:
             from market_hpc.domain.platform import load_platform
             from market_hpc.experiment import config_from_dict
             from market_hpc.experiment.run import build_workload
 
-            config = config_from_dict({"name": "kth", "platform": "nodes=30,cores=1", "timeseries": False,
-                                       "workload": {"trace": str(KTH), "first_n": 1500},
-                                       "policy": {"scheduler": "easy"}})
+            config = config_from_dict(
+                {
+                    "name": "kth",
+                    "platform": "nodes=30,cores=1",
+                    "timeseries": False,
+                    "workload": {"trace": str(KTH), "first_n": 1500},
+                    "policy": {"scheduler": "easy"},
+                }
+            )
             return build_workload(config, load_platform(config.platform))[0]
+
         out.append(("kth1500", "nodes=30,cores=1", kth))
     for seed in (1, 2, 3):
-        out.append((f"synthetic{seed}", SYNTHETIC,
-                    lambda seed=seed: random_workload(seed, SYNTHETIC, SYNTHETIC_UNITS, count=160)))
+        out.append(
+            (
+                f"synthetic{seed}",
+                SYNTHETIC,
+                lambda seed=seed: random_workload(seed, SYNTHETIC, SYNTHETIC_UNITS, count=160),
+            )
+        )
     return out
 
 
@@ -79,12 +98,25 @@ def run(scheduler: str, platform: str, jobs: list[Any], exclusive: bool) -> dict
     from market_hpc.core.model import HPCModel
 
     with model_digests() as digests:
-        model = HPCModel(jobs, platform=platform, scheduler=scheduler, exclusive=exclusive, seed=3,
-                         record_timeseries=False)
+        model = HPCModel(
+            jobs,
+            platform=platform,
+            scheduler=scheduler,
+            exclusive=exclusive,
+            seed=3,
+            record_timeseries=False,
+        )
         model.run()
     frame = model.recorder.jobs_frame()
-    rows = [[int(r.job_id), str(r.status), None if r.start_time != r.start_time else float(r.start_time), str(r.nodes)]
-            for r in frame.itertuples()]
+    rows = [
+        [
+            int(r.job_id),
+            str(r.status),
+            None if r.start_time != r.start_time else float(r.start_time),
+            str(r.nodes),
+        ]
+        for r in frame.itertuples()
+    ]
     stats = model.policy.summary_stats() if hasattr(model.policy, "summary_stats") else None
     return {"jobs": rows, "models": digests, "stats": stats}
 
@@ -93,14 +125,20 @@ def collect(only: str | None) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for name, platform, load in cases():
         jobs = load()
-        for exclusive in ((False, True) if name.startswith("synthetic") else (False,)):
+        for exclusive in (False, True) if name.startswith("synthetic") else (False,):
             for scheduler in SCHEDULERS:
                 key = f"{name}/{'excl' if exclusive else 'core'}/{scheduler}"
                 if only and only not in key:
                     continue
                 results[key] = run(scheduler, platform, jobs, exclusive)
-                print(key, len(results[key]["jobs"]), "jobs", len(results[key]["models"]), "models",
-                      flush=True)
+                print(
+                    key,
+                    len(results[key]["jobs"]),
+                    "jobs",
+                    len(results[key]["models"]),
+                    "models",
+                    flush=True,
+                )
     return results
 
 
@@ -125,9 +163,14 @@ def main() -> int:
         for part in ("jobs", "models", "stats"):
             if got[part] != want[part]:
                 bad += 1
-                diff = next((i for i, (a, b) in enumerate(zip(got[part], want[part])) if a != b), None) \
-                    if isinstance(got[part], list) else None
-                print(f"{key}: {part} differ (first at {diff}; {len(got[part] or [])} vs {len(want[part] or [])})")
+                diff = (
+                    next((i for i, (a, b) in enumerate(zip(got[part], want[part])) if a != b), None)
+                    if isinstance(got[part], list)
+                    else None
+                )
+                print(
+                    f"{key}: {part} differ (first at {diff}; {len(got[part] or [])} vs {len(want[part] or [])})"
+                )
     print("identical" if not bad else f"{bad} differences", f"({len(results)} runs)")
     return 1 if bad else 0
 

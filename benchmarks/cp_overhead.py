@@ -40,10 +40,20 @@ def workload(jobs: int) -> tuple[str, str, list[Any]]:
         from market_hpc.experiment import config_from_dict
         from market_hpc.experiment.run import build_workload
 
-        config = config_from_dict({"name": "kth", "platform": "nodes=30,cores=1", "timeseries": False,
-                                   "workload": {"trace": str(KTH), "first_n": jobs},
-                                   "policy": {"scheduler": "easy"}})
-        return f"KTH-SP2 first {jobs}", "nodes=30,cores=1", build_workload(config, load_platform(config.platform))[0]
+        config = config_from_dict(
+            {
+                "name": "kth",
+                "platform": "nodes=30,cores=1",
+                "timeseries": False,
+                "workload": {"trace": str(KTH), "first_n": jobs},
+                "policy": {"scheduler": "easy"},
+            }
+        )
+        return (
+            f"KTH-SP2 first {jobs}",
+            "nodes=30,cores=1",
+            build_workload(config, load_platform(config.platform))[0],
+        )
     sys.path.insert(0, str(REPO / "tests"))
     from invariants import random_workload
 
@@ -70,7 +80,9 @@ def measure(scheduler: str, jobs: int) -> dict[str, Any]:
 
     cp_pcp20.solve = cp_pooled.solve = timed_solve  # the two call sites of cp_instance.solve
     try:
-        model = HPCModel(loaded, platform=platform, scheduler=scheduler, seed=3, record_timeseries=False)
+        model = HPCModel(
+            loaded, platform=platform, scheduler=scheduler, seed=3, record_timeseries=False
+        )
         policy = model.policy
         decide = policy.decide
         decisions, decide_seconds = [0], [0.0]
@@ -89,48 +101,70 @@ def measure(scheduler: str, jobs: int) -> dict[str, Any]:
         run_seconds = time.perf_counter() - began
     finally:
         cp_pcp20.solve = cp_pooled.solve = original
-    return {"workload": name, "scheduler": scheduler, "decisions": decisions[0], "run": run_seconds,
-            "decide": decide_seconds[0], "solve": solve_seconds[0]}
+    return {
+        "workload": name,
+        "scheduler": scheduler,
+        "decisions": decisions[0],
+        "run": run_seconds,
+        "decide": decide_seconds[0],
+        "solve": solve_seconds[0],
+    }
 
 
 def child(checkout: str, scheduler: str, jobs: int) -> dict[str, Any]:
     """``measure`` run by another checkout's code in a child process."""
     env = dict(os.environ, PYTHONPATH=checkout, PYTHONDONTWRITEBYTECODE="1")
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--jobs", str(jobs), "--one", scheduler],
-                         env=env, cwd=REPO, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--jobs", str(jobs), "--one", scheduler],
+        env=env,
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def row(label: str, r: dict[str, Any]) -> str:
     rest = r["decide"] - r["solve"]
     per = 1000.0 / max(1, r["decisions"])
-    return (f"{label:<16}{r['decisions']:>10}{r['decide']:>11.2f}{r['solve']:>10.2f}{rest:>10.2f}"
-            f"{r['decide'] * per:>12.2f}{r['solve'] * per:>10.2f}{rest * per:>10.2f}")
+    return (
+        f"{label:<16}{r['decisions']:>10}{r['decide']:>11.2f}{r['solve']:>10.2f}{rest:>10.2f}"
+        f"{r['decide'] * per:>12.2f}{r['solve'] * per:>10.2f}{rest * per:>10.2f}"
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1000)
-    parser.add_argument("--before", help="another checkout of market_hpc to compare with (e.g. /work/main)")
+    parser.add_argument(
+        "--before", help="another checkout of market_hpc to compare with (e.g. /work/main)"
+    )
     parser.add_argument("--schedulers", default=",".join(SCHEDULERS))
     parser.add_argument("--one", help=argparse.SUPPRESS)  # child mode: one scheduler, JSON out
     args = parser.parse_args()
     if args.one:
         print(json.dumps(measure(args.one, args.jobs)))
         return 0
-    print(f"{'':<16}{'decisions':>10}{'decide s':>11}{'solve s':>10}{'rest s':>10}"
-          f"{'ms/decide':>12}{'ms solve':>10}{'ms rest':>10}")
+    print(
+        f"{'':<16}{'decisions':>10}{'decide s':>11}{'solve s':>10}{'rest s':>10}"
+        f"{'ms/decide':>12}{'ms solve':>10}{'ms rest':>10}"
+    )
     for scheduler in args.schedulers.split(","):
         before = child(args.before, scheduler, args.jobs) if args.before else None
         now = measure(scheduler, args.jobs)
         if before is not None:
             print(row(f"{scheduler} before", before))
-        print(row(f"{scheduler} now", now) + f"   ({now['workload']}, whole run {now['run']:.2f} s)")
+        print(
+            row(f"{scheduler} now", now) + f"   ({now['workload']}, whole run {now['run']:.2f} s)"
+        )
         if before is not None:
             rest_before, rest_now = before["decide"] - before["solve"], now["decide"] - now["solve"]
-            print(f"{scheduler} ratio before/now: decide {before['decide'] / now['decide']:.2f}x, "
-                  f"solve {before['solve'] / now['solve']:.2f}x, rest {rest_before / max(rest_now, 1e-9):.2f}x; "
-                  f"same decisions count: {before['decisions'] == now['decisions']}")
+            print(
+                f"{scheduler} ratio before/now: decide {before['decide'] / now['decide']:.2f}x, "
+                f"solve {before['solve'] / now['solve']:.2f}x, rest {rest_before / max(rest_now, 1e-9):.2f}x; "
+                f"same decisions count: {before['decisions'] == now['decisions']}"
+            )
     return 0
 
 

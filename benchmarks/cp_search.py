@@ -67,8 +67,11 @@ def capture(out: Path, seeds: list[int], jobs: int) -> None:
             cp.Pcp20._system = f"{data['platform']}"  # type: ignore[attr-defined]
             began = time.perf_counter()
             simulate(config_from_dict(data))
-            print(f"{data['platform']} seed {seed}: {len(kept.get(data['platform'], []))} instances so far, "
-                  f"{time.perf_counter() - began:.0f} s", flush=True)
+            print(
+                f"{data['platform']} seed {seed}: {len(kept.get(data['platform'], []))} instances so far, "
+                f"{time.perf_counter() - began:.0f} s",
+                flush=True,
+            )
     out.write_bytes(pickle.dumps(kept))
 
 
@@ -98,42 +101,86 @@ def with_parameters(settings: list[str]) -> None:
     cp_instance.configure = configure  # type: ignore[assignment]
 
 
-def measure(path: Path, branchings: list[str], budgets: list[float], limit: int | None,
-            cut_sets: list[str], workers: int, relaxations: list[tuple[bool, float, bool]],
-            settles: list[bool], by_size: bool, systems: list[str] | None = None) -> None:
+def measure(
+    path: Path,
+    branchings: list[str],
+    budgets: list[float],
+    limit: int | None,
+    cut_sets: list[str],
+    workers: int,
+    relaxations: list[tuple[bool, float, bool]],
+    settles: list[bool],
+    by_size: bool,
+    systems: list[str] | None = None,
+) -> None:
     kept: dict[str, list[CpInstance]] = pickle.loads(path.read_bytes())
     unknown = sorted(set(systems or ()) - set(kept))
     if unknown:
         raise SystemExit(f"{path}: no captured system {unknown}; captured: {', '.join(kept)}")
     kept = {system: kept[system] for system in systems or kept}
-    print(f"{'system':>8} {'branching':>9} {'budget':>7} {'cuts':>20} {'relaxation':>18} {'n':>4} | {'OPTIMAL':>7} "
-          f"{'FEAS':>6} {'FALLB':>6} | {'changed':>7} {'gain%':>6} {'vs hint':>7} | {'prv/unp/bnd/skp':>15} | "
-          f"{'mean ms':>8} {'p99 ms':>8} {'max ms':>8} {'cpu ms':>8}")
+    print(
+        f"{'system':>8} {'branching':>9} {'budget':>7} {'cuts':>20} {'relaxation':>18} {'n':>4} | {'OPTIMAL':>7} "
+        f"{'FEAS':>6} {'FALLB':>6} | {'changed':>7} {'gain%':>6} {'vs hint':>7} | {'prv/unp/bnd/skp':>15} | "
+        f"{'mean ms':>8} {'p99 ms':>8} {'max ms':>8} {'cpu ms':>8}"
+    )
     for system, instances in kept.items():
         instances = instances[:: max(1, len(instances) // limit)] if limit else instances
         for branching in branchings:
             for cut_set in cut_sets:
-                cuts = () if cut_set == "none" else CUTS if cut_set == "all" else tuple(cut_set.split(","))
-                for (relax, relax_time, restarts), settle in itertools.product(relaxations, settles):
+                cuts = (
+                    ()
+                    if cut_set == "none"
+                    else CUTS
+                    if cut_set == "all"
+                    else tuple(cut_set.split(","))
+                )
+                for (relax, relax_time, restarts), settle in itertools.product(
+                    relaxations, settles
+                ):
                     if not relax and settle != settles[0]:
                         continue  # the settle cap is part of the relaxation
                     cp_relax.RELAX_TIME, cp_relax.RELAX_RESTARTS = relax_time, restarts  # type: ignore[misc]
                     cp_relax.SETTLE = settle  # type: ignore[misc]
-                    label = (f"{relax_time:g} {'restarts' if restarts else 'default'}{' settle' if settle else ''}"
-                             if relax else "off")
+                    label = (
+                        f"{relax_time:g} {'restarts' if restarts else 'default'}{' settle' if settle else ''}"
+                        if relax
+                        else "off"
+                    )
                     for budget in budgets:
-                        _measure_one(system, instances, branching, budget, cut_set, cuts, workers, relax, label,
-                                     by_size)
+                        _measure_one(
+                            system,
+                            instances,
+                            branching,
+                            budget,
+                            cut_set,
+                            cuts,
+                            workers,
+                            relax,
+                            label,
+                            by_size,
+                        )
 
 
-def _measure_one(system: str, instances: list[CpInstance], branching: str, budget: float, cut_set: str,
-                 cuts: tuple[str, ...], workers: int, relax: bool, label: str, by_size: bool = False) -> None:
+def _measure_one(
+    system: str,
+    instances: list[CpInstance],
+    branching: str,
+    budget: float,
+    cut_set: str,
+    cuts: tuple[str, ...],
+    workers: int,
+    relax: bool,
+    label: str,
+    by_size: bool = False,
+) -> None:
     limits = CpLimits(deterministic_time=budget, workers=workers)
     statuses, changed, gains, ratios, tags, seconds, sizes = [], [], [], [], [], [], []
     cpu = time.process_time()
     for instance in instances:
         began = time.perf_counter()
-        outcome = solve_pcp20(instance, limits, branching=branching, cuts=cuts, hint=HINT, relax=relax)
+        outcome = solve_pcp20(
+            instance, limits, branching=branching, cuts=cuts, hint=HINT, relax=relax
+        )
         seconds.append(time.perf_counter() - began)
         statuses.append(outcome.status)
         changed.append(bool(outcome.changed))
@@ -150,10 +197,13 @@ def _measure_one(system: str, instances: list[CpInstance], branching: str, budge
     ms = np.asarray(seconds) * 1e3
     share = {s: statuses.count(s) / n for s in ("OPTIMAL", "FEASIBLE", "FALLBACK")}
     counts = "/".join(str(tags.count(tag)) for tag in ("proved", "unpacked", "bound", "skipped"))
-    print(f"{system:>8} {branching:>9} {budget:7.3f} {cut_set:>20} {label:>18} {n:4d} | {share['OPTIMAL']:7.3f} "
-          f"{share['FEASIBLE']:6.3f} {share['FALLBACK']:6.3f} | {np.mean(changed):7.3f} "
-          f"{100 * np.mean(gains):6.2f} {np.mean(ratios):7.3f} | {counts:>15} | {ms.mean():8.1f} "
-          f"{np.percentile(ms, 99):8.1f} {ms.max():8.1f} {cpu_ms:8.1f}", flush=True)
+    print(
+        f"{system:>8} {branching:>9} {budget:7.3f} {cut_set:>20} {label:>18} {n:4d} | {share['OPTIMAL']:7.3f} "
+        f"{share['FEASIBLE']:6.3f} {share['FALLBACK']:6.3f} | {np.mean(changed):7.3f} "
+        f"{100 * np.mean(gains):6.2f} {np.mean(ratios):7.3f} | {counts:>15} | {ms.mean():8.1f} "
+        f"{np.percentile(ms, 99):8.1f} {ms.max():8.1f} {cpu_ms:8.1f}",
+        flush=True,
+    )
     if by_size:
         cells = []
         for low, high in SIZES:
@@ -173,28 +223,66 @@ def main() -> None:
     cap = sub.add_parser("capture")
     cap.add_argument("--out", type=Path, required=True)
     cap.add_argument("--seeds", type=int, nargs="+", default=[1])
-    cap.add_argument("--jobs", type=int, default=1500, help="jobs per run (the study's systems and loads)")
+    cap.add_argument(
+        "--jobs", type=int, default=1500, help="jobs per run (the study's systems and loads)"
+    )
     mea = sub.add_parser("measure")
     mea.add_argument("path", type=Path)
     mea.add_argument("--branching", nargs="+", default=list(BRANCHINGS), choices=BRANCHINGS)
     mea.add_argument("--budgets", type=float, nargs="+", default=[0.002, 0.02, 0.1])
-    mea.add_argument("--limit", type=int, default=None, help="about N instances per system, evenly spread")
-    mea.add_argument("--cuts", nargs="+", default=["all"],
-                     help="redundant rules per configuration: all, none, or a comma list of " + ", ".join(CUTS))
+    mea.add_argument(
+        "--limit", type=int, default=None, help="about N instances per system, evenly spread"
+    )
+    mea.add_argument(
+        "--cuts",
+        nargs="+",
+        default=["all"],
+        help="redundant rules per configuration: all, none, or a comma list of " + ", ".join(CUTS),
+    )
     mea.add_argument("--workers", type=int, default=1, help="CP-SAT num_workers")
     mea.add_argument("--hint", default="list", choices=["list", "shelf"], help="PCP'20's hint")
-    mea.add_argument("--param", nargs="*", default=[], help="extra CP-SAT parameters KEY=VALUE for every solve")
-    mea.add_argument("--relax", nargs="+", default=["on"], choices=["on", "off"], help="the schedule relaxation")
-    mea.add_argument("--relax-time", type=float, nargs="+", default=[cp_relax.RELAX_TIME],
-                     help="its deterministic time per solve")
-    mea.add_argument("--relax-search", nargs="+", default=["restarts"], choices=["restarts", "default"],
-                     help="its search: CP-SAT's quick-restart portfolio or its default")
-    mea.add_argument("--settle", nargs="+", default=["on"], choices=["on", "off"],
-                     help="the relaxation's settle cap (cp_relax.settle_time)")
-    mea.add_argument("--by-size", action="store_true", help="also the OPTIMAL count per model-size bucket")
-    mea.add_argument("--relax-jobs", type=int, default=cp_relax.RELAX_JOBS,
-                     help="most modelled jobs for which the relaxation is solved (cp_relax.RELAX_JOBS)")
-    mea.add_argument("--systems", nargs="+", default=None, help="only these captured systems (e.g. kit-fh2 eurora)")
+    mea.add_argument(
+        "--param", nargs="*", default=[], help="extra CP-SAT parameters KEY=VALUE for every solve"
+    )
+    mea.add_argument(
+        "--relax", nargs="+", default=["on"], choices=["on", "off"], help="the schedule relaxation"
+    )
+    mea.add_argument(
+        "--relax-time",
+        type=float,
+        nargs="+",
+        default=[cp_relax.RELAX_TIME],
+        help="its deterministic time per solve",
+    )
+    mea.add_argument(
+        "--relax-search",
+        nargs="+",
+        default=["restarts"],
+        choices=["restarts", "default"],
+        help="its search: CP-SAT's quick-restart portfolio or its default",
+    )
+    mea.add_argument(
+        "--settle",
+        nargs="+",
+        default=["on"],
+        choices=["on", "off"],
+        help="the relaxation's settle cap (cp_relax.settle_time)",
+    )
+    mea.add_argument(
+        "--by-size", action="store_true", help="also the OPTIMAL count per model-size bucket"
+    )
+    mea.add_argument(
+        "--relax-jobs",
+        type=int,
+        default=cp_relax.RELAX_JOBS,
+        help="most modelled jobs for which the relaxation is solved (cp_relax.RELAX_JOBS)",
+    )
+    mea.add_argument(
+        "--systems",
+        nargs="+",
+        default=None,
+        help="only these captured systems (e.g. kit-fh2 eurora)",
+    )
     args = parser.parse_args()
     if args.command == "capture":
         capture(args.out, args.seeds, args.jobs)
@@ -203,11 +291,27 @@ def main() -> None:
         HINT = args.hint
         with_parameters(args.param)
         cp_relax.RELAX_JOBS = args.relax_jobs  # type: ignore[misc]
-        relaxations = [(False, cp_relax.RELAX_TIME, cp_relax.RELAX_RESTARTS)] if "off" in args.relax else []
+        relaxations = (
+            [(False, cp_relax.RELAX_TIME, cp_relax.RELAX_RESTARTS)] if "off" in args.relax else []
+        )
         if "on" in args.relax:
-            relaxations += [(True, t, search == "restarts") for search in args.relax_search for t in args.relax_time]
-        measure(args.path, args.branching, args.budgets, args.limit, args.cuts, args.workers, relaxations,
-                [choice == "on" for choice in args.settle], args.by_size, args.systems)
+            relaxations += [
+                (True, t, search == "restarts")
+                for search in args.relax_search
+                for t in args.relax_time
+            ]
+        measure(
+            args.path,
+            args.branching,
+            args.budgets,
+            args.limit,
+            args.cuts,
+            args.workers,
+            relaxations,
+            [choice == "on" for choice in args.settle],
+            args.by_size,
+            args.systems,
+        )
 
 
 if __name__ == "__main__":

@@ -39,9 +39,17 @@ import numpy as np
 
 SCHEDULERS = ("pcp20", "greedy-plan", "pcp20-model", "hcp19", "cph", "easy")
 PAIRS = (("pcp20", "greedy-plan"), ("pcp20", "hcp19"), ("pcp20", "pcp20-model"))
-CP_KEYS = ("cp_status_counts", "cp_model_status_counts", "cp_models", "cp_changed_share",
-           "cp_mean_variables", "cp_max_variables", "cp_mean_constraints", "cp_max_constraints",
-           "cp_relaxation_counts")
+CP_KEYS = (
+    "cp_status_counts",
+    "cp_model_status_counts",
+    "cp_models",
+    "cp_changed_share",
+    "cp_mean_variables",
+    "cp_max_variables",
+    "cp_mean_constraints",
+    "cp_max_constraints",
+    "cp_relaxation_counts",
+)
 VARIANTS = {"pcp20-model": ("pcp20", {"relax": False})}
 """Study labels that are a registered scheduler with parameters: ``pcp20-model`` is PCP'20
 without its schedule relaxation (``cp_relax``), the earlier default: the model's
@@ -55,17 +63,26 @@ LOADS = {"kit": 6.0, "eurora": 8.0}
 (docs/cp.md, "Regime")."""
 
 
-def config(system: str, scheduler: str, seed: int, jobs: int, load: float | None = None) -> dict[str, Any]:
+def config(
+    system: str, scheduler: str, seed: int, jobs: int, load: float | None = None
+) -> dict[str, Any]:
     value = LOADS[system] if load is None else load
-    platform, generator, load_key = {"kit": ("kit-fh2", "kit", "load"),
-                                     "eurora": ("eurora", "eurora", "load_factor")}[system]
+    platform, generator, load_key = {
+        "kit": ("kit-fh2", "kit", "load"),
+        "eurora": ("eurora", "eurora", "load_factor"),
+    }[system]
     load_table = {load_key: value}
     name, params = VARIANTS.get(scheduler, (scheduler, {}))
     policy: dict[str, Any] = {"scheduler": name, "predictor": "real"}
     if params:
         policy["params"] = params
-    return {"platform": platform, "seed": seed, "timeseries": False,
-            "workload": {"generator": generator, "jobs": jobs, **load_table}, "policy": policy}
+    return {
+        "platform": platform,
+        "seed": seed,
+        "timeseries": False,
+        "workload": {"generator": generator, "jobs": jobs, **load_table},
+        "policy": policy,
+    }
 
 
 def one_run(task: tuple[str, str, int, int, int]) -> dict[str, Any]:
@@ -87,15 +104,38 @@ def one_run(task: tuple[str, str, int, int, int]) -> dict[str, Any]:
     for w in range(windows):
         part = frame[cut == w]
         slowdown, _ = slowdowns(part)
-        per_window.append({"jobs": len(part), "slowdown": float(slowdown.mean()),
-                           "wait": float(part["wait_time"].mean())})
+        per_window.append(
+            {
+                "jobs": len(part),
+                "slowdown": float(slowdown.mean()),
+                "wait": float(part["wait_time"].mean()),
+            }
+        )
     summary = result.summary
-    keep = ("mean_slowdown", "mean_wait", "std_slowdown", "std_wait", "mean_dispatch_ms", "p99_dispatch_ms",
-            "max_dispatch_ms", "decisions", "utilisation_cores", "utilisation_gpus", "utilisation_mics",
-            "jobs_completed") + CP_KEYS
-    return {"system": system, "scheduler": scheduler, "seed": seed, "seconds": seconds, "cpu_seconds": cpu,
-            "windows": per_window, **regime(frame, system),
-            **{k: summary[k] for k in keep if k in summary}}
+    keep = (
+        "mean_slowdown",
+        "mean_wait",
+        "std_slowdown",
+        "std_wait",
+        "mean_dispatch_ms",
+        "p99_dispatch_ms",
+        "max_dispatch_ms",
+        "decisions",
+        "utilisation_cores",
+        "utilisation_gpus",
+        "utilisation_mics",
+        "jobs_completed",
+    ) + CP_KEYS
+    return {
+        "system": system,
+        "scheduler": scheduler,
+        "seed": seed,
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "windows": per_window,
+        **regime(frame, system),
+        **{k: summary[k] for k in keep if k in summary},
+    }
 
 
 def regime(frame: Any, system: str) -> dict[str, float]:
@@ -108,21 +148,33 @@ def regime(frame: Any, system: str) -> dict[str, float]:
     first, last = float(frame["submit_time"].min()), float(frame["submit_time"].max())
     start, end = frame["start_time"].to_numpy(float), frame["end_time"].to_numpy(float)
     overlap = np.clip(np.minimum(end, last) - np.maximum(start, first), 0, None)
-    use = {f"use_{r}": float((frame[r].to_numpy(float) * overlap).sum() / (capacity[i] * (last - first)))
-           for i, r in enumerate(("cores", "gpus", "mics", "mem")) if capacity[i] > 0}
+    use = {
+        f"use_{r}": float(
+            (frame[r].to_numpy(float) * overlap).sum() / (capacity[i] * (last - first))
+        )
+        for i, r in enumerate(("cores", "gpus", "mics", "mem"))
+        if capacity[i] > 0
+    }
     instants = np.linspace(first, last, 2000)
-    waiting = (np.searchsorted(np.sort(frame["submit_time"].to_numpy(float)), instants, side="right")
-               - np.searchsorted(np.sort(start), instants, side="right"))
+    waiting = np.searchsorted(
+        np.sort(frame["submit_time"].to_numpy(float)), instants, side="right"
+    ) - np.searchsorted(np.sort(start), instants, side="right")
     return {**use, "queue_mean": float(waiting.mean()), "queue_max": int(waiting.max())}
 
 
-def paired(runs: list[dict[str, Any]], system: str, a: str, b: str, metric: str) -> tuple[float, float, float, int]:
+def paired(
+    runs: list[dict[str, Any]], system: str, a: str, b: str, metric: str
+) -> tuple[float, float, float, int]:
     """Mean paired difference a - b over (seed, window) and its 95% t interval."""
     from market_hpc.experiment.stats import t_interval
 
     by = {(r["scheduler"], r["seed"]): r for r in runs if r["system"] == system}
-    diffs = [wa[metric] - wb[metric] for (s, seed), r in by.items() if s == a and (b, seed) in by
-             for wa, wb in zip(r["windows"], by[b, seed]["windows"])]
+    diffs = [
+        wa[metric] - wb[metric]
+        for (s, seed), r in by.items()
+        if s == a and (b, seed) in by
+        for wa, wb in zip(r["windows"], by[b, seed]["windows"])
+    ]
     if not diffs:
         return float("nan"), float("nan"), float("nan"), 0
     return (*t_interval(diffs), len(diffs))
@@ -135,9 +187,11 @@ def report(runs: list[dict[str, Any]]) -> None:
             continue
         print(f"\n== {system} ({len({r['seed'] for r in rows})} seeds)")
         bottleneck = "use_cores" if system == "kit" else "use_gpus"
-        print(f"{'scheduler':>12} {'runs':>4} | {'slowdown':>8} {'wait s':>8} | {'disp ms':>7} {'p99':>7} | "
-              f"{bottleneck[4:]:>5} {'queue':>5} {'decis':>6} {'models':>6} {'OPT/mod':>7} {'changed':>7} {'vars':>6} "
-              f"{'cons':>6} | {'run s':>6} {'cpu s':>6} | relaxation proved/unpacked/bound")
+        print(
+            f"{'scheduler':>12} {'runs':>4} | {'slowdown':>8} {'wait s':>8} | {'disp ms':>7} {'p99':>7} | "
+            f"{bottleneck[4:]:>5} {'queue':>5} {'decis':>6} {'models':>6} {'OPT/mod':>7} {'changed':>7} {'vars':>6} "
+            f"{'cons':>6} | {'run s':>6} {'cpu s':>6} | relaxation proved/unpacked/bound"
+        )
         for scheduler in SCHEDULERS + ("pcp19",):
             mine = [r for r in rows if r["scheduler"] == scheduler]
             if not mine:
@@ -147,25 +201,36 @@ def report(runs: list[dict[str, Any]]) -> None:
             models = sum(r.get("cp_models", 0) for r in mine)
             optimal = sum(r.get("cp_model_status_counts", {}).get("OPTIMAL", 0) for r in mine)
             changed = np.mean([r.get("cp_changed_share", 0.0) for r in mine])
-            print(f"{scheduler:>12} {len(mine):4d} | {slow:8.3f} {wait:8.1f} | "
-                  f"{np.mean([r['mean_dispatch_ms'] for r in mine]):7.1f} {np.mean([r['p99_dispatch_ms'] for r in mine]):7.1f} | "
-                  f"{np.mean([r.get(bottleneck, np.nan) for r in mine]):5.3f} "
-                  f"{np.mean([r.get('queue_mean', np.nan) for r in mine]):5.1f} "
-                  f"{np.mean([r['decisions'] for r in mine]):6.0f} {models:6d} "
-                  f"{optimal / models if models else float('nan'):7.3f} {changed:7.3f} "
-                  f"{np.mean([r.get('cp_mean_variables', 0) for r in mine]):6.1f} "
-                  f"{np.mean([r.get('cp_mean_constraints', 0) for r in mine]):6.1f} | "
-                  f"{np.mean([r['seconds'] for r in mine]):6.1f} {np.mean([r.get('cpu_seconds', np.nan) for r in mine]):6.1f} | "
-                  + "/".join(str(sum(r.get("cp_relaxation_counts", {}).get(tag, 0) for r in mine))
-                             for tag in ("proved", "unpacked", "bound")))
+            print(
+                f"{scheduler:>12} {len(mine):4d} | {slow:8.3f} {wait:8.1f} | "
+                f"{np.mean([r['mean_dispatch_ms'] for r in mine]):7.1f} {np.mean([r['p99_dispatch_ms'] for r in mine]):7.1f} | "
+                f"{np.mean([r.get(bottleneck, np.nan) for r in mine]):5.3f} "
+                f"{np.mean([r.get('queue_mean', np.nan) for r in mine]):5.1f} "
+                f"{np.mean([r['decisions'] for r in mine]):6.0f} {models:6d} "
+                f"{optimal / models if models else float('nan'):7.3f} {changed:7.3f} "
+                f"{np.mean([r.get('cp_mean_variables', 0) for r in mine]):6.1f} "
+                f"{np.mean([r.get('cp_mean_constraints', 0) for r in mine]):6.1f} | "
+                f"{np.mean([r['seconds'] for r in mine]):6.1f} {np.mean([r.get('cpu_seconds', np.nan) for r in mine]):6.1f} | "
+                + "/".join(
+                    str(sum(r.get("cp_relaxation_counts", {}).get(tag, 0) for r in mine))
+                    for tag in ("proved", "unpacked", "bound")
+                )
+            )
             if scheduler == "pcp20":
-                print(" " * 14 + "OPTIMAL share per seed: " + ", ".join(
-                    f"{r['cp_model_status_counts'].get('OPTIMAL', 0) / max(1, r['cp_models']):.3f}"
-                    for r in sorted(mine, key=lambda r: r["seed"])))
+                print(
+                    " " * 14
+                    + "OPTIMAL share per seed: "
+                    + ", ".join(
+                        f"{r['cp_model_status_counts'].get('OPTIMAL', 0) / max(1, r['cp_models']):.3f}"
+                        for r in sorted(mine, key=lambda r: r["seed"])
+                    )
+                )
         for a, b in PAIRS:
             for metric in ("slowdown", "wait"):
                 mean, low, high, n = paired(runs, system, a, b, metric)
-                print(f"  {a} - {b} {metric:>8}: {mean:+9.3f}  95% CI [{low:+.3f}, {high:+.3f}]  (n = {n} pairs)")
+                print(
+                    f"  {a} - {b} {metric:>8}: {mean:+9.3f}  95% CI [{low:+.3f}, {high:+.3f}]  (n = {n} pairs)"
+                )
 
 
 def main() -> None:
@@ -174,15 +239,27 @@ def main() -> None:
     parser.add_argument("--kit-jobs", type=int, default=1500)
     parser.add_argument("--eurora-jobs", type=int, default=1500)
     parser.add_argument("--months", type=int, default=3, help="Eurora windows cut from each run")
-    parser.add_argument("--cph-seeds", type=int, default=2, help="seeds CPH runs on KIT (it is slow there)")
+    parser.add_argument(
+        "--cph-seeds", type=int, default=2, help="seeds CPH runs on KIT (it is slow there)"
+    )
     parser.add_argument("--pcp19-seeds", type=int, default=1, help="seeds PCP'19 runs on Eurora")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--systems", nargs="+", default=["kit", "eurora"], choices=["kit", "eurora"])
-    parser.add_argument("--schedulers", nargs="+", default=None, help="run only these labels (default: all)")
-    parser.add_argument("--merge", type=Path, default=None,
-                        help="a saved run whose runs not repeated here are reported (and saved) with these")
+    parser.add_argument(
+        "--systems", nargs="+", default=["kit", "eurora"], choices=["kit", "eurora"]
+    )
+    parser.add_argument(
+        "--schedulers", nargs="+", default=None, help="run only these labels (default: all)"
+    )
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        default=None,
+        help="a saved run whose runs not repeated here are reported (and saved) with these",
+    )
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--report", type=Path, default=None, help="only print the tables of a saved run")
+    parser.add_argument(
+        "--report", type=Path, default=None, help="only print the tables of a saved run"
+    )
     args = parser.parse_args()
     if args.report is not None:
         report(json.loads(args.report.read_text()))
@@ -197,10 +274,22 @@ def main() -> None:
             tasks.append(("eurora", scheduler, seed, args.eurora_jobs, args.months))
         if seed in args.seeds[: args.pcp19_seeds]:
             tasks.append(("eurora", "pcp19", seed, args.eurora_jobs, args.months))
-    tasks = [t for t in tasks if t[0] in args.systems and (args.schedulers is None or t[1] in args.schedulers)]
+    tasks = [
+        t
+        for t in tasks
+        if t[0] in args.systems and (args.schedulers is None or t[1] in args.schedulers)
+    ]
     # the paired dispatchers first, seed by seed (a cut-short run still gives intervals), then
     # EASY, CPH and PCP'19
-    rank = {"pcp20": 0, "greedy-plan": 0, "pcp20-model": 0, "hcp19": 0, "easy": 1, "cph": 2, "pcp19": 3}
+    rank = {
+        "pcp20": 0,
+        "greedy-plan": 0,
+        "pcp20-model": 0,
+        "hcp19": 0,
+        "easy": 1,
+        "cph": 2,
+        "pcp19": 3,
+    }
     tasks.sort(key=lambda t: (rank[t[1]], t[2], t[0] != "kit"))
     began = time.perf_counter()
     runs = []
@@ -209,11 +298,17 @@ def main() -> None:
             runs.append(run)
             if args.out is not None:  # saved after every run
                 args.out.write_text(json.dumps(runs, indent=1))
-    print(f"{len(runs)} runs in {time.perf_counter() - began:.0f} s wall ({args.workers} workers), "
-          f"{sum(r['cpu_seconds'] for r in runs):.0f} s CPU in the runs")
+    print(
+        f"{len(runs)} runs in {time.perf_counter() - began:.0f} s wall ({args.workers} workers), "
+        f"{sum(r['cpu_seconds'] for r in runs):.0f} s CPU in the runs"
+    )
     if args.merge is not None:
         done = {(r["system"], r["scheduler"], r["seed"]) for r in runs}
-        runs += [r for r in json.loads(args.merge.read_text()) if (r["system"], r["scheduler"], r["seed"]) not in done]
+        runs += [
+            r
+            for r in json.loads(args.merge.read_text())
+            if (r["system"], r["scheduler"], r["seed"]) not in done
+        ]
     if args.out is not None:
         args.out.write_text(json.dumps(runs, indent=1))
     report(runs)

@@ -43,7 +43,9 @@ def workload(length: int, seed: int = 1, market: bool = True) -> list[Any]:
     jobs += [Job(8, 0.0, 1e6, 1e6, units=31), Job(9, 0.0, 2.0, 2.0, units=1)]
     for k in range(length + 1):
         run = float(rng.integers(60, 86400))
-        jobs.append(Job(100 + k, 1.0 if k < length else 2.0, run, run, units=int(rng.integers(1, 33))))
+        jobs.append(
+            Job(100 + k, 1.0 if k < length else 2.0, run, run, units=int(rng.integers(1, 33)))
+        )
     if not market:
         return jobs
     rule = MarketRule()
@@ -65,12 +67,16 @@ def decision_state(policy_name: str, jobs: list[Any]) -> tuple[Any, Any]:
     return model, policy
 
 
-def time_decision(policy_name: str, length: int, budget: float, clock: Any = time.process_time) -> tuple[float, int]:
+def time_decision(
+    policy_name: str, length: int, budget: float, clock: Any = time.process_time
+) -> tuple[float, int]:
     """Median microseconds of ``decide`` at t=2 (CPU time by default: the machine is
     shared), and the queue length it saw."""
     from market_hpc.policies import scheduler_entry
 
-    model, policy = decision_state(policy_name, workload(length, market=scheduler_entry(policy_name).market))
+    model, policy = decision_state(
+        policy_name, workload(length, market=scheduler_entry(policy_name).market)
+    )
     view = model.decision_view()
     rng = np.random.default_rng(0)
     times: list[float] = []
@@ -93,7 +99,9 @@ def main() -> int:
     parser.add_argument("--policies", nargs="*", help="policies (default: every registered one)")
     parser.add_argument("--lengths", nargs="*", type=int, default=list(LENGTHS))
     parser.add_argument("--budget", type=float, default=0.2, help="seconds of timed calls per cell")
-    parser.add_argument("--wall", action="store_true", help="time with perf_counter, not process CPU time")
+    parser.add_argument(
+        "--wall", action="store_true", help="time with perf_counter, not process CPU time"
+    )
     args = parser.parse_args()
     clock = time.perf_counter if args.wall else time.process_time
     names = args.policies or scheduler_names()
@@ -110,14 +118,27 @@ def main() -> int:
                 micros = None
             cells.append(micros)
         rows[name] = cells
-        print(f"{name:20s}", "  ".join("      n/a" if c is None else f"{c:9.1f}" for c in cells), flush=True)
+        print(
+            f"{name:20s}",
+            "  ".join("      n/a" if c is None else f"{c:9.1f}" for c in cells),
+            flush=True,
+        )
     fifo = rows["fifo"]
     head = "".join(f"{'q=' + str(n):>18s}" for n in args.lengths)
     what = "wall" if args.wall else "CPU"
-    print(f"\n{what} microseconds per decision (x FIFO), platform {PLATFORM}\n{'policy':20s}{head}   growth")
+    print(
+        f"\n{what} microseconds per decision (x FIFO), platform {PLATFORM}\n{'policy':20s}{head}   growth"
+    )
     for name, cells in rows.items():
-        parts = [("n/a" if c is None else f"{c:.3g} ({c / f:.0f}x)" if f else f"{c:.3g}") for c, f in zip(cells, fifo)]
-        growth = f"{cells[-1] / cells[1]:.1f}x" if len(cells) > 2 and cells[1] and cells[-1] is not None else "n/a"
+        parts = [
+            ("n/a" if c is None else f"{c:.3g} ({c / f:.0f}x)" if f else f"{c:.3g}")
+            for c, f in zip(cells, fifo)
+        ]
+        growth = (
+            f"{cells[-1] / cells[1]:.1f}x"
+            if len(cells) > 2 and cells[1] and cells[-1] is not None
+            else "n/a"
+        )
         print(f"{name:20s}" + "".join(f"{p:>18s}" for p in parts) + f"   {growth}")
     return 0
 

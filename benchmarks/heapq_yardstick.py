@@ -100,14 +100,16 @@ def plain_jobs(jobs: Iterable[Job]) -> tuple[list[int], list[int], list[int], li
 NEVER = 1 << 62  # later than any trace time (plain int, like every time here)
 
 
-def yardstick(submit: list[int], run: list[int], est: list[int], procs: list[int],
-              total: int, easy: bool) -> list[int | None]:
+def yardstick(
+    submit: list[int], run: list[int], est: list[int], procs: list[int], total: int, easy: bool
+) -> list[int | None]:
     """Start time of each job (by index), ``None`` for jobs rejected as too large."""
     return (easy_loop if easy else fifo_loop)(submit, run, est, procs, total)
 
 
-def fifo_loop(submit: list[int], run: list[int], est: list[int], procs: list[int],
-              total: int) -> list[int | None]:
+def fifo_loop(
+    submit: list[int], run: list[int], est: list[int], procs: list[int], total: int
+) -> list[int | None]:
     """FIFO: start jobs in arrival order while they fit; the head blocks the queue."""
     n = len(submit)
     start: list[int | None] = [None] * n
@@ -134,8 +136,9 @@ def fifo_loop(submit: list[int], run: list[int], est: list[int], procs: list[int
     return start
 
 
-def easy_loop(submit: list[int], run: list[int], est: list[int], procs: list[int],
-              total: int) -> list[int | None]:
+def easy_loop(
+    submit: list[int], run: list[int], est: list[int], procs: list[int], total: int
+) -> list[int | None]:
     """EASY backfilling (Mu'alem & Feitelson 2001) with the project's exact semantics."""
     n = len(submit)
     start: list[int | None] = [None] * n
@@ -266,13 +269,22 @@ def check_reference(ids: list[int], starts: list[int | None], reference: Path) -
         ref = {int(row["job_id"]): int(float(row["start_time"])) for row in csv.DictReader(handle)}
     mine = {job: start for job, start in zip(ids, starts, strict=True) if start is not None}
     differ = sum(ref.get(job) != start for job, start in mine.items()) + len(set(ref) - set(mine))
-    print(f"  yardstick vs AccaSim reference {reference.name}: {differ} start-time mismatches"
-          f" ({len(ref):,} reference jobs)")
+    print(
+        f"  yardstick vs AccaSim reference {reference.name}: {differ} start-time mismatches"
+        f" ({len(ref):,} reference jobs)"
+    )
     return differ
 
 
-def bench(trace: Path, procs: int, preset: str | None, scheduler: str, repeat: int,
-          platforms: list[str] | None = None, reference: Path | None = None) -> int:
+def bench(
+    trace: Path,
+    procs: int,
+    preset: str | None,
+    scheduler: str,
+    repeat: int,
+    platforms: list[str] | None = None,
+    reference: Path | None = None,
+) -> int:
     from market_hpc.workload import read_swf
 
     jobs = list(read_swf(trace).jobs)
@@ -291,8 +303,10 @@ def bench(trace: Path, procs: int, preset: str | None, scheduler: str, repeat: i
     y_total, y_loop = min(totals), min(loops)
     rejected = sum(s is None for s in starts)
     note = f", {rejected} rejected" if rejected else ""
-    print(f"  yardstick (bare heapq): {y_total:.3f} s best of {repeat}"
-          f" (median {statistics.median(totals):.3f} s; event loop alone {y_loop:.3f} s){note}")
+    print(
+        f"  yardstick (bare heapq): {y_total:.3f} s best of {repeat}"
+        f" (median {statistics.median(totals):.3f} s; event loop alone {y_loop:.3f} s){note}"
+    )
 
     failures = check_reference(ids, starts, reference) if reference is not None else 0
     if not platforms:
@@ -309,33 +323,49 @@ def bench(trace: Path, procs: int, preset: str | None, scheduler: str, repeat: i
         median_s = statistics.median(r[1] + r[2] for r in results)
         mismatches, examples = compare(ids, starts, frame)
         failures += mismatches
-        print(f"  ours --platform {platform}: {total_s:.3f} s best of {repeat}"
-              f" (median {median_s:.3f} s; build+run {run_s:.3f} s, jobs_frame {frame_s:.3f} s)")
+        print(
+            f"  ours --platform {platform}: {total_s:.3f} s best of {repeat}"
+            f" (median {median_s:.3f} s; build+run {run_s:.3f} s, jobs_frame {frame_s:.3f} s)"
+        )
         print(f"    start-time mismatches vs yardstick: {mismatches}")
         for line in examples:
             print(f"      {line}")
-        print(f"    ratio ours / yardstick: {total_s / y_total:.2f}x (target <= 5x);"
-              f" run only / event loop only: {run_s / y_loop:.2f}x")
+        print(
+            f"    ratio ours / yardstick: {total_s / y_total:.2f}x (target <= 5x);"
+            f" run only / event loop only: {run_s / y_loop:.2f}x"
+        )
     return failures
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trace", action="append",
-                        help="'kth', 'hpc2n' or an SWF path (repeatable; default: kth and hpc2n)")
-    parser.add_argument("--procs", type=int,
-                        help="processors for a trace given by path (default: the largest job)")
-    parser.add_argument("--platform", action="append",
-                        help="platform(s) for our side (default: nodes=P,cores=1 and the preset);"
-                             " any core-level platform of P cores gives the same schedule")
-    parser.add_argument("--scheduler", choices=("fifo", "easy"), action="append",
-                        help="repeatable; default: both")
-    parser.add_argument("--accasim-reference", type=Path,
-                        help="AccaSim FIFO reference CSV of the trace (e.g."
-                             " /tmp/accasim_kth_reference.csv): also check the yardstick's"
-                             " FIFO schedule against it")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="runs per measurement (best is shown)")
+    parser.add_argument(
+        "--trace",
+        action="append",
+        help="'kth', 'hpc2n' or an SWF path (repeatable; default: kth and hpc2n)",
+    )
+    parser.add_argument(
+        "--procs", type=int, help="processors for a trace given by path (default: the largest job)"
+    )
+    parser.add_argument(
+        "--platform",
+        action="append",
+        help="platform(s) for our side (default: nodes=P,cores=1 and the preset);"
+        " any core-level platform of P cores gives the same schedule",
+    )
+    parser.add_argument(
+        "--scheduler", choices=("fifo", "easy"), action="append", help="repeatable; default: both"
+    )
+    parser.add_argument(
+        "--accasim-reference",
+        type=Path,
+        help="AccaSim FIFO reference CSV of the trace (e.g."
+        " /tmp/accasim_kth_reference.csv): also check the yardstick's"
+        " FIFO schedule against it",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per measurement (best is shown)"
+    )
     args = parser.parse_args(argv)
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
@@ -351,8 +381,9 @@ def main(argv: list[str] | None = None) -> int:
                 procs = args.procs
         for scheduler in args.scheduler or ["fifo", "easy"]:
             reference = args.accasim_reference if scheduler == "fifo" else None
-            failures += bench(trace, procs, preset, scheduler, args.repeat, args.platform,
-                              reference)
+            failures += bench(
+                trace, procs, preset, scheduler, args.repeat, args.platform, reference
+            )
     print(f"== total start-time mismatches: {failures}")
     return 1 if failures else 0
 

@@ -47,8 +47,18 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 KTH = REPO.parent / "shared" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
-POLICIES = ("easy", "sjf", "ljf", "queues-partitioned", "queues-hybrid", "queues-shared", "bb-baseline", "bbsched",
-            "prb", "ebf")
+POLICIES = (
+    "easy",
+    "sjf",
+    "ljf",
+    "queues-partitioned",
+    "queues-hybrid",
+    "queues-shared",
+    "bb-baseline",
+    "bbsched",
+    "prb",
+    "ebf",
+)
 
 
 def load_jobs(args: argparse.Namespace) -> tuple[list, str]:
@@ -58,7 +68,7 @@ def load_jobs(args: argparse.Namespace) -> tuple[list, str]:
     if KTH.exists() and not args.synthetic:
         from market_hpc.workload.swf import read_swf
 
-        jobs = [j for j in read_swf(KTH).jobs if j.cores <= args.procs][:args.jobs]
+        jobs = [j for j in read_swf(KTH).jobs if j.cores <= args.procs][: args.jobs]
         return jobs, f"KTH-SP2, first {len(jobs):,} jobs of <= {args.procs} processors"
     sys.path.insert(0, str(REPO / "benchmarks"))
     import scaling
@@ -66,8 +76,10 @@ def load_jobs(args: argparse.Namespace) -> tuple[list, str]:
     scaling.LOAD = args.load
     submit, run, estimate, procs = scaling.workload(args.jobs, args.procs)
     keep = procs <= args.procs
-    jobs = [Job(i + 1, float(s), float(r), float(e), units=int(p))
-            for i, (s, r, e, p) in enumerate(zip(submit[keep], run[keep], estimate[keep], procs[keep]))]
+    jobs = [
+        Job(i + 1, float(s), float(r), float(e), units=int(p))
+        for i, (s, r, e, p) in enumerate(zip(submit[keep], run[keep], estimate[keep], procs[keep]))
+    ]
     return jobs, f"synthetic, {len(jobs):,} jobs at offered load {args.load}"
 
 
@@ -76,13 +88,21 @@ def queue_config(mode: str, procs: int):  # type: ignore[no-untyped-def]
     from market_hpc.domain.queues import QueueConfig, QueueSpec
 
     third = max(procs // 3, 1)
-    queues = (QueueSpec("short", 1, procs, 0, 3600), QueueSpec("narrow", 1, third, 3600),
-              QueueSpec("wide", third + 1, procs, 3600))
+    queues = (
+        QueueSpec("short", 1, procs, 0, 3600),
+        QueueSpec("narrow", 1, third, 3600),
+        QueueSpec("wide", third + 1, procs, 3600),
+    )
     if mode == "partitioned":
         return QueueConfig(queues, partitions=(third, third, procs - 2 * third))
     if mode == "hybrid":
-        return QueueConfig(queues, mode="hybrid", partitions=(third // 2, third // 2, third), pool=procs - 2 * third,
-                           tau_pf=0.2)
+        return QueueConfig(
+            queues,
+            mode="hybrid",
+            partitions=(third // 2, third // 2, third),
+            pool=procs - 2 * third,
+            tau_pf=0.2,
+        )
     return QueueConfig(queues, mode="shared")
 
 
@@ -137,8 +157,13 @@ def run_once(policy: str, jobs: list, procs: int) -> tuple[float, np.ndarray, fl
     platform = f"nodes={procs},cores=1"
     if policy.startswith("queues-"):
         config = queue_config(policy.removeprefix("queues-"), procs)
-        model = HPCModel(jobs, platform, policy=make_policy(policy, "first-fit", scheduler_params={"config": config}),
-                         queues=config, record_timeseries=True)
+        model = HPCModel(
+            jobs,
+            platform,
+            policy=make_policy(policy, "first-fit", scheduler_params={"config": config}),
+            queues=config,
+            record_timeseries=True,
+        )
     else:
         model = HPCModel(jobs, platform, policy, "first-fit", record_timeseries=True)
     began = time.perf_counter()
@@ -154,14 +179,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
     parser.add_argument("--jobs", type=int, default=5000, help="jobs to replay (default 5,000)")
     parser.add_argument("--procs", type=int, default=30, help="single-core nodes (default 30)")
-    parser.add_argument("--synthetic", action="store_true", help="use the synthetic workload even with the trace")
-    parser.add_argument("--load", type=float, default=1.6, help="offered load of the synthetic workload")
+    parser.add_argument(
+        "--synthetic", action="store_true", help="use the synthetic workload even with the trace"
+    )
+    parser.add_argument(
+        "--load", type=float, default=1.6, help="offered load of the synthetic workload"
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
     warnings.filterwarnings("ignore")
     jobs, described = load_jobs(args)
     print(f"== {described} on nodes={args.procs},cores=1")
-    print(f"{'policy':20s} {'mean queue':>10s} {'with (us/job)':>14s} {'without':>10s} {'ratio':>7s} mismatches")
+    print(
+        f"{'policy':20s} {'mean queue':>10s} {'with (us/job)':>14s} {'without':>10s} {'ratio':>7s} mismatches"
+    )
     failed = 0
     for policy in args.policies:
         fast, starts, queue = run_once(policy, jobs, args.procs)
@@ -171,8 +202,10 @@ def main(argv: list[str] | None = None) -> int:
         mismatches = int((~same).sum())
         failed += mismatches
         per_job = 1e6 / len(jobs)
-        print(f"{policy:20s} {queue:10.0f} {fast * per_job:14.1f} {slow * per_job:10.1f} {slow / fast:6.2f}x {mismatches}",
-              flush=True)
+        print(
+            f"{policy:20s} {queue:10.0f} {fast * per_job:14.1f} {slow * per_job:10.1f} {slow / fast:6.2f}x {mismatches}",
+            flush=True,
+        )
     return 1 if failed else 0
 
 

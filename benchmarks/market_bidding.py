@@ -59,8 +59,9 @@ def run(job_sets: list, platform: str, policy: str, argmax: bool) -> tuple[float
     return seconds, profit
 
 
-def best_of_interleaved(repeat: int, first: Callable[[], tuple[float, float]],
-                        second: Callable[[], tuple[float, float]]) -> tuple[tuple[float, float], tuple[float, float]]:
+def best_of_interleaved(
+    repeat: int, first: Callable[[], tuple[float, float]], second: Callable[[], tuple[float, float]]
+) -> tuple[tuple[float, float], tuple[float, float]]:
     """Alternate the two calls ``repeat`` times; the best time and the profit of each."""
     a, b = [], []
     for _ in range(repeat):
@@ -81,15 +82,25 @@ def main(argv: list[str] | None = None) -> None:
     ]
     worst = 0.0
     for platform, cores, n_jobs, n_sets, policy in cases:
-        jobs = [list(library_job_set(n_jobs, seed, load=2.0, platform_cores=cores)) for seed in range(1, n_sets + 1)]
+        jobs = [
+            list(library_job_set(n_jobs, seed, load=2.0, platform_cores=cores))
+            for seed in range(1, n_sets + 1)
+        ]
         (t_bids, p_bids), (t_argmax, p_argmax) = best_of_interleaved(
-            args.repeat, partial(run, jobs, platform, policy, False), partial(run, jobs, platform, policy, True))
+            args.repeat,
+            partial(run, jobs, platform, policy, False),
+            partial(run, jobs, platform, policy, True),
+        )
         if p_bids != p_argmax:
-            raise SystemExit(f"schedules differ on {platform} {policy}: profit {p_bids} vs {p_argmax}")
+            raise SystemExit(
+                f"schedules differ on {platform} {policy}: profit {p_bids} vs {p_argmax}"
+            )
         ratio = t_bids / t_argmax
         worst = max(worst, ratio)
-        print(f"{platform:>18} {policy:>6} {n_sets} x {n_jobs:>3} jobs: bids {1000 * t_bids:8.1f} ms, "
-              f"argmax {1000 * t_argmax:8.1f} ms, ratio {ratio:.3f}")
+        print(
+            f"{platform:>18} {policy:>6} {n_sets} x {n_jobs:>3} jobs: bids {1000 * t_bids:8.1f} ms, "
+            f"argmax {1000 * t_argmax:8.1f} ms, ratio {ratio:.3f}"
+        )
     verdict = "meets" if worst <= TARGET else "misses"
     print(f"worst ratio {worst:.3f} ({verdict} the <= {TARGET:.2f} target)")
 

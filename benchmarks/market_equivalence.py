@@ -40,8 +40,20 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 HPC2N = REPO.parent / "shared" / "traces" / "HPC2N-2002-2.1-cln.swf.gz"
-MARKET = ("sjq", "maxv", "maxvd", "minvr", "sjqh", "maxvh", "maxvdh", "minvrh",
-          "sjqlh", "maxvlh", "maxvdlh", "minvrlh")
+MARKET = (
+    "sjq",
+    "maxv",
+    "maxvd",
+    "minvr",
+    "sjqh",
+    "maxvh",
+    "maxvdh",
+    "minvrh",
+    "sjqlh",
+    "maxvlh",
+    "maxvdlh",
+    "minvrlh",
+)
 BASELINES = ("easy-mold",)
 DEMO_SIZES = (10, 25, 50, 100)
 TIMING = ("seconds", "dispatch_ms", "duration", "cpu_per_decision")
@@ -54,17 +66,48 @@ def demo_cases() -> list[tuple[str, dict[str, Any]]]:
         for seed in (1, 2):
             for size in DEMO_SIZES:
                 for policy in MARKET + BASELINES:
-                    out.append((f"demo/{curves}/s{seed}/n{size}/{policy}", {
-                        "name": "demo", "platform": "hlrs-3x9", "seed": seed, "timeseries": False,
-                        "workload": {"generator": "taskgraphs", "jobs": size, "load": 2.0, "curves": curves},
-                        "policy": {"scheduler": policy}}))
-    for shape in ("step", "exponential"):  # the other curve kinds (step: zero-width ramp; exponential: scalar)
+                    out.append(
+                        (
+                            f"demo/{curves}/s{seed}/n{size}/{policy}",
+                            {
+                                "name": "demo",
+                                "platform": "hlrs-3x9",
+                                "seed": seed,
+                                "timeseries": False,
+                                "workload": {
+                                    "generator": "taskgraphs",
+                                    "jobs": size,
+                                    "load": 2.0,
+                                    "curves": curves,
+                                },
+                                "policy": {"scheduler": policy},
+                            },
+                        )
+                    )
+    for shape in (
+        "step",
+        "exponential",
+    ):  # the other curve kinds (step: zero-width ramp; exponential: scalar)
         for size in (25, 50):
             for policy in MARKET + BASELINES:
-                out.append((f"demo/{shape}/s1/n{size}/{policy}", {
-                    "name": "demo", "platform": "hlrs-3x9", "seed": 1, "timeseries": False,
-                    "workload": {"generator": "taskgraphs", "jobs": size, "load": 2.0, "curve_shape": shape},
-                    "policy": {"scheduler": policy}}))
+                out.append(
+                    (
+                        f"demo/{shape}/s1/n{size}/{policy}",
+                        {
+                            "name": "demo",
+                            "platform": "hlrs-3x9",
+                            "seed": 1,
+                            "timeseries": False,
+                            "workload": {
+                                "generator": "taskgraphs",
+                                "jobs": size,
+                                "load": 2.0,
+                                "curve_shape": shape,
+                            },
+                            "policy": {"scheduler": policy},
+                        },
+                    )
+                )
     return out
 
 
@@ -78,23 +121,47 @@ def sweep_cases() -> list[tuple[str, dict[str, Any]]]:
 def hpc2n_cases(first_n: int) -> list[tuple[str, dict[str, Any]]]:
     if not HPC2N.is_file() or first_n <= 0:
         return []
-    base = {"name": "hpc2n", "platform": "nodes=1,cores=240", "seed": 1, "timeseries": False,
-            "workload": {"trace": str(HPC2N), "first_n": first_n, "load_factor": 1.5, "market": True}}
-    out = [(f"hpc2n{first_n}/{policy}", {**base, "policy": {"scheduler": policy}})
-           for policy in MARKET + BASELINES]
+    base = {
+        "name": "hpc2n",
+        "platform": "nodes=1,cores=240",
+        "seed": 1,
+        "timeseries": False,
+        "workload": {"trace": str(HPC2N), "first_n": first_n, "load_factor": 1.5, "market": True},
+    }
+    out = [
+        (f"hpc2n{first_n}/{policy}", {**base, "policy": {"scheduler": policy}})
+        for policy in MARKET + BASELINES
+    ]
     for policy in ("maxvh", "maxvlh"):
-        out.append((f"hpc2n{first_n}/{policy}-cost", {**base, "policy": {
-            "scheduler": policy, "resume_seconds": 300.0, "hold_progress_loss": 0.1}}))
+        out.append(
+            (
+                f"hpc2n{first_n}/{policy}-cost",
+                {
+                    **base,
+                    "policy": {
+                        "scheduler": policy,
+                        "resume_seconds": 300.0,
+                        "hold_progress_loss": 0.1,
+                    },
+                },
+            )
+        )
     return out
 
 
 # Summary entries added after the reference was recorded (issue 45: every submitted job
 # counted, the estimate fallback counted): new facts about the same schedule, left out of the
 # digest so that a changed decision still shows and a new column does not.
-ADDED_SINCE_REFERENCE = frozenset({
-    "mean_wait_all", "mean_bounded_slowdown_all", "completed_core_hours", "completed_share",
-    "estimate_fallback_jobs", "estimate_fallback_share",
-})
+ADDED_SINCE_REFERENCE = frozenset(
+    {
+        "mean_wait_all",
+        "mean_bounded_slowdown_all",
+        "completed_core_hours",
+        "completed_share",
+        "estimate_fallback_jobs",
+        "estimate_fallback_share",
+    }
+)
 
 
 def digest(config: dict[str, Any]) -> dict[str, Any]:
@@ -105,17 +172,29 @@ def digest(config: dict[str, Any]) -> dict[str, Any]:
 
     result = simulate(config_from_dict(config))
     text = result.jobs.to_csv(index=False)
-    summary = {key: repr(value) for key, value in scalar_metrics(result.summary).items()
-               if not any(word in key for word in TIMING) and key not in ADDED_SINCE_REFERENCE}
-    return compact({"jobs": hashlib.sha256(text.encode()).hexdigest(), "rows": len(result.jobs), "summary": summary})
+    summary = {
+        key: repr(value)
+        for key, value in scalar_metrics(result.summary).items()
+        if not any(word in key for word in TIMING) and key not in ADDED_SINCE_REFERENCE
+    }
+    return compact(
+        {
+            "jobs": hashlib.sha256(text.encode()).hexdigest(),
+            "rows": len(result.jobs),
+            "summary": summary,
+        }
+    )
 
 
 def compact(full: dict[str, Any]) -> dict[str, Any]:
     """What the reference keeps of a run: the digests and the headline entries."""
     summary = full["summary"]
-    return {"jobs": full["jobs"][:24], "rows": full["rows"],
-            "summary": hashlib.sha256(json.dumps(summary, sort_keys=True).encode()).hexdigest()[:24],
-            **{key: summary.get(key) for key in ("total_profit", "holds", "decisions", "jobs_dropped")}}
+    return {
+        "jobs": full["jobs"][:24],
+        "rows": full["rows"],
+        "summary": hashlib.sha256(json.dumps(summary, sort_keys=True).encode()).hexdigest()[:24],
+        **{key: summary.get(key) for key in ("total_profit", "holds", "decisions", "jobs_dropped")},
+    }
 
 
 def collect(only: str | None, first_n: int) -> tuple[dict[str, Any], float]:
@@ -133,9 +212,15 @@ def differences(results: dict[str, Any], reference: dict[str, Any]) -> list[str]
     lines = []
     for key, got in results.items():
         want = reference.get(key, {})
-        changed = {k: (want.get(k), got.get(k)) for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)}
+        changed = {
+            k: (want.get(k), got.get(k))
+            for k in sorted(set(got) | set(want))
+            if got.get(k) != want.get(k)
+        }
         if changed:
-            lines.append(f"{key}: changed (reference, now): {changed}" if want else f"{key}: no reference")
+            lines.append(
+                f"{key}: changed (reference, now): {changed}" if want else f"{key}: no reference"
+            )
     return lines
 
 
@@ -144,9 +229,14 @@ def main() -> int:
     parser.add_argument("mode", choices=("record", "check"))
     parser.add_argument("file", nargs="?", default=str(REFERENCE))
     parser.add_argument("--only", help="run only the cases whose key contains this")
-    parser.add_argument("--first-n", type=int, default=6000, help="HPC2N slice length (default: 6000; 0 skips it)")
-    parser.add_argument("--general", action="store_true",
-                        help="decide by the auctions' general path (every resource, across nodes)")
+    parser.add_argument(
+        "--first-n", type=int, default=6000, help="HPC2N slice length (default: 6000; 0 skips it)"
+    )
+    parser.add_argument(
+        "--general",
+        action="store_true",
+        help="decide by the auctions' general path (every resource, across nodes)",
+    )
     args = parser.parse_args()
     if args.general:
         from market_hpc.policies import market
@@ -160,7 +250,10 @@ def main() -> int:
     bad = differences(results, json.loads(Path(args.file).read_text()))
     for line in bad:
         print(line)
-    print("identical" if not bad else f"{len(bad)} differences", f"({len(results)} runs, {seconds:.1f} s)")
+    print(
+        "identical" if not bad else f"{len(bad)} differences",
+        f"({len(results)} runs, {seconds:.1f} s)",
+    )
     return 1 if bad else 0
 
 

@@ -54,22 +54,46 @@ print(json.dumps({"cpu": seconds, "jobs": len(jobs), "holds": model.recorder.hol
 """
 
 
-def kth(platform: str, scheduler: str, first_n: int, trace: Path = KTH, **workload: Any) -> dict[str, Any]:
-    return {"name": "bench", "platform": platform, "seed": 1, "timeseries": False,
-            "workload": {"trace": str(trace), "first_n": first_n, "market": True, **workload},
-            "policy": {"scheduler": scheduler}}
+def kth(
+    platform: str, scheduler: str, first_n: int, trace: Path = KTH, **workload: Any
+) -> dict[str, Any]:
+    return {
+        "name": "bench",
+        "platform": platform,
+        "seed": 1,
+        "timeseries": False,
+        "workload": {"trace": str(trace), "first_n": first_n, "market": True, **workload},
+        "policy": {"scheduler": scheduler},
+    }
 
 
 def child(source: Path, config: dict[str, Any]) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(config)], capture_output=True, text=True,
-                         env={"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"}, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(config)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"},
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def extract(commit: str, into: Path) -> Path:
     archive = into / "before.tar"
-    subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", "-o", str(archive), commit, "market_hpc"],
-                   check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(REPO),
+            "archive",
+            "--format=tar",
+            "-o",
+            str(archive),
+            commit,
+            "market_hpc",
+        ],
+        check=True,
+    )
     with tarfile.open(archive) as tar:
         tar.extractall(into, filter="data")
     return into
@@ -84,18 +108,22 @@ def ab(before: str, first_n: int, repeats: int, schedulers: list[str]) -> None:
             seen = {}
             sides = [("before", old), ("after", REPO)]
             for repeat in range(repeats):
-                for side, source in sides if repeat % 2 == 0 else sides[::-1]:  # each side first in turn
+                for side, source in (
+                    sides if repeat % 2 == 0 else sides[::-1]
+                ):  # each side first in turn
                     got = child(source, config)
                     times[side].append(got["cpu"])
                     seen[side] = got["digest"], got["holds"]
             assert seen["before"] == seen["after"], f"{scheduler}: the schedules differ: {seen}"
             medians = {side: statistics.median(values) for side, values in times.items()}
             paired = statistics.median(a / b for a, b in zip(times["after"], times["before"]))
-            print(f"{scheduler:7s} KTH first {first_n} on nodes=1,cores=100: before {medians['before']:.3f} s, "
-                  f"after {medians['after']:.3f} s CPU (median of {repeats}), ratio after/before "
-                  f"{medians['after'] / medians['before']:.3f} (median of the paired ratios {paired:.3f}); runs: before "
-                  f"{', '.join(f'{t:.3f}' for t in times['before'])}; after "
-                  f"{', '.join(f'{t:.3f}' for t in times['after'])}")
+            print(
+                f"{scheduler:7s} KTH first {first_n} on nodes=1,cores=100: before {medians['before']:.3f} s, "
+                f"after {medians['after']:.3f} s CPU (median of {repeats}), ratio after/before "
+                f"{medians['after'] / medians['before']:.3f} (median of the paired ratios {paired:.3f}); runs: before "
+                f"{', '.join(f'{t:.3f}' for t in times['before'])}; after "
+                f"{', '.join(f'{t:.3f}' for t in times['after'])}"
+            )
 
 
 def cost(first_n: int, schedulers: list[str]) -> None:
@@ -104,24 +132,35 @@ def cost(first_n: int, schedulers: list[str]) -> None:
         "pooled (cores-only path)": lambda s: kth("nodes=1,cores=100", s, first_n),
         "kth-sp2, spanning": lambda s: kth("kth-sp2", s, first_n),
         "kth-sp2, spanning + S4 bb": lambda s: kth("kth-sp2", s, first_n, **bb),
-        "hpc2n pooled (cores-only)": lambda s: kth("nodes=1,cores=240", s, first_n, HPC2N, load_factor=1.5),
+        "hpc2n pooled (cores-only)": lambda s: kth(
+            "nodes=1,cores=240", s, first_n, HPC2N, load_factor=1.5
+        ),
         "hpc2n 120x2, spanning": lambda s: kth("hpc2n", s, first_n, HPC2N, load_factor=1.5),
-        "eurora GPU/MIC": lambda s: {"name": "bench", "platform": "eurora", "seed": 1, "timeseries": False,
-                                     "workload": {"generator": "eurora", "jobs": first_n, "market": True},
-                                     "policy": {"scheduler": s}},
+        "eurora GPU/MIC": lambda s: {
+            "name": "bench",
+            "platform": "eurora",
+            "seed": 1,
+            "timeseries": False,
+            "workload": {"generator": "eurora", "jobs": first_n, "market": True},
+            "policy": {"scheduler": s},
+        },
     }
     for scheduler in schedulers:
         for label, make in cases.items():
             got = child(REPO, make(scheduler))
-            print(f"{scheduler:7s} {label:28s} {got['jobs']:6d} jobs: {got['cpu']:7.3f} s CPU, "
-                  f"{got['holds']} holds, {got['spanning']} jobs on several nodes")
+            print(
+                f"{scheduler:7s} {label:28s} {got['jobs']:6d} jobs: {got['cpu']:7.3f} s CPU, "
+                f"{got['holds']} holds, {got['spanning']} jobs on several nodes"
+            )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=("ab", "cost"))
     parser.add_argument("--before", default="0ce1c38", help="commit of the 'before' side (ab)")
-    parser.add_argument("--first-n", type=int, default=10000, help="KTH jobs (eurora: generated jobs)")
+    parser.add_argument(
+        "--first-n", type=int, default=10000, help="KTH jobs (eurora: generated jobs)"
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--schedulers", default="sjq,maxvh,minvrh,maxvlh")
     args = parser.parse_args()

@@ -19,8 +19,20 @@ from typing import Any
 
 import pandas as pd
 
-MARKET = ("sjq", "maxv", "maxvd", "minvr", "sjqh", "maxvh", "maxvdh", "minvrh",
-          "sjqlh", "maxvlh", "maxvdlh", "minvrlh")
+MARKET = (
+    "sjq",
+    "maxv",
+    "maxvd",
+    "minvr",
+    "sjqh",
+    "maxvh",
+    "maxvdh",
+    "minvrh",
+    "sjqlh",
+    "maxvlh",
+    "maxvdlh",
+    "minvrlh",
+)
 
 
 def run(case: tuple[str, int, int, bool]) -> dict[str, Any]:
@@ -29,12 +41,26 @@ def run(case: tuple[str, int, int, bool]) -> dict[str, Any]:
     from market_hpc.experiment.run import simulate
 
     policy, size, seed, every_step = case
-    result = simulate(config_from_dict({
-        "name": "timing", "platform": "hlrs-3x9", "seed": seed, "timeseries": False,
-        "workload": {"generator": "taskgraphs", "jobs": size, "load": 2.0},
-        "policy": {"scheduler": policy, "every_step": every_step}}))
-    return {"policy": policy, "jobs": size, "seed": seed, "timing": "every_step" if every_step else "event",
-            "total_profit": result.summary["total_profit"], "decisions": result.summary["decisions"]}
+    result = simulate(
+        config_from_dict(
+            {
+                "name": "timing",
+                "platform": "hlrs-3x9",
+                "seed": seed,
+                "timeseries": False,
+                "workload": {"generator": "taskgraphs", "jobs": size, "load": 2.0},
+                "policy": {"scheduler": policy, "every_step": every_step},
+            }
+        )
+    )
+    return {
+        "policy": policy,
+        "jobs": size,
+        "seed": seed,
+        "timing": "every_step" if every_step else "event",
+        "total_profit": result.summary["total_profit"],
+        "decisions": result.summary["decisions"],
+    }
 
 
 def main() -> None:
@@ -45,21 +71,30 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 25, 50, 100])
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
-    cases = [(p, n, s, e) for n in args.sizes for p in MARKET for s in args.seeds for e in (False, True)]
+    cases = [
+        (p, n, s, e) for n in args.sizes for p in MARKET for s in args.seeds for e in (False, True)
+    ]
     with ProcessPoolExecutor(args.workers) as pool:
         runs = pd.DataFrame(list(pool.map(run, cases, chunksize=4)))
-    print("| jobs | policy | seeds | event profit | every-step - event (95 % CI) | relative | verdict | "
-          "decisions event / every-step |")
+    print(
+        "| jobs | policy | seeds | event profit | every-step - event (95 % CI) | relative | verdict | "
+        "decisions event / every-step |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for (size, policy), group in runs.groupby(["jobs", "policy"], sort=False):
         row = paired_differences(group, "timing", "total_profit", "seed", baseline="event").iloc[0]
         mean = group[group.timing == "event"].total_profit.mean()
         decisions = group.groupby("timing").decisions.mean()
-        interval = (f"[{row.ci_low:+,.0f}, {row.ci_high:+,.0f}]" if math.isfinite(row.ci_low)
-                    else "(no interval: every pair differs alike)")
-        print(f"| {size} | {policy} | {row.seeds} | {mean:,.0f} | {row.mean_diff:+,.0f} {interval} | "
-              f"{100 * row.rel_mean:+.1f} % | {row.verdict} | "
-              f"{decisions['event']:.0f} / {decisions['every_step']:.0f} |")
+        interval = (
+            f"[{row.ci_low:+,.0f}, {row.ci_high:+,.0f}]"
+            if math.isfinite(row.ci_low)
+            else "(no interval: every pair differs alike)"
+        )
+        print(
+            f"| {size} | {policy} | {row.seeds} | {mean:,.0f} | {row.mean_diff:+,.0f} {interval} | "
+            f"{100 * row.rel_mean:+.1f} % | {row.verdict} | "
+            f"{decisions['event']:.0f} / {decisions['every_step']:.0f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -48,12 +48,16 @@ def rss_mb() -> tuple[float, float]:
 
 def phase(name: str, began: float) -> None:
     now, peak = rss_mb()
-    print(f"{name:<34} rss {now:8.1f} MB   peak so far {peak:8.1f} MB   {time.perf_counter() - began:7.1f} s",
-          flush=True)
+    print(
+        f"{name:<34} rss {now:8.1f} MB   peak so far {peak:8.1f} MB   {time.perf_counter() - began:7.1f} s",
+        flush=True,
+    )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--path", choices=("list", "stream"), required=True)
     parser.add_argument("--trace", default=str(CURIE))
     parser.add_argument("--platform", default="curie")
@@ -70,10 +74,14 @@ def main() -> int:
     from market_hpc.workload import read_swf
 
     phase("imports", began)
-    config = config_from_dict({
-        "name": Path(args.trace).name, "platform": args.platform,
-        "workload": {"trace": args.trace}, "policy": {"scheduler": args.scheduler, "allocator": args.allocator},
-    })
+    config = config_from_dict(
+        {
+            "name": Path(args.trace).name,
+            "platform": args.platform,
+            "workload": {"trace": args.trace},
+            "policy": {"scheduler": args.scheduler, "allocator": args.allocator},
+        }
+    )
     if args.tracemalloc:
         import tracemalloc
 
@@ -91,10 +99,14 @@ def main() -> int:
         snapshot = tracemalloc.take_snapshot()
         tracemalloc.stop()
         stats = snapshot.statistics("lineno")
-        print(f"python-allocated after the run: {sum(s.size for s in stats) / 2**20:.1f} MB; largest sites:")
+        print(
+            f"python-allocated after the run: {sum(s.size for s in stats) / 2**20:.1f} MB; largest sites:"
+        )
         for stat in stats[:12]:
             frame = stat.traceback[0]
-            print(f"  {stat.size / 2**20:8.1f} MB  {stat.count:>9} blocks  {frame.filename}:{frame.lineno}")
+            print(
+                f"  {stat.size / 2**20:8.1f} MB  {stat.count:>9} blocks  {frame.filename}:{frame.lineno}"
+            )
         del snapshot, stats
     with tempfile.TemporaryDirectory() as out:
         result.write(out)

@@ -6,6 +6,7 @@ Edits source files in place for the duration of one pytest run each (restored in
 ``finally``): run it in a clean worktree, never while editing those files or running
 other tests in the same tree.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -27,14 +28,23 @@ def run_mutations(mutations: Sequence[Mutation], tests: Sequence[str]) -> int:
         target = ROOT / path
         source = target.read_text()
         if source.count(old) != 1:
-            raise SystemExit(f"{name}: the text to mutate occurs {source.count(old)} times in {path}, not once")
+            raise SystemExit(
+                f"{name}: the text to mutate occurs {source.count(old)} times in {path}, not once"
+            )
         target.write_text(source.replace(old, new))
         try:
-            result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
-                                    capture_output=True, text=True, cwd=ROOT, check=False)
+            result = subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                check=False,
+            )
         finally:
             target.write_text(source)
-        failed = next((line for line in result.stdout.splitlines() if line.startswith("FAILED")), "")
+        failed = next(
+            (line for line in result.stdout.splitlines() if line.startswith("FAILED")), ""
+        )
         survived += result.returncode == 0
         print(f"{name:40s} {'CAUGHT' if result.returncode else 'SURVIVED'}  {failed}", flush=True)
     return survived

@@ -66,8 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     profiler.runcall(simulate)
     profiled = time.perf_counter() - began
-    print(f"{trace.name} on {platform}, {args.scheduler}+{args.allocator}: {len(jobs):,} jobs; "
-          f"{plain:.2f} s unprofiled, {profiled:.2f} s under cProfile")
+    print(
+        f"{trace.name} on {platform}, {args.scheduler}+{args.allocator}: {len(jobs):,} jobs; "
+        f"{plain:.2f} s unprofiled, {profiled:.2f} s under cProfile"
+    )
     stats = pstats.Stats(profiler)
     if args.dump:
         stats.dump_stats(args.dump)

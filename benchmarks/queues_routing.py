@@ -26,9 +26,16 @@ from market_hpc.policies.queues import QueueDispatcher
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "queues.toml"
 TRACES = {
     "hpc2n": {"workload.start": 15_552_000.0},
-    "curie": {"platform": "nodes=5040,cores=16", "workload.start": 32_000_000.0,
-              "workload.trace": str(Path(__file__).resolve().parents[2] / "shared" / "traces"
-                                    / "CEA-Curie-2011-2.1-cln.swf.gz")},
+    "curie": {
+        "platform": "nodes=5040,cores=16",
+        "workload.start": 32_000_000.0,
+        "workload.trace": str(
+            Path(__file__).resolve().parents[2]
+            / "shared"
+            / "traces"
+            / "CEA-Curie-2011-2.1-cln.swf.gz"
+        ),
+    },
 }
 
 
@@ -55,9 +62,11 @@ def main() -> None:
             longest = max(longest, len(run.model.queue_agent.jobs))
         seconds[per_queue] = time.perf_counter() - began
         frames.append(run.model.recorder.jobs_frame())
-        print(f"  per_queue={per_queue}: replay {seconds[per_queue]:7.1f} s, dispatch "
-              f"{run.model.manager.decide_seconds:7.1f} s, {run.model.manager.decisions} decisions, "
-              f"longest queue {longest}")
+        print(
+            f"  per_queue={per_queue}: replay {seconds[per_queue]:7.1f} s, dispatch "
+            f"{run.model.manager.decide_seconds:7.1f} s, {run.model.manager.decisions} decisions, "
+            f"longest queue {longest}"
+        )
     QueueDispatcher.per_queue = True
     print(f"  identical schedules: {frames[0].equals(frames[1])}")
     print(f"  ratio walk / per-queue: {seconds[False] / seconds[True]:.2f}")

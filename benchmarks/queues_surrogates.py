@@ -28,8 +28,10 @@ from market_hpc.experiment.queues import Surface, plan_period
 from market_hpc.workload import read_swf, time_slice
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
-SOURCES = {"hpc2n": (TRACES / "HPC2N-2002-2.1-cln.swf.gz", "hpc2n", 0.0),
-           "curie": (TRACES / "CEA-Curie-2011-2.1-cln.swf.gz", "nodes=5040,cores=16", 32_000_000.0)}
+SOURCES = {
+    "hpc2n": (TRACES / "HPC2N-2002-2.1-cln.swf.gz", "hpc2n", 0.0),
+    "curie": (TRACES / "CEA-Curie-2011-2.1-cln.swf.gz", "nodes=5040,cores=16", 32_000_000.0),
+}
 MONTH = 30 * 86400.0
 Fit = Callable[[np.ndarray, np.ndarray], Callable[[np.ndarray], np.ndarray]]
 
@@ -60,7 +62,9 @@ def cv_r2(fit: Fit, x: np.ndarray, y: np.ndarray, folds: int = 5) -> float:
     return 1.0 - float(((y - predicted) ** 2).sum()) / float(((y - y.mean()) ** 2).sum())
 
 
-def optimum(surface: Surface, models: list[Callable[[np.ndarray], np.ndarray]]) -> tuple[tuple[int, ...], float]:
+def optimum(
+    surface: Surface, models: list[Callable[[np.ndarray], np.ndarray]]
+) -> tuple[tuple[int, ...], float]:
     """SLSQP on the weighted surrogate from the planner's starts; best rounded point."""
     problem = surface.problem
     unit, weights = problem.unit, problem.weights
@@ -72,12 +76,22 @@ def optimum(surface: Surface, models: list[Callable[[np.ndarray], np.ndarray]]) 
     constraint = {"type": "eq", "fun": lambda y: y.sum() - problem.total / unit}
     best: tuple[float, tuple[int, ...]] | None = None
     for start in surface.starts:
-        y0 = np.clip(np.asarray(start, dtype=float) / unit, [b[0] for b in bounds], [b[1] for b in bounds])
-        result = minimize(predict, y0, method="SLSQP", bounds=bounds, constraints=[constraint],
-                          options={"maxiter": 200})
+        y0 = np.clip(
+            np.asarray(start, dtype=float) / unit, [b[0] for b in bounds], [b[1] for b in bounds]
+        )
+        result = minimize(
+            predict,
+            y0,
+            method="SLSQP",
+            bounds=bounds,
+            constraints=[constraint],
+            options={"maxiter": 200},
+        )
         if not result.success:
             continue
-        sizes = apportion(problem.total, np.maximum(result.x * unit, problem.floor).tolist(), problem.floor)
+        sizes = apportion(
+            problem.total, np.maximum(result.x * unit, problem.floor).tolist(), problem.floor
+        )
         value = predict(np.asarray(sizes, dtype=float) / unit)
         if best is None or value < best[0]:
             best = (value, sizes)
@@ -97,24 +111,35 @@ def main() -> None:
     for month in args.months:
         start = offset + (month - 1) * MONTH
         jobs = list(time_slice(trace, start, start + MONTH))
-        plan = plan_period(jobs, start, MONTH, platform, QueuesConfig(strategy="dpnlpm"), seed=1,
-                           strategies=("dpnlpm",))
+        plan = plan_period(
+            jobs,
+            start,
+            MONTH,
+            platform,
+            QueuesConfig(strategy="dpnlpm"),
+            seed=1,
+            strategies=("dpnlpm",),
+        )
         details = plan.details["dpnlpm"]
         surface: Surface | None = details.get("surface")
         if surface is None:
             print(f"{args.trace} month {month}: fewer than two queues with jobs, nothing to fit")
             continue
         samples = weighted_waits(surface.epoch_waits, surface.problem.weights)
-        print(f"{args.trace} month {month} ({len(jobs)} jobs): best sample simulates at {samples.min():.3f} h; "
-              f"planner chose {details['source']}")
+        print(
+            f"{args.trace} month {month} ({len(jobs)} jobs): best sample simulates at {samples.min():.3f} h; "
+            f"planner chose {details['source']}"
+        )
         for name, fit in FITS.items():
             cvs = [cv_r2(fit, surface.x, waits) for waits in surface.epoch_waits]
             models = [fit(surface.x, waits) for waits in surface.epoch_waits]
             sizes, predicted = optimum(surface, models)
             simulated = surface.simulate(sizes)
             gain = 100 * (samples.min() - simulated) / samples.min() if samples.min() > 0 else 0.0
-            print(f"  {name:9s} CV R2 {', '.join(f'{c:.2f}' for c in cvs)}; optimum {sizes}: predicted "
-                  f"{predicted:.3f} h, simulated {simulated:.3f} h, vs best sample {gain:+.1f}%")
+            print(
+                f"  {name:9s} CV R2 {', '.join(f'{c:.2f}' for c in cvs)}; optimum {sizes}: predicted "
+                f"{predicted:.3f} h, simulated {simulated:.3f} h, vs best sample {gain:+.1f}%"
+            )
 
 
 if __name__ == "__main__":

@@ -39,21 +39,30 @@ from market_hpc.core import recorder as after
 from market_hpc.core.model import HPCModel
 from market_hpc.workload import read_swf
 
-TRACES = {"kth": ("KTH-SP2-1996-2.1-cln.swf.gz", "nodes=100,cores=1"),
-          "hpc2n": ("HPC2N-2002-2.1-cln.swf.gz", "nodes=240,cores=1")}
+TRACES = {
+    "kth": ("KTH-SP2-1996-2.1-cln.swf.gz", "nodes=100,cores=1"),
+    "hpc2n": ("HPC2N-2002-2.1-cln.swf.gz", "nodes=240,cores=1"),
+}
 METHODS = ("job_left", "segment", "busy")
 
 
 def recorder_before(commit: str) -> types.ModuleType:
     """``market_hpc/core/recorder.py`` at ``commit``, as a module of its own."""
-    source = subprocess.run(["git", "show", f"{commit}:market_hpc/core/recorder.py"], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{commit}:market_hpc/core/recorder.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     module = types.ModuleType("recorder_before")
     exec(compile(source, f"{commit}:market_hpc/core/recorder.py", "exec"), module.__dict__)  # noqa: S102
     return module
 
 
-def recorded_calls(trace: str, platform: str, scheduler: str) -> tuple[Any, list[tuple[int, tuple]]]:
+def recorded_calls(
+    trace: str, platform: str, scheduler: str
+) -> tuple[Any, list[tuple[int, tuple]]]:
     """Run the replay once; return its platform and every recorder call, in order."""
     calls: list[tuple[int, tuple]] = []
 
@@ -70,7 +79,9 @@ def recorded_calls(trace: str, platform: str, scheduler: str) -> tuple[Any, list
             calls.append((2, args))
             super().busy(*args)
 
-    model = HPCModel(read_swf(trace).jobs, platform, scheduler, "first-fit", record_timeseries=False)
+    model = HPCModel(
+        read_swf(trace).jobs, platform, scheduler, "first-fit", record_timeseries=False
+    )
     model.recorder = Recording(model.platform, False)
     model.run()
     return model.platform, calls
@@ -109,11 +120,17 @@ def timed(function: Any) -> tuple[float, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--trace", default="kth", help="kth, hpc2n or a trace path")
-    parser.add_argument("--platform", help="default: nodes=100,cores=1 (kth), nodes=240,cores=1 (hpc2n)")
+    parser.add_argument(
+        "--platform", help="default: nodes=100,cores=1 (kth), nodes=240,cores=1 (hpc2n)"
+    )
     parser.add_argument("--scheduler", default="fifo", choices=("fifo", "easy"))
-    parser.add_argument("--before", default="3ac6551", help="commit of the recorder to compare with")
+    parser.add_argument(
+        "--before", default="3ac6551", help="commit of the recorder to compare with"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     name, platform = TRACES.get(args.trace, (args.trace, None))
@@ -124,8 +141,10 @@ def main() -> int:
     before = recorder_before(args.before)
     machine, calls = recorded_calls(trace, platform, args.scheduler)
     n_jobs = sum(1 for index, _ in calls if index == 0)
-    print(f"{Path(trace).name} on {platform}, {args.scheduler}: {n_jobs:,} jobs, {len(calls):,} recorder calls; "
-          f"before = {args.before}")
+    print(
+        f"{Path(trace).name} on {platform}, {args.scheduler}: {n_jobs:,} jobs, {len(calls):,} recorder calls; "
+        f"before = {args.before}"
+    )
     best: dict[str, dict[str, float]] = {"before": {}, "after": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeat):
@@ -141,18 +160,24 @@ def main() -> int:
                 for key, value in spent.items():
                     best[side][key] = min(best[side].get(key, float("inf")), value)
                 del recorder, frame
-            pd.testing.assert_frame_equal(outputs["before"][0], outputs["after"][0], check_exact=True)
+            pd.testing.assert_frame_equal(
+                outputs["before"][0], outputs["after"][0], check_exact=True
+            )
             assert outputs["before"][1] == outputs["after"][1], "jobs.csv differs"
             del outputs
     print(f"  (CPU seconds, best of {args.repeat}; us per job)")
     for key in ("record", "jobs_frame", "write_jobs_csv"):
         old, new = best["before"][key], best["after"][key]
-        print(f"  {key:15s} before {old:7.3f} s ({1e6 * old / n_jobs:6.2f} us)  after {new:7.3f} s "
-              f"({1e6 * new / n_jobs:6.2f} us)  before / after {old / new if new > 0 else float('inf'):5.1f}x")
+        print(
+            f"  {key:15s} before {old:7.3f} s ({1e6 * old / n_jobs:6.2f} us)  after {new:7.3f} s "
+            f"({1e6 * new / n_jobs:6.2f} us)  before / after {old / new if new > 0 else float('inf'):5.1f}x"
+        )
     old = best["before"]["record"] + best["before"]["jobs_frame"]
     new = best["after"]["record"] + best["after"]["jobs_frame"]
-    print(f"  record + jobs_frame: {1e6 * old / n_jobs:.2f} -> {1e6 * new / n_jobs:.2f} us per job "
-          f"({old / new:.1f}x); frames equal, jobs.csv identical")
+    print(
+        f"  record + jobs_frame: {1e6 * old / n_jobs:.2f} -> {1e6 * new / n_jobs:.2f} us per job "
+        f"({old / new:.1f}x); frames equal, jobs.csv identical"
+    )
     return 0
 
 

@@ -37,7 +37,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CURIE = REPO.parent / "shared" / "traces" / "CEA-Curie-2011-2.1-cln.swf.gz"
 BEFORE_REV = "4e70131"
-TIMINGS = ("dispatch_seconds", "mean_dispatch_ms", "p99_dispatch_ms", "max_dispatch_ms", "simulation_seconds")
+TIMINGS = (
+    "dispatch_seconds",
+    "mean_dispatch_ms",
+    "p99_dispatch_ms",
+    "max_dispatch_ms",
+    "simulation_seconds",
+)
 
 
 def million_trace(path: Path, n_jobs: int) -> Path:
@@ -47,7 +53,9 @@ def million_trace(path: Path, n_jobs: int) -> Path:
 
     from market_hpc.workload import write_swf
 
-    write_swf(job_stream(workload(n_jobs, 1_000)), path, header=[f"scaling.py workload, {n_jobs} jobs"])
+    write_swf(
+        job_stream(workload(n_jobs, 1_000)), path, header=[f"scaling.py workload, {n_jobs} jobs"]
+    )
     return path
 
 
@@ -63,7 +71,13 @@ def replay(source: Path, args: list[str], out: Path) -> tuple[float, float, floa
         wall = time.perf_counter() - began
         log.seek(0)
         tail = log.read().decode(errors="replace")[-2000:]
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status), tail
+    return (
+        wall,
+        usage.ru_utime + usage.ru_stime,
+        usage.ru_maxrss / 1024.0,
+        os.waitstatus_to_exitcode(status),
+        tail,
+    )
 
 
 def summary(folder: Path) -> dict[str, object]:
@@ -88,8 +102,11 @@ def main() -> int:
         if "before" in sides:
             before = tmp / "before"
             before.mkdir()
-            archive = subprocess.run(["git", "-C", str(REPO), "archive", args.before_rev],
-                                     capture_output=True, check=True).stdout
+            archive = subprocess.run(
+                ["git", "-C", str(REPO), "archive", args.before_rev],
+                capture_output=True,
+                check=True,
+            ).stdout
             subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
             sources["before"] = before
         runs: list[tuple[str, list[str]]] = []
@@ -98,26 +115,46 @@ def main() -> int:
         if "million" in (args.only or ["curie", "million"]):
             trace = million_trace(tmp / "million.swf.gz", args.jobs)
             for scheduler in args.scheduler or ["fifo", "easy"]:
-                runs.append((f"{args.jobs:,} {scheduler}", [str(trace), "--platform", "nodes=1000,cores=1",
-                                                           "--scheduler", scheduler, "--allocator", "first-fit"]))
+                runs.append(
+                    (
+                        f"{args.jobs:,} {scheduler}",
+                        [
+                            str(trace),
+                            "--platform",
+                            "nodes=1000,cores=1",
+                            "--scheduler",
+                            scheduler,
+                            "--allocator",
+                            "first-fit",
+                        ],
+                    )
+                )
         print(f"{'run':<20} {'side':<7} {'wall s':>8} {'cpu s':>8} {'peak MB':>8}", flush=True)
         for name, replay_args in runs:
             folders = {}
             for side in sides:
                 out = tmp / f"{name.replace(' ', '_')}_{side}"
                 wall, cpu, peak, code, tail = replay(sources[side], replay_args, out)
-                print(f"{name:<20} {side:<7} {wall:>8.1f} {cpu:>8.1f} {peak:>8.0f}" + ("" if code == 0 else f"  FAILED {code}"),
-                      flush=True)
+                print(
+                    f"{name:<20} {side:<7} {wall:>8.1f} {cpu:>8.1f} {peak:>8.0f}"
+                    + ("" if code == 0 else f"  FAILED {code}"),
+                    flush=True,
+                )
                 if code != 0:
                     print(tail)
                     failures += 1
                     continue
                 folders[side] = out
             if len(folders) == 2:
-                same_csv = (folders["before"] / "jobs.csv").read_bytes() == (folders["after"] / "jobs.csv").read_bytes()
+                same_csv = (folders["before"] / "jobs.csv").read_bytes() == (
+                    folders["after"] / "jobs.csv"
+                ).read_bytes()
                 same_summary = summary(folders["before"]) == summary(folders["after"])
-                print(f"{name:<20} jobs.csv identical: {same_csv}; summary.json identical (timings aside): "
-                      f"{same_summary}", flush=True)
+                print(
+                    f"{name:<20} jobs.csv identical: {same_csv}; summary.json identical (timings aside): "
+                    f"{same_summary}",
+                    flush=True,
+                )
                 failures += (not same_csv) + (not same_summary)
             for folder in folders.values():
                 for path in folder.iterdir():

@@ -43,17 +43,34 @@ TRACES = REPO.parent / "shared" / "traces"
 # name -> (trace, [(platform, scheduler)], seconds target, MB target or None)
 RUNS: dict[str, tuple[str, list[tuple[str, str]], float, float | None]] = {
     "kth": ("KTH-SP2-1996-2.1-cln.swf.gz", [("nodes=100,cores=1", "fifo")], 2.5, None),
-    "hpc2n": ("HPC2N-2002-2.1-cln.swf.gz",
-              [("hpc2n", "easy"), ("nodes=240,cores=1", "easy")], 30.0, None),
+    "hpc2n": (
+        "HPC2N-2002-2.1-cln.swf.gz",
+        [("hpc2n", "easy"), ("nodes=240,cores=1", "easy")],
+        30.0,
+        None,
+    ),
     "curie": ("CEA-Curie-2011-2.1-cln.swf.gz", [("curie", "easy")], 180.0, 4096.0),
 }
 
 
-def replay(trace: Path, platform: str, scheduler: str, out: Path | None, timeout: float,
-           extra: list[str]) -> tuple[float, float, int, str]:
+def replay(
+    trace: Path, platform: str, scheduler: str, out: Path | None, timeout: float, extra: list[str]
+) -> tuple[float, float, int, str]:
     """Run one replay; returns (wall seconds, peak RSS MB, exit code, last output lines)."""
-    cmd = [sys.executable, "-m", "market_hpc", "replay", str(trace), "--platform", platform,
-           "--scheduler", scheduler, "--allocator", "first-fit", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "market_hpc",
+        "replay",
+        str(trace),
+        "--platform",
+        platform,
+        "--scheduler",
+        scheduler,
+        "--allocator",
+        "first-fit",
+        *extra,
+    ]
     if out is not None:
         cmd += ["--out", str(out)]
     with tempfile.TemporaryFile() as log:
@@ -88,23 +105,30 @@ def accasim_kth(trace: Path) -> float | None:
         return None
     with tempfile.TemporaryDirectory(prefix="accasim_") as tmp:
         _, wall, summary = accasim_kth.run_accasim(python, trace, Path(tmp))
-    print(f"  AccaSim 1.1.3 whole run: {wall:.2f} s (its own simulation time: "
-          f"{summary.get('accasim_simulation_time_s')})")
+    print(
+        f"  AccaSim 1.1.3 whole run: {wall:.2f} s (its own simulation time: "
+        f"{summary.get('accasim_simulation_time_s')})"
+    )
     return wall
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=sorted(RUNS), action="append",
-                        help="run only this trace (repeatable; default: all)")
+    parser.add_argument(
+        "--only",
+        choices=sorted(RUNS),
+        action="append",
+        help="run only this trace (repeatable; default: all)",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs per command (all are shown)")
-    parser.add_argument("--no-out", action="store_true",
-                        help="do not pass --out (no results written)")
+    parser.add_argument(
+        "--no-out", action="store_true", help="do not pass --out (no results written)"
+    )
     parser.add_argument("--no-timeseries", action="store_true", help="pass --no-timeseries")
-    parser.add_argument("--accasim", action="store_true",
-                        help="also time AccaSim's whole KTH run")
-    parser.add_argument("--timeout", type=float, default=1800.0,
-                        help="seconds before a run is killed")
+    parser.add_argument("--accasim", action="store_true", help="also time AccaSim's whole KTH run")
+    parser.add_argument(
+        "--timeout", type=float, default=1800.0, help="seconds before a run is killed"
+    )
     args = parser.parse_args(argv)
     extra = ["--no-timeseries"] if args.no_timeseries else []
     load = " ".join(f"{value:.2f}" for value in os.getloadavg())
@@ -119,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
             for attempt in range(args.repeat):
                 with tempfile.TemporaryDirectory(prefix="replay_speed_") as tmp:
                     out = None if args.no_out else Path(tmp) / "out"
-                    wall, peak, code, tail = replay(trace, platform, scheduler, out,
-                                                    args.timeout, extra)
+                    wall, peak, code, tail = replay(
+                        trace, platform, scheduler, out, args.timeout, extra
+                    )
                 speed = "OK" if wall < seconds_target else "SLOW"
                 verdicts = [f"{speed} (< {seconds_target:g} s)"]
                 if mb_target is not None:
@@ -129,8 +154,10 @@ def main(argv: list[str] | None = None) -> int:
                 if accasim_wall is not None:
                     verdicts.append(f"AccaSim / ours = {accasim_wall / wall:.1f}x (target >= 10x)")
                 label = f"--platform {platform} --scheduler {scheduler} --allocator first-fit"
-                print(f"  {label}: {wall:.2f} s, peak {peak:,.0f} MB, exit {code};"
-                      f" {'; '.join(verdicts)}")
+                print(
+                    f"  {label}: {wall:.2f} s, peak {peak:,.0f} MB, exit {code};"
+                    f" {'; '.join(verdicts)}"
+                )
                 if code != 0:
                     failed += 1
                     print("    " + tail.replace("\n", "\n    "))

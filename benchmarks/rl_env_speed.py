@@ -26,11 +26,15 @@ from market_hpc.rl.env import HPCDispatchEnv
 from market_hpc.rl.evaluate import slice_starts
 from market_hpc.workload.swf import read_swf
 
-TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
+TRACE = (
+    Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
+)
 
 
 def main(argv: list[str] | None = None) -> float:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--trace", default=str(TRACE))
     parser.add_argument("--platform", default="kth-sp2")
     parser.add_argument("--slices", type=int, default=10)
@@ -41,7 +45,7 @@ def main(argv: list[str] | None = None) -> float:
 
     jobs = list(read_swf(args.trace).jobs)
     starts = slice_starts(len(jobs), args.jobs, args.slices, seed=0)
-    slices = [jobs[s:s + args.jobs] for s in starts]
+    slices = [jobs[s : s + args.jobs] for s in starts]
 
     def easy_round() -> tuple[float, int]:
         decisions, cpu = 0, 0.0
@@ -53,7 +57,9 @@ def main(argv: list[str] | None = None) -> float:
             decisions += model.manager.decisions
         return cpu, decisions
 
-    env = HPCDispatchEnv(jobs, args.platform, episode_jobs=args.jobs, window=args.window, backfill=True)
+    env = HPCDispatchEnv(
+        jobs, args.platform, episode_jobs=args.jobs, window=args.window, backfill=True
+    )
 
     def env_round(agent: str) -> tuple[float, int]:
         rng = np.random.default_rng(0)
@@ -76,18 +82,26 @@ def main(argv: list[str] | None = None) -> float:
     first = min((env_round("first") for _ in range(args.repeat)), key=lambda r: r[0])
     rand = min((env_round("random") for _ in range(args.repeat)), key=lambda r: r[0])
     per_decision = easy[0] / easy[1]
-    print(f"{Path(args.trace).name}: {args.slices} slices of {args.jobs} jobs, window {args.window}")
-    print(f"easy replay:          {easy[1]:7d} decisions  {easy[1] / easy[0]:9.0f} decisions/s  "
-          f"{per_decision * 1e6:7.1f} us a decision")
+    print(
+        f"{Path(args.trace).name}: {args.slices} slices of {args.jobs} jobs, window {args.window}"
+    )
+    print(
+        f"easy replay:          {easy[1]:7d} decisions  {easy[1] / easy[0]:9.0f} decisions/s  "
+        f"{per_decision * 1e6:7.1f} us a decision"
+    )
     for label, (cpu, steps) in (("env, first-job agent", first), ("env, random masked", rand)):
-        print(f"{label:21s} {steps:7d} steps      {steps / cpu:9.0f} steps/s      "
-              f"{cpu / steps * 1e6:7.1f} us a step   ratio {cpu / steps / per_decision:.2f}x an EASY decision")
+        print(
+            f"{label:21s} {steps:7d} steps      {steps / cpu:9.0f} steps/s      "
+            f"{cpu / steps * 1e6:7.1f} us a step   ratio {cpu / steps / per_decision:.2f}x an EASY decision"
+        )
     ratio = first[0] / first[1] / per_decision
     print(f"ratio (first-job agent, the same decisions as easy): {ratio:.2f} (goal <= 3)")
     # The environment asks no step at instants where nothing can fit (it decides them
     # itself), so per decided instant, the unit the replay counts, it costs less:
-    print(f"per decided instant (both sides decide the same {easy[1]} instants): "
-          f"{first[0] / easy[1] * 1e6:.1f} us against {per_decision * 1e6:.1f} us, ratio {first[0] / easy[0]:.2f}")
+    print(
+        f"per decided instant (both sides decide the same {easy[1]} instants): "
+        f"{first[0] / easy[1] * 1e6:.1f} us against {per_decision * 1e6:.1f} us, ratio {first[0] / easy[0]:.2f}"
+    )
     return ratio
 
 

@@ -70,7 +70,9 @@ def job_stream(arrays: tuple[np.ndarray, ...]) -> Iterator:
     from market_hpc.domain.job import Job
 
     submit, run, estimate, procs = arrays
-    for i, (s, r, e, p) in enumerate(zip(submit.tolist(), run.tolist(), estimate.tolist(), procs.tolist())):
+    for i, (s, r, e, p) in enumerate(
+        zip(submit.tolist(), run.tolist(), estimate.tolist(), procs.tolist())
+    ):
         yield Job(i + 1, float(s), float(r), float(e), units=p)
 
 
@@ -91,8 +93,13 @@ def run_row(scheduler: str, nodes: int, n_jobs: int, load_nodes: int) -> dict[st
     with tempfile.TemporaryDirectory() as tmp:
         cpu = time.process_time()
         began = time.perf_counter()
-        model = HPCModel(job_stream(arrays), f"nodes={nodes},cores=1", scheduler, "first-fit",
-                         record_timeseries=False)
+        model = HPCModel(
+            job_stream(arrays),
+            f"nodes={nodes},cores=1",
+            scheduler,
+            "first-fit",
+            record_timeseries=False,
+        )
         model.run()
         ran = time.perf_counter()
         model.recorder.write_jobs_csv(Path(tmp) / "jobs.csv")
@@ -114,15 +121,27 @@ def run_row(scheduler: str, nodes: int, n_jobs: int, load_nodes: int) -> dict[st
     heapq_cpu = time.process_time() - cpu
     expected = np.array([np.nan if s is None else s for s in theirs], dtype=np.float64)
     mismatches = int((~((starts == expected) | (np.isnan(starts) & np.isnan(expected)))).sum())
-    return {"scheduler": scheduler, "nodes": nodes, "jobs": n_jobs, "ours_s": ours, "ours_run_s": ours_run,
-            "ours_cpu_s": ours_cpu, "heapq_cpu_s": heapq_cpu, "heapq_s": ended - began, "heapq_loop_s": ended - built, "peak_mb": ours_peak,
-            "mismatches": mismatches}
+    return {
+        "scheduler": scheduler,
+        "nodes": nodes,
+        "jobs": n_jobs,
+        "ours_s": ours,
+        "ours_run_s": ours_run,
+        "ours_cpu_s": ours_cpu,
+        "heapq_cpu_s": heapq_cpu,
+        "heapq_s": ended - began,
+        "heapq_loop_s": ended - built,
+        "peak_mb": ours_peak,
+        "mismatches": mismatches,
+    }
 
 
 def child(scheduler: str, nodes: int, n_jobs: int, load_nodes: int) -> dict[str, float | int]:
     out = subprocess.run(
         [sys.executable, __file__, "--row", scheduler, str(nodes), str(n_jobs), str(load_nodes)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if out.returncode != 0:
         raise RuntimeError(f"row {scheduler} {nodes} {n_jobs} failed:\n{out.stderr[-3000:]}")
@@ -134,20 +153,27 @@ def print_row(kind: str, row: dict[str, float | int]) -> None:
     ratio = float(row["ours_s"]) / float(row["heapq_s"])
     cpu_ratio = float(row["ours_cpu_s"]) / float(row["heapq_cpu_s"])
     flag = "" if max(ratio, cpu_ratio) <= 5 else "  SLOW"
-    print(f"{kind:<6} {row['scheduler']:<5} {row['nodes']:>7,} {row['jobs']:>10,}"
-          f" {float(row['ours_s']) * per_k:>9.3f} {float(row['ours_cpu_s']) * per_k:>9.3f}"
-          f" {float(row['heapq_s']) * per_k:>9.4f} {float(row['heapq_cpu_s']) * per_k:>9.4f}"
-          f" {ratio:>6.1f}x {cpu_ratio:>6.1f}x {float(row['peak_mb']):>7.0f} {row['mismatches']:>5}{flag}",
-          flush=True)
+    print(
+        f"{kind:<6} {row['scheduler']:<5} {row['nodes']:>7,} {row['jobs']:>10,}"
+        f" {float(row['ours_s']) * per_k:>9.3f} {float(row['ours_cpu_s']) * per_k:>9.3f}"
+        f" {float(row['heapq_s']) * per_k:>9.4f} {float(row['heapq_cpu_s']) * per_k:>9.4f}"
+        f" {ratio:>6.1f}x {cpu_ratio:>6.1f}x {float(row['peak_mb']):>7.0f} {row['mismatches']:>5}{flag}",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller rows (about 2 minutes)")
-    parser.add_argument("--row", nargs=4, metavar=("SCHEDULER", "NODES", "JOBS", "LOAD_NODES"),
-                        help="run one row in this process and print it as JSON")
-    parser.add_argument("--scheduler", choices=("fifo", "easy"), action="append",
-                        help="repeatable; default: both")
+    parser.add_argument(
+        "--row",
+        nargs=4,
+        metavar=("SCHEDULER", "NODES", "JOBS", "LOAD_NODES"),
+        help="run one row in this process and print it as JSON",
+    )
+    parser.add_argument(
+        "--scheduler", choices=("fifo", "easy"), action="append", help="repeatable; default: both"
+    )
     args = parser.parse_args(argv)
     if args.row:
         scheduler, nodes, n_jobs, load_nodes = args.row
@@ -155,12 +181,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     node_jobs = 20_000 if args.quick else 100_000
     job_counts = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average"
-          f" {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print("seconds per 1,000 jobs: wall and CPU (process time; less sensitive to other load),"
-          " ours (build + run + chunked jobs.csv) and the bare heapq loop; their ratios")
-    print(f"{'rows':<6} {'sched':<5} {'nodes':>7} {'jobs':>10} {'ours wall':>9} {'ours cpu':>9}"
-          f" {'heap wall':>9} {'heap cpu':>9} {'wall':>7} {'cpu':>7} {'peak MB':>7} {'mism.':>5}")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average"
+        f" {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    print(
+        "seconds per 1,000 jobs: wall and CPU (process time; less sensitive to other load),"
+        " ours (build + run + chunked jobs.csv) and the bare heapq loop; their ratios"
+    )
+    print(
+        f"{'rows':<6} {'sched':<5} {'nodes':>7} {'jobs':>10} {'ours wall':>9} {'ours cpu':>9}"
+        f" {'heap wall':>9} {'heap cpu':>9} {'wall':>7} {'cpu':>7} {'peak MB':>7} {'mism.':>5}"
+    )
     failures = 0
     for scheduler in args.scheduler or ["fifo", "easy"]:
         per_k = []
@@ -169,14 +201,18 @@ def main(argv: list[str] | None = None) -> int:
             print_row("nodes", row)
             per_k.append(float(row["ours_cpu_s"]) / float(row["jobs"]) * 1000)
             failures += int(row["mismatches"])
-        print(f"       {scheduler}: CPU seconds per 1,000 jobs from 10^2 to 10^5 nodes vary by"
-              f" {max(per_k) / min(per_k):.2f}x (goal: within 2x)")
+        print(
+            f"       {scheduler}: CPU seconds per 1,000 jobs from 10^2 to 10^5 nodes vary by"
+            f" {max(per_k) / min(per_k):.2f}x (goal: within 2x)"
+        )
         for n_jobs in job_counts:
             row = child(scheduler, 1_000, n_jobs, 1_000)
             print_row("jobs", row)
             failures += int(row["mismatches"])
-    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())};"
-          f" total start-time mismatches: {failures}")
+    print(
+        f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())};"
+        f" total start-time mismatches: {failures}"
+    )
     return 1 if failures else 0
 
 

@@ -55,8 +55,17 @@ def one_run(args: argparse.Namespace, out: Path, with_segments: bool) -> tuple[f
         return rows
 
     results_out.write_segments = timed if with_segments else (lambda *call, **keywords: 0)
-    command = ["replay", str(args.trace), "--platform", args.platform, "--scheduler",
-               args.scheduler, "--out", str(out), "--overwrite"]
+    command = [
+        "replay",
+        str(args.trace),
+        "--platform",
+        args.platform,
+        "--scheduler",
+        args.scheduler,
+        "--out",
+        str(out),
+        "--overwrite",
+    ]
     gc.collect()
     try:
         begin = time.process_time()
@@ -77,12 +86,18 @@ def main_cli() -> None:
     parser.add_argument("--trace", type=Path, default=KTH)
     parser.add_argument("--platform", default="nodes=100,cores=1")
     parser.add_argument("--scheduler", default="easy")
-    parser.add_argument("--rounds", type=int, default=5, help="runs of each side (>= 5 for the target)")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="runs of each side (>= 5 for the target)"
+    )
     args = parser.parse_args()
     if not args.trace.exists():
-        raise SystemExit(f"trace not found: {args.trace} (the archive traces live in ../shared/traces)")
+        raise SystemExit(
+            f"trace not found: {args.trace} (the archive traces live in ../shared/traces)"
+        )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"{args.trace.name}, {args.scheduler} on {args.platform}, {args.rounds} rounds, load {load:.2f}")
+    print(
+        f"{args.trace.name}, {args.scheduler} on {args.platform}, {args.rounds} rounds, load {load:.2f}"
+    )
     with_times: list[float] = []
     without_times: list[float] = []
     writer_times: list[float] = []
@@ -96,14 +111,21 @@ def main_cli() -> None:
                 (with_times if with_segments else without_times).append(cpu)
                 if with_segments:
                     writer_times.append(writer)
-                print(f"  round {round_ + 1} {'with' if with_segments else 'without'} segments: "
-                      f"{cpu:.3f} s CPU" + (f" (segment writer {writer:.3f} s)" if with_segments else ""))
+                print(
+                    f"  round {round_ + 1} {'with' if with_segments else 'without'} segments: "
+                    f"{cpu:.3f} s CPU"
+                    + (f" (segment writer {writer:.3f} s)" if with_segments else "")
+                )
     a, b = statistics.median(with_times), statistics.median(without_times)
-    print(f"median CPU with segments {a:.3f} s, without {b:.3f} s, segment writer alone "
-          f"{statistics.median(writer_times):.3f} s")
+    print(
+        f"median CPU with segments {a:.3f} s, without {b:.3f} s, segment writer alone "
+        f"{statistics.median(writer_times):.3f} s"
+    )
     share = statistics.median(writer_times) / b
-    print(f"ratio with / without: {a / b:.4f} (target <= 1.03); the writer alone is {share:.1%} of the "
-          "replay without it (steadier than the ratio on a loaded machine)")
+    print(
+        f"ratio with / without: {a / b:.4f} (target <= 1.03); the writer alone is {share:.1%} of the "
+        "replay without it (steadier than the ratio on a loaded machine)"
+    )
 
 
 if __name__ == "__main__":

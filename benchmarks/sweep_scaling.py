@@ -77,10 +77,15 @@ def calibrate_jobs(seconds: float) -> int:
     """Jobs per run such that seed 1 takes about ``seconds`` in this process."""
     jobs = 2000
     while True:
-        config = config_from_dict({"platform": "kth-sp2", "seed": 1, "timeseries": False,
-                                   "workload": {"generator": "lublin-feitelson", "jobs": jobs,
-                                                "load_factor": 1.5},
-                                   "policy": {"scheduler": "easy"}})
+        config = config_from_dict(
+            {
+                "platform": "kth-sp2",
+                "seed": 1,
+                "timeseries": False,
+                "workload": {"generator": "lublin-feitelson", "jobs": jobs, "load_factor": 1.5},
+                "policy": {"scheduler": "easy"},
+            }
+        )
         began = time.perf_counter()
         simulate(config)
         took = time.perf_counter() - began
@@ -100,15 +105,18 @@ def local_scaling(folder: Path, runs: int, jobs: int) -> None:
     import pandas as pd
 
     durations = pd.read_parquet(folder / "long-1" / "results.parquet")["duration_s"]
-    print(f"(a) {runs} runs of {jobs} jobs, mean {durations.mean():.2f} s per run "
-          f"(min {durations.min():.2f} s)")
+    print(
+        f"(a) {runs} runs of {jobs} jobs, mean {durations.mean():.2f} s per run "
+        f"(min {durations.min():.2f} s)"
+    )
     print(f"    1 worker  (in-process):      {times[1]:7.2f} s")
     print(f"    2 workers (spawned, incl. start-up): {times[2]:7.2f} s")
     print(f"    speed-up 1 -> 2 workers: {times[1] / times[2]:.2f}x (target >= 1.7x)")
 
 
-def timed_batch(executor: ProcessExecutor | DaskExecutor, warm: list[RunTask],
-                tasks: list[RunTask]) -> tuple[float, float]:
+def timed_batch(
+    executor: ProcessExecutor | DaskExecutor, warm: list[RunTask], tasks: list[RunTask]
+) -> tuple[float, float]:
     """(start-up incl. warm-up, batch) seconds."""
     began = time.perf_counter()
     with executor:
@@ -145,14 +153,21 @@ def dask_overhead(folder: Path, short_runs: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--seconds", type=float, default=1.5, help="calibrated length of a long run")
+    parser.add_argument(
+        "--seconds", type=float, default=1.5, help="calibrated length of a long run"
+    )
     parser.add_argument("--short-runs", type=int, default=200)
     parser.add_argument("--no-dask", action="store_true")
     args = parser.parse_args(argv)
-    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f} on {} cores".format(
-        *os.getloadavg(), os.cpu_count()))
-    print(f"control: pure-Python loop, 2 processes vs 1: {control_ratio():.2f}x "
-          "(the ceiling for any speed-up here and now; 2.0 on idle cores)")
+    print(
+        "load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f} on {} cores".format(
+            *os.getloadavg(), os.cpu_count()
+        )
+    )
+    print(
+        f"control: pure-Python loop, 2 processes vs 1: {control_ratio():.2f}x "
+        "(the ceiling for any speed-up here and now; 2.0 on idle cores)"
+    )
     with tempfile.TemporaryDirectory(prefix="sweep-scaling-") as tmp:
         folder = Path(tmp)
         local_scaling(folder, args.runs, calibrate_jobs(args.seconds))

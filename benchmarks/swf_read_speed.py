@@ -37,9 +37,11 @@ def main() -> None:
         workload = read_swf(trace)
         read = best_cpu(lambda: read_swf(trace), args.repeat)  # noqa: B023 - called at once
         stream = best_cpu(lambda: tuple(stream_swf(trace)), args.repeat)  # noqa: B023
-        print(f"{trace}: {len(workload.jobs)} jobs, fingerprint {jobs_fingerprint(workload.jobs)}, "
-              f"read_swf {read:.3f} s CPU, stream_swf {stream:.3f} s CPU (best of {args.repeat}), "
-              f"anomalies {workload.report.anomalies}")
+        print(
+            f"{trace}: {len(workload.jobs)} jobs, fingerprint {jobs_fingerprint(workload.jobs)}, "
+            f"read_swf {read:.3f} s CPU, stream_swf {stream:.3f} s CPU (best of {args.repeat}), "
+            f"anomalies {workload.report.anomalies}"
+        )
 
 
 if __name__ == "__main__":

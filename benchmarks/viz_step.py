@@ -50,17 +50,27 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 BUDGET_MS = 150.0  # step + render per step for 5 steps/s with Mesa's play interval
-DEFAULT_BEFORE = "7877a0d~1"  # before "Viz: SVG time series and value curve, node grid sectioned..."
+DEFAULT_BEFORE = (
+    "7877a0d~1"  # before "Viz: SVG time series and value curve, node grid sectioned..."
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", default=DEFAULT_BEFORE, help=f"commit to compare with (default {DEFAULT_BEFORE})")
+    parser.add_argument(
+        "--before",
+        default=DEFAULT_BEFORE,
+        help=f"commit to compare with (default {DEFAULT_BEFORE})",
+    )
     parser.add_argument("--preset", action="append", help="repeatable (default: every preset)")
     parser.add_argument("--policy", default="easy")
     parser.add_argument("--jobs", type=int, default=1500)
-    parser.add_argument("--load", type=float, default=1.0,
-                        help="the app's load control; at 1.0 both sides build the same jobs (default)")
+    parser.add_argument(
+        "--load",
+        type=float,
+        default=1.0,
+        help="the app's load control; at 1.0 both sides build the same jobs (default)",
+    )
     parser.add_argument("--warmup", type=int, default=60, help="steps before timing")
     parser.add_argument("--steps", type=int, default=20, help="timed steps")
     parser.add_argument("--rounds", type=int, default=2, help="before/after child pairs per preset")
@@ -69,17 +79,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         return child(Path(args.child), args)
     commit = _git("rev-parse", "--verify", f"{args.before}^{{commit}}").strip()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # so the worktree is removed
+    signal.signal(
+        signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM)
+    )  # so the worktree is removed
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     from market_hpc.domain.platform import PRESETS
 
     print(f"before: {args.before} = {commit[:10]}; after: this checkout ({REPO})")
-    print(f"{args.policy}, {args.jobs} Lublin-Feitelson jobs at load {args.load:g}, {args.warmup} warm-up steps, {args.steps} timed, "
-          f"{args.rounds} rounds; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    print(
+        f"{args.policy}, {args.jobs} Lublin-Feitelson jobs at load {args.load:g}, {args.warmup} warm-up steps, {args.steps} timed, "
+        f"{args.rounds} rounds; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+    )
     with BeforeCheckout(commit) as old_root:
-        print(f"{'preset':>10} {'nodes':>6} {'step b/a':>11} {'render b/a':>13} {'before':>8} {'after':>7} "
-              f"{'ratio':>6}  (ms per step, median over rounds; step + render; ratio = before / after)")
+        print(
+            f"{'preset':>10} {'nodes':>6} {'step b/a':>11} {'render b/a':>13} {'before':>8} {'after':>7} "
+            f"{'ratio':>6}  (ms per step, median over rounds; step + render; ratio = before / after)"
+        )
         within = True
         for name in args.preset or list(PRESETS):
             within &= compare(name, old_root, args)
@@ -111,16 +127,24 @@ class BeforeCheckout:
 
     def __exit__(self, *exc: object) -> None:
         for attempt in range(3):  # another git command of the shared repository may hold a lock
-            removed = subprocess.run(["git", "worktree", "remove", "--force", str(self.root)], cwd=REPO,
-                                     capture_output=True, text=True, check=False)
+            removed = subprocess.run(
+                ["git", "worktree", "remove", "--force", str(self.root)],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if removed.returncode == 0 or not self.root.exists():
                 break
             time.sleep(0.5 * (attempt + 1))
         shutil.rmtree(self.folder, ignore_errors=True)
         subprocess.run(["git", "worktree", "prune"], cwd=REPO, capture_output=True, check=False)
         if self.folder.exists():
-            print(f"could not remove {self.folder}: {removed.stderr.strip()}; run "
-                  f"`git worktree remove --force {self.root}`", file=sys.stderr)
+            print(
+                f"could not remove {self.folder}: {removed.stderr.strip()}; run "
+                f"`git worktree remove --force {self.root}`",
+                file=sys.stderr,
+            )
 
 
 def compare(preset: str, old_root: Path, args: argparse.Namespace) -> bool:
@@ -135,13 +159,20 @@ def compare(preset: str, old_root: Path, args: argparse.Namespace) -> bool:
                 return side == "before"  # an older checkout may lack a preset or a policy
             runs[side].append(result)
     before, after = (_medians(runs[side]) for side in ("before", "after"))
-    total_b, total_a = before["step_ms"] + before["render_ms"], after["step_ms"] + after["render_ms"]
-    print(f"{preset:>10} {runs['after'][0]['nodes']:>6} {before['step_ms']:>5.1f}/{after['step_ms']:<5.1f} "
-          f"{before['render_ms']:>6.1f}/{after['render_ms']:<6.1f} {total_b:>8.1f} {total_a:>7.1f} "
-          f"{total_b / total_a:>6.2f}")
+    total_b, total_a = (
+        before["step_ms"] + before["render_ms"],
+        after["step_ms"] + after["render_ms"],
+    )
+    print(
+        f"{preset:>10} {runs['after'][0]['nodes']:>6} {before['step_ms']:>5.1f}/{after['step_ms']:<5.1f} "
+        f"{before['render_ms']:>6.1f}/{after['render_ms']:<6.1f} {total_b:>8.1f} {total_a:>7.1f} "
+        f"{total_b / total_a:>6.2f}"
+    )
     states = {json.dumps(run["state"]) for run in runs["before"] + runs["after"]}
     if len(states) > 1:
-        print(f"{'':>10} note: the sides reached different states at the first timed step: {sorted(states)}")
+        print(
+            f"{'':>10} note: the sides reached different states at the first timed step: {sorted(states)}"
+        )
     return total_a < BUDGET_MS
 
 
@@ -150,9 +181,24 @@ def _medians(runs: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def run_child(root: Path, preset: str, args: argparse.Namespace) -> dict[str, Any]:
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", str(root), "--preset", preset,
-               "--policy", args.policy, "--jobs", str(args.jobs), "--load", str(args.load), "--warmup", str(args.warmup),
-               "--steps", str(args.steps)]
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        str(root),
+        "--preset",
+        preset,
+        "--policy",
+        args.policy,
+        "--jobs",
+        str(args.jobs),
+        "--load",
+        str(args.load),
+        "--warmup",
+        str(args.warmup),
+        "--steps",
+        str(args.steps),
+    ]
     env = dict(os.environ, PYTHONPATH=str(root), MARKET_HPC_VIZ_SCENARIO="")
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -169,11 +215,19 @@ def child(root: Path, args: argparse.Namespace) -> int:
 
     for module in (market_hpc, visualization):
         if not Path(module.__file__ or "").resolve().is_relative_to(root.resolve()):
-            raise SystemExit(f"{module.__name__} was imported from {module.__file__}, not from {root}")
+            raise SystemExit(
+                f"{module.__name__} was imported from {module.__file__}, not from {root}"
+            )
     from visualization.model import VizModel
 
-    controls: dict[str, Any] = {"policy": args.policy, "platform": args.preset[0], "jobs": args.jobs, "seed": 1,
-                                "load": args.load, "workload": "lublin-feitelson"}
+    controls: dict[str, Any] = {
+        "policy": args.policy,
+        "platform": args.preset[0],
+        "jobs": args.jobs,
+        "seed": 1,
+        "load": args.load,
+        "workload": "lublin-feitelson",
+    }
     accepted = inspect.signature(VizModel.__init__).parameters
     model = VizModel(**{key: value for key, value in controls.items() if key in accepted})
     if model.error:
@@ -182,7 +236,11 @@ def child(root: Path, args: argparse.Namespace) -> int:
     render = _render(model)
     for _ in range(args.warmup):
         model.step()
-    state = {"now": model.now, "queued": len(model.queue_agent.jobs), "running": len(model.job_agents)}
+    state = {
+        "now": model.now,
+        "queued": len(model.queue_agent.jobs),
+        "running": len(model.job_agents),
+    }
     render()
     steps, renders = [], []
     for _ in range(args.steps):
@@ -195,10 +253,23 @@ def child(root: Path, args: argparse.Namespace) -> int:
         steps.append(stepped - began)
         renders.append(time.perf_counter() - stepped)
     if not steps:
-        print(json.dumps({"error": "the run ended during the warm-up; lower --warmup or raise --jobs"}))
+        print(
+            json.dumps(
+                {"error": "the run ended during the warm-up; lower --warmup or raise --jobs"}
+            )
+        )
         return 0
-    print(json.dumps({"nodes": model.platform.n_nodes, "state": state, "steps": len(steps),
-                      "step_ms": 1e3 * statistics.median(steps), "render_ms": 1e3 * statistics.median(renders)}))
+    print(
+        json.dumps(
+            {
+                "nodes": model.platform.n_nodes,
+                "state": state,
+                "steps": len(steps),
+                "step_ms": 1e3 * statistics.median(steps),
+                "render_ms": 1e3 * statistics.median(renders),
+            }
+        )
+    )
     return 0
 
 
@@ -208,10 +279,15 @@ def _render(model: Any) -> Callable[[], None]:
     from visualization.panels import job_details, queue_rows, status
     from visualization.plots import TimeSeriesPlot, ValueCurvePlot
 
-    series, curve_plot = TimeSeriesPlot(model.platform, model.time_unit), ValueCurvePlot(model.time_unit)
+    series, curve_plot = (
+        TimeSeriesPlot(model.platform, model.time_unit),
+        ValueCurvePlot(model.time_unit),
+    )
 
     def picture(plot: Any) -> object:
-        return plot.svg() if hasattr(plot, "svg") else plot.png()  # SVG since the viz speed-up (7877a0d)
+        return (
+            plot.svg() if hasattr(plot, "svg") else plot.png()
+        )  # SVG since the viz speed-up (7877a0d)
 
     def render() -> None:
         rows = queue_rows(model, limit=12)

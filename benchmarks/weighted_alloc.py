@@ -35,8 +35,16 @@ def window_jobs(rng: np.random.Generator, count: int) -> list[Job]:
     for i in range(count):
         gpu = rng.random() < 0.3
         unit = (4, 1, 0, 2 * MIB_PER_GB) if gpu else (int(rng.choice([1, 4, 16])), 0, 0, MIB_PER_GB)
-        jobs.append(Job(i + 2, 0.0, 100.0, float(rng.integers(60, 86400)), units=int(rng.integers(1, 64)),
-                        unit=unit))
+        jobs.append(
+            Job(
+                i + 2,
+                0.0,
+                100.0,
+                float(rng.integers(60, 86400)),
+                units=int(rng.integers(1, 64)),
+                unit=unit,
+            )
+        )
     return jobs
 
 
@@ -94,16 +102,21 @@ def main() -> None:
     free = busy_state(platform, rng)
     window = window_jobs(rng, 100)
     cases = {
-        "GPU job 12 x (4 cores, 1 GPU)": Job(1, 0.0, 100.0, 3600.0, units=12, unit=(4, 1, 0, 2 * MIB_PER_GB)),
-        "CPU job 2048 x (1 core, 1 GB)": Job(1, 0.0, 100.0, 3600.0, units=2048, unit=(1, 0, 0, MIB_PER_GB)),
+        "GPU job 12 x (4 cores, 1 GPU)": Job(
+            1, 0.0, 100.0, 3600.0, units=12, unit=(4, 1, 0, 2 * MIB_PER_GB)
+        ),
+        "CPU job 2048 x (1 core, 1 GB)": Job(
+            1, 0.0, 100.0, 3600.0, units=2048, unit=(1, 0, 0, MIB_PER_GB)
+        ),
     }
     print(f"platform {platform.describe()}  ({platform.n_nodes} nodes), window {len(window)} jobs")
     for label, job in cases.items():
         print(time_case(label, job, platform, free, window, args.repeat))
 
 
-def time_case(label: str, job: Job, platform: Platform, free: np.ndarray, window: list[Job],
-              repeat: int) -> str:
+def time_case(
+    label: str, job: Job, platform: Platform, free: np.ndarray, window: list[Job], repeat: int
+) -> str:
     """Check against the loop, time both; one line of results."""
     view = StaticView(platform, free, [job, *window])
     allocator = Weighted()
@@ -123,9 +136,12 @@ def time_case(label: str, job: Job, platform: Platform, free: np.ndarray, window
     pw.begin_pass(view.queue, view)
     pw_time = best_of(repeat, lambda: pw.allocate(job, free, view))
     verdict = "OK" if with_setup * 1e3 < TARGET_MS else "OVER TARGET"
-    return (f"{label}: weighted {fast * 1e3:.3f} ms ({with_setup * 1e3:.3f} ms with the window sums "
-            f"of a new pass), priority-weighted {pw_time * 1e3:.3f} ms, python loop {slow * 1e3:.1f} ms, "
-            f"ratio {slow / with_setup:.0f}x; target < {TARGET_MS} ms: {verdict}")
+    return (
+        f"{label}: weighted {fast * 1e3:.3f} ms ({with_setup * 1e3:.3f} ms with the window sums "
+        f"of a new pass), priority-weighted {pw_time * 1e3:.3f} ms, python loop {slow * 1e3:.1f} ms, "
+        f"ratio {slow / with_setup:.0f}x; target < {TARGET_MS} ms: {verdict}"
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -46,33 +46,59 @@ from market_hpc.rl.rlscheduler import (
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 TRACE = SHARED / "HPC2N-2002-2.1-cln.swf.gz"
 PUBLISHED = {  # RLScheduler, Table V, HPC2N: bounded slowdown (its README's table)
-    "fifo": 297.18, "wfp3": 426.99, "unicep": 609.77, "sjf": 157.71, "f1": 118.01,
-    "easy": 127.38, "wfp3-easy": 97.39, "unicep-easy": 175.12, "sjf-easy": 122.04, "f1-easy": 71.95,
+    "fifo": 297.18,
+    "wfp3": 426.99,
+    "unicep": 609.77,
+    "sjf": 157.71,
+    "f1": 118.01,
+    "easy": 127.38,
+    "wfp3-easy": 97.39,
+    "unicep-easy": 175.12,
+    "sjf-easy": 122.04,
+    "f1-easy": 71.95,
 }
 ROWS = {  # the project's scheduler: (RLScheduler's score, backfilling)
-    "fifo": ("fcfs", False), "sjf": ("sjf", False), "f1": ("f1", False),
-    "wfp3": ("wfp3", False), "unicep": ("unicep", False),
-    "easy": ("fcfs", True), "sjf-easy": ("sjf", True), "f1-easy": ("f1", True),
-    "wfp3-easy": ("wfp3", True), "unicep-easy": ("unicep", True),
+    "fifo": ("fcfs", False),
+    "sjf": ("sjf", False),
+    "f1": ("f1", False),
+    "wfp3": ("wfp3", False),
+    "unicep": ("unicep", False),
+    "easy": ("fcfs", True),
+    "sjf-easy": ("sjf", True),
+    "f1-easy": ("f1", True),
+    "wfp3-easy": ("wfp3", True),
+    "unicep-easy": ("unicep", True),
 }
 SEMANTICS = ("both", "project", "rlscheduler")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--trace", default=str(TRACE), help="SWF trace (default: %(default)s)")
-    parser.add_argument("--platform", default="", help="preset or nodes=N,cores=C "
-                        "(default: the trace header's MaxNodes and MaxProcs)")
+    parser.add_argument(
+        "--platform",
+        default="",
+        help="preset or nodes=N,cores=C (default: the trace header's MaxNodes and MaxProcs)",
+    )
     parser.add_argument("--draw", choices=("rlscheduler", "uniform"), default="rlscheduler")
-    parser.add_argument("--draw-range", type=int, default=10_000, help="RLScheduler's "
-                        "batch_job_slice: sequences start below it (0: the whole trace)")
+    parser.add_argument(
+        "--draw-range",
+        type=int,
+        default=10_000,
+        help="RLScheduler's batch_job_slice: sequences start below it (0: the whole trace)",
+    )
     parser.add_argument("--semantics", choices=SEMANTICS, default="both")
     parser.add_argument("--sequences", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=1, help="RLScheduler's env.seed (default 1)")
-    parser.add_argument("--learned", action="append", default=[],
-                        help="a saved model (learned:PATH), project semantics; repeatable")
+    parser.add_argument(
+        "--learned",
+        action="append",
+        default=[],
+        help="a saved model (learned:PATH), project semantics; repeatable",
+    )
     parser.add_argument("--out", default="", help="CSV of the per-sequence results")
     return parser
 
@@ -82,8 +108,9 @@ def _check_counts(args: argparse.Namespace) -> None:
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name}: got {getattr(args, name)}; valid: an integer >= 1")
     if args.draw_range < 0 or args.seed < 0:
-        raise ConfigError(f"--draw-range {args.draw_range}, --seed {args.seed}: "
-                          f"valid: integers >= 0")
+        raise ConfigError(
+            f"--draw-range {args.draw_range}, --seed {args.seed}: valid: integers >= 0"
+        )
 
 
 def table5(args: argparse.Namespace) -> pd.DataFrame:
@@ -95,26 +122,36 @@ def table5(args: argparse.Namespace) -> pd.DataFrame:
     nodes, per_node = machine(trace, platform, source)
     spec = platform if platform is not None else f"nodes={nodes},cores={per_node:g}"
     if args.draw == "rlscheduler":
-        starts = rlscheduler_starts(len(trace), args.jobs, args.sequences, args.seed,
-                                    args.draw_range)
+        starts = rlscheduler_starts(
+            len(trace), args.jobs, args.sequences, args.seed, args.draw_range
+        )
     else:
         starts = slice_starts(len(trace), args.jobs, args.sequences, args.seed)
-    print(f"{source}: {len(trace):,} jobs with run time > 0, machine {nodes} x {per_node:g}; "
-          f"{args.draw} draw, sequences start at {starts}")
+    print(
+        f"{source}: {len(trace):,} jobs with run time > 0, machine {nodes} x {per_node:g}; "
+        f"{args.draw} draw, sequences start at {starts}"
+    )
     rows = []
     for start in starts:
         if args.semantics in ("both", "project"):
             jobs = project_jobs(trace, start, args.jobs)
             for name in [*ROWS, *(f"learned:{path}" for path in args.learned)]:
-                rows.append({"semantics": "project", "policy": name, "start": start,
-                             "bsld": run_slice(jobs, spec, name)["bsld"]})
+                rows.append(
+                    {
+                        "semantics": "project",
+                        "policy": name,
+                        "start": start,
+                        "bsld": run_slice(jobs, spec, name)["bsld"],
+                    }
+                )
         if args.semantics in ("both", "rlscheduler"):
             for name, (score, backfill) in ROWS.items():
                 waits = ["real", "rlscheduler"] if score in ("wfp3", "unicep") else ["real"]
                 for wait in waits:
                     label = "rlscheduler" if wait == "real" else "rlscheduler, its wait"
-                    value = sequence_bsld(trace, start, args.jobs, score, backfill, nodes,
-                                          per_node, wait)
+                    value = sequence_bsld(
+                        trace, start, args.jobs, score, backfill, nodes, per_node, wait
+                    )
                     rows.append({"semantics": label, "policy": name, "start": start, "bsld": value})
     return pd.DataFrame(rows)
 

@@ -38,29 +38,61 @@ from pathlib import Path
 import pandas as pd
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
-HEURISTICS = ["fifo", "sjf", "easy", "sjf-easy", "f1", "f1-easy", "wfp3", "wfp3-easy", "unicep", "unicep-easy"]
+HEURISTICS = [
+    "fifo",
+    "sjf",
+    "easy",
+    "sjf-easy",
+    "f1",
+    "f1-easy",
+    "wfp3",
+    "wfp3-easy",
+    "unicep",
+    "unicep-easy",
+]
 
 
 def main(argv: list[str] | None = None) -> pd.DataFrame:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--train-trace", default=str(SHARED / "HPC2N-2002-2.1-cln.swf.gz"))
     parser.add_argument("--train-platform", default="hpc2n")
     parser.add_argument("--test-trace", default=str(SHARED / "KTH-SP2-1996-2.1-cln.swf.gz"))
     parser.add_argument("--test-platform", default="kth-sp2")
-    parser.add_argument("--minutes", type=float, default=15.0, help="wall-time budget of the training")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: a second thread only adds "
-                        "synchronisation at these sizes)")
-    parser.add_argument("--envs", type=int, default=8, help="environments stepped together (one forward pass)")
+    parser.add_argument(
+        "--minutes", type=float, default=15.0, help="wall-time budget of the training"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (1: a second thread only adds synchronisation at these sizes)",
+    )
+    parser.add_argument(
+        "--envs", type=int, default=8, help="environments stepped together (one forward pass)"
+    )
     parser.add_argument("--episode-jobs", type=int, default=256)
     parser.add_argument("--window", type=int, default=128)
-    parser.add_argument("--backfill", action="store_true", help="train with EASY backfilling around the choices")
+    parser.add_argument(
+        "--backfill", action="store_true", help="train with EASY backfilling around the choices"
+    )
     parser.add_argument("--eval-slices", type=int, default=10)
     parser.add_argument("--eval-jobs", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--seeds", type=int, nargs="+", default=None,
-                        help="train one model per seed (OUT-sSEED) and report across-seed intervals")
-    parser.add_argument("--out", default="models/dispatcher", help="model path (PATH.zip, PATH.zip.json)")
-    parser.add_argument("--evaluate-only", action="store_true", help="evaluate the model saved at --out")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="train one model per seed (OUT-sSEED) and report across-seed intervals",
+    )
+    parser.add_argument(
+        "--out", default="models/dispatcher", help="model path (PATH.zip, PATH.zip.json)"
+    )
+    parser.add_argument(
+        "--evaluate-only", action="store_true", help="evaluate the model saved at --out"
+    )
     args = parser.parse_args(argv)
     if args.seeds:
         return _across_seeds(args, list(sys.argv[1:] if argv is None else argv))
@@ -82,12 +114,17 @@ def _across_seeds(args: argparse.Namespace, argv: list[str]) -> pd.DataFrame:
         frame = main([*kept, "--seed", str(seed), "--out", f"{args.out}-s{seed}"])
         frames.append(frame.assign(seed=seed))
     result = pd.concat(frames)
-    print(f"\nacross {len(args.seeds)} training seeds {args.seeds}: mean paired difference "
-          "policy - learned (positive: the trained policy is better), 95 % t interval over seeds")
+    print(
+        f"\nacross {len(args.seeds)} training seeds {args.seeds}: mean paired difference "
+        "policy - learned (positive: the trained policy is better), 95 % t interval over seeds"
+    )
     for label, part in result.groupby("set", sort=False):
         per_seed = part.pivot_table(index=["seed", "start"], columns="policy", values="bsld")
-        means = {name: (per_seed[name] - per_seed["learned"]).groupby(level="seed").mean()
-                 for name in per_seed.columns if name != "learned"}
+        means = {
+            name: (per_seed[name] - per_seed["learned"]).groupby(level="seed").mean()
+            for name in per_seed.columns
+            if name != "learned"
+        }
         print(f"{label}:")
         for name, values in means.items():
             mean, low, high = t_interval(values.to_numpy())
@@ -122,9 +159,18 @@ def _one_seed(args: argparse.Namespace) -> pd.DataFrame:
     saved = out if out.suffix == ".zip" else out.with_name(out.name + ".zip")
 
     if not args.evaluate_only:
+
         def make_env() -> HPCDispatchEnv:
-            return HPCDispatchEnv(train_jobs, args.train_platform, episode_jobs=args.episode_jobs, window=args.window,
-                                  backfill=args.backfill, reward="bsld", reward_timing="step", start_range=(0.0, 0.7))
+            return HPCDispatchEnv(
+                train_jobs,
+                args.train_platform,
+                episode_jobs=args.episode_jobs,
+                window=args.window,
+                backfill=args.backfill,
+                reward="bsld",
+                reward_timing="step",
+                start_range=(0.0, 0.7),
+            )
 
         env = DummyVecEnv([make_env for _ in range(args.envs)])
         env.seed(args.seed)
@@ -134,7 +180,12 @@ def _one_seed(args: argparse.Namespace) -> pd.DataFrame:
 
             def __init__(self, seconds: float) -> None:
                 super().__init__()
-                self.seconds, self.began, self.episodes, self.last = seconds, time.perf_counter(), 0, []
+                self.seconds, self.began, self.episodes, self.last = (
+                    seconds,
+                    time.perf_counter(),
+                    0,
+                    [],
+                )
 
             def _on_step(self) -> bool:
                 for info in self.locals.get("infos", []):
@@ -143,19 +194,43 @@ def _one_seed(args: argparse.Namespace) -> pd.DataFrame:
                         self.last.append(info["episode_metrics"]["bsld"])
                 return time.perf_counter() - self.began < self.seconds
 
-        model = MaskablePPO(KernelPolicy, env, n_steps=max(64, 2048 // args.envs), batch_size=256, n_epochs=4, learning_rate=3e-4,
-                            gamma=1.0, gae_lambda=0.97, ent_coef=0.01, seed=args.seed, device="cpu", verbose=0)
+        model = MaskablePPO(
+            KernelPolicy,
+            env,
+            n_steps=max(64, 2048 // args.envs),
+            batch_size=256,
+            n_epochs=4,
+            learning_rate=3e-4,
+            gamma=1.0,
+            gae_lambda=0.97,
+            ent_coef=0.01,
+            seed=args.seed,
+            device="cpu",
+            verbose=0,
+        )
         budget = Budget(args.minutes * 60.0)
         began = time.perf_counter()
         model.learn(total_timesteps=10**9, callback=budget)
         seconds = time.perf_counter() - began
         tail = budget.last[-20:]
-        print(f"trained {model.num_timesteps} steps, {budget.episodes} episodes in {seconds / 60:.1f} min "
-              f"({model.num_timesteps / seconds:.0f} steps/s); mean bsld of the last {len(tail)} training episodes: "
-              f"{sum(tail) / max(len(tail), 1):.1f}")
-        save_learned(model, out, env.envs[0].options, trace=Path(args.train_trace).name, platform=args.train_platform,
-                     steps=model.num_timesteps, episodes=budget.episodes, train_seconds=round(seconds, 1),
-                     threads=args.threads, seed=args.seed, start_range=[0.0, 0.7])
+        print(
+            f"trained {model.num_timesteps} steps, {budget.episodes} episodes in {seconds / 60:.1f} min "
+            f"({model.num_timesteps / seconds:.0f} steps/s); mean bsld of the last {len(tail)} training episodes: "
+            f"{sum(tail) / max(len(tail), 1):.1f}"
+        )
+        save_learned(
+            model,
+            out,
+            env.envs[0].options,
+            trace=Path(args.train_trace).name,
+            platform=args.train_platform,
+            steps=model.num_timesteps,
+            episodes=budget.episodes,
+            train_seconds=round(seconds, 1),
+            threads=args.threads,
+            seed=args.seed,
+            start_range=[0.0, 0.7],
+        )
     options, info = load_options(saved)
     model = GreedyPredictor(load_model(saved))
     print(f"model {saved}: {json.dumps(info)}")
@@ -164,12 +239,24 @@ def _one_seed(args: argparse.Namespace) -> pd.DataFrame:
         chosen = dataclasses.replace(options, backfill=backfill)
         return lambda: DispatchingPolicy(make_allocator("first-fit"), model, chosen, name="learned")
 
-    policies = {**{name: name for name in HEURISTICS}, "learned": learned(False), "learned+easy": learned(True)}
+    policies = {
+        **{name: name for name in HEURISTICS},
+        "learned": learned(False),
+        "learned+easy": learned(True),
+    }
     sets = [
-        (f"{Path(args.train_trace).name} held-out (last 30 %)", train_jobs, args.train_platform,
-         disjoint_starts(len(train_jobs), args.eval_jobs, args.eval_slices, 1, span=(0.7, 1.0))),
-        (Path(args.test_trace).name, test_jobs, args.test_platform,
-         disjoint_starts(len(test_jobs), args.eval_jobs, args.eval_slices, 1)),
+        (
+            f"{Path(args.train_trace).name} held-out (last 30 %)",
+            train_jobs,
+            args.train_platform,
+            disjoint_starts(len(train_jobs), args.eval_jobs, args.eval_slices, 1, span=(0.7, 1.0)),
+        ),
+        (
+            Path(args.test_trace).name,
+            test_jobs,
+            args.test_platform,
+            disjoint_starts(len(test_jobs), args.eval_jobs, args.eval_slices, 1),
+        ),
     ]
     frames, lines = [], [f"# Evaluation of {saved}", "", f"Training: {json.dumps(info)}", ""]
     for label, jobs, platform, starts in sets:
@@ -178,10 +265,18 @@ def _one_seed(args: argparse.Namespace) -> pd.DataFrame:
         frames.append(frame)
         table = paired_table(frame, "learned").round(2)
         text = table.to_string()
-        print(f"\n{label}: {len(starts)} slices of {args.eval_jobs} jobs at {starts} "
-              f"({time.perf_counter() - began:.0f} s)\n{text}")
-        lines += [f"## {label}", "", f"{len(starts)} slices of {args.eval_jobs} jobs starting at {starts}.", "",
-                  table.to_markdown() if _has_tabulate() else "```\n" + text + "\n```", ""]
+        print(
+            f"\n{label}: {len(starts)} slices of {args.eval_jobs} jobs at {starts} "
+            f"({time.perf_counter() - began:.0f} s)\n{text}"
+        )
+        lines += [
+            f"## {label}",
+            "",
+            f"{len(starts)} slices of {args.eval_jobs} jobs starting at {starts}.",
+            "",
+            table.to_markdown() if _has_tabulate() else "```\n" + text + "\n```",
+            "",
+        ]
     result = pd.concat(frames)
     result.to_csv(saved.with_suffix(".eval.csv"), index=False)
     saved.with_suffix(".eval.md").write_text("\n".join(lines))

@@ -36,13 +36,23 @@ if TYPE_CHECKING:
     from market_hpc.domain.platform import NodeType, Platform, load_platform
     from market_hpc.experiment.config import RunConfig, config_from_dict, load_scenario
     from market_hpc.experiment.run import Result, simulate
+
     # Packed, not one name a line: market_hpc.policies re-exports the same names that way.
     # isort: off
-    from market_hpc.policies.base import NOTHING, Allocation, Allocator, Decision, Drop, Hold, JobState
+    from market_hpc.policies.base import (
+        NOTHING,
+        Allocation,
+        Allocator,
+        Decision,
+        Drop,
+        Hold,
+        JobState,
+    )
     from market_hpc.policies.base import Policy, RunningJob, Start, View
     from market_hpc.policies.registry import allocator_names, bidder_names, make_bidder, make_policy
     from market_hpc.policies.registry import register_allocator, register_bidder, register_scheduler
     from market_hpc.policies.registry import scheduler_names
+
     # isort: on
     from market_hpc.policies.scratch import PassScratch
     from market_hpc.workload.applications import library_job_set

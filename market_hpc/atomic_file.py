@@ -106,8 +106,11 @@ def write_files(files: Mapping[str | os.PathLike[str], Content]) -> list[Path]:
     except OSError as exc:
         path = Path(str(exc.filename))
         cause = exc.strerror or str(exc) or type(exc).__name__
-        kept = (f"none of the {len(writers)} files written, the previous ones unchanged"
-                if len(writers) > 1 else f"nothing written, the previous {path.name} unchanged")
+        kept = (
+            f"none of the {len(writers)} files written, the previous ones unchanged"
+            if len(writers) > 1
+            else f"nothing written, the previous {path.name} unchanged"
+        )
         raise OutputError(str(path), f"{cause} ({kept})") from None
     return list(writers)
 

@@ -39,7 +39,11 @@ def float_text(values: np.ndarray) -> Any:
 
     values = np.asarray(values, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        whole = (np.abs(values) < _FAST_LIMIT) & (values == np.trunc(values)) & ~((values == 0) & np.signbit(values))
+        whole = (
+            (np.abs(values) < _FAST_LIMIT)
+            & (values == np.trunc(values))
+            & ~((values == 0) & np.signbit(values))
+        )
     integers = np.where(whole, values, 0).astype(np.int64)
     text = pc.binary_join_element_wise(pc.cast(pa.array(integers), pa.string()), ".0", "")
     other = ~whole
@@ -62,7 +66,10 @@ def _column_text(column: pd.Series) -> Any:
     if dtype.kind in "iu" and isinstance(dtype, np.dtype):
         return pc.cast(pa.array(column.to_numpy()), pa.string())
     if isinstance(dtype, pd.StringDtype) or dtype == object:
-        if dtype == object and pd.api.types.infer_dtype(column, skipna=True) not in ("string", "empty"):
+        if dtype == object and pd.api.types.infer_dtype(column, skipna=True) not in (
+            "string",
+            "empty",
+        ):
             return None  # not all strings: let pandas format them
         try:
             if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
@@ -82,7 +89,11 @@ def csv_parts(frame: pd.DataFrame, header: bool = True) -> list[Any] | None:
     the other, or ``None`` when a column is not one of the kinds handled here (write with
     pandas then)."""
     names = [str(name) for name in frame.columns]
-    if any(ch in name for name in names for ch in ',"\r\n') or frame.columns.has_duplicates or not names:
+    if (
+        any(ch in name for name in names for ch in ',"\r\n')
+        or frame.columns.has_duplicates
+        or not names
+    ):
         return None
     parts: list[Any] = [(",".join(names) + "\n").encode()] if header else []
     if not len(frame):
@@ -109,7 +120,10 @@ def line_parts(cells: list[Any]) -> list[Any]:
 
     rows = pc.binary_join_element_wise(*cells, ",") if len(cells) > 1 else cells[0]
     lines = pc.binary_join_element_wise(rows, "\n", "")
-    return [_string_data(chunk) for chunk in (lines.chunks if isinstance(lines, pa.ChunkedArray) else [lines])]
+    return [
+        _string_data(chunk)
+        for chunk in (lines.chunks if isinstance(lines, pa.ChunkedArray) else [lines])
+    ]
 
 
 def csv_bytes(frame: pd.DataFrame, header: bool = True) -> bytes:
@@ -133,15 +147,19 @@ def _string_data(array: Any) -> memoryview:
         return memoryview(b"")
     if array.type != pa.string():
         array = array.cast(pa.string())
-    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[array.offset:array.offset + len(array) + 1]
-    return memoryview(array.buffers()[2])[int(offsets[0]):int(offsets[-1])]
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    return memoryview(array.buffers()[2])[int(offsets[0]) : int(offsets[-1])]
 
 
-def write_csv(frame: pd.DataFrame, handle: IO[bytes], header: bool = True, slice_rows: int = 4096) -> None:
+def write_csv(
+    frame: pd.DataFrame, handle: IO[bytes], header: bool = True, slice_rows: int = 4096
+) -> None:
     """Append ``frame.to_csv(index=False, header=header)`` to a binary file, formatting
     ``slice_rows`` rows at a time (the text of a slice is written and dropped)."""
     for begin in range(0, max(len(frame), 1), slice_rows):
-        part = frame.iloc[begin:begin + slice_rows]
+        part = frame.iloc[begin : begin + slice_rows]
         parts = csv_parts(part, header and begin == 0)
         if parts is None:
             handle.write(part.to_csv(index=False, header=header and begin == 0).encode())

@@ -40,8 +40,9 @@ def finite_or_none(value: Any) -> Any:
     return value
 
 
-def json_text(value: Any, indent: int | None = 2, default: Callable[[Any], Any] | None = None,
-              **options: Any) -> str:
+def json_text(
+    value: Any, indent: int | None = 2, default: Callable[[Any], Any] | None = None, **options: Any
+) -> str:
     """Strict JSON for ``value`` (non-finite floats as ``null``), ending in a newline.
 
     Args:
@@ -53,10 +54,15 @@ def json_text(value: Any, indent: int | None = 2, default: Callable[[Any], Any] 
     >>> json_text({"x": float("nan")}, indent=None)
     '{"x": null}\\n'
     """
+
     def fallback(item: Any) -> Any:
         if default is None:
             raise TypeError(f"not JSON serialisable: {type(item).__name__}")
         return finite_or_none(default(item))
 
-    return json.dumps(finite_or_none(value), indent=indent, default=fallback, allow_nan=False,
-                      **options) + "\n"
+    return (
+        json.dumps(
+            finite_or_none(value), indent=indent, default=fallback, allow_nan=False, **options
+        )
+        + "\n"
+    )

@@ -9,7 +9,9 @@ from typing import Any
 from market_hpc.errors import ConfigError
 
 
-def read_toml(path: str | Path, what: str, error: type[ConfigError] = ConfigError) -> dict[str, Any]:
+def read_toml(
+    path: str | Path, what: str, error: type[ConfigError] = ConfigError
+) -> dict[str, Any]:
     """Parse ``path``; raise ``error`` naming the file for unreadable or invalid TOML.
 
     TOML files are UTF-8 (the TOML spec); a file that is not fails naming the byte offset,
@@ -28,8 +30,10 @@ def read_toml(path: str | Path, what: str, error: type[ConfigError] = ConfigErro
     try:
         text = raw.decode("utf-8-sig")  # a byte-order mark (some editors write one) is not content
     except UnicodeDecodeError as exc:
-        raise error(f"{path}: {what} is not valid UTF-8 (TOML files must be): "
-                    f"{describe_bad_byte(raw, exc.start)}; re-save the file as UTF-8") from None
+        raise error(
+            f"{path}: {what} is not valid UTF-8 (TOML files must be): "
+            f"{describe_bad_byte(raw, exc.start)}; re-save the file as UTF-8"
+        ) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

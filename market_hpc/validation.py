@@ -75,8 +75,14 @@ class Range:
     def describe(self) -> str:
         """What is valid, in words."""
         kind = "an integer" if self.integer else "a finite number"
-        low = f"{'>' if self.low_open else '>='} {_text(self.low)}" if math.isfinite(self.low) else ""
-        high = f"{'<' if self.high_open else '<='} {_text(self.high)}" if math.isfinite(self.high) else ""
+        low = (
+            f"{'>' if self.low_open else '>='} {_text(self.low)}" if math.isfinite(self.low) else ""
+        )
+        high = (
+            f"{'<' if self.high_open else '<='} {_text(self.high)}"
+            if math.isfinite(self.high)
+            else ""
+        )
         if low and high:
             if not self.low_open and not self.high_open:
                 return f"{kind} in [{_text(self.low)}, {_text(self.high)}]"

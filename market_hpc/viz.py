@@ -33,10 +33,16 @@ def find_app() -> Path:
         ConfigError: when the app file is not there.
     """
     override = os.environ.get(APP_ENV)
-    app = Path(override) if override else Path(__file__).resolve().parent.parent / "visualization" / "app.py"
+    app = (
+        Path(override)
+        if override
+        else Path(__file__).resolve().parent.parent / "visualization" / "app.py"
+    )
     if not app.is_file():
-        raise ConfigError(f"browser app not found at {app}: it ships with the source checkout "
-                          f"(visualization/app.py); set {APP_ENV} to its path")
+        raise ConfigError(
+            f"browser app not found at {app}: it ships with the source checkout "
+            f"(visualization/app.py); set {APP_ENV} to its path"
+        )
     return app
 
 
@@ -48,8 +54,9 @@ def check_viz_extra() -> None:
     """
     missing = [name for name in NEEDED_MODULES if importlib.util.find_spec(name) is None]
     if missing:
-        raise ConfigError(f"the browser app needs the viz extra ({', '.join(missing)} missing): "
-                          f"{INSTALL_HINT}")
+        raise ConfigError(
+            f"the browser app needs the viz extra ({', '.join(missing)} missing): {INSTALL_HINT}"
+        )
 
 
 def check_not_a_sweep(path: str) -> None:
@@ -68,7 +75,8 @@ def check_not_a_sweep(path: str) -> None:
             f"{path} is a sweep file (it has {', '.join(found)}), not a scenario: `market-hpc viz` "
             f"shows one scenario. Run the sweep with `market-hpc sweep {path} --out DIR` and see "
             "its plots with `market-hpc report DIR`, or give `market-hpc viz` a scenario file "
-            "(a sweep's point written without the sweep keys, e.g. scenarios/sample_overload.toml)")
+            "(a sweep's point written without the sweep keys, e.g. scenarios/sample_overload.toml)"
+        )
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -86,26 +94,44 @@ def check_port_free(host: str, port: int) -> None:
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except (socket.gaierror, UnicodeError) as exc:
-        raise ConfigError(f"--host: cannot resolve {host!r} ({exc}); valid: an address of this "
-                          "machine, e.g. 127.0.0.1 (the default) or 0.0.0.0") from None
+        raise ConfigError(
+            f"--host: cannot resolve {host!r} ({exc}); valid: an address of this "
+            "machine, e.g. 127.0.0.1 (the default) or 0.0.0.0"
+        ) from None
     with socket.socket(family, kind, proto) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(address)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                raise ConfigError(f"--port {port}: {host}:{port} is already in use (another "
-                                  "server, an earlier market-hpc viz?); valid: a free port, "
-                                  "e.g. --port " + str(port + 1 if port < 65535 else 8765)) from None
-            raise ConfigError(f"--host {host} --port {port}: cannot listen there "
-                              f"({exc.strerror or exc}); valid: an address of this machine and a "
-                              "free port (ports below 1024 need root)") from None
+                raise ConfigError(
+                    f"--port {port}: {host}:{port} is already in use (another "
+                    "server, an earlier market-hpc viz?); valid: a free port, "
+                    "e.g. --port " + str(port + 1 if port < 65535 else 8765)
+                ) from None
+            raise ConfigError(
+                f"--host {host} --port {port}: cannot listen there "
+                f"({exc.strerror or exc}); valid: an address of this machine and a "
+                "free port (ports below 1024 need root)"
+            ) from None
 
 
 def server_command(app: Path, host: str, port: int) -> list[str]:
     """The solara 1.58 command line serving ``app``."""
-    return [sys.executable, "-m", "solara", "run", str(app), "--host", host, "--port", str(port),
-            "--production", "--no-open", "--no-check-version"]
+    return [
+        sys.executable,
+        "-m",
+        "solara",
+        "run",
+        str(app),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--production",
+        "--no-open",
+        "--no-check-version",
+    ]
 
 
 def server_env(scenario: str | None) -> dict[str, str]:
@@ -134,8 +160,11 @@ def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765
         load_scenario(scenario)
     check_port_free(host, port)
     if host not in LOOPBACK:
-        print(f"market-hpc viz: serving on {host}, reachable from other machines; the app has "
-              "no authentication", file=sys.stderr)
+        print(
+            f"market-hpc viz: serving on {host}, reachable from other machines; the app has "
+            "no authentication",
+            file=sys.stderr,
+        )
     print(f"market-hpc viz: http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
     with subprocess.Popen(server_command(app, host, port), env=server_env(scenario)) as server:
         # Ctrl-C reaches the server through the terminal; pass a SIGTERM on too.
@@ -148,11 +177,19 @@ def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765
 
 def add_viz_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register ``market-hpc viz`` on the CLI's subcommands."""
-    viz = sub.add_parser("viz", help="serve the live market in the browser (Mesa SolaraViz)",
-                         description="Serve visualization/app.py with solara. Needs the viz "
-                         f"extra ({INSTALL_HINT}).")
-    viz.add_argument("scenario", nargs="?", help="scenario TOML whose workload to show "
-                     "(default: jobs generated from the controls)")
-    viz.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    viz = sub.add_parser(
+        "viz",
+        help="serve the live market in the browser (Mesa SolaraViz)",
+        description="Serve visualization/app.py with solara. Needs the viz "
+        f"extra ({INSTALL_HINT}).",
+    )
+    viz.add_argument(
+        "scenario",
+        nargs="?",
+        help="scenario TOML whose workload to show (default: jobs generated from the controls)",
+    )
+    viz.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
+    )
     viz.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
     viz.set_defaults(func=lambda args: serve(args.scenario, args.host, args.port))

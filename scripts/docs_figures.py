@@ -34,8 +34,12 @@ from market_hpc.experiment.paper_figures import save_svg, series_style
 from market_hpc.experiment.stats import t_interval
 
 DATA, IMAGES = ROOT / "docs" / "data", ROOT / "docs" / "img"
-MARKET_PAIRS = (("sjq", "sjqh", "SJQH - SJQ"), ("maxv", "maxvh", "maxVH - maxV"),
-                ("maxvd", "maxvdh", "maxVDH - maxVD"), ("minvr", "minvrh", "minVRH - minVR"))
+MARKET_PAIRS = (
+    ("sjq", "sjqh", "SJQH - SJQ"),
+    ("maxv", "maxvh", "maxVH - maxV"),
+    ("maxvd", "maxvdh", "maxVDH - maxVD"),
+    ("minvr", "minvrh", "minVRH - minVR"),
+)
 MARKET_COLUMNS = ["curves", "policy", "n_jobs", "seed", "total_profit"]
 
 
@@ -45,20 +49,46 @@ def _save(figure: Figure, path: Path) -> Path:
     return save_svg(figure, path)
 
 
-def forest(axes: object, labels: list[str], mean: np.ndarray, low: np.ndarray, high: np.ndarray,
-           index: int, name: str, shift: float = 0.0) -> None:
+def forest(
+    axes: object,
+    labels: list[str],
+    mean: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    index: int,
+    name: str,
+    shift: float = 0.0,
+) -> None:
     """One series of a forest plot: a point and its 95 % interval per row."""
     rows = np.arange(len(labels)) + shift
-    axes.errorbar(mean, rows, xerr=np.vstack([mean - low, high - mean]), linestyle="none", capsize=2,  # type: ignore[attr-defined]
-                  markersize=5, label=name, **series_style(index))
+    axes.errorbar(
+        mean,
+        rows,
+        xerr=np.vstack([mean - low, high - mean]),
+        linestyle="none",
+        capsize=2,  # type: ignore[attr-defined]
+        markersize=5,
+        label=name,
+        **series_style(index),
+    )
 
 
-def forest_groups(axes: object, table: pd.DataFrame, group: str, label: str, labels: list[str]) -> None:
+def forest_groups(
+    axes: object, table: pd.DataFrame, group: str, label: str, labels: list[str]
+) -> None:
     """One forest series per value of ``group`` (its rows by ``label``, in ``labels`` order)."""
     for index, (name, rows) in enumerate(table.groupby(group, sort=False)):
         rows = rows.set_index(label).loc[labels]
-        forest(axes, labels, rows["mean"].to_numpy(), rows["low"].to_numpy(), rows["high"].to_numpy(),
-               index, str(name), shift=0.15 if index else -0.15)
+        forest(
+            axes,
+            labels,
+            rows["mean"].to_numpy(),
+            rows["low"].to_numpy(),
+            rows["high"].to_numpy(),
+            index,
+            str(name),
+            shift=0.15 if index else -0.15,
+        )
     axes.axvline(0, color="black", linewidth=0.8)  # type: ignore[attr-defined]
 
 
@@ -90,8 +120,16 @@ def market_claims(table: pd.DataFrame) -> pd.DataFrame:
                 continue
             mean, low, high = t_interval((per_seed[held] - per_seed[base]).dropna().tolist())
             scale = 100 / abs(float(per_seed[base].mean()))
-            rows.append({"curves": curves, "claim": claim, "mean": mean * scale, "low": low * scale,
-                         "high": high * scale, "seeds": int(per_seed[base].notna().sum())})
+            rows.append(
+                {
+                    "curves": curves,
+                    "claim": claim,
+                    "mean": mean * scale,
+                    "low": low * scale,
+                    "high": high * scale,
+                    "seeds": int(per_seed[base].notna().sum()),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -104,8 +142,13 @@ def market_figure(table: pd.DataFrame, path: Path) -> Path:
     axes = figure.add_subplot()
     forest_groups(axes, claims, "regime", "claim", labels)
     seeds = int(claims["seeds"].max()) if len(claims) else 0
-    finish_rows(axes, labels, "profit change (% of the base policy), paired by seed, 95 % CI",
-                f"Holding against its base policy (market demo, {seeds} seeds)", "center right")
+    finish_rows(
+        axes,
+        labels,
+        "profit change (% of the base policy), paired by seed, 95 % CI",
+        f"Holding against its base policy (market demo, {seeds} seeds)",
+        "center right",
+    )
     return _save(figure, path)
 
 
@@ -115,8 +158,13 @@ def bbsched_figure(table: pd.DataFrame, path: Path) -> Path:
     figure = Figure(figsize=(7.0, 3.4), layout="constrained")
     axes = figure.add_subplot()
     forest_groups(axes, table, "metric", "workload", labels)
-    finish_rows(axes, labels, "BBSched against the baseline (% of the baseline), 95 % CI",
-                "BBSched in the burst-buffer-bound regime (5 seeds)", "upper right")
+    finish_rows(
+        axes,
+        labels,
+        "BBSched against the baseline (% of the baseline), 95 % CI",
+        "BBSched in the burst-buffer-bound regime (5 seeds)",
+        "upper right",
+    )
     return _save(figure, path)
 
 
@@ -129,10 +177,20 @@ def cp_figure(table: pd.DataFrame, path: Path) -> Path:
     width = 0.8 / len(systems)
     for index, system in enumerate(systems):
         rows = table[table["system"] == system].set_index("dispatcher").reindex(dispatchers)
-        axes.barh(np.arange(len(dispatchers)) + (index - (len(systems) - 1) / 2) * width, rows["slowdown"],
-                  height=width, label=system, color=series_style(index)["color"])
-    finish_rows(axes, dispatchers, "mean slowdown (lower is better), mean of the seeds",
-                "CP dispatchers in the saturated regime", "lower right")
+        axes.barh(
+            np.arange(len(dispatchers)) + (index - (len(systems) - 1) / 2) * width,
+            rows["slowdown"],
+            height=width,
+            label=system,
+            color=series_style(index)["color"],
+        )
+    finish_rows(
+        axes,
+        dispatchers,
+        "mean slowdown (lower is better), mean of the seeds",
+        "CP dispatchers in the saturated regime",
+        "lower right",
+    )
     return _save(figure, path)
 
 
@@ -147,7 +205,9 @@ def queues_figure(table: pd.DataFrame, path: Path) -> Path:
         for index, strategy in enumerate(strategies):
             rows = part[part["strategy"] == strategy].sort_values("period")
             if len(rows):
-                panel.plot(rows["period"], rows["mean_wait_h"], label=strategy, **series_style(index))
+                panel.plot(
+                    rows["period"], rows["mean_wait_h"], label=strategy, **series_style(index)
+                )
         panel.set_yscale("log")
         panel.set_xticks(sorted(part["period"].unique()))
         panel.set_xlabel("planning period (month)")
@@ -160,17 +220,34 @@ def queues_figure(table: pd.DataFrame, path: Path) -> Path:
 
 def heterogeneity_figure(table: pd.DataFrame, path: Path) -> Path:
     """Slowdown gain of the best heterogeneity-aware allocator over first fit, ours and the paper's."""
-    labels = [f"{month} {scheduler}" for month, scheduler in zip(table["month"], table["scheduler"], strict=True)]
+    labels = [
+        f"{month} {scheduler}"
+        for month, scheduler in zip(table["month"], table["scheduler"], strict=True)
+    ]
     figure = Figure(figsize=(7.0, 3.6), layout="constrained")
     axes = figure.add_subplot()
     rows = np.arange(len(labels))
-    for index, (column, name) in enumerate((("ours_gain_s_vs_ff", "this project (3 seeds)"),
-                                           ("paper_gain_s_vs_ff", "paper (Tables 2-3)"))):
-        axes.barh(rows + (index - 0.5) * 0.4, table[column], height=0.4, label=name,
-                  color=series_style(index)["color"])
+    for index, (column, name) in enumerate(
+        (
+            ("ours_gain_s_vs_ff", "this project (3 seeds)"),
+            ("paper_gain_s_vs_ff", "paper (Tables 2-3)"),
+        )
+    ):
+        axes.barh(
+            rows + (index - 0.5) * 0.4,
+            table[column],
+            height=0.4,
+            label=name,
+            color=series_style(index)["color"],
+        )
     axes.axvline(0, color="black", linewidth=0.8)
-    finish_rows(axes, labels, "mean slowdown: gain of the best of B / W / P-W over FF (%)",
-                "Heterogeneity-aware allocation on the Eurora-like months", "lower right")
+    finish_rows(
+        axes,
+        labels,
+        "mean slowdown: gain of the best of B / W / P-W over FF (%)",
+        "Heterogeneity-aware allocation on the Eurora-like months",
+        "lower right",
+    )
     return _save(figure, path)
 
 
@@ -186,15 +263,22 @@ FIGURES: dict[str, tuple[str, Callable[[pd.DataFrame, Path], Path]]] = {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("studies", nargs="*", choices=[*FIGURES, []], help="default: every study")
-    parser.add_argument("--market-comparison", type=Path,
-                        help="a demo's comparison.csv: keep its columns in docs/data/market_demo.csv first")
+    parser.add_argument(
+        "--market-comparison",
+        type=Path,
+        help="a demo's comparison.csv: keep its columns in docs/data/market_demo.csv first",
+    )
     args = parser.parse_args(argv)
     if args.market_comparison:
-        pd.read_csv(args.market_comparison)[MARKET_COLUMNS].to_csv(DATA / "market_demo.csv", index=False)
+        pd.read_csv(args.market_comparison)[MARKET_COLUMNS].to_csv(
+            DATA / "market_demo.csv", index=False
+        )
     for study in args.studies or list(FIGURES):
         table_name, draw = FIGURES[study]
         path = draw(pd.read_csv(DATA / table_name), IMAGES / f"{study}.svg")
-        print(f"{path.relative_to(ROOT)} ({path.stat().st_size / 1024:.1f} KB) from docs/data/{table_name}")
+        print(
+            f"{path.relative_to(ROOT)} ({path.stat().st_size / 1024:.1f} KB) from docs/data/{table_name}"
+        )
     return 0
 
 

@@ -48,10 +48,25 @@ from doc_blocks import ROOT, write_block
 README = ROOT / "README.md"
 GETTING_STARTED = ROOT / "docs" / "getting-started.md"
 PERFORMANCE = ROOT / "docs" / "performance.md"
-REPLAY_EXAMPLE = ("replay", "traces/lf-kth-like-2000.swf", "--platform", "kth-sp2",
-                  "--scheduler", "easy", "--allocator", "first-fit", "--out", "out/kth-easy")
-REPLAY_SHOWN = ("jobs_total", "jobs_completed", "mean_wait", "mean_bounded_slowdown",
-                "utilisation_cores")
+REPLAY_EXAMPLE = (
+    "replay",
+    "traces/lf-kth-like-2000.swf",
+    "--platform",
+    "kth-sp2",
+    "--scheduler",
+    "easy",
+    "--allocator",
+    "first-fit",
+    "--out",
+    "out/kth-easy",
+)
+REPLAY_SHOWN = (
+    "jobs_total",
+    "jobs_completed",
+    "mean_wait",
+    "mean_bounded_slowdown",
+    "utilisation_cores",
+)
 
 
 @dataclass(frozen=True)
@@ -79,9 +94,12 @@ def replay_example() -> str:
     header = [line for line in lines if line.startswith("replay of ")]
     metrics = [line for line in lines if line.split()[:1] and line.split()[0] in REPLAY_SHOWN]
     written = [line for line in lines if line.startswith("results written to")]
-    command = "market-hpc " + " ".join(REPLAY_EXAMPLE[:4]) + " \\\n    " + " ".join(REPLAY_EXAMPLE[4:])
-    return "\n".join(["```bash", command, "```", "", "```text", *header, *metrics, "  ...",
-                      *written, "```", ""])
+    command = (
+        "market-hpc " + " ".join(REPLAY_EXAMPLE[:4]) + " \\\n    " + " ".join(REPLAY_EXAMPLE[4:])
+    )
+    return "\n".join(
+        ["```bash", command, "```", "", "```text", *header, *metrics, "  ...", *written, "```", ""]
+    )
 
 
 def demo_quick_line() -> str:
@@ -92,8 +110,9 @@ def demo_quick_line() -> str:
     table = run_study(QUICK_SIZES, 3, curves="steep", policies=("minvr", "minvrh"))
     diff = paired_differences(table, "policy", "total_profit", "seed", "minvr", ["minvrh"])
     line = format_differences(diff, LABELS)
-    return "\n".join(["```text", " every holding variant earns more than its base (paper: always):",
-                      line, "```", ""])
+    return (
+        f"```text\n every holding variant earns more than its base (paper: always):\n{line}\n```\n"
+    )
 
 
 def _measured(argv: list[str], cwd: Path) -> tuple[str, float, float, int]:
@@ -113,8 +132,10 @@ def _measured(argv: list[str], cwd: Path) -> tuple[str, float, float, int]:
 def machine() -> str:
     """Where a timing was taken: date, cores, Python and the load average at the start."""
     load = os.getloadavg()[0]
-    return (f"{date.today().isoformat()}, {os.cpu_count()} cores (`{platform.machine()}`, "
-            f"Python {platform.python_version()}), load average {load:.1f} at the start")
+    return (
+        f"{date.today().isoformat()}, {os.cpu_count()} cores (`{platform.machine()}`, "
+        f"Python {platform.python_version()}), load average {load:.1f} at the start"
+    )
 
 
 def demo_time() -> str:
@@ -122,15 +143,18 @@ def demo_time() -> str:
     where = machine()
     with tempfile.TemporaryDirectory() as scratch:
         text, wall, cpu, _ = _measured(
-            [sys.executable, "-m", "market_hpc", "demo", "--out", str(Path(scratch) / "demo")], ROOT)
+            [sys.executable, "-m", "market_hpc", "demo", "--out", str(Path(scratch) / "demo")], ROOT
+        )
     runs = re.search(r"(\d[\d,]*) runs", text)
     printed = re.search(r" in ([\d.]+) s\s*$", text)
     if runs is None or printed is None:
         raise RuntimeError(f"market-hpc demo printed no run count or time:\n{text}")
-    return (f"Measured by `python scripts/docs_numbers.py demo-time` ({where}): "
-            f"{runs[1]} runs; the demo printed {float(printed[1]):.1f} s, the whole command took "
-            f"{wall:.1f} s of wall time and {cpu:.1f} s of CPU (user + system). Wall time moves "
-            "with the machine's load; CPU time much less.\n")
+    return (
+        f"Measured by `python scripts/docs_numbers.py demo-time` ({where}): "
+        f"{runs[1]} runs; the demo printed {float(printed[1]):.1f} s, the whole command took "
+        f"{wall:.1f} s of wall time and {cpu:.1f} s of CPU (user + system). Wall time moves "
+        "with the machine's load; CPU time much less.\n"
+    )
 
 
 def hpc2n_market() -> str:
@@ -138,16 +162,28 @@ def hpc2n_market() -> str:
     where = machine()
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "hpc2n-maxvh"
-        _, wall, cpu, rss = _measured([sys.executable, "-m", "market_hpc", "run",
-                                       "scenarios/hpc2n_market.toml", "--out", str(out)], ROOT)
+        _, wall, cpu, rss = _measured(
+            [
+                sys.executable,
+                "-m",
+                "market_hpc",
+                "run",
+                "scenarios/hpc2n_market.toml",
+                "--out",
+                str(out),
+            ],
+            ROOT,
+        )
         summary = json.loads((out / "summary.json").read_text())
-    return ("* `market-hpc run scenarios/hpc2n_market.toml` (HPC2N, "
-            f"{summary['jobs_total']:,} jobs at 1.5x load, maxVH, {summary['decisions']:,} "
-            f"decisions): **{wall:.1f} s wall**, {cpu:.1f} s CPU (user + system), peak RSS "
-            f"{rss / 1024:,.0f} MB; total profit {summary['total_profit']:,.2f}, "
-            f"{summary['holds']:,} holds, {summary['jobs_completed']:,} jobs completed, "
-            f"{summary['jobs_dropped']:,} dropped. Measured by `python scripts/docs_numbers.py "
-            f"hpc2n-market` ({where}).\n")
+    return (
+        "* `market-hpc run scenarios/hpc2n_market.toml` (HPC2N, "
+        f"{summary['jobs_total']:,} jobs at 1.5x load, maxVH, {summary['decisions']:,} "
+        f"decisions): **{wall:.1f} s wall**, {cpu:.1f} s CPU (user + system), peak RSS "
+        f"{rss / 1024:,.0f} MB; total profit {summary['total_profit']:,.2f}, "
+        f"{summary['holds']:,} holds, {summary['jobs_completed']:,} jobs completed, "
+        f"{summary['jobs_dropped']:,} dropped. Measured by `python scripts/docs_numbers.py "
+        f"hpc2n-market` ({where}).\n"
+    )
 
 
 def penalty_sweep() -> str:
@@ -155,21 +191,36 @@ def penalty_sweep() -> str:
     (the workers' CPU included: ``os.wait4`` counts the children the command waited for)."""
     where = machine()
     with tempfile.TemporaryDirectory() as scratch:
-        text, wall, cpu, _ = _measured([sys.executable, "-m", "market_hpc", "sweep",
-                                        "scenarios/penalty_sweep.toml", "--workers", "2",
-                                        "--out", str(Path(scratch) / "penalty")], ROOT)
+        text, wall, cpu, _ = _measured(
+            [
+                sys.executable,
+                "-m",
+                "market_hpc",
+                "sweep",
+                "scenarios/penalty_sweep.toml",
+                "--workers",
+                "2",
+                "--out",
+                str(Path(scratch) / "penalty"),
+            ],
+            ROOT,
+        )
     runs = re.search(r": (\d[\d,]*) runs: (\d[\d,]*) done", text)
     if runs is None:
         raise RuntimeError(f"the sweep printed no run count:\n{text}")
-    return ("* `market-hpc sweep scenarios/penalty_sweep.toml --workers 2` "
-            f"({runs[1]} runs, {runs[2]} done, report included): **{wall:.1f} s wall**, "
-            f"{cpu:.1f} s CPU (user + system, the workers included). Measured by "
-            f"`python scripts/docs_numbers.py penalty-sweep` ({where}).\n")
+    return (
+        "* `market-hpc sweep scenarios/penalty_sweep.toml --workers 2` "
+        f"({runs[1]} runs, {runs[2]} done, report included): **{wall:.1f} s wall**, "
+        f"{cpu:.1f} s CPU (user + system, the workers included). Measured by "
+        f"`python scripts/docs_numbers.py penalty-sweep` ({where}).\n"
+    )
 
 
-OVERLOAD_SWEEPS = (("scenarios/overload_study.toml", False, ""),
-                   ("scenarios/overload_study.toml", True, "KTH-SP2 at 2x, both tracks: "),
-                   ("scenarios/overload_study_2x.toml", False, "all traces at 2x: "))
+OVERLOAD_SWEEPS = (
+    ("scenarios/overload_study.toml", False, ""),
+    ("scenarios/overload_study.toml", True, "KTH-SP2 at 2x, both tracks: "),
+    ("scenarios/overload_study_2x.toml", False, "all traces at 2x: "),
+)
 
 
 def overload_runs() -> str:
@@ -177,14 +228,28 @@ def overload_runs() -> str:
     each file as ``market-hpc sweep`` does; it reads the traces, hence not a fast block)."""
     from market_hpc.experiment.sweep import load_sweep
 
-    commands = [(f"market-hpc sweep {file}{' --quick' if quick else ''} --workers 2",
-                 f"{label}{len(load_sweep(ROOT / file, quick=quick).runs):,} runs")
-                for file, quick, label in OVERLOAD_SWEEPS]
+    commands = [
+        (
+            f"market-hpc sweep {file}{' --quick' if quick else ''} --workers 2",
+            f"{label}{len(load_sweep(ROOT / file, quick=quick).runs):,} runs",
+        )
+        for file, quick, label in OVERLOAD_SWEEPS
+    ]
     width = max(len(command) for command, _ in commands)
     lines = [f"{command.ljust(width)}  # {count}" for command, count in commands]
-    return "\n".join(["```bash", *lines, "```", "",
-                      "(Run counts written by `python scripts/docs_numbers.py overload-runs`; "
-                      "the sweeps' measured times are in `docs/overload.md`.)", ""])
+    return "\n".join(
+        [
+            "```bash",
+            *lines,
+            "```",
+            "",
+            (
+                "(Run counts written by `python scripts/docs_numbers.py overload-runs`; "
+                "the sweeps' measured times are in `docs/overload.md`.)"
+            ),
+            "",
+        ]
+    )
 
 
 BLOCKS: dict[str, Block] = {
@@ -199,8 +264,12 @@ BLOCKS: dict[str, Block] = {
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("blocks", nargs="*", metavar="BLOCK",
-                        help=f"blocks to regenerate ({', '.join(BLOCKS)}; default: the fast ones)")
+    parser.add_argument(
+        "blocks",
+        nargs="*",
+        metavar="BLOCK",
+        help=f"blocks to regenerate ({', '.join(BLOCKS)}; default: the fast ones)",
+    )
     parser.add_argument("--list", action="store_true", help="list the blocks and their pages")
     args = parser.parse_args()
     if args.list:

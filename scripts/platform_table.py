@@ -35,8 +35,10 @@ def main() -> int:
         elif write_block(page, BLOCK, body):
             print(f"{page.relative_to(ROOT)}: platform table rewritten")
     for page in stale:
-        print(f"{page.relative_to(ROOT)}: platform table differs from market-hpc platforms",
-              file=sys.stderr)
+        print(
+            f"{page.relative_to(ROOT)}: platform table differs from market-hpc platforms",
+            file=sys.stderr,
+        )
     return 1 if stale else 0
 
 

@@ -17,20 +17,64 @@ import pandas as pd
 
 Corruption = tuple[str, Callable[[Path], None]]
 
-CELLS = ("", "abc", "nan", "inf", "-inf", "-1", "-7", "1e400", "3.5", "99999999999999999999",
-         "0:x", "x:1", "0:4;", ";", "999:1", "0:-1", "-1:2", "0:1:2", "0:99", "1:0", '"', "None",
-         " 1", "1,2", "finishedx", "held", "0", "1e18", "\x00", "é")
+CELLS = (
+    "",
+    "abc",
+    "nan",
+    "inf",
+    "-inf",
+    "-1",
+    "-7",
+    "1e400",
+    "3.5",
+    "99999999999999999999",
+    "0:x",
+    "x:1",
+    "0:4;",
+    ";",
+    "999:1",
+    "0:-1",
+    "-1:2",
+    "0:1:2",
+    "0:99",
+    "1:0",
+    '"',
+    "None",
+    " 1",
+    "1,2",
+    "finishedx",
+    "held",
+    "0",
+    "1e18",
+    "\x00",
+    "é",
+)
 JSON_VALUES: tuple[object, ...] = (
-    None, [], 1, "x", {}, {"config": None}, {"config": []}, {"config": {}},
-    {"config": {"platform": 3}}, {"config": {"platform": "nope"}},
+    None,
+    [],
+    1,
+    "x",
+    {},
+    {"config": None},
+    {"config": []},
+    {"config": {}},
+    {"config": {"platform": 3}},
+    {"config": {"platform": "nope"}},
     {"config": {"platform": "nodes=2,cores=4", "policy": 5, "workload": []}},
     {"config": {"platform": "nodes=2,cores=4", "name": 5, "workload": {"trace": 7}}},
     {"config": {"platform": "nodes=0,cores=4"}},
     {"config": {"platform": {"nodes": 1}}},
 )
 CSV_FILES = ("jobs.csv", "segments.csv", "timeseries.csv")
-ALL_FILES = ("jobs.csv", "jobs.parquet", "segments.csv", "segments.parquet", "timeseries.csv",
-             "config.json", "summary.json")
+ALL_FILES = (
+    "jobs.csv",
+    "jobs.parquet",
+    "segments.csv",
+    "segments.parquet",
+    "timeseries.csv",
+    "config.json",
+    "summary.json",
+)
 
 
 def _csv_only(folder: Path, name: str) -> Path:
@@ -53,6 +97,7 @@ def _set_cell(name: str, column: str, row: int, value: str) -> Callable[[Path], 
         cells[header.index(column)] = value
         lines[line] = ",".join(cells) + "\n"
         path.write_text("".join(lines))
+
     return apply
 
 
@@ -61,6 +106,7 @@ def _drop_column(name: str, column: str) -> Callable[[Path], None]:
         path = _csv_only(folder, name)
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
         frame.drop(columns=[column], errors="ignore").to_csv(path, index=False)
+
     return apply
 
 
@@ -71,6 +117,7 @@ def _duplicate_row(name: str, row: int) -> Callable[[Path], None]:
         if len(lines) > 1:
             lines.insert(1 + row % (len(lines) - 1), lines[1 + row % (len(lines) - 1)])
         path.write_text("".join(lines))
+
     return apply
 
 
@@ -79,30 +126,35 @@ def _truncate(name: str, share: float) -> Callable[[Path], None]:
         path = folder / name
         if path.is_file():
             data = path.read_bytes()
-            path.write_bytes(data[:int(len(data) * share)])
+            path.write_bytes(data[: int(len(data) * share)])
+
     return apply
 
 
 def _garbage(name: str, seed: int) -> Callable[[Path], None]:
     def apply(folder: Path) -> None:
         (folder / name).write_bytes(random.Random(seed).randbytes(300))
+
     return apply
 
 
 def _delete(name: str) -> Callable[[Path], None]:
     def apply(folder: Path) -> None:
         (folder / name).unlink(missing_ok=True)
+
     return apply
 
 
 def _json(name: str, value: object) -> Callable[[Path], None]:
     def apply(folder: Path) -> None:
         (folder / name).write_text(json.dumps(value))
+
     return apply
 
 
 def _parquet_retyped(name: str, column: str, value: object) -> Callable[[Path], None]:
     """The parquet twin rewritten with one column of another type (text, a list)."""
+
     def apply(folder: Path) -> None:
         path = folder / name
         if not path.is_file():
@@ -111,6 +163,7 @@ def _parquet_retyped(name: str, column: str, value: object) -> Callable[[Path], 
         if column in frame:
             frame[column] = [value] * len(frame)
             frame.to_parquet(path, index=False)
+
     return apply
 
 
@@ -119,8 +172,21 @@ def corruptions(seed: int, count: int, columns: dict[str, list[str]]) -> list[Co
     rng = random.Random(seed)
     cases: list[Corruption] = []
     for _ in range(count):
-        kind = rng.choice(("cell", "cell", "cell", "cell", "drop", "duplicate", "truncate",
-                           "garbage", "delete", "json", "parquet"))
+        kind = rng.choice(
+            (
+                "cell",
+                "cell",
+                "cell",
+                "cell",
+                "drop",
+                "duplicate",
+                "truncate",
+                "garbage",
+                "delete",
+                "json",
+                "parquet",
+            )
+        )
         name = rng.choice(CSV_FILES)
         column = rng.choice(columns[name])
         if kind == "cell":

@@ -49,7 +49,11 @@ def can_ever_run(job: Job, platform: Platform) -> bool:
 
 
 def assert_schedule_invariants(
-    jobs: Iterable[Job], frame: pd.DataFrame, platform: Platform | str, *, exclusive: bool = False,
+    jobs: Iterable[Job],
+    frame: pd.DataFrame,
+    platform: Platform | str,
+    *,
+    exclusive: bool = False,
     segments: pd.DataFrame | None = None,
 ) -> None:
     """Assert a finished run's jobs frame is a feasible, complete schedule of ``jobs``.
@@ -137,13 +141,14 @@ def assert_schedule_invariants(
         )
         assert min(units) >= 1, f"job {job.job_id}: allocation {row.nodes!r} has an empty node"
         held = row.hold_count > 0
-        if job.moldable:  # molded on one node (on any nodes when it spans), or run at its requested size
+        if (
+            job.moldable
+        ):  # molded on one node (on any nodes when it spans), or run at its requested size
             assert job.profile is not None
             spans = len(allocation) == 1 or bool(job.payload.get("spans_nodes"))
             assert (spans and 1 <= sum(units) <= len(job.profile)) or (
-                sum(units) == job.units <= len(job.profile)), (
-                f"moldable job {job.job_id}: allocation {row.nodes!r}"
-            )
+                sum(units) == job.units <= len(job.profile)
+            ), f"moldable job {job.job_id}: allocation {row.nodes!r}"
         elif not held:
             assert sum(units) == job.units, (
                 f"job {job.job_id} needs {job.units} units, got allocation {row.nodes!r}"
@@ -203,7 +208,6 @@ def segments_of(model: object) -> pd.DataFrame:
     return segments_frame(model.recorder)  # type: ignore[attr-defined]
 
 
-
 def classic_pairs() -> list[tuple[str, str]]:
     """Every registered non-market scheduler with every allocator it composes with."""
     from market_hpc.policies import allocators_for, scheduler_entry, scheduler_names
@@ -222,8 +226,13 @@ def unit_fits(platform_spec: Platform | str, unit: tuple[int, ...]) -> list[int]
     return [min(row[r] // a for r, a in enumerate(unit) if a > 0) for row in capacity]
 
 
-def random_workload(seed: int, platform_spec: Platform | str, units_from: list[tuple[int, ...]],
-                    spanning: bool = True, count: int = 40) -> list[Job]:
+def random_workload(
+    seed: int,
+    platform_spec: Platform | str,
+    units_from: list[tuple[int, ...]],
+    spanning: bool = True,
+    count: int = 40,
+) -> list[Job]:
     """Seeded jobs: bursts of equal submit times, zero-length jobs, under- and
     over-estimates, and a few jobs too large for the platform.
 

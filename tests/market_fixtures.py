@@ -19,8 +19,15 @@ def rigid_profile(cores: int) -> tuple[float, ...]:
 
 def market_job(job_id: int, arrival: float, profile: tuple[float, ...], curve: object) -> Job:
     """A moldable market job with a value curve."""
-    return Job(job_id, arrival, profile[0], profile[0], units=len(profile), profile=profile,
-               payload={"value_curve": curve})
+    return Job(
+        job_id,
+        arrival,
+        profile[0],
+        profile[0],
+        units=len(profile),
+        profile=profile,
+        payload={"value_curve": curve},
+    )
 
 
 def fig5_jobs() -> list[Job]:

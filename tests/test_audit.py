@@ -39,19 +39,28 @@ SEGMENTS = [
 
 def write_run(directory: Path, jobs: list[tuple], segments: list[tuple]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    config = {"config": {"platform": "nodes=2,cores=4,gpus=1", "exclusive": False,
-                         "workload": {"burst_buffer": {"capacity_gb": 100.0}}}, "workload": {}}
+    config = {
+        "config": {
+            "platform": "nodes=2,cores=4,gpus=1",
+            "exclusive": False,
+            "workload": {"burst_buffer": {"capacity_gb": 100.0}},
+        },
+        "workload": {},
+    }
     (directory / "config.json").write_text(json.dumps(config))
-    pd.DataFrame(jobs, columns=["job_id", "submit_time", "start_time", "end_time", "status"]).to_csv(
-        directory / "jobs.csv", index=False)
-    pd.DataFrame(segments, columns=list(SEGMENT_COLUMNS)).to_csv(directory / "segments.csv", index=False)
+    pd.DataFrame(
+        jobs, columns=["job_id", "submit_time", "start_time", "end_time", "status"]
+    ).to_csv(directory / "jobs.csv", index=False)
+    pd.DataFrame(segments, columns=list(SEGMENT_COLUMNS)).to_csv(
+        directory / "segments.csv", index=False
+    )
     return directory
 
 
 def changed(rows: list[tuple], index: int, **values: object) -> list[tuple]:
     row = dict(zip(SEGMENT_COLUMNS, rows[index]))
     row.update(values)
-    return [*rows[:index], tuple(row[name] for name in SEGMENT_COLUMNS), *rows[index + 1:]]
+    return [*rows[:index], tuple(row[name] for name in SEGMENT_COLUMNS), *rows[index + 1 :]]
 
 
 def test_hand_made_run_passes(tmp_path: Path) -> None:
@@ -62,43 +71,65 @@ def test_hand_made_run_passes(tmp_path: Path) -> None:
 
 VIOLATIONS = {
     "node over-allocation": (
-        JOBS, changed(SEGMENTS, 2, nodes="0:3", units=3, cores=3),
-        "node 0 over-allocated at t=5: cores 5 in use of capacity 4 (jobs 1, 2)"),
+        JOBS,
+        changed(SEGMENTS, 2, nodes="0:3", units=3, cores=3),
+        "node 0 over-allocated at t=5: cores 5 in use of capacity 4 (jobs 1, 2)",
+    ),
     "GPU over-allocation": (
         [*JOBS, (4, 2.0, 2.0, 8.0, "finished")],
         [*SEGMENTS, (4, 1, 2.0, 8.0, "1:1", 1, 1, 1, 0, 0, 0.0, 0.0, 1.0, "finished")],
-        "node 1 over-allocated at t=2: gpus 2 in use of capacity 1 (jobs 3, 4)"),
+        "node 1 over-allocated at t=2: gpus 2 in use of capacity 1 (jobs 3, 4)",
+    ),
     "burst-buffer over-allocation": (
         [*JOBS, (5, 3.0, 3.0, 9.0, "finished")],
         [*SEGMENTS, (5, 1, 3.0, 9.0, "1:1", 1, 1, 0, 0, 0, 50.0, 0.0, 1.0, "finished")],
-        "burst buffer over-allocated at t=3: 110 GB in use of 100 GB (jobs 3, 5)"),
+        "burst buffer over-allocated at t=3: 110 GB in use of 100 GB (jobs 3, 5)",
+    ),
     "start before submit": (
-        [JOBS[0], (2, 6.0, 5.0, 15.0, "finished"), JOBS[2]], SEGMENTS,
-        "job 2 segment 1 starts at t=5 before its submit at t=6"),
+        [JOBS[0], (2, 6.0, 5.0, 15.0, "finished"), JOBS[2]],
+        SEGMENTS,
+        "job 2 segment 1 starts at t=5 before its submit at t=6",
+    ),
     "job listed twice": (
-        [*JOBS, JOBS[1]], SEGMENTS,
-        "job 2 is listed 2 times in jobs.csv: it must end once"),
+        [*JOBS, JOBS[1]],
+        SEGMENTS,
+        "job 2 is listed 2 times in jobs.csv: it must end once",
+    ),
     "job finishing twice": (
-        JOBS, changed(SEGMENTS, 0, ended="finished"),
-        "job 1 ends twice: segment 1 ended 'finished' and segment 2 follows"),
+        JOBS,
+        changed(SEGMENTS, 0, ended="finished"),
+        "job 1 ends twice: segment 1 ended 'finished' and segment 2 follows",
+    ),
     "overlapping segments": (
-        JOBS, changed(SEGMENTS, 1, start=8.0),
-        "job 1 segment 2 starts at t=8 before segment 1 ends at t=10: its segments overlap"),
+        JOBS,
+        changed(SEGMENTS, 1, start=8.0),
+        "job 1 segment 2 starts at t=8 before segment 1 ends at t=10: its segments overlap",
+    ),
     "lost work across a hold": (
-        JOBS, changed(SEGMENTS, 1, progress_before=0.3),
-        ("job 1 segment 2 starts at progress 0.3 but segment 1 ended at progress 0.5: "
-         "work not conserved across the hold")),
+        JOBS,
+        changed(SEGMENTS, 1, progress_before=0.3),
+        (
+            "job 1 segment 2 starts at progress 0.3 but segment 1 ended at progress 0.5: "
+            "work not conserved across the hold"
+        ),
+    ),
     "job never ending": (
-        [*JOBS[:2], (3, 0.0, 0.0, 10.0, "queued")], SEGMENTS,
-        "job 3 has status 'queued': it never ended"),
+        [*JOBS[:2], (3, 0.0, 0.0, 10.0, "queued")],
+        SEGMENTS,
+        "job 3 has status 'queued': it never ended",
+    ),
     "finished short of its work": (
-        JOBS, changed(SEGMENTS, 2, progress_after=0.9),
-        "job 2 finished at progress 0.9, not 1"),
+        JOBS,
+        changed(SEGMENTS, 2, progress_after=0.9),
+        "job 2 finished at progress 0.9, not 1",
+    ),
 }
 
 
 @pytest.mark.parametrize("kind", list(VIOLATIONS))
-def test_each_violation_is_named(tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_violation_is_named(
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     jobs, segments, message = VIOLATIONS[kind]
     run_dir = write_run(tmp_path / "run", jobs, segments)
     report = audit_run(run_dir)
@@ -123,7 +154,9 @@ def test_market_run_with_holds(tmp_path: Path) -> None:
     segments = pd.read_csv(run_dir / "segments.csv")
     assert (segments["ended"] == "held").sum() == summary["holds"]
     assert segments.groupby("job_id")["segment"].max().max() > 1
-    pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "segments.parquet"), segments, check_dtype=False)
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(run_dir / "segments.parquet"), segments, check_dtype=False
+    )
     report = audit_run(run_dir)
     assert report.ok, report.violation
 
@@ -141,8 +174,23 @@ def test_market_run_with_holds(tmp_path: Path) -> None:
 def test_kth_easy_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = str(real_trace("KTH-SP2-1996-2.1-cln.swf.gz"))
     out = tmp_path / "kth"
-    assert main(["replay", trace, "--platform", "kth-sp2", "--scheduler", "easy", "--first-n", "3000",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                trace,
+                "--platform",
+                "kth-sp2",
+                "--scheduler",
+                "easy",
+                "--first-n",
+                "3000",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert main(["audit", str(out)]) == 0
     assert ": ok (" in capsys.readouterr().out
     segments = pd.read_csv(out / "segments.csv")
@@ -159,16 +207,23 @@ def test_streamed_segments_in_chunks(tmp_path: Path) -> None:
     from tests.test_streaming_replay import synthetic_trace
 
     trace = synthetic_trace(tmp_path / "s.swf")
-    config = config_from_dict({"name": "s", "platform": "nodes=4,cores=4", "workload": {"trace": str(trace)},
-                               "policy": {"scheduler": "easy"}})
+    config = config_from_dict(
+        {
+            "name": "s",
+            "platform": "nodes=4,cores=4",
+            "workload": {"trace": str(trace)},
+            "policy": {"scheduler": "easy"},
+        }
+    )
     streamed = simulate_streaming(config)
     assert isinstance(streamed, StreamedResult)
     streamed.chunk_rows = 7
     run_dir = streamed.write(tmp_path / "run")
     whole = simulate(config)
     assert whole.segments is not None
-    pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "segments.parquet"), whole.segments,
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(run_dir / "segments.parquet"), whole.segments, check_dtype=False
+    )
     assert audit_run(run_dir).ok
 
 
@@ -185,10 +240,18 @@ def test_gantt_draws_each_segment(tmp_path: Path) -> None:
     segments = pd.read_csv(run_dir / "segments.csv")
     assert len(pieces) == len(segments)
     held = segments.loc[segments["ended"] == "held"].iloc[0]
-    resumed = segments[(segments["job_id"] == held["job_id"]) & (segments["segment"] == held["segment"] + 1)].iloc[0]
-    rects = gantt_rectangles(pieces["job_id"].tolist(), pieces["start_time"].tolist(), pieces["end_time"].tolist(),
-                             core_allocations(pieces["nodes"].tolist(), pieces["cores"].tolist(),
-                                              pieces["units"].tolist()), [9, 9, 9])
+    resumed = segments[
+        (segments["job_id"] == held["job_id"]) & (segments["segment"] == held["segment"] + 1)
+    ].iloc[0]
+    rects = gantt_rectangles(
+        pieces["job_id"].tolist(),
+        pieces["start_time"].tolist(),
+        pieces["end_time"].tolist(),
+        core_allocations(
+            pieces["nodes"].tolist(), pieces["cores"].tolist(), pieces["units"].tolist()
+        ),
+        [9, 9, 9],
+    )
     mine = rects.job == held["job_id"]
     assert mine.sum() >= 2
     during_hold = (rects.start[mine] < resumed["start"]) & (rects.end[mine] > held["end"])
@@ -221,8 +284,12 @@ def test_market_run_with_holding_costs(tmp_path: Path) -> None:
     """With a share of a held segment's work lost and a resume cost, the progress chain
     still holds (progress_after is recorded after the loss) and the profit recomputes."""
     config = load_scenario(ROOT / "scenarios" / "market_taskgraphs.toml")
-    config = replace(config, policy=replace(config.policy, hold_penalty=0.05, hold_progress_loss=0.5,
-                                            resume_seconds=5.0))
+    config = replace(
+        config,
+        policy=replace(
+            config.policy, hold_penalty=0.05, hold_progress_loss=0.5, resume_seconds=5.0
+        ),
+    )
     run_dir = simulate(config).write(tmp_path / "run")
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["holds"] > 0
@@ -652,8 +719,10 @@ RELATIONS = {
     ),
     "amounts not whole per unit": (
         {"segments.csv": {(0, "cores"): "5"}},
-        ("job 1 segment 1 holds cores 5, gpus 0, mics 0, mem 0 on 4 units: "
-        "not a whole amount per unit"),
+        (
+            "job 1 segment 1 holds cores 5, gpus 0, mics 0, mem 0 on 4 units: "
+            "not a whole amount per unit"
+        ),
     ),
 }
 

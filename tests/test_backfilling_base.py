@@ -63,7 +63,11 @@ def test_queue_order_backfilling_is_easy() -> None:
     """With no key the base serves the queue in arrival order: it is ``easy``. J3 fits at
     t=1 and starts; the head J4 then waits for J3's 40 GB (shadow 31), and J5 is
     backfilled at t=20 (J2's 60 GB back; ends at 25 <= 31)."""
-    assert starts(Backfilling(FirstFit())) == starts(Easy(FirstFit())) == {1: 0.0, 2: 0.0, 3: 1.0, 4: 31.0, 5: 20.0}
+    assert (
+        starts(Backfilling(FirstFit()))
+        == starts(Easy(FirstFit()))
+        == {1: 0.0, 2: 0.0, 3: 1.0, 4: 31.0, 5: 20.0}
+    )
 
 
 def test_a_plain_view_gets_the_same_decision() -> None:
@@ -78,8 +82,15 @@ def test_a_plain_view_gets_the_same_decision() -> None:
     free[3, 0] = 1
     free.flags.writeable = False
     view = SimpleNamespace(
-        time=1.0, platform=platform, free=free, free_total=(1, 0, 0, 0), free_bb=40.0, exclusive=False,
-        queue=jobs()[2:], running=running, expected_end=lambda r: max(r.est_end, 1.0),
+        time=1.0,
+        platform=platform,
+        free=free,
+        free_total=(1, 0, 0, 0),
+        free_bb=40.0,
+        exclusive=False,
+        queue=jobs()[2:],
+        running=running,
+        expected_end=lambda r: max(r.est_end, 1.0),
     )
     decision = LargestFirst(FirstFit()).decide(view, np.random.default_rng(0))  # type: ignore[arg-type]
     assert decision.actions == (Start(5, ((3, 1),)),)

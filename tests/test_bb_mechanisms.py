@@ -53,8 +53,10 @@ def test_survivors_of_the_integer_kernel_are_the_youngest() -> None:
     """Set 1 = {1, 2}; Set 2 = {4, 8, 16, 32}. Living youngest first: 4, 8; children made
     in the order 16, 32, 1, 2 (2 the youngest). P = 4: Set 1, then the two youngest
     dominated: 32 (a child), then 16."""
-    value = {m: (n << SHIFT) | b for m, n, b in
-             [(1, 10, 0), (2, 5, 5), (4, 4, 4), (8, 3, 3), (16, 2, 2), (32, 1, 1)]}
+    value = {
+        m: (n << SHIFT) | b
+        for m, n, b in [(1, 10, 0), (2, 5, 5), (4, 4, 4), (8, 3, 3), (16, 2, 2), (32, 1, 1)]
+    }
     assert survivors([4, 8], [16, 32, 1, 2], value, 4) == [2, 1, 32, 16]
     # Set 1 larger than P: its youngest
     value.update({64: (7 << SHIFT) | 1, 128: (6 << SHIFT) | 2})
@@ -68,7 +70,10 @@ def test_survivors_of_the_numpy_kernel_are_the_youngest() -> None:
     keep = _select(masks, objectives, ages, size=3)
     assert masks[keep].tolist() == [1, 4, 16]  # then ages 0 and 1, not 3 or 7
     both_front = np.array([[10, 0], [0, 10], [5, 5], [1, 1], [0, 0]])
-    assert masks[_select(masks, both_front, ages, size=2)].tolist() == [4, 2]  # ages 0, 3 of 5, 3, 0
+    assert masks[_select(masks, both_front, ages, size=2)].tolist() == [
+        4,
+        2,
+    ]  # ages 0, 3 of 5, 3, 0
 
 
 # ------------------------------------------------------ the exact solver
@@ -85,8 +90,11 @@ def _brute(window: Window) -> dict[tuple[int, int], int]:
             old = points.get(point)
             if old is None or key > sum(((old >> i) & 1) << (k - 1 - i) for i in range(k)):
                 points[point] = mask
-    return {p: m for p, m in points.items()
-            if not any(q != p and q[0] >= p[0] and q[1] >= p[1] for q in points)}
+    return {
+        p: m
+        for p, m in points.items()
+        if not any(q != p and q[0] >= p[0] and q[1] >= p[1] for q in points)
+    }
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -104,11 +112,15 @@ def test_dynamic_programme_is_the_exact_front(seed: int) -> None:
 
 
 # ------------------------------------------- the policy runs its optimiser
-TABLE1_JOBS = [Job(i + 1, 0.0, 100.0, 100.0, units=n, bb=b)
-               for i, (n, b) in enumerate([(80, 20), (10, 85), (40, 5), (10, 0), (20, 0)])]
+TABLE1_JOBS = [
+    Job(i + 1, 0.0, 100.0, 100.0, units=n, bb=b)
+    for i, (n, b) in enumerate([(80, 20), (10, 85), (40, 5), (10, 0), (20, 0)])
+]
 
 
-@pytest.mark.parametrize(("solver", "ran"), [("auto", "exact_runs"), ("exact", "exact_runs"), ("ga", "ga_runs")])
+@pytest.mark.parametrize(
+    ("solver", "ran"), [("auto", "exact_runs"), ("exact", "exact_runs"), ("ga", "ga_runs")]
+)
 def test_bbsched_runs_its_optimiser_in_a_simulation(solver: str, ran: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Table 1 (five jobs fit alone; the base order would start J1, then backfill J4):
     every solver runs on the window (the GA with enumeration off) and BBSched starts
@@ -121,11 +133,14 @@ def test_bbsched_runs_its_optimiser_in_a_simulation(solver: str, ran: str, monke
         def called(*args, **kwargs):  # type: ignore[no-untyped-def]
             calls[name] += 1
             return function(*args, **kwargs)
+
         return called
 
     monkeypatch.setattr(module, "ga_pareto", spy("ga_runs", module.ga_pareto))
     monkeypatch.setattr(module, "dp_pareto", spy("exact_runs", module.dp_pareto))
-    policy = make_policy("bbsched", "first-fit", scheduler_params={"solver": solver, "exhaustive_up_to": 0})
+    policy = make_policy(
+        "bbsched", "first-fit", scheduler_params={"solver": solver, "exhaustive_up_to": 0}
+    )
     model = HPCModel(TABLE1_JOBS, "nodes=100,cores=1,bb=100", policy=policy, seed=1)
     model.run()
     frame = model.recorder.jobs_frame()
@@ -136,7 +151,9 @@ def test_bbsched_runs_its_optimiser_in_a_simulation(solver: str, ran: str, monke
 
 
 @pytest.mark.parametrize(("budget", "ran"), [(1009, "ga_runs"), (1010, "exact_runs")])
-def test_auto_solver_switches_to_the_ga_above_the_exact_budget(budget: int, ran: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_auto_solver_switches_to_the_ga_above_the_exact_budget(
+    budget: int, ran: str, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     """``solver = "auto"`` solves a window exactly while its dynamic programme costs at most
     ``exact_budget`` machine words, else runs the paper's GA. The Table 1 window (5 jobs,
     N = 100 free nodes, B = 100 GB free) costs 5 jobs x (min(100, 80+10+40+10+20) + 1 = 101
@@ -153,19 +170,29 @@ def test_auto_solver_switches_to_the_ga_above_the_exact_budget(budget: int, ran:
         def called(window: Window, *args, **kwargs):  # type: ignore[no-untyped-def]
             windows[name].append(window)
             return function(window, *args, **kwargs)
+
         return called
 
     monkeypatch.setattr(module, "ga_pareto", spy("ga_runs", module.ga_pareto))
     monkeypatch.setattr(module, "dp_pareto", spy("exact_runs", module.dp_pareto))
-    policy = make_policy("bbsched", "first-fit", scheduler_params={"solver": "auto", "exact_budget": budget})
+    policy = make_policy(
+        "bbsched", "first-fit", scheduler_params={"solver": "auto", "exact_budget": budget}
+    )
     model = HPCModel(TABLE1_JOBS, "nodes=100,cores=1,bb=100", policy=policy, seed=1)
     model.run()
     other = "exact_runs" if ran == "ga_runs" else "ga_runs"
     assert (policy.stats[ran], policy.stats[other]) == (1, 0)
-    assert (len(windows[ran]), len(windows[other])) == (1, 0)  # the counted solver is the one that ran
+    assert (len(windows[ran]), len(windows[other])) == (
+        1,
+        0,
+    )  # the counted solver is the one that ran
     (window,) = windows[ran]
     assert (window.nodes.tolist(), window.bb.tolist(), window.free_nodes, window.free_bb) == (
-        [80, 10, 40, 10, 20], [20, 85, 5, 0, 0], 100, 100)
+        [80, 10, 40, 10, 20],
+        [20, 85, 5, 0, 0],
+        100,
+        100,
+    )
     assert dp_cost(window) == 5 * 101 * 2 == 1010
     frame = model.recorder.jobs_frame()
     assert frame.loc[frame["start_time"] == 0, "job_id"].tolist() == [2, 3, 4, 5]
@@ -184,8 +211,12 @@ def test_wfp_priority_is_nodes_times_the_cube_of_wait_over_walltime() -> None:
     waited 100 s: 8 x 1 = 8), C (2 nodes, 150 s: 2 x 1.5**3 = 6.75), D (1 node, 150 s:
     3.4). Exponent 1 gives A, C, B, D; exponent 2 gives A, B, C, D; without the node
     factor B, C, D, A."""
-    jobs = [Job(1, 900.0, 10.0, 100.0, units=8), Job(2, 750.0, 10.0, 100.0, units=1),
-            Job(3, 850.0, 10.0, 100.0, units=2), Job(4, 850.0, 10.0, 100.0, units=1)]
+    jobs = [
+        Job(1, 900.0, 10.0, 100.0, units=8),
+        Job(2, 750.0, 10.0, 100.0, units=1),
+        Job(3, 850.0, 10.0, 100.0, units=2),
+        Job(4, 850.0, 10.0, 100.0, units=1),
+    ]
     assert [j.job_id for j in wfp_order(jobs, 1000.0)] == [2, 1, 3, 4]
 
 
@@ -203,7 +234,17 @@ def test_vectorised_wfp_order_is_the_same_order() -> None:
     rng = np.random.default_rng(5)
     for trial in range(20):
         count = int(rng.integers(1, 300))
-        jobs = [Job(int(i), float(rng.integers(0, 50)) * 37.5, 10.0, float(rng.choice([0.5, 60.0, 3600.0, 7201.0])),
-                    units=int(rng.integers(1, 5))) for i in rng.permutation(count) + 1]
+        jobs = [
+            Job(
+                int(i),
+                float(rng.integers(0, 50)) * 37.5,
+                10.0,
+                float(rng.choice([0.5, 60.0, 3600.0, 7201.0])),
+                units=int(rng.integers(1, 5)),
+            )
+            for i in rng.permutation(count) + 1
+        ]
         now = float(rng.uniform(0, 2000))
-        assert [j.job_id for j in wfp_order_fast(jobs, now, small=0)] == [j.job_id for j in wfp_order(jobs, now)]
+        assert [j.job_id for j in wfp_order_fast(jobs, now, small=0)] == [
+            j.job_id for j in wfp_order(jobs, now)
+        ]

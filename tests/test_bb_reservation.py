@@ -46,7 +46,11 @@ def _brute(window: Window) -> dict[tuple[int, int], int]:
         key = tuple(bits)  # lexicographically larger: earlier jobs kept
         if (n, b) not in best or key > tuple((best[(n, b)] >> i) & 1 for i in range(k)):
             best[(n, b)] = mask
-    front = {p: m for p, m in best.items() if not any(q != p and q[0] >= p[0] and q[1] >= p[1] for q in best)}
+    front = {
+        p: m
+        for p, m in best.items()
+        if not any(q != p and q[0] >= p[0] and q[1] >= p[1] for q in best)
+    }
     return front
 
 
@@ -78,8 +82,15 @@ def test_restricted_dynamic_programme_is_the_exact_front(seed: int) -> None:
     nodes = rng.integers(1, 12, k)
     bb = np.where(rng.random(k) < 0.6, rng.integers(1, 40, k), 0)
     long_from = int(rng.integers(0, k + 1))
-    window = Window.of(nodes, bb, int(nodes.sum() * 0.6), int(bb.sum() * 0.6), long_from,
-                       int(nodes.sum() * 0.3), int(bb.sum() * 0.3))
+    window = Window.of(
+        nodes,
+        bb,
+        int(nodes.sum() * 0.6),
+        int(bb.sum() * 0.6),
+        long_from,
+        int(nodes.sum() * 0.3),
+        int(bb.sum() * 0.3),
+    )
     found = dp_pareto(window)
     assert dict(zip(map(tuple, found.objectives.tolist()), found.masks.tolist())) == _brute(window)
     assert found.masks.tolist() == exact_pareto(window).masks.tolist()
@@ -95,11 +106,20 @@ def test_weighted_and_constrained_picks_equal_brute_force(seed: int) -> None:
     nodes = rng.integers(1, 20, k)
     bb = np.where(rng.random(k) < 0.7, rng.integers(1, 60, k), 0)
     long_from = int(rng.integers(0, k + 1)) if seed % 2 else None
-    window = Window.of(nodes, bb, int(nodes.sum() * 0.5), int(bb.sum() * 0.5), long_from,
-                       int(nodes.sum() * 0.3), int(bb.sum() * 0.3))
+    window = Window.of(
+        nodes,
+        bb,
+        int(nodes.sum() * 0.5),
+        int(bb.sum() * 0.5),
+        long_from,
+        int(nodes.sum() * 0.3),
+        int(bb.sum() * 0.3),
+    )
     front = dp_pareto(window)
     for weights in ((0.5, 0.5), (0.8, 0.2), (0.2, 0.8)):
-        assert weighted_pick(front, k, *weights, 100, 200) == weighted_select(window, *weights, 100, 200)
+        assert weighted_pick(front, k, *weights, 100, 200) == weighted_select(
+            window, *weights, 100, 200
+        )
     for resource in ("nodes", "bb"):
         assert constrained_pick(front, k, resource) == constrained_select(window, resource)
 
@@ -122,8 +142,10 @@ def test_weighted_and_constrained_take_a_window_of_fifty(scheduler: str) -> None
     """Sixty jobs at t = 0 on 100 nodes and 500 GB: with w = 50 (over the old enumeration
     cap of 22) the optimiser runs on windows of more than 22 fitting jobs."""
     rng = np.random.default_rng(3)
-    jobs = [Job(i + 1, 0.0, 100.0, 100.0, units=int(rng.integers(1, 6)), bb=float(rng.integers(0, 40)))
-            for i in range(60)]
+    jobs = [
+        Job(i + 1, 0.0, 100.0, 100.0, units=int(rng.integers(1, 6)), bb=float(rng.integers(0, 40)))
+        for i in range(60)
+    ]
     policy = make_policy(scheduler, "first-fit", scheduler_params={"window": 50})
     model = HPCModel(jobs, "nodes=100,cores=1,bb=500", policy=policy, seed=1)
     model.run()
@@ -133,13 +155,13 @@ def test_weighted_and_constrained_take_a_window_of_fifty(scheduler: str) -> None
 
 # --------------------------------------------- the policy under a reservation
 RESERVED_JOBS = [
-    Job(1, 0.0, 1000.0, 1000.0, units=5),   # runs until t = 1,000
-    Job(2, 0.0, 50.0, 50.0, units=5),       # ends at t = 50
-    Job(3, 1.0, 100.0, 100.0, units=8),     # starving by t = 50, does not fit 5 free nodes
-    Job(4, 2.0, 2000.0, 2000.0, units=2),   # A: runs past the shadow time (t = 1,000)
-    Job(5, 3.0, 2000.0, 2000.0, units=2),   # B: likewise
-    Job(6, 4.0, 500.0, 500.0, units=1),     # C: ends by the shadow time
-    Job(7, 5.0, 500.0, 500.0, units=3),     # D: ends by the shadow time
+    Job(1, 0.0, 1000.0, 1000.0, units=5),  # runs until t = 1,000
+    Job(2, 0.0, 50.0, 50.0, units=5),  # ends at t = 50
+    Job(3, 1.0, 100.0, 100.0, units=8),  # starving by t = 50, does not fit 5 free nodes
+    Job(4, 2.0, 2000.0, 2000.0, units=2),  # A: runs past the shadow time (t = 1,000)
+    Job(5, 3.0, 2000.0, 2000.0, units=2),  # B: likewise
+    Job(6, 4.0, 500.0, 500.0, units=1),  # C: ends by the shadow time
+    Job(7, 5.0, 500.0, 500.0, units=3),  # D: ends by the shadow time
 ]
 
 
@@ -152,7 +174,9 @@ def test_optimiser_runs_around_a_starving_jobs_reservation(scheduler: str) -> No
     C + A + B (5 nodes, nearer the front), and EASY then refuses B: C and A start. Without
     the optimiser EASY backfills in window order: A, then C (B exceeds the extra, D no
     longer fits). Then job 3 starts at its shadow time 1,000, B and C at 1,100."""
-    policy = make_policy(scheduler, "first-fit", scheduler_params={"starvation": 1, "starvation_by": "invocations"})
+    policy = make_policy(
+        scheduler, "first-fit", scheduler_params={"starvation": 1, "starvation_by": "invocations"}
+    )
     model = HPCModel(RESERVED_JOBS, "nodes=10,cores=1,bb=10", policy=policy, seed=1)
     model.run()
     start = model.recorder.jobs_frame().set_index("job_id")["start_time"].to_dict()
@@ -172,7 +196,11 @@ def test_optimiser_runs_around_a_starving_jobs_reservation(scheduler: str) -> No
 
 
 def test_baseline_backfills_around_the_reservation_in_window_order() -> None:
-    policy = make_policy("bb-baseline", "first-fit", scheduler_params={"starvation": 1, "starvation_by": "invocations"})
+    policy = make_policy(
+        "bb-baseline",
+        "first-fit",
+        scheduler_params={"starvation": 1, "starvation_by": "invocations"},
+    )
     model = HPCModel(RESERVED_JOBS, "nodes=10,cores=1,bb=10", policy=policy, seed=1)
     model.run()
     start = model.recorder.jobs_frame().set_index("job_id")["start_time"].to_dict()
@@ -184,8 +212,10 @@ def test_base_order_under_a_reservation_is_easy_backfilling_in_window_order() ->
     """The comparison ``changed`` is counted against: free 5 nodes, shadow 1,000, extra 2.
     A (2 nodes, long) takes the extra, B (2, long) no longer fits it, C (1, short) is
     taken, D (3, short) no longer fits the 2 free nodes."""
-    a, b, c, d = (Job(i, 0.0, run, run, units=n) for i, (run, n) in
-                  enumerate([(2000.0, 2), (2000.0, 2), (500.0, 1), (500.0, 3)], start=1))
+    a, b, c, d = (
+        Job(i, 0.0, run, run, units=n)
+        for i, (run, n) in enumerate([(2000.0, 2), (2000.0, 2), (500.0, 1), (500.0, 3)], start=1)
+    )
     reservation = Reservation(50.0, 1000.0, 2, 0)
     assert greedy_backfill([a, b, c, d], 5, 0, reservation) == [a, c]
     assert greedy_backfill([d, a, b, c], 5, 0, reservation) == [d, a]

@@ -34,7 +34,9 @@ def bb_workload(seed: int, platform: str, units: list[tuple[int, ...]]) -> list[
         bb = float(rng.integers(1, 80)) if rng.random() < 0.6 else 0.0
         if rng.random() < 0.03:
             bb = 150.0  # larger than the pool: rejected on arrival
-        jobs.append(Job(job.job_id, job.submit, job.run_time, job.estimate, job.units, job.unit, bb))
+        jobs.append(
+            Job(job.job_id, job.submit, job.run_time, job.estimate, job.units, job.unit, bb)
+        )
     return jobs
 
 
@@ -46,24 +48,29 @@ def test_bb_capacity_invariants(scheduler: str, exclusive: bool) -> None:
             jobs = bb_workload(seed, platform, units)
             frames = []
             for _ in range(2):
-                policy = make_policy(scheduler, "first-fit",
-                                     scheduler_params={"generations": 60} if scheduler == "bbsched" else None)
+                policy = make_policy(
+                    scheduler,
+                    "first-fit",
+                    scheduler_params={"generations": 60} if scheduler == "bbsched" else None,
+                )
                 model = HPCModel(jobs, platform, policy=policy, exclusive=exclusive, seed=5)
                 model.run()
                 assert model.free_bb == model.platform.burst_buffer, f"{name}: pool not returned"
                 frames.append(model.recorder.jobs_frame())
             assert_schedule_invariants(jobs, frames[0], platform, exclusive=exclusive)
-            pd.testing.assert_frame_equal(frames[0], frames[1], obj=f"{scheduler} {name} seed {seed}")
+            pd.testing.assert_frame_equal(
+                frames[0], frames[1], obj=f"{scheduler} {name} seed {seed}"
+            )
 
 
 def test_easy_reserves_burst_buffer_for_the_head() -> None:
     """The head needs BB held by a running job: a long backfill candidate that would take
     that BB past the shadow time must wait, a short one may go."""
     jobs = [
-        Job(1, 0.0, 100.0, 100.0, units=2, bb=80.0),   # holds 80 of 100 GB until t=100
-        Job(2, 1.0, 50.0, 50.0, units=2, bb=90.0),     # head: needs 90 GB -> shadow t=100, extra 10
-        Job(3, 1.0, 500.0, 500.0, units=1, bb=20.0),   # fits now, runs past the shadow, takes BB
-        Job(4, 1.0, 50.0, 50.0, units=1, bb=20.0),     # fits now, ends before the shadow
+        Job(1, 0.0, 100.0, 100.0, units=2, bb=80.0),  # holds 80 of 100 GB until t=100
+        Job(2, 1.0, 50.0, 50.0, units=2, bb=90.0),  # head: needs 90 GB -> shadow t=100, extra 10
+        Job(3, 1.0, 500.0, 500.0, units=1, bb=20.0),  # fits now, runs past the shadow, takes BB
+        Job(4, 1.0, 50.0, 50.0, units=1, bb=20.0),  # fits now, ends before the shadow
     ]
     for scheduler in ("easy", "bb-baseline"):
         model = HPCModel(jobs, "nodes=8,cores=1,bb=100", scheduler=scheduler, seed=1)
@@ -74,9 +81,13 @@ def test_easy_reserves_burst_buffer_for_the_head() -> None:
         assert start[3] >= 100.0, scheduler  # would have delayed the head in BB
 
 
-STARVING_JOBS = [Job(1, 0.0, 100.0, 100.0, units=6), Job(2, 0.0, 100.0, 100.0, units=5),
-                 Job(3, 0.0, 100.0, 100.0, units=5), Job(4, 50.0, 100.0, 100.0, units=5),
-                 Job(5, 50.0, 100.0, 100.0, units=5)]
+STARVING_JOBS = [
+    Job(1, 0.0, 100.0, 100.0, units=6),
+    Job(2, 0.0, 100.0, 100.0, units=5),
+    Job(3, 0.0, 100.0, 100.0, units=5),
+    Job(4, 50.0, 100.0, 100.0, units=5),
+    Job(5, 50.0, 100.0, 100.0, units=5),
+]
 
 
 def _starts(scheduler: str, **params: object) -> tuple[dict[int, float], dict[str, float]]:
@@ -109,7 +120,9 @@ def test_forcing_that_changes_nothing_is_not_counted() -> None:
     at t=200)."""
     starts, stats = _starts("bb-baseline", starvation=1, starvation_by="invocations")
     assert starts[1] == 0.0 and starts[2] == starts[3] == 100.0
-    assert stats["forced_jobs"] == 4 and stats["forced_starts"] == 0  # J2, J3 at t=100; J4, J5 at t=200
+    assert (
+        stats["forced_jobs"] == 4 and stats["forced_starts"] == 0
+    )  # J2, J3 at t=100; J4, J5 at t=200
 
 
 def test_starving_job_that_does_not_fit_blocks_the_optimisation() -> None:
@@ -118,11 +131,19 @@ def test_starving_job_that_does_not_fit_blocks_the_optimisation() -> None:
     fit, so no selection runs: J1 heads the queue and J4 (ending at 600, past J1's shadow
     time 400, and 5 nodes > the 4 extra) may not backfill. Unbounded, J4 starts at 100
     and J1 waits for it until 600."""
-    jobs = [Job(1, 0.0, 100.0, 100.0, units=6), Job(2, 0.0, 100.0, 100.0, units=5),
-            Job(3, 0.0, 400.0, 400.0, units=5), Job(4, 1.0, 500.0, 500.0, units=5)]
+    jobs = [
+        Job(1, 0.0, 100.0, 100.0, units=6),
+        Job(2, 0.0, 100.0, 100.0, units=5),
+        Job(3, 0.0, 400.0, 400.0, units=5),
+        Job(4, 1.0, 500.0, 500.0, units=5),
+    ]
     starts = {}
     for bound in (1, 1000):
-        policy = make_policy("bb-constrained-cpu", "first-fit", scheduler_params={"starvation": bound, "starvation_by": "invocations"})
+        policy = make_policy(
+            "bb-constrained-cpu",
+            "first-fit",
+            scheduler_params={"starvation": bound, "starvation_by": "invocations"},
+        )
         model = HPCModel(jobs, "nodes=10,cores=1,bb=10", policy=policy, seed=1)
         model.run()
         starts[bound] = model.recorder.jobs_frame().set_index("job_id")["start_time"].to_dict()
@@ -154,8 +175,12 @@ def test_held_job_releases_its_burst_buffer() -> None:
 # ---------------------------------------------------------------- synthesis
 def test_synthesis_shares_ranges_and_determinism() -> None:
     jobs = [Job(i, float(i), 10.0, 10.0, units=2) for i in range(1, 401)]
-    for scenario, share, low in (("S1", 0.5, 5000), ("S2", 0.75, 5000), ("S3", 0.5, 20000),
-                                 ("S4", 0.75, 20000)):
+    for scenario, share, low in (
+        ("S1", 0.5, 5000),
+        ("S2", 0.75, 5000),
+        ("S3", 0.5, 20000),
+        ("S4", 0.75, 20000),
+    ):
         rule = BurstBufferRule(scenario, "cori")
         out, report = synthesize(jobs, rule, 120, seed=3)
         requests = np.array([j.bb for j in out])
@@ -180,10 +205,20 @@ def test_rule_validation() -> None:
 
 
 def _scenario(trace: str, **policy: object) -> dict:  # type: ignore[type-arg]
-    return {"platform": "nodes=64,cores=1", "seed": 2,
-            "workload": {"trace": trace, "first_n": 150, "burst_buffer": {"scenario": "S2", "machine": "theta"}},
-            "policy": {"scheduler": "bbsched", "window": {"size": 12, "order": "wfp", "generations": 50},
-                       **policy}}
+    return {
+        "platform": "nodes=64,cores=1",
+        "seed": 2,
+        "workload": {
+            "trace": trace,
+            "first_n": 150,
+            "burst_buffer": {"scenario": "S2", "machine": "theta"},
+        },
+        "policy": {
+            "scheduler": "bbsched",
+            "window": {"size": 12, "order": "wfp", "generations": 50},
+            **policy,
+        },
+    }
 
 
 @pytest.fixture
@@ -191,8 +226,10 @@ def small_trace(tmp_path):  # type: ignore[no-untyped-def]
     from market_hpc.workload.swf import write_swf
 
     rng = np.random.default_rng(0)
-    jobs = [Job(i, float(i * 30), float(rng.integers(10, 2000)), 2000.0, units=int(rng.integers(1, 40)))
-            for i in range(1, 201)]
+    jobs = [
+        Job(i, float(i * 30), float(rng.integers(10, 2000)), 2000.0, units=int(rng.integers(1, 40)))
+        for i in range(1, 201)
+    ]
     path = tmp_path / "small.swf"
     write_swf(jobs, path)
     return str(path)
@@ -206,7 +243,9 @@ def test_scenario_runs_with_bb_and_reports_its_utilisation(small_trace: str, tmp
     assert summary["policy"] == "bbsched+first-fit" and summary["policy_invocations"] > 0
     assert (result.jobs["bb"] > 0).sum() == round(0.75 * 150)
     assert result.timeseries["used_bb"].max() <= 64 * 1_260_498 / 4392 + 1
-    assert result.workload_report["burst_buffer"]["capacity_gb"] == round(1_800_000 * 913.5 / 1304.5 * 64 / 4392)
+    assert result.workload_report["burst_buffer"]["capacity_gb"] == round(
+        1_800_000 * 913.5 / 1304.5 * 64 / 4392
+    )
     out = result.write(tmp_path / "out")
     assert "utilisation_bb" in json.loads((out / "summary.json").read_text())
     again = simulate(config)
@@ -216,7 +255,10 @@ def test_scenario_runs_with_bb_and_reports_its_utilisation(small_trace: str, tmp
 def test_bb_request_larger_than_the_pool_is_rejected_at_load(small_trace: str) -> None:
     data = _scenario(small_trace)
     data["workload"]["burst_buffer"]["capacity_gb"] = 100.0
-    with pytest.raises(ConfigError, match=r"job \d+ requests \d+ GB of burst buffer, but the platform's pool holds 100"):
+    with pytest.raises(
+        ConfigError,
+        match=r"job \d+ requests \d+ GB of burst buffer, but the platform's pool holds 100",
+    ):
         simulate(config_from_dict(data))
 
 
@@ -227,7 +269,9 @@ def test_window_parameters_are_validated(small_trace: str) -> None:
         config_from_dict(_scenario(small_trace, window={"sizes": 3}))
     with pytest.raises(ConfigError, match="window must be in 1..62"):
         make_policy("bb-weighted", "first-fit", scheduler_params={"window": 63})
-    assert make_policy("bb-constrained-bb", "first-fit", scheduler_params={"window": 50}).window == 50
+    assert (
+        make_policy("bb-constrained-bb", "first-fit", scheduler_params={"window": 50}).window == 50
+    )
 
 
 RIGID = [name for name in scheduler_names() if "first-fit" in allocators_for(name)]
@@ -249,10 +293,17 @@ def test_every_rigid_scheduler_keeps_the_burst_buffer_pool(scheduler: str) -> No
 
 
 @pytest.mark.parametrize("scheduler", ["prb", "ebf", "queues-shared"])
-def test_two_jobs_that_each_fit_the_pool_but_not_together_start_one_after_the_other(scheduler: str) -> None:
-    jobs = [Job(1, 0.0, 100.0, 100.0, units=1, bb=60.0), Job(2, 0.0, 100.0, 100.0, units=1, bb=60.0),
-            Job(3, 0.0, 10.0, 10.0, units=1, bb=30.0)]
-    model = HPCModel(jobs, "nodes=8,cores=1,bb=100", policy=make_policy(scheduler, "first-fit"), seed=1)
+def test_two_jobs_that_each_fit_the_pool_but_not_together_start_one_after_the_other(
+    scheduler: str,
+) -> None:
+    jobs = [
+        Job(1, 0.0, 100.0, 100.0, units=1, bb=60.0),
+        Job(2, 0.0, 100.0, 100.0, units=1, bb=60.0),
+        Job(3, 0.0, 10.0, 10.0, units=1, bb=30.0),
+    ]
+    model = HPCModel(
+        jobs, "nodes=8,cores=1,bb=100", policy=make_policy(scheduler, "first-fit"), seed=1
+    )
     model.run()
     start = model.recorder.jobs_frame().set_index("job_id")["start_time"].to_dict()
     assert start[1] == 0.0
@@ -276,16 +327,24 @@ def test_target_load_sizes_the_pool_for_the_offered_bb_load() -> None:
     assert loads["offered_bb_load"] == pytest.approx(0.9, rel=0.05)
     assert loads["offered_node_load"] == pytest.approx(4000 * 2 * 100 / (100 * 39990))
     s2, _ = synthesize(jobs, BurstBufferRule("S2", "theta", target_load=0.9), 100, seed=2)
-    assert BurstBufferRule("S2", "theta", target_load=0.9).target_capacity(jobs, 100) == pool  # one pool
+    assert (
+        BurstBufferRule("S2", "theta", target_load=0.9).target_capacity(jobs, 100) == pool
+    )  # one pool
     assert offered_loads(s2, 100, pool)["offered_bb_load"] < 0.75
 
 
-@pytest.mark.parametrize(("params", "message"), [
-    ({"scenario": "none", "target_load": 0.9}, "needs a scenario"),
-    ({"scenario": "S4", "target_load": 0.9, "capacity_gb": 10.0}, "not both"),
-    ({"scenario": "S4", "target_load": 0.0}, "workload.burst_buffer.target_load: got 0.0; valid: a finite number > 0"),
-    ({"scenario": "S4", "target_load": 0.9, "target_scenario": "S9"}, "valid"),
-])
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"scenario": "none", "target_load": 0.9}, "needs a scenario"),
+        ({"scenario": "S4", "target_load": 0.9, "capacity_gb": 10.0}, "not both"),
+        (
+            {"scenario": "S4", "target_load": 0.0},
+            "workload.burst_buffer.target_load: got 0.0; valid: a finite number > 0",
+        ),
+        ({"scenario": "S4", "target_load": 0.9, "target_scenario": "S9"}, "valid"),
+    ],
+)
 def test_target_load_validation(params: dict, message: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(MarketHpcError, match=message):
         BurstBufferRule(**params)

@@ -31,14 +31,19 @@ def test_study_sweep_expands_to_every_method_scenario_and_trace() -> None:
     needs_study_traces()
     sweep = load_sweep(SWEEP)
     assert len(sweep.runs) == 128
-    points = {(r.params["scheduler"], r.params["scenario"], r.params["machine"]) for r in sweep.runs}
+    points = {
+        (r.params["scheduler"], r.params["scenario"], r.params["machine"]) for r in sweep.runs
+    }
     assert {p[0] for p in points} == set(BB_SCHEDULERS)
     assert {p[1] for p in points} == {"S1", "S2", "S3", "S4"}
     orders = {r.params["machine"]: r.config["policy"]["window"]["order"] for r in sweep.runs}
     assert orders == {"theta": "wfp", "cori": "fcfs"}
     pressure = load_sweep(SWEEP.with_name("bbsched_pressure.toml"))
     assert len(pressure.runs) == 16
-    assert {r.config["workload"]["burst_buffer"]["capacity_gb"] for r in pressure.runs} == {9567.0, 11924.0}
+    assert {r.config["workload"]["burst_buffer"]["capacity_gb"] for r in pressure.runs} == {
+        9567.0,
+        11924.0,
+    }
 
 
 def test_regime_sweeps_expand_to_the_study() -> None:
@@ -46,7 +51,10 @@ def test_regime_sweeps_expand_to_the_study() -> None:
     regime = load_sweep(SWEEP.with_name("bbsched_regime.toml"))
     assert len(regime.runs) == 320
     assert {r.seed for r in regime.runs} == {1, 2, 3, 4, 5}
-    loads = {r.config["platform"]: r.config["workload"]["burst_buffer"]["target_load"] for r in regime.runs}
+    loads = {
+        r.config["platform"]: r.config["workload"]["burst_buffer"]["target_load"]
+        for r in regime.runs
+    }
     assert loads == {"kth-sp2": 0.9, "hpc2n": 0.95}
     table3 = load_sweep(SWEEP.with_name("bbsched_table3.toml"))
     assert sorted({r.config["policy"]["window"]["size"] for r in table3.runs}) == [10, 50]
@@ -58,8 +66,13 @@ def test_regime_sweeps_expand_to_the_study() -> None:
 def test_regime_point_sizes_the_pool_on_small_data() -> None:
     if not SHARED_TRACES.is_dir():
         pytest.skip(f"the study replays real traces and {SHARED_TRACES} is absent")
-    spec = next(r for r in load_sweep(SWEEP.with_name("bbsched_regime.toml")).runs
-                if r.params["machine"] == "cori" and r.params["scenario"] == "S4" and r.params["scheduler"] == "bbsched")
+    spec = next(
+        r
+        for r in load_sweep(SWEEP.with_name("bbsched_regime.toml")).runs
+        if r.params["machine"] == "cori"
+        and r.params["scenario"] == "S4"
+        and r.params["scheduler"] == "bbsched"
+    )
     data = copy.deepcopy(spec.config)
     data["workload"]["first_n"] = 300
     result = simulate(config_from_dict(data))
@@ -75,8 +88,13 @@ def test_study_points_run_on_small_data(machine: str) -> None:
         pytest.skip(f"the study replays real traces and {SHARED_TRACES} is absent")
     sweep = load_sweep(SWEEP)
     for scheduler in ("bbsched", "bb-baseline"):
-        spec = next(r for r in sweep.runs if r.params["machine"] == machine and r.params["scenario"] == "S4"
-                    and r.params["scheduler"] == scheduler)
+        spec = next(
+            r
+            for r in sweep.runs
+            if r.params["machine"] == machine
+            and r.params["scenario"] == "S4"
+            and r.params["scheduler"] == scheduler
+        )
         data = copy.deepcopy(spec.config)
         data["workload"]["first_n"] = 300
         config = config_from_dict(data)

@@ -26,14 +26,22 @@ from market_hpc.domain.job import Job
 # Table 1 (100 nodes, 100 TB; TB used as the unit): J1..J5 -> bits 0..4
 TABLE1 = Window.of([80, 10, 40, 10, 20], [20, 85, 5, 0, 0], 100, 100)
 SOL2, SOL3 = 0b10001, 0b11110  # {J1, J5}; {J2, J3, J4, J5}
-METHODS = ("bb-baseline", "bbsched", "bb-weighted", "bb-weighted-cpu", "bb-weighted-bb",
-           "bb-constrained-cpu", "bb-constrained-bb", "bb-binpacking")
+METHODS = (
+    "bb-baseline",
+    "bbsched",
+    "bb-weighted",
+    "bb-weighted-cpu",
+    "bb-weighted-bb",
+    "bb-constrained-cpu",
+    "bb-constrained-bb",
+    "bb-binpacking",
+)
 # Jobs each method starts at t=0 on the empty Table 1 system (paper Table 1(b), spec §7.1).
 TABLE1_STARTS = {
-    "bb-baseline": [1, 4],           # Solution 1: "selects J1 and backfills J4"
-    "bbsched": [2, 3, 4, 5],         # Solution 3: +70 pp BB for -20 pp nodes, 70 > 2 x 20
-    "bb-weighted": [2, 3, 4, 5],     # 0.85 vs 0.60
-    "bb-weighted-cpu": [1, 5],       # 0.84 vs 0.82
+    "bb-baseline": [1, 4],  # Solution 1: "selects J1 and backfills J4"
+    "bbsched": [2, 3, 4, 5],  # Solution 3: +70 pp BB for -20 pp nodes, 70 > 2 x 20
+    "bb-weighted": [2, 3, 4, 5],  # 0.85 vs 0.60
+    "bb-weighted-cpu": [1, 5],  # 0.84 vs 0.82
     "bb-weighted-bb": [2, 3, 4, 5],  # 0.88 vs 0.36
     "bb-constrained-cpu": [1, 5],
     "bb-constrained-bb": [2, 3, 4, 5],  # 90 TB, ties broken by nodes
@@ -42,8 +50,10 @@ TABLE1_STARTS = {
 
 
 def table1_jobs() -> list[Job]:
-    return [Job(i + 1, 0.0, 100.0, 100.0, units=n, bb=b)
-            for i, (n, b) in enumerate([(80, 20), (10, 85), (40, 5), (10, 0), (20, 0)])]
+    return [
+        Job(i + 1, 0.0, 100.0, 100.0, units=n, bb=b)
+        for i, (n, b) in enumerate([(80, 20), (10, 85), (40, 5), (10, 0), (20, 0)])
+    ]
 
 
 def brute_force_front(window: Window) -> set[tuple[int, int]]:
@@ -108,8 +118,10 @@ def test_exact_front_matches_brute_force(seed: int) -> None:
     masks, objectives = enumerate_feasible(window)
     assert (objectives <= [window.free_nodes, window.free_bb]).all()
     feasible_count = sum(
-        1 for bits in itertools.product((0, 1), repeat=window.size)
-        if np.array(bits) @ window.nodes <= window.free_nodes and np.array(bits) @ window.bb <= window.free_bb
+        1
+        for bits in itertools.product((0, 1), repeat=window.size)
+        if np.array(bits) @ window.nodes <= window.free_nodes
+        and np.array(bits) @ window.bb <= window.free_bb
     )
     assert len(masks) == feasible_count
     for mask, point in zip(front.masks.tolist(), front.objectives.tolist()):
@@ -130,8 +142,9 @@ def test_dominance_helpers_agree() -> None:
 
 
 # ------------------------------------------------------------------- the GA
-@pytest.mark.parametrize(("kernel", "k"), [("ints", 12), ("ints", 16), ("ints", 20), ("numpy", 16),
-                                           ("deap", 12)])
+@pytest.mark.parametrize(
+    ("kernel", "k"), [("ints", 12), ("ints", 16), ("ints", 20), ("numpy", 16), ("deap", 12)]
+)
 def test_ga_front_is_feasible_and_close_to_the_exact_front(kernel: str, k: int) -> None:
     rng = np.random.default_rng(k)
     distances = []

@@ -20,21 +20,66 @@ SAMPLE_GZ = REPO / "traces" / "lf-240p-5000.swf.gz"
 @pytest.mark.smoke
 def test_replay_writes_the_results_contract(tmp_path, capsys):
     out = tmp_path / "r"
-    assert main(["replay", str(SAMPLE), "--platform", "kth-sp2", "--scheduler", "easy",
-                 "--allocator", "best-fit", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(SAMPLE),
+                "--platform",
+                "kth-sp2",
+                "--scheduler",
+                "easy",
+                "--allocator",
+                "best-fit",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert sorted(p.name for p in out.iterdir()) == [
-        "config.json", "jobs.csv", "jobs.parquet", "segments.csv", "segments.parquet", "summary.json",
-        "timeseries.csv"]
+        "config.json",
+        "jobs.csv",
+        "jobs.parquet",
+        "segments.csv",
+        "segments.parquet",
+        "summary.json",
+        "timeseries.csv",
+    ]
     jobs = pd.read_csv(out / "jobs.csv")
-    for column in ("job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time",
-                   "status", "cores", "gpus", "mics", "mem", "nodes", "value", "hold_count"):
+    for column in (
+        "job_id",
+        "submit_time",
+        "start_time",
+        "end_time",
+        "wait_time",
+        "run_time",
+        "status",
+        "cores",
+        "gpus",
+        "mics",
+        "mem",
+        "nodes",
+        "value",
+        "hold_count",
+    ):
         assert column in jobs.columns
     assert len(jobs) == 2000
     pd.testing.assert_frame_equal(jobs, pd.read_parquet(out / "jobs.parquet"), check_dtype=False)
     summary = json.loads((out / "summary.json").read_text())
-    for key in ("mean_wait", "mean_slowdown", "mean_bounded_slowdown", "utilisation_cores",
-                "makespan", "total_profit", "jobs_completed", "jobs_dropped", "jobs_rejected",
-                "mean_dispatch_ms", "mean_queue_length"):
+    for key in (
+        "mean_wait",
+        "mean_slowdown",
+        "mean_bounded_slowdown",
+        "utilisation_cores",
+        "makespan",
+        "total_profit",
+        "jobs_completed",
+        "jobs_dropped",
+        "jobs_rejected",
+        "mean_dispatch_ms",
+        "mean_queue_length",
+    ):
         assert key in summary
     config = json.loads((out / "config.json").read_text())
     assert config["config"]["policy"]["scheduler"] == "easy"
@@ -48,8 +93,20 @@ def test_same_config_and_seed_give_identical_results(tmp_path):
     outs = []
     for name in ("a", "b"):
         out = tmp_path / name
-        main(["replay", str(SAMPLE_GZ), "--platform", "hpc2n", "--scheduler", "easy",
-              "--load-factor", "1.5", "--out", str(out)])
+        main(
+            [
+                "replay",
+                str(SAMPLE_GZ),
+                "--platform",
+                "hpc2n",
+                "--scheduler",
+                "easy",
+                "--load-factor",
+                "1.5",
+                "--out",
+                str(out),
+            ]
+        )
         outs.append(out)
     for name in ("jobs.csv", "timeseries.csv"):
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes()
@@ -57,8 +114,10 @@ def test_same_config_and_seed_give_identical_results(tmp_path):
 
 def test_jobs_larger_than_the_platform_are_rejected_and_counted(tmp_path, capsys):
     trace = tmp_path / "big.swf"
-    trace.write_text("1 0 -1 10 4 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1\n"
-                     "2 5 -1 10 64 -1 -1 64 20 -1 1 1 1 -1 1 -1 -1 -1\n")
+    trace.write_text(
+        "1 0 -1 10 4 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1\n"
+        "2 5 -1 10 64 -1 -1 64 20 -1 1 1 1 -1 1 -1 -1 -1\n"
+    )
     out = tmp_path / "o"
     assert main(["replay", str(trace), "--platform", "nodes=8,cores=1", "--out", str(out)]) == 0
     jobs = pd.read_csv(out / "jobs.csv").set_index("job_id")
@@ -73,26 +132,44 @@ REPLAY_SAMPLE = ["replay", str(SAMPLE), "--platform", "kth-sp2"]
     ("argv", "message"),
     [
         (["replay", "nope.swf", "--platform", "kth-sp2"], "cannot read"),
-        (["replay", str(SAMPLE), "--platform", "kth"], "unknown platform preset 'kth'; valid choices:"),
-        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--scheduler", "fcfs"],
-         "unknown scheduler 'fcfs'; valid choices: "),
-        (["replay", str(SAMPLE), "--platform", "kth-sp2", "--allocator", "worst-fit"],
-         "unknown allocator 'worst-fit'; valid choices: "),
-        ([*REPLAY_SAMPLE, "--load-factor", "-1"],
-         "--load-factor: got '-1'; valid: a finite number > 0"),
+        (
+            ["replay", str(SAMPLE), "--platform", "kth"],
+            "unknown platform preset 'kth'; valid choices:",
+        ),
+        (
+            ["replay", str(SAMPLE), "--platform", "kth-sp2", "--scheduler", "fcfs"],
+            "unknown scheduler 'fcfs'; valid choices: ",
+        ),
+        (
+            ["replay", str(SAMPLE), "--platform", "kth-sp2", "--allocator", "worst-fit"],
+            "unknown allocator 'worst-fit'; valid choices: ",
+        ),
+        (
+            [*REPLAY_SAMPLE, "--load-factor", "-1"],
+            "--load-factor: got '-1'; valid: a finite number > 0",
+        ),
         # nan once exited 0 with an empty jobs.csv; inf and 1e-300 ran too
-        ([*REPLAY_SAMPLE, "--load-factor", "nan"],
-         "--load-factor: got 'nan'; valid: a finite number > 0"),
-        ([*REPLAY_SAMPLE, "--load-factor", "inf"],
-         "--load-factor: got 'inf'; valid: a finite number > 0"),
-        ([*REPLAY_SAMPLE, "--load-factor", "1e-300"],
-         "load factor: got 1e-300; valid: a factor keeping submit times in [0, 2^50 (1.1e15 s)]"),
-        ([*REPLAY_SAMPLE, "--first-n", "0"],
-         "--first-n: got '0'; valid: an integer in [1, 2^53 - 1]"),
-        ([*REPLAY_SAMPLE, "--first-n", "1_0"],
-         "--first-n: got '1_0'; valid: an integer in [1, 2^53 - 1]"),
-        ([*REPLAY_SAMPLE, "--seed", "-1"],
-         "--seed: got '-1'; valid: an integer in [0, 2^53 - 1]"),
+        (
+            [*REPLAY_SAMPLE, "--load-factor", "nan"],
+            "--load-factor: got 'nan'; valid: a finite number > 0",
+        ),
+        (
+            [*REPLAY_SAMPLE, "--load-factor", "inf"],
+            "--load-factor: got 'inf'; valid: a finite number > 0",
+        ),
+        (
+            [*REPLAY_SAMPLE, "--load-factor", "1e-300"],
+            "load factor: got 1e-300; valid: a factor keeping submit times in [0, 2^50 (1.1e15 s)]",
+        ),
+        (
+            [*REPLAY_SAMPLE, "--first-n", "0"],
+            "--first-n: got '0'; valid: an integer in [1, 2^53 - 1]",
+        ),
+        (
+            [*REPLAY_SAMPLE, "--first-n", "1_0"],
+            "--first-n: got '1_0'; valid: an integer in [1, 2^53 - 1]",
+        ),
+        ([*REPLAY_SAMPLE, "--seed", "-1"], "--seed: got '-1'; valid: an integer in [0, 2^53 - 1]"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(argv, message, capsys):
@@ -109,8 +186,10 @@ def test_bad_input_exits_2_with_a_clear_message(argv, message, capsys):
 
 def test_malformed_trace_names_file_line_and_field_unless_lenient(tmp_path, capsys):
     trace = tmp_path / "bad.swf"
-    trace.write_text("1 0 -1 10 4 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1\n"
-                     "2 5 -1 NaN 4 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1\n")
+    trace.write_text(
+        "1 0 -1 10 4 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1\n"
+        "2 5 -1 NaN 4 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1\n"
+    )
     assert main(["replay", str(trace), "--platform", "nodes=8,cores=1"]) == 2
     err = capsys.readouterr().err
     assert f"{trace}:2: field 4 (run time)" in err
@@ -128,8 +207,10 @@ def test_empty_trace_fails(tmp_path, capsys):
 
 def test_run_scenario_with_set_overrides(tmp_path, capsys):
     scenario = tmp_path / "s.toml"
-    scenario.write_text(f'platform = "kth-sp2"\n[workload]\ntrace = "{SAMPLE}"\nfirst_n = 300\n'
-                        '[policy]\nscheduler = "fifo"\n')
+    scenario.write_text(
+        f'platform = "kth-sp2"\n[workload]\ntrace = "{SAMPLE}"\nfirst_n = 300\n'
+        '[policy]\nscheduler = "fifo"\n'
+    )
     out = tmp_path / "o"
     assert main(["run", str(scenario), "--set", "policy.scheduler=sjf", "--out", str(out)]) == 0
     config = json.loads((out / "config.json").read_text())["config"]
@@ -146,14 +227,30 @@ def test_demo_quick(tmp_path, capsys):
     assert list(table.columns[:2]) == ["policy", "seed"]
     for column in ("total_profit", "jobs_completed", "jobs_dropped", "holds"):
         assert column in table.columns
-    assert set(table.policy) == {"sjq", "maxv", "maxvd", "minvr", "sjqh", "maxvh", "maxvdh", "minvrh",
-                                 "sjqlh", "maxvlh", "maxvdlh", "minvrlh"}
+    assert set(table.policy) == {
+        "sjq",
+        "maxv",
+        "maxvd",
+        "minvr",
+        "sjqh",
+        "maxvh",
+        "maxvdh",
+        "minvrh",
+        "sjqlh",
+        "maxvlh",
+        "maxvdlh",
+        "minvrlh",
+    }
     assert (tmp_path / "profit_vs_jobs.png").stat().st_size > 10_000
     assert "maxVH vs maxV" in capsys.readouterr().out
 
 
 @pytest.mark.smoke
 def test_python_dash_m_entry_point():
-    done = subprocess.run([sys.executable, "-m", "market_hpc", "--version"], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "market_hpc", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0 and done.stdout.startswith("market-hpc ")

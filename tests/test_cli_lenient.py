@@ -26,4 +26,6 @@ def test_lenient_is_described_everywhere() -> None:
     sub = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     info = sub["trace"]._subparsers._group_actions[0].choices["info"].format_help()  # type: ignore[union-attr]
     assert "skip malformed lines instead of stopping" in " ".join(info.split())
-    assert "skip malformed lines instead of stopping" in " ".join(sub["replay"].format_help().split())
+    assert "skip malformed lines instead of stopping" in " ".join(
+        sub["replay"].format_help().split()
+    )

@@ -12,8 +12,9 @@ from market_hpc.cli import main
 LINE = "{} 0 -1 10 4 -1 -1 4 -1 -1 1 1 -1 -1 1 -1 -1 -1\n"
 
 
-def test_replay_without_out_says_nothing_was_written(tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_without_out_says_nothing_was_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     trace = tmp_path / "t.swf"
     trace.write_text(LINE.format(1) + LINE.format(2))
     assert main(["replay", str(trace), "--platform", "nodes=1,cores=8"]) == 0
@@ -24,8 +25,23 @@ def test_replay_without_out_says_nothing_was_written(tmp_path: Path,
 def test_replay_market_and_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = tmp_path / "t.swf"
     trace.write_text(LINE.format(1) + LINE.format(2))
-    assert main(["replay", str(trace), "--platform", "nodes=1,cores=8", "--scheduler", "maxv",
-                 "--set", "policy.hold_penalty=0.2", "--out", str(tmp_path / "run")]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(trace),
+                "--platform",
+                "nodes=1,cores=8",
+                "--scheduler",
+                "maxv",
+                "--set",
+                "policy.hold_penalty=0.2",
+                "--out",
+                str(tmp_path / "run"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "maxv is a market policy" in out and "total_profit" in out
     config = (tmp_path / "run" / "config.json").read_text()

@@ -47,7 +47,9 @@ MARKET = ("sjq", "sjqh", "maxv", "maxvh", "maxvd", "maxvdh", "minvr", "minvrh", 
 """The seed 002 auctions of the issue 34 study, and one look-ahead variant."""
 
 
-def market_runs(config_text: Path, schedulers: tuple[str, ...] = MARKET) -> dict[str, tuple[list, object]]:
+def market_runs(
+    config_text: Path, schedulers: tuple[str, ...] = MARKET
+) -> dict[str, tuple[list, object]]:
     """Each scheduler on one built workload: its jobs frame and segments, the invariants
     checked (``assert_schedule_invariants`` with the segment audit)."""
     from invariants import assert_schedule_invariants
@@ -63,8 +65,12 @@ def market_runs(config_text: Path, schedulers: tuple[str, ...] = MARKET) -> dict
     out = {}
     text = config_text.read_text()
     for scheduler in schedulers:
-        config_text.write_text(text.replace(f'scheduler = "{base.policy.scheduler}"', f'scheduler = "{scheduler}"'))
-        result = simulate(load_scenario(config_text), jobs=jobs)  # a mid-run refusal raises PolicyError here
+        config_text.write_text(
+            text.replace(f'scheduler = "{base.policy.scheduler}"', f'scheduler = "{scheduler}"')
+        )
+        result = simulate(
+            load_scenario(config_text), jobs=jobs
+        )  # a mid-run refusal raises PolicyError here
         assert_schedule_invariants(jobs, result.jobs, platform, segments=result.segments)
         out[scheduler] = (jobs, result)
     return out
@@ -91,7 +97,11 @@ def test_market_auctions_run_a_burst_buffer_workload_on_the_traces_platform(tmp_
         assert (started["bb"] > 0).any(), scheduler
         assert started["nodes"].str.contains(";").any(), scheduler  # jobs span KTH's one-core nodes
         assert set(frame["status"]) <= {"finished", "dropped"}, scheduler
-    assert all(result.summary["holds"] for scheduler, (_, result) in runs.items() if scheduler.endswith("h"))
+    assert all(
+        result.summary["holds"]
+        for scheduler, (_, result) in runs.items()
+        if scheduler.endswith("h")
+    )
 
 
 def test_rigid_scheduler_runs_market_jobs_at_their_requested_size(tmp_path: Path) -> None:
@@ -139,11 +149,17 @@ def test_market_auctions_run_gpu_and_mic_jobs_on_eurora(tmp_path: Path) -> None:
         ran = frame[frame["start_time"].notna()]
         gpu_jobs = [job_id for job_id in ran.index if by_id[job_id].unit[1] > 0]
         mic_jobs = [job_id for job_id in ran.index if by_id[job_id].unit[2] > 0]
-        assert gpu_jobs, scheduler  # MIC jobs are 0.7 % of Eurora's: the composition matrix has some
+        assert gpu_jobs, (
+            scheduler
+        )  # MIC jobs are 0.7 % of Eurora's: the composition matrix has some
         for job_id in gpu_jobs:  # GPU nodes are 0..31, MIC nodes 32..63
-            assert all(int(item.split(":")[0]) < 32 for item in ran.loc[job_id, "nodes"].split(";")), scheduler
+            assert all(
+                int(item.split(":")[0]) < 32 for item in ran.loc[job_id, "nodes"].split(";")
+            ), scheduler
         for job_id in mic_jobs:
-            assert all(int(item.split(":")[0]) >= 32 for item in ran.loc[job_id, "nodes"].split(";")), scheduler
+            assert all(
+                int(item.split(":")[0]) >= 32 for item in ran.loc[job_id, "nodes"].split(";")
+            ), scheduler
 
 
 def test_market_auctions_grow_trace_jobs_across_one_core_nodes(tmp_path: Path) -> None:
@@ -154,9 +170,13 @@ def test_market_auctions_grow_trace_jobs_across_one_core_nodes(tmp_path: Path) -
     for scheduler, (jobs, result) in runs.items():
         frame = result.jobs.set_index("job_id")
         ran = frame[frame["start_time"].notna()]
-        widths = ran["nodes"].map(lambda text: sum(int(item.split(":")[1]) for item in text.split(";")))
+        widths = ran["nodes"].map(
+            lambda text: sum(int(item.split(":")[1]) for item in text.split(";"))
+        )
         assert (widths > 1).any(), scheduler
-        assert (ran["units"] == widths).all(), scheduler  # the recorder counts units over every node
+        assert (ran["units"] == widths).all(), (
+            scheduler
+        )  # the recorder counts units over every node
         by_id = {job.job_id: job for job in jobs}
         assert all(widths[job_id] <= len(by_id[job_id].profile) for job_id in ran.index), scheduler
 
@@ -166,9 +186,13 @@ def test_a_streamed_replay_refuses_a_market_scheduler_before_the_run(tmp_path: P
 
     config = load_scenario(_plain(scenario(tmp_path, "maxvh")))
     assert not can_stream(config)  # read whole, so the refusal counts the jobs
-    with pytest.raises(ConfigError, match=re.escape(
-        "scheduler 'maxvh' cannot run this workload: it does not run rigid jobs (no speedup profile): 60 jobs "
-        "(e.g. job ")):
+    with pytest.raises(
+        ConfigError,
+        match=re.escape(
+            "scheduler 'maxvh' cannot run this workload: it does not run rigid jobs (no speedup profile): 60 jobs "
+            "(e.g. job "
+        ),
+    ):
         simulate_streaming(config)
 
 

@@ -70,12 +70,24 @@ def assert_same_state(before: tuple[Any, ...], after: tuple[Any, ...], where: st
 @pytest.mark.parametrize(("scheduler", "allocator"), PAIRS, ids=PAIR_IDS)
 def test_decisions_are_executable(scheduler: str, allocator: str, exclusive: bool) -> None:
     for label, platform, jobs in workloads():
-        model = HPCModel(jobs, platform=platform, scheduler=scheduler, allocator=allocator,
-                         exclusive=exclusive, seed=1, record_timeseries=False)
+        model = HPCModel(
+            jobs,
+            platform=platform,
+            scheduler=scheduler,
+            allocator=allocator,
+            exclusive=exclusive,
+            seed=1,
+            record_timeseries=False,
+        )
         model.run()  # a PolicyError here fails the policy
         assert not model.running, label
-        assert_schedule_invariants(jobs, model.recorder.jobs_frame(), platform, exclusive=exclusive,
-                                   segments=segments_of(model))
+        assert_schedule_invariants(
+            jobs,
+            model.recorder.jobs_frame(),
+            platform,
+            exclusive=exclusive,
+            segments=segments_of(model),
+        )
 
 
 @pytest.mark.parametrize("exclusive", [False, True], ids=["core-level", "exclusive"])
@@ -84,8 +96,15 @@ def test_decide_does_not_mutate_the_view(scheduler: str, allocator: str, exclusi
     probe = make_policy(scheduler, allocator)  # its own instance: the run is not perturbed
     rng = np.random.default_rng(0)
     for label, platform, jobs in workloads():
-        model = HPCModel(jobs, platform=platform, scheduler=scheduler, allocator=allocator,
-                         exclusive=exclusive, seed=1, record_timeseries=False)
+        model = HPCModel(
+            jobs,
+            platform=platform,
+            scheduler=scheduler,
+            allocator=allocator,
+            exclusive=exclusive,
+            seed=1,
+            record_timeseries=False,
+        )
         probed = 0
         while model.running:
             model.step()
@@ -113,8 +132,9 @@ def test_same_seed_same_results(scheduler: str, allocator: str) -> None:
     for label, platform, jobs in workloads():
         frames = []
         for _ in range(2):
-            model = HPCModel(jobs, platform=platform, scheduler=scheduler, allocator=allocator,
-                             seed=7)
+            model = HPCModel(
+                jobs, platform=platform, scheduler=scheduler, allocator=allocator, seed=7
+            )
             model.run()
             frames.append((model.recorder.jobs_frame(), model.recorder.timeseries_frame()))
         pd.testing.assert_frame_equal(frames[0][0], frames[1][0], obj=f"{label} jobs")
@@ -133,8 +153,13 @@ class BadPolicy:
         return self.make(view)
 
 
-def run_bad(make: Callable[[Any], Any], jobs: list[Job], name: str,
-            platform: str = "nodes=2,cores=2", exclusive: bool = False) -> None:
+def run_bad(
+    make: Callable[[Any], Any],
+    jobs: list[Job],
+    name: str,
+    platform: str = "nodes=2,cores=2",
+    exclusive: bool = False,
+) -> None:
     model = HPCModel(jobs, platform=platform, policy=BadPolicy(name, make), exclusive=exclusive)
     model.run()
 
@@ -150,45 +175,108 @@ THREE_UNITS = [Job(1, 3.0, 10.0, 10.0, units=3)]
 FOLLOWED = [Job(1, 3.0, 10.0, 10.0, units=1), Job(2, 4.0, 1.0, 1.0, units=1)]
 
 BAD_DECISIONS = [
-    ("over-allocate", THREE_UNITS, at(3, Decision((Start(1, ((0, 3),)),))),
-     "job 1 over-allocates: needs [[3, 0, 0, 0]] on nodes [0] with free [[2, 0, 0, 0]]"),
-    ("over-allocate-across-starts",
-     [Job(1, 3.0, 5.0, 5.0, units=2), Job(2, 3.0, 5.0, 5.0, units=1)],
-     at(3, Decision((Start(1, ((0, 2),)), Start(2, ((0, 1),))))),
-     "job 2 over-allocates: needs [[1, 0, 0, 0]] on nodes [0] with free [[0, 0, 0, 0]]"),
-    ("start-twice", ONE, at(3, Decision((Start(1, ((0, 1),)), Start(1, ((1, 1),))))),
-     "cannot start job 1: it is running, not queued"),
-    ("start-unknown", ONE, at(3, Decision((Start(99, ((0, 1),)),))),
-     "cannot start job 99: it is unknown, not queued"),
-    ("hold-queued", ONE, at(3, Decision((Hold(1),))),
-     "cannot hold job 1: it is queued, not running"),
-    ("hold-unknown", ONE, at(3, Decision((Hold(7),))),
-     "cannot hold job 7: it is unknown, not running"),
-    ("drop-running", ONE, at(3, Decision((Start(1, ((0, 1),)), Drop(1)))),
-     "cannot drop job 1: it is running, not queued"),
-    ("not-a-decision-list", ONE, lambda view: [Start(1, ((0, 1),))],
-     "decide() must return a Decision, got list"),
-    ("not-a-decision-none", ONE, lambda view: None,
-     "decide() must return a Decision, got NoneType"),
-    ("too-few-units", TWO_UNITS, at(3, Decision((Start(1, ((0, 1),)),))),
-     "job 1 needs 2 units, allocation gives 1"),
-    ("too-many-units", ONE, at(3, Decision((Start(1, ((0, 1), (1, 1))),))),
-     "job 1 needs 1 units, allocation gives 2"),
-    ("nodes-out-of-order", TWO_UNITS, at(3, Decision((Start(1, ((1, 1), (0, 1))),))),
-     "job 1: allocation ((1, 1), (0, 1)) must list distinct nodes 0..1 in increasing order"),
-    ("nodes-repeated", TWO_UNITS, at(3, Decision((Start(1, ((0, 1), (0, 1))),))),
-     "job 1: allocation ((0, 1), (0, 1)) must list distinct nodes 0..1 in increasing order"),
-    ("node-out-of-range", ONE, at(3, Decision((Start(1, ((2, 1),)),))),
-     "job 1: allocation ((2, 1),) must list distinct nodes 0..1 in increasing order"),
-    ("empty-allocation", ONE, at(3, Decision((Start(1, ()),))),
-     "start of job 1 has an empty allocation"),
-    ("unknown-action", ONE, at(3, Decision(("start job 1",))),  # type: ignore[arg-type]
-     "unknown action 'start job 1'"),
+    (
+        "over-allocate",
+        THREE_UNITS,
+        at(3, Decision((Start(1, ((0, 3),)),))),
+        "job 1 over-allocates: needs [[3, 0, 0, 0]] on nodes [0] with free [[2, 0, 0, 0]]",
+    ),
+    (
+        "over-allocate-across-starts",
+        [Job(1, 3.0, 5.0, 5.0, units=2), Job(2, 3.0, 5.0, 5.0, units=1)],
+        at(3, Decision((Start(1, ((0, 2),)), Start(2, ((0, 1),))))),
+        "job 2 over-allocates: needs [[1, 0, 0, 0]] on nodes [0] with free [[0, 0, 0, 0]]",
+    ),
+    (
+        "start-twice",
+        ONE,
+        at(3, Decision((Start(1, ((0, 1),)), Start(1, ((1, 1),))))),
+        "cannot start job 1: it is running, not queued",
+    ),
+    (
+        "start-unknown",
+        ONE,
+        at(3, Decision((Start(99, ((0, 1),)),))),
+        "cannot start job 99: it is unknown, not queued",
+    ),
+    (
+        "hold-queued",
+        ONE,
+        at(3, Decision((Hold(1),))),
+        "cannot hold job 1: it is queued, not running",
+    ),
+    (
+        "hold-unknown",
+        ONE,
+        at(3, Decision((Hold(7),))),
+        "cannot hold job 7: it is unknown, not running",
+    ),
+    (
+        "drop-running",
+        ONE,
+        at(3, Decision((Start(1, ((0, 1),)), Drop(1)))),
+        "cannot drop job 1: it is running, not queued",
+    ),
+    (
+        "not-a-decision-list",
+        ONE,
+        lambda view: [Start(1, ((0, 1),))],
+        "decide() must return a Decision, got list",
+    ),
+    (
+        "not-a-decision-none",
+        ONE,
+        lambda view: None,
+        "decide() must return a Decision, got NoneType",
+    ),
+    (
+        "too-few-units",
+        TWO_UNITS,
+        at(3, Decision((Start(1, ((0, 1),)),))),
+        "job 1 needs 2 units, allocation gives 1",
+    ),
+    (
+        "too-many-units",
+        ONE,
+        at(3, Decision((Start(1, ((0, 1), (1, 1))),))),
+        "job 1 needs 1 units, allocation gives 2",
+    ),
+    (
+        "nodes-out-of-order",
+        TWO_UNITS,
+        at(3, Decision((Start(1, ((1, 1), (0, 1))),))),
+        "job 1: allocation ((1, 1), (0, 1)) must list distinct nodes 0..1 in increasing order",
+    ),
+    (
+        "nodes-repeated",
+        TWO_UNITS,
+        at(3, Decision((Start(1, ((0, 1), (0, 1))),))),
+        "job 1: allocation ((0, 1), (0, 1)) must list distinct nodes 0..1 in increasing order",
+    ),
+    (
+        "node-out-of-range",
+        ONE,
+        at(3, Decision((Start(1, ((2, 1),)),))),
+        "job 1: allocation ((2, 1),) must list distinct nodes 0..1 in increasing order",
+    ),
+    (
+        "empty-allocation",
+        ONE,
+        at(3, Decision((Start(1, ()),))),
+        "start of job 1 has an empty allocation",
+    ),
+    (
+        "unknown-action",
+        ONE,
+        at(3, Decision(("start job 1",))),  # type: ignore[arg-type]
+        "unknown action 'start job 1'",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "jobs", "make", "fragment"), BAD_DECISIONS,
-                         ids=[case[0] for case in BAD_DECISIONS])
+@pytest.mark.parametrize(
+    ("name", "jobs", "make", "fragment"), BAD_DECISIONS, ids=[case[0] for case in BAD_DECISIONS]
+)
 def test_model_rejects_bad_decisions(
     name: str, jobs: list[Job], make: Callable[[Any], Any], fragment: str
 ) -> None:
@@ -203,9 +291,10 @@ def test_model_rejects_a_second_start_of_a_running_job_later() -> None:
     def make(view: Any) -> Decision:
         return Decision((Start(1, ((0, 1),)),))  # again at t=4, when job 2 arrives
 
-    with pytest.raises(PolicyError, match=re.escape(
-        "policy 'restarter' at t=4: cannot start job 1: it is running, not queued"
-    )):
+    with pytest.raises(
+        PolicyError,
+        match=re.escape("policy 'restarter' at t=4: cannot start job 1: it is running, not queued"),
+    ):
         run_bad(make, FOLLOWED, "restarter")
 
 
@@ -223,7 +312,8 @@ def test_policy_name_falls_back_to_the_class_name() -> None:
             return "go"
 
     model = HPCModel(ONE, platform="nodes=2,cores=2", policy=Nameless())  # type: ignore[arg-type]
-    with pytest.raises(PolicyError, match=re.escape(
-        "policy 'Nameless' at t=3: decide() must return a Decision, got str"
-    )):
+    with pytest.raises(
+        PolicyError,
+        match=re.escape("policy 'Nameless' at t=3: decide() must return a Decision, got str"),
+    ):
         model.run()

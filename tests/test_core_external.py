@@ -28,7 +28,9 @@ def _outside(jobs, scheduler: str, **kw) -> HPCModel:  # type: ignore[no-untyped
 @pytest.mark.parametrize("every_step", [False, True])
 def test_outside_decisions_equal_the_policy_run(scheduler: str, every_step: bool) -> None:
     if every_step:  # short jobs: a tick a second while jobs wait
-        jobs = random_workload(3, "nodes=8,cores=8", [(1, 0, 0, 0), (4, 0, 0, 0), (8, 0, 0, 0)], count=120)
+        jobs = random_workload(
+            3, "nodes=8,cores=8", [(1, 0, 0, 0), (4, 0, 0, 0), (8, 0, 0, 0)], count=120
+        )
     else:
         jobs = list(lublin_feitelson(300, 64, seed=3, load_factor=1.5))
     inside = HPCModel(jobs, "nodes=8,cores=8", scheduler=scheduler, every_step=every_step)
@@ -37,7 +39,11 @@ def test_outside_decisions_equal_the_policy_run(scheduler: str, every_step: bool
     assert outside.jobs_frame().equals(inside.jobs_frame())
     assert outside.timeseries_frame().equals(inside.timeseries_frame())
     assert outside.decision_causes == inside.decision_causes
-    assert inside.decision_causes["every-step"] > 0 if every_step else inside.decision_causes["every-step"] == 0
+    assert (
+        inside.decision_causes["every-step"] > 0
+        if every_step
+        else inside.decision_causes["every-step"] == 0
+    )
     assert outside.steps == inside.steps
     assert not outside.running and not inside.running
 

@@ -47,8 +47,16 @@ def test_fresh_placement_is_forgotten_on_any_update() -> None:
 
 
 def random_jobs(rng: random.Random, n: int) -> list[Job]:
-    return [Job(i, float(rng.randint(0, 3000)), float(rng.randint(1, 400)), float(rng.randint(1, 800)),
-                units=rng.choice([1, 1, 2, 3, 5, 8, 13])) for i in range(n)]
+    return [
+        Job(
+            i,
+            float(rng.randint(0, 3000)),
+            float(rng.randint(1, 400)),
+            float(rng.randint(1, 800)),
+            units=rng.choice([1, 1, 2, 3, 5, 8, 13]),
+        )
+        for i in range(n)
+    ]
 
 
 @pytest.mark.parametrize("scheduler", ["fifo", "easy"])
@@ -97,7 +105,9 @@ def test_running_jobs_read_in_est_end_order_before_and_after_sorting() -> None:
             lazy.remove(gone)
             reference.remove(gone)
         else:
-            running = RunningJob(float(rng.randint(0, 50)), seq, Job(seq, 0.0, 1.0, 1.0), 0.0, ((0, 1),), 1)
+            running = RunningJob(
+                float(rng.randint(0, 50)), seq, Job(seq, 0.0, 1.0, 1.0), 0.0, ((0, 1),), 1
+            )
             alive.append(running)
             lazy.add(running)
             reference.add(running)
@@ -117,6 +127,12 @@ def test_index_placed_allocations_are_not_rechecked_but_plain_ones_are() -> None
     assert frame.loc[0, "nodes"] == "0:1;1:1;2:1"
     bad = NodeRuns(((0, 5, 1),))  # nodes 0..4 on a 4-node platform
     with pytest.raises(PolicyError, match="distinct nodes"):
-        HPCModel(jobs, "nodes=4,cores=1",
-                 policy=type("Bad", (), {"name": "bad", "decide": lambda self, view, rng: Decision(
-                     (Start(1, bad),))})()).run()
+        HPCModel(
+            jobs,
+            "nodes=4,cores=1",
+            policy=type(
+                "Bad",
+                (),
+                {"name": "bad", "decide": lambda self, view, rng: Decision((Start(1, bad),))},
+            )(),
+        ).run()

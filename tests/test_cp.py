@@ -55,7 +55,9 @@ def queue_on(nodes: int) -> CpInstance:
         unit = (20, 0, int(rng.integers(1, 64))) if key % 5 else (48, int(rng.integers(1, 5)), 512)
         duration = int(rng.integers(60, 7200))
         jobs.append(CpJob(key, units if key % 5 else 1, unit, duration, slowdown_weight(duration)))
-    running = tuple(CpRunning(int(rng.integers(1, 5000)), ((node, (20, 0, 32)),)) for node in range(40))
+    running = tuple(
+        CpRunning(int(rng.integers(1, 5000)), ((node, (20, 0, 32)),)) for node in range(40)
+    )
     return CpInstance(kit_capacity(nodes), tuple(jobs), running)
 
 
@@ -75,7 +77,12 @@ def loaded_on(nodes: int, busy: int, seed: int) -> CpInstance:
     running, node = [], 0
     while node < busy:
         width = min(int(rng.integers(1, 5)), busy - node)
-        running.append(CpRunning(int(rng.integers(1, 40_000)), tuple((n, (20, 0, 32)) for n in range(node, node + width))))
+        running.append(
+            CpRunning(
+                int(rng.integers(1, 40_000)),
+                tuple((n, (20, 0, 32)) for n in range(node, node + width)),
+            )
+        )
         node += width
     return CpInstance(kit_capacity(nodes), queue_on(nodes).jobs, tuple(running))
 
@@ -101,7 +108,7 @@ def test_the_reduced_system_keeps_what_can_start_now_and_maps_back_to_real_nodes
     # every reduced node is a real node with the same capacity and the same use now
     assert (small.capacity == instance.capacity[reduced.nodes]).all()
     now = small.used
-    blocked = (free[reduced.nodes, 0] == 0)
+    blocked = free[reduced.nodes, 0] == 0
     assert (now[~blocked] == instance.used[reduced.nodes][~blocked]).all()
     assert (now[blocked] == small.capacity[blocked]).all()  # saturated: no unit fits there now
     outcome = solve_pcp20(instance, CpLimits())
@@ -113,15 +120,23 @@ def test_the_reduced_system_keeps_what_can_start_now_and_maps_back_to_real_nodes
 
 
 def test_pcp19_model_grows_with_the_node_count() -> None:
-    small, large = (solve_pcp19(CpInstance(kit_capacity(n), queue_on(n).jobs[:3], ()), CpLimits())
-                    for n in (64, 1173))
+    small, large = (
+        solve_pcp19(CpInstance(kit_capacity(n), queue_on(n).jobs[:3], ()), CpLimits())
+        for n in (64, 1173)
+    )
     # every job starts now on an empty platform: no model is built at all
     assert small.variables == large.variables == 0
-    busy = [CpRunning(100, tuple((node, tuple(row)) for node, row in enumerate(kit_capacity(n).tolist())))
-            for n in (64, 1173)]
+    busy = [
+        CpRunning(
+            100, tuple((node, tuple(row)) for node, row in enumerate(kit_capacity(n).tolist()))
+        )
+        for n in (64, 1173)
+    ]
     quick = CpLimits(deterministic_time=0.001)
-    small, large = (solve_pcp19(CpInstance(kit_capacity(n), queue_on(n).jobs[:3], (run,)), quick, 0)
-                    for n, run in zip((64, 1173), busy))
+    small, large = (
+        solve_pcp19(CpInstance(kit_capacity(n), queue_on(n).jobs[:3], (run,)), quick, 0)
+        for n, run in zip((64, 1173), busy)
+    )
     assert large.variables > 10 * small.variables > 0
 
 
@@ -139,9 +154,13 @@ def brute_force(instance: CpInstance) -> int:
             load[node, : job.remaining] += amounts[0]
     splits = {}
     for job in instance.jobs:
-        splits[job.key] = [split for split in itertools.product(*(range(min(job.units, c // job.unit[0]) + 1)
-                                                                  for c in capacity))
-                           if sum(split) == job.units]
+        splits[job.key] = [
+            split
+            for split in itertools.product(
+                *(range(min(job.units, c // job.unit[0]) + 1) for c in capacity)
+            )
+            if sum(split) == job.units
+        ]
     best = [float("inf")]
 
     def search(index: int, cost: int) -> None:
@@ -179,7 +198,12 @@ def random_instance(seed: int) -> CpInstance:
     running = []
     for node in range(len(capacity)):
         if rng.random() < 0.5:
-            running.append(CpRunning(int(rng.integers(1, 4)), ((node, (int(rng.integers(1, capacity[node, 0] + 1)),)),)))
+            running.append(
+                CpRunning(
+                    int(rng.integers(1, 4)),
+                    ((node, (int(rng.integers(1, capacity[node, 0] + 1)),)),),
+                )
+            )
     return CpInstance(capacity, tuple(jobs), tuple(running))
 
 
@@ -221,27 +245,48 @@ def test_pcp19_and_pcp20_agree_on_small_instances() -> None:
 # ------------------------------------------------------------ rejection
 def test_a_job_that_never_fits_is_rejected_naming_job_and_resource() -> None:
     instance = CpInstance(np.array([[4, 0], [4, 2]]), (CpJob(9, 2, (2, 2), 5, 1),))
-    with pytest.raises(ValueError, match=r"job 9 can never run: needs 2 units of \(cores=2, gpus=2\) "
-                                         r"but the empty platform holds 1 \(gpus: 2 in total\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"job 9 can never run: needs 2 units of \(cores=2, gpus=2\) "
+        r"but the empty platform holds 1 \(gpus: 2 in total\)",
+    ):
         check_instance(instance, ("cores", "gpus"))
     small = Platform("small-kit", (NodeType("thin", 4, 20),))
     with pytest.raises(ConfigError, match=r"job \d+ can never run on 'small-kit': .*cores"):
         kit_like(200, seed=3, platform=small)
-    with pytest.raises(ConfigError, match=r"x: job 4 can never run on 'nodes=2,cores=4': a unit needs mics=1"):
-        require_fits([Job(4, 0.0, 1.0, 1.0, unit=(1, 0, 1, 0))], parse_inline("nodes=2,cores=4"), "x")
+    with pytest.raises(
+        ConfigError, match=r"x: job 4 can never run on 'nodes=2,cores=4': a unit needs mics=1"
+    ):
+        require_fits(
+            [Job(4, 0.0, 1.0, 1.0, unit=(1, 0, 1, 0))], parse_inline("nodes=2,cores=4"), "x"
+        )
 
 
 # ------------------------------------------------------------ policies
 def test_cp_runs_report_status_model_size_and_dispatch_percentiles() -> None:
-    config = config_from_dict({
-        "platform": "eurora", "seed": 2, "timeseries": False,
-        "workload": {"generator": "eurora", "jobs": 120, "month": "2014-09"},
-        "policy": {"scheduler": "pcp20", "params": {"deterministic_time": 0.01, "queue_limit": 20}},
-    })
+    config = config_from_dict(
+        {
+            "platform": "eurora",
+            "seed": 2,
+            "timeseries": False,
+            "workload": {"generator": "eurora", "jobs": 120, "month": "2014-09"},
+            "policy": {
+                "scheduler": "pcp20",
+                "params": {"deterministic_time": 0.01, "queue_limit": 20},
+            },
+        }
+    )
     summary = simulate(config).summary
     assert summary["jobs_completed"] == 120
     assert summary["cp_decisions"] > 0
-    assert set(summary["cp_status_counts"]) <= {"OPTIMAL", "FEASIBLE", "FALLBACK", "TRIVIAL", "LIVENESS", "BUDGET"}
+    assert set(summary["cp_status_counts"]) <= {
+        "OPTIMAL",
+        "FEASIBLE",
+        "FALLBACK",
+        "TRIVIAL",
+        "LIVENESS",
+        "BUDGET",
+    }
     assert 0.0 <= summary["cp_optimal_share"] <= 1.0
     assert 0.0 < summary["mean_dispatch_ms"] <= summary["max_dispatch_ms"]
     assert summary["p99_dispatch_ms"] <= summary["max_dispatch_ms"]
@@ -249,7 +294,9 @@ def test_cp_runs_report_status_model_size_and_dispatch_percentiles() -> None:
 
 def test_every_cp_run_reports_status_counts_changed_share_and_model_size() -> None:
     config = {
-        "platform": "eurora", "seed": 2, "timeseries": False,
+        "platform": "eurora",
+        "seed": 2,
+        "timeseries": False,
         "workload": {"generator": "eurora", "jobs": 300, "load_factor": 4.0},
         "policy": {"scheduler": "pcp20", "predictor": "real"},
     }
@@ -264,7 +311,11 @@ def test_every_cp_run_reports_status_counts_changed_share_and_model_size() -> No
     # greedy-plan: no model, the plan decides (GREEDY) wherever PCP'20 builds a model
     assert greedy["cp_models"] == 0 and greedy["cp_mean_variables"] == 0
     assert greedy["cp_status_counts"].get("GREEDY", 0) > 0 and greedy["cp_changed_share"] == 0.0
-    assert pcp20["cp_models"] > 0 and pcp20["cp_mean_variables"] > 0 and pcp20["cp_mean_constraints"] > 0
+    assert (
+        pcp20["cp_models"] > 0
+        and pcp20["cp_mean_variables"] > 0
+        and pcp20["cp_mean_constraints"] > 0
+    )
     assert "GREEDY" not in pcp20["cp_status_counts"]
 
 
@@ -272,13 +323,19 @@ def test_greedy_plan_is_pcp20s_hint_without_the_search() -> None:
     # job 1 (2 units of 2 cores, long) has the higher priority; the greedy plan starts it
     # now on node 1 and puts the short job 2 after it; the search starts job 2 now on
     # both nodes' free core and job 1 at 1: the objective 10,000 * 1 beats 100,000 * 10
-    instance = CpInstance(np.array([[2], [2]]),
-                          (CpJob(1, 1, (2,), 10, 10_000), CpJob(2, 2, (1,), 1, 100_000)),
-                          (CpRunning(4, ((0, (1,)),)),))
+    instance = CpInstance(
+        np.array([[2], [2]]),
+        (CpJob(1, 1, (2,), 10, 10_000), CpJob(2, 2, (1,), 1, 100_000)),
+        (CpRunning(4, ((0, (1,)),)),),
+    )
     greedy = solve_pcp20(instance, CpLimits(), search=False)
     searched = solve_pcp20(instance, CpLimits())
     assert (greedy.status, greedy.starts, greedy.placements, greedy.changed) == (
-        "GREEDY", {1: 0, 2: 10}, {1: ((1, 1),)}, None)
+        "GREEDY",
+        {1: 0, 2: 10},
+        {1: ((1, 1),)},
+        None,
+    )
     assert (searched.status, searched.starts, searched.changed) == ("OPTIMAL", {1: 1, 2: 0}, True)
     policy = make_policy("greedy-plan")
     assert policy.name == "greedy-plan+best-fit" and policy.search is False
@@ -286,31 +343,45 @@ def test_greedy_plan_is_pcp20s_hint_without_the_search() -> None:
 
 def test_pcp20_above_its_unit_limit_takes_the_greedy_plan_without_a_model() -> None:
     # the instance of the test above: 3 job units modelled; the search changes the plan
-    instance = CpInstance(np.array([[2], [2]]),
-                          (CpJob(1, 1, (2,), 10, 10_000), CpJob(2, 2, (1,), 1, 100_000)),
-                          (CpRunning(4, ((0, (1,)),)),))
+    instance = CpInstance(
+        np.array([[2], [2]]),
+        (CpJob(1, 1, (2,), 10, 10_000), CpJob(2, 2, (1,), 1, 100_000)),
+        (CpRunning(4, ((0, (1,)),)),),
+    )
     limited = solve_pcp20(instance, CpLimits(), unit_limit=2)
     assert (limited.status, limited.starts, limited.placements, limited.variables) == (
-        "UNIT_LIMITED", {1: 0, 2: 10}, {1: ((1, 1),)}, 0)
+        "UNIT_LIMITED",
+        {1: 0, 2: 10},
+        {1: ((1, 1),)},
+        0,
+    )
     assert solve_pcp20(instance, CpLimits(), unit_limit=3).status == "OPTIMAL"
     assert solve_pcp20(instance, CpLimits(), unit_limit=None).status == "OPTIMAL"
     assert make_policy("pcp20").unit_limit == 8192
     assert make_policy("pcp20", scheduler_params={"unit_limit": 0}).unit_limit is None
-    with pytest.raises(ConfigError, match=r"scheduler 'pcp20': unit_limit must be an integer >= 0 \(0: no limit\), "
-                                          r"got -1"):
+    with pytest.raises(
+        ConfigError,
+        match=r"scheduler 'pcp20': unit_limit must be an integer >= 0 \(0: no limit\), "
+        r"got -1",
+    ):
         make_policy("pcp20", scheduler_params={"unit_limit": -1})
 
 
 def test_pcp20_counts_its_unit_limited_decisions_and_keeps_its_queue_length_after_one() -> None:
     config = {
-        "platform": "eurora", "seed": 2, "timeseries": False,
+        "platform": "eurora",
+        "seed": 2,
+        "timeseries": False,
         "workload": {"generator": "eurora", "jobs": 300, "load_factor": 4.0},
         "policy": {"scheduler": "pcp20", "predictor": "real", "params": {"unit_limit": 4}},
     }
     limited = simulate(config_from_dict(config)).summary
     config["policy"]["params"] = {"unit_limit": 0}
     whole = simulate(config_from_dict(config)).summary
-    assert limited["cp_status_counts"]["UNIT_LIMITED"] > 0 and "GREEDY" not in limited["cp_status_counts"]
+    assert (
+        limited["cp_status_counts"]["UNIT_LIMITED"] > 0
+        and "GREEDY" not in limited["cp_status_counts"]
+    )
     assert "UNIT_LIMITED" not in whole["cp_status_counts"]
     assert 0 < limited["cp_models"] < whole["cp_models"]
     # a model too large to build keeps the queue length (halving would model the head job
@@ -327,9 +398,13 @@ def test_bad_scheduler_parameters_fail_with_the_scheduler_name() -> None:
         make_policy("pcp20", scheduler_params={"deterministic_time": -1})
     with pytest.raises(ConfigError, match="scheduler 'pcp20': levels must be >= 0"):
         make_policy("pcp20", scheduler_params={"levels": -1})
-    with pytest.raises(ConfigError, match="scheduler 'pcp20': branching must be one of priority, earliest, auto"):
+    with pytest.raises(
+        ConfigError, match="scheduler 'pcp20': branching must be one of priority, earliest, auto"
+    ):
         make_policy("pcp20", scheduler_params={"branching": "random"})
-    with pytest.raises(ConfigError, match="scheduler 'pcp20': relax must be true or false, got 'yes'"):
+    with pytest.raises(
+        ConfigError, match="scheduler 'pcp20': relax must be true or false, got 'yes'"
+    ):
         make_policy("pcp20", scheduler_params={"relax": "yes"})
     with pytest.raises(ConfigError, match="scheduler 'greedy-plan': time_control must be one of"):
         make_policy("greedy-plan", scheduler_params={"time_control": "fast"})

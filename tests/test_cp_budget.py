@@ -27,17 +27,21 @@ from market_hpc.policies import make_policy
 # 100,000). The greedy plan (PCP'20's list hint) starts job 1 now on node 1 and job 2 at 4,
 # when the running job ends (objective 400,000); the optimum starts job 2 now on both
 # nodes and job 1 at 1 (10,000).
-TWO_JOBS = CpInstance(np.array([[2], [2]]),
-                      (CpJob(1, 1, (2,), 10, 10_000), CpJob(2, 2, (1,), 1, 100_000)),
-                      (CpRunning(4, ((0, (1,)),)),))
+TWO_JOBS = CpInstance(
+    np.array([[2], [2]]),
+    (CpJob(1, 1, (2,), 10, 10_000), CpJob(2, 2, (1,), 1, 100_000)),
+    (CpRunning(4, ((0, (1,)),)),),
+)
 
 # HCP'19's pooled view: 4 cores, 1 busy for 4 s. Job 1 asks for 3 cores for 10 s (weight
 # 1), job 2 for all 4 for 1 s (weight 100). The greedy plan (shelves in priority order)
 # starts job 1 now and job 2 at 10 (objective 1,000); the optimum waits: job 2 at 4, when
 # the running job ends, and job 1 at 5 (405).
-POOLED = CpInstance(np.array([[2], [2]]),
-                    (CpJob(1, 3, (1,), 10, 1), CpJob(2, 4, (1,), 1, 100)),
-                    (CpRunning(4, ((0, (1,)),)),))
+POOLED = CpInstance(
+    np.array([[2], [2]]),
+    (CpJob(1, 3, (1,), 10, 1), CpJob(2, 4, (1,), 1, 100)),
+    (CpRunning(4, ((0, (1,)),)),),
+)
 
 
 @pytest.mark.parametrize("relax", [True, False], ids=["relaxation", "search"])
@@ -76,11 +80,19 @@ def test_the_budget_caps_each_solve_at_its_own_limit_and_at_what_is_left() -> No
     assert budget.limits(0.002, size=0) == (0.002, 100)  # 0.01 units: 100 conflicts
     budget.charge(0.001, 3000)  # the conflicts cost more than the deterministic time
     assert budget.spent == pytest.approx(0.3)
-    assert budget.limits(0.05, size=0) == (0.04, 2000) and budget.exhausted  # 0.2 left of 0.25 asked
+    assert (
+        budget.limits(0.05, size=0) == (0.04, 2000) and budget.exhausted
+    )  # 0.2 left of 0.25 asked
 
 
 PLATFORM = "nodes=5,cores=8,gpus=2,mem=32"
-UNITS: list[tuple[int, ...]] = [(1, 0, 0, 2048), (2, 1, 0, 4096), (4, 0, 0, 1024), (1, 0, 0, 16384), (8, 2, 0, 30000)]
+UNITS: list[tuple[int, ...]] = [
+    (1, 0, 0, 2048),
+    (2, 1, 0, 4096),
+    (4, 0, 0, 1024),
+    (1, 0, 0, 16384),
+    (8, 2, 0, 30000),
+]
 
 
 def _run(scheduler: str, params: dict[str, Any]) -> tuple[list[tuple[Any, ...]], dict[str, Any]]:
@@ -88,7 +100,9 @@ def _run(scheduler: str, params: dict[str, Any]) -> tuple[list[tuple[Any, ...]],
     policy: Any = make_policy(scheduler, scheduler_params=params)
     model = HPCModel(jobs, platform=PLATFORM, seed=3, record_timeseries=False, policy=policy)
     model.run()
-    rows = [(r.job_id, repr(r.start_time), r.nodes) for r in model.recorder.jobs_frame().itertuples()]  # nan as text
+    rows = [
+        (r.job_id, repr(r.start_time), r.nodes) for r in model.recorder.jobs_frame().itertuples()
+    ]  # nan as text
     return rows, policy.summary_stats()
 
 
@@ -104,17 +118,26 @@ def test_a_run_counts_its_budget_fallbacks_in_the_summary(scheduler: str) -> Non
 
 @pytest.mark.parametrize("scheduler", ["pcp20", "hcp19"])
 def test_budgeted_runs_are_identical(scheduler: str) -> None:
-    first, second = _run(scheduler, {"decision_budget": 0.02}), _run(scheduler, {"decision_budget": 0.02})
+    first, second = (
+        _run(scheduler, {"decision_budget": 0.02}),
+        _run(scheduler, {"decision_budget": 0.02}),
+    )
     assert first == second
     assert first[1]["cp_budget_exhausted"] > 0  # the budget did bind, and bound the same way
 
 
 def test_the_budget_parameter_is_declared_and_checked() -> None:
-    base = {"name": "b", "platform": "eurora", "workload": {"generator": "eurora", "jobs": 5},
-            "policy": {"scheduler": "pcp20", "params": {"decision_budget": 0.5}}}
+    base = {
+        "name": "b",
+        "platform": "eurora",
+        "workload": {"generator": "eurora", "jobs": 5},
+        "policy": {"scheduler": "pcp20", "params": {"decision_budget": 0.5}},
+    }
     config_from_dict(base)
     for bad in (-1.0, "fast", True):
         with pytest.raises(ConfigError, match="decision_budget"):
-            config_from_dict({**base, "policy": {"scheduler": "hcp19", "params": {"decision_budget": bad}}})
+            config_from_dict(
+                {**base, "policy": {"scheduler": "hcp19", "params": {"decision_budget": bad}}}
+            )
     with pytest.raises(ConfigError, match="decision_budget"):
         make_policy("pcp20", scheduler_params={"decision_budget": -2})

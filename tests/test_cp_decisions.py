@@ -35,16 +35,16 @@ ORTOOLS = "9.15.6755"  # the version the pins were recorded with
 
 # (scheduler, exclusive) -> (schedule sha, models sha, models solved), recorded from main
 PINS: dict[tuple[str, bool], tuple[str, str, int]] = {
-    ('pcp20', False): ('6148ec348f1eca3c5490', 'defe8df23df18a4dbf32', 36),
-    ('pcp20', True): ('b1439c514137ce1587f2', '485d57ff265a4a0b71a0', 44),
-    ('pcp20-default', False): ('fa375a57d7ed0e924988', '7a41d28e0158ff4fa96b', 71),
-    ('pcp20-default', True): ('89d1747962b4e9b21cc1', 'b73fe6cefee64193900a', 55),
-    ('pcp19', False): ('730eaf6b18c566eca9cf', '5230d871c1a7e4b255c0', 78),
-    ('pcp19', True): ('61b7983ae474a1775d8c', 'dc1c1eed1a5bcc10de8b', 92),
-    ('hcp19', False): ('c59bb124c99c1741d96c', '15b526ba9e72fa7497a3', 58),
-    ('hcp19', True): ('6535f53b26043a2cfa8c', 'efafc05f7f3773fa6c1c', 81),
-    ('cph', False): ('464afd5fa84c9d13fdba', '86524ba4a534f0d89426', 63),
-    ('cph', True): ('7439fe61006e39e724f3', 'd28c6231a26353af5351', 58),
+    ("pcp20", False): ("6148ec348f1eca3c5490", "defe8df23df18a4dbf32", 36),
+    ("pcp20", True): ("b1439c514137ce1587f2", "485d57ff265a4a0b71a0", 44),
+    ("pcp20-default", False): ("fa375a57d7ed0e924988", "7a41d28e0158ff4fa96b", 71),
+    ("pcp20-default", True): ("89d1747962b4e9b21cc1", "b73fe6cefee64193900a", 55),
+    ("pcp19", False): ("730eaf6b18c566eca9cf", "5230d871c1a7e4b255c0", 78),
+    ("pcp19", True): ("61b7983ae474a1775d8c", "dc1c1eed1a5bcc10de8b", 92),
+    ("hcp19", False): ("c59bb124c99c1741d96c", "15b526ba9e72fa7497a3", 58),
+    ("hcp19", True): ("6535f53b26043a2cfa8c", "efafc05f7f3773fa6c1c", 81),
+    ("cph", False): ("464afd5fa84c9d13fdba", "86524ba4a534f0d89426", 63),
+    ("cph", True): ("7439fe61006e39e724f3", "d28c6231a26353af5351", 58),
 }
 
 
@@ -78,20 +78,31 @@ def fingerprint(scheduler: str, exclusive: bool, budget: bool = False) -> tuple[
         if scheduler == "pcp20":
             params |= {"branching": "priority", "hint": "shelf", "cuts": [], "relax": False}
         name = "pcp20" if scheduler == "pcp20-default" else scheduler
-        model = HPCModel(jobs, platform=PLATFORM, scheduler=name, exclusive=exclusive, seed=3,
-                         record_timeseries=False, policy=make_policy(name, scheduler_params=params))
+        model = HPCModel(
+            jobs,
+            platform=PLATFORM,
+            scheduler=name,
+            exclusive=exclusive,
+            seed=3,
+            record_timeseries=False,
+            policy=make_policy(name, scheduler_params=params),
+        )
         model.run()
     finally:
         cp_pcp20.solve = cp_pooled.solve = original
     frame = model.recorder.jobs_frame()
-    rows = "\n".join(f"{r.job_id} {r.status} {r.start_time!r} {r.nodes}" for r in frame.itertuples())
+    rows = "\n".join(
+        f"{r.job_id} {r.status} {r.start_time!r} {r.nodes}" for r in frame.itertuples()
+    )
     schedule = hashlib.sha256(rows.encode()).hexdigest()[:20]
     return schedule, models.hexdigest()[:20], solves[0]
 
 
 @pytest.mark.parametrize("exclusive", [False, True], ids=["core", "exclusive"])
 @pytest.mark.parametrize("scheduler", ["pcp20", "pcp20-default", "pcp19", "hcp19", "cph"])
-def test_cp_decisions_and_models_match_the_unoptimised_code(scheduler: str, exclusive: bool) -> None:
+def test_cp_decisions_and_models_match_the_unoptimised_code(
+    scheduler: str, exclusive: bool
+) -> None:
     if ortools.__version__ != ORTOOLS:
         pytest.skip(f"pins recorded with OR-Tools {ORTOOLS}, this is {ortools.__version__}")
     got = fingerprint(scheduler, exclusive)
@@ -105,12 +116,12 @@ def test_cp_decisions_and_models_match_the_unoptimised_code(scheduler: str, excl
 # default PCP'20 (core) and HCP'19 stop some searches at the conflict limit and decide
 # otherwise (recorded when the budget was added; PINS stays reachable with budget 0).
 BUDGET_PINS: dict[tuple[str, bool], tuple[str, str, int]] = {
-    ('pcp20', False): ('6148ec348f1eca3c5490', '6ac67d0c9ff52e9f9dae', 36),
-    ('pcp20', True): ('b1439c514137ce1587f2', '0a8081857fbe124a9797', 44),
-    ('pcp20-default', False): ('e21b15c6308048b16766', '4e3fc7f0d6da694a1cc7', 68),
-    ('pcp20-default', True): ('89d1747962b4e9b21cc1', 'f8a89e3894c801e47356', 55),
-    ('hcp19', False): ('439debce4560ab37351d', '96eb3628892e382ea67e', 64),
-    ('hcp19', True): ('b46834cb36622c85a627', '1b8dde993820d50799e5', 76),
+    ("pcp20", False): ("6148ec348f1eca3c5490", "6ac67d0c9ff52e9f9dae", 36),
+    ("pcp20", True): ("b1439c514137ce1587f2", "0a8081857fbe124a9797", 44),
+    ("pcp20-default", False): ("e21b15c6308048b16766", "4e3fc7f0d6da694a1cc7", 68),
+    ("pcp20-default", True): ("89d1747962b4e9b21cc1", "f8a89e3894c801e47356", 55),
+    ("hcp19", False): ("439debce4560ab37351d", "96eb3628892e382ea67e", 64),
+    ("hcp19", True): ("b46834cb36622c85a627", "1b8dde993820d50799e5", 76),
 }
 
 
@@ -150,9 +161,21 @@ def test_the_one_node_greedy_plan_is_the_shelf_plan(seed: int) -> None:
         unit = [int(rng.integers(0, c + 1)) for c in capacity[0]]
         unit[0] = max(unit[0], 1)
         fits = min(int(c) // u for c, u in zip(capacity[0], unit) if u > 0)
-        jobs.append(CpJob(key, int(rng.integers(1, max(1, fits) + 1)), tuple(unit),
-                          int(rng.integers(1, 50)), 1))
-    running = tuple(CpRunning(int(rng.integers(1, 60)), ((0, tuple(int(rng.integers(0, c + 1)) for c in capacity[0])),))
-                    for _ in range(int(rng.integers(0, 4))))
+        jobs.append(
+            CpJob(
+                key,
+                int(rng.integers(1, max(1, fits) + 1)),
+                tuple(unit),
+                int(rng.integers(1, 50)),
+                1,
+            )
+        )
+    running = tuple(
+        CpRunning(
+            int(rng.integers(1, 60)),
+            ((0, tuple(int(rng.integers(0, c + 1)) for c in capacity[0])),),
+        )
+        for _ in range(int(rng.integers(0, 4)))
+    )
     instance = CpInstance(capacity, tuple(jobs), running)
     assert _one_node_plan(instance) == shelf_plan(instance)

@@ -55,7 +55,11 @@ def test_every_needed_idle_node_is_kept() -> None:
     # reduced system must keep 4 + 1 + 1 = 6 idle nodes; one fewer delays a start.
     capacity = np.array([[4]] * 10)
     running = (CpRunning(50, ((0, (4,)), (1, (4,)))), CpRunning(70, ((2, (4,)), (3, (4,)))))
-    jobs = (CpJob(1, 4, (4,), 5, 20_000), CpJob(2, 1, (4,), 5, 20_000), CpJob(3, 1, (1,), 5, 20_000))
+    jobs = (
+        CpJob(1, 4, (4,), 5, 20_000),
+        CpJob(2, 1, (4,), 5, 20_000),
+        CpJob(3, 1, (1,), 5, 20_000),
+    )
     instance = CpInstance(capacity, jobs, running)
     reduced = reduce_instance(instance)
     idle = [node for node in reduced.nodes.tolist() if node >= 4]
@@ -82,14 +86,24 @@ def many_ends(seed: int) -> CpInstance:
         take = 1 if rng.random() < 0.8 else min(2, room[node])
         room[node] -= take
         running.append(CpRunning(end, ((node, (take,)),)))
-    jobs = tuple(CpJob(key, int(rng.integers(1, 3)), (int(rng.integers(1, 4)),), int(rng.integers(1, 15)),
-                       int(rng.integers(1, 5))) for key in range(int(rng.integers(3, 6))))
+    jobs = tuple(
+        CpJob(
+            key,
+            int(rng.integers(1, 3)),
+            (int(rng.integers(1, 4)),),
+            int(rng.integers(1, 15)),
+            int(rng.integers(1, 5)),
+        )
+        for key in range(int(rng.integers(3, 6)))
+    )
     return CpInstance(capacity, jobs, tuple(running))
 
 
 @pytest.mark.parametrize("relax", [True, False], ids=["relaxation", "model"])
 @pytest.mark.parametrize("seed", range(12))
-def test_reduced_plans_are_feasible_and_never_beat_the_exact_optimum(seed: int, relax: bool) -> None:
+def test_reduced_plans_are_feasible_and_never_beat_the_exact_optimum(
+    seed: int, relax: bool
+) -> None:
     # with and without the schedule relaxation (cp_relax): its packed schedules, too,
     # must fit the real running jobs
     instance = many_ends(seed)
@@ -103,7 +117,9 @@ def test_reduced_plans_are_feasible_and_never_beat_the_exact_optimum(seed: int, 
         assert reduced.status == "OPTIMAL"
         assert_plan_fits(instance, reduced)  # every planned start and node, against the real ends
         assert reduced.objective >= exact.objective
-    same = solve_pcp20(instance, LONG, levels=distinct, relax=relax)  # every end is its own level: exact
+    same = solve_pcp20(
+        instance, LONG, levels=distinct, relax=relax
+    )  # every end is its own level: exact
     assert same.objective == exact.objective
 
 
@@ -120,7 +136,7 @@ def assert_plan_fits(instance: CpInstance, outcome: CpOutcome) -> None:
         allocation = outcome.planned[key]
         assert sum(units for _, units in allocation) == job.units, (key, allocation)
         for node, units in allocation:
-            load[node, start: start + job.duration] += units * job.unit[0]
+            load[node, start : start + job.duration] += units * job.unit[0]
     over = np.argwhere(load > instance.capacity[:, :1])
     assert len(over) == 0, f"over capacity at (node, time) {over[:3].tolist()}: {outcome}"
 
@@ -135,16 +151,21 @@ def test_search_orders_are_what_they_say() -> None:
     instance = many_ends(3)
     plan = greedy_plan(instance)
     starts = [Pcp20Model(instance, plan).starts[job.key].index for job in instance.jobs]
-    models = [Pcp20Model(instance, plan, branching=b).model for b in ("priority", "earliest")]  # kept alive
-    priority, earliest = ([m.proto.search_strategy[i] for i in range(len(m.proto.search_strategy))]
-                          for m in models)
+    models = [
+        Pcp20Model(instance, plan, branching=b).model for b in ("priority", "earliest")
+    ]  # kept alive
+    priority, earliest = (
+        [m.proto.search_strategy[i] for i in range(len(m.proto.search_strategy))] for m in models
+    )
     # priority: job by job (start, then its allocation), interleaved, in priority order
     assert [s.exprs[0].vars[0] for s in priority[::2]] == starts
     assert all(s.variable_selection_strategy == cp_model.CHOOSE_FIRST for s in priority[::2])
     # earliest ("can start first"): all starts, smallest lower bound first, then allocations
     assert [e.vars[0] for e in earliest[0].exprs] == starts
     assert earliest[0].variable_selection_strategy == cp_model.CHOOSE_LOWEST_MIN
-    assert all(s.variable_selection_strategy == cp_model.CHOOSE_MIN_DOMAIN_SIZE for s in earliest[1:])
+    assert all(
+        s.variable_selection_strategy == cp_model.CHOOSE_MIN_DOMAIN_SIZE for s in earliest[1:]
+    )
 
 
 @pytest.mark.parametrize("branching", ["priority", "earliest", "auto"])

@@ -50,7 +50,11 @@ def test_relaxation_keeps_a_big_and_a_small_unit_off_one_node() -> None:
     assert (relaxed.status, relaxed.starts, relaxed.objective) == ("OPTIMAL", {1: 10, 2: 0}, 100)
     outcome = solve_pcp20(big_and_small(), CpLimits())
     assert (outcome.status, outcome.relaxation, outcome.starts, outcome.objective) == (
-        "OPTIMAL", "proved", {1: 10, 2: 0}, 100)
+        "OPTIMAL",
+        "proved",
+        {1: 10, 2: 0},
+        100,
+    )
     assert outcome.placements == {2: ((0, 1),)}
     assert_plan_fits(big_and_small(), outcome)
 
@@ -68,7 +72,10 @@ def test_a_start_now_set_that_does_not_fit_is_cut_and_the_relaxation_solved_agai
     relaxed = solve_relaxation(gpu_clash(), None, CpLimits())
     assert (relaxed.status, relaxed.starts, relaxed.objective) == ("OPTIMAL", {1: 0, 2: 0}, 0)
     assert fits_now(gpu_clash(), [0, 1], CpLimits()) is False
-    assert fits_now(gpu_clash(), [0], CpLimits()) is True and fits_now(gpu_clash(), [1], CpLimits()) is True
+    assert (
+        fits_now(gpu_clash(), [0], CpLimits()) is True
+        and fits_now(gpu_clash(), [1], CpLimits()) is True
+    )
     again = solve_relaxation(gpu_clash(), None, CpLimits(), forbidden=[frozenset({0, 1})])
     assert (again.status, again.objective) == ("OPTIMAL", 50)
     outcome = solve_pcp20(gpu_clash(), LONG, levels=None)
@@ -81,8 +88,11 @@ def test_a_start_now_set_that_does_not_fit_is_cut_and_the_relaxation_solved_agai
 def test_fits_now_counts_units_per_node() -> None:
     # two 4-core nodes, 1 core busy on node 0: 3 + 4 free. Two 2-core units and one 3-core
     # unit fit (3 on node 0, 2 + 2 on node 1); a third 2-core unit does not (3 - 2 = 1 left)
-    inst = CpInstance(np.array([[4], [4]]), (CpJob(1, 2, (2,), 5, 1), CpJob(2, 1, (3,), 5, 1), CpJob(3, 1, (2,), 5, 1)),
-                      (CpRunning(9, ((0, (1,)),)),))
+    inst = CpInstance(
+        np.array([[4], [4]]),
+        (CpJob(1, 2, (2,), 5, 1), CpJob(2, 1, (3,), 5, 1), CpJob(3, 1, (2,), 5, 1)),
+        (CpRunning(9, ((0, (1,)),)),),
+    )
     assert fits_now(inst, [0, 1], CpLimits()) is True
     assert fits_now(inst, [0, 1, 2], CpLimits()) is False
     assert fits_now(inst, [0, 2], CpLimits()) is True
@@ -105,8 +115,15 @@ def two_types(seed: int) -> CpInstance:
     jobs = []
     for key in range(int(rng.integers(3, 7))):
         gpu = int(rng.random() < 0.3)  # a GPU job has one unit: node 0 alone may have a GPU
-        jobs.append(CpJob(key, 1 if gpu else int(rng.integers(1, 3)), (int(rng.integers(1, 4)), gpu),
-                          int(rng.integers(1, 15)), int(rng.integers(1, 6))))
+        jobs.append(
+            CpJob(
+                key,
+                1 if gpu else int(rng.integers(1, 3)),
+                (int(rng.integers(1, 4)), gpu),
+                int(rng.integers(1, 15)),
+                int(rng.integers(1, 6)),
+            )
+        )
     return CpInstance(capacity, tuple(jobs), tuple(running))
 
 
@@ -140,7 +157,9 @@ def test_the_relaxation_bounds_the_optimum_and_proofs_are_exact(exact: dict[int,
     assert tags.count("proved") >= 6 and tags.count("unpacked") >= 4, tags
 
 
-def test_an_unproven_relaxation_is_never_a_proof(exact: dict[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unproven_relaxation_is_never_a_proof(
+    exact: dict[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # with almost no budget the relaxation stops before its proof: nothing may be marked
     # proved unless its objective is the exact optimum
     monkeypatch.setattr(cp_relax, "RELAX_TIME", 1e-7)
@@ -158,8 +177,11 @@ def test_the_relaxation_holds_the_running_jobs_in_the_pooled_cumulative() -> Non
     # slot cumulative binds (one 3-core slot, two 2-core slots now), but 5 > 4 free cores:
     # one starts at 5 (objective 5). Without the running job in the pooled cumulative
     # both would start now.
-    inst = CpInstance(np.array([[6]]), (CpJob(1, 1, (3,), 5, 1), CpJob(2, 1, (2,), 5, 1)),
-                      (CpRunning(10, ((0, (2,)),)),))
+    inst = CpInstance(
+        np.array([[6]]),
+        (CpJob(1, 1, (3,), 5, 1), CpJob(2, 1, (2,), 5, 1)),
+        (CpRunning(10, ((0, (2,)),)),),
+    )
     relaxed = solve_relaxation(inst, None, CpLimits())
     assert (relaxed.status, relaxed.objective) == ("OPTIMAL", 5)
     assert solve_pcp20(inst, LONG, levels=None).relaxation == "proved"
@@ -167,7 +189,9 @@ def test_the_relaxation_holds_the_running_jobs_in_the_pooled_cumulative() -> Non
 
 def test_identical_twins_may_start_together_in_the_relaxation() -> None:
     # test_cp_cuts' twins: A and B (1 core, 5 s, weight 3) now, C (2 cores) at 5: 5
-    inst = CpInstance(np.array([[3]]), (CpJob(1, 1, (1,), 5, 3), CpJob(2, 1, (1,), 5, 3), CpJob(3, 1, (2,), 4, 1)))
+    inst = CpInstance(
+        np.array([[3]]), (CpJob(1, 1, (1,), 5, 3), CpJob(2, 1, (1,), 5, 3), CpJob(3, 1, (2,), 4, 1))
+    )
     relaxed = solve_relaxation(inst, None, CpLimits())
     assert (relaxed.status, relaxed.starts, relaxed.objective) == ("OPTIMAL", {1: 0, 2: 0, 3: 5}, 5)
 
@@ -181,13 +205,24 @@ def test_a_relaxation_not_proven_optimal_is_not_packed() -> None:
 
     inst = big_and_small()
     plan = greedy_plan(inst)
-    assert plan.objective(inst) > 100  # the greedy plan starts A now: the relaxation's schedule is better
+    assert (
+        plan.objective(inst) > 100
+    )  # the greedy plan starts A now: the relaxation's schedule is better
     built = Pcp20Model(inst, plan, branching="auto")
     placements = {key: plan.allocation(key) for key, start in plan.starts.items() if start == 0}
     feasible = Relaxed("FEASIBLE", {1: 10, 2: 0}, 100, 50)
-    assert _from_relaxation(built, feasible, plan, placements, CpLimits(), Stopwatch()) == ("bound", None)
-    tag, answer = _from_relaxation(built, Relaxed("OPTIMAL", {1: 10, 2: 0}, 100, 100), plan, placements,
-                                   CpLimits(), Stopwatch())
+    assert _from_relaxation(built, feasible, plan, placements, CpLimits(), Stopwatch()) == (
+        "bound",
+        None,
+    )
+    tag, answer = _from_relaxation(
+        built,
+        Relaxed("OPTIMAL", {1: 10, 2: 0}, 100, 100),
+        plan,
+        placements,
+        CpLimits(),
+        Stopwatch(),
+    )
     assert tag == "proved" and answer is not None
     assert (answer.status, answer.starts, answer.objective) == ("OPTIMAL", {1: 10, 2: 0}, 100)
 
@@ -200,23 +235,36 @@ def test_the_settle_cap_is_the_first_end_after_which_every_job_fits() -> None:
     inst = CpInstance(np.array([[4], [4]]), (CpJob(1, 3, (2,), 5, 1),), running)
     assert settle_time(inst) == 3
     # with a second 2-core job: 4 slots (8 cores), from 7 on
-    inst = CpInstance(np.array([[4], [4]]), (CpJob(1, 3, (2,), 5, 1), CpJob(2, 1, (2,), 5, 1)), running)
+    inst = CpInstance(
+        np.array([[4], [4]]), (CpJob(1, 3, (2,), 5, 1), CpJob(2, 1, (2,), 5, 1)), running
+    )
     assert settle_time(inst) == 7
     # the pooled count decides: one 6-core node, 2 cores busy until 4; A (3 cores) and B
     # (2 cores) have their slots now (one 3-core, two 2-core), but 5 > 4 free cores
-    pooled = CpInstance(np.array([[6]]), (CpJob(1, 1, (3,), 5, 1), CpJob(2, 1, (2,), 5, 1)),
-                        (CpRunning(4, ((0, (2,)),)),))
+    pooled = CpInstance(
+        np.array([[6]]),
+        (CpJob(1, 1, (3,), 5, 1), CpJob(2, 1, (2,), 5, 1)),
+        (CpRunning(4, ((0, (2,)),)),),
+    )
     assert settle_time(pooled) == 4
     # all fit now: no cap (the start-now cuts may not be moved across time 0)
-    assert settle_time(CpInstance(np.array([[4], [4]]), (CpJob(1, 1, (2,), 5, 1),), running)) is None
+    assert (
+        settle_time(CpInstance(np.array([[4], [4]]), (CpJob(1, 1, (2,), 5, 1),), running)) is None
+    )
 
 
 def test_the_relaxation_starts_every_job_by_the_settle_cap() -> None:
     from ortools.sat.python import cp_model
 
     running = (CpRunning(3, ((0, (1,)),)), CpRunning(7, ((1, (1,)),)))
-    inst = CpInstance(np.array([[4], [4]]), (CpJob(1, 3, (2,), 5, 1), CpJob(2, 1, (2,), 5, 1)), running)
-    for job, at, expected in ((0, 7, cp_model.OPTIMAL), (0, 8, cp_model.INFEASIBLE), (1, 8, cp_model.INFEASIBLE)):
+    inst = CpInstance(
+        np.array([[4], [4]]), (CpJob(1, 3, (2,), 5, 1), CpJob(2, 1, (2,), 5, 1)), running
+    )
+    for job, at, expected in (
+        (0, 7, cp_model.OPTIMAL),
+        (0, 8, cp_model.INFEASIBLE),
+        (1, 8, cp_model.INFEASIBLE),
+    ):
         model, starts = relaxation_model(inst, None)
         model.add(starts[job] >= at)
         assert cp_model.CpSolver().solve(model) == expected, (job, at)

@@ -46,8 +46,9 @@ class DecisionLog:
         return self.inner.decide(view, rng)
 
 
-@pytest.mark.parametrize(("scheduler", "allocator"), classic_pairs(),
-                         ids=[f"{s}+{a}" for s, a in classic_pairs()])
+@pytest.mark.parametrize(
+    ("scheduler", "allocator"), classic_pairs(), ids=[f"{s}+{a}" for s, a in classic_pairs()]
+)
 def test_completions_then_arrivals_then_one_decision(scheduler: str, allocator: str):
     platform = "nodes=6,cores=4"
     units_from = [(1, 0, 0, 0), (2, 0, 0, 0)]
@@ -76,7 +77,9 @@ def test_completions_then_arrivals_then_one_decision(scheduler: str, allocator: 
             # arrivals next, all of them, in job-id order, before the one decision
             arrived = sorted(kept.index[kept["submit_time"] == time])
             assert [job for job in queued if job in set(arrived)] == arrived, f"t={time}"
-            checked_ties += int(len(arrived) > 1 or bool(arrived and (kept["end_time"] == time).any()))
+            checked_ties += int(
+                len(arrived) > 1 or bool(arrived and (kept["end_time"] == time).any())
+            )
         # a decision at every arrival instant (the arrival waits in the queue)
         assert set(kept["submit_time"]) <= set(by_time)
         # and at every completion instant at which a job was waiting

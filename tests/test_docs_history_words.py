@@ -28,7 +28,20 @@ SEED_SECTIONS = (
     "What is not done, and why",
 )
 MAX_SEED_LINES = 320
-TEXT_SUFFIXES = {".md", ".py", ".yml", ".yaml", ".toml", ".txt", ".css", ".js", ".html", ".cfg", ".ini", ""}
+TEXT_SUFFIXES = {
+    ".md",
+    ".py",
+    ".yml",
+    ".yaml",
+    ".toml",
+    ".txt",
+    ".css",
+    ".js",
+    ".html",
+    ".cfg",
+    ".ini",
+    "",
+}
 
 
 def _text_files(root: Path) -> list[Path]:
@@ -59,7 +72,13 @@ def history_matches(paths: list[Path]) -> list[str]:
 
 
 def test_the_pattern_catches_history_words() -> None:
-    for text in ("see session 7", "Second round (x)", "the previous round", "Issue 22, item 2", "LAST ROUND"):
+    for text in (
+        "see session 7",
+        "Second round (x)",
+        "the previous round",
+        "Issue 22, item 2",
+        "LAST ROUND",
+    ):
         assert HISTORY.search(text), text
     for text in ("sessions", "a round number", "issue tracker", "round-robin", "rounded to 3"):
         assert not HISTORY.search(text), text
@@ -74,7 +93,9 @@ def test_no_history_words(root: Path) -> None:
 @pytest.mark.parametrize("page", SEED_PAGES)
 def test_seed_page_is_short_and_in_the_fixed_order(page: str) -> None:
     lines = (DOCS / f"{page}.md").read_text(encoding="utf-8").splitlines()
-    assert len(lines) <= MAX_SEED_LINES, f"docs/{page}.md has {len(lines)} lines (at most {MAX_SEED_LINES})"
+    assert len(lines) <= MAX_SEED_LINES, (
+        f"docs/{page}.md has {len(lines)} lines (at most {MAX_SEED_LINES})"
+    )
     in_fence = False
     sections = []
     for line in lines:

@@ -23,14 +23,31 @@ DOCS = REPO / "docs"
 STUDIES = ("heterogeneity", "cp", "market", "bbsched", "queues")  # seeds 000-004
 CLAIMS_HEADING = re.compile(r"<h[23][^>]*>[^<]*(claims|against the paper)", re.IGNORECASE)
 IMG_SOURCE = re.compile(r"""<img\b[^>]*\bsrc=["']([^"']+)["']""", re.IGNORECASE)
-REMOTE_ASSET = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=["']?(?:https?:)?//""", re.IGNORECASE)
+REMOTE_ASSET = re.compile(
+    r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=["']?(?:https?:)?//""", re.IGNORECASE
+)
 
 
 def _build(site: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")  # Material's notice about MkDocs 2.0
     return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO / "mkdocs.yml"), "-d", str(site)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False,
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-f",
+            str(REPO / "mkdocs.yml"),
+            "-d",
+            str(site),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
 
 
@@ -41,16 +58,29 @@ def _first_line(docstring: str | None) -> str:
 
 @pytest.mark.slow
 def test_site_builds_strictly_offline_with_the_api_reference(tmp_path: Path) -> None:
-    if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("mkdocstrings") is None:
+    if (
+        importlib.util.find_spec("mkdocs") is None
+        or importlib.util.find_spec("mkdocstrings") is None
+    ):
         pytest.fail('mkdocs is not installed: pip install -e ".[docs]" (./run-tests does)')
     site = tmp_path / "site"
     done = _build(site)
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}"
     assert "WARNING" not in done.stderr, done.stderr
 
-    pages = {path.relative_to(site).as_posix(): path.read_text(encoding="utf-8") for path in site.rglob("*.html")}
-    for page in ("index.html", "getting-started.html", "concepts.html", "sweeps.html",
-                 *(f"{study}.html" for study in STUDIES), "reference/core.html", "reference/policies.html"):
+    pages = {
+        path.relative_to(site).as_posix(): path.read_text(encoding="utf-8")
+        for path in site.rglob("*.html")
+    }
+    for page in (
+        "index.html",
+        "getting-started.html",
+        "concepts.html",
+        "sweeps.html",
+        *(f"{study}.html" for study in STUDIES),
+        "reference/core.html",
+        "reference/policies.html",
+    ):
         assert page in pages, f"{page} not built; built: {sorted(pages)}"
 
     # The API reference is generated from the docstrings, not written by hand.
@@ -69,7 +99,9 @@ def test_site_builds_strictly_offline_with_the_api_reference(tmp_path: Path) -> 
     for study in STUDIES:
         heading = CLAIMS_HEADING.search(pages[f"{study}.html"])
         assert heading, f"{study}.html has no claims heading"
-        assert "<table>" in pages[f"{study}.html"][heading.end():], f"{study}.html: no table after its claims heading"
+        assert "<table>" in pages[f"{study}.html"][heading.end() :], (
+            f"{study}.html: no table after its claims heading"
+        )
 
     # Offline: no web fonts, no script, stylesheet or picture from another host, links to
     # files (not directories) so the site opens from the file system, search inlined.
@@ -84,9 +116,13 @@ def test_site_builds_strictly_offline_with_the_api_reference(tmp_path: Path) -> 
         for source in IMG_SOURCE.findall(text):
             if source.startswith("data:"):
                 continue
-            assert (site / name).parent.joinpath(html.unescape(source)).resolve().is_file(), f"{name}: <img src={source}>"
+            assert (site / name).parent.joinpath(html.unescape(source)).resolve().is_file(), (
+                f"{name}: <img src={source}>"
+            )
     for study in STUDIES:
-        assert f'src="img/{study}.svg"' in pages[f"{study}.html"], f"{study}.html does not show img/{study}.svg"
+        assert f'src="img/{study}.svg"' in pages[f"{study}.html"], (
+            f"{study}.html does not show img/{study}.svg"
+        )
     assert (site / "search" / "search_index.js").is_file()
 
 
@@ -104,7 +140,9 @@ def test_getting_started_python_example_runs() -> None:
 
 
 def _hooks_module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("griffe_doctests", DOCS / "hooks" / "griffe_doctests.py")
+    spec = importlib.util.spec_from_file_location(
+        "griffe_doctests", DOCS / "hooks" / "griffe_doctests.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     pytest.importorskip("griffe")
@@ -115,7 +153,9 @@ def _hooks_module():  # type: ignore[no-untyped-def]
 def test_bare_doctests_are_fenced_for_the_site() -> None:
     """A doctest at the docstring's margin becomes a pycon block; indented or fenced ones stay."""
     fence = _hooks_module().fence_doctests
-    text = "Sum.\n\n>>> 1 + 1\n2\n>>> print('a')\na\n\nAfter.\n\nArgs:\n    x: ``>>> not a prompt``\n"
+    text = (
+        "Sum.\n\n>>> 1 + 1\n2\n>>> print('a')\na\n\nAfter.\n\nArgs:\n    x: ``>>> not a prompt``\n"
+    )
     assert fence(text) == (
         "Sum.\n\n```pycon\n>>> 1 + 1\n2\n>>> print('a')\na\n```\n\nAfter.\n\nArgs:\n    x: ``>>> not a prompt``"
     )
@@ -129,4 +169,7 @@ def test_sphinx_roles_become_code_spans() -> None:
     assert plain("See :class:`~market_hpc.core.model.HPCModel` and :mod:`market_hpc.core`.") == (
         "See `HPCModel` and `market_hpc.core`."
     )
-    assert plain(":meth:`View.expected_end`, ``:not a role``") == "`View.expected_end`, ``:not a role``"
+    assert (
+        plain(":meth:`View.expected_end`, ``:not a role``")
+        == "`View.expected_end`, ``:not a role``"
+    )

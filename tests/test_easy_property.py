@@ -62,8 +62,9 @@ class Spec:
     procs: int
 
     def to_job(self) -> Job:
-        return Job(self.job_id, float(self.submit), float(self.run), float(self.estimate),
-                   units=self.procs)
+        return Job(
+            self.job_id, float(self.submit), float(self.run), float(self.estimate), units=self.procs
+        )
 
 
 @dataclass
@@ -131,7 +132,7 @@ def reference_easy_decide(
     head = queue[position]
     shadow, extra = reservation(availability_profile(now, free, running), head.procs)
     out.head, out.shadow = head, shadow
-    for job in queue[position + 1:]:
+    for job in queue[position + 1 :]:
         if job.procs > free:
             continue
         if now + job.estimate <= shadow:
@@ -224,11 +225,20 @@ class HeadShadowRecorder:
 def model_starts(instance: Instance, policy: object | None = None) -> dict[int, float]:
     jobs = [spec.to_job() for spec in instance.specs]
     if policy is None:
-        model = HPCModel(jobs, platform=instance.platform, scheduler="easy",
-                         allocator="first-fit", record_timeseries=False)
+        model = HPCModel(
+            jobs,
+            platform=instance.platform,
+            scheduler="easy",
+            allocator="first-fit",
+            record_timeseries=False,
+        )
     else:
-        model = HPCModel(jobs, platform=instance.platform, policy=policy,  # type: ignore[arg-type]
-                         record_timeseries=False)
+        model = HPCModel(
+            jobs,
+            platform=instance.platform,
+            policy=policy,  # type: ignore[arg-type]
+            record_timeseries=False,
+        )
     model.run()
     frame = model.recorder.jobs_frame()
     assert frame["job_id"].tolist() == sorted(s.job_id for s in instance.specs)
@@ -287,8 +297,12 @@ def decision_instants(draw: st.DrawFn) -> DecisionInstant:
         procs = draw(st.integers(1, processors - 1 - used))
         used += procs
         # Few distinct estimated ends: ties at the shadow time, overdue jobs (end < NOW).
-        end = draw(st.one_of(st.sampled_from([NOW - 2, NOW, NOW + 3, NOW + 5, NOW + 5]),
-                             st.integers(NOW - 5, NOW + 15)))
+        end = draw(
+            st.one_of(
+                st.sampled_from([NOW - 2, NOW, NOW + 3, NOW + 5, NOW + 5]),
+                st.integers(NOW - 5, NOW + 15),
+            )
+        )
         submit = draw(st.integers(0, min(NOW - 1, end)))
         job_id += 1
         running.append(Spec(job_id, submit, 1000, end - submit, procs))
@@ -296,8 +310,15 @@ def decision_instants(draw: st.DrawFn) -> DecisionInstant:
     for _ in range(draw(st.integers(1, 8))):
         job_id += 1
         estimate = draw(st.one_of(st.sampled_from([0, 3, 5, 5, 8]), st.integers(0, 20)))
-        waiting.append(Spec(job_id, draw(st.integers(0, NOW)), estimate, estimate,
-                            draw(st.integers(1, processors))))
+        waiting.append(
+            Spec(
+                job_id,
+                draw(st.integers(0, NOW)),
+                estimate,
+                estimate,
+                draw(st.integers(1, processors)),
+            )
+        )
     order = draw(st.permutations(range(1, job_id + 1)))  # job ids independent of roles
     rename = dict(zip(range(1, job_id + 1), order))
     return DecisionInstant(
@@ -324,7 +345,7 @@ class ScriptedThenEasy:
             actions = []
             for job in view.queue:
                 if job.job_id in self.running_ids:
-                    nodes, free_nodes = free_nodes[: job.units], free_nodes[job.units:]
+                    nodes, free_nodes = free_nodes[: job.units], free_nodes[job.units :]
                     actions.append(Start(job.job_id, tuple((n, 1) for n in nodes)))
             return Decision(tuple(actions), wake_at=NOW)
         assert view.time == NOW
@@ -360,8 +381,9 @@ def test_reference_backfills_only_without_delaying_the_head() -> None:
 
 
 def test_model_matches_reference_on_a_plain_backfill() -> None:
-    instance = Instance(4, [Spec(1, 0, 10, 10, 3), Spec(2, 1, 5, 5, 4),
-                            Spec(3, 2, 12, 12, 1), Spec(4, 2, 8, 8, 1)])
+    instance = Instance(
+        4, [Spec(1, 0, 10, 10, 3), Spec(2, 1, 5, 5, 4), Spec(3, 2, 12, 12, 1), Spec(4, 2, 8, 8, 1)]
+    )
     starts, _ = reference_simulation(instance)
     assert starts == {1: 0, 2: 10, 3: 15, 4: 2}
     assert model_starts(instance) == starts
@@ -390,8 +412,15 @@ def test_model_extra_counts_every_job_ending_at_the_shadow_time() -> None:
     # Regression: extra once stopped at the first release reaching the head's need.
     # t=1: 1 of 5 procs free, jobs 1 and 2 (2 procs each) both end at 10; head 3 needs
     # 3 -> shadow 10, extra 5 - 3 = 2, so job 4 (1 proc, long) backfills at t=1.
-    instance = Instance(5, [Spec(1, 0, 10, 10, 2), Spec(2, 0, 10, 10, 2),
-                            Spec(3, 1, 5, 5, 3), Spec(4, 1, 100, 100, 1)])
+    instance = Instance(
+        5,
+        [
+            Spec(1, 0, 10, 10, 2),
+            Spec(2, 0, 10, 10, 2),
+            Spec(3, 1, 5, 5, 3),
+            Spec(4, 1, 100, 100, 1),
+        ],
+    )
     starts, _ = reference_simulation(instance)
     assert starts == {1: 0, 2: 0, 3: 10, 4: 1}
     assert model_starts(instance) == starts
@@ -429,8 +458,9 @@ def test_model_backfilling_never_delays_the_head_reservation(instance: Instance)
 def test_one_easy_decision_matches_reference(instant: DecisionInstant) -> None:
     jobs = [spec.to_job() for spec in instant.running + instant.waiting]
     policy = ScriptedThenEasy({spec.job_id for spec in instant.running})
-    model = HPCModel(jobs, platform=f"nodes={instant.processors},cores=1", policy=policy,
-                     record_timeseries=False)
+    model = HPCModel(
+        jobs, platform=f"nodes={instant.processors},cores=1", policy=policy, record_timeseries=False
+    )
     model.run(until=NOW)
     assert policy.seen is not None, "no decision at NOW"
     queue_ids, started = policy.seen

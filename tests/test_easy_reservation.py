@@ -96,12 +96,16 @@ def test_cores_only_reservation_equals_the_general_one() -> None:
         ends = sorted(float(rng.randint(0, 20)) for _ in range(rng.randint(0, 8)))
         releases = [(end, rng.randint(1, 5)) for end in ends]
         free, need = rng.randint(0, 6), rng.randint(1, 25)
-        general = shadow_and_extra((free, 0, 0, 0), [(e, (a, 0, 0, 0)) for e, a in releases], (need, 0, 0, 0))
+        general = shadow_and_extra(
+            (free, 0, 0, 0), [(e, (a, 0, 0, 0)) for e, a in releases], (need, 0, 0, 0)
+        )
         shadow, extra = shadow_and_extra_cores(free, releases, need)
         assert (shadow, (extra, 0, 0, 0)) == general
 
 
-def test_cores_only_reservation_on_a_multi_resource_platform_equals_the_general_one(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_cores_only_reservation_on_a_multi_resource_platform_equals_the_general_one(
+    monkeypatch,
+) -> None:  # type: ignore[no-untyped-def]
     """On a platform with GPUs, EASY walks cores alone while the head, the running jobs and
     the pass's starts hold cores only: every reservation equals the general walk's."""
     reservation = easy.reservation
@@ -110,14 +114,22 @@ def test_cores_only_reservation_on_a_multi_resource_platform_equals_the_general_
     def both(free, releases, need, started=(), cores_releases=None):  # type: ignore[no-untyped-def]
         fast = reservation(free, releases, need, started, cores_releases)
         general = reservation(free, releases, need, started)
-        fast_paths.append(cores_releases is not None and not any(need[1:])
-                          and all(not any(a[1:]) for _, a in started) and cores_releases() is not None)
+        fast_paths.append(
+            cores_releases is not None
+            and not any(need[1:])
+            and all(not any(a[1:]) for _, a in started)
+            and cores_releases() is not None
+        )
         assert fast == general
         return fast
 
     monkeypatch.setattr(easy, "reservation", both)
     for exclusive in (False, True):
         for seed in range(3):
-            jobs = random_workload(seed, "nodes=6,cores=4,gpus=1", [(1, 0, 0, 0)] * 4 + [(2, 1, 0, 0)], count=300)
-            HPCModel(jobs, "nodes=6,cores=4,gpus=1", "easy", "first-fit", exclusive=exclusive, seed=1).run()
+            jobs = random_workload(
+                seed, "nodes=6,cores=4,gpus=1", [(1, 0, 0, 0)] * 4 + [(2, 1, 0, 0)], count=300
+            )
+            HPCModel(
+                jobs, "nodes=6,cores=4,gpus=1", "easy", "first-fit", exclusive=exclusive, seed=1
+            ).run()
     assert sum(fast_paths) > 50 and not all(fast_paths)  # both walks were needed

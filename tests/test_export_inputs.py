@@ -36,7 +36,8 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from market_hpc.experiment.run import simulate
 
     run = simulate(load_scenario(ROOT / "scenarios" / "market_taskgraphs.toml")).write(
-        tmp_path_factory.mktemp("real") / "run")
+        tmp_path_factory.mktemp("real") / "run"
+    )
     for name in ("jobs.parquet", "segments.parquet"):
         (run / name).unlink()
     return Path(run)
@@ -74,44 +75,61 @@ def said(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*"))
-            if path.is_file()}
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
 
 
 # ------------------------------------------------------------- the cases the review found
-@pytest.mark.parametrize(("line", "column", "value", "valid"), [
-    (2, "nodes", "0:x", NODES_VALID),
-    (3, "nodes", "7:1", NODES_VALID),
-    (4, "nodes", "0:4;", NODES_VALID),
-    (2, "units", "abc", "an integer in [1, 2^53 - 1]"),
-    (3, "units", "2.5", "an integer in [1, 2^53 - 1]"),
-    (5, "cores", "-1", "an integer in [0, 2^53 - 1]"),
-    (2, "start_time", "soon", "a finite number in [0, 2^50 (1.1e15 s)] or empty"),
-    (2, "status", "done", "queued, running, held, finished, dropped, rejected, skipped"),
-    (2, "job_id", "1e400", "an integer in [0, 2^53 - 1]"),
-])
-def test_a_bad_jobs_cell_is_named(run: Path, capsys: pytest.CaptureFixture[str], line: int,
-                                  column: str, value: str, valid: str) -> None:
+@pytest.mark.parametrize(
+    ("line", "column", "value", "valid"),
+    [
+        (2, "nodes", "0:x", NODES_VALID),
+        (3, "nodes", "7:1", NODES_VALID),
+        (4, "nodes", "0:4;", NODES_VALID),
+        (2, "units", "abc", "an integer in [1, 2^53 - 1]"),
+        (3, "units", "2.5", "an integer in [1, 2^53 - 1]"),
+        (5, "cores", "-1", "an integer in [0, 2^53 - 1]"),
+        (2, "start_time", "soon", "a finite number in [0, 2^50 (1.1e15 s)] or empty"),
+        (2, "status", "done", "queued, running, held, finished, dropped, rejected, skipped"),
+        (2, "job_id", "1e400", "an integer in [0, 2^53 - 1]"),
+    ],
+)
+def test_a_bad_jobs_cell_is_named(
+    run: Path, capsys: pytest.CaptureFixture[str], line: int, column: str, value: str, valid: str
+) -> None:
     set_cell(run / "jobs.csv", line, column, value)
     shown = {"2.5": 2.5, "-1": -1, "1e400": float("inf")}.get(value, value)
     expected = f"{run / 'jobs.csv'}: line {line}, column {column}: got {shown!r}; valid: {valid}"
     for command in (["export", str(run)], ["plot", str(run)], ["report", str(run)]):
         assert main(command) == 2
         assert said(capsys) == expected
-    assert sorted(snapshot(run)) == ["config.json", "jobs.csv", "market_jobs.csv", "segments.csv",
-                                     "summary.json", "timeseries.csv"]  # nothing written
+    assert sorted(snapshot(run)) == [
+        "config.json",
+        "jobs.csv",
+        "market_jobs.csv",
+        "segments.csv",
+        "summary.json",
+        "timeseries.csv",
+    ]  # nothing written
 
 
 def test_a_bad_segments_cell_is_named(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     set_cell(run / "segments.csv", 3, "nodes", "x:1")
     assert main(["export", str(run)]) == 2
-    assert said(capsys) == (f"{run / 'segments.csv'}: line 3, column nodes: got 'x:1'; valid: "
-                            "node:units pairs joined by ';' (e.g. 0:4;1:2), nodes 0 to 2")
+    assert said(capsys) == (
+        f"{run / 'segments.csv'}: line 3, column nodes: got 'x:1'; valid: "
+        "node:units pairs joined by ';' (e.g. 0:4;1:2), nodes 0 to 2"
+    )
     set_cell(run / "segments.csv", 3, "nodes", "2:2")
     set_cell(run / "segments.csv", 3, "units", "0:4")
     assert main(["plot", str(run)]) == 2
-    assert said(capsys) == (f"{run / 'segments.csv'}: line 3, column units: got '0:4'; valid: "
-                            "an integer in [1, 2^53 - 1]")
+    assert said(capsys) == (
+        f"{run / 'segments.csv'}: line 3, column units: got '0:4'; valid: "
+        "an integer in [1, 2^53 - 1]"
+    )
 
 
 @pytest.mark.parametrize("column", ["start_time", "status"])
@@ -122,7 +140,8 @@ def test_a_missing_column_is_named(run: Path, capsys: Capture, column: str) -> N
     assert error_line(capsys) == (
         f"market-hpc: error: {run / 'jobs.csv'}: no column {column}; valid: a header with job_id, "
         "submit_time, start_time, end_time, wait_time, run_time, status, cores, units, estimate, "
-        "nodes (as market-hpc run/replay --out writes)")
+        "nodes (as market-hpc run/replay --out writes)"
+    )
 
 
 def test_a_duplicated_jobs_row_is_named(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -130,35 +149,52 @@ def test_a_duplicated_jobs_row_is_named(run: Path, capsys: pytest.CaptureFixture
     (run / "jobs.csv").write_text("".join(lines[:4] + lines[3:]))  # job 3 on lines 4 and 5
     for command in ("export", "plot"):
         assert main([command, str(run)]) == 2
-        assert said(capsys) == (f"{run / 'jobs.csv'}: line 5: job_id 3 again (first on line 4); "
-                                "valid: one row per job")
+        assert said(capsys) == (
+            f"{run / 'jobs.csv'}: line 5: job_id 3 again (first on line 4); valid: one row per job"
+        )
 
 
-def test_a_cut_jobs_file_is_refused_by_the_summary_count(run: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_cut_jobs_file_is_refused_by_the_summary_count(
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     lines = (run / "jobs.csv").read_text().splitlines(keepends=True)
     (run / "jobs.csv").write_text("".join(lines[:21]))  # cut at a line end: 20 of 30 jobs
     assert main(["export", str(run)]) == 2
-    assert said(capsys) == (f"{run / 'jobs.csv'}: 20 job rows, but summary.json counts 30 "
-                            "(jobs_total + jobs_skipped); valid: one row per job (is the file "
-                            "cut short?)")
+    assert said(capsys) == (
+        f"{run / 'jobs.csv'}: 20 job rows, but summary.json counts 30 "
+        "(jobs_total + jobs_skipped); valid: one row per job (is the file "
+        "cut short?)"
+    )
 
 
 SHAPE = 'valid: an object (config.json is {"config": {"platform": ..., ...}, ...})'
 
 
-@pytest.mark.parametrize(("document", "message"), [
-    (None, f"key (top level): got null; {SHAPE}"),
-    ({"config": None}, f"key config: got null; {SHAPE}"),
-    ({"config": {"platform": 3}}, ("key config.platform: got 3; valid: a platform preset name "
-                                   "or spec text such as nodes=2,cores=4")),
-    ({"config": {"platform": "hlrs-3x9", "policy": []}},
-     "key config.policy: got []; valid: an object"),
-    ({"config": {"platform": "hlrs-3x9", "workload": {"trace": 7}}},
-     "key config.workload.trace: got 7; valid: a file name or null"),
-])
-def test_a_bad_config_json_is_named(run: Path, capsys: pytest.CaptureFixture[str], document: Any,
-                                    message: str) -> None:
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        (None, f"key (top level): got null; {SHAPE}"),
+        ({"config": None}, f"key config: got null; {SHAPE}"),
+        (
+            {"config": {"platform": 3}},
+            (
+                "key config.platform: got 3; valid: a platform preset name "
+                "or spec text such as nodes=2,cores=4"
+            ),
+        ),
+        (
+            {"config": {"platform": "hlrs-3x9", "policy": []}},
+            "key config.policy: got []; valid: an object",
+        ),
+        (
+            {"config": {"platform": "hlrs-3x9", "workload": {"trace": 7}}},
+            "key config.workload.trace: got 7; valid: a file name or null",
+        ),
+    ],
+)
+def test_a_bad_config_json_is_named(
+    run: Path, capsys: pytest.CaptureFixture[str], document: Any, message: str
+) -> None:
     (run / "config.json").write_text(json.dumps(document))
     for command in ("export", "plot", "report"):
         assert main([command, str(run)]) == 2
@@ -168,14 +204,18 @@ def test_a_bad_config_json_is_named(run: Path, capsys: pytest.CaptureFixture[str
 def test_unreadable_files_are_named(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (run / "summary.json").write_text('{"jobs_total": 3')
     assert main(["plot", str(run)]) == 2
-    assert said(capsys) == (f"{run / 'summary.json'}: not JSON: Expecting ',' delimiter: line 1 "
-                            "column 17 (char 16); valid: the summary.json market-hpc run/replay "
-                            "--out writes")
+    assert said(capsys) == (
+        f"{run / 'summary.json'}: not JSON: Expecting ',' delimiter: line 1 "
+        "column 17 (char 16); valid: the summary.json market-hpc run/replay "
+        "--out writes"
+    )
     (run / "summary.json").unlink()
     set_cell(run / "timeseries.csv", 3, "used_cores", "many")
     assert main(["plot", str(run)]) == 2
-    assert said(capsys) == (f"{run / 'timeseries.csv'}: line 3, column used_cores: got 'many'; "
-                            "valid: a finite number >= 0")
+    assert said(capsys) == (
+        f"{run / 'timeseries.csv'}: line 3, column used_cores: got 'many'; "
+        "valid: a finite number >= 0"
+    )
     (run / "jobs.parquet").write_bytes(b"PAR1 not really")
     assert main(["export", str(run)]) == 2
     assert said(capsys).startswith(f"{run / 'jobs.parquet'}: cannot be read as Parquet (")
@@ -208,7 +248,7 @@ class FullDisk:
                 handle.close()
 
             def write(self, data: Any) -> int:
-                handle.write(data[:len(data) // 2])
+                handle.write(data[: len(data) // 2])
                 handle.flush()
                 disk.failed += 1
                 raise OSError(errno.ENOSPC, "No space left on device")
@@ -224,9 +264,9 @@ def full_disk(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FullD
     yield disk
 
 
-def test_export_on_a_full_disk_keeps_the_previous_files(run: Path, capsys: Capture,
-                                                       monkeypatch: pytest.MonkeyPatch,
-                                                       tmp_path: Path) -> None:
+def test_export_on_a_full_disk_keeps_the_previous_files(
+    run: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     assert main(["export", str(run)]) == 0
     capsys.readouterr()
     before = snapshot(run)
@@ -234,22 +274,27 @@ def test_export_on_a_full_disk_keeps_the_previous_files(run: Path, capsys: Captu
     monkeypatch.setattr(builtins, "open", disk)
     monkeypatch.setattr(io, "open", disk)
     assert main(["export", str(run)]) == 2
-    assert said(capsys) == (f"cannot write {run / 'schedule.swf'}: No space left on device "
-                            "(none of the 3 files written, the previous ones unchanged)")
+    assert said(capsys) == (
+        f"cannot write {run / 'schedule.swf'}: No space left on device "
+        "(none of the 3 files written, the previous ones unchanged)"
+    )
     assert disk.failed == 1 and snapshot(run) == before  # no temporary file left either
 
 
-def test_export_on_a_full_disk_leaves_no_file(run: Path, capsys: pytest.CaptureFixture[str],
-                                             full_disk: FullDisk) -> None:
+def test_export_on_a_full_disk_leaves_no_file(
+    run: Path, capsys: pytest.CaptureFixture[str], full_disk: FullDisk
+) -> None:
     before = snapshot(run)
     assert main(["export", str(run), "--swf", str(run / "s.swf.gz")]) == 2
-    assert error_line(capsys).endswith("No space left on device (none of the 3 files written, the "
-                                       "previous ones unchanged)")
+    assert error_line(capsys).endswith(
+        "No space left on device (none of the 3 files written, the previous ones unchanged)"
+    )
     assert snapshot(run) == before
 
 
-def test_plot_and_report_on_a_full_disk(run: Path, capsys: pytest.CaptureFixture[str],
-                                        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_plot_and_report_on_a_full_disk(
+    run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     assert main(["plot", str(run)]) == 0
     capsys.readouterr()
     before = snapshot(run)
@@ -259,8 +304,10 @@ def test_plot_and_report_on_a_full_disk(run: Path, capsys: pytest.CaptureFixture
     monkeypatch.setattr(io, "open", disk)
     for command in ("plot", "report"):
         assert main([command, str(run)]) == 2
-        assert said(capsys) == (f"cannot write {run / 'schedule.svg'}: No space left on device "
-                                "(none of the 6 files written, the previous ones unchanged)")
+        assert said(capsys) == (
+            f"cannot write {run / 'schedule.svg'}: No space left on device "
+            "(none of the 6 files written, the previous ones unchanged)"
+        )
         assert snapshot(run) == before
 
 
@@ -270,8 +317,9 @@ def sacct_copy(tmp_path: Path) -> Path:
     return source
 
 
-def test_trace_convert_on_a_full_disk(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_trace_convert_on_a_full_disk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     source = sacct_copy(tmp_path)
     out = tmp_path / "out" / "cluster.swf"
     out.parent.mkdir()
@@ -279,8 +327,10 @@ def test_trace_convert_on_a_full_disk(tmp_path: Path, capsys: pytest.CaptureFixt
     monkeypatch.setattr(builtins, "open", disk)
     monkeypatch.setattr(io, "open", disk)
     assert main(["trace", "convert", str(source), "--out", str(out)]) == 2
-    assert error_line(capsys) == (f"market-hpc: error: cannot write {out}: No space left on device "
-                                  "(none of the 2 files written, the previous ones unchanged)")
+    assert error_line(capsys) == (
+        f"market-hpc: error: cannot write {out}: No space left on device "
+        "(none of the 2 files written, the previous ones unchanged)"
+    )
     assert list(out.parent.iterdir()) == []
     monkeypatch.undo()
     assert main(["trace", "convert", str(source), "--out", str(out)]) == 0
@@ -304,8 +354,11 @@ def test_the_atomic_writer_removes_its_temporary_file(tmp_path: Path) -> None:
         atomic_write(target, fail)
     assert (info.value.errno, info.value.filename) == (errno.ENOSPC, str(target))
     assert [path.name for path in tmp_path.iterdir()] == ["a.txt"] and target.read_text() == "old"
-    with pytest.raises(OutputError, match=r"cannot write .*missing/b.txt: No such file or "
-                                          r"directory \(none of the 2 files written"):
+    with pytest.raises(
+        OutputError,
+        match=r"cannot write .*missing/b.txt: No such file or "
+        r"directory \(none of the 2 files written",
+    ):
         write_files({target: "new", tmp_path / "missing" / "b.txt": b"x"})
     assert target.read_text() == "old" and [path.name for path in tmp_path.iterdir()] == ["a.txt"]
 
@@ -314,17 +367,28 @@ def test_the_atomic_writer_removes_its_temporary_file(tmp_path: Path) -> None:
 def test_trace_convert_refuses_a_cut_gzip_naming_the_line(tmp_path: Path, capsys: Capture) -> None:
     data = gzip.compress(SACCT.read_bytes(), mtime=0)
     (tmp_path / "whole.sacct.gz").write_bytes(data)
-    assert main(["trace", "convert", str(tmp_path / "whole.sacct.gz"), "--out",
-                 str(tmp_path / "whole.swf")]) == 0
+    assert (
+        main(
+            [
+                "trace",
+                "convert",
+                str(tmp_path / "whole.sacct.gz"),
+                "--out",
+                str(tmp_path / "whole.swf"),
+            ]
+        )
+        == 0
+    )
     assert _jobs(tmp_path / "whole.swf") == _jobs(_converted(tmp_path))
     capsys.readouterr()
     cut = tmp_path / "cut.sacct.gz"
-    cut.write_bytes(data[:len(data) // 2])
+    cut.write_bytes(data[: len(data) // 2])
     assert main(["trace", "convert", str(cut), "--out", str(tmp_path / "cut.swf")]) == 2
     line = error_line(capsys)
     assert line.startswith(f"market-hpc: error: {cut}: line ") and line.endswith(
         ": the gzip data is cut short or corrupt (Compressed file ended before the end-of-stream "
-        "marker was reached); valid: a whole .gz file (gzip -t checks it)")
+        "marker was reached); valid: a whole .gz file (gzip -t checks it)"
+    )
     assert not (tmp_path / "cut.swf").exists() and not (tmp_path / "cut.slurm.csv").exists()
 
 
@@ -341,8 +405,9 @@ def _jobs(swf: Path) -> list[str]:
     return lines
 
 
-def test_trace_convert_refuses_a_bad_field_naming_line_and_field(tmp_path: Path,
-                                                                 capsys: Capture) -> None:
+def test_trace_convert_refuses_a_bad_field_naming_line_and_field(
+    tmp_path: Path, capsys: Capture
+) -> None:
     lines = SACCT.read_text().splitlines()
     cells = lines[1].split("|")
     cells[6] = "many"  # NCPUS

@@ -17,7 +17,9 @@ def check_runs(index: FreeCoreIndex, free: np.ndarray) -> None:
     rebuilt = np.concatenate([np.full(count, value) for _, count, value in runs])
     assert rebuilt.tolist() == free.tolist()
     values = [value for _, _, value in runs]
-    assert all(a != b for a, b in itertools.pairwise(values)), f"adjacent runs share a count: {runs}"
+    assert all(a != b for a, b in itertools.pairwise(values)), (
+        f"adjacent runs share a count: {runs}"
+    )
     assert index.total == int(free.sum())
 
 
@@ -114,15 +116,28 @@ def test_indexed_allocators_match_array_allocators_in_a_model() -> None:
         allocate_indexed = None  # type: ignore[assignment]
 
     rng = np.random.default_rng(5)
-    jobs = [Job(i, float(rng.integers(0, 400)), float(rng.integers(1, 60)), float(rng.integers(1, 90)),
-                units=int(rng.integers(1, 9))) for i in range(1, 300)]
+    jobs = [
+        Job(
+            i,
+            float(rng.integers(0, 400)),
+            float(rng.integers(1, 60)),
+            float(rng.integers(1, 90)),
+            units=int(rng.integers(1, 9)),
+        )
+        for i in range(1, 300)
+    ]
     for exclusive in (False, True):
         for scheduler in (Fifo, Easy):
             for fast, dense in ((FirstFit, DenseFirstFit), (BestFit, DenseBestFit)):
                 frames = []
                 for allocator in (fast(), dense()):
-                    model = HPCModel(jobs, "nodes=6,cores=3", policy=scheduler(allocator), exclusive=exclusive,
-                                     record_timeseries=False)
+                    model = HPCModel(
+                        jobs,
+                        "nodes=6,cores=3",
+                        policy=scheduler(allocator),
+                        exclusive=exclusive,
+                        record_timeseries=False,
+                    )
                     model.run()
                     frames.append(model.recorder.jobs_frame())
                 assert frames[0].equals(frames[1]), (exclusive, scheduler, fast)

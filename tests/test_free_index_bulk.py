@@ -34,8 +34,11 @@ def batches(draw: st.DrawFn) -> tuple[list[int], list[list[tuple[int, int, int]]
     out = []
     for _ in range(draw(st.integers(1, 12))):
         cuts = sorted(draw(st.sets(st.integers(0, n), min_size=2, max_size=8)))
-        pieces = [(a, b, draw(st.sampled_from([-3, -2, -1, 1, 2, 3]))) for a, b in itertools.pairwise(cuts)
-                  if draw(st.booleans())]
+        pieces = [
+            (a, b, draw(st.sampled_from([-3, -2, -1, 1, 2, 3])))
+            for a, b in itertools.pairwise(cuts)
+            if draw(st.booleans())
+        ]
         if pieces:
             out.append(pieces)
     return free, out
@@ -60,8 +63,11 @@ def test_one_splice_per_batch_equals_one_add_per_run(case, exact: bool) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 4), min_size=1, max_size=30), st.lists(st.integers(1, 12), min_size=1, max_size=25),
-       st.randoms(use_true_random=False))
+@given(
+    st.lists(st.integers(0, 4), min_size=1, max_size=30),
+    st.lists(st.integers(1, 12), min_size=1, max_size=25),
+    st.randoms(use_true_random=False),
+)
 def test_allocations_move_in_one_call_as_the_array_functions_place(free, sizes, rnd) -> None:  # type: ignore[no-untyped-def]
     """Take and give back whole allocations (first-fit walks, single units, best-fit,
     scratch rollbacks) on the index and on an array: same placements, same runs."""

@@ -62,8 +62,10 @@ BAD_CONFIGS = (
     b'{"config": {"platform": "hlrs-3x9", "workload": 5}}',
     b'{"config": {"platform": "hlrs-3x9", "workload": {"burst_buffer": {"capacity_gb": -1}}}}',
     b'{"config": {"platform": "hlrs-3x9"}, "workload": {"burst_buffer": {"capacity_gb": "big"}}}',
-    (b'{"config": {"platform": "hlrs-3x9"}, '
-    b'"workload": {"burst_buffer": {"capacity_gb": Infinity}}}'),
+    (
+        b'{"config": {"platform": "hlrs-3x9"}, '
+        b'"workload": {"burst_buffer": {"capacity_gb": Infinity}}}'
+    ),
     b"[" * 100_000 + b"]" * 100_000,
     b"\xff\xfe{}",
     b'{"config": {"platform": "hlrs-3x9"',

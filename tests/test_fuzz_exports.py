@@ -57,8 +57,10 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _columns(run: Path) -> dict[str, list[str]]:
-    return {name: list(pd.read_csv(run / name, nrows=0).columns)
-            for name in ("jobs.csv", "segments.csv", "timeseries.csv")}
+    return {
+        name: list(pd.read_csv(run / name, nrows=0).columns)
+        for name in ("jobs.csv", "segments.csv", "timeseries.csv")
+    }
 
 
 def _files(folder: Path) -> dict[Path, int]:
@@ -91,8 +93,9 @@ def _cases(real_run: Path, count: int, salt: int) -> list[tuple[str, object]]:
     return list(corruptions(SEED + salt, count, _columns(real_run)))
 
 
-def test_export_every_format_on_corrupted_run_folders(real_run: Path, tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_every_format_on_corrupted_run_folders(
+    real_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     codes = []
     for number, (what, corrupt) in enumerate(_cases(real_run, EXPORT_CASES, 0)):
         folder = Path(shutil.copytree(real_run, tmp_path / f"r{number}"))
@@ -110,11 +113,17 @@ def test_export_every_format_on_corrupted_run_folders(real_run: Path, tmp_path: 
     assert codes.count(2) >= EXPORT_CASES // 3 and codes.count(0) >= 1  # the cases do bite
 
 
-@pytest.mark.parametrize(("command", "count", "salt"), [("plot", PLOT_CASES, 1),
-                                                        ("report", REPORT_CASES, 2)])
-def test_plot_and_report_on_more_corrupted_run_folders(real_run: Path, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str], command: str,
-                                                  count: int, salt: int) -> None:
+@pytest.mark.parametrize(
+    ("command", "count", "salt"), [("plot", PLOT_CASES, 1), ("report", REPORT_CASES, 2)]
+)
+def test_plot_and_report_on_more_corrupted_run_folders(
+    real_run: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    count: int,
+    salt: int,
+) -> None:
     for number, (what, corrupt) in enumerate(_cases(real_run, count, salt)):
         folder = Path(shutil.copytree(real_run, tmp_path / f"r{number}"))
         corrupt(folder)  # type: ignore[operator]
@@ -124,8 +133,21 @@ def test_plot_and_report_on_more_corrupted_run_folders(real_run: Path, tmp_path:
         shutil.rmtree(folder)
 
 
-CELLS = ("abc", "", "-1", "1e400", "Unknown", "99999999999999999999", "2024-13-01T00:00:00",
-         "25:99:99", "gres/gpu=x", "é", "0", "1-", "CANCELLED by 0")
+CELLS = (
+    "abc",
+    "",
+    "-1",
+    "1e400",
+    "Unknown",
+    "99999999999999999999",
+    "2024-13-01T00:00:00",
+    "25:99:99",
+    "gres/gpu=x",
+    "é",
+    "0",
+    "1-",
+    "CANCELLED by 0",
+)
 
 
 def _sacct_cases(count: int) -> list[tuple[str, bytes]]:
@@ -136,7 +158,7 @@ def _sacct_cases(count: int) -> list[tuple[str, bytes]]:
         kind = rng.choice(("gzip_cut", "gzip_flip", "garbage", "cell", "fields", "cut"))
         if kind == "gzip_cut":
             packed = gzip.compress(source, mtime=0)
-            data = packed[:rng.randrange(1, len(packed))]
+            data = packed[: rng.randrange(1, len(packed))]
         elif kind == "gzip_flip":
             packed = bytearray(gzip.compress(source, mtime=0))
             packed[rng.randrange(10, len(packed))] ^= 0xFF
@@ -144,7 +166,7 @@ def _sacct_cases(count: int) -> list[tuple[str, bytes]]:
         elif kind == "garbage":
             data = rng.randbytes(rng.randrange(1, 2000))
         elif kind == "cut":
-            data = source[:rng.randrange(len(source))]
+            data = source[: rng.randrange(len(source))]
         else:
             lines = source.decode().split("\n")
             line = rng.randrange(1, len(lines) - 1)
@@ -159,8 +181,9 @@ def _sacct_cases(count: int) -> list[tuple[str, bytes]]:
     return cases
 
 
-def test_trace_convert_on_corrupted_sacct_files(tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_trace_convert_on_corrupted_sacct_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     codes = []
     for number, (kind, data) in enumerate(_sacct_cases(CONVERT_CASES)):
         folder = tmp_path / f"c{number}"
@@ -176,8 +199,9 @@ def test_trace_convert_on_corrupted_sacct_files(tmp_path: Path,
             first = err.splitlines()[0]
             assert first.startswith(f"market-hpc: error: {source}"), f"{kind}: {err}"
             if kind in ("gzip_cut", "gzip_flip", "garbage", "fields"):
-                assert re.match(rf"market-hpc: error: {re.escape(str(source))}(:\d+:|: line \d+:)",
-                                first), f"{kind}: {first}"
+                assert re.match(
+                    rf"market-hpc: error: {re.escape(str(source))}(:\d+:|: line \d+:)", first
+                ), f"{kind}: {first}"
             assert written == [], f"{kind}: {written} left by a failed conversion"
         else:
             assert written == ["out.slurm.csv", "out.swf"]

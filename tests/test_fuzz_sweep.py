@@ -24,23 +24,57 @@ timeseries = false
 workload = { generator = "lublin-feitelson", jobs = 5 }
 policy = { scheduler = "easy" }
 """
-COUNT_LINE = re.compile(r"^sweep \S+: [\d,]+ runs? \(.*\); checking every point before the first run$")
-JUNK = ['"x"', "1", "-3", "1.5", "true", "[]", "{}", "[1, \"a\"]", "{ a = 1 }", "nan", "inf",
-        "1979-05-27", "[[1], [2]]", '"policy.scheduler"', "9223372036854775807"]
-PATHS = ["policy.scheduler", "policy.allocator", "policy.hold_penalty", "policy.params", "policy.params.queue_limit",
-         "workload.jobs", "workload.load_factor", "workload.all_families.enabled", "policy.window.population",
-         "platform", "seed", "timeseries", "queues.strategy", "policy.nope", "workload.x.y", "nope"]
+COUNT_LINE = re.compile(
+    r"^sweep \S+: [\d,]+ runs? \(.*\); checking every point before the first run$"
+)
+JUNK = [
+    '"x"',
+    "1",
+    "-3",
+    "1.5",
+    "true",
+    "[]",
+    "{}",
+    '[1, "a"]',
+    "{ a = 1 }",
+    "nan",
+    "inf",
+    "1979-05-27",
+    "[[1], [2]]",
+    '"policy.scheduler"',
+    "9223372036854775807",
+]
+PATHS = [
+    "policy.scheduler",
+    "policy.allocator",
+    "policy.hold_penalty",
+    "policy.params",
+    "policy.params.queue_limit",
+    "workload.jobs",
+    "workload.load_factor",
+    "workload.all_families.enabled",
+    "policy.window.population",
+    "platform",
+    "seed",
+    "timeseries",
+    "queues.strategy",
+    "policy.nope",
+    "workload.x.y",
+    "nope",
+]
 
 
 def _bad_toml(rng: random.Random) -> bytes:
     valid = (BASE + '[grid]\n"workload.jobs" = [5, 6]\n').encode()
     choice = rng.randrange(4)
     if choice == 0:  # cut anywhere
-        return valid[:rng.randrange(1, len(valid) - 1)] + b"[\n= ="
+        return valid[: rng.randrange(1, len(valid) - 1)] + b"[\n= ="
     if choice == 1:  # random bytes, often not UTF-8
         return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 80)))
     if choice == 2:
-        return valid + rng.choice([b"[grid\n", b"seeds = = 1\n", b"[grid]\n", b'"a" = [1,\n', b"\x00\n"])
+        return valid + rng.choice(
+            [b"[grid\n", b"seeds = = 1\n", b"[grid]\n", b'"a" = [1,\n', b"\x00\n"]
+        )
     return valid.replace(b"=", b":", 1)
 
 
@@ -88,8 +122,10 @@ def _huge(rng: random.Random) -> str:
     if rng.random() < 0.5:
         return f"seeds = {rng.choice([100_001, 3_000_000, 10**9, 10**18, 2**63 - 1])}\n" + BASE
     lengths = [rng.randrange(40, 120) for _ in range(rng.randrange(3, 5))]
-    lines = [f'"policy.params.{key}" = {list(range(1, n + 1))}'
-             for key, n in zip(("queue_limit", "solver_seed", "workers", "levels"), lengths)]
+    lines = [
+        f'"policy.params.{key}" = {list(range(1, n + 1))}'
+        for key, n in zip(("queue_limit", "solver_seed", "workers", "levels"), lengths)
+    ]
     return BASE.replace('"easy"', '"pcp20"') + "[grid]\n" + "\n".join(lines) + "\n"
 
 

@@ -30,18 +30,38 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 # 2 nodes x 4 cores. Job 1 runs 49 h on one core; jobs 2..9 run 240 s to 660 s on 2 or 4
 # cores, all within the first 2 h.
-TRACE = "\n".join(
-    ["1 0 -1 176400 1 -1 -1 1 180000 -1 1 1 -1 -1 1 1 -1 -1"]
-    + [f"{j} {600 * (j - 2)} -1 {120 + 60 * j} {4 if j % 2 else 2} -1 -1 {4 if j % 2 else 2} 7200 -1 1 "
-       f"{j % 3 + 2} -1 -1 1 1 -1 -1" for j in range(2, 10)]) + "\n"
+TRACE = (
+    "\n".join(
+        ["1 0 -1 176400 1 -1 -1 1 180000 -1 1 1 -1 -1 1 1 -1 -1"]
+        + [
+            f"{j} {600 * (j - 2)} -1 {120 + 60 * j} {4 if j % 2 else 2} -1 -1 {4 if j % 2 else 2} 7200 -1 1 "
+            f"{j % 3 + 2} -1 -1 1 1 -1 -1"
+            for j in range(2, 10)
+        ]
+    )
+    + "\n"
+)
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("gantt")
     (folder / "t.swf").write_text(TRACE)
-    assert main(["replay", str(folder / "t.swf"), "--platform", "nodes=2,cores=4",
-                 "--scheduler", "fifo", "--out", str(folder / "run")]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(folder / "t.swf"),
+                "--platform",
+                "nodes=2,cores=4",
+                "--scheduler",
+                "fifo",
+                "--out",
+                str(folder / "run"),
+            ]
+        )
+        == 0
+    )
     return folder / "run"
 
 
@@ -56,11 +76,14 @@ def _jobs(svg: Path) -> dict[int, ET.Element]:
 
 
 def test_default_window_is_the_whole_run_and_says_how_many_jobs(
-        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["plot", str(run)]) == 0
     out = capsys.readouterr().out
-    assert ("note: Gantt chart: 9 of 9 jobs drawn, window 0.00 to 49.00 hours (the whole run; "
-            "--window START:END zooms in)\n") in out
+    assert (
+        "note: Gantt chart: 9 of 9 jobs drawn, window 0.00 to 49.00 hours (the whole run; "
+        "--window START:END zooms in)\n"
+    ) in out
     groups = _jobs(run / "schedule.svg")
     assert set(groups) == set(range(1, 10))
     page = (run / "schedule.html").read_text()
@@ -68,8 +91,9 @@ def test_default_window_is_the_whole_run_and_says_how_many_jobs(
     assert "Jobs on nodes: 9 of 9 jobs, 2 nodes" in page
 
 
-def test_window_all_draws_the_whole_run_with_a_minimum_width(run: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_window_all_draws_the_whole_run_with_a_minimum_width(
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["plot", str(run), "--window", "all"]) == 0
     assert "9 of 9 jobs drawn, window 0.00 to 49.00 hours (--window)" in capsys.readouterr().out
     groups = _jobs(run / "schedule.svg")
@@ -97,13 +121,23 @@ def test_every_job_has_hover_text_and_ids_show_where_they_fit(run: Path) -> None
 def test_svg_geometry_is_hand_checkable() -> None:
     # one node of 4 cores; job 5 on 2 cores for 100 s of a 1,000 s window, job 6 for 1 s
     rects = gantt_rectangles([5, 6], [0.0, 500.0], [100.0, 501.0], [[(0, 2)], [(0, 1)]], [4])
-    jobs = pd.DataFrame({"job_id": [5, 6], "user": [1, 2], "submit_time": [0.0, 400.0],
-                         "start_time": [0.0, 500.0], "end_time": [100.0, 501.0],
-                         "wait_time": [0.0, 100.0], "nodes": ["0:2", "0:1"]})
+    jobs = pd.DataFrame(
+        {
+            "job_id": [5, 6],
+            "user": [1, 2],
+            "submit_time": [0.0, 400.0],
+            "start_time": [0.0, 500.0],
+            "end_time": [100.0, 501.0],
+            "wait_time": [0.0, 100.0],
+            "nodes": ["0:2", "0:1"],
+        }
+    )
     text = gantt_svg(rects, jobs, [4], (0.0, 1000.0), (0, 1), (1.0, "s"), "t")
     root = ET.fromstring(text)
-    boxes = {g.find(f"{SVG}title").text.split(",")[0]: g.find(f"{SVG}rect").attrib  # type: ignore[union-attr]
-             for g in root.iter(f"{SVG}g")}
+    boxes = {
+        g.find(f"{SVG}title").text.split(",")[0]: g.find(f"{SVG}rect").attrib  # type: ignore[union-attr]
+        for g in root.iter(f"{SVG}g")
+    }
     assert boxes["job 5"]["width"] == "82.0"  # 100 s of 1,000 s at 820 px
     assert boxes["job 5"]["height"] == "20.0"  # 2 of 4 cores of a 40 px row
     assert boxes["job 6"]["width"] == "1.0"  # 0.8 px drawn as the 1 px minimum
@@ -123,9 +157,13 @@ def _busy_trace(seed: int = 7) -> str:
     for job in range(1, 1201):
         submit += int(rng.integers(60, 540))
         run, size = int(rng.integers(30, 900)), int(rng.choice([1, 2, 4, 8]))
-        lines.append(f"{job} {submit} -1 {run} {size} -1 -1 {size} {run * 2} -1 1 -1 -1 -1 -1 -1 -1 -1")
+        lines.append(
+            f"{job} {submit} -1 {run} {size} -1 -1 {size} {run * 2} -1 1 -1 -1 -1 -1 -1 -1 -1"
+        )
     for job in (1201, 1202):
-        lines.append(f"{job} {3600 * (job - 1200)} -1 172800 16 -1 -1 16 180000 -1 1 -1 -1 -1 -1 -1 -1 -1")
+        lines.append(
+            f"{job} {3600 * (job - 1200)} -1 172800 16 -1 -1 16 180000 -1 1 -1 -1 -1 -1 -1 -1 -1"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -133,8 +171,21 @@ def _busy_trace(seed: int = 7) -> str:
 def busy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("busy")
     (folder / "busy.swf").write_text(_busy_trace())
-    assert main(["replay", str(folder / "busy.swf"), "--platform", "nodes=8,cores=4",
-                 "--scheduler", "easy", "--out", str(folder / "run")]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(folder / "busy.swf"),
+                "--platform",
+                "nodes=8,cores=4",
+                "--scheduler",
+                "easy",
+                "--out",
+                str(folder / "run"),
+            ]
+        )
+        == 0
+    )
     return folder / "run"
 
 
@@ -159,10 +210,13 @@ def _inside(svg: Path) -> tuple[int, list[tuple[float, float, float, float]]]:
 
 
 def test_default_view_of_many_short_jobs_draws_them_all_inside_the_axes(
-        busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    busy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["plot", str(busy)]) == 0
-    assert ("Gantt chart: 1,202 of 1,202 jobs drawn, window 0.14 to 101.96 hours (the whole run"
-            in capsys.readouterr().out)
+    assert (
+        "Gantt chart: 1,202 of 1,202 jobs drawn, window 0.14 to 101.96 hours (the whole run"
+        in capsys.readouterr().out
+    )
     drawn, outside = _inside(busy / "schedule.svg")
     assert drawn >= 0.9 * 1202 and outside == []
     text = (busy / "schedule.svg").read_text()
@@ -175,29 +229,42 @@ def test_default_view_of_many_short_jobs_draws_them_all_inside_the_axes(
 
 
 def test_zoomed_view_cuts_pieces_at_the_window_and_the_node_range(
-        busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    busy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["plot", str(busy), "--window", "3d:3.2d", "--nodes", "2:5"]) == 0
     note = capsys.readouterr().out
     drawn, outside = _inside(busy / "schedule.svg")
     assert outside == [] and drawn > 10
-    assert f"Gantt chart: {drawn:,} of 1,202 jobs drawn, window 72.00 to 76.80 hours (--window)" in note
+    assert (
+        f"Gantt chart: {drawn:,} of 1,202 jobs drawn, window 72.00 to 76.80 hours (--window)"
+        in note
+    )
     assert "lie outside the window or the node range" in note
 
 
 def test_png_draws_one_patch_per_piece_inside_the_axes(busy: Path) -> None:
     jobs = pd.read_csv(busy / "jobs.csv")
     started = jobs[jobs["start_time"].notna()]
-    allocations = core_allocations(started["nodes"].tolist(), started["cores"].tolist(),
-                                   started["units"].tolist())
-    window = default_window(started["start_time"].to_numpy(float), started["end_time"].to_numpy(float))
+    allocations = core_allocations(
+        started["nodes"].tolist(), started["cores"].tolist(), started["units"].tolist()
+    )
+    window = default_window(
+        started["start_time"].to_numpy(float), started["end_time"].to_numpy(float)
+    )
     notes: list[str] = []
-    figure, caption, _ = gantt_figures(started, allocations, np.full(8, 4), window,
-                                       TimeUnit(86400.0, "days"), notes, (0, 8))
+    figure, caption, _ = gantt_figures(
+        started, allocations, np.full(8, 4), window, TimeUnit(86400.0, "days"), notes, (0, 8)
+    )
     assert caption.startswith("1,202 of the run's 1,202 jobs drawn, window ")
     axes = figure.axes[0]
     (patches,) = axes.collections
-    rects = gantt_rectangles(started["job_id"].tolist(), started["start_time"].tolist(),
-                             started["end_time"].tolist(), allocations, [4] * 8)
+    rects = gantt_rectangles(
+        started["job_id"].tolist(),
+        started["start_time"].tolist(),
+        started["end_time"].tolist(),
+        allocations,
+        [4] * 8,
+    )
     assert len(patches.get_paths()) == len(rects.job) >= 1202
     vertices = np.concatenate([path.vertices for path in patches.get_paths()])
     x_low, x_high = axes.get_xlim()

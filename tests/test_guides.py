@@ -21,7 +21,9 @@ from market_hpc.policies import registry
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACES = REPO.parent / "shared" / "traces"
-BLOCK = re.compile(r"(?:<!-- (?P<marker>[^>]*) -->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.DOTALL)
+BLOCK = re.compile(
+    r"(?:<!-- (?P<marker>[^>]*) -->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.DOTALL
+)
 
 
 def blocks(text: str) -> list[tuple[str, str, str]]:
@@ -59,12 +61,15 @@ def run_guide(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str
 
 
 @pytest.mark.slow
-def test_extending_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_extending_guide_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     run_guide("extending.md", tmp_path, monkeypatch)
     out = capsys.readouterr().out
     # the comparison the guide describes: EASY waits less than FIFO on this load
-    waits = {line.split()[0]: float(line.split()[3]) for line in out.splitlines() if "mean wait" in line}
+    waits = {
+        line.split()[0]: float(line.split()[3]) for line in out.splitlines() if "mean wait" in line
+    }
     assert set(waits) == {"fifo", "easy", "my-saf"} and waits["easy"] < waits["fifo"]
     assert "policy 'head-on-node-zero' at t=" in out and "over-allocates" in out
     assert "mean_wait: paired differences to easy across seeds" in out  # market-hpc report

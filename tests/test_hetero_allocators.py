@@ -109,13 +109,18 @@ def test_weighted_looks_ahead_along_the_announced_pass_order() -> None:
     assert allocator.weights(first, other) == pytest.approx(hand_weights(free, [second]))
     # window=None: the whole queue, the current job included
     assert Weighted(window=None).weights(first, other) == pytest.approx(
-        hand_weights(free, [first, second, third]))
+        hand_weights(free, [first, second, third])
+    )
 
 
 def test_weighted_formula_pieces() -> None:
     assert request_mean(np.array([10.0, 0.0]), 4.0).tolist() == [2.2, 0.2]
-    weights = criticality_weights(np.array([2.0, 1.0, 1.0]), np.array([3.0, 1.0, 0.0]),
-                                  np.array([4.0, 2.0, 0.0]), np.array([1.0, 10.0, 10.0]))
+    weights = criticality_weights(
+        np.array([2.0, 1.0, 1.0]),
+        np.array([3.0, 1.0, 0.0]),
+        np.array([4.0, 2.0, 0.0]),
+        np.array([1.0, 10.0, 10.0]),
+    )
     assert weights.tolist() == [0.5, 5.0, 0.0]
 
 
@@ -158,9 +163,11 @@ def test_priority_counters_rise_on_failures_fall_on_successes_and_stay_in_bounds
 def test_priority_counters_persist_across_decisions_of_a_run() -> None:
     from market_hpc.core.model import HPCModel
 
-    jobs = [Job(1, 0.0, 50.0, 50.0, units=4, unit=(1, 1, 0, 0)),
-            Job(2, 1.0, 5.0, 5.0, units=1, unit=(1, 1, 0, 0)),
-            Job(3, 2.0, 5.0, 5.0, units=1, unit=(1, 1, 0, 0))]
+    jobs = [
+        Job(1, 0.0, 50.0, 50.0, units=4, unit=(1, 1, 0, 0)),
+        Job(2, 1.0, 5.0, 5.0, units=1, unit=(1, 1, 0, 0)),
+        Job(3, 2.0, 5.0, 5.0, units=1, unit=(1, 1, 0, 0)),
+    ]
     model = HPCModel(jobs, SMALL, "fifo", "priority-weighted")
     model.run(until=2.0)
     # job 1 took every GPU (success: stays at 1); the blocked head, job 2, failed at t = 1 and 2
@@ -170,8 +177,14 @@ def test_priority_counters_persist_across_decisions_of_a_run() -> None:
 
 
 # --------------------------------------------------- units never misplaced
-MIXED = Platform("mixed", (NodeType("gpu", 3, 8, gpus=2, mem=16384), NodeType("mic", 3, 8, mics=2, mem=16384),
-                           NodeType("cpu", 2, 16, mem=32768)))
+MIXED = Platform(
+    "mixed",
+    (
+        NodeType("gpu", 3, 8, gpus=2, mem=16384),
+        NodeType("mic", 3, 8, mics=2, mem=16384),
+        NodeType("cpu", 2, 16, mem=32768),
+    ),
+)
 
 
 @pytest.mark.parametrize("name", [*HETERO, "first-fit", "best-fit"])
@@ -195,13 +208,17 @@ def test_units_never_land_on_a_node_lacking_what_they_need(name: str, exclusive:
         need = np.asarray(unit)
         if allocation is None:
             if not exclusive:
-                room = sum(min(row[k] // need[k] for k in range(4) if need[k]) for row in free.tolist())
+                room = sum(
+                    min(row[k] // need[k] for k in range(4) if need[k]) for row in free.tolist()
+                )
                 assert room < job.units, f"{name} refused a job that fits: {free.tolist()} {job}"
             continue
         placed += 1
         assert sum(u for _, u in allocation) == job.units
         for node, units in allocation:
-            assert (units * need <= free[node]).all(), f"{name}: {units} x {unit} on node {node} {free[node]}"
+            assert (units * need <= free[node]).all(), (
+                f"{name}: {units} x {unit} on node {node} {free[node]}"
+            )
             if exclusive:
                 assert (free[node] == MIXED.capacity[node]).all()
     assert placed > 50

@@ -30,14 +30,29 @@ def overloaded(seed: int, platform: str, units: list[tuple[int, ...]], bb: bool)
     jobs = []
     for job in random_workload(seed, platform, units, count=360):
         extra = {"bb": float(rng.integers(1, 70))} if bb and rng.random() < 0.5 else {}
-        jobs.append(dataclasses.replace(job, submit=job.submit / 4, run_time=job.run_time * 2,
-                                        estimate=job.estimate * 2, queue=int(rng.integers(0, 3)), **extra))
+        jobs.append(
+            dataclasses.replace(
+                job,
+                submit=job.submit / 4,
+                run_time=job.run_time * 2,
+                estimate=job.estimate * 2,
+                queue=int(rng.integers(0, 3)),
+                **extra,
+            )
+        )
     return jobs
 
 
-def _run(scheduler: str, params: dict, jobs: list[Job], platform: str, exclusive: bool) -> tuple[pd.DataFrame, int]:  # type: ignore[type-arg]
-    model = HPCModel(jobs, platform, policy=make_policy(scheduler, "first-fit", scheduler_params=params),
-                     exclusive=exclusive, seed=2)
+def _run(
+    scheduler: str, params: dict, jobs: list[Job], platform: str, exclusive: bool
+) -> tuple[pd.DataFrame, int]:  # type: ignore[type-arg]
+    model = HPCModel(
+        jobs,
+        platform,
+        policy=make_policy(scheduler, "first-fit", scheduler_params=params),
+        exclusive=exclusive,
+        seed=2,
+    )
     longest = 0
     while model.running:
         model.step()
@@ -47,7 +62,9 @@ def _run(scheduler: str, params: dict, jobs: list[Job], platform: str, exclusive
 
 @pytest.mark.parametrize("scheduler", ["prb", "ebf"])
 @pytest.mark.parametrize("name", list(PLATFORMS))
-def test_leaving_out_jobs_that_cannot_be_placed_keeps_every_decision(scheduler: str, name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_leaving_out_jobs_that_cannot_be_placed_keeps_every_decision(
+    scheduler: str, name: str, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     platform, units, exclusive = PLATFORMS[name]
     params = {"expected_wait": {0: 600.0, 1: 3600.0, 2: 7200.0}} if scheduler == "prb" else {}
     calls = []
@@ -63,12 +80,16 @@ def test_leaving_out_jobs_that_cannot_be_placed_keeps_every_decision(scheduler: 
             patch.setattr(hetero_schedulers, "placeable", counted)
             left_out, longest = _run(scheduler, params, jobs, platform, exclusive)
         with monkeypatch.context() as patch:
-            patch.setattr(hetero_schedulers, "_skips_unplaceable", lambda allocator: False)  # every job tried
+            patch.setattr(
+                hetero_schedulers, "_skips_unplaceable", lambda allocator: False
+            )  # every job tried
             every, _ = _run(scheduler, params, jobs, platform, exclusive)
         assert longest > 80, "the queue must outgrow the columns threshold (64)"
         pd.testing.assert_frame_equal(left_out, every, obj=f"{scheduler} {name} seed {seed}")
         assert_schedule_invariants(jobs, left_out, platform, exclusive=exclusive)
-    assert calls and max(calls) > 64 and min(calls) <= 64  # both the columns and the plain filter ran
+    assert (
+        calls and max(calls) > 64 and min(calls) <= 64
+    )  # both the columns and the plain filter ran
 
 
 def test_allocators_with_pass_hooks_still_see_every_job() -> None:

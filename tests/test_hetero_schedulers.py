@@ -19,11 +19,15 @@ from market_hpc.policies.hetero_schedulers import Ebf, Prb
 HETERO = {"balanced", "weighted", "priority-weighted"}
 
 
-def core_job(job_id: int, submit: float, cores: int, run: float, estimate: float | None = None) -> Job:
+def core_job(
+    job_id: int, submit: float, cores: int, run: float, estimate: float | None = None
+) -> Job:
     return Job(job_id, submit, run, run if estimate is None else estimate, units=cores)
 
 
-def run(jobs: list[Job], platform: str, scheduler: str, allocator: str = "first-fit", **params: object) -> pd.DataFrame:
+def run(
+    jobs: list[Job], platform: str, scheduler: str, allocator: str = "first-fit", **params: object
+) -> pd.DataFrame:
     policy = make_policy(scheduler, allocator, scheduler_params=params or None)
     model = HPCModel(jobs, platform, policy=policy)
     model.run()
@@ -39,7 +43,12 @@ def test_every_scheduler_composes_with_the_hetero_allocators() -> None:
 # On 4 nodes x 4 cores, A (8 cores) runs 4 s but is expected to run 10; B (12 cores) is
 # blocked at t = 1 and reserved on nodes 0-2 at t = 10; C ends by then and may use a
 # reserved node; D (expected 20 s) may not.
-EBF_JOBS = [core_job(1, 0, 8, 4, 10), core_job(2, 1, 12, 5), core_job(3, 1, 1, 5), core_job(4, 1, 1, 20)]
+EBF_JOBS = [
+    core_job(1, 0, 8, 4, 10),
+    core_job(2, 1, 12, 5),
+    core_job(3, 1, 1, 5),
+    core_job(4, 1, 1, 20),
+]
 
 
 def test_ebf_reserves_the_nodes_the_allocator_picks_and_backfills_around_them() -> None:
@@ -47,7 +56,11 @@ def test_ebf_reserves_the_nodes_the_allocator_picks_and_backfills_around_them() 
     model = HPCModel(EBF_JOBS, "nodes=4,cores=4", policy=policy)
     model.run(until=1.0)
     assert isinstance(policy, Ebf)
-    assert (policy.blocked, policy.reserved_at, policy.reserved_nodes.tolist()) == (2, 10.0, [0, 1, 2])
+    assert (policy.blocked, policy.reserved_at, policy.reserved_nodes.tolist()) == (
+        2,
+        10.0,
+        [0, 1, 2],
+    )
     model.run()
     frame = model.recorder.jobs_frame().set_index("job_id")
     assert frame.loc[3, "nodes"] == "2:1"  # ends by the reservation: a reserved node is fine
@@ -81,9 +94,9 @@ def test_ebf_matches_fcfs_when_nothing_can_be_backfilled() -> None:
 def test_prb_orders_by_relative_wait_then_demand() -> None:
     prb = Prb(Weighted(), expected_wait={1: 100.0})
     jobs = [
-        Job(1, 0.0, 5.0, 50.0, units=1, queue=0),    # waited 11 s, queue expects 1800: 11 * 18
-        Job(2, 8.0, 5.0, 10.0, units=1, queue=1),    # waited 3 s, queue expects 100: 3 * 18 * 18
-        Job(3, 0.0, 5.0, 10.0, units=1, queue=0),    # as job 1 with a smaller demand
+        Job(1, 0.0, 5.0, 50.0, units=1, queue=0),  # waited 11 s, queue expects 1800: 11 * 18
+        Job(2, 8.0, 5.0, 10.0, units=1, queue=1),  # waited 3 s, queue expects 100: 3 * 18 * 18
+        Job(3, 0.0, 5.0, 10.0, units=1, queue=0),  # as job 1 with a smaller demand
     ]
     assert [j.job_id for j in prb.order(jobs, now=10.0)] == [2, 3, 1]
     plain = Prb(Weighted())  # no data: longest waiting first
@@ -117,14 +130,21 @@ class SpyWeighted(Weighted):
         super().begin_pass(jobs, view)
 
 
-@pytest.mark.parametrize(("scheduler", "expected"), [("sjf", [3, 2, 1]), ("fifo", [1, 2, 3]), ("prb", [3, 2, 1])])
+@pytest.mark.parametrize(
+    ("scheduler", "expected"), [("sjf", [3, 2, 1]), ("fifo", [1, 2, 3]), ("prb", [3, 2, 1])]
+)
 def test_schedulers_announce_their_pass_order(scheduler: str, expected: list[int]) -> None:
     from market_hpc.policies.registry import scheduler_entry
 
     spy = SpyWeighted()
     policy = scheduler_entry(scheduler).factory(spy)
     # job 9 leaves one core free; the others wait (PRB: equal waits, smallest demand first)
-    jobs = [core_job(9, 0, 3, 100), core_job(1, 1, 4, 30), core_job(2, 1, 4, 20), core_job(3, 1, 4, 10)]
+    jobs = [
+        core_job(9, 0, 3, 100),
+        core_job(1, 1, 4, 30),
+        core_job(2, 1, 4, 20),
+        core_job(3, 1, 4, 10),
+    ]
     model = HPCModel(jobs, "nodes=1,cores=4", policy=policy)
     model.run(until=1.0)
     assert spy.passes[-1] == expected

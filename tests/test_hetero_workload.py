@@ -77,17 +77,23 @@ def test_consecutive_jobs_of_a_user_have_similar_run_times() -> None:
 # ------------------------------------------------------------- accelerator rule
 def test_accelerator_rule_by_user_is_stable_and_keeps_what_cannot_be_placed() -> None:
     platform = load_platform("curie")
-    jobs = [Job(i, float(i), 10.0, 20.0, units=size, user=i % 50) for i, size in
-            enumerate([1, 8, 9, 64, 1152, 1153, 5000] * 20, start=1)]
+    jobs = [
+        Job(i, float(i), 10.0, 20.0, units=size, user=i % 50)
+        for i, size in enumerate([1, 8, 9, 64, 1152, 1153, 5000] * 20, start=1)
+    ]
     rule = AcceleratorRule(gpu_users=0.3, seed=7)
     out, report = add_accelerators(jobs, rule, platform)
     gpu_users = {u for u in range(50) if user_draw(u, 7) < 0.3}
     for before, after in zip(jobs, out):
-        if before.user in gpu_users and before.units <= 1152:  # 144 hybrid nodes x 2 units x 4 cores
+        if (
+            before.user in gpu_users and before.units <= 1152
+        ):  # 144 hybrid nodes x 2 units x 4 cores
             assert (after.units, after.unit) == (-(-before.units // 4), (4, 1, 0, 0))
         else:
             assert after == before
-    assert report["gpu_jobs"] + report["kept_cpu_too_large"] == sum(j.user in gpu_users for j in jobs)
+    assert report["gpu_jobs"] + report["kept_cpu_too_large"] == sum(
+        j.user in gpu_users for j in jobs
+    )
     assert add_accelerators(jobs[:40], rule, platform)[0] == out[:40]  # slices draw the same users
 
 
@@ -105,8 +111,12 @@ def test_accelerator_rule_by_partition_and_its_validation() -> None:
 
 # ------------------------------------------------------------------ predictors
 def test_data_driven_predictions_are_causal_and_drive_only_what_schedulers_see() -> None:
-    jobs = [Job(1, 0.0, 100.0, 1000.0, user=1), Job(2, 10.0, 300.0, 1000.0, user=1),
-            Job(3, 150.0, 50.0, 1000.0, user=1), Job(4, 400.0, 50.0, 1000.0, user=1)]
+    jobs = [
+        Job(1, 0.0, 100.0, 1000.0, user=1),
+        Job(2, 10.0, 300.0, 1000.0, user=1),
+        Job(3, 150.0, 50.0, 1000.0, user=1),
+        Job(4, 400.0, 50.0, 1000.0, user=1),
+    ]
     model = HPCModel(jobs, "nodes=4,cores=1", "fifo", predictor=make_predictor("data-driven"))
     model.run()
     frame = model.recorder.jobs_frame().set_index("job_id")
@@ -121,8 +131,10 @@ def test_predictor_registry() -> None:
     job = Job(1, 0.0, 42.0, 600.0, user=3)
     assert make_predictor("real").predict(job, 0.0) == 42.0
     assert make_predictor("wall-time").predict(job, 0.0) == 600.0
-    with pytest.raises(UnknownNameError, match=re.escape(
-            "unknown predictor 'oracle'; valid choices: data-driven, real, wall-time")):
+    with pytest.raises(
+        UnknownNameError,
+        match=re.escape("unknown predictor 'oracle'; valid choices: data-driven, real, wall-time"),
+    ):
         make_predictor("oracle")
 
 
@@ -139,10 +151,14 @@ def test_mean_queue_size_counts_jobs_waiting_before_each_decision() -> None:
 
 
 def test_summary_reports_queue_size_and_load_ratios() -> None:
-    config = config_from_dict({"platform": "eurora", "seed": 1,
-                               "workload": {"generator": "eurora", "jobs": 300, "month": "2014-09"},
-                               "policy": {"scheduler": "ebf", "allocator": "weighted",
-                                          "predictor": "data-driven"}})
+    config = config_from_dict(
+        {
+            "platform": "eurora",
+            "seed": 1,
+            "workload": {"generator": "eurora", "jobs": 300, "month": "2014-09"},
+            "policy": {"scheduler": "ebf", "allocator": "weighted", "predictor": "data-driven"},
+        }
+    )
     summary = simulate(config).summary
     for key in ("mean_queue_size", "load_ratio_cores", "load_ratio_gpus", "load_ratio_mics"):
         assert np.isfinite(summary[key]), key
@@ -150,18 +166,31 @@ def test_summary_reports_queue_size_and_load_ratios() -> None:
 
 
 # ----------------------------------------------------------------------- config
-@pytest.mark.parametrize(("data", "message"), [
-    ({"policy": {"predictor": "oracle"}},
-     "unknown policy.predictor 'oracle'; valid choices: data-driven, real, wall-time"),
-    ({"workload": {"generator": "eurora", "month": "2099-01"}},
-     "unknown workload.month '2099-01'; valid choices: 2014-04, 2014-08, 2014-09, 2015-04"),
-    ({"workload": {"generator": "lublin-feitelson", "month": "2014-09"}},
-     'workload.month applies to generator = "eurora" only'),
-    ({"workload": {"generator": "eurora", "accelerators": {"gpu_users": -1.0}}},
-     r"workload.accelerators.gpu_users must be in \[0, 1\]"),
-    ({"workload": {"generator": "eurora", "accelerators": {"tpus": 1}}},
-     "unknown config key 'workload.accelerators.tpus'"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"policy": {"predictor": "oracle"}},
+            "unknown policy.predictor 'oracle'; valid choices: data-driven, real, wall-time",
+        ),
+        (
+            {"workload": {"generator": "eurora", "month": "2099-01"}},
+            "unknown workload.month '2099-01'; valid choices: 2014-04, 2014-08, 2014-09, 2015-04",
+        ),
+        (
+            {"workload": {"generator": "lublin-feitelson", "month": "2014-09"}},
+            'workload.month applies to generator = "eurora" only',
+        ),
+        (
+            {"workload": {"generator": "eurora", "accelerators": {"gpu_users": -1.0}}},
+            r"workload.accelerators.gpu_users must be in \[0, 1\]",
+        ),
+        (
+            {"workload": {"generator": "eurora", "accelerators": {"tpus": 1}}},
+            "unknown config key 'workload.accelerators.tpus'",
+        ),
+    ],
+)
 def test_seed_000_config_errors(data: dict, message: str) -> None:
     base = {"workload": {"generator": "eurora"}}
     base.update({k: {**base.get(k, {}), **v} for k, v in data.items()})

@@ -18,9 +18,16 @@ from market_hpc.workload.market_rule import NARROWER_TIME, MarketRule
 FLAT = MarketRule(serial_fraction=0.0)  # perfect speed-up: RT(c) = T1 / c, easy to check by hand
 
 
-def run(jobs: list[Job], scheduler: str, platform: str = "nodes=1,cores=4", allocator: str | None = None,
-        **options: object) -> dict[int, dict[str, object]]:
-    model = HPCModel(jobs, platform=platform, scheduler=scheduler, allocator=allocator, seed=1, **options)
+def run(
+    jobs: list[Job],
+    scheduler: str,
+    platform: str = "nodes=1,cores=4",
+    allocator: str | None = None,
+    **options: object,
+) -> dict[int, dict[str, object]]:
+    model = HPCModel(
+        jobs, platform=platform, scheduler=scheduler, allocator=allocator, seed=1, **options
+    )
     model.run()
     frame = model.jobs_frame().set_index("job_id")
     return {int(job_id): row for job_id, row in frame.to_dict("index").items()}
@@ -28,13 +35,25 @@ def run(jobs: list[Job], scheduler: str, platform: str = "nodes=1,cores=4", allo
 
 def test_the_told_profile_and_curve_come_from_the_estimate_the_clock_from_the_run_time() -> None:
     job = with_value(Job(1, 0.0, 100.0, 400.0, units=4), FLAT, "estimate", molding=True)
-    assert job.profile == (1600.0, 800.0, pytest.approx(533.333, abs=1e-3), 400.0)  # the estimate's Amdahl
-    assert job.run_profile == (400.0, 200.0, pytest.approx(133.333, abs=1e-3), 100.0)  # the recorded run time's
+    assert job.profile == (
+        1600.0,
+        800.0,
+        pytest.approx(533.333, abs=1e-3),
+        400.0,
+    )  # the estimate's Amdahl
+    assert job.run_profile == (
+        400.0,
+        200.0,
+        pytest.approx(133.333, abs=1e-3),
+        100.0,
+    )  # the recorded run time's
     curve = job.payload["value_curve"]
     assert curve.max_value == pytest.approx(4 * 400.0 / 3600.0)  # 4 cores x the requested 400 s
     assert curve.plateau_end == 400.0 + FLAT.plateau_slack
     recorded = with_value(Job(1, 0.0, 100.0, 400.0, units=4), FLAT, "recorded", molding=True)
-    assert recorded.profile[-1] == 100.0 and recorded.run_profile is None  # today's design-time profile
+    assert (
+        recorded.profile[-1] == 100.0 and recorded.run_profile is None
+    )  # today's design-time profile
     assert recorded.payload["value_curve"].max_value == pytest.approx(4 * 100.0 / 3600.0)
 
 
@@ -49,7 +68,9 @@ def test_without_molding_every_narrower_width_is_past_the_value_curve() -> None:
     assert molded.payload["value_curve"] == job.payload["value_curve"]
 
 
-def test_a_market_job_runs_its_recorded_time_is_expected_at_its_estimate_and_earns_its_real_end() -> None:
+def test_a_market_job_runs_its_recorded_time_is_expected_at_its_estimate_and_earns_its_real_end() -> (
+    None
+):
     # one 4-core job: run 100 s, estimate 400 s; minVR starts it at 0 on all 4 cores
     job = with_value(Job(1, 0.0, 100.0, 400.0, units=4), FLAT, "estimate", molding=False)
     model = HPCModel([job], platform="nodes=1,cores=4", scheduler="minvr", seed=1)
@@ -78,9 +99,11 @@ def test_easy_backfills_on_the_estimate_not_the_recorded_end() -> None:
     # told the estimate (1,000) it backfills (2 + 200 <= 1,000); knowing the recorded end
     # (100, today's "recorded" profiles) it does not (202 > 100, no extra cores).
     def jobs(knowledge: str) -> list[Job]:
-        return [with_value(Job(1, 0.0, 100.0, 1000.0, units=2), FLAT, knowledge, molding=False),
-                with_value(Job(2, 1.0, 50.0, 60.0, units=4), FLAT, knowledge, molding=False),
-                with_value(Job(3, 2.0, 150.0, 200.0, units=2), FLAT, knowledge, molding=False)]
+        return [
+            with_value(Job(1, 0.0, 100.0, 1000.0, units=2), FLAT, knowledge, molding=False),
+            with_value(Job(2, 1.0, 50.0, 60.0, units=4), FLAT, knowledge, molding=False),
+            with_value(Job(3, 2.0, 150.0, 200.0, units=2), FLAT, knowledge, molding=False),
+        ]
 
     told = run(jobs("estimate"), "easy")
     assert [told[i]["start_time"] for i in (1, 2, 3)] == [0.0, 152.0, 2.0]
@@ -92,8 +115,10 @@ def test_without_molding_the_market_waits_for_the_requested_size() -> None:
     # 4 cores. Job 1 (2 cores, 100 s) starts at 0. Job 2 asks for 4 cores (400 s on 4) at 1:
     # molding lets minVR start it on the 2 free cores at 1 (800 s); without, it waits until 100.
     def jobs(molding: bool) -> list[Job]:
-        return [with_value(Job(1, 0.0, 100.0, 100.0, units=2), FLAT, "estimate", molding),
-                with_value(Job(2, 1.0, 400.0, 400.0, units=4), FLAT, "estimate", molding)]
+        return [
+            with_value(Job(1, 0.0, 100.0, 100.0, units=2), FLAT, "estimate", molding),
+            with_value(Job(2, 1.0, 400.0, 400.0, units=4), FLAT, "estimate", molding),
+        ]
 
     molded = run(jobs(True), "minvr")
     assert (molded[2]["start_time"], molded[2]["units"], molded[2]["end_time"]) == (1.0, 2, 801.0)
@@ -113,7 +138,9 @@ def test_the_core_refuses_a_narrower_start_of_a_job_that_may_not_mold() -> None:
 
     model = HPCModel([job], platform="nodes=1,cores=4", scheduler="easy", seed=1)
     model.manager.policy = Narrow()  # type: ignore[assignment]
-    with pytest.raises(PolicyError, match=r"job 1 runs at its requested size \(molding = false\): needs 4 units"):
+    with pytest.raises(
+        PolicyError, match=r"job 1 runs at its requested size \(molding = false\): needs 4 units"
+    ):
         model.run()
 
 
@@ -121,13 +148,20 @@ def test_a_predictor_tells_the_market_a_profile_scaled_to_its_prediction() -> No
     job = with_value(Job(1, 0.0, 100.0, 400.0, units=2), FLAT, "estimate", molding=True)
     real = predicted(job, 100.0)  # policy.predictor = "real"
     assert real.profile == job.run_profile and real.estimate == 100.0
-    assert real.payload["value_curve"] == job.payload["value_curve"]  # the user's declared value stays
-    rigid = predicted(with_value(Job(1, 0.0, 100.0, 400.0, units=2), FLAT, "estimate", molding=False), 100.0)
+    assert (
+        real.payload["value_curve"] == job.payload["value_curve"]
+    )  # the user's declared value stays
+    rigid = predicted(
+        with_value(Job(1, 0.0, 100.0, 400.0, units=2), FLAT, "estimate", molding=False), 100.0
+    )
     assert rigid.profile == (NARROWER_TIME, 100.0)
 
 
 def test_options_are_checked() -> None:
-    with pytest.raises(UnknownNameError, match="workload.all_families.market_knowledge 'oracle'.*estimate, recorded"):
+    with pytest.raises(
+        UnknownNameError,
+        match="workload.all_families.market_knowledge 'oracle'.*estimate, recorded",
+    ):
         AllFamiliesRule(enabled=True, market_knowledge="oracle")
     with pytest.raises(ConfigError, match="workload.all_families.molding must be true or false"):
         AllFamiliesRule(enabled=True, molding="no")  # type: ignore[arg-type]
@@ -138,11 +172,16 @@ def test_options_are_checked() -> None:
 def test_easy_mold_spans_nodes_where_the_jobs_do_and_keeps_rigid_jobs_at_their_size() -> None:
     # 4 nodes x 1 core (KTH-like). Job 1: 3 units, 1,000 s. Job 2 at 1: 2 units, 100 s on 2.
     def jobs(molding: bool) -> list[Job]:
-        return [with_value(Job(1, 0.0, 1000.0, 1000.0, units=3), FLAT, "estimate", molding),
-                with_value(Job(2, 1.0, 100.0, 100.0, units=2), FLAT, "estimate", molding)]
+        return [
+            with_value(Job(1, 0.0, 1000.0, 1000.0, units=3), FLAT, "estimate", molding),
+            with_value(Job(2, 1.0, 100.0, 100.0, units=2), FLAT, "estimate", molding),
+        ]
 
     molded = run(jobs(True), "easy-mold", platform="nodes=4,cores=1")
-    assert (molded[1]["start_time"], molded[1]["units"]) == (0.0, 3)  # across 3 nodes, not on 1 core
+    assert (molded[1]["start_time"], molded[1]["units"]) == (
+        0.0,
+        3,
+    )  # across 3 nodes, not on 1 core
     # job 2 on the one free core ends at 1 + 200 = 201, before its reservation would (1,000 + 100)
     assert (molded[2]["start_time"], molded[2]["units"], molded[2]["end_time"]) == (1.0, 1, 201.0)
     rigid = run(jobs(False), "easy-mold", platform="nodes=4,cores=1")
@@ -155,14 +194,24 @@ def test_the_summary_counts_molded_jobs_and_jobs_past_their_estimate(tmp_path) -
 
     # 4 cores: job 1 (2 cores, run 100 > estimate 50), job 2 at 1 asking for 4 cores
     trace = tmp_path / "t.swf"
-    trace.write_text("1 0 -1 100 2 -1 -1 2 50 -1 1 1 -1 -1 1 -1 -1 -1\n"
-                     "2 1 -1 400 4 -1 -1 4 400 -1 1 1 -1 -1 1 -1 -1 -1\n")
+    trace.write_text(
+        "1 0 -1 100 2 -1 -1 2 50 -1 1 1 -1 -1 1 -1 -1 -1\n"
+        "2 1 -1 400 4 -1 -1 4 400 -1 1 1 -1 -1 1 -1 -1 -1\n"
+    )
 
     def summary(molding: bool, scheduler: str = "minvr") -> dict[str, object]:
-        run = config_from_dict({"platform": "nodes=1,cores=4", "seed": 1, "timeseries": False,
-                                "workload": {"trace": str(trace), "all_families": {
-                                    "enabled": True, "molding": molding, "bb_load": 0.5}},
-                                "policy": {"scheduler": scheduler, "allocator": "max-bid"}})
+        run = config_from_dict(
+            {
+                "platform": "nodes=1,cores=4",
+                "seed": 1,
+                "timeseries": False,
+                "workload": {
+                    "trace": str(trace),
+                    "all_families": {"enabled": True, "molding": molding, "bb_load": 0.5},
+                },
+                "policy": {"scheduler": scheduler, "allocator": "max-bid"},
+            }
+        )
         return simulate(run).summary
 
     molded = summary(True)
@@ -179,24 +228,36 @@ def test_a_dropped_job_counts_with_its_recorded_run_time_until_the_runs_end(tmp_
     # ends (plateau 3,600 + 4 h, then a day) before job 1 does: minVR drops it. The run ends
     # at 200,000; job 2 counts as waiting 199,999 s, then running its 3,600 s.
     trace = tmp_path / "t.swf"
-    trace.write_text("1 0 -1 200000 1 -1 -1 1 200000 -1 1 1 -1 -1 1 -1 -1 -1\n"
-                     "2 1 -1 3600 1 -1 -1 1 3600 -1 1 2 -1 -1 1 -1 -1 -1\n")
-    run = config_from_dict({"platform": "nodes=1,cores=1", "seed": 1, "timeseries": False,
-                            "workload": {"trace": str(trace), "all_families": {"enabled": True, "bb_load": 0.5}},
-                            "policy": {"scheduler": "minvr", "allocator": "max-bid"}})
+    trace.write_text(
+        "1 0 -1 200000 1 -1 -1 1 200000 -1 1 1 -1 -1 1 -1 -1 -1\n"
+        "2 1 -1 3600 1 -1 -1 1 3600 -1 1 2 -1 -1 1 -1 -1 -1\n"
+    )
+    run = config_from_dict(
+        {
+            "platform": "nodes=1,cores=1",
+            "seed": 1,
+            "timeseries": False,
+            "workload": {"trace": str(trace), "all_families": {"enabled": True, "bb_load": 0.5}},
+            "policy": {"scheduler": "minvr", "allocator": "max-bid"},
+        }
+    )
     result = simulate(run)
     assert result.jobs.set_index("job_id").status.to_dict() == {1: "finished", 2: "dropped"}
     summary = result.summary
     assert summary["mean_wait_all"] == pytest.approx((0.0 + 199_999.0) / 2)
-    assert summary["mean_bounded_slowdown_all"] == pytest.approx((1.0 + (199_999.0 + 3600.0) / 3600.0) / 2)
+    assert summary["mean_bounded_slowdown_all"] == pytest.approx(
+        (1.0 + (199_999.0 + 3600.0) / 3600.0) / 2
+    )
     assert summary["mean_bounded_slowdown"] == 1.0 and summary["completed_share"] == 0.5
 
 
 def test_easy_mold_starts_a_job_only_when_its_burst_buffer_request_fits() -> None:
     # 4 cores, a 100 GB pool. Job 1 (1 core, 80 GB, 100 s) from 0; job 2 (1 core, 50 GB) at 1
     # has cores but not the pool: it waits until job 1 ends; job 3 (1 core, 10 GB) backfills.
-    jobs = [with_value(Job(1, 0.0, 100.0, 100.0, units=1, bb=80.0), FLAT, "estimate", molding=True),
-            with_value(Job(2, 1.0, 100.0, 100.0, units=1, bb=50.0), FLAT, "estimate", molding=True),
-            with_value(Job(3, 2.0, 10.0, 10.0, units=1, bb=10.0), FLAT, "estimate", molding=True)]
+    jobs = [
+        with_value(Job(1, 0.0, 100.0, 100.0, units=1, bb=80.0), FLAT, "estimate", molding=True),
+        with_value(Job(2, 1.0, 100.0, 100.0, units=1, bb=50.0), FLAT, "estimate", molding=True),
+        with_value(Job(3, 2.0, 10.0, 10.0, units=1, bb=10.0), FLAT, "estimate", molding=True),
+    ]
     rows = run(jobs, "easy-mold", platform="nodes=4,cores=1,bb=100")
     assert [rows[i]["start_time"] for i in (1, 2, 3)] == [0.0, 100.0, 2.0]

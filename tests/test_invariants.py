@@ -36,10 +36,18 @@ PLATFORMS = {
 SEEDS = (11, 12, 13)
 
 
-def run_model(jobs: list[Job], platform: str, scheduler: str, allocator: str,
-              exclusive: bool) -> tuple[HPCModel, pd.DataFrame]:
-    model = HPCModel(jobs, platform=platform, scheduler=scheduler, allocator=allocator,
-                     exclusive=exclusive, seed=3, record_timeseries=False)
+def run_model(
+    jobs: list[Job], platform: str, scheduler: str, allocator: str, exclusive: bool
+) -> tuple[HPCModel, pd.DataFrame]:
+    model = HPCModel(
+        jobs,
+        platform=platform,
+        scheduler=scheduler,
+        allocator=allocator,
+        exclusive=exclusive,
+        seed=3,
+        record_timeseries=False,
+    )
     model.run()
     return model, model.recorder.jobs_frame()
 
@@ -50,13 +58,21 @@ def invariant_cases() -> list[object]:
         classic_pairs(), sorted(PLATFORMS), (False, True)
     ):
         mode = "exclusive" if exclusive else "core-level"
-        cases.append(pytest.param(scheduler, allocator, platform_name, exclusive,
-                                  id=f"{scheduler}+{allocator}-{platform_name}-{mode}"))
+        cases.append(
+            pytest.param(
+                scheduler,
+                allocator,
+                platform_name,
+                exclusive,
+                id=f"{scheduler}+{allocator}-{platform_name}-{mode}",
+            )
+        )
     return cases
 
 
-@pytest.mark.parametrize(("scheduler", "allocator", "platform_name", "exclusive"),
-                         invariant_cases())
+@pytest.mark.parametrize(
+    ("scheduler", "allocator", "platform_name", "exclusive"), invariant_cases()
+)
 def test_random_workloads_keep_invariants(
     scheduler: str, allocator: str, platform_name: str, exclusive: bool
 ) -> None:
@@ -82,19 +98,20 @@ def test_workloads_exercise_what_the_invariants_check() -> None:
     assert any(job.estimate < job.run_time for job in jobs)
     assert any(job.run_time == 0 for job in jobs)
     assert len({job.submit for job in jobs}) < len(jobs)
-    _, frame = run_model(random_workload(SEEDS[0], platform, units_from), platform,
-                         "easy", "first-fit", False)
+    _, frame = run_model(
+        random_workload(SEEDS[0], platform, units_from), platform, "easy", "first-fit", False
+    )
     assert frame["nodes"].map(lambda text: len(parse_nodes(text)) > 1).any()
 
 
 # ------------------------------------------------------------ the checker itself
 PLATFORM = "nodes=2,cores=2"
 JOBS = [
-    Job(1, 0.0, 5.0, 5.0, units=2),                       # node 0, [0, 5)
-    Job(2, 0.0, 5.0, 5.0, units=2),                       # node 1, [0, 5)
-    Job(3, 1.0, 4.0, 4.0, units=2),                       # node 0, [5, 9): starts as 1 ends
-    Job(4, 2.0, 1.0, 1.0, units=9),                       # too large: rejected
-    Job(5, 3.0, 2.0, 2.0, units=1, unit=(2, 0, 0, 0)),    # one 2-core unit
+    Job(1, 0.0, 5.0, 5.0, units=2),  # node 0, [0, 5)
+    Job(2, 0.0, 5.0, 5.0, units=2),  # node 1, [0, 5)
+    Job(3, 1.0, 4.0, 4.0, units=2),  # node 0, [5, 9): starts as 1 ends
+    Job(4, 2.0, 1.0, 1.0, units=9),  # too large: rejected
+    Job(5, 3.0, 2.0, 2.0, units=1, unit=(2, 0, 0, 0)),  # one 2-core unit
 ]
 
 

@@ -23,8 +23,20 @@ ACCASIM_MEAN_WAIT = 218_832.06
 def test_kth_fifo_first_fit_matches_accasim_job_by_job(tmp_path):
     trace = real_trace("KTH-SP2-1996-2.1-cln.swf.gz")
     out = tmp_path / "kth"
-    code = main(["replay", str(trace), "--platform", "nodes=100,cores=1", "--scheduler", "fifo",
-                 "--allocator", "first-fit", "--out", str(out)])
+    code = main(
+        [
+            "replay",
+            str(trace),
+            "--platform",
+            "nodes=100,cores=1",
+            "--scheduler",
+            "fifo",
+            "--allocator",
+            "first-fit",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     import pandas as pd
 

@@ -10,10 +10,22 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "market_hpc"
 FORBIDDEN = {
-    "algorithms": ("mesa", "market_hpc.core", "market_hpc.policies", "market_hpc.workload",
-                   "market_hpc.experiment", "market_hpc.cli"),
-    "domain": ("mesa", "market_hpc.algorithms", "market_hpc.policies", "market_hpc.core",
-               "market_hpc.experiment", "market_hpc.cli"),
+    "algorithms": (
+        "mesa",
+        "market_hpc.core",
+        "market_hpc.policies",
+        "market_hpc.workload",
+        "market_hpc.experiment",
+        "market_hpc.cli",
+    ),
+    "domain": (
+        "mesa",
+        "market_hpc.algorithms",
+        "market_hpc.policies",
+        "market_hpc.core",
+        "market_hpc.experiment",
+        "market_hpc.cli",
+    ),
     "policies": ("mesa", "market_hpc.core", "market_hpc.experiment", "market_hpc.cli"),
     "core": ("market_hpc.experiment", "market_hpc.cli", "market_hpc.viz"),
     "workload": ("mesa", "market_hpc.core", "market_hpc.experiment", "market_hpc.cli"),
@@ -37,7 +49,9 @@ def test_layer_imports_point_left(layer):
     for path in sorted((PACKAGE / layer).rglob("*.py")):
         for name in imported_modules(path):
             for banned in FORBIDDEN[layer]:
-                assert not (name == banned or name.startswith(banned + ".")), f"{path} imports {name}"
+                assert not (name == banned or name.startswith(banned + ".")), (
+                    f"{path} imports {name}"
+                )
 
 
 def test_nothing_imports_visualization():
@@ -62,28 +76,42 @@ def import_graph() -> nx.DiGraph:
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules
-                           else node.module for alias in node.names]
+                targets = [
+                    f"{node.module}.{alias.name}"
+                    if f"{node.module}.{alias.name}" in modules
+                    else node.module
+                    for alias in node.names
+                ]
             else:
                 continue
-            graph.add_edges_from((name, target) for target in targets if target in modules and target != name)
+            graph.add_edges_from(
+                (name, target) for target in targets if target in modules and target != name
+            )
     return graph
 
 
 @pytest.mark.smoke
 def test_the_package_has_no_import_cycles():
     graph = import_graph()
-    assert {"market_hpc.core.model", "market_hpc.core.agents", "market_hpc.core.view", "market_hpc.core.recorder"} <= set(graph)
-    assert graph.has_edge("market_hpc.core.model", "market_hpc.core.agents")  # the scan sees imports at all
+    assert {
+        "market_hpc.core.model",
+        "market_hpc.core.agents",
+        "market_hpc.core.view",
+        "market_hpc.core.recorder",
+    } <= set(graph)
+    assert graph.has_edge(
+        "market_hpc.core.model", "market_hpc.core.agents"
+    )  # the scan sees imports at all
     cycles = sorted(sorted(cycle) for cycle in nx.simple_cycles(graph))
     assert not cycles, f"import cycles: {cycles}"
 
 
 def test_the_cycle_check_sees_type_checking_imports(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from market_hpc.core.model import X\n")
+    module.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from market_hpc.core.model import X\n"
+    )
     assert "market_hpc.core.model" in imported_modules(module)
-
 
 
 def private_imports(text: str, module: str, is_package: bool = False) -> list[str]:
@@ -94,7 +122,7 @@ def private_imports(text: str, module: str, is_package: bool = False) -> list[st
     found = []
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.ImportFrom):
-            base = package[:len(package) - node.level + 1] if node.level else []
+            base = package[: len(package) - node.level + 1] if node.level else []
             source = ".".join([*base, node.module] if node.module else base)
             targets = [f"{source}.{alias.name}" for alias in node.names]
         elif isinstance(node, ast.Import):
@@ -104,7 +132,9 @@ def private_imports(text: str, module: str, is_package: bool = False) -> list[st
         for target in targets:
             if not target.startswith("market_hpc.") or target.rsplit(".", 1)[0] == module:
                 continue
-            if any(part.startswith("_") and not part.startswith("__") for part in target.split(".")):
+            if any(
+                part.startswith("_") and not part.startswith("__") for part in target.split(".")
+            ):
                 found.append(target)
     return found
 
@@ -116,19 +146,24 @@ def test_no_module_imports_another_modules_private_name():
         names = private_imports(path.read_text(), module_name(path), path.name == "__init__.py")
         if names:
             offenders[str(path.relative_to(PACKAGE.parent))] = names
-    assert not offenders, f"private names imported across modules (make them public where they belong): {offenders}"
+    assert not offenders, (
+        f"private names imported across modules (make them public where they belong): {offenders}"
+    )
 
 
-@pytest.mark.parametrize(("source", "expected"), [
-    ("from market_hpc.workload.swf import _number", ["market_hpc.workload.swf._number"]),
-    ("from .swf import N_FIELDS, _JOB_ID", ["market_hpc.workload.swf._JOB_ID"]),
-    ("from ..core.model import _Private", ["market_hpc.core.model._Private"]),
-    ("from . import _helpers", ["market_hpc.workload._helpers"]),
-    ("import market_hpc._hidden.x", ["market_hpc._hidden.x"]),
-    ("def f():\n    from market_hpc.core import _late\n", ["market_hpc.core._late"]),
-    ("from market_hpc.workload.swf import __all__, read_swf", []),
-    ("from market_hpc.workload.probe import _own", []),
-    ("from numpy import _private", []),
-])
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from market_hpc.workload.swf import _number", ["market_hpc.workload.swf._number"]),
+        ("from .swf import N_FIELDS, _JOB_ID", ["market_hpc.workload.swf._JOB_ID"]),
+        ("from ..core.model import _Private", ["market_hpc.core.model._Private"]),
+        ("from . import _helpers", ["market_hpc.workload._helpers"]),
+        ("import market_hpc._hidden.x", ["market_hpc._hidden.x"]),
+        ("def f():\n    from market_hpc.core import _late\n", ["market_hpc.core._late"]),
+        ("from market_hpc.workload.swf import __all__, read_swf", []),
+        ("from market_hpc.workload.probe import _own", []),
+        ("from numpy import _private", []),
+    ],
+)
 def test_the_private_import_check_sees_absolute_and_relative_imports(source, expected):
     assert private_imports(source, "market_hpc.workload.probe") == expected

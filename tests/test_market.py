@@ -33,18 +33,32 @@ def test_table_ii_saturation_points():
 
 def fig5_state():
     jobs = {job.job_id: job for job in fig5_jobs()}
-    placement = {1: (0, 3, 0), 4: (0, 3, 3), 7: (0, 3, 5), 3: (1, 3, 1), 2: (1, 4, 4), 5: (1, 2, 6),
-                 6: (2, 9, 2)}
-    executing = [Executing(j, node, cores, start, start, FIG5_LOSSES[j], FIG5_LOSSES[j])
-                 for j, (node, cores, start) in placement.items()]
+    placement = {
+        1: (0, 3, 0),
+        4: (0, 3, 3),
+        7: (0, 3, 5),
+        3: (1, 3, 1),
+        2: (1, 4, 4),
+        5: (1, 2, 6),
+        6: (2, 9, 2),
+    }
+    executing = [
+        Executing(j, node, cores, start, start, FIG5_LOSSES[j], FIG5_LOSSES[j])
+        for j, (node, cores, start) in placement.items()
+    ]
     j8 = jobs[8]
-    arrival = Candidate(8, 7.0, j8.payload["value_curve"], j8.profile, 0.0, True, c_star(j8.profile))
+    arrival = Candidate(
+        8, 7.0, j8.payload["value_curve"], j8.profile, 0.0, True, c_star(j8.profile)
+    )
     return arrival, executing
 
 
 def test_fig5_holding_instances_match_the_paper_table():
     arrival, executing = fig5_state()
-    table = {(p.node, p.held): p.net_profit for p in hold_instances([arrival], executing, [0, 0, 0], 7.0, 0.0)}
+    table = {
+        (p.node, p.held): p.net_profit
+        for p in hold_instances([arrival], executing, [0, 0, 0], 7.0, 0.0)
+    }
     assert table[(0, (7,))] == 40
     assert table[(0, (7, 4))] == 100
     assert table[(1, (5,))] == -80
@@ -101,7 +115,9 @@ def overload_jobs(seed: int, n: int = 40):
         serial = float(rng.integers(20, 80))
         profile = tuple(float(np.ceil(max(serial / c, serial / 4))) for c in range(1, tasks + 1))
         plateau = profile[-1] * rng.uniform(1.0, 1.5)
-        curve = LinearDecayCurve(float(rng.uniform(100, 1000)), plateau, plateau + rng.uniform(1, 3) * serial)
+        curve = LinearDecayCurve(
+            float(rng.uniform(100, 1000)), plateau, plateau + rng.uniform(1, 3) * serial
+        )
         jobs.append(market_job(job_id, t, profile, curve))
     return jobs
 
@@ -118,19 +134,27 @@ def test_profit_accounting_and_work_conservation(policy, penalty):
     dropped = frame[frame.status == "dropped"]
     assert len(finished) + len(dropped) == len(jobs)
     # total = values at completion - penalties; dropped jobs earn nothing and pay nothing extra
-    penalties = sum(penalty * by_id[j].payload["value_curve"].max_value * k
-                    for j, k in zip(frame.job_id, frame.hold_count))
+    penalties = sum(
+        penalty * by_id[j].payload["value_curve"].max_value * k
+        for j, k in zip(frame.job_id, frame.hold_count)
+    )
     assert model.recorder.penalties == pytest.approx(penalties)
     assert model.recorder.profit == pytest.approx(finished.value.sum() - penalties)
     assert (dropped.value == 0).all()
-    expected = [by_id[j].payload["value_curve"].value_at(end - by_id[j].submit)
-                for j, end in zip(finished.job_id, finished.end_time)]
+    expected = [
+        by_id[j].payload["value_curve"].value_at(end - by_id[j].submit)
+        for j, end in zip(finished.job_id, finished.end_time)
+    ]
     assert finished.value.tolist() == pytest.approx(expected)
     # work conserved: finished jobs did exactly one job's work (up to the integer time grid)
     done = work_done(model.recorder.segments_frame(), by_id)
     for job_id in finished.job_id:
         profile = by_id[job_id].profile
-        assert 1.0 - 1e-9 <= done[job_id] < 1.0 + (1 + frame.set_index("job_id").hold_count[job_id]) / min(profile)
+        assert (
+            1.0 - 1e-9
+            <= done[job_id]
+            < 1.0 + (1 + frame.set_index("job_id").hold_count[job_id]) / min(profile)
+        )
 
 
 def test_holding_happens_under_overload_and_jobs_resume_from_the_hold_point():
@@ -163,12 +187,17 @@ def test_queued_job_is_dropped_when_its_value_runs_out():
 def test_market_policy_refuses_jobs_without_value_curves():
     from market_hpc.domain.job import Job
 
-    with pytest.raises(ConfigError, match=r"scheduler 'maxv' cannot run this workload: .*it needs value curves, "
-                       r"missing for 1 job \(e\.g\. job 1\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"scheduler 'maxv' cannot run this workload: .*it needs value curves, "
+        r"missing for 1 job \(e\.g\. job 1\)",
+    ):
         HPCModel([Job(1, 0, 10, 10)], "hlrs-3x9", "maxv")  # by name: refused before the run
     from market_hpc.policies import make_policy
 
-    model = HPCModel([Job(1, 0, 10, 10)], "hlrs-3x9", policy=make_policy("maxv"))  # the policy's own guard
+    model = HPCModel(
+        [Job(1, 0, 10, 10)], "hlrs-3x9", policy=make_policy("maxv")
+    )  # the policy's own guard
     with pytest.raises(ConfigError, match="job 1 has no value curve"):
         model.run()
 
@@ -219,15 +248,27 @@ def test_pruned_hold_search_equals_the_exhaustive_argmax():
             for _ in range(int(rng.integers(1, 5))):
                 seq += 1
                 value = float(rng.integers(0, 300))
-                executing.append(Executing(seq, node, int(rng.integers(1, 4)), float(rng.integers(0, 10)),
-                                           seq, value, value + float(rng.integers(0, 100))))
+                executing.append(
+                    Executing(
+                        seq,
+                        node,
+                        int(rng.integers(1, 4)),
+                        float(rng.integers(0, 10)),
+                        seq,
+                        value,
+                        value + float(rng.integers(0, 100)),
+                    )
+                )
         arrivals = []
         for k in range(int(rng.integers(1, 4))):
             tasks = int(rng.integers(1, 8))
             work = float(rng.integers(10, 60))
             profile = tuple(float(np.ceil(work / c)) for c in range(1, tasks + 1))
-            curve = LinearDecayCurve(float(rng.integers(100, 900)), float(rng.integers(5, 30)),
-                                     float(rng.integers(40, 120)))
+            curve = LinearDecayCurve(
+                float(rng.integers(100, 900)),
+                float(rng.integers(5, 30)),
+                float(rng.integers(40, 120)),
+            )
             arrivals.append(Candidate(100 + k, 10.0, curve, profile, 0.0, True, c_star(profile)))
         penalty = float(rng.choice([0.0, 0.2, 0.6]))
         free = [0] * n_nodes
@@ -253,10 +294,21 @@ def test_bounded_auction_selects_what_a_full_scan_selects(rule):
             work = float(rng.integers(5, 80))
             profile = tuple(float(max(np.ceil(work / c), work / 4)) for c in range(1, tasks + 1))
             plateau = float(rng.integers(1, 40))
-            curve = LinearDecayCurve(float(rng.integers(50, 900)), plateau, plateau + float(rng.integers(1, 90)))
-            candidates[job_id] = Candidate(job_id, float(rng.integers(0, int(now) + 1)), curve, profile,
-                                           float(rng.choice([0.0, 0.3])), False, c_star(profile))
-        taken = set(rng.choice(list(candidates), size=int(rng.integers(0, 2)), replace=False).tolist())
+            curve = LinearDecayCurve(
+                float(rng.integers(50, 900)), plateau, plateau + float(rng.integers(1, 90))
+            )
+            candidates[job_id] = Candidate(
+                job_id,
+                float(rng.integers(0, int(now) + 1)),
+                curve,
+                profile,
+                float(rng.choice([0.0, 0.3])),
+                False,
+                c_star(profile),
+            )
+        taken = set(
+            rng.choice(list(candidates), size=int(rng.integers(0, 2)), replace=False).tolist()
+        )
         bid = int(rng.integers(1, 10))
         expected, expected_key = None, None
         for index, cand in enumerate(candidates.values()):
@@ -266,14 +318,31 @@ def test_bounded_auction_selects_what_a_full_scan_selects(rule):
             gain = profit(cand.curve, now, cand.arrival, cand.profile, cores, cand.progress)
             if gain <= 0:
                 continue
-            score = {"sjq": index, "maxv": -gain, "maxvd": -gain / cores,
-                     "minvr": cand.curve.remaining_value(now - cand.arrival)}[rule]
+            score = {
+                "sjq": index,
+                "maxv": -gain,
+                "maxvd": -gain / cores,
+                "minvr": cand.curve.remaining_value(now - cand.arrival),
+            }[rule]
             key = (score, cand.arrival, cand.job_id)
             if expected_key is None or key < expected_key:
                 expected, expected_key = (cand.job_id, cores), key
-        columns = MarketColumns((Job(c.job_id, c.arrival, 1.0, 1.0, units=len(c.profile), profile=c.profile,
-                                     payload={"value_curve": c.curve}), c.progress, 0)
-                                for c in candidates.values())
+        columns = MarketColumns(
+            (
+                Job(
+                    c.job_id,
+                    c.arrival,
+                    1.0,
+                    1.0,
+                    units=len(c.profile),
+                    profile=c.profile,
+                    payload={"value_curve": c.curve},
+                ),
+                c.progress,
+                0,
+            )
+            for c in candidates.values()
+        )
         auction = Auction(rule, columns, now)
         for job_id in taken:
             if job_id not in auction.dropped:

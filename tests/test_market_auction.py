@@ -21,7 +21,15 @@ RULES = ("sjq", "maxv", "maxvd", "minvr")
 
 
 def _job(job_id: int, submit: float, profile: tuple[float, ...], curve) -> Job:  # type: ignore[no-untyped-def]
-    return Job(job_id, submit, 1.0, 1.0, units=len(profile), profile=profile, payload={"value_curve": curve})
+    return Job(
+        job_id,
+        submit,
+        1.0,
+        1.0,
+        units=len(profile),
+        profile=profile,
+        payload={"value_curve": curve},
+    )
 
 
 def _random_job(rng: np.random.Generator, job_id: int, submit: float, exponential: bool) -> Job:
@@ -30,19 +38,25 @@ def _random_job(rng: np.random.Generator, job_id: int, submit: float, exponentia
     profile = tuple(float(max(np.ceil(work / c), work / 4)) for c in range(1, tasks + 1))
     if tasks > 2 and rng.random() < 0.3:  # a profile that rises before it falls to its minimum
         bump = int(rng.integers(1, tasks - 1))
-        profile = (*profile[:bump], profile[bump - 1] + 3.0, *profile[bump + 1:])
+        profile = (*profile[:bump], profile[bump - 1] + 3.0, *profile[bump + 1 :])
     plateau = float(rng.integers(1, 40))
     kind = rng.random()
     if exponential and kind < 0.2:
-        curve = ExponentialCurve(float(rng.integers(50, 900)), plateau, tau=float(rng.integers(2, 30)))
+        curve = ExponentialCurve(
+            float(rng.integers(50, 900)), plateau, tau=float(rng.integers(2, 30))
+        )
     elif kind < 0.35:
         curve = StepCurve(float(rng.integers(50, 900)), plateau)
     else:
-        curve = LinearDecayCurve(float(rng.integers(50, 900)), plateau, plateau + float(rng.integers(1, 90)))
+        curve = LinearDecayCurve(
+            float(rng.integers(50, 900)), plateau, plateau + float(rng.integers(1, 90))
+        )
     return _job(job_id, submit, profile, curve)
 
 
-def _reference(rule: str, queue: dict[int, tuple[Job, float, int]], now: float, bid: int, taken: set[int]):
+def _reference(
+    rule: str, queue: dict[int, tuple[Job, float, int]], now: float, bid: int, taken: set[int]
+):
     """Drops, wake and selection priced job by job with the scalar code."""
     dropped, wakes, best, scored = [], [], None, None
     for position, (job_id, (job, progress, _)) in enumerate(queue.items()):
@@ -59,8 +73,12 @@ def _reference(rule: str, queue: dict[int, tuple[Job, float, int]], now: float, 
         gain = profit(curve, now, job.submit, profile, cores, progress)  # type: ignore[arg-type]
         if gain <= 0:
             continue
-        score = {"sjq": position, "maxv": -gain, "maxvd": -gain / cores,
-                 "minvr": curve.remaining_value(now - job.submit)}[rule]
+        score = {
+            "sjq": position,
+            "maxv": -gain,
+            "maxvd": -gain / cores,
+            "minvr": curve.remaining_value(now - job.submit),
+        }[rule]
         if scored is None or (score, job.submit, job_id) < scored:
             best, scored = (job_id, cores), (score, job.submit, job_id)
     return dropped, (int(min(wakes)) + 1 if wakes else math.inf), best
@@ -69,7 +87,9 @@ def _reference(rule: str, queue: dict[int, tuple[Job, float, int]], now: float, 
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("exponential", [False, True])
 @pytest.mark.parametrize("long", [1024, 16])
-def test_auction_over_a_living_queue_decides_like_the_scalar_code(rule, exponential, long, monkeypatch):
+def test_auction_over_a_living_queue_decides_like_the_scalar_code(
+    rule, exponential, long, monkeypatch
+):
     """Queues of up to ~70 jobs living through time (pushes, held jobs pushed again,
     drops, starts): every instant's drops, wake and pick equal the scalar reference
     (with ``long = 16``, most maxV and maxVD picks go through the bounds).
@@ -99,7 +119,11 @@ def test_auction_over_a_living_queue_decides_like_the_scalar_code(rule, exponent
             queue[entry[0].job_id] = entry
             columns.push(*entry)
         open_ids = list(queue)
-        taken = set(rng.choice(open_ids, size=min(len(open_ids), int(rng.integers(0, 3))), replace=False).tolist())
+        taken = set(
+            rng.choice(
+                open_ids, size=min(len(open_ids), int(rng.integers(0, 3))), replace=False
+            ).tolist()
+        )
         bid = int(rng.integers(1, 10))
         dropped, wake, expected = _reference(rule, queue, now, bid, taken)
         auction = Auction(rule, columns, now)
@@ -117,8 +141,12 @@ def test_auction_over_a_living_queue_decides_like_the_scalar_code(rule, exponent
 
 def test_rank_of_counts_the_open_jobs_ranked_before():
     # Linear curves, now = 0, no plateau lost: full = vmax, remaining = vmax * plateau + vmax * span / 2.
-    curves = {1: LinearDecayCurve(100.0, 50.0, 60.0), 2: LinearDecayCurve(300.0, 50.0, 60.0),
-              3: LinearDecayCurve(200.0, 50.0, 60.0), 4: LinearDecayCurve(300.0, 50.0, 60.0)}
+    curves = {
+        1: LinearDecayCurve(100.0, 50.0, 60.0),
+        2: LinearDecayCurve(300.0, 50.0, 60.0),
+        3: LinearDecayCurve(200.0, 50.0, 60.0),
+        4: LinearDecayCurve(300.0, 50.0, 60.0),
+    }
     profiles = {1: (10.0,), 2: (20.0, 10.0), 3: (10.0,), 4: (10.0,)}
     columns = MarketColumns((_job(i, 0.0, profiles[i], curves[i]), 0.0, 0) for i in curves)
     ranks = {}
@@ -136,8 +164,12 @@ def test_a_job_is_dropped_at_the_instant_its_fastest_completion_earns_nothing():
     """Zero time 15 after arrival 0, fastest 5: at t = 10 the job would finish at its
     zero time, so it is dropped then; its wake, floor(0 + 15 - 5) = 10, is exactly ``now``
     (a drop index that priced only rows with ``wake < now`` would keep it)."""
-    columns = MarketColumns([(_job(1, 0.0, (5.0,), LinearDecayCurve(100.0, 4.0, 15.0)), 0.0, 0),
-                             (_job(2, 0.0, (5.0,), LinearDecayCurve(100.0, 40.0, 50.0)), 0.0, 0)])
+    columns = MarketColumns(
+        [
+            (_job(1, 0.0, (5.0,), LinearDecayCurve(100.0, 4.0, 15.0)), 0.0, 0),
+            (_job(2, 0.0, (5.0,), LinearDecayCurve(100.0, 40.0, 50.0)), 0.0, 0),
+        ]
+    )
     assert Auction("maxv", columns, 9.0).dropped == []
     auction = Auction("maxv", columns, 10.0)
     assert auction.dropped == [1] and auction.wake == 46  # job 2: floor(0 + 50 - 5) + 1
@@ -149,9 +181,13 @@ def test_sjq_walks_the_queue_order_past_jobs_that_cannot_earn_on_the_offer():
     """Job 1 (first) is worth nothing on one core (done at 30 > zero time 20), job 2 can't
     earn on one core either; job 3 can. On one core SJQ takes job 3; on two, job 1."""
     slow = LinearDecayCurve(100.0, 10.0, 20.0)
-    columns = MarketColumns([(_job(1, 0.0, (30.0, 10.0), slow), 0.0, 0),
-                             (_job(2, 0.0, (25.0, 12.0), slow), 0.0, 0),
-                             (_job(3, 0.0, (8.0,), slow), 0.0, 0)])
+    columns = MarketColumns(
+        [
+            (_job(1, 0.0, (30.0, 10.0), slow), 0.0, 0),
+            (_job(2, 0.0, (25.0, 12.0), slow), 0.0, 0),
+            (_job(3, 0.0, (8.0,), slow), 0.0, 0),
+        ]
+    )
     assert Auction("sjq", columns, 0.0).select(1) == (2, 1)
     assert Auction("sjq", columns, 0.0).select(2) == (0, 2)
     auction = Auction("sjq", columns, 0.0)
@@ -163,9 +199,13 @@ def test_minvr_tries_the_next_least_remaining_value_when_the_least_cannot_earn(m
     """Remaining values now: job 1 1,500 (least) but worth nothing on one core; job 2
     2,500; job 3 5,000. minVR on one core takes job 2, by its retry; with no retry left it
     takes the same job by pricing every row."""
-    columns = MarketColumns([(_job(1, 0.0, (30.0, 10.0), LinearDecayCurve(100.0, 10.0, 20.0)), 0.0, 0),
-                             (_job(2, 0.0, (8.0,), LinearDecayCurve(100.0, 20.0, 30.0)), 0.0, 0),
-                             (_job(3, 0.0, (8.0,), LinearDecayCurve(100.0, 45.0, 55.0)), 0.0, 0)])
+    columns = MarketColumns(
+        [
+            (_job(1, 0.0, (30.0, 10.0), LinearDecayCurve(100.0, 10.0, 20.0)), 0.0, 0),
+            (_job(2, 0.0, (8.0,), LinearDecayCurve(100.0, 20.0, 30.0)), 0.0, 0),
+            (_job(3, 0.0, (8.0,), LinearDecayCurve(100.0, 45.0, 55.0)), 0.0, 0),
+        ]
+    )
     assert Auction("minvr", columns, 0.0).remaining().tolist() == [1500.0, 2500.0, 5000.0]
     assert Auction("minvr", columns, 0.0).select(1) == (1, 1)
     assert Auction("minvr", columns, 0.0).select(2) == (0, 2)
@@ -191,9 +231,13 @@ def test_no_pick_when_no_open_job_earns_on_the_offer(rule):
     """Jobs 1 and 2 earn nothing on one core (done at 30 and 25, zero time 20); job 3,
     which would, was started at this instant."""
     slow = LinearDecayCurve(100.0, 10.0, 20.0)
-    columns = MarketColumns([(_job(1, 0.0, (30.0, 10.0), slow), 0.0, 0),
-                             (_job(2, 0.0, (25.0, 12.0), slow), 0.0, 0),
-                             (_job(3, 0.0, (8.0,), slow), 0.0, 0)])
+    columns = MarketColumns(
+        [
+            (_job(1, 0.0, (30.0, 10.0), slow), 0.0, 0),
+            (_job(2, 0.0, (25.0, 12.0), slow), 0.0, 0),
+            (_job(3, 0.0, (8.0,), slow), 0.0, 0),
+        ]
+    )
     auction = Auction(rule, columns, 0.0)
     auction.take(2)
     assert auction.select(1) is None
@@ -206,8 +250,10 @@ def test_equal_keys_go_to_the_earliest_arrival_then_the_lowest_id(rule):
     (pushed first, arrived at 1), job 4 (arrived at 1), job 6 (arrived at 2). Job 4
     wins; without job 4, job 9; job 6 only alone."""
     curve = LinearDecayCurve(100.0, 50.0, 60.0)
-    columns = MarketColumns((_job(job_id, submit, (8.0,), curve), 0.0, 0) for job_id, submit in ((9, 1.0), (4, 1.0),
-                                                                                                 (6, 2.0)))
+    columns = MarketColumns(
+        (_job(job_id, submit, (8.0,), curve), 0.0, 0)
+        for job_id, submit in ((9, 1.0), (4, 1.0), (6, 2.0))
+    )
     auction = Auction(rule, columns, 2.0)
     picks = []
     for _ in range(3):
@@ -221,11 +267,24 @@ def test_profit_bounds_by_bid_bucket_through_push_and_take():
     of 3 uses the 4-core bucket: a profile that rises on the way to its 4th core gets no
     bound (inf), since fewer cores may then finish sooner."""
     curve = LinearDecayCurve(100.0, 5.0, 15.0)
-    columns = MarketColumns([(_job(1, 0.0, (10.0, 14.0, 12.0, 4.0), curve), 0.0, 0),
-                             (_job(2, 0.0, (10.0, 8.0, 6.0, 4.0), curve), 0.0, 0)])
-    assert [columns.bounds(bid).tolist() for bid in (1, 2, 3)] == [[50.0, 50.0], [math.inf, 70.0],
-                                                                   [math.inf, 100.0]]
-    columns.push(_job(3, 0.0, (14.0, 12.0, 16.0, 2.0), curve), 0.0, 0)  # bounds kept: priced on push
+    columns = MarketColumns(
+        [
+            (_job(1, 0.0, (10.0, 14.0, 12.0, 4.0), curve), 0.0, 0),
+            (_job(2, 0.0, (10.0, 8.0, 6.0, 4.0), curve), 0.0, 0),
+        ]
+    )
+    assert [columns.bounds(bid).tolist() for bid in (1, 2, 3)] == [
+        [50.0, 50.0],
+        [math.inf, 70.0],
+        [math.inf, 100.0],
+    ]
+    columns.push(
+        _job(3, 0.0, (14.0, 12.0, 16.0, 2.0), curve), 0.0, 0
+    )  # bounds kept: priced on push
     assert [columns.bounds(bid)[2] for bid in (1, 2, 4)] == [10.0, 30.0, math.inf]
     columns.take(1)  # job 3 moves into row 0, its bounds with it
-    assert [columns.bounds(bid).tolist() for bid in (1, 2, 4)] == [[10.0, 50.0], [30.0, 70.0], [math.inf, 100.0]]
+    assert [columns.bounds(bid).tolist() for bid in (1, 2, 4)] == [
+        [10.0, 50.0],
+        [30.0, 70.0],
+        [math.inf, 100.0],
+    ]

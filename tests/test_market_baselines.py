@@ -44,10 +44,15 @@ def test_easy_mold_runs_every_job_to_completion_without_holds():
 def test_easy_mold_needs_moldable_jobs():
     from market_hpc.domain.job import Job
 
-    with pytest.raises(ConfigError, match=r"scheduler 'easy-mold' cannot run this workload: it does not run "
-                       r"rigid jobs \(no speedup profile\): 1 job \(e\.g\. job 1\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"scheduler 'easy-mold' cannot run this workload: it does not run "
+        r"rigid jobs \(no speedup profile\): 1 job \(e\.g\. job 1\)",
+    ):
         HPCModel([Job(1, 0, 10, 10)], "hlrs-3x9", "easy-mold")  # by name: refused before the run
     from market_hpc.policies import make_policy
 
-    with pytest.raises(ConfigError, match="easy-mold needs moldable jobs"):  # the policy's own guard
+    with pytest.raises(
+        ConfigError, match="easy-mold needs moldable jobs"
+    ):  # the policy's own guard
         HPCModel([Job(1, 0, 10, 10)], "hlrs-3x9", policy=make_policy("easy-mold")).run()

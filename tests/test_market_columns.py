@@ -33,7 +33,9 @@ def _job(rng: np.random.Generator, job_id: int, submit: float) -> Job:
     work = float(rng.uniform(5.0, 80.0))
     profile = tuple(max(work / c, work / 4.0) for c in range(1, tasks + 1))
     curve = _curve(rng, int(rng.choice(4, p=[0.55, 0.2, 0.15, 0.1])))
-    return Job(job_id, submit, 1.0, 1.0, units=tasks, profile=profile, payload={"value_curve": curve})
+    return Job(
+        job_id, submit, 1.0, 1.0, units=tasks, profile=profile, payload={"value_curve": curve}
+    )
 
 
 def test_columns_price_like_the_scalar_code_through_pushes_and_takes() -> None:
@@ -56,7 +58,9 @@ def test_columns_price_like_the_scalar_code_through_pushes_and_takes() -> None:
             next_id += 1
         assert len(columns) == len(queue)
         rows = [columns.position[job_id] for job_id in queue]
-        assert columns.order[rows].tolist() == sorted(columns.order[rows].tolist())  # queue order kept
+        assert columns.order[rows].tolist() == sorted(
+            columns.order[rows].tolist()
+        )  # queue order kept
         fresh = [job.submit for job, _, holds in queue.values() if holds == 0]
         assert not fresh or columns.newest >= max(fresh)
         if not queue:
@@ -69,8 +73,14 @@ def test_columns_price_like_the_scalar_code_through_pushes_and_takes() -> None:
         gains, gain_cores = columns.gains(now, bid)  # the auction's buffered pass: same floats
         assert gains.tolist() == on_bid.tolist() and gain_cores.tolist() == cores.tolist()
         rows_now = np.arange(len(columns))[::-1]
-        assert columns.values_on_rows(now, rows_now, cores[rows_now]).tolist() == on_bid[rows_now].tolist()
-        edges = [columns.values(columns.plateau.copy()), columns.values(columns.zero.copy())]  # ramp ends, deadlines
+        assert (
+            columns.values_on_rows(now, rows_now, cores[rows_now]).tolist()
+            == on_bid[rows_now].tolist()
+        )
+        edges = [
+            columns.values(columns.plateau.copy()),
+            columns.values(columns.zero.copy()),
+        ]  # ramp ends, deadlines
         for job_id, (job, progress, _) in queue.items():
             row = columns.position[job_id]
             curve, best = job.payload["value_curve"], c_star(job.profile)  # type: ignore[arg-type]
@@ -78,11 +88,16 @@ def test_columns_price_like_the_scalar_code_through_pushes_and_takes() -> None:
             fastest = remaining_time(job.profile, best, progress)  # type: ignore[arg-type]
             assert columns.wake[row] == np.floor(job.submit + curve.zero_time - fastest)
             assert values[row] == curve.value_at(now + fastest - job.submit), (step, job_id)
-            assert [edge[row] for edge in edges] == [curve.value_at(float(columns.plateau[row])),
-                                                     curve.value_at(float(columns.zero[row]))]
+            assert [edge[row] for edge in edges] == [
+                curve.value_at(float(columns.plateau[row])),
+                curve.value_at(float(columns.zero[row])),
+            ]
             assert rests[row] == curve.remaining_value(now - job.submit), (step, job_id)
             use = min(bid, best)
-            assert on_bid[row] == profit(curve, now, job.submit, job.profile, use, progress), (step, job_id)  # type: ignore[arg-type]
+            assert on_bid[row] == profit(curve, now, job.submit, job.profile, use, progress), (
+                step,
+                job_id,
+            )  # type: ignore[arg-type]
 
 
 def test_jobs_without_curve_or_profile_are_reported_not_priced() -> None:

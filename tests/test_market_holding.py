@@ -46,12 +46,12 @@ class Scripted:
 
 PROFILE = (120.0, 60.0, 40.0, 30.0, 24.0)
 SCRIPT = {
-    0.0: (Start(1, ((0, 4),)),),        # RT(4) = 30
-    10.0: (Hold(1),),                   # 10/30 of the work done
-    20.0: (Start(1, ((0, 2),)),),       # RT(2) = 60
-    30.0: (Hold(1),),                   # + 10/60: half done
-    40.0: (Start(1, ((1, 5),)),),       # RT(5) = 24: ceil(0.5 x 24) = 12 left
-    100.0: (Start(2, ((2, 1),)),),      # job 2 waits meanwhile so the model keeps deciding
+    0.0: (Start(1, ((0, 4),)),),  # RT(4) = 30
+    10.0: (Hold(1),),  # 10/30 of the work done
+    20.0: (Start(1, ((0, 2),)),),  # RT(2) = 60
+    30.0: (Hold(1),),  # + 10/60: half done
+    40.0: (Start(1, ((1, 5),)),),  # RT(5) = 24: ceil(0.5 x 24) = 12 left
+    100.0: (Start(2, ((2, 1),)),),  # job 2 waits meanwhile so the model keeps deciding
 }
 
 

@@ -68,7 +68,9 @@ def test_the_reserve_is_the_value_per_core_on_the_cores_the_node_gives():
     model = HPCModel(job, TWO_NODES, "maxv", bidder=bidder)
     model.run(until=0)
     assert started(model) == {1: ((1, 2),)}
-    exact = HPCModel(job, TWO_NODES, "maxv", bidder=OfferReserveBidder(fraction=[1.0, 0.0], reserve=25.0))
+    exact = HPCModel(
+        job, TWO_NODES, "maxv", bidder=OfferReserveBidder(fraction=[1.0, 0.0], reserve=25.0)
+    )
     exact.run(until=0)
     assert started(exact) == {1: ((0, 4),)}  # a reserve equal to the value per core accepts
 
@@ -78,8 +80,14 @@ def test_a_full_offer_at_reserve_0_is_the_free_cores_auction(rule):
     config = load_scenario("scenarios/market_taskgraphs.toml")
     jobs, _ = build_workload(config, load_platform(config.platform))
     frames = []
-    for bidder in (None, make_bidder("offer-reserve"), OfferReserveBidder(fraction=[1.0] * 3, reserve=[0.0] * 3)):
-        model = HPCModel(jobs, config.platform, rule, seed=1, bidder=bidder, record_timeseries=False)
+    for bidder in (
+        None,
+        make_bidder("offer-reserve"),
+        OfferReserveBidder(fraction=[1.0] * 3, reserve=[0.0] * 3),
+    ):
+        model = HPCModel(
+            jobs, config.platform, rule, seed=1, bidder=bidder, record_timeseries=False
+        )
         model.run()
         frames.append(model.jobs_frame())
     assert frames[0]["value"].sum() > 0
@@ -94,7 +102,14 @@ def test_holding_never_starts_a_job_below_the_holding_nodes_reserve():
         model = HPCModel(fig5_jobs(), "hlrs-3x9", "maxvh")
         model.run(until=6)  # the seven jobs fill the platform as in the paper
         assert {job_id: alloc[0][0] for job_id, alloc in started(model).items()} == {
-            1: 0, 4: 0, 7: 0, 3: 1, 2: 1, 5: 1, 6: 2}
+            1: 0,
+            4: 0,
+            7: 0,
+            3: 1,
+            2: 1,
+            5: 1,
+            6: 2,
+        }
         model.node_agents[1].bidder = OfferReserveBidder(reserve=reserve)
         model.run(until=7)
         running = started(model)
@@ -123,22 +138,50 @@ def test_offers_outside_the_contract_and_other_resources_fail_naming_the_bidder(
 
 
 def test_offers_on_a_workload_beyond_the_cores_only_auction_are_refused_before_the_run():
-    gpu_job = Job(1, 0, 10.0, 10.0, units=1, unit=(1, 1, 0, 0), profile=(10.0,),
-                  payload={"value_curve": StepCurve(10.0, 100.0)})
-    with pytest.raises(ConfigError, match=r"^bidder 'offer-reserve' makes offers, which apply to the cores-only "
-                                          r"market auction: job 1 asks for more than cores \(unit \(1, 1, 0, 0\)\)$"):
+    gpu_job = Job(
+        1,
+        0,
+        10.0,
+        10.0,
+        units=1,
+        unit=(1, 1, 0, 0),
+        profile=(10.0,),
+        payload={"value_curve": StepCurve(10.0, 100.0)},
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"^bidder 'offer-reserve' makes offers, which apply to the cores-only "
+        r"market auction: job 1 asks for more than cores \(unit \(1, 1, 0, 0\)\)$",
+    ):
         HPCModel([gpu_job], "nodes=1,cores=4,gpus=1", "maxv", bidder=OfferReserveBidder())
-    two_core_units = replace(gpu_job, unit=(2, 0, 0, 0))  # the cores-only auction serves one-core units only
-    with pytest.raises(ConfigError, match=r"job 1 asks for more than cores \(unit \(2, 0, 0, 0\)\)$"):
+    two_core_units = replace(
+        gpu_job, unit=(2, 0, 0, 0)
+    )  # the cores-only auction serves one-core units only
+    with pytest.raises(
+        ConfigError, match=r"job 1 asks for more than cores \(unit \(2, 0, 0, 0\)\)$"
+    ):
         HPCModel([two_core_units], "nodes=1,cores=4", "maxv", bidder=OfferReserveBidder())
-    spanning = [replace(wide_job(1, 100.0), payload={**wide_job(1, 100.0).payload, "spans_nodes": True})]
-    with pytest.raises(ConfigError, match="job 1 may span nodes \\(spans_nodes\\) on a platform of 2 nodes"):
+    spanning = [
+        replace(wide_job(1, 100.0), payload={**wide_job(1, 100.0).payload, "spans_nodes": True})
+    ]
+    with pytest.raises(
+        ConfigError, match="job 1 may span nodes \\(spans_nodes\\) on a platform of 2 nodes"
+    ):
         HPCModel(spanning, TWO_NODES, "maxv", bidder=OfferReserveBidder())
-    HPCModel(spanning, ONE_NODE, "maxv", bidder=OfferReserveBidder()).run()  # one node: the cores-only auction
+    HPCModel(
+        spanning, ONE_NODE, "maxv", bidder=OfferReserveBidder()
+    ).run()  # one node: the cores-only auction
     with pytest.raises(ConfigError, match="nodes are allocated whole \\(exclusive = true\\)"):
-        HPCModel([wide_job(1, 100.0)], TWO_NODES, "maxv", bidder=OfferReserveBidder(), exclusive=True)
+        HPCModel(
+            [wide_job(1, 100.0)], TWO_NODES, "maxv", bidder=OfferReserveBidder(), exclusive=True
+        )
     # a rigid policy ignores bidders: nothing to refuse
-    HPCModel([replace(gpu_job, profile=None)], "nodes=1,cores=4,gpus=1", "easy", bidder=OfferReserveBidder()).run()
+    HPCModel(
+        [replace(gpu_job, profile=None)],
+        "nodes=1,cores=4,gpus=1",
+        "easy",
+        bidder=OfferReserveBidder(),
+    ).run()
 
 
 def test_offer_reserve_is_registered_and_its_parameters_checked():

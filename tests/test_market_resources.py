@@ -41,13 +41,31 @@ GPU = (1, 1, 0, 0)
 LONG = 10_000.0  # a deadline nothing reaches in these runs
 
 
-def job(job_id: int, submit: float, profile: tuple[float, ...], value: float, *, unit=(1, 0, 0, 0), bb=0.0,
-        deadline: float = LONG, spans: bool = False) -> Job:
+def job(
+    job_id: int,
+    submit: float,
+    profile: tuple[float, ...],
+    value: float,
+    *,
+    unit=(1, 0, 0, 0),
+    bb=0.0,
+    deadline: float = LONG,
+    spans: bool = False,
+) -> Job:
     payload = {"value_curve": StepCurve(value, deadline)}
     if spans:
         payload["spans_nodes"] = True
-    return Job(job_id, float(submit), profile[0], profile[0], units=len(profile), unit=unit, bb=bb,
-               profile=profile, payload=payload)
+    return Job(
+        job_id,
+        float(submit),
+        profile[0],
+        profile[0],
+        units=len(profile),
+        unit=unit,
+        bb=bb,
+        profile=profile,
+        payload=payload,
+    )
 
 
 def run(jobs: list[Job], platform: Platform | str, scheduler: str) -> tuple[HPCModel, pd.DataFrame]:
@@ -100,19 +118,26 @@ def hold_jobs() -> list[Job]:
     ]
 
 
-BB_POOL = Platform("two-bb", (NodeType("cpu", 1, 8), NodeType("gpu", 1, 4, gpus=2)), burst_buffer=120.0)
+BB_POOL = Platform(
+    "two-bb", (NodeType("cpu", 1, 8), NodeType("gpu", 1, 4, gpus=2)), burst_buffer=120.0
+)
 
 
 @pytest.mark.parametrize("scheduler", ["maxvh", "sjqh", "maxvdh", "minvrh"])
 def test_a_hold_frees_the_held_jobs_gpus_and_burst_buffer_and_the_resume_waits_for_all_of_them(
-        scheduler: str) -> None:
+    scheduler: str,
+) -> None:
     """H fits nowhere at t = 5 (no GPU free): L is held, freeing its 2 GPUs and 60 GB, and
     H starts on node 1 at once. B takes node 0 and 70 GB at t = 6 (120 - 50 free). H ends at
     25: L's GPUs are free again but only 50 GB of its 60, so L resumes only when B ends at
     66, on node 1, with the work it had done (5 of 100 on 2 GPUs)."""
     model, frame = run(hold_jobs(), BB_POOL, scheduler)
     assert model.recorder.holds == 1
-    assert frame.loc[2, "start_time"] == 5 and frame.loc[2, "nodes"] == "1:2" and frame.loc[2, "end_time"] == 25
+    assert (
+        frame.loc[2, "start_time"] == 5
+        and frame.loc[2, "nodes"] == "1:2"
+        and frame.loc[2, "end_time"] == 25
+    )
     assert frame.loc[3, "start_time"] == 6 and frame.loc[3, "end_time"] == 66
     segments = segments_of(model)
     held = segments[segments["job_id"] == 1].sort_values("start")
@@ -138,7 +163,11 @@ def test_a_hold_for_burst_buffer_alone_frees_the_pool_and_the_held_job_waits_for
     high = job(2, 3, (20.0, 10.0), 1000.0, bb=50.0, deadline=14.0)
     model, frame = run([low, high], "nodes=2,cores=4,bb=100", "maxvh")
     assert model.recorder.holds == 1
-    assert frame.loc[2, "start_time"] == 3 and frame.loc[2, "nodes"] == "0:2" and frame.loc[2, "end_time"] == 13
+    assert (
+        frame.loc[2, "start_time"] == 3
+        and frame.loc[2, "nodes"] == "0:2"
+        and frame.loc[2, "end_time"] == 13
+    )
     segments = segments_of(model)
     assert segments[segments["job_id"] == 1].sort_values("start")["start"].tolist() == [0.0, 13.0]
 
@@ -187,10 +216,14 @@ def test_holding_a_spanning_job_frees_every_node_and_it_resumes_molded() -> None
 
 # ------------------------------------------------------------------ the pure rules
 def test_offers_give_a_single_node_job_the_first_node_that_holds_one_unit() -> None:
-    columns = MarketColumns([(job(1, 0, (4.0, 2.0), 5.0, unit=GPU), 0.0, 0),
-                             (job(2, 0, (4.0, 2.0), 5.0), 0.0, 0),
-                             (job(3, 0, (4.0, 2.0, 1.0), 5.0, unit=GPU, spans=True), 0.0, 0),
-                             (job(4, 0, (4.0,), 5.0, bb=30.0), 0.0, 0)])
+    columns = MarketColumns(
+        [
+            (job(1, 0, (4.0, 2.0), 5.0, unit=GPU), 0.0, 0),
+            (job(2, 0, (4.0, 2.0), 5.0), 0.0, 0),
+            (job(3, 0, (4.0, 2.0, 1.0), 5.0, unit=GPU, spans=True), 0.0, 0),
+            (job(4, 0, (4.0,), 5.0, bb=30.0), 0.0, 0),
+        ]
+    )
     free = np.array([[8, 0, 0, 0], [2, 1, 0, 0], [3, 2, 0, 0]])
     order = bid_order(free[:, 0], free[:, 0])
     assert order.tolist() == [0, 2, 1]
@@ -210,8 +243,12 @@ def _scalar_pick(rule: str, queue: list[Job], now: float, cap: list[int]) -> tup
         gain = profit(curve, now, one.submit, one.profile, units)
         if gain <= 0:
             continue
-        score = {"sjq": position, "maxv": -gain, "maxvd": -gain / units,
-                 "minvr": curve.remaining_value(now - one.submit)}[rule]
+        score = {
+            "sjq": position,
+            "maxv": -gain,
+            "maxvd": -gain / units,
+            "minvr": curve.remaining_value(now - one.submit),
+        }[rule]
         if scored is None or (score, one.submit, one.job_id) < scored:
             best, scored = (one.job_id, units), (score, one.submit, one.job_id)
     return best
@@ -227,9 +264,20 @@ def test_select_offer_picks_what_pricing_every_row_picks(rule: str) -> None:
             work = float(rng.integers(4, 60))
             profile = tuple(float(np.ceil(work / c)) for c in range(1, width + 1))
             plateau = float(rng.integers(1, 30))
-            curve = LinearDecayCurve(float(rng.integers(1, 5) * 100), plateau, plateau + float(rng.integers(1, 40)))
-            queue.append(Job(job_id, float(rng.integers(0, 5)), work, work, units=width, profile=profile,
-                             payload={"value_curve": curve}))
+            curve = LinearDecayCurve(
+                float(rng.integers(1, 5) * 100), plateau, plateau + float(rng.integers(1, 40))
+            )
+            queue.append(
+                Job(
+                    job_id,
+                    float(rng.integers(0, 5)),
+                    work,
+                    work,
+                    units=width,
+                    profile=profile,
+                    payload={"value_curve": curve},
+                )
+            )
         now = 5.0
         columns = MarketColumns((one, 0.0, 0) for one in queue)
         cap = rng.integers(0, 7, len(queue))
@@ -244,9 +292,18 @@ def test_select_offer_picks_what_pricing_every_row_picks(rule: str) -> None:
 
 def _random_running(rng: np.random.Generator, nodes: int) -> tuple[list[Executing], list[int]]:
     free = rng.integers(0, 3, nodes).tolist()
-    running = [Executing(job_id, int(rng.integers(0, nodes)), int(rng.integers(1, 4)), float(rng.integers(0, 5)),
-                         job_id, float(rng.integers(0, 300)), float(rng.integers(100, 400)))
-               for job_id in range(1, int(rng.integers(1, 9)) + 1)]
+    running = [
+        Executing(
+            job_id,
+            int(rng.integers(0, nodes)),
+            int(rng.integers(1, 4)),
+            float(rng.integers(0, 5)),
+            job_id,
+            float(rng.integers(0, 300)),
+            float(rng.integers(100, 400)),
+        )
+        for job_id in range(1, int(rng.integers(1, 9)) + 1)
+    ]
     return running, free
 
 
@@ -256,12 +313,23 @@ def test_the_general_hold_search_and_wait_estimate_reduce_to_the_seeds_on_cores_
         nodes = int(rng.integers(1, 4))
         running, free = _random_running(rng, nodes)
         arrivals = []
-        for job_id in (101, 102)[:int(rng.integers(1, 3))]:
+        for job_id in (101, 102)[: int(rng.integers(1, 3))]:
             work = float(rng.integers(4, 40))
             width = int(rng.integers(1, 6))
-            curve = LinearDecayCurve(float(rng.integers(100, 900)), float(rng.integers(1, 20)), 60.0)
-            arrivals.append(Candidate(job_id, 0.0, curve, tuple(work / c for c in range(1, width + 1)), 0.0, True,
-                                      width))
+            curve = LinearDecayCurve(
+                float(rng.integers(100, 900)), float(rng.integers(1, 20)), 60.0
+            )
+            arrivals.append(
+                Candidate(
+                    job_id,
+                    0.0,
+                    curve,
+                    tuple(work / c for c in range(1, width + 1)),
+                    0.0,
+                    True,
+                    width,
+                )
+            )
         penalty = float(rng.choice([0.0, 0.2]))
         rows = np.zeros((nodes, 4), dtype=np.int64)
         rows[:, 0] = free
@@ -273,7 +341,9 @@ def test_the_general_hold_search_and_wait_estimate_reduce_to_the_seeds_on_cores_
             want = value_after_wait(arrivals[0], releases, free, 2.0, ahead)
             got = first_release_resources(freed, rows, 0.0, arrivals[0], ahead)
             assert got == first_release(releases, free, ahead), trial
-            assert value_after_wait_resources(arrivals[0], freed, rows, 0.0, 2.0, ahead) == want, trial
+            assert value_after_wait_resources(arrivals[0], freed, rows, 0.0, 2.0, ahead) == want, (
+                trial
+            )
 
 
 def test_a_spanning_arrivals_hold_instance_runs_over_the_whole_machine() -> None:
@@ -286,11 +356,15 @@ def test_a_spanning_arrivals_hold_instance_runs_over_the_whole_machine() -> None
     assert plan is not None
     assert (plan.node, plan.held, plan.cores, plan.net_profit) == (SPANNING, (2, 1), 2, 410.0)
     single = Candidate(9, 0.0, StepCurve(500.0, 12.0), (20.0, 10.0), 0.0, True, 2)
-    assert hold_search_resources([single], running, free, 0.0, now=2.0, penalty=0.0) is None  # 1 core each: 0
+    assert (
+        hold_search_resources([single], running, free, 0.0, now=2.0, penalty=0.0) is None
+    )  # 1 core each: 0
 
 
 def test_pick_places_a_spanning_job_greedily_in_bid_order() -> None:
-    columns = MarketColumns([(job(1, 0, (60.0, 30.0, 20.0, 15.0, 12.0), 100.0, spans=True), 0.0, 0)])
+    columns = MarketColumns(
+        [(job(1, 0, (60.0, 30.0, 20.0, 15.0, 12.0), 100.0, spans=True), 0.0, 0)]
+    )
     free = np.array([[1, 0, 0, 0], [3, 0, 0, 0], [2, 0, 0, 0]])
     order = bid_order(free[:, 0], free[:, 0])
     chosen = pick(Auction("maxv", columns, 0.0), free, 0.0, order)
@@ -311,11 +385,26 @@ def test_one_core_nodes_decide_as_one_pool_of_their_cores(scheduler: str) -> Non
     trace = Path(__file__).resolve().parent.parent / "traces" / "lf-kth-like-2000.swf"
     frames = []
     for platform in ("nodes=1,cores=100", "kth-sp2"):
-        result = simulate(config_from_dict({
-            "name": "pool", "platform": platform, "seed": 1, "timeseries": False,
-            "workload": {"trace": str(trace), "first_n": 300, "load_factor": 1.5, "market": True},
-            "policy": {"scheduler": scheduler}}))
-        frames.append(result.jobs[["job_id", "start_time", "end_time", "value", "status", "hold_count"]])
+        result = simulate(
+            config_from_dict(
+                {
+                    "name": "pool",
+                    "platform": platform,
+                    "seed": 1,
+                    "timeseries": False,
+                    "workload": {
+                        "trace": str(trace),
+                        "first_n": 300,
+                        "load_factor": 1.5,
+                        "market": True,
+                    },
+                    "policy": {"scheduler": scheduler},
+                }
+            )
+        )
+        frames.append(
+            result.jobs[["job_id", "start_time", "end_time", "value", "status", "hold_count"]]
+        )
     pooled, nodes = frames
     assert pooled.equals(nodes)
     if scheduler.endswith("h"):
@@ -329,9 +418,20 @@ def test_whole_node_allocation_is_respected(scheduler: str) -> None:
     whole. (The core refused the second start mid-run before.)"""
     from market_hpc.workload.market_rule import apply_market_rule
 
-    jobs = apply_market_rule([Job(i, float(i // 2), float(5 + 7 * (i % 4)), float(5 + 7 * (i % 4)),
-                                  units=1 + i % 3) for i in range(1, 40)])
-    model = HPCModel(jobs, "nodes=4,cores=4", scheduler, seed=1, record_timeseries=False, exclusive=True)
+    jobs = apply_market_rule(
+        [
+            Job(i, float(i // 2), float(5 + 7 * (i % 4)), float(5 + 7 * (i % 4)), units=1 + i % 3)
+            for i in range(1, 40)
+        ]
+    )
+    model = HPCModel(
+        jobs, "nodes=4,cores=4", scheduler, seed=1, record_timeseries=False, exclusive=True
+    )
     model.run()
-    assert_schedule_invariants(jobs, model.recorder.jobs_frame(), "nodes=4,cores=4", exclusive=True,
-                               segments=segments_of(model))
+    assert_schedule_invariants(
+        jobs,
+        model.recorder.jobs_frame(),
+        "nodes=4,cores=4",
+        exclusive=True,
+        segments=segments_of(model),
+    )

@@ -81,11 +81,14 @@ class Scripted:
         return NOTHING if wake is None else Decision((), wake_at=wake)
 
 
-@pytest.mark.parametrize("wakes, decided", [
-    ({0.0: 5.0}, [0.0, 3.0]),  # the decision at 3 supersedes the wake-up at 5
-    ({0.0: 5.0, 3.0: 8.0}, [0.0, 3.0, 8.0]),
-    ({0.0: 2.0}, [0.0, 2.0, 3.0]),
-])
+@pytest.mark.parametrize(
+    "wakes, decided",
+    [
+        ({0.0: 5.0}, [0.0, 3.0]),  # the decision at 3 supersedes the wake-up at 5
+        ({0.0: 5.0, 3.0: 8.0}, [0.0, 3.0, 8.0]),
+        ({0.0: 2.0}, [0.0, 2.0, 3.0]),
+    ],
+)
 def test_a_stale_wake_up_triggers_nothing(wakes, decided):
     jobs = [Job(1, 0, 10, 10, units=1), Job(2, 3, 10, 10, units=1)]
     policy = Scripted(wakes)
@@ -116,9 +119,16 @@ def test_every_step_decides_at_each_time_step_as_the_papers_loop():
 
 
 def demo_jobs(size: int = 25, seed: int = 1) -> list[Job]:
-    config = config_from_dict({"name": "t", "platform": "hlrs-3x9", "seed": seed, "timeseries": False,
-                               "workload": {"generator": "taskgraphs", "jobs": size, "load": 2.0},
-                               "policy": {"scheduler": "maxvh"}})
+    config = config_from_dict(
+        {
+            "name": "t",
+            "platform": "hlrs-3x9",
+            "seed": seed,
+            "timeseries": False,
+            "workload": {"generator": "taskgraphs", "jobs": size, "load": 2.0},
+            "policy": {"scheduler": "maxvh"},
+        }
+    )
     jobs, _ = build_workload(config, load_platform("hlrs-3x9"))
     return jobs
 
@@ -126,9 +136,16 @@ def demo_jobs(size: int = 25, seed: int = 1) -> list[Job]:
 def test_every_step_from_config_matches_the_model_flag():
     from market_hpc.experiment.run import simulate
 
-    base = {"name": "t", "platform": "hlrs-3x9", "seed": 1, "timeseries": False,
-            "workload": {"generator": "taskgraphs", "jobs": 10, "load": 2.0}}
-    result = simulate(config_from_dict({**base, "policy": {"scheduler": "minvrh", "every_step": True}}))
+    base = {
+        "name": "t",
+        "platform": "hlrs-3x9",
+        "seed": 1,
+        "timeseries": False,
+        "workload": {"generator": "taskgraphs", "jobs": 10, "load": 2.0},
+    }
+    result = simulate(
+        config_from_dict({**base, "policy": {"scheduler": "minvrh", "every_step": True}})
+    )
     model = HPCModel(demo_jobs(10), "hlrs-3x9", "minvrh", every_step=True)
     model.run()
     assert result.jobs.drop(columns="reason").equals(model.jobs_frame())
@@ -144,8 +161,16 @@ def test_policy_and_scheduler_give_the_same_model():
         model.run()
     assert by_name.recorder.holds > 0
     assert by_name.jobs_frame().equals(by_policy.jobs_frame())
-    summary = [(m.recorder.profit, m.recorder.holds, m.recorder.penalties, m.manager.decisions,
-                m.decision_causes) for m in (by_name, by_policy)]
+    summary = [
+        (
+            m.recorder.profit,
+            m.recorder.holds,
+            m.recorder.penalties,
+            m.manager.decisions,
+            m.decision_causes,
+        )
+        for m in (by_name, by_policy)
+    ]
     assert summary[0] == summary[1]
 
 
@@ -154,17 +179,28 @@ def test_a_policy_deciding_with_another_penalty_is_refused():
         HPCModel([], "hlrs-3x9", policy=make_policy("maxvh"), hold_penalty=0.3)
     with pytest.raises(ConfigError, match="penalty 0.5"):
         HPCModel([], "hlrs-3x9", policy=make_policy("maxvh", scheduler_params={"penalty": 0.5}))
-    assert np.isfinite(HPCModel([], "hlrs-3x9", policy=make_policy("fifo"), hold_penalty=0.3).hold_penalty)
+    assert np.isfinite(
+        HPCModel([], "hlrs-3x9", policy=make_policy("fifo"), hold_penalty=0.3).hold_penalty
+    )
 
 
 def test_event_timing_decides_as_the_every_step_loop():
     """A run where a decision holds jobs and leaves cores free: the held jobs resume at the
     next step in both loops (event timing asks for that step)."""
-    config = config_from_dict({"name": "t", "platform": "hlrs-3x9", "seed": 1, "timeseries": False,
-                               "workload": {"generator": "taskgraphs", "jobs": 100, "load": 2.0, "curves": "steep"},
-                               "policy": {"scheduler": "minvrlh"}})
+    config = config_from_dict(
+        {
+            "name": "t",
+            "platform": "hlrs-3x9",
+            "seed": 1,
+            "timeseries": False,
+            "workload": {"generator": "taskgraphs", "jobs": 100, "load": 2.0, "curves": "steep"},
+            "policy": {"scheduler": "minvrlh"},
+        }
+    )
     jobs, _ = build_workload(config, load_platform("hlrs-3x9"))
-    event, every = (HPCModel(jobs, "hlrs-3x9", "minvrlh", every_step=flag) for flag in (False, True))
+    event, every = (
+        HPCModel(jobs, "hlrs-3x9", "minvrlh", every_step=flag) for flag in (False, True)
+    )
     for model in (event, every):
         model.run()
     assert event.jobs_frame().equals(every.jobs_frame())

@@ -16,8 +16,10 @@ pytestmark = pytest.mark.smoke
 
 def _jobs(n: int) -> list[Job]:
     # Two single-core nodes, jobs of 1-2 cores arriving every 10 s and running 25-45 s: a queue builds.
-    return [Job(job_id=i, submit=10.0 * i, run_time=25.0 + 10 * (i % 3), units=1 + i % 2, estimate=60.0)
-            for i in range(1, n + 1)]
+    return [
+        Job(job_id=i, submit=10.0 * i, run_time=25.0 + 10 * (i % 3), units=1 + i % 2, estimate=60.0)
+        for i in range(1, n + 1)
+    ]
 
 
 def _job_ids(model: HPCModel) -> set[int]:
@@ -49,7 +51,10 @@ def test_registries_list_exactly_the_jobs_in_the_system_at_every_read() -> None:
     assert model.recorder.finished == 30
     assert _job_ids(model) == set()  # every job left: deregistered from Mesa too
     # the other agents registered at construction as usual
-    assert len(model.agents_by_type[QueueAgent]) == 1 and len(model.agents_by_type[ResourceManagerAgent]) == 1
+    assert (
+        len(model.agents_by_type[QueueAgent]) == 1
+        and len(model.agents_by_type[ResourceManagerAgent]) == 1
+    )
 
 
 def test_a_replay_that_never_reads_the_registries_registers_no_job_agent() -> None:
@@ -65,7 +70,9 @@ def test_a_replay_that_never_reads_the_registries_registers_no_job_agent() -> No
 
 def test_datacollector_agent_reporters_see_the_jobs_in_the_system() -> None:
     model = HPCModel(_jobs(12), "nodes=2,cores=1", "fifo", "first-fit")
-    collector = mesa.DataCollector(agenttype_reporters={JobAgent: {"status": lambda a: a.status.value}})
+    collector = mesa.DataCollector(
+        agenttype_reporters={JobAgent: {"status": lambda a: a.status.value}}
+    )
     counts = []
     while model.running:
         model.step()

@@ -36,9 +36,15 @@ def test_release_model_lets_a_finished_model_be_collected() -> None:
 
 
 def test_simulate_keeps_no_model(tmp_path: Path) -> None:
-    config = config_from_dict({"platform": "nodes=4,cores=4", "seed": 1, "timeseries": False,
-                               "workload": {"generator": "lublin-feitelson", "jobs": 60},
-                               "policy": {"scheduler": "easy"}})
+    config = config_from_dict(
+        {
+            "platform": "nodes=4,cores=4",
+            "seed": 1,
+            "timeseries": False,
+            "workload": {"generator": "lublin-feitelson", "jobs": 60},
+            "policy": {"scheduler": "easy"},
+        }
+    )
     before = _models_kept()
     for _ in range(3):
         simulate(config)
@@ -47,16 +53,27 @@ def test_simulate_keeps_no_model(tmp_path: Path) -> None:
 
 def test_a_streamed_replay_keeps_no_model(tmp_path: Path) -> None:
     trace = tmp_path / "t.swf"
-    trace.write_text("".join(f"{i} {i * 5} 0 30 2 -1 -1 2 60 -1 1 1 1 -1 1 -1 -1 -1\n" for i in range(1, 41)))
-    config = config_from_dict({"platform": "nodes=4,cores=2", "seed": 1, "timeseries": False,
-                               "workload": {"trace": str(trace)}, "policy": {"scheduler": "easy"}})
+    trace.write_text(
+        "".join(f"{i} {i * 5} 0 30 2 -1 -1 2 60 -1 1 1 1 -1 1 -1 -1 -1\n" for i in range(1, 41))
+    )
+    config = config_from_dict(
+        {
+            "platform": "nodes=4,cores=2",
+            "seed": 1,
+            "timeseries": False,
+            "workload": {"trace": str(trace)},
+            "policy": {"scheduler": "easy"},
+        }
+    )
     before = _models_kept()
     simulate_streaming(config)
     assert _models_kept() == before
 
 
-@pytest.mark.skipif(not isinstance(getattr(mesa.Agent, "_ids", None), dict),
-                    reason="this Mesa keeps no models in mesa.Agent._ids")
+@pytest.mark.skipif(
+    not isinstance(getattr(mesa.Agent, "_ids", None), dict),
+    reason="this Mesa keeps no models in mesa.Agent._ids",
+)
 def test_without_release_mesa_keeps_the_model() -> None:
     # the reason for release_model: the test above would fail without it on Mesa 3.3
     model = HPCModel(lublin_feitelson(20, 8, seed=2), "nodes=2,cores=4", "fifo")

@@ -16,10 +16,16 @@ def test_quickstart_notebook_runs(tmp_path: Path) -> None:
     nbformat = pytest.importorskip("nbformat", reason="the dev extra (nbformat) is not installed")
     nbclient = pytest.importorskip("nbclient", reason="the dev extra (nbclient) is not installed")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
     client.execute()
-    outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
+    outputs = [
+        output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs
+    ]
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "after 20 steps" in text and "done after" in text

@@ -14,22 +14,32 @@ from market_hpc.experiment.report import write_report
 from market_hpc.experiment.sweep import load_sweep, run_sweep
 
 REPO = Path(__file__).resolve().parent.parent
-POLICIES = [("fifo", "first-fit", "none"), ("easy", "first-fit", "none"),
-            ("ebf", "weighted", "none"), ("ebf", "balanced", "none"),
-            ("maxv", "max-bid", "none"), ("maxvh", "max-bid", "none"),
-            ("hcp19", "best-fit", "none"), ("greedy-plan", "best-fit", "none"),
-            ("bbsched", "first-fit", "none"), ("bb-baseline", "first-fit", "none"),
-            ("queues-hybrid", "first-fit", "hybrid"), ("queues-partitioned", "first-fit", "dqr")]
+POLICIES = [
+    ("fifo", "first-fit", "none"),
+    ("easy", "first-fit", "none"),
+    ("ebf", "weighted", "none"),
+    ("ebf", "balanced", "none"),
+    ("maxv", "max-bid", "none"),
+    ("maxvh", "max-bid", "none"),
+    ("hcp19", "best-fit", "none"),
+    ("greedy-plan", "best-fit", "none"),
+    ("bbsched", "first-fit", "none"),
+    ("bb-baseline", "first-fit", "none"),
+    ("queues-hybrid", "first-fit", "hybrid"),
+    ("queues-partitioned", "first-fit", "dqr"),
+]
 
 
 def smoke_sweep(folder: Path) -> Path:
     trace = write_swf(folder / "tiny.swf", n_jobs=160, seed=11, max_procs=8)
     platform = folder / "gpu8.toml"
-    platform.write_text('name = "gpu8"\n[[node_type]]\nname = "gpu"\ncount = 2\ncores = 8\ngpus = 2\n'
-                        '[[node_type]]\nname = "thin"\ncount = 6\ncores = 8\n')
+    platform.write_text(
+        'name = "gpu8"\n[[node_type]]\nname = "gpu"\ncount = 2\ncores = 8\ngpus = 2\n'
+        '[[node_type]]\nname = "thin"\ncount = 6\ncores = 8\n'
+    )
     quoted = lambda values: "[" + ", ".join(f'"{v}"' for v in values) + "]"
     file = folder / "smoke.toml"
-    file.write_text(f'''base = "{REPO / 'scenarios' / 'overload_study_base.toml'}"
+    file.write_text(f'''base = "{REPO / "scenarios" / "overload_study_base.toml"}"
 platform = "{platform}"
 [workload]
 trace = "{trace}"
@@ -58,7 +68,10 @@ def test_tiny_overload_study_runs_every_family_and_ranks_them(tmp_path: Path) ->
     outcome = run_sweep(sweep, tmp_path / "out", progress=False)
     rows = pd.read_parquet(tmp_path / "out" / "results.parquet")
     assert outcome.failed == 0, rows.loc[rows["status"] != "ok", ["scheduler", "error"]].to_string()
-    assert rows.groupby("start")["jobs_total"].first().sum() == 160 and (rows["value_earned"] > 0).all()
+    assert (
+        rows.groupby("start")["jobs_total"].first().sum() == 160
+        and (rows["value_earned"] > 0).all()
+    )
     assert rows["offered_load_cores"].min() > 1.0  # twice the recorded load overloads the cores
     write_report(tmp_path / "out", progress=False)
     report = tmp_path / "out" / "report"

@@ -50,12 +50,24 @@ def test_capacity_is_read_only():
     [
         ("nodes=4", "platform spec 'nodes=4': missing cores="),
         ("nodes=4,cores=x", "platform spec 'nodes=4,cores=x': cores='x' is not a number"),
-        ("nodes=0,cores=2", "platform spec 'nodes=0,cores=2': nodes: got '0'; valid: an integer in [1, 2^53 - 1]"),
+        (
+            "nodes=0,cores=2",
+            "platform spec 'nodes=0,cores=2': nodes: got '0'; valid: an integer in [1, 2^53 - 1]",
+        ),
         # nan once raised a bare ValueError, 2.5 nodes became 2, bb=nan passed
         ("nodes=nan,cores=2", "platform spec 'nodes=nan,cores=2': nodes='nan' is not a number"),
-        ("nodes=2.5,cores=2", "platform spec 'nodes=2.5,cores=2': nodes: got '2.5'; valid: an integer in [1, 2^53 - 1]"),
-        ("nodes=2,cores=2,bb=-1", "platform spec 'nodes=2,cores=2,bb=-1': bb: got '-1'; valid: a finite number >= 0"),
-        ("nodes=2,cores=2,gpu=1", "unknown platform key 'gpu'; valid choices: bb, cores, gpus, mem, mics, nodes"),
+        (
+            "nodes=2.5,cores=2",
+            "platform spec 'nodes=2.5,cores=2': nodes: got '2.5'; valid: an integer in [1, 2^53 - 1]",
+        ),
+        (
+            "nodes=2,cores=2,bb=-1",
+            "platform spec 'nodes=2,cores=2,bb=-1': bb: got '-1'; valid: a finite number >= 0",
+        ),
+        (
+            "nodes=2,cores=2,gpu=1",
+            "unknown platform key 'gpu'; valid choices: bb, cores, gpus, mem, mics, nodes",
+        ),
         ("nodes=2;cores=2", "platform spec 'nodes=2;cores=2': nodes='2;cores=2' is not a number"),
         ("nodes=2,cores", "platform spec 'nodes=2,cores': item 'cores' is not key=value"),
     ],
@@ -88,11 +100,15 @@ def test_toml_platform(tmp_path):
 
 def test_toml_platform_errors(tmp_path):
     bad_key = tmp_path / "bad.toml"
-    bad_key.write_text('[[node_type]]\ncount = 1\ncores = 2\nfpgas = 1\n')
-    with pytest.raises(UnknownNameError, match=r"unknown node_type key in .*bad.toml \(node_type #1\) 'fpgas'"):
+    bad_key.write_text("[[node_type]]\ncount = 1\ncores = 2\nfpgas = 1\n")
+    with pytest.raises(
+        UnknownNameError, match=r"unknown node_type key in .*bad.toml \(node_type #1\) 'fpgas'"
+    ):
         load_platform(str(bad_key))
     missing = tmp_path / "missing.toml"
-    with pytest.raises(ConfigError, match=r"cannot read platform file .*missing.toml: No such file"):
+    with pytest.raises(
+        ConfigError, match=r"cannot read platform file .*missing.toml: No such file"
+    ):
         load_platform(str(missing))
     broken = tmp_path / "broken.toml"
     broken.write_text("[[node_type]\n")
@@ -104,11 +120,23 @@ def test_toml_platform_errors(tmp_path):
         load_platform(str(empty))
 
 
-@pytest.mark.parametrize(("table", "message"), [
-    ('count = nan\ncores = 4', r"node_type #1 count: got nan; valid: an integer in \[1, 2\^53 - 1\]"),
-    ('count = 2\ncores = "4"', r"node_type #1 cores: got '4'; valid: an integer in \[1, 2\^53 - 1\]"),
-    ('count = 2\ncores = 4\nmem = inf', r"node_type #1 mem: got inf; valid: a finite number in \[0, 8\.79609e\+12\]"),
-])
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (
+            "count = nan\ncores = 4",
+            r"node_type #1 count: got nan; valid: an integer in \[1, 2\^53 - 1\]",
+        ),
+        (
+            'count = 2\ncores = "4"',
+            r"node_type #1 cores: got '4'; valid: an integer in \[1, 2\^53 - 1\]",
+        ),
+        (
+            "count = 2\ncores = 4\nmem = inf",
+            r"node_type #1 mem: got inf; valid: a finite number in \[0, 8\.79609e\+12\]",
+        ),
+    ],
+)
 def test_toml_platform_numbers_are_checked(tmp_path, table, message):
     # int("4") and float(nan) once went through; nan raised a bare ValueError
     path = tmp_path / "numbers.toml"
@@ -119,13 +147,20 @@ def test_toml_platform_numbers_are_checked(tmp_path, table, message):
 
 @pytest.mark.parametrize("mem", ["1e308", "1e15", "8796093022208"])
 def test_too_much_memory_is_refused_as_typed_in_gb(mem, tmp_path):
-    with pytest.raises(ConfigError, match=rf"mem: got '{mem}'; valid: a finite number in \[0, 8\.79609e\+12\]"):
+    with pytest.raises(
+        ConfigError, match=rf"mem: got '{mem}'; valid: a finite number in \[0, 8\.79609e\+12\]"
+    ):
         load_platform(f"nodes=2,cores=4,mem={mem}")
     path = tmp_path / "p.toml"
     path.write_text(f"[[node_type]]\ncount = 2\ncores = 4\nmem = {mem}\n")
-    with pytest.raises(ConfigError, match=r"node_type #1 mem: got .*; valid: a finite number in \[0, 8\.79609e\+12\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"node_type #1 mem: got .*; valid: a finite number in \[0, 8\.79609e\+12\]",
+    ):
         load_platform(str(path))
 
 
 def test_the_largest_memory_a_node_holds_exactly_is_accepted():
-    assert load_platform("nodes=2,cores=4,mem=8796093022207").node_types[0].mem == 8796093022207 * 1024
+    assert (
+        load_platform("nodes=2,cores=4,mem=8796093022207").node_types[0].mem == 8796093022207 * 1024
+    )

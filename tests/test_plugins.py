@@ -23,8 +23,11 @@ from market_hpc.policies.plugins import GROUP, PluginWarning
 EXAMPLE = "market-hpc-plugin-example"
 ENTRY_POINTS = [ep for ep in metadata.entry_points(group=GROUP) if ep.name == "example"]
 if not ENTRY_POINTS:
-    pytest.fail(f"the example plugin is not installed: pip install -e examples/{EXAMPLE} "
-                "(./run-tests does)", pytrace=False)
+    pytest.fail(
+        f"the example plugin is not installed: pip install -e examples/{EXAMPLE} "
+        "(./run-tests does)",
+        pytrace=False,
+    )
 
 
 def test_the_installed_example_plugin_is_loaded_with_its_package_named() -> None:
@@ -42,7 +45,11 @@ def test_saf_starts_the_smallest_estimated_area_first_and_skips_what_does_not_fi
     # Four single-core nodes, three jobs at t=0. Areas: A 4x10=40, B 1x100=100, C 2x10=20.
     # SAF: C (2 nodes), then A does not fit (needs 4, 2 free) and is skipped, B starts.
     # FIFO starts A alone.
-    jobs = [Job(1, 0.0, 10.0, 10.0, units=4), Job(2, 0.0, 100.0, 100.0, units=1), Job(3, 0.0, 10.0, 10.0, units=2)]
+    jobs = [
+        Job(1, 0.0, 10.0, 10.0, units=4),
+        Job(2, 0.0, 100.0, 100.0, units=1),
+        Job(3, 0.0, 10.0, 10.0, units=2),
+    ]
     starts = {}
     for scheduler in ("saf", "fifo"):
         model = HPCModel(jobs, "nodes=4,cores=1", scheduler)
@@ -74,19 +81,48 @@ def _trace(tmp_path: Path) -> Path:
     return trace
 
 
-def test_the_cli_replays_with_the_plugin_scheduler_and_bidder(tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_replays_with_the_plugin_scheduler_and_bidder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     trace = _trace(tmp_path)
-    assert main(["replay", str(trace), "--platform", "nodes=16,cores=1", "--scheduler", "saf",
-                 "--out", str(tmp_path / "saf")]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(trace),
+                "--platform",
+                "nodes=16,cores=1",
+                "--scheduler",
+                "saf",
+                "--out",
+                str(tmp_path / "saf"),
+            ]
+        )
+        == 0
+    )
     model = HPCModel(read_swf(trace).jobs, "nodes=16,cores=1", "saf")
     model.run()
     written = pd.read_csv(tmp_path / "saf" / "jobs.csv")
     assert written["start_time"].tolist() == model.jobs_frame()["start_time"].tolist()
     placed = {}
     for bidder in ("free-cores", "fullest-node"):  # --bidder reaches the auction through the config
-        assert main(["replay", str(trace), "--platform", "nodes=4,cores=4", "--scheduler", "maxvh",
-                     "--bidder", bidder, "--out", str(tmp_path / bidder)]) == 0
+        assert (
+            main(
+                [
+                    "replay",
+                    str(trace),
+                    "--platform",
+                    "nodes=4,cores=4",
+                    "--scheduler",
+                    "maxvh",
+                    "--bidder",
+                    bidder,
+                    "--out",
+                    str(tmp_path / bidder),
+                ]
+            )
+            == 0
+        )
         placed[bidder] = pd.read_csv(tmp_path / bidder / "jobs.csv")["nodes"].tolist()
     assert placed["free-cores"] != placed["fullest-node"]
     capsys.readouterr()
@@ -124,19 +160,39 @@ def test_a_sweep_runs_the_plugin_in_process_and_on_dask(tmp_path: Path) -> None:
     assert remote.loc["saf", "mean_wait"] == rows.loc["saf", "mean_wait"]
 
 
-def test_an_unknown_bidder_fails_before_a_sweep_runs_and_the_default_keeps_run_ids(tmp_path: Path) -> None:
+def test_an_unknown_bidder_fails_before_a_sweep_runs_and_the_default_keeps_run_ids(
+    tmp_path: Path,
+) -> None:
     from market_hpc import config_from_dict
     from market_hpc.experiment.sweep_spec import SweepError
 
     sweep = tmp_path / "sweep.toml"
-    sweep.write_text(SWEEP.format(trace=_trace(tmp_path)).replace('scheduler = "easy" }',
-                                                                  'scheduler = "maxvh", bidder = "nope" }'))
-    with pytest.raises(SweepError, match=r"unknown bidder 'nope'; valid choices: energy, free-cores, fullest-node"):
+    sweep.write_text(
+        SWEEP.format(trace=_trace(tmp_path)).replace(
+            'scheduler = "easy" }', 'scheduler = "maxvh", bidder = "nope" }'
+        )
+    )
+    with pytest.raises(
+        SweepError, match=r"unknown bidder 'nope'; valid choices: energy, free-cores, fullest-node"
+    ):
         run_sweep(sweep, tmp_path / "out", progress=False)
     # a config without a bidder hashes as before bidders were configurable (sweeps resume)
-    assert "bidder" not in config_from_dict({"platform": "kth-sp2", "workload": {"generator": "kit"}}).to_dict()["policy"]
-    assert config_from_dict({"platform": "kth-sp2", "workload": {"generator": "kit"},
-                             "policy": {"bidder": "energy"}}).to_dict()["policy"]["bidder"] == "energy"
+    assert (
+        "bidder"
+        not in config_from_dict(
+            {"platform": "kth-sp2", "workload": {"generator": "kit"}}
+        ).to_dict()["policy"]
+    )
+    assert (
+        config_from_dict(
+            {
+                "platform": "kth-sp2",
+                "workload": {"generator": "kit"},
+                "policy": {"bidder": "energy"},
+            }
+        ).to_dict()["policy"]["bidder"]
+        == "energy"
+    )
 
 
 def test_the_browser_view_lists_the_plugin_scheduler() -> None:
@@ -173,24 +229,36 @@ def test_broken_plugins_fail_naming_themselves_and_the_rest_keep_working() -> No
     messages = sorted(str(failure) for failure in failures)
     assert sorted(str(w.message) for w in caught) == messages
     assert messages == [
-        ("policy plugin 'duplicate = plugin_cases:register_a_duplicate': scheduler 'easy' is already "
-         "registered (its factory: market_hpc.policies.classic.Easy)"),
+        (
+            "policy plugin 'duplicate = plugin_cases:register_a_duplicate': scheduler 'easy' is already "
+            "registered (its factory: market_hpc.policies.classic.Easy)"
+        ),
         "policy plugin 'empty = plugin_cases:register_nothing': registered no scheduler, allocator or bidder",
         "policy plugin 'missing-dep = plugin_import_error': ImportError: No module named 'solver_we_do_not_have'",
-        ("policy plugin 'no-such-module = plugin_cases_absent': ModuleNotFoundError: No module named "
-         "'plugin_cases_absent'"),
-        ("policy plugin 'not-a-policy = plugin_cases:NOT_A_POLICY': names a dict; it must name a module or a "
-         "function that registers policies"),
+        (
+            "policy plugin 'no-such-module = plugin_cases_absent': ModuleNotFoundError: No module named "
+            "'plugin_cases_absent'"
+        ),
+        (
+            "policy plugin 'not-a-policy = plugin_cases:NOT_A_POLICY': names a dict; it must name a module or a "
+            "function that registers policies"
+        ),
     ]
     assert all(isinstance(failure, PluginError) for failure in failures)
     # the good plugin loaded; the half-registered one was undone; the built-ins are intact
     assert plugins.loaded_plugins() == ["fine = plugin_cases:register_fine"]
-    assert "fifo-again" in registry.scheduler_names() and "half-registered" not in registry.scheduler_names()
+    assert (
+        "fifo-again" in registry.scheduler_names()
+        and "half-registered" not in registry.scheduler_names()
+    )
     assert registry.scheduler_entry("easy").factory is easy
     assert make_policy("easy", "first-fit").name == "easy+first-fit"
     assert make_policy("saf").name == "saf+first-fit"
-    with pytest.raises(UnknownNameError, match=r"unknown scheduler 'half-registered'; valid choices: .*; "
-                       r"plugins that failed to load: policy plugin 'duplicate = .*"):
+    with pytest.raises(
+        UnknownNameError,
+        match=r"unknown scheduler 'half-registered'; valid choices: .*; "
+        r"plugins that failed to load: policy plugin 'duplicate = .*",
+    ):
         registry.scheduler_entry("half-registered")
     del registry.SCHEDULERS["fifo-again"]
 
@@ -200,8 +268,11 @@ def test_a_plugin_whose_factory_builds_no_policy_fails_when_built() -> None:
 
     registry.register_scheduler("not-a-policy", "returns a string")(lambda allocator: "nothing")
     try:
-        with pytest.raises(ConfigError, match=r"scheduler 'not-a-policy' \(test_plugins\): its factory returned "
-                                              r"a str, which has no decide\(view, rng\) method"):
+        with pytest.raises(
+            ConfigError,
+            match=r"scheduler 'not-a-policy' \(test_plugins\): its factory returned "
+            r"a str, which has no decide\(view, rng\) method",
+        ):
             make_policy("not-a-policy")
     finally:
         del registry.SCHEDULERS["not-a-policy"]

@@ -40,32 +40,43 @@ def test_an_undeclared_plugin_is_listed_as_such(capsys) -> None:  # type: ignore
     finally:
         registry.restore(names)
     out = capsys.readouterr().out
-    assert re.search(r"  tmp-undeclared \[plugin; module [\w.]+\]: a test scheduler\n      handles: undeclared "
-                     r"\(assumed: cores, gpus, mics, mem, bb; rigid, moldable \(requested size\), task-graph "
-                     r"\(requested size\)\)", out), out
+    assert re.search(
+        r"  tmp-undeclared \[plugin; module [\w.]+\]: a test scheduler\n      handles: undeclared "
+        r"\(assumed: cores, gpus, mics, mem, bb; rigid, moldable \(requested size\), task-graph "
+        r"\(requested size\)\)",
+        out,
+    ), out
 
 
 def test_the_docs_table_is_generated_from_the_registry() -> None:
     text = DOCS.read_text()
     start, end = "<!-- family-table:start -->\n", "\n<!-- family-table:end -->"
     assert start in text and end in text
-    table = text[text.index(start) + len(start):text.index(end)]
+    table = text[text.index(start) + len(start) : text.index(end)]
     assert table == family_table()
 
 
-LEARNED_SUMMARY = ("a trained dispatcher: learned:PATH loads the MaskablePPO model saved at PATH "
-                   "(market_hpc.rl.learned)")
+LEARNED_SUMMARY = (
+    "a trained dispatcher: learned:PATH loads the MaskablePPO model saved at PATH "
+    "(market_hpc.rl.learned)"
+)
 
 
 def test_prefix_families_are_listed_with_summary_and_family(capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["policies"]) == 0
     lines = capsys.readouterr().out.splitlines()
     at = lines.index(f"  learned:PATH [learned; built in]: {LEARNED_SUMMARY}")
-    assert lines[at + 1] == ("      handles: cores, gpus, mics, mem, bb; rigid, moldable (requested size), "
-                             "task-graph (requested size)")
-    assert lines[at + 2] == ("      allocators: balanced, best-fit, first-fit, priority-weighted, weighted "
-                             "(default first-fit)")
-    assert lines[at - 3].startswith("  hcp19 ") and lines[at + 3].startswith("  ljf ")  # sorted by name
+    assert lines[at + 1] == (
+        "      handles: cores, gpus, mics, mem, bb; rigid, moldable (requested size), "
+        "task-graph (requested size)"
+    )
+    assert lines[at + 2] == (
+        "      allocators: balanced, best-fit, first-fit, priority-weighted, weighted "
+        "(default first-fit)"
+    )
+    assert lines[at - 3].startswith("  hcp19 ") and lines[at + 3].startswith(
+        "  ljf "
+    )  # sorted by name
 
 
 def test_a_plugin_family_is_listed_by_its_placeholder(capsys) -> None:  # type: ignore[no-untyped-def]
@@ -74,16 +85,22 @@ def test_a_plugin_family_is_listed_by_its_placeholder(capsys) -> None:  # type: 
     names = registry.snapshot()
     try:
         registry.register_scheduler_family("tmp-family", "a test family", argument="NAME")(
-            lambda allocator, argument: None)
+            lambda allocator, argument: None
+        )
         registry.register_scheduler_family("tmp-plain", "a family without a placeholder")(
-            lambda allocator, argument: None)
+            lambda allocator, argument: None
+        )
         main(["policies"])
     finally:
         registry.restore(names)
     out = capsys.readouterr().out
-    assert re.search(r"\n  tmp-family:NAME \[plugin; module [\w.]+\]: a test family\n      handles: undeclared ",
-                     out), out
-    assert re.search(r"\n  tmp-plain:ARGUMENT \[plugin; module [\w.]+\]: a family without a placeholder\n", out)
+    assert re.search(
+        r"\n  tmp-family:NAME \[plugin; module [\w.]+\]: a test family\n      handles: undeclared ",
+        out,
+    ), out
+    assert re.search(
+        r"\n  tmp-plain:ARGUMENT \[plugin; module [\w.]+\]: a family without a placeholder\n", out
+    )
     assert "tmp-family" not in "\n".join(registry.scheduler_names())
 
 
@@ -91,8 +108,11 @@ def test_replay_help_names_the_prefix_families() -> None:
     from market_hpc.cli.commands import build_parser
 
     parser = build_parser()
-    replay = next(action for action in parser._subparsers._group_actions[0].choices.values()  # type: ignore[union-attr]
-                  if action.prog.endswith(" replay"))
+    replay = next(
+        action
+        for action in parser._subparsers._group_actions[0].choices.values()  # type: ignore[union-attr]
+        if action.prog.endswith(" replay")
+    )
     scheduler = next(action for action in replay._actions if "--scheduler" in action.option_strings)
     assert scheduler.help is not None
     assert scheduler.help.endswith(f", wfp3, wfp3-easy; or learned:PATH ({LEARNED_SUMMARY})")

@@ -30,10 +30,14 @@ def _jobs(n: int = 120) -> tuple:
 
 
 def test_import_market_hpc_loads_nothing_heavy_and_every_name_resolves() -> None:
-    probe = ("import sys, json, market_hpc\n"
-             "heavy = sorted(m for m in ('mesa', 'pandas', 'numpy', 'networkx', 'scipy') if m in sys.modules)\n"
-             "print(json.dumps(heavy))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True)
+    probe = (
+        "import sys, json, market_hpc\n"
+        "heavy = sorted(m for m in ('mesa', 'pandas', 'numpy', 'networkx', 'scipy') if m in sys.modules)\n"
+        "print(json.dumps(heavy))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True
+    )
     assert json.loads(done.stdout) == []
     for name in market_hpc.__all__:
         assert getattr(market_hpc, name) is not None, name
@@ -81,7 +85,12 @@ def test_datacollector_frame_equals_the_timeseries_csv_the_cli_writes(tmp_path: 
     trace = tmp_path / "trace.swf"
     write_swf(_jobs(), trace)
     out = tmp_path / "out"
-    assert main(["replay", str(trace), "--platform", PLATFORM, "--scheduler", "easy", "--out", str(out)]) == 0
+    assert (
+        main(
+            ["replay", str(trace), "--platform", PLATFORM, "--scheduler", "easy", "--out", str(out)]
+        )
+        == 0
+    )
     model = HPCModel(read_swf(trace).jobs, PLATFORM, "easy")
     for _ in range(25):
         model.step()
@@ -89,9 +98,11 @@ def test_datacollector_frame_equals_the_timeseries_csv_the_cli_writes(tmp_path: 
     written = pd.read_csv(out / "timeseries.csv")
     assert len(written) == model.steps > 25
     pd.testing.assert_frame_equal(model.datacollector.get_model_vars_dataframe(), written)
-    pd.testing.assert_frame_equal(model.jobs_frame().drop(columns=["nodes"]),
-                                  pd.read_csv(out / "jobs.csv").drop(columns=["nodes", "reason"], errors="ignore"),
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(
+        model.jobs_frame().drop(columns=["nodes"]),
+        pd.read_csv(out / "jobs.csv").drop(columns=["nodes", "reason"], errors="ignore"),
+        check_dtype=False,
+    )
 
 
 def test_agents_by_type_lists_nodes_queue_manager_and_the_jobs_in_the_system() -> None:
@@ -108,8 +119,9 @@ def test_mesa_collect_with_agent_reporters_still_runs_step_by_step() -> None:
     from market_hpc.core.collector import TimeSeriesCollector
 
     model = HPCModel(_jobs(40), PLATFORM, "fifo")
-    model.datacollector = TimeSeriesCollector(model.recorder, agenttype_reporters={
-        JobAgent: {"status": lambda agent: agent.status.value}})
+    model.datacollector = TimeSeriesCollector(
+        model.recorder, agenttype_reporters={JobAgent: {"status": lambda agent: agent.status.value}}
+    )
     model.run_model()  # Mesa's loop of step(): collect() after each step gathers the agents
     per_job = model.datacollector.get_agenttype_vars_dataframe(JobAgent)
     assert len(per_job) > 0 and set(per_job["status"]) <= {"queued", "running"}
@@ -118,19 +130,22 @@ def test_mesa_collect_with_agent_reporters_still_runs_step_by_step() -> None:
 
 def test_simulate_takes_a_scenario_file(tmp_path: Path) -> None:
     scenario = tmp_path / "s.toml"
-    scenario.write_text('platform = "nodes=16,cores=1"\nseed = 2\n'
-                        '[workload]\ngenerator = "lublin-feitelson"\njobs = 60\n'
-                        '[policy]\nscheduler = "easy"\n')
+    scenario.write_text(
+        'platform = "nodes=16,cores=1"\nseed = 2\n'
+        '[workload]\ngenerator = "lublin-feitelson"\njobs = 60\n'
+        '[policy]\nscheduler = "easy"\n'
+    )
     result = simulate(scenario)
     assert result.summary["jobs_completed"] == 60
     same = simulate(market_hpc.load_scenario(scenario))
     pd.testing.assert_frame_equal(result.timeseries, same.timeseries)
 
 
-def test_the_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_readme_python_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     text = (REPO / "README.md").read_text()
-    section = text[text.index("## From Python"):]
+    section = text[text.index("## From Python") :]
     block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert block is not None
     monkeypatch.chdir(tmp_path)

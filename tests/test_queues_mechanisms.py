@@ -37,13 +37,18 @@ from market_hpc.policies import make_policy
 
 def _util_evaluate(knees: dict[int, float]):  # type: ignore[no-untyped-def]
     """Utilisation of queue i on p nodes: min(1, knee_i / p); a queue without a knee has no jobs."""
+
     def evaluate(configs):  # type: ignore[no-untyped-def]
         out = []
         for config in configs:
-            utils = tuple(min(1.0, knees[i] / p) if i in knees else 0.0 for i, p in enumerate(config.partitions))
+            utils = tuple(
+                min(1.0, knees[i] / p) if i in knees else 0.0
+                for i, p in enumerate(config.partitions)
+            )
             counts = tuple(10 if i in knees else 0 for i in range(len(config.queues)))
             out.append(Evaluation(tuple(0.0 for _ in utils), counts, utils))
         return out
+
     return evaluate
 
 
@@ -51,7 +56,7 @@ def test_lower_bound_is_the_utilisation_knee_and_an_idle_queue_keeps_its_minimum
     config = QueueConfig((QueueSpec("a", 1, 4), QueueSpec("idle", 5, 8)), partitions=(10, 10))
     # grid 2..18 in 8 points: {2, 4, 7, 9, 11, 13, 16, 18}; a: util 1, 1, 6/7 = 0.857 < 0.9 -> lb 4
     bounds = utilisation_bounds(config, _util_evaluate({0: 6.0}), [2, 2], 20, points=8, tau=0.9)
-    assert bounds == (4, 2)     # the idle queue (utilisation 0 everywhere) stays at its minimum
+    assert bounds == (4, 2)  # the idle queue (utilisation 0 everywhere) stays at its minimum
 
 
 def test_a_planned_month_keeps_every_partition_at_its_utilisation_knee() -> None:
@@ -73,10 +78,19 @@ def test_a_planned_month_keeps_every_partition_at_its_utilisation_knee() -> None
     """
     hour = 3600.0
     requests = [(h * hour, cores) for h in range(24) for cores in [1] * 10 + [4] * 3]
-    jobs = [Job(i + 1, submit, hour, hour, units=cores) for i, (submit, cores) in enumerate(requests)]
+    jobs = [
+        Job(i + 1, submit, hour, hour, units=cores) for i, (submit, cores) in enumerate(requests)
+    ]
     settings = QueuesConfig(strategy="dpnlpm", samples=10, lb_points=4, period_days=1.0)
-    plan = plan_period(jobs, 0.0, 86400.0, load_platform("nodes=16,cores=1"), settings, seed=1,
-                       strategies=("dpnlpm",))
+    plan = plan_period(
+        jobs,
+        0.0,
+        86400.0,
+        load_platform("nodes=16,cores=1"),
+        settings,
+        seed=1,
+        strategies=("dpnlpm",),
+    )
     dpnlpm, details = plan.configs["dpnlpm"], plan.details["dpnlpm"]
     assert dpnlpm.names == ("idqueue", "small", "small72", "medium", "large")
     assert dpnlpm.partitions == (10, 1, 1, 4, 0)
@@ -87,7 +101,7 @@ def test_a_planned_month_keeps_every_partition_at_its_utilisation_knee() -> None
 
 def _quadratic() -> tuple[NlpProblem, object]:
     x = np.random.default_rng(0).random((50, 2))
-    truth = (lambda s: (s[0] / 100 - 0.5) ** 2 + (s[1] / 100 - 0.2) ** 2)
+    truth = lambda s: (s[0] / 100 - 0.5) ** 2 + (s[1] / 100 - 0.2) ** 2
     surrogate = fit_cubic(x, (x[:, 0] - 0.5) ** 2 + (x[:, 1] - 0.2) ** 2)
     return NlpProblem(100, (10, 10, 10), (80, 80, 80), (surrogate,), (1.0,)), truth
 
@@ -99,14 +113,16 @@ def test_failed_slsqp_solves_are_retried_then_discarded() -> None:
     assert (solved.solves, solved.failures, solved.retries, solved.discarded) == (4, 4, 2, 2)
     assert solved.sizes is None and sum(solved.messages.values()) == 4
     samples = [(10, 10, 80), (80, 10, 10)]
-    sizes, record = settle(problem, samples, samples, np.array([3.0, 2.0]), lambda s: 0.0, max_iter=1)
+    sizes, record = settle(
+        problem, samples, samples, np.array([3.0, 2.0]), lambda s: 0.0, max_iter=1
+    )
     assert sizes == (80, 10, 10) and record["source"] == "fallback"
 
 
 def test_the_nlp_optimum_is_kept_when_it_simulates_better_than_every_sample() -> None:
     problem, truth = _quadratic()
     samples = [(34, 33, 33), (10, 10, 80)]
-    waits = np.array([truth(s) for s in samples])          # 0.0305, 0.17
+    waits = np.array([truth(s) for s in samples])  # 0.0305, 0.17
     sizes, record = settle(problem, samples, samples, waits, truth)
     assert sizes == (50, 20, 30) and record["source"] == "nlp" and record["nlp_sim_h"] == 0.0
     assert record["nlp_gain_pct"] == pytest.approx(100.0)
@@ -118,12 +134,15 @@ def test_the_nlp_optimum_is_kept_when_it_simulates_better_than_every_sample() ->
 def test_recent_epochs_weigh_more() -> None:
     assert epoch_weights(3) == pytest.approx((1 / 3, 2 / 3, 1.0))
     # A is best in the two oldest epochs, B in the newest: (3 + 6 + 0) / 2 = 4.5 < 10 / 2 = 5
-    waits = weighted_waits([np.array([9.0, 0.0]), np.array([9.0, 0.0]), np.array([0.0, 10.0])], epoch_weights(3))
+    waits = weighted_waits(
+        [np.array([9.0, 0.0]), np.array([9.0, 0.0]), np.array([0.0, 10.0])], epoch_weights(3)
+    )
     assert waits.tolist() == [4.5, 5.0]
 
 
 def _table_evaluate(table):  # type: ignore[no-untyped-def]
     """Waits per queue name from ``table`` (name -> (queue wait, wait per history job))."""
+
     def evaluate(configs):  # type: ignore[no-untyped-def]
         out = []
         for config in configs:
@@ -133,8 +152,11 @@ def _table_evaluate(table):  # type: ignore[no-untyped-def]
                 waits.append(wait)
                 counts.append(int(np.isfinite(per_job).sum()))
                 job_waits = np.where(np.isfinite(per_job), per_job, job_waits)
-            out.append(Evaluation(tuple(waits), tuple(counts), tuple(0.5 for _ in waits), job_waits))
+            out.append(
+                Evaluation(tuple(waits), tuple(counts), tuple(0.5 for _ in waits), job_waits)
+            )
         return out
+
     return evaluate
 
 
@@ -147,6 +169,7 @@ def test_a_merge_that_lowers_the_wait_is_applied() -> None:
     def table(name, size):  # type: ignore[no-untyped-def]
         wait = 1000.0 / size
         return wait, {"a": A_JOBS, "b": B_JOBS}.get(name, np.zeros(4)) + wait
+
     config = QueueConfig((QueueSpec("a", 1, 4), QueueSpec("b", 5, 8)), partitions=(5, 5))
     log = DqrLog()
     found, wait = dqr(config, HISTORY, _table_evaluate(table), cores_per_node=1, log=log)
@@ -162,29 +185,53 @@ def test_a_merge_may_not_push_one_queues_jobs_past_the_degradation_limit() -> No
         if name == "b":
             return 1000.0, B_JOBS + 1000.0
         return 100.0, np.array([200.0, 200.0, 0.0, 0.0])
+
     config = QueueConfig((QueueSpec("a", 1, 4), QueueSpec("b", 5, 8)), partitions=(5, 5))
     log = DqrLog()
-    found, _ = dqr(config, HISTORY, _table_evaluate(table), cores_per_node=1, degradation=0.30, floor=60.0, log=log)
-    assert found == config and log.merges_over_limit == 1     # 200 > 1.3 x 100
-    found, _ = dqr(config, HISTORY, _table_evaluate(table), cores_per_node=1, degradation=1.0, floor=60.0)
-    assert found.names == ("a+b",)                              # 200 <= 2 x 100
+    found, _ = dqr(
+        config,
+        HISTORY,
+        _table_evaluate(table),
+        cores_per_node=1,
+        degradation=0.30,
+        floor=60.0,
+        log=log,
+    )
+    assert found == config and log.merges_over_limit == 1  # 200 > 1.3 x 100
+    found, _ = dqr(
+        config, HISTORY, _table_evaluate(table), cores_per_node=1, degradation=1.0, floor=60.0
+    )
+    assert found.names == ("a+b",)  # 200 <= 2 x 100
 
 
 def test_split_halves_are_never_merged_back_even_through_a_third_queue() -> None:
     # the wait falls with the largest partition: every merge helps, but a.1 and a.2 come from one split
     def table(name, size):  # type: ignore[no-untyped-def]
         return 1000.0 / size, np.full(4, np.nan)
-    queues = (QueueSpec("a.1", 1, 4, splits=("a",)), QueueSpec("a.2", 5, 8, splits=("a",)), QueueSpec("b", 9, 12))
+
+    queues = (
+        QueueSpec("a.1", 1, 4, splits=("a",)),
+        QueueSpec("a.2", 5, 8, splits=("a",)),
+        QueueSpec("b", 9, 12),
+    )
     log = DqrLog()
-    found, _ = dqr(QueueConfig(queues, partitions=(3, 3, 3)), HISTORY, _biggest(table), cores_per_node=1, log=log)
+    found, _ = dqr(
+        QueueConfig(queues, partitions=(3, 3, 3)),
+        HISTORY,
+        _biggest(table),
+        cores_per_node=1,
+        log=log,
+    )
     assert found.names == ("a.1", "a.2+b") and found.partitions == (3, 6)
     assert log.merges_kept == 1 and log.merges_split_blocked >= 2
 
 
 def _biggest(table):  # type: ignore[no-untyped-def]
     """Overall wait = 1000 / the largest partition (one queue, all jobs)."""
+
     def evaluate(configs):  # type: ignore[no-untyped-def]
         return [Evaluation((1000.0 / max(c.partitions),), (1,), (0.5,)) for c in configs]
+
     return evaluate
 
 
@@ -193,8 +240,13 @@ def test_the_global_stop_hands_chunks_back() -> None:
     # b 1.3 x 1000 -> p 8. Overall at (9, 8): (100 x 70 + 1250) / 101 = 81.7 > 1.3 x max(9.9, 60) = 78:
     # one chunk back from each (a first: same size), (10, 9): 1111 / 101 = 11 -> pool 1.
     def evaluate(configs):  # type: ignore[no-untyped-def]
-        return [Evaluation((70.0 * (10 - c.partitions[0]), 10000.0 / c.partitions[1]), (100, 1), (0.5, 0.5))
-                for c in configs]
+        return [
+            Evaluation(
+                (70.0 * (10 - c.partitions[0]), 10000.0 / c.partitions[1]), (100, 1), (0.5, 0.5)
+            )
+            for c in configs
+        ]
+
     history = History(np.array([1, 2]), np.array([60.0, 60.0]), np.array([60.0, 60.0]))
     config = QueueConfig((QueueSpec("a", 1, 1), QueueSpec("b", 2, 2)), partitions=(10, 10))
     stats: dict[str, int] = {}
@@ -204,18 +256,29 @@ def test_the_global_stop_hands_chunks_back() -> None:
 
 
 # Pool admission: q owns nodes 0-1 (8 cores), o nodes 2-6, the pool node 7 (4 cores).
-POOL_QUEUES = (QueueSpec("q", 1, 8), QueueSpec("o", 9, 16), QueueSpec("large", 17, 40, reservation=True))
-POOL_JOBS = [Job(1, 0.0, 100.0, 100.0, units=6),    # A runs at 0 in q
-             Job(2, 1.0, 100.0, 100.0, units=8),    # B, q's head, waits for A (until 100)
-             Job(3, 2.0, 1000.0, 1000.0, units=2),  # C fits q's 2 free cores, but would delay B
-             Job(4, 50.0, 10.0, 10.0, units=9)]     # D (queue o): a decision at t = 50
+POOL_QUEUES = (
+    QueueSpec("q", 1, 8),
+    QueueSpec("o", 9, 16),
+    QueueSpec("large", 17, 40, reservation=True),
+)
+POOL_JOBS = [
+    Job(1, 0.0, 100.0, 100.0, units=6),  # A runs at 0 in q
+    Job(2, 1.0, 100.0, 100.0, units=8),  # B, q's head, waits for A (until 100)
+    Job(3, 2.0, 1000.0, 1000.0, units=2),  # C fits q's 2 free cores, but would delay B
+    Job(4, 50.0, 10.0, 10.0, units=9),
+]  # D (queue o): a decision at t = 50
 
 
 def _starts(tau_pf: float) -> dict[int, tuple[float, str]]:
     config = QueueConfig(POOL_QUEUES, mode="hybrid", partitions=(2, 5, 0), pool=1, tau_pf=tau_pf)
-    model = HPCModel(POOL_JOBS, "nodes=8,cores=4", policy=make_policy("queues-hybrid", "first-fit",
-                                                                      scheduler_params={"config": config}),
-                     queues=config, seed=1, record_timeseries=False)
+    model = HPCModel(
+        POOL_JOBS,
+        "nodes=8,cores=4",
+        policy=make_policy("queues-hybrid", "first-fit", scheduler_params={"config": config}),
+        queues=config,
+        seed=1,
+        record_timeseries=False,
+    )
     model.run()
     frame = model.recorder.jobs_frame()
     return {int(r.job_id): (float(r.start_time), str(r.nodes)) for r in frame.itertuples()}

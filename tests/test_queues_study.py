@@ -18,8 +18,12 @@ from market_hpc.experiment.sweep_exec import make_executor
 from market_hpc.workload import read_swf, time_slice
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "queues.toml"
-SMALL = {"workload.end": 15_552_000.0 + 6 * 86400, "queues.period_days": 2.0, "queues.samples": 8,
-         "queues.lb_points": 3}
+SMALL = {
+    "workload.end": 15_552_000.0 + 6 * 86400,
+    "queues.period_days": 2.0,
+    "queues.samples": 8,
+    "queues.lb_points": 3,
+}
 
 
 @pytest.mark.parametrize("strategy", ["hybrid", "nonpartitioned"])
@@ -49,7 +53,11 @@ def test_sampling_simulations_give_the_same_plan_in_local_processes() -> None:
     plans = []
     for workers in (1, 2):
         with make_executor(workers) as executor:
-            plans.append(plan_period(jobs, jobs[0].submit, 2 * 86400.0, platform, settings, 1, executor=executor))
+            plans.append(
+                plan_period(
+                    jobs, jobs[0].submit, 2 * 86400.0, platform, settings, 1, executor=executor
+                )
+            )
     assert plans[0].configs == plans[1].configs and plans[0].simulations == plans[1].simulations
 
 
@@ -57,11 +65,24 @@ def test_compare_reports_the_papers_comparisons() -> None:
     rows = []
     for period, (static, hybrid) in enumerate([(10.0, 10.0), (10.0, 5.0), (20.0, 8.0)]):
         for strategy, wait in (("static", static), ("hybrid", hybrid)):
-            rows.append({"study": "x", "strategy": strategy, "period": period, "mean_wait_h": wait,
-                         "max_wait_h": wait, "bsld": 1.0, "utilisation": 0.5})
+            rows.append(
+                {
+                    "study": "x",
+                    "strategy": strategy,
+                    "period": period,
+                    "mean_wait_h": wait,
+                    "max_wait_h": wait,
+                    "bsld": 1.0,
+                    "utilisation": 0.5,
+                }
+            )
     table = compare(pd.DataFrame(rows)).set_index(["comparison", "metric"])
     row = table.loc[("hybrid vs static", "mean_wait_h")]
-    assert row["mean_change_pct"] == -55.0 and row["best_change_pct"] == -60.0 and row["periods_better"] == "2/2"
+    assert (
+        row["mean_change_pct"] == -55.0
+        and row["best_change_pct"] == -60.0
+        and row["periods_better"] == "2/2"
+    )
 
 
 def test_the_study_runs_as_a_sweep_with_per_period_rows_and_resumes(tmp_path: Path) -> None:
@@ -84,12 +105,16 @@ lb_points = 3
     out = tmp_path / "out"
     first = run_sweep(sweep, out, progress=False)
     assert (first.total, first.done, first.failed) == (2, 2, 0)
-    again = run_sweep(sweep, out, progress=False)                 # resume: nothing left to run
+    again = run_sweep(sweep, out, progress=False)  # resume: nothing left to run
     assert (again.done, again.skipped) == (0, 2)
     write_report(out, progress=False)
     periods = pd.read_csv(out / "report" / "queue_periods.csv")
-    assert sorted(zip(periods.strategy, periods.period)) == [("hybrid", 0), ("hybrid", 1), ("static", 0),
-                                                             ("static", 1)]
+    assert sorted(zip(periods.strategy, periods.period)) == [
+        ("hybrid", 0),
+        ("hybrid", 1),
+        ("static", 0),
+        ("static", 1),
+    ]
     hybrid = periods[(periods.strategy == "hybrid") & (periods.period == 1)].iloc[0]
     assert hybrid.plan_source in ("nlp", "sample") and hybrid.queues >= 1 and hybrid.jobs > 0
     assert set(periods[periods.strategy == "static"].plan_source) == {"eq7"}

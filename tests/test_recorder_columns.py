@@ -13,8 +13,16 @@ from market_hpc.errors import ConfigError
 
 def jobs(count: int = 60) -> list[Job]:
     rng = np.random.default_rng(3)
-    return [Job(i, float(rng.integers(0, 50)), float(rng.integers(0, 20)), float(rng.integers(1, 30)),
-                units=int(rng.integers(1, 7))) for i in range(1, count + 1)]
+    return [
+        Job(
+            i,
+            float(rng.integers(0, 50)),
+            float(rng.integers(0, 20)),
+            float(rng.integers(1, 30)),
+            units=int(rng.integers(1, 7)),
+        )
+        for i in range(1, count + 1)
+    ]
 
 
 def test_chunked_csv_equals_the_frame_and_rows_match(tmp_path) -> None:

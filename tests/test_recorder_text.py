@@ -38,15 +38,20 @@ from market_hpc.experiment.streaming import StreamedResult, simulate_streaming
 from market_hpc.policies import Drop, Hold, Start
 
 
-def random_runs(rng: np.random.Generator, n_jobs: int, max_digits: int = 5) -> tuple[np.ndarray, np.ndarray]:
+def random_runs(
+    rng: np.random.Generator, n_jobs: int, max_digits: int = 5
+) -> tuple[np.ndarray, np.ndarray]:
     """Flat runs of ``n_jobs`` jobs: none, one or several runs each, node ids of 1 to
     ``max_digits`` digits, units of 1 to 3."""
     runs: list[int] = []
     offsets = [0]
     for _ in range(n_jobs):
         for _ in range(int(rng.choice([0, 1, 1, 2, 5]))):
-            runs += [int(rng.integers(0, 10 ** rng.integers(1, max_digits + 1))), int(rng.integers(1, 6)),
-                     int(rng.integers(1, 10 ** rng.integers(1, 4)))]
+            runs += [
+                int(rng.integers(0, 10 ** rng.integers(1, max_digits + 1))),
+                int(rng.integers(1, 6)),
+                int(rng.integers(1, 10 ** rng.integers(1, 4))),
+            ]
         offsets.append(len(runs))
     return np.array(runs, dtype=np.int32), np.array(offsets, dtype=np.int64)
 
@@ -56,8 +61,12 @@ def test_runs_text_equals_format_runs(seed: int) -> None:
     rng = np.random.default_rng(seed)
     runs, offsets = random_runs(rng, int(rng.integers(0, 300)))
     n_jobs = len(offsets) - 1
-    rows = rng.integers(0, max(n_jobs, 1), int(rng.integers(0, 2 * n_jobs + 1))) if n_jobs else np.zeros(0, int)
-    expected = [format_runs(runs[offsets[i]:offsets[i + 1]].tolist()) for i in rows]
+    rows = (
+        rng.integers(0, max(n_jobs, 1), int(rng.integers(0, 2 * n_jobs + 1)))
+        if n_jobs
+        else np.zeros(0, int)
+    )
+    expected = [format_runs(runs[offsets[i] : offsets[i + 1]].tolist()) for i in rows]
     assert runs_strings(runs, offsets, rows) == expected
 
 
@@ -73,7 +82,7 @@ def test_runs_text_pieces_and_long_runs(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(module, "_CHUNK_BYTES", 64)
     pieces = runs_text(runs, offsets, rows)
     assert np.array_equal(whole[0], pieces[0]) and np.array_equal(whole[1], pieces[1])
-    expected = [format_runs(runs[offsets[i]:offsets[i + 1]].tolist()) for i in rows]
+    expected = [format_runs(runs[offsets[i] : offsets[i + 1]].tolist()) for i in rows]
     assert runs_strings(runs, offsets, rows) == expected
     monkeypatch.setattr(module, "_TABLE_BUDGET", 0)  # every piece job by job
     assert runs_strings(runs, offsets, rows) == expected
@@ -84,26 +93,36 @@ def test_runs_text_without_tables_for_huge_node_ids() -> None:
     rng = np.random.default_rng(5)
     runs, offsets = random_runs(rng, 200, max_digits=9)
     rows = np.arange(len(offsets) - 1)
-    expected = [format_runs(runs[offsets[i]:offsets[i + 1]].tolist()) for i in rows]
+    expected = [format_runs(runs[offsets[i] : offsets[i + 1]].tolist()) for i in rows]
     assert runs_strings(runs, offsets, rows) == expected
 
 
 def random_frame(rng: np.random.Generator, n: int) -> pd.DataFrame:
     magnitudes = 10.0 ** rng.integers(-12, 22, n)
-    floats = np.where(rng.random(n) < 0.5, np.round(rng.standard_normal(n) * magnitudes), rng.standard_normal(n) * magnitudes)
-    special = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, 1e16, -1e16, 9999999999999998.0, 1e-4, 2.0**63, 5e-324])
+    floats = np.where(
+        rng.random(n) < 0.5,
+        np.round(rng.standard_normal(n) * magnitudes),
+        rng.standard_normal(n) * magnitudes,
+    )
+    special = np.array(
+        [np.nan, -0.0, 0.0, np.inf, -np.inf, 1e16, -1e16, 9999999999999998.0, 1e-4, 2.0**63, 5e-324]
+    )
     floats[rng.integers(0, n, n // 5)] = rng.choice(special, n // 5)
     texts = np.array(["finished", "0:1;1:1", "", "ü-ß", "rejected", "12:3"], dtype=object)
-    reasons = np.array([np.nan, None, "request larger than the platform", "line 3: run time unknown"], dtype=object)
-    return pd.DataFrame({
-        "f": floats,
-        "g": rng.integers(0, 10**6, n).astype(float),
-        "i": rng.integers(-2**62, 2**62, n),
-        "s": pd.Series(rng.choice(texts, n)).astype(str),
-        "o": pd.Series(rng.choice(texts, n), dtype=object),
-        "reason": pd.Series(rng.choice(reasons, n), dtype=object),
-        "nan": np.full(n, np.nan),
-    })
+    reasons = np.array(
+        [np.nan, None, "request larger than the platform", "line 3: run time unknown"], dtype=object
+    )
+    return pd.DataFrame(
+        {
+            "f": floats,
+            "g": rng.integers(0, 10**6, n).astype(float),
+            "i": rng.integers(-(2**62), 2**62, n),
+            "s": pd.Series(rng.choice(texts, n)).astype(str),
+            "o": pd.Series(rng.choice(texts, n), dtype=object),
+            "reason": pd.Series(rng.choice(reasons, n), dtype=object),
+            "nan": np.full(n, np.nan),
+        }
+    )
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -125,8 +144,13 @@ def test_csv_bytes_equal_to_csv(seed: int) -> None:
 
 def test_csv_falls_back_to_pandas_for_what_it_does_not_format() -> None:
     quoted = pd.DataFrame({"a": ["x,y", 'say "hi"', "two\nlines"], "b": [1, 2, 3]})
-    others = pd.DataFrame({"flag": [True, False], "small": np.array([1.5, 2.25], dtype=np.float32),
-                           "mixed": pd.Series([1, "a"], dtype=object)})
+    others = pd.DataFrame(
+        {
+            "flag": [True, False],
+            "small": np.array([1.5, 2.25], dtype=np.float32),
+            "mixed": pd.Series([1, "a"], dtype=object),
+        }
+    )
     for frame in (quoted, others, quoted.rename(columns={"a": "a,b"})):
         assert csv_parts(frame) is None
         assert csv_bytes(frame) == frame.to_csv(index=False).encode()
@@ -148,14 +172,29 @@ class ReferenceRecorder(Recorder):
         units = job.units if job.profile is None or not allocation else allocation[0][1]
         start = first_start if started else math.nan
         row = {
-            "job_id": job.job_id, "submit_time": float(job.submit), "start_time": float(start),
-            "end_time": float(end) if status in (JobStatus.FINISHED, JobStatus.DROPPED) else math.nan,
-            "wait_time": float(start - job.submit), "run_time": float(busy_time) if started else math.nan,
-            "status": status.value, "cores": units * job.unit[0], "gpus": units * job.unit[1],
-            "mics": units * job.unit[2], "mem": units * job.unit[3], "bb": float(job.bb), "units": units,
-            "estimate": float(job.estimate), "user": job.user, "queue": job.queue,
-            "nodes": ";".join(f"{node}:{count}" for node, count in allocation) if allocation else "",
-            "value": float(value), "hold_count": hold_count,
+            "job_id": job.job_id,
+            "submit_time": float(job.submit),
+            "start_time": float(start),
+            "end_time": float(end)
+            if status in (JobStatus.FINISHED, JobStatus.DROPPED)
+            else math.nan,
+            "wait_time": float(start - job.submit),
+            "run_time": float(busy_time) if started else math.nan,
+            "status": status.value,
+            "cores": units * job.unit[0],
+            "gpus": units * job.unit[1],
+            "mics": units * job.unit[2],
+            "mem": units * job.unit[3],
+            "bb": float(job.bb),
+            "units": units,
+            "estimate": float(job.estimate),
+            "user": job.user,
+            "queue": job.queue,
+            "nodes": ";".join(f"{node}:{count}" for node, count in allocation)
+            if allocation
+            else "",
+            "value": float(value),
+            "hold_count": hold_count,
         }
         self.plain_rows.append(tuple(row[name] for name in JOB_COLUMNS))
 
@@ -187,13 +226,19 @@ def check_against_reference(recorder: ReferenceRecorder, tmp_path: Path) -> pd.D
     frame = recorder.jobs_frame()
     pd.testing.assert_frame_equal(frame, expected, check_exact=True)
     for row, plain in zip(recorder.rows, recorder.plain_rows, strict=True):
-        assert all(a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
-                   for a, b in zip(row, plain, strict=True)), (row, plain)
+        assert all(
+            a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
+            for a, b in zip(row, plain, strict=True)
+        ), (row, plain)
     for chunk_rows in (3, 100_000):
         recorder.write_jobs_csv(tmp_path / "jobs.csv", chunk_rows=chunk_rows)
         assert (tmp_path / "jobs.csv").read_bytes() == expected.to_csv(index=False).encode()
-    segments = pd.DataFrame.from_records(recorder.plain_segments, columns=list(recorder.segments_frame().columns))
-    pd.testing.assert_frame_equal(recorder.segments_frame(), segments.astype({"job_id": np.int64, "units": np.int64}))
+    segments = pd.DataFrame.from_records(
+        recorder.plain_segments, columns=list(recorder.segments_frame().columns)
+    )
+    pd.testing.assert_frame_equal(
+        recorder.segments_frame(), segments.astype({"job_id": np.int64, "units": np.int64})
+    )
     if recorder.plain_samples:
         samples = np.array(recorder.plain_samples, dtype=np.float64)
         assert np.array_equal(recorder.samples, samples)
@@ -206,9 +251,13 @@ def test_held_resumed_dropped_queued_rejected_multi_resource(tmp_path: Path) -> 
     the queue; job 3 never starts (``queued`` at the end); job 4 is larger than the
     platform (rejected); job 5 runs on one node with two units."""
     gpu = (2, 1, 0, 0)
-    jobs = [Job(1, 0.0, 90.0, 100.0, units=4, unit=gpu, user=7, queue=2),
-            Job(2, 1.0, 10.0, 10.0, units=2), Job(3, 2.0, 10.0, 10.0, units=3),
-            Job(4, 3.0, 10.0, 10.0, units=99), Job(5, 4.0, 20.0, 30.0, units=2, unit=gpu)]
+    jobs = [
+        Job(1, 0.0, 90.0, 100.0, units=4, unit=gpu, user=7, queue=2),
+        Job(2, 1.0, 10.0, 10.0, units=2),
+        Job(3, 2.0, 10.0, 10.0, units=3),
+        Job(4, 3.0, 10.0, 10.0, units=99),
+        Job(5, 4.0, 20.0, 30.0, units=2, unit=gpu),
+    ]
     script = {
         0.0: (Start(1, ((0, 2), (1, 1), (3, 1))),),
         10.0: (Hold(1),),
@@ -232,8 +281,17 @@ def test_random_multi_resource_runs(tmp_path: Path, seed: int) -> None:
         unit = (2, 1, 0, 0) if rng.random() < 0.3 else (1, 0, 0, 0)
         units = int(rng.integers(1, 9)) if rng.random() > 0.03 else 500  # a few too large
         run = float(rng.integers(0, 40))
-        jobs.append(Job(job_id, float(rng.integers(0, 300)), run, run + float(rng.integers(0, 20)),
-                        units=units, unit=unit, user=int(rng.integers(0, 5))))
+        jobs.append(
+            Job(
+                job_id,
+                float(rng.integers(0, 300)),
+                run,
+                run + float(rng.integers(0, 20)),
+                units=units,
+                unit=unit,
+                user=int(rng.integers(0, 5)),
+            )
+        )
     for scheduler, allocator in (("easy", "best-fit"), ("fifo", "first-fit")):
         model = run_with_reference(jobs, "nodes=5,cores=4,gpus=1", scheduler, allocator=allocator)
         frame = check_against_reference(model.recorder, tmp_path)
@@ -251,7 +309,9 @@ def test_market_holds_and_drops(tmp_path: Path) -> None:
 def test_flushes_in_bulk_read_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows moved into the arrays every 7 jobs (and read in between) give the same results."""
     monkeypatch.setattr(JobColumns, "FLUSH_JOBS", 7)
-    jobs = [market_job(i, float(i), (30.0, 16.0, 11.0), StepCurve(50.0, 500.0)) for i in range(1, 40)]
+    jobs = [
+        market_job(i, float(i), (30.0, 16.0, 11.0), StepCurve(50.0, 500.0)) for i in range(1, 40)
+    ]
     model = HPCModel(jobs, "hlrs-3x9", "maxvh")
     model.recorder = ReferenceRecorder(model.platform, True)
     for until in (10, 20, 35):
@@ -262,20 +322,33 @@ def test_flushes_in_bulk_read_the_same(tmp_path: Path, monkeypatch: pytest.Monke
     check_against_reference(model.recorder, tmp_path)
 
 
-def test_streamed_results_with_skipped_lines_equal_the_plain_frame(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_streamed_results_with_skipped_lines_equal_the_plain_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``replay``'s chunked writer (skipped lines and rejected jobs merged in by job id)
     against the reference rows through ``with_reasons`` and ``to_csv``."""
     monkeypatch.setattr("market_hpc.core.model.Recorder", ReferenceRecorder)
     trace = synthetic_trace(tmp_path / "s.swf")
-    config = config_from_dict({"name": "s", "platform": "nodes=4,cores=4", "workload": {"trace": str(trace)},
-                               "policy": {"scheduler": "easy"}})
+    config = config_from_dict(
+        {
+            "name": "s",
+            "platform": "nodes=4,cores=4",
+            "workload": {"trace": str(trace)},
+            "policy": {"scheduler": "easy"},
+        }
+    )
     streamed = simulate_streaming(config)
     assert isinstance(streamed, StreamedResult) and isinstance(streamed.recorder, ReferenceRecorder)
     plain = pd.DataFrame.from_records(streamed.recorder.plain_rows, columns=list(JOB_COLUMNS))
-    expected = with_reasons(plain.sort_values("job_id", kind="stable").reset_index(drop=True), streamed.skipped)
-    series = pd.DataFrame(np.array(streamed.recorder.plain_samples), columns=list(TIMESERIES_COLUMNS))
-    series = series.astype({name: np.int64 for name in TIMESERIES_COLUMNS if name not in ("time", "profit")})
+    expected = with_reasons(
+        plain.sort_values("job_id", kind="stable").reset_index(drop=True), streamed.skipped
+    )
+    series = pd.DataFrame(
+        np.array(streamed.recorder.plain_samples), columns=list(TIMESERIES_COLUMNS)
+    )
+    series = series.astype(
+        {name: np.int64 for name in TIMESERIES_COLUMNS if name not in ("time", "profit")}
+    )
     for chunk_rows in (5, 10_000):
         streamed.chunk_rows = chunk_rows
         out = streamed.write(tmp_path / f"out{chunk_rows}")

@@ -140,8 +140,12 @@ def test_bad_allocator_parameters_are_a_config_error() -> None:
 
 def test_registering_a_name_twice_fails_and_keeps_the_first() -> None:
     first = scheduler_entry("easy").factory
-    with pytest.raises(ConfigError, match=re.escape("scheduler 'easy' is already registered (its factory: "
-                                                    "market_hpc.policies.classic.Easy)")):
+    with pytest.raises(
+        ConfigError,
+        match=re.escape(
+            "scheduler 'easy' is already registered (its factory: market_hpc.policies.classic.Easy)"
+        ),
+    ):
         register_scheduler("easy", "again")(lambda allocator: None)  # type: ignore[arg-type]
     assert scheduler_entry("easy").factory is first
     with pytest.raises(ConfigError, match=re.escape("allocator 'first-fit' is already registered")):

@@ -12,12 +12,19 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # Modules a plain trace replay does not need (summaries, generators, task-graph jobs).
-NOT_FOR_REPLAY = {"market_hpc.workload.info", "market_hpc.workload.synthetic", "market_hpc.workload.taskgraph_jobs",
-                  "market_hpc.algorithms.taskgraph"}
+NOT_FOR_REPLAY = {
+    "market_hpc.workload.info",
+    "market_hpc.workload.synthetic",
+    "market_hpc.workload.taskgraph_jobs",
+    "market_hpc.algorithms.taskgraph",
+}
 
 
 def write_trace(path: Path, n: int = 30) -> Path:
-    lines = [f"{i} {5 * i} -1 {20 + i % 7} {1 + i % 3} -1 -1 -1 -1 -1 1 1 -1 -1 1 -1 -1 -1" for i in range(1, n + 1)]
+    lines = [
+        f"{i} {5 * i} -1 {20 + i % 7} {1 + i % 3} -1 -1 -1 -1 -1 1 1 -1 -1 1 -1 -1 -1"
+        for i in range(1, n + 1)
+    ]
     path.write_text("; Version: 2.2\n" + "\n".join(lines) + "\n")
     return path
 
@@ -33,11 +40,17 @@ def test_replay_imports_mesa_before_the_rest(tmp_path: Path) -> None:
         " order.index('market_hpc.experiment.config'), gc.isenabled(), gc.get_freeze_count(),"
         f" sorted(set({sorted(NOT_FOR_REPLAY)!r}) & set(order))]))\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True)
-    code, mesa, swf, config, enabled, frozen, unneeded = json.loads(done.stdout.strip().splitlines()[-1])
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    code, mesa, swf, config, enabled, frozen, unneeded = json.loads(
+        done.stdout.strip().splitlines()[-1]
+    )
     assert unneeded == []
     assert code == 0 and (tmp_path / "out" / "jobs.csv").exists()
-    assert mesa < swf and mesa < config  # (imported by market_hpc.experiment, they came first before)
+    assert (
+        mesa < swf and mesa < config
+    )  # (imported by market_hpc.experiment, they came first before)
     assert enabled and frozen == 0
 
 
@@ -59,7 +72,10 @@ def test_gc_left_off_when_the_caller_turned_it_off(tmp_path: Path) -> None:
 
     gc.disable()
     try:
-        assert main(["replay", str(write_trace(tmp_path / "t.swf")), "--platform", "nodes=4,cores=1"]) == 0
+        assert (
+            main(["replay", str(write_trace(tmp_path / "t.swf")), "--platform", "nodes=4,cores=1"])
+            == 0
+        )
         assert not gc.isenabled() and gc.get_freeze_count() == 0
     finally:
         gc.enable()

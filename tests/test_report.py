@@ -24,7 +24,9 @@ timeseries = true
 workload = { generator = "lublin-feitelson", jobs = 40 }
 policy = { scheduler = "fifo" }
 """
-ZIP_SWEEP = BASE + """
+ZIP_SWEEP = (
+    BASE
+    + """
 seeds = 2
 [grid]
 "policy.scheduler" = ["fifo", "easy"]
@@ -34,7 +36,10 @@ seeds = 2
 [report]
 metrics = ["mean_wait"]
 """
-THREE_AXES = BASE + """
+)
+THREE_AXES = (
+    BASE
+    + """
 [grid]
 "policy.scheduler" = ["fifo", "easy"]
 "policy.allocator" = ["first-fit", "best-fit"]
@@ -42,6 +47,7 @@ THREE_AXES = BASE + """
 [report]
 metrics = ["mean_bounded_slowdown"]
 """
+)
 
 
 def write(tmp_path: Path, text: str, name: str = "sweep.toml") -> Path:
@@ -62,11 +68,13 @@ def test_zip_group_is_one_axis_drawn_as_one_series(zip_sweep: Path) -> None:
     data = load_results(zip_sweep)
     assert [(a.name, a.columns, a.x) for a in data.axes] == [
         ("scheduler", ("scheduler",), None),
-        ("jobs, load_factor", ("jobs", "load_factor"), "jobs")]
+        ("jobs, load_factor", ("jobs", "load_factor"), "jobs"),
+    ]
     written = {p.name for p in write_report(zip_sweep, progress=False)}
     # one heatmap (scheduler x the zip group), never jobs x load_factor (an empty diagonal)
     assert [n for n in written if "heatmap" in n and n.endswith(".png")] == [
-        "mean_wait_heatmap_scheduler_jobs_load_factor.png"]
+        "mean_wait_heatmap_scheduler_jobs_load_factor.png"
+    ]
     lines = pd.read_csv(zip_sweep / "report" / "mean_wait_vs_jobs.csv")
     assert list(lines.columns) == ["scheduler", "jobs", "mean", "min", "max", "std", "n"]
     assert len(lines) == 6 and set(lines["n"]) == {2}  # 2 policies x 3 zip steps, not 30 lines
@@ -74,14 +82,17 @@ def test_zip_group_is_one_axis_drawn_as_one_series(zip_sweep: Path) -> None:
     assert heat["jobs, load_factor"].tolist()[:3] == ["30, 1.0", "40, 1.5", "50, 2.0"]
 
 
-def test_report_rebuilds_a_stale_results_table_from_parts(zip_sweep: Path, tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_rebuilds_a_stale_results_table_from_parts(
+    zip_sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     results = zip_sweep / "results.parquet"
     table = pq.read_table(results)
     pq.write_table(table.slice(0, 5), results)  # what a sweep killed before consolidating leaves
     write_report(zip_sweep)
-    assert f"rebuilt results.parquet and results.csv from parts/: {table.num_rows - 5} rows" \
+    assert (
+        f"rebuilt results.parquet and results.csv from parts/: {table.num_rows - 5} rows"
         in capsys.readouterr().err
+    )
     assert pq.read_table(results).num_rows == table.num_rows
     assert len(pd.read_csv(zip_sweep / "results.csv")) == table.num_rows
     html = (zip_sweep / "report" / "report.html").read_text()
@@ -112,8 +123,11 @@ def test_plots_facet_or_name_what_they_average(tmp_path: Path) -> None:
 @pytest.mark.smoke
 def test_report_metrics_are_checked_before_any_run(tmp_path: Path) -> None:
     path = write(tmp_path, BASE + '[report]\nmetrics = ["mean_wiat"]\n')
-    with pytest.raises(SweepError, match=r"report.metrics: unknown metric 'mean_wiat'; valid metrics: "
-                                         r"jobs_total, .*mean_wait"):
+    with pytest.raises(
+        SweepError,
+        match=r"report.metrics: unknown metric 'mean_wiat'; valid metrics: "
+        r"jobs_total, .*mean_wait",
+    ):
         run_sweep(path, tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists()
 
@@ -124,8 +138,11 @@ def test_non_utf8_sweep_file_names_the_file_and_byte_offset(tmp_path: Path) -> N
     path.write_bytes(BASE.encode() + b'name = "caf\xe9"\n')
     offset = len(BASE.encode()) + len('name = "caf')
     line = BASE.count("\n") + 1
-    with pytest.raises(SweepError, match=rf"latin1.toml: sweep file is not valid UTF-8 .*byte 0xe9 at "
-                                         rf"offset {offset} \(line {line}, column 12\)"):
+    with pytest.raises(
+        SweepError,
+        match=rf"latin1.toml: sweep file is not valid UTF-8 .*byte 0xe9 at "
+        rf"offset {offset} \(line {line}, column 12\)",
+    ):
         load_sweep(path)
     assert main(["run", str(path)]) == 2  # scenarios share the one TOML reader
 
@@ -170,9 +187,16 @@ def test_legend_sits_outside_the_axes(zip_sweep: Path, monkeypatch: pytest.Monke
             box, data = legend.get_window_extent(renderer), axes.get_window_extent(renderer)
             assert box.x0 >= data.x1, f"legend over the data in {axes.get_title()!r}"
             checked += 1
-        labels = [axes.get_ylabel() for axes in figure.axes if axes.get_ylabel() and "heatmap" not in axes.get_title()]
-        labels += [axes.get_xlabel() for axes in figure.axes  # forest plots: differences along x
-                   if axes.get_xlabel().startswith("difference to the baseline")]
+        labels = [
+            axes.get_ylabel()
+            for axes in figure.axes
+            if axes.get_ylabel() and "heatmap" not in axes.get_title()
+        ]
+        labels += [
+            axes.get_xlabel()
+            for axes in figure.axes  # forest plots: differences along x
+            if axes.get_xlabel().startswith("difference to the baseline")
+        ]
         assert any("(s)" in label or label in ("scheduler",) for label in labels)
     assert checked >= 2
 

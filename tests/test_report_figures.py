@@ -53,13 +53,16 @@ def figures(sweep_out: Path) -> dict[str, Figure]:
     return drawn
 
 
-def test_html_carries_the_paired_intervals_in_plain_numbers(sweep_out: Path,
-                                                            figures: dict[str, Figure]) -> None:
+def test_html_carries_the_paired_intervals_in_plain_numbers(
+    sweep_out: Path, figures: dict[str, Figure]
+) -> None:
     page = (sweep_out / "report" / "report.html").read_text()
-    section = page[page.index("<summary>Paired differences"):page.index("Summary: mean")]
+    section = page[page.index("<summary>Paired differences") : page.index("Summary: mean")]
     assert "easy − fifo" in section and "difference (s) [95% CI]" in section
     assert re.search(r"[-+][\d,]+ \[[-+][\d,]+, [-+][\d,]+\]", section)  # +1,234 [-5, +9]
-    verdicts = set(re.findall(r"<td>(higher|lower|undecided|equal|holds|contradicted)</td>", section))
+    verdicts = set(
+        re.findall(r"<td>(higher|lower|undecided|equal|holds|contradicted)</td>", section)
+    )
     assert verdicts and verdicts <= {"higher", "lower", "undecided", "equal"}
     assert not re.search(r"\d\.\d+e[+-]\d", page)  # no scientific notation anywhere
     assert re.search(r"[\d,]+ ± [\d,]+ s \(3\)", page)  # mean ± std with its unit
@@ -96,13 +99,19 @@ def test_titles_fit_and_figures_stay_readable(figures: dict[str, Figure]) -> Non
 
 def _tick_labels(axis) -> list:  # type: ignore[no-untyped-def]
     renderer = axis.figure.canvas.get_renderer()
-    return [(tick.label1.get_text(), tick.label1.get_window_extent(renderer))
-            for tick in axis.get_major_ticks() if tick.label1.get_visible() and tick.label1.get_text()]
+    return [
+        (tick.label1.get_text(), tick.label1.get_window_extent(renderer))
+        for tick in axis.get_major_ticks()
+        if tick.label1.get_visible() and tick.label1.get_text()
+    ]
 
 
 def _no_overlap(boxes: list) -> bool:  # type: ignore[type-arg]
-    return not any(a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
-                   for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    return not any(
+        a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+    )
 
 
 def test_saved_figures_have_plain_ticks_that_do_not_overlap(tmp_path: Path) -> None:
@@ -131,13 +140,29 @@ def test_forest_ticks_of_large_differences_do_not_overlap(tmp_path: Path) -> Non
     from market_hpc.experiment.report_forest import forest_figure
     from market_hpc.experiment.report_style import save_figure
 
-    rows = [("sjf", f"{lf}", d, d - 40_000.0, d + 30_000.0) for lf, d in
-            (("1.0", -20_000.0), ("1.5", -42_000.0), ("2.0", -86_000.0))]
+    rows = [
+        ("sjf", f"{lf}", d, d - 40_000.0, d + 30_000.0)
+        for lf, d in (("1.0", -20_000.0), ("1.5", -42_000.0), ("2.0", -86_000.0))
+    ]
     table = pd.DataFrame(
-        [{"policy": p, "baseline": "fifo", "seeds": 3, "mean_diff": d, "ci_low": lo,
-          "ci_high": hi, "rel_mean": d / 120_000, "rel_low": lo / 120_000,
-          "rel_high": hi / 120_000, "verdict": "undecided", "load_factor": lf}
-         for policy in ("sjf", "easy") for p, lf, d, lo, hi in [(policy, *r[1:]) for r in rows]])
+        [
+            {
+                "policy": p,
+                "baseline": "fifo",
+                "seeds": 3,
+                "mean_diff": d,
+                "ci_low": lo,
+                "ci_high": hi,
+                "rel_mean": d / 120_000,
+                "rel_low": lo / 120_000,
+                "rel_high": hi / 120_000,
+                "verdict": "undecided",
+                "load_factor": lf,
+            }
+            for policy in ("sjf", "easy")
+            for p, lf, d, lo, hi in [(policy, *r[1:]) for r in rows]
+        ]
+    )
     figure = forest_figure("mean_wait", table, "s")
     save_figure(figure, tmp_path / "forest.png")
     for axes in figure.axes:

@@ -27,8 +27,19 @@ def _trace(folder: Path, jobs: int = 4) -> Path:
 
 
 def _replay(trace: Path, out: Path, *extra: str) -> int:
-    return main(["replay", str(trace), "--platform", "nodes=2,cores=4", "--scheduler", "easy",
-                 "--out", str(out), *extra])
+    return main(
+        [
+            "replay",
+            str(trace),
+            "--platform",
+            "nodes=2,cores=4",
+            "--scheduler",
+            "easy",
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
 
 
 def _strict(text: str) -> Any:
@@ -39,8 +50,11 @@ def _strict(text: str) -> Any:
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*"))
-            if path.is_file()}
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
 
 
 def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -52,7 +66,9 @@ def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 @pytest.fixture
-def previous(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path, dict[str, bytes]]:
+def previous(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[Path, Path, dict[str, bytes]]:
     """A trace and a results folder holding an earlier run (plus its page and plots)."""
     trace = _trace(tmp_path)
     out = tmp_path / "out"
@@ -67,8 +83,10 @@ def previous(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, 
 def test_an_existing_results_folder_is_refused_without_overwrite(previous, capsys) -> None:
     trace, out, before = previous
     assert _replay(trace, out) == 2
-    assert _error_line(capsys) == (f"market-hpc: error: cannot write {out}: the folder already exists and is "
-                                   "not empty (give --overwrite to replace its contents)")
+    assert _error_line(capsys) == (
+        f"market-hpc: error: cannot write {out}: the folder already exists and is "
+        "not empty (give --overwrite to replace its contents)"
+    )
     assert _snapshot(out) == before
 
 
@@ -76,8 +94,14 @@ def test_overwrite_replaces_the_folder_and_nothing_stale_survives(previous, caps
     trace, out, _ = previous
     assert _replay(trace, out, "--overwrite") == 0
     assert sorted(path.name for path in out.iterdir()) == [
-        "config.json", "jobs.csv", "jobs.parquet", "segments.csv", "segments.parquet", "summary.json",
-        "timeseries.csv"]
+        "config.json",
+        "jobs.csv",
+        "jobs.parquet",
+        "segments.csv",
+        "segments.parquet",
+        "summary.json",
+        "timeseries.csv",
+    ]
     assert not [path for path in out.parent.iterdir() if path.name.startswith(".staging-")]
 
 
@@ -86,7 +110,10 @@ def test_an_existing_file_as_out_is_refused_before_the_run(tmp_path, capsys) -> 
     target = tmp_path / "results"
     target.write_text("keep me")
     assert _replay(trace, target) == 2
-    assert _error_line(capsys) == f"market-hpc: error: cannot write {target}: it is a file, not a folder"
+    assert (
+        _error_line(capsys)
+        == f"market-hpc: error: cannot write {target}: it is a file, not a folder"
+    )
     assert target.read_text() == "keep me"
     assert "replay of" not in capsys.readouterr().out  # nothing was simulated
 
@@ -96,10 +123,15 @@ def test_a_folder_under_a_file_is_refused(tmp_path, capsys) -> None:
     (tmp_path / "somefile").write_text("x")
     out = tmp_path / "somefile" / "out"
     assert _replay(trace, out) == 2
-    assert _error_line(capsys) == f"market-hpc: error: cannot write {out}: {tmp_path / 'somefile'} is a file, not a folder"
+    assert (
+        _error_line(capsys)
+        == f"market-hpc: error: cannot write {out}: {tmp_path / 'somefile'} is a file, not a folder"
+    )
 
 
-@pytest.mark.skipif(ROOT, reason="root ignores permissions (the folder-under-a-file test covers root)")
+@pytest.mark.skipif(
+    ROOT, reason="root ignores permissions (the folder-under-a-file test covers root)"
+)
 def test_a_read_only_folder_is_refused_and_left_intact(previous, capsys) -> None:
     trace, out, before = previous
     parent = out.parent
@@ -126,8 +158,10 @@ def test_a_full_disk_mid_write_leaves_the_previous_results(previous, capsys, mon
 
     monkeypatch.setattr(results_out, "write_csv", fills_the_disk)
     assert _replay(trace, out, "--overwrite") == 2
-    assert _error_line(capsys) == (f"market-hpc: error: cannot write {out / 'timeseries.csv'}: "
-                                   f"No space left on device; {out} left unchanged")
+    assert _error_line(capsys) == (
+        f"market-hpc: error: cannot write {out / 'timeseries.csv'}: "
+        f"No space left on device; {out} left unchanged"
+    )
     assert _snapshot(out) == before
     assert not [path for path in out.parent.iterdir() if path.name.startswith(".staging-")]
 
@@ -141,20 +175,26 @@ def test_a_full_disk_on_a_new_folder_leaves_nothing(tmp_path, capsys, monkeypatc
     monkeypatch.setattr(results_out, "write_csv", fills_the_disk)
     out = tmp_path / "new"
     assert _replay(_trace(tmp_path), out) == 2
-    assert _error_line(capsys).endswith(f"{out / 'jobs.csv'}: No space left on device; {out} left unchanged")
+    assert _error_line(capsys).endswith(
+        f"{out / 'jobs.csv'}: No space left on device; {out} left unchanged"
+    )
     assert sorted(path.name for path in tmp_path.iterdir()) == ["t.swf"]
 
 
 def test_sweep_out_under_a_file_is_refused_before_any_run(tmp_path, capsys) -> None:
     (tmp_path / "somefile").write_text("x")
     sweep = tmp_path / "s.toml"
-    sweep.write_text("[base]\nplatform = \"nodes=2,cores=4\"\n")
+    sweep.write_text('[base]\nplatform = "nodes=2,cores=4"\n')
     out = tmp_path / "somefile" / "out"
     assert main(["sweep", str(sweep), "--out", str(out)]) == 2
-    assert _error_line(capsys) == f"market-hpc: error: cannot write {out}: {tmp_path / 'somefile'} is a file, not a folder"
+    assert (
+        _error_line(capsys)
+        == f"market-hpc: error: cannot write {out}: {tmp_path / 'somefile'} is a file, not a folder"
+    )
 
 
 # ----------------------------------------------------------------- strict JSON
+
 
 def test_every_json_file_of_a_run_parses_strictly_and_names_the_allocator(tmp_path, capsys) -> None:
     out = tmp_path / "out"
@@ -170,35 +210,64 @@ def test_non_finite_numbers_are_written_as_null(tmp_path) -> None:
 
     from market_hpc.experiment.run import write_json_files
 
-    summary = {"queue_periods": [{"period": 0, "mean_wait": math.nan, "ratio": np.float64(np.inf)}],
-               "mean_wait": -math.inf, "count": np.int64(3)}
+    summary = {
+        "queue_periods": [{"period": 0, "mean_wait": math.nan, "ratio": np.float64(np.inf)}],
+        "mean_wait": -math.inf,
+        "count": np.int64(3),
+    }
     write_json_files(tmp_path, summary, {"seed": 1})
     assert _strict((tmp_path / "summary.json").read_text()) == {
-        "queue_periods": [{"period": 0, "mean_wait": None, "ratio": None}], "mean_wait": None, "count": 3}
+        "queue_periods": [{"period": 0, "mean_wait": None, "ratio": None}],
+        "mean_wait": None,
+        "count": 3,
+    }
 
 
 # ----------------------------------------------------------------- policy parameters
 
+
 def _config(scheduler: str, **params: Any) -> Any:
-    return config_from_dict({"platform": "nodes=2,cores=4", "workload": {"trace": "t.swf"},
-                             "policy": {"scheduler": scheduler, "params": params}})
+    return config_from_dict(
+        {
+            "platform": "nodes=2,cores=4",
+            "workload": {"trace": "t.swf"},
+            "policy": {"scheduler": scheduler, "params": params},
+        }
+    )
 
 
-@pytest.mark.parametrize(("value", "shown"), [(math.nan, "nan"), (math.inf, "inf"), (1e308, "1e+308"),
-                                              (2.5, "2.5"), (True, "True"), ("ten", "'ten'")])
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (math.nan, "nan"),
+        (math.inf, "inf"),
+        (1e308, "1e+308"),
+        (2.5, "2.5"),
+        (True, "True"),
+        ("ten", "'ten'"),
+    ],
+)
 def test_a_bad_queue_limit_is_refused_when_the_config_is_read(value, shown) -> None:
     with pytest.raises(ConfigError) as refused:
         _config("pcp20", queue_limit=value)
-    assert str(refused.value) == (f"scheduler 'pcp20': policy.params.queue_limit = {shown} is invalid; "
-                                  "valid: an integer in [1, 10000]")
+    assert str(refused.value) == (
+        f"scheduler 'pcp20': policy.params.queue_limit = {shown} is invalid; "
+        "valid: an integer in [1, 10000]"
+    )
 
 
 def test_an_unknown_parameter_lists_the_valid_ones() -> None:
     with pytest.raises(ConfigError) as refused:
         _config("maxvh", max_holds=1)
-    assert str(refused.value) == "scheduler 'maxvh': unknown parameter 'max_holds'; valid parameters: penalty"
-    with pytest.raises(ConfigError, match=r"^scheduler 'easy': unknown parameter 'window'; valid parameters: "
-                       r"none \(it takes no parameters\)$"):
+    assert (
+        str(refused.value)
+        == "scheduler 'maxvh': unknown parameter 'max_holds'; valid parameters: penalty"
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"^scheduler 'easy': unknown parameter 'window'; valid parameters: "
+        r"none \(it takes no parameters\)$",
+    ):
         _config("easy", window=3)
 
 
@@ -216,27 +285,38 @@ def test_every_built_in_factory_parameter_is_declared() -> None:
     from market_hpc.policies.registry import ALLOCATORS, BIDDERS, SCHEDULERS, _load_builtin
 
     _load_builtin()
-    tables = [(SCHEDULER_PARAMS, {name: entry.factory for name, entry in SCHEDULERS.items()}),
-              (ALLOCATOR_PARAMS, {name: pair[0] for name, pair in ALLOCATORS.items()}),
-              (BIDDER_PARAMS, {name: pair[0] for name, pair in BIDDERS.items()})]
+    tables = [
+        (SCHEDULER_PARAMS, {name: entry.factory for name, entry in SCHEDULERS.items()}),
+        (ALLOCATOR_PARAMS, {name: pair[0] for name, pair in ALLOCATORS.items()}),
+        (BIDDER_PARAMS, {name: pair[0] for name, pair in BIDDERS.items()}),
+    ]
     for declared, factories in tables:
         assert set(declared) == set(factories)
         for name, factory in factories.items():
-            named = {key for key, parameter in inspect.signature(factory).parameters.items()
-                     if parameter.kind is parameter.POSITIONAL_OR_KEYWORD and key not in ("allocator", "config")}
+            named = {
+                key
+                for key, parameter in inspect.signature(factory).parameters.items()
+                if parameter.kind is parameter.POSITIONAL_OR_KEYWORD
+                and key not in ("allocator", "config")
+            }
             assert named <= set(declared[name]), (name, named - set(declared[name]))
 
 
 def test_hold_penalty_reaches_a_market_scheduler_given_params() -> None:
     from market_hpc.experiment.run import _make_policy
 
-    config = config_from_dict({"platform": "nodes=2,cores=4", "workload": {"trace": "t.swf"},
-                               "policy": {"scheduler": "maxvlh", "hold_penalty": 0.25,
-                                          "params": {"max_holds": 1}}})
+    config = config_from_dict(
+        {
+            "platform": "nodes=2,cores=4",
+            "workload": {"trace": "t.swf"},
+            "policy": {"scheduler": "maxvlh", "hold_penalty": 0.25, "params": {"max_holds": 1}},
+        }
+    )
     assert _make_policy(config).penalty == 0.25
 
 
 # ----------------------------------------------------------------- workload inputs
+
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_a_time_window_that_keeps_no_job_is_an_error(tmp_path, stream) -> None:
@@ -247,11 +327,19 @@ def test_a_time_window_that_keeps_no_job_is_an_error(tmp_path, stream) -> None:
     workload: dict[str, Any] = {"trace": str(trace), "end": 0}
     if not stream:
         workload["market"] = True  # not streamed
-    config = config_from_dict({"platform": "nodes=2,cores=4", "workload": workload,
-                               "policy": {"scheduler": "maxv" if not stream else "easy"}})
+    config = config_from_dict(
+        {
+            "platform": "nodes=2,cores=4",
+            "workload": workload,
+            "policy": {"scheduler": "maxv" if not stream else "easy"},
+        }
+    )
     with pytest.raises(ConfigError) as refused:
         (simulate_streaming if stream else simulate)(config)
-    assert str(refused.value) == f"workload.end = 0 keeps no job of {trace}: its jobs are submitted from 10 to 40 s"
+    assert (
+        str(refused.value)
+        == f"workload.end = 0 keeps no job of {trace}: its jobs are submitted from 10 to 40 s"
+    )
 
 
 def test_a_no_break_space_between_fields_is_refused(tmp_path, capsys) -> None:
@@ -262,8 +350,10 @@ def test_a_no_break_space_between_fields_is_refused(tmp_path, capsys) -> None:
     lines = trace.read_text().splitlines(keepends=True)
     lines[2] = lines[2].replace(" ", "\u00a0", 2)
     trace.write_text("".join(lines), encoding="utf-8")
-    message = (f"{trace}:3: field 1 (job id): '3\\xa030\\xa00' holds U+00A0 (NO-BREAK SPACE) as a separator; "
-               "SWF fields are separated by ASCII spaces or tabs")
+    message = (
+        f"{trace}:3: field 1 (job id): '3\\xa030\\xa00' holds U+00A0 (NO-BREAK SPACE) as a separator; "
+        "SWF fields are separated by ASCII spaces or tabs"
+    )
     for reader in (read_swf, stream_swf):
         with pytest.raises(TraceFormatError) as refused:
             reader(str(trace))
@@ -283,8 +373,10 @@ def test_demo_refuses_an_existing_results_folder_before_the_study(tmp_path, caps
     out.mkdir()
     (out / "comparison.csv").write_text("earlier")
     assert main(["demo", "--quick", "--seeds", "1", "--out", str(out)]) == 2
-    assert _error_line(capsys) == (f"market-hpc: error: cannot write {out}: the folder already exists and is "
-                                   "not empty (give --overwrite to replace its contents)")
+    assert _error_line(capsys) == (
+        f"market-hpc: error: cannot write {out}: the folder already exists and is "
+        "not empty (give --overwrite to replace its contents)"
+    )
     assert (out / "comparison.csv").read_text() == "earlier"
 
 
@@ -300,10 +392,16 @@ def test_the_demo_replaces_its_own_default_folder(tmp_path, capsys, monkeypatch)
 def test_json_files_are_written_only_through_json_text() -> None:
     """``json.dumps`` outside ``json_text`` would allow NaN; only hashing may use it."""
     package = Path(__file__).resolve().parents[1] / "market_hpc"
-    hashing = {"experiment/sweep_spec.py", "algorithms/taskgraph.py",  # digests, never written
-               "experiment/run_folder.py"}  # a value quoted in an error message, never written
-    found = {str(path.relative_to(package)) for path in package.rglob("*.py")
-             if "json.dump" in path.read_text(encoding="utf-8")}
+    hashing = {
+        "experiment/sweep_spec.py",
+        "algorithms/taskgraph.py",  # digests, never written
+        "experiment/run_folder.py",
+    }  # a value quoted in an error message, never written
+    found = {
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if "json.dump" in path.read_text(encoding="utf-8")
+    }
     assert found - hashing == {"json_text.py"}
 
 
@@ -312,10 +410,15 @@ def test_allocator_and_bidder_parameters_are_checked() -> None:
 
     from market_hpc.policies.registry import make_allocator, make_bidder
 
-    with pytest.raises(ConfigError, match=r"^allocator 'weighted': unit_free = 1 is invalid; valid: true or false$"):
+    with pytest.raises(
+        ConfigError, match=r"^allocator 'weighted': unit_free = 1 is invalid; valid: true or false$"
+    ):
         make_allocator("weighted", unit_free=1)
-    with pytest.raises(ConfigError, match=r"^bidder 'energy': idle_factor = nan is invalid; "
-                       r"valid: a finite number in \[0, 1\]$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^bidder 'energy': idle_factor = nan is invalid; "
+        r"valid: a finite number in \[0, 1\]$",
+    ):
         make_bidder("energy", idle_factor=math.nan)
     assert make_bidder("energy", watts_per_core=np.array([1.0, 2.0])).name == "energy"
 
@@ -327,6 +430,8 @@ def test_a_page_that_cannot_be_written_is_one_line(tmp_path, capsys) -> None:
     page = tmp_path / "somefile" / "page.html"
     capsys.readouterr()
     assert main(["plot", str(out), "--out", str(page)]) == 2
-    assert _error_line(capsys) == (f"market-hpc: error: cannot write {page.with_suffix('.svg')}: "
-                                   "Not a directory (none of the 6 files written, the previous "
-                                   "ones unchanged)")
+    assert _error_line(capsys) == (
+        f"market-hpc: error: cannot write {page.with_suffix('.svg')}: "
+        "Not a directory (none of the 6 files written, the previous "
+        "ones unchanged)"
+    )

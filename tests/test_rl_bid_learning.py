@@ -45,7 +45,7 @@ def test_the_greedy_action_moves_to_the_action_whose_reward_is_clearly_higher():
     assert learner.greedy(3) == 0  # nothing learned: the lowest index
     for _ in range(5):
         learner.update(3, 2, 10.0, None)
-    assert learner.greedy(3) == 2 and learner.q[3, 2] == pytest.approx(10.0 * (1 - 0.5 ** 5))
+    assert learner.greedy(3) == 2 and learner.q[3, 2] == pytest.approx(10.0 * (1 - 0.5**5))
     for _ in range(5):
         learner.update(3, 1, 40.0, None)
         learner.update(3, 2, 10.0, None)
@@ -69,8 +69,14 @@ def test_exploration_is_seeded_and_greedy_at_epsilon_0():
 
 
 def test_coarse_states_cover_the_table():
-    observations = np.array([[free, 1.0, pressure, value, 0.0, 0.0, 0.0]
-                             for free in (0.0, 0.5, 1.0) for pressure in (0.0, 0.5, 0.9) for value in (0.1, 0.9)])
+    observations = np.array(
+        [
+            [free, 1.0, pressure, value, 0.0, 0.0, 0.0]
+            for free in (0.0, 0.5, 1.0)
+            for pressure in (0.0, 0.5, 0.9)
+            for value in (0.1, 0.9)
+        ]
+    )
     assert sorted(coarse_state(o) for o in observations) == list(range(STATES))
 
 
@@ -78,7 +84,9 @@ def test_training_learns_to_accept_jobs_a_reserve_would_refuse():
     # Action 0 (reserve ten times the value scale) refuses every job, action 1 (reserve 0)
     # earns them: untrained learners (every value 0, ties to action 0) earn nothing
     jobs = [market_job(i, 10.0 * i, (40.0, 20.0), StepCurve(100.0, 100_000.0)) for i in range(1, 9)]
-    env = NodeBiddingEnv(jobs, "nodes=2,cores=2", episode_jobs=8, fractions=(1.0,), reserves=(10.0, 0.0))
+    env = NodeBiddingEnv(
+        jobs, "nodes=2,cores=2", episode_jobs=8, fractions=(1.0,), reserves=(10.0, 0.0)
+    )
     untrained, chosen = play_greedy(env, make_learners(env, seed=1), start=0)
     assert untrained == 0.0 and chosen[1] == 0
     trained = train(env, episodes=30, seed=1)
@@ -104,7 +112,11 @@ def test_the_evaluation_pairs_the_same_job_sets():
     assert list(frame.slice) == [s for s in starts[:3] for _ in range(2)]
     wide = frame.pivot(index="slice", columns="policy", values="total_value")
     assert (wide["learned"] == wide["free-cores"]).all() and (wide["learned"] > 0).all()
-    assert int(table.iloc[0].seeds) == 3 and table.iloc[0].mean_diff == 0 and table.iloc[0].verdict == "equal"
+    assert (
+        int(table.iloc[0].seeds) == 3
+        and table.iloc[0].mean_diff == 0
+        and table.iloc[0].verdict == "equal"
+    )
     assert evaluate(env, fixed_policy(env.full_offer()), starts[:3])[0].equals(frame)
     # a learner that offers a quarter of its free cores earns less on the same slices
     quarter = [QLearner(16, np.random.default_rng(0)) for _ in env.possible_agents]
@@ -115,11 +127,28 @@ def test_the_evaluation_pairs_the_same_job_sets():
 
 
 def test_the_example_runs_on_a_tiny_setting(capsys):
-    spec = importlib.util.spec_from_file_location("learn_to_bid", REPO / "examples" / "learn_to_bid.py")
+    spec = importlib.util.spec_from_file_location(
+        "learn_to_bid", REPO / "examples" / "learn_to_bid.py"
+    )
     assert spec is not None and spec.loader is not None
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
-    assert example.main(["--scenario", str(REPO / "scenarios" / "market_taskgraphs.toml"), "--jobs", "200",
-                         "--episode-jobs", "20", "--episodes", "4", "--eval", "3"]) == 0
+    assert (
+        example.main(
+            [
+                "--scenario",
+                str(REPO / "scenarios" / "market_taskgraphs.toml"),
+                "--jobs",
+                "200",
+                "--episode-jobs",
+                "20",
+                "--episodes",
+                "4",
+                "--eval",
+                "3",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "3 held-out slices" in out and "learned - free-cores:" in out and "95% CI" in out

@@ -75,7 +75,9 @@ def test_every_node_offering_all_free_cores_is_the_free_cores_auction():
     assert env.offer(full) == (1.0, 0.0)
     for start in (0, 57, 180):
         rewards = play(env, lambda step, agent: full, start=start)
-        plain = HPCModel(env.jobs[start:start + 20], env.platform, "maxv", record_timeseries=False)
+        plain = HPCModel(
+            env.jobs[start : start + 20], env.platform, "maxv", record_timeseries=False
+        )
         plain.run()
         assert env.model is not None and env.model.jobs_frame().equals(plain.jobs_frame())
         total = sum(sum(step.values()) for step in rewards)
@@ -85,8 +87,13 @@ def test_every_node_offering_all_free_cores_is_the_free_cores_auction():
 
 def test_a_node_with_a_high_reserve_earns_nothing_and_its_peer_earns_the_value():
     # Two 4-core jobs worth 100 and 200 on two 4-core nodes: value scale 37.5 per core.
-    jobs = [market_job(i, 0, rigid_profile(4), StepCurve(v, 100_000.0)) for i, v in ((1, 100.0), (2, 200.0))]
-    env = NodeBiddingEnv(jobs, "nodes=2,cores=4", episode_jobs=2, fractions=(1.0,), reserves=(0.0, 2.0))
+    jobs = [
+        market_job(i, 0, rigid_profile(4), StepCurve(v, 100_000.0))
+        for i, v in ((1, 100.0), (2, 200.0))
+    ]
+    env = NodeBiddingEnv(
+        jobs, "nodes=2,cores=4", episode_jobs=2, fractions=(1.0,), reserves=(0.0, 2.0)
+    )
     assert env.scale == 37.5 and env.offer(1) == (1.0, 75.0)
     # maxV: node 0 wins the tie and takes job 2, node 1 job 1; each earns its job's value
     rewards = play(env, lambda step, agent: 0)
@@ -94,7 +101,10 @@ def test_a_node_with_a_high_reserve_earns_nothing_and_its_peer_earns_the_value()
     # at 75 per core node 0 turns both down (50 and 25 per core): node 1 runs both, one after the other
     rewards = play(env, lambda step, agent: 1 if agent == "node_0" else 0)
     assert sum(r["node_0"] for r in rewards) == 0.0 and sum(r["node_1"] for r in rewards) == 300.0
-    assert [r["node_1"] for r in rewards if r["node_1"]] == [200.0, 100.0]  # each when its job completed
+    assert [r["node_1"] for r in rewards if r["node_1"]] == [
+        200.0,
+        100.0,
+    ]  # each when its job completed
 
 
 def test_bad_options_and_actions_fail_naming_what_is_valid():

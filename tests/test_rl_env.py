@@ -51,8 +51,14 @@ def _starts(frame):  # type: ignore[no-untyped-def]
     return frame.set_index("job_id")[["status", "start_time", "nodes"]].sort_index()
 
 
-def _reproduces(jobs: list[Job], platform: str, scheduler: str, agent, backfill: bool,  # type: ignore[no-untyped-def]
-                window: int = 128) -> None:
+def _reproduces(
+    jobs: list[Job],
+    platform: str,
+    scheduler: str,
+    agent,
+    backfill: bool,  # type: ignore[no-untyped-def]
+    window: int = 128,
+) -> None:
     reference = HPCModel(jobs, platform, scheduler=scheduler, record_timeseries=False)
     reference.run()
     env = HPCDispatchEnv(jobs, platform, episode_jobs=len(jobs), window=window, backfill=backfill)
@@ -69,25 +75,41 @@ def _reproduces(jobs: list[Job], platform: str, scheduler: str, agent, backfill:
 GENERATED = lublin_feitelson(600, 64, seed=2, load_factor=1.6)
 
 
-@pytest.mark.parametrize(("scheduler", "agent", "backfill"), [
-    ("fifo", first_job, False), ("sjf", shortest_job, False), ("easy", first_job, True)])
-def test_scripted_agents_reproduce_schedulers_on_a_generated_workload(scheduler, agent, backfill) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("scheduler", "agent", "backfill"),
+    [("fifo", first_job, False), ("sjf", shortest_job, False), ("easy", first_job, True)],
+)
+def test_scripted_agents_reproduce_schedulers_on_a_generated_workload(
+    scheduler, agent, backfill
+) -> None:  # type: ignore[no-untyped-def]
     _reproduces(list(GENERATED), PLATFORM, scheduler, agent, backfill, window=len(GENERATED))
 
 
-@pytest.mark.parametrize(("scheduler", "agent", "backfill"), [
-    ("fifo", first_job, False), ("sjf", shortest_job, False), ("easy", first_job, True)])
-def test_scripted_agents_reproduce_schedulers_on_a_multi_resource_platform(scheduler, agent, backfill) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("scheduler", "agent", "backfill"),
+    [("fifo", first_job, False), ("sjf", shortest_job, False), ("easy", first_job, True)],
+)
+def test_scripted_agents_reproduce_schedulers_on_a_multi_resource_platform(
+    scheduler, agent, backfill
+) -> None:  # type: ignore[no-untyped-def]
     platform = "nodes=4,cores=4,gpus=1"
-    jobs = [job for seed in (21, 22, 23) for job in random_workload(seed, platform, [(1, 0, 0, 0), (2, 1, 0, 0)])]
-    jobs = [Job(i + 1, job.submit + 200.0 * (i // 40), job.run_time, job.estimate, job.units, job.unit)
-            for i, job in enumerate(jobs)]
+    jobs = [
+        job
+        for seed in (21, 22, 23)
+        for job in random_workload(seed, platform, [(1, 0, 0, 0), (2, 1, 0, 0)])
+    ]
+    jobs = [
+        Job(i + 1, job.submit + 200.0 * (i // 40), job.run_time, job.estimate, job.units, job.unit)
+        for i, job in enumerate(jobs)
+    ]
     _reproduces(jobs, platform, scheduler, agent, backfill, window=len(jobs))
 
 
 @pytest.mark.traces
-@pytest.mark.parametrize(("scheduler", "agent", "backfill"), [
-    ("fifo", first_job, False), ("sjf", shortest_job, False), ("easy", first_job, True)])
+@pytest.mark.parametrize(
+    ("scheduler", "agent", "backfill"),
+    [("fifo", first_job, False), ("sjf", shortest_job, False), ("easy", first_job, True)],
+)
 def test_scripted_agents_reproduce_schedulers_on_a_kth_slice(scheduler, agent, backfill) -> None:  # type: ignore[no-untyped-def]
     from market_hpc.workload.swf import read_swf
 
@@ -110,14 +132,27 @@ PROPERTY_PLATFORMS = {
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), platform_name=st.sampled_from(sorted(PROPERTY_PLATFORMS)),
-       backfill=st.booleans(), exclusive=st.booleans(), window=st.sampled_from([1, 3, 16]))
-def test_random_masked_actions_are_never_refused(seed: int, platform_name: str, backfill: bool,
-                                                 exclusive: bool, window: int) -> None:
+@given(
+    seed=st.integers(0, 10_000),
+    platform_name=st.sampled_from(sorted(PROPERTY_PLATFORMS)),
+    backfill=st.booleans(),
+    exclusive=st.booleans(),
+    window=st.sampled_from([1, 3, 16]),
+)
+def test_random_masked_actions_are_never_refused(
+    seed: int, platform_name: str, backfill: bool, exclusive: bool, window: int
+) -> None:
     platform, units = PROPERTY_PLATFORMS[platform_name]
     jobs = random_workload(seed, platform, units, count=60)
-    env = HPCDispatchEnv(jobs, platform, episode_jobs=len(jobs), window=window, backfill=backfill,
-                         exclusive=exclusive, invalid_action="raise")
+    env = HPCDispatchEnv(
+        jobs,
+        platform,
+        episode_jobs=len(jobs),
+        window=window,
+        backfill=backfill,
+        exclusive=exclusive,
+        invalid_action="raise",
+    )
     rng = np.random.default_rng(seed)
 
     def masked(env: HPCDispatchEnv) -> int:
@@ -134,8 +169,15 @@ def test_check_env_passes() -> None:
 
     env = HPCDispatchEnv(list(GENERATED), PLATFORM, episode_jobs=64, window=16)
     check_env(env, skip_render_check=True)
-    market = HPCDispatchEnv(apply_market_rule(GENERATED), PLATFORM, episode_jobs=64, window=16,
-                            reward="value", reward_timing="step", backfill=True)
+    market = HPCDispatchEnv(
+        apply_market_rule(GENERATED),
+        PLATFORM,
+        episode_jobs=64,
+        window=16,
+        reward="value",
+        reward_timing="step",
+        backfill=True,
+    )
     check_env(market, skip_render_check=True)
 
 
@@ -163,7 +205,9 @@ def test_step_rewards_add_up_to_the_episode_reward_and_the_metric() -> None:
     # The reward is minus the mean bounded slowdown of the slice (every job started).
     assert step.model is not None
     frame = step.model.jobs_frame()
-    bsld = np.maximum(1.0, (frame["wait_time"] + frame["run_time"]) / np.maximum(frame["run_time"], 10.0))
+    bsld = np.maximum(
+        1.0, (frame["wait_time"] + frame["run_time"]) / np.maximum(frame["run_time"], 10.0)
+    )
     assert info["episode_metrics"]["jobs"] == 200
     assert -episode_rewards[-1] == pytest.approx(bsld.mean())
     assert info["episode_metrics"]["bsld"] == pytest.approx(bsld.mean())
@@ -195,9 +239,14 @@ def test_job_metric_examples() -> None:
 def test_from_config_builds_the_runs_workload(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from market_hpc.experiment.config import config_from_dict
 
-    config = config_from_dict({"platform": "nodes=8,cores=8", "seed": 4,
-                               "workload": {"generator": "lublin-feitelson", "jobs": 300, "load_factor": 1.3},
-                               "policy": {"scheduler": "easy", "allocator": "best-fit"}})
+    config = config_from_dict(
+        {
+            "platform": "nodes=8,cores=8",
+            "seed": 4,
+            "workload": {"generator": "lublin-feitelson", "jobs": 300, "load_factor": 1.3},
+            "policy": {"scheduler": "easy", "allocator": "best-fit"},
+        }
+    )
     env = HPCDispatchEnv.from_config(config, episode_jobs=50, window=8)
     assert len(env.jobs) == 300 and env.options.allocator == "best-fit"
     assert env.platform.total_cores == 64
@@ -205,19 +254,22 @@ def test_from_config_builds_the_runs_workload(tmp_path) -> None:  # type: ignore
     assert obs.shape == env.observation_space.shape
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"episode_jobs": 0}, "episode_jobs"),
-    ({"episode_jobs": 10_000}, "episode_jobs: 10000 jobs do not fit"),
-    ({"window": 0}, "window"),
-    ({"reward": "profit"}, "reward: got 'profit'; valid: bsld, wait, value"),
-    ({"reward_timing": "end"}, "reward_timing: got 'end'; valid: step, episode"),
-    ({"start_range": (0.5, 0.2)}, "start_range"),
-    ({"start_range": "all"}, "start_range"),
-    ({"allocator": "max-bid"}, "allocator: got 'max-bid'"),
-    ({"allocator": "nope"}, "allocator: got 'nope'"),
-    ({"backfill": "yes"}, "backfill"),
-    ({"invalid_action": "ignore"}, "invalid_action: got 'ignore'; valid: wrap, raise"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"episode_jobs": 0}, "episode_jobs"),
+        ({"episode_jobs": 10_000}, "episode_jobs: 10000 jobs do not fit"),
+        ({"window": 0}, "window"),
+        ({"reward": "profit"}, "reward: got 'profit'; valid: bsld, wait, value"),
+        ({"reward_timing": "end"}, "reward_timing: got 'end'; valid: step, episode"),
+        ({"start_range": (0.5, 0.2)}, "start_range"),
+        ({"start_range": "all"}, "start_range"),
+        ({"allocator": "max-bid"}, "allocator: got 'max-bid'"),
+        ({"allocator": "nope"}, "allocator: got 'nope'"),
+        ({"backfill": "yes"}, "backfill"),
+        ({"invalid_action": "ignore"}, "invalid_action: got 'ignore'; valid: wrap, raise"),
+    ],
+)
 def test_bad_options_are_refused_by_name(options, message) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         HPCDispatchEnv(list(GENERATED), PLATFORM, **options)
@@ -227,23 +279,42 @@ ENV_JOBS = list(GENERATED[:40])
 PRESET_TEXT = ", ".join(sorted(PRESETS))  # curie, eurora, ..., kth-sp2, nasa-ipsc
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"jobs": None}, "jobs: got None; valid: a sequence of Job records"),
-    ({"jobs": 5}, "jobs: got 5; valid: a sequence of Job records"),
-    ({"jobs": "jobs.swf"}, "jobs: got str 'jobs.swf'; valid: a sequence of Job records"),
-    ({"jobs": [*ENV_JOBS[:3], 7]}, "jobs[3]: got int 7; valid: a Job record (market_hpc.domain.job.Job)"),
-    ({"platform": None}, (f"platform: got None; valid: a Platform, a preset ({PRESET_TEXT}), "
-                         "nodes=N,cores=C[,...] or FILE.toml")),
-    ({"platform": ("nodes=8", "cores=8")}, "platform: got ('nodes=8', 'cores=8'); valid: a Platform"),
-    ({"exclusive": "no"}, "exclusive: got 'no'; valid: true or false"),
-    ({"exclusive": 1}, "exclusive: got 1; valid: true or false"),
-    ({"reward": ["bsld"]}, "reward: got ['bsld']; valid: bsld, wait, value"),
-    ({"reward_timing": None}, "reward_timing: got None; valid: step, episode"),
-    ({"invalid_action": None}, "invalid_action: got None; valid: wrap, raise"),
-    ({"reward": "value"}, ("reward: got 'value', but 40 of 40 jobs have no value curve (job 1 "
-                          "first), so they would earn 0 whatever is chosen; valid: bsld or wait, "
-                          "or market jobs (a market rule, apply_market_rule)")),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"jobs": None}, "jobs: got None; valid: a sequence of Job records"),
+        ({"jobs": 5}, "jobs: got 5; valid: a sequence of Job records"),
+        ({"jobs": "jobs.swf"}, "jobs: got str 'jobs.swf'; valid: a sequence of Job records"),
+        (
+            {"jobs": [*ENV_JOBS[:3], 7]},
+            "jobs[3]: got int 7; valid: a Job record (market_hpc.domain.job.Job)",
+        ),
+        (
+            {"platform": None},
+            (
+                f"platform: got None; valid: a Platform, a preset ({PRESET_TEXT}), "
+                "nodes=N,cores=C[,...] or FILE.toml"
+            ),
+        ),
+        (
+            {"platform": ("nodes=8", "cores=8")},
+            "platform: got ('nodes=8', 'cores=8'); valid: a Platform",
+        ),
+        ({"exclusive": "no"}, "exclusive: got 'no'; valid: true or false"),
+        ({"exclusive": 1}, "exclusive: got 1; valid: true or false"),
+        ({"reward": ["bsld"]}, "reward: got ['bsld']; valid: bsld, wait, value"),
+        ({"reward_timing": None}, "reward_timing: got None; valid: step, episode"),
+        ({"invalid_action": None}, "invalid_action: got None; valid: wrap, raise"),
+        (
+            {"reward": "value"},
+            (
+                "reward: got 'value', but 40 of 40 jobs have no value curve (job 1 "
+                "first), so they would earn 0 whatever is chosen; valid: bsld or wait, "
+                "or market jobs (a market rule, apply_market_rule)"
+            ),
+        ),
+    ],
+)
 def test_bad_arguments_are_config_errors_with_exact_messages(options, message) -> None:  # type: ignore[no-untyped-def]
     arguments = {"jobs": ENV_JOBS, "platform": PLATFORM, "episode_jobs": 10, "window": 4, **options}
     with pytest.raises(ConfigError) as caught:
@@ -255,7 +326,9 @@ def test_bad_arguments_are_config_errors_with_exact_messages(options, message) -
 
 def test_value_reward_is_refused_when_some_jobs_lack_curves() -> None:
     jobs = [*apply_market_rule(ENV_JOBS[:30]), *ENV_JOBS[30:]]
-    with pytest.raises(ConfigError, match=r"^reward: got 'value', but 10 of 40 jobs have no value curve"):
+    with pytest.raises(
+        ConfigError, match=r"^reward: got 'value', but 10 of 40 jobs have no value curve"
+    ):
         HPCDispatchEnv(jobs, PLATFORM, episode_jobs=10, window=4, reward="value")
 
 
@@ -276,7 +349,10 @@ def test_bad_reset_and_step_arguments_are_config_errors() -> None:
     for options in ("start", {"begin": 0}):
         with pytest.raises(ConfigError) as caught:
             env.reset(options=options)  # type: ignore[arg-type]
-        assert str(caught.value) == f"options: got {options!r}; valid: None or a dict with the key 'start'"
+        assert (
+            str(caught.value)
+            == f"options: got {options!r}; valid: None or a dict with the key 'start'"
+        )
     env.reset(seed=0)
     for action in ("0", None, 1.0, True):
         with pytest.raises(ConfigError, match=r"^action: got .*; valid: an integer slot 0\.\."):
@@ -289,14 +365,17 @@ def test_from_config_refuses_unknown_options_and_bad_configs() -> None:
         HPCDispatchEnv.from_config("scenarios/none.toml", windows=8)
     assert str(caught.value) == (
         "unknown HPCDispatchEnv option 'windows'; valid choices: allocator, backfill, episode_jobs, "
-        "exclusive, invalid_action, reward, reward_timing, start_range, window")
+        "exclusive, invalid_action, reward, reward_timing, start_range, window"
+    )
     with pytest.raises(ConfigError) as caught:
         HPCDispatchEnv.from_config(5)
     assert str(caught.value) == "config: got 5; valid: a RunConfig or a scenario TOML path"
 
 
 def test_misuse_is_refused() -> None:
-    env = HPCDispatchEnv(list(GENERATED), PLATFORM, episode_jobs=20, window=4, invalid_action="raise")
+    env = HPCDispatchEnv(
+        list(GENERATED), PLATFORM, episode_jobs=20, window=4, invalid_action="raise"
+    )
     with pytest.raises(RuntimeError, match="call reset"):
         env.step(0)
     with pytest.raises(ConfigError, match="options\\['start'\\]"):

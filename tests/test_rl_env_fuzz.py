@@ -17,12 +17,57 @@ from market_hpc.workload.synthetic import lublin_feitelson
 
 JOBS = list(lublin_feitelson(40, 64, seed=2, load_factor=1.6))
 SEED = 20240611
-VALUES = [None, "", "x", "bsld", "wrap", "first-fit", "nodes=8,cores=8", "kth-sp2", 0, 1, -1, 3, 3.0,
-          1.5, 2**70, float("nan"), float("inf"), True, False, np.int64(4), np.float64(2.0),
-          np.bool_(True), np.array([1, 2]), [], [1], (0.2,), (0.1, 0.9), (0.9, 0.1), ("a", "b"), {},
-          {"start": 0}, b"jobs", object(), JOBS[:3], [*JOBS[:2], "job"], apply_market_rule(JOBS[:3])]
-ARGUMENTS = ("jobs", "platform", "episode_jobs", "window", "backfill", "allocator", "reward",
-             "reward_timing", "start_range", "exclusive", "invalid_action")
+VALUES = [
+    None,
+    "",
+    "x",
+    "bsld",
+    "wrap",
+    "first-fit",
+    "nodes=8,cores=8",
+    "kth-sp2",
+    0,
+    1,
+    -1,
+    3,
+    3.0,
+    1.5,
+    2**70,
+    float("nan"),
+    float("inf"),
+    True,
+    False,
+    np.int64(4),
+    np.float64(2.0),
+    np.bool_(True),
+    np.array([1, 2]),
+    [],
+    [1],
+    (0.2,),
+    (0.1, 0.9),
+    (0.9, 0.1),
+    ("a", "b"),
+    {},
+    {"start": 0},
+    b"jobs",
+    object(),
+    JOBS[:3],
+    [*JOBS[:2], "job"],
+    apply_market_rule(JOBS[:3]),
+]
+ARGUMENTS = (
+    "jobs",
+    "platform",
+    "episode_jobs",
+    "window",
+    "backfill",
+    "allocator",
+    "reward",
+    "reward_timing",
+    "start_range",
+    "exclusive",
+    "invalid_action",
+)
 CASES = 400
 
 
@@ -40,8 +85,12 @@ def test_constructor_arguments_fuzz() -> None:
     rng = random.Random(SEED)
     outcomes = {"refused": 0, "accepted": 0}
     for _ in range(CASES):
-        arguments: dict[str, object] = {"jobs": JOBS, "platform": "nodes=8,cores=8", "episode_jobs": 10,
-                                        "window": 4}
+        arguments: dict[str, object] = {
+            "jobs": JOBS,
+            "platform": "nodes=8,cores=8",
+            "episode_jobs": 10,
+            "window": 4,
+        }
         for name in rng.sample(ARGUMENTS, rng.randint(1, 3)):
             arguments[name] = rng.choice(VALUES)
 

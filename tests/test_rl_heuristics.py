@@ -35,7 +35,11 @@ def test_hand_checked_orders(name: str) -> None:
 
 
 def test_hand_checked_scores() -> None:
-    assert wfp3(A, 1000.0) == pytest.approx(-(9.99**3)) and wfp3(B, 1000.0) == -500.0 and wfp3(C, 1000.0) == -2000.0
+    assert (
+        wfp3(A, 1000.0) == pytest.approx(-(9.99**3))
+        and wfp3(B, 1000.0) == -500.0
+        and wfp3(C, 1000.0) == -2000.0
+    )
     assert unicep(B, 1000.0) == -2.5 and unicep(C, 1000.0) == -10.0 and unicep(A, 1000.0) < -1e15
     assert f1(A, 1000.0) == pytest.approx(2.0)
     assert f1(Job(5, 0.0, 100.0, 0.0), 0.0) == pytest.approx(-1 - 870)  # 0 counts as 0.1
@@ -56,24 +60,31 @@ def _decision_at(scheduler: str, when: float) -> list[int]:
     raise AssertionError(f"no decision at {when}")
 
 
-@pytest.mark.parametrize(("scheduler", "started"), [
-    ("wfp3", [4, 2]),          # C, A start; B (4 cores) does not fit: stop
-    ("wfp3-easy", [4, 2]),     # B is the head; nothing else waits
-    ("unicep", [2, 4]),        # A, C
-    ("f1", [2]),               # A; B does not fit and blocks C
-    ("f1-easy", [2, 4]),       # A; B reserved at A's end (t = 1100); C ends at 1010: backfilled
-])
+@pytest.mark.parametrize(
+    ("scheduler", "started"),
+    [
+        ("wfp3", [4, 2]),  # C, A start; B (4 cores) does not fit: stop
+        ("wfp3-easy", [4, 2]),  # B is the head; nothing else waits
+        ("unicep", [2, 4]),  # A, C
+        ("f1", [2]),  # A; B does not fit and blocks C
+        ("f1-easy", [2, 4]),  # A; B reserved at A's end (t = 1100); C ends at 1010: backfilled
+    ],
+)
 def test_the_first_decision_after_the_blocker_ends(scheduler: str, started: list[int]) -> None:
     assert _decision_at(scheduler, 1000.0) == started
 
 
-@pytest.mark.parametrize("scheduler", ["wfp3", "wfp3-easy", "unicep", "unicep-easy", "f1", "f1-easy"])
+@pytest.mark.parametrize(
+    "scheduler", ["wfp3", "wfp3-easy", "unicep", "unicep-easy", "f1", "f1-easy"]
+)
 def test_registered_and_feasible(scheduler: str) -> None:
     assert scheduler in scheduler_names()
     entry = scheduler_entry(scheduler)
     assert entry.capabilities.family == "rl baselines"
     jobs = lublin_feitelson(300, 32, seed=9, load_factor=1.4)
-    model = HPCModel(jobs, "nodes=4,cores=8", scheduler=scheduler, allocator="best-fit", record_timeseries=False)
+    model = HPCModel(
+        jobs, "nodes=4,cores=8", scheduler=scheduler, allocator="best-fit", record_timeseries=False
+    )
     model.run()
     assert_schedule_invariants(jobs, model.jobs_frame(), "nodes=4,cores=8")
     assert make_policy(scheduler, "best-fit").name == f"{scheduler}+best-fit"

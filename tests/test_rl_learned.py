@@ -23,10 +23,14 @@ class FirstSlot:
 
 
 @pytest.mark.parametrize(("scheduler", "backfill"), [("fifo", False), ("easy", True)])
-def test_a_dispatching_policy_decides_as_the_environment_offers(scheduler: str, backfill: bool) -> None:
+def test_a_dispatching_policy_decides_as_the_environment_offers(
+    scheduler: str, backfill: bool
+) -> None:
     reference = HPCModel(JOBS, PLATFORM, scheduler=scheduler, record_timeseries=False)
     reference.run()
-    policy = DispatchingPolicy(make_allocator("first-fit"), FirstSlot(), DispatchOptions(window=16, backfill=backfill))
+    policy = DispatchingPolicy(
+        make_allocator("first-fit"), FirstSlot(), DispatchOptions(window=16, backfill=backfill)
+    )
     model = HPCModel(JOBS, PLATFORM, policy=policy, record_timeseries=False)
     model.run()
     assert model.jobs_frame().equals(reference.jobs_frame())
@@ -34,7 +38,9 @@ def test_a_dispatching_policy_decides_as_the_environment_offers(scheduler: str, 
 
 
 def _tiny_model(tmp_path, backfill: bool):  # type: ignore[no-untyped-def]
-    sb3_contrib = pytest.importorskip("sb3_contrib", reason="the rl extra (sb3-contrib, torch) is not installed")
+    sb3_contrib = pytest.importorskip(
+        "sb3_contrib", reason="the rl extra (sb3-contrib, torch) is not installed"
+    )
     pytest.importorskip("gymnasium", reason="gymnasium is not installed")
     from market_hpc.rl.env import HPCDispatchEnv
     from market_hpc.rl.learned import save_learned
@@ -46,15 +52,25 @@ def _tiny_model(tmp_path, backfill: bool):  # type: ignore[no-untyped-def]
         policy, kwargs = KernelPolicy, {}
     else:
         policy, kwargs = "MlpPolicy", {"net_arch": [16]}
-    model = sb3_contrib.MaskablePPO(policy, env, n_steps=64, batch_size=32, n_epochs=1, seed=0,
-                                    policy_kwargs=kwargs, device="cpu")
+    model = sb3_contrib.MaskablePPO(
+        policy,
+        env,
+        n_steps=64,
+        batch_size=32,
+        n_epochs=1,
+        seed=0,
+        policy_kwargs=kwargs,
+        device="cpu",
+    )
     model.learn(128)
     return save_learned(model, tmp_path / "tiny", env.options, trace="lublin-feitelson"), env
 
 
 @pytest.mark.rl
 @pytest.mark.parametrize("backfill", [False, True])
-def test_a_saved_model_runs_as_a_scheduler_as_it_acts_in_the_environment(tmp_path, backfill: bool) -> None:  # type: ignore[no-untyped-def]
+def test_a_saved_model_runs_as_a_scheduler_as_it_acts_in_the_environment(
+    tmp_path, backfill: bool
+) -> None:  # type: ignore[no-untyped-def]
     # The environment asks sb3's predict; the scheduler its own forward pass (GreedyPredictor).
     from market_hpc.policies import make_policy
     from market_hpc.rl.learned import load_model
@@ -72,7 +88,9 @@ def test_a_saved_model_runs_as_a_scheduler_as_it_acts_in_the_environment(tmp_pat
     policy = make_policy(f"learned:{path}")
     run = HPCModel(JOBS[:64], PLATFORM, policy=policy, record_timeseries=False)
     run.run()
-    assert run.jobs_frame()[["job_id", "start_time", "nodes"]].equals(in_env[["job_id", "start_time", "nodes"]])
+    assert run.jobs_frame()[["job_id", "start_time", "nodes"]].equals(
+        in_env[["job_id", "start_time", "nodes"]]
+    )
 
 
 @pytest.mark.rl
@@ -111,7 +129,9 @@ scheduler = "easy"
 
 
 @pytest.mark.rl
-def test_the_committed_hpc2n_model_runs_as_a_scheduler_with_the_options_it_was_trained_with() -> None:
+def test_the_committed_hpc2n_model_runs_as_a_scheduler_with_the_options_it_was_trained_with() -> (
+    None
+):
     # examples/models/hpc2n.zip is the model docs/learned-dispatchers.md evaluates; a change
     # to the observation layout or the loader would break it here (shape or load error).
     pytest.importorskip("sb3_contrib", reason="the rl extra (sb3-contrib, torch) is not installed")
@@ -122,7 +142,12 @@ def test_the_committed_hpc2n_model_runs_as_a_scheduler_with_the_options_it_was_t
 
     path = Path(__file__).resolve().parents[1] / "examples" / "models" / "hpc2n.zip"
     options, meta = load_options(path)
-    assert (options.window, options.backfill, meta["platform"], meta["steps"]) == (128, False, "hpc2n", 434184)
+    assert (options.window, options.backfill, meta["platform"], meta["steps"]) == (
+        128,
+        False,
+        "hpc2n",
+        434184,
+    )
     jobs = lublin_feitelson(300, 240, seed=3, load_factor=1.5)
     frames = []
     for _ in range(2):

@@ -25,7 +25,9 @@ REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO.parent / "shared" / "traces"
 HPC2N = TRACES / "HPC2N-2002-2.1-cln.swf.gz"
 # RLScheduler's data/lublin_256.swf (Lublin's model, 10,000 jobs on 256 processors), gzipped
-LUBLIN = Path(os.environ.get("MARKET_HPC_LUBLIN256", str(REPO / "tests" / "data" / "lublin_256.swf.gz")))
+LUBLIN = Path(
+    os.environ.get("MARKET_HPC_LUBLIN256", str(REPO / "tests" / "data" / "lublin_256.swf.gz"))
+)
 
 
 def _trace(submit: list[int], run: list[int], request: list[int], procs: list[int]) -> RLTrace:
@@ -39,7 +41,17 @@ def test_gym_seeding_and_the_draw() -> None:
     assert gym_np_random(0).randint(0, 2**31) != gym_np_random(1).randint(0, 2**31)
     # RLScheduler's ten HPC2N (and Lublin-256) sequences: env.seed(1), batch_job_slice 10,000.
     assert rlscheduler_starts(202_876, 1024, 10, seed=1, batch_job_slice=10_000) == [
-        1981, 2756, 4299, 8850, 3316, 2714, 5228, 7762, 4022, 7085]
+        1981,
+        2756,
+        4299,
+        8850,
+        3316,
+        2714,
+        5228,
+        7762,
+        4022,
+        7085,
+    ]
     assert rlscheduler_starts(10_000, 1024, 3, seed=1) == [1981, 2756, 4299]
     with pytest.raises(ConfigError, match="need a range of more than 2049 jobs; got 2000"):
         rlscheduler_starts(2000, 1024, 1)
@@ -102,8 +114,10 @@ def _table(path: Path, rows: dict[tuple[str, bool, str], float]) -> None:
     starts = rlscheduler_starts(len(trace), 1024, 10, seed=1, batch_job_slice=10_000)
     per_node = trace.max_procs / trace.max_nodes
     for (score, backfill, wait), expected in rows.items():
-        got = sum(sequence_bsld(trace, s, 1024, score, backfill, trace.max_nodes, per_node, wait)
-                  for s in starts) / len(starts)
+        got = sum(
+            sequence_bsld(trace, s, 1024, score, backfill, trace.max_nodes, per_node, wait)
+            for s in starts
+        ) / len(starts)
         assert round(got, 2) == expected, (score, backfill, wait)
 
 
@@ -112,27 +126,47 @@ def test_hpc2n_table5_rows() -> None:
     # RLScheduler's released code gives these same values on this file (checked by running
     # it with gym's seeding reproduced); the published figures (297.18, 157.71, 118.01;
     # 127.38, 122.04, 71.95) come from its own copy of the trace, which differs slightly.
-    _table(HPC2N, {("fcfs", False, "real"): 296.29, ("sjf", False, "real"): 157.67,
-                   ("f1", False, "real"): 118.30, ("fcfs", True, "real"): 126.90,
-                   ("sjf", True, "real"): 121.80, ("f1", True, "real"): 71.95,
-                   ("unicep", True, "rlscheduler"): 174.49})
+    _table(
+        HPC2N,
+        {
+            ("fcfs", False, "real"): 296.29,
+            ("sjf", False, "real"): 157.67,
+            ("f1", False, "real"): 118.30,
+            ("fcfs", True, "real"): 126.90,
+            ("sjf", True, "real"): 121.80,
+            ("f1", True, "real"): 71.95,
+            ("unicep", True, "rlscheduler"): 174.49,
+        },
+    )
     published = {"fcfs": (296.29, 297.18), "sjf": (157.67, 157.71), "f1": (118.30, 118.01)}
     assert all(abs(ours - paper) / paper < 0.005 for ours, paper in published.values())
 
 
-@pytest.mark.skipif(not LUBLIN.exists(), reason="Lublin-256 (RLScheduler's data/lublin_256.swf) "
-                    "is not available; set MARKET_HPC_LUBLIN256")
+@pytest.mark.skipif(
+    not LUBLIN.exists(),
+    reason="Lublin-256 (RLScheduler's data/lublin_256.swf) "
+    "is not available; set MARKET_HPC_LUBLIN256",
+)
 def test_lublin256_table5_rows_equal_the_published_figures() -> None:
-    _table(LUBLIN, {("fcfs", False, "real"): 7273.77, ("sjf", False, "real"): 277.35,
-                    ("f1", False, "real"): 258.37, ("fcfs", True, "real"): 235.82,
-                    ("sjf", True, "real"): 73.31, ("f1", True, "real"): 75.07,
-                    ("unicep", False, "rlscheduler"): 22274.74,
-                    ("unicep", True, "rlscheduler"): 307.23})
+    _table(
+        LUBLIN,
+        {
+            ("fcfs", False, "real"): 7273.77,
+            ("sjf", False, "real"): 277.35,
+            ("f1", False, "real"): 258.37,
+            ("fcfs", True, "real"): 235.82,
+            ("sjf", True, "real"): 73.31,
+            ("f1", True, "real"): 75.07,
+            ("unicep", False, "rlscheduler"): 22274.74,
+            ("unicep", True, "rlscheduler"): 307.23,
+        },
+    )
 
 
 def _script():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("rlscheduler_table5",
-                                                  REPO / "examples" / "rlscheduler_table5.py")
+    spec = importlib.util.spec_from_file_location(
+        "rlscheduler_table5", REPO / "examples" / "rlscheduler_table5.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -150,23 +184,31 @@ def _swf(path: Path, jobs: int, widest: int) -> Path:
 
 
 def test_script_refuses_a_narrow_platform_naming_the_job(  # type: ignore[no-untyped-def]
-        tmp_path, capsys) -> None:
+    tmp_path, capsys
+) -> None:
     trace = _swf(tmp_path / "t.swf", 60, widest=6)
-    code = _script().main(["--trace", str(trace), "--platform", "nodes=4,cores=1", "--jobs", "8",
-                           "--sequences", "2"])
+    code = _script().main(
+        ["--trace", str(trace), "--platform", "nodes=4,cores=1", "--jobs", "8", "--sequences", "2"]
+    )
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [("rlscheduler_table5: error: --platform nodes=4,cores=1: 4x[node: cores=1]: "
-                    "job 7 of t.swf requests 6 processors, the platform has 4; valid: a platform of at "
-                    "least 6 cores")]
+    assert err == [
+        (
+            "rlscheduler_table5: error: --platform nodes=4,cores=1: 4x[node: cores=1]: "
+            "job 7 of t.swf requests 6 processors, the platform has 4; valid: a platform of at "
+            "least 6 cores"
+        )
+    ]
 
 
 def test_script_runs_both_semantics_on_any_trace(  # type: ignore[no-untyped-def]
-        tmp_path, capsys) -> None:
+    tmp_path, capsys
+) -> None:
     trace = _swf(tmp_path / "t.swf", 60, widest=6)
     out = tmp_path / "rows.csv"
-    code = _script().main(["--trace", str(trace), "--jobs", "8", "--sequences", "3",
-                           "--out", str(out)])
+    code = _script().main(
+        ["--trace", str(trace), "--jobs", "8", "--sequences", "3", "--out", str(out)]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert "machine 8 x 1; rlscheduler draw, sequences start at" in printed

@@ -21,9 +21,23 @@ CHROMIUM = Path("/usr/bin/chromium")
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("plot") / "run"
-    assert main(["replay", str(REPO / "traces" / "lf-kth-like-2000.swf"), "--platform",
-                 "nodes=12,cores=8", "--scheduler", "easy", "--first-n", "250", "--out",
-                 str(out)]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(REPO / "traces" / "lf-kth-like-2000.swf"),
+                "--platform",
+                "nodes=12,cores=8",
+                "--scheduler",
+                "easy",
+                "--first-n",
+                "250",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -31,8 +45,13 @@ def _geometry(run_dir: Path):  # type: ignore[no-untyped-def]
     jobs = pd.read_csv(run_dir / "jobs.csv")
     jobs = jobs[jobs["start_time"].notna()]
     allocations = [parse_allocation(text) for text in jobs["nodes"]]
-    rects = gantt_rectangles(jobs["job_id"].tolist(), jobs["start_time"].tolist(),
-                             jobs["end_time"].tolist(), allocations, [8] * 12)
+    rects = gantt_rectangles(
+        jobs["job_id"].tolist(),
+        jobs["start_time"].tolist(),
+        jobs["end_time"].tolist(),
+        allocations,
+        [8] * 12,
+    )
     return jobs, allocations, rects
 
 
@@ -42,9 +61,13 @@ def test_gantt_rectangles_conserve_work_and_never_overlap(run_dir: Path) -> None
     expected = float((jobs["cores"] * (jobs["end_time"] - jobs["start_time"])).sum())
     assert drawn == pytest.approx(expected)  # every core-second is drawn once
     for i in range(len(rects.job)):  # no two jobs share a core slot at the same time
-        clash = ((rects.start < rects.end[i]) & (rects.end > rects.start[i])
-                 & (rects.y < rects.y[i] + rects.height[i] - 1e-9)
-                 & (rects.y + rects.height > rects.y[i] + 1e-9) & (rects.job != rects.job[i]))
+        clash = (
+            (rects.start < rects.end[i])
+            & (rects.end > rects.start[i])
+            & (rects.y < rects.y[i] + rects.height[i] - 1e-9)
+            & (rects.y + rects.height > rects.y[i] + 1e-9)
+            & (rects.job != rects.job[i])
+        )
         assert not clash.any(), (rects.job[i], rects.job[clash])
 
 
@@ -56,14 +79,23 @@ def test_zero_length_job_does_not_keep_its_slots() -> None:
 def test_occupancy_matches_the_utilisation(run_dir: Path) -> None:
     jobs, allocations, _ = _geometry(run_dir)
     window = (float(jobs["submit_time"].min()), float(jobs["end_time"].max()))
-    grid, per_group = occupancy(jobs["start_time"].to_numpy(float), jobs["end_time"].to_numpy(float),
-                                allocations, np.full(12, 8), window, rows=5, bins=40)
+    grid, per_group = occupancy(
+        jobs["start_time"].to_numpy(float),
+        jobs["end_time"].to_numpy(float),
+        allocations,
+        np.full(12, 8),
+        window,
+        rows=5,
+        bins=40,
+    )
     assert per_group == 3 and grid.shape == (4, 40) and grid.max() <= 1 + 1e-9
     work = float((jobs["cores"] * (jobs["end_time"] - jobs["start_time"])).sum())
     assert grid.mean() == pytest.approx(work / (96 * (window[1] - window[0])))
 
 
-def test_plot_writes_one_self_contained_page(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plot_writes_one_self_contained_page(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["plot", str(run_dir), "--window", "0:2d", "--nodes", "0:6"]) == 0
     page = (run_dir / "schedule.html").read_text()
     assert len(re.findall(r"<img alt='\w+' src='data:image/png;base64,", page)) == 3
@@ -91,8 +123,9 @@ def test_page_renders_in_headless_chromium(run_dir: Path) -> None:
         pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium")
     assert main(["plot", str(run_dir), "--out", str(run_dir / "page.html")]) == 0
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                             args=["--no-sandbox", "--disable-gpu"])
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
         try:
             tab = browser.new_page(viewport={"width": 1300, "height": 1000})
             requests: list[str] = []
@@ -105,7 +138,12 @@ def test_page_renders_in_headless_chromium(run_dir: Path) -> None:
             hovers = tab.eval_on_selector_all("svg g > title", "els => els.map(e => e.textContent)")
             assert hovers and all(text.startswith("job ") and "wait" in text for text in hovers)
             assert [h.lower() for h in tab.locator("h2").all_inner_texts()] == [
-                "summary", "gantt chart", "occupancy", "utilisation and queue", "wait and slowdown"]
+                "summary",
+                "gantt chart",
+                "occupancy",
+                "utilisation and queue",
+                "wait and slowdown",
+            ]
             assert all(url.startswith(("file:", "data:")) for url in requests), requests
             tab.screenshot(path=str(run_dir / "page.png"), full_page=True)
         finally:

@@ -16,7 +16,9 @@ from market_hpc.experiment.audit import audit_run
 from market_hpc.workload.trace_catalogue import resolve_trace
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
-RUN_FILES = sorted(p for p in SCENARIOS.glob("*.toml") if "grid" not in tomllib.loads(p.read_text()))
+RUN_FILES = sorted(
+    p for p in SCENARIOS.glob("*.toml") if "grid" not in tomllib.loads(p.read_text())
+)
 SMALL = {"workload.first_n": 400}
 
 
@@ -38,8 +40,9 @@ def check_run(result, out: Path) -> None:  # type: ignore[no-untyped-def]
     done = jobs[jobs.status == "finished"]
     assert (done.end_time >= done.start_time).all()
     summary = result.summary
-    assert summary["jobs_completed"] + summary["jobs_dropped"] + summary["jobs_rejected"] \
-        + summary["jobs_never_started"] == len(jobs)
+    assert summary["jobs_completed"] + summary["jobs_dropped"] + summary["jobs_rejected"] + summary[
+        "jobs_never_started"
+    ] == len(jobs)
     if set(jobs.status) <= {"finished", "dropped", "rejected", "skipped"}:
         report = audit_run(result.write(out))
         assert report.ok, report.violation
@@ -53,8 +56,10 @@ def test_scenario_runs_end_to_end(path, tmp_path):
         try:
             resolve_trace(trace, path.parent)
         except ConfigError:
-            pytest.skip(f"{path.name} replays the real trace {trace}, neither fetched nor in "
-                        f"{SHARED_TRACES}")
+            pytest.skip(
+                f"{path.name} replays the real trace {trace}, neither fetched nor in "
+                f"{SHARED_TRACES}"
+            )
     config = load_scenario(path, small_overrides(path))
     result = simulate(config)
     check_run(result, tmp_path / "run")
@@ -64,7 +69,9 @@ def test_scenario_runs_end_to_end(path, tmp_path):
 @pytest.mark.parametrize("script", ["fig6_profit_vs_jobs.py", "fig7_sjq_vs_sjqh.py"])
 def test_figure_scripts_run(script, tmp_path, monkeypatch, capsys):
     args = ["--out", str(tmp_path)]
-    args += ["--seeds", "1", "--sizes", "10", "20"] if script.startswith("fig6") else ["--jobs", "20"]
+    args += (
+        ["--seeds", "1", "--sizes", "10", "20"] if script.startswith("fig6") else ["--jobs", "20"]
+    )
     monkeypatch.setattr(sys, "argv", [script, *args])
     runpy.run_path(str(SCENARIOS / script), run_name="__main__")
     assert any(p.suffix == ".png" for p in tmp_path.iterdir())

@@ -9,10 +9,18 @@ import pytest
 from market_hpc.algorithms.schedule_audit import OverAllocation, first_over_allocation
 
 
-def audit(rows: list[tuple[int, float, float, int, tuple[int, ...]]], capacity: list[list[int]]) -> OverAllocation | None:
+def audit(
+    rows: list[tuple[int, float, float, int, tuple[int, ...]]], capacity: list[list[int]]
+) -> OverAllocation | None:
     job, start, end, node, amounts = zip(*rows, strict=True)
-    return first_over_allocation(np.array(job), np.array(start), np.array(end), np.array(node),
-                                 np.array(amounts), np.array(capacity))
+    return first_over_allocation(
+        np.array(job),
+        np.array(start),
+        np.array(end),
+        np.array(node),
+        np.array(amounts),
+        np.array(capacity),
+    )
 
 
 def test_an_end_frees_before_a_start_at_the_same_time() -> None:
@@ -40,8 +48,12 @@ def test_an_instant_segment_is_checked_alone() -> None:
 def test_a_float_pool_with_a_tolerance() -> None:
     job, start, end = np.array([1, 2, 3]), np.array([0.0, 0.0, 0.0]), np.array([1.0, 1.0, 1.0])
     amounts = np.array([[0.1], [0.2], [0.7]])
-    assert first_over_allocation(job, start, end, np.zeros(3, np.int64), amounts, np.array([[1.0]]),
-                                 tolerance=1e-9) is None
+    assert (
+        first_over_allocation(
+            job, start, end, np.zeros(3, np.int64), amounts, np.array([[1.0]]), tolerance=1e-9
+        )
+        is None
+    )
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -62,8 +74,16 @@ def test_agrees_with_counting_every_instant(seed: int) -> None:
             used = amounts[on].sum(axis=0)
             bad = np.flatnonzero(used > capacity[at])
             if len(bad) and expected is None:
-                expected = (time, at, int(bad[0]), float(used[bad[0]]), tuple(job[on & (amounts[:, bad[0]] > 0)].tolist()))
+                expected = (
+                    time,
+                    at,
+                    int(bad[0]),
+                    float(used[bad[0]]),
+                    tuple(job[on & (amounts[:, bad[0]] > 0)].tolist()),
+                )
         if expected is not None:
             break
-    got = None if found is None else (found.time, found.node, found.resource, found.used, found.jobs)
+    got = (
+        None if found is None else (found.time, found.node, found.resource, found.used, found.jobs)
+    )
     assert got == expected

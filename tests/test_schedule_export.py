@@ -16,8 +16,23 @@ TRACE = Path(__file__).resolve().parents[1] / "traces" / "lf-kth-like-2000.swf"
 
 
 def replay(trace: Path, out: Path, scheduler: str) -> pd.DataFrame:
-    assert main(["replay", str(trace), "--platform", "nodes=25,cores=4", "--scheduler",
-                 scheduler, "--first-n", "400", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(trace),
+                "--platform",
+                "nodes=25,cores=4",
+                "--scheduler",
+                scheduler,
+                "--first-n",
+                "400",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return pd.read_csv(out / "jobs.csv")
 
 
@@ -40,26 +55,49 @@ def test_round_trip_reproduces_the_schedule(tmp_path: Path, scheduler: str) -> N
 
 def test_unrun_jobs_and_batsim_workload(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = tmp_path / "t.swf"
-    trace.write_text("1 0 -1 100 4 -1 -1 4 200 -1 1 1 -1 -1 1 -1 -1 -1\n"
-                     "2 5 -1 100 400 -1 -1 400 200 -1 1 1 -1 -1 1 -1 -1 -1\n"
-                     "3 6 -1 -1 4 -1 -1 4 200 -1 1 1 -1 -1 1 -1 -1 -1\n"
-                     "4 7 -1 50 8 -1 -1 8 -1 -1 1 1 -1 -1 1 -1 -1 -1\n")
-    assert main(["replay", str(trace), "--platform", "nodes=2,cores=4", "--out",
-                 str(tmp_path / "run")]) == 0
-    assert main(["export", str(tmp_path / "run"), "--swf", str(tmp_path / "s.swf"),
-                 "--batsim", str(tmp_path / "w.json")]) == 0
+    trace.write_text(
+        "1 0 -1 100 4 -1 -1 4 200 -1 1 1 -1 -1 1 -1 -1 -1\n"
+        "2 5 -1 100 400 -1 -1 400 200 -1 1 1 -1 -1 1 -1 -1 -1\n"
+        "3 6 -1 -1 4 -1 -1 4 200 -1 1 1 -1 -1 1 -1 -1 -1\n"
+        "4 7 -1 50 8 -1 -1 8 -1 -1 1 1 -1 -1 1 -1 -1 -1\n"
+    )
+    assert (
+        main(
+            ["replay", str(trace), "--platform", "nodes=2,cores=4", "--out", str(tmp_path / "run")]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "export",
+                str(tmp_path / "run"),
+                "--swf",
+                str(tmp_path / "s.swf"),
+                "--batsim",
+                str(tmp_path / "w.json"),
+            ]
+        )
+        == 0
+    )
     assert "2 jobs have no recorded run time" in capsys.readouterr().out
-    rows = [line.split()[:11] for line in (tmp_path / "s.swf").read_text().splitlines()
-            if not line.startswith(";")]
+    rows = [
+        line.split()[:11]
+        for line in (tmp_path / "s.swf").read_text().splitlines()
+        if not line.startswith(";")
+    ]
     assert rows[1] == ["2", "5", "-1", "-1", "-1", "-1", "-1", "400", "200", "-1", "0"]
     assert rows[3] == ["4", "7", "93", "50", "8", "-1", "-1", "8", "50", "-1", "1"]
     workload = json.loads((tmp_path / "w.json").read_text())
     assert workload["nb_res"] == 8
     assert workload["jobs"] == [
         {"id": "1", "subtime": 0.0, "res": 4, "profile": "delay_100", "walltime": 200.0},
-        {"id": "4", "subtime": 7.0, "res": 8, "profile": "delay_50", "walltime": 50.0}]
-    assert workload["profiles"] == {"delay_100": {"type": "delay", "delay": 100.0},
-                                    "delay_50": {"type": "delay", "delay": 50.0}}
+        {"id": "4", "subtime": 7.0, "res": 8, "profile": "delay_50", "walltime": 50.0},
+    ]
+    assert workload["profiles"] == {
+        "delay_100": {"type": "delay", "delay": 100.0},
+        "delay_50": {"type": "delay", "delay": 50.0},
+    }
 
 
 def test_not_a_run_folder(tmp_path: Path) -> None:
@@ -69,12 +107,19 @@ def test_not_a_run_folder(tmp_path: Path) -> None:
         export_schedule(tmp_path)
 
 
-def test_jobs_past_their_estimate_are_counted_for_batsim(tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_jobs_past_their_estimate_are_counted_for_batsim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     trace = tmp_path / "t.swf"
-    trace.write_text("1 0 -1 100 4 -1 -1 4 50 -1 1 1 -1 -1 1 -1 -1 -1\n"
-                     "2 0 -1 10 4 -1 -1 4 50 -1 1 1 -1 -1 1 -1 -1 -1\n")
-    assert main(["replay", str(trace), "--platform", "nodes=1,cores=8", "--out",
-                 str(tmp_path / "run")]) == 0
+    trace.write_text(
+        "1 0 -1 100 4 -1 -1 4 50 -1 1 1 -1 -1 1 -1 -1 -1\n"
+        "2 0 -1 10 4 -1 -1 4 50 -1 1 1 -1 -1 1 -1 -1 -1\n"
+    )
+    assert (
+        main(
+            ["replay", str(trace), "--platform", "nodes=1,cores=8", "--out", str(tmp_path / "run")]
+        )
+        == 0
+    )
     assert main(["export", str(tmp_path / "run")]) == 0
     assert "1 jobs ran longer than their estimate" in capsys.readouterr().out

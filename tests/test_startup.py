@@ -13,22 +13,37 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = ("numpy", "pandas", "scipy", "matplotlib", "mesa", "ortools", "deap", "dask", "networkx",
-         "pyarrow", "solara")
+HEAVY = (
+    "numpy",
+    "pandas",
+    "scipy",
+    "matplotlib",
+    "mesa",
+    "ortools",
+    "deap",
+    "dask",
+    "networkx",
+    "pyarrow",
+    "solara",
+)
 
 
 def loaded_after(code: str) -> list[str]:
-    probe = (f"import sys, json\n{code}\n"
-             f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
-                          check=True)
+    probe = (
+        f"import sys, json\n{code}\n"
+        f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.smoke
 def test_top_level_help_imports_nothing_heavy():
-    code = ("from market_hpc.cli import main\n"
-            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass")
+    code = (
+        "from market_hpc.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass"
+    )
     assert loaded_after(code) == []
 
 

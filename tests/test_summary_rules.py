@@ -13,9 +13,17 @@ from market_hpc.core.metrics import summarize
 def finished_frame(rows: list[tuple[float, float, float]]) -> pd.DataFrame:
     """Finished jobs from ``(submit, start, run)`` triples."""
     submit, start, run = (np.array(column, dtype=float) for column in zip(*rows, strict=True))
-    return pd.DataFrame({"job_id": np.arange(1, len(rows) + 1), "status": "finished",
-                         "submit_time": submit, "start_time": start, "end_time": start + run,
-                         "run_time": run, "wait_time": start - submit})
+    return pd.DataFrame(
+        {
+            "job_id": np.arange(1, len(rows) + 1),
+            "status": "finished",
+            "submit_time": submit,
+            "start_time": start,
+            "end_time": start + run,
+            "run_time": run,
+            "wait_time": start - submit,
+        }
+    )
 
 
 CAPACITY = np.array([2, 0, 0, 0])

@@ -21,12 +21,36 @@ TOO_LARGE = "is too large to keep second precision in float64; valid: a finite n
 
 
 def swf_line(
-    job_id: object = 1, submit: object = 0, run: object = 10, alloc: object = 4,
-    req: object = -1, req_time: object = -1, user: object = 7, queue: object = 2,
+    job_id: object = 1,
+    submit: object = 0,
+    run: object = 10,
+    alloc: object = 4,
+    req: object = -1,
+    req_time: object = -1,
+    user: object = 7,
+    queue: object = 2,
 ) -> str:
     """One SWF job line with the fields the reader uses set, the rest -1."""
-    fields = [job_id, submit, -1, run, alloc, -1, -1, req, req_time, -1, 1, user, -1, -1,
-              queue, -1, -1, -1]
+    fields = [
+        job_id,
+        submit,
+        -1,
+        run,
+        alloc,
+        -1,
+        -1,
+        req,
+        req_time,
+        -1,
+        1,
+        user,
+        -1,
+        -1,
+        queue,
+        -1,
+        -1,
+        -1,
+    ]
     return " ".join(str(f) for f in fields)
 
 
@@ -37,8 +61,10 @@ def write(tmp_path: Path, *lines: str, name: str = "t.swf", header: str = HEADER
 
 
 def test_fields_map_to_job(tmp_path: Path) -> None:
-    path = write(tmp_path, swf_line(job_id=42, submit=100, run=30, alloc=4, req=8,
-                                    req_time=60, user=3, queue=5))
+    path = write(
+        tmp_path,
+        swf_line(job_id=42, submit=100, run=30, alloc=4, req=8, req_time=60, user=3, queue=5),
+    )
     (job,) = read_swf(path).jobs
     assert job == Job(42, 100.0, 30.0, 60.0, units=8, unit=(1, 0, 0, 0), user=3, queue=5)
 
@@ -64,8 +90,14 @@ def test_estimate_is_requested_time_else_run_time(
 
 
 def test_header_kept_and_comments_blank_lines_ignored(tmp_path: Path) -> None:
-    path = write(tmp_path, "", "   ", swf_line(job_id=1) + " ; trailing note", "; late comment",
-                 swf_line(job_id=2, submit=5))
+    path = write(
+        tmp_path,
+        "",
+        "   ",
+        swf_line(job_id=1) + " ; trailing note",
+        "; late comment",
+        swf_line(job_id=2, submit=5),
+    )
     workload = read_swf(path)
     assert workload.header == ("; Version: 2.2", "; Computer: test", "; late comment")
     assert [job.job_id for job in workload.jobs] == [1, 2]
@@ -75,10 +107,18 @@ def test_header_kept_and_comments_blank_lines_ignored(tmp_path: Path) -> None:
 
 
 def test_same_second_submits_kept_in_job_id_order(tmp_path: Path) -> None:
-    path = write(tmp_path, swf_line(job_id=3, submit=5), swf_line(job_id=2, submit=5),
-                 swf_line(job_id=1, submit=9), swf_line(job_id=4, submit=0))
+    path = write(
+        tmp_path,
+        swf_line(job_id=3, submit=5),
+        swf_line(job_id=2, submit=5),
+        swf_line(job_id=1, submit=9),
+        swf_line(job_id=4, submit=0),
+    )
     assert [(j.job_id, j.submit) for j in read_swf(path).jobs] == [
-        (4, 0.0), (2, 5.0), (3, 5.0), (1, 9.0)
+        (4, 0.0),
+        (2, 5.0),
+        (3, 5.0),
+        (1, 9.0),
     ]
 
 
@@ -94,10 +134,10 @@ def test_unknown_run_time_and_size_skipped_and_reported(tmp_path: Path, lenient:
     path = write(
         tmp_path,
         swf_line(job_id=1),
-        swf_line(job_id=2, run=-1),                  # line 4
-        swf_line(job_id=3, alloc=-1, req=-1),        # line 5
-        swf_line(job_id=4, alloc=0, req=0),          # line 6
-        swf_line(job_id=5, run=-1, alloc=-1),        # line 7: counted as run time only
+        swf_line(job_id=2, run=-1),  # line 4
+        swf_line(job_id=3, alloc=-1, req=-1),  # line 5
+        swf_line(job_id=4, alloc=0, req=0),  # line 6
+        swf_line(job_id=5, run=-1, alloc=-1),  # line 7: counted as run time only
         swf_line(job_id=6, submit=3),
     )
     workload = read_swf(path, lenient=lenient)
@@ -119,34 +159,69 @@ MALFORMED = [
     # (bad line, kind, message after "path:4: ")
     (swf_line(job_id=2) + " -1", "field_count", "expected 18 fields, got 19"),
     ("2 1 -1 10 4", "field_count", "expected 18 fields, got 5"),
-    (swf_line(job_id=2).replace(" -1 -1 -1", " abc -1 -1", 1), "non_numeric",
-     f"field 6 (average CPU time): 'abc' {NOT_ASCII}"),
+    (
+        swf_line(job_id=2).replace(" -1 -1 -1", " abc -1 -1", 1),
+        "non_numeric",
+        f"field 6 (average CPU time): 'abc' {NOT_ASCII}",
+    ),
     # Python's float() takes these; an SWF reader must not
-    (swf_line(job_id="\u0661\u0662"), "non_numeric",
-     f"field 1 (job id): '\u0661\u0662' {NOT_ASCII}"),
-    (swf_line(job_id=2, run="1_0"), "non_numeric",
-     f"field 4 (run time): '1_0' {NOT_ASCII}"),
-    (swf_line(job_id=0), "bad_job_id",
-     "field 1 (job id): job id 0 is not positive; valid: an integer in [1, 2^53 - 1]"),
-    (swf_line(job_id=-1), "bad_job_id",
-     "field 1 (job id): job id -1 is not positive; valid: an integer in [1, 2^53 - 1]"),
-    (swf_line(job_id=2, submit="4e18"), "time_too_large",
-     f"field 2 (submit time): 4e18 s {TOO_LARGE}"),
-    (swf_line(job_id=2, req_time=2**51), "time_too_large",
-     f"field 9 (requested time): {2**51} s {TOO_LARGE}"),
-    (swf_line(job_id=2, submit="nan"), "not_finite",
-     "field 2 (submit time): 'nan' is not a finite number"),
-    (swf_line(job_id=2, run="inf"), "not_finite",
-     "field 4 (run time): 'inf' is not a finite number"),
-    (swf_line(job_id=2, alloc=2.5), "non_integer",
-     "field 5 (allocated processors): '2.5' is not an integer"),
+    (
+        swf_line(job_id="\u0661\u0662"),
+        "non_numeric",
+        f"field 1 (job id): '\u0661\u0662' {NOT_ASCII}",
+    ),
+    (swf_line(job_id=2, run="1_0"), "non_numeric", f"field 4 (run time): '1_0' {NOT_ASCII}"),
+    (
+        swf_line(job_id=0),
+        "bad_job_id",
+        "field 1 (job id): job id 0 is not positive; valid: an integer in [1, 2^53 - 1]",
+    ),
+    (
+        swf_line(job_id=-1),
+        "bad_job_id",
+        "field 1 (job id): job id -1 is not positive; valid: an integer in [1, 2^53 - 1]",
+    ),
+    (
+        swf_line(job_id=2, submit="4e18"),
+        "time_too_large",
+        f"field 2 (submit time): 4e18 s {TOO_LARGE}",
+    ),
+    (
+        swf_line(job_id=2, req_time=2**51),
+        "time_too_large",
+        f"field 9 (requested time): {2**51} s {TOO_LARGE}",
+    ),
+    (
+        swf_line(job_id=2, submit="nan"),
+        "not_finite",
+        "field 2 (submit time): 'nan' is not a finite number",
+    ),
+    (
+        swf_line(job_id=2, run="inf"),
+        "not_finite",
+        "field 4 (run time): 'inf' is not a finite number",
+    ),
+    (
+        swf_line(job_id=2, alloc=2.5),
+        "non_integer",
+        "field 5 (allocated processors): '2.5' is not an integer",
+    ),
     (swf_line(job_id=2.5), "non_integer", "field 1 (job id): '2.5' is not an integer"),
-    (swf_line(job_id=2, submit=-3), "negative_submit",
-     "field 2 (submit time): negative submit time -3"),
-    (swf_line(job_id=2, run=-5), "negative_run_time",
-     "field 4 (run time): negative run time -5 (only -1, unknown, may be negative)"),
-    (swf_line(job_id=1, submit=4), "duplicate_job_id",
-     "field 1 (job id): duplicate job id 1 (first on line 3)"),
+    (
+        swf_line(job_id=2, submit=-3),
+        "negative_submit",
+        "field 2 (submit time): negative submit time -3",
+    ),
+    (
+        swf_line(job_id=2, run=-5),
+        "negative_run_time",
+        "field 4 (run time): negative run time -5 (only -1, unknown, may be negative)",
+    ),
+    (
+        swf_line(job_id=1, submit=4),
+        "duplicate_job_id",
+        "field 1 (job id): duplicate job id 1 (first on line 3)",
+    ),
 ]
 
 
@@ -245,9 +320,14 @@ def test_crlf_line_endings(tmp_path: Path) -> None:
 
 
 def test_fast_and_slow_paths_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = write(tmp_path, swf_line(job_id=5, submit=2, req=8), "",
-                 swf_line(job_id=2, submit=2, run=-1), swf_line(job_id=3, submit=1, alloc=-1),
-                 swf_line(job_id=4, submit=7.5, run=0, req_time=30))
+    path = write(
+        tmp_path,
+        swf_line(job_id=5, submit=2, req=8),
+        "",
+        swf_line(job_id=2, submit=2, run=-1),
+        swf_line(job_id=3, submit=1, alloc=-1),
+        swf_line(job_id=4, submit=7.5, run=0, req_time=30),
+    )
     fast = read_swf(path)
     monkeypatch.setattr(swf, "parse_fast", lambda data: None)
     assert read_swf(path) == fast
@@ -308,8 +388,17 @@ def job_lists(draw: st.DrawFn) -> list[Job]:
     for job_id in ids:
         run = draw(times)
         estimate = draw(st.one_of(st.just(run), st.floats(min_value=1e-3, max_value=1e9)))
-        jobs.append(Job(job_id, draw(times), run, estimate, units=draw(st.integers(1, 10**6)),
-                        user=draw(st.integers(-1, 500)), queue=draw(st.integers(-1, 40))))
+        jobs.append(
+            Job(
+                job_id,
+                draw(times),
+                run,
+                estimate,
+                units=draw(st.integers(1, 10**6)),
+                user=draw(st.integers(-1, 500)),
+                queue=draw(st.integers(-1, 40)),
+            )
+        )
     return sorted(jobs, key=lambda job: (job.submit, job.job_id))
 
 
@@ -322,9 +411,12 @@ def test_round_trip_property(tmp_path_factory: pytest.TempPathFactory, jobs: lis
 
 
 def test_trace_info_and_format(tmp_path: Path) -> None:
-    path = write(tmp_path, swf_line(job_id=1, submit=0, run=100, alloc=2, req_time=50, user=1),
-                 swf_line(job_id=2, submit=86400, run=10, alloc=4, req_time=20, user=2, queue=3),
-                 swf_line(job_id=3, run=-1))
+    path = write(
+        tmp_path,
+        swf_line(job_id=1, submit=0, run=100, alloc=2, req_time=50, user=1),
+        swf_line(job_id=2, submit=86400, run=10, alloc=4, req_time=20, user=2, queue=3),
+        swf_line(job_id=3, run=-1),
+    )
     info = trace_info(read_swf(path))
     assert info["jobs"] == 2 and info["skipped"] == 1
     assert info["span_days"] == 1.0
@@ -370,6 +462,8 @@ def test_swf_refuses_a_negative_run_time_other_than_minus_one(tmp_path: Path):
     line = "1 0 -1 {run} 4 -1 -1 4 -1 -1 1 7 -1 -1 2 -1 -1 -1\n"
     path = tmp_path / "t.swf"
     path.write_text(line.format(run=10) + line.format(run=-0.5).replace("1 0", "2 0", 1))
-    with pytest.raises(TraceFormatError, match=r"t\.swf:2: field 4 \(run time\): negative run time -0\.5"):
+    with pytest.raises(
+        TraceFormatError, match=r"t\.swf:2: field 4 \(run time\): negative run time -0\.5"
+    ):
         read_swf(path)
     assert len(read_swf(path, lenient=True).jobs) == 1

@@ -38,8 +38,9 @@ def outcome(path: Path, lenient: bool, blocks: tuple[int, int] | None) -> tuple[
 @pytest.mark.parametrize("blocks", BLOCKS)
 @pytest.mark.parametrize("lenient", [False, True])
 @pytest.mark.parametrize("name", sorted(SAMPLES))
-def test_samples_in_blocks_read_as_read_swf(tmp_path: Path, name: str, lenient: bool,
-                                            blocks: tuple[int, int]) -> None:
+def test_samples_in_blocks_read_as_read_swf(
+    tmp_path: Path, name: str, lenient: bool, blocks: tuple[int, int]
+) -> None:
     text = "; Version: 2.2\n; Computer: test\n" + "\n".join(SAMPLES[name]) + "\n"
     for file_name in ("t.swf", "t.swf.gz"):
         path = write(tmp_path, text, file_name)
@@ -48,7 +49,9 @@ def test_samples_in_blocks_read_as_read_swf(tmp_path: Path, name: str, lenient: 
 
 @settings(max_examples=60, deadline=None)
 @given(lines=lines_strategy())
-def test_random_files_in_small_blocks(tmp_path_factory: pytest.TempPathFactory, lines: list[str]) -> None:
+def test_random_files_in_small_blocks(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str]
+) -> None:
     path = write(tmp_path_factory.mktemp("b"), "\n".join(lines), "r.swf")  # no final newline
     for lenient in (False, True):
         expected = outcome(path, lenient, None)
@@ -61,7 +64,12 @@ def regular_file(tmp_path: Path, n: int = 60) -> tuple[Path, list[str]]:
     for i in range(1, n + 1):
         lines.append(swf_line(i, 10 * i, req=8 if i % 3 else -1, req_time=600 if i % 2 else -1))
         if i % 7 == 0:
-            lines += [" ".join(["-1"] * 18), swf_line(1000 + i, -1), "; a header line in the middle", ""]
+            lines += [
+                " ".join(["-1"] * 18),
+                swf_line(1000 + i, -1),
+                "; a header line in the middle",
+                "",
+            ]
     return write(tmp_path, "\n".join(lines) + "\n", "reg.swf.gz"), lines
 
 
@@ -121,7 +129,11 @@ def test_kth_in_small_blocks(tmp_path: Path) -> None:
     stream = SwfStream(path, block_bytes=(50_000, 30_000))
     assert stream._dropped is None and stream._rows is None
     workload = read_swf(path)
-    assert (stream.header, stream.report, stream.skipped) == (workload.header, workload.report, workload.skipped)
+    assert (stream.header, stream.report, stream.skipped) == (
+        workload.header,
+        workload.report,
+        workload.skipped,
+    )
     assert tuple(stream) == workload.jobs
 
 
@@ -133,7 +145,9 @@ def test_one_request_rule_for_jobs_and_skipped_lines(tmp_path: Path) -> None:
     rows[:, 8] = [0, 60, np.nan, 90]
     procs, estimates = request_and_estimate(rows)
     assert procs.tolist() == [8, 2, 4, 16] and estimates.tolist() == [30, 60, 30, 90]
-    path = write(tmp_path, "\n".join([swf_line(1, -1, alloc=4, req=8, req_time=600), swf_line(2, 1)]) + "\n")
+    path = write(
+        tmp_path, "\n".join([swf_line(1, -1, alloc=4, req=8, req_time=600), swf_line(2, 1)]) + "\n"
+    )
     (record,) = read_swf(path).skipped.records()
     assert (record["procs"], record["estimate"]) == (8, 600.0)
 

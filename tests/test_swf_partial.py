@@ -27,8 +27,11 @@ PARTS = [
     "2 5 30 20 4 -1 -1 4 90 -1 3 3 -1 -1 1 -1 -1 -1",
 ]
 JOB_3 = "3 8 2 2 2 -1 -1 2 40 -1 0 7 -1 -1 2 -1 -1 -1"
-JOBS = (Job(1, 0.0, 10.0, 60.0, 4, user=3, queue=1), Job(2, 5.0, 40.0, 90.0, 4, user=3, queue=1),
-        Job(3, 8.0, 2.0, 40.0, 2, user=7, queue=2))
+JOBS = (
+    Job(1, 0.0, 10.0, 60.0, 4, user=3, queue=1),
+    Job(2, 5.0, 40.0, 90.0, 4, user=3, queue=1),
+    Job(3, 8.0, 2.0, 40.0, 2, user=7, queue=2),
+)
 
 
 def read_both(path: Path, lenient: bool = False) -> tuple[object, ...]:
@@ -40,7 +43,9 @@ def read_both(path: Path, lenient: bool = False) -> tuple[object, ...]:
 
 @pytest.mark.parametrize("lenient", [False, True])
 def test_held_job_is_its_summary_line(tmp_path: Path, lenient: bool) -> None:
-    path = write(tmp_path, "; Preemption: Double\n" + "\n".join([JOB_1, SUMMARY, *PARTS, JOB_3]) + "\n")
+    path = write(
+        tmp_path, "; Preemption: Double\n" + "\n".join([JOB_1, SUMMARY, *PARTS, JOB_3]) + "\n"
+    )
     jobs, _, report, skipped = read_both(path, lenient)
     assert jobs == JOBS  # job 2 has the summary's run time (40 s), not a part's
     assert report.anomalies == {"partial_execution": 3}
@@ -49,18 +54,23 @@ def test_held_job_is_its_summary_line(tmp_path: Path, lenient: bool) -> None:
     assert len(skipped) == 0  # not jobs.csv rows: the job itself ran (docs/exports.md)
 
 
-@pytest.mark.parametrize(("order", "lines"), [
-    ("parts first", [JOB_1, *PARTS, SUMMARY, JOB_3]),
-    ("summary between parts", [JOB_1, PARTS[0], SUMMARY, PARTS[1], PARTS[2], JOB_3]),
-    ("parts after other jobs", [JOB_1, SUMMARY, JOB_3, *PARTS]),
-    ("parts out of order", [PARTS[2], JOB_1, PARTS[0], JOB_3, SUMMARY, PARTS[1]]),
-])
+@pytest.mark.parametrize(
+    ("order", "lines"),
+    [
+        ("parts first", [JOB_1, *PARTS, SUMMARY, JOB_3]),
+        ("summary between parts", [JOB_1, PARTS[0], SUMMARY, PARTS[1], PARTS[2], JOB_3]),
+        ("parts after other jobs", [JOB_1, SUMMARY, JOB_3, *PARTS]),
+        ("parts out of order", [PARTS[2], JOB_1, PARTS[0], JOB_3, SUMMARY, PARTS[1]]),
+    ],
+)
 def test_line_order_does_not_matter(tmp_path: Path, order: str, lines: list[str]) -> None:
     path = write(tmp_path, "\n".join(lines) + "\n", "t.swf.gz")
     jobs, _, report, _ = read_both(path)
     assert jobs == JOBS, order
     part_lines = tuple(number for number, line in enumerate(lines, start=1) if line in PARTS)
-    assert report.anomalies == {"partial_execution": 3} and report.examples == {"partial_execution": part_lines}
+    assert report.anomalies == {"partial_execution": 3} and report.examples == {
+        "partial_execution": part_lines
+    }
 
 
 def test_summary_of_unknown_run_time_still_owns_its_parts(tmp_path: Path) -> None:
@@ -77,10 +87,14 @@ def test_part_of_unknown_run_time_is_still_a_part(tmp_path: Path) -> None:
     """A part is never a job: with its job's whole-job line it counts as a partial execution,
     not as a skipped job (no jobs.csv row that would repeat a job that ran)."""
     unknown_part = PARTS[1].replace(" 10 4 ", " -1 4 ", 1)
-    path = write(tmp_path, "\n".join([JOB_1, SUMMARY, PARTS[0], unknown_part, PARTS[2], JOB_3]) + "\n")
+    path = write(
+        tmp_path, "\n".join([JOB_1, SUMMARY, PARTS[0], unknown_part, PARTS[2], JOB_3]) + "\n"
+    )
     jobs, _, report, skipped = read_both(path)
     assert jobs == JOBS
-    assert report.anomalies == {"partial_execution": 3} and report.examples == {"partial_execution": (3, 4, 5)}
+    assert report.anomalies == {"partial_execution": 3} and report.examples == {
+        "partial_execution": (3, 4, 5)
+    }
     assert len(skipped) == 0
 
 
@@ -91,15 +105,22 @@ def test_part_of_unknown_run_time_without_a_summary_is_unknown(tmp_path: Path) -
     path = write(tmp_path, f"{JOB_1}\n{unknown_part}\n{JOB_3}\n{unknown_job}\n")
     jobs, _, report, skipped = read_both(path)
     assert jobs == (JOBS[0], JOBS[2])
-    assert report.anomalies == {"unknown_run_time": 2} and report.examples == {"unknown_run_time": (2, 4)}
-    assert skipped.lines.tolist() == [2, 4] and skipped.kinds == ("unknown_run_time", "unknown_run_time")
+    assert report.anomalies == {"unknown_run_time": 2} and report.examples == {
+        "unknown_run_time": (2, 4)
+    }
+    assert skipped.lines.tolist() == [2, 4] and skipped.kinds == (
+        "unknown_run_time",
+        "unknown_run_time",
+    )
 
 
 def test_parts_without_a_summary_are_refused(tmp_path: Path) -> None:
     path = write(tmp_path, "\n".join([JOB_1, *PARTS, JOB_3]) + "\n")
-    message = (f"{path}:2: field 11 (status): job 2 has partial-execution lines (status 2, 3 or 4) but no "
-               "whole-job line (status 0, 1, 5 or -1): a Preemption: Double log gives each split job a summary "
-               "line; add it, or use --lenient to keep the job's first part as the job")
+    message = (
+        f"{path}:2: field 11 (status): job 2 has partial-execution lines (status 2, 3 or 4) but no "
+        "whole-job line (status 0, 1, 5 or -1): a Preemption: Double log gives each split job a summary "
+        "line; add it, or use --lenient to keep the job's first part as the job"
+    )
     assert read_both(path) == ("TraceFormatError", message)
     with pytest.raises(TraceFormatError) as caught:
         read_swf(path)
@@ -108,7 +129,9 @@ def test_parts_without_a_summary_are_refused(tmp_path: Path) -> None:
 
 def test_a_single_part_without_a_summary_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path, "\n".join([JOB_1, JOB_3, PARTS[2]]) + "\n")
-    assert read_both(path)[1].startswith(f"{path}:3: field 11 (status): job 2 has partial-execution lines")
+    assert read_both(path)[1].startswith(
+        f"{path}:3: field 11 (status): job 2 has partial-execution lines"
+    )
 
 
 def test_first_orphan_in_file_order_is_named(tmp_path: Path) -> None:
@@ -118,8 +141,12 @@ def test_first_orphan_in_file_order_is_named(tmp_path: Path) -> None:
 
 
 def test_malformed_line_is_named_before_a_missing_summary(tmp_path: Path) -> None:
-    path = write(tmp_path, "\n".join([JOB_1, *PARTS, "4 1 0 x 4 -1 -1 4 60 -1 1 3 -1 -1 1 -1 -1 -1"]) + "\n")
-    assert read_both(path)[1].startswith(f"{path}:5: field 4 (run time): 'x' is not an ASCII number")
+    path = write(
+        tmp_path, "\n".join([JOB_1, *PARTS, "4 1 0 x 4 -1 -1 4 60 -1 1 3 -1 -1 1 -1 -1 -1"]) + "\n"
+    )
+    assert read_both(path)[1].startswith(
+        f"{path}:5: field 4 (run time): 'x' is not an ASCII number"
+    )
 
 
 def test_lenient_keeps_the_first_part_without_a_summary(tmp_path: Path) -> None:
@@ -136,7 +163,9 @@ def test_lenient_orphans_and_held_jobs_together(tmp_path: Path) -> None:
     jobs, _, report, _ = read_both(path, lenient=True)
     assert [job.job_id for job in jobs] == [1, 2, 3, 4]
     assert jobs[1] == JOBS[1] and jobs[3] == Job(4, 9.0, 20.0, 90.0, 4, user=3, queue=1)
-    assert report.anomalies == {"partial_execution": 3} and report.examples == {"partial_execution": (3, 4, 5)}
+    assert report.anomalies == {"partial_execution": 3} and report.examples == {
+        "partial_execution": (3, 4, 5)
+    }
 
 
 @pytest.mark.parametrize("lenient", [False, True])
@@ -145,7 +174,10 @@ def test_two_whole_job_lines_are_still_duplicates(tmp_path: Path, lenient: bool)
     path = write(tmp_path, "\n".join([JOB_1, SUMMARY, *PARTS, cancelled]) + "\n")
     result = read_both(path, lenient)
     if not lenient:
-        assert result == ("TraceFormatError", f"{path}:6: field 1 (job id): duplicate job id 2 (first on line 2)")
+        assert result == (
+            "TraceFormatError",
+            f"{path}:6: field 1 (job id): duplicate job id 2 (first on line 2)",
+        )
         return
     jobs, _, report, _ = result
     assert jobs == JOBS[:2]
@@ -154,17 +186,30 @@ def test_two_whole_job_lines_are_still_duplicates(tmp_path: Path, lenient: bool)
 
 def test_status_other_than_two_to_four_is_a_whole_job(tmp_path: Path) -> None:
     """Statuses the definition does not name (here 6) and -1 are whole-job lines, as before."""
-    path = write(tmp_path, "\n".join([JOB_1.replace(" 1 3 -1", " -1 3 -1", 1),
-                                      SUMMARY.replace(" 1 3 -1", " 6 3 -1", 1), JOB_3]) + "\n")
+    path = write(
+        tmp_path,
+        "\n".join(
+            [
+                JOB_1.replace(" 1 3 -1", " -1 3 -1", 1),
+                SUMMARY.replace(" 1 3 -1", " 6 3 -1", 1),
+                JOB_3,
+            ]
+        )
+        + "\n",
+    )
     jobs, _, report, _ = read_both(path)
     assert jobs == JOBS and report.anomalies == {}
 
 
 @pytest.mark.traces
-@pytest.mark.parametrize(("name", "expected"), [
-    ("KTH-SP2-1996-2.1-cln.swf.gz", "5b866131bec2426c"),
-    pytest.param("HPC2N-2002-2.1-cln.swf.gz", "5fa52e2fbfe40530", marks=pytest.mark.slow),
-], ids=["KTH", "HPC2N"])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("KTH-SP2-1996-2.1-cln.swf.gz", "5b866131bec2426c"),
+        pytest.param("HPC2N-2002-2.1-cln.swf.gz", "5fa52e2fbfe40530", marks=pytest.mark.slow),
+    ],
+    ids=["KTH", "HPC2N"],
+)
 def test_archive_traces_read_as_before(name: str, expected: str) -> None:
     """The jobs read before partial executions were recognised (fingerprint taken then)."""
     path = real_trace(name)

@@ -258,14 +258,22 @@ def test_bad_files_name_file_and_key(tmp_path: Path) -> None:
         lambda d: d["jobs"][0]["task_graph"]["nodes"][0].__setitem__("wcet", 0),
         "field jobs[0].task_graph: task 0: wcet must be a positive int, got 0",
     )
-    expect(lambda d: d["jobs"][0]["task_graph"]["edges"][0].pop("target"),
-           "field jobs[0].task_graph.edges[0].target: missing")
-    expect(lambda d: d.__setitem__("format", "swf"),
-           "field format: expected 'market_hpc.taskgraph_jobs', got 'swf'")
-    expect(lambda d: d["jobs"][1].__setitem__("job_id", d["jobs"][0]["job_id"]),
-           "field jobs: duplicate job_id 1")
-    expect(lambda d: d["jobs"][0].__setitem__("submit", "soon"),
-           "field jobs[0].submit: unexpected value 'soon'")
+    expect(
+        lambda d: d["jobs"][0]["task_graph"]["edges"][0].pop("target"),
+        "field jobs[0].task_graph.edges[0].target: missing",
+    )
+    expect(
+        lambda d: d.__setitem__("format", "swf"),
+        "field format: expected 'market_hpc.taskgraph_jobs', got 'swf'",
+    )
+    expect(
+        lambda d: d["jobs"][1].__setitem__("job_id", d["jobs"][0]["job_id"]),
+        "field jobs: duplicate job_id 1",
+    )
+    expect(
+        lambda d: d["jobs"][0].__setitem__("submit", "soon"),
+        "field jobs[0].submit: unexpected value 'soon'",
+    )
 
     path.write_text('{"format": \n oops}')
     with pytest.raises(TraceFormatError) as info:

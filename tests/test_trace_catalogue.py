@@ -44,7 +44,9 @@ def mirror(tmp_path: Path) -> Iterator[str]:
     served.mkdir()
     (served / SAMPLE.name).write_bytes(SAMPLE.read_bytes())
     _Quiet.requests = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(served)))
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(served))
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -59,15 +61,27 @@ def sample_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CatalogueTr
     (tmp_path / "no-traces").mkdir()
     monkeypatch.setenv("MARKET_HPC_TRACES", str(tmp_path / "no-traces"))
     data = SAMPLE.read_bytes()
-    entry = CatalogueTrace("sample", SAMPLE.name, "l_sample", len(data), hashlib.sha256(data).hexdigest(),
-                           "nodes=240,cores=1", 5000, "Lublin-Feitelson sample")
+    entry = CatalogueTrace(
+        "sample",
+        SAMPLE.name,
+        "l_sample",
+        len(data),
+        hashlib.sha256(data).hexdigest(),
+        "nodes=240,cores=1",
+        5000,
+        "Lublin-Feitelson sample",
+    )
     monkeypatch.setitem(CATALOGUE, "sample", entry)
     return entry
 
 
-def test_fetch_verifies_and_caches_then_reuses_the_cache(mirror: str, sample_entry: CatalogueTrace) -> None:
+def test_fetch_verifies_and_caches_then_reuses_the_cache(
+    mirror: str, sample_entry: CatalogueTrace
+) -> None:
     seen: list[tuple[int, int]] = []
-    path = fetch_trace(sample_entry, mirror=mirror, progress=lambda done, total: seen.append((done, total)))
+    path = fetch_trace(
+        sample_entry, mirror=mirror, progress=lambda done, total: seen.append((done, total))
+    )
     assert path == cached_path(sample_entry)
     assert path.read_bytes() == SAMPLE.read_bytes()
     assert seen[-1] == (sample_entry.size, sample_entry.size)
@@ -78,58 +92,103 @@ def test_fetch_verifies_and_caches_then_reuses_the_cache(mirror: str, sample_ent
     assert len(_Quiet.requests) == 2
 
 
-def test_a_wrong_checksum_keeps_nothing(mirror: str, sample_entry: CatalogueTrace,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrong_checksum_keeps_nothing(
+    mirror: str, sample_entry: CatalogueTrace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bad = CatalogueTrace(**{**sample_entry.__dict__, "sha256": "0" * 64})
-    with pytest.raises(TraceFetchError, match=r"expected [\d,]+ bytes with SHA-256 0{64}; the file was not kept"):
+    with pytest.raises(
+        TraceFetchError, match=r"expected [\d,]+ bytes with SHA-256 0{64}; the file was not kept"
+    ):
         fetch_trace(bad, mirror=mirror)
     assert not list(cached_path(bad).parent.iterdir())  # neither the file nor a .part
 
 
 def test_an_unreachable_mirror_names_the_url(sample_entry: CatalogueTrace) -> None:
-    with pytest.raises(TraceFetchError, match=r"cannot download sample from http://127\.0\.0\.1:1/lf-240p"):
+    with pytest.raises(
+        TraceFetchError, match=r"cannot download sample from http://127\.0\.0\.1:1/lf-240p"
+    ):
         fetch_trace(sample_entry, mirror="http://127.0.0.1:1/")
 
 
 def test_the_archive_url_and_the_mirror_url() -> None:
     kth = catalogue_entry("kth-sp2")
-    assert kth.url() == ("https://www.cs.huji.ac.il/labs/parallel/workload/l_kth_sp2/"
-                         "KTH-SP2-1996-2.1-cln.swf.gz")
+    assert kth.url() == (
+        "https://www.cs.huji.ac.il/labs/parallel/workload/l_kth_sp2/KTH-SP2-1996-2.1-cln.swf.gz"
+    )
     assert kth.url("https://m.example/pwa/") == "https://m.example/pwa/KTH-SP2-1996-2.1-cln.swf.gz"
     assert catalogue_entry("KTH-SP2-1996-2.1-cln.swf.gz") is kth
 
 
 def test_unknown_names_list_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(UnknownNameError, match="unknown catalogue trace 'kth'; valid choices: curie, hpc2n, "
-                       "kth-sp2, nasa-ipsc"):
+    with pytest.raises(
+        UnknownNameError,
+        match="unknown catalogue trace 'kth'; valid choices: curie, hpc2n, kth-sp2, nasa-ipsc",
+    ):
         catalogue_entry("kth")
     assert main(["trace", "fetch", "kth-sp2", "kth"]) == 2  # checked before any download
     assert "unknown catalogue trace 'kth'" in capsys.readouterr().err
 
 
-def test_replay_takes_a_fetched_name_and_its_platform(mirror: str, sample_entry: CatalogueTrace, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_takes_a_fetched_name_and_its_platform(
+    mirror: str, sample_entry: CatalogueTrace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["replay", "sample", "--first-n", "40", "--out", str(tmp_path / "a")]) == 2
     assert "catalogue log that is not in the cache" in capsys.readouterr().err
     assert main(["trace", "fetch", "sample", "--mirror", mirror]) == 0
     out = capsys.readouterr().out
-    assert "checksum verified, cached at" in out and "market-hpc replay sample --platform nodes=240,cores=1" in out
+    assert (
+        "checksum verified, cached at" in out
+        and "market-hpc replay sample --platform nodes=240,cores=1" in out
+    )
     assert main(["trace", "list"]) == 0
     assert "sample" in capsys.readouterr().out
-    assert main(["replay", "SAMPLE", "--first-n", "40", "--scheduler", "easy", "--out", str(tmp_path / "b")]) == 0
-    assert main(["replay", str(cached_path(sample_entry)), "--platform", "nodes=240,cores=1", "--first-n", "40",
-                 "--scheduler", "easy", "--out", str(tmp_path / "c")]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                "SAMPLE",
+                "--first-n",
+                "40",
+                "--scheduler",
+                "easy",
+                "--out",
+                str(tmp_path / "b"),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "replay",
+                str(cached_path(sample_entry)),
+                "--platform",
+                "nodes=240,cores=1",
+                "--first-n",
+                "40",
+                "--scheduler",
+                "easy",
+                "--out",
+                str(tmp_path / "c"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "b" / "jobs.csv").read_text() == (tmp_path / "c" / "jobs.csv").read_text()
 
 
-def test_replay_of_a_path_still_needs_a_platform(sample_entry: CatalogueTrace, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_of_a_path_still_needs_a_platform(
+    sample_entry: CatalogueTrace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["replay", str(SAMPLE), "--out", str(tmp_path / "x")]) == 2
     assert "--platform is required" in capsys.readouterr().err
     assert resolve_trace(str(SAMPLE)) == str(SAMPLE)  # a path is a path
-    with pytest.raises(ConfigError, match=r"trace 'Curie' \(curie\) is a catalogue log that is not in the "
-                       r"cache nor the trace folders \(looked in .*cache/traces, .*no-traces\); fetch it first: "
-                       r"market-hpc trace fetch curie \(without direct access, add --mirror URL\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"trace 'Curie' \(curie\) is a catalogue log that is not in the "
+        r"cache nor the trace folders \(looked in .*cache/traces, .*no-traces\); fetch it first: "
+        r"market-hpc trace fetch curie \(without direct access, add --mirror URL\)",
+    ):
         resolve_trace("Curie")  # the cache and the trace folder are empty (sample_entry)
 
 

@@ -164,11 +164,17 @@ def test_a_sweep_naming_its_own_trace_needs_not_the_base_scenarios(
     own = no_shared / "own.swf"
     own.write_text("1 0 0 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n")
     sweep = tmp_path / "sweep.toml"
-    sweep.write_text(f'base = "{REPO / "scenarios" / "overload_study_base.toml"}"\n'
-                     '[workload]\ntrace = "own.swf"\n[grid]\n"workload.load_factor" = [1.0, 2.0]\n')
+    sweep.write_text(
+        f'base = "{REPO / "scenarios" / "overload_study_base.toml"}"\n'
+        '[workload]\ntrace = "own.swf"\n[grid]\n"workload.load_factor" = [1.0, 2.0]\n'
+    )
     runs = load_sweep(sweep).runs
     assert len(runs) == 2 and {run.config["workload"]["trace"] for run in runs} == {str(own)}
-    sweep.write_text(f'base = "{REPO / "scenarios" / "overload_study_base.toml"}"\n'
-                     '[grid]\n"workload.load_factor" = [1.0, 2.0]\n')
-    with pytest.raises(SweepError, match=r"trace 'kth-sp2' is a catalogue log .*trace fetch kth-sp2"):
+    sweep.write_text(
+        f'base = "{REPO / "scenarios" / "overload_study_base.toml"}"\n'
+        '[grid]\n"workload.load_factor" = [1.0, 2.0]\n'
+    )
+    with pytest.raises(
+        SweepError, match=r"trace 'kth-sp2' is a catalogue log .*trace fetch kth-sp2"
+    ):
         load_sweep(sweep)

@@ -40,7 +40,11 @@ EXAMPLES: list[ValueCurve] = [
 def test_fig2_step_earns_500_within_15_time_units() -> None:
     curve = StepCurve(FIG2, 15.0)
     assert [curve.value_at(e) for e in (-1.0, 0.0, 15.0, 15.000001, 99.0)] == [
-        500.0, 500.0, 500.0, 0.0, 0.0,
+        500.0,
+        500.0,
+        500.0,
+        0.0,
+        0.0,
     ]
     assert curve.zero_time == 15.0
     assert curve.remaining_value(0.0) == 7500.0
@@ -126,7 +130,10 @@ def curves() -> st.SearchStrategy[ValueCurve]:
     linear = st.builds(lambda v, t, g: LinearDecayCurve(v, t, t + g), value, time, gap)
     expo = st.builds(
         lambda v, t, tau, floor: ExponentialCurve(v, t, tau=tau, floor=floor),
-        value, time, st.floats(0.5, 50.0), st.floats(0.001, 0.9),
+        value,
+        time,
+        st.floats(0.5, 50.0),
+        st.floats(0.001, 0.9),
     )
 
     @st.composite

@@ -56,8 +56,15 @@ def test_curie_binned_by_type_with_gpu_cells_only_where_nodes_have_gpus() -> Non
     curie = load_platform("curie")
     geometry = binned_geometry(curie, 8)
     assert [(s.name, s.first, s.count) for s in geometry.sections] == [
-        ("thin", 0, 630), ("fat", 630, 45), ("hybrid", 675, 18)]
-    assert geometry.slot_of(5039) == 629 and geometry.slot_of(5040) == 630 and geometry.slot_of(5543) == 692
+        ("thin", 0, 630),
+        ("fat", 630, 45),
+        ("hybrid", 675, 18),
+    ]
+    assert (
+        geometry.slot_of(5039) == 629
+        and geometry.slot_of(5040) == 630
+        and geometry.slot_of(5543) == 692
+    )
     assert geometry.offsets == {CORES: 0, GPUS: 2}
     assert geometry.kind[0].tolist() == [CORES, ABSENT, ABSENT]
     assert geometry.kind[692].tolist() == [CORES, ABSENT, GPUS]
@@ -79,7 +86,7 @@ def test_only_platforms_whose_rows_are_too_thin_are_binned() -> None:
 
 def test_cell_colour_is_the_groups_busy_share() -> None:
     platform = load_platform("nodes=10,cores=4,gpus=2")
-    geometry = binned_geometry(platform, 4, (3,))   # groups 0-2, 3-6, 7-9
+    geometry = binned_geometry(platform, 4, (3,))  # groups 0-2, 3-6, 7-9
     used = np.zeros_like(platform.capacity)
     used[:, CORES] = [4, 4, 0, 1, 1, 1, 1, 0, 0, 0]
     used[:, GPUS] = [2, 2, 2, 0, 0, 0, 0, 0, 1, 0]
@@ -96,7 +103,9 @@ def test_cell_colour_is_the_groups_busy_share() -> None:
 
 def _centre(geometry, scale, slot: int, column: int = 0) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     row, col = geometry.cell(slot, column)
-    return LABEL_HEIGHT + scale.px(row) + int(scale.factor / 2), scale.px(col) + int(scale.factor / 2)
+    return LABEL_HEIGHT + scale.px(row) + int(scale.factor / 2), scale.px(col) + int(
+        scale.factor / 2
+    )
 
 
 def test_curie_picture_cells_show_each_groups_share_of_busy_cores() -> None:
@@ -114,12 +123,17 @@ def test_curie_picture_cells_show_each_groups_share_of_busy_cores() -> None:
         lo, hi = geometry.bounds[slot], geometry.bounds[slot + 1]
         share = used[lo:hi, CORES].sum() / model.platform.capacity[lo:hi, CORES].sum()
         seen.add(round(float(share), 2))
-        assert pixels[_centre(geometry, scale, slot)].tolist() == share_colour(np.array(share), CORES).tolist()
+        assert (
+            pixels[_centre(geometry, scale, slot)].tolist()
+            == share_colour(np.array(share), CORES).tolist()
+        )
     assert 0.0 in seen and 1.0 in seen and len(seen) > 2, seen  # free, full and part-busy groups
 
 
 def test_partition_strips_stay_exact_when_binned_and_the_selected_job_is_framed() -> None:
-    model = VizModel(policy="queues-hybrid", platform="curie", workload="lublin-feitelson", jobs=200, seed=1)
+    model = VizModel(
+        policy="queues-hybrid", platform="curie", workload="lublin-feitelson", jobs=200, seed=1
+    )
     for _ in range(20):
         model.step()
     bands = queue_bands(model)
@@ -139,7 +153,11 @@ def test_partition_strips_stay_exact_when_binned_and_the_selected_job_is_framed(
         row, column = geometry.cell(slot)
         strip = body[y - LABEL_HEIGHT, scale.px(column) - 2].tolist()
         assert strip == (list(BAND_COLOURS[band[lo]]) if band[lo] >= 0 else [255, 255, 255])
-        assert body[y - LABEL_HEIGHT, scale.px(column) - 6].tolist() == [255, 255, 255]  # a strip, not a cell
+        assert body[y - LABEL_HEIGHT, scale.px(column) - 6].tolist() == [
+            255,
+            255,
+            255,
+        ]  # a strip, not a cell
         corner = body[scale.px(row), scale.px(column)].tolist()
         assert (corner == [0, 0, 0]) == (slot in slots), slot
 
@@ -156,9 +174,18 @@ def test_curie_labels_keep_apart_and_name_each_types_first_node() -> None:
     assert spans[-1][1] <= 760 and len(labels) >= 10
 
 
-@pytest.mark.parametrize("module", ["visualization.node_bins", "visualization.grid_layout",
-                                    "visualization.components", "visualization.model"])
-@pytest.mark.filterwarnings("ignore:.*ComponentsView:UserWarning")  # solara on Mesa's code (see app.py)
+@pytest.mark.parametrize(
+    "module",
+    [
+        "visualization.node_bins",
+        "visualization.grid_layout",
+        "visualization.components",
+        "visualization.model",
+    ],
+)
+@pytest.mark.filterwarnings(
+    "ignore:.*ComponentsView:UserWarning"
+)  # solara on Mesa's code (see app.py)
 def test_doctests_of_the_viz_modules(module: str) -> None:
     """visualization/ is outside the suite's doctest paths: its examples run here."""
     import doctest
@@ -168,7 +195,9 @@ def test_doctests_of_the_viz_modules(module: str) -> None:
     assert result.attempted > 0 and result.failed == 0, result
 
 
-def test_binned_cells_with_a_held_jobs_node_get_the_red_cross(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_binned_cells_with_a_held_jobs_node_get_the_red_cross(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The cross goes left of the cell holding each node a held job waits for (which
     nodes those are is the model's, tested with the market; here three are given)."""
     from visualization import node_grid

@@ -102,18 +102,27 @@ def test_browser_steps_the_live_market_offline(page) -> None:  # type: ignore[no
     # back, and five steps draw the same grid and plots again (one seed, bit for bit).
     page.get_by_role("button", name="Reset").click()
     wait_steps(page, 0)
-    assert eventually(lambda: view() == before), "Reset did not bring back the first grid, plot and clock"
+    assert eventually(lambda: view() == before), (
+        "Reset did not bring back the first grid, plot and clock"
+    )
     click_step(page, 5)
-    assert eventually(lambda: view() == after), "five steps after Reset drew another grid, plot or clock"
+    assert eventually(lambda: view() == after), (
+        "five steps after Reset drew another grid, plot or clock"
+    )
     _play_then_select_a_job(page)
     assert page.locator(".mhpc-curve polyline").count() == 1, "no value curve for the selected job"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "market_default.png"), full_page=True)
-    foreign = sorted({u for u in page.requested
-                      if urlsplit(u).scheme not in ("data", "blob") and urlsplit(u).hostname not in LOCAL_HOSTS})
+    foreign = sorted(
+        {
+            u
+            for u in page.requested
+            if urlsplit(u).scheme not in ("data", "blob")
+            and urlsplit(u).hostname not in LOCAL_HOSTS
+        }
+    )
     assert not foreign, f"requests left the machine: {foreign}"
     assert page.requested
-
 
 
 def _play_then_select_a_job(page) -> None:  # type: ignore[no-untyped-def]
@@ -121,7 +130,9 @@ def _play_then_select_a_job(page) -> None:  # type: ignore[no-untyped-def]
     page.get_by_role("button", name="\u25b6").click()
     page.wait_for_function(
         "() => /Step: ([3-9][0-9]|[0-9]{3,})$/.test(document.body.innerText.trim().split('\\n')"
-        ".find(line => line.startsWith('Step: ')) || '')", timeout=30_000)
+        ".find(line => line.startsWith('Step: ')) || '')",
+        timeout=30_000,
+    )
     page.get_by_role("button", name="\u275a\u275a").click()
     page.get_by_role("button", name="Step").and_(page.locator(":enabled")).wait_for(timeout=10_000)
     top = page.locator(".mhpc-table tbody button").first
@@ -137,26 +148,36 @@ def test_every_control_changes_the_model(page) -> None:  # type: ignore[no-untyp
     select(page, "allocator", "balanced")
     reset_and_read(page, "easy + balanced on")
     select(page, "platform", "custom")
-    slide(page, "custom platform: nodes", -4)             # 32 -> 28 nodes
-    slide(page, "custom platform: cores per node", -4)    # 16 -> 12 cores
+    slide(page, "custom platform: nodes", -4)  # 32 -> 28 nodes
+    slide(page, "custom platform: cores per node", -4)  # 16 -> 12 cores
     slide(page, "custom platform: GPUs per node", 2)
     slide(page, "custom platform: MICs per node", 1)
     reset_and_read(page, "28 x 12 cores, 2 GPUs, 1 MICs")
     select(page, "workload", "lublin-feitelson")
-    slide(page, "jobs (generated", -2)                    # 1500 -> 1300 jobs
-    slide(page, "share of GPU jobs", 4)                   # 0.2
-    slide(page, "share of MIC jobs", 4)                   # 0.2
-    slide(page, "load factor", 1)                         # 2.25
-    slide(page, "holding penalty", 1)                     # 0.15
-    slide(page, "seed", 2)                                # 3
-    for shown in ("jobs (generated, or first N of the trace): 1,300", "load factor: 2.25",
-                  "holding penalty (share of max value): 0.15", "seed: 3"):
+    slide(page, "jobs (generated", -2)  # 1500 -> 1300 jobs
+    slide(page, "share of GPU jobs", 4)  # 0.2
+    slide(page, "share of MIC jobs", 4)  # 0.2
+    slide(page, "load factor", 1)  # 2.25
+    slide(page, "holding penalty", 1)  # 0.15
+    slide(page, "seed", 2)  # 3
+    for shown in (
+        "jobs (generated, or first N of the trace): 1,300",
+        "load factor: 2.25",
+        "holding penalty (share of max value): 0.15",
+        "seed: 3",
+    ):
         assert page.get_by_text(shown, exact=True).is_visible(), f"slider label {shown!r} missing"
-    line = reset_and_read(page, "1,300 jobs; workload lublin-feitelson, 20 % GPU jobs, 20 % MIC jobs, "
-                                 "load 2.25, holding penalty 0.15, seed 3")
+    line = reset_and_read(
+        page,
+        "1,300 jobs; workload lublin-feitelson, 20 % GPU jobs, 20 % MIC jobs, "
+        "load 2.25, holding penalty 0.15, seed 3",
+    )
     assert "GPUs busy" in line and "MICs busy" in line
     click_step(page, 60)
-    busy = {name: int(page.locator(f".mhpc-{name}").inner_text().rstrip(" %")) for name in ("GPUs", "MICs")}
+    busy = {
+        name: int(page.locator(f".mhpc-{name}").inner_text().rstrip(" %"))
+        for name in ("GPUs", "MICs")
+    }
     assert busy["GPUs"] > 0 and busy["MICs"] > 0, busy
     select(page, "workload", "eurora")
     select(page, "platform", "eurora")
@@ -173,7 +194,9 @@ def test_every_control_changes_the_model(page) -> None:  # type: ignore[no-untyp
     select(page, "policy (scheduler)", "maxv")
     select(page, "allocator", "first-fit")
     reset_and_read(page, "stopped")
-    assert "does not work with allocator 'first-fit'" in page.locator(".mhpc-tile").nth(1).inner_text()
+    assert (
+        "does not work with allocator 'first-fit'" in page.locator(".mhpc-tile").nth(1).inner_text()
+    )
 
 
 def test_policy_control_lists_every_registered_scheduler(page) -> None:  # type: ignore[no-untyped-def]
@@ -206,8 +229,10 @@ def test_play_on_curie_for_ten_seconds(page) -> None:  # type: ignore[no-untyped
     elapsed = time.monotonic() - began
     page.get_by_role("button", name="Step").and_(page.locator(":enabled")).wait_for(timeout=10_000)
     steps = step_count(page) - first
-    print(f"\nPlay on Curie (5,544 nodes), headless Chromium: {steps} steps in {elapsed:.1f} s = "
-          f"{steps / elapsed:.1f} steps/s (load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"\nPlay on Curie (5,544 nodes), headless Chromium: {steps} steps in {elapsed:.1f} s = "
+        f"{steps / elapsed:.1f} steps/s (load average {os.getloadavg()[0]:.1f})"
+    )
     assert steps > 0
 
 
@@ -235,9 +260,13 @@ def test_scenario_file_steps_and_resets_with_new_parameters(scenario_page) -> No
     ``Scenario`` object to a constructor parameter named ``scenario``)."""
     page = scenario_page
     line = page.locator(".mhpc-status").inner_text()
-    assert "easy + best-fit on kth-sp2" in line and "workload scenario sample_overload.toml" in line, line
+    assert (
+        "easy + best-fit on kth-sp2" in line and "workload scenario sample_overload.toml" in line
+    ), line
     assert "load 1.5" in line and "2,000 jobs" in line, line
-    assert page.get_by_role("textbox", name=re.compile("^trace file")).count() == 0  # no workload controls
+    assert (
+        page.get_by_role("textbox", name=re.compile("^trace file")).count() == 0
+    )  # no workload controls
     click_step(page, 4)
     assert page.locator(".mhpc-clock").inner_text() != "00:00:00"
     select(page, "allocator", "first-fit")
@@ -259,7 +288,9 @@ def test_partitions_pool_and_burst_buffer_are_drawn(page) -> None:  # type: igno
     legend.wait_for(timeout=10_000)
     text = legend.inner_text()
     assert "narrow: nodes 0-" in text and "shared pool: nodes" in text, text
-    assert page.locator(".mhpc-band i").count() == 3, text  # narrow, wide, pool (large: reservation)
+    assert page.locator(".mhpc-band i").count() == 3, (
+        text
+    )  # narrow, wide, pool (large: reservation)
     click_step(page, 10)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "queues_hybrid.png"), full_page=True)
@@ -270,8 +301,12 @@ def test_partitions_pool_and_burst_buffer_are_drawn(page) -> None:  # type: igno
     bar = page.locator(".mhpc-bb")
     bar.wait_for(timeout=10_000)
     click_step(page, 15)
-    assert eventually(lambda: not bar.inner_text().startswith("burst buffer: 0 GB used")), bar.inner_text()
-    assert re.search(r"burst buffer: [\d,]+ GB used, [\d,]+ GB free of 40,040 GB", bar.inner_text())  # target load 0.75
+    assert eventually(lambda: not bar.inner_text().startswith("burst buffer: 0 GB used")), (
+        bar.inner_text()
+    )
+    assert re.search(
+        r"burst buffer: [\d,]+ GB used, [\d,]+ GB free of 40,040 GB", bar.inner_text()
+    )  # target load 0.75
     page.screenshot(path=str(SCREENSHOTS / "bbsched_pool.png"), full_page=True)
 
 
@@ -289,7 +324,9 @@ def test_curie_grid_is_binned_with_a_legend(page) -> None:  # type: ignore[no-un
     assert "shade = share in use, 0 % to 100 %: cores" in legend.inner_text()
     assert page.locator(".mhpc-bins .mhpc-ramp").count() == 2  # cores, GPUs (Curie's hybrid nodes)
     for mesa_slider in ("Play Interval (ms)", "Render Interval (steps)"):  # Mesa's own sliders
-        assert page.get_by_text(re.compile(r"^" + re.escape(mesa_slider) + r": \d+$")).is_visible(), mesa_slider
+        assert page.get_by_text(
+            re.compile(r"^" + re.escape(mesa_slider) + r": \d+$")
+        ).is_visible(), mesa_slider
     image = page.locator("img.mhpc-nodes")
     size = image.evaluate("img => [img.naturalWidth, img.naturalHeight]")
     assert size == [760, 432], size
@@ -313,7 +350,9 @@ def test_play_and_pause_under_cpu_load_never_loop_renders(page) -> None:  # type
             page.get_by_role("button", name="\u25b6").click(timeout=20_000)
             page.wait_for_timeout(1_200)
             page.get_by_role("button", name="\u275a\u275a").click(timeout=20_000)
-            page.get_by_role("button", name="Step").and_(page.locator(":enabled")).wait_for(timeout=20_000)
+            page.get_by_role("button", name="Step").and_(page.locator(":enabled")).wait_for(
+                timeout=20_000
+            )
     finally:
         for hog in hogs:
             hog.kill()
@@ -331,9 +370,14 @@ def test_viz_refuses_a_taken_port_at_once() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        launcher = subprocess.Popen([sys.executable, "-m", "market_hpc", "viz", "--port", str(port)],
-                                    cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    start_new_session=True)
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "market_hpc", "viz", "--port", str(port)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             out, err = launcher.communicate(timeout=120)  # a guard against a hang, not a measure
         finally:
@@ -342,15 +386,20 @@ def test_viz_refuses_a_taken_port_at_once() -> None:
                 launcher.wait()
     assert launcher.returncode == 2, (out, err)
     assert out == ""  # no URL printed
-    assert err == (f"market-hpc: error: --port {port}: 127.0.0.1:{port} is already in use (another "
-                   f"server, an earlier market-hpc viz?); valid: a free port, e.g. --port {port + 1}\n")
+    assert err == (
+        f"market-hpc: error: --port {port}: 127.0.0.1:{port} is already in use (another "
+        f"server, an earlier market-hpc viz?); valid: a free port, e.g. --port {port + 1}\n"
+    )
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--port", "0"], "--port: got 0; valid: a port number 1..65535 not in use"),
-    (["--port", "65536"], "--port: got 65536; valid: a port number 1..65535 not in use"),
-    (["--host", "no-such-host.invalid"], "--host: cannot resolve 'no-such-host.invalid'"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--port", "0"], "--port: got 0; valid: a port number 1..65535 not in use"),
+        (["--port", "65536"], "--port: got 65536; valid: a port number 1..65535 not in use"),
+        (["--host", "no-such-host.invalid"], "--host: cannot resolve 'no-such-host.invalid'"),
+    ],
+)
 def test_viz_refuses_bad_ports_and_hosts(argv, message, capsys) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("solara", reason="viz extra not installed")
     from market_hpc.cli import main

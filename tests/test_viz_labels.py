@@ -7,8 +7,10 @@ import pytest
 from visualization.plots import nice_ticks, tick_labels
 
 
-@pytest.mark.parametrize(("low", "high"), [(366.38, 366.52), (0.0, 97.0), (0.0, 26000.0),
-                                           (1.2e6, 4.9e6), (0.001, 0.0042)])
+@pytest.mark.parametrize(
+    ("low", "high"),
+    [(366.38, 366.52), (0.0, 97.0), (0.0, 26000.0), (1.2e6, 4.9e6), (0.001, 0.0042)],
+)
 def test_tick_labels_are_distinct_and_exact(low: float, high: float) -> None:
     ticks = nice_ticks(low, high)
     labels = tick_labels(ticks)
@@ -29,15 +31,21 @@ def test_queue_tile_names_the_partitions_the_policy_uses() -> None:
     from visualization.model import VizModel
     from visualization.panels import queue_layout
 
-    model = VizModel(policy="queues-hybrid", platform="nodes=40,cores=16",
-                     workload="lublin-feitelson", jobs=100)
+    model = VizModel(
+        policy="queues-hybrid", platform="nodes=40,cores=16", workload="lublin-feitelson", jobs=100
+    )
     assert model.error is None
     model.step()
     text = queue_layout(model)
-    shown = [(int(a), int(b) + 1) for a, b in re.findall(r"nodes ([\d,]+)-([\d,]+)", text.replace(",", ""))]
+    shown = [
+        (int(a), int(b) + 1)
+        for a, b in re.findall(r"nodes ([\d,]+)-([\d,]+)", text.replace(",", ""))
+    ]
     assert shown == list(model.policy.groups), (text, model.policy.groups)  # partitions, then pool
     assert "shared pool" in text and "by reservation" in text
-    assert queue_layout(VizModel(policy="easy", workload="lublin-feitelson", jobs=50)) == "one queue"
+    assert (
+        queue_layout(VizModel(policy="easy", workload="lublin-feitelson", jobs=50)) == "one queue"
+    )
 
 
 def test_band_of_nodes_marks_each_partition_and_the_pool() -> None:
@@ -55,8 +63,9 @@ def test_node_grid_draws_the_hybrid_partitions_in_the_marker_column() -> None:
     from visualization.node_grid import BAND_COLOURS, node_grid_pixels
     from visualization.panels import queue_bands
 
-    model = VizModel(policy="queues-hybrid", platform="nodes=40,cores=16",
-                     workload="lublin-feitelson", jobs=100)
+    model = VizModel(
+        policy="queues-hybrid", platform="nodes=40,cores=16", workload="lublin-feitelson", jobs=100
+    )
     model.step()
     bands = queue_bands(model)
     assert [(lo, hi) for _, lo, hi in bands] == list(model.policy.groups)  # partitions, then pool
@@ -70,18 +79,29 @@ def test_node_grid_draws_the_hybrid_partitions_in_the_marker_column() -> None:
     pixels = node_grid_pixels(model)
     colours = {tuple(c) for c in pixels.reshape(-1, 3).tolist()}
     assert {BAND_COLOURS[i] for i in range(len(bands))} <= colours
-    assert not {BAND_COLOURS[i] for i in range(len(bands))} & {tuple(c) for c in node_grid_pixels(
-        VizModel(policy="easy", platform="nodes=40,cores=16", workload="lublin-feitelson", jobs=50)
-    ).reshape(-1, 3).tolist()}
+    assert not {BAND_COLOURS[i] for i in range(len(bands))} & {
+        tuple(c)
+        for c in node_grid_pixels(
+            VizModel(
+                policy="easy", platform="nodes=40,cores=16", workload="lublin-feitelson", jobs=50
+            )
+        )
+        .reshape(-1, 3)
+        .tolist()
+    }
 
 
 def test_shared_queues_draw_no_band_and_bb_use_is_reported() -> None:
     from visualization.model import VizModel
     from visualization.panels import burst_buffer_use, queue_bands
 
-    shared = VizModel(policy="queues-shared", platform="nodes=40,cores=16", workload="lublin-feitelson", jobs=50)
+    shared = VizModel(
+        policy="queues-shared", platform="nodes=40,cores=16", workload="lublin-feitelson", jobs=50
+    )
     assert queue_bands(shared) == []
-    bb = VizModel(policy="easy", platform="nodes=16,cores=16,bb=100", workload="lublin-feitelson", jobs=50)
+    bb = VizModel(
+        policy="easy", platform="nodes=16,cores=16,bb=100", workload="lublin-feitelson", jobs=50
+    )
     assert burst_buffer_use(bb) == (0.0, 100.0)
     assert burst_buffer_use(shared) is None
 
@@ -118,7 +138,9 @@ def test_burst_buffer_pool_is_sized_to_the_target_load() -> None:
 
     assert BB_TARGET_LOAD == 0.75
     model = VizModel(policy="bbsched", workload="lublin-feitelson", jobs=1500, load=2.0)
-    jobs = generated_jobs("bbsched", load_platform(DEFAULT_PLATFORM), 1500, 2.0, 1, "lublin-feitelson")
+    jobs = generated_jobs(
+        "bbsched", load_platform(DEFAULT_PLATFORM), 1500, 2.0, 1, "lublin-feitelson"
+    )
     scale = 512 / 4392
     low, high = 5_000 * scale, 285_000 * scale
     mean = (high - low) / math.log(high / low)
@@ -130,9 +152,14 @@ def test_burst_buffer_pool_is_sized_to_the_target_load() -> None:
     # by hand, at Theta's size (scale 1): two 100 s jobs 1,000 s apart
     theta = load_platform("nodes=1,cores=4392")
     pair = [Job(1, 0.0, 100.0, 100.0), Job(2, 1000.0, 100.0, 100.0, bb=5_000.0)]
-    assert with_burst_buffer("bbsched", theta, pair).burst_buffer == round(
-        0.5 * (280_000 / math.log(57)) * 200 / (0.75 * 1000)) == 9_234
-    pair[1] = Job(2, 1000.0, 100.0, 100.0, bb=20_000.0)  # larger than that pool: the pool grows to it
+    assert (
+        with_burst_buffer("bbsched", theta, pair).burst_buffer
+        == round(0.5 * (280_000 / math.log(57)) * 200 / (0.75 * 1000))
+        == 9_234
+    )
+    pair[1] = Job(
+        2, 1000.0, 100.0, 100.0, bb=20_000.0
+    )  # larger than that pool: the pool grows to it
     assert with_burst_buffer("bbsched", theta, pair).burst_buffer == 20_000.0
     assert with_burst_buffer("easy", theta, pair).burst_buffer == 0.0
 
@@ -148,7 +175,10 @@ def test_burst_buffer_pool_is_under_pressure_in_the_first_hundred_steps() -> Non
         used, total = burst_buffer_use(model)  # type: ignore[misc]
         shares.append(used / total)
     shares.sort()
-    assert shares[50] > 0.4 and shares[-1] > 0.95, (shares[50], shares[-1])  # measured 0.47 and 0.98
+    assert shares[50] > 0.4 and shares[-1] > 0.95, (
+        shares[50],
+        shares[-1],
+    )  # measured 0.47 and 0.98
 
 
 def test_task_graph_jobs_scale_with_the_platform_so_curie_is_busy() -> None:

@@ -20,8 +20,9 @@ GAP_BOUND_PX = 40  # node grid tile's last line to the charts' top, at 1400 x 90
 def app_play_interval() -> int:
     """``PLAY_INTERVAL_MS`` as ``visualization/app.py`` sets it (read, not imported: the
     app patches Mesa's module when imported)."""
-    found = re.search(r"^PLAY_INTERVAL_MS = (\d+)$", (REPO / "visualization" / "app.py").read_text(),
-                      re.MULTILINE)
+    found = re.search(
+        r"^PLAY_INTERVAL_MS = (\d+)$", (REPO / "visualization" / "app.py").read_text(), re.MULTILINE
+    )
     assert found, "visualization/app.py sets no PLAY_INTERVAL_MS"
     return int(found.group(1))
 
@@ -88,16 +89,29 @@ def test_chart_legends_stay_off_the_plotted_lines(page) -> None:  # type: ignore
     chart = settled(lambda: page.evaluate(CHART_GEOMETRY))
     labels = [item["label"] for item in chart["legend"]]
     assert {"queued", "running", "holds", "drops"} <= set(labels), labels
-    assert len(chart["areas"]) == 4 and all(b[2] > b[0] and b[3] > b[1] for b in chart["areas"]), chart["areas"]
-    assert all(b[2] > b[0] and b[3] > b[1] for b in (item["box"] for item in chart["legend"])), chart["legend"]
+    assert len(chart["areas"]) == 4 and all(b[2] > b[0] and b[3] > b[1] for b in chart["areas"]), (
+        chart["areas"]
+    )
+    assert all(b[2] > b[0] and b[3] > b[1] for b in (item["box"] for item in chart["legend"])), (
+        chart["legend"]
+    )
     for item in chart["legend"]:
         box = item["box"]
         for line in chart["lines"]:
-            crossing = [(p, q) for p, q in zip(line["points"], line["points"][1:]) if _segment_meets_box(p, q, box)]
-            assert not crossing, f"legend {item['label']!r} at {box} crosses the {line['colour']} line at {crossing[0]}"
-        assert not [dot for dot in chart["dots"] if _overlap(dot, box)], f"legend {item['label']!r} covers a dot"
-        assert not [area for area in chart["areas"] if _overlap(area, box)], \
+            crossing = [
+                (p, q)
+                for p, q in zip(line["points"], line["points"][1:])
+                if _segment_meets_box(p, q, box)
+            ]
+            assert not crossing, (
+                f"legend {item['label']!r} at {box} crosses the {line['colour']} line at {crossing[0]}"
+            )
+        assert not [dot for dot in chart["dots"] if _overlap(dot, box)], (
+            f"legend {item['label']!r} covers a dot"
+        )
+        assert not [area for area in chart["areas"] if _overlap(area, box)], (
             f"legend {item['label']!r} at {box} is inside a plot area {chart['areas']}"
+        )
 
 
 GRID_AND_CHARTS = """() => {
@@ -119,16 +133,28 @@ def test_charts_follow_the_node_grid_without_a_gap(page, window: tuple[int, int]
     print(f"\n{window[0]} x {window[1]}: {where}")
     assert where["hidden"] <= 1, f"the node grid tile hides {where['hidden']} px of its content"
     gap = where["charts"] - where["content"]
-    assert 0 <= gap < GAP_BOUND_PX, f"{gap:.0f} px from the node grid's last line to the charts: {where}"
+    assert 0 <= gap < GAP_BOUND_PX, (
+        f"{gap:.0f} px from the node grid's last line to the charts: {where}"
+    )
 
 
 def test_play_interval_starts_at_the_apps_interval(page) -> None:  # type: ignore[no-untyped-def]
     """Mesa's slider (min 1 ms, step 10 ms) shows the app's interval, not the nearest
     step the browser snaps it to."""
-    thumb = page.locator(".v-input").filter(has_text="Play Interval (ms)").first.locator("[role=slider]")
+    thumb = (
+        page.locator(".v-input")
+        .filter(has_text="Play Interval (ms)")
+        .first.locator("[role=slider]")
+    )
     thumb.wait_for(state="attached", timeout=10_000)
-    page.wait_for_timeout(1_000)  # the browser snaps a value off the slider's steps, then reports it
-    shown = settled(lambda: (page.get_by_text(re.compile(r"^Play Interval \(ms\): ")).inner_text(),
-                             thumb.get_attribute("aria-valuenow")))
+    page.wait_for_timeout(
+        1_000
+    )  # the browser snaps a value off the slider's steps, then reports it
+    shown = settled(
+        lambda: (
+            page.get_by_text(re.compile(r"^Play Interval \(ms\): ")).inner_text(),
+            thumb.get_attribute("aria-valuenow"),
+        )
+    )
     interval = app_play_interval()
     assert shown == (f"Play Interval (ms): {interval}", str(interval)), shown

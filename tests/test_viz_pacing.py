@@ -37,7 +37,9 @@ def test_every_tile_reads_the_model_under_its_lock() -> None:
     from visualization.components import COMPONENTS, StepInfo
 
     for component in [*COMPONENTS, StepInfo]:
-        assert getattr(component.f, "__wrapped__", None) is not None, component  # pacing.reads_model
+        assert getattr(component.f, "__wrapped__", None) is not None, (
+            component
+        )  # pacing.reads_model
 
 
 def test_a_step_holds_the_models_lock() -> None:
@@ -65,8 +67,8 @@ def test_mesas_controller_calls_the_module_force_update_the_app_replaces() -> No
     from visualization import pacing
 
     source = inspect.getsource(solara_viz)
-    controller = source[source.index("def ModelController("):]
-    controller = controller[:controller.index("\ndef ", 1)]
+    controller = source[source.index("def ModelController(") :]
+    controller = controller[: controller.index("\ndef ", 1)]
     assert "force_update()" in controller
     original = solara_viz.force_update
     try:

@@ -26,8 +26,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 STARTUP_SECONDS = 40.0
 OPEN_MENU = ".menuable__content__active"  # Vuetify keeps closed menus in the page
 
@@ -35,11 +41,14 @@ OPEN_MENU = ".menuable__content__active"  # Vuetify keeps closed menus in the pa
 def playwright_or_skip() -> Any:
     """Playwright's sync API, or a skip naming what is missing (Playwright, the viz
     extra or Chromium)."""
-    api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (dev extra)")
+    api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (dev extra)"
+    )
     missing = [name for name in ("solara", "altair") if importlib.util.find_spec(name) is None]
     if missing:
-        pytest.skip(f"viz extra not installed ({', '.join(missing)} missing): "
-                    "pip install 'market_hpc[viz]'")
+        pytest.skip(
+            f"viz extra not installed ({', '.join(missing)} missing): pip install 'market_hpc[viz]'"
+        )
     if not CHROMIUM.is_file():
         pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
     return api
@@ -94,8 +103,21 @@ def serve(tmp_path_factory: pytest.TempPathFactory, *scenario: str) -> Iterator[
     log = tmp_path_factory.mktemp("viz") / "server.log"
     with log.open("w") as sink:
         server = subprocess.Popen(
-            [sys.executable, "-m", "market_hpc", "viz", *scenario, "--host", "127.0.0.1", "--port", str(port)],
-            cwd=REPO, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "market_hpc",
+                "viz",
+                *scenario,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            cwd=REPO,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}/"
     try:
@@ -105,13 +127,16 @@ def serve(tmp_path_factory: pytest.TempPathFactory, *scenario: str) -> Iterator[
         stop(server)
 
 
-def open_page(sync_api: Any, server: Server, viewport: tuple[int, int] = (1500, 1300)) -> Iterator[Any]:
+def open_page(
+    sync_api: Any, server: Server, viewport: tuple[int, int] = (1500, 1300)
+) -> Iterator[Any]:
     """A fresh browser session on the app (its own model) in a ``viewport`` (width, height)
     window, with request and error logs; afterwards neither the page nor the server log
     shows an error."""
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                             args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
         try:
             tab = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
             tab.requested, tab.errors = [], []
@@ -124,11 +149,11 @@ def open_page(sync_api: Any, server: Server, viewport: tuple[int, int] = (1500, 
             yield tab
             assert not tab.errors, tab.errors
             body = tab.inner_text("body")
-            assert "Traceback" not in body, body[body.find("Traceback"):][:3000]
+            assert "Traceback" not in body, body[body.find("Traceback") :][:3000]
             # Mesa's controller catches a failing step, prints the traceback and shows one line.
             assert not re.search(r"error in (step|visualization)", body), body
             log = server.log.read_text()
-            assert "Traceback" not in log, log[log.find("Traceback"):][:3000]
+            assert "Traceback" not in log, log[log.find("Traceback") :][:3000]
         finally:
             browser.close()
 
@@ -140,7 +165,9 @@ def step_count(page) -> int:  # type: ignore[no-untyped-def]
 
 
 def wait_steps(page, steps: int, timeout: int = 20_000) -> None:  # type: ignore[no-untyped-def]
-    page.locator(".mhpc-steps").filter(has_text=re.compile(f"^Step: {steps}$")).wait_for(timeout=timeout)
+    page.locator(".mhpc-steps").filter(has_text=re.compile(f"^Step: {steps}$")).wait_for(
+        timeout=timeout
+    )
 
 
 def select(page, label: str, value: str) -> None:  # type: ignore[no-untyped-def]
@@ -167,8 +194,11 @@ def slide(page, label: str, presses: int) -> None:  # type: ignore[no-untyped-de
     for _ in range(abs(presses)):
         before = thumb.get_attribute("aria-valuenow")
         page.keyboard.press("ArrowRight" if presses > 0 else "ArrowLeft")
-        page.wait_for_function("([el, old]) => el.getAttribute('aria-valuenow') !== old",
-                               arg=[thumb.element_handle(), before], timeout=10_000)
+        page.wait_for_function(
+            "([el, old]) => el.getAttribute('aria-valuenow') !== old",
+            arg=[thumb.element_handle(), before],
+            timeout=10_000,
+        )
         page.wait_for_timeout(60)
     final = thumb.get_attribute("aria-valuenow")
     page.wait_for_timeout(200)
@@ -186,11 +216,16 @@ def reset_and_read(page, expected: str) -> str:  # type: ignore[no-untyped-def]
     page.get_by_role("button", name="Reset").click()
     status_line = page.locator(".mhpc-status")
     try:
-        page.wait_for_function("text => document.querySelector('.mhpc-status').innerText.includes(text)",
-                               arg=expected, timeout=20_000)
+        page.wait_for_function(
+            "text => document.querySelector('.mhpc-status').innerText.includes(text)",
+            arg=expected,
+            timeout=20_000,
+        )
     except Exception:  # noqa: BLE001 - say what the page showed instead
-        pytest.fail(f"status line lacks {expected!r}: {status_line.inner_text()}\n"
-                    f"{page.locator('.mhpc-tile').nth(1).inner_text()}")
+        pytest.fail(
+            f"status line lacks {expected!r}: {status_line.inner_text()}\n"
+            f"{page.locator('.mhpc-tile').nth(1).inner_text()}"
+        )
     wait_steps(page, 0, timeout=10_000)
     return status_line.inner_text()
 

@@ -32,8 +32,11 @@ def units_fit(free: np.ndarray, unit: tuple[int, ...] | np.ndarray) -> np.ndarra
         if not mask.any():
             raise ValueError("a unit must request at least one resource")
         columns = np.flatnonzero(mask)
-        cached = _UNIT_CACHE[key] = (int(columns[0]) if columns.size == 1 and need[mask][0] == 1 else -1,
-                                     columns, need[mask])
+        cached = _UNIT_CACHE[key] = (
+            int(columns[0]) if columns.size == 1 and need[mask][0] == 1 else -1,
+            columns,
+            need[mask],
+        )
     single, columns, amounts = cached
     if single >= 0:
         return free[:, single]
@@ -43,7 +46,9 @@ def units_fit(free: np.ndarray, unit: tuple[int, ...] | np.ndarray) -> np.ndarra
 _UNIT_CACHE: dict[tuple[int, ...], tuple[int, np.ndarray, np.ndarray]] = {}
 
 
-def exclusive_fit(free: np.ndarray, capacity: np.ndarray, unit: tuple[int, ...] | np.ndarray) -> np.ndarray:
+def exclusive_fit(
+    free: np.ndarray, capacity: np.ndarray, unit: tuple[int, ...] | np.ndarray
+) -> np.ndarray:
     """Units each node can take under node-exclusive allocation (only idle nodes count).
 
     >>> cap = np.array([[2, 0, 0, 0], [2, 0, 0, 0]])

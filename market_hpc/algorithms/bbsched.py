@@ -52,9 +52,16 @@ class Window:
     extra_bb: int = 0
 
     @classmethod
-    def of(cls, nodes: list[int] | np.ndarray, bb: list[float] | np.ndarray, free_nodes: float,
-           free_bb: float, long_from: int | None = None, extra_nodes: float = 0,
-           extra_bb: float = 0) -> Window:
+    def of(
+        cls,
+        nodes: list[int] | np.ndarray,
+        bb: list[float] | np.ndarray,
+        free_nodes: float,
+        free_bb: float,
+        long_from: int | None = None,
+        extra_nodes: float = 0,
+        extra_bb: float = 0,
+    ) -> Window:
         """Build a window from plain sequences (burst buffer rounded to whole GB).
 
         ``long_from``: under an EASY reservation, the window positions from ``long_from``
@@ -63,10 +70,15 @@ class Window:
         extra, clipped to [0, free]), so that no selection delays the reserved job.
         ``None``: no reservation.
         """
-        window = cls(np.asarray(nodes, dtype=np.int64), np.rint(np.asarray(bb, dtype=np.float64)).astype(np.int64),
-                     int(free_nodes), int(np.floor(free_bb + 1e-9)), long_from,
-                     int(np.floor(max(0.0, min(extra_nodes, free_nodes)) + 1e-9)),
-                     int(np.floor(max(0.0, min(extra_bb, free_bb)) + 1e-9)))
+        window = cls(
+            np.asarray(nodes, dtype=np.int64),
+            np.rint(np.asarray(bb, dtype=np.float64)).astype(np.int64),
+            int(free_nodes),
+            int(np.floor(free_bb + 1e-9)),
+            long_from,
+            int(np.floor(max(0.0, min(extra_nodes, free_nodes)) + 1e-9)),
+            int(np.floor(max(0.0, min(extra_bb, free_bb)) + 1e-9)),
+        )
         if long_from is not None and not 0 <= long_from <= window.size:
             raise ValueError(f"long_from must be in 0..{window.size}, got {long_from}")
         return window
@@ -93,7 +105,9 @@ class ObjectiveTable:
     def __init__(self, nodes: np.ndarray, bb: np.ndarray) -> None:
         self.tables = []
         for start in range(0, max(len(nodes), 1), CHUNK_BITS):
-            part = np.stack((nodes[start:start + CHUNK_BITS], bb[start:start + CHUNK_BITS]), axis=1)
+            part = np.stack(
+                (nodes[start : start + CHUNK_BITS], bb[start : start + CHUNK_BITS]), axis=1
+            )
             self.tables.append(subset_sums(part))
 
     def evaluate(self, masks: np.ndarray) -> np.ndarray:
@@ -229,8 +243,15 @@ def exact_pareto(window: Window) -> ParetoSet:
     return representatives(masks[hit], objectives[hit], window.size)
 
 
-def choose(front: ParetoSet, k: int, total_nodes: float, total_bb: float, rule: str = "paper",
-           used_nodes: float = 0.0, used_bb: float = 0.0) -> int:
+def choose(
+    front: ParetoSet,
+    k: int,
+    total_nodes: float,
+    total_bb: float,
+    rule: str = "paper",
+    used_nodes: float = 0.0,
+    used_bb: float = 0.0,
+) -> int:
     """Pick one selection from a Pareto set by the decision rule (paper §3.2.4).
 
     ``paper``: start from the selection using the most nodes (ties: nearer the front);
@@ -267,7 +288,9 @@ def choose(front: ParetoSet, k: int, total_nodes: float, total_bb: float, rule: 
     return int(front.masks[best])
 
 
-def generational_distance(found: ParetoSet, true: ParetoSet, total_nodes: float, total_bb: float) -> float:
+def generational_distance(
+    found: ParetoSet, true: ParetoSet, total_nodes: float, total_bb: float
+) -> float:
     """Mean distance of each found point to its nearest true Pareto point (GD, §3.2.3).
 
     Euclidean in objective space normalised by the total capacities (the paper gives no metric).
@@ -287,15 +310,28 @@ def generational_distance(found: ParetoSet, true: ParetoSet, total_nodes: float,
     return float(distances.mean())
 
 
-def weighted_score(objectives: np.ndarray, weight_nodes: float, weight_bb: float, total_nodes: float,
-                   total_bb: float) -> np.ndarray:
+def weighted_score(
+    objectives: np.ndarray,
+    weight_nodes: float,
+    weight_bb: float,
+    total_nodes: float,
+    total_bb: float,
+) -> np.ndarray:
     """``w_N f1 / N + w_B f2 / B`` per row of ``objectives``, rounded to 12 digits (ties)."""
     bb_scale = weight_bb / total_bb if total_bb > 0 else 0.0
-    return np.round(objectives[:, 0] * (weight_nodes / total_nodes) + objectives[:, 1] * bb_scale, 12)
+    return np.round(
+        objectives[:, 0] * (weight_nodes / total_nodes) + objectives[:, 1] * bb_scale, 12
+    )
 
 
-def weighted_pick(front: ParetoSet, k: int, weight_nodes: float, weight_bb: float, total_nodes: float,
-                  total_bb: float) -> int:
+def weighted_pick(
+    front: ParetoSet,
+    k: int,
+    weight_nodes: float,
+    weight_bb: float,
+    total_nodes: float,
+    total_bb: float,
+) -> int:
     """The Weighted optimum read off the exact Pareto set of a window of ``k`` jobs.
 
     With both weights positive every maximiser of a positive weighted sum is on the
@@ -333,8 +369,9 @@ def constrained_pick(front: ParetoSet, k: int, resource: str) -> int:
     return _best(front.masks[best], objectives[best, other], k)
 
 
-def weighted_select(window: Window, weight_nodes: float, weight_bb: float, total_nodes: float,
-                    total_bb: float) -> int:
+def weighted_select(
+    window: Window, weight_nodes: float, weight_bb: float, total_nodes: float, total_bb: float
+) -> int:
     """Exact maximiser of ``sum (w_N n_i / N + w_B b_i / B) x_i`` by enumeration (the
     oracle of ``weighted_pick``, which the Weighted baselines run).
 
@@ -372,7 +409,9 @@ def _best(masks: np.ndarray, score: np.ndarray, k: int) -> int:
     return int(masks[top[np.argmax(front_keys(masks[top], k))]])
 
 
-def bin_packing_select(window: Window, total_nodes: float, total_bb: float, normalise: bool = True) -> int:
+def bin_packing_select(
+    window: Window, total_nodes: float, total_bb: float, normalise: bool = True
+) -> int:
     """Tetris-like packing: repeatedly take the job with the largest alignment score.
 
     The score is the dot product of the job's demand and the free resources, each
@@ -393,7 +432,9 @@ def bin_packing_select(window: Window, total_nodes: float, total_bb: float, norm
         fits = left & (window.nodes <= free_n) & (window.bb <= free_b)
         if not fits.any():
             return mask
-        score = (window.nodes * scale_n) * (free_n * scale_n) + (window.bb * scale_b) * (free_b * scale_b)
+        score = (window.nodes * scale_n) * (free_n * scale_n) + (window.bb * scale_b) * (
+            free_b * scale_b
+        )
         score = np.where(fits, score, -np.inf)
         pick = int(np.argmax(score))  # first maximum: nearest the front
         mask |= 1 << pick

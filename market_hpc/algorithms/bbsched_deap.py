@@ -28,7 +28,9 @@ def _individual_class() -> Any:
     return creator.BBSchedIndividual
 
 
-def ga_pareto_deap(window: Window, settings: GaSettings, seed: int | np.random.SeedSequence) -> ParetoSet:
+def ga_pareto_deap(
+    window: Window, settings: GaSettings, seed: int | np.random.SeedSequence
+) -> ParetoSet:
     """Approximate the Pareto set of ``window`` with DEAP individuals and operators."""
     rng = np.random.default_rng(seed)
     start = initial_population(window, settings.population, rng)
@@ -40,7 +42,10 @@ def ga_pareto_deap(window: Window, settings: GaSettings, seed: int | np.random.S
         random.setstate(saved)
     masks = np.array([sum(x << i for i, x in enumerate(ind)) for ind in population], dtype=np.int64)
     objectives = np.array([ind.fitness.values for ind in population], dtype=np.int64).reshape(-1, 2)
-    front = {id(ind) for ind in tools.sortNondominated(population, len(population), first_front_only=True)[0]}
+    front = {
+        id(ind)
+        for ind in tools.sortNondominated(population, len(population), first_front_only=True)[0]
+    }
     kept = np.array([id(ind) in front for ind in population])
     return representatives(masks[kept], objectives[kept], window.size)
 
@@ -61,7 +66,7 @@ def _evolve(window: Window, settings: GaSettings, start: list[int]) -> list[Any]
         parents = random.sample(population, len(population))
         half = len(parents) // 2
         children = []
-        for a, b in zip(parents[:half], parents[half: 2 * half]):
+        for a, b in zip(parents[:half], parents[half : 2 * half]):
             c1, c2 = individual(a), individual(b)
             if k >= 2:
                 tools.cxOnePoint(c1, c2)
@@ -80,7 +85,9 @@ def _evolve(window: Window, settings: GaSettings, start: list[int]) -> list[Any]
         in_front = {id(ind) for ind in set1}
         young = [ind for ind in pool if id(ind) in in_front]
         if len(young) < settings.population:
-            young += [ind for ind in pool if id(ind) not in in_front][: settings.population - len(young)]
+            young += [ind for ind in pool if id(ind) not in in_front][
+                : settings.population - len(young)
+            ]
         population = young[: settings.population]
         for ind in population:
             ind.age += 1

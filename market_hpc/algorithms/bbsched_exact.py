@@ -65,7 +65,11 @@ def dp_pareto(window: Window) -> ParetoSet:
     for i in range(k - 1, -1, -1):
         # Under a reservation the long jobs (positions >= long_start, added first) reach
         # only points within the extra; the short ones then add up to the free capacity.
-        cap_nodes, cap_bb = (window.extra_nodes, window.extra_bb) if i >= window.long_start else (free_nodes, free_bb)
+        cap_nodes, cap_bb = (
+            (window.extra_nodes, window.extra_bb)
+            if i >= window.long_start
+            else (free_nodes, free_bb)
+        )
         need_nodes, need_bb = nodes[i], bb[i]
         after = current[:]
         if need_bb <= cap_bb:
@@ -85,16 +89,23 @@ def dp_pareto(window: Window) -> ParetoSet:
                 points.append((n, most))
                 best = most
     masks = [_front_most(point, nodes, bb, suffix) for point in points]
-    return ParetoSet(np.array(masks, dtype=np.int64), np.array(points, dtype=np.int64).reshape(-1, 2))
+    return ParetoSet(
+        np.array(masks, dtype=np.int64), np.array(points, dtype=np.int64).reshape(-1, 2)
+    )
 
 
-def _front_most(point: tuple[int, int], nodes: list[int], bb: list[int], suffix: list[list[int]]) -> int:
+def _front_most(
+    point: tuple[int, int], nodes: list[int], bb: list[int], suffix: list[list[int]]
+) -> int:
     """The selection reaching ``point`` that takes the earliest window jobs."""
     left_nodes, left_bb = point
     mask = 0
     for i, (need_nodes, need_bb) in enumerate(zip(nodes, bb)):
-        if need_nodes <= left_nodes and need_bb <= left_bb \
-                and suffix[i + 1][left_nodes - need_nodes] >> (left_bb - need_bb) & 1:
+        if (
+            need_nodes <= left_nodes
+            and need_bb <= left_bb
+            and suffix[i + 1][left_nodes - need_nodes] >> (left_bb - need_bb) & 1
+        ):
             mask |= 1 << i
             left_nodes -= need_nodes
             left_bb -= need_bb

@@ -49,8 +49,9 @@ class _Draws:
     """All random numbers of a run, drawn up front in three calls (a per-generation draw
     would cost more than the generation's arithmetic)."""
 
-    def __init__(self, generations: int, size: int, k: int, probability: float,
-                 rng: np.random.Generator) -> None:
+    def __init__(
+        self, generations: int, size: int, k: int, probability: float, rng: np.random.Generator
+    ) -> None:
         self.keys = rng.random((generations, size))
         self.cuts = rng.integers(1, max(k, 2), size=(generations, size // 2), dtype=np.int64)
         flips = rng.random((generations, 2 * (size // 2), k)) < probability
@@ -111,7 +112,9 @@ def make_toolbox(window: Window, settings: GaSettings, rng: np.random.Generator)
     return toolbox
 
 
-def _ga_numpy(window: Window, settings: GaSettings, seed: int | np.random.SeedSequence) -> ParetoSet:
+def _ga_numpy(
+    window: Window, settings: GaSettings, seed: int | np.random.SeedSequence
+) -> ParetoSet:
     """The GA with each generation as numpy arrays and DEAP's toolbox as the registry."""
     rng = np.random.default_rng(seed)
     masks = initial_population(window, settings.population, rng)
@@ -225,19 +228,29 @@ def _ga_ints(window: Window, settings: GaSettings, seed: int | np.random.SeedSeq
     evaluate = _evaluator(window)
     value = {mask: evaluate(mask) for mask in order}
     perms = np.argsort(rng.random((generations, size)), axis=1).tolist()
-    cuts = ((np.int64(1) << rng.integers(1, max(k, 2), size=(generations, size // 2), dtype=np.int64)) - 1).tolist()
+    cuts = (
+        (np.int64(1) << rng.integers(1, max(k, 2), size=(generations, size // 2), dtype=np.int64))
+        - 1
+    ).tolist()
     flips = rng.random((generations, 2 * (size // 2), k)) < settings.mutation
     flip_masks = (flips.astype(np.int64) << np.arange(k, dtype=np.int64)).sum(axis=2).tolist()
     limit_nodes, limit_bb = window.free_nodes, window.free_bb
     for generation in range(generations):
         living = set(order)
         count = len(order) // 2 if k >= 2 else 0
-        perm = perms[generation] if len(order) == size else [i for i in perms[generation] if i < len(order)]
+        perm = (
+            perms[generation]
+            if len(order) == size
+            else [i for i in perms[generation] if i < len(order)]
+        )
         lows, flip = cuts[generation], flip_masks[generation]
         born: list[int] = []
         for j in range(count):
             a, b, low = order[perm[j]], order[perm[count + j]], lows[j]
-            for child in (((a & low) | (b & ~low)) ^ flip[2 * j], ((b & low) | (a & ~low)) ^ flip[2 * j + 1]):
+            for child in (
+                ((a & low) | (b & ~low)) ^ flip[2 * j],
+                ((b & low) | (a & ~low)) ^ flip[2 * j + 1],
+            ):
                 if child in living:
                     continue
                 packed = value.get(child)
@@ -248,19 +261,22 @@ def _ga_ints(window: Window, settings: GaSettings, seed: int | np.random.SeedSeq
                     born.append(child)
         order = survivors(order, born, value, size)
     masks = np.array(order, dtype=np.int64)
-    objectives = np.array([(value[mask] >> SHIFT, value[mask] & LOW) for mask in order],
-                          dtype=np.int64).reshape(-1, 2)
+    objectives = np.array(
+        [(value[mask] >> SHIFT, value[mask] & LOW) for mask in order], dtype=np.int64
+    ).reshape(-1, 2)
     kept = ~dominated(objectives)
     return representatives(masks[kept], objectives[kept], window.size)
 
 
 KERNELS: dict[str, Callable[[Window, GaSettings, int | np.random.SeedSequence], ParetoSet]] = {
-    "ints": _ga_ints, "numpy": _ga_numpy,
+    "ints": _ga_ints,
+    "numpy": _ga_numpy,
 }
 
 
-def ga_pareto(window: Window, settings: GaSettings, seed: int | np.random.SeedSequence,
-              kernel: str = "ints") -> ParetoSet:
+def ga_pareto(
+    window: Window, settings: GaSettings, seed: int | np.random.SeedSequence, kernel: str = "ints"
+) -> ParetoSet:
     """Approximate the Pareto set of ``window`` with the paper's GA.
 
     Deterministic for a given seed and kernel. The result holds one selection per

@@ -26,7 +26,9 @@ class GaSettings:
 
     def __post_init__(self) -> None:
         if self.generations < 0 or self.population < 2 or not 0.0 <= self.mutation <= 1.0:
-            raise ValueError(f"GA needs generations >= 0, population >= 2 and mutation in [0, 1]; got {self}")
+            raise ValueError(
+                f"GA needs generations >= 0, population >= 2 and mutation in [0, 1]; got {self}"
+            )
 
 
 def initial_population(window: Window, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -40,7 +42,11 @@ def initial_population(window: Window, size: int, rng: np.random.Generator) -> n
             free_n -= int(window.nodes[i])
             free_b -= int(window.bb[i])
     seeds.append(greedy)
-    seeds.extend(1 << i for i in range(k) if window.nodes[i] <= window.free_nodes and window.bb[i] <= window.free_bb)
+    seeds.extend(
+        1 << i
+        for i in range(k)
+        if window.nodes[i] <= window.free_nodes and window.bb[i] <= window.free_bb
+    )
     share = min(0.5, max(1, greedy.bit_count()) / max(k, 1))  # about as many jobs as fit greedily
     for _ in range(4 * size):
         if len(set(seeds)) >= size:

@@ -113,7 +113,9 @@ class EnergyAwareBidder:
 
     name = "energy"
 
-    def __init__(self, watts_per_core: float | Sequence[float] = 1.0, idle_factor: float = 0.5) -> None:
+    def __init__(
+        self, watts_per_core: float | Sequence[float] = 1.0, idle_factor: float = 0.5
+    ) -> None:
         watts = np.atleast_1d(np.asarray(watts_per_core, dtype=float))
         if (watts <= 0).any() or not np.isfinite(watts).all():
             raise ConfigError(f"watts_per_core must be finite and > 0, got {watts_per_core!r}")
@@ -161,9 +163,16 @@ class LocalityAwareBidder:
 def _per_node(value: float | Sequence[float], name: str, low: float, high: float) -> np.ndarray:
     """``value`` (one number, or one per node) as a float array; each in ``[low, high]``."""
     array = np.atleast_1d(np.asarray(value, dtype=float))
-    if array.ndim != 1 or not np.isfinite(array).all() or (array < low).any() or (array > high).any():
-        raise ConfigError(f"{name} must be a number in [{low:g}, {high:g}] or a list of them (one per node), "
-                          f"got {value!r}")
+    if (
+        array.ndim != 1
+        or not np.isfinite(array).all()
+        or (array < low).any()
+        or (array > high).any()
+    ):
+        raise ConfigError(
+            f"{name} must be a number in [{low:g}, {high:g}] or a list of them (one per node), "
+            f"got {value!r}"
+        )
     return array
 
 
@@ -193,7 +202,9 @@ class OfferReserveBidder:
 
     name = "offer-reserve"
 
-    def __init__(self, fraction: float | Sequence[float] = 1.0, reserve: float | Sequence[float] = 0.0) -> None:
+    def __init__(
+        self, fraction: float | Sequence[float] = 1.0, reserve: float | Sequence[float] = 0.0
+    ) -> None:
         self.fraction = _per_node(fraction, "fraction", 0.0, 1.0)
         self.reserve = _per_node(reserve, "reserve", 0.0, np.inf)
 
@@ -206,7 +217,9 @@ class OfferReserveBidder:
         fraction = self.fraction if self.fraction.size == 1 else self.fraction[nodes]
         reserve = self.reserve if self.reserve.size == 1 else self.reserve[nodes]
         cores = np.floor(fraction * free[:, 0] + 1e-9).astype(np.int64)
-        return Asks(np.minimum(cores, free[:, 0]), np.broadcast_to(reserve, cores.shape).astype(float))
+        return Asks(
+            np.minimum(cores, free[:, 0]), np.broadcast_to(reserve, cores.shape).astype(float)
+        )
 
 
 def offer_rows(free: np.ndarray, withheld: np.ndarray) -> np.ndarray:
@@ -234,16 +247,22 @@ def check_asks(asks: Asks, free_cores: np.ndarray, bidder: str) -> Asks:
     """
     cores, reserve = np.asarray(asks.cores), np.asarray(asks.reserve, dtype=float)
     if cores.shape != free_cores.shape or reserve.shape != free_cores.shape:
-        raise ConfigError(f"bidder {bidder!r} must offer one (cores, reserve) per node: got shapes "
-                          f"{cores.shape} and {reserve.shape} for {free_cores.shape[0]} nodes")
+        raise ConfigError(
+            f"bidder {bidder!r} must offer one (cores, reserve) per node: got shapes "
+            f"{cores.shape} and {reserve.shape} for {free_cores.shape[0]} nodes"
+        )
     bad = np.flatnonzero((cores < 0) | (cores > free_cores))
     if len(bad):
-        raise ConfigError(f"bidder {bidder!r} offers cores outside [0, free cores] on nodes {bad.tolist()}: "
-                          f"offered {cores[bad].tolist()}, free {free_cores[bad].tolist()}")
+        raise ConfigError(
+            f"bidder {bidder!r} offers cores outside [0, free cores] on nodes {bad.tolist()}: "
+            f"offered {cores[bad].tolist()}, free {free_cores[bad].tolist()}"
+        )
     bad = np.flatnonzero(~np.isfinite(reserve) | (reserve < 0))
     if len(bad):
-        raise ConfigError(f"bidder {bidder!r} sets a reserve that is not a finite number >= 0 on nodes "
-                          f"{bad.tolist()}: {reserve[bad].tolist()}")
+        raise ConfigError(
+            f"bidder {bidder!r} sets a reserve that is not a finite number >= 0 on nodes "
+            f"{bad.tolist()}: {reserve[bad].tolist()}"
+        )
     return Asks(cores.astype(np.int64, copy=False), reserve)
 
 
@@ -269,12 +288,19 @@ def asks_refusal(bidder: Bidder, jobs: Sequence[Job], n_nodes: int, exclusive: b
             extra = f"burst buffer {job.bb:g} GB" if job.bb > 0 else f"unit {job.unit}"
             return head + f"job {job.job_id} asks for more than cores ({extra})"
         if n_nodes > 1 and job.payload.get("spans_nodes"):
-            return head + f"job {job.job_id} may span nodes (spans_nodes) on a platform of {n_nodes} nodes"
+            return (
+                head
+                + f"job {job.job_id} may span nodes (spans_nodes) on a platform of {n_nodes} nodes"
+            )
     return None
 
 
-BIDDERS = {"free-cores": FreeCoresBidder, "energy": EnergyAwareBidder, "locality": LocalityAwareBidder,
-           "offer-reserve": OfferReserveBidder}
+BIDDERS = {
+    "free-cores": FreeCoresBidder,
+    "energy": EnergyAwareBidder,
+    "locality": LocalityAwareBidder,
+    "offer-reserve": OfferReserveBidder,
+}
 
 
 def make_bidder(name: str) -> Bidder:
@@ -286,7 +312,9 @@ def make_bidder(name: str) -> Bidder:
     if name not in BIDDERS:
         raise UnknownNameError("bidder", name, BIDDERS)
     if name == "locality":
-        raise ConfigError("the locality bidder needs per-node distances: build LocalityAwareBidder(distance)")
+        raise ConfigError(
+            "the locality bidder needs per-node distances: build LocalityAwareBidder(distance)"
+        )
     return BIDDERS[name]()  # type: ignore[no-any-return]
 
 

@@ -39,15 +39,21 @@ def running_boxes(instance: CpInstance, offsets: np.ndarray) -> list[list[Box]]:
     capacity = instance.capacity
     n_res = capacity.shape[1]
     node = np.array([n for job in instance.running for n, _ in job.usage], dtype=np.int64)
-    remaining = np.array([job.remaining for job in instance.running for _ in job.usage], dtype=np.int64)
-    amounts = np.array([a for job in instance.running for _, a in job.usage], dtype=np.int64).reshape(-1, n_res)
+    remaining = np.array(
+        [job.remaining for job in instance.running for _ in job.usage], dtype=np.int64
+    )
+    amounts = np.array(
+        [a for job in instance.running for _, a in job.usage], dtype=np.int64
+    ).reshape(-1, n_res)
     order = np.lexsort((np.arange(len(node)), -remaining, node))  # per node, longest first, stable
     node, remaining, amounts = node[order], remaining[order], amounts[order]
     head = np.ones(len(node), dtype=bool)
     head[1:] = node[1:] != node[:-1]
     total = np.cumsum(amounts, axis=0)
     first = np.flatnonzero(head)
-    first_of = np.repeat(first, np.diff(np.append(first, len(node))))  # each entry's node's first entry
+    first_of = np.repeat(
+        first, np.diff(np.append(first, len(node)))
+    )  # each entry's node's first entry
     cum = total - np.where((first_of > 0)[:, None], total[np.maximum(first_of - 1, 0)], 0)
     cap = capacity[node] if len(node) else np.zeros((0, n_res), dtype=np.int64)
     top = np.minimum(cum, cap)

@@ -88,14 +88,20 @@ class Budget:
             self.spent += max(deterministic_time * DET_SECONDS, conflicts * CONFLICT_SECONDS)
 
 
-def run_budgeted(solver: cp_model.CpSolver, model: cp_model.CpModel, budget: Budget | None,
-                 deterministic_time: float) -> Any:
+def run_budgeted(
+    solver: cp_model.CpSolver,
+    model: cp_model.CpModel,
+    budget: Budget | None,
+    deterministic_time: float,
+) -> Any:
     """``solver.solve(model)`` within ``budget`` (its deterministic and conflict limits set
     on ``solver``, what it spent charged); None, without solving, when the budget cannot
     pay for it, else CP-SAT's status. ``budget=None``: ``deterministic_time`` alone."""
     conflicts = None
     if budget is not None:
-        allowed, conflicts = budget.limits(deterministic_time, len(model.proto.variables) + len(model.proto.constraints))
+        allowed, conflicts = budget.limits(
+            deterministic_time, len(model.proto.variables) + len(model.proto.constraints)
+        )
         if allowed is None:
             return None
         deterministic_time = allowed

@@ -88,8 +88,12 @@ def slot_members(instance: CpInstance, shape: tuple[int, ...]) -> tuple[list[int
     >>> slot_members(inst, (10,))
     ([0], [4])
     """
-    members = [i for i, job in enumerate(instance.jobs) if all(a >= b for a, b in zip(job.unit, shape))]
-    return members, [instance.jobs[i].units * slot_demand(instance.jobs[i].unit, shape) for i in members]
+    members = [
+        i for i, job in enumerate(instance.jobs) if all(a >= b for a, b in zip(job.unit, shape))
+    ]
+    return members, [
+        instance.jobs[i].units * slot_demand(instance.jobs[i].unit, shape) for i in members
+    ]
 
 
 def slot_limits(instance: CpInstance) -> list[tuple[list[int], list[int], int]]:
@@ -218,7 +222,9 @@ def objective_bound(instance: CpInstance) -> int:
     best = 0.0
     # a relaxation whose jobs all fit at 0 together bounds nothing (every M_j = d_j / 2): skipped
     for r in range(capacity.shape[1]):
-        members = [(job.weight, job.duration, job.units * job.unit[r]) for job in jobs if job.unit[r] > 0]
+        members = [
+            (job.weight, job.duration, job.units * job.unit[r]) for job in jobs if job.unit[r] > 0
+        ]
         profile = [(time, int(free[k, :, r].sum())) for k, time in enumerate(times)]
         if sum(q for _, _, q in members) > profile[0][1]:
             best = max(best, fluid_start_bound(members, profile))
@@ -264,7 +270,9 @@ def slot_profile(free: np.ndarray, shape: tuple[int, ...]) -> list[int]:
     return [int(s) for s in (free[:, :, asked] // need[asked]).min(axis=2).sum(axis=1)]
 
 
-def slot_cumulatives(instance: CpInstance) -> list[tuple[list[int], list[int], list[tuple[int, int]], int]]:
+def slot_cumulatives(
+    instance: CpInstance,
+) -> list[tuple[list[int], list[int], list[tuple[int, int]], int]]:
     """Redundant cumulatives over unit slots: per distinct unit shape ``sigma`` whose
     dominating jobs could ever exceed the slots, ``(job indices, demands, blocks,
     capacity)``: a job uses ``units * slot_demand(unit, sigma)`` slots, ``capacity`` is
@@ -293,7 +301,9 @@ def slot_cumulatives(instance: CpInstance) -> list[tuple[list[int], list[int], l
             continue  # never binds
         capacity = slots[-1]
         blocks = []
-        for k in range(len(times) - 1):  # segment k lacks capacity - slots[k]; nest: block to times[k+1]
+        for k in range(
+            len(times) - 1
+        ):  # segment k lacks capacity - slots[k]; nest: block to times[k+1]
             lack = capacity - slots[k] - (capacity - slots[k + 1])
             if lack > 0:
                 blocks.append((times[k + 1], lack))

@@ -81,8 +81,9 @@ def greedy_plan(instance: CpInstance) -> Plan:
     >>> plan.starts, plan.allocation(1), plan.positions[1]
     ({1: 0, 2: 5}, ((0, 1), (1, 2)), [(1,), (2,), (3,)])
     """
-    if len(instance.capacity) == 1 and all(job.units >= 1 and any(a > 0 for a in job.unit)
-                                           for job in instance.jobs):
+    if len(instance.capacity) == 1 and all(
+        job.units >= 1 and any(a > 0 for a in job.unit) for job in instance.jobs
+    ):
         return _one_node_plan(instance)  # the pooled instances of HCP'19 and CPH
     return shelf_plan(instance)
 
@@ -209,14 +210,21 @@ def pooled_instance(instance: CpInstance) -> CpInstance:
     from market_hpc.algorithms.cp_instance import CpJob, CpRunning
 
     total = instance.capacity.sum(axis=0, keepdims=True)
-    jobs = tuple(CpJob(j.key, 1, tuple(j.units * a for a in j.unit), j.duration, j.weight)
-                 for j in instance.jobs)
-    running = tuple(CpRunning(r.remaining, ((0, tuple(np.sum([a for _, a in r.usage], axis=0).tolist())),))
-                    for r in instance.running if r.usage)
+    jobs = tuple(
+        CpJob(j.key, 1, tuple(j.units * a for a in j.unit), j.duration, j.weight)
+        for j in instance.jobs
+    )
+    running = tuple(
+        CpRunning(r.remaining, ((0, tuple(np.sum([a for _, a in r.usage], axis=0).tolist())),))
+        for r in instance.running
+        if r.usage
+    )
     return CpInstance(total, jobs, running)
 
 
-def plan_outcome(instance: CpInstance, plan: Plan, watch: Stopwatch, placed: bool = True) -> CpOutcome:
+def plan_outcome(
+    instance: CpInstance, plan: Plan, watch: Stopwatch, placed: bool = True
+) -> CpOutcome:
     """The outcome of a plan that starts every job now: objective 0, the lower bound of
     ``sum weight * start``, so it is optimal and no model is built (size 0)."""
     placements = {key: plan.allocation(key) for key in plan.starts} if placed else {}

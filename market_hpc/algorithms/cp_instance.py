@@ -182,8 +182,9 @@ class CpOutcome:
     budget_exhausted: bool = False
 
 
-def changed_from(outcome: CpOutcome, starts: dict[int, int],
-                 placements: dict[int, tuple[tuple[int, int], ...]]) -> bool:
+def changed_from(
+    outcome: CpOutcome, starts: dict[int, int], placements: dict[int, tuple[tuple[int, int], ...]]
+) -> bool:
     """Whether ``outcome`` starts other jobs now than the plan ``starts``, or puts one on
     other nodes than ``placements`` (compared only where both place).
 
@@ -196,8 +197,11 @@ def changed_from(outcome: CpOutcome, starts: dict[int, int],
     now = {key for key, start in outcome.starts.items() if start == 0}
     if now != {key for key, start in starts.items() if start == 0}:
         return True
-    return any(outcome.placements.get(key) != placements.get(key)
-               for key in now if key in outcome.placements and key in placements)
+    return any(
+        outcome.placements.get(key) != placements.get(key)
+        for key in now
+        if key in outcome.placements and key in placements
+    )
 
 
 def slowdown_weight(duration: int) -> int:
@@ -211,8 +215,9 @@ def slowdown_weight(duration: int) -> int:
     return max(1, round(SLOWDOWN_SCALE / max(1, duration)))
 
 
-def unfit_reason(unit: tuple[int, ...], units: int, capacity: np.ndarray,
-                 names: tuple[str, ...]) -> str | None:
+def unfit_reason(
+    unit: tuple[int, ...], units: int, capacity: np.ndarray, names: tuple[str, ...]
+) -> str | None:
     """Why ``units`` x ``unit`` can never run on the empty nodes ``capacity``, or None.
 
     >>> cap = np.array([[4, 0], [4, 2]])
@@ -227,14 +232,18 @@ def unfit_reason(unit: tuple[int, ...], units: int, capacity: np.ndarray,
     asked = np.flatnonzero(need > 0)
     for r in asked:
         if need[r] > capacity[:, r].max():
-            return f"a unit needs {names[r]}={need[r]} but the largest node has {capacity[:, r].max()}"
+            return (
+                f"a unit needs {names[r]}={need[r]} but the largest node has {capacity[:, r].max()}"
+            )
     fits = (capacity[:, asked] // need[asked]).min(axis=1)
     if fits.sum() >= units:
         return None
     shown = ", ".join(f"{names[r]}={need[r]}" for r in asked)
     scarce = min(asked, key=lambda r: capacity[:, r].sum() // need[r])
-    return (f"needs {units} units of ({shown}) but the empty platform holds {int(fits.sum())} "
-            f"({names[scarce]}: {int(capacity[:, scarce].sum())} in total)")
+    return (
+        f"needs {units} units of ({shown}) but the empty platform holds {int(fits.sum())} "
+        f"({names[scarce]}: {int(capacity[:, scarce].sum())} in total)"
+    )
 
 
 def check_instance(instance: CpInstance, names: tuple[str, ...]) -> None:
@@ -247,8 +256,12 @@ def check_instance(instance: CpInstance, names: tuple[str, ...]) -> None:
             raise ValueError(f"job {job.key}: duration must be >= 1, got {job.duration}")
 
 
-def configure(solver: cp_model.CpSolver, limits: CpLimits, deterministic_time: float,
-              conflicts: int | None = None) -> None:
+def configure(
+    solver: cp_model.CpSolver,
+    limits: CpLimits,
+    deterministic_time: float,
+    conflicts: int | None = None,
+) -> None:
     """Set the deterministic limits (time, and conflicts when given), workers and seed
     (and the opt-in wall-clock limit)."""
     params = solver.parameters
@@ -313,8 +326,9 @@ def add_hints(model: cp_model.CpModel, indices: list[int], values: list[int]) ->
         hint.values.extend(values)
 
 
-def add_strategy(model: cp_model.CpModel, indices: list[int], variable_selection: Any,
-                 domain_reduction: Any) -> None:
+def add_strategy(
+    model: cp_model.CpModel, indices: list[int], variable_selection: Any, domain_reduction: Any
+) -> None:
     """``model.add_decision_strategy`` over the variables with these proto indices (all
     ``>= 0``), written straight into the proto (the same message, fewer Python calls).
 
@@ -358,9 +372,14 @@ class Stopwatch:
         return replace(outcome, seconds=self.seconds())
 
 
-def solve(model: cp_model.CpModel, limits: CpLimits, deterministic_time: float,
-          fixed_search: bool = False, linearization: int | None = None,
-          budget: Budget | None = None) -> tuple[cp_model.CpSolver, str]:
+def solve(
+    model: cp_model.CpModel,
+    limits: CpLimits,
+    deterministic_time: float,
+    fixed_search: bool = False,
+    linearization: int | None = None,
+    budget: Budget | None = None,
+) -> tuple[cp_model.CpSolver, str]:
     """Solve once; return the solver and the status name (``UNKNOWN`` without solving
     when ``budget`` cannot pay for the solve: ``run_budgeted``).
 
@@ -385,7 +404,11 @@ def solve(model: cp_model.CpModel, limits: CpLimits, deterministic_time: float,
     status = run_budgeted(solver, model, budget, deterministic_time)
     if status is None:
         return solver, "UNKNOWN"
-    names = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
-             cp_model.INFEASIBLE: "INFEASIBLE", cp_model.UNKNOWN: "UNKNOWN",
-             cp_model.MODEL_INVALID: "MODEL_INVALID"}
+    names = {
+        cp_model.OPTIMAL: "OPTIMAL",
+        cp_model.FEASIBLE: "FEASIBLE",
+        cp_model.INFEASIBLE: "INFEASIBLE",
+        cp_model.UNKNOWN: "UNKNOWN",
+        cp_model.MODEL_INVALID: "MODEL_INVALID",
+    }
     return solver, names.get(status, str(status))

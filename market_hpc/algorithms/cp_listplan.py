@@ -128,18 +128,29 @@ def list_plan(instance: CpInstance, base: Plan | None = None) -> Plan:
             heapq.heappush(heap, now + job.duration)
         pending = waiting
     keys = [job.key for job in instance.jobs]  # priority order, as the shelf plan
-    return Plan({k: plan.starts[k] for k in keys}, {k: plan.nodes[k] for k in keys},
-                {k: plan.positions[k] for k in keys})
+    return Plan(
+        {k: plan.starts[k] for k in keys},
+        {k: plan.nodes[k] for k in keys},
+        {k: plan.positions[k] for k in keys},
+    )
 
 
-def _hold(use: np.ndarray, releases: list, node: int, unit: tuple[int, ...], count: int, end: int) -> None:
+def _hold(
+    use: np.ndarray, releases: list, node: int, unit: tuple[int, ...], count: int, end: int
+) -> None:
     use[node] += count * np.asarray(unit, dtype=np.int64)
     heapq.heappush(releases, (end, node, unit, count))
 
 
-def _place_at(job: CpJob, now: int, capacity: np.ndarray, stack: np.ndarray, planned_use: np.ndarray,
-              busy: dict[tuple[int, int], list[Block]], offsets: np.ndarray
-              ) -> tuple[list[int], list[tuple[int, ...]]] | None:
+def _place_at(
+    job: CpJob,
+    now: int,
+    capacity: np.ndarray,
+    stack: np.ndarray,
+    planned_use: np.ndarray,
+    busy: dict[tuple[int, int], list[Block]],
+    offsets: np.ndarray,
+) -> tuple[list[int], list[tuple[int, ...]]] | None:
     """Best-fit nodes and lowest free blocks for all of ``job``'s units at ``now``, or None."""
     asked = [r for r, amount in enumerate(job.unit) if amount > 0]
     need = np.asarray([job.unit[r] for r in asked], dtype=np.int64)
@@ -149,8 +160,10 @@ def _place_at(job: CpJob, now: int, capacity: np.ndarray, stack: np.ndarray, pla
         return None
     blocks: dict[int, list[list[tuple[int, int]]]] = {}
     for node in np.flatnonzero((counts > 0) & planned_use[:, asked].any(axis=1)).tolist():
-        ranges = [free_blocks(int(stack[node, r]), int(capacity[node, r]), busy.get((node, r), []), now)
-                  for r in asked]
+        ranges = [
+            free_blocks(int(stack[node, r]), int(capacity[node, r]), busy.get((node, r), []), now)
+            for r in asked
+        ]
         blocks[node] = ranges
         counts[node] = min(sum((b - a) // u for a, b in rr) for rr, u in zip(ranges, need.tolist()))
     allocation = best_fit(counts, free[:, 0], job.units)
@@ -160,7 +173,9 @@ def _place_at(job: CpJob, now: int, capacity: np.ndarray, stack: np.ndarray, pla
     positions: list[tuple[int, ...]] = []
     end = now + job.duration
     for node, count in sorted(allocation):
-        ranges = blocks.get(node) or [[(int(stack[node, r]), int(capacity[node, r]))] for r in asked]
+        ranges = blocks.get(node) or [
+            [(int(stack[node, r]), int(capacity[node, r]))] for r in asked
+        ]
         per_type = []
         for rr, r in zip(ranges, asked):
             u = job.unit[r]

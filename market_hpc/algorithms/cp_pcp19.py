@@ -80,8 +80,12 @@ def solve_pcp19(instance: CpInstance, limits: CpLimits, max_doublings: int = 4) 
         hint_vars.append(start.index)
         hint_values.append(int(plan.starts[job.key]))
         add_strategy(model, [start.index], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
-        add_strategy(model, [var.index for var in node_vars.values()], cp_model.CHOOSE_FIRST,
-                     cp_model.SELECT_MAX_VALUE)
+        add_strategy(
+            model,
+            [var.index for var in node_vars.values()],
+            cp_model.CHOOSE_FIRST,
+            cp_model.SELECT_MAX_VALUE,
+        )
     for (node, r), boxes in per_node.items():
         intervals = [box for box, _ in boxes]
         demands = [demand for _, demand in boxes]
@@ -96,16 +100,20 @@ def solve_pcp19(instance: CpInstance, limits: CpLimits, max_doublings: int = 4) 
     add_hints(model, hint_vars, hint_values)
     variables, constraints = model_size(model)
     placements = {key: plan.allocation(key) for key, start in plan.starts.items() if start == 0}
-    fallback = CpOutcome(dict(plan.starts), placements, FALLBACK, variables, constraints,
-                         plan.objective(instance))
+    fallback = CpOutcome(
+        dict(plan.starts), placements, FALLBACK, variables, constraints, plan.objective(instance)
+    )
 
     def extract(solver: cp_model.CpSolver) -> CpOutcome:
         values = {key: int(solver.value(var)) for key, var in starts.items()}
         placed = {}
         for key, value in values.items():
             if value == 0:
-                placed[key] = tuple((node, int(solver.value(var))) for node, var in sorted(counts[key].items())
-                                    if solver.value(var) > 0)
+                placed[key] = tuple(
+                    (node, int(solver.value(var)))
+                    for node, var in sorted(counts[key].items())
+                    if solver.value(var) > 0
+                )
         return CpOutcome(values, placed, "", objective=int(solver.objective_value))
 
     return watch.stamp(doubling_control(model, limits, extract, fallback, max_doublings))

@@ -71,8 +71,14 @@ from market_hpc.algorithms.cp_rules import add_rules, new_start
 class Pcp20Model:
     """The PCP'20 model of one instance, with handles to read a solution back."""
 
-    def __init__(self, instance: CpInstance, plan: Plan | None = None, hint: bool = True,
-                 branching: str = "priority", cuts: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        instance: CpInstance,
+        plan: Plan | None = None,
+        hint: bool = True,
+        branching: str = "priority",
+        cuts: Iterable[str] = (),
+    ) -> None:
         self.instance = instance
         capacity = instance.capacity
         self.model = model = new_model()
@@ -89,7 +95,9 @@ class Pcp20Model:
             for pos, height, remaining in column:
                 x = fixed_x.get(remaining)
                 if x is None:
-                    x = fixed_x[remaining] = model.new_fixed_size_interval_var(0, remaining, f"run{remaining}")
+                    x = fixed_x[remaining] = model.new_fixed_size_interval_var(
+                        0, remaining, f"run{remaining}"
+                    )
                 xs[r].append(x)
                 ys[r].append(model.new_fixed_size_interval_var(pos, height, ""))
                 time_boxes[r].append((x, height))
@@ -109,8 +117,11 @@ class Pcp20Model:
             self.starts[job.key] = start
             self.intervals[job.key] = interval
             asked = [r for r in resources if job.unit[r] > 0]
-            fitting = [(first, count) for first, count in groups
-                       if all(cap_rows[first][r] >= job.unit[r] for r in asked)]
+            fitting = [
+                (first, count)
+                for first, count in groups
+                if all(cap_rows[first][r] >= job.unit[r] for r in asked)
+            ]
             # per asked type and fitting group: (cap, low, high) of ``y - cap * node``
             links: dict[int, list[tuple[int, int, int]]] = {r: [] for r in asked}
             for r in asked:
@@ -120,7 +131,8 @@ class Pcp20Model:
                     links[r].append((cap, low, low + cap - job.unit[r]))
             # the same node domain for every unit of the job
             node_domain = sorted_interval_list.Domain.from_intervals(
-                [[first, first + count - 1] for first, count in fitting])
+                [[first, first + count - 1] for first, count in fitting]
+            )
             alloc_vars: list[cp_model.IntVar] = []
             unit_nodes = []
             previous: dict[int, cp_model.IntVar] = {}
@@ -134,14 +146,18 @@ class Pcp20Model:
                     choice = list(booleans)
                 for (first, count), chosen in zip(fitting, choice):
                     if chosen is not None:
-                        model.add_linear_constraint(node, first, first + count - 1).only_enforce_if(chosen)
+                        model.add_linear_constraint(node, first, first + count - 1).only_enforce_if(
+                            chosen
+                        )
                 ys_unit = {}
                 for r in asked:
                     amount = job.unit[r]
                     y = model.new_int_var(0, total_of[r] - amount, f"y{job.key}.{j}.{r}")
                     ys_unit[r] = y
                     for (cap, low, high), chosen in zip(links[r], choice):
-                        link = model.add_linear_constraint(weighted_sum([y, node], [1, -cap]), low, high)
+                        link = model.add_linear_constraint(
+                            weighted_sum([y, node], [1, -cap]), low, high
+                        )
                         if chosen is not None:
                             link.only_enforce_if(chosen)
                     if r in previous:
@@ -161,28 +177,53 @@ class Pcp20Model:
                 self._hint_values.append(int(plan.starts[job.key]))
             if branching == "priority":  # interleaved: this job's start, then its allocation
                 add_strategy(model, [start.index], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
-                add_strategy(model, [var.index for var in alloc_vars], cp_model.CHOOSE_MIN_DOMAIN_SIZE,
-                             cp_model.SELECT_MAX_VALUE)
+                add_strategy(
+                    model,
+                    [var.index for var in alloc_vars],
+                    cp_model.CHOOSE_MIN_DOMAIN_SIZE,
+                    cp_model.SELECT_MAX_VALUE,
+                )
             else:
                 allocations.append([var.index for var in alloc_vars])
-        if allocations:  # the start that can be earliest first (ties: priority order), then allocations
-            add_strategy(model, [var.index for var in self.starts.values()], cp_model.CHOOSE_LOWEST_MIN,
-                         cp_model.SELECT_MIN_VALUE)
+        if (
+            allocations
+        ):  # the start that can be earliest first (ties: priority order), then allocations
+            add_strategy(
+                model,
+                [var.index for var in self.starts.values()],
+                cp_model.CHOOSE_LOWEST_MIN,
+                cp_model.SELECT_MIN_VALUE,
+            )
         for indices in allocations:
             add_strategy(model, indices, cp_model.CHOOSE_MIN_DOMAIN_SIZE, cp_model.SELECT_MAX_VALUE)
-        self.lower_bound = add_rules(model, instance, [self.starts[job.key] for job in instance.jobs],
-                                     [self.intervals[job.key] for job in instance.jobs], cuts, events, horizon,
-                                     plan if hint else None, self._hint_vars, self._hint_values)
+        self.lower_bound = add_rules(
+            model,
+            instance,
+            [self.starts[job.key] for job in instance.jobs],
+            [self.intervals[job.key] for job in instance.jobs],
+            cuts,
+            events,
+            horizon,
+            plan if hint else None,
+            self._hint_vars,
+            self._hint_values,
+        )
         for r in resources:
             if len(xs[r]) > 1 and any(job.unit[r] > 0 for job in instance.jobs):
                 model.add_no_overlap_2d(xs[r], ys[r])
-                model.add_cumulative([x for x, _ in time_boxes[r]], [d for _, d in time_boxes[r]],
-                                     int(totals[r]))
+                model.add_cumulative(
+                    [x for x, _ in time_boxes[r]], [d for _, d in time_boxes[r]], int(totals[r])
+                )
         model.minimize(sum(job.weight * self.starts[job.key] for job in instance.jobs))
         add_hints(model, self._hint_vars, self._hint_values)
 
-    def place(self, starts: dict[int, int], limits: CpLimits, deterministic_time: float,
-              budget: Budget | None = None) -> tuple[cp_model.CpSolver, str]:
+    def place(
+        self,
+        starts: dict[int, int],
+        limits: CpLimits,
+        deterministic_time: float,
+        budget: Budget | None = None,
+    ) -> tuple[cp_model.CpSolver, str]:
         """Solve the model with every start fixed to ``starts`` (a packing problem) within
         ``budget``; the start domains are restored afterwards."""
         variables = self.model.proto.variables
@@ -197,8 +238,16 @@ class Pcp20Model:
             for index, values in saved.items():
                 _assign(variables[index].domain, values)
 
-    def _hint_unit(self, plan: Plan, key: int, j: int, node: cp_model.IntVar, choice: list,
-                   fitting: list[tuple[int, int]], ys_unit: dict[int, cp_model.IntVar]) -> None:
+    def _hint_unit(
+        self,
+        plan: Plan,
+        key: int,
+        j: int,
+        node: cp_model.IntVar,
+        choice: list,
+        fitting: list[tuple[int, int]],
+        ys_unit: dict[int, cp_model.IntVar],
+    ) -> None:
         at = plan.nodes[key][j]
         indices, values = self._hint_vars, self._hint_values
         indices.append(node.index)
@@ -242,10 +291,19 @@ with the smallest lower bound next, ties by priority; then the allocations), ``a
 (CP-SAT's own search from the hint, LP relaxation on)."""
 
 
-def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
-                levels: int | None = LEVELS, search: bool = True, branching: str = "auto",
-                paper_time: bool = False, cuts: Iterable[str] = CUTS, hint: str = "list",
-                relax: bool = True, unit_limit: int | None = UNIT_LIMIT) -> CpOutcome:
+def solve_pcp20(
+    instance: CpInstance,
+    limits: CpLimits,
+    max_retries: int = 4,
+    levels: int | None = LEVELS,
+    search: bool = True,
+    branching: str = "auto",
+    paper_time: bool = False,
+    cuts: Iterable[str] = CUTS,
+    hint: str = "list",
+    relax: bool = True,
+    unit_limit: int | None = UNIT_LIMIT,
+) -> CpOutcome:
     """Build and solve the PCP'20 model of ``instance`` under the authors' time control.
 
     The model is built on the reduced system (``cp_reduce``: running jobs' ends rounded
@@ -305,14 +363,28 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
         search, status = False, UNIT_LIMITED
     else:
         status = GREEDY
-    if search and hint == "list" and plan.objective(instance) > 0:  # same jobs now, the rest at the ends (cp_listplan)
+    if (
+        search and hint == "list" and plan.objective(instance) > 0
+    ):  # same jobs now, the rest at the ends (cp_listplan)
         plan = list_plan(instance, plan)
     if plan.objective(instance) == 0:  # every job starts now: the lower bound, optimal
         return _real_nodes(plan_outcome(instance, plan, watch), real, plan)
     placements = {key: plan.allocation(key) for key, start in plan.starts.items() if start == 0}
     if not search:
-        return _real_nodes(CpOutcome(dict(plan.starts), placements, status, 0, 0, plan.objective(instance),
-                                     0, watch.seconds()), real, plan)
+        return _real_nodes(
+            CpOutcome(
+                dict(plan.starts),
+                placements,
+                status,
+                0,
+                0,
+                plan.objective(instance),
+                0,
+                watch.seconds(),
+            ),
+            real,
+            plan,
+        )
     work = Budget(None if paper_time else limits.decision_budget)
     built = Pcp20Model(instance, plan, branching=branching, cuts=cuts)
     variables, constraints = model_size(built.model)
@@ -324,68 +396,149 @@ def solve_pcp20(instance: CpInstance, limits: CpLimits, max_retries: int = 4,
             tag, answer = _from_relaxation(built, relaxed, plan, placements, limits, watch, work)
             if tag != "unpacked" or relaxed.starts is None:
                 break
-            now = frozenset(i for i, job in enumerate(instance.jobs) if relaxed.starts[job.key] == 0)
+            now = frozenset(
+                i for i, job in enumerate(instance.jobs) if relaxed.starts[job.key] == 0
+            )
             if fits_now(instance, sorted(now), limits, budget=work) is not False:
                 break  # the start-now jobs fit: what does not pack is later (not cut)
             forbidden.append(now)
         if answer is not None:
             tag = "proved-cut" if forbidden else tag
-            return _real_nodes(replace(answer, variables=variables, constraints=constraints, relaxation=tag,
-                                       budget_spent=work.spent, budget_exhausted=work.exhausted), real)
+            return _real_nodes(
+                replace(
+                    answer,
+                    variables=variables,
+                    constraints=constraints,
+                    relaxation=tag,
+                    budget_spent=work.spent,
+                    budget_exhausted=work.exhausted,
+                ),
+                real,
+            )
         if relaxed.bound > built.lower_bound:
-            built.model.add(cp_model.LinearExpr.weighted_sum(
-                [built.starts[job.key] for job in instance.jobs], [job.weight for job in instance.jobs]) >= relaxed.bound)
+            built.model.add(
+                cp_model.LinearExpr.weighted_sum(
+                    [built.starts[job.key] for job in instance.jobs],
+                    [job.weight for job in instance.jobs],
+                )
+                >= relaxed.bound
+            )
     budget = limits.deterministic_time
     for attempt in range(max_retries + 1):
         if paper_time:
-            run_limits, budget = replace(limits, wall_seconds=1.0 + 0.5 * attempt), PAPER_DETERMINISTIC
+            run_limits, budget = (
+                replace(limits, wall_seconds=1.0 + 0.5 * attempt),
+                PAPER_DETERMINISTIC,
+            )
         else:
             run_limits = limits
-        solver, status = solve(built.model, run_limits, budget, fixed_search=branching != "auto",
-                               linearization=LINEARIZATION, budget=work)
+        solver, status = solve(
+            built.model,
+            run_limits,
+            budget,
+            fixed_search=branching != "auto",
+            linearization=LINEARIZATION,
+            budget=work,
+        )
         if status in ("OPTIMAL", "FEASIBLE"):
             outcome = _read(built, solver, status, attempt + 1, plan, placements, watch)
-            return _real_nodes(replace(outcome, variables=variables, constraints=constraints, relaxation=tag,
-                                       budget_spent=work.spent, budget_exhausted=work.exhausted), real)
+            return _real_nodes(
+                replace(
+                    outcome,
+                    variables=variables,
+                    constraints=constraints,
+                    relaxation=tag,
+                    budget_spent=work.spent,
+                    budget_exhausted=work.exhausted,
+                ),
+                real,
+            )
         if work.exhausted:
             break
         budget += 0.5 * limits.deterministic_time
-    return _real_nodes(CpOutcome(dict(plan.starts), placements, BUDGET if work.exhausted else FALLBACK, variables,
-                                 constraints, plan.objective(instance), attempt + 1, watch.seconds(), relaxation=tag,
-                                 budget_spent=work.spent, budget_exhausted=work.exhausted),
-                       real, plan)
+    return _real_nodes(
+        CpOutcome(
+            dict(plan.starts),
+            placements,
+            BUDGET if work.exhausted else FALLBACK,
+            variables,
+            constraints,
+            plan.objective(instance),
+            attempt + 1,
+            watch.seconds(),
+            relaxation=tag,
+            budget_spent=work.spent,
+            budget_exhausted=work.exhausted,
+        ),
+        real,
+        plan,
+    )
 
 
 PLACE_TIME = 0.05
 """Deterministic time to pack the relaxation's schedule into PCP'20's positions."""
 
 
-def _from_relaxation(built: Pcp20Model, relaxed: Relaxed, plan: Plan,
-                     placements: dict[int, tuple[tuple[int, int], ...]], limits: CpLimits,
-                     watch: Stopwatch, work: Budget | None = None) -> tuple[str, CpOutcome | None]:
+def _from_relaxation(
+    built: Pcp20Model,
+    relaxed: Relaxed,
+    plan: Plan,
+    placements: dict[int, tuple[tuple[int, int], ...]],
+    limits: CpLimits,
+    watch: Stopwatch,
+    work: Budget | None = None,
+) -> tuple[str, CpOutcome | None]:
     """``(what the relaxation did, the answer it gives or None)`` (``CpOutcome.relaxation``)."""
     instance = built.instance
-    if relaxed.starts is None or relaxed.status != "OPTIMAL":  # packing an unproven schedule rarely paid (docs/cp.md)
+    if (
+        relaxed.starts is None or relaxed.status != "OPTIMAL"
+    ):  # packing an unproven schedule rarely paid (docs/cp.md)
         return "bound", None
     if relaxed.objective >= plan.objective(instance):  # the hint meets the bound: it is optimal
-        return "proved", CpOutcome(dict(plan.starts), placements, "OPTIMAL", objective=plan.objective(instance),
-                                   solves=1, seconds=watch.seconds(), changed=False,
-                                   planned={key: plan.allocation(key) for key in plan.starts})
+        return "proved", CpOutcome(
+            dict(plan.starts),
+            placements,
+            "OPTIMAL",
+            objective=plan.objective(instance),
+            solves=1,
+            seconds=watch.seconds(),
+            changed=False,
+            planned={key: plan.allocation(key) for key in plan.starts},
+        )
     solver, status = built.place(relaxed.starts, limits, PLACE_TIME, work)
     if status not in ("OPTIMAL", "FEASIBLE"):
         return "unpacked", None
-    return "proved", _read(built, solver, "OPTIMAL", 1, plan, placements, watch)  # the relaxation's starts, its objective
+    return "proved", _read(
+        built, solver, "OPTIMAL", 1, plan, placements, watch
+    )  # the relaxation's starts, its objective
 
 
-def _read(built: Pcp20Model, solver: cp_model.CpSolver, status: str, solves: int, plan: Plan,
-          placements: dict[int, tuple[tuple[int, int], ...]], watch: Stopwatch) -> CpOutcome:
+def _read(
+    built: Pcp20Model,
+    solver: cp_model.CpSolver,
+    status: str,
+    solves: int,
+    plan: Plan,
+    placements: dict[int, tuple[tuple[int, int], ...]],
+    watch: Stopwatch,
+) -> CpOutcome:
     """The outcome of a solved PCP'20 model: every start and allocation, the start-now placements."""
     starts = {key: int(solver.value(var)) for key, var in built.starts.items()}
     planned = {key: _counts(solver.value(node) for node in built.nodes[key]) for key in starts}
     found = {key: planned[key] for key, start in starts.items() if start == 0}
     objective = sum(job.weight * starts[job.key] for job in built.instance.jobs)
-    return CpOutcome(starts, found, status, 0, 0, objective, solves, watch.seconds(),
-                     changed_from_plan(starts, found, plan, placements), planned)
+    return CpOutcome(
+        starts,
+        found,
+        status,
+        0,
+        0,
+        objective,
+        solves,
+        watch.seconds(),
+        changed_from_plan(starts, found, plan, placements),
+        planned,
+    )
 
 
 LINEARIZATION = 2
@@ -396,8 +549,12 @@ PAPER_DETERMINISTIC = 1e9
 """Deterministic limit under ``paper_time`` (none in effect: the wall clock decides)."""
 
 
-def changed_from_plan(starts: dict[int, int], placements: dict[int, tuple[tuple[int, int], ...]],
-                      plan: Plan, plan_placements: dict[int, tuple[tuple[int, int], ...]]) -> bool:
+def changed_from_plan(
+    starts: dict[int, int],
+    placements: dict[int, tuple[tuple[int, int], ...]],
+    plan: Plan,
+    plan_placements: dict[int, tuple[tuple[int, int], ...]],
+) -> bool:
     """Whether a solution starts other jobs now than the greedy plan, or on other nodes."""
     return changed_from(CpOutcome(starts, placements), plan.starts, plan_placements)
 
@@ -413,8 +570,16 @@ def _counts(nodes: Iterable[int]) -> tuple[tuple[int, int], ...]:
 def _real_nodes(outcome: CpOutcome, real: np.ndarray, plan: Plan | None = None) -> CpOutcome:
     """The outcome with its placements' node indices mapped to the real nodes (and every
     job's planned allocation: the solution's, or ``plan``'s when given)."""
-    def mapped(allocations: dict[int, tuple[tuple[int, int], ...]]) -> dict[int, tuple[tuple[int, int], ...]]:
-        return {key: tuple(sorted((int(real[node]), units) for node, units in allocation))
-                for key, allocation in allocations.items()}
-    planned = {key: plan.allocation(key) for key in plan.starts} if plan is not None else outcome.planned
+
+    def mapped(
+        allocations: dict[int, tuple[tuple[int, int], ...]],
+    ) -> dict[int, tuple[tuple[int, int], ...]]:
+        return {
+            key: tuple(sorted((int(real[node]), units) for node, units in allocation))
+            for key, allocation in allocations.items()
+        }
+
+    planned = (
+        {key: plan.allocation(key) for key in plan.starts} if plan is not None else outcome.planned
+    )
     return replace(outcome, placements=mapped(outcome.placements), planned=mapped(planned))

@@ -35,8 +35,14 @@ from market_hpc.algorithms.cp_instance import (
 Extract = Callable[[cp_model.CpSolver], CpOutcome]
 
 
-def doubling_control(model: cp_model.CpModel, limits: CpLimits, extract: Extract, fallback: CpOutcome,
-                     max_doublings: int = 4, stable_runs: int = 2) -> CpOutcome:
+def doubling_control(
+    model: cp_model.CpModel,
+    limits: CpLimits,
+    extract: Extract,
+    fallback: CpOutcome,
+    max_doublings: int = 4,
+    stable_runs: int = 2,
+) -> CpOutcome:
     """The PCP'19/HCP'19 time control (from the authors' code) on deterministic time.
 
     Solve with ``T``; accept an optimal answer, or a feasible one when the last
@@ -56,21 +62,39 @@ def doubling_control(model: cp_model.CpModel, limits: CpLimits, extract: Extract
         solver, status = solve(model, limits, budget, budget=work)
         if status in ("OPTIMAL", "FEASIBLE"):
             outcome = extract(solver)
-            outcome = CpOutcome(outcome.starts, outcome.placements, status, fallback.variables,
-                                fallback.constraints, outcome.objective, attempt + 1)
+            outcome = CpOutcome(
+                outcome.starts,
+                outcome.placements,
+                status,
+                fallback.variables,
+                fallback.constraints,
+                outcome.objective,
+                attempt + 1,
+            )
             if best is None or outcome.objective <= best.objective:
                 best = outcome
             objectives.append(outcome.objective)
-            if status == "OPTIMAL" or (len(objectives) >= stable_runs
-                                       and len(set(objectives[-stable_runs:])) == 1):
+            if status == "OPTIMAL" or (
+                len(objectives) >= stable_runs and len(set(objectives[-stable_runs:])) == 1
+            ):
                 return _spent(_against(best, fallback), work)
         if work.exhausted:
             break
         budget *= 2
     if best is not None:
         return _spent(_against(best, fallback), work)
-    return _spent(CpOutcome(fallback.starts, fallback.placements, BUDGET if work.exhausted else FALLBACK,
-                            fallback.variables, fallback.constraints, fallback.objective, attempt + 1), work)
+    return _spent(
+        CpOutcome(
+            fallback.starts,
+            fallback.placements,
+            BUDGET if work.exhausted else FALLBACK,
+            fallback.variables,
+            fallback.constraints,
+            fallback.objective,
+            attempt + 1,
+        ),
+        work,
+    )
 
 
 def _spent(outcome: CpOutcome, work: Budget) -> CpOutcome:
@@ -101,7 +125,9 @@ def running_by_remaining(instance: CpInstance) -> list[tuple[int, np.ndarray]]:
     return sorted(held.items(), key=lambda item: item[0])
 
 
-def build_pooled(instance: CpInstance, plan: Plan | None) -> tuple[cp_model.CpModel, dict[int, cp_model.IntVar]]:
+def build_pooled(
+    instance: CpInstance, plan: Plan | None
+) -> tuple[cp_model.CpModel, dict[int, cp_model.IntVar]]:
     """The pooled scheduling model: start variables per job and one cumulative per type."""
     model = new_model()
     totals = instance.capacity.sum(axis=0)
@@ -132,8 +158,9 @@ def build_pooled(instance: CpInstance, plan: Plan | None) -> tuple[cp_model.CpMo
     return model, starts
 
 
-def solve_pooled(instance: CpInstance, limits: CpLimits, stable_runs: int = 2,
-                 max_doublings: int = 4) -> CpOutcome:
+def solve_pooled(
+    instance: CpInstance, limits: CpLimits, stable_runs: int = 2, max_doublings: int = 4
+) -> CpOutcome:
     """Schedule ``instance`` on pooled capacity (``placements`` stay empty).
 
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
@@ -150,7 +177,9 @@ def solve_pooled(instance: CpInstance, limits: CpLimits, stable_runs: int = 2,
         return plan_outcome(instance, plan, watch, placed=False)
     model, starts = build_pooled(instance, plan)
     variables, constraints = model_size(model)
-    fallback = CpOutcome(dict(plan.starts), {}, FALLBACK, variables, constraints, plan.objective(instance))
+    fallback = CpOutcome(
+        dict(plan.starts), {}, FALLBACK, variables, constraints, plan.objective(instance)
+    )
 
     def extract(solver: cp_model.CpSolver) -> CpOutcome:
         values = {key: int(solver.value(var)) for key, var in starts.items()}

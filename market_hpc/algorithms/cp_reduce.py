@@ -39,6 +39,7 @@ from market_hpc.algorithms.cp_instance import CpInstance, CpRunning
 LEVELS = 8
 """Default number of end levels (distinct remaining times) of the running jobs."""
 
+
 @dataclass(frozen=True)
 class Reduced:
     """A reduced instance and its map back to the real nodes.
@@ -75,8 +76,14 @@ def end_levels(remaining: list[int], levels: int) -> dict[int, int]:
     return out
 
 
-def node_profiles(node: np.ndarray, end: np.ndarray, amounts: np.ndarray, capacity: np.ndarray,
-                  blocking: np.ndarray, levels: int) -> np.ndarray:
+def node_profiles(
+    node: np.ndarray,
+    end: np.ndarray,
+    amounts: np.ndarray,
+    capacity: np.ndarray,
+    blocking: np.ndarray,
+    levels: int,
+) -> np.ndarray:
     """Every node's use as one row ``(end, amounts..., end, amounts..., 0...)``: one
     entry per end, longest first, stacked and clipped to the node's capacity, saturated
     while a ``blocking`` type is full (then the last entry fills the node); at most
@@ -110,8 +117,12 @@ def node_profiles(node: np.ndarray, end: np.ndarray, amounts: np.ndarray, capaci
     before = np.where((np.arange(len(node)) > head)[:, None], np.roll(clipped, 1, axis=0), 0)
     take = clipped - before
     full = ((clipped >= cap) & blocking).any(axis=1)
-    full_seen = np.maximum.accumulate(np.where(full, np.arange(len(node)), -1))  # last full index so far
-    first_full = full & ((full_seen[np.maximum(np.arange(len(node)) - 1, 0)] < head) | (np.arange(len(node)) == head))
+    full_seen = np.maximum.accumulate(
+        np.where(full, np.arange(len(node)), -1)
+    )  # last full index so far
+    first_full = full & (
+        (full_seen[np.maximum(np.arange(len(node)) - 1, 0)] < head) | (np.arange(len(node)) == head)
+    )
     after_full = (full_seen >= head) & ~first_full
     take = np.where(first_full[:, None], cap - before, take)
     keep = ~after_full & take.any(axis=1)
@@ -119,7 +130,9 @@ def node_profiles(node: np.ndarray, end: np.ndarray, amounts: np.ndarray, capaci
     rank = np.arange(len(node))
     new_node = np.ones(len(node), dtype=bool)
     new_node[1:] = node[1:] != node[:-1]
-    rank -= np.repeat(np.flatnonzero(new_node), np.diff(np.append(np.flatnonzero(new_node), len(node))))
+    rank -= np.repeat(
+        np.flatnonzero(new_node), np.diff(np.append(np.flatnonzero(new_node), len(node)))
+    )
     column = rank * (1 + n_res)
     rows[node, column] = end
     for r in range(n_res):
@@ -141,14 +154,21 @@ def reduce_instance(instance: CpInstance, levels: int = LEVELS) -> Reduced:
     n_nodes, n_res = capacity.shape
     units_of = np.array([job.units for job in instance.jobs], dtype=np.int64)
     unit_rows = np.array([job.unit for job in instance.jobs], dtype=np.int64).reshape(-1, n_res)
-    blocking = np.asarray((unit_rows > 0).all(axis=0)) if len(unit_rows) else np.zeros(n_res, dtype=bool)
+    blocking = (
+        np.asarray((unit_rows > 0).all(axis=0)) if len(unit_rows) else np.zeros(n_res, dtype=bool)
+    )
     level = end_levels([job.remaining for job in instance.running], levels)
     nodes = [node for job in instance.running for node, _ in job.usage]
     ends = [level[job.remaining] for job in instance.running for _ in job.usage]
     amounts = [used for job in instance.running for _, used in job.usage]
-    rows = node_profiles(np.array(nodes, dtype=np.int64), np.array(ends, dtype=np.int64),
-                         np.array(amounts, dtype=np.int64).reshape(-1, n_res), capacity, blocking,
-                         max(1, len(set(level.values()))))
+    rows = node_profiles(
+        np.array(nodes, dtype=np.int64),
+        np.array(ends, dtype=np.int64),
+        np.array(amounts, dtype=np.int64).reshape(-1, n_res),
+        capacity,
+        blocking,
+        max(1, len(set(level.values()))),
+    )
     kind = _row_classes(capacity)
     first_seen = np.full(n_nodes, n_nodes)
     np.minimum.at(first_seen, kind, np.arange(n_nodes))
@@ -169,7 +189,9 @@ def reduce_instance(instance: CpInstance, levels: int = LEVELS) -> Reduced:
         for column in range(0, len(row), width):
             if row[column] == 0:
                 break
-            running.append(CpRunning(row[column], ((new, tuple(row[column + 1: column + width])),)))
+            running.append(
+                CpRunning(row[column], ((new, tuple(row[column + 1 : column + width])),))
+            )
     reduced = CpInstance(capacity[kept], instance.jobs, tuple(running))
     return Reduced(reduced, kept.astype(np.int64))
 

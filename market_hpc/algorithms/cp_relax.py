@@ -128,8 +128,9 @@ def settle_time(instance: CpInstance) -> int | None:
     return times[first] if 0 < first < len(times) else None
 
 
-def relaxation_model(instance: CpInstance, plan: Plan | None,
-                     forbidden: Sequence[frozenset[int]] = ()) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
+def relaxation_model(
+    instance: CpInstance, plan: Plan | None, forbidden: Sequence[frozenset[int]] = ()
+) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
     """The schedule relaxation of PCP'20's model of ``instance`` (module docstring): the
     model and the start variables in ``instance.jobs`` order, hinted with ``plan``.
     ``forbidden``: sets of job indices that may not all start now (``fits_now`` found
@@ -146,17 +147,25 @@ def relaxation_model(instance: CpInstance, plan: Plan | None,
         starts.append(start)
         intervals.append(model.new_fixed_size_interval_var(start, job.duration, f"x{job.key}"))
     totals = instance.capacity.sum(axis=0)
-    blocks = [(model.new_fixed_size_interval_var(0, remaining, ""), usage)
-              for remaining, usage in running_by_remaining(instance)]
+    blocks = [
+        (model.new_fixed_size_interval_var(0, remaining, ""), usage)
+        for remaining, usage in running_by_remaining(instance)
+    ]
     for r in range(len(totals)):
         if any(job.unit[r] for job in instance.jobs):
-            model.add_cumulative([box for box, _ in blocks] + intervals,
-                                 [int(usage[r]) for _, usage in blocks] + [job.units * job.unit[r] for job in instance.jobs],
-                                 int(totals[r]))
+            model.add_cumulative(
+                [box for box, _ in blocks] + intervals,
+                [int(usage[r]) for _, usage in blocks]
+                + [job.units * job.unit[r] for job in instance.jobs],
+                int(totals[r]),
+            )
     for members, demands, lacks, capacity in slot_cumulatives(instance):
-        model.add_cumulative([intervals[i] for i in members] + [model.new_fixed_size_interval_var(0, end, "")
-                                                                for end, _ in lacks],
-                             demands + [lack for _, lack in lacks], capacity)
+        model.add_cumulative(
+            [intervals[i] for i in members]
+            + [model.new_fixed_size_interval_var(0, end, "") for end, _ in lacks],
+            demands + [lack for _, lack in lacks],
+            capacity,
+        )
     for i, j in identical_pairs(instance):
         model.add(starts[i] <= starts[j])
     settled = settle_time(instance) if SETTLE else None
@@ -177,13 +186,23 @@ def relaxation_model(instance: CpInstance, plan: Plan | None,
         model.add(objective >= bound)
     model.minimize(objective)
     if plan is not None:
-        add_hints(model, [start.index for start in starts], [int(plan.starts[job.key]) for job in instance.jobs])
+        add_hints(
+            model,
+            [start.index for start in starts],
+            [int(plan.starts[job.key]) for job in instance.jobs],
+        )
     return model, starts
 
 
-def solve_relaxation(instance: CpInstance, plan: Plan | None, limits: CpLimits,
-                     deterministic_time: float | None = None, restarts: bool | None = None,
-                     forbidden: Sequence[frozenset[int]] = (), budget: Budget | None = None) -> Relaxed:
+def solve_relaxation(
+    instance: CpInstance,
+    plan: Plan | None,
+    limits: CpLimits,
+    deterministic_time: float | None = None,
+    restarts: bool | None = None,
+    forbidden: Sequence[frozenset[int]] = (),
+    budget: Budget | None = None,
+) -> Relaxed:
     """Solve the schedule relaxation (one worker, ``limits.seed``, deterministic time
     ``RELAX_TIME`` unless given; ``restarts``: CP-SAT's quick-restart portfolio instead of
     its default search, ``RELAX_RESTARTS`` unless given; within the decision's work
@@ -205,18 +224,27 @@ def solve_relaxation(instance: CpInstance, plan: Plan | None, limits: CpLimits,
     if RELAX_RESTARTS if restarts is None else restarts:
         params.search_branching = cp_model.PORTFOLIO_WITH_QUICK_RESTART_SEARCH
     params.random_seed = limits.seed
-    status = run_budgeted(solver, model, budget, RELAX_TIME if deterministic_time is None else deterministic_time)
+    status = run_budgeted(
+        solver, model, budget, RELAX_TIME if deterministic_time is None else deterministic_time
+    )
     if status is None:
         return Relaxed("UNKNOWN", None, 0, 0)
     name = solver.status_name(status)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return Relaxed("UNKNOWN" if status == cp_model.UNKNOWN else name, None, 0, 0)
     values = {job.key: int(solver.value(start)) for job, start in zip(instance.jobs, starts)}
-    return Relaxed(name, values, int(solver.objective_value), int(np.ceil(solver.best_objective_bound - 1e-9)))
+    return Relaxed(
+        name, values, int(solver.objective_value), int(np.ceil(solver.best_objective_bound - 1e-9))
+    )
 
 
-def fits_now(instance: CpInstance, indices: Sequence[int], limits: CpLimits,
-             deterministic_time: float = 0.05, budget: Budget | None = None) -> bool | None:
+def fits_now(
+    instance: CpInstance,
+    indices: Sequence[int],
+    limits: CpLimits,
+    deterministic_time: float = 0.05,
+    budget: Budget | None = None,
+) -> bool | None:
     """Whether the jobs ``indices`` can all start now together: their units packed on the
     nodes' free resources at time 0 (every running job holds its share; a node's free
     resources form one block per type, so at time 0 this is exactly PCP'20's positions).
@@ -238,7 +266,11 @@ def fits_now(instance: CpInstance, indices: Sequence[int], limits: CpLimits,
         job = instance.jobs[i]
         need = np.asarray(job.unit, dtype=np.int64)
         asked = need > 0
-        fit = (free[:, asked] // need[asked]).min(axis=1) if asked.any() else np.full(len(free), job.units)
+        fit = (
+            (free[:, asked] // need[asked]).min(axis=1)
+            if asked.any()
+            else np.full(len(free), job.units)
+        )
         counts = []
         for node in np.flatnonzero(fit > 0).tolist():
             count = model.new_int_var(0, int(min(job.units, fit[node])), "")
@@ -250,8 +282,12 @@ def fits_now(instance: CpInstance, indices: Sequence[int], limits: CpLimits,
     for node, parts in loads.items():
         for r in range(free.shape[1]):
             if sum(unit[r] for _, unit in parts):
-                model.add(cp_model.LinearExpr.weighted_sum([c for c, _ in parts], [unit[r] for _, unit in parts])
-                          <= int(free[node, r]))
+                model.add(
+                    cp_model.LinearExpr.weighted_sum(
+                        [c for c, _ in parts], [unit[r] for _, unit in parts]
+                    )
+                    <= int(free[node, r])
+                )
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = limits.seed

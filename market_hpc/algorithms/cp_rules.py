@@ -35,9 +35,18 @@ def new_start(model: cp_model.CpModel, job: CpJob, event: int, horizon: int) -> 
     return model.new_int_var(0, top, f"s{job.key}")
 
 
-def add_rules(model: cp_model.CpModel, instance: CpInstance, starts: list[cp_model.IntVar],
-              intervals: list[cp_model.IntervalVar], cuts: Collection[str], events: list[int], horizon: int,
-              plan: Plan | None, hint_vars: list[int], hint_values: list[int]) -> int:
+def add_rules(
+    model: cp_model.CpModel,
+    instance: CpInstance,
+    starts: list[cp_model.IntVar],
+    intervals: list[cp_model.IntervalVar],
+    cuts: Collection[str],
+    events: list[int],
+    horizon: int,
+    plan: Plan | None,
+    hint_vars: list[int],
+    hint_values: list[int],
+) -> int:
     """Add the rules named in ``cuts`` (none change the optimum; ``cp_cuts``) for the
     modelled jobs (``starts``, ``intervals`` in ``instance.jobs`` order, ``events`` their
     event bounds); hint the start-now Booleans from ``plan``. Returns the objective's
@@ -47,7 +56,9 @@ def add_rules(model: cp_model.CpModel, instance: CpInstance, starts: list[cp_mod
     jobs = instance.jobs
     lower_bound = objective_bound(instance) if "bound" in cuts else 0
     if lower_bound > 0:
-        model.add(cp_model.LinearExpr.weighted_sum(starts, [job.weight for job in jobs]) >= lower_bound)
+        model.add(
+            cp_model.LinearExpr.weighted_sum(starts, [job.weight for job in jobs]) >= lower_bound
+        )
     if "cumulative" in cuts:
         for members, demands, blocks, capacity in slot_cumulatives(instance):
             boxes = [intervals[i] for i in members]

@@ -152,7 +152,9 @@ def needs(job: Job, with_bb: bool = False, units: int | None = None) -> tuple[fl
 
 
 def reservation(
-    free: Amounts, releases: Callable[[], Iterable[tuple[float, Amounts]]], need: Amounts,
+    free: Amounts,
+    releases: Callable[[], Iterable[tuple[float, Amounts]]],
+    need: Amounts,
     started: Sequence[tuple[float, Amounts]] = (),
     cores_releases: Callable[[], Iterable[tuple[float, float]] | None] | None = None,
 ) -> Reservation:
@@ -173,11 +175,17 @@ def reservation(
     >>> reservation(free, running, (4, 0, 0, 0), cores_releases=lambda: [(10.0, 2), (20.0, 3)])
     Reservation(shadow=20.0, extra=(2, 0, 0, 0))
     """
-    if cores_releases is not None and not any(need[1:]) and all(not any(amounts[1:]) for _, amounts in started):
+    if (
+        cores_releases is not None
+        and not any(need[1:])
+        and all(not any(amounts[1:]) for _, amounts in started)
+    ):
         cores = cores_releases()
         if cores is not None:
             started_cores = [(end, amounts[0]) for end, amounts in started]
-            shadow, extra_cores = shadow_and_extra_cores(free[0], merge_releases(cores, started_cores), need[0])
+            shadow, extra_cores = shadow_and_extra_cores(
+                free[0], merge_releases(cores, started_cores), need[0]
+            )
             return Reservation(shadow, (extra_cores, *free[1:]))
     return Reservation(*shadow_and_extra(free, merge_releases(releases(), started), need))
 
@@ -254,7 +262,9 @@ def easy_pass(
             if not allowed:
                 head = job
                 break
-        placement = place(job) if job.units * job.unit[0] <= free_cores and job.bb <= free_bb else None
+        placement = (
+            place(job) if job.units * job.unit[0] <= free_cores and job.bb <= free_bb else None
+        )
         if placement is None:
             head = job
             break
@@ -274,7 +284,9 @@ def easy_pass(
     if free_cores <= 0:  # nothing can backfill
         return Reservation(shadow_out, extra_out)
     free_bb = left[-1] if with_bb else math.inf
-    shadow, extra = reservation(left, releases, needs(head, with_bb), sorted(started), cores_releases)
+    shadow, extra = reservation(
+        left, releases, needs(head, with_bb), sorted(started), cores_releases
+    )
     limits = None
     candidates: Iterable[Job] = remaining
     if scan is not None:

@@ -51,7 +51,17 @@ class FreeCoreIndex(IndexJournal):
     [(0, 4, 0), (4, 1, 2)]
     """
 
-    __slots__ = ("_heaps", "_held", "_sorted", "_starts", "_vals", "_walk", "fresh", "n_nodes", "total")
+    __slots__ = (
+        "_heaps",
+        "_held",
+        "_sorted",
+        "_starts",
+        "_vals",
+        "_walk",
+        "fresh",
+        "n_nodes",
+        "total",
+    )
 
     def __init__(self, free_cores: Sequence[int]) -> None:
         self.n_nodes = len(free_cores)
@@ -114,7 +124,7 @@ class FreeCoreIndex(IndexJournal):
     def min_free(self, first: int, end: int) -> int:
         """Fewest free cores over nodes ``first..end-1``."""
         starts = self._starts
-        return min(self._vals[bisect_right(starts, first) - 1:bisect_left(starts, end)])
+        return min(self._vals[bisect_right(starts, first) - 1 : bisect_left(starts, end)])
 
     def _end(self, start: int) -> int:
         starts = self._starts
@@ -175,7 +185,9 @@ class FreeCoreIndex(IndexJournal):
         already, so the stretch becomes one empty run (one splice of at most five runs)."""
         placed, used, k, full, rest = walk
         starts, vals = self._starts, self._vals
-        lo, hi, new_starts, new_vals = empty_stretch(starts, vals, self.n_nodes, used, k, full, rest)
+        lo, hi, new_starts, new_vals = empty_stretch(
+            starts, vals, self.n_nodes, used, k, full, rest
+        )
         heaps = self._heaps
         for start, v in zip(new_starts, new_vals):
             if v > 0:  # pushes the unchanged run before too: entries are checked when read
@@ -223,7 +235,9 @@ class FreeCoreIndex(IndexJournal):
             return None
         ordered = self._sorted
         if ordered is None:  # from now on the index keeps the exact by-value order
-            ordered = self._sorted = sorted((v, s) for s, v in zip(self._starts, self._vals) if v > 0)
+            ordered = self._sorted = sorted(
+                (v, s) for s, v in zip(self._starts, self._vals) if v > 0
+            )
             self._heaps = {}
             self._held = 0
         placed = self._place(((s, self._end(s), v) for v, s in ordered), units, sort=True)
@@ -262,7 +276,13 @@ class FreeCoreIndex(IndexJournal):
         """Take (``sign=-1``) or give back (``+1``) the units of an allocation, one core
         per unit: all its runs in one splice (the same as one ``add`` per run)."""
         walk = self._walk
-        if sign < 0 and walk is not None and runs is self.fresh and walk[0] is runs and self._sorted is None:
+        if (
+            sign < 0
+            and walk is not None
+            and runs is self.fresh
+            and walk[0] is runs
+            and self._sorted is None
+        ):
             self._take_walked(walk)
         elif runs.runs:
             self._splice(runs.runs, sign)
@@ -281,12 +301,18 @@ class FreeCoreIndex(IndexJournal):
             k = bisect_right(starts, first) - 1
             delta = units * scale
             if delta and (k + 1 == len(starts) or first + count <= starts[k + 1]):
-                i, j, new_starts, new_vals = within(starts, vals, self.n_nodes, k, first, first + count, delta)
+                i, j, new_starts, new_vals = within(
+                    starts, vals, self.n_nodes, k, first, first + count, delta
+                )
                 added = delta * count
             else:
-                i, j, new_starts, new_vals, kept, added = splice(starts, vals, self.n_nodes, runs, scale)
+                i, j, new_starts, new_vals, kept, added = splice(
+                    starts, vals, self.n_nodes, runs, scale
+                )
         else:
-            i, j, new_starts, new_vals, kept, added = splice(starts, vals, self.n_nodes, runs, scale)
+            i, j, new_starts, new_vals, kept, added = splice(
+                starts, vals, self.n_nodes, runs, scale
+            )
         ordered = self._sorted
         if ordered is not None:
             self._reorder(ordered, i, j, new_starts, new_vals, kept)
@@ -312,8 +338,15 @@ class FreeCoreIndex(IndexJournal):
         if self._journal is not None:
             self._journal += [(first, first + count, units * scale) for first, count, units in runs]
 
-    def _reorder(self, ordered: list[tuple[int, int]], i: int, j: int, new_starts: list[int],
-                 new_vals: list[int], kept: Sequence[tuple[int, int, int, int]]) -> None:
+    def _reorder(
+        self,
+        ordered: list[tuple[int, int]],
+        i: int,
+        j: int,
+        new_starts: list[int],
+        new_vals: list[int],
+        kept: Sequence[tuple[int, int, int, int]],
+    ) -> None:
         """Keep the exact by-value list in step with a splice of ``starts[i:j]``."""
         starts, vals = self._starts, self._vals
         old: set[tuple[int, int]] = set()
@@ -358,7 +391,7 @@ class FreeCoreIndex(IndexJournal):
         starts, vals = self._starts, self._vals
         i = bisect_right(starts, first) - 1
         j = bisect_left(starts, end)
-        bounds = [first, *starts[i + 1:j], end]
+        bounds = [first, *starts[i + 1 : j], end]
         return [(a, b, -v) for a, b, v in zip(bounds, bounds[1:], vals[i:j]) if v]
 
     def give(self, first: int, free_cores: Sequence[int]) -> None:
@@ -376,15 +409,23 @@ class FreeCoreIndex(IndexJournal):
         if pieces:
             self._apply(pieces)
 
-    def take(self, allocation: NodeRuns, cores_per_unit: int = 1, whole_nodes: bool = False) -> None:
+    def take(
+        self, allocation: NodeRuns, cores_per_unit: int = 1, whole_nodes: bool = False
+    ) -> None:
         """Remove an allocation's cores (``whole_nodes``: every core of its nodes), in one splice."""
         if cores_per_unit == 1 and not whole_nodes:
             self.move(allocation, -1)
             return
         if whole_nodes:
-            pieces = [piece for first, count, _ in allocation.runs
-                      for piece in self._clear_pieces(first, first + count)]
+            pieces = [
+                piece
+                for first, count, _ in allocation.runs
+                for piece in self._clear_pieces(first, first + count)
+            ]
         else:
-            pieces = [(first, first + count, -units * cores_per_unit) for first, count, units in allocation.runs]
+            pieces = [
+                (first, first + count, -units * cores_per_unit)
+                for first, count, units in allocation.runs
+            ]
         if pieces:
             self._apply(pieces)

@@ -44,8 +44,9 @@ RANK_SCALE = np.array([1.0, 1.0, 1.0, 1.0 / MIB_PER_GB])
 PRIORITY_BOUNDS = (1.0, 10.0)
 
 
-def balanced_order(free: np.ndarray, capacity: np.ndarray, fits: np.ndarray,
-                   critical: tuple[int, ...] = CRITICAL) -> np.ndarray:
+def balanced_order(
+    free: np.ndarray, capacity: np.ndarray, fits: np.ndarray, critical: tuple[int, ...] = CRITICAL
+) -> np.ndarray:
     """Order candidate nodes as BALANCED does: nodes without free critical units first,
     then critical nodes interleaved across kinds, most free critical units last.
 
@@ -100,8 +101,9 @@ def request_mean(window_demand: np.ndarray, window_length: float) -> np.ndarray:
     return (1.0 + window_demand) / (1.0 + window_length)
 
 
-def criticality_weights(req_mean: np.ndarray, used: np.ndarray, capacity: np.ndarray,
-                        priority: np.ndarray | None = None) -> np.ndarray:
+def criticality_weights(
+    req_mean: np.ndarray, used: np.ndarray, capacity: np.ndarray, priority: np.ndarray | None = None
+) -> np.ndarray:
     """``w_k = p_k req_k (used_k + 1) / cap_k**2``, 0 for kinds with no capacity.
 
     All amounts in ranking units (``RANK_SCALE``).
@@ -118,8 +120,14 @@ def criticality_weights(req_mean: np.ndarray, used: np.ndarray, capacity: np.nda
     return weights if priority is None else weights * priority
 
 
-def weighted_order(free: np.ndarray, fits: np.ndarray, unit: np.ndarray, units: int,
-                   weights: np.ndarray, scale: np.ndarray = RANK_SCALE) -> np.ndarray:
+def weighted_order(
+    free: np.ndarray,
+    fits: np.ndarray,
+    unit: np.ndarray,
+    units: int,
+    weights: np.ndarray,
+    scale: np.ndarray = RANK_SCALE,
+) -> np.ndarray:
     """Candidate nodes by ascending rank ``sum_k w_k imp_k``, ties by node index.
 
     ``imp`` is what a node keeps after taking as many units as fit, at most ``units``.
@@ -144,9 +152,14 @@ def weighted_order(free: np.ndarray, fits: np.ndarray, unit: np.ndarray, units: 
     return candidates[np.argsort(rank, kind="stable")]
 
 
-def update_priorities(priority: np.ndarray, unit: np.ndarray, succeeded: bool,
-                      critical: tuple[int, ...] = CRITICAL, step: float = 1.0,
-                      bounds: tuple[float, float] = PRIORITY_BOUNDS) -> np.ndarray:
+def update_priorities(
+    priority: np.ndarray,
+    unit: np.ndarray,
+    succeeded: bool,
+    critical: tuple[int, ...] = CRITICAL,
+    step: float = 1.0,
+    bounds: tuple[float, float] = PRIORITY_BOUNDS,
+) -> np.ndarray:
     """PRIORITY-WEIGHTED's counters after one allocation attempt.
 
     Every critical kind the unit requests moves by ``step``: up on failure, down on
@@ -170,8 +183,13 @@ def update_priorities(priority: np.ndarray, unit: np.ndarray, succeeded: bool,
     return moved
 
 
-def prb_order(now: float, submit: np.ndarray, expected_wait: np.ndarray,
-              demand: np.ndarray, max_wait: float | None = None) -> np.ndarray:
+def prb_order(
+    now: float,
+    submit: np.ndarray,
+    expected_wait: np.ndarray,
+    demand: np.ndarray,
+    max_wait: float | None = None,
+) -> np.ndarray:
     """Positions of queued jobs in PRB order (Borghesi et al.).
 
     Most urgent first: ``max_ewt * (now - submit + 1) / ewt`` descending; ties by demand
@@ -188,8 +206,9 @@ def prb_order(now: float, submit: np.ndarray, expected_wait: np.ndarray,
     return np.lexsort((np.arange(submit.size), demand, -urgency))
 
 
-def job_demand(units: np.ndarray, unit_rows: np.ndarray, duration: np.ndarray,
-               scale: np.ndarray = RANK_SCALE) -> np.ndarray:
+def job_demand(
+    units: np.ndarray, unit_rows: np.ndarray, duration: np.ndarray, scale: np.ndarray = RANK_SCALE
+) -> np.ndarray:
     """PRB's tie-breaker: predicted duration times all resources requested.
 
     >>> job_demand(np.array([2]), np.array([[4, 1, 0, 2048]]), np.array([10.0])).tolist()
@@ -198,8 +217,9 @@ def job_demand(units: np.ndarray, unit_rows: np.ndarray, duration: np.ndarray,
     return duration * units * (unit_rows * scale).sum(axis=1)
 
 
-def window_sums(durations: np.ndarray, units: np.ndarray, unit_rows: np.ndarray,
-                scale: np.ndarray = RANK_SCALE) -> tuple[np.ndarray, np.ndarray]:
+def window_sums(
+    durations: np.ndarray, units: np.ndarray, unit_rows: np.ndarray, scale: np.ndarray = RANK_SCALE
+) -> tuple[np.ndarray, np.ndarray]:
     """Prefix sums over a pass of ``U q (d + 1)`` (ranking units) and of ``d + 1``.
 
     Row ``i`` covers the first ``i`` jobs, so a window ``[a, b)`` sums to
@@ -218,7 +238,17 @@ def window_sums(durations: np.ndarray, units: np.ndarray, unit_rows: np.ndarray,
 
 
 __all__ = [
-    "CRITICAL", "GPUS", "MICS", "PRIORITY_BOUNDS", "RANK_SCALE", "balanced_order",
-    "criticality_weights", "job_demand", "prb_order", "request_mean", "update_priorities",
-    "weighted_order", "window_sums",
+    "CRITICAL",
+    "GPUS",
+    "MICS",
+    "PRIORITY_BOUNDS",
+    "RANK_SCALE",
+    "balanced_order",
+    "criticality_weights",
+    "job_demand",
+    "prb_order",
+    "request_mean",
+    "update_priorities",
+    "weighted_order",
+    "window_sums",
 ]

@@ -101,6 +101,6 @@ class IndexJournal:
         proposed = self._proposed
         if proposed:
             self._proposed = []
-            for _, _, updates in proposed[self._claimed:]:
+            for _, _, updates in proposed[self._claimed :]:
                 self.undo(updates)
             self._claimed = 0

@@ -55,8 +55,14 @@ def remaining_time(profile: Sequence[float], cores: int, progress: float) -> flo
     return float(math.ceil((1.0 - progress) * full - 1e-9))
 
 
-def profit(curve: Curve, now: float, arrival: float, profile: Sequence[float], cores: int,
-           progress: float = 0.0) -> float:
+def profit(
+    curve: Curve,
+    now: float,
+    arrival: float,
+    profile: Sequence[float],
+    cores: int,
+    progress: float = 0.0,
+) -> float:
     """Value earned if the job starts now on ``cores`` cores (the value at the
     projected completion, relative to arrival).
 
@@ -181,11 +187,24 @@ def hold_search(
         gains: dict[int, float] = {}
         baseline = baselines.get(arrival.job_id, 0.0) if baselines else 0.0
 
-        def gain_on(cores: int, arrival: Candidate = arrival, gains: dict[int, float] = gains,
-                    baseline: float = baseline) -> float:
+        def gain_on(
+            cores: int,
+            arrival: Candidate = arrival,
+            gains: dict[int, float] = gains,
+            baseline: float = baseline,
+        ) -> float:
             if cores not in gains:
-                gains[cores] = profit(arrival.curve, now, arrival.arrival, arrival.profile, cores,
-                                      arrival.progress) - baseline
+                gains[cores] = (
+                    profit(
+                        arrival.curve,
+                        now,
+                        arrival.arrival,
+                        arrival.profile,
+                        cores,
+                        arrival.progress,
+                    )
+                    - baseline
+                )
             return gains[cores]
 
         top = gain_on(c_best)  # no prefix earns more than the arrival on c* cores
@@ -205,7 +224,9 @@ def hold_search(
                 net = gain_on(cores) - loss
                 if net > best_net:
                     best_net = net
-                    best = HoldPlan(arrival.job_id, node, tuple(held), cores, net, gains[cores] + baseline)
+                    best = HoldPlan(
+                        arrival.job_id, node, tuple(held), cores, net, gains[cores] + baseline
+                    )
                 if freed >= c_best:
                     break  # longer prefixes earn the same and lose more
     return best
@@ -246,7 +267,9 @@ def hold_instances(
                 loss += victim.expected_value + penalty * victim.max_value
                 held.append(victim.job_id)
                 cores = min(freed, c_best, len(arrival.profile))
-                gain = profit(arrival.curve, now, arrival.arrival, arrival.profile, cores, arrival.progress)
+                gain = profit(
+                    arrival.curve, now, arrival.arrival, arrival.profile, cores, arrival.progress
+                )
                 yield HoldPlan(arrival.job_id, node, tuple(held), cores, gain - loss, gain)
 
 
@@ -254,7 +277,9 @@ Release = tuple[float, int, int, int]
 """A running job's expected end as ``(time, node, cores, job_id)``."""
 
 
-def first_release(releases: Sequence[Release], free_cores: Sequence[int], ahead: int) -> tuple[float, int] | None:
+def first_release(
+    releases: Sequence[Release], free_cores: Sequence[int], ahead: int
+) -> tuple[float, int] | None:
     """When and with how many free cores a queued job gets a node without holding.
 
     Algorithm 2 starts a job at the first release it wins, on the cores its node has
@@ -280,8 +305,14 @@ def first_release(releases: Sequence[Release], free_cores: Sequence[int], ahead:
     return None
 
 
-def value_after_wait(job: Candidate, releases: Sequence[Release], free_cores: Sequence[int], now: float,
-                     ahead: int, overhead: float = 0.0) -> float:
+def value_after_wait(
+    job: Candidate,
+    releases: Sequence[Release],
+    free_cores: Sequence[int],
+    now: float,
+    ahead: int,
+    overhead: float = 0.0,
+) -> float:
     """Value ``job`` earns when it starts at its ``first_release`` (0 if never).
 
     ``overhead`` delays its completion (a resume's cost).

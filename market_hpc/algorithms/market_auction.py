@@ -58,18 +58,27 @@ class Auction:
             soonest = float(alive.min()) if len(alive) else math.inf
         elif len(rows) <= FEW:  # priced by the scalar code (the columns' reference)
             fastest, curves, wake = columns.fastest, columns.curves, columns.wake
-            dead = [row for row in rows
-                    if curves[row].value_at((now + float(fastest[row])) - float(arrival[row])) <= 0]
+            dead = [
+                row
+                for row in rows
+                if curves[row].value_at((now + float(fastest[row])) - float(arrival[row])) <= 0
+            ]
             soonest = min([float(wake[row]) for row in rows if row not in dead], default=math.inf)
         else:
             picked = np.array(rows)
-            worthless = columns.values_of(picked, (now + columns.fastest[picked]) - arrival[picked]) <= 0
+            worthless = (
+                columns.values_of(picked, (now + columns.fastest[picked]) - arrival[picked]) <= 0
+            )
             dead = picked[worthless].tolist()
-            soonest = float(columns.wake[picked[~worthless]].min()) if len(dead) < len(rows) else math.inf
+            soonest = (
+                float(columns.wake[picked[~worthless]].min()) if len(dead) < len(rows) else math.inf
+            )
         soonest = min(soonest, outside)
         self.closed: set[int] = set(dead)  # rows dropped, started or held for at this instant
         order = columns.order
-        self.dropped: list[int] = [int(self.job_id[row]) for row in sorted(dead, key=lambda row: order[row])]
+        self.dropped: list[int] = [
+            int(self.job_id[row]) for row in sorted(dead, key=lambda row: order[row])
+        ]
         self.left = len(columns) - len(dead)
         self.wake: float = int(soonest) + 1 if soonest < math.inf else math.inf
         self._full: np.ndarray | None = None
@@ -129,9 +138,13 @@ class Auction:
         value per core started now on ``min(bid, c*)`` cores is at least ``reserve``
         (``algorithms.bidding``, "offers with a reserve"); every open row priced at once."""
         size = len(self.columns)
-        return self.select_offer(np.full(size, bid, dtype=np.int64), np.ones(size, dtype=bool), reserve)
+        return self.select_offer(
+            np.full(size, bid, dtype=np.int64), np.ones(size, dtype=bool), reserve
+        )
 
-    def select_offer(self, cap: np.ndarray, eligible: np.ndarray, reserve: float = 0.0) -> tuple[int, int] | None:
+    def select_offer(
+        self, cap: np.ndarray, eligible: np.ndarray, reserve: float = 0.0
+    ) -> tuple[int, int] | None:
         """``(row, units)`` of the job the rule picks among the ``eligible`` open rows, each
         offered ``cap[row]`` units (``algorithms.market_offers``: the units of its unit
         vector the offer holds; 0: it does not fit). A row is priced on ``min(cap, c*)``
@@ -164,7 +177,11 @@ class Auction:
             key = gain if self.rule == "maxv" else gain / units
             top = key.max()
         ties = np.flatnonzero(key == top)
-        pick = int(ties[0]) if len(ties) == 1 else int(np.searchsorted(rows, self._earliest(rows[ties])))
+        pick = (
+            int(ties[0])
+            if len(ties) == 1
+            else int(np.searchsorted(rows, self._earliest(rows[ties])))
+        )
         return int(rows[pick]), int(units[pick])
 
     def _bounded_best(self, bid: int) -> tuple[int, int] | None:
@@ -180,7 +197,14 @@ class Auction:
         cores = min(int(self.best[top]), bid)
         job = columns.jobs[top]
         assert job.profile is not None
-        floor = profit(columns.curves[top], self.now, job.submit, job.profile, cores, float(columns.progress[top]))
+        floor = profit(
+            columns.curves[top],
+            self.now,
+            job.submit,
+            job.profile,
+            cores,
+            float(columns.progress[top]),
+        )
         if self.rule == "maxvd":
             floor /= cores
         if not floor > 0 or top in self.closed:
@@ -250,7 +274,10 @@ class Auction:
             if len(ties) == 1:
                 earns = ties if self._earns(index, min(int(self.best[index]), bid)) else ties[:0]
             else:
-                earns = ties[self.columns.values_on_rows(self.now, ties, np.minimum(self.best[ties], bid)) > 0]
+                earns = ties[
+                    self.columns.values_on_rows(self.now, ties, np.minimum(self.best[ties], bid))
+                    > 0
+                ]
             if len(earns):
                 index = int(earns[0]) if len(earns) == 1 else self._earliest(earns)
                 return index, min(int(self.best[index]), bid)
@@ -260,8 +287,9 @@ class Auction:
         gain, _ = self.columns.gains(self.now, bid)
         return self._exact(key, gain, closed, bid, largest=False)
 
-    def _exact(self, key: np.ndarray, gain: np.ndarray, closed: list[int], bid: int, *,
-               largest: bool) -> tuple[int, int] | None:
+    def _exact(
+        self, key: np.ndarray, gain: np.ndarray, closed: list[int], bid: int, *, largest: bool
+    ) -> tuple[int, int] | None:
         """The best ``key`` among the open rows with ``gain > 0`` (every row compared)."""
         able = gain > 0
         if closed:
@@ -277,8 +305,17 @@ class Auction:
         columns = self.columns
         job = columns.jobs[row]
         assert job.profile is not None
-        return profit(columns.curves[row], self.now, job.submit, job.profile, cores,
-                      float(columns.progress[row])) > 0
+        return (
+            profit(
+                columns.curves[row],
+                self.now,
+                job.submit,
+                job.profile,
+                cores,
+                float(columns.progress[row]),
+            )
+            > 0
+        )
 
     def _earliest(self, rows: np.ndarray) -> int:
         """Among ``rows``, the earliest arrival, then the lowest job id."""
@@ -301,10 +338,13 @@ class Auction:
             key, arrival, job_id = bound[index], self.arrival[index], self.job_id[index]
             before = bound < key
             ties = np.flatnonzero(bound == key)
-            before[ties] = (self.arrival[ties] < arrival) | ((self.arrival[ties] == arrival)
-                                                           & (self.job_id[ties] < job_id))
+            before[ties] = (self.arrival[ties] < arrival) | (
+                (self.arrival[ties] == arrival) & (self.job_id[ties] < job_id)
+            )
         closed = list(self.closed)  # ``index`` itself never ranks before itself
-        return int(np.count_nonzero(before)) - (int(np.count_nonzero(before[closed])) if closed else 0)
+        return int(np.count_nonzero(before)) - (
+            int(np.count_nonzero(before[closed])) if closed else 0
+        )
 
     def arrivals(self) -> list[Candidate]:
         """The open candidates that arrived now and were never held, in queue
@@ -317,14 +357,26 @@ class Auction:
                 continue
             job = columns.jobs[row]
             assert job.profile is not None
-            out.append(Candidate(job.job_id, job.submit, columns.curves[row], job.profile,
-                                 float(columns.progress[row]), True, int(columns.best[row]), job.unit, job.bb,
-                                 bool(columns.spans[row])))
+            out.append(
+                Candidate(
+                    job.job_id,
+                    job.submit,
+                    columns.curves[row],
+                    job.profile,
+                    float(columns.progress[row]),
+                    True,
+                    int(columns.best[row]),
+                    job.unit,
+                    job.bb,
+                    bool(columns.spans[row]),
+                )
+            )
         return out
 
 
-def _first_best(key: np.ndarray, able: np.ndarray, arrival: np.ndarray, job_id: np.ndarray, *,
-                largest: bool) -> int:
+def _first_best(
+    key: np.ndarray, able: np.ndarray, arrival: np.ndarray, job_id: np.ndarray, *, largest: bool
+) -> int:
     """Index of the best ``key`` among ``able`` rows; ties: earliest arrival, then lowest id."""
     masked = np.where(able, key, -np.inf if largest else np.inf)
     index = int(masked.argmax() if largest else masked.argmin())

@@ -33,7 +33,18 @@ from market_hpc.domain.job import CORE_UNIT, Job
 
 LONG = 1024  # queues at least this long keep profit bounds (``bounds``)
 _FLOATS = ("arrival", "fastest", "progress", "vmax", "plateau", "zero", "span", "wake", "half")
-_INTS = ("job_id", "best", "holds", "base", "order", "scalar", "step", "unbounded", "group", "spans")
+_INTS = (
+    "job_id",
+    "best",
+    "holds",
+    "base",
+    "order",
+    "scalar",
+    "step",
+    "unbounded",
+    "group",
+    "spans",
+)
 
 
 def one_core_units(job: Job) -> bool:
@@ -79,7 +90,9 @@ class MarketColumns:
         self._buffers = (np.empty(0), np.empty((2, 0), dtype=np.int64))
         self._best_counts = np.zeros(1, dtype=np.int64)  # rows per c*
         self._most: int | None = None  # the largest c* (None: not known)
-        self._bounds: dict[int, np.ndarray] = {}  # bucket k -> upper bound of every row's profit on <= 2**k cores
+        self._bounds: dict[
+            int, np.ndarray
+        ] = {}  # bucket k -> upper bound of every row's profit on <= 2**k cores
         self._views: tuple[np.ndarray, ...] | None = None
         self.newest = -math.inf  # latest submit time of a job queued never held
         self.jobs: list[Job] = []
@@ -129,12 +142,14 @@ class MarketColumns:
     base = property(lambda self: self._columns()[12])  # RT on c cores is profiles[base + c]
     order = property(lambda self: self._columns()[13])
     group = property(lambda self: self._columns()[17])  # the row's unit vector is ``units[group]``
-    spans = property(lambda self: self._columns()[18])  # 1: the job may span nodes (``spans_nodes``)
+    spans = property(
+        lambda self: self._columns()[18]
+    )  # 1: the job may span nodes (``spans_nodes``)
 
     @property
     def bb(self) -> np.ndarray:
         """Each row's burst-buffer request (GB)."""
-        return self._bb[:self.size]
+        return self._bb[: self.size]
 
     def plain(self, n_nodes: int) -> bool:
         """Whether every row pushed so far asked for cores of one node only (no other
@@ -161,11 +176,24 @@ class MarketColumns:
         fastest = remaining_time(profile, best, progress)
         span = zero - plateau
         wake = math.floor(job.submit + zero - fastest)
-        self._floats[:, row] = (job.submit, fastest, progress, curve.max_value, plateau, zero, span,
-                                wake, curve.max_value * span / 2.0)
+        self._floats[:, row] = (
+            job.submit,
+            fastest,
+            progress,
+            curve.max_value,
+            plateau,
+            zero,
+            span,
+            wake,
+            curve.max_value * span / 2.0,
+        )
         step = type(curve) is StepCurve
-        unbounded = scalar or not (abs(job.submit) < LIMIT and abs(zero) < LIMIT and 0.0 <= fastest < LIMIT
-                                   and 1e-100 < curve.max_value < LIMIT)
+        unbounded = scalar or not (
+            abs(job.submit) < LIMIT
+            and abs(zero) < LIMIT
+            and 0.0 <= fastest < LIMIT
+            and 1e-100 < curve.max_value < LIMIT
+        )
         unit = job.unit
         group = self._unit_group.get(unit)
         if group is None:
@@ -178,10 +206,23 @@ class MarketColumns:
         if not one_core_units(job):
             self.heavy_seen = True
         self.spans_seen = self.spans_seen or spans
-        self._ints[:, row] = (job.job_id, best, holds, first - 1, self._pushed, scalar, step, unbounded, group, spans)
+        self._ints[:, row] = (
+            job.job_id,
+            best,
+            holds,
+            first - 1,
+            self._pushed,
+            scalar,
+            step,
+            unbounded,
+            group,
+            spans,
+        )
         self.index.push(self._pushed, job.job_id, wake, submit=job.submit, fresh=holds == 0)
         if best >= len(self._best_counts):
-            self._best_counts = np.concatenate([self._best_counts, np.zeros(best + 1, dtype=np.int64)])
+            self._best_counts = np.concatenate(
+                [self._best_counts, np.zeros(best + 1, dtype=np.int64)]
+            )
         self._best_counts[best] += 1
         if self._most is not None and best > self._most:
             self._most = best
@@ -250,13 +291,30 @@ class MarketColumns:
     def values_of(self, rows: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
         """``values`` of the given rows only (``elapsed`` has one entry per row)."""
         columns = self._columns()
-        return self._priced(rows, elapsed, None, columns[3][rows], columns[5][rows], columns[6][rows],
-                            columns[14][rows])
+        return self._priced(
+            rows,
+            elapsed,
+            None,
+            columns[3][rows],
+            columns[5][rows],
+            columns[6][rows],
+            columns[14][rows],
+        )
 
-    def _priced(self, rows: np.ndarray | None, elapsed: np.ndarray, out: np.ndarray | None, vmax: np.ndarray,
-                zero: np.ndarray, span: np.ndarray, scalar: np.ndarray) -> np.ndarray:
+    def _priced(
+        self,
+        rows: np.ndarray | None,
+        elapsed: np.ndarray,
+        out: np.ndarray | None,
+        vmax: np.ndarray,
+        zero: np.ndarray,
+        span: np.ndarray,
+        scalar: np.ndarray,
+    ) -> np.ndarray:
         kept = None
-        if self._scalar:  # priced by their own methods, on the elapsed times before ``out`` overwrites them
+        if (
+            self._scalar
+        ):  # priced by their own methods, on the elapsed times before ``out`` overwrites them
             picks = np.flatnonzero(scalar)
             kept = picks, elapsed[picks].tolist(), (picks if rows is None else rows[picks]).tolist()
         out = self._ramp(vmax, span, np.subtract(zero, elapsed, out=out))
@@ -333,7 +391,11 @@ class MarketColumns:
         size = self.size
         if len(self._buffers[0]) < size:
             self._buffers = (np.empty(2 * size), np.empty((2, 2 * size), dtype=np.int64))
-        full, cores, index = self._buffers[0][:size], self._buffers[1][0, :size], self._buffers[1][1, :size]
+        full, cores, index = (
+            self._buffers[0][:size],
+            self._buffers[1][0, :size],
+            self._buffers[1][1, :size],
+        )
         if bid >= self.most():
             cores = columns[10]
             np.add(columns[1], now, out=full)
@@ -371,8 +433,15 @@ class MarketColumns:
                 full = np.where(progress == 0.0, full, np.ceil((1.0 - progress) * full - 1e-9))
             column = np.empty(2 * size)
             self.values((columns[0] + full) - columns[0], out=column[:size])
-            rises = np.concatenate([[0], np.cumsum(self._profiles[1:self._profiles_end]
-                                                   > self._profiles[:self._profiles_end - 1])])
+            rises = np.concatenate(
+                [
+                    [0],
+                    np.cumsum(
+                        self._profiles[1 : self._profiles_end]
+                        > self._profiles[: self._profiles_end - 1]
+                    ),
+                ]
+            )
             column[:size][(rises[base + cores] != rises[base + 1]) | (columns[16] != 0)] = np.inf
             self._bounds[bucket] = column
         return column[:size]
@@ -382,10 +451,15 @@ class MarketColumns:
         profile = job.profile
         assert profile is not None
         cores = min(best, most)
-        if unbounded or any(later > earlier for earlier, later in itertools.pairwise(profile[:cores])):
+        if unbounded or any(
+            later > earlier for earlier, later in itertools.pairwise(profile[:cores])
+        ):
             return math.inf
-        return float(job.payload["value_curve"].value_at((job.submit + remaining_time(profile, cores, progress))
-                                                         - job.submit))
+        return float(
+            job.payload["value_curve"].value_at(
+                (job.submit + remaining_time(profile, cores, progress)) - job.submit
+            )
+        )
 
     def most(self) -> int:
         """The largest ``c*`` of any row (-1 when empty)."""
@@ -415,10 +489,10 @@ class MarketColumns:
                 self._repack()
             if self._profiles_end + need > len(self._profiles):
                 grown = np.empty(2 * (self._profiles_end + need), dtype=np.float64)
-                grown[:self._profiles_end] = self._profiles[:self._profiles_end]
+                grown[: self._profiles_end] = self._profiles[: self._profiles_end]
                 self._profiles = grown
         start = self._profiles_end
-        self._profiles[start:start + need] = profile
+        self._profiles[start : start + need] = profile
         self._profiles_end = start + need
         self._profiles_live += need
         return start
@@ -430,7 +504,7 @@ class MarketColumns:
         for row, job in enumerate(self.jobs):
             length = len(job.profile)  # type: ignore[arg-type]
             first = int(bases[row]) + 1
-            packed[end:end + length] = self._profiles[first:first + length]
+            packed[end : end + length] = self._profiles[first : first + length]
             bases[row] = end - 1
             end += length
         self._profiles, self._profiles_end = packed, end

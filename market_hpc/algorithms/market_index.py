@@ -53,7 +53,9 @@ class QueueIndex:
         self._order: list[tuple[int, int]] = []  # (serial, job id) in push order
         self._head = 0  # entries before it have left
         self._newest = -math.inf  # latest submit time of a job pushed never held
-        self._recent: list[tuple[int, int]] = []  # (serial, job id) pushed never held at ``_newest``
+        self._recent: list[
+            tuple[int, int]
+        ] = []  # (serial, job id) pushed never held at ``_newest``
 
     def push(self, serial: int, job_id: int, wake: float, *, submit: float, fresh: bool) -> None:
         """Index a job entering the queue (``fresh``: never held)."""
@@ -74,7 +76,7 @@ class QueueIndex:
             self._heap = [entry for entry in self._heap if self._live(entry[1], entry[2])]
             heapq.heapify(self._heap)
         if len(self._order) - self._head > 2 * live + 64:
-            self._order = [entry for entry in self._order[self._head:] if self._live(*entry)]
+            self._order = [entry for entry in self._order[self._head :] if self._live(*entry)]
             self._head = 0
 
     def _live(self, serial: int, job_id: int) -> bool:

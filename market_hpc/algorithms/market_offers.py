@@ -115,7 +115,9 @@ def offers(columns: MarketColumns, free: np.ndarray, free_bb: float, order: np.n
     return Offers(cap, turn)
 
 
-def pick(auction: Auction, free: np.ndarray, free_bb: float, order: np.ndarray) -> tuple[int, Allocation] | None:
+def pick(
+    auction: Auction, free: np.ndarray, free_bb: float, order: np.ndarray
+) -> tuple[int, Allocation] | None:
     """One round: ``(row, allocation)`` of the job that starts, or ``None`` (module docstring).
 
     Args:
@@ -211,11 +213,24 @@ def hold_search_resources(
         baseline = baselines.get(arrival.job_id, 0.0) if baselines else 0.0
         gains: dict[int, float] = {}
 
-        def gain_on(units: int, arrival: Candidate = arrival, gains: dict[int, float] = gains,
-                    baseline: float = baseline) -> float:
+        def gain_on(
+            units: int,
+            arrival: Candidate = arrival,
+            gains: dict[int, float] = gains,
+            baseline: float = baseline,
+        ) -> float:
             if units not in gains:
-                gains[units] = profit(arrival.curve, now, arrival.arrival, arrival.profile, units,
-                                      arrival.progress) - baseline
+                gains[units] = (
+                    profit(
+                        arrival.curve,
+                        now,
+                        arrival.arrival,
+                        arrival.profile,
+                        units,
+                        arrival.progress,
+                    )
+                    - baseline
+                )
             return gains[units]
 
         top = gain_on(c_best)
@@ -258,14 +273,17 @@ def hold_search_resources(
                 net = gain_on(units) - loss
                 if net > best_net:
                     best_net = net
-                    best = HoldPlan(arrival.job_id, node, tuple(held), units, net, gains[units] + baseline)
+                    best = HoldPlan(
+                        arrival.job_id, node, tuple(held), units, net, gains[units] + baseline
+                    )
                 if units >= c_best:
                     break  # longer prefixes earn the same and lose more
     return best
 
 
-def first_release_resources(releases: Sequence[Freed], free: np.ndarray, free_bb: float, job: Candidate,
-                            ahead: int) -> tuple[float, int] | None:
+def first_release_resources(
+    releases: Sequence[Freed], free: np.ndarray, free_bb: float, job: Candidate, ahead: int
+) -> tuple[float, int] | None:
     """``algorithms.market.first_release`` over every resource: when, and on how many
     units, ``job`` gets an offer without holding.
 
@@ -301,8 +319,14 @@ def first_release_resources(releases: Sequence[Freed], free: np.ndarray, free_bb
     return None
 
 
-def value_after_wait_resources(job: Candidate, releases: Sequence[Freed], free: np.ndarray, free_bb: float,
-                               now: float, ahead: int) -> float:
+def value_after_wait_resources(
+    job: Candidate,
+    releases: Sequence[Freed],
+    free: np.ndarray,
+    free_bb: float,
+    now: float,
+    ahead: int,
+) -> float:
     """``algorithms.market.value_after_wait`` with ``first_release_resources``."""
     got = first_release_resources(releases, free, free_bb, job, ahead)
     if got is None:

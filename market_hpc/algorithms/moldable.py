@@ -26,7 +26,9 @@ def scaled_profile(profile: Sequence[float], estimate: float, run_time: float) -
     return tuple(t * factor for t in profile)
 
 
-def mold_width(expected: Sequence[float], requested: int, free_now: int, now: float, shadow: float) -> int:
+def mold_width(
+    expected: Sequence[float], requested: int, free_now: int, now: float, shadow: float
+) -> int:
     """Cores to start a head job on now, or 0 to keep waiting for its reservation.
 
     Args:

@@ -34,9 +34,19 @@ class BackfillLimits:
 
     __slots__ = ("extra_bb", "extra_cores", "free_bb", "free_cores")
 
-    def __init__(self, free_cores: float, extra_cores: float, free_bb: float = math.inf,
-                 extra_bb: float = math.inf) -> None:
-        self.free_cores, self.extra_cores, self.free_bb, self.extra_bb = free_cores, extra_cores, free_bb, extra_bb
+    def __init__(
+        self,
+        free_cores: float,
+        extra_cores: float,
+        free_bb: float = math.inf,
+        extra_bb: float = math.inf,
+    ) -> None:
+        self.free_cores, self.extra_cores, self.free_bb, self.extra_bb = (
+            free_cores,
+            extra_cores,
+            free_bb,
+            extra_bb,
+        )
 
     def values(self) -> tuple[float, float, float, float]:
         """``(free_cores, extra_cores, free_bb, extra_bb)``."""
@@ -94,7 +104,9 @@ class QueueColumns:
         if self._dead > 512 and self._dead * 2 > self._size:
             self._compact()
 
-    def backfill_scan(self, after: int, now: float, shadow: float, limits: BackfillLimits) -> Iterator[Job]:
+    def backfill_scan(
+        self, after: int, now: float, shadow: float, limits: BackfillLimits
+    ) -> Iterator[Job]:
         """Jobs behind job ``after``, in queue order, that may still be backfilled.
 
         A candidate asks for no more than ``limits.free_cores`` cores and
@@ -121,7 +133,9 @@ class QueueColumns:
                     break
             window *= 4
 
-    def fitting(self, free_cores: float, free_bb: float = math.inf, after: int | None = None) -> list[Job]:
+    def fitting(
+        self, free_cores: float, free_bb: float = math.inf, after: int | None = None
+    ) -> list[Job]:
         """Waiting jobs (all, or those behind job ``after``), in queue order, asking for no
         more than ``free_cores`` cores and ``free_bb`` of burst buffer.
 
@@ -131,14 +145,23 @@ class QueueColumns:
         ([2, 3], [2])
         """
         first = 0 if after is None else self._position[after] + 1
-        fits = self._cores[first:self._size] <= free_cores
+        fits = self._cores[first : self._size] <= free_cores
         if free_bb < math.inf:
-            fits &= self._bb[first:self._size] <= free_bb
+            fits &= self._bb[first : self._size] <= free_bb
         jobs = self._jobs
         return [jobs[row] for row in (fits.nonzero()[0] + first).tolist()]  # type: ignore[misc]
 
-    def _matches(self, first: int, end: int, now: float, shadow: float, free_cores: float, extra_cores: float,
-                 free_bb: float, extra_bb: float) -> list[int]:
+    def _matches(
+        self,
+        first: int,
+        end: int,
+        now: float,
+        shadow: float,
+        free_cores: float,
+        extra_cores: float,
+        free_bb: float,
+        extra_bb: float,
+    ) -> list[int]:
         cores = self._cores[first:end]
         fits = cores <= free_cores
         in_extra = cores <= extra_cores
@@ -152,15 +175,15 @@ class QueueColumns:
     def _grow(self) -> None:
         capacity = 2 * len(self._bb)
         cores = np.empty(capacity, dtype=np.int64)
-        cores[:self._size] = self._cores[:self._size]
+        cores[: self._size] = self._cores[: self._size]
         bb = np.empty(capacity, dtype=np.float64)
-        bb[:self._size] = self._bb[:self._size]
+        bb[: self._size] = self._bb[: self._size]
         estimate = np.empty(capacity, dtype=np.float64)
-        estimate[:self._size] = self._estimate[:self._size]
+        estimate[: self._size] = self._estimate[: self._size]
         self._cores, self._bb, self._estimate = cores, bb, estimate
 
     def _compact(self) -> None:
-        keep = np.flatnonzero(self._cores[:self._size] != _DEAD)
+        keep = np.flatnonzero(self._cores[: self._size] != _DEAD)
         live = len(keep)
         self._cores[:live] = self._cores[keep]
         self._bb[:live] = self._bb[keep]

@@ -69,8 +69,12 @@ def route_all(config: QueueConfig, cores: np.ndarray, estimates: np.ndarray) -> 
     order = sorted(range(len(config.queues)), key=lambda i: (specificity(config.queues[i]), i))
     for index in reversed(order):  # the most specific queue writes last
         queue = config.queues[index]
-        accepts = ((cores >= queue.min_cores) & (cores <= queue.max_cores)
-                   & (estimates >= queue.min_wall) & (estimates <= queue.max_wall))
+        accepts = (
+            (cores >= queue.min_cores)
+            & (cores <= queue.max_cores)
+            & (estimates >= queue.min_wall)
+            & (estimates <= queue.max_wall)
+        )
         result[accepts] = index
     if config.catch_all is not None:
         result[result < 0] = config.names.index(config.catch_all)
@@ -80,21 +84,29 @@ def route_all(config: QueueConfig, cores: np.ndarray, estimates: np.ndarray) -> 
 def unroutable_message(config: QueueConfig, job_id: int, cores: int, estimate: float) -> str:
     """The load-time error for a job no queue accepts: the job and every queue's ranges."""
     ranges = "; ".join(q.describe() for q in config.queues)
-    return (f"job {job_id} ({cores} cores, estimate {estimate / HOUR:g} h) fits no queue of "
-            f"configuration {config.label or config.mode!r}: {ranges}; widen a range or set catch_all")
+    return (
+        f"job {job_id} ({cores} cores, estimate {estimate / HOUR:g} h) fits no queue of "
+        f"configuration {config.label or config.mode!r}: {ranges}; widen a range or set catch_all"
+    )
 
 
-def cpu_hours(cores: np.ndarray, run_times: np.ndarray, queue_of: np.ndarray, n_queues: int) -> np.ndarray:
+def cpu_hours(
+    cores: np.ndarray, run_times: np.ndarray, queue_of: np.ndarray, n_queues: int
+) -> np.ndarray:
     """CPU hours per queue (Eq. 5): sum of cores x run time over each queue's jobs.
 
     >>> cpu_hours(np.array([2, 4, 1]), np.array([3600.0, 1800.0, 7200.0]), np.array([0, 0, 1]), 3)
     array([4., 2., 0.])
     """
     valid = queue_of >= 0
-    return np.bincount(queue_of[valid], weights=cores[valid] * run_times[valid] / HOUR, minlength=n_queues)
+    return np.bincount(
+        queue_of[valid], weights=cores[valid] * run_times[valid] / HOUR, minlength=n_queues
+    )
 
 
-def apportion(total: int, weights: Sequence[float], minimum: Sequence[int] | None = None) -> tuple[int, ...]:
+def apportion(
+    total: int, weights: Sequence[float], minimum: Sequence[int] | None = None
+) -> tuple[int, ...]:
     """Split ``total`` integer units in proportion to ``weights`` (largest remainder),
     giving each share at least ``minimum`` and renormalising the others (every queue fits its jobs).
 
@@ -121,8 +133,11 @@ def apportion(total: int, weights: Sequence[float], minimum: Sequence[int] | Non
     while True:  # water-filling: shares under their minimum are pinned there
         free_total = total - sum(f for f, pinned in zip(floor, fixed) if pinned)
         free_weight = weight[~fixed].sum()
-        ideal = np.where(fixed, np.asarray(floor, dtype=float),
-                         free_total * weight / free_weight if free_weight > 0 else 0.0)
+        ideal = np.where(
+            fixed,
+            np.asarray(floor, dtype=float),
+            free_total * weight / free_weight if free_weight > 0 else 0.0,
+        )
         under = (~fixed) & (ideal < np.asarray(floor))
         if not under.any():
             break
@@ -135,7 +150,10 @@ def apportion(total: int, weights: Sequence[float], minimum: Sequence[int] | Non
 
 
 def proportional_partitions(
-    config: QueueConfig, n_nodes: int, hours: Sequence[float], min_nodes: Sequence[int],
+    config: QueueConfig,
+    n_nodes: int,
+    hours: Sequence[float],
+    min_nodes: Sequence[int],
 ) -> tuple[int, ...]:
     """Eq. 7 over the partitioned queues: nodes in proportion to CPU hours, each at
     least ``min_nodes`` (the largest request seen); reservation queues get 0."""
@@ -147,7 +165,9 @@ def proportional_partitions(
     return tuple(sizes)
 
 
-def layout(config: QueueConfig, n_nodes: int) -> tuple[tuple[tuple[int, int], ...], tuple[int, int]]:
+def layout(
+    config: QueueConfig, n_nodes: int
+) -> tuple[tuple[tuple[int, int], ...], tuple[int, int]]:
     """Node index ranges ``[lo, hi)`` per queue and of the pool.
 
     Partitions are contiguous in queue order, the pool after them. In ``shared`` mode
@@ -165,8 +185,10 @@ def layout(config: QueueConfig, n_nodes: int) -> tuple[tuple[tuple[int, int], ..
     if config.mode == "shared":
         return tuple((0, n_nodes) for _ in config.queues), (n_nodes, n_nodes)
     if config.used_nodes > n_nodes:
-        raise ConfigError(f"configuration {config.label or config.mode!r} needs {config.used_nodes} nodes "
-                          f"(partitions {config.partitions}, pool {config.pool}), the platform has {n_nodes}")
+        raise ConfigError(
+            f"configuration {config.label or config.mode!r} needs {config.used_nodes} nodes "
+            f"(partitions {config.partitions}, pool {config.pool}), the platform has {n_nodes}"
+        )
     ranges = []
     start = 0
     for queue, size in zip(config.queues, config.partitions):
@@ -191,6 +213,7 @@ def scaled_table1(total_cores: int, open_wall: bool = True) -> tuple[QueueSpec, 
     >>> [q.describe() for q in scaled_table1(35232)][:2]
     ['idqueue[cores 1-256, wall 0-2 h]', 'small[cores 1-1032, wall 0-24 h]']
     """
+
     def scale(cores: int) -> int:
         return max(1, round(cores * total_cores / SERC_CORES))
 
@@ -204,7 +227,14 @@ def scaled_table1(total_cores: int, open_wall: bool = True) -> tuple[QueueSpec, 
         QueueSpec("small", 1, small_max, 0.0, 24 * HOUR),
         QueueSpec("small72", 1, small_max, 24 * HOUR + 1, long_wall),
         QueueSpec("medium", small_max + 1, medium_max, 0.0, day_wall),
-        QueueSpec("large", medium_max + 1, max(medium_max + 1, total_cores), 0.0, day_wall, reservation=True),
+        QueueSpec(
+            "large",
+            medium_max + 1,
+            max(medium_max + 1, total_cores),
+            0.0,
+            day_wall,
+            reservation=True,
+        ),
     )
 
 
@@ -219,10 +249,15 @@ def default_config(mode: str, n_nodes: int, total_cores: int) -> QueueConfig:
     """
     narrow = max(1, total_cores // 8)
     wide = max(narrow + 1, total_cores // 2)
-    queues = (QueueSpec("narrow", 1, narrow), QueueSpec("wide", narrow + 1, wide),
-              QueueSpec("large", wide + 1, max(wide + 1, total_cores), reservation=True))
+    queues = (
+        QueueSpec("narrow", 1, narrow),
+        QueueSpec("wide", narrow + 1, wide),
+        QueueSpec("large", wide + 1, max(wide + 1, total_cores), reservation=True),
+    )
     if mode == "shared" or n_nodes < 3:
         return QueueConfig(queues, mode="shared", label="shared")
     pool = max(1, n_nodes // 4) if mode == "hybrid" else 0
     first = math.ceil((n_nodes - pool) / 2)
-    return QueueConfig(queues, mode=mode, partitions=(first, n_nodes - pool - first, 0), pool=pool, label=mode)
+    return QueueConfig(
+        queues, mode=mode, partitions=(first, n_nodes - pool - first, 0), pool=pool, label=mode
+    )

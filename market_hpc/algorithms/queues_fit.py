@@ -28,9 +28,12 @@ def monomial_exponents(n_vars: int, degree: int = 3) -> list[tuple[int, ...]]:
     >>> len(monomial_exponents(3)), monomial_exponents(1)
     (20, [(0,), (1,), (2,), (3,)])
     """
-    return [e for total in range(degree + 1)
-            for e in sorted(itertools.product(range(total + 1), repeat=n_vars), reverse=True)
-            if sum(e) == total]
+    return [
+        e
+        for total in range(degree + 1)
+        for e in sorted(itertools.product(range(total + 1), repeat=n_vars), reverse=True)
+        if sum(e) == total
+    ]
 
 
 def design_matrix(x: np.ndarray, exponents: Sequence[tuple[int, ...]]) -> np.ndarray:
@@ -64,7 +67,11 @@ class Cubic:
         for e, c in zip(self.exponents, self.coef):
             for i, power in enumerate(e):
                 if power:
-                    others = np.prod([x[j] ** p for j, p in enumerate(e) if j != i]) if len(e) > 1 else 1.0
+                    others = (
+                        np.prod([x[j] ** p for j, p in enumerate(e) if j != i])
+                        if len(e) > 1
+                        else 1.0
+                    )
                     grad[i] += c * power * x[i] ** (power - 1) * others
         return grad
 
@@ -87,7 +94,7 @@ def fit_cubic(x: np.ndarray, y: np.ndarray, degree: int = 3, ridge: float = 1e-9
     coef = np.linalg.solve(gram, matrix.T @ y)
     residual = y - matrix @ coef
     spread = float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - float((residual ** 2).sum()) / spread if spread > 0 else 1.0
+    r2 = 1.0 - float((residual**2).sum()) / spread if spread > 0 else 1.0
     return Cubic(exponents, coef, r2)
 
 
@@ -112,7 +119,9 @@ def cross_r2(x: np.ndarray, y: np.ndarray, folds: int = 5, degree: int = 3) -> f
     return 1.0 - float(((y - predicted) ** 2).sum()) / spread if spread > 0 else 1.0
 
 
-def share_floor(total: int, lower: Sequence[int], hours: Sequence[float], alpha: float) -> tuple[int, ...]:
+def share_floor(
+    total: int, lower: Sequence[int], hours: Sequence[float], alpha: float
+) -> tuple[int, ...]:
     """Per-queue minimum: the larger of lb_i and ``alpha`` x its Eq. 7 share.
 
     This is the relaxed Eq. 6 used here: as written, P_i/P_j > C_i/C_j for
@@ -125,8 +134,10 @@ def share_floor(total: int, lower: Sequence[int], hours: Sequence[float], alpha:
     (30, 15, 5)
     """
     weight = sum(hours)
-    floors = [max(lo, math.ceil(alpha * total * h / weight - 1e-9)) if weight > 0 else lo
-              for lo, h in zip(lower, hours)]
+    floors = [
+        max(lo, math.ceil(alpha * total * h / weight - 1e-9)) if weight > 0 else lo
+        for lo, h in zip(lower, hours)
+    ]
     if sum(floors) > total:
         extra = apportion(total - sum(lower), [f - lo for f, lo in zip(floors, lower)])
         floors = [lo + e for lo, e in zip(lower, extra)]
@@ -167,8 +178,9 @@ class NlpProblem:
 
     def feasible(self, sizes: Sequence[int]) -> bool:
         """Whether integer sizes meet Eq. 3 and the floors and upper bounds."""
-        return sum(sizes) == self.total and all(lo <= s <= max(lo, hi)
-                                                for s, lo, hi in zip(sizes, self.floor, self.upper))
+        return sum(sizes) == self.total and all(
+            lo <= s <= max(lo, hi) for s, lo, hi in zip(sizes, self.floor, self.upper)
+        )
 
 
 def epoch_weights(count: int) -> tuple[float, ...]:
@@ -218,7 +230,9 @@ class NlpResult:
     messages: dict[str, int] = field(default_factory=dict)
 
 
-def solve_nlp(problem: NlpProblem, starts: Sequence[Sequence[float]], max_iter: int = 200) -> NlpResult:
+def solve_nlp(
+    problem: NlpProblem, starts: Sequence[Sequence[float]], max_iter: int = 200
+) -> NlpResult:
     """Minimise the weighted surrogate under Eq. 3 and the floors; integer node sizes.
 
     The variables are shares y_i = P_i / unit (well scaled for SLSQP): bounds
@@ -251,8 +265,15 @@ def solve_nlp(problem: NlpProblem, starts: Sequence[Sequence[float]], max_iter: 
     for position, start in enumerate(starts):
         y0 = np.clip(np.asarray(start, dtype=float) / total, lows, highs)
         for attempt in (y0, (y0 + centre) / 2):
-            result = minimize(fun, attempt, jac=jac, method="SLSQP", bounds=bounds, constraints=constraints,
-                              options={"maxiter": max_iter, "ftol": 1e-12})
+            result = minimize(
+                fun,
+                attempt,
+                jac=jac,
+                method="SLSQP",
+                bounds=bounds,
+                constraints=constraints,
+                options={"maxiter": max_iter, "ftol": 1e-12},
+            )
             out.solves += 1
             if result.success:
                 break
@@ -275,9 +296,14 @@ def solve_nlp(problem: NlpProblem, starts: Sequence[Sequence[float]], max_iter: 
     return out
 
 
-def settle(problem: NlpProblem, starts: Sequence[Sequence[int]], samples: Sequence[Sequence[int]],
-           sample_waits: np.ndarray, simulate: Callable[[tuple[int, ...]], float],
-           max_iter: int = 200) -> tuple[tuple[int, ...], dict[str, Any]]:
+def settle(
+    problem: NlpProblem,
+    starts: Sequence[Sequence[int]],
+    samples: Sequence[Sequence[int]],
+    sample_waits: np.ndarray,
+    simulate: Callable[[tuple[int, ...]], float],
+    max_iter: int = 200,
+) -> tuple[tuple[int, ...], dict[str, Any]]:
     """The DP-NLPM decision: solve the NLP, simulate its optimum (``simulate`` returns
     the recency-weighted wait, the unit of ``sample_waits``) and keep it unless the best
     simulated sample is better (a check the paper does not have: a cubic fitted to
@@ -290,18 +316,29 @@ def settle(problem: NlpProblem, starts: Sequence[Sequence[int]], samples: Sequen
     solved = solve_nlp(problem, starts, max_iter)
     best = int(np.argmin(sample_waits))
     weight = sum(problem.weights)
-    record: dict[str, Any] = {"solves": solved.solves, "failures": solved.failures, "retries": solved.retries,
-                    "discarded": solved.discarded, "messages": dict(solved.messages),
-                    "sample_sim_h": float(sample_waits[best]),
-                    "sample_pred_h": problem.objective(np.array(samples[best])) / weight}
+    record: dict[str, Any] = {
+        "solves": solved.solves,
+        "failures": solved.failures,
+        "retries": solved.retries,
+        "discarded": solved.discarded,
+        "messages": dict(solved.messages),
+        "sample_sim_h": float(sample_waits[best]),
+        "sample_pred_h": problem.objective(np.array(samples[best])) / weight,
+    }
     if solved.sizes is None:
         return tuple(samples[best]), {**record, "source": "fallback"}
     simulated = simulate(solved.sizes)
-    record.update({"nlp_sim_h": simulated, "nlp_pred_h": problem.objective(np.array(solved.sizes)) / weight,
-                   "slsqp_moved": solved.slsqp_sizes != tuple(starts[solved.start]),
-                   "search_moved": solved.sizes != solved.slsqp_sizes,
-                   "nlp_gain_pct": 100.0 * (sample_waits[best] - simulated) / sample_waits[best]
-                   if sample_waits[best] > 0 else 0.0})
+    record.update(
+        {
+            "nlp_sim_h": simulated,
+            "nlp_pred_h": problem.objective(np.array(solved.sizes)) / weight,
+            "slsqp_moved": solved.slsqp_sizes != tuple(starts[solved.start]),
+            "search_moved": solved.sizes != solved.slsqp_sizes,
+            "nlp_gain_pct": 100.0 * (sample_waits[best] - simulated) / sample_waits[best]
+            if sample_waits[best] > 0
+            else 0.0,
+        }
+    )
     if simulated <= sample_waits[best]:
         return solved.sizes, {**record, "source": "nlp"}
     return tuple(samples[best]), {**record, "source": "sample"}

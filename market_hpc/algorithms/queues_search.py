@@ -77,8 +77,13 @@ def nodes_for(cores: int, cores_per_node: int) -> int:
     return max(1, -(-int(cores) // cores_per_node))
 
 
-def sample_partitions(rng: np.random.Generator, count: int, lower: Sequence[int], total: int,
-                      include: Sequence[Sequence[int]] = ()) -> list[tuple[int, ...]]:
+def sample_partitions(
+    rng: np.random.Generator,
+    count: int,
+    lower: Sequence[int],
+    total: int,
+    include: Sequence[Sequence[int]] = (),
+) -> list[tuple[int, ...]]:
     """``count`` distinct partition sets with sum ``total`` and each size >= ``lower``
     (not in the paper): the ``include`` points first, then Dirichlet(1) draws of the slack.
 
@@ -126,8 +131,14 @@ def knee(grid: Sequence[int], utils: Sequence[float], tau: float = 0.9) -> int:
     return chosen
 
 
-def utilisation_bounds(config: QueueConfig, evaluate: Evaluate, minimum: Sequence[int], total: int,
-                       points: int = 8, tau: float = 0.9) -> tuple[int, ...]:
+def utilisation_bounds(
+    config: QueueConfig,
+    evaluate: Evaluate,
+    minimum: Sequence[int],
+    total: int,
+    points: int = 8,
+    tau: float = 0.9,
+) -> tuple[int, ...]:
     """lb_i of Eq. 4 (``tau_util`` = 90% of the maximum utilisation).
 
     Queue i alone is simulated on a grid of sizes from its largest request up to what
@@ -141,7 +152,9 @@ def utilisation_bounds(config: QueueConfig, evaluate: Evaluate, minimum: Sequenc
     configs = []
     for i in owners:
         top = total - sum(minimum[j] for j in owners if j != i)
-        grid = sorted({round(float(v)) for v in np.linspace(minimum[i], max(minimum[i], top), points)})
+        grid = sorted(
+            {round(float(v)) for v in np.linspace(minimum[i], max(minimum[i], top), points)}
+        )
         grids[i] = grid
         for size in grid:
             sizes = list(bounds)
@@ -159,8 +172,9 @@ def utilisation_bounds(config: QueueConfig, evaluate: Evaluate, minimum: Sequenc
     return tuple(bounds)
 
 
-def split_queue(config: QueueConfig, index: int, history: History, cores_per_node: int,
-                method: str) -> QueueConfig | None:
+def split_queue(
+    config: QueueConfig, index: int, history: History, cores_per_node: int, method: str
+) -> QueueConfig | None:
     """Split queue ``index`` by ``runtime`` (halve the wall range), ``cpu_hours`` or
     ``jobs`` (cut the core range where the sorted requests reach half the CPU hours or
     half the jobs; equal requests stay together); nodes are divided by the CPU hours
@@ -193,14 +207,16 @@ def split_queue(config: QueueConfig, index: int, history: History, cores_per_nod
     if in_first.all() or not in_first.any():
         return None
     hours = [float((cores * run)[in_first].sum()), float((cores * run)[~in_first].sum())]
-    need = [nodes_for(int(cores[in_first].max()), cores_per_node),
-            nodes_for(int(cores[~in_first].max()), cores_per_node)]
+    need = [
+        nodes_for(int(cores[in_first].max()), cores_per_node),
+        nodes_for(int(cores[~in_first].max()), cores_per_node),
+    ]
     size = config.partitions[index]
     if sum(need) > size:
         return None
     shares = apportion(size, hours, need)
-    queues = config.queues[:index] + (first, second) + config.queues[index + 1:]
-    partitions = config.partitions[:index] + shares + config.partitions[index + 1:]
+    queues = config.queues[:index] + (first, second) + config.queues[index + 1 :]
+    partitions = config.partitions[:index] + shares + config.partitions[index + 1 :]
     return replace(config, queues=queues, partitions=partitions)
 
 
@@ -228,9 +244,15 @@ def merge_queues(config: QueueConfig, i: int, j: int) -> QueueConfig:
     """Replace queues ``i < j`` by their bounding box owning both partitions (it
     inherits both ancestries' splits)."""
     a, b = config.queues[i], config.queues[j]
-    merged = QueueSpec(f"{a.name}+{b.name}", min(a.min_cores, b.min_cores), max(a.max_cores, b.max_cores),
-                       min(a.min_wall, b.min_wall), max(a.max_wall, b.max_wall), max(a.priority, b.priority),
-                       splits=tuple(sorted({*a.splits, *b.splits})))
+    merged = QueueSpec(
+        f"{a.name}+{b.name}",
+        min(a.min_cores, b.min_cores),
+        max(a.max_cores, b.max_cores),
+        min(a.min_wall, b.min_wall),
+        max(a.max_wall, b.max_wall),
+        max(a.priority, b.priority),
+        splits=tuple(sorted({*a.splits, *b.splits})),
+    )
     queues = list(config.queues)
     partitions = list(config.partitions)
     queues[i], partitions[i] = merged, partitions[i] + partitions[j]
@@ -238,8 +260,13 @@ def merge_queues(config: QueueConfig, i: int, j: int) -> QueueConfig:
     return replace(config, queues=tuple(queues), partitions=tuple(partitions))
 
 
-def within_limits(before: Evaluation, after: Evaluation, members: Sequence[np.ndarray], degradation: float,
-                  floor: float) -> bool:
+def within_limits(
+    before: Evaluation,
+    after: Evaluation,
+    members: Sequence[np.ndarray],
+    degradation: float,
+    floor: float,
+) -> bool:
     """Whether no job group (the jobs of one queue before a merge) waits on average
     more than ``1 + degradation`` times what it waited before (at least ``floor``
     seconds): a merge may not buy a lower overall wait with one queue's jobs.
@@ -275,9 +302,16 @@ class DqrLog:
     merges_split_blocked: int = 0
 
 
-def dqr(config: QueueConfig, history: History, evaluate: Evaluate, cores_per_node: int,
-        max_queues: int = 8, degradation: float = 0.30, floor: float = 60.0,
-        log: DqrLog | None = None) -> tuple[QueueConfig, float]:
+def dqr(
+    config: QueueConfig,
+    history: History,
+    evaluate: Evaluate,
+    cores_per_node: int,
+    max_queues: int = 8,
+    degradation: float = 0.30,
+    floor: float = 60.0,
+    log: DqrLog | None = None,
+) -> tuple[QueueConfig, float]:
     """Phase 2 (DQR): greedy splits (best of three methods, kept while the overall wait
     falls, a kept split's first half tried again), then greedy merges: the feasible
     merge with the lowest overall wait among those keeping each merged queue's jobs
@@ -291,8 +325,11 @@ def dqr(config: QueueConfig, history: History, evaluate: Evaluate, cores_per_nod
         if current.queues[index].reservation:
             index += 1
             continue
-        candidates = [c for m in ("runtime", "cpu_hours", "jobs")
-                      if (c := split_queue(current, index, history, cores_per_node, m)) is not None]
+        candidates = [
+            c
+            for m in ("runtime", "cpu_hours", "jobs")
+            if (c := split_queue(current, index, history, cores_per_node, m)) is not None
+        ]
         scores = [e.overall for e in evaluate(candidates)] if candidates else []
         log.splits_tried += len(candidates)
         if scores and min(scores) < best:
@@ -333,9 +370,16 @@ def dqr(config: QueueConfig, history: History, evaluate: Evaluate, cores_per_nod
     return current, best
 
 
-def carve_pool(config: QueueConfig, history: History, evaluate: Evaluate, cores_per_node: int,
-               chunk: int = 1, degradation: float = 0.30, floor: float = 60.0,
-               stats: dict[str, int] | None = None) -> QueueConfig:
+def carve_pool(
+    config: QueueConfig,
+    history: History,
+    evaluate: Evaluate,
+    cores_per_node: int,
+    chunk: int = 1,
+    degradation: float = 0.30,
+    floor: float = 60.0,
+    stats: dict[str, int] | None = None,
+) -> QueueConfig:
     """The hybrid pool (§III): shrink each partition by ``chunk`` nodes at a time while
     its queue's simulated mean wait stays within ``1 + degradation`` of the original
     (at least ``floor`` seconds, so a zero wait can shrink) and never below its largest request;
@@ -352,9 +396,13 @@ def carve_pool(config: QueueConfig, history: History, evaluate: Evaluate, cores_
     owners = [i for i, q in enumerate(config.queues) if not q.reservation]
     base = evaluate([config])[0]
     _, _, largest = history.per_queue(config)
-    allowed = {i: (1 + degradation) * max(base.waits[i] if base.counts[i] else 0.0, floor) for i in owners}
-    top = {i: max(0, (config.partitions[i] - nodes_for(int(largest[i]), cores_per_node)) // chunk)
-           for i in owners}
+    allowed = {
+        i: (1 + degradation) * max(base.waits[i] if base.counts[i] else 0.0, floor) for i in owners
+    }
+    top = {
+        i: max(0, (config.partitions[i] - nodes_for(int(largest[i]), cores_per_node)) // chunk)
+        for i in owners
+    }
     low = {i: 0 for i in owners}
     high = dict(top)
 
@@ -362,7 +410,9 @@ def carve_pool(config: QueueConfig, history: History, evaluate: Evaluate, cores_
         sizes = list(config.partitions)
         for i, k in cuts.items():
             sizes[i] -= k * chunk
-        return replace(config, mode="hybrid", partitions=tuple(sizes), pool=sum(cuts.values()) * chunk)
+        return replace(
+            config, mode="hybrid", partitions=tuple(sizes), pool=sum(cuts.values()) * chunk
+        )
 
     while any(low[i] < high[i] for i in owners):
         probe = {i: (low[i] + high[i] + 1) // 2 for i in owners}

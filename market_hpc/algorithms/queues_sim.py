@@ -92,7 +92,7 @@ def easy_waits(jobs: QueueJobs, capacity: int) -> np.ndarray:
         if head < 0:
             waiting = []
             continue
-        rest = waiting[head + 1:]
+        rest = waiting[head + 1 :]
         waiting = waiting[head:]
         if free == 0 or not rest:
             continue
@@ -124,7 +124,7 @@ def easy_waits(jobs: QueueJobs, capacity: int) -> np.ndarray:
             running[job] = now + estimate[job]
             heapq.heappush(ends, (now + run[job], job))
             if free == 0:
-                kept.extend(rest[position + 1:])
+                kept.extend(rest[position + 1 :])
                 break
         waiting = kept
     return np.array(waits)

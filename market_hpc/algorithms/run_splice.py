@@ -19,8 +19,13 @@ Piece = tuple[int, int, int]
 """``(first, end, delta)``: add ``delta`` to nodes ``first..end-1``."""
 
 
-def splice(starts: list[int], vals: list[int], n_nodes: int, runs: Sequence[tuple[int, int, int]], scale: int
-           ) -> tuple[int, int, list[int], list[int], list[tuple[int, int, int, int]], int]:
+def splice(
+    starts: list[int],
+    vals: list[int],
+    n_nodes: int,
+    runs: Sequence[tuple[int, int, int]],
+    scale: int,
+) -> tuple[int, int, list[int], list[int], list[tuple[int, int, int, int]], int]:
     """The runs that replace ``starts[i:j]``/``vals[i:j]`` once ``scale * units`` is added
     to each node of every run ``(first, count, units)`` of ``runs``.
 
@@ -66,8 +71,8 @@ def splice(starts: list[int], vals: list[int], n_nodes: int, runs: Sequence[tupl
                 add_v(v)
             if p > pos + 1:
                 a = len(out_s)
-                out_s += starts[pos + 1:p]
-                out_v += vals[pos + 1:p]
+                out_s += starts[pos + 1 : p]
+                out_v += vals[pos + 1 : p]
                 kept.append((a, len(out_s), pos + 1, p))
                 lastv = vals[p - 1]
             else:
@@ -112,8 +117,9 @@ def pieces_of(runs: Sequence[tuple[int, int, int]], delta_per_unit: int) -> list
     return [(first, first + count, units * delta_per_unit) for first, count, units in runs]
 
 
-def empty_stretch(starts: list[int], vals: list[int], n_nodes: int, used: int, k: int, full: int, rest: int
-                  ) -> tuple[int, int, list[int], list[int]]:
+def empty_stretch(
+    starts: list[int], vals: list[int], n_nodes: int, used: int, k: int, full: int, rest: int
+) -> tuple[int, int, list[int], list[int]]:
     """The runs that replace ``starts[lo:hi]``/``vals[lo:hi]`` once a first-fit placement
     is taken: it filled runs ``used..k-1`` (those with free cores; the others are empty),
     ``full`` whole nodes of run ``k`` and ``rest`` units of the node after them. The
@@ -148,8 +154,9 @@ def empty_stretch(starts: list[int], vals: list[int], n_nodes: int, used: int, k
     return lo, hi, new_starts, new_vals
 
 
-def within(starts: list[int], vals: list[int], n_nodes: int, k: int, first: int, end: int, delta: int
-           ) -> tuple[int, int, list[int], list[int]]:
+def within(
+    starts: list[int], vals: list[int], n_nodes: int, k: int, first: int, end: int, delta: int
+) -> tuple[int, int, list[int], list[int]]:
     """The runs that replace ``starts[lo:hi]``/``vals[lo:hi]`` once ``delta`` (not 0) is
     added to nodes ``first..end-1``, all inside run ``k`` (the usual update: one job's
     node range).

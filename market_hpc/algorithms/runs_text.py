@@ -42,7 +42,9 @@ class RunTables:
         self._row: dict[int, int] = {}
         self._buffer = np.zeros(0, dtype=np.uint8)  # the tables back to back, then spare room
         self._used = 0
-        self._matrix = np.zeros((0, 1), dtype=np.int64)  # row k: the offsets of the k-th table built
+        self._matrix = np.zeros(
+            (0, 1), dtype=np.int64
+        )  # row k: the offsets of the k-th table built
 
     def _grow(self, size: int) -> None:
         self.size = max(size, 2 * self.size)
@@ -78,9 +80,9 @@ class RunTables:
             text = rows[keep]
             if self._used + len(text) > len(self._buffer):  # room for twice as much
                 grown = np.zeros(2 * (self._used + len(text)), dtype=np.uint8)
-                grown[:self._used] = self._buffer[:self._used]
+                grown[: self._used] = self._buffer[: self._used]
                 self._buffer = grown
-            self._buffer[self._used:self._used + len(text)] = text
+            self._buffer[self._used : self._used + len(text)] = text
             self._used = int(found[-1])
             self._offsets[units] = found
             row = self._row[units] = len(self._row)
@@ -92,7 +94,11 @@ class RunTables:
     def cost(self, values: list[int], size: int) -> int:
         """Bytes of tables (built and to build) that :meth:`rows` for ``values`` would hold."""
         grown = max(size, 2 * self.size) if size > self.size else self.size
-        missing = values if size > self.size else [value for value in values if value not in self._offsets]
+        missing = (
+            values
+            if size > self.size
+            else [value for value in values if value not in self._offsets]
+        )
         width = len(str(grown)) + 2
         used = 0 if size > self.size else self._used
         return used + sum(grown * (width + len(str(value))) for value in missing)
@@ -106,7 +112,7 @@ class RunTables:
 
     def data(self) -> np.ndarray:
         """Every table built so far, back to back."""
-        return self._buffer[:self._used]
+        return self._buffer[: self._used]
 
 
 def _ragged_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -129,8 +135,9 @@ def _ragged_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.cumsum(steps, out=steps)
 
 
-def _piece(runs: np.ndarray, first_run: np.ndarray, run_count: np.ndarray,
-           tables: RunTables) -> tuple[np.ndarray, np.ndarray]:
+def _piece(
+    runs: np.ndarray, first_run: np.ndarray, run_count: np.ndarray, tables: RunTables
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`runs_text` of jobs whose runs are ``runs[first_run[k]:first_run[k] + run_count[k]]``."""
     n_jobs = len(first_run)
     selected = runs[_ragged_index(first_run, run_count)].astype(np.int64)
@@ -139,7 +146,9 @@ def _piece(runs: np.ndarray, first_run: np.ndarray, run_count: np.ndarray,
     first, count, units = selected[:, 0], selected[:, 1], selected[:, 2]
     size = int((first + count).max())
     values, table = np.unique(units, return_inverse=True)
-    if tables.cost(values.tolist(), size) > _TABLE_BUDGET:  # e.g. huge node ids with many units values
+    if (
+        tables.cost(values.tolist(), size) > _TABLE_BUDGET
+    ):  # e.g. huge node ids with many units values
         return _piece_by_job(runs, first_run, run_count)
     matrix, table_rows = tables.rows(values.tolist(), size)
     table = table_rows[table]
@@ -155,13 +164,15 @@ def _piece(runs: np.ndarray, first_run: np.ndarray, run_count: np.ndarray,
     return offsets, source.take(_ragged_index(starts, lengths))
 
 
-def _piece_by_job(runs: np.ndarray, first_run: np.ndarray, run_count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _piece_by_job(
+    runs: np.ndarray, first_run: np.ndarray, run_count: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_piece` job by job in Python (``format_runs``' rules), for runs whose tables
     would be too large."""
     texts = []
     for begin, number in zip(first_run.tolist(), run_count.tolist(), strict=True):
         parts: list[str] = []
-        for first, count, units in runs[begin:begin + number].tolist():
+        for first, count, units in runs[begin : begin + number].tolist():
             parts.extend(f"{node}:{units}" for node in range(first, first + count))
         texts.append(";".join(parts).encode())
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
@@ -169,8 +180,9 @@ def _piece_by_job(runs: np.ndarray, first_run: np.ndarray, run_count: np.ndarray
     return offsets, np.frombuffer(b"".join(texts), dtype=np.uint8).copy()
 
 
-def runs_text(runs: np.ndarray, run_offsets: np.ndarray, rows: np.ndarray,
-              tables: RunTables | None = None) -> tuple[np.ndarray, np.ndarray]:
+def runs_text(
+    runs: np.ndarray, run_offsets: np.ndarray, rows: np.ndarray, tables: RunTables | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``node:units;...`` text of the jobs ``rows``, in that order.
 
     Args:
@@ -198,8 +210,12 @@ def runs_text(runs: np.ndarray, run_offsets: np.ndarray, rows: np.ndarray,
     counts = triples[_ragged_index(first_run, run_count), 1].astype(np.int64)
     pairs = np.zeros(len(rows), dtype=np.int64)
     if len(counts):
-        pairs[run_count > 0] = np.add.reduceat(counts, (np.cumsum(run_count) - run_count)[run_count > 0])
-    cuts = np.searchsorted(np.cumsum(pairs) * 8, np.arange(_CHUNK_BYTES, 8 * pairs.sum() + 1, _CHUNK_BYTES))
+        pairs[run_count > 0] = np.add.reduceat(
+            counts, (np.cumsum(run_count) - run_count)[run_count > 0]
+        )
+    cuts = np.searchsorted(
+        np.cumsum(pairs) * 8, np.arange(_CHUNK_BYTES, 8 * pairs.sum() + 1, _CHUNK_BYTES)
+    )
     bounds = [0, *np.unique(cuts[(cuts > 0) & (cuts < len(rows))]).tolist(), len(rows)]
     all_offsets, all_data, done = [np.zeros(1, dtype=np.int64)], [], 0
     for begin, end in pairwise(bounds):

@@ -43,8 +43,13 @@ class OverAllocation:
 
 
 def first_over_allocation(
-    job: np.ndarray, start: np.ndarray, end: np.ndarray, node: np.ndarray,
-    amounts: np.ndarray, capacity: np.ndarray, tolerance: float = 0.0,
+    job: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    node: np.ndarray,
+    amounts: np.ndarray,
+    capacity: np.ndarray,
+    tolerance: float = 0.0,
 ) -> OverAllocation | None:
     """The earliest over-allocation of any node and resource, or ``None``.
 
@@ -79,18 +84,35 @@ def first_over_allocation(
         if not held.any():
             continue
         if held.all():  # (no copies of millions of placements)
-            violation = _first_on(job, start, end, node, column, capacity[:, resource], resource, tolerance)
+            violation = _first_on(
+                job, start, end, node, column, capacity[:, resource], resource, tolerance
+            )
         else:
-            violation = _first_on(job[held], start[held], end[held], node[held], column[held],
-                                  capacity[:, resource], resource, tolerance)
+            violation = _first_on(
+                job[held],
+                start[held],
+                end[held],
+                node[held],
+                column[held],
+                capacity[:, resource],
+                resource,
+                tolerance,
+            )
         if violation is not None:
             found.append(violation)
     return min(found, key=lambda v: (v.time, v.node, v.resource)) if found else None
 
 
-def _first_on(job: np.ndarray, start: np.ndarray, end: np.ndarray, node: np.ndarray,
-              amount: np.ndarray, capacity: np.ndarray, resource: int,
-              tolerance: float) -> OverAllocation | None:
+def _first_on(
+    job: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    node: np.ndarray,
+    amount: np.ndarray,
+    capacity: np.ndarray,
+    resource: int,
+    tolerance: float,
+) -> OverAllocation | None:
     """The first over-allocation of one resource (its rows only)."""
     candidates: list[OverAllocation] = []
     instant = start == end
@@ -98,9 +120,16 @@ def _first_on(job: np.ndarray, start: np.ndarray, end: np.ndarray, node: np.ndar
         over = np.flatnonzero(instant & (amount > capacity[node] + tolerance))
         if len(over):
             row = over[np.lexsort((node[over], start[over]))[0]]
-            candidates.append(OverAllocation(float(start[row]), int(node[row]), resource,
-                                             float(amount[row]), float(capacity[node[row]]),
-                                             (int(job[row]),)))
+            candidates.append(
+                OverAllocation(
+                    float(start[row]),
+                    int(node[row]),
+                    resource,
+                    float(amount[row]),
+                    float(capacity[node[row]]),
+                    (int(job[row]),),
+                )
+            )
     lasting = ~instant
     if lasting.all():
         n_start, n_end, n_node, n_amount = start, end, node, amount.astype(np.float64, copy=False)
@@ -122,8 +151,16 @@ def _first_on(job: np.ndarray, start: np.ndarray, end: np.ndarray, node: np.ndar
             # the amount in use once every event of that instant on that node is counted
             last = np.flatnonzero((nodes[order] == at) & (times[order] == time))[-1]
             on = (node == at) & (start <= time) & (end > time)
-            candidates.append(OverAllocation(time, at, resource, float(used[last]),
-                                             float(capacity[at]), tuple(sorted(set(job[on].tolist())))))
+            candidates.append(
+                OverAllocation(
+                    time,
+                    at,
+                    resource,
+                    float(used[last]),
+                    float(capacity[at]),
+                    tuple(sorted(set(job[on].tolist()))),
+                )
+            )
     return min(candidates, key=lambda v: (v.time, v.node)) if candidates else None
 
 

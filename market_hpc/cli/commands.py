@@ -37,8 +37,12 @@ def _replay_choices() -> tuple[str, str, str, str]:
     from market_hpc.policies.registry import scheduler_families
 
     families = "".join(f"; or {family.name} ({family.summary})" for family in scheduler_families())
-    return (", ".join(PRESETS), ", ".join(scheduler_names()) + families, ", ".join(allocator_names()),
-            ", ".join(bidder_names()))
+    return (
+        ", ".join(PRESETS),
+        ", ".join(scheduler_names()) + families,
+        ", ".join(allocator_names()),
+        ", ".join(bidder_names()),
+    )
 
 
 def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
@@ -101,10 +105,15 @@ def _main(arguments: list[str], argv: Sequence[str] | None) -> int:
         return int(args.func(args))
     except MarketHpcError as exc:
         print(f"market-hpc: error: {exc}", file=sys.stderr)
-        if isinstance(exc, TraceFormatError) and exc.line is not None and getattr(
-                args, "lenient", True) is False:
-            print("market-hpc: hint: add --lenient to skip malformed lines and count them "
-                  "by kind", file=sys.stderr)
+        if (
+            isinstance(exc, TraceFormatError)
+            and exc.line is not None
+            and getattr(args, "lenient", True) is False
+        ):
+            print(
+                "market-hpc: hint: add --lenient to skip malformed lines and count them by kind",
+                file=sys.stderr,
+            )
         return 2
     except OSError as exc:
         if exc.filename is None:

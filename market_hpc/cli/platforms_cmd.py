@@ -10,13 +10,24 @@ from __future__ import annotations
 
 import argparse
 
-HEADER = ("preset", "node type", "nodes", "cores/node", "GPUs/node", "MICs/node",
-          "memory/node (GB)", "preset total", "burst buffer (GB)")
+HEADER = (
+    "preset",
+    "node type",
+    "nodes",
+    "cores/node",
+    "GPUs/node",
+    "MICs/node",
+    "memory/node (GB)",
+    "preset total",
+    "burst buffer (GB)",
+)
 RIGHT_ALIGNED = frozenset({2, 3, 4, 5, 6, 8})
 NOT_DEFINED = "-"
-FOOTNOTE = (f"`{NOT_DEFINED}`: the preset defines none. A preset's total counts all its "
-            "nodes; `--platform` also takes `nodes=N,cores=C[,gpus=G,mics=M,mem=GB,bb=GB]` "
-            "or a TOML file.")
+FOOTNOTE = (
+    f"`{NOT_DEFINED}`: the preset defines none. A preset's total counts all its "
+    "nodes; `--platform` also takes `nodes=N,cores=C[,gpus=G,mics=M,mem=GB,bb=GB]` "
+    "or a TOML file."
+)
 
 
 def _count(value: float) -> str:
@@ -38,14 +49,24 @@ def platform_rows() -> list[tuple[str, ...]]:
     for name, platform in PRESETS.items():
         total = platform.total
         parts = [f"{platform.n_nodes:,} nodes", f"{int(total[0]):,} cores"]
-        parts += [f"{int(total[i]):,} {label}" for i, label in ((1, "GPUs"), (2, "MICs")) if total[i]]
+        parts += [
+            f"{int(total[i]):,} {label}" for i, label in ((1, "GPUs"), (2, "MICs")) if total[i]
+        ]
         for index, node in enumerate(platform.node_types):
             first = index == 0
-            rows.append((f"`{name}`" if first else "", node.name, _count(node.count),
-                         _count(node.cores), _count(node.gpus), _count(node.mics),
-                         _defined(node.mem // MIB_PER_GB),
-                         ", ".join(parts) if first else "",
-                         _defined(platform.burst_buffer) if first else ""))
+            rows.append(
+                (
+                    f"`{name}`" if first else "",
+                    node.name,
+                    _count(node.count),
+                    _count(node.cores),
+                    _count(node.gpus),
+                    _count(node.mics),
+                    _defined(node.mem // MIB_PER_GB),
+                    ", ".join(parts) if first else "",
+                    _defined(platform.burst_buffer) if first else "",
+                )
+            )
     return rows
 
 
@@ -55,12 +76,20 @@ def platforms_table() -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
 
     def line(cells: tuple[str, ...]) -> str:
-        padded = [cell.rjust(width) if i in RIGHT_ALIGNED else cell.ljust(width)
-                  for i, (cell, width) in enumerate(zip(cells, widths, strict=True))]
+        padded = [
+            cell.rjust(width) if i in RIGHT_ALIGNED else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ]
         return "| " + " | ".join(padded) + " |"
 
-    rule = "|" + "|".join(("-" * (width + 1) + ":") if i in RIGHT_ALIGNED else "-" * (width + 2)
-                          for i, width in enumerate(widths)) + "|"
+    rule = (
+        "|"
+        + "|".join(
+            ("-" * (width + 1) + ":") if i in RIGHT_ALIGNED else "-" * (width + 2)
+            for i, width in enumerate(widths)
+        )
+        + "|"
+    )
     return [line(HEADER), rule, *(line(row) for row in rows[1:]), "", FOOTNOTE]
 
 
@@ -73,10 +102,12 @@ def cmd_platforms(args: argparse.Namespace) -> int:
 def add_platforms_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register ``market-hpc platforms``."""
     command = sub.add_parser(
-        "platforms", help="list every platform preset: node types, counts, cores, GPUs, MICs, "
+        "platforms",
+        help="list every platform preset: node types, counts, cores, GPUs, MICs, "
         "memory, burst buffer",
         description="Print every platform preset (--platform NAME) as a Markdown table: one "
         "row per node type with its node count and per-node cores, GPUs, MICs and memory, "
         "and the preset's totals and burst buffer. --platform also takes an inline spec "
-        "nodes=N,cores=C[,gpus=G,mics=M,mem=GB,bb=GB] or a TOML file.")
+        "nodes=N,cores=C[,gpus=G,mics=M,mem=GB,bb=GB] or a TOML file.",
+    )
     command.set_defaults(func=cmd_platforms)

@@ -20,11 +20,18 @@ def policies_listing() -> list[str]:
     entries = [*registry.SCHEDULERS.values(), *registry.scheduler_families()]
     for entry in sorted(entries, key=lambda entry: entry.name):
         caps = entry.capabilities
-        allocators = (sorted(entry.allocators) if entry.allocators is not None
-                      else sorted(set(registry.ALLOCATORS) - registry.MARKET_ONLY_ALLOCATORS))
-        lines.append(f"  {entry.name} [{caps.family}; {registry.origin(entry.factory)}]: {entry.summary}")
+        allocators = (
+            sorted(entry.allocators)
+            if entry.allocators is not None
+            else sorted(set(registry.ALLOCATORS) - registry.MARKET_ONLY_ALLOCATORS)
+        )
+        lines.append(
+            f"  {entry.name} [{caps.family}; {registry.origin(entry.factory)}]: {entry.summary}"
+        )
         lines.append(f"      handles: {caps.describe()}")
-        lines.append(f"      allocators: {', '.join(allocators)} (default {entry.default_allocator})")
+        lines.append(
+            f"      allocators: {', '.join(allocators)} (default {entry.default_allocator})"
+        )
     lines.append("allocators (name [origin]: summary / places):")
     for name, (factory, summary) in sorted(registry.ALLOCATORS.items()):
         lines.append(f"  {name} [{registry.origin(factory)}]: {summary}")
@@ -44,6 +51,8 @@ def cmd_policies(args: argparse.Namespace) -> int:
 
 def add_policies_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register ``market-hpc policies``."""
-    command = sub.add_parser("policies", help="list every scheduler, allocator and bidder: what it handles, "
-                             "where it comes from")
+    command = sub.add_parser(
+        "policies",
+        help="list every scheduler, allocator and bidder: what it handles, where it comes from",
+    )
     command.set_defaults(func=cmd_policies)

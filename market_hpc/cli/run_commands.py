@@ -26,9 +26,21 @@ def overrides(pairs: Sequence[str]) -> dict[str, object]:
 
 
 def print_summary(summary: dict[str, object], out: Path | None) -> None:
-    keys = ("jobs_total", "jobs_completed", "jobs_rejected", "jobs_dropped", "jobs_skipped",
-            "mean_wait", "mean_slowdown", "mean_bounded_slowdown", "utilisation_cores",
-            "makespan", "total_profit", "holds", "simulation_seconds")
+    keys = (
+        "jobs_total",
+        "jobs_completed",
+        "jobs_rejected",
+        "jobs_dropped",
+        "jobs_skipped",
+        "mean_wait",
+        "mean_slowdown",
+        "mean_bounded_slowdown",
+        "utilisation_cores",
+        "makespan",
+        "total_profit",
+        "holds",
+        "simulation_seconds",
+    )
     width = max(len(k) for k in keys)
     for key in keys:
         if key in summary:
@@ -50,8 +62,12 @@ def check_out(args: argparse.Namespace) -> None:
         check_out_dir(args.out, args.overwrite)
 
 
-def simulate_and_report(config: Any, args: argparse.Namespace, title: Callable[[str], str],
-                         converted: Path | None = None) -> int:
+def simulate_and_report(
+    config: Any,
+    args: argparse.Namespace,
+    title: Callable[[str], str],
+    converted: Path | None = None,
+) -> int:
     """Run ``config``, write ``--out`` and print the summary.
 
     ``converted`` (a trace converted from sacct output) is written into ``--out`` as
@@ -97,14 +113,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
         entry = catalogue_lookup(args.trace)
         if entry is None:
-            raise ConfigError(f"replay {args.trace}: --platform is required (a preset, "
-                              "nodes=N,cores=C or a platform TOML file); only catalogue logs "
-                              f"({', '.join(CATALOGUE)}) have a default")
+            raise ConfigError(
+                f"replay {args.trace}: --platform is required (a preset, "
+                "nodes=N,cores=C or a platform TOML file); only catalogue logs "
+                f"({', '.join(CATALOGUE)}) have a default"
+            )
         args.platform = entry.platform
     market = args.market or scheduler_entry(args.scheduler).market
     if market and not args.market:
-        print(f"{args.scheduler} is a market policy: trace jobs get value curves "
-              "(as --market; docs/market.md)")
+        print(
+            f"{args.scheduler} is a market policy: trace jobs get value curves "
+            "(as --market; docs/market.md)"
+        )
     load_factor = flag_number(args.load_factor, POSITIVE_FACTOR, "--load-factor")
     seed = flag_number(args.seed, NON_NEGATIVE_INT, "--seed", integer=True)
     first_n = flag_number(args.first_n, COUNT, "--first-n", integer=True)
@@ -117,26 +137,41 @@ def cmd_replay(args: argparse.Namespace) -> int:
             "exclusive": args.exclusive,
             "timeseries": not args.no_timeseries,
             # Absolute, as a scenario's trace: config.json names the file wherever it is read.
-            "workload": {"trace": str(Path(trace).resolve()), "lenient": args.lenient, "load_factor": load_factor,
-                         "market": market},
-            "policy": {"scheduler": args.scheduler, "allocator": args.allocator, "bidder": args.bidder},
+            "workload": {
+                "trace": str(Path(trace).resolve()),
+                "lenient": args.lenient,
+                "load_factor": load_factor,
+                "market": market,
+            },
+            "policy": {
+                "scheduler": args.scheduler,
+                "allocator": args.allocator,
+                "bidder": args.bidder,
+            },
         }
         if first_n is not None:
             data["workload"]["first_n"] = first_n
         for key, value in overrides(args.set or []).items():
             set_path(data, key, value)
         config = config_from_dict(data)
-        converted = None if trace == resolve_trace(args.trace) else Path(trace)  # sacct output, converted
-        return simulate_and_report(config, args, lambda policy: f"replay of {args.trace} on "
-                                    f"{args.platform} with {policy}", converted)
+        converted = (
+            None if trace == resolve_trace(args.trace) else Path(trace)
+        )  # sacct output, converted
+        return simulate_and_report(
+            config,
+            args,
+            lambda policy: f"replay of {args.trace} on {args.platform} with {policy}",
+            converted,
+        )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from market_hpc.experiment import load_scenario
 
     config = load_scenario(args.scenario, overrides(args.set or []))
-    return simulate_and_report(config, args,
-                                lambda policy: f"scenario {config.name}: {policy} on {config.platform}")
+    return simulate_and_report(
+        config, args, lambda policy: f"scenario {config.name}: {policy} on {config.platform}"
+    )
 
 
 def cmd_trace_info(args: argparse.Namespace) -> int:
@@ -152,43 +187,76 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_run_commands(sub: argparse._SubParsersAction, presets: str, schedulers: str,  # type: ignore[type-arg]
-                     allocators: str, bidders: str) -> argparse._SubParsersAction:  # type: ignore[type-arg]
+def add_run_commands(
+    sub: argparse._SubParsersAction,
+    presets: str,
+    schedulers: str,  # type: ignore[type-arg]
+    allocators: str,
+    bidders: str,
+) -> argparse._SubParsersAction:  # type: ignore[type-arg]
     """Add ``run``, ``replay`` and ``trace info`` (the choices name what ``replay --help``
     lists); returns the ``trace`` command's subparsers for its other tools."""
     run = sub.add_parser("run", help="run one scenario file")
     run.add_argument("scenario", help="scenario TOML file")
     run.add_argument("--out", help="results folder (refused if it holds files, unless --overwrite)")
-    run.add_argument("--overwrite", action="store_true",
-                        help="replace an existing, non-empty --out folder (nothing of it is kept)")
-    run.add_argument("--set", action="append", metavar="KEY=VALUE",
-                     help="override a config value by dotted path, e.g. policy.scheduler=easy")
+    run.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing, non-empty --out folder (nothing of it is kept)",
+    )
+    run.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a config value by dotted path, e.g. policy.scheduler=easy",
+    )
     run.set_defaults(func=cmd_run)
 
     replay = sub.add_parser("replay", help="replay an SWF trace or Slurm sacct output")
-    replay.add_argument("trace", help="SWF file (.swf or .swf.gz), sacct --parsable2 output "
-                        "(converted first, see trace convert) or a fetched catalogue log "
-                        "(trace list, trace fetch)")
-    replay.add_argument("--platform",
-                        help=f"preset ({presets}), nodes=N,cores=C[,gpus=G,mics=M,mem=GB] "
-                        "or a platform TOML file (default for a catalogue log: its preset; "
-                        "required otherwise)")
+    replay.add_argument(
+        "trace",
+        help="SWF file (.swf or .swf.gz), sacct --parsable2 output "
+        "(converted first, see trace convert) or a fetched catalogue log "
+        "(trace list, trace fetch)",
+    )
+    replay.add_argument(
+        "--platform",
+        help=f"preset ({presets}), nodes=N,cores=C[,gpus=G,mics=M,mem=GB] "
+        "or a platform TOML file (default for a catalogue log: its preset; "
+        "required otherwise)",
+    )
     replay.add_argument("--scheduler", default="fifo", help=f"one of {schedulers}")
     replay.add_argument("--allocator", default=None, help=f"one of {allocators}")
-    replay.add_argument("--bidder", default=None,
-                        help=f"market auctions' node bidding strategy: one of {bidders} (default free-cores)")
-    replay.add_argument("--out", help="results folder (refused if it holds files, unless --overwrite)")
-    replay.add_argument("--overwrite", action="store_true",
-                        help="replace an existing, non-empty --out folder (nothing of it is kept)")
+    replay.add_argument(
+        "--bidder",
+        default=None,
+        help=f"market auctions' node bidding strategy: one of {bidders} (default free-cores)",
+    )
+    replay.add_argument(
+        "--out", help="results folder (refused if it holds files, unless --overwrite)"
+    )
+    replay.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing, non-empty --out folder (nothing of it is kept)",
+    )
     replay.add_argument("--seed", default=0)
     replay.add_argument("--lenient", action="store_true", help=LENIENT_HELP)
-    replay.add_argument("--market", action="store_true",
-                        help="give trace jobs speedup profiles and value curves (workload.market; "
-                        "implied by a market scheduler such as maxvh)")
-    replay.add_argument("--set", action="append", metavar="KEY=VALUE",
-                        help="override a config value by dotted path, e.g. policy.hold_penalty=0.1")
-    replay.add_argument("--load-factor", default=1.0,
-                        help="compress inter-arrival times by this factor")
+    replay.add_argument(
+        "--market",
+        action="store_true",
+        help="give trace jobs speedup profiles and value curves (workload.market; "
+        "implied by a market scheduler such as maxvh)",
+    )
+    replay.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a config value by dotted path, e.g. policy.hold_penalty=0.1",
+    )
+    replay.add_argument(
+        "--load-factor", default=1.0, help="compress inter-arrival times by this factor"
+    )
     replay.add_argument("--first-n", default=None, help="replay only the first N jobs")
     replay.add_argument("--exclusive", action="store_true", help="allocate whole nodes per job")
     replay.add_argument("--no-timeseries", action="store_true", help="skip timeseries.csv sampling")

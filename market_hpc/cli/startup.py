@@ -29,7 +29,11 @@ def prepare_imports(arguments: Sequence[str]) -> None:
     next to no garbage, yet trigger full collections (15-50 ms each) as they allocate.
     ``--help`` and ``trace`` import neither Mesa nor anything else here.
     """
-    if not arguments or arguments[0] not in SIMULATING_COMMANDS or {"-h", "--help"} & set(arguments):
+    if (
+        not arguments
+        or arguments[0] not in SIMULATING_COMMANDS
+        or {"-h", "--help"} & set(arguments)
+    ):
         return
     if arguments[0] in ONE_RUN_COMMANDS:
         IMPORT_PAUSE.enter_context(gc_paused())  # (a GC the caller turned off stays off)

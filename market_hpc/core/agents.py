@@ -54,8 +54,13 @@ class NodeAgent(mesa.Agent):
         """Price the node's free cores with its bidding strategy (market default: free cores)."""
         row = slice(self.index, self.index + 1)
         model = self.model
-        return float(self.bidder.bids(model.free_readonly[row], model.platform.capacity[row],
-                                      np.arange(self.index, self.index + 1))[0])
+        return float(
+            self.bidder.bids(
+                model.free_readonly[row],
+                model.platform.capacity[row],
+                np.arange(self.index, self.index + 1),
+            )[0]
+        )
 
 
 class JobAgent(mesa.Agent):
@@ -103,7 +108,9 @@ class JobAgent(mesa.Agent):
     unique_id: int | None = None  # Mesa's id, given when registered
     pos = None
 
-    def __init__(self, model: SimulationState, job: Job) -> None:  # no super().__init__: see ``register``
+    def __init__(
+        self, model: SimulationState, job: Job
+    ) -> None:  # no super().__init__: see ``register``
         self.model = model  # type: ignore[assignment]
         self.job = job
 
@@ -187,7 +194,9 @@ class QueueAgent(mesa.Agent):
     def market_columns(self) -> MarketColumns:
         """The waiting jobs as market columns (value curves, profiles, progress), in queue order."""
         if self._market is None:
-            self._market = MarketColumns((job, *self._progress(job.job_id)) for job in self.jobs.values())
+            self._market = MarketColumns(
+                (job, *self._progress(job.job_id)) for job in self.jobs.values()
+            )
         return self._market
 
     def _progress(self, job_id: int) -> tuple[float, int]:
@@ -228,7 +237,9 @@ class ResourceManagerAgent(mesa.Agent):
         if shared is False:
             agents = self.model.node_agents
             first = agents[0].bidder
-            shared = self._shared = first if all(agent.bidder is first for agent in agents) else None
+            shared = self._shared = (
+                first if all(agent.bidder is first for agent in agents) else None
+            )
         return shared  # type: ignore[return-value]
 
     def collect_bids(self, free: np.ndarray) -> np.ndarray:
@@ -241,8 +252,16 @@ class ResourceManagerAgent(mesa.Agent):
         if shared is not None:
             return shared.bids(free, capacity, self._nodes)  # type: ignore[union-attr]
         agents = self.model.node_agents
-        return np.concatenate([a.bidder.bids(free[a.index:a.index + 1], capacity[a.index:a.index + 1],
-                                             self._nodes[a.index:a.index + 1]) for a in agents])
+        return np.concatenate(
+            [
+                a.bidder.bids(
+                    free[a.index : a.index + 1],
+                    capacity[a.index : a.index + 1],
+                    self._nodes[a.index : a.index + 1],
+                )
+                for a in agents
+            ]
+        )
 
     def collect_asks(self, free: np.ndarray) -> Asks | None:
         """Every node agent's offer on ``free`` (``algorithms.bidding.Asks``, checked), or
@@ -255,7 +274,11 @@ class ResourceManagerAgent(mesa.Agent):
         capacity, nodes = self.model.platform.capacity, self._nodes
         if shared is not None:
             asks = getattr(shared, "asks", None)
-            return None if asks is None else check_asks(asks(free, capacity, nodes), free[:, 0], shared.name)
+            return (
+                None
+                if asks is None
+                else check_asks(asks(free, capacity, nodes), free[:, 0], shared.name)
+            )
         agents = self.model.node_agents
         if not any(hasattr(agent.bidder, "asks") for agent in agents):
             return None
@@ -264,7 +287,9 @@ class ResourceManagerAgent(mesa.Agent):
             asks = getattr(agent.bidder, "asks", None)
             if asks is not None:
                 row = slice(agent.index, agent.index + 1)
-                got = check_asks(asks(free[row], capacity[row], nodes[row]), free[row, 0], agent.bidder.name)
+                got = check_asks(
+                    asks(free[row], capacity[row], nodes[row]), free[row, 0], agent.bidder.name
+                )
                 cores[row], reserve[row] = got.cores, got.reserve
         return Asks(cores, reserve)
 

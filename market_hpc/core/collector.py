@@ -32,8 +32,12 @@ class TimeSeriesCollector(mesa.DataCollector):  # type: ignore[misc]  # Mesa is 
         agenttype_reporters: Mesa per-agent-class reporters, collected the same way.
     """
 
-    def __init__(self, recorder: Recorder, agent_reporters: dict[str, Any] | None = None,
-                 agenttype_reporters: dict[type, dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        recorder: Recorder,
+        agent_reporters: dict[str, Any] | None = None,
+        agenttype_reporters: dict[type, dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__(agent_reporters=agent_reporters, agenttype_reporters=agenttype_reporters)
         self.recorder = recorder
 

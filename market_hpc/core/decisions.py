@@ -78,8 +78,14 @@ def leave(model: ModelInternals, agent: JobAgent) -> None:
     job = agent.job
     last = agent.running.allocation if agent.running is not None else agent.last_allocation
     model.recorder.job_left(
-        job, agent.status, agent.first_start, model.now, agent.busy_time, agent.hold_count,
-        agent.value, last,
+        job,
+        agent.status,
+        agent.first_start,
+        model.now,
+        agent.busy_time,
+        agent.hold_count,
+        agent.value,
+        last,
     )
     del model.job_agents[job.job_id]
     agent.remove()
@@ -107,7 +113,9 @@ def release(model: ModelInternals, agent: JobAgent, held: bool = False) -> None:
 
 
 def _fail(model: ModelInternals, message: str) -> PolicyError:
-    return PolicyError(getattr(model.policy, "name", type(model.policy).__name__), model.now, message)
+    return PolicyError(
+        getattr(model.policy, "name", type(model.policy).__name__), model.now, message
+    )
 
 
 def apply_decision(model: ModelInternals, decision: Decision) -> None:
@@ -157,28 +165,48 @@ def _start(model: ModelInternals, action: Start) -> None:
     else:
         runs, fresh = _runs_of(model, job, allocation), False
     if not fresh and not check_runs(runs, model.platform.n_nodes):
-        raise _fail(model, f"job {job.job_id}: allocation {runs!r} must list distinct nodes "
-                         f"0..{model.platform.n_nodes - 1} in increasing order with positive unit counts")
+        raise _fail(
+            model,
+            f"job {job.job_id}: allocation {runs!r} must list distinct nodes "
+            f"0..{model.platform.n_nodes - 1} in increasing order with positive unit counts",
+        )
     total_units = runs.total_units
-    if job.profile is not None:  # moldable: molded on one node (any nodes if it spans), or at its requested size
+    if (
+        job.profile is not None
+    ):  # moldable: molded on one node (any nodes if it spans), or at its requested size
         assert job.profile is not None
-        if (not 1 <= total_units <= len(job.profile) or len(allocation) != 1
-                and not job.payload.get("spans_nodes")) and not total_units == job.units <= len(job.profile):
-            raise _fail(model, f"moldable job {job.job_id} must run on 1..{len(job.profile)} units "
-                             f"of one node, got {allocation}")
+        if (
+            not 1 <= total_units <= len(job.profile)
+            or len(allocation) != 1
+            and not job.payload.get("spans_nodes")
+        ) and not total_units == job.units <= len(job.profile):
+            raise _fail(
+                model,
+                f"moldable job {job.job_id} must run on 1..{len(job.profile)} units "
+                f"of one node, got {allocation}",
+            )
         if total_units != job.units and not job.may_mold:  # workload.all_families.molding = false
-            raise _fail(model, f"job {job.job_id} runs at its requested size (molding = false): needs "
-                             f"{job.units} units, allocation gives {total_units}")
+            raise _fail(
+                model,
+                f"job {job.job_id} runs at its requested size (molding = false): needs "
+                f"{job.units} units, allocation gives {total_units}",
+            )
     elif total_units != job.units:
-        raise _fail(model, f"job {job.job_id} needs {job.units} units, allocation gives {total_units}")
+        raise _fail(
+            model, f"job {job.job_id} needs {job.units} units, allocation gives {total_units}"
+        )
     if job.bb > model.free_bb:
-        raise _fail(model, f"job {job.job_id} needs {job.bb} GB of burst buffer, {model.free_bb} free")
+        raise _fail(
+            model, f"job {job.job_id} needs {job.bb} GB of burst buffer, {model.free_bb} free"
+        )
     if job.unit == CORE_UNIT and not model.exclusive:
         # Plain processor requests touch only the cores column, run by run.
         claimed = index.claim(job.job_id, runs)  # the pass took it already
         if not claimed and not (fresh and runs is index.fresh) and not model._free.has_cores(runs):
             pairs = np.array(runs.pairs(), dtype=np.int64)
-            _take_rows(model, job, allocation, pairs[:, 0], pairs[:, 1], agent)  # raises with the vectors
+            _take_rows(
+                model, job, allocation, pairs[:, 0], pairs[:, 1], agent
+            )  # raises with the vectors
         model._free.move_cores(runs, -1, indexed=claimed)
         taken = nodes = None
         agent.taken_total = (total_units, 0, 0, 0)
@@ -199,7 +227,9 @@ def _start(model: ModelInternals, action: Start) -> None:
         duration, estimate = _segment_times(model, agent, total_units)
     model._start_seq += 1
     now = model.now
-    running = _new_tuple(RunningJob, (now + estimate, model._start_seq, job, now, allocation, total_units))
+    running = _new_tuple(
+        RunningJob, (now + estimate, model._start_seq, job, now, allocation, total_units)
+    )
     agent.running = running
     agent.runs, agent.nodes, agent.taken = runs, nodes, taken
     agent.status = _RUNNING
@@ -208,7 +238,9 @@ def _start(model: ModelInternals, action: Start) -> None:
         agent.first_start = now
     model.running_by_end.add(running)
     model._seq += 1
-    heapq.heappush(model._heap, (now + duration, COMPLETION, model._seq, (job.job_id, agent.segment)))
+    heapq.heappush(
+        model._heap, (now + duration, COMPLETION, model._seq, (job.job_id, agent.segment))
+    )
 
 
 def _runs_of(model: ModelInternals, job: Job, allocation: Any) -> NodeRuns:
@@ -218,16 +250,27 @@ def _runs_of(model: ModelInternals, job: Job, allocation: Any) -> NodeRuns:
     try:
         for node, units in allocation:
             if not previous < node < n_nodes or units <= 0:
-                raise _fail(model, f"job {job.job_id}: allocation {allocation} must list distinct nodes "
-                                 f"0..{n_nodes - 1} in increasing order with positive unit counts")
+                raise _fail(
+                    model,
+                    f"job {job.job_id}: allocation {allocation} must list distinct nodes "
+                    f"0..{n_nodes - 1} in increasing order with positive unit counts",
+                )
             previous = node
     except (TypeError, ValueError):
-        raise _fail(model, f"job {job.job_id}: allocation {allocation!r} is not ((node, units), ...)") from None
+        raise _fail(
+            model, f"job {job.job_id}: allocation {allocation!r} is not ((node, units), ...)"
+        ) from None
     return NodeRuns.from_pairs(allocation)
 
 
-def _take_rows(model: ModelInternals, job: Job, allocation: Any, nodes: np.ndarray, counts: np.ndarray,
-               agent: JobAgent) -> np.ndarray:
+def _take_rows(
+    model: ModelInternals,
+    job: Job,
+    allocation: Any,
+    nodes: np.ndarray,
+    counts: np.ndarray,
+    agent: JobAgent,
+) -> np.ndarray:
     """Validate and take a multi-resource (or node-exclusive) allocation; return what
     was taken per node row."""
     need = np.outer(counts, job.unit)
@@ -235,8 +278,11 @@ def _take_rows(model: ModelInternals, job: Job, allocation: Any, nodes: np.ndarr
     if model.exclusive and (free_rows != model.platform.capacity[nodes]).any():
         raise _fail(model, f"job {job.job_id}: exclusive allocation on busy nodes {allocation}")
     if (need > free_rows).any():
-        raise _fail(model, f"job {job.job_id} over-allocates: needs {need.tolist()} on nodes "
-                         f"{nodes.tolist()} with free {free_rows.tolist()}")
+        raise _fail(
+            model,
+            f"job {job.job_id} over-allocates: needs {need.tolist()} on nodes "
+            f"{nodes.tolist()} with free {free_rows.tolist()}",
+        )
     taken = free_rows if model.exclusive else need
     model.free[nodes] = free_rows - taken
     agent.taken_total = tuple(taken.sum(axis=0).tolist())
@@ -261,7 +307,9 @@ def _segment_times(model: ModelInternals, agent: JobAgent, cores: int) -> tuple[
     # stays 1/RT(c), so progress counts from the end of that overhead.
     overhead = model.resume_seconds if agent.hold_count else 0.0
     agent.seg_overhead = overhead
-    if job.profile is not None:  # moldable: the clock runs on its real profile, the estimate on the told one
+    if (
+        job.profile is not None
+    ):  # moldable: the clock runs on its real profile, the estimate on the told one
         assert job.profile is not None
         clock = job.clock_profile
         assert clock is not None
@@ -288,8 +336,14 @@ def _hold(model: ModelInternals, action: Hold) -> None:
     if agent.seg_full > 0:
         kept = done * (1.0 - model.hold_progress_loss)
         agent.progress = min(agent.progress + kept / agent.seg_full, 1.0)
-    model.recorder.segment(agent.job.job_id, agent.running.start, model.now, agent.running.units,
-                          before, agent.progress)
+    model.recorder.segment(
+        agent.job.job_id,
+        agent.running.start,
+        model.now,
+        agent.running.units,
+        before,
+        agent.progress,
+    )
     agent.last_allocation = agent.running.allocation
     agent.running = None
     agent.status = JobStatus.HELD

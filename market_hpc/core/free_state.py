@@ -64,7 +64,9 @@ class FreeResources:
         never expand the log entry by entry)."""
         if len(self._log) > self._log_limit:
             runs = self.index.runs()
-            self._array[:, 0] = np.repeat([free for _, _, free in runs], [count for _, count, _ in runs])
+            self._array[:, 0] = np.repeat(
+                [free for _, _, free in runs], [count for _, count, _ in runs]
+            )
             self._log.clear()
 
     def index_rows(self, runs: NodeRuns, cores: np.ndarray) -> None:
@@ -73,7 +75,7 @@ class FreeResources:
         offset = 0
         give = self.index.give
         for first, count, _ in runs.runs:
-            give(first, cores[offset:offset + count].tolist())
+            give(first, cores[offset : offset + count].tolist())
             offset += count
 
     def _flush(self) -> None:
@@ -84,10 +86,14 @@ class FreeResources:
             array = self._array
             for runs, sign in log:
                 for first, count, units in runs.runs:
-                    array[first:first + count, 0] += sign * units
+                    array[first : first + count, 0] += sign * units
         else:
-            flat = [value for runs, sign in log for first, count, units in runs.runs
-                    for value in (first, first + count, sign * units)]
+            flat = [
+                value
+                for runs, sign in log
+                for first, count, units in runs.runs
+                for value in (first, first + count, sign * units)
+            ]
             firsts, ends, deltas = np.array(flat, dtype=np.int64).reshape(-1, 3).T
             size = len(self._array) + 1
             change = np.bincount(firsts, deltas, size) - np.bincount(ends, deltas, size)

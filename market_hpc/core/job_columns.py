@@ -22,14 +22,41 @@ from market_hpc.algorithms.runs_text import RunTables, runs_text
 from market_hpc.domain.job import JobStatus
 
 JOB_COLUMNS = (
-    "job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time", "status",
-    "cores", "gpus", "mics", "mem", "bb", "units", "estimate", "user", "queue", "nodes",
-    "value", "hold_count",
+    "job_id",
+    "submit_time",
+    "start_time",
+    "end_time",
+    "wait_time",
+    "run_time",
+    "status",
+    "cores",
+    "gpus",
+    "mics",
+    "mem",
+    "bb",
+    "units",
+    "estimate",
+    "user",
+    "queue",
+    "nodes",
+    "value",
+    "hold_count",
 )
 STATUSES = tuple(JobStatus)
 FLOAT_FIELDS = ("submit_time", "start_time", "end_time", "run_time", "bb", "estimate", "value")
 """The float fields of a job's row, in ``JobColumns.float_rows`` order."""
-INT_FIELDS = ("job_id", "cores", "gpus", "mics", "mem", "units", "user", "queue", "hold_count", "status")
+INT_FIELDS = (
+    "job_id",
+    "cores",
+    "gpus",
+    "mics",
+    "mem",
+    "units",
+    "user",
+    "queue",
+    "hold_count",
+    "status",
+)
 """The integer fields of a job's row, in ``JobColumns.int_rows`` order: ``cores`` .. ``mem``
 are per unit (the ``cores`` .. ``mem`` columns are them times ``units``), ``status`` is the
 index of the status in ``JobStatus``."""
@@ -71,7 +98,9 @@ def text_array(offsets: np.ndarray, data: np.ndarray) -> Any:
         import pyarrow as pa
 
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        strings = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
+        strings = pa.LargeStringArray.from_buffers(
+            len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data)
+        )
         return pd.array(strings, dtype=dtype)
     text = data.tobytes().decode()
     return [text[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
@@ -110,7 +139,9 @@ class JobColumns:
         self._run_offsets = array("q", [0])
         self.pending_floats: list[float] = []
         self.pending_ints: list[int] = []
-        self.pending_runs: list[tuple[tuple[int, int, int], ...]] = []  # each job's runs (``()``: none)
+        self.pending_runs: list[
+            tuple[tuple[int, int, int], ...]
+        ] = []  # each job's runs (``()``: none)
         self.tables = RunTables()  # the ``nodes`` text tables, kept from one chunk to the next
 
     def flush(self) -> None:
@@ -152,8 +183,12 @@ class JobColumns:
         self.flush()
         return self._run_offsets
 
-    def add(self, floats: tuple[float, ...], ints: tuple[int, ...],
-            allocation: Sequence[tuple[int, int]] | None) -> None:
+    def add(
+        self,
+        floats: tuple[float, ...],
+        ints: tuple[int, ...],
+        allocation: Sequence[tuple[int, int]] | None,
+    ) -> None:
         """Append one job: its ``FLOAT_FIELDS`` and ``INT_FIELDS`` values and its allocation
         (``None`` or empty: never started). ``Recorder.job_left`` does the same inline."""
         self.pending_floats.extend(floats)
@@ -183,15 +218,26 @@ class JobColumns:
         units), a copy, in leaving order or for the rows ``order`` selects."""
         self.flush()
         if name in _PER_UNIT:
-            per_unit = self._column(self._int_rows, _INT_WIDTH, INT_FIELDS.index(name), np.int64, order)
-            return per_unit * self._column(self._int_rows, _INT_WIDTH, INT_FIELDS.index("units"), np.int64, order)
+            per_unit = self._column(
+                self._int_rows, _INT_WIDTH, INT_FIELDS.index(name), np.int64, order
+            )
+            return per_unit * self._column(
+                self._int_rows, _INT_WIDTH, INT_FIELDS.index("units"), np.int64, order
+            )
         if name in FLOAT_FIELDS:
-            return self._column(self._float_rows, _FLOAT_WIDTH, FLOAT_FIELDS.index(name), np.float64, order)
+            return self._column(
+                self._float_rows, _FLOAT_WIDTH, FLOAT_FIELDS.index(name), np.float64, order
+            )
         return self._column(self._int_rows, _INT_WIDTH, INT_FIELDS.index(name), np.int64, order)
 
     @staticmethod
-    def _column(rows: array, width: int, index: int, dtype: type,  # type: ignore[type-arg]
-                order: np.ndarray | None) -> np.ndarray:
+    def _column(
+        rows: array,
+        width: int,
+        index: int,
+        dtype: type,  # type: ignore[type-arg]
+        order: np.ndarray | None,
+    ) -> np.ndarray:
         if not len(rows):
             return np.zeros(0, dtype=dtype)
         view: np.ndarray = np.frombuffer(rows, dtype=dtype).reshape(-1, width)[:, index]
@@ -215,7 +261,7 @@ class JobColumns:
 
     def nodes(self, index: int) -> str:
         """The ``nodes`` text of the ``index``-th job."""
-        return format_runs(self.runs[self.run_offsets[index]:self.run_offsets[index + 1]])
+        return format_runs(self.runs[self.run_offsets[index] : self.run_offsets[index + 1]])
 
     def nodes_column(self, rows: np.ndarray) -> Any:
         """The ``nodes`` text of the jobs ``rows`` (in that order), built at once by
@@ -229,8 +275,14 @@ class JobColumns:
         """The ``nodes`` text of the jobs ``rows`` as ``(offsets, data)``: row ``k``'s text is
         ``data[offsets[k]:offsets[k + 1]]`` (ASCII, :func:`~market_hpc.algorithms.runs_text.runs_text`)."""
         self.flush()
-        runs = np.frombuffer(self.runs, dtype=np.int32) if len(self.runs) else np.zeros(0, dtype=np.int32)
-        offsets, data = runs_text(runs, np.frombuffer(self.run_offsets, dtype=np.int64), rows, self.tables)
+        runs = (
+            np.frombuffer(self.runs, dtype=np.int32)
+            if len(self.runs)
+            else np.zeros(0, dtype=np.int32)
+        )
+        offsets, data = runs_text(
+            runs, np.frombuffer(self.run_offsets, dtype=np.int64), rows, self.tables
+        )
         del runs  # the exported buffer would stop the array from growing
         return offsets, data
 
@@ -248,8 +300,8 @@ class JobColumns:
 
     def row(self, index: int) -> tuple[Any, ...]:
         """One job's row, as ``JOB_COLUMNS``."""
-        floats = self.float_rows[index * _FLOAT_WIDTH:(index + 1) * _FLOAT_WIDTH]
-        ints = self.int_rows[index * _INT_WIDTH:(index + 1) * _INT_WIDTH]
+        floats = self.float_rows[index * _FLOAT_WIDTH : (index + 1) * _FLOAT_WIDTH]
+        ints = self.int_rows[index * _INT_WIDTH : (index + 1) * _INT_WIDTH]
         values: dict[str, Any] = dict(zip(FLOAT_FIELDS, floats))
         values.update(zip(INT_FIELDS, ints))
         for name in _PER_UNIT:

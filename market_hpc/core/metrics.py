@@ -51,7 +51,9 @@ def _mean(series: pd.Series) -> float:
     return float(series.mean()) if len(series) else float("nan")
 
 
-def bounded_slowdown(response: pd.Series, run: pd.Series, tau: float = BOUNDED_SLOWDOWN_TAU) -> pd.Series:
+def bounded_slowdown(
+    response: pd.Series, run: pd.Series, tau: float = BOUNDED_SLOWDOWN_TAU
+) -> pd.Series:
     """``max(response / max(run, tau), 1)`` per job (Feitelson et al. 1997).
 
     >>> bounded_slowdown(pd.Series([20.0, 4.0, 30.0]), pd.Series([10.0, 2.0, 0.0])).tolist()
@@ -88,8 +90,11 @@ def run_end(jobs: pd.DataFrame) -> float:
     return float(np.nanmax(times)) if np.isfinite(times).any() else float("nan")
 
 
-def waits_all(jobs: pd.DataFrame, tau: float = BOUNDED_SLOWDOWN_TAU,
-              recorded: Mapping[int, float] | pd.Series | None = None) -> tuple[pd.Series, pd.Series]:
+def waits_all(
+    jobs: pd.DataFrame,
+    tau: float = BOUNDED_SLOWDOWN_TAU,
+    recorded: Mapping[int, float] | pd.Series | None = None,
+) -> tuple[pd.Series, pd.Series]:
     """Wait and bounded slowdown of every submitted job (module docstring: a job that did
     not finish waits until ``run_end``; it ran for its recorded run time, 0 if none).
     ``recorded`` maps job ids to the workload's run times: an unfinished job then takes
@@ -122,7 +127,11 @@ def completed_work(jobs: pd.DataFrame) -> dict[str, float]:
     {'completed_core_hours': 2.0, 'completed_share': 0.5}
     """
     done = jobs[jobs["status"] == "finished"]
-    hours = float((done["cores"] * done["run_time"]).sum() / 3600.0) if "cores" in jobs else float("nan")
+    hours = (
+        float((done["cores"] * done["run_time"]).sum() / 3600.0)
+        if "cores" in jobs
+        else float("nan")
+    )
     share = len(done) / len(jobs) if len(jobs) else float("nan")
     return {"completed_core_hours": hours, "completed_share": share}
 
@@ -184,7 +193,9 @@ def queue_sizes(jobs: pd.DataFrame) -> np.ndarray:
     leave = np.where(dropped, waiting["end_time"].to_numpy(dtype=float), leave)
     leave = np.sort(np.where(np.isnan(leave), np.inf, leave))
     arrived = np.sort(waiting["submit_time"].to_numpy(dtype=float))
-    return np.searchsorted(arrived, instants, side="right") - np.searchsorted(leave, instants, side="left")
+    return np.searchsorted(arrived, instants, side="right") - np.searchsorted(
+        leave, instants, side="left"
+    )
 
 
 def mean_queue_size(jobs: pd.DataFrame) -> float:
@@ -251,7 +262,9 @@ def summarize(
     for index, resource in enumerate(RESOURCES):
         if capacity_total[index] > 0:
             summary[f"utilisation_{resource}"] = (
-                float(busy_resource_seconds[index] / (capacity_total[index] * span)) if span > 0 else 0.0
+                float(busy_resource_seconds[index] / (capacity_total[index] * span))
+                if span > 0
+                else 0.0
             )
     if len(timeseries):
         times = timeseries["time"].to_numpy(dtype=float)
@@ -261,7 +274,9 @@ def summarize(
         for index, resource in enumerate(RESOURCES):
             column = f"used_{resource}"
             if capacity_total[index] > 0 and column in timeseries:
-                summary[f"load_ratio_{resource}"] = float(timeseries[column].mean() / capacity_total[index])
+                summary[f"load_ratio_{resource}"] = float(
+                    timeseries[column].mean() / capacity_total[index]
+                )
     if burst_buffer > 0:
         held = (jobs["bb"] * jobs["run_time"].fillna(0.0)).sum() if len(jobs) else 0.0
         summary["utilisation_bb"] = float(held / (burst_buffer * span)) if span > 0 else 0.0

@@ -173,16 +173,24 @@ class HPCModel(mesa.Model):
         self.hold_penalty = hold_penalty
         self.resume_seconds = resume_seconds
         self.hold_progress_loss = hold_progress_loss
-        if policy is None and not isinstance(jobs, Iterator):  # by name: refuse what it lacks before the run
+        if policy is None and not isinstance(
+            jobs, Iterator
+        ):  # by name: refuse what it lacks before the run
             from market_hpc.policies.registry import check_composition
 
             jobs = list(jobs)
             check_composition(scheduler, jobs, self.platform)
         if policy is not None:
             _check_penalty(policy, hold_penalty)
-        self.policy = policy if policy is not None else make_market_aware_policy(scheduler, allocator, hold_penalty)
+        self.policy = (
+            policy
+            if policy is not None
+            else make_market_aware_policy(scheduler, allocator, hold_penalty)
+        )
         if bidder is not None and not isinstance(jobs, Iterator) and _is_market(self.policy):
-            jobs = list(jobs)  # offers apply to the cores-only auction: refuse other workloads before the run
+            jobs = list(
+                jobs
+            )  # offers apply to the cores-only auction: refuse other workloads before the run
             refused = asks_refusal(bidder, jobs, self.platform.n_nodes, exclusive)
             if refused is not None:
                 raise ConfigError(refused)
@@ -240,7 +248,9 @@ class HPCModel(mesa.Model):
         """One ``NodeAgent`` per node, created on first use (a 10^5-node platform's
         agents cost a second to register with Mesa; replays never read them)."""
         if self._node_agents is None:
-            self._node_agents = [NodeAgent(self, i, self._bidder) for i in range(self.platform.n_nodes)]
+            self._node_agents = [
+                NodeAgent(self, i, self._bidder) for i in range(self.platform.n_nodes)
+            ]
         return self._node_agents
 
     # ------------------------------------------------------ Mesa registries
@@ -381,8 +391,10 @@ class HPCModel(mesa.Model):
         seen = self._stream_ids
         if seen is not None and job is not None:
             if (job.submit, job.job_id) <= (previous.submit, previous.job_id):
-                raise ConfigError(f"job stream not sorted by (submit, job_id): job {job.job_id} "
-                                  f"(submit {job.submit}) after job {previous.job_id} (submit {previous.submit})")
+                raise ConfigError(
+                    f"job stream not sorted by (submit, job_id): job {job.job_id} "
+                    f"(submit {job.submit}) after job {previous.job_id} (submit {previous.submit})"
+                )
             if not seen:
                 seen.add(previous.job_id)
             if job.job_id in seen:
@@ -438,7 +450,9 @@ class HPCModel(mesa.Model):
             elif event == self._generation:  # the latest decision's wake-up (older ones are stale)
                 cause = "wake-up" if cause in (None, _TICK) else cause
         if cause is not None and self.queue_agent.jobs:
-            if self._paused is not None:  # next_decision(): stop before deciding; resume() ends the instant
+            if (
+                self._paused is not None
+            ):  # next_decision(): stop before deciding; resume() ends the instant
                 self._paused = cause
                 return True
             self._decide(cause)
@@ -448,12 +462,21 @@ class HPCModel(mesa.Model):
     def _end_instant(self, now: float) -> None:
         """What follows an instant's decision: the every-step tick, stale wake-ups, the sample."""
         heap = self._heap
-        if (self.every_step and self.queue_agent.jobs and self._tick_at <= now
-                and (heap or len(self.running_by_end) or self._upcoming is not None)):
+        if (
+            self.every_step
+            and self.queue_agent.jobs
+            and self._tick_at <= now
+            and (heap or len(self.running_by_end) or self._upcoming is not None)
+        ):
             # (with nothing running or to come no step would change anything: end, not spin)
             self._tick_at = math.floor(now) + 1.0
             self._push(self._tick_at, DECISION, _TICK)
-        while heap and heap[0][1] == DECISION and type(heap[0][3]) is int and heap[0][3] != self._generation:
+        while (
+            heap
+            and heap[0][1] == DECISION
+            and type(heap[0][3]) is int
+            and heap[0][3] != self._generation
+        ):
             heapq.heappop(heap)  # a superseded wake-up: no instant, no decision
         if self.recorder.record_timeseries:
             self.recorder.sample(self)
@@ -476,7 +499,9 @@ class HPCModel(mesa.Model):
             RuntimeError: a decision is already pending (call ``resume`` first).
         """
         if self._paused is not None:
-            raise RuntimeError(f"a decision is pending at time {self.now}: call resume(decision) first")
+            raise RuntimeError(
+                f"a decision is pending at time {self.now}: call resume(decision) first"
+            )
         self._paused = ""  # armed: _advance stores the instant's cause here and returns
         try:
             while True:
@@ -539,8 +564,14 @@ class HPCModel(mesa.Model):
     def _finish(self, agent: JobAgent) -> None:
         release(self, agent)
         assert agent.running is not None
-        self.recorder.segment(agent.job.job_id, agent.running.start, self.now, agent.running.units,
-                              agent.progress, 1.0)
+        self.recorder.segment(
+            agent.job.job_id,
+            agent.running.start,
+            self.now,
+            agent.running.units,
+            agent.progress,
+            1.0,
+        )
         agent.progress = 1.0
         agent.status = _FINISHED
         curve = agent.job.payload.get("value_curve")

@@ -91,13 +91,16 @@ def check_routable(config: QueueConfig, jobs: Iterable[Job]) -> None:
             raise ConfigError(unroutable_message(config, job.job_id, job.cores, job.estimate))
 
 
-def install_queues(model: QueueHost, config: QueueConfig,
-                   reconfigurations: Sequence[tuple[float, QueueConfig]] = (),
-                   jobs: Sequence[Job] = ()) -> RoutedQueueAgent:
+def install_queues(
+    model: QueueHost,
+    config: QueueConfig,
+    reconfigurations: Sequence[tuple[float, QueueConfig]] = (),
+    jobs: Sequence[Job] = (),
+) -> RoutedQueueAgent:
     """Replace ``model``'s queue agent by a routed one and schedule reconfigurations;
     every job in ``jobs`` must have a queue in every configuration (checked now, at load)."""
     from market_hpc.algorithms.queues import layout
-    
+
     for _, later in ((0.0, config), *reconfigurations):
         layout(later, model.platform.n_nodes)  # raises if it needs more nodes than exist
         check_routable(later, jobs)

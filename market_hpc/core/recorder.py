@@ -34,8 +34,14 @@ from market_hpc.domain.platform import Platform
 from market_hpc.domain.resources import RESOURCES
 
 TIMESERIES_COLUMNS = (
-    "time", "queue_length", "running_jobs", *(f"used_{r}" for r in RESOURCES),
-    "holds", "drops", "profit", "used_bb",
+    "time",
+    "queue_length",
+    "running_jobs",
+    *(f"used_{r}" for r in RESOURCES),
+    "holds",
+    "drops",
+    "profit",
+    "used_bb",
 )
 
 
@@ -54,10 +60,29 @@ def format_allocation(allocation: Sequence[tuple[int, int]] | None) -> str:
 
 
 _SEGMENT_COLUMNS = ("job_id", "start", "end", "units", "progress_before", "progress_after")
-_SEGMENT_HELD = ("cores", "gpus", "mics", "mem", "bb", "held")  # what a segment held, and how it ended
+_SEGMENT_HELD = (
+    "cores",
+    "gpus",
+    "mics",
+    "mem",
+    "bb",
+    "held",
+)  # what a segment held, and how it ended
 SEGMENT_COLUMNS = (
-    "job_id", "segment", "start", "end", "nodes", "units", "cores", "gpus", "mics", "mem", "bb",
-    "progress_before", "progress_after", "ended",
+    "job_id",
+    "segment",
+    "start",
+    "end",
+    "nodes",
+    "units",
+    "cores",
+    "gpus",
+    "mics",
+    "mem",
+    "bb",
+    "progress_before",
+    "progress_after",
+    "ended",
 )
 """The columns of ``segments.csv``: one row per execution segment, by job id then segment
 number (1, 2, ...). ``nodes`` is ``jobs.csv``'s ``node:units;...`` text of the segment's
@@ -70,8 +95,16 @@ _STATUSES = STATUSES
 _FINISHED, _DROPPED, _REJECTED = JobStatus.FINISHED, JobStatus.DROPPED, JobStatus.REJECTED
 _FINISHED_CODE, _DROPPED_CODE = _STATUSES.index(_FINISHED), _STATUSES.index(_DROPPED)
 _NAN = float("nan")
-__all__ = ["JOB_COLUMNS", "SEGMENT_COLUMNS", "TIMESERIES_COLUMNS", "JobColumns", "Recorder", "format_allocation", "format_runs",
-           "text_array"]
+__all__ = [
+    "JOB_COLUMNS",
+    "SEGMENT_COLUMNS",
+    "TIMESERIES_COLUMNS",
+    "JobColumns",
+    "Recorder",
+    "format_allocation",
+    "format_runs",
+    "text_array",
+]
 
 
 class Recorder:
@@ -81,7 +114,10 @@ class Recorder:
         self.platform = platform
         self.jobs = JobColumns()
         # The job columns' pending lists and their bound methods (``job_left``'s hot path).
-        self._float_rows, self._int_rows = self.jobs.pending_floats.extend, self.jobs.pending_ints.extend
+        self._float_rows, self._int_rows = (
+            self.jobs.pending_floats.extend,
+            self.jobs.pending_ints.extend,
+        )
         self._pending_runs, self._flush_jobs = self.jobs.pending_runs, self.jobs.FLUSH_JOBS
         self._samples = BufferedFloats()  # TIMESERIES_COLUMNS values, instant after instant
         self._segments = BufferedFloats()  # _SEGMENT_COLUMNS values, segment after segment
@@ -141,9 +177,20 @@ class Recorder:
             self._float_rows((submit, nan, ended, nan, job.bb, job.estimate, value))
         else:
             self._float_rows((submit, first_start, ended, busy_time, job.bb, job.estimate, value))
-        self._int_rows((job.job_id, cores, gpus, mics, mem,
-                        job.units if job.profile is None or not allocation else _molded_units(allocation),
-                        job.user, job.queue, hold_count, code))  # job_columns.INT_FIELDS
+        self._int_rows(
+            (
+                job.job_id,
+                cores,
+                gpus,
+                mics,
+                mem,
+                job.units if job.profile is None or not allocation else _molded_units(allocation),
+                job.user,
+                job.queue,
+                hold_count,
+                code,
+            )
+        )  # job_columns.INT_FIELDS
         pending = self._pending_runs
         if type(allocation) is NodeRuns:
             pending.append(allocation.runs)
@@ -180,8 +227,15 @@ class Recorder:
         """Resource-seconds used so far, per resource."""
         return np.asarray(self._busy, dtype=np.float64)
 
-    def segment(self, job_id: int, start: float, end: float, units: int, progress_before: float,
-                progress_after: float) -> None:
+    def segment(
+        self,
+        job_id: int,
+        start: float,
+        end: float,
+        units: int,
+        progress_before: float,
+        progress_after: float,
+    ) -> None:
         """Record one execution segment (a job runs once, or once per hold/resume cycle),
         with what :meth:`segment_ending` said the segment held (nothing if not called)."""
         pending = self._segment_list
@@ -204,8 +258,13 @@ class Recorder:
             self._segment_held.flush()
             self._segment_runs.flush()
 
-    def segment_ending(self, allocation: Sequence[tuple[int, int]] | None, taken_total: tuple[int, ...],
-                       bb: float, held: bool) -> None:
+    def segment_ending(
+        self,
+        allocation: Sequence[tuple[int, int]] | None,
+        taken_total: tuple[int, ...],
+        bb: float,
+        held: bool,
+    ) -> None:
         """Say what the segment :meth:`segment` records next held: its allocation, the
         amounts taken in all (cores, gpus, mics, mem), its burst buffer, and whether it
         ended by a hold (else the job finished)."""
@@ -225,8 +284,16 @@ class Recorder:
         del base, held  # the exported buffers would stop the arrays from growing
         for k, name in enumerate(_SEGMENT_HELD):
             frame[name] = picked[:, k]
-        frame = frame.astype({"job_id": np.int64, "units": np.int64, "cores": np.int64, "gpus": np.int64,
-                              "mics": np.int64, "mem": np.int64})
+        frame = frame.astype(
+            {
+                "job_id": np.int64,
+                "units": np.int64,
+                "cores": np.int64,
+                "gpus": np.int64,
+                "mics": np.int64,
+                "mem": np.int64,
+            }
+        )
         frame["nodes"] = self._segment_runs.nodes_column(rows) if len(rows) else []
         return frame
 
@@ -238,9 +305,17 @@ class Recorder:
     def segment_field(self, name: str) -> np.ndarray:
         """One numeric column of the segments (``_SEGMENT_COLUMNS`` or ``cores`` .. ``held``), a copy."""
         if name in _SEGMENT_COLUMNS:
-            values, width, index = self._segments.values(), len(_SEGMENT_COLUMNS), _SEGMENT_COLUMNS.index(name)
+            values, width, index = (
+                self._segments.values(),
+                len(_SEGMENT_COLUMNS),
+                _SEGMENT_COLUMNS.index(name),
+            )
         else:
-            values, width, index = self._segment_held.values(), len(_SEGMENT_HELD), _SEGMENT_HELD.index(name)
+            values, width, index = (
+                self._segment_held.values(),
+                len(_SEGMENT_HELD),
+                _SEGMENT_HELD.index(name),
+            )
         if not len(values):
             return np.zeros(0)
         view = np.frombuffer(values, dtype=np.float64).reshape(-1, width)[:, index]
@@ -261,7 +336,9 @@ class Recorder:
 
     def segments_frame(self) -> pd.DataFrame:
         """One row per execution segment."""
-        values = np.array(self._segments.values(), dtype=np.float64).reshape(-1, len(_SEGMENT_COLUMNS))
+        values = np.array(self._segments.values(), dtype=np.float64).reshape(
+            -1, len(_SEGMENT_COLUMNS)
+        )
         frame = pd.DataFrame(values, columns=list(_SEGMENT_COLUMNS))
         return frame.astype({"job_id": np.int64, "units": np.int64})
 
@@ -280,10 +357,18 @@ class Recorder:
             return
         used = map(operator.sub, self._total, model.free_total)
         pending = self._sample_list
-        pending.extend((
-            model.now, len(model.queue_agent.jobs), len(model.running_by_end), *used,
-            self.holds, self.drops, self.profit, self.platform.burst_buffer - model.free_bb,
-        ))
+        pending.extend(
+            (
+                model.now,
+                len(model.queue_agent.jobs),
+                len(model.running_by_end),
+                *used,
+                self.holds,
+                self.drops,
+                self.profit,
+                self.platform.burst_buffer - model.free_bb,
+            )
+        )
         if len(pending) >= BUFFER_LIMIT:  # (a module constant: no attribute read per call)
             self._samples.flush()
 
@@ -295,12 +380,16 @@ class Recorder:
     def sample_rows(self, begin: int, end: int) -> np.ndarray:
         """Rows ``begin:end`` of ``samples`` (a copy of those rows only)."""
         width = len(TIMESERIES_COLUMNS)
-        return np.array(self._samples.values()[begin * width:end * width], dtype=np.float64).reshape(-1, width)
+        return np.array(
+            self._samples.values()[begin * width : end * width], dtype=np.float64
+        ).reshape(-1, width)
 
     @property
     def samples(self) -> np.ndarray:
         """The time series so far, one row per instant (``TIMESERIES_COLUMNS``)."""
-        return np.array(self._samples.values(), dtype=np.float64).reshape(-1, len(TIMESERIES_COLUMNS))
+        return np.array(self._samples.values(), dtype=np.float64).reshape(
+            -1, len(TIMESERIES_COLUMNS)
+        )
 
     def jobs_frame(self) -> pd.DataFrame:
         """One row per job that left the system, sorted by job id."""
@@ -322,7 +411,9 @@ class Recorder:
         order = self.job_order()
         with open(path, "wb") as handle:
             for begin in range(0, max(len(order), 1), chunk_rows):
-                chunk = pd.DataFrame(self.jobs.columns(order[begin:begin + chunk_rows]), columns=list(JOB_COLUMNS))
+                chunk = pd.DataFrame(
+                    self.jobs.columns(order[begin : begin + chunk_rows]), columns=list(JOB_COLUMNS)
+                )
                 write_csv(chunk, handle, header=begin == 0)
         return len(order)
 

@@ -63,7 +63,9 @@ class RunningJobs(Sequence[RunningJob]):
         by_seq = self._by_seq
         if by_seq is None:
             self._sorted.remove(running)  # type: ignore[union-attr]
-        elif (found := by_seq.get(running.seq)) is running or (found is not None and found == running):
+        elif (found := by_seq.get(running.seq)) is running or (
+            found is not None and found == running
+        ):
             del by_seq[running.seq]
         else:
             raise ValueError(f"{running!r} is not running")

@@ -167,6 +167,7 @@ class ModelView:
 
 
 if TYPE_CHECKING:
+
     def _implements_fast_view(view: ModelView) -> FastView:
         return view  # mypy checks that the model's view offers every FastView member
 

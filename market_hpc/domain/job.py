@@ -86,14 +86,22 @@ class Job:
         # (NaN fails every comparison). Only a job that fails it pays for the detail.
         try:
             valid = (
-                type(self.job_id) is int and 0 <= self.job_id <= MAX_INT
-                and 0.0 <= self.submit <= MAX_SECONDS and 0.0 <= self.run_time <= MAX_SECONDS
-                and 0.0 <= self.estimate <= MAX_SECONDS and 0.0 <= self.bb < _INF
-                and type(self.units) is int and 1 <= self.units <= MAX_INT
+                type(self.job_id) is int
+                and 0 <= self.job_id <= MAX_INT
+                and 0.0 <= self.submit <= MAX_SECONDS
+                and 0.0 <= self.run_time <= MAX_SECONDS
+                and 0.0 <= self.estimate <= MAX_SECONDS
+                and 0.0 <= self.bb < _INF
+                and type(self.units) is int
+                and 1 <= self.units <= MAX_INT
                 and (self.unit == CORE_UNIT or _unit_ok(self.unit))
                 and (self.profile is None or _profile_ok(self.profile))
-                and (self.run_profile is None or self.profile is not None and _profile_ok(self.run_profile)
-                     and len(self.run_profile) == len(self.profile))
+                and (
+                    self.run_profile is None
+                    or self.profile is not None
+                    and _profile_ok(self.run_profile)
+                    and len(self.run_profile) == len(self.profile)
+                )
             )
         except TypeError:  # a string or None compared with a number
             valid = False
@@ -127,8 +135,12 @@ class Job:
 
 
 def _unit_ok(unit: object) -> bool:
-    return (type(unit) is tuple and len(unit) == N_RESOURCES
-            and all(type(a) is int and 0 <= a <= MAX_INT for a in unit) and unit[0] >= 1)
+    return (
+        type(unit) is tuple
+        and len(unit) == N_RESOURCES
+        and all(type(a) is int and 0 <= a <= MAX_INT for a in unit)
+        and unit[0] >= 1
+    )
 
 
 _NUMBER_TYPES = frozenset((float, int))
@@ -137,9 +149,14 @@ _NUMBER_TYPES = frozenset((float, int))
 def _profile_ok(profile: object) -> bool:
     # C-level passes (types, then bounds) instead of one Python test per entry: a rigid
     # profile of a 17,000-unit Curie job has 17,000 entries. NaN passes min/max but not fsum.
-    return (type(profile) is tuple and len(profile) >= 1
-            and _NUMBER_TYPES.issuperset(map(type, profile))
-            and 0.0 < min(profile) and max(profile) <= MAX_SECONDS and math.isfinite(math.fsum(profile)))
+    return (
+        type(profile) is tuple
+        and len(profile) >= 1
+        and _NUMBER_TYPES.issuperset(map(type, profile))
+        and 0.0 < min(profile)
+        and max(profile) <= MAX_SECONDS
+        and math.isfinite(math.fsum(profile))
+    )
 
 
 def _check_job(job: Job) -> None:
@@ -153,19 +170,37 @@ def _check_job(job: Job) -> None:
     check(job.units, COUNT, f"{where}: units")
     unit = job.unit
     if not isinstance(unit, tuple | list) or len(unit) != N_RESOURCES:
-        raise InvalidNumberError(f"{where}: unit", unit, f"a tuple of {N_RESOURCES} integers "
-                                 "(cores >= 1, gpus, mics, mem in MiB >= 0)")
+        raise InvalidNumberError(
+            f"{where}: unit",
+            unit,
+            f"a tuple of {N_RESOURCES} integers (cores >= 1, gpus, mics, mem in MiB >= 0)",
+        )
     check(unit[0], COUNT, f"{where}: unit[0] (cores per unit)")
     for index in range(1, N_RESOURCES):
         check(unit[index], NON_NEGATIVE_INT, f"{where}: unit[{index}]")
     if job.profile is not None:
         if not isinstance(job.profile, tuple) or not job.profile:
-            raise InvalidNumberError(f"{where}: profile", job.profile, "a non-empty tuple of run times")
+            raise InvalidNumberError(
+                f"{where}: profile", job.profile, "a non-empty tuple of run times"
+            )
         for cores, seconds in enumerate(job.profile, start=1):
-            check(seconds, POSITIVE_TIME, f"{where}: profile[{cores - 1}] (run time on {cores} cores)")
+            check(
+                seconds, POSITIVE_TIME, f"{where}: profile[{cores - 1}] (run time on {cores} cores)"
+            )
     if job.run_profile is not None:
-        if job.profile is None or not isinstance(job.run_profile, tuple) or len(job.run_profile) != len(job.profile):
-            raise InvalidNumberError(f"{where}: run_profile", job.run_profile,
-                                     "a tuple of run times as long as the job's profile (which must be set)")
+        if (
+            job.profile is None
+            or not isinstance(job.run_profile, tuple)
+            or len(job.run_profile) != len(job.profile)
+        ):
+            raise InvalidNumberError(
+                f"{where}: run_profile",
+                job.run_profile,
+                "a tuple of run times as long as the job's profile (which must be set)",
+            )
         for cores, seconds in enumerate(job.run_profile, start=1):
-            check(seconds, POSITIVE_TIME, f"{where}: run_profile[{cores - 1}] (real run time on {cores} cores)")
+            check(
+                seconds,
+                POSITIVE_TIME,
+                f"{where}: run_profile[{cores - 1}] (real run time on {cores} cores)",
+            )

@@ -39,6 +39,7 @@ from market_hpc.validation import (
 
 MIB_PER_GB = 1024
 
+
 @dataclass(frozen=True, slots=True)
 class NodeType:
     """A kind of node and how many the platform has.
@@ -68,6 +69,7 @@ class NodeType:
         """Resource vector of one node in ``RESOURCES`` order."""
         return (self.cores, self.gpus, self.mics, self.mem)
 
+
 @dataclass(frozen=True)
 class Platform:
     """A set of nodes plus an optional shared burst-buffer pool.
@@ -90,7 +92,9 @@ class Platform:
     @cached_property
     def capacity(self) -> np.ndarray:
         """Read-only ``(n_nodes, N_RESOURCES)`` int64 array of node capacities."""
-        rows = [np.tile(np.asarray(t.capacity, dtype=np.int64), (t.count, 1)) for t in self.node_types]
+        rows = [
+            np.tile(np.asarray(t.capacity, dtype=np.int64), (t.count, 1)) for t in self.node_types
+        ]
         cap = np.concatenate(rows)
         cap.flags.writeable = False
         return cap
@@ -123,9 +127,7 @@ class Platform:
         """One line: node types and counts."""
         parts = []
         for t in self.node_types:
-            extra = "".join(
-                f",{k}={v}" for k, v in (("gpus", t.gpus), ("mics", t.mics)) if v
-            )
+            extra = "".join(f",{k}={v}" for k, v in (("gpus", t.gpus), ("mics", t.mics)) if v)
             mem = f",mem={t.mem // MIB_PER_GB}GB" if t.mem else ""
             parts.append(f"{t.count}x[{t.name}: cores={t.cores}{extra}{mem}]")
         bb = f" + bb={self.burst_buffer:g}GB" if self.burst_buffer else ""
@@ -137,22 +139,40 @@ class Platform:
             "name": self.name,
             "burst_buffer": self.burst_buffer,
             "node_type": [
-                {"name": t.name, "count": t.count, "cores": t.cores, "gpus": t.gpus,
-                 "mics": t.mics, "mem_mib": t.mem}
+                {
+                    "name": t.name,
+                    "count": t.count,
+                    "cores": t.cores,
+                    "gpus": t.gpus,
+                    "mics": t.mics,
+                    "mem_mib": t.mem,
+                }
                 for t in self.node_types
             ],
         }
 
-_NODE_RANGES: dict[str, Range] = {"count": COUNT, "cores": COUNT, "gpus": NON_NEGATIVE_INT,
-                                  "mics": NON_NEGATIVE_INT, "mem": NON_NEGATIVE_INT}
+
+_NODE_RANGES: dict[str, Range] = {
+    "count": COUNT,
+    "cores": COUNT,
+    "gpus": NON_NEGATIVE_INT,
+    "mics": NON_NEGATIVE_INT,
+    "mem": NON_NEGATIVE_INT,
+}
 # what a spec or file gives: node counts (nodes= inline, count in a file), memory in GB (up to
 # what the node's MiB count holds exactly, so a too-large mem is refused as typed, in GB)
 _MEM_GB = Range(0.0, MAX_INT // MIB_PER_GB)
-_INLINE_RANGES: dict[str, Range] = {**_NODE_RANGES, "nodes": COUNT, "mem": _MEM_GB, "bb": NON_NEGATIVE}
+_INLINE_RANGES: dict[str, Range] = {
+    **_NODE_RANGES,
+    "nodes": COUNT,
+    "mem": _MEM_GB,
+    "bb": NON_NEGATIVE,
+}
 
 
 def _gb(value: float) -> int:
     return round(value * MIB_PER_GB)
+
 
 PRESETS: dict[str, Platform] = {
     "kth-sp2": Platform("kth-sp2", (NodeType("sp2", 100, 1),)),
@@ -189,6 +209,7 @@ PRESETS: dict[str, Platform] = {
 
 _INLINE_KEYS = ("nodes", "cores", "gpus", "mics", "mem", "bb")
 
+
 def parse_inline(spec: str) -> Platform:
     """Parse ``nodes=N,cores=C[,gpus=G,mics=M,mem=GB,bb=GB]`` into a one-type platform.
 
@@ -209,7 +230,9 @@ def parse_inline(spec: str) -> Platform:
         if value is None:
             raise ConfigError(f"platform spec {spec!r}: {key}={raw!r} is not a number")
         if not _INLINE_RANGES[key].contains(value):
-            raise InvalidNumberError(f"platform spec {spec!r}: {key}", raw, _INLINE_RANGES[key].describe())
+            raise InvalidNumberError(
+                f"platform spec {spec!r}: {key}", raw, _INLINE_RANGES[key].describe()
+            )
         values[key] = value
     for required in ("nodes", "cores"):
         if required not in values:
@@ -224,8 +247,10 @@ def parse_inline(spec: str) -> Platform:
     )
     return Platform(spec, (node,), burst_buffer=values.get("bb", 0.0))
 
+
 _TYPE_KEYS = ("name", "count", "cores", "gpus", "mics", "mem")
 _FILE_KEYS = ("name", "burst_buffer", "node_type")
+
 
 def platform_from_dict(data: dict[str, Any], source: str) -> Platform:
     """Build a platform from the TOML table layout documented in this module."""
@@ -239,13 +264,17 @@ def platform_from_dict(data: dict[str, Any], source: str) -> Platform:
     for i, table in enumerate(types):
         for key in table:
             if key not in _TYPE_KEYS:
-                raise UnknownNameError(f"node_type key in {source} (node_type #{i + 1})", key, _TYPE_KEYS)
+                raise UnknownNameError(
+                    f"node_type key in {source} (node_type #{i + 1})", key, _TYPE_KEYS
+                )
         for key in ("count", "cores"):
             if key not in table:
                 raise ConfigError(f"{source}: node_type #{i + 1} is missing {key!r}")
         where = f"{source}: node_type #{i + 1}"
-        number = {key: check(table.get(key, 0), _INLINE_RANGES[key], f"{where} {key}")
-                  for key in ("count", "cores", "gpus", "mics", "mem")}
+        number = {
+            key: check(table.get(key, 0), _INLINE_RANGES[key], f"{where} {key}")
+            for key in ("count", "cores", "gpus", "mics", "mem")
+        }
         node_types.append(
             NodeType(
                 str(table.get("name", f"type{i}")),
@@ -258,6 +287,7 @@ def platform_from_dict(data: dict[str, Any], source: str) -> Platform:
         )
     burst_buffer = check(data.get("burst_buffer", 0.0), NON_NEGATIVE, f"{source}: burst_buffer")
     return Platform(str(data.get("name", source)), tuple(node_types), float(burst_buffer))
+
 
 def load_platform(spec: str | Platform) -> Platform:
     """Resolve a preset name, an inline spec or a ``.toml`` file into a platform.
@@ -277,4 +307,3 @@ def load_platform(spec: str | Platform) -> Platform:
     raise UnknownNameError(
         "platform preset", spec, list(PRESETS) + ["nodes=N,cores=C[,...]", "FILE.toml"]
     )
-

@@ -53,17 +53,23 @@ class QueueSpec:
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_cores <= self.max_cores:
-            raise ConfigError(f"queue {self.name!r}: need 1 <= min_cores <= max_cores, "
-                              f"got {self.min_cores}..{self.max_cores}")
+            raise ConfigError(
+                f"queue {self.name!r}: need 1 <= min_cores <= max_cores, "
+                f"got {self.min_cores}..{self.max_cores}"
+            )
         if not 0 <= self.min_wall <= self.max_wall:
-            raise ConfigError(f"queue {self.name!r}: need 0 <= min_wall <= max_wall, "
-                              f"got {self.min_wall}..{self.max_wall}")
+            raise ConfigError(
+                f"queue {self.name!r}: need 0 <= min_wall <= max_wall, "
+                f"got {self.min_wall}..{self.max_wall}"
+            )
         if self.priority <= 0:
             raise ConfigError(f"queue {self.name!r}: priority must be > 0, got {self.priority}")
 
     def accepts(self, cores: int, estimate: float) -> bool:
         """Whether a request of ``cores`` cores and ``estimate`` seconds is in range."""
-        return self.min_cores <= cores <= self.max_cores and self.min_wall <= estimate <= self.max_wall
+        return (
+            self.min_cores <= cores <= self.max_cores and self.min_wall <= estimate <= self.max_wall
+        )
 
     def describe(self) -> str:
         """``name[cores a-b, wall c-d h]`` for messages and reports."""
@@ -105,19 +111,29 @@ class QueueConfig:
         if len(set(names)) != len(names):
             raise ConfigError(f"queue names must be unique, got {names}")
         if self.mode != "shared" and len(self.partitions) != len(self.queues):
-            raise ConfigError(f"{self.mode} mode needs one partition size per queue "
-                              f"({len(self.queues)}), got {self.partitions}")
+            raise ConfigError(
+                f"{self.mode} mode needs one partition size per queue "
+                f"({len(self.queues)}), got {self.partitions}"
+            )
         if any(p < 0 for p in self.partitions) or self.pool < 0:
-            raise ConfigError(f"partition and pool sizes must be >= 0, got {self.partitions}, pool {self.pool}")
+            raise ConfigError(
+                f"partition and pool sizes must be >= 0, got {self.partitions}, pool {self.pool}"
+            )
         if self.mode != "hybrid" and self.pool:
-            raise ConfigError(f"only hybrid mode has a pool, got pool={self.pool} in {self.mode} mode")
+            raise ConfigError(
+                f"only hybrid mode has a pool, got pool={self.pool} in {self.mode} mode"
+            )
         if self.catch_all is not None and self.catch_all not in names:
-            raise ConfigError(f"catch_all {self.catch_all!r} is not a queue; queues: {', '.join(names)}")
+            raise ConfigError(
+                f"catch_all {self.catch_all!r} is not a queue; queues: {', '.join(names)}"
+            )
         if self.mode != "shared":
             for queue, size in zip(self.queues, self.partitions):
                 if not queue.reservation and size < 1:
-                    raise ConfigError(f"queue {queue.name!r} owns no nodes; give it a partition "
-                                      "or mark it reservation = true")
+                    raise ConfigError(
+                        f"queue {queue.name!r} owns no nodes; give it a partition "
+                        "or mark it reservation = true"
+                    )
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -131,15 +147,20 @@ class QueueConfig:
 
     def with_partitions(self, partitions: tuple[int, ...], pool: int | None = None) -> QueueConfig:
         """A copy with other partition (and pool) sizes."""
-        return replace(self, partitions=tuple(int(p) for p in partitions),
-                       pool=self.pool if pool is None else int(pool))
+        return replace(
+            self,
+            partitions=tuple(int(p) for p in partitions),
+            pool=self.pool if pool is None else int(pool),
+        )
 
     def describe(self) -> str:
         """One line: mode, queues with their node counts, pool."""
         if self.mode == "shared":
             parts = ", ".join(q.describe() for q in self.queues)
         else:
-            parts = ", ".join(f"{q.describe()}={'reservation' if q.reservation else p}"
-                              for q, p in zip(self.queues, self.partitions))
+            parts = ", ".join(
+                f"{q.describe()}={'reservation' if q.reservation else p}"
+                for q, p in zip(self.queues, self.partitions)
+            )
         pool = f", pool={self.pool}" if self.mode == "hybrid" else ""
         return f"{self.label or self.mode} ({self.mode}): {parts}{pool}"

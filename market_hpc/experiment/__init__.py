@@ -9,4 +9,12 @@ from market_hpc.experiment.config import (
 )
 from market_hpc.experiment.run import Result, simulate
 
-__all__ = ["PolicyConfig", "Result", "RunConfig", "WorkloadConfig", "config_from_dict", "load_scenario", "simulate"]
+__all__ = [
+    "PolicyConfig",
+    "Result",
+    "RunConfig",
+    "WorkloadConfig",
+    "config_from_dict",
+    "load_scenario",
+    "simulate",
+]

@@ -57,8 +57,14 @@ from market_hpc.experiment.audit_read import (
     read_run,
 )
 
-__all__ = ["AuditError", "AuditReadError", "AuditReport", "audit_frames", "audit_run",
-           "node_placements"]
+__all__ = [
+    "AuditError",
+    "AuditReadError",
+    "AuditReport",
+    "audit_frames",
+    "audit_run",
+    "node_placements",
+]
 
 TERMINAL = frozenset({"finished", "dropped", "rejected"})
 PROGRESS_TOLERANCE = 1e-9
@@ -109,15 +115,31 @@ def audit_run(run_dir: str | Path) -> AuditReport:
     directory = Path(run_dir)
     files = read_run(directory)
     jobs = _kept(files.jobs)
-    violation = (_invariants(jobs, files.segments, files.platform, files.exclusive,
-                             files.bb_capacity, files.placements) or files.twins
-                 or _check_summary(jobs, files.counts))
-    return AuditReport(directory, len(files.jobs), len(files.segments), violation,
-                       time.perf_counter() - began)
+    violation = (
+        _invariants(
+            jobs,
+            files.segments,
+            files.platform,
+            files.exclusive,
+            files.bb_capacity,
+            files.placements,
+        )
+        or files.twins
+        or _check_summary(jobs, files.counts)
+    )
+    return AuditReport(
+        directory, len(files.jobs), len(files.segments), violation, time.perf_counter() - began
+    )
 
 
-def audit_frames(jobs: pd.DataFrame, segments: pd.DataFrame, platform: Platform | str, *,
-                 exclusive: bool = False, bb_capacity: float | None = None) -> str | None:
+def audit_frames(
+    jobs: pd.DataFrame,
+    segments: pd.DataFrame,
+    platform: Platform | str,
+    *,
+    exclusive: bool = False,
+    bb_capacity: float | None = None,
+) -> str | None:
     """The first violated invariant of a run given as frames, or ``None``.
 
     Args:
@@ -136,8 +158,14 @@ def audit_frames(jobs: pd.DataFrame, segments: pd.DataFrame, platform: Platform 
     segment_columns = frame_columns(segments, SEGMENT_KINDS, tuple(SEGMENT_KINDS), "segments")
     placements = check_segment_values(segment_columns, frame_fail("segments"))
     pool = platform.burst_buffer if bb_capacity is None else bb_capacity
-    return _invariants(_kept(pd.DataFrame(job_columns)), pd.DataFrame(segment_columns), platform,
-                       exclusive, pool, placements)
+    return _invariants(
+        _kept(pd.DataFrame(job_columns)),
+        pd.DataFrame(segment_columns),
+        platform,
+        exclusive,
+        pool,
+        placements,
+    )
 
 
 def _kept(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -145,10 +173,19 @@ def _kept(jobs: pd.DataFrame) -> pd.DataFrame:
     return jobs[jobs["status"] != "skipped"].reset_index(drop=True)
 
 
-def _invariants(jobs: pd.DataFrame, segments: pd.DataFrame, platform: Platform, exclusive: bool,
-                pool: float, placements: Placements) -> str | None:
-    return (_check_jobs(jobs) or _check_segments(jobs, segments)
-            or _check_capacity(segments, platform, exclusive, pool, placements))
+def _invariants(
+    jobs: pd.DataFrame,
+    segments: pd.DataFrame,
+    platform: Platform,
+    exclusive: bool,
+    pool: float,
+    placements: Placements,
+) -> str | None:
+    return (
+        _check_jobs(jobs)
+        or _check_segments(jobs, segments)
+        or _check_capacity(segments, platform, exclusive, pool, placements)
+    )
 
 
 def _check_summary(jobs: pd.DataFrame, counts: dict[str, int]) -> str | None:
@@ -219,8 +256,10 @@ def _check_segments(jobs: pd.DataFrame, seg: pd.DataFrame) -> str | None:
     early = start < submit
     if early.any():
         k = int(np.flatnonzero(early)[0])
-        return (f"job {sid[k]} segment {number[k]} starts at t={_g(start[k])} "
-                f"before its submit at t={_g(submit[k])}")
+        return (
+            f"job {sid[k]} segment {number[k]} starts at t={_g(start[k])} "
+            f"before its submit at t={_g(submit[k])}"
+        )
     backwards = end < start
     if backwards.any():
         k = int(np.flatnonzero(backwards)[0])
@@ -239,14 +278,18 @@ def _check_segments(jobs: pd.DataFrame, seg: pd.DataFrame) -> str | None:
     overlap = ~first[1:] & (start[1:] < end[:-1])
     if overlap.any():
         k = int(np.flatnonzero(overlap)[0]) + 1
-        return (f"job {sid[k]} segment {number[k]} starts at t={_g(start[k])} before segment "
-                f"{number[k - 1]} ends at t={_g(end[k - 1])}: its segments overlap")
+        return (
+            f"job {sid[k]} segment {number[k]} starts at t={_g(start[k])} before segment "
+            f"{number[k - 1]} ends at t={_g(end[k - 1])}: its segments overlap"
+        )
 
     terminal_early = ~last & (ended != "held")
     if terminal_early.any():
         k = int(np.flatnonzero(terminal_early)[0])
-        return (f"job {sid[k]} ends twice: segment {number[k]} ended {ended[k]!r} "
-                f"and segment {number[k + 1]} follows")
+        return (
+            f"job {sid[k]} ends twice: segment {number[k]} ended {ended[k]!r} "
+            f"and segment {number[k + 1]} follows"
+        )
     status = jobs["status"].astype(str).to_numpy()[rows]
     finished_seg = last & (ended == "finished")
     wrong_end = last & ((ended == "finished") != (status == "finished"))
@@ -266,16 +309,18 @@ def _check_segments(jobs: pd.DataFrame, seg: pd.DataFrame) -> str | None:
     if end_differs.any():
         k = int(np.flatnonzero(end_differs)[0])
         return f"job {sid[k]} ends at t={_g(job_end[k])} in jobs.csv but its last segment at t={_g(end[k])}"
-    return (_check_job_rows(jobs, seg, rows, finished_seg)
-            or _check_progress(sid, number, first, before, after, finished_seg))
+    return _check_job_rows(jobs, seg, rows, finished_seg) or _check_progress(
+        sid, number, first, before, after, finished_seg
+    )
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.abs(a - b) <= TIME_TOLERANCE * np.maximum(1.0, np.abs(b))
 
 
-def _check_job_rows(jobs: pd.DataFrame, seg: pd.DataFrame, rows: np.ndarray,
-                    finished_seg: np.ndarray) -> str | None:
+def _check_job_rows(
+    jobs: pd.DataFrame, seg: pd.DataFrame, rows: np.ndarray, finished_seg: np.ndarray
+) -> str | None:
     """A job's wait, run time and allocation in ``jobs.csv`` agree with its segments."""
     ids = jobs["job_id"].to_numpy(np.int64)
     submit = jobs["submit_time"].to_numpy(np.float64)
@@ -286,8 +331,10 @@ def _check_job_rows(jobs: pd.DataFrame, seg: pd.DataFrame, rows: np.ndarray,
         wrong = known & ~_close(wait, start - submit)
         if wrong.any():
             k = int(np.flatnonzero(wrong)[0])
-            return (f"job {ids[k]} waits {_g(wait[k])} s in jobs.csv but was submitted at "
-                    f"t={_g(submit[k])} and started at t={_g(start[k])}")
+            return (
+                f"job {ids[k]} waits {_g(wait[k])} s in jobs.csv but was submitted at "
+                f"t={_g(submit[k])} and started at t={_g(start[k])}"
+            )
     finished = (jobs["status"] == "finished").to_numpy()
     if "run_time" in jobs:
         length = seg["end"].to_numpy(np.float64) - seg["start"].to_numpy(np.float64)
@@ -296,21 +343,31 @@ def _check_job_rows(jobs: pd.DataFrame, seg: pd.DataFrame, rows: np.ndarray,
         wrong = finished & ~_close(run, busy)
         if wrong.any():
             k = int(np.flatnonzero(wrong)[0])
-            return (f"job {ids[k]} runs {_g(run[k])} s in jobs.csv but its segments last "
-                    f"{_g(busy[k])} s")
+            return (
+                f"job {ids[k]} runs {_g(run[k])} s in jobs.csv but its segments last "
+                f"{_g(busy[k])} s"
+            )
     if "nodes" in jobs:
         listed = jobs["nodes"].to_numpy(dtype=object)[rows[finished_seg]]
         last = seg["nodes"].to_numpy(dtype=object)[finished_seg]
         wrong = listed != last
         if wrong.any():
             k = int(np.flatnonzero(wrong)[0])
-            return (f"job {ids[rows[finished_seg][k]]} ran on {listed[k]!r} in jobs.csv but its "
-                    f"last segment on {last[k]!r}")
+            return (
+                f"job {ids[rows[finished_seg][k]]} ran on {listed[k]!r} in jobs.csv but its "
+                f"last segment on {last[k]!r}"
+            )
     return None
 
 
-def _check_progress(sid: np.ndarray, number: np.ndarray, first: np.ndarray, before: np.ndarray,
-                    after: np.ndarray, finished_seg: np.ndarray) -> str | None:
+def _check_progress(
+    sid: np.ndarray,
+    number: np.ndarray,
+    first: np.ndarray,
+    before: np.ndarray,
+    after: np.ndarray,
+    finished_seg: np.ndarray,
+) -> str | None:
     """Work conserved across holds (``sid`` sorted by job, then segment)."""
     tol = PROGRESS_TOLERANCE
     fresh = first & (np.abs(before) > tol)
@@ -321,12 +378,16 @@ def _check_progress(sid: np.ndarray, number: np.ndarray, first: np.ndarray, befo
     lost[1:] = ~first[1:] & (np.abs(before[1:] - after[:-1]) > tol)
     if lost.any():
         k = int(np.flatnonzero(lost)[0])
-        return (f"job {sid[k]} segment {number[k]} starts at progress {_g(before[k])} but segment "
-                f"{number[k - 1]} ended at progress {_g(after[k - 1])}: work not conserved across the hold")
+        return (
+            f"job {sid[k]} segment {number[k]} starts at progress {_g(before[k])} but segment "
+            f"{number[k - 1]} ended at progress {_g(after[k - 1])}: work not conserved across the hold"
+        )
     shrinking = (after < before - tol) | (after > 1 + tol)
     if shrinking.any():
         k = int(np.flatnonzero(shrinking)[0])
-        return f"job {sid[k]} segment {number[k]} goes from progress {_g(before[k])} to {_g(after[k])}"
+        return (
+            f"job {sid[k]} segment {number[k]} goes from progress {_g(before[k])} to {_g(after[k])}"
+        )
     short = finished_seg & (np.abs(after - 1.0) > tol)
     if short.any():
         k = int(np.flatnonzero(short)[0])
@@ -334,8 +395,13 @@ def _check_progress(sid: np.ndarray, number: np.ndarray, first: np.ndarray, befo
     return None
 
 
-def _check_capacity(seg: pd.DataFrame, platform: Platform, exclusive: bool, bb_capacity: float,
-                    placements: Placements) -> str | None:
+def _check_capacity(
+    seg: pd.DataFrame,
+    platform: Platform,
+    exclusive: bool,
+    bb_capacity: float,
+    placements: Placements,
+) -> str | None:
     if not len(seg):
         return None
     units = seg["units"].to_numpy(np.int64)
@@ -348,8 +414,10 @@ def _check_capacity(seg: pd.DataFrame, platform: Platform, exclusive: bool, bb_c
     miscounted = placed != units
     if miscounted.any():
         k = int(np.flatnonzero(miscounted)[0])
-        return (f"job {int(seg['job_id'].iloc[k])} segment {int(seg['segment'].iloc[k])} holds "
-                f"{units[k]} units but its nodes {seg['nodes'].iloc[k]!r} give {_g(placed[k])}")
+        return (
+            f"job {int(seg['job_id'].iloc[k])} segment {int(seg['segment'].iloc[k])} holds "
+            f"{units[k]} units but its nodes {seg['nodes'].iloc[k]!r} give {_g(placed[k])}"
+        )
     capacity = platform.capacity
     out_of_range = (node < 0) | (node >= len(capacity))
     if out_of_range.any():
@@ -361,8 +429,10 @@ def _check_capacity(seg: pd.DataFrame, platform: Platform, exclusive: bool, bb_c
         if uneven.any():
             k = int(np.flatnonzero(uneven)[0])
             held = ", ".join(f"{name} {int(totals[k, i])}" for i, name in enumerate(RESOURCES))
-            return (f"job {int(seg['job_id'].iloc[k])} segment {int(seg['segment'].iloc[k])} holds "
-                    f"{held} on {units[k]} units: not a whole amount per unit")
+            return (
+                f"job {int(seg['job_id'].iloc[k])} segment {int(seg['segment'].iloc[k])} holds "
+                f"{held} on {units[k]} units: not a whole amount per unit"
+            )
     job = seg["job_id"].to_numpy(np.int64)
     start, end = seg["start"].to_numpy(np.float64), seg["end"].to_numpy(np.float64)
     if exclusive:
@@ -375,13 +445,24 @@ def _check_capacity(seg: pd.DataFrame, platform: Platform, exclusive: bool, bb_c
     found = first_over_allocation(job[row], start[row], end[row], node, amounts, capacity[:, kinds])
     if found is not None:
         name = RESOURCES[int(kinds[found.resource])]
-        return (f"node {found.node} over-allocated at t={_g(found.time)}: {name} {_g(found.used)} in use "
-                f"of capacity {_g(found.capacity)} (jobs {', '.join(map(str, found.jobs))})")
+        return (
+            f"node {found.node} over-allocated at t={_g(found.time)}: {name} {_g(found.used)} in use "
+            f"of capacity {_g(found.capacity)} (jobs {', '.join(map(str, found.jobs))})"
+        )
     bb = seg["bb"].to_numpy(np.float64)
     if (bb > 0).any():
-        found = first_over_allocation(job, start, end, np.zeros(len(job), dtype=np.int64), bb[:, None],
-                                      np.array([[bb_capacity]]), tolerance=BB_TOLERANCE)
+        found = first_over_allocation(
+            job,
+            start,
+            end,
+            np.zeros(len(job), dtype=np.int64),
+            bb[:, None],
+            np.array([[bb_capacity]]),
+            tolerance=BB_TOLERANCE,
+        )
         if found is not None:
-            return (f"burst buffer over-allocated at t={_g(found.time)}: {_g(found.used)} GB in use "
-                    f"of {_g(found.capacity)} GB (jobs {', '.join(map(str, found.jobs))})")
+            return (
+                f"burst buffer over-allocated at t={_g(found.time)}: {_g(found.used)} GB in use "
+                f"of {_g(found.capacity)} GB (jobs {', '.join(map(str, found.jobs))})"
+            )
     return None

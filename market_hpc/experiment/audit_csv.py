@@ -31,8 +31,11 @@ from market_hpc.errors import ConfigError
 TWIN_TOLERANCE = 1e-12
 HEADER_BYTES = 1 << 20
 KINDS = ("int", "float", "text")
-_VALID = {"int": "a whole number", "float": "a number (NaN and inf allowed by the type)",
-          "text": "UTF-8 text"}
+_VALID = {
+    "int": "a whole number",
+    "float": "a number (NaN and inf allowed by the type)",
+    "text": "UTF-8 text",
+}
 
 
 class AuditReadError(ConfigError):
@@ -45,12 +48,17 @@ class AuditReadError(ConfigError):
         column: The column or key at fault (``None`` when none is).
     """
 
-    def __init__(self, path: str | Path, message: str, line: int | None = None,
-                 column: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path, message: str, line: int | None = None, column: str | None = None
+    ) -> None:
         self.path, self.line, self.column = str(path), line, column
-        where = "".join([f": line {line}" if line is not None else "",
-                         f", column {column!r}" if column is not None and line is not None else "",
-                         f": column {column!r}" if column is not None and line is None else ""])
+        where = "".join(
+            [
+                f": line {line}" if line is not None else "",
+                f", column {column!r}" if column is not None and line is not None else "",
+                f": column {column!r}" if column is not None and line is None else "",
+            ]
+        )
         super().__init__(f"{path}{where}: {message}")
 
 
@@ -103,36 +111,53 @@ def read_csv(path: Path, kinds: Mapping[str, str], required: tuple[str, ...]) ->
     names = _header(path)
     missing = [name for name in required if name not in names]
     if missing:
-        raise AuditReadError(path, f"line 1 (header) lacks column(s) {', '.join(missing)}; "
-                             f"valid: a header with at least {', '.join(required)}")
+        raise AuditReadError(
+            path,
+            f"line 1 (header) lacks column(s) {', '.join(missing)}; "
+            f"valid: a header with at least {', '.join(required)}",
+        )
     typed = _typed_read(path, names, kinds)
     if typed is not None:
         return typed
     try:
         table = pcsv.read_csv(
-            path, read_options=pcsv.ReadOptions(column_names=list(names), skip_rows=1),
-            convert_options=pcsv.ConvertOptions(column_types={name: pa.binary() for name in names}))
+            path,
+            read_options=pcsv.ReadOptions(column_names=list(names), skip_rows=1),
+            convert_options=pcsv.ConvertOptions(column_types={name: pa.binary() for name in names}),
+        )
     except (pa.ArrowException, OSError, ValueError) as exc:
         bad = _ragged_line(path, len(names))
         if bad is not None:
             line, fields = bad
             column = names[min(fields, len(names) - 1)]
-            raise AuditReadError(path, f"{fields} fields where the header has {len(names)}; "
-                                 "valid: one value per column", line, column) from None
+            raise AuditReadError(
+                path,
+                f"{fields} fields where the header has {len(names)}; valid: one value per column",
+                line,
+                column,
+            ) from None
         raise AuditReadError(path, f"not readable as CSV: {_first_line(exc)}") from None
     rows = table.num_rows
     shell = CsvTable(path, names, {}, rows)
-    converted = {name: _convert(shell, name, table.column(name).combine_chunks(), kind)
-                 for name, kind in kinds.items() if name in names}
+    converted = {
+        name: _convert(shell, name, table.column(name).combine_chunks(), kind)
+        for name, kind in kinds.items()
+        if name in names
+    }
     return _table(path, names, converted, rows)
 
 
 def _table(path: Path, names: tuple[str, ...], converted: dict[str, Any], rows: int) -> CsvTable:
     """The table of converted columns (numbers as numpy, texts as Arrow arrays)."""
-    texts = {name: values for name, values in converted.items()
-             if not isinstance(values, np.ndarray)}
-    columns = {name: np.asarray(texts[name].to_numpy(zero_copy_only=False), dtype=object)
-               if name in texts else values for name, values in converted.items()}
+    texts = {
+        name: values for name, values in converted.items() if not isinstance(values, np.ndarray)
+    }
+    columns = {
+        name: np.asarray(texts[name].to_numpy(zero_copy_only=False), dtype=object)
+        if name in texts
+        else values
+        for name, values in converted.items()
+    }
     return CsvTable(path, names, columns, rows, texts)
 
 
@@ -158,9 +183,12 @@ def _typed_read(path: Path, names: tuple[str, ...], kinds: Mapping[str, str]) ->
     types = {name: arrow[kinds[name]] if name in kinds else pa.binary() for name in names}
     try:
         table = pcsv.read_csv(
-            path, read_options=pcsv.ReadOptions(column_names=list(names), skip_rows=1),
-            convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
-                                                null_values=["", "NaN", "nan"]))
+            path,
+            read_options=pcsv.ReadOptions(column_names=list(names), skip_rows=1),
+            convert_options=pcsv.ConvertOptions(
+                column_types=types, strings_can_be_null=False, null_values=["", "NaN", "nan"]
+            ),
+        )
     except (pa.ArrowException, OSError, ValueError):
         return None
     converted: dict[str, Any] = {}
@@ -264,7 +292,7 @@ def _convert(table: CsvTable, name: str, raw: Any, kind: str) -> Any:
 def _whole(values: np.ndarray) -> np.ndarray:
     """Which values are integers a float64 holds exactly."""
     with np.errstate(invalid="ignore"):
-        return np.isfinite(values) & (values == np.round(values)) & (np.abs(values) < 2.0 ** 53)
+        return np.isfinite(values) & (values == np.round(values)) & (np.abs(values) < 2.0**53)
 
 
 def twin_disagreement(table: CsvTable, parquet: Path, key: str) -> str | None:
@@ -293,9 +321,11 @@ def twin_disagreement(table: CsvTable, parquet: Path, key: str) -> str | None:
     only_csv = sorted(set(table.names) - set(twin.column_names))
     only_twin = sorted(set(twin.column_names) - set(table.names))
     if only_csv or only_twin or len(set(twin.column_names)) != len(twin.column_names):
-        return (f"{twin_name} disagrees with {csv_name}: columns only in {csv_name}: "
-                f"{', '.join(only_csv) or 'none'}; only in {twin_name}: "
-                f"{', '.join(only_twin) or 'none'}")
+        return (
+            f"{twin_name} disagrees with {csv_name}: columns only in {csv_name}: "
+            f"{', '.join(only_csv) or 'none'}; only in {twin_name}: "
+            f"{', '.join(only_twin) or 'none'}"
+        )
     if twin.num_rows != table.rows:
         return f"{twin_name} has {twin.num_rows} rows, {csv_name} {table.rows}: they disagree"
     for name, values in table.columns.items():
@@ -304,8 +334,10 @@ def twin_disagreement(table: CsvTable, parquet: Path, key: str) -> str | None:
             continue
         row, csv_value, twin_value = found
         ident = f" (job {table.columns[key][row]})" if key in table.columns else ""
-        return (f"{twin_name} disagrees with {csv_name} at line {table.line(row)}{ident}, column "
-                f"{name!r}: {csv_value} in {csv_name}, {twin_value} in {twin_name}")
+        return (
+            f"{twin_name} disagrees with {csv_name} at line {table.line(row)}{ident}, column "
+            f"{name!r}: {csv_value} in {csv_name}, {twin_value} in {twin_name}"
+        )
     return None
 
 
@@ -325,14 +357,16 @@ def _column_disagreement(values: np.ndarray, column: Any, text: Any) -> tuple[in
         row = int(np.flatnonzero(~same.to_numpy(zero_copy_only=False))[0])
         return row, repr(values[row]), repr(twin[row].as_py())
     try:
-        twin_numbers = np.asarray(pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False),
-                                  dtype=np.float64)
+        twin_numbers = np.asarray(
+            pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64
+        )
     except (pa.ArrowException, ValueError, TypeError):
         return 0, "numbers", f"values of type {column.type}"
     mine = values.astype(np.float64)
     with np.errstate(invalid="ignore"):
-        close = (mine == twin_numbers) | (np.abs(mine - twin_numbers)
-                                          <= TWIN_TOLERANCE * np.abs(mine))
+        close = (mine == twin_numbers) | (
+            np.abs(mine - twin_numbers) <= TWIN_TOLERANCE * np.abs(mine)
+        )
     close |= np.isnan(mine) & np.isnan(twin_numbers)
     if close.all():
         return None
@@ -341,8 +375,9 @@ def _column_disagreement(values: np.ndarray, column: Any, text: Any) -> tuple[in
     return row, mine_text, f"{twin_numbers[row]:g}"
 
 
-def frame_columns(frame: Any, kinds: Mapping[str, str], required: tuple[str, ...],
-                  name: str) -> dict[str, np.ndarray]:
+def frame_columns(
+    frame: Any, kinds: Mapping[str, str], required: tuple[str, ...], name: str
+) -> dict[str, np.ndarray]:
     """A pandas frame's known columns typed as :func:`read_csv` types a file's.
 
     Raises:
@@ -375,6 +410,8 @@ def frame_columns(frame: Any, kinds: Mapping[str, str], required: tuple[str, ...
 
 def frame_fail(name: str) -> Callable[[int, str, str], AuditReadError]:
     """The error builder for rows of an in-memory frame (``jobs frame row 3: ...``)."""
+
     def fail(row: int, column: str, message: str) -> AuditReadError:
         return AuditReadError(f"{name} frame row {row}", message, None, column)
+
     return fail

@@ -18,7 +18,14 @@ from market_hpc.experiment.segments_out import segments_frame, write_frame
 from market_hpc.json_text import json_text
 
 MARKET_JOB_COLUMNS = (
-    "job_id", "curve", "value_curve", "max_value", "profile", "status", "hold_count", "value",
+    "job_id",
+    "curve",
+    "value_curve",
+    "max_value",
+    "profile",
+    "status",
+    "hold_count",
+    "value",
     "hold_penalty_charged",
 )
 """The columns of ``market_jobs.csv``: ``curve`` is the value curve's kind and
@@ -29,7 +36,9 @@ it finished); ``hold_penalty_charged`` = ``hold_penalty * max_value * hold_count
 __all__ = ["MARKET_JOB_COLUMNS", "market_jobs_frame", "segments_frame", "write_audit_files"]
 
 
-def market_jobs_frame(jobs: Iterable[Job], jobs_frame: pd.DataFrame, hold_penalty: float) -> pd.DataFrame | None:
+def market_jobs_frame(
+    jobs: Iterable[Job], jobs_frame: pd.DataFrame, hold_penalty: float
+) -> pd.DataFrame | None:
     """``market_jobs.csv``'s frame, or ``None`` when no job has a value curve.
 
     Args:
@@ -43,18 +52,31 @@ def market_jobs_frame(jobs: Iterable[Job], jobs_frame: pd.DataFrame, hold_penalt
         if curve is None:
             continue
         profile = "" if job.profile is None else _joined(job.profile)
-        rows.append((job.job_id, curve.kind, json_text(curve.to_dict(), indent=None, sort_keys=True).rstrip("\n"),
-                     float(curve.max_value), profile))
+        rows.append(
+            (
+                job.job_id,
+                curve.kind,
+                json_text(curve.to_dict(), indent=None, sort_keys=True).rstrip("\n"),
+                float(curve.max_value),
+                profile,
+            )
+        )
     if not rows:
         return None
-    frame = pd.DataFrame.from_records(rows, columns=["job_id", "curve", "value_curve", "max_value", "profile"])
-    outcome = jobs_frame.loc[jobs_frame["job_id"].isin(frame["job_id"]), ["job_id", "status", "hold_count", "value"]]
+    frame = pd.DataFrame.from_records(
+        rows, columns=["job_id", "curve", "value_curve", "max_value", "profile"]
+    )
+    outcome = jobs_frame.loc[
+        jobs_frame["job_id"].isin(frame["job_id"]), ["job_id", "status", "hold_count", "value"]
+    ]
     frame = frame.merge(outcome, on="job_id", how="left", validate="one_to_one")
     frame["hold_count"] = frame["hold_count"].fillna(0).astype("int64")
     finished = frame["status"] == "finished"
     frame["value"] = frame["value"].where(finished, 0.0).astype("float64")
     frame["hold_penalty_charged"] = hold_penalty * frame["max_value"] * frame["hold_count"]
-    return frame.sort_values("job_id", kind="stable").reset_index(drop=True)[list(MARKET_JOB_COLUMNS)]
+    return frame.sort_values("job_id", kind="stable").reset_index(drop=True)[
+        list(MARKET_JOB_COLUMNS)
+    ]
 
 
 def _joined(profile: tuple[float, ...]) -> str:
@@ -68,7 +90,9 @@ def _joined(profile: tuple[float, ...]) -> str:
     return ";".join(map(text.__getitem__, profile))
 
 
-def write_audit_files(directory: Path, segments: pd.DataFrame | None, market_jobs: pd.DataFrame | None) -> None:
+def write_audit_files(
+    directory: Path, segments: pd.DataFrame | None, market_jobs: pd.DataFrame | None
+) -> None:
     """Write ``segments.csv``/``.parquet`` and ``market_jobs.csv`` when given."""
     if segments is not None:
         write_frame(directory, segments)

@@ -38,16 +38,43 @@ from market_hpc.experiment.audit_csv import AuditReadError, CsvTable, read_csv, 
 JOB_STATUSES = ("finished", "dropped", "rejected", "queued", "running", "held", "skipped")
 ENDINGS = ("finished", "held", "dropped")
 JOB_KINDS = {
-    "job_id": "int", "submit_time": "float", "start_time": "float", "end_time": "float",
-    "wait_time": "float", "run_time": "float", "status": "text", "cores": "int", "gpus": "int",
-    "mics": "int", "mem": "int", "bb": "float", "units": "int", "estimate": "float", "user": "int",
-    "queue": "int", "nodes": "text", "value": "float", "hold_count": "int", "reason": "text",
+    "job_id": "int",
+    "submit_time": "float",
+    "start_time": "float",
+    "end_time": "float",
+    "wait_time": "float",
+    "run_time": "float",
+    "status": "text",
+    "cores": "int",
+    "gpus": "int",
+    "mics": "int",
+    "mem": "int",
+    "bb": "float",
+    "units": "int",
+    "estimate": "float",
+    "user": "int",
+    "queue": "int",
+    "nodes": "text",
+    "value": "float",
+    "hold_count": "int",
+    "reason": "text",
 }
 JOB_REQUIRED = ("job_id", "submit_time", "start_time", "end_time", "status")
 SEGMENT_KINDS = {
-    "job_id": "int", "segment": "int", "start": "float", "end": "float", "nodes": "text",
-    "units": "int", "cores": "int", "gpus": "int", "mics": "int", "mem": "int", "bb": "float",
-    "progress_before": "float", "progress_after": "float", "ended": "text",
+    "job_id": "int",
+    "segment": "int",
+    "start": "float",
+    "end": "float",
+    "nodes": "text",
+    "units": "int",
+    "cores": "int",
+    "gpus": "int",
+    "mics": "int",
+    "mem": "int",
+    "bb": "float",
+    "progress_before": "float",
+    "progress_after": "float",
+    "ended": "text",
 }
 NODES_VALID = "node:units pairs joined by ';' (e.g. 0:2;5:1), units >= 1, numbers below 2^31"
 _PAIRS = re.compile(r"-?[0-9]+:-?[0-9]+(?:;-?[0-9]+:-?[0-9]+)*")
@@ -99,10 +126,19 @@ def read_run(directory: Path) -> RunFiles:
     segments = read_csv(directory / "segments.csv", SEGMENT_KINDS, tuple(SEGMENT_KINDS))
     placements = check_segment_values(segments.columns, segments.fail)
     _check_job_nodes(jobs, segments)
-    twins = (twin_disagreement(jobs, directory / "jobs.parquet", "job_id")
-             or twin_disagreement(segments, directory / "segments.parquet", "job_id"))
-    return RunFiles(platform, exclusive, bb_capacity, _frame(jobs), _frame(segments), placements,
-                    twins, summary_counts(directory))
+    twins = twin_disagreement(jobs, directory / "jobs.parquet", "job_id") or twin_disagreement(
+        segments, directory / "segments.parquet", "job_id"
+    )
+    return RunFiles(
+        platform,
+        exclusive,
+        bb_capacity,
+        _frame(jobs),
+        _frame(segments),
+        placements,
+        twins,
+        summary_counts(directory),
+    )
 
 
 def _check_job_nodes(jobs: CsvTable, segments: CsvTable) -> None:
@@ -117,14 +153,20 @@ def _check_job_nodes(jobs: CsvTable, segments: CsvTable) -> None:
     unchecked = pc.invert(pc.is_in(texts, value_set=segments.texts["nodes"]))
     rows = np.flatnonzero(unchecked.to_numpy(zero_copy_only=False))
     if len(rows):
-        parse_nodes(texts.take(pa.array(rows)),
-                    lambda row, column, message: jobs.fail(int(rows[row]), column, message))
+        parse_nodes(
+            texts.take(pa.array(rows)),
+            lambda row, column, message: jobs.fail(int(rows[row]), column, message),
+        )
 
 
 def _frame(table: CsvTable) -> pd.DataFrame:
     """The typed columns as a frame (texts kept as object columns, not converted again)."""
-    return pd.DataFrame({name: pd.Series(values, dtype=object if values.dtype == object else None,
-                                         copy=False) for name, values in table.columns.items()})
+    return pd.DataFrame(
+        {
+            name: pd.Series(values, dtype=object if values.dtype == object else None, copy=False)
+            for name, values in table.columns.items()
+        }
+    )
 
 
 def run_setting(directory: Path) -> tuple[Platform, bool, float]:
@@ -135,8 +177,9 @@ def run_setting(directory: Path) -> tuple[Platform, bool, float]:
             or of the wrong type (naming the key and what is valid).
     """
     if not directory.is_dir():
-        raise AuditReadError(directory, "not a folder; valid: a run folder "
-                             "(market-hpc run/replay --out DIR)")
+        raise AuditReadError(
+            directory, "not a folder; valid: a run folder (market-hpc run/replay --out DIR)"
+        )
     path = directory / "config.json"
     written = _json_object(path, '{"config": {...}}')
     config = _object(path, written, "config", required=True)
@@ -145,24 +188,29 @@ def run_setting(directory: Path) -> tuple[Platform, bool, float]:
         got = "missing" if spec is None else f"got {_shown(spec)}"
         raise AuditReadError(path, f"key 'config.platform': {got}; valid: {_PLATFORM_VALID}")
     if spec.endswith(".toml") and "=" not in spec and not Path(spec).is_file():
-        raise AuditReadError(path, f"key 'config.platform': {spec!r} is not a file; "
-                             f"valid: {_PLATFORM_VALID}")
+        raise AuditReadError(
+            path, f"key 'config.platform': {spec!r} is not a file; valid: {_PLATFORM_VALID}"
+        )
     try:
         platform = load_platform(spec)
     except (ConfigError, OSError, ValueError) as exc:
         raise AuditReadError(path, f"key 'config.platform': {exc}") from None
     exclusive = config.get("exclusive", False)
     if not isinstance(exclusive, bool):
-        raise AuditReadError(path, f"key 'config.exclusive': got {_shown(exclusive)}; "
-                             "valid: true, false")
+        raise AuditReadError(
+            path, f"key 'config.exclusive': got {_shown(exclusive)}; valid: true, false"
+        )
     sized = _capacity(path, written, "workload")
     rule = _capacity(path, config, "config.workload")
     pool = sized if sized is not None else rule
     return platform, exclusive, platform.burst_buffer if pool is None else pool
 
 
-SUMMARY_COUNTS = {"jobs_completed": "finished", "jobs_dropped": "dropped",
-                  "jobs_rejected": "rejected"}
+SUMMARY_COUNTS = {
+    "jobs_completed": "finished",
+    "jobs_dropped": "dropped",
+    "jobs_rejected": "rejected",
+}
 """``summary.json``'s job counts and the ``jobs.csv`` status each counts."""
 
 
@@ -183,8 +231,9 @@ def summary_counts(directory: Path) -> dict[str, int]:
             continue
         value = written[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise AuditReadError(path, f"key {key!r}: got {_shown(value)}; "
-                                 "valid: a whole number >= 0")
+            raise AuditReadError(
+                path, f"key {key!r}: got {_shown(value)}; valid: a whole number >= 0"
+            )
         counts[key] = value
     return counts
 
@@ -210,13 +259,22 @@ def _json_object(path: Path, shape: str) -> dict[str, Any]:
     except RecursionError:
         raise AuditReadError(path, "not JSON this audit can read: nested too deeply") from None
     if not isinstance(written, dict):
-        raise AuditReadError(path, f"not a JSON object (got {type(written).__name__}); valid: "
-                             f"{shape} as market-hpc run writes it")
+        raise AuditReadError(
+            path,
+            f"not a JSON object (got {type(written).__name__}); valid: "
+            f"{shape} as market-hpc run writes it",
+        )
     return written
 
 
-def _object(path: Path, parent: dict[str, Any], key: str, required: bool = False,
-            shown_as: str | None = None, nullable: bool = False) -> dict[str, Any]:
+def _object(
+    path: Path,
+    parent: dict[str, Any],
+    key: str,
+    required: bool = False,
+    shown_as: str | None = None,
+    nullable: bool = False,
+) -> dict[str, Any]:
     """``parent[key]``, an object (``{}`` when absent, or null where ``nullable``)."""
     name = shown_as or key
     if key not in parent or (nullable and parent[key] is None):
@@ -238,8 +296,11 @@ def _capacity(path: Path, parent: dict[str, Any], name: str) -> float | None:
         return None
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if not number or not math.isfinite(value) or value < 0:
-        raise AuditReadError(path, f"key '{name}.burst_buffer.capacity_gb': got {_shown(value)}; "
-                             "valid: a finite number >= 0 (GB) or null")
+        raise AuditReadError(
+            path,
+            f"key '{name}.burst_buffer.capacity_gb': got {_shown(value)}; "
+            "valid: a finite number >= 0 (GB) or null",
+        )
     return float(value)
 
 
@@ -265,34 +326,53 @@ def check_job_values(columns: dict[str, np.ndarray], fail: Fail) -> None:
         Exception: ``fail(row, column, message)`` for the first value outside its domain.
     """
     status = columns["status"]
-    _require(np.isin(status, JOB_STATUSES), status, "status",
-             f"one of {', '.join(JOB_STATUSES)}", fail)
+    _require(
+        np.isin(status, JOB_STATUSES), status, "status", f"one of {', '.join(JOB_STATUSES)}", fail
+    )
     other = status == "skipped"
     finished = status == "finished"
     with np.errstate(invalid="ignore"):
-        _require(other | np.isfinite(columns["submit_time"]), columns["submit_time"], "submit_time",
-                 "a finite time", fail)
+        _require(
+            other | np.isfinite(columns["submit_time"]),
+            columns["submit_time"],
+            "submit_time",
+            "a finite time",
+            fail,
+        )
         for name in ("start_time", "end_time", "wait_time", "run_time"):
             if name not in columns:
                 continue
             values = columns[name]
             duration = name in ("wait_time", "run_time")
             ok = np.isfinite(values) & ((values >= 0) | (not duration))
-            valid = (f"a finite time{' >= 0' if duration else ''}, "
-                     "empty only for a job that did not finish")
+            valid = (
+                f"a finite time{' >= 0' if duration else ''}, "
+                "empty only for a job that did not finish"
+            )
             _require(other | ok | (np.isnan(values) & ~finished), values, name, valid, fail)
         for name in ("cores", "gpus", "mics", "mem", "units", "hold_count"):
             if name in columns:
-                _require(other | (columns[name] >= 0), columns[name], name,
-                         "a whole number >= 0", fail)
+                _require(
+                    other | (columns[name] >= 0), columns[name], name, "a whole number >= 0", fail
+                )
         for name in ("bb", "estimate"):
             if name in columns:
                 values = columns[name]
-                _require(other | (np.isfinite(values) & (values >= 0)), values, name,
-                         "a finite number >= 0", fail)
+                _require(
+                    other | (np.isfinite(values) & (values >= 0)),
+                    values,
+                    name,
+                    "a finite number >= 0",
+                    fail,
+                )
         if "value" in columns:
-            _require(other | np.isfinite(columns["value"]), columns["value"], "value",
-                     "a finite number", fail)
+            _require(
+                other | np.isfinite(columns["value"]),
+                columns["value"],
+                "value",
+                "a finite number",
+                fail,
+            )
 
 
 def check_segment_values(columns: dict[str, np.ndarray], fail: Fail) -> Placements:
@@ -309,15 +389,21 @@ def check_segment_values(columns: dict[str, np.ndarray], fail: Fail) -> Placemen
     for name in ("segment", "units", "cores", "gpus", "mics", "mem"):
         least = 1 if name in ("segment", "units") else 0
         values = columns[name]
-        _require((values >= least) & (values < _EXACT), values, name,
-                 f"a whole number from {least} to 2^53", fail)
+        _require(
+            (values >= least) & (values < _EXACT),
+            values,
+            name,
+            f"a whole number from {least} to 2^53",
+            fail,
+        )
     with np.errstate(invalid="ignore"):
         for name in ("start", "end"):
             _require(np.isfinite(columns[name]), columns[name], name, "a finite time", fail)
         for name in ("bb", "progress_before", "progress_after"):
             values = columns[name]
-            _require(np.isfinite(values) & (values >= 0), values, name,
-                     "a finite number >= 0", fail)
+            _require(
+                np.isfinite(values) & (values >= 0), values, name, "a finite number >= 0", fail
+            )
     return parse_nodes(columns["nodes"], fail)
 
 

@@ -46,19 +46,39 @@ from market_hpc.experiment.gantt import core_allocations, core_slots, resource_i
 from market_hpc.json_text import json_text
 
 BATSIM_JOB_COLUMNS = (
-    "job_id", "workload_name", "profile", "submission_time", "requested_number_of_resources",
-    "requested_time", "success", "final_state", "starting_time", "execution_time",
-    "finish_time", "waiting_time", "turnaround_time", "stretch", "allocated_resources",
-    "consumed_energy", "metadata",
+    "job_id",
+    "workload_name",
+    "profile",
+    "submission_time",
+    "requested_number_of_resources",
+    "requested_time",
+    "success",
+    "final_state",
+    "starting_time",
+    "execution_time",
+    "finish_time",
+    "waiting_time",
+    "turnaround_time",
+    "stretch",
+    "allocated_resources",
+    "consumed_energy",
+    "metadata",
 )
 WORKLOAD_NAME = "w0"
-_FINAL_STATE = {1: ("COMPLETED_SUCCESSFULLY", 1), 0: ("COMPLETED_FAILED", 0),
-                5: ("COMPLETED_KILLED", 0)}
+_FINAL_STATE = {
+    1: ("COMPLETED_SUCCESSFULLY", 1),
+    0: ("COMPLETED_FAILED", 0),
+    5: ("COMPLETED_KILLED", 0),
+}
 
 
-def batsim_jobs(jobs: pd.DataFrame, node_cores: Sequence[int], profile: Callable[[float], str],
-                original_status: dict[int, int] | None = None,
-                segments: pd.DataFrame | None = None) -> pd.DataFrame:
+def batsim_jobs(
+    jobs: pd.DataFrame,
+    node_cores: Sequence[int],
+    profile: Callable[[float], str],
+    original_status: dict[int, int] | None = None,
+    segments: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Batsim's output jobs table of the jobs that ran (see the module docstring).
 
     Args:
@@ -81,34 +101,61 @@ def batsim_jobs(jobs: pd.DataFrame, node_cores: Sequence[int], profile: Callable
     """
     ran = jobs[jobs["start_time"].notna() & jobs["end_time"].notna()]
     runs = execution_attempts(ran, segments)
-    allocations = core_allocations(runs["nodes"].tolist(), runs["cores"].tolist(), runs["units"].tolist())
+    allocations = core_allocations(
+        runs["nodes"].tolist(), runs["cores"].tolist(), runs["units"].tolist()
+    )
     # slots are assigned over the whole schedule in the Gantt chart's order, then listed per execution
-    held = core_slots(runs["job_id"].tolist(), runs["start_time"].tolist(), runs["end_time"].tolist(),
-                      allocations, list(node_cores))
+    held = core_slots(
+        runs["job_id"].tolist(),
+        runs["start_time"].tolist(),
+        runs["end_time"].tolist(),
+        allocations,
+        list(node_cores),
+    )
     statuses = original_status or {}
     submit = runs["submission_time"].to_numpy(float)
     start, finish = runs["start_time"].to_numpy(float), runs["end_time"].to_numpy(float)
     execution, turnaround = finish - start, finish - submit
     with np.errstate(divide="ignore", invalid="ignore"):
-        stretch = np.where(execution > 0, turnaround / np.where(execution > 0, execution, 1.0), np.inf)
-    states = [("COMPLETED_KILLED", 0) if status == "dropped" or not last else
-              _FINAL_STATE.get(statuses.get(int(job), 1), ("COMPLETED_SUCCESSFULLY", 1))
-              for job, status, last in zip(runs["job_id"], runs["status"], runs["last"], strict=True)]
+        stretch = np.where(
+            execution > 0, turnaround / np.where(execution > 0, execution, 1.0), np.inf
+        )
+    states = [
+        ("COMPLETED_KILLED", 0)
+        if status == "dropped" or not last
+        else _FINAL_STATE.get(statuses.get(int(job), 1), ("COMPLETED_SUCCESSFULLY", 1))
+        for job, status, last in zip(runs["job_id"], runs["status"], runs["last"], strict=True)
+    ]
     estimate = runs["estimate"].to_numpy(float)
-    metadata = ["" if attempt == 0 else
-                json_text({"parent_job": str(int(job)), "nb_resubmit": int(attempt)}, indent=None, separators=(",", ":")).rstrip()
-                for job, attempt in zip(runs["job_id"], runs["attempt"], strict=True)]
-    return pd.DataFrame({
-        "job_id": runs["batsim_id"].to_numpy(dtype=object),
-        "workload_name": WORKLOAD_NAME,
-        "profile": [profile(r) for r in runs["run_time"].to_numpy(float)],
-        "submission_time": submit,
-        "requested_number_of_resources": runs["cores"].astype(int).to_numpy(),
-        "requested_time": np.where(estimate > 0, estimate, -1.0),
-        "success": [success for _, success in states],
-        "final_state": [state for state, _ in states],
-        "starting_time": start, "execution_time": execution, "finish_time": finish,
-        "waiting_time": start - submit, "turnaround_time": turnaround, "stretch": stretch,
-        "allocated_resources": [resource_ids(slots, node_cores) for slots in held],
-        "consumed_energy": -1.0, "metadata": metadata,
-    }, columns=list(BATSIM_JOB_COLUMNS))
+    metadata = [
+        ""
+        if attempt == 0
+        else json_text(
+            {"parent_job": str(int(job)), "nb_resubmit": int(attempt)},
+            indent=None,
+            separators=(",", ":"),
+        ).rstrip()
+        for job, attempt in zip(runs["job_id"], runs["attempt"], strict=True)
+    ]
+    return pd.DataFrame(
+        {
+            "job_id": runs["batsim_id"].to_numpy(dtype=object),
+            "workload_name": WORKLOAD_NAME,
+            "profile": [profile(r) for r in runs["run_time"].to_numpy(float)],
+            "submission_time": submit,
+            "requested_number_of_resources": runs["cores"].astype(int).to_numpy(),
+            "requested_time": np.where(estimate > 0, estimate, -1.0),
+            "success": [success for _, success in states],
+            "final_state": [state for state, _ in states],
+            "starting_time": start,
+            "execution_time": execution,
+            "finish_time": finish,
+            "waiting_time": start - submit,
+            "turnaround_time": turnaround,
+            "stretch": stretch,
+            "allocated_resources": [resource_ids(slots, node_cores) for slots in held],
+            "consumed_energy": -1.0,
+            "metadata": metadata,
+        },
+        columns=list(BATSIM_JOB_COLUMNS),
+    )

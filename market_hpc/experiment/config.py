@@ -121,15 +121,27 @@ class WorkloadConfig:
         if len(sources) != 1:
             raise ConfigError(
                 "workload needs exactly one of trace, jobset or generator; got "
-                + (", ".join(f"{k}={v!r}" for k, v in (("trace", self.trace), ("jobset", self.jobset),
-                                                       ("generator", self.generator)) if v) or "none")
+                + (
+                    ", ".join(
+                        f"{k}={v!r}"
+                        for k, v in (
+                            ("trace", self.trace),
+                            ("jobset", self.jobset),
+                            ("generator", self.generator),
+                        )
+                        if v
+                    )
+                    or "none"
+                )
             )
         if self.generator is not None:
             generator_entry(self.generator)  # refuses an unknown name, listing the valid ones
         check(self.load_factor, POSITIVE_FACTOR, "workload.load_factor")
         if self.curves not in CURVE_REGIME_NAMES:
             raise UnknownNameError("workload.curves", self.curves, CURVE_REGIME_NAMES)
-        if self.curve_shape != "linear_decay":  # the default: no import of the task-graph jobs for it
+        if (
+            self.curve_shape != "linear_decay"
+        ):  # the default: no import of the task-graph jobs for it
             from market_hpc.workload.taskgraph_jobs import CURVE_SHAPES
 
             if self.curve_shape not in CURVE_SHAPES:
@@ -148,10 +160,15 @@ class WorkloadConfig:
         if self.all_families.enabled:
             check_source(self.all_families, self.trace)
             if self.market:
-                raise ConfigError("workload: set market = true or all_families.enabled = true, not both (the "
-                                  "all-families rule includes the market rule)")
-            object.__setattr__(self, "burst_buffer", self.all_families.burst_buffer(self.burst_buffer,
-                                                                                     self.load_factor))
+                raise ConfigError(
+                    "workload: set market = true or all_families.enabled = true, not both (the "
+                    "all-families rule includes the market rule)"
+                )
+            object.__setattr__(
+                self,
+                "burst_buffer",
+                self.all_families.burst_buffer(self.burst_buffer, self.load_factor),
+            )
 
 
 @dataclass(frozen=True)
@@ -203,17 +220,22 @@ class WindowConfig:
         from market_hpc.policies.bbsched_starvation import STARVATION_READINGS
 
         if self.starvation_by not in STARVATION_READINGS:
-            raise UnknownNameError("policy.window.starvation_by", self.starvation_by, STARVATION_READINGS)
+            raise UnknownNameError(
+                "policy.window.starvation_by", self.starvation_by, STARVATION_READINGS
+            )
         if self.starvation_by == "passed-over" and self.starvation_backstop == 0:
-            raise ConfigError("policy.window.starvation_backstop must be > 0 seconds with starvation_by = "
-                              "\"passed-over\" (a job that never fits is never passed over)")
+            raise ConfigError(
+                "policy.window.starvation_backstop must be > 0 seconds with starvation_by = "
+                '"passed-over" (a job that never fits is never passed over)'
+            )
         check(self.mutation, FRACTION, "policy.window.mutation")
         from market_hpc.policies.params import BBSCHED
 
         for key in ("generations", "population"):  # the ranges of policy.params.<key>
             if not BBSCHED[key].accepts(getattr(self, key)):
-                raise InvalidNumberError(f"policy.window.{key}", getattr(self, key),
-                                         BBSCHED[key].describe())
+                raise InvalidNumberError(
+                    f"policy.window.{key}", getattr(self, key), BBSCHED[key].describe()
+                )
 
 
 @dataclass(frozen=True)
@@ -261,8 +283,10 @@ class PolicyConfig:
             object.__setattr__(self, "slurm_conf", None)
         if self.slurm_conf is not None:
             if self.scheduler.lower() != "slurm":
-                raise ConfigError(f"policy.slurm_conf: only scheduler 'slurm' reads a slurm.conf; "
-                                  f"policy.scheduler is {self.scheduler!r}")
+                raise ConfigError(
+                    f"policy.slurm_conf: only scheduler 'slurm' reads a slurm.conf; "
+                    f"policy.scheduler is {self.scheduler!r}"
+                )
             from market_hpc.policies.slurm.conf import read_slurm_conf
 
             read_slurm_conf(self.slurm_conf)  # a bad line is an error now, naming it
@@ -283,13 +307,20 @@ class PolicyConfig:
             raise ConfigError(
                 f"policy.params.penalty is not a scenario key (scheduler {self.scheduler!r}); use "
                 f"policy.hold_penalty = {self.params['penalty']!r}: it is both the penalty the "
-                "policy decides with and the one each hold is charged")
+                "policy decides with and the one each hold is charged"
+            )
         check_params("scheduler", self.scheduler.lower(), self.params)
         if self.scheduler.lower() == "bbsched":  # the GA's work, policy.window's G and P included
             from market_hpc.policies.params import check_work
 
-            check_work("bbsched", {"generations": self.window.generations,
-                                   "population": self.window.population, **self.params})
+            check_work(
+                "bbsched",
+                {
+                    "generations": self.window.generations,
+                    "population": self.window.population,
+                    **self.params,
+                },
+            )
 
 
 QUEUE_STRATEGIES = ("static", "proportional", "dpnlpm", "dqr", "hybrid", "nonpartitioned")
@@ -336,7 +367,9 @@ class QueuesConfig:
     dask: str | None = None
 
     def __post_init__(self) -> None:
-        if self.strategy == "none":  # a sweep's way to say "no queues" beside strategies (TOML has no null)
+        if (
+            self.strategy == "none"
+        ):  # a sweep's way to say "no queues" beside strategies (TOML has no null)
             object.__setattr__(self, "strategy", None)
         if self.strategy is not None and self.strategy not in QUEUE_STRATEGIES:
             raise UnknownNameError("queues.strategy", self.strategy, QUEUE_STRATEGIES)
@@ -371,7 +404,9 @@ class RunConfig:
             del data["policy"]["bidder"]
         if data["policy"]["slurm_conf"] is None:  # and without a slurm.conf
             del data["policy"]["slurm_conf"]
-        if data["workload"]["all_families"] == dataclasses.asdict(AllFamiliesRule()):  # and the rule when off
+        if data["workload"]["all_families"] == dataclasses.asdict(
+            AllFamiliesRule()
+        ):  # and the rule when off
             del data["workload"]["all_families"]
         return data
 
@@ -438,9 +473,17 @@ def config_from_dict(data: dict[str, Any], base_dir: Path | None = None) -> RunC
     if "workload" not in data:
         raise ConfigError("scenario needs a [workload] table (trace, jobset or generator)")
     policy = data.get("policy")
-    if base_dir is not None and isinstance(policy, dict) and isinstance(policy.get("slurm_conf"), str) \
-            and policy["slurm_conf"] != "none" and not Path(policy["slurm_conf"]).is_absolute():
-        data = {**data, "policy": {**policy, "slurm_conf": str((base_dir / policy["slurm_conf"]).resolve())}}
+    if (
+        base_dir is not None
+        and isinstance(policy, dict)
+        and isinstance(policy.get("slurm_conf"), str)
+        and policy["slurm_conf"] != "none"
+        and not Path(policy["slurm_conf"]).is_absolute()
+    ):
+        data = {
+            **data,
+            "policy": {**policy, "slurm_conf": str((base_dir / policy["slurm_conf"]).resolve())},
+        }
     config: RunConfig = _build(RunConfig, data, "")
     if base_dir is not None:
         workload = config.workload

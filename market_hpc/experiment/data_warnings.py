@@ -37,7 +37,9 @@ def estimate_fallback_entries(report: Mapping[str, Any]) -> dict[str, Any]:
     return {"estimate_fallback_jobs": jobs, "estimate_fallback_share": jobs / kept if kept else 0.0}
 
 
-def run_warnings(summary: Mapping[str, Any], workload_report: Mapping[str, Any], trace: str | None) -> list[str]:
+def run_warnings(
+    summary: Mapping[str, Any], workload_report: Mapping[str, Any], trace: str | None
+) -> list[str]:
     """The warnings a finished run prints (module docstring), without a prefix.
 
     Args:
@@ -54,13 +56,17 @@ def run_warnings(summary: Mapping[str, Any], workload_report: Mapping[str, Any],
     share = float(summary.get("estimate_fallback_share", 0.0))
     if trace is not None and share > ESTIMATE_FALLBACK_WARN_SHARE:
         jobs = int(summary.get("estimate_fallback_jobs", 0))
-        out.append(f"{jobs:,} jobs ({share:.1%} of the trace) in {trace} have no wall-time request (SWF "
-                   "field 9 is -1 or 0): their estimate is their run time, so every policy is told it "
-                   "exactly (summary.json: estimate_fallback_jobs, estimate_fallback_share)")
+        out.append(
+            f"{jobs:,} jobs ({share:.1%} of the trace) in {trace} have no wall-time request (SWF "
+            "field 9 is -1 or 0): their estimate is their run time, so every policy is told it "
+            "exactly (summary.json: estimate_fallback_jobs, estimate_fallback_share)"
+        )
     gpus = workload_report.get("gpu_requests") or {}
     kept = int(gpus.get("kept_cpu_too_large", 0))
     if kept:
-        out.append(f"{kept:,} of the {int(gpus.get('recorded_gpu_jobs', 0)):,} jobs with recorded GPU requests "
-                   f"({gpus.get('side_file')}) do not fit the platform even when it is empty: they run on "
-                   "their processors only (config.json: workload.gpu_requests)")
+        out.append(
+            f"{kept:,} of the {int(gpus.get('recorded_gpu_jobs', 0)):,} jobs with recorded GPU requests "
+            f"({gpus.get('side_file')}) do not fit the platform even when it is empty: they run on "
+            "their processors only (config.json: workload.gpu_requests)"
+        )
     return out

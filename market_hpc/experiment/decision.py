@@ -33,13 +33,29 @@ from market_hpc.errors import ConfigError
 from market_hpc.experiment.leaderboard import ALPHA
 from market_hpc.experiment.stats import holm, paired_p_value
 
-PAIR_COLUMNS = ["setting", "policy_a", "policy_b", "pairs", "mean_diff", "p_value", "p_adjusted", "winner"]
+PAIR_COLUMNS = [
+    "setting",
+    "policy_a",
+    "policy_b",
+    "pairs",
+    "mean_diff",
+    "p_value",
+    "p_adjusted",
+    "winner",
+]
 DECISION_COLUMNS = ["setting", "policy", "mean", "replicates", "rank", "beaten_by", "in_set"]
 
 
-def pairwise_tests(runs: pd.DataFrame, name: str, better: str, alpha: float = ALPHA, *,
-                   policy: str = "policy_label", replicate: str = "replicate_key",
-                   setting: str = "setting") -> pd.DataFrame:
+def pairwise_tests(
+    runs: pd.DataFrame,
+    name: str,
+    better: str,
+    alpha: float = ALPHA,
+    *,
+    policy: str = "policy_label",
+    replicate: str = "replicate_key",
+    setting: str = "setting",
+) -> pd.DataFrame:
     """Every pair of policies within each setting: paired mean difference (a - b) over
     common replicates, t-test p-value, Holm-adjusted p-value within the setting, winner.
 
@@ -60,20 +76,32 @@ def pairwise_tests(runs: pd.DataFrame, name: str, better: str, alpha: float = AL
         ConfigError: ``better`` is neither ``lower`` nor ``higher``, or a column is missing.
     """
     if better not in ("lower", "higher"):
-        raise ConfigError(f"decision: metric {name!r} has no better direction (got {better!r}; "
-                          "expected 'lower' or 'higher'); choose a rank_by metric that has one")
+        raise ConfigError(
+            f"decision: metric {name!r} has no better direction (got {better!r}; "
+            "expected 'lower' or 'higher'); choose a rank_by metric that has one"
+        )
     for column in (policy, replicate, setting, name):
         if column not in runs:
             raise ConfigError(f"decision: no column {column!r}; columns are {list(runs.columns)}")
     rows = []
     for key, group in runs.groupby(setting, sort=False, observed=True):
-        wide = group.pivot_table(index=replicate, columns=policy, values=name, aggfunc="mean", observed=True)
+        wide = group.pivot_table(
+            index=replicate, columns=policy, values=name, aggfunc="mean", observed=True
+        )
         names = [p for p in pd.unique(group[policy]) if p in wide.columns]
         found = []
         for first, second in itertools.combinations(names, 2):
             diff = (wide[first] - wide[second]).dropna()
-            found.append([key, first, second, len(diff), float(diff.mean()) if len(diff) else float("nan"),
-                          paired_p_value(diff.tolist())])
+            found.append(
+                [
+                    key,
+                    first,
+                    second,
+                    len(diff),
+                    float(diff.mean()) if len(diff) else float("nan"),
+                    paired_p_value(diff.tolist()),
+                ]
+            )
         adjusted = holm([row[-1] for row in found])
         for row, p_adjusted in zip(found, adjusted):
             mean_diff = row[4]
@@ -85,9 +113,17 @@ def pairwise_tests(runs: pd.DataFrame, name: str, better: str, alpha: float = AL
     return pd.DataFrame(rows, columns=PAIR_COLUMNS)
 
 
-def decision_table(runs: pd.DataFrame, name: str, better: str, alpha: float = ALPHA, *,
-                   policy: str = "policy_label", replicate: str = "replicate_key",
-                   setting: str = "setting", pairs: pd.DataFrame | None = None) -> pd.DataFrame:
+def decision_table(
+    runs: pd.DataFrame,
+    name: str,
+    better: str,
+    alpha: float = ALPHA,
+    *,
+    policy: str = "policy_label",
+    replicate: str = "replicate_key",
+    setting: str = "setting",
+    pairs: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Per setting and policy: mean over replicates, rank, who beats it, and whether it is
     in the decision set (no other policy beats it significantly; module docstring).
 
@@ -118,7 +154,9 @@ def decision_table(runs: pd.DataFrame, name: str, better: str, alpha: float = AL
     [True, False, False]
     """
     if pairs is None:
-        pairs = pairwise_tests(runs, name, better, alpha, policy=policy, replicate=replicate, setting=setting)
+        pairs = pairwise_tests(
+            runs, name, better, alpha, policy=policy, replicate=replicate, setting=setting
+        )
     rows = []
     for key, group in runs.groupby(setting, sort=False, observed=True):
         means = group.groupby(policy, sort=False, observed=True)[name].mean()
@@ -129,13 +167,22 @@ def decision_table(runs: pd.DataFrame, name: str, better: str, alpha: float = AL
             involved = won[(won["policy_a"] == candidate) | (won["policy_b"] == candidate)]
             winners = [w for w in involved["winner"] if w != candidate]
             winners.sort(key=lambda other: (ranks[other], str(other)))
-            rows.append([key, candidate, float(means[candidate]), int(counts[candidate]),
-                         int(ranks[candidate]),
-                         ", ".join(map(str, winners)), not winners])
+            rows.append(
+                [
+                    key,
+                    candidate,
+                    float(means[candidate]),
+                    int(counts[candidate]),
+                    int(ranks[candidate]),
+                    ", ".join(map(str, winners)),
+                    not winners,
+                ]
+            )
     table = pd.DataFrame(rows, columns=DECISION_COLUMNS)
     order = {s: i for i, s in enumerate(pd.unique(table["setting"]))}
-    return table.sort_values(["setting", "rank"], key=lambda c: c.map(order) if c.name == "setting" else c,
-                             kind="stable").reset_index(drop=True)
+    return table.sort_values(
+        ["setting", "rank"], key=lambda c: c.map(order) if c.name == "setting" else c, kind="stable"
+    ).reset_index(drop=True)
 
 
 __all__ = ["decision_table", "pairwise_tests"]

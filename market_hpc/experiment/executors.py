@@ -30,21 +30,31 @@ Work = Callable[[Any], dict[str, Any]]
 
 
 def _no_work(task: Any) -> dict[str, Any]:
-    raise TypeError("this executor was made without a work function: use map(), or pass work= to make_executor")
+    raise TypeError(
+        "this executor was made without a work function: use map(), or pass work= to make_executor"
+    )
 
 
 def failed_row(run_id: str, exc: BaseException) -> dict[str, Any]:
     """The row of a run whose result could not come back (e.g. it cannot be pickled): the
     same run would fail again."""
-    return {"run_id": run_id, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
-            "duration_s": float("nan")}
+    return {
+        "run_id": run_id,
+        "status": "failed",
+        "error": f"{type(exc).__name__}: {exc}",
+        "duration_s": float("nan"),
+    }
 
 
 def interrupted_row(run_id: str, exc: BaseException) -> dict[str, Any]:
     """The row of a run that did not finish for a reason outside it (its worker or the
     scheduler was lost, the sweep was cancelled): status ``interrupted``, retried on resume."""
-    return {"run_id": run_id, "status": "interrupted", "error": f"{type(exc).__name__}: {exc}",
-            "duration_s": float("nan")}
+    return {
+        "run_id": run_id,
+        "status": "interrupted",
+        "error": f"{type(exc).__name__}: {exc}",
+        "duration_s": float("nan"),
+    }
 
 
 class Executor(Protocol):
@@ -135,8 +145,12 @@ class ProcessExecutor:
         self._pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> Self:
-        self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=exit_with_parent, initargs=(os.getpid(),))
+        self._pool = ProcessPoolExecutor(
+            self.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=exit_with_parent,
+            initargs=(os.getpid(),),
+        )
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -159,11 +173,12 @@ class ProcessExecutor:
             try:
                 yield future.result()
             except BrokenProcessPool as exc:
-                raise SweepError(f"a worker process died ({exc}); finished runs are stored, "
-                                 "re-run the sweep to resume") from None
+                raise SweepError(
+                    f"a worker process died ({exc}); finished runs are stored, "
+                    "re-run the sweep to resume"
+                ) from None
             except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
                 yield failed_row(futures[future], exc)
-
 
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         """Map over the pool's processes, results in item order."""
@@ -187,8 +202,11 @@ class DaskExecutor:
         self.work = work
         self.address = address
         self.local_workers = parse_dask_address(address)
-        self.description = (f"Dask LocalCluster of {self.local_workers} workers"
-                            if self.local_workers else f"Dask scheduler {address}")
+        self.description = (
+            f"Dask LocalCluster of {self.local_workers} workers"
+            if self.local_workers
+            else f"Dask scheduler {address}"
+        )
         self._cluster: Any = None
         self._client: Any = None
 
@@ -196,19 +214,28 @@ class DaskExecutor:
         try:
             from dask.distributed import Client, LocalCluster
         except ImportError:
-            raise SweepError("--dask needs dask.distributed: pip install 'market_hpc[dask]'") from None
+            raise SweepError(
+                "--dask needs dask.distributed: pip install 'market_hpc[dask]'"
+            ) from None
         try:
             if self.local_workers:
                 self._cluster = LocalCluster(
-                    n_workers=self.local_workers, threads_per_worker=1, processes=True,
-                    host="127.0.0.1", dashboard_address=None,
+                    n_workers=self.local_workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
                 )
                 self._client = Client(self._cluster)
             else:
                 self._client = Client(self.address, timeout=30)
         except (OSError, TimeoutError) as exc:
             self.__exit__()
-            what = "start a Dask LocalCluster" if self.local_workers else f"reach Dask scheduler {self.address}"
+            what = (
+                "start a Dask LocalCluster"
+                if self.local_workers
+                else f"reach Dask scheduler {self.address}"
+            )
             raise SweepError(f"cannot {what}: {exc}") from None
         return self
 
@@ -230,8 +257,9 @@ class DaskExecutor:
         assert self._client is not None, "use the executor as a context manager"
         if not tasks:
             return
-        futures = self._client.map(self.work, list(tasks),
-                                   key=[f"market-hpc-run-{task.run_id}" for task in tasks])
+        futures = self._client.map(
+            self.work, list(tasks), key=[f"market-hpc-run-{task.run_id}" for task in tasks]
+        )
         run_ids = {future.key: task.run_id for future, task in zip(futures, tasks)}
         try:
             for future in dask_as_completed(futures):
@@ -242,7 +270,6 @@ class DaskExecutor:
                 future.release()
         finally:
             self._client.cancel(futures)
-
 
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         """Map over the Dask workers, results in item order."""

@@ -60,8 +60,9 @@ _STATUS, _RUN, _WAIT, _ALLOC, _SUBMIT = 10, 3, 2, 4, 1  # 0-based SWF fields 11,
 _SEGMENT_FIELDS = ["job_id", "segment", "start", "end", "nodes", "cores", "units", "ended"]
 
 
-def read_segments(directory: str | Path, n_nodes: int | None = None,
-                  job_ids: np.ndarray | None = None) -> pd.DataFrame | None:
+def read_segments(
+    directory: str | Path, n_nodes: int | None = None, job_ids: np.ndarray | None = None
+) -> pd.DataFrame | None:
     """A run folder's ``segments.parquet`` (else ``segments.csv``), checked
     (:func:`~market_hpc.experiment.run_folder.read_segments_file`) and sorted by job and
     segment; ``None`` when it has neither (a folder written before segments were recorded).
@@ -83,7 +84,11 @@ def read_segments(directory: str | Path, n_nodes: int | None = None,
     if source is None:
         return None
     frame = read_segments_file(source, n_nodes, job_ids)
-    return frame[_SEGMENT_FIELDS].sort_values(["job_id", "segment"], kind="stable").reset_index(drop=True)
+    return (
+        frame[_SEGMENT_FIELDS]
+        .sort_values(["job_id", "segment"], kind="stable")
+        .reset_index(drop=True)
+    )
 
 
 def held_segments(segments: pd.DataFrame | None) -> pd.DataFrame:
@@ -138,7 +143,9 @@ def swf_with_parts(rows: np.ndarray, segments: pd.DataFrame | None) -> SwfParts:
     sorter = np.argsort(summary_ids, kind="stable")
     job_ids = parts["job_id"].to_numpy(np.int64)
     where = np.searchsorted(summary_ids[sorter], job_ids)
-    if (where >= len(sorter)).any() or (summary_ids[sorter[np.minimum(where, len(sorter) - 1)]] != job_ids).any():
+    if (where >= len(sorter)).any() or (
+        summary_ids[sorter[np.minimum(where, len(sorter) - 1)]] != job_ids
+    ).any():
         raise ConfigError("the segments file names jobs that jobs.csv does not list")
     owner = sorter[where]  # each part's summary row
     start, end = parts["start"].to_numpy(float), parts["end"].to_numpy(float)
@@ -151,21 +158,30 @@ def swf_with_parts(rows: np.ndarray, segments: pd.DataFrame | None) -> SwfParts:
     lines[:, _RUN] = end - start
     lines[:, _ALLOC] = cores
     completed = summary[owner, _STATUS] == 1
-    lines[:, _STATUS] = np.where(last, np.where(completed, PARTIAL_LAST_COMPLETED, PARTIAL_LAST_FAILED),
-                                 PARTIAL_CONTINUED)
+    lines[:, _STATUS] = np.where(
+        last, np.where(completed, PARTIAL_LAST_COMPLETED, PARTIAL_LAST_FAILED), PARTIAL_CONTINUED
+    )
     reweighted = _reweight(summary, parts, owner, (end - start) * cores)
     merged = np.vstack([summary, lines])
     position = np.concatenate([np.arange(len(summary)), owner])
-    rank = np.concatenate([np.zeros(len(summary), dtype=np.int64), parts["segment"].to_numpy(np.int64)])
+    rank = np.concatenate(
+        [np.zeros(len(summary), dtype=np.int64), parts["segment"].to_numpy(np.int64)]
+    )
     order = np.lexsort((rank, position))
     return SwfParts(merged[order], int(np.unique(job_ids).size), reweighted)
 
 
-def _reweight(summary: np.ndarray, parts: pd.DataFrame, owner: np.ndarray, core_seconds: np.ndarray) -> int:
+def _reweight(
+    summary: np.ndarray, parts: pd.DataFrame, owner: np.ndarray, core_seconds: np.ndarray
+) -> int:
     """Give the summaries of jobs whose parts used different core counts their core-seconds
     over the summary's processors as run time (in place); return how many."""
-    grouped = pd.DataFrame({"owner": owner, "cores": parts["cores"].to_numpy(), "work": core_seconds})
-    per_job = grouped.groupby("owner").agg(low=("cores", "min"), high=("cores", "max"), work=("work", "sum"))
+    grouped = pd.DataFrame(
+        {"owner": owner, "cores": parts["cores"].to_numpy(), "work": core_seconds}
+    )
+    per_job = grouped.groupby("owner").agg(
+        low=("cores", "min"), high=("cores", "max"), work=("work", "sum")
+    )
     varied = per_job[(per_job["low"] != per_job["high"])]
     index = varied.index.to_numpy(np.int64)
     processors = summary[index, _ALLOC]
@@ -191,7 +207,9 @@ def execution_attempts(ran: pd.DataFrame, segments: pd.DataFrame | None) -> pd.D
     else:
         pieces = segments.rename(columns={"start": "start_time", "end": "end_time"})
         pieces = pieces[["job_id", "segment", "start_time", "end_time", "nodes", "cores", "units"]]
-        rest = ran.drop(columns=[c for c in ("start_time", "end_time", "nodes", "cores", "units") if c in ran])
+        rest = ran.drop(
+            columns=[c for c in ("start_time", "end_time", "nodes", "cores", "units") if c in ran]
+        )
         rest = rest.assign(order=np.arange(len(rest)))
         attempts = pieces.merge(rest, on="job_id", how="inner", validate="many_to_one")
         attempts = attempts.sort_values(["order", "segment"], kind="stable").reset_index(drop=True)
@@ -203,8 +221,12 @@ def execution_attempts(ran: pd.DataFrame, segments: pd.DataFrame | None) -> pd.D
         previous_end = np.concatenate([[np.nan], attempts["end_time"].to_numpy(float)[:-1]])
         attempts["attempt"] = attempts["segment"].to_numpy(np.int64) - 1
         attempts["last"] = last
-        attempts["submission_time"] = np.where(first, attempts["submit_time"].to_numpy(float), previous_end)
+        attempts["submission_time"] = np.where(
+            first, attempts["submit_time"].to_numpy(float), previous_end
+        )
         attempts = attempts.drop(columns=["segment", "order"])
-    names = [str(int(job)) if k == 0 else f"{int(job)}{ATTEMPT_SEPARATOR}{k}"
-             for job, k in zip(attempts["job_id"].tolist(), attempts["attempt"].tolist(), strict=True)]
+    names = [
+        str(int(job)) if k == 0 else f"{int(job)}{ATTEMPT_SEPARATOR}{k}"
+        for job, k in zip(attempts["job_id"].tolist(), attempts["attempt"].tolist(), strict=True)
+    ]
     return attempts.assign(batsim_id=names).reset_index(drop=True)

@@ -57,9 +57,13 @@ class Rectangles:
     height: np.ndarray
 
 
-def core_slots(job_ids: Sequence[int], starts: Sequence[float], ends: Sequence[float],
-               allocations: Sequence[list[tuple[int, int]]],
-               node_cores: Sequence[int]) -> list[list[tuple[int, list[int]]]]:
+def core_slots(
+    job_ids: Sequence[int],
+    starts: Sequence[float],
+    ends: Sequence[float],
+    allocations: Sequence[list[tuple[int, int]]],
+    node_cores: Sequence[int],
+) -> list[list[tuple[int, list[int]]]]:
     """The core slots each job holds on each node of its allocation (module docstring):
     ``[(node, [slot, ...]), ...]`` per job, ``[]`` for jobs with nothing to draw.
 
@@ -86,13 +90,19 @@ def core_slots(job_ids: Sequence[int], starts: Sequence[float], ends: Sequence[f
             continue
         for node, units in allocations[index]:
             heap = free.setdefault(node, list(range(int(node_cores[node]))))
-            held[index].append((node, sorted(heapq.heappop(heap) for _ in range(min(units, len(heap))))))
+            held[index].append(
+                (node, sorted(heapq.heappop(heap) for _ in range(min(units, len(heap)))))
+            )
     return held
 
 
-def gantt_rectangles(job_ids: Sequence[int], starts: Sequence[float], ends: Sequence[float],
-                     allocations: Sequence[list[tuple[int, int]]],
-                     node_cores: Sequence[int]) -> Rectangles:
+def gantt_rectangles(
+    job_ids: Sequence[int],
+    starts: Sequence[float],
+    ends: Sequence[float],
+    allocations: Sequence[list[tuple[int, int]]],
+    node_cores: Sequence[int],
+) -> Rectangles:
     """Place every job on the lowest free core slots of its nodes (module docstring).
 
     Allocations count core slots (the caller turns units of several cores into cores).
@@ -109,12 +119,24 @@ def gantt_rectangles(job_ids: Sequence[int], starts: Sequence[float], ends: Sequ
         for node, slots in held[index]:
             cores = int(node_cores[node])
             for first, count in _runs(slots):
-                out.append((job_ids[index], float(starts[index]), float(ends[index]),
-                            node + first / cores, count / cores))
+                out.append(
+                    (
+                        job_ids[index],
+                        float(starts[index]),
+                        float(ends[index]),
+                        node + first / cores,
+                        count / cores,
+                    )
+                )
     columns = list(zip(*_merge_stacked(out), strict=True)) if out else [(), (), (), (), ()]
     job_col, start_col, end_col, y_col, height_col = (np.asarray(c) for c in columns)
-    return Rectangles(job_col.astype(np.int64), start_col.astype(float), end_col.astype(float),
-                      y_col.astype(float), height_col.astype(float))
+    return Rectangles(
+        job_col.astype(np.int64),
+        start_col.astype(float),
+        end_col.astype(float),
+        y_col.astype(float),
+        height_col.astype(float),
+    )
 
 
 def resource_ids(slots: list[tuple[int, list[int]]], node_cores: Sequence[int]) -> str:
@@ -131,8 +153,9 @@ def resource_ids(slots: list[tuple[int, list[int]]], node_cores: Sequence[int]) 
     return " ".join(f"{a}-{a + n - 1}" if n > 1 else f"{a}" for a, n in _runs(ids))
 
 
-def core_allocations(nodes: Sequence[object], cores: Sequence[int],
-                     units: Sequence[int]) -> list[list[tuple[int, int]]]:
+def core_allocations(
+    nodes: Sequence[object], cores: Sequence[int], units: Sequence[int]
+) -> list[list[tuple[int, int]]]:
     """``jobs.csv``'s ``nodes`` (``node:units;...``) as core slots per node (a unit may hold
     several cores: ``cores / units`` each).
 
@@ -140,12 +163,15 @@ def core_allocations(nodes: Sequence[object], cores: Sequence[int],
     [[(0, 8), (1, 4)]]
     """
     per_unit = [max(1, round(c / max(u, 1))) for c, u in zip(cores, units, strict=True)]
-    return [[(node, count * k) for node, count in parse_allocation(text)]
-            for text, k in zip(nodes, per_unit, strict=True)]
+    return [
+        [(node, count * k) for node, count in parse_allocation(text)]
+        for text, k in zip(nodes, per_unit, strict=True)
+    ]
 
 
-def _merge_stacked(pieces: list[tuple[int, float, float, float, float]]
-                   ) -> list[tuple[int, float, float, float, float]]:
+def _merge_stacked(
+    pieces: list[tuple[int, float, float, float, float]],
+) -> list[tuple[int, float, float, float, float]]:
     """Join a job's pieces that touch vertically (a job on whole consecutive nodes is one
     rectangle, not one per node), keeping the order of first pieces.
 
@@ -182,9 +208,15 @@ def _runs(slots: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def occupancy(starts: np.ndarray, ends: np.ndarray, allocations: Sequence[list[tuple[int, int]]],
-              node_cores: np.ndarray, window: tuple[float, float], rows: int,
-              bins: int) -> tuple[np.ndarray, int]:
+def occupancy(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    allocations: Sequence[list[tuple[int, int]]],
+    node_cores: np.ndarray,
+    window: tuple[float, float],
+    rows: int,
+    bins: int,
+) -> tuple[np.ndarray, int]:
     """Busy share of each node group (rows) in each time bin of ``window``.
 
     Returns the ``(groups, bins)`` array and the nodes per group. Core-seconds are exact:
@@ -208,7 +240,8 @@ def occupancy(starts: np.ndarray, ends: np.ndarray, allocations: Sequence[list[t
         overlap = np.clip(np.minimum(edges[1:], end) - np.maximum(edges[:-1], start), 0, None)
         for node, units in allocation:
             busy[node // per_group] += units * overlap
-    group_cores = np.add.reduceat(np.asarray(node_cores, dtype=float),
-                                  np.arange(0, n_nodes, per_group))
+    group_cores = np.add.reduceat(
+        np.asarray(node_cores, dtype=float), np.arange(0, n_nodes, per_group)
+    )
     width = (hi - lo) / bins
     return busy / (group_cores[:, None] * width), per_group

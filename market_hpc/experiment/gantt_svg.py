@@ -34,10 +34,30 @@ import pandas as pd
 from market_hpc.experiment.gantt import Rectangles
 from market_hpc.experiment.report_style import tick_text
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-           "#bcbd22", "#17becf", "#393b79", "#637939", "#843c39")
-SIZES = ("#fde725", "#a0da39", "#4ac16d", "#1fa187", "#277f8e", "#365c8d", "#46327e",
-         "#440154")  # viridis, light (small jobs) to dark (large)
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#17becf",
+    "#393b79",
+    "#637939",
+    "#843c39",
+)
+SIZES = (
+    "#fde725",
+    "#a0da39",
+    "#4ac16d",
+    "#1fa187",
+    "#277f8e",
+    "#365c8d",
+    "#46327e",
+    "#440154",
+)  # viridis, light (small jobs) to dark (large)
 OTHER = "#b0b0b0"
 MAX_KEYS = len(PALETTE)
 LEFT, PLOT_WIDTH, LEGEND_WIDTH, TOP, BOTTOM = 64.0, 820.0, 200.0, 40.0, 46.0
@@ -84,14 +104,15 @@ def size_bin(cores: int) -> int:
 def _size_text(index: int) -> str:
     if index == 0:
         return "1 core"
-    low, high = 4 ** (index - 1) + 1, 4 ** index
+    low, high = 4 ** (index - 1) + 1, 4**index
     if index == len(SIZES) - 1:
         return f"{low:,}+ cores"
     return f"{low:,} cores" if low == high else f"{low:,} to {high:,} cores"
 
 
-def job_colours(rects: Rectangles, jobs: pd.DataFrame, cores_of: Sequence[float],
-                window: tuple[float, float]) -> JobColours:
+def job_colours(
+    rects: Rectangles, jobs: pd.DataFrame, cores_of: Sequence[float], window: tuple[float, float]
+) -> JobColours:
     """The colour of each job drawn (module docstring): by user, queue or size.
 
     ``jobs`` are ``jobs.csv`` rows (``job_id`` and, when known, ``user``, ``queue``,
@@ -117,18 +138,26 @@ def job_colours(rects: Rectangles, jobs: pd.DataFrame, cores_of: Sequence[float]
             legend = [(f"{word} {value}", colour) for value, colour in colour_of.items()]
             if len(set(of.values()) - set(ranked)):
                 legend.append((f"other {word}s", OTHER))
-            return JobColours(word, {job: colour_of.get(value, OTHER) for job, value in of.items()},
-                              legend)
-    sizes = (dict(zip(rows["job_id"].astype(int), rows["cores"].astype(int), strict=True))
-             if "cores" in rows else {})
+            return JobColours(
+                word, {job: colour_of.get(value, OTHER) for job, value in of.items()}, legend
+            )
+    sizes = (
+        dict(zip(rows["job_id"].astype(int), rows["cores"].astype(int), strict=True))
+        if "cores" in rows
+        else {}
+    )
     bins = {job: size_bin(cores) for job, cores in sizes.items()}
     present = sorted(set(bins.values()))
-    return JobColours("job size (cores)", {job: SIZES[b] for job, b in bins.items()},
-                      [(_size_text(b), SIZES[b]) for b in present])
+    return JobColours(
+        "job size (cores)",
+        {job: SIZES[b] for job, b in bins.items()},
+        [(_size_text(b), SIZES[b]) for b in present],
+    )
 
 
-def _ranked(rects: Rectangles, of: dict[int, int], cores_of: Sequence[float],
-            window: tuple[float, float]) -> list[int]:
+def _ranked(
+    rects: Rectangles, of: dict[int, int], cores_of: Sequence[float], window: tuple[float, float]
+) -> list[int]:
     """The ``MAX_KEYS`` values (users, queues) with the most core-seconds in ``window``."""
     lo, hi = window
     seconds = np.clip(np.minimum(rects.end, hi) - np.maximum(rects.start, lo), 0, None)
@@ -141,9 +170,14 @@ def _ranked(rects: Rectangles, of: dict[int, int], cores_of: Sequence[float],
     return sorted(known, key=lambda v: (-work[v], v))[:MAX_KEYS]
 
 
-def plot_boxes(rects: Rectangles, window: tuple[float, float], node_range: tuple[int, int],
-               scale: tuple[float, float], origin: tuple[float, float],
-               minimum: tuple[float, float]) -> np.ndarray:
+def plot_boxes(
+    rects: Rectangles,
+    window: tuple[float, float],
+    node_range: tuple[int, int],
+    scale: tuple[float, float],
+    origin: tuple[float, float],
+    minimum: tuple[float, float],
+) -> np.ndarray:
     """Pixel boxes ``(x0, y0, width, height)`` of the pieces, inside the plot area.
 
     ``scale`` is pixels per second and per node, ``origin`` the plot's top-left pixel,
@@ -170,7 +204,7 @@ def plot_boxes(rects: Rectangles, window: tuple[float, float], node_range: tuple
 
 
 def _text_colour(colour: str) -> str:
-    red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
     return "#000" if 0.299 * red + 0.587 * green + 0.114 * blue > 150 else "#fff"
 
 
@@ -184,16 +218,19 @@ def hover_text(job: dict[str, object]) -> str:
     wait 30 s, run 3,970 s
     nodes 0:4;1:2
     """
+
     def when(value: object) -> str:
         seconds = float(value)  # type: ignore[arg-type]
         return f"{seconds:,.0f} s" + (f" ({seconds / 3600:,.2f} h)" if seconds >= 3600 else "")
 
     run = float(job["end_time"]) - float(job["start_time"])  # type: ignore[arg-type]
     wait = float(job["wait_time"])  # type: ignore[arg-type]
-    return (f"job {job['job_id']}, user {job.get('user', '?')}\n"
-            f"submit {when(job['submit_time'])}, start {when(job['start_time'])}, "
-            f"end {when(job['end_time'])}\nwait {wait:,.0f} s, "
-            f"run {run:,.0f} s\nnodes {job.get('nodes', '')}")
+    return (
+        f"job {job['job_id']}, user {job.get('user', '?')}\n"
+        f"submit {when(job['submit_time'])}, start {when(job['start_time'])}, "
+        f"end {when(job['end_time'])}\nwait {wait:,.0f} s, "
+        f"run {run:,.0f} s\nnodes {job.get('nodes', '')}"
+    )
 
 
 def ticks(lo: float, hi: float, count: int = 6) -> list[float]:
@@ -210,9 +247,15 @@ def ticks(lo: float, hi: float, count: int = 6) -> list[float]:
     return [tick for tick in out if lo - 1e-9 * nice <= tick <= hi + 1e-9 * nice]
 
 
-def gantt_svg(rects: Rectangles, jobs: pd.DataFrame, node_cores: Sequence[int],
-              window: tuple[float, float], node_range: tuple[int, int], unit: tuple[float, str],
-              title: str) -> str:
+def gantt_svg(
+    rects: Rectangles,
+    jobs: pd.DataFrame,
+    node_cores: Sequence[int],
+    window: tuple[float, float],
+    node_range: tuple[int, int],
+    unit: tuple[float, str],
+    title: str,
+) -> str:
     """The SVG text of the Gantt chart (module docstring); ``rects`` are the pieces to
     draw, ``jobs`` the started jobs' rows of ``jobs.csv``, ``unit`` (seconds, name) of
     the time axis."""
@@ -224,16 +267,30 @@ def gantt_svg(rects: Rectangles, jobs: pd.DataFrame, node_cores: Sequence[int],
     width = LEFT + PLOT_WIDTH + LEGEND_WIDTH
     rows = {int(r["job_id"]): r for r in jobs.drop_duplicates("job_id").to_dict("records")}
     node_of = np.floor(rects.y).astype(int)
-    cores = rects.height * np.asarray(node_cores, dtype=float)[np.clip(node_of, 0, len(node_cores) - 1)]
+    cores = (
+        rects.height * np.asarray(node_cores, dtype=float)[np.clip(node_of, 0, len(node_cores) - 1)]
+    )
     colours = job_colours(rects, jobs, cores, window)
-    boxes = plot_boxes(rects, window, node_range, (PLOT_WIDTH / (hi - lo), row), (LEFT, TOP),
-                       (MIN_WIDTH_PX, MIN_HEIGHT_PX))
-    out = [(f"<svg xmlns='http://www.w3.org/2000/svg' width='{width:.0f}' height='{height:.0f}' "
-           f"viewBox='0 0 {width:.0f} {height:.0f}' font-family='sans-serif' font-size='11'>"),
-           f"<title>{html.escape(title)}</title>",
-           f"<text x='{LEFT:.0f}' y='20' font-size='14'>{html.escape(title)}</text>",
-           (f"<rect x='{LEFT:.0f}' y='{TOP:.0f}' width='{PLOT_WIDTH:.0f}' height='{n_nodes * row:.1f}' "
-           "fill='#fafafa' stroke='#888'/>")]
+    boxes = plot_boxes(
+        rects,
+        window,
+        node_range,
+        (PLOT_WIDTH / (hi - lo), row),
+        (LEFT, TOP),
+        (MIN_WIDTH_PX, MIN_HEIGHT_PX),
+    )
+    out = [
+        (
+            f"<svg xmlns='http://www.w3.org/2000/svg' width='{width:.0f}' height='{height:.0f}' "
+            f"viewBox='0 0 {width:.0f} {height:.0f}' font-family='sans-serif' font-size='11'>"
+        ),
+        f"<title>{html.escape(title)}</title>",
+        f"<text x='{LEFT:.0f}' y='20' font-size='14'>{html.escape(title)}</text>",
+        (
+            f"<rect x='{LEFT:.0f}' y='{TOP:.0f}' width='{PLOT_WIDTH:.0f}' height='{n_nodes * row:.1f}' "
+            "fill='#fafafa' stroke='#888'/>"
+        ),
+    ]
     pieces: dict[int, list[int]] = {}
     for index, job in enumerate(rects.job.tolist()):
         pieces.setdefault(job, []).append(index)
@@ -248,8 +305,10 @@ def gantt_svg(rects: Rectangles, jobs: pd.DataFrame, node_cores: Sequence[int],
         label = str(job)
         _, x0, y0, w, h = best
         if w >= 6.5 * len(label) + 4 and h >= 11:
-            parts.append(f"<text x='{x0 + w / 2:.1f}' y='{y0 + h / 2 + 4:.1f}' text-anchor='middle' "
-                         f"fill='{_text_colour(colour)}' stroke='none'>{label}</text>")
+            parts.append(
+                f"<text x='{x0 + w / 2:.1f}' y='{y0 + h / 2 + 4:.1f}' text-anchor='middle' "
+                f"fill='{_text_colour(colour)}' stroke='none'>{label}</text>"
+            )
         hover = html.escape(hover_text(rows[job])) if job in rows else f"job {job}"
         stroke = " stroke='#fff' stroke-width='0.4'" if len(pieces) <= 2000 else ""
         out.append(f"<g fill='{colour}'{stroke}><title>{hover}</title>" + "".join(parts) + "</g>")
@@ -257,30 +316,44 @@ def gantt_svg(rects: Rectangles, jobs: pd.DataFrame, node_cores: Sequence[int],
     seconds, name = unit
     for tick in ticks(lo / seconds, hi / seconds):
         x = min(max(LEFT + (tick * seconds - lo) * PLOT_WIDTH / (hi - lo), LEFT), LEFT + PLOT_WIDTH)
-        out.append(f"<line x1='{x:.1f}' y1='{bottom:.1f}' x2='{x:.1f}' y2='{bottom + 4:.1f}' stroke='#444'/>"
-                   f"<text x='{x:.1f}' y='{bottom + 16:.1f}' text-anchor='middle'>{tick_text(tick)}</text>")
-    out.append(f"<text x='{LEFT + PLOT_WIDTH / 2:.0f}' y='{bottom + 36:.1f}' text-anchor='middle'>"
-               f"time after trace start ({html.escape(name)})</text>")
+        out.append(
+            f"<line x1='{x:.1f}' y1='{bottom:.1f}' x2='{x:.1f}' y2='{bottom + 4:.1f}' stroke='#444'/>"
+            f"<text x='{x:.1f}' y='{bottom + 16:.1f}' text-anchor='middle'>{tick_text(tick)}</text>"
+        )
+    out.append(
+        f"<text x='{LEFT + PLOT_WIDTH / 2:.0f}' y='{bottom + 36:.1f}' text-anchor='middle'>"
+        f"time after trace start ({html.escape(name)})</text>"
+    )
     every = max(1, math.ceil(12.0 / row))
     for node in range(first_node, last_node, every):
         y = TOP + (node - first_node + 0.5) * row + 4
         out.append(f"<text x='{LEFT - 6:.0f}' y='{y:.1f}' text-anchor='end'>{node:,}</text>")
-    out.append(f"<text transform='translate(14 {TOP + n_nodes * row / 2:.0f}) rotate(-90)' "
-               "text-anchor='middle'>node</text>")
+    out.append(
+        f"<text transform='translate(14 {TOP + n_nodes * row / 2:.0f}) rotate(-90)' "
+        "text-anchor='middle'>node</text>"
+    )
     out += _legend(colours, LEFT + PLOT_WIDTH + 14)
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
 
 def _legend(colours: JobColours, x: float) -> list[str]:
-    lines = [(f"<text x='{x:.0f}' y='{TOP + 4:.0f}' font-weight='bold'>"
-              f"colour: {html.escape(colours.key)}</text>")]
+    lines = [
+        (
+            f"<text x='{x:.0f}' y='{TOP + 4:.0f}' font-weight='bold'>"
+            f"colour: {html.escape(colours.key)}</text>"
+        )
+    ]
     for index, (text, colour) in enumerate(colours.legend):
         y = TOP + 14 + 16 * index
-        lines.append(f"<rect x='{x:.0f}' y='{y:.0f}' width='12' height='12' fill='{colour}'/>"
-                     f"<text x='{x + 18:.0f}' y='{y + 10:.0f}'>{html.escape(text)}</text>")
+        lines.append(
+            f"<rect x='{x:.0f}' y='{y:.0f}' width='12' height='12' fill='{colour}'/>"
+            f"<text x='{x + 18:.0f}' y='{y + 10:.0f}'>{html.escape(text)}</text>"
+        )
     y = TOP + 30 + 16 * len(colours.legend)
-    lines.append(f"<text x='{x:.0f}' y='{y:.0f}' font-size='10'>hover a job for its details;</text>"
-                 f"<text x='{x:.0f}' y='{y + 13:.0f}' font-size='10'>pieces are drawn at least "
-                 f"{MIN_WIDTH_PX:g} px wide</text>")
+    lines.append(
+        f"<text x='{x:.0f}' y='{y:.0f}' font-size='10'>hover a job for its details;</text>"
+        f"<text x='{x:.0f}' y='{y + 13:.0f}' font-size='10'>pieces are drawn at least "
+        f"{MIN_WIDTH_PX:g} px wide</text>"
+    )
     return lines

@@ -48,8 +48,12 @@ class Box:
         >>> Box(0, 0, 1, 1).overlaps(Box(1.5, 0, 3, 1), gap=0.5)
         True
         """
-        return (self.x0 - gap < other.x1 + gap and other.x0 - gap < self.x1 + gap
-                and self.y0 - gap < other.y1 + gap and other.y0 - gap < self.y1 + gap)
+        return (
+            self.x0 - gap < other.x1 + gap
+            and other.x0 - gap < self.x1 + gap
+            and self.y0 - gap < other.y1 + gap
+            and other.y0 - gap < self.y1 + gap
+        )
 
     def distance(self, x: float, y: float) -> float:
         """Distance from the point ``(x, y)`` to the box (0 inside).
@@ -74,8 +78,12 @@ class Box:
         """
         low, high = 0.0, 1.0
         dx, dy = x1 - x0, y1 - y0
-        for step, gap in ((-dx, x0 - self.x0 - 0.5), (dx, self.x1 - 0.5 - x0),
-                          (-dy, y0 - self.y0 - 0.5), (dy, self.y1 - 0.5 - y0)):
+        for step, gap in (
+            (-dx, x0 - self.x0 - 0.5),
+            (dx, self.x1 - 0.5 - x0),
+            (-dy, y0 - self.y0 - 0.5),
+            (dy, self.y1 - 0.5 - y0),
+        ):
             if step == 0:
                 if gap < 0:
                     return False
@@ -91,7 +99,12 @@ class Box:
 
     def inside(self, other: Box) -> bool:
         """Whether this box lies within ``other``."""
-        return self.x0 >= other.x0 and self.x1 <= other.x1 and self.y0 >= other.y0 and self.y1 <= other.y1
+        return (
+            self.x0 >= other.x0
+            and self.x1 <= other.x1
+            and self.y0 >= other.y0
+            and self.y1 <= other.y1
+        )
 
 
 def freeze_layout(figure: Figure) -> None:
@@ -110,8 +123,9 @@ def _directions(ring: int) -> list[tuple[float, float]]:
     return [(math.cos(a), math.sin(a)) for a in angles]
 
 
-def _box_at(anchor: tuple[float, float], direction: tuple[float, float], width: float,
-            height: float) -> tuple[Box, str, str]:
+def _box_at(
+    anchor: tuple[float, float], direction: tuple[float, float], width: float, height: float
+) -> tuple[Box, str, str]:
     """The label box whose side facing the point sits at ``anchor``, and its alignment."""
     dx, dy = direction
     ha = "left" if dx > 0.3 else "right" if dx < -0.3 else "center"
@@ -122,8 +136,14 @@ def _box_at(anchor: tuple[float, float], direction: tuple[float, float], width: 
     return Box(x0, y0, x0 + width, y0 + height), ha, va
 
 
-def place_labels(axes: Axes, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str],
-                 fontsize: float = 7.5, marker_pt: float = 4.0) -> list[str]:
+def place_labels(
+    axes: Axes,
+    xs: Sequence[float],
+    ys: Sequence[float],
+    labels: Sequence[str],
+    fontsize: float = 7.5,
+    marker_pt: float = 4.0,
+) -> list[str]:
     """Annotate each point ``(xs[i], ys[i])`` of ``axes`` with ``labels[i]``, no two
     labels overlapping, none over a marker, all inside the axes (module docstring).
 
@@ -156,7 +176,19 @@ def place_labels(axes: Axes, xs: Sequence[float], ys: Sequence[float], labels: S
         extent = probe.get_window_extent(renderer)
         probe.remove()
         others = [point for point in points if point != (px, py)]
-        spot = _first_free(px, py, extent.width, extent.height, half, to_px, area, taken, len(points), others, leaders)
+        spot = _first_free(
+            px,
+            py,
+            extent.width,
+            extent.height,
+            half,
+            to_px,
+            area,
+            taken,
+            len(points),
+            others,
+            leaders,
+        )
         if spot is None:
             unplaced.append(label)
             continue
@@ -166,11 +198,28 @@ def place_labels(axes: Axes, xs: Sequence[float], ys: Sequence[float], labels: S
             leaders.append((px, py, *box.nearest(px, py)))
         anchor = {"left": box.x0, "right": box.x1, "center": (box.x0 + box.x1) / 2}[ha]
         anchor_y = {"bottom": box.y0, "top": box.y1, "center": (box.y0 + box.y1) / 2}[va]
-        leader = {"arrowstyle": "-", "color": "#9a9a9a", "linewidth": 0.6, "shrinkA": 0.0,
-                  "shrinkB": marker_pt} if ring > 0 else None
-        axes.annotate(label, (x, y), xytext=((anchor - px) / to_px, (anchor_y - py) / to_px),
-                      textcoords="offset points", ha=ha, va=va, fontsize=fontsize,
-                      arrowprops=leader, annotation_clip=False)
+        leader = (
+            {
+                "arrowstyle": "-",
+                "color": "#9a9a9a",
+                "linewidth": 0.6,
+                "shrinkA": 0.0,
+                "shrinkB": marker_pt,
+            }
+            if ring > 0
+            else None
+        )
+        axes.annotate(
+            label,
+            (x, y),
+            xytext=((anchor - px) / to_px, (anchor_y - py) / to_px),
+            textcoords="offset points",
+            ha=ha,
+            va=va,
+            fontsize=fontsize,
+            arrowprops=leader,
+            annotation_clip=False,
+        )
     return unplaced
 
 
@@ -183,22 +232,45 @@ def _radii(area: Box, to_px: float) -> list[float]:
     return radii
 
 
-def _first_free(px: float, py: float, width: float, height: float, half: float, to_px: float,
-                area: Box, taken: Sequence[Box], markers: int, others: Sequence[tuple[float, float]],
-                leaders: Sequence[tuple[float, float, float, float]]) -> tuple[Box, str, str, int] | None:
+def _first_free(
+    px: float,
+    py: float,
+    width: float,
+    height: float,
+    half: float,
+    to_px: float,
+    area: Box,
+    taken: Sequence[Box],
+    markers: int,
+    others: Sequence[tuple[float, float]],
+    leaders: Sequence[tuple[float, float, float, float]],
+) -> tuple[Box, str, str, int] | None:
     """The first free spot (module docstring); ``taken`` holds the ``markers`` markers'
     boxes, then the labels placed so far. Leader lines crossing labels are avoided where
     any spot allows it, else allowed (a label over another never is)."""
     for strict in (True, False):
-        spot = _search(px, py, width, height, half, to_px, area, taken, markers, others, leaders, strict)
+        spot = _search(
+            px, py, width, height, half, to_px, area, taken, markers, others, leaders, strict
+        )
         if spot is not None:
             return spot
     return None
 
 
-def _search(px: float, py: float, width: float, height: float, half: float, to_px: float,
-            area: Box, taken: Sequence[Box], markers: int, others: Sequence[tuple[float, float]],
-            leaders: Sequence[tuple[float, float, float, float]], strict: bool) -> tuple[Box, str, str, int] | None:
+def _search(
+    px: float,
+    py: float,
+    width: float,
+    height: float,
+    half: float,
+    to_px: float,
+    area: Box,
+    taken: Sequence[Box],
+    markers: int,
+    others: Sequence[tuple[float, float]],
+    leaders: Sequence[tuple[float, float, float, float]],
+    strict: bool,
+) -> tuple[Box, str, str, int] | None:
     for ring, radius in enumerate(_radii(area, to_px)):
         distance = half + radius
         for dx, dy in _directions(ring):

@@ -82,8 +82,14 @@ class LeaderboardSpec:
     policy: tuple[str, ...] = ("scheduler", "allocator")
     replicate: tuple[str, ...] = ("start",)
     setting: tuple[str, ...] = ("trace", "load_factor")
-    metrics: tuple[str, ...] = ("value_earned", "mean_bounded_slowdown", "mean_wait", "max_wait",
-                                "user_fairness", "jobs_dropped")
+    metrics: tuple[str, ...] = (
+        "value_earned",
+        "mean_bounded_slowdown",
+        "mean_wait",
+        "max_wait",
+        "user_fairness",
+        "jobs_dropped",
+    )
     rank_by: str = "mean_bounded_slowdown"
     pareto: tuple[str, str] = ("mean_bounded_slowdown", "value_earned")
 
@@ -108,15 +114,23 @@ def leaderboard_spec(table: dict[str, Any]) -> LeaderboardSpec:
                 raise ConfigError(f"{key}: expected a string, got {value!r}")
             values[key] = value
         else:
-            if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{key}: expected a non-empty list of column names, got {value!r}")
+            if (
+                not isinstance(value, list)
+                or not value
+                or not all(isinstance(v, str) for v in value)
+            ):
+                raise ConfigError(
+                    f"{key}: expected a non-empty list of column names, got {value!r}"
+                )
             values[key] = tuple(value)
     spec = LeaderboardSpec(**values)
     known = set(metric_names())
     for name in (*spec.metrics, spec.rank_by, *spec.pareto):
         if name not in known:
-            raise ConfigError(f"metrics: unknown metric {name!r}; valid metrics are those of "
-                              "market_hpc/experiment/metrics_table.py")
+            raise ConfigError(
+                f"metrics: unknown metric {name!r}; valid metrics are those of "
+                "market_hpc/experiment/metrics_table.py"
+            )
     if len(spec.pareto) != 2:
         raise ConfigError(f"pareto: expected two metrics [x, y], got {list(spec.pareto)}")
     return spec
@@ -132,7 +146,9 @@ def policy_labels(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
     """
     present = [c for c in columns if c in frame]
     if not present:
-        raise ConfigError(f"leaderboard: none of the policy columns {list(columns)} is in the results")
+        raise ConfigError(
+            f"leaderboard: none of the policy columns {list(columns)} is in the results"
+        )
     first = frame[present[0]].astype(str)
     labels = first.copy()
     for column in present[1:]:
@@ -167,7 +183,11 @@ def shown_metrics(spec: LeaderboardSpec, columns: Sequence[str]) -> list[str]:
     >>> shown_metrics(LeaderboardSpec(metrics=("mean_wait",)), ["mean_wait", "mean_bounded_slowdown", "jobs_dropped"])
     ['mean_bounded_slowdown', 'mean_wait', 'jobs_dropped']
     """
-    return [name for name in dict.fromkeys((spec.rank_by, *spec.metrics, *CONTEXT_METRICS)) if name in columns]
+    return [
+        name
+        for name in dict.fromkeys((spec.rank_by, *spec.metrics, *CONTEXT_METRICS))
+        if name in columns
+    ]
 
 
 def setting_label(row: dict[str, Any], columns: Sequence[str]) -> str:
@@ -198,17 +218,24 @@ def prepare(frame: pd.DataFrame, spec: LeaderboardSpec) -> pd.DataFrame:
     """
     for column in (*spec.replicate, *spec.setting):
         if column not in frame:
-            raise ConfigError(f"leaderboard: no results column {column!r} (replicate {list(spec.replicate)}, "
-                              f"setting {list(spec.setting)}); columns are {list(frame.columns)}")
+            raise ConfigError(
+                f"leaderboard: no results column {column!r} (replicate {list(spec.replicate)}, "
+                f"setting {list(spec.setting)}); columns are {list(frame.columns)}"
+            )
     runs = frame.copy()
     runs["policy_label"] = policy_labels(runs, spec.policy)
     runs["replicate_key"] = runs[list(spec.replicate)].astype(str).agg("|".join, axis=1)
-    runs["setting"] = [setting_label(row, spec.setting) for row in runs[list(spec.setting)].to_dict("records")]
+    runs["setting"] = [
+        setting_label(row, spec.setting) for row in runs[list(spec.setting)].to_dict("records")
+    ]
     # the trace of a setting: its "trace" column when the setting has one (beside a load and,
     # say, an information track), else the setting without its load
-    traces = ["trace"] if "trace" in spec.setting else [c for c in spec.setting if c != "load_factor"]
-    runs["trace_label"] = ([setting_label(row, traces) for row in runs[traces].to_dict("records")] if traces
-                           else "all")
+    traces = (
+        ["trace"] if "trace" in spec.setting else [c for c in spec.setting if c != "load_factor"]
+    )
+    runs["trace_label"] = (
+        [setting_label(row, traces) for row in runs[traces].to_dict("records")] if traces else "all"
+    )
     return runs
 
 
@@ -244,23 +271,39 @@ def ranking(runs: pd.DataFrame, name: str, baseline: str) -> pd.DataFrame:
             compared = {row["policy"]: row for row in table.to_dict("records")}
         for policy in means.index:
             row = compared.get(policy)
-            rows.append({"setting": setting, "rank": int(ranks[policy]), "policy": policy,
-                         "mean": float(means[policy]), "replicates": int(counts[policy]),
-                         "diff": row["mean_diff"] if row else (0.0 if policy == baseline else np.nan),
-                         "ci_low": row["ci_low"] if row else np.nan, "ci_high": row["ci_high"] if row else np.nan,
-                         "p_value": row["p_value"] if row else np.nan,
-                         "mark": (("equal" if row["verdict"] == "equal" else "") if row
-                                  else ("baseline" if policy == baseline else "no baseline"))})
+            rows.append(
+                {
+                    "setting": setting,
+                    "rank": int(ranks[policy]),
+                    "policy": policy,
+                    "mean": float(means[policy]),
+                    "replicates": int(counts[policy]),
+                    "diff": row["mean_diff"] if row else (0.0 if policy == baseline else np.nan),
+                    "ci_low": row["ci_low"] if row else np.nan,
+                    "ci_high": row["ci_high"] if row else np.nan,
+                    "p_value": row["p_value"] if row else np.nan,
+                    "mark": (
+                        ("equal" if row["verdict"] == "equal" else "")
+                        if row
+                        else ("baseline" if policy == baseline else "no baseline")
+                    ),
+                }
+            )
     table = pd.DataFrame(rows)
     if table.empty:
         return table
     table.insert(len(table.columns) - 1, "p_adjusted", holm(table["p_value"].to_numpy()))
     tested = table["mark"] == ""
-    table.loc[tested, "mark"] = [mark(diff, p, better) for diff, p in
-                                 zip(table.loc[tested, "diff"], table.loc[tested, "p_adjusted"])]
+    table.loc[tested, "mark"] = [
+        mark(diff, p, better)
+        for diff, p in zip(table.loc[tested, "diff"], table.loc[tested, "p_adjusted"])
+    ]
     order = {s: i for i, s in enumerate(pd.unique(table["setting"]))}
-    return table.sort_values(["setting", "rank", "policy"], key=lambda c: c.map(order) if c.name == "setting"
-                             else c, kind="stable").reset_index(drop=True)
+    return table.sort_values(
+        ["setting", "rank", "policy"],
+        key=lambda c: c.map(order) if c.name == "setting" else c,
+        kind="stable",
+    ).reset_index(drop=True)
 
 
 def counts_markdown(counts: pd.DataFrame, baseline: str, label: str) -> list[str]:
@@ -274,16 +317,24 @@ def counts_markdown(counts: pd.DataFrame, baseline: str, label: str) -> list[str
     """
     if counts.empty:
         return []
-    return [(f"## Against {baseline}, by {label}: settings where each policy is significantly better, worse "
-             f"(Holm-adjusted p < {ALPHA:g} over every setting and policy), not significantly different, or "
-             "equal on every slice; traces where it is better or worse in some setting; consistent: every "
-             "significant setting goes the same way"), "",
-            "| policy | better | worse | n.s. | equal | traces better | traces worse | consistent |",
-            "|---|---|---|---|---|---|---|---|",
-            *(f"| {r['policy']} | {r['better']} | {r['worse']} | {r['n.s.']} | {r['equal']} | "
-              f"{r['traces_better']} of {r['traces']} | {r['traces_worse']} of {r['traces']} | "
-              f"{r['consistent'] or '-'} |" for _, r in counts.iterrows()),
-            ""]
+    return [
+        (
+            f"## Against {baseline}, by {label}: settings where each policy is significantly better, worse "
+            f"(Holm-adjusted p < {ALPHA:g} over every setting and policy), not significantly different, or "
+            "equal on every slice; traces where it is better or worse in some setting; consistent: every "
+            "significant setting goes the same way"
+        ),
+        "",
+        "| policy | better | worse | n.s. | equal | traces better | traces worse | consistent |",
+        "|---|---|---|---|---|---|---|---|",
+        *(
+            f"| {r['policy']} | {r['better']} | {r['worse']} | {r['n.s.']} | {r['equal']} | "
+            f"{r['traces_better']} of {r['traces']} | {r['traces_worse']} of {r['traces']} | "
+            f"{r['consistent'] or '-'} |"
+            for _, r in counts.iterrows()
+        ),
+        "",
+    ]
 
 
 def cost_table(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
@@ -301,19 +352,26 @@ def cost_table(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     if missing:
         return pd.DataFrame()
     keys = ["setting", "replicate_key"]
-    base = runs[runs["policy_label"] == baseline].groupby(keys)["run_cpu_seconds"].mean().rename("base_cpu")
+    base = (
+        runs[runs["policy_label"] == baseline]
+        .groupby(keys)["run_cpu_seconds"]
+        .mean()
+        .rename("base_cpu")
+    )
     joined = runs.join(base, on=keys)
     joined["ratio"] = joined["run_cpu_seconds"] / joined["base_cpu"].where(joined["base_cpu"] > 0)
     grouped = joined.groupby("policy_label", sort=False)
-    table = pd.DataFrame({
-        "runs": grouped.size(),
-        "run_cpu_s_mean": grouped["run_cpu_seconds"].mean(),
-        "run_cpu_s_max": grouped["run_cpu_seconds"].max(),
-        "cpu_per_decision_ms": grouped["cpu_per_decision_ms"].mean(),
-        "decisions_mean": grouped["decisions"].mean() if "decisions" in joined else np.nan,
-        "ratio_mean": grouped["ratio"].mean(),
-        "ratio_max": grouped["ratio"].max(),
-    }).reset_index(names="policy")
+    table = pd.DataFrame(
+        {
+            "runs": grouped.size(),
+            "run_cpu_s_mean": grouped["run_cpu_seconds"].mean(),
+            "run_cpu_s_max": grouped["run_cpu_seconds"].max(),
+            "cpu_per_decision_ms": grouped["cpu_per_decision_ms"].mean(),
+            "decisions_mean": grouped["decisions"].mean() if "decisions" in joined else np.nan,
+            "ratio_mean": grouped["ratio"].mean(),
+            "ratio_max": grouped["ratio"].max(),
+        }
+    ).reset_index(names="policy")
     table["costly"] = table["ratio_max"] > COSTLY
     return table.sort_values("run_cpu_s_mean", kind="stable").reset_index(drop=True)
 

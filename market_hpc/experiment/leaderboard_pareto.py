@@ -41,7 +41,9 @@ LOG_SPAN = 20.0
 FALLBACK_Y = ("completed_core_hours", "completed_share", "utilisation_cores", "user_fairness")
 
 
-def pareto_front(x: np.ndarray, y: np.ndarray, x_better: str = "lower", y_better: str = "higher") -> np.ndarray:
+def pareto_front(
+    x: np.ndarray, y: np.ndarray, x_better: str = "lower", y_better: str = "higher"
+) -> np.ndarray:
     """Which points no other point dominates (at least as good on both, better on one).
 
     >>> pareto_front(np.array([1.0, 2.0, 3.0, 2.0]), np.array([1.0, 3.0, 2.0, 1.0])).tolist()
@@ -64,7 +66,11 @@ def _has_values(runs: pd.DataFrame, name: str) -> bool:
 def _varies(runs: pd.DataFrame, name: str) -> bool:
     if name not in runs:
         return False
-    means = pd.to_numeric(runs[name], errors="coerce").groupby(runs["policy_label"], observed=True).mean()
+    means = (
+        pd.to_numeric(runs[name], errors="coerce")
+        .groupby(runs["policy_label"], observed=True)
+        .mean()
+    )
     return bool(means.dropna().nunique() > 1)
 
 
@@ -87,9 +93,19 @@ def pareto_objectives(runs: pd.DataFrame, spec: LeaderboardSpec) -> tuple[str, s
     absent = f"Every run's {metric(y_name).label} is 0 or n/a (the workload has no value curves)"
     for name in FALLBACK_Y:
         if name != x_name and _varies(runs, name):
-            return x_name, name, f"{absent}, so the Pareto charts plot {metric(name).label} instead."
-    return x_name, None, (f"{absent}, and none of {', '.join(metric(n).label for n in FALLBACK_Y)} varies "
-                          "between policies, so no Pareto chart is drawn.")
+            return (
+                x_name,
+                name,
+                f"{absent}, so the Pareto charts plot {metric(name).label} instead.",
+            )
+    return (
+        x_name,
+        None,
+        (
+            f"{absent}, and none of {', '.join(metric(n).label for n in FALLBACK_Y)} varies "
+            "between policies, so no Pareto chart is drawn."
+        ),
+    )
 
 
 def _scale(axes: Axes, values: np.ndarray, which: str) -> None:
@@ -111,26 +127,45 @@ def pareto_figures(runs: pd.DataFrame, spec: LeaderboardSpec, out: Path) -> list
     traces = [c for c in spec.setting if c != "load_factor"]
     for load, group in runs.groupby("load_factor", sort=True):
         panels = list(group.groupby(traces, sort=False)) if traces else [("all", group)]
-        figure = Figure(figsize=(DOCS_WIDTH, PANEL_HEIGHT * len(panels) + 0.5), layout="constrained")
+        figure = Figure(
+            figsize=(DOCS_WIDTH, PANEL_HEIGHT * len(panels) + 0.5), layout="constrained"
+        )
         placed = []
         for index, (_, panel) in enumerate(panels):
             axes = figure.add_subplot(len(panels), 1, index + 1)
-            means = panel.groupby("policy_label", sort=False, observed=True)[[x_name, y_name]].mean().dropna()
+            means = (
+                panel.groupby("policy_label", sort=False, observed=True)[[x_name, y_name]]
+                .mean()
+                .dropna()
+            )
             placed.append((axes, _draw_points(axes, means, x_name, y_name)))
             title = panel["setting"].iloc[0].rsplit(" x", 1)[0] if traces else "all"
             axes.set_title(title, fontsize=9)
             axes.set_xlabel(metric(x_name).axis_label, fontsize=8)
             axes.set_ylabel(metric(y_name).axis_label, fontsize=8)
             axes.tick_params(labelsize=7.5)
-        figure.suptitle(textwrap.fill(f"Pareto chart at {load:g}x the recorded load: mean over slices "
-                                      "(filled and joined: no other policy is as good on both)", 80), fontsize=9)
+        figure.suptitle(
+            textwrap.fill(
+                f"Pareto chart at {load:g}x the recorded load: mean over slices "
+                "(filled and joined: no other policy is as good on both)",
+                80,
+            ),
+            fontsize=9,
+        )
         freeze_layout(figure)
         for axes, means in placed:
-            unplaced = place_labels(axes, means[x_name].tolist(), means[y_name].tolist(),
-                                    [str(p) for p in means.index])
+            unplaced = place_labels(
+                axes, means[x_name].tolist(), means[y_name].tolist(), [str(p) for p in means.index]
+            )
             if unplaced:
-                axes.text(0.0, -0.2, textwrap.fill("not labelled (no room): " + ", ".join(unplaced), 110),
-                          transform=axes.transAxes, fontsize=7, va="top")
+                axes.text(
+                    0.0,
+                    -0.2,
+                    textwrap.fill("not labelled (no room): " + ", ".join(unplaced), 110),
+                    transform=axes.transAxes,
+                    fontsize=7,
+                    va="top",
+                )
         written.append(save_figure(figure, out / f"pareto_load_{load:g}.png"))
     return written
 

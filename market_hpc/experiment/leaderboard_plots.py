@@ -41,8 +41,15 @@ from market_hpc.experiment.report_html import plain
 from market_hpc.experiment.report_style import save_figure
 
 SYMBOL = {"better": " ▲", "worse": " ▼"}
-CHECK_METRICS = ("jobs_total", "offered_load_cores", "offered_load_bb", "utilisation_cores", "utilisation_bb",
-                 "mean_queue_size", "max_queue_size")
+CHECK_METRICS = (
+    "jobs_total",
+    "offered_load_cores",
+    "offered_load_bb",
+    "utilisation_cores",
+    "utilisation_bb",
+    "mean_queue_size",
+    "max_queue_size",
+)
 
 
 def _cell(mean: float, row: pd.Series) -> str:
@@ -50,8 +57,10 @@ def _cell(mean: float, row: pd.Series) -> str:
         return f"{plain(mean)} (baseline)"
     if np.isnan(row["ci_low"]):
         return f"{plain(mean)} ({plain(row['diff'], signed=True)}, {row['mark']}{SYMBOL.get(row['mark'], '')})"
-    return (f"{plain(mean)} ({plain(row['diff'], signed=True)} [{plain(row['ci_low'], signed=True)}, "
-            f"{plain(row['ci_high'], signed=True)}]{SYMBOL.get(row['mark'], ' n.s.')})")
+    return (
+        f"{plain(mean)} ({plain(row['diff'], signed=True)} [{plain(row['ci_low'], signed=True)}, "
+        f"{plain(row['ci_high'], signed=True)}]{SYMBOL.get(row['mark'], ' n.s.')})"
+    )
 
 
 def ranking_markdown(tables: dict[str, pd.DataFrame], spec: LeaderboardSpec) -> list[str]:
@@ -61,19 +70,27 @@ def ranking_markdown(tables: dict[str, pd.DataFrame], spec: LeaderboardSpec) -> 
     ranked = tables[spec.rank_by]
     for setting, group in ranked.groupby("setting", sort=False):
         names = list(tables)
-        lines += [f"### {setting}", "",
-                  (f"Ranked by {metric(spec.rank_by).label} ({metric(spec.rank_by).better} is better); "
-                   f"each cell: mean over {int(group['replicates'].max())} slices (difference to "
-                   f"{spec.baseline} [95 % interval], ▲ better / ▼ worse: Holm-adjusted paired t-test "
-                   f"p < {ALPHA:g} over the metric's settings and policies, n.s. not significant)."), "",
-                  "| rank | policy | " + " | ".join(metric(n).label for n in names) + " |",
-                  "|---|---|" + "---|" * len(names)]
+        lines += [
+            f"### {setting}",
+            "",
+            (
+                f"Ranked by {metric(spec.rank_by).label} ({metric(spec.rank_by).better} is better); "
+                f"each cell: mean over {int(group['replicates'].max())} slices (difference to "
+                f"{spec.baseline} [95 % interval], ▲ better / ▼ worse: Holm-adjusted paired t-test "
+                f"p < {ALPHA:g} over the metric's settings and policies, n.s. not significant)."
+            ),
+            "",
+            "| rank | policy | " + " | ".join(metric(n).label for n in names) + " |",
+            "|---|---|" + "---|" * len(names),
+        ]
         for _, row in group.iterrows():
             cells = []
             for name in names:
                 other = tables[name]
                 match = other[(other["setting"] == setting) & (other["policy"] == row["policy"])]
-                cells.append(_cell(float(match["mean"].iloc[0]), match.iloc[0]) if len(match) else "")
+                cells.append(
+                    _cell(float(match["mean"].iloc[0]), match.iloc[0]) if len(match) else ""
+                )
             lines.append(f"| {row['rank']} | {row['policy']} | " + " | ".join(cells) + " |")
         lines.append("")
     return lines
@@ -86,9 +103,15 @@ def check_markdown(runs: pd.DataFrame, baseline: str) -> list[str]:
     base = runs[runs["policy_label"] == baseline]
     if base.empty or not present:
         return []
-    lines = [f"| setting | {' | '.join(metric(c).label for c in present)} |", "|---|" + "---|" * len(present)]
+    lines = [
+        f"| setting | {' | '.join(metric(c).label for c in present)} |",
+        "|---|" + "---|" * len(present),
+    ]
     for setting, group in base.groupby("setting", sort=False):
-        cells = [f"{plain(group[c].mean())} [{plain(group[c].min())}, {plain(group[c].max())}]" for c in present]
+        cells = [
+            f"{plain(group[c].mean())} [{plain(group[c].min())}, {plain(group[c].max())}]"
+            for c in present
+        ]
         lines.append(f"| {setting} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
@@ -97,15 +120,28 @@ def cost_markdown(cost: pd.DataFrame, baseline: str) -> list[str]:
     """The cost table and the policies costing more than ``COSTLY`` times the baseline."""
     if cost.empty:
         return []
-    lines = [("| policy | runs | CPU per run (s), mean | max | CPU per decision (ms) | decisions per run | "
-              f"CPU / {baseline}'s, same slice: mean | max |"), "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        (
+            "| policy | runs | CPU per run (s), mean | max | CPU per decision (ms) | decisions per run | "
+            f"CPU / {baseline}'s, same slice: mean | max |"
+        ),
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for _, row in cost.iterrows():
-        lines.append(f"| {row['policy']} | {row['runs']} | {plain(row['run_cpu_s_mean'])} | "
-                     f"{plain(row['run_cpu_s_max'])} | {plain(row['cpu_per_decision_ms'])} | "
-                     f"{plain(row['decisions_mean'])} | {plain(row['ratio_mean'])} | {plain(row['ratio_max'])} |")
+        lines.append(
+            f"| {row['policy']} | {row['runs']} | {plain(row['run_cpu_s_mean'])} | "
+            f"{plain(row['run_cpu_s_max'])} | {plain(row['cpu_per_decision_ms'])} | "
+            f"{plain(row['decisions_mean'])} | {plain(row['ratio_mean'])} | {plain(row['ratio_max'])} |"
+        )
     costly = cost[cost["costly"]]
-    names = ", ".join(f"{p} (up to {plain(r)}x)" for p, r in zip(costly["policy"], costly["ratio_max"]))
-    lines += ["", f"More than {COSTLY:g}x {baseline}'s CPU on the same slice: {names or 'none'}.", ""]
+    names = ", ".join(
+        f"{p} (up to {plain(r)}x)" for p, r in zip(costly["policy"], costly["ratio_max"])
+    )
+    lines += [
+        "",
+        f"More than {COSTLY:g}x {baseline}'s CPU on the same slice: {names or 'none'}.",
+        "",
+    ]
     return lines
 
 
@@ -120,24 +156,41 @@ def rank_heatmap(table: pd.DataFrame, spec: LeaderboardSpec, out: Path) -> list[
     wide, marks = wide[settings], marks[settings]
     order = wide.mean(axis=1).sort_values(kind="stable").index
     wide, marks = wide.loc[order], marks.loc[order]
-    figure = Figure(figsize=(min(12.0, max(6.0, 2.5 + 1.2 * len(settings))), 1.5 + 0.32 * len(order)),
-                    layout="constrained")
+    figure = Figure(
+        figsize=(min(12.0, max(6.0, 2.5 + 1.2 * len(settings))), 1.5 + 0.32 * len(order)),
+        layout="constrained",
+    )
     axes = figure.add_subplot()
     image = axes.imshow(wide.to_numpy(dtype=float), cmap="viridis_r", aspect="auto")
     for i in range(len(order)):
         for j in range(len(settings)):
             value = wide.iat[i, j]
             if not np.isnan(value):
-                axes.text(j, i, f"{int(value)}{SYMBOL.get(str(marks.iat[i, j]), '')}", ha="center", va="center",
-                          fontsize=7, color="white" if value > wide.to_numpy(dtype=float)[~np.isnan(
-                              wide.to_numpy(dtype=float))].mean() else "black")
+                axes.text(
+                    j,
+                    i,
+                    f"{int(value)}{SYMBOL.get(str(marks.iat[i, j]), '')}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white"
+                    if value
+                    > wide.to_numpy(dtype=float)[~np.isnan(wide.to_numpy(dtype=float))].mean()
+                    else "black",
+                )
     names = [textwrap.fill(s, 16, break_long_words=False, break_on_hyphens=False) for s in settings]
     axes.set_xticks(range(len(settings)), names, fontsize=7)
     axes.set_yticks(range(len(order)), list(order), fontsize=7)
     bar = figure.colorbar(image, ax=axes, label="rank (1 = best)")
     bar.ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # ranks are whole numbers
-    axes.set_title(textwrap.fill(f"Rank by {metric(spec.rank_by).label} (▲/▼: significantly better/worse "
-                                 f"than {spec.baseline}, Holm-adjusted p < {ALPHA:g})", 60), fontsize=9)
+    axes.set_title(
+        textwrap.fill(
+            f"Rank by {metric(spec.rank_by).label} (▲/▼: significantly better/worse "
+            f"than {spec.baseline}, Holm-adjusted p < {ALPHA:g})",
+            60,
+        ),
+        fontsize=9,
+    )
     return [save_figure(figure, out / "rank_heatmap.png")]
 
 
@@ -154,7 +207,9 @@ def write_leaderboard(frame: pd.DataFrame, table: dict[str, object], out: Path) 
     """
     spec = leaderboard_spec({k: list(v) if isinstance(v, tuple) else v for k, v in table.items()})
     runs = prepare(frame, spec)
-    tables = {name: ranking(runs, name, spec.baseline) for name in shown_metrics(spec, list(runs.columns))}
+    tables = {
+        name: ranking(runs, name, spec.baseline) for name in shown_metrics(spec, list(runs.columns))
+    }
     written = []
     for name, ranked in tables.items():
         path = out / f"leaderboard_{name}.csv"
@@ -165,8 +220,11 @@ def write_leaderboard(frame: pd.DataFrame, table: dict[str, object], out: Path) 
         cost.to_csv(out / "cost.csv", index=False)
         written.append(out / "cost.csv")
     ranked = tables.get(spec.rank_by)
-    counts = (significant_counts(ranked[ranked["policy"] != spec.baseline], setting_traces(runs))
-              if ranked is not None else pd.DataFrame())
+    counts = (
+        significant_counts(ranked[ranked["policy"] != spec.baseline], setting_traces(runs))
+        if ranked is not None
+        else pd.DataFrame()
+    )
     if not counts.empty:
         counts.to_csv(out / "leaderboard_summary.csv", index=False)
         written.append(out / "leaderboard_summary.csv")
@@ -174,7 +232,11 @@ def write_leaderboard(frame: pd.DataFrame, table: dict[str, object], out: Path) 
     lines += counts_markdown(counts, spec.baseline, metric(spec.rank_by).label)
     check = check_markdown(runs, spec.baseline)
     if check:
-        lines += [f"## Is the overload real? ({spec.baseline}'s runs: mean [min, max] over slices)", "", *check]
+        lines += [
+            f"## Is the overload real? ({spec.baseline}'s runs: mean [min, max] over slices)",
+            "",
+            *check,
+        ]
     lines += ["## Cost", "", *cost_markdown(cost, spec.baseline)]
     (out / "leaderboard.md").write_text("\n".join(lines) + "\n")
     written.append(out / "leaderboard.md")

@@ -59,8 +59,11 @@ def check_out_dir(out: str | Path, overwrite: bool = False) -> Path:
         raise OutputError(str(target), f"{ancestor} is a file, not a folder")
     try:
         if target.is_dir() and any(target.iterdir()) and not overwrite:
-            raise OutputError(str(target), "the folder already exists and is not empty "
-                              "(give --overwrite to replace its contents)")
+            raise OutputError(
+                str(target),
+                "the folder already exists and is not empty "
+                "(give --overwrite to replace its contents)",
+            )
         target.parent.mkdir(parents=True, exist_ok=True)
         probe = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=target.parent)
         os.rmdir(probe)
@@ -72,8 +75,9 @@ def check_out_dir(out: str | Path, overwrite: bool = False) -> Path:
 
 
 @contextlib.contextmanager
-def staged_out_dir(out: str | Path, overwrite: bool = False,
-                   carry: Mapping[str, Path] | None = None) -> Iterator[Path]:
+def staged_out_dir(
+    out: str | Path, overwrite: bool = False, carry: Mapping[str, Path] | None = None
+) -> Iterator[Path]:
     """Yield a temporary folder beside ``out``; on success it replaces ``out``.
 
     Everything in an existing ``out`` (stale plots and pages included) is gone after a

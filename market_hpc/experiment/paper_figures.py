@@ -23,11 +23,25 @@ from market_hpc.experiment.stats import t_interval
 
 # Twelve colours that stay apart in print and for common colour-vision deficiencies
 # (Paul Tol's "muted" and "bright" sets), and twelve markers.
-COLOURS = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677",
-           "#882255", "#AA4499", "#EE6677", "#4477AA", "#BBBBBB")
+COLOURS = (
+    "#332288",
+    "#88CCEE",
+    "#44AA99",
+    "#117733",
+    "#999933",
+    "#DDCC77",
+    "#CC6677",
+    "#882255",
+    "#AA4499",
+    "#EE6677",
+    "#4477AA",
+    "#BBBBBB",
+)
 MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p")
-REGIMES = {"spec": "spec value curves (decay β ~ U[1, 3])",
-           "steep": "steep value curves (decay β ~ U[0.2, 0.6], the paper's regime)"}
+REGIMES = {
+    "spec": "spec value curves (decay β ~ U[1, 3])",
+    "steep": "steep value curves (decay β ~ U[0.2, 0.6], the paper's regime)",
+}
 BASELINE = "maxv"
 
 
@@ -55,8 +69,16 @@ def profit_bands(table: pd.DataFrame, policies: list[str]) -> pd.DataFrame:
         for size, group in part.groupby("n_jobs"):
             per_seed = group.groupby("seed")["total_profit"].mean()
             mean, low, high = t_interval(per_seed.tolist())
-            rows.append({"policy": policy, "n_jobs": size, "mean": mean, "low": low,
-                         "high": high, "seeds": len(per_seed)})
+            rows.append(
+                {
+                    "policy": policy,
+                    "n_jobs": size,
+                    "mean": mean,
+                    "low": low,
+                    "high": high,
+                    "seeds": len(per_seed),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -73,16 +95,31 @@ def relative_to(table: pd.DataFrame, policies: list[str], baseline: str) -> pd.D
         if policy == baseline or policy not in wide:
             continue
         for size, pairs in wide[[policy, baseline]].dropna().groupby(level="n_jobs"):
-            mean, low, high = t_interval((pairs[policy] - pairs[baseline]).tolist() or [float("nan")])
+            mean, low, high = t_interval(
+                (pairs[policy] - pairs[baseline]).tolist() or [float("nan")]
+            )
             scale = abs(float(pairs[baseline].mean())) if len(pairs) else 0.0
             percent = 100 / scale if scale > 0 else float("nan")
-            rows.append({"policy": policy, "n_jobs": size, "mean": mean * percent,
-                         "low": low * percent, "high": high * percent})
+            rows.append(
+                {
+                    "policy": policy,
+                    "n_jobs": size,
+                    "mean": mean * percent,
+                    "low": low * percent,
+                    "high": high * percent,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def profit_figure(table: pd.DataFrame, path: Path, curves: str, labels: dict[str, str],
-                  policies: list[str], figure_name: str = "Fig. 6") -> Path:
+def profit_figure(
+    table: pd.DataFrame,
+    path: Path,
+    curves: str,
+    labels: dict[str, str],
+    policies: list[str],
+    figure_name: str = "Fig. 6",
+) -> Path:
     """Draw mean profit by job-set size with 95% bands, and the change against maxV."""
     present = [p for p in policies if p in set(table.policy)]
     bands = profit_bands(table, present)
@@ -96,9 +133,17 @@ def profit_figure(table: pd.DataFrame, path: Path, curves: str, labels: dict[str
         rows = bands[bands.policy == policy]
         offset = (index - (len(present) - 1) / 2) * span * 0.004  # dodge the error bars
         errors = np.nan_to_num(np.vstack([rows["mean"] - rows.low, rows.high - rows["mean"]]))
-        left.errorbar(rows.n_jobs + offset, rows["mean"], yerr=errors, capsize=2, markersize=5,
-                      elinewidth=0.8, label=labels.get(policy, policy),
-                      linestyle="-" if policy.endswith("h") else "--", **style)  # type: ignore[arg-type]
+        left.errorbar(
+            rows.n_jobs + offset,
+            rows["mean"],
+            yerr=errors,
+            capsize=2,
+            markersize=5,
+            elinewidth=0.8,
+            label=labels.get(policy, policy),
+            linestyle="-" if policy.endswith("h") else "--",
+            **style,
+        )  # type: ignore[arg-type]
     left.set_xticks(sizes)
     left.set_xlabel("jobs in the set")
     left.set_ylabel("total profit (mean over seeds, 95% CI)")
@@ -113,8 +158,15 @@ def profit_figure(table: pd.DataFrame, path: Path, curves: str, labels: dict[str
         style = series_style(index)
         offset = (index - (len(present) - 1) / 2) * 0.8 / len(present)  # side by side
         errors = np.nan_to_num(np.vstack([rows["mean"] - rows.low, rows.high - rows["mean"]]))
-        right.errorbar(rows.n_jobs.map(position) + offset, rows["mean"], yerr=errors,
-                       linestyle="none", capsize=2, markersize=5, **style)  # type: ignore[arg-type]
+        right.errorbar(
+            rows.n_jobs.map(position) + offset,
+            rows["mean"],
+            yerr=errors,
+            linestyle="none",
+            capsize=2,
+            markersize=5,
+            **style,
+        )  # type: ignore[arg-type]
     right.axhline(0, color="black", linewidth=0.8)
     right.set_xticks(range(len(sizes)), [str(size) for size in sizes])
     right.set_xlabel("jobs in the set (policies side by side, in legend order)")
@@ -122,8 +174,11 @@ def profit_figure(table: pd.DataFrame, path: Path, curves: str, labels: dict[str
     right.grid(alpha=0.3)
     seeds = int(table.seed.nunique())
     left.legend(ncol=2, fontsize="small", loc="upper left", frameon=False)
-    figure.suptitle(f"Overall profit by job-set size (cf. Singh et al. 2015, {figure_name}): "
-                    f"{REGIMES.get(curves, curves)}, {seeds} seeds", fontsize="medium")
+    figure.suptitle(
+        f"Overall profit by job-set size (cf. Singh et al. 2015, {figure_name}): "
+        f"{REGIMES.get(curves, curves)}, {seeds} seeds",
+        fontsize="medium",
+    )
     figure.savefig(path, dpi=150)
     save_svg(figure, path.with_suffix(".svg"))
     return path

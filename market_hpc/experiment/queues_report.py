@@ -28,11 +28,16 @@ STRATEGY = "queues.strategy"
 
 # The paper's comparisons (§IV-B): (strategy, baseline, metric).
 CLAIMS = (
-    ("dpnlpm", "static", "mean_wait_h"), ("dpnlpm", "proportional", "mean_wait_h"),
-    ("dqr", "dpnlpm", "mean_wait_h"), ("dqr", "static", "mean_wait_h"),
-    ("hybrid", "static", "mean_wait_h"), ("hybrid", "static", "max_wait_h"),
-    ("hybrid", "nonpartitioned", "mean_wait_h"), ("hybrid", "static", "bsld"),
-    ("hybrid", "nonpartitioned", "bsld"), ("hybrid", "static", "utilisation"),
+    ("dpnlpm", "static", "mean_wait_h"),
+    ("dpnlpm", "proportional", "mean_wait_h"),
+    ("dqr", "dpnlpm", "mean_wait_h"),
+    ("dqr", "static", "mean_wait_h"),
+    ("hybrid", "static", "mean_wait_h"),
+    ("hybrid", "static", "max_wait_h"),
+    ("hybrid", "nonpartitioned", "mean_wait_h"),
+    ("hybrid", "static", "bsld"),
+    ("hybrid", "nonpartitioned", "bsld"),
+    ("hybrid", "static", "utilisation"),
     ("hybrid", "dqr", "utilisation"),
 )
 
@@ -54,10 +59,14 @@ def period_rows(frame: pd.DataFrame, params: Sequence[str]) -> pd.DataFrame:
     """
     matches = {c: PERIOD_COLUMN.match(c) for c in frame.columns}
     columns = {c: (int(m.group(1)), m.group(2)) for c, m in matches.items() if m}
-    strategy = next((c for c in (STRATEGY, "strategy") if c in frame), None)  # sweeps name it "strategy"
+    strategy = next(
+        (c for c in (STRATEGY, "strategy") if c in frame), None
+    )  # sweeps name it "strategy"
     if not columns or strategy is None:
         return pd.DataFrame()
-    others = [p for p in params if p != strategy and p in frame and frame[p].nunique(dropna=False) > 1]
+    others = [
+        p for p in params if p != strategy and p in frame and frame[p].nunique(dropna=False) > 1
+    ]
     rows = []
     for _, run in frame.iterrows():
         study = ", ".join(_short(run[p]) for p in others) or "all"
@@ -68,8 +77,15 @@ def period_rows(frame: pd.DataFrame, params: Sequence[str]) -> pd.DataFrame:
             values = periods[period]
             if all(pd.isna(v) for v in values.values()):
                 continue  # a shorter trace of the same sweep has no such period
-            rows.append({"study": study, "strategy": run[strategy], "seed": run.get("seed", 0),
-                         "period": period, **values})
+            rows.append(
+                {
+                    "study": study,
+                    "strategy": run[strategy],
+                    "seed": run.get("seed", 0),
+                    "period": period,
+                    **values,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -81,7 +97,9 @@ def compare(table: pd.DataFrame) -> pd.DataFrame:
     evaluated = table[table["period"] >= 1]
     for study, group in evaluated.groupby("study"):
         metrics = [m for _, _, m in CLAIMS if m in group]
-        wide = group.groupby(["period", "strategy"])[sorted(set(metrics))].mean().unstack("strategy")
+        wide = (
+            group.groupby(["period", "strategy"])[sorted(set(metrics))].mean().unstack("strategy")
+        )
         for strategy, baseline, metric in CLAIMS:
             if (metric, strategy) not in wide or (metric, baseline) not in wide:
                 continue
@@ -89,10 +107,16 @@ def compare(table: pd.DataFrame) -> pd.DataFrame:
             change = (ours - base) / base.where(base != 0)
             better = (ours > base) if metric == "utilisation" else (ours < base)
             best = change.max() if metric == "utilisation" else change.min()
-            rows.append({"study": study, "comparison": f"{strategy} vs {baseline}", "metric": metric,
-                         "mean_change_pct": round(100 * float(change.mean()), 1),
-                         "best_change_pct": round(100 * float(best), 1),
-                         "periods_better": f"{int(better.sum())}/{len(better)}"})
+            rows.append(
+                {
+                    "study": study,
+                    "comparison": f"{strategy} vs {baseline}",
+                    "metric": metric,
+                    "mean_change_pct": round(100 * float(change.mean()), 1),
+                    "best_change_pct": round(100 * float(best), 1),
+                    "periods_better": f"{int(better.sum())}/{len(better)}",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -106,7 +130,9 @@ def queue_tables(frame: pd.DataFrame, params: Sequence[str], out: Path) -> list[
     periods.to_csv(written[0][1], index=False)
     claims = compare(periods)
     if not claims.empty:
-        written.append(("Hybrid queues: the paper's comparisons (periods >= 1)", out / "queue_claims.csv"))
+        written.append(
+            ("Hybrid queues: the paper's comparisons (periods >= 1)", out / "queue_claims.csv")
+        )
         claims.to_csv(written[1][1], index=False)
     return written
 
@@ -120,22 +146,47 @@ def plan_row(config: QueueConfig, details: dict[str, Any], strategy: str) -> dic
     (``nlp``, ``sample``, ``fallback``), the surrogates' smallest R^2, predicted and
     simulated weighted waits (h) of the NLP optimum and the best sample, SLSQP failures."""
     queues = sum(1 for q in config.queues if not q.reservation) if config.mode != "shared" else 1
-    row: dict[str, Any] = {"queues": queues, "pool_nodes": config.pool, "plan_source": "",
-                           "r2_min": math.nan, "cv_r2_min": math.nan, "nlp_pred_h": math.nan, "nlp_sim_h": math.nan,
-                           "sample_pred_h": math.nan, "sample_sim_h": math.nan, "slsqp_failures": 0}
+    row: dict[str, Any] = {
+        "queues": queues,
+        "pool_nodes": config.pool,
+        "plan_source": "",
+        "r2_min": math.nan,
+        "cv_r2_min": math.nan,
+        "nlp_pred_h": math.nan,
+        "nlp_sim_h": math.nan,
+        "sample_pred_h": math.nan,
+        "sample_sim_h": math.nan,
+        "slsqp_failures": 0,
+    }
     nlp = details.get("dpnlpm")
     if nlp is not None and strategy in ("dpnlpm", "dqr", "hybrid"):
-        row.update({"plan_source": nlp.get("source", ""), "r2_min": min(nlp["r2"], default=math.nan),
-                    "cv_r2_min": min(nlp.get("cv_r2", []), default=math.nan),
-                    "slsqp_failures": nlp.get("failures", 0)})
-        row.update({k: nlp[k] for k in ("nlp_pred_h", "nlp_sim_h", "sample_pred_h", "sample_sim_h") if k in nlp})
+        row.update(
+            {
+                "plan_source": nlp.get("source", ""),
+                "r2_min": min(nlp["r2"], default=math.nan),
+                "cv_r2_min": min(nlp.get("cv_r2", []), default=math.nan),
+                "slsqp_failures": nlp.get("failures", 0),
+            }
+        )
+        row.update(
+            {
+                k: nlp[k]
+                for k in ("nlp_pred_h", "nlp_sim_h", "sample_pred_h", "sample_sim_h")
+                if k in nlp
+            }
+        )
     elif strategy in ("static", "proportional"):
         row["plan_source"] = "eq7"
     return row
 
 
-def period_metrics(frame: pd.DataFrame, jobs: Sequence[Job], starts: Sequence[float], period: float,
-                   total_cores: int) -> list[dict[str, Any]]:
+def period_metrics(
+    frame: pd.DataFrame,
+    jobs: Sequence[Job],
+    starts: Sequence[float],
+    period: float,
+    total_cores: int,
+) -> list[dict[str, Any]]:
     """Mean and max wait, mean bounded slowdown (10 s) of the jobs submitted in each
     period, and utilisation (busy core-seconds inside the period / capacity)."""
     started = frame[frame["start_time"].notna()]
@@ -150,9 +201,15 @@ def period_metrics(frame: pd.DataFrame, jobs: Sequence[Job], starts: Sequence[fl
         mine = (submit >= start) & (submit < stop)
         overlap = np.clip(np.minimum(end, stop) - np.maximum(begin, start), 0, None)
         bsld = np.maximum(1.0, (wait[mine] + run[mine]) / np.maximum(run[mine], BSLD_FLOOR))
-        rows.append({"period": k, "start": start, "jobs": int(mine.sum()),
-                     "mean_wait_h": float(wait[mine].mean() / 3600) if mine.any() else 0.0,
-                     "max_wait_h": float(wait[mine].max() / 3600) if mine.any() else 0.0,
-                     "bsld": float(bsld.mean()) if mine.any() else 0.0,
-                     "utilisation": float((cores * overlap).sum() / (total_cores * period))})
+        rows.append(
+            {
+                "period": k,
+                "start": start,
+                "jobs": int(mine.sum()),
+                "mean_wait_h": float(wait[mine].mean() / 3600) if mine.any() else 0.0,
+                "max_wait_h": float(wait[mine].max() / 3600) if mine.any() else 0.0,
+                "bsld": float(bsld.mean()) if mine.any() else 0.0,
+                "utilisation": float((cores * overlap).sum() / (total_cores * period)),
+            }
+        )
     return rows

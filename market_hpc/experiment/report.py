@@ -77,8 +77,9 @@ def default_metrics(frame: pd.DataFrame, preferred: Sequence[str]) -> list[str]:
     return ["mean_bounded_slowdown"]
 
 
-def write_report(directory: str | Path, metrics: Sequence[str] | None = None,
-                 progress: bool = True) -> list[Path]:
+def write_report(
+    directory: str | Path, metrics: Sequence[str] | None = None, progress: bool = True
+) -> list[Path]:
     """Write tables, plots and ``report.html`` of a sweep directory into ``directory/report/``.
 
     Args:
@@ -107,7 +108,9 @@ def write_report(directory: str | Path, metrics: Sequence[str] | None = None,
     out = Path(directory) / "report"
     out.mkdir(exist_ok=True)
     if "policy" in frame and not is_numeric(frame["policy"]):
-        frame["policy"] = pd.Categorical(frame["policy"], categories=frame["policy"].dropna().unique())
+        frame["policy"] = pd.Categorical(
+            frame["policy"], categories=frame["policy"].dropna().unique()
+        )
     written = [_write_csv(_points_table(frame, data.params, numeric), out / "points.csv")]
     jobs = [(name, kind, args) for name in chosen for kind, args in _plan(data)]
     figures: list[Figureset] = []
@@ -131,26 +134,44 @@ def write_report(directory: str | Path, metrics: Sequence[str] | None = None,
     sections = queue_tables(frame, data.params, out)  # hybrid queues: period rows, claims
     written += [path for _, path in sections]
     decision = ""
-    if data.leaderboard:  # the decision, ranks per setting with paired intervals, Pareto charts, cost
+    if (
+        data.leaderboard
+    ):  # the decision, ranks per setting with paired intervals, Pareto charts, cost
         from market_hpc.experiment.report_decision import leaderboard_report
 
         decision, files, board_tables = leaderboard_report(frame, data.leaderboard, out)
         written += files
         sections += board_tables
-    written.append(write_html(out / "report.html", Path(directory), data, chosen, figures, paired,
-                              sections, summary_html(data, chosen, paired), forests, decision))
+    written.append(
+        write_html(
+            out / "report.html",
+            Path(directory),
+            data,
+            chosen,
+            figures,
+            paired,
+            sections,
+            summary_html(data, chosen, paired),
+            forests,
+            decision,
+        )
+    )
     return written
 
 
 def _unit_text(name: str, time_unit: str) -> str:
     label = axis_label(name, time_unit)
-    return label[label.rindex("(") + 1:-1] if label.endswith(")") else ""
+    return label[label.rindex("(") + 1 : -1] if label.endswith(")") else ""
 
 
 def _plan(data: SweepData) -> list[tuple[str, tuple[object, ...]]]:
-    plots: list[tuple[str, tuple[object, ...]]] = [("line", (axis,)) for axis in data.axes if axis.x]
+    plots: list[tuple[str, tuple[object, ...]]] = [
+        ("line", (axis,)) for axis in data.axes if axis.x
+    ]
     plots.append(("bar", ()))
-    plots += [("heatmap", pair) for pair in list(itertools.combinations(data.axes, 2))[:MAX_HEATMAPS]]
+    plots += [
+        ("heatmap", pair) for pair in list(itertools.combinations(data.axes, 2))[:MAX_HEATMAPS]
+    ]
     return plots
 
 
@@ -211,8 +232,15 @@ _WALL_CLOCK = {"dispatch_seconds", "simulation_seconds", "duration_s"}
 
 def _legend(axes, title: str) -> None:  # type: ignore[no-untyped-def]
     """A legend right of the data, never over it."""
-    axes.legend(title=_wrap(title), fontsize="small", title_fontsize="small",
-                loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+    axes.legend(
+        title=_wrap(title),
+        fontsize="small",
+        title_fontsize="small",
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0.0,
+        frameon=False,
+    )
 
 
 def _panel_title(key: object, names: Sequence[str]) -> str:
@@ -224,7 +252,9 @@ def _averaged_note(names: Sequence[str]) -> str:
     return f"; averaged over {', '.join(names)}" if names else ""
 
 
-def _points_table(frame: pd.DataFrame, params: Sequence[str], numeric: Sequence[str]) -> pd.DataFrame:
+def _points_table(
+    frame: pd.DataFrame, params: Sequence[str], numeric: Sequence[str]
+) -> pd.DataFrame:
     """Long table: one row per point and metric with statistics over seeds."""
     keys = list(params)
     long = frame.melt(id_vars=keys or None, value_vars=list(numeric), var_name="metric")
@@ -256,8 +286,11 @@ def _line_plot(data: SweepData, name: str, axis: Axis, out: Path) -> list[Path]:
     others = [a for a in data.axes if a is not axis]
     panel_axes: list[Axis] = []
     shown = others
-    if _combinations(frame, shown) > MAX_LINES and len(others) > 1 \
-            and frame[others[0].key].nunique() <= MAX_PANELS:
+    if (
+        _combinations(frame, shown) > MAX_LINES
+        and len(others) > 1
+        and frame[others[0].key].nunique() <= MAX_PANELS
+    ):
         panel_axes, shown = others[:1], others[1:]
     if _combinations(frame, shown) > MAX_LINES:
         shown = [a for a in shown if a.x is None]
@@ -267,19 +300,29 @@ def _line_plot(data: SweepData, name: str, axis: Axis, out: Path) -> list[Path]:
     groups = [a.key for a in shown]
     panel_keys = [a.key for a in panel_axes]
     table = _with_averaged(_stats(frame, [*panel_keys, *groups, x], name), averaged)
-    panels = list(table.groupby(panel_keys, sort=False, observed=True)) if panel_keys else [((), table)]
-    figure = Figure(figsize=(max(6.0, 3.8 * len(panels)) + (2.8 if groups else 0.0), 4.6),
-                    layout="constrained")
+    panels = (
+        list(table.groupby(panel_keys, sort=False, observed=True)) if panel_keys else [((), table)]
+    )
+    figure = Figure(
+        figsize=(max(6.0, 3.8 * len(panels)) + (2.8 if groups else 0.0), 4.6), layout="constrained"
+    )
     along = axis.name if x == axis.name else f"{x} (zip group: {axis.name})"
     shared = None
     for index, (key, part) in enumerate(panels):
         axes = figure.add_subplot(1, len(panels), index + 1, sharey=shared)
         shared = shared or axes
-        lines = part.groupby(groups, sort=True, dropna=False, observed=True) if groups else [("all", part)]
+        lines = (
+            part.groupby(groups, sort=True, dropna=False, observed=True)
+            if groups
+            else [("all", part)]
+        )
         for order, (line_key, points) in enumerate(lines):
-            line, = axes.plot(points[x], points["mean"], label=_label(line_key, groups),
-                              **series_look(order))
-            axes.fill_between(points[x], points["min"], points["max"], color=line.get_color(), alpha=0.15)
+            (line,) = axes.plot(
+                points[x], points["mean"], label=_label(line_key, groups), **series_look(order)
+            )
+            axes.fill_between(
+                points[x], points["min"], points["max"], color=line.get_color(), alpha=0.15
+            )
         axes.set_xlabel(_wrap(along) if len(panels) > 1 else along)
         if index == 0:
             axes.set_ylabel(axis_label(name, data.time_unit))
@@ -289,8 +332,11 @@ def _line_plot(data: SweepData, name: str, axis: Axis, out: Path) -> list[Path]:
         axes.grid(alpha=0.3)
     if groups:
         _legend(axes, ", ".join(groups))
-    _suptitle(figure, f"{metric(name).label} vs {along}\nmean over seeds, band: min to max"
-              f"{_averaged_note([a.name for a in averaged])}")
+    _suptitle(
+        figure,
+        f"{metric(name).label} vs {along}\nmean over seeds, band: min to max"
+        f"{_averaged_note([a.name for a in averaged])}",
+    )
     stem = out / f"{_slug(name)}_vs_{_slug(x)}"
     return [_write_csv(table, stem.with_suffix(".csv")), _save(figure, stem.with_suffix(".png"))]
 
@@ -323,17 +369,31 @@ def _bar_plot(data: SweepData, name: str, out: Path) -> list[Path]:
         positions = [policies.index(tuple(r)) for r in rows[policy_keys].itertuples(index=False)]
         offsets = np.asarray(positions) - 0.4 + width * (index + 0.5)
         errors = np.vstack([rows["mean"] - rows["min"], rows["max"] - rows["mean"]])
-        axes.bar(offsets, rows["mean"], width, yerr=errors, capsize=3,
-                 label=_label(hue_value, hue) if hue else None)
+        axes.bar(
+            offsets,
+            rows["mean"],
+            width,
+            yerr=errors,
+            capsize=3,
+            label=_label(hue_value, hue) if hue else None,
+        )
     rotate = len(policies) > 4
-    axes.set_xticks(range(len(policies)), [_wrap(_values(p)) for p in policies],
-                    rotation=40 if rotate else 0, ha="right" if rotate else "center",
-                    rotation_mode="anchor", fontsize="small")
+    axes.set_xticks(
+        range(len(policies)),
+        [_wrap(_values(p)) for p in policies],
+        rotation=40 if rotate else 0,
+        ha="right" if rotate else "center",
+        rotation_mode="anchor",
+        fontsize="small",
+    )
     axes.set_xlabel(", ".join(policy_keys))
     axes.set_ylabel(axis_label(name, data.time_unit))
     axes.yaxis.set_major_formatter(PLAIN)
-    _suptitle(figure, f"{metric(name).label} by {', '.join(policy_keys)}\nmean over seeds, "
-              f"whiskers: min to max{_averaged_note([a.name for a in averaged])}")
+    _suptitle(
+        figure,
+        f"{metric(name).label} by {', '.join(policy_keys)}\nmean over seeds, "
+        f"whiskers: min to max{_averaged_note([a.name for a in averaged])}",
+    )
     if hue:
         _legend(axes, ", ".join(hue))
     axes.grid(axis="y", alpha=0.3)
@@ -349,13 +409,17 @@ def _heatmap(data: SweepData, name: str, a: Axis, b: Axis, out: Path) -> list[Pa
     averaged = [o for o in others if o not in panel_axes]
     panel_keys = [o.key for o in panel_axes]
     table = _with_averaged(_stats(frame, [*panel_keys, a.key, b.key], name), averaged)
-    panels = list(table.groupby(panel_keys, sort=False, observed=True)) if panel_keys else [((), table)]
+    panels = (
+        list(table.groupby(panel_keys, sort=False, observed=True)) if panel_keys else [((), table)]
+    )
     rows_a, cols_b = frame[a.key].nunique(), frame[b.key].nunique()
     width = 2.0 + 0.75 * max(3, cols_b)
     columns = min(len(panels), 3)
     n_rows = -(-len(panels) // columns)
-    figure = Figure(figsize=(width * columns + 1.2, (1.7 + 0.45 * max(3, rows_a)) * n_rows),
-                    layout="constrained")
+    figure = Figure(
+        figsize=(width * columns + 1.2, (1.7 + 0.45 * max(3, rows_a)) * n_rows),
+        layout="constrained",
+    )
     label = axis_label(name, data.time_unit)
     grids = [part.pivot(index=a.key, columns=b.key, values="mean") for _, part in panels]
     for row in range(n_rows):  # one colour scale per row of panels, so they compare
@@ -370,35 +434,61 @@ def _heatmap(data: SweepData, name: str, a: Axis, b: Axis, out: Path) -> list[Pa
             axes = figure.add_subplot(n_rows, columns, index + 1)
             row_axes.append(axes)
             values = grid.to_numpy(dtype=float)
-            image = axes.imshow(values, aspect="auto", cmap="viridis", origin="lower",
-                                vmin=low, vmax=high if not constant else low + 1.0)
-            axes.set_xticks(range(grid.shape[1]), [_wrap(str(v)) for v in grid.columns],
-                            rotation=30 if grid.shape[1] > 3 else 0,
-                            ha="right" if grid.shape[1] > 3 else "center",
-                            rotation_mode="anchor", fontsize="small")
-            axes.set_yticks(range(grid.shape[0]), [_wrap(str(v)) for v in grid.index],
-                            fontsize="small")
+            image = axes.imshow(
+                values,
+                aspect="auto",
+                cmap="viridis",
+                origin="lower",
+                vmin=low,
+                vmax=high if not constant else low + 1.0,
+            )
+            axes.set_xticks(
+                range(grid.shape[1]),
+                [_wrap(str(v)) for v in grid.columns],
+                rotation=30 if grid.shape[1] > 3 else 0,
+                ha="right" if grid.shape[1] > 3 else "center",
+                rotation_mode="anchor",
+                fontsize="small",
+            )
+            axes.set_yticks(
+                range(grid.shape[0]), [_wrap(str(v)) for v in grid.index], fontsize="small"
+            )
             axes.set_xlabel(b.name)
             if index % columns == 0:
                 axes.set_ylabel(a.name)
             if values.size <= 100 and np.isfinite(values).any():
                 middle = (low + high) / 2
                 for (cell_row, col), value in np.ndenumerate(values):
-                    axes.text(col, cell_row, plain(value), ha="center", va="center",
-                              fontsize="x-small", color="black" if value > middle else "white")
+                    axes.text(
+                        col,
+                        cell_row,
+                        plain(value),
+                        ha="center",
+                        va="center",
+                        fontsize="x-small",
+                        color="black" if value > middle else "white",
+                    )
             title = _panel_title(key, panel_keys) if panel_keys else ""
             if constant:
                 title = f"{title}\nevery cell {plain(low)}".strip()
             if title:
                 axes.set_title(title, fontsize="small")
         if not constant:
-            bar = figure.colorbar(image, ax=row_axes, label=_wrap(label) if n_rows > 1 or
-                                  len(panels) > 1 else label)
+            bar = figure.colorbar(
+                image, ax=row_axes, label=_wrap(label) if n_rows > 1 or len(panels) > 1 else label
+            )
             bar.ax.yaxis.set_major_formatter(PLAIN)
-    _suptitle(figure, f"{metric(name).label}: {a.name} x {b.name}, mean over seeds"
-              f"{_averaged_note([o.name for o in averaged])}")
+    _suptitle(
+        figure,
+        f"{metric(name).label}: {a.name} x {b.name}, mean over seeds"
+        f"{_averaged_note([o.name for o in averaged])}",
+    )
     stem = out / f"{_slug(name)}_heatmap_{_slug(a.name)}_{_slug(b.name)}"
     return [_write_csv(table, stem.with_suffix(".csv")), _save(figure, stem.with_suffix(".png"))]
 
 
-_DRAW: dict[str, Callable[..., list[Path]]] = {"line": _line_plot, "bar": _bar_plot, "heatmap": _heatmap}
+_DRAW: dict[str, Callable[..., list[Path]]] = {
+    "line": _line_plot,
+    "bar": _bar_plot,
+    "heatmap": _heatmap,
+}

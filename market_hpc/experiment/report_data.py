@@ -83,20 +83,30 @@ def _cached_ids(results: Path) -> set[str] | None:
         return None
 
 
-def _refresh_cache(folder: Path, rows: dict[str, dict[str, Any]], order: list[str],
-                   leading: list[str], notes: list[str]) -> None:
+def _refresh_cache(
+    folder: Path,
+    rows: dict[str, dict[str, Any]],
+    order: list[str],
+    leading: list[str],
+    notes: list[str],
+) -> None:
     cached = _cached_ids(folder / "results.parquet")
     if cached == set(rows):
         return
     newer = sorted(set(rows) - (cached or set()))
-    what = (f"{len(newer)} rows in parts/ were missing from it (e.g. {', '.join(newer[:3])})"
-            if cached is not None else "it was missing or unreadable")
+    what = (
+        f"{len(newer)} rows in parts/ were missing from it (e.g. {', '.join(newer[:3])})"
+        if cached is not None
+        else "it was missing or unreadable"
+    )
     try:
         with ResultStore(folder) as store:
             store.consolidate(order, leading)
     except SweepError:
-        notes.append(f"results.parquet is stale ({what}) and a running sweep holds {folder}; "
-                     f"this report uses the {len(rows)} rows in parts/")
+        notes.append(
+            f"results.parquet is stale ({what}) and a running sweep holds {folder}; "
+            f"this report uses the {len(rows)} rows in parts/"
+        )
         return
     notes.append(f"rebuilt results.parquet and results.csv from parts/: {what}")
 
@@ -109,9 +119,13 @@ def load_results(directory: str | Path) -> SweepData:
     """
     folder = Path(directory)
     manifest_file, parts = folder / "sweep.json", folder / "parts"
-    if not manifest_file.is_file() or not (parts.is_dir() or (folder / "results.parquet").is_file()):
-        raise SweepError(f"{folder} is not a sweep results directory (needs sweep.json and "
-                         "parts/; run `market-hpc sweep FILE --out DIR` first)")
+    if not manifest_file.is_file() or not (
+        parts.is_dir() or (folder / "results.parquet").is_file()
+    ):
+        raise SweepError(
+            f"{folder} is not a sweep results directory (needs sweep.json and "
+            "parts/; run `market-hpc sweep FILE --out DIR` first)"
+        )
     manifest = json.loads(manifest_file.read_text())
     params = [p["column"] for p in manifest["parameters"]]
     order = list(manifest.get("run_ids") or [])
@@ -120,8 +134,11 @@ def load_results(directory: str | Path) -> SweepData:
     rows = _part_rows(parts) if parts.is_dir() else {}
     if rows:
         _refresh_cache(folder, rows, order, leading, notes)
-        frame = tidy_frame([rows[i] for i in order if i in rows]
-                           + [rows[i] for i in sorted(rows) if i not in set(order)], leading)
+        frame = tidy_frame(
+            [rows[i] for i in order if i in rows]
+            + [rows[i] for i in sorted(rows) if i not in set(order)],
+            leading,
+        )
     else:
         frame = pd.read_parquet(folder / "results.parquet")
     if order:  # rows of an earlier, different sweep into this folder stay out
@@ -131,13 +148,22 @@ def load_results(directory: str | Path) -> SweepData:
         raise SweepError(f"{folder}: no run of the sweep finished ok; nothing to report")
     missing = len(order) - len(frame)
     if order and missing:
-        notes.append(f"{missing} of the sweep's {len(order)} runs are not stored ok "
-                     "(not run yet, or failed); the report uses the rest")
+        notes.append(
+            f"{missing} of the sweep's {len(order)} runs are not stored ok "
+            "(not run yet, or failed); the report uses the rest"
+        )
     params = [p for p in params if p in frame.columns]
     groups = manifest.get("axes") or [[p] for p in params]
     axes = [axis for group in groups if (axis := _axis(frame, [c for c in group if c in frame]))]
-    return SweepData(frame, axes, list(manifest.get("metrics", [])),
-                     manifest.get("time_unit", "s"), params, notes, manifest.get("leaderboard", {}))
+    return SweepData(
+        frame,
+        axes,
+        list(manifest.get("metrics", [])),
+        manifest.get("time_unit", "s"),
+        params,
+        notes,
+        manifest.get("leaderboard", {}),
+    )
 
 
 def is_numeric(column: pd.Series) -> bool:
@@ -152,13 +178,22 @@ def _axis(frame: pd.DataFrame, columns: list[str]) -> Axis | None:
     for column in columns:
         if not is_numeric(frame[column]):
             # plan order (first appearance), not alphabetical, in legends and axes
-            frame[column] = pd.Categorical(frame[column], categories=frame[column].dropna().unique())
+            frame[column] = pd.Categorical(
+                frame[column], categories=frame[column].dropna().unique()
+            )
     numeric = [c for c in columns if is_numeric(frame[c]) and frame[c].nunique() > 1]
     if len(columns) == 1:
         return Axis(columns[0], columns[0], numeric[0] if numeric else None, tuple(columns))
     name = ", ".join(columns)
-    labels = frame[columns].astype(object).fillna("none").astype(str).agg(", ".join, axis=1)  # unset: "none"
+    labels = (
+        frame[columns].astype(object).fillna("none").astype(str).agg(", ".join, axis=1)
+    )  # unset: "none"
     frame[name] = pd.Categorical(labels, categories=labels.unique())
-    x = numeric[0] if numeric and frame[[numeric[0]]].drop_duplicates().shape[0] == \
-        frame[columns].drop_duplicates().shape[0] else None
+    x = (
+        numeric[0]
+        if numeric
+        and frame[[numeric[0]]].drop_duplicates().shape[0]
+        == frame[columns].drop_duplicates().shape[0]
+        else None
+    )
     return Axis(name, name, x, tuple(columns))

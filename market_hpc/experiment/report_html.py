@@ -85,9 +85,11 @@ def plain(value: float, signed: bool = False) -> str:
 
 
 CLIPPED = "clipped"
-CLIP_METHOD = ("a bound below -100 % (a policy value below 0, impossible for a metric that "
-               "cannot be negative; the t interval is too wide for the seeds it has) is cut at "
-               "-100 % and marked clipped; the paired-differences CSV keeps the t bound")
+CLIP_METHOD = (
+    "a bound below -100 % (a policy value below 0, impossible for a metric that "
+    "cannot be negative; the t interval is too wide for the seeds it has) is cut at "
+    "-100 % and marked clipped; the paired-differences CSV keeps the t bound"
+)
 
 
 def cannot_be_negative(name: str) -> bool:
@@ -149,8 +151,10 @@ def _summary(data: SweepData, metrics: Sequence[str]) -> pd.DataFrame:
     for name in metrics:
         mean, std, n = (table[(name, s)].to_numpy() for s in ("mean", "std", "count"))
         unit = _unit(name)
-        out[metric(name).label] = [f"{plain(m)} ± {plain(s)}{unit} ({c})" if c > 1
-                                   else f"{plain(m)}{unit}" for m, s, c in zip(mean, std, n)]
+        out[metric(name).label] = [
+            f"{plain(m)} ± {plain(s)}{unit} ({c})" if c > 1 else f"{plain(m)}{unit}"
+            for m, s, c in zip(mean, std, n)
+        ]
     return out
 
 
@@ -163,23 +167,29 @@ def paired_section(name: str, csv: Path) -> str:
     rows["comparison"] = table["policy"].astype(str) + " − " + table["baseline"].astype(str)
     rows["seeds"] = table["seeds"]
     rows[f"difference{f' ({unit.strip()})' if unit else ''} [95% CI]"] = [
-        f"{plain(m, True)} [{plain(lo, True)}, {plain(hi, True)}]" if np.isfinite(lo) else
-        f"{plain(m, True)} (same every seed, no interval)"
-        for m, lo, hi in zip(table["mean_diff"], table["ci_low"], table["ci_high"])]
+        f"{plain(m, True)} [{plain(lo, True)}, {plain(hi, True)}]"
+        if np.isfinite(lo)
+        else f"{plain(m, True)} (same every seed, no interval)"
+        for m, lo, hi in zip(table["mean_diff"], table["ci_low"], table["ci_high"])
+    ]
     rows["relative [95% CI]"] = [
         relative_text(name, m, lo, hi)
-        for m, lo, hi in zip(table["rel_mean"], table["rel_low"], table["rel_high"], strict=True)]
+        for m, lo, hi in zip(table["rel_mean"], table["rel_low"], table["rel_high"], strict=True)
+    ]
     rows["at 95 %"] = table["verdict"]
     better = metric(name).better
     hint = f" ({better} is better)" if better else ""
-    return (f"<h3>{html.escape(metric(name).label)}{html.escape(hint)}</h3>" + _table(rows)
-            + "<p>Per seed, the policy's value minus the baseline's (other varied parameters "
-            "averaged per seed first, except those listed), then a Student t interval over "
-            "seeds. <em>higher</em> / <em>lower</em>: the whole interval lies above / below 0; "
-            "<em>undecided</em>: it contains 0; <em>equal</em>: every difference is 0; "
-            "<em>no spread</em>: the same nonzero difference in every seed (no interval). "
-            f"{html.escape(RELATIVE_METHOD[0].upper() + RELATIVE_METHOD[1:])}; "
-            f"{html.escape(CLIP_METHOD)}.</p>")
+    return (
+        f"<h3>{html.escape(metric(name).label)}{html.escape(hint)}</h3>"
+        + _table(rows)
+        + "<p>Per seed, the policy's value minus the baseline's (other varied parameters "
+        "averaged per seed first, except those listed), then a Student t interval over "
+        "seeds. <em>higher</em> / <em>lower</em>: the whole interval lies above / below 0; "
+        "<em>undecided</em>: it contains 0; <em>equal</em>: every difference is 0; "
+        "<em>no spread</em>: the same nonzero difference in every seed (no interval). "
+        f"{html.escape(RELATIVE_METHOD[0].upper() + RELATIVE_METHOD[1:])}; "
+        f"{html.escape(CLIP_METHOD)}.</p>"
+    )
 
 
 def image_html(png: Path, alt: str) -> str:
@@ -187,20 +197,33 @@ def image_html(png: Path, alt: str) -> str:
     encoded = base64.b64encode(png.read_bytes()).decode()
     svg = png.with_suffix(".svg")
     files = f"{png.name}, {svg.name}" if svg.is_file() else png.name
-    return (f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{encoded}'>"
-            f"<p>files: {html.escape(files)}</p>")
+    return (
+        f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{encoded}'>"
+        f"<p>files: {html.escape(files)}</p>"
+    )
 
 
 def _figure(figure: Figureset) -> str:
-    return (f"<h3>{html.escape(figure.png.stem)}</h3>" + image_html(figure.png, figure.png.stem)
-            + f"<details><summary>table ({html.escape(figure.csv.name)})</summary>"
-            f"{_table(pd.read_csv(figure.csv))}</details>")
+    return (
+        f"<h3>{html.escape(figure.png.stem)}</h3>"
+        + image_html(figure.png, figure.png.stem)
+        + f"<details><summary>table ({html.escape(figure.csv.name)})</summary>"
+        f"{_table(pd.read_csv(figure.csv))}</details>"
+    )
 
 
-def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[str],
-               figures: Sequence[Figureset], paired: dict[str, Path] | None = None,
-               tables: Sequence[tuple[str, Path]] = (), summary: str = "",
-               forests: Sequence[Figureset] = (), decision: str = "") -> Path:
+def write_html(
+    path: Path,
+    directory: Path,
+    data: SweepData,
+    metrics: Sequence[str],
+    figures: Sequence[Figureset],
+    paired: dict[str, Path] | None = None,
+    tables: Sequence[tuple[str, Path]] = (),
+    summary: str = "",
+    forests: Sequence[Figureset] = (),
+    decision: str = "",
+) -> Path:
     """Write the report page and return its path.
 
     The page opens with ``decision`` (a leaderboard's: ``report_decision``), then ``summary`` (what was compared, the significant differences), then
@@ -211,8 +234,12 @@ def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[s
     manifest_file = directory / "sweep.json"
     manifest = json.loads(manifest_file.read_text()) if manifest_file.is_file() else {}
     title = f"Sweep report: {Path(manifest.get('sweep_file', str(directory))).name}"
-    parts = [(f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}"
-             f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>")]
+    parts = [
+        (
+            f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}"
+            f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+        )
+    ]
     parts.append(decision)
     parts.append(summary)
     parts += [f"<p class='note'>{html.escape(note)}</p>" for note in data.notes]
@@ -224,22 +251,31 @@ def write_html(path: Path, directory: Path, data: SweepData, metrics: Sequence[s
         parts += [_figure(figure) for figure in figures if figure.metric == name]
     parts.append("<h2>Tables</h2>")
     if paired:
-        parts.append("<details><summary>Paired differences between policies (95% confidence "
-                     "intervals)</summary>" + "".join(paired_section(name, csv)
-                                                       for name, csv in paired.items())
-                     + "</details>")
-    parts.append("<details><summary>Summary: mean ± std over seeds (n)</summary>"
-                 + _table(_summary(data, metrics)) + "</details>")
+        parts.append(
+            "<details><summary>Paired differences between policies (95% confidence "
+            "intervals)</summary>"
+            + "".join(paired_section(name, csv) for name, csv in paired.items())
+            + "</details>"
+        )
+    parts.append(
+        "<details><summary>Summary: mean ± std over seeds (n)</summary>"
+        + _table(_summary(data, metrics))
+        + "</details>"
+    )
     for title_text, table in tables:
-        parts.append(f"<details><summary>{html.escape(title_text)}</summary>"
-                     + _table(pd.read_csv(table)) + "</details>")
+        parts.append(
+            f"<details><summary>{html.escape(title_text)}</summary>"
+            + _table(pd.read_csv(table))
+            + "</details>"
+        )
     axes = ", ".join(a.name for a in data.axes) or "none"
     parts.append(
         f"<p>{len(data.frame)} runs finished ok; axes: {html.escape(axes)}; seeds: "
         f"{html.escape(str(manifest.get('seeds', '?')))}; results folder "
         f"<code>{html.escape(str(directory.resolve()))}</code>. Each point of the plots is the mean over "
         "seeds; bands and whiskers span min to max. Every figure is also saved as SVG next to "
-        "its PNG.</p>")
+        "its PNG.</p>"
+    )
     parts.append("</body></html>\n")
     path.write_text("".join(parts), encoding="utf-8")
     return path

@@ -46,9 +46,13 @@ def series_look(index: int) -> dict[str, Any]:
     >>> len({(s["marker"], s["linestyle"]) for s in map(series_look, range(12))})
     12
     """
-    return {"marker": _MARKERS[index % len(_MARKERS)], "linestyle": _DASHES[(index + index // len(_MARKERS)) % len(_DASHES)],
-            "markersize": 8.0 - 3.0 * (index % 3) / 2, "markerfacecolor": "none" if index % 2 else None,
-            "linewidth": 1.6}
+    return {
+        "marker": _MARKERS[index % len(_MARKERS)],
+        "linestyle": _DASHES[(index + index // len(_MARKERS)) % len(_DASHES)],
+        "markersize": 8.0 - 3.0 * (index % 3) / 2,
+        "markerfacecolor": "none" if index % 2 else None,
+        "linewidth": 1.6,
+    }
 
 
 def tick_text(value: float) -> str:
@@ -75,19 +79,29 @@ def plain_numbers(figure: Figure) -> None:
         for axis in (axes.xaxis, axes.yaxis):
             formatter = axis.get_major_formatter()
             if isinstance(formatter, ScalarFormatter) or (
-                    isinstance(formatter, LogFormatter) and isinstance(axis.get_major_locator(),
-                                                                       LogLocator)):
+                isinstance(formatter, LogFormatter)
+                and isinstance(axis.get_major_locator(), LogLocator)
+            ):
                 axis.set_major_formatter(PLAIN_TICKS)
 
 
 def _overlapping(axis: Axis, renderer: Any) -> bool:
-    boxes = [label.get_window_extent(renderer) for tick in axis.get_major_ticks()
-             for label in (tick.label1, tick.label2) if label.get_visible() and label.get_text()]
+    boxes = [
+        label.get_window_extent(renderer)
+        for tick in axis.get_major_ticks()
+        for label in (tick.label1, tick.label2)
+        if label.get_visible() and label.get_text()
+    ]
     boxes = [box for box in boxes if box.width > 0]
     boxes.sort(key=lambda box: (box.x0, box.y0))
-    return any(a.x0 - TICK_GAP_PX < b.x1 and b.x0 - TICK_GAP_PX < a.x1
-               and a.y0 - TICK_GAP_PX < b.y1 and b.y0 - TICK_GAP_PX < a.y1
-               for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    return any(
+        a.x0 - TICK_GAP_PX < b.x1
+        and b.x0 - TICK_GAP_PX < a.x1
+        and a.y0 - TICK_GAP_PX < b.y1
+        and b.y0 - TICK_GAP_PX < a.y1
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+    )
 
 
 def thin_ticks(figure: Figure) -> None:
@@ -99,10 +113,13 @@ def thin_ticks(figure: Figure) -> None:
     figure.draw_without_rendering()
     for axes in figure.axes:
         if not isinstance(axes.xaxis.get_major_locator(), MaxNLocator) and _overlapping(
-                axes.xaxis, renderer):  # categories: upright names cannot be thinned, turn them
+            axes.xaxis, renderer
+        ):  # categories: upright names cannot be thinned, turn them
             labels = axes.get_xticklabels()
-            before = [(t.get_rotation(), t.get_horizontalalignment(), t.get_rotation_mode())
-                      for t in labels]
+            before = [
+                (t.get_rotation(), t.get_horizontalalignment(), t.get_rotation_mode())
+                for t in labels
+            ]
             for label in labels:
                 label.set(rotation=90, horizontalalignment="center", rotation_mode="default")
             figure.draw_without_rendering()
@@ -113,8 +130,9 @@ def thin_ticks(figure: Figure) -> None:
         for axis in (axes.xaxis, axes.yaxis):
             if not isinstance(axis.get_major_formatter(), FuncFormatter | ScalarFormatter):
                 continue
-            if axis.get_scale() != "linear" or not isinstance(axis.get_major_locator(),
-                                                                MaxNLocator):
+            if axis.get_scale() != "linear" or not isinstance(
+                axis.get_major_locator(), MaxNLocator
+            ):
                 continue
             bins = 8
             while bins >= 2 and _overlapping(axis, renderer):

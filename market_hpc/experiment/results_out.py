@@ -51,29 +51,44 @@ def summary_frame(recorder: Recorder) -> pd.DataFrame:
     submit, start = pick("submit_time"), pick("start_time")
     # Object strings, not pandas' Arrow-backed ``str`` (same comparisons, a fifth of the memory).
     status = pd.Series(_STATUS_NAMES[pick("status")], dtype=object)
-    return pd.DataFrame({"submit_time": submit, "start_time": start, "end_time": pick("end_time"),
-                         "wait_time": start - submit, "run_time": pick("run_time"), "status": status,
-                         "bb": pick("bb"), "user": pick("user")}, copy=False)
+    return pd.DataFrame(
+        {
+            "submit_time": submit,
+            "start_time": start,
+            "end_time": pick("end_time"),
+            "wait_time": start - submit,
+            "run_time": pick("run_time"),
+            "status": status,
+            "bb": pick("bb"),
+            "user": pick("user"),
+        },
+        copy=False,
+    )
 
 
-def summary_series(recorder: Recorder, capacity_total: np.ndarray, burst_buffer: float,
-                   chunk_rows: int = 20_000) -> pd.DataFrame:
+def summary_series(
+    recorder: Recorder, capacity_total: np.ndarray, burst_buffer: float, chunk_rows: int = 20_000
+) -> pd.DataFrame:
     """The columns of ``recorder.timeseries_frame()`` that ``metrics.summarize`` reads
     (time, queue length, used amount of each resource the platform has), with their
     values and types, copied ``chunk_rows`` samples at a time (no copy of every column).
     """
     names = ["time", "queue_length"]
-    names += [f"used_{resource}" for index, resource in enumerate(RESOURCES) if capacity_total[index] > 0]
+    names += [
+        f"used_{resource}" for index, resource in enumerate(RESOURCES) if capacity_total[index] > 0
+    ]
     if burst_buffer > 0:
         names.append("used_bb")
     if not recorder.sample_count:
         return recorder.timeseries_frame()[names]
     count = recorder.sample_count
-    values = {name: np.empty(count, dtype=np.float64 if name == "time" else np.int64) for name in names}
+    values = {
+        name: np.empty(count, dtype=np.float64 if name == "time" else np.int64) for name in names
+    }
     for begin in range(0, count, chunk_rows):
         rows = recorder.sample_rows(begin, begin + chunk_rows)
         for name, column in values.items():
-            column[begin:begin + len(rows)] = rows[:, TIMESERIES_COLUMNS.index(name)]
+            column[begin : begin + len(rows)] = rows[:, TIMESERIES_COLUMNS.index(name)]
     return pd.DataFrame(values, copy=False)
 
 
@@ -103,20 +118,30 @@ class JobChunks:
         text_as_object: Keep text columns as ``object``.
     """
 
-    def __init__(self, recorder: Recorder, skipped: list[dict[str, Any]], chunk_rows: int,
-                 text_as_object: bool = False) -> None:
+    def __init__(
+        self,
+        recorder: Recorder,
+        skipped: list[dict[str, Any]],
+        chunk_rows: int,
+        text_as_object: bool = False,
+    ) -> None:
         self.recorder, self.chunk_rows, self.text_as_object = recorder, chunk_rows, text_as_object
         columns = recorder.jobs
         self.n_jobs = len(columns)
         self.order = recorder.job_order()
-        self.reason_object = bool(self.n_jobs) and bool((columns.field("status") == _REJECTED).any())
+        self.reason_object = bool(self.n_jobs) and bool(
+            (columns.field("status") == _REJECTED).any()
+        )
         self.extra = skipped_jobs_frame(skipped, _COLUMNS) if skipped else None
         self.merged: np.ndarray | None = None
         self.total = self.n_jobs
         if self.extra is not None:
-            keys = np.concatenate((columns.field("job_id", self.order),
-                                   self.extra["job_id"].to_numpy(dtype=np.int64)))
-            self.merged = np.argsort(keys, kind="stable")  # pd.concat + sort_values("job_id", kind="stable")
+            keys = np.concatenate(
+                (columns.field("job_id", self.order), self.extra["job_id"].to_numpy(dtype=np.int64))
+            )
+            self.merged = np.argsort(
+                keys, kind="stable"
+            )  # pd.concat + sort_values("job_id", kind="stable")
             self.total = len(keys)
         self.dtypes = _frame_dtypes(recorder, self.order, self.extra, self.reason_object)
 
@@ -133,8 +158,10 @@ class JobChunks:
             if self.text_as_object:
                 for name in _TEXT:
                     values[name] = pd.Series(values[name], dtype=object)
-            part = _with_reason(pd.DataFrame(values, columns=list(JOB_COLUMNS)),
-                                self.reason_object or extra is not None)
+            part = _with_reason(
+                pd.DataFrame(values, columns=list(JOB_COLUMNS)),
+                self.reason_object or extra is not None,
+            )
             del values
             if extra is not None and not is_job.all():
                 part = pd.concat([part, extra.iloc[positions[~is_job] - n_jobs]], ignore_index=True)
@@ -148,17 +175,21 @@ class JobChunks:
 _TEXT = ("status",)
 
 
-def job_chunks(recorder: Recorder, skipped: list[dict[str, Any]], chunk_rows: int) -> Iterator[pd.DataFrame]:
+def job_chunks(
+    recorder: Recorder, skipped: list[dict[str, Any]], chunk_rows: int
+) -> Iterator[pd.DataFrame]:
     """``run.with_reasons(recorder.jobs_frame(), skipped)`` in consecutive row chunks,
     each with the whole frame's column types (see :class:`JobChunks`)."""
     return iter(JobChunks(recorder, skipped, chunk_rows))
 
 
-def _frame_dtypes(recorder: Recorder, order: np.ndarray, extra: pd.DataFrame | None,
-                  reason_object: bool) -> dict[str, Any]:
+def _frame_dtypes(
+    recorder: Recorder, order: np.ndarray, extra: pd.DataFrame | None, reason_object: bool
+) -> dict[str, Any]:
     """Column types of the whole ``jobs.csv`` frame, from one row of each source."""
-    head = _with_reason(pd.DataFrame(recorder.jobs.columns(order[:1]), columns=list(JOB_COLUMNS)),
-                        reason_object)
+    head = _with_reason(
+        pd.DataFrame(recorder.jobs.columns(order[:1]), columns=list(JOB_COLUMNS)), reason_object
+    )
     if extra is None:
         return dict(head.dtypes)
     if not len(head):
@@ -166,7 +197,9 @@ def _frame_dtypes(recorder: Recorder, order: np.ndarray, extra: pd.DataFrame | N
     return dict(pd.concat([head, extra.iloc[:1]], ignore_index=True).dtypes)
 
 
-def write_jobs(directory: Path, recorder: Recorder, skipped: list[dict[str, Any]], chunk_rows: int) -> int:
+def write_jobs(
+    directory: Path, recorder: Recorder, skipped: list[dict[str, Any]], chunk_rows: int
+) -> int:
     """Write ``jobs.csv`` and ``jobs.parquet`` chunk by chunk; returns the rows written."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -185,7 +218,9 @@ def write_jobs(directory: Path, recorder: Recorder, skipped: list[dict[str, Any]
                     if writer is None:
                         schema = _parquet_schema(part.astype(chunks.dtypes))
                         writer = pq.ParquetWriter(parquet_path, schema, compression="snappy")
-                    writer.write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False, nthreads=1))
+                    writer.write_table(
+                        pa.Table.from_pandas(part, schema=schema, preserve_index=False, nthreads=1)
+                    )
                 rows += len(part)
                 del part
                 pool.release_unused()  # Arrow's allocator would keep every chunk's pages
@@ -217,12 +252,21 @@ def write_timeseries(path: Path, recorder: Recorder, chunk_rows: int) -> None:
     counts = {name: np.int64 for name in TIMESERIES_COLUMNS if name not in ("time", "profit")}
     with naming(path), open(path, "wb") as handle:
         for begin in range(0, count, chunk_rows):
-            part = pd.DataFrame(recorder.sample_rows(begin, begin + chunk_rows), columns=list(TIMESERIES_COLUMNS))
+            part = pd.DataFrame(
+                recorder.sample_rows(begin, begin + chunk_rows), columns=list(TIMESERIES_COLUMNS)
+            )
             write_csv(part.astype(counts), handle, header=begin == 0)
 
 
-def write_results(directory: Path, config: RunConfig, recorder: Recorder, summary: dict[str, Any],
-                  workload_report: dict[str, Any], skipped: list[dict[str, Any]], chunk_rows: int) -> Path:
+def write_results(
+    directory: Path,
+    config: RunConfig,
+    recorder: Recorder,
+    summary: dict[str, Any],
+    workload_report: dict[str, Any],
+    skipped: list[dict[str, Any]],
+    chunk_rows: int,
+) -> Path:
     """The files of ``Result.write``: ``jobs.csv``, ``jobs.parquet``, ``timeseries.csv``,
     ``summary.json`` and ``config.json`` in ``directory`` (created if needed).
 

@@ -27,7 +27,16 @@ from market_hpc.workload import scale_load
 from market_hpc.workload.generators import generate
 from market_hpc.workload.transform import check_window_keeps_jobs, windowed
 
-PROVENANCE_PACKAGES = ("market_hpc", "mesa", "numpy", "pandas", "pyarrow", "networkx", "deap", "ortools")
+PROVENANCE_PACKAGES = (
+    "market_hpc",
+    "mesa",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "networkx",
+    "deap",
+    "ortools",
+)
 
 
 @dataclass
@@ -42,7 +51,9 @@ class Result:
     segments: pd.DataFrame | None = None  # segments.csv's frame (written when given)
     market_jobs: pd.DataFrame | None = None  # market_jobs.csv's frame (market runs)
 
-    def write(self, out: str | Path, overwrite: bool = False, carry: Mapping[str, Path] | None = None) -> Path:
+    def write(
+        self, out: str | Path, overwrite: bool = False, carry: Mapping[str, Path] | None = None
+    ) -> Path:
         """Write ``jobs.csv``, ``jobs.parquet``, ``summary.json``, ``timeseries.csv``,
         ``config.json`` into ``out``, whole or not at all (see ``out_dir.staged_out_dir``).
 
@@ -125,10 +136,15 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
         from market_hpc.workload.gpu_requests import read_gpu_requests
         from market_hpc.workload.trace_cache import read_swf_cached
 
-        workload = read_swf_cached(spec.trace, lenient=spec.lenient)  # a sweep's worker reads each trace once
+        workload = read_swf_cached(
+            spec.trace, lenient=spec.lenient
+        )  # a sweep's worker reads each trace once
         jobs: list[Job] = list(workload.jobs)
-        report = {"source": workload.source, **dataclasses.asdict(workload.report),
-                  "trace_lines_skipped": workload.report.skipped}
+        report = {
+            "source": workload.source,
+            **dataclasses.asdict(workload.report),
+            "trace_lines_skipped": workload.report.skipped,
+        }
         skipped = workload.skipped.records()
         gpu_requests = read_gpu_requests(spec.trace, workload.header)
     elif spec.jobset is not None:
@@ -142,26 +158,40 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
         source = spec.trace or spec.jobset or "the generated workload"
         check_window_keeps_jobs([job.submit for job in jobs], spec.start, spec.end, str(source))
     if spec.start is not None or spec.end is not None or spec.first_n is not None:
-        jobs = list(windowed(jobs, spec.start, spec.end, spec.first_n))  # as a streamed replay draws them
+        jobs = list(
+            windowed(jobs, spec.start, spec.end, spec.first_n)
+        )  # as a streamed replay draws them
     if skipped:
-        last_submit = max((job.submit for job in jobs), default=-np.inf) if spec.first_n is not None else -np.inf
+        last_submit = (
+            max((job.submit for job in jobs), default=-np.inf)
+            if spec.first_n is not None
+            else -np.inf
+        )
         report[SKIPPED_KEY] = skipped_in_window(skipped, spec, last_submit)
     if gpu_requests:
         from market_hpc.workload.gpu_requests import apply_gpu_requests
 
-        jobs, report["gpu_requests"] = apply_gpu_requests(jobs, gpu_requests, platform, str(spec.trace))
+        jobs, report["gpu_requests"] = apply_gpu_requests(
+            jobs, gpu_requests, platform, str(spec.trace)
+        )
     accelerators = spec.accelerators
-    if spec.all_families.enabled:  # the all-families rule adds accelerators where the platform has them
+    if (
+        spec.all_families.enabled
+    ):  # the all-families rule adds accelerators where the platform has them
         from market_hpc.workload.all_families import platform_accelerators
 
-        accelerators = platform_accelerators(accelerators, platform, config.seed, recorded_gpus=bool(gpu_requests))
+        accelerators = platform_accelerators(
+            accelerators, platform, config.seed, recorded_gpus=bool(gpu_requests)
+        )
     if accelerators.enabled:
         from market_hpc.workload.accelerators import add_accelerators, read_partitions
         from market_hpc.workload.gpu_requests import check_accelerator_rule
 
         check_accelerator_rule(accelerators, gpu_requests, str(spec.trace))
 
-        partitions = read_partitions(spec.trace) if accelerators.uses_partitions and spec.trace else None
+        partitions = (
+            read_partitions(spec.trace) if accelerators.uses_partitions and spec.trace else None
+        )
         added, report["accelerators"] = add_accelerators(jobs, accelerators, platform, partitions)
         jobs = list(added)
     if spec.load_factor != 1.0:
@@ -169,11 +199,15 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
     if spec.burst_buffer.enabled:
         from market_hpc.workload.burst_buffer import offered_loads, synthesize, with_capacity
 
-        jobs, report["burst_buffer"] = synthesize(jobs, spec.burst_buffer, platform.total_cores, config.seed)
+        jobs, report["burst_buffer"] = synthesize(
+            jobs, spec.burst_buffer, platform.total_cores, config.seed
+        )
         # a target load sizes the pool from the jobs, at least their largest request
         platform = with_capacity(platform, spec.burst_buffer, jobs)
-        report["burst_buffer"].update(capacity_gb=platform.burst_buffer,
-                                      **offered_loads(jobs, platform.total_cores, platform.burst_buffer))
+        report["burst_buffer"].update(
+            capacity_gb=platform.burst_buffer,
+            **offered_loads(jobs, platform.total_cores, platform.burst_buffer),
+        )
     if any(job.bb > 0 for job in jobs):
         from market_hpc.workload.burst_buffer import check_requests
 
@@ -183,7 +217,9 @@ def build_workload(config: RunConfig, platform: Platform) -> tuple[list[Job], di
         from market_hpc.workload.market_rule import MarketRule
 
         rule = MarketRule(serial_fraction=spec.serial_fraction, plateau_slack=spec.plateau_slack)
-        jobs, report["all_families"] = give_every_family(jobs, rule, config.policy.scheduler, spec.all_families)
+        jobs, report["all_families"] = give_every_family(
+            jobs, rule, config.policy.scheduler, spec.all_families
+        )
     elif spec.market:
         from market_hpc.workload.market_rule import MarketRule, apply_market_rule
 
@@ -197,8 +233,9 @@ SKIPPED_KEY = "_skipped_jobs"
 """Report key of the skipped trace lines listed in ``jobs.csv`` (not written to config.json)."""
 
 
-def skipped_in_window(skipped: list[dict[str, Any]], spec: WorkloadConfig,
-                      last_submit: float) -> list[dict[str, Any]]:
+def skipped_in_window(
+    skipped: list[dict[str, Any]], spec: WorkloadConfig, last_submit: float
+) -> list[dict[str, Any]]:
     """The skipped lines that belong to the replayed part of the trace.
 
     Without a window (``start``/``end``/``first_n``) every skipped line is listed. With
@@ -223,17 +260,19 @@ def skipped_in_window(skipped: list[dict[str, Any]], spec: WorkloadConfig,
 
 def skipped_jobs_frame(skipped: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
     """``jobs.csv`` rows (status ``skipped``, with the reason) of skipped trace lines."""
-    frame = pd.DataFrame({
-        "job_id": [row["job_id"] for row in skipped],
-        "submit_time": [row["submit"] for row in skipped],
-        "status": "skipped",
-        "cores": [row["procs"] for row in skipped],
-        "units": [row["procs"] for row in skipped],
-        "estimate": [row["estimate"] for row in skipped],
-        "user": [row["user"] for row in skipped],
-        "queue": [row["queue"] for row in skipped],
-        "reason": [row["reason"] for row in skipped],
-    })
+    frame = pd.DataFrame(
+        {
+            "job_id": [row["job_id"] for row in skipped],
+            "submit_time": [row["submit"] for row in skipped],
+            "status": "skipped",
+            "cores": [row["procs"] for row in skipped],
+            "units": [row["procs"] for row in skipped],
+            "estimate": [row["estimate"] for row in skipped],
+            "user": [row["user"] for row in skipped],
+            "queue": [row["queue"] for row in skipped],
+            "reason": [row["reason"] for row in skipped],
+        }
+    )
     for name in ("start_time", "end_time", "wait_time", "run_time"):
         frame[name] = np.nan
     for name in ("gpus", "mics", "mem", "bb", "value", "hold_count"):
@@ -242,7 +281,9 @@ def skipped_jobs_frame(skipped: list[dict[str, Any]], columns: list[str]) -> pd.
     return frame[columns]
 
 
-def simulate(config: RunConfig | str | Path, jobs: list[Job] | None = None, progress: bool = False) -> Result:
+def simulate(
+    config: RunConfig | str | Path, jobs: list[Job] | None = None, progress: bool = False
+) -> Result:
     """Run one configured simulation in this process.
 
     Args:
@@ -262,7 +303,9 @@ def simulate(config: RunConfig | str | Path, jobs: list[Job] | None = None, prog
     platform = with_capacity(platform, config.workload.burst_buffer, jobs)
     from market_hpc.policies.registry import check_composition
 
-    check_composition(config.policy.scheduler, jobs, platform)  # refuse what it lacks before the run
+    check_composition(
+        config.policy.scheduler, jobs, platform
+    )  # refuse what it lacks before the run
     cpu_began = time.process_time()  # the policy's cost: queue planning, the run, the summary
     if config.queues.strategy is not None:  # hybrid-queue runs (Kondameedi & Vadhiyar)
         from market_hpc.experiment.queues import queue_run, queue_summary
@@ -299,8 +342,9 @@ def offered_load(jobs: list[Job], platform: Platform) -> dict[str, float]:
     return result
 
 
-def run_model(config: RunConfig, platform: Platform, jobs: Any, total: int | None,
-              progress: bool = False) -> tuple[HPCModel, float]:
+def run_model(
+    config: RunConfig, platform: Platform, jobs: Any, total: int | None, progress: bool = False
+) -> tuple[HPCModel, float]:
     """Build the configured model on ``jobs`` (a collection, or an iterator already sorted
     by ``(submit, job_id)``) and run it; returns the model and the seconds it ran.
 
@@ -318,10 +362,17 @@ def run_model(config: RunConfig, platform: Platform, jobs: Any, total: int | Non
 
         bidder = make_bidder(config.policy.bidder)
     model = HPCModel(
-        jobs, platform, policy=policy, exclusive=config.exclusive,
-        hold_penalty=config.policy.hold_penalty, seed=config.seed,
-        record_timeseries=config.timeseries, predictor=predictor, bidder=bidder,
-        resume_seconds=config.policy.resume_seconds, hold_progress_loss=config.policy.hold_progress_loss,
+        jobs,
+        platform,
+        policy=policy,
+        exclusive=config.exclusive,
+        hold_penalty=config.policy.hold_penalty,
+        seed=config.seed,
+        record_timeseries=config.timeseries,
+        predictor=predictor,
+        bidder=bidder,
+        resume_seconds=config.policy.resume_seconds,
+        hold_progress_loss=config.policy.hold_progress_loss,
         every_step=config.policy.every_step,
     )
     began = time.perf_counter()
@@ -343,34 +394,59 @@ def _make_policy(config: RunConfig) -> Any:
     from market_hpc.policies.bbsched import window_params
     from market_hpc.policies.registry import scheduler_entry
 
-    params = window_params(config.policy.scheduler.lower(), dataclasses.asdict(config.policy.window))
+    params = window_params(
+        config.policy.scheduler.lower(), dataclasses.asdict(config.policy.window)
+    )
     if params is not None or config.policy.params:
         params = {**(params or {}), **config.policy.params}
-        if scheduler_entry(config.policy.scheduler).market:  # policy.hold_penalty, unless params name one
+        if scheduler_entry(
+            config.policy.scheduler
+        ).market:  # policy.hold_penalty, unless params name one
             params = {"penalty": config.policy.hold_penalty, **params}
-        return make_policy(config.policy.scheduler, config.policy.allocator, scheduler_params=params)
-    return make_market_aware_policy(config.policy.scheduler, config.policy.allocator, config.policy.hold_penalty)
+        return make_policy(
+            config.policy.scheduler, config.policy.allocator, scheduler_params=params
+        )
+    return make_market_aware_policy(
+        config.policy.scheduler, config.policy.allocator, config.policy.hold_penalty
+    )
 
 
-def collect(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed: float,
-            jobs: list[Job] | None = None) -> Result:
+def collect(
+    model: HPCModel,
+    config: RunConfig,
+    report: dict[str, Any],
+    elapsed: float,
+    jobs: list[Job] | None = None,
+) -> Result:
     """Turn a finished model into a ``Result`` (``jobs``, the run's workload, gives the
     every-job metrics the run times of the jobs that did not finish)."""
     recorder = model.recorder
     jobs_frame = recorder.jobs_frame()
     series = recorder.timeseries_frame()
     recorded = None if jobs is None else {job.job_id: job.run_time for job in jobs}
-    summary = summarize(jobs_frame, series, model.platform.total, recorder.busy_resource_seconds,
-                        summary_extra(model, config, report, elapsed), burst_buffer=model.platform.burst_buffer,
-                        recorded_run_times=recorded)
-    summary["trace_lines_skipped_by_reason"] = {k: v for k, v in report.get("anomalies", {}).items()}
+    summary = summarize(
+        jobs_frame,
+        series,
+        model.platform.total,
+        recorder.busy_resource_seconds,
+        summary_extra(model, config, report, elapsed),
+        burst_buffer=model.platform.burst_buffer,
+        recorded_run_times=recorded,
+    )
+    summary["trace_lines_skipped_by_reason"] = {
+        k: v for k, v in report.get("anomalies", {}).items()
+    }
     report = dict(report)
     skipped = report.pop(SKIPPED_KEY, [])
     summary["jobs_skipped"] = len(skipped)  # the jobs.csv rows of status skipped
-    return Result(config, with_reasons(jobs_frame, skipped), series, summary, report, segments_frame(recorder))
+    return Result(
+        config, with_reasons(jobs_frame, skipped), series, summary, report, segments_frame(recorder)
+    )
 
 
-def summary_extra(model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed: float) -> dict[str, Any]:
+def summary_extra(
+    model: HPCModel, config: RunConfig, report: dict[str, Any], elapsed: float
+) -> dict[str, Any]:
     """The run-level entries of ``summary.json`` beside the job metrics."""
     recorder = model.recorder
     manager = model.manager
@@ -382,11 +458,15 @@ def summary_extra(model: HPCModel, config: RunConfig, report: dict[str, Any], el
         "decisions": manager.decisions,
         **{f"decisions_{cause.replace('-', '_')}": n for cause, n in model.decision_causes.items()},
         "dispatch_seconds": manager.decide_seconds,
-        "mean_dispatch_ms": 1e3 * manager.decide_seconds / manager.decisions if manager.decisions else 0.0,
+        "mean_dispatch_ms": 1e3 * manager.decide_seconds / manager.decisions
+        if manager.decisions
+        else 0.0,
         **dispatch_percentiles(manager.decide_times),
         "simulation_seconds": elapsed,
         "dispatch_cpu_seconds": manager.decide_cpu_seconds,
-        "cpu_per_decision_ms": 1e3 * manager.decide_cpu_seconds / manager.decisions if manager.decisions else 0.0,
+        "cpu_per_decision_ms": 1e3 * manager.decide_cpu_seconds / manager.decisions
+        if manager.decisions
+        else 0.0,
         # jobs_skipped: the skipped trace lines listed in jobs.csv (inside the window; set
         # by the caller); trace_lines_skipped: every job line of the trace not made a job.
         "jobs_skipped": 0,
@@ -410,7 +490,9 @@ def allocator_used(config: RunConfig) -> str:
     """The allocator the run composes: the configured one, else the scheduler's default."""
     from market_hpc.policies.registry import scheduler_entry
 
-    return (config.policy.allocator or scheduler_entry(config.policy.scheduler).default_allocator).lower()
+    return (
+        config.policy.allocator or scheduler_entry(config.policy.scheduler).default_allocator
+    ).lower()
 
 
 def with_reasons(jobs_frame: pd.DataFrame, skipped: list[dict[str, Any]]) -> pd.DataFrame:
@@ -440,8 +522,10 @@ def dispatch_percentiles(seconds: Any) -> dict[str, float]:
     times = np.asarray(seconds, dtype=np.float64)
     if not times.size:
         return {"p99_dispatch_ms": 0.0, "max_dispatch_ms": 0.0}
-    return {"p99_dispatch_ms": round(float(np.percentile(times, 99)) * 1e3, 6),
-            "max_dispatch_ms": float(times.max()) * 1e3}
+    return {
+        "p99_dispatch_ms": round(float(np.percentile(times, 99)) * 1e3, 6),
+        "max_dispatch_ms": float(times.max()) * 1e3,
+    }
 
 
 def _progress_bar(total: int | None) -> Any:

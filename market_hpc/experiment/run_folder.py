@@ -65,21 +65,40 @@ class Spec:
 
 
 JOB_SPECS = (
-    Spec("job_id", _ID), Spec("submit_time", _TIME), Spec("start_time", _TIME, empty=True),
-    Spec("end_time", _TIME, empty=True), Spec("wait_time", _TIME, empty=True),
-    Spec("run_time", _TIME, empty=True), Spec("status", None), Spec("cores", _AMOUNT),
-    Spec("units", _UNITS), Spec("estimate", _ESTIMATE), Spec("nodes", None, empty=True),
-    Spec("user", _INTEGER, default=-1), Spec("queue", _INTEGER, default=-1),
-    Spec("hold_count", _AMOUNT, default=0), Spec("gpus", _AMOUNT, default=0),
-    Spec("mics", _AMOUNT, default=0), Spec("mem", _AMOUNT, default=0),
+    Spec("job_id", _ID),
+    Spec("submit_time", _TIME),
+    Spec("start_time", _TIME, empty=True),
+    Spec("end_time", _TIME, empty=True),
+    Spec("wait_time", _TIME, empty=True),
+    Spec("run_time", _TIME, empty=True),
+    Spec("status", None),
+    Spec("cores", _AMOUNT),
+    Spec("units", _UNITS),
+    Spec("estimate", _ESTIMATE),
+    Spec("nodes", None, empty=True),
+    Spec("user", _INTEGER, default=-1),
+    Spec("queue", _INTEGER, default=-1),
+    Spec("hold_count", _AMOUNT, default=0),
+    Spec("gpus", _AMOUNT, default=0),
+    Spec("mics", _AMOUNT, default=0),
+    Spec("mem", _AMOUNT, default=0),
     Spec("bb", NON_NEGATIVE, default=0),
 )
 SEGMENT_SPECS = (
-    Spec("job_id", _ID), Spec("segment", _SEGMENT), Spec("start", _TIME), Spec("end", _TIME),
-    Spec("nodes", None), Spec("cores", _AMOUNT), Spec("units", _UNITS), Spec("ended", None),
+    Spec("job_id", _ID),
+    Spec("segment", _SEGMENT),
+    Spec("start", _TIME),
+    Spec("end", _TIME),
+    Spec("nodes", None),
+    Spec("cores", _AMOUNT),
+    Spec("units", _UNITS),
+    Spec("ended", None),
 )
-SERIES_SPECS = (Spec("time", _TIME), Spec("queue_length", _AMOUNT),
-                Spec("used_cores", NON_NEGATIVE))
+SERIES_SPECS = (
+    Spec("time", _TIME),
+    Spec("queue_length", _AMOUNT),
+    Spec("used_cores", NON_NEGATIVE),
+)
 
 
 class Table:
@@ -98,24 +117,34 @@ class Table:
                 warnings.simplefilter("ignore")
                 if self.parquet:
                     return pd.read_parquet(self.path)
-                return pd.read_csv(self.path, dtype={"nodes": str, "status": str, "ended": str,
-                                                     "reason": str},
-                                   skip_blank_lines=False, low_memory=False)
+                return pd.read_csv(
+                    self.path,
+                    dtype={"nodes": str, "status": str, "ended": str, "reason": str},
+                    skip_blank_lines=False,
+                    low_memory=False,
+                )
         except pd.errors.EmptyDataError:
-            raise ConfigError(f"{self.path}: the file is empty; valid: a header line and one "
-                              "line per row, as market-hpc run/replay --out writes") from None
+            raise ConfigError(
+                f"{self.path}: the file is empty; valid: a header line and one "
+                "line per row, as market-hpc run/replay --out writes"
+            ) from None
         except pd.errors.ParserError as exc:
-            raise ConfigError(f"{self.path}: not readable as CSV: {_first_line(exc)}; valid: "
-                              "comma-separated cells, the same number on every line") from None
+            raise ConfigError(
+                f"{self.path}: not readable as CSV: {_first_line(exc)}; valid: "
+                "comma-separated cells, the same number on every line"
+            ) from None
         except UnicodeDecodeError as exc:
-            raise ConfigError(f"{self.path}: not UTF-8 text ({exc.reason} at byte "
-                              f"{exc.start}); valid: the CSV text run/replay writes") from None
+            raise ConfigError(
+                f"{self.path}: not UTF-8 text ({exc.reason} at byte "
+                f"{exc.start}); valid: the CSV text run/replay writes"
+            ) from None
         except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
             kind = "Parquet" if self.parquet else "CSV"
             instead = f" (or remove it: {self.path.stem}.csv is read then)" if self.parquet else ""
-            raise ConfigError(f"{self.path}: cannot be read as {kind} ({_first_line(exc)}); "
-                              f"valid: the file market-hpc run/replay --out writes{instead}"
-                              ) from None
+            raise ConfigError(
+                f"{self.path}: cannot be read as {kind} ({_first_line(exc)}); "
+                f"valid: the file market-hpc run/replay --out writes{instead}"
+            ) from None
 
     def where(self, position: int) -> str:
         """``line N`` (CSV, the header is line 1) or ``row N`` (Parquet) of a row."""
@@ -123,17 +152,21 @@ class Table:
 
     def fail(self, position: int, column: str, got: object, valid: str) -> ConfigError:
         shown = got if not isinstance(got, str) or len(got) <= 40 else got[:40] + "..."
-        return ConfigError(f"{self.path}: {self.where(position)}, column {column}: got "
-                           f"{shown!r}; valid: {valid}")
+        return ConfigError(
+            f"{self.path}: {self.where(position)}, column {column}: got {shown!r}; valid: {valid}"
+        )
 
     def require(self, specs: tuple[Spec, ...]) -> None:
         """Refuse a file without one of the required columns; add absent optional ones."""
-        missing = [spec.name for spec in specs
-                   if spec.name not in self.frame and spec.default is None]
+        missing = [
+            spec.name for spec in specs if spec.name not in self.frame and spec.default is None
+        ]
         if missing:
             needed = ", ".join(spec.name for spec in specs if spec.default is None)
-            raise ConfigError(f"{self.path}: no column {', '.join(missing)}; valid: a header "
-                              f"with {needed} (as market-hpc run/replay --out writes)")
+            raise ConfigError(
+                f"{self.path}: no column {', '.join(missing)}; valid: a header "
+                f"with {needed} (as market-hpc run/replay --out writes)"
+            )
         for spec in specs:
             if spec.name not in self.frame:
                 self.frame[spec.name] = spec.default
@@ -175,8 +208,12 @@ class Table:
             wrong = second < first
         if wrong.any():
             position = int(np.flatnonzero(wrong)[0])
-            raise self.fail(position, later, _cell(self.frame[later], position),
-                            f"a time >= {earlier} ({first[position]:g})")
+            raise self.fail(
+                position,
+                later,
+                _cell(self.frame[later], position),
+                f"a time >= {earlier} ({first[position]:g})",
+            )
 
     def present(self, names: tuple[str, ...], rows: np.ndarray, what: str) -> None:
         """Refuse an empty cell of ``names`` in ``rows`` (``what`` says which rows)."""
@@ -203,8 +240,12 @@ class Table:
         ok = form.to_numpy(dtype=bool) & (column.map(_is_text_or_missing).to_numpy(dtype=bool))
         if not empty:
             ok &= (text != "").to_numpy()
-        highest = np.array([_highest_node(value) if good else -1
-                            for value, good in zip(text.tolist(), ok.tolist(), strict=True)])
+        highest = np.array(
+            [
+                _highest_node(value) if good else -1
+                for value, good in zip(text.tolist(), ok.tolist(), strict=True)
+            ]
+        )
         if n_nodes is not None:
             ok &= highest < n_nodes
         if not ok.all():
@@ -222,8 +263,10 @@ class Table:
             row = self.frame.iloc[position]
             first = int(np.flatnonzero((self.frame[keys] == row[keys]).all(axis=1).to_numpy())[0])
             shown = " ".join(f"{name} {_cell(self.frame[name], position)}" for name in keys)
-            raise ConfigError(f"{self.path}: {self.where(position)}: {shown} again (first on "
-                              f"{self.where(first)}); valid: {valid}")
+            raise ConfigError(
+                f"{self.path}: {self.where(position)}: {shown} again (first on "
+                f"{self.where(first)}); valid: {valid}"
+            )
 
 
 def _highest_node(allocation: str) -> int:
@@ -296,18 +339,24 @@ def read_config(folder: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError
-        raise ConfigError(f"{path}: not JSON: {_first_line(exc)}; valid: the config.json "
-                          "market-hpc run/replay --out writes") from None
+        raise ConfigError(
+            f"{path}: not JSON: {_first_line(exc)}; valid: the config.json "
+            "market-hpc run/replay --out writes"
+        ) from None
     config = document.get("config") if isinstance(document, dict) else None
     if not isinstance(config, dict):
         got = document if not isinstance(document, dict) else document.get("config")
         key = "config" if isinstance(document, dict) else "(top level)"
-        raise ConfigError(f"{path}: key {key}: got {_json(got)}; valid: an object (config.json "
-                          'is {"config": {"platform": ..., ...}, ...})')
+        raise ConfigError(
+            f"{path}: key {key}: got {_json(got)}; valid: an object (config.json "
+            'is {"config": {"platform": ..., ...}, ...})'
+        )
     platform = config.get("platform")
     if not isinstance(platform, str):
-        raise ConfigError(f"{path}: key config.platform: got {_json(platform)}; valid: a platform "
-                          "preset name or spec text such as nodes=2,cores=4")
+        raise ConfigError(
+            f"{path}: key config.platform: got {_json(platform)}; valid: a platform "
+            "preset name or spec text such as nodes=2,cores=4"
+        )
     checked = dict(config)
     for key in ("policy", "workload"):
         value = config.get(key)
@@ -316,8 +365,9 @@ def read_config(folder: Path) -> dict[str, Any]:
         checked[key] = value or {}
     trace = checked["workload"].get("trace")
     if trace is not None and not isinstance(trace, str):
-        raise ConfigError(f"{path}: key config.workload.trace: got {_json(trace)}; valid: a "
-                          "file name or null")
+        raise ConfigError(
+            f"{path}: key config.workload.trace: got {_json(trace)}; valid: a file name or null"
+        )
     checked["name"] = str(config.get("name", folder.name))
     return {**document, "config": checked}
 
@@ -341,8 +391,10 @@ def read_summary(folder: Path) -> dict[str, Any] | None:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     except ValueError as exc:
-        raise ConfigError(f"{path}: not JSON: {_first_line(exc)}; valid: the summary.json "
-                          "market-hpc run/replay --out writes") from None
+        raise ConfigError(
+            f"{path}: not JSON: {_first_line(exc)}; valid: the summary.json "
+            "market-hpc run/replay --out writes"
+        ) from None
     if not isinstance(summary, dict):
         raise ConfigError(f"{path}: got {_json(summary)}; valid: an object of metrics")
     return summary
@@ -374,16 +426,19 @@ def read_jobs(path: Path, n_nodes: int, summary: dict[str, Any] | None) -> pd.Da
     if counted and all(type(n) is int for n in counted):
         expected = sum(int(n) for n in counted if n is not None)
         if expected != len(table.frame):
-            raise ConfigError(f"{path}: {len(table.frame):,} job rows, but summary.json counts "
-                              f"{expected:,} (jobs_total + jobs_skipped); valid: one row per job "
-                              "(is the file cut short?)")
+            raise ConfigError(
+                f"{path}: {len(table.frame):,} job rows, but summary.json counts "
+                f"{expected:,} (jobs_total + jobs_skipped); valid: one row per job "
+                "(is the file cut short?)"
+            )
     if not len(table.frame):
         raise ConfigError(f"{path}: no job rows; valid: one row per job of the run")
     return table.frame
 
 
-def read_segments_file(path: Path, n_nodes: int | None = None,
-                       job_ids: np.ndarray | None = None) -> pd.DataFrame:
+def read_segments_file(
+    path: Path, n_nodes: int | None = None, job_ids: np.ndarray | None = None
+) -> pd.DataFrame:
     """``segments.parquet`` or ``segments.csv`` checked (module docstring); ``n_nodes`` and
     ``job_ids``, when given, bound the allocations and the jobs named."""
     table = Table(path)
@@ -398,8 +453,12 @@ def read_segments_file(path: Path, n_nodes: int | None = None,
     known = np.isin(table.frame["job_id"].to_numpy(), job_ids) if job_ids is not None else None
     if known is not None and not known.all():
         position = int(np.flatnonzero(~known)[0])
-        raise table.fail(position, "job_id", _cell(table.frame["job_id"], position),
-                         "the id of a job in jobs.csv")
+        raise table.fail(
+            position,
+            "job_id",
+            _cell(table.frame["job_id"], position),
+            "the id of a job in jobs.csv",
+        )
     return table.frame
 
 

@@ -35,18 +35,26 @@ from market_hpc.experiment.schedule_export import read_run
 OCCUPANCY_ROWS, OCCUPANCY_BINS = 120, 300
 BOUND_SECONDS = 10.0  # bounded slowdown threshold, as metrics.py
 _SUMMARY = (  # key, label, unit (divisor applied to seconds where the unit is time)
-    ("jobs_total", "jobs", ""), ("jobs_completed", "completed", ""),
-    ("jobs_rejected", "rejected", ""), ("jobs_dropped", "dropped", ""),
-    ("jobs_skipped", "skipped", ""), ("mean_wait", "mean wait", "s"),
-    ("median_wait", "median wait", "s"), ("max_wait", "max wait", "s"),
+    ("jobs_total", "jobs", ""),
+    ("jobs_completed", "completed", ""),
+    ("jobs_rejected", "rejected", ""),
+    ("jobs_dropped", "dropped", ""),
+    ("jobs_skipped", "skipped", ""),
+    ("mean_wait", "mean wait", "s"),
+    ("median_wait", "median wait", "s"),
+    ("max_wait", "max wait", "s"),
     ("mean_bounded_slowdown", "mean bounded slowdown (10 s)", "×"),
-    ("utilisation_cores", "core utilisation", "%"), ("makespan", "makespan", "s"),
-    ("mean_queue_length", "mean queue length", "jobs"), ("total_profit", "total profit", ""),
+    ("utilisation_cores", "core utilisation", "%"),
+    ("makespan", "makespan", "s"),
+    ("mean_queue_length", "mean queue length", "jobs"),
+    ("total_profit", "total profit", ""),
     ("holds", "holds", ""),
 )
 
 
-PLAIN = FuncFormatter(lambda value, _: f"{value:,.0f}" if value >= 1 or value == 0 else f"{value:g}")
+PLAIN = FuncFormatter(
+    lambda value, _: f"{value:,.0f}" if value >= 1 or value == 0 else f"{value:g}"
+)
 
 
 def parse_window(text: str | None) -> tuple[float, float] | None:
@@ -62,7 +70,9 @@ def parse_window(text: str | None) -> tuple[float, float] | None:
         return -math.inf, math.inf
     start, sep, end = text.partition(":")
     if not sep:
-        raise ConfigError(f"--window expects START:END (e.g. 0:2d or 3600:7200) or all, got {text!r}")
+        raise ConfigError(
+            f"--window expects START:END (e.g. 0:2d or 3600:7200) or all, got {text!r}"
+        )
     bounds = (_seconds(start, -math.inf), _seconds(end, math.inf))
     if bounds[0] >= bounds[1]:
         raise ConfigError(f"--window {text!r}: START must be before END")
@@ -94,9 +104,13 @@ def _seconds(text: str, default: float) -> float:
         raise ConfigError(f"--window: {text!r} is not a time (e.g. 3600, 1.5h, 2d)") from None
 
 
-def write_run_page(directory: str | Path, *, window: tuple[float, float] | None = None,
-                   nodes: tuple[int, int] | None = None,
-                   out: str | Path | None = None) -> tuple[Path, list[str]]:
+def write_run_page(
+    directory: str | Path,
+    *,
+    window: tuple[float, float] | None = None,
+    nodes: tuple[int, int] | None = None,
+    out: str | Path | None = None,
+) -> tuple[Path, list[str]]:
     """Draw the run's pictures and write the page; return its path and notes to print.
 
     Args:
@@ -113,8 +127,9 @@ def write_run_page(directory: str | Path, *, window: tuple[float, float] | None 
     node_cores = np.asarray(load_platform(config["platform"]).capacity[:, 0])
     jobs = run.jobs
     started = jobs[jobs["start_time"].notna()]
-    allocations = core_allocations(started["nodes"].tolist(), started["cores"].tolist(),
-                                   started["units"].tolist())
+    allocations = core_allocations(
+        started["nodes"].tolist(), started["cores"].tolist(), started["units"].tolist()
+    )
     submitted = jobs.loc[jobs["status"] != "skipped", "submit_time"].to_numpy(float)
     if not len(submitted):
         raise ConfigError(f"{run.directory}: every job of jobs.csv is skipped; nothing to draw")
@@ -124,52 +139,75 @@ def write_run_page(directory: str | Path, *, window: tuple[float, float] | None 
     lo, hi = window or (first, last)
     lo, hi = max(lo, first), min(hi, last)
     if hi <= lo:
-        raise ConfigError(_empty_window(window or (lo, hi), run.directory / "jobs.csv",
-                                        (first, float(jobs["submit_time"].max()), last)))
+        raise ConfigError(
+            _empty_window(
+                window or (lo, hi),
+                run.directory / "jobs.csv",
+                (first, float(jobs["submit_time"].max()), last),
+            )
+        )
     notes: list[str] = []
     gantt_window = (lo, hi)
     if window is None and len(started):
-        gantt_window = default_window(started["start_time"].to_numpy(float),
-                                      started["end_time"].to_numpy(float))
+        gantt_window = default_window(
+            started["start_time"].to_numpy(float), started["end_time"].to_numpy(float)
+        )
     unit = time_unit(hi - lo)
     plots = run.directory / "plots"
     page = Path(out) if out else run.directory / "schedule.html"
     pieces = execution_pieces(run.directory, started, len(node_cores), jobs["job_id"].to_numpy())
     if pieces is not started:  # every execution segment on its own allocation
-        allocations = core_allocations(pieces["nodes"].tolist(), pieces["cores"].tolist(),
-                                       pieces["units"].tolist())
+        allocations = core_allocations(
+            pieces["nodes"].tolist(), pieces["cores"].tolist(), pieces["units"].tolist()
+        )
     gantt_unit = time_unit(gantt_window[1] - gantt_window[0])
-    gantt, caption, svg = gantt_figures(pieces, allocations, node_cores, gantt_window, gantt_unit,
-                                        notes, nodes or (0, len(node_cores)),
-                                        _window_text(gantt_window, gantt_unit, window is None))
+    gantt, caption, svg = gantt_figures(
+        pieces,
+        allocations,
+        node_cores,
+        gantt_window,
+        gantt_unit,
+        notes,
+        nodes or (0, len(node_cores)),
+        _window_text(gantt_window, gantt_unit, window is None),
+    )
     figures = [
         ("Gantt chart", gantt, caption),
         ("Occupancy", *_occupancy(pieces, allocations, node_cores, (lo, hi), unit)),
-        ("Utilisation and queue", *_over_time(run.directory, jobs, int(node_cores.sum()),
-                                              (lo, hi), unit)),
+        (
+            "Utilisation and queue",
+            *_over_time(run.directory, jobs, int(node_cores.sum()), (lo, hi), unit),
+        ),
         ("Wait and slowdown", *_cdfs(started)),
     ]
     parts = [_head(config, run.directory, lo, hi, unit), _summary_table(run.directory)]
     parts += [f"<p class='note'>{html.escape(note)}</p>" for note in notes]
     pictures: dict[str | os.PathLike[str], Content] = {}
-    for (title, figure, caption), slug in zip(figures, ("gantt", "occupancy", "timeseries", "cdf"),
-                                              strict=True):
+    for (title, figure, caption), slug in zip(
+        figures, ("gantt", "occupancy", "timeseries", "cdf"), strict=True
+    ):
         png = plots / f"{page.stem}-{slug}.png"
         pictures[png] = data = _png(figure)
         if slug == "gantt":  # inline, so hovering a job shows its details
-            parts.append(f"<h2>{html.escape(title)}</h2>{svg[svg.index('<svg'):]}"
-                         f"<p>{html.escape(caption)} Also {page.with_suffix('.svg').name} and "
-                         f"plots/{png.name}.</p>")
+            parts.append(
+                f"<h2>{html.escape(title)}</h2>{svg[svg.index('<svg') :]}"
+                f"<p>{html.escape(caption)} Also {page.with_suffix('.svg').name} and "
+                f"plots/{png.name}.</p>"
+            )
             continue
         encoded = base64.b64encode(data).decode()
-        parts.append(f"<h2>{html.escape(title)}</h2><img alt='{slug}' "
-                     f"src='data:image/png;base64,{encoded}'><p>{html.escape(caption)}</p>")
+        parts.append(
+            f"<h2>{html.escape(title)}</h2><img alt='{slug}' "
+            f"src='data:image/png;base64,{encoded}'><p>{html.escape(caption)}</p>"
+        )
     # drawn before anything is written; the page, its SVG and PNGs written all or none
     try:
         plots.mkdir(exist_ok=True)
     except OSError as exc:
         raise OutputError(str(plots), exc.strerror or str(exc)) from None
-    write_files({page.with_suffix(".svg"): svg, **pictures, page: "".join(parts) + "</body></html>\n"})
+    write_files(
+        {page.with_suffix(".svg"): svg, **pictures, page: "".join(parts) + "</body></html>\n"}
+    )
     return page, notes
 
 
@@ -179,8 +217,12 @@ def _png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def execution_pieces(directory: Path, started: pd.DataFrame, n_nodes: int | None = None,
-                     job_ids: np.ndarray | None = None) -> pd.DataFrame:
+def execution_pieces(
+    directory: Path,
+    started: pd.DataFrame,
+    n_nodes: int | None = None,
+    job_ids: np.ndarray | None = None,
+) -> pd.DataFrame:
     """What the Gantt chart and occupancy map draw: one row per execution segment
     (``segments.csv``: its start, end and allocation; the job's other columns from
     ``jobs.csv``), so a held job leaves a gap while it waits; ``started`` itself when
@@ -194,9 +236,12 @@ def execution_pieces(directory: Path, started: pd.DataFrame, n_nodes: int | None
         return started
     segments = segments[["job_id", "segment", "start", "end", "nodes", "cores", "units"]]
     segments = segments.rename(columns={"start": "start_time", "end": "end_time"})
-    rest = started.drop(columns=[c for c in ("start_time", "end_time", "nodes", "cores", "units")
-                                 if c in started])
-    return segments.merge(rest, on="job_id", how="inner", validate="many_to_one").reset_index(drop=True)
+    rest = started.drop(
+        columns=[c for c in ("start_time", "end_time", "nodes", "cores", "units") if c in started]
+    )
+    return segments.merge(rest, on="job_id", how="inner", validate="many_to_one").reset_index(
+        drop=True
+    )
 
 
 def _window_text(window: tuple[float, float], unit: TimeUnit, default: bool) -> str:
@@ -210,31 +255,37 @@ def _window_text(window: tuple[float, float], unit: TimeUnit, default: bool) -> 
     return f"window {lo / unit.seconds:,.2f} to {hi / unit.seconds:,.2f} {unit.name} ({how})"
 
 
-def _empty_window(window: tuple[float, float], jobs_file: Path,
-                  times: tuple[float, float, float]) -> str:
+def _empty_window(
+    window: tuple[float, float], jobs_file: Path, times: tuple[float, float, float]
+) -> str:
     """The error for a window that holds no job: the run's first and last submit times
     and its last end, and what a window counts from."""
+
     def when(seconds: float) -> str:
         if not math.isfinite(seconds):
             return "the start" if seconds < 0 else "the end"
         return f"{seconds:,.0f} s ({seconds / 86400:,.2f} d)"
 
     first, last_submit, last_end = times
-    return (f"--window {when(window[0])} to {when(window[1])} selects no job of {jobs_file}: "
-            f"its jobs were submitted from {when(first)} to {when(last_submit)} and ran until "
-            f"{when(last_end)}; a window counts from the trace's time 0, not from its first job")
+    return (
+        f"--window {when(window[0])} to {when(window[1])} selects no job of {jobs_file}: "
+        f"its jobs were submitted from {when(first)} to {when(last_submit)} and ran until "
+        f"{when(last_end)}; a window counts from the trace's time 0, not from its first job"
+    )
 
 
 def _head(config: dict[str, object], directory: Path, lo: float, hi: float, unit: TimeUnit) -> str:
     policy = config.get("policy", {})
     scheduler = policy.get("scheduler") if isinstance(policy, dict) else None
     title = f"Run {config.get('name', directory.name)}: {scheduler} on {config.get('platform')}"
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>"
-            f"{html.escape(title)}</title><style>{STYLE}</style></head><body><h1>"
-            f"{html.escape(title)}</h1><p>Results folder <code>{html.escape(str(directory))}</code>"
-            f"; seed {html.escape(str(config.get('seed')))}; time window {lo / unit.seconds:,.2f} to "
-            f"{hi / unit.seconds:,.2f} {unit.name} after the trace start (market-hpc plot "
-            "--window START:END selects another).</p>")
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>"
+        f"{html.escape(title)}</title><style>{STYLE}</style></head><body><h1>"
+        f"{html.escape(title)}</h1><p>Results folder <code>{html.escape(str(directory))}</code>"
+        f"; seed {html.escape(str(config.get('seed')))}; time window {lo / unit.seconds:,.2f} to "
+        f"{hi / unit.seconds:,.2f} {unit.name} after the trace start (market-hpc plot "
+        "--window START:END selects another).</p>"
+    )
 
 
 def _summary_table(directory: Path) -> str:
@@ -256,34 +307,59 @@ def _summary_table(directory: Path) -> str:
     return "<h2>Summary</h2><table>" + "".join(rows) + "</table>"
 
 
-def _occupancy(started: pd.DataFrame, allocations: list[list[tuple[int, int]]],
-               node_cores: np.ndarray, window: tuple[float, float],
-               unit: TimeUnit) -> tuple[Figure, str]:
-    grid, per_group = occupancy(started["start_time"].to_numpy(float),
-                                started["end_time"].to_numpy(float), allocations, node_cores,
-                                window, OCCUPANCY_ROWS, OCCUPANCY_BINS)
+def _occupancy(
+    started: pd.DataFrame,
+    allocations: list[list[tuple[int, int]]],
+    node_cores: np.ndarray,
+    window: tuple[float, float],
+    unit: TimeUnit,
+) -> tuple[Figure, str]:
+    grid, per_group = occupancy(
+        started["start_time"].to_numpy(float),
+        started["end_time"].to_numpy(float),
+        allocations,
+        node_cores,
+        window,
+        OCCUPANCY_ROWS,
+        OCCUPANCY_BINS,
+    )
     figure = Figure(figsize=(11, 4.2), layout="constrained")
     axes = figure.add_subplot()
     lo, hi = window
-    image = axes.imshow(grid, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0,
-                        vmax=1, extent=(lo / unit.seconds, hi / unit.seconds, len(node_cores), 0))
+    image = axes.imshow(
+        grid,
+        aspect="auto",
+        interpolation="nearest",
+        cmap="viridis",
+        vmin=0,
+        vmax=1,
+        extent=(lo / unit.seconds, hi / unit.seconds, len(node_cores), 0),
+    )
     figure.colorbar(image, ax=axes, label="share of cores busy")
     axes.set_xlabel(f"time after trace start ({unit.name})")
     axes.set_ylabel("node")
     group = "one node" if per_group == 1 else f"{per_group} nodes"
     axes.set_title(f"Occupancy: rows of {group}, {OCCUPANCY_BINS} time bins")
-    caption = (f"Share of the cores of each row ({group}) busy in each time bin: legible for "
-               "any number of nodes.")
+    caption = (
+        f"Share of the cores of each row ({group}) busy in each time bin: legible for "
+        "any number of nodes."
+    )
     return figure, caption
 
 
-def _over_time(directory: Path, jobs: pd.DataFrame, total_cores: int,
-               window: tuple[float, float], unit: TimeUnit) -> tuple[Figure, str]:
+def _over_time(
+    directory: Path,
+    jobs: pd.DataFrame,
+    total_cores: int,
+    window: tuple[float, float],
+    unit: TimeUnit,
+) -> tuple[Figure, str]:
     path = directory / "timeseries.csv"
     if path.is_file():
         series = read_series(path)
-        times, used, queue = (series[c].to_numpy(float) for c in ("time", "used_cores",
-                                                                   "queue_length"))
+        times, used, queue = (
+            series[c].to_numpy(float) for c in ("time", "used_cores", "queue_length")
+        )
         source = "timeseries.csv"
     else:
         times, used, queue = _series_from_jobs(jobs)
@@ -306,24 +382,34 @@ def _series_from_jobs(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.nd
     """Busy cores and waiting jobs at every submit, start and end (no holds)."""
     started = jobs[jobs["start_time"].notna()]
     waiting = jobs[jobs["status"].isin(["finished", "dropped", "queued", "running", "held"])]
-    times = np.concatenate([started["start_time"], started["end_time"].fillna(np.inf),
-                            waiting["submit_time"], started["start_time"]])
-    cores = np.concatenate([started["cores"], -started["cores"], np.zeros(len(waiting)),
-                            np.zeros(len(started))])
-    queue = np.concatenate([np.zeros(2 * len(started)), np.ones(len(waiting)),
-                            -np.ones(len(started))])
+    times = np.concatenate(
+        [
+            started["start_time"],
+            started["end_time"].fillna(np.inf),
+            waiting["submit_time"],
+            started["start_time"],
+        ]
+    )
+    cores = np.concatenate(
+        [started["cores"], -started["cores"], np.zeros(len(waiting)), np.zeros(len(started))]
+    )
+    queue = np.concatenate(
+        [np.zeros(2 * len(started)), np.ones(len(waiting)), -np.ones(len(started))]
+    )
     order = np.argsort(times, kind="stable")
     finite = np.isfinite(times[order])
-    return (times[order][finite], np.cumsum(cores[order])[finite],
-            np.cumsum(queue[order])[finite])
+    return (times[order][finite], np.cumsum(cores[order])[finite], np.cumsum(queue[order])[finite])
 
 
 def _cdfs(started: pd.DataFrame) -> tuple[Figure, str]:
     finished = started[started["status"] == "finished"]
     wait = np.sort(finished["wait_time"].to_numpy(float))
     run = finished["run_time"].to_numpy(float)
-    bounded = np.sort(np.maximum(1.0, (finished["wait_time"].to_numpy(float) + run)
-                                 / np.maximum(run, BOUND_SECONDS)))
+    bounded = np.sort(
+        np.maximum(
+            1.0, (finished["wait_time"].to_numpy(float) + run) / np.maximum(run, BOUND_SECONDS)
+        )
+    )
     figure = Figure(figsize=(11, 3.8), layout="constrained")
     left, right = figure.subplots(1, 2)
     share = np.arange(1, len(wait) + 1) / max(len(wait), 1)
@@ -341,6 +427,8 @@ def _cdfs(started: pd.DataFrame) -> tuple[Figure, str]:
         axes.grid(alpha=0.3)
         axes.xaxis.set_major_formatter(PLAIN)
     zero = float((wait == 0).mean()) if len(wait) else 0.0
-    caption = (f"{len(wait):,} finished jobs; {100 * zero:.1f} % started without waiting. "
-               "Bounded slowdown = max(1, (wait + run) / max(run, 10 s)).")
+    caption = (
+        f"{len(wait):,} finished jobs; {100 * zero:.1f} % started without waiting. "
+        "Bounded slowdown = max(1, (wait + run) / max(run, 10 s))."
+    )
     return figure, caption

@@ -84,8 +84,10 @@ def read_run(directory: str | Path) -> RunSchedule:
     sources = [folder / "jobs.parquet", folder / "jobs.csv"]
     source = next((path for path in sources if path.is_file()), None)
     if source is None or not (folder / "config.json").is_file():
-        raise ConfigError(f"{folder} is not a run folder: it needs jobs.csv (or jobs.parquet) "
-                          "and config.json, as written by market-hpc run/replay --out DIR")
+        raise ConfigError(
+            f"{folder} is not a run folder: it needs jobs.csv (or jobs.parquet) "
+            "and config.json, as written by market-hpc run/replay --out DIR"
+        )
     config = read_config(folder)
     platform = config["config"]["platform"]
     try:
@@ -142,13 +144,21 @@ def batsim_workload(jobs: pd.DataFrame, total_cores: int) -> tuple[dict[str, Any
     for job in frame[fits].itertuples(index=False):
         name = _profile(job.run_time)
         profiles.setdefault(name, {"type": "delay", "delay": float(job.run_time)})
-        entry: dict[str, Any] = {"id": str(job.job_id), "subtime": float(job.submit_time),
-                                 "res": int(job.cores), "profile": name}
+        entry: dict[str, Any] = {
+            "id": str(job.job_id),
+            "subtime": float(job.submit_time),
+            "res": int(job.cores),
+            "profile": name,
+        }
         if job.estimate > 0:
             entry["walltime"] = float(job.estimate)
         entries.append(entry)
-    workload = {"description": "exported by market-hpc export", "nb_res": int(total_cores),
-                "jobs": entries, "profiles": profiles}
+    workload = {
+        "description": "exported by market-hpc export",
+        "nb_res": int(total_cores),
+        "jobs": entries,
+        "profiles": profiles,
+    }
     return workload, int((~fits).sum())
 
 
@@ -156,9 +166,12 @@ def _profile(run_time: float) -> str:
     return f"delay_{format_number(run_time)}"
 
 
-def export_schedule(directory: str | Path, swf: str | Path | None = None,
-                    batsim: str | Path | None = None,
-                    batsim_jobs_file: str | Path | None = None) -> list[str]:
+def export_schedule(
+    directory: str | Path,
+    swf: str | Path | None = None,
+    batsim: str | Path | None = None,
+    batsim_jobs_file: str | Path | None = None,
+) -> list[str]:
     """Write a run's schedule as SWF, as a Batsim workload and as Batsim's output jobs
     file; return notes to print.
 
@@ -182,37 +195,61 @@ def export_schedule(directory: str | Path, swf: str | Path | None = None,
     held = int((jobs["hold_count"] > 0).sum())
     cannot = _cannot_express(jobs, original, swf_rows.held_jobs, swf_rows.reweighted, held)
     header = swf_header(
-        name=config["name"], policy=str(config["policy"].get("scheduler")),
-        platform=str(config["platform"]), directory=str(run.directory), n_jobs=len(jobs),
-        n_records=len(swf_rows.rows), n_nodes=len(node_cores), n_procs=run.total_cores,
+        name=config["name"],
+        policy=str(config["policy"].get("scheduler")),
+        platform=str(config["platform"]),
+        directory=str(run.directory),
+        n_jobs=len(jobs),
+        n_records=len(swf_rows.rows),
+        n_nodes=len(node_cores),
+        n_procs=run.total_cores,
         last_end=float(np.nanmax(jobs["end_time"].to_numpy(float), initial=0.0)),
-        queues=int(jobs["queue"].where(jobs["queue"] >= 0).nunique()), original=original,
-        preemption="Double" if swf_rows.held_jobs else "Yes" if held else "No", notes=cannot)
+        queues=int(jobs["queue"].where(jobs["queue"] >= 0).nunique()),
+        original=original,
+        preemption="Double" if swf_rows.held_jobs else "Yes" if held else "No",
+        notes=cannot,
+    )
     workload, too_large = batsim_workload(jobs, run.total_cores)
     table = batsim_jobs(jobs, node_cores, _profile, original.status if original else None, segments)
     # the three files written all or none (a full disk leaves the previous ones)
-    write_files({swf_path: trace_bytes(swf_text(swf_rows.rows, header), swf_path),
-                 batsim_path: json_text(workload, indent=1), jobs_path: table.to_csv(index=False)})
+    write_files(
+        {
+            swf_path: trace_bytes(swf_text(swf_rows.rows, header), swf_path),
+            batsim_path: json_text(workload, indent=1),
+            jobs_path: table.to_csv(index=False),
+        }
+    )
     parts = len(swf_rows.rows) - len(jobs)
-    notes = [f"SWF schedule ({len(jobs):,} jobs" + (f", {parts:,} partial-execution lines" if parts else "")
-             + f"): {swf_path}",
-             (f"Batsim workload ({len(workload['jobs']):,} jobs, "
-              f"nb_res={run.total_cores} cores): {batsim_path}"),
-             (f"Batsim output jobs file ({len(table):,} executions that ran; resources 0..."
-              f"{run.total_cores - 1} = cores, numbered like the Gantt chart): {jobs_path}")]
+    notes = [
+        f"SWF schedule ({len(jobs):,} jobs"
+        + (f", {parts:,} partial-execution lines" if parts else "")
+        + f"): {swf_path}",
+        (
+            f"Batsim workload ({len(workload['jobs']):,} jobs, "
+            f"nb_res={run.total_cores} cores): {batsim_path}"
+        ),
+        (
+            f"Batsim output jobs file ({len(table):,} executions that ran; resources 0..."
+            f"{run.total_cores - 1} = cores, numbered like the Gantt chart): {jobs_path}"
+        ),
+    ]
     notes += [f"SWF header note: {text}" for text in cannot]
     if swf_rows.held_jobs:
         notes += _held_notes(swf_rows.held_jobs, held_segments(segments))
     unrun = int(jobs["run_time"].isna().sum())
     if unrun:
-        notes.append(f"note: {unrun:,} jobs have no recorded run time (rejected, dropped, "
-                     "skipped or never started): run time -1 in the SWF, left out of Batsim")
+        notes.append(
+            f"note: {unrun:,} jobs have no recorded run time (rejected, dropped, "
+            "skipped or never started): run time -1 in the SWF, left out of Batsim"
+        )
     if too_large:
         notes.append(f"note: {too_large:,} jobs larger than the platform left out of Batsim")
     overrun = int((jobs["run_time"] > jobs["estimate"].where(jobs["estimate"] > 0)).sum())
     if overrun:
-        notes.append(f"note: {overrun:,} jobs ran longer than their estimate; Batsim kills a job at "
-                     "its walltime, so they end early there (the SWF keeps their run times)")
+        notes.append(
+            f"note: {overrun:,} jobs ran longer than their estimate; Batsim kills a job at "
+            "its walltime, so they end early there (the SWF keeps their run times)"
+        )
     return notes
 
 
@@ -220,21 +257,28 @@ def _held_notes(held_jobs: int, parts: pd.DataFrame) -> list[str]:
     """What the printed notes say about held jobs beyond the SWF header's notes."""
     resumptions = int((parts["segment"] > 1).sum())
     return [
-        ("note: market-hpc replay reads the SWF's summary lines as the jobs and counts the part "
-         "lines (status 2, 3, 4) as partial_execution; evalys's Workload also reads the summaries "
-         "(it drops status above 1)"),
-        (f"note: Batsim output jobs file: the {held_jobs:,} held jobs are one row per execution, as "
-         f"Batsim writes a job the scheduler killed and resubmitted ({resumptions:,} resumptions named "
-         "ID#n, submitted when held, metadata parent_job and nb_resubmit; killed executions "
-         "COMPLETED_KILLED). Lost there: each job's own wait and turnaround across its holds "
-         "(jobs.csv has them)"),
-        (f"note: Batsim workload: the {held_jobs:,} held jobs are one job each with their total run "
-         "time (the holds are the scheduler's decisions, not part of a workload)"),
+        (
+            "note: market-hpc replay reads the SWF's summary lines as the jobs and counts the part "
+            "lines (status 2, 3, 4) as partial_execution; evalys's Workload also reads the summaries "
+            "(it drops status above 1)"
+        ),
+        (
+            f"note: Batsim output jobs file: the {held_jobs:,} held jobs are one row per execution, as "
+            f"Batsim writes a job the scheduler killed and resubmitted ({resumptions:,} resumptions named "
+            "ID#n, submitted when held, metadata parent_job and nb_resubmit; killed executions "
+            "COMPLETED_KILLED). Lost there: each job's own wait and turnaround across its holds "
+            "(jobs.csv has them)"
+        ),
+        (
+            f"note: Batsim workload: the {held_jobs:,} held jobs are one job each with their total run "
+            "time (the holds are the scheduler's decisions, not part of a workload)"
+        ),
     ]
 
 
-def _cannot_express(jobs: pd.DataFrame, original: OriginalTrace | None, held_jobs: int,
-                    reweighted: int, held: int) -> list[str]:
+def _cannot_express(
+    jobs: pd.DataFrame, original: OriginalTrace | None, held_jobs: int, reweighted: int, held: int
+) -> list[str]:
     """What the SWF export loses, for its ``Note:`` header lines and the notes printed.
 
     Args:
@@ -250,20 +294,28 @@ def _cannot_express(jobs: pd.DataFrame, original: OriginalTrace | None, held_job
         lost.append(f"{', '.join(extra)} requests (SWF and the Batsim files hold cores only)")
     notes = [f"not expressible in SWF: {text}" for text in lost]
     if held_jobs:
-        notes.append(f"{held_jobs:,} held and resumed jobs are a summary line (status 0, 1 or 5) followed "
-                     "by one line per execution (status 2: continued later; 3: last part, job completed; "
-                     "4: last part, job did not complete), Preemption: Double; a part's wait is from the "
-                     "job's submit time to the part's start. Not expressible in SWF: where each part ran "
-                     "(batsim_jobs.csv has it) and the progress a hold cost")
+        notes.append(
+            f"{held_jobs:,} held and resumed jobs are a summary line (status 0, 1 or 5) followed "
+            "by one line per execution (status 2: continued later; 3: last part, job completed; "
+            "4: last part, job did not complete), Preemption: Double; a part's wait is from the "
+            "job's submit time to the part's start. Not expressible in SWF: where each part ran "
+            "(batsim_jobs.csv has it) and the progress a hold cost"
+        )
     if reweighted:
-        notes.append(f"{reweighted:,} of them ran their parts on different core counts: their summary's run "
-                     "time is the parts' core-seconds over the summary's processors (the last part's), "
-                     "not a wall-clock time")
+        notes.append(
+            f"{reweighted:,} of them ran their parts on different core counts: their summary's run "
+            "time is the parts' core-seconds over the summary's processors (the last part's), "
+            "not a wall-clock time"
+        )
     if held and not held_jobs:
-        notes.append(f"not expressible from this run folder: {held:,} held and resumed jobs are one record "
-                     "from first start to end (no segments file: the run was written before segments "
-                     "were recorded)")
+        notes.append(
+            f"not expressible from this run folder: {held:,} held and resumed jobs are one record "
+            "from first start to end (no segments file: the run was written before segments "
+            "were recorded)"
+        )
     if original is None:
-        notes.append("not expressible in SWF: original status and partition (the input was not an SWF "
-                     "trace, or it has moved): finished jobs get status 1, partition -1")
+        notes.append(
+            "not expressible in SWF: original status and partition (the input was not an SWF "
+            "trace, or it has moved): finished jobs get status 1, partition -1"
+        )
     return notes

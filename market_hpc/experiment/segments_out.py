@@ -44,7 +44,9 @@ def segment_order(recorder: Recorder) -> tuple[np.ndarray, np.ndarray, np.ndarra
     ending = recorder.segment_field("held")[order].astype(np.int64)  # 0 finished, 1 held
     last = np.ones(len(ids), dtype=bool)
     last[:-1] = ids[1:] != ids[:-1]
-    dropped_ids = recorder.jobs.field("job_id")[recorder.jobs.status == STATUSES.index(JobStatus.DROPPED)]
+    dropped_ids = recorder.jobs.field("job_id")[
+        recorder.jobs.status == STATUSES.index(JobStatus.DROPPED)
+    ]
     ending[last & np.isin(ids, dropped_ids) & (ending == 1)] = 2
     return order, number, ending
 
@@ -54,10 +56,10 @@ def segment_chunks(recorder: Recorder, chunk_rows: int) -> Any:
     order, number, ending = segment_order(recorder)
     names = np.array(ENDINGS, dtype=object)
     for begin in range(0, len(order), chunk_rows):
-        rows = order[begin:begin + chunk_rows]
+        rows = order[begin : begin + chunk_rows]
         part = recorder.segment_table(rows)
-        part["segment"] = number[begin:begin + chunk_rows]
-        part["ended"] = names[ending[begin:begin + chunk_rows]]
+        part["segment"] = number[begin : begin + chunk_rows]
+        part["ended"] = names[ending[begin : begin + chunk_rows]]
         part["nodes"] = part["nodes"].astype(object)
         yield part[list(SEGMENT_COLUMNS)]
 
@@ -98,42 +100,88 @@ def write_segments(directory: Path, recorder: Recorder, chunk_rows: int = 100_00
         empty.to_parquet(directory / "segments.parquet", index=False)
         return 0
     numbers = {name: recorder.segment_field(name) for name in _NUMBERS}
-    with open(directory / "segments.csv", "wb") as handle, \
-            pq.ParquetWriter(directory / "segments.parquet", _schema(), compression="snappy",
-                             use_dictionary=["nodes", "ended"]) as writer:  # (numbers: plain is faster, as small)
+    with (
+        open(directory / "segments.csv", "wb") as handle,
+        pq.ParquetWriter(
+            directory / "segments.parquet",
+            _schema(),
+            compression="snappy",
+            use_dictionary=["nodes", "ended"],
+        ) as writer,
+    ):  # (numbers: plain is faster, as small)
         handle.write((",".join(SEGMENT_COLUMNS) + "\n").encode())
         for begin in range(0, len(order), chunk_rows):
-            rows = order[begin:begin + chunk_rows]
-            arrays = _arrow_columns(recorder, numbers, rows, number[begin:begin + chunk_rows],
-                                    ending[begin:begin + chunk_rows])
-            handle.writelines(line_parts([_text(name, array) for name, array in zip(SEGMENT_COLUMNS, arrays,
-                                                                                    strict=True)]))
+            rows = order[begin : begin + chunk_rows]
+            arrays = _arrow_columns(
+                recorder,
+                numbers,
+                rows,
+                number[begin : begin + chunk_rows],
+                ending[begin : begin + chunk_rows],
+            )
+            handle.writelines(
+                line_parts(
+                    [
+                        _text(name, array)
+                        for name, array in zip(SEGMENT_COLUMNS, arrays, strict=True)
+                    ]
+                )
+            )
             writer.write_table(_table(arrays))
     return len(order)
 
 
-_NUMBERS = ("job_id", "start", "end", "units", "cores", "gpus", "mics", "mem", "bb", "progress_before",
-            "progress_after")
+_NUMBERS = (
+    "job_id",
+    "start",
+    "end",
+    "units",
+    "cores",
+    "gpus",
+    "mics",
+    "mem",
+    "bb",
+    "progress_before",
+    "progress_after",
+)
 _FLOATS = frozenset({"start", "end", "bb", "progress_before", "progress_after"})
 
 
 def _schema() -> Any:
     import pyarrow as pa
 
-    return pa.schema([(name, pa.string() if name in ("nodes", "ended") else
-                       pa.float64() if name in _FLOATS else pa.int64()) for name in SEGMENT_COLUMNS])
+    return pa.schema(
+        [
+            (
+                name,
+                pa.string()
+                if name in ("nodes", "ended")
+                else pa.float64()
+                if name in _FLOATS
+                else pa.int64(),
+            )
+            for name in SEGMENT_COLUMNS
+        ]
+    )
 
 
-def _arrow_columns(recorder: Recorder, numbers: dict[str, np.ndarray], rows: np.ndarray, number: np.ndarray,
-                   ending: np.ndarray) -> list[Any]:
+def _arrow_columns(
+    recorder: Recorder,
+    numbers: dict[str, np.ndarray],
+    rows: np.ndarray,
+    number: np.ndarray,
+    ending: np.ndarray,
+) -> list[Any]:
     """The ``SEGMENT_COLUMNS`` of segments ``rows`` as Arrow arrays."""
     import pyarrow as pa
 
     offsets, data = recorder.segment_nodes_text(rows)
-    nodes = pa.LargeStringArray.from_buffers(len(rows), pa.py_buffer(np.ascontiguousarray(offsets, dtype=np.int64)),
-                                             pa.py_buffer(data)).cast(pa.string())
-    ended = pa.DictionaryArray.from_arrays(pa.array(ending, type=pa.int8()),
-                                           pa.array(ENDINGS, type=pa.string())).cast(pa.string())
+    nodes = pa.LargeStringArray.from_buffers(
+        len(rows), pa.py_buffer(np.ascontiguousarray(offsets, dtype=np.int64)), pa.py_buffer(data)
+    ).cast(pa.string())
+    ended = pa.DictionaryArray.from_arrays(
+        pa.array(ending, type=pa.int8()), pa.array(ENDINGS, type=pa.string())
+    ).cast(pa.string())
     columns = {"segment": pa.array(number, type=pa.int64()), "nodes": nodes, "ended": ended}
     for name, values in numbers.items():
         picked = values[rows]

@@ -40,14 +40,27 @@ from scipy import stats
 from market_hpc.errors import ConfigError
 
 CONFIDENCE = 0.95
-COLUMNS = ["policy", "baseline", "seeds", "mean_diff", "ci_low", "ci_high", "rel_mean", "rel_low", "rel_high",
-           "verdict", "p_value"]
+COLUMNS = [
+    "policy",
+    "baseline",
+    "seeds",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "rel_mean",
+    "rel_low",
+    "rel_high",
+    "verdict",
+    "p_value",
+]
 
 
 NO_SPREAD = "no spread"
 
 
-def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+def t_interval(
+    values: Sequence[float], confidence: float = CONFIDENCE
+) -> tuple[float, float, float]:
     """Mean and two-sided t confidence interval of ``values``; NaN bounds for one value
     or for values that do not vary (no zero-width intervals, see the module docstring).
 
@@ -128,9 +141,15 @@ def verdict(low: float, high: float, differences: Sequence[float] = ()) -> str:
     return "undecided"
 
 
-def paired_differences(frame: pd.DataFrame, policy_col: str, metric: str, seed_col: str, baseline: str,
-                       policies: Sequence[str] | None = None,
-                       confidence: float = CONFIDENCE) -> pd.DataFrame:
+def paired_differences(
+    frame: pd.DataFrame,
+    policy_col: str,
+    metric: str,
+    seed_col: str,
+    baseline: str,
+    policies: Sequence[str] | None = None,
+    confidence: float = CONFIDENCE,
+) -> pd.DataFrame:
     """Each policy's paired difference to ``baseline`` on ``metric``, across seeds.
 
     Args:
@@ -163,10 +182,14 @@ def paired_differences(frame: pd.DataFrame, policy_col: str, metric: str, seed_c
     """
     for column in (policy_col, metric, seed_col):
         if column not in frame.columns:
-            raise ConfigError(f"paired_differences: no column {column!r}; columns are {list(frame.columns)}")
+            raise ConfigError(
+                f"paired_differences: no column {column!r}; columns are {list(frame.columns)}"
+            )
     wide = frame.pivot_table(index=seed_col, columns=policy_col, values=metric, aggfunc="mean")
     if baseline not in wide.columns:
-        raise ConfigError(f"paired_differences: baseline {baseline!r} not among {list(wide.columns)}")
+        raise ConfigError(
+            f"paired_differences: baseline {baseline!r} not among {list(wide.columns)}"
+        )
     names = [p for p in (policies or pd.unique(frame[policy_col])) if p != baseline]
     rows = []
     for name in names:
@@ -174,10 +197,24 @@ def paired_differences(frame: pd.DataFrame, policy_col: str, metric: str, seed_c
         diff = pairs[name] - pairs[baseline]
         mean, low, high = t_interval(diff.tolist() or [float("nan")], confidence)
         scale = abs(float(pairs[baseline].mean())) if len(pairs) else 0.0
-        rel_mean, rel_low, rel_high = ((mean / scale, low / scale, high / scale) if scale > 0
-                                       else (float("nan"),) * 3)
-        rows.append([name, baseline, len(pairs), mean, low, high, rel_mean, rel_low, rel_high,
-                     verdict(low, high, diff.tolist()), paired_p_value(diff.tolist())])
+        rel_mean, rel_low, rel_high = (
+            (mean / scale, low / scale, high / scale) if scale > 0 else (float("nan"),) * 3
+        )
+        rows.append(
+            [
+                name,
+                baseline,
+                len(pairs),
+                mean,
+                low,
+                high,
+                rel_mean,
+                rel_low,
+                rel_high,
+                verdict(low, high, diff.tolist()),
+                paired_p_value(diff.tolist()),
+            ]
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -198,24 +235,35 @@ def format_differences(table: pd.DataFrame, labels: dict[str, str] | None = None
         head = f"  {name} - {base}: {row.mean_diff:+,.1f}"
         if row.verdict in (NO_SPREAD, "equal"):
             relative = "" if np.isnan(row.rel_mean) else f", {100 * row.rel_mean:+.1f}%"
-            lines.append(f"{head}{relative}, the same in all {row.seeds} seeds: {row.verdict} "
-                         "(replicates do not vary; no interval)")
+            lines.append(
+                f"{head}{relative}, the same in all {row.seeds} seeds: {row.verdict} "
+                "(replicates do not vary; no interval)"
+            )
             continue
-        relative = ("" if np.isnan(row.rel_mean) else
-                    f"{100 * row.rel_mean:+.1f}% ({100 * row.rel_low:+.1f}..{100 * row.rel_high:+.1f}%), ")
-        lines.append(f"{head} (95% CI {row.ci_low:+,.1f}..{row.ci_high:+,.1f}), "
-                     f"{relative}{row.seeds} seeds: {row.verdict}")
+        relative = (
+            ""
+            if np.isnan(row.rel_mean)
+            else f"{100 * row.rel_mean:+.1f}% ({100 * row.rel_low:+.1f}..{100 * row.rel_high:+.1f}%), "
+        )
+        lines.append(
+            f"{head} (95% CI {row.ci_low:+,.1f}..{row.ci_high:+,.1f}), "
+            f"{relative}{row.seeds} seeds: {row.verdict}"
+        )
     return "\n".join(lines)
 
 
-RELATIVE_METHOD = ("relative = difference / |mean of the baseline over the paired seeds|, "
-                   "interval bounds included, so it agrees with the absolute interval")
+RELATIVE_METHOD = (
+    "relative = difference / |mean of the baseline over the paired seeds|, "
+    "interval bounds included, so it agrees with the absolute interval"
+)
 
 
 POLICY_COLUMNS = ("scheduler", "policy.scheduler", "policy")
 
 
-def paired_tables(frame: pd.DataFrame, varying: Sequence[str], metric: str, out: Path) -> list[Path]:
+def paired_tables(
+    frame: pd.DataFrame, varying: Sequence[str], metric: str, out: Path
+) -> list[Path]:
     """Write the paired differences of a sweep's policies on ``metric`` into ``out``.
 
     The first policy of the sweep (plan order) is the baseline; the differences are
@@ -229,9 +277,14 @@ def paired_tables(frame: pd.DataFrame, varying: Sequence[str], metric: str, out:
     runs = frame.assign(**{policy_col: frame[policy_col].astype(str)})
     names = list(pd.unique(runs[policy_col]))
     others = [c for c in varying if c != policy_col]
-    tables, lines = [], [f"{metric}: paired differences to {names[0]} across seeds (95% t intervals)"]
-    for key, group in (runs.groupby(others, sort=False) if others else [((), runs)]):
-        setting = ", ".join(f"{c}={v}" for c, v in zip(others, key if isinstance(key, tuple) else (key,)))
+    tables, lines = (
+        [],
+        [f"{metric}: paired differences to {names[0]} across seeds (95% t intervals)"],
+    )
+    for key, group in runs.groupby(others, sort=False) if others else [((), runs)]:
+        setting = ", ".join(
+            f"{c}={v}" for c, v in zip(others, key if isinstance(key, tuple) else (key,))
+        )
         table = paired_differences(group, policy_col, metric, "seed", names[0], names[1:])
         tables.append(table.assign(**dict(zip(others, key if isinstance(key, tuple) else (key,)))))
         lines += [setting or "all runs", format_differences(table)]

@@ -69,10 +69,15 @@ def can_stream(config: RunConfig) -> bool:
     from market_hpc.policies.registry import scheduler_entry
 
     spec = config.workload
-    return (spec.trace is not None and config.queues.strategy is None and not spec.accelerators.enabled
-            and not spec.burst_buffer.enabled and not spec.market
-            and scheduler_entry(config.policy.scheduler).capabilities.handles("rigid")
-            and not read_gpu_requests(spec.trace))
+    return (
+        spec.trace is not None
+        and config.queues.strategy is None
+        and not spec.accelerators.enabled
+        and not spec.burst_buffer.enabled
+        and not spec.market
+        and scheduler_entry(config.policy.scheduler).capabilities.handles("rigid")
+        and not read_gpu_requests(spec.trace)
+    )
 
 
 class TraceJobs:
@@ -101,7 +106,9 @@ class TraceJobs:
 
     def __iter__(self) -> Iterator[Job]:
         spec = self.spec
-        jobs = self._counted(windowed(self.stream, spec.start, spec.end, spec.first_n, by_submit=True))
+        jobs = self._counted(
+            windowed(self.stream, spec.start, spec.end, spec.first_n, by_submit=True)
+        )
         if spec.load_factor != 1.0:
             jobs = _scaled(jobs, spec.load_factor)
         return self._measured(jobs)
@@ -197,7 +204,9 @@ class StreamedResult:
         """The ``timeseries.csv`` frame (as ``Result.timeseries``)."""
         return self.recorder.timeseries_frame()
 
-    def write(self, out: str | Path, overwrite: bool = False, carry: Mapping[str, Path] | None = None) -> Path:
+    def write(
+        self, out: str | Path, overwrite: bool = False, carry: Mapping[str, Path] | None = None
+    ) -> Path:
         """Write the results folder (same files and text as ``Result.write``), whole or
         not at all (see ``out_dir.staged_out_dir``).
 
@@ -210,8 +219,15 @@ class StreamedResult:
             OutputError: ``out`` cannot be written, or holds files and not ``overwrite``.
         """
         with staged_out_dir(out, overwrite, carry) as directory:
-            write_results(directory, self.config, self.recorder, self.summary, self.workload_report,
-                          self.skipped, self.chunk_rows)
+            write_results(
+                directory,
+                self.config,
+                self.recorder,
+                self.summary,
+                self.workload_report,
+                self.skipped,
+                self.chunk_rows,
+            )
         return Path(out)
 
 
@@ -236,15 +252,28 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     spec = config.workload
     platform = with_capacity(load_platform(config.platform), spec.burst_buffer)
     stream = stream_swf(spec.trace, lenient=spec.lenient)  # type: ignore[arg-type]
-    read_gpu_requests(stream.source, stream.header)  # (none, as can_stream found; a missing side file raises)
-    report: dict[str, Any] = {"source": stream.source, **dataclasses.asdict(stream.report),
-                              "trace_lines_skipped": stream.report.skipped}
+    read_gpu_requests(
+        stream.source, stream.header
+    )  # (none, as can_stream found; a missing side file raises)
+    report: dict[str, Any] = {
+        "source": stream.source,
+        **dataclasses.asdict(stream.report),
+        "trace_lines_skipped": stream.report.skipped,
+    }
     skipped = stream.skipped.records()
     check_window_keeps_jobs(stream.submits, spec.start, spec.end, stream.source)
     jobs = TraceJobs(stream, spec)
-    ids, run_times = array("q"), array("d")  # the every-job metrics' recorded run times (16 B a job)
-    model, elapsed = run_model(config, platform, CheckedJobs(_remembered(iter(jobs), ids, run_times)),
-                               jobs.expected(), progress)
+    ids, run_times = (
+        array("q"),
+        array("d"),
+    )  # the every-job metrics' recorded run times (16 B a job)
+    model, elapsed = run_model(
+        config,
+        platform,
+        CheckedJobs(_remembered(iter(jobs), ids, run_times)),
+        jobs.expected(),
+        progress,
+    )
     recorder, platform = model.recorder, model.platform
     extra = summary_extra(model, config, report, elapsed)
     release_model(model)
@@ -252,12 +281,21 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     gc.collect()
     _return_freed_memory()
     order = recorder.job_order()
-    frame = summary_frame(recorder).assign(cores=recorder.jobs.field("cores", order),
-                                           job_id=recorder.jobs.field("job_id", order))
-    recorded = pd.Series(np.frombuffer(run_times, dtype=np.float64), index=np.frombuffer(ids, dtype=np.int64))
-    summary = summarize(frame, summary_series(recorder, platform.total, platform.burst_buffer),
-                        platform.total, recorder.busy_resource_seconds, extra, burst_buffer=platform.burst_buffer,
-                        recorded_run_times=recorded)
+    frame = summary_frame(recorder).assign(
+        cores=recorder.jobs.field("cores", order), job_id=recorder.jobs.field("job_id", order)
+    )
+    recorded = pd.Series(
+        np.frombuffer(run_times, dtype=np.float64), index=np.frombuffer(ids, dtype=np.int64)
+    )
+    summary = summarize(
+        frame,
+        summary_series(recorder, platform.total, platform.burst_buffer),
+        platform.total,
+        recorder.busy_resource_seconds,
+        extra,
+        burst_buffer=platform.burst_buffer,
+        recorded_run_times=recorded,
+    )
     summary["trace_lines_skipped_by_reason"] = dict(report.get("anomalies", {}))
     if skipped:
         skipped = skipped_in_window(skipped, spec, jobs.last_submit)
@@ -267,4 +305,11 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     return StreamedResult(config, recorder, summary, report, skipped)
 
 
-__all__ = ["SKIPPED_KEY", "StreamedResult", "TraceJobs", "can_stream", "simulate_streaming", "skipped_in_window"]
+__all__ = [
+    "SKIPPED_KEY",
+    "StreamedResult",
+    "TraceJobs",
+    "can_stream",
+    "simulate_streaming",
+    "skipped_in_window",
+]

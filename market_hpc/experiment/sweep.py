@@ -46,8 +46,16 @@ from market_hpc.experiment.sweep_store import ResultStore
 from market_hpc.json_text import json_text
 
 __all__ = [
-    "FIXED_COLUMNS", "TIMING_COLUMNS", "Parameter", "RunSpec", "Sweep", "SweepError",
-    "SweepOutcome", "load_sweep", "run_id", "run_sweep",
+    "FIXED_COLUMNS",
+    "TIMING_COLUMNS",
+    "Parameter",
+    "RunSpec",
+    "Sweep",
+    "SweepError",
+    "SweepOutcome",
+    "load_sweep",
+    "run_id",
+    "run_sweep",
 ]
 
 CONSOLIDATE_SECONDS = 2.0
@@ -84,14 +92,21 @@ class SweepOutcome:
     def describe(self) -> str:
         """One line of counts, e.g. ``27 runs: 20 done, 5 skipped, 2 failed``; with
         ``--audit``, the failed runs' audit violations and unreadable folders apart."""
-        interrupted = (f", {self.interrupted} interrupted (re-run the sweep to resume them)"
-                       if self.interrupted else "")
+        interrupted = (
+            f", {self.interrupted} interrupted (re-run the sweep to resume them)"
+            if self.interrupted
+            else ""
+        )
         audits = ""
         if self.audit_violations or self.audit_unreadable:
-            audits = (f" (audit: {self.audit_violations} violating an invariant, "
-                      f"{self.audit_unreadable} unreadable)")
-        return (f"{self.total} runs: {self.done} done, {self.skipped} skipped, "
-                f"{self.failed} failed{audits}{interrupted} ({self.executor})")
+            audits = (
+                f" (audit: {self.audit_violations} violating an invariant, "
+                f"{self.audit_unreadable} unreadable)"
+            )
+        return (
+            f"{self.total} runs: {self.done} done, {self.skipped} skipped, "
+            f"{self.failed} failed{audits}{interrupted} ({self.executor})"
+        )
 
 
 def leading_columns(sweep: Sweep) -> list[str]:
@@ -144,8 +159,11 @@ def manifest(sweep: Sweep) -> dict[str, Any]:
 def time_unit(sweep: Sweep) -> str:
     """``time-units`` when every run replays task-graph jobs (the market paper counts abstract
     time), else ``s``."""
-    task_graphs = [run.config["workload"].get("generator") == "taskgraphs"
-                   or run.config["workload"].get("jobset") is not None for run in sweep.runs]
+    task_graphs = [
+        run.config["workload"].get("generator") == "taskgraphs"
+        or run.config["workload"].get("jobset") is not None
+        for run in sweep.runs
+    ]
     return "time-units" if task_graphs and all(task_graphs) else "s"
 
 
@@ -198,9 +216,12 @@ def run_sweep(
             Path(keep_dir).mkdir(parents=True, exist_ok=True)
         tasks = [RunTask(run.run_id, run.config, keep_dir, audit) for run in pending.values()]
         if progress:
-            print(f"sweep {plan.source.name}: {len(plan.runs)} runs validated, {len(tasks)} to run, "
-                  f"{len(plan.runs) - len(tasks)} already stored; {executor.description}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"sweep {plan.source.name}: {len(plan.runs)} runs validated, {len(tasks)} to run, "
+                f"{len(plan.runs) - len(tasks)} already stored; {executor.description}",
+                file=sys.stderr,
+                flush=True,
+            )
         bar = _progress_bar(len(tasks), progress)
         last_consolidation = time.monotonic()
         try:
@@ -233,9 +254,18 @@ def run_sweep(
         if bar is not None:
             bar.close()
         store.consolidate(order, leading)
-    return SweepOutcome(directory, len(plan.runs), done, len(plan.runs) - len(pending),
-                        len(errors) - interrupted, tuple(errors), executor.description, interrupted,
-                        audits["violation"], audits["unreadable"])
+    return SweepOutcome(
+        directory,
+        len(plan.runs),
+        done,
+        len(plan.runs) - len(pending),
+        len(errors) - interrupted,
+        tuple(errors),
+        executor.description,
+        interrupted,
+        audits["violation"],
+        audits["unreadable"],
+    )
 
 
 PROGRESS_LINE_SECONDS = 5.0
@@ -253,8 +283,13 @@ class ProgressLines:
         stream: Where the lines go (standard error when ``None``).
     """
 
-    def __init__(self, total: int, interval: float = PROGRESS_LINE_SECONDS,
-                 clock: Any = time.monotonic, stream: Any = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        interval: float = PROGRESS_LINE_SECONDS,
+        clock: Any = time.monotonic,
+        stream: Any = None,
+    ) -> None:
         self.total, self.interval, self.clock = total, interval, clock
         self.stream = stream
         self.done = self.failed = 0
@@ -278,9 +313,12 @@ class ProgressLines:
     def _line(self, now: float) -> None:
         elapsed = now - self.started
         left = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
-        print(f"sweep: {self.done}/{self.total} runs done, {self.failed} failed, "
-              f"{_clock_text(elapsed)} elapsed, about {_clock_text(left)} left",
-              file=self.stream or sys.stderr, flush=True)
+        print(
+            f"sweep: {self.done}/{self.total} runs done, {self.failed} failed, "
+            f"{_clock_text(elapsed)} elapsed, about {_clock_text(left)} left",
+            file=self.stream or sys.stderr,
+            flush=True,
+        )
 
 
 def _clock_text(seconds: float) -> str:
@@ -298,4 +336,6 @@ def _progress_bar(total: int, enabled: bool) -> Any:
     from tqdm import tqdm
 
     # mininterval 0: the first run can take minutes, show the bar (and its rate) at once
-    return tqdm(total=total, unit="run", desc="sweep", file=sys.stderr, mininterval=0, smoothing=0.1)
+    return tqdm(
+        total=total, unit="run", desc="sweep", file=sys.stderr, mininterval=0, smoothing=0.1
+    )

@@ -81,9 +81,11 @@ def check_run_count(file: Path, axis_lengths: list[int], seed_count: int, max_ru
     """
     total, shape = run_count(axis_lengths, seed_count)
     if total > max_runs:
-        raise SweepError(f"{file}: {total:,} runs ({shape}) is more than --max-runs "
-                         f"{max_runs:,}; shorten the grid lists or the seeds, split the sweep, "
-                         "or raise --max-runs")
+        raise SweepError(
+            f"{file}: {total:,} runs ({shape}) is more than --max-runs "
+            f"{max_runs:,}; shorten the grid lists or the seeds, split the sweep, "
+            "or raise --max-runs"
+        )
     return f"{total:,} run{'s' * (total != 1)} ({shape})"
 
 
@@ -119,9 +121,11 @@ def scheduler_hint(base: dict[str, Any], point: dict[str, Any]) -> str:
     stray = [key for key in params if key not in declared]
     if not stray:
         return ""
-    return (f" (this point's policy.scheduler is {scheduler!r}, the base scenario's is "
-            f"{base_scheduler!r}; policy.params.{stray[0]} must be a parameter of each point's "
-            "scheduler: put it in one [[zip]] group with policy.scheduler)")
+    return (
+        f" (this point's policy.scheduler is {scheduler!r}, the base scenario's is "
+        f"{base_scheduler!r}; policy.params.{stray[0]} must be a parameter of each point's "
+        "scheduler: put it in one [[zip]] group with policy.scheduler)"
+    )
 
 
 def _scheduler(data: dict[str, Any]) -> Any:
@@ -178,16 +182,20 @@ def report_metrics(file: Path, report: Any) -> tuple[str, ...]:
     from market_hpc.experiment.metrics_table import metric_names
 
     if not isinstance(report, dict) or set(report) - {"metrics", "leaderboard"}:
-        raise SweepError(f"{file}: [report] accepts only metrics = [names] and "
-                         f"leaderboard = {{...}}, got {report!r}")
+        raise SweepError(
+            f"{file}: [report] accepts only metrics = [names] and "
+            f"leaderboard = {{...}}, got {report!r}"
+        )
     metrics = report.get("metrics", [])
     if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
         raise SweepError(f"{file}: report.metrics must be a list of metric names, got {metrics!r}")
     valid = metric_names()
     for name in metrics:
         if name not in valid:
-            raise SweepError(f"{file}: report.metrics: unknown metric {name!r}; valid metrics: "
-                             f"{', '.join(valid)}")
+            raise SweepError(
+                f"{file}: report.metrics: unknown metric {name!r}; valid metrics: "
+                f"{', '.join(valid)}"
+            )
     return tuple(metrics)
 
 
@@ -212,21 +220,27 @@ def quick_lists(file: Path, table: Any, quick: bool, grid: Any, zips: Any) -> tu
         SweepError: ``quick`` without a ``[quick]`` table, or a table with other keys.
     """
     if table is not None and (not isinstance(table, dict) or set(table) - {"grid", "zip"}):
-        raise SweepError(f"{file}: [quick] accepts only grid = {{path = [values]}} and "
-                         f"zip = [{{...}}], got {table!r}")
+        raise SweepError(
+            f"{file}: [quick] accepts only grid = {{path = [values]}} and "
+            f"zip = [{{...}}], got {table!r}"
+        )
     if not quick:
         return grid, zips
     if table is None:
-        raise SweepError(f"{file}: --quick needs a [quick] table in the sweep file (grid "
-                         "and/or zip lists that replace the file's)")
+        raise SweepError(
+            f"{file}: --quick needs a [quick] table in the sweep file (grid "
+            "and/or zip lists that replace the file's)"
+        )
     quick_grid = table.get("grid", {})
     if not isinstance(quick_grid, dict) or not isinstance(grid, dict):
-        raise SweepError(f"{file}: quick.grid must be a table of path = [values], "
-                         f"got {quick_grid!r}")
+        raise SweepError(
+            f"{file}: quick.grid must be a table of path = [values], got {quick_grid!r}"
+        )
     merged = dict(flatten(grid))
     for path, values in flatten(quick_grid):
         if path not in merged:
-            raise SweepError(f"{file}: quick.grid: {path} is not a [grid] parameter "
-                             f"(grid: {', '.join(merged)})")
+            raise SweepError(
+                f"{file}: quick.grid: {path} is not a [grid] parameter (grid: {', '.join(merged)})"
+            )
         merged[path] = values
     return merged, table.get("zip", zips)

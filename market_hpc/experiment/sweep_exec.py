@@ -19,8 +19,17 @@ import numpy as np
 from market_hpc.experiment import executors
 from market_hpc.experiment.executors import DASK_HINT, Executor, failed_row, parse_dask_address
 
-TIMING_COLUMNS = ("duration_s", "simulation_seconds", "dispatch_seconds", "mean_dispatch_ms", "p99_dispatch_ms",
-                  "max_dispatch_ms", "dispatch_cpu_seconds", "cpu_per_decision_ms", "run_cpu_seconds")
+TIMING_COLUMNS = (
+    "duration_s",
+    "simulation_seconds",
+    "dispatch_seconds",
+    "mean_dispatch_ms",
+    "p99_dispatch_ms",
+    "max_dispatch_ms",
+    "dispatch_cpu_seconds",
+    "cpu_per_decision_ms",
+    "run_cpu_seconds",
+)
 
 
 @dataclass(frozen=True)
@@ -76,7 +85,13 @@ def execute_run(task: RunTask) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - a failing run is recorded, the sweep goes on
         metrics, status, error = {}, "failed", f"{type(exc).__name__}: {exc}"
     duration = time.perf_counter() - began
-    return {"run_id": task.run_id, "status": status, "error": error, "duration_s": duration, **metrics}
+    return {
+        "run_id": task.run_id,
+        "status": status,
+        "error": error,
+        "duration_s": duration,
+        **metrics,
+    }
 
 
 AUDIT_FAILURES = {"AuditError": "violation", "AuditReadError": "unreadable"}
@@ -149,6 +164,18 @@ def make_executor(workers: int = 1, dask: str | None = None) -> Executor:
     return executors.make_executor(workers, dask, execute_run)
 
 
-__all__ = ["DASK_HINT", "TIMING_COLUMNS", "DaskExecutor", "Executor", "InProcessExecutor", "ProcessExecutor",
-           "RunTask", "audit_failure", "execute_run", "failed_row", "make_executor",
-           "parse_dask_address", "scalar_metrics"]
+__all__ = [
+    "DASK_HINT",
+    "TIMING_COLUMNS",
+    "DaskExecutor",
+    "Executor",
+    "InProcessExecutor",
+    "ProcessExecutor",
+    "RunTask",
+    "audit_failure",
+    "execute_run",
+    "failed_row",
+    "make_executor",
+    "parse_dask_address",
+    "scalar_metrics",
+]

@@ -70,9 +70,21 @@ from market_hpc.workload.trace_catalogue import resolve_trace
 
 RESERVED_KEYS = ("base", "seeds", "grid", "zip", "report", "quick")
 FIXED_COLUMNS = ("run_id", "seed", "status", "error", "duration_s")
-__all__ = ["FIXED_COLUMNS", "INPUT_FILE_KEYS", "MAX_RUNS", "RESERVED_KEYS", "Parameter",
-           "RunSpec", "Sweep", "SweepError", "get_path", "load_sweep", "parameter_columns",
-           "point_name", "run_id"]
+__all__ = [
+    "FIXED_COLUMNS",
+    "INPUT_FILE_KEYS",
+    "MAX_RUNS",
+    "RESERVED_KEYS",
+    "Parameter",
+    "RunSpec",
+    "Sweep",
+    "SweepError",
+    "get_path",
+    "load_sweep",
+    "parameter_columns",
+    "point_name",
+    "run_id",
+]
 
 
 @dataclass(frozen=True)
@@ -150,8 +162,12 @@ def get_path(data: dict[str, Any], path: str) -> Any:
     return node
 
 
-def load_sweep(path: str | Path, quick: bool = False, max_runs: int = MAX_RUNS,
-               announce: Callable[[str], object] | None = None) -> Sweep:
+def load_sweep(
+    path: str | Path,
+    quick: bool = False,
+    max_runs: int = MAX_RUNS,
+    announce: Callable[[str], object] | None = None,
+) -> Sweep:
     """Read, validate and expand a sweep file.
 
     Args:
@@ -248,7 +264,9 @@ def _values(file: Path, where: str, path: str, values: Any, unique: bool = True)
     if path == "seed":
         raise SweepError(f"{file}: {where}: seed cannot be swept here; use seeds = N or [..]")
     if not isinstance(values, list) or not values:
-        raise SweepError(f"{file}: {where}: {path} must be a non-empty list of values, got {values!r}")
+        raise SweepError(
+            f"{file}: {where}: {path} must be a non-empty list of values, got {values!r}"
+        )
     if unique:
         repeated = _first_repeat(values)
         if repeated is not None:
@@ -283,8 +301,9 @@ def _hashable(item: Any) -> Any:
     return item
 
 
-def _axes(file: Path, grid: Any, zips: Any) -> tuple[list[tuple[list[str], list[tuple[Any, ...]]]],
-                                                    tuple[Parameter, ...]]:
+def _axes(
+    file: Path, grid: Any, zips: Any
+) -> tuple[list[tuple[list[str], list[tuple[Any, ...]]]], tuple[Parameter, ...]]:
     """One axis per grid parameter and one per zip group: (paths, rows of values)."""
     if not isinstance(grid, dict):
         raise SweepError(f"{file}: grid must be a table of path = [values], got {grid!r}")
@@ -298,7 +317,9 @@ def _axes(file: Path, grid: Any, zips: Any) -> tuple[list[tuple[list[str], list[
     for number, group in enumerate(zips, start=1):
         where = f"zip group {number}"
         # a column may repeat a value (ebf with three allocators); a whole row may not
-        columns = [(p, _values(file, where, p, v, unique=len(group) == 1)) for p, v in flatten(group)]
+        columns = [
+            (p, _values(file, where, p, v, unique=len(group) == 1)) for p, v in flatten(group)
+        ]
         if not columns:
             raise SweepError(f"{file}: {where} is empty")
         lengths = {len(values) for _, values in columns}
@@ -309,13 +330,16 @@ def _axes(file: Path, grid: Any, zips: Any) -> tuple[list[tuple[list[str], list[
         repeated = _first_repeat(rows)
         if repeated is not None:
             first, later = repeated
-            raise SweepError(f"{file}: {where}: row {later + 1} repeats row {first + 1}: "
-                             f"{rows[later]!r}")
+            raise SweepError(
+                f"{file}: {where}: row {later + 1} repeats row {first + 1}: {rows[later]!r}"
+            )
         axes.append(([p for p, _ in columns], rows))
     paths = [path for axis_paths, _ in axes for path in axis_paths]
     for path in paths:
         if paths.count(path) > 1:
-            raise SweepError(f"{file}: {path} is varied twice (grid and zip groups must not overlap)")
+            raise SweepError(
+                f"{file}: {path} is varied twice (grid and zip groups must not overlap)"
+            )
     return axes, parameter_columns(paths)
 
 
@@ -357,8 +381,9 @@ def _check_first_point(file: Path, base: dict[str, Any], axes: list[Any]) -> Any
         if base_error is not None:
             raise _base_error(file, base_error) from None
         message = str(exc)
-        named = ([path for path, _ in paths if path in message]
-                 or [path for path, value in paths if isinstance(value, str) and repr(value) in message])
+        named = [path for path, _ in paths if path in message] or [
+            path for path, value in paths if isinstance(value, str) and repr(value) in message
+        ]
         where = named[-1] if named else "first point"
         raise SweepError(f"{file}: {where}: {exc}{scheduler_hint(base, data)}") from None
 
@@ -370,17 +395,28 @@ def _seeds(file: Path, value: Any) -> Sequence[int] | None:
         return None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
         return range(1, value + 1)
-    if (isinstance(value, list) and value
-            and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value)):
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value)
+    ):
         if len(set(value)) != len(value):
             raise SweepError(f"{file}: seeds lists a seed twice: {value}")
         return tuple(value)
-    raise SweepError(f"{file}: seeds: expected a positive integer N (meaning 1..N) or a non-empty "
-                     f"list of distinct non-negative integers, got {value!r}")
+    raise SweepError(
+        f"{file}: seeds: expected a positive integer N (meaning 1..N) or a non-empty "
+        f"list of distinct non-negative integers, got {value!r}"
+    )
 
 
-def _expand(file: Path, base: dict[str, Any], axes: list[Any], parameters: tuple[Parameter, ...],
-            seeds: tuple[int, ...], points: list[tuple[Any, RunSpec]]) -> Iterator[RunSpec]:
+def _expand(
+    file: Path,
+    base: dict[str, Any],
+    axes: list[Any],
+    parameters: tuple[Parameter, ...],
+    seeds: tuple[int, ...],
+    points: list[tuple[Any, RunSpec]],
+) -> Iterator[RunSpec]:
     """Yield every run in plan order; append each point's ``RunConfig`` and first run to
     ``points`` (the preflight checks a point once, not once per seed)."""
     seen: dict[str, dict[str, Any]] = {}
@@ -400,8 +436,10 @@ def _expand(file: Path, base: dict[str, Any], axes: list[Any], parameters: tuple
             params = {p.column: swept_value(full, p.path, v) for p, v in zip(parameters, values)}
             identity = run_id(full)
             if identity in seen:
-                raise SweepError(f"{file}: points {point_name(seen[identity], seed)} and "
-                                 f"{point_name(params, seed)} are the same run")
+                raise SweepError(
+                    f"{file}: points {point_name(seen[identity], seed)} and "
+                    f"{point_name(params, seed)} are the same run"
+                )
             seen[identity] = params
             run = RunSpec(identity, seed, params, full)
             if seed == seeds[0]:

@@ -87,7 +87,9 @@ def tidy_frame(rows: Iterable[dict[str, Any]], leading: Sequence[str]) -> pd.Dat
 def _whole_numbers(rows: list[dict[str, Any]], column: str) -> bool:
     """Whether every value given for ``column`` is a Python or NumPy integer (bools aside)."""
     values = [row[column] for row in rows if row.get(column) is not None]
-    return bool(values) and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values)
+    return bool(values) and all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values
+    )
 
 
 class ResultStore:
@@ -135,8 +137,9 @@ class ResultStore:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.close()
-            raise SweepError(f"{self.directory} is in use by another sweep "
-                             f"(lock {self.directory / LOCK_FILE})") from None
+            raise SweepError(
+                f"{self.directory} is in use by another sweep (lock {self.directory / LOCK_FILE})"
+            ) from None
         return handle
 
     def close(self) -> None:
@@ -159,8 +162,10 @@ class ResultStore:
                 for row in pq.read_table(self.results_parquet).to_pylist():
                     self.rows[row["run_id"]] = _drop_nulls(row)
             except (OSError, pa.ArrowException) as exc:
-                warnings.warn(f"{self.results_parquet} unreadable ({exc}); rebuilding it from "
-                              f"{self.parts}", stacklevel=2)
+                warnings.warn(
+                    f"{self.results_parquet} unreadable ({exc}); rebuilding it from {self.parts}",
+                    stacklevel=2,
+                )
                 self.rows.clear()
         for part in sorted(self.parts.glob("*.parquet")):
             stored = self.rows.get(part.stem)
@@ -175,8 +180,10 @@ class ResultStore:
 
     def add(self, row: dict[str, Any]) -> None:
         """Store one finished run durably (its part file), then in memory."""
-        atomic_write(self.parts / f"{row['run_id']}.parquet",
-                     lambda handle: pq.write_table(_arrow_table([row]), handle))
+        atomic_write(
+            self.parts / f"{row['run_id']}.parquet",
+            lambda handle: pq.write_table(_arrow_table([row]), handle),
+        )
         self.rows[row["run_id"]] = row
 
     def consolidate(self, order: Sequence[str], leading: Sequence[str]) -> None:
@@ -192,7 +199,9 @@ class ResultStore:
         extra = [self.rows[run_id] for run_id in sorted(self.rows) if run_id not in known]
         frame = tidy_frame([*planned, *extra], leading)
         atomic_write(self.results_parquet, lambda handle: frame.to_parquet(handle, index=False))
-        atomic_write(self.results_csv, lambda handle: handle.write(frame.to_csv(index=False).encode()))
+        atomic_write(
+            self.results_csv, lambda handle: handle.write(frame.to_csv(index=False).encode())
+        )
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         """Write ``sweep.json`` (what the report needs to know about the sweep)."""

@@ -28,8 +28,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pandas as pd
 
 _STATUS, _PARTITION = 10, 15  # 0-based SWF fields 11 and 16
-_CARRIED = ("UnixStartTime", "TimeZoneString", "Queues", "Partitions", "MaxRuntime",
-            "MaxMemory")
+_CARRIED = ("UnixStartTime", "TimeZoneString", "Queues", "Partitions", "MaxRuntime", "MaxMemory")
 
 
 @dataclass(frozen=True)
@@ -55,8 +54,16 @@ def read_original(trace: str | None) -> OriginalTrace | None:
     if not trace or not Path(trace).is_file():
         return None
     try:
-        frame = pd.read_csv(trace, sep=r"\s+", comment=";", header=None, usecols=[0, _STATUS, _PARTITION],
-                            dtype=float, engine="c", compression="infer")
+        frame = pd.read_csv(
+            trace,
+            sep=r"\s+",
+            comment=";",
+            header=None,
+            usecols=[0, _STATUS, _PARTITION],
+            dtype=float,
+            engine="c",
+            compression="infer",
+        )
         opener = gzip.open if str(trace).endswith(".gz") else open
         with opener(trace, "rt", encoding="latin-1") as handle:
             lines = [line for line in handle if line.startswith(";")]
@@ -68,10 +75,16 @@ def read_original(trace: str | None) -> OriginalTrace | None:
         if sep and re.fullmatch(r"[A-Za-z]+", key.strip()) and key.strip() not in header:
             header[key.strip()] = value.strip()
     ids = frame[0].astype(int).tolist()
-    status = {job: int(value) for job, value in zip(ids, frame[_STATUS].tolist(), strict=True)
-              if value != -1}
-    partition = {job: int(value) for job, value in zip(ids, frame[_PARTITION].tolist(), strict=True)
-                 if value != -1}
+    status = {
+        job: int(value)
+        for job, value in zip(ids, frame[_STATUS].tolist(), strict=True)
+        if value != -1
+    }
+    partition = {
+        job: int(value)
+        for job, value in zip(ids, frame[_PARTITION].tolist(), strict=True)
+        if value != -1
+    }
     return OriginalTrace(str(trace), header, status, partition)
 
 
@@ -88,18 +101,36 @@ def _date(seconds: float, zone: str) -> str | None:
     return moment.strftime("%a %b %e %H:%M:%S %Z %Y")
 
 
-def swf_header(*, name: str, policy: str, platform: str, directory: str, n_jobs: int,
-               n_records: int, n_nodes: int, n_procs: int, last_end: float, queues: int,
-               original: OriginalTrace | None, preemption: str, notes: list[str]) -> list[str]:
+def swf_header(
+    *,
+    name: str,
+    policy: str,
+    platform: str,
+    directory: str,
+    n_jobs: int,
+    n_records: int,
+    n_nodes: int,
+    n_procs: int,
+    last_end: float,
+    queues: int,
+    original: OriginalTrace | None,
+    preemption: str,
+    notes: list[str],
+) -> list[str]:
     """The header comments of an exported schedule (module docstring); ``notes`` are the
     things SWF cannot express, written as ``Note:`` lines. ``n_records`` counts the job
     lines (summaries and parts of held jobs), ``preemption`` is ``No``, ``Yes`` or
     ``Double`` (:mod:`~market_hpc.experiment.export_segments`)."""
     carried = original.header if original else {}
-    lines = ["Version: 2.2", f"Computer: simulated by market_hpc ({name})",
-             f"Installation: {policy} on platform {platform}",
-             f"Conversion: market-hpc export of the run folder {directory}",
-             f"MaxJobs: {n_jobs}", f"MaxRecords: {n_records}", f"Preemption: {preemption}"]
+    lines = [
+        "Version: 2.2",
+        f"Computer: simulated by market_hpc ({name})",
+        f"Installation: {policy} on platform {platform}",
+        f"Conversion: market-hpc export of the run folder {directory}",
+        f"MaxJobs: {n_jobs}",
+        f"MaxRecords: {n_records}",
+        f"Preemption: {preemption}",
+    ]
     start = carried.get("UnixStartTime")
     zone = carried.get("TimeZoneString")
     if start is not None and re.fullmatch(r"-?\d+(\.\d+)?", start):
@@ -113,14 +144,18 @@ def swf_header(*, name: str, policy: str, platform: str, directory: str, n_jobs:
             if text:
                 lines.append(f"{key}: {text}")
     else:
-        notes.append("no UnixStartTime: the input " + ("trace has none" if original else
-                                                        "is not an SWF trace") +
-                     "; times are seconds after the first submit")
+        notes.append(
+            "no UnixStartTime: the input "
+            + ("trace has none" if original else "is not an SWF trace")
+            + "; times are seconds after the first submit"
+        )
     lines += [f"MaxNodes: {n_nodes}", f"MaxProcs: {n_procs}"]
     lines += [f"{key}: {carried[key]}" for key in ("MaxRuntime", "MaxMemory") if key in carried]
     lines.append("AllowOveruse: Yes")
-    notes.append("AllowOveruse: the simulator never kills a job at its requested time; a job "
-                 "runs for its recorded run time")
+    notes.append(
+        "AllowOveruse: the simulator never kills a job at its requested time; a job "
+        "runs for its recorded run time"
+    )
     lines.append(f"MaxQueues: {queues}")
     if "Queues" in carried:
         lines.append(f"Queues: {carried['Queues']}")

@@ -59,7 +59,9 @@ class BestFit:
 
 
 @register_allocator(
-    "max-bid", "the node bidding the most free cores (market auction, Singh et al.; single node)", market_only=True
+    "max-bid",
+    "the node bidding the most free cores (market auction, Singh et al.; single node)",
+    market_only=True,
 )
 class MaxBid:
     """Worst-fit on one node: the node with the most free cores, ties by lowest index."""

@@ -33,10 +33,31 @@ units, read as those pairs) is accepted wherever an allocation is: the indexed f
 and best-fit return one, so a wide job costs its runs, not its nodes."""
 
 __all__ = [
-    "NOTHING", "Action", "Allocation", "Allocator", "Decision", "Drop", "FailureCountingAllocator",
-    "FastMember", "FastView", "Hold", "IndexedAllocator", "JobState", "NodeRuns", "PassAwareAllocator", "Policy",
-    "QueueAgentView", "RoutedQueue", "RunningJob", "Start", "View", "failure_counting", "fast_view",
-    "indexed", "iter_units", "pass_aware",
+    "NOTHING",
+    "Action",
+    "Allocation",
+    "Allocator",
+    "Decision",
+    "Drop",
+    "FailureCountingAllocator",
+    "FastMember",
+    "FastView",
+    "Hold",
+    "IndexedAllocator",
+    "JobState",
+    "NodeRuns",
+    "PassAwareAllocator",
+    "Policy",
+    "QueueAgentView",
+    "RoutedQueue",
+    "RunningJob",
+    "Start",
+    "View",
+    "failure_counting",
+    "fast_view",
+    "indexed",
+    "iter_units",
+    "pass_aware",
 ]
 
 
@@ -136,29 +157,39 @@ class View(Protocol):
     @property
     def free(self) -> np.ndarray:
         """``(n_nodes, N_RESOURCES)`` free resources, read-only."""
+
     @property
     def free_total(self) -> tuple[int, ...]:
         """Free amount per resource summed over nodes."""
+
     @property
     def free_bb(self) -> float:
         """Free burst-buffer capacity of the shared pool."""
+
     @property
     def exclusive(self) -> bool:
         """Whether nodes are allocated exclusively (whole nodes per job)."""
+
     @property
     def queue(self) -> Sequence[Job]:
         """Waiting jobs in queue order."""
+
     @property
     def running(self) -> Sequence[RunningJob]:
         """Running jobs sorted by (est_end, seq)."""
+
     def expected_end(self, running: RunningJob) -> float:
         """``max(running.est_end, time)``: a job past its estimate is expected to end now."""
+
     def state(self, job_id: int) -> JobState:
         """Dynamic state of a queued or running job."""
+
     def running_on(self, node: int) -> Sequence[RunningJob]:
         """Running jobs with units on ``node``, in start order."""
+
     def bids(self, free: np.ndarray) -> np.ndarray:
         """The node agents' bids (one per node) priced on ``free`` (market auctions)."""
+
     def asks(self, free: np.ndarray) -> Asks | None:
         """The node agents' offers (cores offered, reserve value per core) on ``free``, or
         ``None`` when every node offers its free cores at no reserve (market auctions;
@@ -194,6 +225,7 @@ class QueueAgentView(Protocol):
     @property
     def jobs(self) -> dict[int, Job]:
         """Waiting jobs by id, in arrival order."""
+
     @property
     def columns(self) -> QueueColumns:
         """The same jobs as columns (backfilling walks over long queues use them)."""
@@ -205,12 +237,15 @@ class RoutedQueue(Protocol):
     @property
     def config(self) -> QueueConfig:
         """The queue configuration the jobs were routed by."""
+
     @property
     def jobs(self) -> dict[int, Job]:
         """Every waiting job by id, in arrival order."""
+
     @property
     def queue_of(self) -> Mapping[int, str]:
         """The configured queue of each waiting job, by job id."""
+
     @property
     def queues(self) -> Mapping[str, QueueAgentView]:
         """Each configured queue's waiting jobs, by queue name."""
@@ -231,28 +266,35 @@ class FastView(View, Protocol):
     def queue_min_cores(self) -> int:
         """Fewest cores a waiting job asks for (fallback: run the pass, which starts
         nothing when nothing fits)."""
+
     @property
     def running_beyond_cores(self) -> int:
         """Running jobs whose unit asks for more than cores; 0 when the running jobs hold
         cores only (fallback: walk ``running``)."""
+
     @property
     def queue_columns(self) -> QueueColumns:
         """The waiting jobs as columns in ``queue`` order (fallback: walk ``queue``)."""
+
     @property
     def market_columns(self) -> MarketColumns:
         """The waiting jobs' value curves, profiles and progress as columns in ``queue``
         order (fallback: build ``MarketColumns`` from ``queue`` and ``state``)."""
+
     @property
     def running_version(self) -> int:
         """Changes whenever a job starts, ends or is held (fallback: assume it changed)."""
+
     @property
     def routed_queue(self) -> RoutedQueue | None:
         """Hybrid queues: the waiting jobs per configured queue, or ``None`` when the model has
         no queues (fallback: route ``queue`` job by job)."""
+
     @property
     def free_index(self) -> FreeCoreIndex:
         """Free cores indexed for placement; try allocations on it only through
         ``policies.scratch.PassScratch``, which undoes them (fallback: a copy of ``free``)."""
+
     def queue_sorted(self, key: Callable[[Job], object]) -> Sequence[Job]:
         """The waiting jobs sorted by ``key`` (a total order), kept sorted between
         decisions (fallback: ``sorted(queue, key=key)``)."""
@@ -295,8 +337,16 @@ class FailureCountingAllocator(Allocator, Protocol):
         """Count an attempt to place ``job`` that failed without ``allocate``."""
 
 
-FastMember = Literal["queue_sorted", "queue_min_cores", "queue_columns", "market_columns",
-                     "running_beyond_cores", "running_version", "routed_queue", "free_index"]
+FastMember = Literal[
+    "queue_sorted",
+    "queue_min_cores",
+    "queue_columns",
+    "market_columns",
+    "running_beyond_cores",
+    "running_version",
+    "routed_queue",
+    "free_index",
+]
 """The name of one :class:`FastView` member (each is optional on its own)."""
 
 
@@ -345,7 +395,11 @@ def pass_aware(allocator: Allocator) -> PassAwareAllocator | None:
 
 def failure_counting(allocator: Allocator) -> FailureCountingAllocator | None:
     """``allocator`` when it is a :class:`FailureCountingAllocator`, else ``None``."""
-    return cast(FailureCountingAllocator, allocator) if _offers(allocator, "note_failed_attempt") else None
+    return (
+        cast(FailureCountingAllocator, allocator)
+        if _offers(allocator, "note_failed_attempt")
+        else None
+    )
 
 
 def iter_units(allocation: Allocation) -> Iterator[int]:

@@ -183,16 +183,27 @@ class BbSched(WindowScheduler):
     label = "bbsched"
     max_window = 62
 
-    def __init__(self, allocator: Allocator, solver: str = "auto", generations: int = 500, population: int = 20,
-                 mutation: float = 0.0005, rule: str = "paper", exhaustive_up_to: int = 10,
-                 exact_budget: int = EXACT_BUDGET, **params: Any) -> None:
+    def __init__(
+        self,
+        allocator: Allocator,
+        solver: str = "auto",
+        generations: int = 500,
+        population: int = 20,
+        mutation: float = 0.0005,
+        rule: str = "paper",
+        exhaustive_up_to: int = 10,
+        exact_budget: int = EXACT_BUDGET,
+        **params: Any,
+    ) -> None:
         super().__init__(allocator, **params)
         if rule not in RULES:
             raise UnknownNameError("bbsched rule", rule, RULES)
         if solver not in SOLVERS:
             raise UnknownNameError("bbsched solver", solver, SOLVERS)
         if not 0 <= exhaustive_up_to <= MAX_EXACT_JOBS:
-            raise ConfigError(f"bbsched: exhaustive_up_to must be in 0..{MAX_EXACT_JOBS}, got {exhaustive_up_to}")
+            raise ConfigError(
+                f"bbsched: exhaustive_up_to must be in 0..{MAX_EXACT_JOBS}, got {exhaustive_up_to}"
+            )
         if exact_budget < 0:
             raise ConfigError(f"bbsched: exact_budget must be >= 0, got {exact_budget}")
         try:
@@ -225,17 +236,47 @@ class BbSched(WindowScheduler):
         front = self.pareto(window, rng)
         total_nodes, total_bb = _totals(view)
         used_bb = total_bb - view.free_bb
-        return choose(front, window.size, total_nodes, total_bb, self.rule,
-                      total_nodes - view.free_total[0], used_bb)
+        return choose(
+            front,
+            window.size,
+            total_nodes,
+            total_bb,
+            self.rule,
+            total_nodes - view.free_total[0],
+            used_bb,
+        )
 
 
-BB_SCHEDULERS = ("bbsched", "bb-baseline", "bb-weighted", "bb-weighted-cpu", "bb-weighted-bb",
-                 "bb-constrained-cpu", "bb-constrained-bb", "bb-binpacking")
+BB_SCHEDULERS = (
+    "bbsched",
+    "bb-baseline",
+    "bb-weighted",
+    "bb-weighted-cpu",
+    "bb-weighted-bb",
+    "bb-constrained-cpu",
+    "bb-constrained-bb",
+    "bb-binpacking",
+)
 
-_COMMON = {"size": "window", "order": "order", "starvation": "starvation", "starvation_by": "starvation_by",
-           "starvation_backstop": "starvation_backstop"}
-_OWN = {"bbsched": ("solver", "exact_budget", "generations", "population", "mutation", "rule", "exhaustive_up_to"),
-        "bb-binpacking": ("normalise",)}
+_COMMON = {
+    "size": "window",
+    "order": "order",
+    "starvation": "starvation",
+    "starvation_by": "starvation_by",
+    "starvation_backstop": "starvation_backstop",
+}
+_OWN = {
+    "bbsched": (
+        "solver",
+        "exact_budget",
+        "generations",
+        "population",
+        "mutation",
+        "rule",
+        "exhaustive_up_to",
+    ),
+    "bb-binpacking": ("normalise",),
+}
 
 
 def window_params(scheduler: str, settings: dict[str, Any]) -> dict[str, Any] | None:

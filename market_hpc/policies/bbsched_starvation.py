@@ -49,17 +49,26 @@ class Starvation:
     True
     """
 
-    def __init__(self, bound: float, by: str = DEFAULT_READING, backstop: float = DEFAULT_BACKSTOP,
-                 label: str = "bb-window") -> None:
+    def __init__(
+        self,
+        bound: float,
+        by: str = DEFAULT_READING,
+        backstop: float = DEFAULT_BACKSTOP,
+        label: str = "bb-window",
+    ) -> None:
         if by not in STARVATION_READINGS:
             raise UnknownNameError(f"{label} starvation_by", by, STARVATION_READINGS)
         if bound <= 0:
             raise ConfigError(f"{label}: starvation must be > 0 ({by}), got {bound}")
         if backstop < 0:
-            raise ConfigError(f"{label}: starvation_backstop must be >= 0 seconds (0: none), got {backstop}")
+            raise ConfigError(
+                f"{label}: starvation_backstop must be >= 0 seconds (0: none), got {backstop}"
+            )
         if by == "passed-over" and backstop == 0:
-            raise ConfigError(f"{label}: starvation_by = \"passed-over\" needs a starvation_backstop > 0 seconds "
-                              "(a job that never fits is never passed over and would never be forced)")
+            raise ConfigError(
+                f'{label}: starvation_by = "passed-over" needs a starvation_backstop > 0 seconds '
+                "(a job that never fits is never passed over and would never be forced)"
+            )
         self.bound = bound
         self.by = by
         self.backstop = backstop
@@ -98,8 +107,14 @@ class Starvation:
             for job in window:
                 count[job.job_id] = count.get(job.job_id, 0.0) + 1.0
 
-    def counted(self, window: Sequence[Job], started: set[int], free_nodes: float, free_bb: float,
-                had_choice: bool) -> None:
+    def counted(
+        self,
+        window: Sequence[Job],
+        started: set[int],
+        free_nodes: float,
+        free_bb: float,
+        had_choice: bool,
+    ) -> None:
         """The invocation's outcome: the ids ``started``, the free resources at its start,
         whether two or more window jobs were eligible."""
         count = self.count

@@ -67,6 +67,7 @@ def wfp_order(queue: Sequence[Job], now: float) -> list[Job]:
     >>> [j.job_id for j in wfp_order(jobs, 100.0)]      # 4 * 1**3 < 1 * 5**3
     [2, 1]
     """
+
     def key(job: Job) -> tuple[float, float, int]:
         ratio = max(now - job.submit, 0.0) / max(job.estimate, 1.0)
         return (-job.cores * ratio**3, job.submit, job.job_id)
@@ -141,7 +142,9 @@ class Reservation:
         return job.cores <= self.extra_nodes and job.bb <= self.extra_bb and self.others_fit
 
 
-def greedy_backfill(jobs: Sequence[Job], free_nodes: float, free_bb: float, reservation: Reservation) -> list[Job]:
+def greedy_backfill(
+    jobs: Sequence[Job], free_nodes: float, free_bb: float, reservation: Reservation
+) -> list[Job]:
     """The jobs EASY backfills around ``reservation`` in the given order (the base order's
     choice under a reservation): each fits what is free, and ends by the shadow time or
     fits what is left of the extra.
@@ -184,14 +187,22 @@ class WindowScheduler:
     label = "bb-baseline"
     max_window = 64
 
-    def __init__(self, allocator: Allocator, window: int = 20, order: str = "fcfs",
-                 starvation: float = DEFAULT_STARVATION, starvation_by: str = DEFAULT_READING,
-                 starvation_backstop: float = DEFAULT_BACKSTOP) -> None:
+    def __init__(
+        self,
+        allocator: Allocator,
+        window: int = 20,
+        order: str = "fcfs",
+        starvation: float = DEFAULT_STARVATION,
+        starvation_by: str = DEFAULT_READING,
+        starvation_backstop: float = DEFAULT_BACKSTOP,
+    ) -> None:
         if order not in BASE_ORDERS:
             raise UnknownNameError(f"{self.label} order", order, BASE_ORDERS)
         if not 1 <= window <= self.max_window:
             raise ConfigError(f"{self.label}: window must be in 1..{self.max_window}, got {window}")
-        self.starvation_rule = Starvation(starvation, starvation_by, starvation_backstop, self.label)
+        self.starvation_rule = Starvation(
+            starvation, starvation_by, starvation_backstop, self.label
+        )
         self.allocator = allocator
         self.easy = Easy(allocator)
         self.window = window
@@ -199,11 +210,24 @@ class WindowScheduler:
         self.starvation = starvation
         self.name = f"{self.label}+{allocator.name}"
         self.recording = True  # False while ``_count_forced`` runs the unforced comparison
-        self._invocation: tuple[list[Job], float, float] | None = None  # window, free nodes and BB at its start
+        self._invocation: tuple[list[Job], float, float] | None = (
+            None  # window, free nodes and BB at its start
+        )
         self._had_choice = False  # two or more window jobs were eligible in this invocation
-        self.stats = {"invocations": 0, "fit_two_plus": 0, "optimiser_runs": 0, "changed": 0,
-                      "optimisations": 0, "eligible_two_plus": 0, "reserved_runs": 0, "forced_jobs": 0, "forced_starts": 0, "forced_blocks": 0, "backstop_jobs": 0,
-                      "solver_seconds": 0.0}
+        self.stats = {
+            "invocations": 0,
+            "fit_two_plus": 0,
+            "optimiser_runs": 0,
+            "changed": 0,
+            "optimisations": 0,
+            "eligible_two_plus": 0,
+            "reserved_runs": 0,
+            "forced_jobs": 0,
+            "forced_starts": 0,
+            "forced_blocks": 0,
+            "backstop_jobs": 0,
+            "solver_seconds": 0.0,
+        }
 
     def select(self, window: Window, view: View, rng: np.random.Generator) -> int | None:
         """Bit mask of the window jobs to start first; ``None`` keeps the base order."""
@@ -217,8 +241,12 @@ class WindowScheduler:
                 return Decision()
             self.stats["invocations"] += 1
             arranged = self._arrange_front(front, view, rng)
-            if arranged is not None:  # the window is the queue's front: the rest stays in queue order
-                decision = self.easy.schedule(view, chain(arranged, islice(view.queue, len(front), None)))
+            if (
+                arranged is not None
+            ):  # the window is the queue's front: the rest stays in queue order
+                decision = self.easy.schedule(
+                    view, chain(arranged, islice(view.queue, len(front), None))
+                )
             else:
                 decision = self.easy.schedule(view, self._reorder(list(view.queue), view, rng))
         else:
@@ -240,7 +268,9 @@ class WindowScheduler:
     def _starving(self, job: Job, now: float) -> bool:
         return self.starvation_rule.starving(job, now)
 
-    def _arrange_front(self, front: list[Job], view: View, rng: np.random.Generator) -> list[Job] | None:
+    def _arrange_front(
+        self, front: list[Job], view: View, rng: np.random.Generator
+    ) -> list[Job] | None:
         """``_reorder`` of an FCFS queue whose first ``window`` jobs are ``front``, without
         the rest, when every job that ever entered a window and is still waiting is in
         ``front`` (``None`` otherwise: the caller runs ``_reorder`` on the whole queue).
@@ -266,13 +296,23 @@ class WindowScheduler:
         if starving:
             forced_ids = {j.job_id for j in starving}
             others = [j for j in queue if j.job_id not in forced_ids]
-            window, rest = starving + others[: self.window - len(starving)], others[self.window - len(starving):]
+            window, rest = (
+                starving + others[: self.window - len(starving)],
+                others[self.window - len(starving) :],
+            )
         else:
-            window, rest = queue[: self.window], queue[self.window:]
+            window, rest = queue[: self.window], queue[self.window :]
         return self._arrange(window, starving, queue[: self.window], view, rng, rest)
 
-    def _arrange(self, window: list[Job], starving: list[Job], base_window: list[Job], view: View,
-                 rng: np.random.Generator, rest: list[Job]) -> list[Job]:
+    def _arrange(
+        self,
+        window: list[Job],
+        starving: list[Job],
+        base_window: list[Job],
+        view: View,
+        rng: np.random.Generator,
+        rest: list[Job],
+    ) -> list[Job]:
         """The window (``starving`` jobs first) rearranged by the method, then ``rest``;
         ``base_window`` is the window the base order alone would take."""
         free_nodes, free_bb = view.free_total[0], view.free_bb
@@ -287,7 +327,7 @@ class WindowScheduler:
             free_nodes -= job.cores
             free_bb -= job.bb
         self.stats["forced_jobs"] += len(fixed)
-        pool = window[len(fixed):]
+        pool = window[len(fixed) :]
         selected = self._selection(pool, free_nodes, free_bb, view, rng, record=True)
         if fixed:
             self._count_forced(fixed, base_window, view, rng)
@@ -296,8 +336,16 @@ class WindowScheduler:
         chosen = {job.job_id for job in selected}
         return fixed + selected + [j for j in pool if j.job_id not in chosen] + rest
 
-    def _reserve(self, window: list[Job], fixed: list[Job], head: Job, base_window: list[Job], view: View,
-                 rng: np.random.Generator, rest: list[Job]) -> list[Job]:
+    def _reserve(
+        self,
+        window: list[Job],
+        fixed: list[Job],
+        head: Job,
+        base_window: list[Job],
+        view: View,
+        rng: np.random.Generator,
+        rest: list[Job],
+    ) -> list[Job]:
         """A starving ``head`` does not fit after the ``fixed`` starving jobs: it heads the
         queue and holds EASY's reservation, and the rest of the window is still optimised,
         over the jobs that cannot delay that reservation (they end by its shadow time, or
@@ -306,20 +354,35 @@ class WindowScheduler:
         self.stats["forced_jobs"] += len(fixed)
         if fixed:
             self._count_forced(fixed, base_window, view, rng)
-        pool = [j for j in window[len(fixed):] if j is not head]
+        pool = [j for j in window[len(fixed) :] if j is not head]
         free_nodes = view.free_total[0] - sum(j.cores for j in fixed)
         free_bb = view.free_bb - sum(j.bb for j in fixed)
         shadow, extra = self.easy.reservation_after(view, fixed, head)
-        reservation = Reservation(view.time, shadow, extra[0], extra[-1] if view.platform.burst_buffer > 0 else 0.0,
-                                  all(e >= 0 for e in extra[1:-1]))
-        selected = self._selection(pool, free_nodes, free_bb, view, rng, record=True, reservation=reservation)
+        reservation = Reservation(
+            view.time,
+            shadow,
+            extra[0],
+            extra[-1] if view.platform.burst_buffer > 0 else 0.0,
+            all(e >= 0 for e in extra[1:-1]),
+        )
+        selected = self._selection(
+            pool, free_nodes, free_bb, view, rng, record=True, reservation=reservation
+        )
         if selected is None:
             return window + rest
         chosen = {job.job_id for job in selected}
         return fixed + [head] + selected + [j for j in pool if j.job_id not in chosen] + rest
 
-    def _selection(self, pool: list[Job], free_nodes: float, free_bb: float, view: View,
-                   rng: np.random.Generator, record: bool, reservation: Reservation | None = None) -> list[Job] | None:
+    def _selection(
+        self,
+        pool: list[Job],
+        free_nodes: float,
+        free_bb: float,
+        view: View,
+        rng: np.random.Generator,
+        record: bool,
+        reservation: Reservation | None = None,
+    ) -> list[Job] | None:
         """The method's selection from ``pool`` (``None``: the base order).
 
         Without a ``reservation`` the candidates are the pool jobs that fit the free
@@ -334,7 +397,9 @@ class WindowScheduler:
         long_from = None
         if reservation is not None:
             short = [j for j in fits if reservation.ends_by_shadow(j)]
-            fits = short + [j for j in fits if not reservation.ends_by_shadow(j) and reservation.fits_extra(j)]
+            fits = short + [
+                j for j in fits if not reservation.ends_by_shadow(j) and reservation.fits_extra(j)
+            ]
             long_from = len(short)
         if record and len(fits) >= 2:
             self.stats["eligible_two_plus"] += 1
@@ -344,8 +409,19 @@ class WindowScheduler:
         if len(fits) == 1:  # every method takes a lone fitting job: it adds to both objectives
             mask = 1
         else:
-            extra = (reservation.extra_nodes, reservation.extra_bb) if reservation is not None else (0.0, 0.0)
-            candidates = Window.of([j.cores for j in fits], [j.bb for j in fits], free_nodes, free_bb, long_from, *extra)
+            extra = (
+                (reservation.extra_nodes, reservation.extra_bb)
+                if reservation is not None
+                else (0.0, 0.0)
+            )
+            candidates = Window.of(
+                [j.cores for j in fits],
+                [j.bb for j in fits],
+                free_nodes,
+                free_bb,
+                long_from,
+                *extra,
+            )
             began = time.perf_counter()
             self.recording = record
             found = self.select(candidates, view, rng)
@@ -360,14 +436,18 @@ class WindowScheduler:
         selected = [fits[bit] for bit in range(len(fits)) if mask >> bit & 1]
         if record:
             self.stats["optimisations"] += 1
-            base = greedy_prefix(pool, free_nodes, free_bb) if reservation is None \
+            base = (
+                greedy_prefix(pool, free_nodes, free_bb)
+                if reservation is None
                 else greedy_backfill(pool, free_nodes, free_bb, reservation)
+            )
             if {j.job_id for j in selected} != {j.job_id for j in base}:
                 self.stats["changed"] += 1
         return selected
 
-    def _count_forced(self, starving: list[Job], base_window: list[Job], view: View,
-                      rng: np.random.Generator) -> None:
+    def _count_forced(
+        self, starving: list[Job], base_window: list[Job], view: View, rng: np.random.Generator
+    ) -> None:
         """Count the fixed-in starving jobs the method would not have started unforced."""
         free_nodes, free_bb = view.free_total[0], view.free_bb
         unforced = self._selection(base_window, free_nodes, free_bb, view, rng, record=False)

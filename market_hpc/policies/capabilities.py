@@ -41,7 +41,13 @@ RESOURCES = ("cores", "gpus", "mics", "mem", "bb")
 """Node resources (columns of a job's unit vector) and the shared burst buffer."""
 KINDS = ("rigid", "moldable", "task-graph")
 """Job kinds: a fixed request; a speedup profile (market rule); a task graph with one."""
-RESOURCE_LABELS = {"cores": "cores", "gpus": "GPUs", "mics": "MICs", "mem": "memory", "bb": "the burst buffer"}
+RESOURCE_LABELS = {
+    "cores": "cores",
+    "gpus": "GPUs",
+    "mics": "MICs",
+    "mem": "memory",
+    "bb": "the burst buffer",
+}
 
 
 @dataclass(frozen=True)
@@ -74,9 +80,11 @@ class Capabilities:
     def __post_init__(self) -> None:
         unknown = (set(self.resources) - set(RESOURCES)) | (set(self.kinds) - set(KINDS))
         if unknown or "cores" not in self.resources or not self.kinds:
-            raise ConfigError(f"capabilities: resources must include 'cores' and be among {', '.join(RESOURCES)}; "
-                              f"kinds among {', '.join(KINDS)} (at least one); got resources "
-                              f"{sorted(self.resources)}, kinds {sorted(self.kinds)}")
+            raise ConfigError(
+                f"capabilities: resources must include 'cores' and be among {', '.join(RESOURCES)}; "
+                f"kinds among {', '.join(KINDS)} (at least one); got resources "
+                f"{sorted(self.resources)}, kinds {sorted(self.kinds)}"
+            )
 
     def handles(self, need: str) -> bool:
         """Whether it handles one resource or job kind."""
@@ -84,65 +92,140 @@ class Capabilities:
 
     def describe(self) -> str:
         """One line: ``cores, gpus, ...; rigid, moldable (requested size), ...``."""
-        kinds = [kind if kind == "rigid" or self.molds else f"{kind} (requested size)"
-                 for kind in KINDS if kind in self.kinds]
-        extra = (["value curves needed"] if self.value_curves else []) + (["queues"] if self.queues else [])
-        text = f"{', '.join(r for r in RESOURCES if r in self.resources)}; {', '.join(kinds + extra)}"
+        kinds = [
+            kind if kind == "rigid" or self.molds else f"{kind} (requested size)"
+            for kind in KINDS
+            if kind in self.kinds
+        ]
+        extra = (["value curves needed"] if self.value_curves else []) + (
+            ["queues"] if self.queues else []
+        )
+        text = (
+            f"{', '.join(r for r in RESOURCES if r in self.resources)}; {', '.join(kinds + extra)}"
+        )
         return text if self.declared else f"undeclared (assumed: {text})"
 
 
-def handles(resources: Iterable[str] = RESOURCES, kinds: Iterable[str] = KINDS, *, molds: bool = False,
-            value_curves: bool = False, queues: bool = False, family: str = "", reads: str = "",
-            ignores: str = "") -> Capabilities:
+def handles(
+    resources: Iterable[str] = RESOURCES,
+    kinds: Iterable[str] = KINDS,
+    *,
+    molds: bool = False,
+    value_curves: bool = False,
+    queues: bool = False,
+    family: str = "",
+    reads: str = "",
+    ignores: str = "",
+) -> Capabilities:
     """Build ``Capabilities`` (the ``handles=`` argument of ``register_scheduler``).
 
     >>> handles(("cores",), ("moldable",), molds=True).describe()
     'cores; moldable'
     """
-    return Capabilities(frozenset(resources), frozenset(kinds), molds, value_curves, queues, family, reads, ignores)
+    return Capabilities(
+        frozenset(resources), frozenset(kinds), molds, value_curves, queues, family, reads, ignores
+    )
 
 
 UNDECLARED = Capabilities(frozenset(RESOURCES), frozenset(KINDS), family="plugin", declared=False)
-UNDECLARED_MARKET = Capabilities(frozenset({"cores"}), frozenset({"moldable", "task-graph"}), molds=True,
-                                 value_curves=True, family="plugin", declared=False)
+UNDECLARED_MARKET = Capabilities(
+    frozenset({"cores"}),
+    frozenset({"moldable", "task-graph"}),
+    molds=True,
+    value_curves=True,
+    family="plugin",
+    declared=False,
+)
 
 _RIGID: dict[str, object] = {"resources": RESOURCES, "kinds": KINDS}
-_MARKET: dict[str, object] = {"resources": ("cores",), "kinds": ("moldable", "task-graph"), "molds": True}
+_MARKET: dict[str, object] = {
+    "resources": ("cores",),
+    "kinds": ("moldable", "task-graph"),
+    "molds": True,
+}
 _FAMILIES: tuple[tuple[str, tuple[str, ...], dict[str, object], str, str], ...] = (
-    ("classic", ("fifo", "sjf", "ljf", "easy"), _RIGID,
-     "cores, GPUs, MICs, memory (via the allocator), burst buffer; estimates",
-     "queue ids, value curves, moldability (runs the requested size)"),
-    ("heterogeneity", ("prb", "ebf", "cph"), _RIGID,
-     "every node resource per unit, burst buffer; estimates (PRB: the queue's expected wait)",
-     "queue ids, value curves, moldability (runs the requested size)"),
-    ("cp", ("pcp20", "greedy-plan", "pcp19", "hcp19"), _RIGID,
-     "every node resource per unit, burst buffer; estimates",
-     "queue ids, value curves, moldability (runs the requested size)"),
-    ("bbsched", ("bbsched", "bb-baseline", "bb-weighted", "bb-weighted-cpu", "bb-weighted-bb",
-                 "bb-constrained-cpu", "bb-constrained-bb", "bb-binpacking"), _RIGID,
-     "cores and burst buffer in the window's objectives; other node resources via the allocator",
-     "queue ids, value curves, moldability (runs the requested size)"),
-    ("queues", ("queues-shared",), {**_RIGID, "queues": True},
-     "queue ids (one EASY over the machine), every node resource per unit, burst buffer; estimates",
-     "value curves, moldability (runs the requested size)"),
+    (
+        "classic",
+        ("fifo", "sjf", "ljf", "easy"),
+        _RIGID,
+        "cores, GPUs, MICs, memory (via the allocator), burst buffer; estimates",
+        "queue ids, value curves, moldability (runs the requested size)",
+    ),
+    (
+        "heterogeneity",
+        ("prb", "ebf", "cph"),
+        _RIGID,
+        "every node resource per unit, burst buffer; estimates (PRB: the queue's expected wait)",
+        "queue ids, value curves, moldability (runs the requested size)",
+    ),
+    (
+        "cp",
+        ("pcp20", "greedy-plan", "pcp19", "hcp19"),
+        _RIGID,
+        "every node resource per unit, burst buffer; estimates",
+        "queue ids, value curves, moldability (runs the requested size)",
+    ),
+    (
+        "bbsched",
+        (
+            "bbsched",
+            "bb-baseline",
+            "bb-weighted",
+            "bb-weighted-cpu",
+            "bb-weighted-bb",
+            "bb-constrained-cpu",
+            "bb-constrained-bb",
+            "bb-binpacking",
+        ),
+        _RIGID,
+        "cores and burst buffer in the window's objectives; other node resources via the allocator",
+        "queue ids, value curves, moldability (runs the requested size)",
+    ),
+    (
+        "queues",
+        ("queues-shared",),
+        {**_RIGID, "queues": True},
+        "queue ids (one EASY over the machine), every node resource per unit, burst buffer; estimates",
+        "value curves, moldability (runs the requested size)",
+    ),
     # A moldable job runs at its requested size, like a rigid one: in its queue's partition
     # when that holds the size, else machine-wide (as a rigid job larger than its partition).
-    ("queues", ("queues-partitioned", "queues-hybrid"), {**_RIGID, "queues": True},
-     "queue ids (partitions), every node resource per unit, burst buffer; estimates",
-     "value curves, moldability (runs the requested size)"),
-    ("market", tuple(rule + suffix for rule in ("sjq", "maxv", "maxvd", "minvr") for suffix in ("", "h", "lh")),
-     {**_MARKET, "resources": RESOURCES, "value_curves": True},
-     ("free resources of each node (bids; cores, GPUs, MICs, memory per unit), burst buffer, value curves, "
-      "speedup profiles; a spans_nodes job (market rule) takes several nodes' offers"),
-     "estimates, queue ids; task-graph jobs stay on one node"),
-    ("market baseline", ("easy-mold",), {**_MARKET, "resources": ("cores", "bb")},
-     ("free cores (of several nodes for a spans_nodes job), burst buffer (checked, not reserved), "
-      "speedup profiles, estimates"),
-     "GPUs, MICs, memory, value curves, queue ids"),
+    (
+        "queues",
+        ("queues-partitioned", "queues-hybrid"),
+        {**_RIGID, "queues": True},
+        "queue ids (partitions), every node resource per unit, burst buffer; estimates",
+        "value curves, moldability (runs the requested size)",
+    ),
+    (
+        "market",
+        tuple(
+            rule + suffix
+            for rule in ("sjq", "maxv", "maxvd", "minvr")
+            for suffix in ("", "h", "lh")
+        ),
+        {**_MARKET, "resources": RESOURCES, "value_curves": True},
+        (
+            "free resources of each node (bids; cores, GPUs, MICs, memory per unit), burst buffer, value curves, "
+            "speedup profiles; a spans_nodes job (market rule) takes several nodes' offers"
+        ),
+        "estimates, queue ids; task-graph jobs stay on one node",
+    ),
+    (
+        "market baseline",
+        ("easy-mold",),
+        {**_MARKET, "resources": ("cores", "bb")},
+        (
+            "free cores (of several nodes for a spans_nodes job), burst buffer (checked, not reserved), "
+            "speedup profiles, estimates"
+        ),
+        "GPUs, MICs, memory, value curves, queue ids",
+    ),
 )
 BUILTIN: dict[str, Capabilities] = {
     name: handles(**options, family=family, reads=reads, ignores=ignores)  # type: ignore[arg-type]
-    for family, names, options, reads, ignores in _FAMILIES for name in names
+    for family, names, options, reads, ignores in _FAMILIES
+    for name in names
 }
 """The built-in schedulers' capabilities (read from each policy; the matrix test pins them)."""
 
@@ -207,7 +290,10 @@ def workload_needs(jobs: Sequence[Job], platform: Platform) -> WorkloadNeeds:
             no_curve[0] += 1
         if unit == CORE_UNIT and job.profile is None and not job.bb:  # a plain rigid trace job
             if plain is None:
-                plain = (counts.setdefault("cores", [0, job.job_id]), counts.setdefault("rigid", [0, job.job_id]))
+                plain = (
+                    counts.setdefault("cores", [0, job.job_id]),
+                    counts.setdefault("rigid", [0, job.job_id]),
+                )
             plain[0][0] += 1
             plain[1][0] += 1
             continue
@@ -246,26 +332,37 @@ def lacks(caps: Capabilities, needs: WorkloadNeeds, table: dict[str, Capabilitie
     for resource in RESOURCES:
         need = needs.needs.get(resource)
         if need is not None and resource not in caps.resources:
-            found.append(f"it ignores {RESOURCE_LABELS[resource]}, requested by {_jobs(need)} "
-                         f"(handled by: {_handlers(resource, table)})")
+            found.append(
+                f"it ignores {RESOURCE_LABELS[resource]}, requested by {_jobs(need)} "
+                f"(handled by: {_handlers(resource, table)})"
+            )
     for kind in KINDS:
         need = needs.needs.get(kind)
         if need is not None and kind not in caps.kinds:
             what = "rigid jobs (no speedup profile)" if kind == "rigid" else f"{kind} jobs"
-            found.append(f"it does not run {what}: {_jobs(need)} (run by: {_handlers(kind, table)})")
+            found.append(
+                f"it does not run {what}: {_jobs(need)} (run by: {_handlers(kind, table)})"
+            )
     if caps.value_curves and needs.no_value_curve is not None:
-        curve_free = ", ".join(name for name, other in sorted(table.items()) if not other.value_curves)
-        found.append(f"it needs value curves, missing for {_jobs(needs.no_value_curve)} (use a task-graph job "
-                     f"set or workload.market = true; schedulers that need none: {curve_free})")
+        curve_free = ", ".join(
+            name for name, other in sorted(table.items()) if not other.value_curves
+        )
+        found.append(
+            f"it needs value curves, missing for {_jobs(needs.no_value_curve)} (use a task-graph job "
+            f"set or workload.market = true; schedulers that need none: {curve_free})"
+        )
     if not caps.molds and needs.oversized_moldable is not None:
         molders = ", ".join(name for name, other in sorted(table.items()) if other.molds)
-        found.append(f"it runs moldable jobs at their requested size, which the platform cannot hold for "
-                     f"{_jobs(needs.oversized_moldable)} (schedulers that mold jobs to a node: {molders})")
+        found.append(
+            f"it runs moldable jobs at their requested size, which the platform cannot hold for "
+            f"{_jobs(needs.oversized_moldable)} (schedulers that mold jobs to a node: {molders})"
+        )
     return found
 
 
-def refusal(scheduler: str, caps: Capabilities, needs: WorkloadNeeds,
-            table: dict[str, Capabilities]) -> str | None:
+def refusal(
+    scheduler: str, caps: Capabilities, needs: WorkloadNeeds, table: dict[str, Capabilities]
+) -> str | None:
     """The configuration-time refusal of ``scheduler`` on a workload, or ``None``."""
     found = lacks(caps, needs, table)
     if not found:
@@ -283,8 +380,12 @@ ALLOCATOR_PLACES = {
     "max-bid": "cores, gpus, mics, mem per unit, bb checked; one node",
 }
 """What each built-in allocator places (every one checks the burst buffer before placing)."""
-BIDDER_PRICES = {"free-cores": "free cores", "energy": "free cores per watt", "locality": "free cores and distance",
-                 "offer-reserve": "a share of the free cores, at a reserve value per core"}
+BIDDER_PRICES = {
+    "free-cores": "free cores",
+    "energy": "free cores per watt",
+    "locality": "free cores and distance",
+    "offer-reserve": "a share of the free cores, at a reserve value per core",
+}
 """What each built-in bidder prices."""
 UNDECLARED_TEXT = "undeclared"
 
@@ -301,5 +402,7 @@ def family_table(table: dict[str, Capabilities] | None = None) -> str:
         rows.setdefault((caps.family, caps.describe(), caps.reads, caps.ignores), []).append(name)
     lines = ["| family | schedulers | handles | reads | ignores |", "|---|---|---|---|---|"]
     for (family, described, reads, ignores), names in rows.items():
-        lines.append(f"| {family} | {', '.join(f'`{n}`' for n in names)} | {described} | {reads} | {ignores} |")
+        lines.append(
+            f"| {family} | {', '.join(f'`{n}`' for n in names)} | {described} | {reads} | {ignores} |"
+        )
     return "\n".join(lines)

@@ -71,7 +71,11 @@ class _OrderedScheduler:
         free_bb = view.free_bb  # allocators see only the view's pool, not this pass's starts
         jobs = iter(ordered)
         first = next(jobs, None)
-        if first is None or (first.units * first.unit[0] > free_cores and not view.exclusive) or first.bb > free_bb:
+        if (
+            first is None
+            or (first.units * first.unit[0] > free_cores and not view.exclusive)
+            or first.bb > free_bb
+        ):
             return NOTHING  # the head blocks: no pass
         actions: list[Action] = []
         with PassScratch(view) as scratch:
@@ -89,8 +93,9 @@ class _OrderedScheduler:
         return Decision(tuple(actions)) if actions else NOTHING
 
 
-def _served(view: View, key: Callable[[Job], Any] | None,
-            order: Callable[[Iterable[Job]], Iterable[Job]]) -> Iterable[Job]:
+def _served(
+    view: View, key: Callable[[Job], Any] | None, order: Callable[[Iterable[Job]], Iterable[Job]]
+) -> Iterable[Job]:
     """The waiting jobs in the order ``key`` gives (queue order for ``None``): the view's
     sorted queue when it keeps one (``FastView.queue_sorted``), else ``order(queue)``."""
     if key is None:
@@ -198,17 +203,26 @@ class Backfilling:
 
                 def scan(head: Job, shadow: float, limits: BackfillLimits) -> Iterator[Job]:
                     return columns.backfill_scan(head.job_id, now, shadow, limits)
+
         with_bb = view.platform.burst_buffer > 0
         actions: list[Action] = []
         with PassScratch(view) as scratch:
+
             def start(job: Job, allocation: Allocation) -> None:
                 actions.append(Start(job.job_id, allocation))
                 scratch.take(job, allocation)
 
-            easy_pass(itertools.chain((first,), queue), view.time, _free(view, with_bb),
-                      partial(scratch.allocate, self.allocator), start, partial(_releases, view, with_bb),
-                      with_bb=with_bb, cores_releases=None if with_bb else partial(self._cores_releases, view),
-                      scan=scan)
+            easy_pass(
+                itertools.chain((first,), queue),
+                view.time,
+                _free(view, with_bb),
+                partial(scratch.allocate, self.allocator),
+                start,
+                partial(_releases, view, with_bb),
+                with_bb=with_bb,
+                cores_releases=None if with_bb else partial(self._cores_releases, view),
+                scan=scan,
+            )
         return Decision(tuple(actions)) if actions else NOTHING
 
     def _cores_releases(self, view: View) -> Iterator[tuple[float, int]] | None:
@@ -225,15 +239,22 @@ class Backfilling:
         now = view.time
         return ((max(r.est_end, now), r.units * r.job.unit[0]) for r in view.running)
 
-    def reservation_after(self, view: View, starts: Sequence[Job], head: Job) -> tuple[float, tuple[float, ...]]:
+    def reservation_after(
+        self, view: View, starts: Sequence[Job], head: Job
+    ) -> tuple[float, tuple[float, ...]]:
         """Shadow time and extra of ``head`` once ``starts`` have started now, as ``schedule``
         computes them for a queue ``starts + [head, ...]`` (burst buffer last when the
         platform has a pool)."""
         with_bb = view.platform.burst_buffer > 0
         started = sorted((view.time + job.estimate, needs(job, with_bb)) for job in starts)
         free = tuple(f - sum(t[i] for _, t in started) for i, f in enumerate(_free(view, with_bb)))
-        return reservation(free, partial(_releases, view, with_bb), needs(head, with_bb), started,
-                           None if with_bb else partial(self._cores_releases, view))
+        return reservation(
+            free,
+            partial(_releases, view, with_bb),
+            needs(head, with_bb),
+            started,
+            None if with_bb else partial(self._cores_releases, view),
+        )
 
 
 @register_scheduler("easy", "FIFO with EASY backfilling (Mu'alem & Feitelson 2001)")

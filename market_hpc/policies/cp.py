@@ -90,7 +90,9 @@ def model_units(platform_capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return cols, scale, platform_capacity[:, cols] // scale
 
 
-def _ceil_units(amounts: Sequence[int], columns: Sequence[tuple[int, int]], times: int = 1) -> tuple[int, ...]:
+def _ceil_units(
+    amounts: Sequence[int], columns: Sequence[tuple[int, int]], times: int = 1
+) -> tuple[int, ...]:
     """``times * amounts`` in model units, rounded up: ``(column, divisor)`` per modelled
     resource type (``model_units``'s columns and scales).
 
@@ -121,20 +123,35 @@ class CpScheduler:
     label = ""
     default_budget: float | None = None
 
-    def __init__(self, allocator: Allocator, deterministic_time: float = DETERMINISTIC_TIME,
-                 workers: int = 1, solver_seed: int = 0, wall_seconds: float | None = None,
-                 queue_limit: int = QUEUE_LIMIT, decision_budget: float | None = None) -> None:
+    def __init__(
+        self,
+        allocator: Allocator,
+        deterministic_time: float = DETERMINISTIC_TIME,
+        workers: int = 1,
+        solver_seed: int = 0,
+        wall_seconds: float | None = None,
+        queue_limit: int = QUEUE_LIMIT,
+        decision_budget: float | None = None,
+    ) -> None:
         if queue_limit < 1:
-            raise ConfigError(f"scheduler {self.label!r}: queue_limit must be >= 1, got {queue_limit}")
+            raise ConfigError(
+                f"scheduler {self.label!r}: queue_limit must be >= 1, got {queue_limit}"
+            )
         if decision_budget is None:
             decision_budget = self.default_budget
         elif isinstance(decision_budget, bool) or not decision_budget >= 0:
-            raise ConfigError(f"scheduler {self.label!r}: decision_budget must be a number >= 0 "
-                              f"(0: none), got {decision_budget!r}")
+            raise ConfigError(
+                f"scheduler {self.label!r}: decision_budget must be a number >= 0 "
+                f"(0: none), got {decision_budget!r}"
+            )
         try:
-            self.limits = CpLimits(float(deterministic_time), int(workers), int(solver_seed),
-                                   None if wall_seconds is None else float(wall_seconds),
-                                   float(decision_budget) if decision_budget else None)
+            self.limits = CpLimits(
+                float(deterministic_time),
+                int(workers),
+                int(solver_seed),
+                None if wall_seconds is None else float(wall_seconds),
+                float(decision_budget) if decision_budget else None,
+            )
         except ValueError as exc:
             raise ConfigError(f"scheduler {self.label!r}: {exc}") from None
         self.allocator = allocator
@@ -146,16 +163,26 @@ class CpScheduler:
         self.constraints: list[int] = []
         self.solve_seconds: list[float] = []
         self.searched = 0  # decisions whose solver answer was used (``outcome.changed`` known)
-        self.changed = 0  # ... of which started other jobs now, or on other nodes, than the greedy plan
+        self.changed = (
+            0  # ... of which started other jobs now, or on other nodes, than the greedy plan
+        )
         self.model_statuses: Counter[str] = Counter()  # status of the decisions that built a model
-        self.relaxations: Counter[str] = Counter()  # what PCP'20's schedule relaxation did (cp_relax)
-        self.budget_spent: list[float] = []  # work units per decision that built a model (cp_instance.Budget)
+        self.relaxations: Counter[str] = (
+            Counter()
+        )  # what PCP'20's schedule relaxation did (cp_relax)
+        self.budget_spent: list[
+            float
+        ] = []  # work units per decision that built a model (cp_instance.Budget)
         self.budget_exhausted = 0  # ... of which the budget refused or cut short a solve
         self.last: CpOutcome | None = None
         # per platform: (platform, (column, divisor) of each modelled type, capacity in model units)
         self._units: tuple[Any, list[tuple[int, int]], np.ndarray] | None = None
-        self._ceil_cache: dict[tuple[int, ...], tuple[int, ...]] = {}  # per platform: unit -> model units
-        self._whole: tuple[Any, list[tuple[int, ...]]] | None = None  # per platform: node -> model units
+        self._ceil_cache: dict[
+            tuple[int, ...], tuple[int, ...]
+        ] = {}  # per platform: unit -> model units
+        self._whole: tuple[Any, list[tuple[int, ...]]] | None = (
+            None  # per platform: node -> model units
+        )
         self._fit_totals: dict[tuple[int, ...], int] | None = None  # during a decision
         # OR-Tools is loaded when the scheduler is made, not inside the first decision's
         # timing (importing it costs ~0.5 s; registering the policies stays free of it)
@@ -168,16 +195,26 @@ class CpScheduler:
 
     def priority_order(self, jobs: Sequence[Job], now: float) -> list[Job]:
         """PCP'19/20 priority: current slowdown descending, ties as in the module docstring."""
+
         def key(job: Job) -> tuple[float, int, int, float, int]:
             d = max(1, math.ceil(job.estimate))
-            return (-(now - job.submit + d) / d, d, d * job.units * sum(job.unit[:3]), job.submit, job.job_id)
+            return (
+                -(now - job.submit + d) / d,
+                d,
+                d * job.units * sum(job.unit[:3]),
+                job.submit,
+                job.job_id,
+            )
+
         return sorted(jobs, key=key)
 
     def fits_now(self, jobs: Sequence[Job], view: View, first: bool = False) -> list[Job]:
         """The jobs that alone fit the free resources now (only the first one with ``first``)."""
         # inside a decision the free resources do not change: units fitting per unit shape
         # are counted once per decision (``decide`` sets ``_fit_totals``)
-        totals: dict[tuple[int, ...], int] = self._fit_totals if self._fit_totals is not None else {}
+        totals: dict[tuple[int, ...], int] = (
+            self._fit_totals if self._fit_totals is not None else {}
+        )
         fitting = []
         for job in jobs:
             if job.bb > view.free_bb:
@@ -229,7 +266,10 @@ class CpScheduler:
         """Each node's whole capacity in model units (what a node-exclusive job takes)."""
         if self._whole is None or self._whole[0] is not view.platform:
             columns = self._units[1]  # type: ignore[index]  # set by ``instance`` for this platform
-            self._whole = (view.platform, [_ceil_units(row, columns) for row in view.platform.capacity.tolist()])
+            self._whole = (
+                view.platform,
+                [_ceil_units(row, columns) for row in view.platform.capacity.tolist()],
+            )
         return self._whole[1]
 
     # ------------------------------------------------------------ decision
@@ -317,7 +357,11 @@ class CpScheduler:
         """Start the first job the allocator places (an idle machine must not stay idle)."""
         announce(self.allocator, ordered, view)
         for job in ordered:
-            allocation = self.allocator.allocate(job, view.free.copy(), view) if job.bb <= view.free_bb else None
+            allocation = (
+                self.allocator.allocate(job, view.free.copy(), view)
+                if job.bb <= view.free_bb
+                else None
+            )
             if allocation is not None:
                 self.statuses["LIVENESS"] += 1
                 return [Start(job.job_id, allocation)]
@@ -329,7 +373,9 @@ class CpScheduler:
         variables = np.asarray(self.variables or [0])
         constraints = np.asarray(self.constraints or [0])
         models = len(self.variables)
-        counts = dict.fromkeys(STATUS_KEYS + ((BUDGET,) if self.limits.decision_budget else ()), 0) | dict(self.statuses)
+        counts = dict.fromkeys(
+            STATUS_KEYS + ((BUDGET,) if self.limits.decision_budget else ()), 0
+        ) | dict(self.statuses)
         spent = np.asarray(self.budget_spent or [0.0])
         return {
             "cp_decisions": solved,
@@ -338,9 +384,13 @@ class CpScheduler:
             "cp_model_status_counts": dict(sorted(self.model_statuses.items())),
             "cp_model_optimal_share": self.model_statuses["OPTIMAL"] / models if models else 0.0,
             "cp_changed_share": self.changed / self.searched if self.searched else 0.0,
-            "cp_optimal_share": (self.statuses["OPTIMAL"] + self.statuses[TRIVIAL]) / solved if solved else 0.0,
+            "cp_optimal_share": (self.statuses["OPTIMAL"] + self.statuses[TRIVIAL]) / solved
+            if solved
+            else 0.0,
             # the greedy plan for want of a solution: retries spent (FALLBACK) or budget spent (BUDGET)
-            "cp_fallback_share": (self.statuses["FALLBACK"] + self.statuses[BUDGET]) / solved if solved else 0.0,
+            "cp_fallback_share": (self.statuses["FALLBACK"] + self.statuses[BUDGET]) / solved
+            if solved
+            else 0.0,
             "cp_mean_variables": float(variables.mean()),
             "cp_max_variables": int(variables.max()),
             "cp_mean_constraints": float(constraints.mean()),
@@ -356,11 +406,17 @@ class CpScheduler:
 def _fits(job: Job, allocation: Allocation, free: np.ndarray, view: View) -> bool:
     fits = job_fits(job, free, view)
     return sum(units for _, units in allocation) == job.units and all(
-        fits[node] >= units for node, units in allocation)
+        fits[node] >= units for node, units in allocation
+    )
 
 
-@register_scheduler("pcp20", "PCP'20 (Galleguillos et al.): CP-SAT schedule and allocation, model size independent of the "
-                    "node count", allocators=("best-fit", "first-fit"), default_allocator="best-fit")
+@register_scheduler(
+    "pcp20",
+    "PCP'20 (Galleguillos et al.): CP-SAT schedule and allocation, model size independent of the "
+    "node count",
+    allocators=("best-fit", "first-fit"),
+    default_allocator="best-fit",
+)
 class Pcp20(CpScheduler):
     """PCP'20 (``market_hpc.algorithms.cp_pcp20``); the allocator (best-fit or first-fit)
     only repairs allocations the checks reject and serves the idle-machine rule.
@@ -390,51 +446,94 @@ class Pcp20(CpScheduler):
     search = True
     default_budget = DECISION_BUDGET
 
-    def __init__(self, allocator: Allocator, max_retries: int | None = None, levels: int = 8,
-                 branching: str = "auto", time_control: str = "deterministic", hint: str = "list",
-                 cuts: Sequence[str] | None = None, relax: bool = True, unit_limit: int | None = None,
-                 **limits: Any) -> None:
+    def __init__(
+        self,
+        allocator: Allocator,
+        max_retries: int | None = None,
+        levels: int = 8,
+        branching: str = "auto",
+        time_control: str = "deterministic",
+        hint: str = "list",
+        cuts: Sequence[str] | None = None,
+        relax: bool = True,
+        unit_limit: int | None = None,
+        **limits: Any,
+    ) -> None:
         super().__init__(allocator, **limits)
         from market_hpc.algorithms.cp_pcp20 import UNIT_LIMIT
+
         unit_limit = UNIT_LIMIT if unit_limit is None else unit_limit
         if not isinstance(unit_limit, int) or isinstance(unit_limit, bool) or unit_limit < 0:
-            raise ConfigError(f"scheduler {self.label!r}: unit_limit must be an integer >= 0 "
-                              f"(0: no limit), got {unit_limit!r}")
+            raise ConfigError(
+                f"scheduler {self.label!r}: unit_limit must be an integer >= 0 "
+                f"(0: no limit), got {unit_limit!r}"
+            )
         self.unit_limit = unit_limit or None
         if not isinstance(relax, bool):
-            raise ConfigError(f"scheduler {self.label!r}: relax must be true or false, got {relax!r}")
+            raise ConfigError(
+                f"scheduler {self.label!r}: relax must be true or false, got {relax!r}"
+            )
         self.relax = relax
         from market_hpc.algorithms.cp_cuts import CUTS
         from market_hpc.algorithms.cp_pcp20 import BRANCHINGS, HINTS
+
         if hint not in HINTS:
-            raise ConfigError(f"scheduler {self.label!r}: hint must be one of {', '.join(HINTS)}, got {hint!r}")
+            raise ConfigError(
+                f"scheduler {self.label!r}: hint must be one of {', '.join(HINTS)}, got {hint!r}"
+            )
         self.cuts = tuple(CUTS if cuts is None else cuts)
         unknown = [name for name in self.cuts if name not in CUTS]
         if unknown:
-            raise ConfigError(f"scheduler {self.label!r}: unknown cuts {unknown}; valid: {', '.join(CUTS)}")
+            raise ConfigError(
+                f"scheduler {self.label!r}: unknown cuts {unknown}; valid: {', '.join(CUTS)}"
+            )
         self.hint = hint
         if levels < 0:
-            raise ConfigError(f"scheduler {self.label!r}: levels must be >= 0 (0: exact), got {levels}")
+            raise ConfigError(
+                f"scheduler {self.label!r}: levels must be >= 0 (0: exact), got {levels}"
+            )
         if branching not in BRANCHINGS:
-            raise ConfigError(f"scheduler {self.label!r}: branching must be one of {', '.join(BRANCHINGS)}, "
-                              f"got {branching!r}")
+            raise ConfigError(
+                f"scheduler {self.label!r}: branching must be one of {', '.join(BRANCHINGS)}, "
+                f"got {branching!r}"
+            )
         if time_control not in TIME_CONTROLS:
-            raise ConfigError(f"scheduler {self.label!r}: time_control must be one of "
-                              f"{', '.join(TIME_CONTROLS)}, got {time_control!r}")
+            raise ConfigError(
+                f"scheduler {self.label!r}: time_control must be one of "
+                f"{', '.join(TIME_CONTROLS)}, got {time_control!r}"
+            )
         self.paper_time = time_control == "paper"
-        self.max_retries = (30 if self.paper_time else 4) if max_retries is None else int(max_retries)
+        self.max_retries = (
+            (30 if self.paper_time else 4) if max_retries is None else int(max_retries)
+        )
         self.levels = int(levels)
         self.branching = branching
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the PCP'20 model (or, without search, return its greedy plan)."""
         from market_hpc.algorithms.cp_pcp20 import solve_pcp20  # OR-Tools on first use
-        return solve_pcp20(instance, self.limits, self.max_retries, self.levels or None, self.search,
-                           self.branching, self.paper_time, self.cuts, self.hint, self.relax, self.unit_limit)
+
+        return solve_pcp20(
+            instance,
+            self.limits,
+            self.max_retries,
+            self.levels or None,
+            self.search,
+            self.branching,
+            self.paper_time,
+            self.cuts,
+            self.hint,
+            self.relax,
+            self.unit_limit,
+        )
 
 
-@register_scheduler("greedy-plan", "PCP'20 ablation: its greedy plan alone (same reduction and "
-                    "placement, no solver)", allocators=("best-fit", "first-fit"), default_allocator="best-fit")
+@register_scheduler(
+    "greedy-plan",
+    "PCP'20 ablation: its greedy plan alone (same reduction and placement, no solver)",
+    allocators=("best-fit", "first-fit"),
+    default_allocator="best-fit",
+)
 class GreedyPlan(Pcp20):
     """PCP'20 without the search: the greedy plan that PCP'20's hint starts from, on the
     same reduced system, decides (status ``GREEDY``): the same jobs start now on the same
@@ -448,8 +547,13 @@ class GreedyPlan(Pcp20):
         """Keeps its queue length: a plan is always found."""
 
 
-@register_scheduler("pcp19", "PCP'19 (PCP'20's baseline): CP-SAT with per-node allocation variables (grows with the "
-                    "node count)", allocators=("best-fit", "first-fit"), default_allocator="best-fit")
+@register_scheduler(
+    "pcp19",
+    "PCP'19 (PCP'20's baseline): CP-SAT with per-node allocation variables (grows with the "
+    "node count)",
+    allocators=("best-fit", "first-fit"),
+    default_allocator="best-fit",
+)
 class Pcp19(CpScheduler):
     """PCP'19 (``market_hpc.algorithms.cp_pcp19``) with the doubling time control."""
 
@@ -458,11 +562,16 @@ class Pcp19(CpScheduler):
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the per-node model."""
         from market_hpc.algorithms.cp_pcp19 import solve_pcp19  # OR-Tools on first use
+
         return solve_pcp19(instance, self.limits)
 
 
-@register_scheduler("hcp19", "HCP'19 (PCP'20's baseline): CP-SAT on pooled capacity, then best-fit allocation",
-                    allocators=("best-fit", "first-fit"), default_allocator="best-fit")
+@register_scheduler(
+    "hcp19",
+    "HCP'19 (PCP'20's baseline): CP-SAT on pooled capacity, then best-fit allocation",
+    allocators=("best-fit", "first-fit"),
+    default_allocator="best-fit",
+)
 class Hcp19(CpScheduler):
     """HCP'19: pooled schedule (``market_hpc.algorithms.cp_pooled``), best-fit placement
     (the paper's; first-fit is accepted as a variant)."""
@@ -473,11 +582,15 @@ class Hcp19(CpScheduler):
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the pooled model under the doubling time control."""
         from market_hpc.algorithms.cp_pooled import solve_pooled  # OR-Tools on first use
+
         return solve_pooled(instance, self.limits)
 
 
-@register_scheduler("cph", "CPH (Netti et al.): CP-SAT on pooled capacity (PRB priorities, weighted waits), then "
-                    "any allocator")
+@register_scheduler(
+    "cph",
+    "CPH (Netti et al.): CP-SAT on pooled capacity (PRB priorities, weighted waits), then "
+    "any allocator",
+)
 class Cph(CpScheduler):
     """CPH (Borghesi et al., in Netti et al. 2018): pooled schedule, jobs starting now go
     to the allocator in PRB order, skipping those it cannot place.
@@ -489,12 +602,19 @@ class Cph(CpScheduler):
 
     label = "cph"
 
-    def __init__(self, allocator: Allocator, expected_wait: Mapping[int, float] | None = None,
-                 default_wait: float = DEFAULT_EXPECTED_WAIT, **limits: Any) -> None:
+    def __init__(
+        self,
+        allocator: Allocator,
+        expected_wait: Mapping[int, float] | None = None,
+        default_wait: float = DEFAULT_EXPECTED_WAIT,
+        **limits: Any,
+    ) -> None:
         super().__init__(allocator, **limits)
         waits = {int(k): float(v) for k, v in (expected_wait or {}).items()}
         if default_wait <= 0 or any(w <= 0 for w in waits.values()):
-            raise ConfigError(f"scheduler 'cph': expected waits must be > 0, got {waits} / {default_wait}")
+            raise ConfigError(
+                f"scheduler 'cph': expected waits must be > 0, got {waits} / {default_wait}"
+            )
         self.expected_wait = waits
         self.default_wait = float(default_wait)
 
@@ -504,8 +624,12 @@ class Cph(CpScheduler):
         longest = max(waits, default=self.default_wait)
         # CPH's demand term: whole seconds times the cores, GPUs and MICs asked for.
         demand = [max(1, math.ceil(j.estimate)) * j.units * sum(j.unit[:3]) for j in queue]
-        order = prb_order(now, np.fromiter((job.submit for job in queue), dtype=np.float64, count=len(queue)),
-                          np.array(waits, dtype=np.float64), np.array(demand, dtype=np.float64)).tolist()
+        order = prb_order(
+            now,
+            np.fromiter((job.submit for job in queue), dtype=np.float64, count=len(queue)),
+            np.array(waits, dtype=np.float64),
+            np.array(demand, dtype=np.float64),
+        ).tolist()
         return [queue[i] for i in order], [max(1, int(longest // waits[i])) for i in order]
 
     def modelled(self, queue: list[Job], view: View) -> tuple[list[Job], list[int]]:
@@ -523,6 +647,7 @@ class Cph(CpScheduler):
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the pooled model, doubling the limit only until a solution is found."""
         from market_hpc.algorithms.cp_pooled import solve_pooled  # OR-Tools on first use
+
         return solve_pooled(instance, self.limits, stable_runs=1)
 
 

@@ -68,7 +68,9 @@ def unit_array(unit: tuple[int, ...]) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- allocators
-@register_allocator("balanced", "Netti et al. BALANCED: critical (GPU/MIC) nodes last, interleaved by kind")
+@register_allocator(
+    "balanced", "Netti et al. BALANCED: critical (GPU/MIC) nodes last, interleaved by kind"
+)
 class Balanced:
     """BALANCED (Netti et al. 2018): limit and balance the use of critical nodes.
 
@@ -108,7 +110,9 @@ class _PassDemand:
         self.used = (total - np.asarray(view.free_total)) * RANK_SCALE
 
 
-@register_allocator("weighted", "Netti et al. WEIGHTED: rank nodes by leftover resources weighted by demand x load")
+@register_allocator(
+    "weighted", "Netti et al. WEIGHTED: rank nodes by leftover resources weighted by demand x load"
+)
 class Weighted:
     """WEIGHTED (Netti et al. 2018, eq. 1): nodes by ascending ``sum_k w_k imp_k``.
 
@@ -150,8 +154,9 @@ class Weighted:
             stop = min(start + self.window, count)
         demand = state.demand[stop] - state.demand[start]
         length = state.length[stop] - state.length[start]
-        return criticality_weights(request_mean(demand, length), state.used, state.capacity,
-                                   self.priority_vector())
+        return criticality_weights(
+            request_mean(demand, length), state.used, state.capacity, self.priority_vector()
+        )
 
     def priority_vector(self) -> np.ndarray | None:
         """Multipliers of the weights (none for plain WEIGHTED)."""
@@ -178,8 +183,10 @@ class Weighted:
         self.attempted(job, False)
 
 
-@register_allocator("priority-weighted",
-                    "Netti et al. PRIORITY-WEIGHTED: WEIGHTED with bounded priority counters on GPU/MIC")
+@register_allocator(
+    "priority-weighted",
+    "Netti et al. PRIORITY-WEIGHTED: WEIGHTED with bounded priority counters on GPU/MIC",
+)
 class PriorityWeighted(Weighted):
     """PRIORITY-WEIGHTED (Netti et al. 2018): WEIGHTED with ``w_k`` of critical kinds
     multiplied by a counter ``p_k`` in ``[1, bound]``, +``step`` when an allocation of a
@@ -194,11 +201,19 @@ class PriorityWeighted(Weighted):
 
     name = "priority-weighted"
 
-    def __init__(self, window: int | None = 100, critical: Sequence[str] = ("gpus", "mics"),
-                 bound: float = 10.0, step: float = 1.0, unit_free: bool = False) -> None:
+    def __init__(
+        self,
+        window: int | None = 100,
+        critical: Sequence[str] = ("gpus", "mics"),
+        bound: float = 10.0,
+        step: float = 1.0,
+        unit_free: bool = False,
+    ) -> None:
         super().__init__(window, unit_free)
         if bound < 1 or step <= 0:
-            raise ConfigError(f"allocator {self.name!r}: needs bound >= 1 and step > 0, got {bound}, {step}")
+            raise ConfigError(
+                f"allocator {self.name!r}: needs bound >= 1 and step > 0, got {bound}, {step}"
+            )
         self.critical = _critical_columns(critical)
         self.bounds = (1.0, float(bound))
         self.step = float(step)
@@ -212,8 +227,9 @@ class PriorityWeighted(Weighted):
         """Move the counters of the critical kinds ``job`` requests."""
         unit = job.unit
         if any(unit[k] > 0 for k in self.critical):
-            self.priority = update_priorities(self.priority, unit_array(unit), succeeded,
-                                              self.critical, self.step, self.bounds)
+            self.priority = update_priorities(
+                self.priority, unit_array(unit), succeeded, self.critical, self.step, self.bounds
+            )
 
 
 def _unit_free_scale(view: View) -> np.ndarray:
@@ -222,4 +238,13 @@ def _unit_free_scale(view: View) -> np.ndarray:
     return np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
 
 
-__all__ = ["CRITICAL", "GPUS", "MICS", "Balanced", "PriorityWeighted", "Weighted", "announce", "unit_array"]
+__all__ = [
+    "CRITICAL",
+    "GPUS",
+    "MICS",
+    "Balanced",
+    "PriorityWeighted",
+    "Weighted",
+    "announce",
+    "unit_array",
+]

@@ -75,13 +75,17 @@ def _skips_unplaceable(allocator: Allocator) -> bool:
     return pass_aware(allocator) is None and failure_counting(allocator) is None
 
 
-def placeable(view: View, jobs: Sequence[Job], free_cores: float, free_bb: float, after: Job | None = None) -> list[Job]:
+def placeable(
+    view: View, jobs: Sequence[Job], free_cores: float, free_bb: float, after: Job | None = None
+) -> list[Job]:
     """``jobs`` (the waiting jobs in queue order, or those behind ``after``) asking for
     no more than ``free_cores`` cores and ``free_bb`` of burst buffer; from the queue's
     columns (``view.queue_columns``) when the view keeps them and the list is long."""
     kept = fast_view(view, "queue_columns") if len(jobs) > 64 else None
     if kept is not None:
-        return kept.queue_columns.fitting(free_cores, free_bb, None if after is None else after.job_id)  # type: ignore[no-any-return]
+        return kept.queue_columns.fitting(
+            free_cores, free_bb, None if after is None else after.job_id
+        )  # type: ignore[no-any-return]
     return [job for job in jobs if job.cores <= free_cores and job.bb <= free_bb]
 
 
@@ -101,7 +105,9 @@ class _Behind:
         return self._jobs
 
 
-@register_scheduler("prb", "Netti et al. PRB: longest wait relative to the queue's expected wait first; skips")
+@register_scheduler(
+    "prb", "Netti et al. PRB: longest wait relative to the queue's expected wait first; skips"
+)
 class Prb:
     """Priority Rule-Based scheduling (Borghesi et al., as in Netti et al. 2018).
 
@@ -117,11 +123,17 @@ class Prb:
         default_wait: The expected wait of queues without data.
     """
 
-    def __init__(self, allocator: Allocator, expected_wait: Mapping[int, float] | None = None,
-                 default_wait: float = DEFAULT_EXPECTED_WAIT) -> None:
+    def __init__(
+        self,
+        allocator: Allocator,
+        expected_wait: Mapping[int, float] | None = None,
+        default_wait: float = DEFAULT_EXPECTED_WAIT,
+    ) -> None:
         waits = dict(expected_wait or {})
         if default_wait <= 0 or any(w <= 0 for w in waits.values()):
-            raise ConfigError(f"scheduler 'prb': expected waits must be > 0, got {waits} / {default_wait}")
+            raise ConfigError(
+                f"scheduler 'prb': expected waits must be > 0, got {waits} / {default_wait}"
+            )
         self.allocator = allocator
         self.expected_wait = waits
         self.default_wait = float(default_wait)
@@ -133,8 +145,9 @@ class Prb:
         count = len(jobs)
         submit = np.fromiter((job.submit for job in jobs), dtype=np.float64, count=count)
         waits = self.expected_wait
-        ewt = np.fromiter((waits.get(job.queue, self.default_wait) for job in jobs),
-                          dtype=np.float64, count=count)
+        ewt = np.fromiter(
+            (waits.get(job.queue, self.default_wait) for job in jobs), dtype=np.float64, count=count
+        )
         units = np.fromiter((job.units for job in jobs), dtype=np.float64, count=count)
         estimate = np.fromiter((job.estimate for job in jobs), dtype=np.float64, count=count)
         rows = np.array([job.unit for job in jobs], dtype=np.float64).reshape(count, len(RESOURCES))
@@ -153,7 +166,11 @@ class Prb:
             # Every job is tried, but those asking for more than is free fail: order the others
             # (as the whole queue orders them: same longest expected wait).
             waits = self.expected_wait
-            longest = max(waits.get(job.queue, self.default_wait) for job in queue) if waits else self.default_wait
+            longest = (
+                max(waits.get(job.queue, self.default_wait) for job in queue)
+                if waits
+                else self.default_wait
+            )
             tried = placeable(view, queue, view.free_total[0], view.free_bb)
             ordered = self.order(tried, view.time, longest)
         else:
@@ -182,7 +199,9 @@ def note_failure(allocator: Allocator, job: Job) -> None:
 Release = tuple[float, Allocation, tuple[int, ...], float]  # end, allocation, unit, burst buffer
 
 
-@register_scheduler("ebf", "Netti et al. EBF: EASY backfilling, reservation placed by the allocator (AccaSim)")
+@register_scheduler(
+    "ebf", "Netti et al. EBF: EASY backfilling, reservation placed by the allocator (AccaSim)"
+)
 class Ebf:
     """EASY backfilling as AccaSim implements it for Netti et al. (2018), static reservation.
 
@@ -231,7 +250,9 @@ class Ebf:
         ahead = iter(waiting)
         head = next(ahead)
         skips = _skips_unplaceable(self.allocator)
-        if not self.static_reservation or (self.blocked is not None and head.job_id != self.blocked):
+        if not self.static_reservation or (
+            self.blocked is not None and head.job_id != self.blocked
+        ):
             self._clear()
         arena = _Arena(view.free.copy())
         passing = PassView(view)  # the burst buffer this pass leaves
@@ -284,11 +305,15 @@ class Ebf:
         wake = self.reserved_at if now < self.reserved_at < math.inf else None
         return Decision(tuple(actions), wake) if actions or wake is not None else NOTHING
 
-    def _reserve(self, passing: PassView, free: np.ndarray, head: Job, started: list[Release]) -> None:
+    def _reserve(
+        self, passing: PassView, free: np.ndarray, head: Job, started: list[Release]
+    ) -> None:
         """Place ``head`` on the predicted future free resources (nodes and burst
         buffer), earliest time first."""
         view = cast(View, passing)
-        releases: list[Release] = [(view.expected_end(r), r.allocation, r.job.unit, r.job.bb) for r in view.running]
+        releases: list[Release] = [
+            (view.expected_end(r), r.allocation, r.job.unit, r.job.bb) for r in view.running
+        ]
         releases.extend(started)
         releases.sort(key=lambda release: release[0])
         virtual = free.copy()
@@ -314,7 +339,9 @@ class Ebf:
                 return
         self._clear()  # no predicted time (estimates disagree with the pool): retry the head next time
 
-    def _backfill(self, view: View, inside: _Arena, jobs: Sequence[Job], start: Any, free_cores: int | None) -> None:
+    def _backfill(
+        self, view: View, inside: _Arena, jobs: Sequence[Job], start: Any, free_cores: int | None
+    ) -> None:
         """Backfill ``jobs`` in order; with ``free_cores`` (an allocator that never places
         a job asking for more cores than are free) jobs asking for more than the pass has
         left are passed over without an attempt."""

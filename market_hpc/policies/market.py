@@ -75,9 +75,11 @@ from market_hpc.policies.base import (
 from market_hpc.policies.registry import register_scheduler
 
 RULES = ("sjq", "maxv", "maxvd", "minvr")
-_ASKS_CORES_ONLY = ("node offers with a reserve (a bidder with asks, e.g. offer-reserve) apply to the cores-only "
-                    "market auction; this queue or platform needs the auction over every resource (jobs asking "
-                    "for GPUs, MICs, memory or burst buffer, jobs spanning nodes, or exclusive nodes)")
+_ASKS_CORES_ONLY = (
+    "node offers with a reserve (a bidder with asks, e.g. offer-reserve) apply to the cores-only "
+    "market auction; this queue or platform needs the auction over every resource (jobs asking "
+    "for GPUs, MICs, memory or burst buffer, jobs spanning nodes, or exclusive nodes)"
+)
 # The look-ahead counts 70% of an arrival's estimated value after waiting: the estimate
 # ignores jobs that arrive while it waits, so it overstates waiting. Chosen on the penalty
 # sweep's five seeds (0.3..1.0 tried); docs/market.md reports it on held-out seeds too.
@@ -120,8 +122,17 @@ class MarketPolicy:
             look-ahead's baseline (``WAIT_WEIGHT``).
     """
 
-    def __init__(self, allocator: Allocator, *, rule: str, holding: bool, penalty: float = 0.0,
-                 lookahead: bool = False, max_holds: int = 2, wait_weight: float = WAIT_WEIGHT) -> None:
+    def __init__(
+        self,
+        allocator: Allocator,
+        *,
+        rule: str,
+        holding: bool,
+        penalty: float = 0.0,
+        lookahead: bool = False,
+        max_holds: int = 2,
+        wait_weight: float = WAIT_WEIGHT,
+    ) -> None:
         if rule not in RULES:
             raise ConfigError(f"market rule must be one of {', '.join(RULES)}, got {rule!r}")
         if not 0.0 <= penalty <= 1.0:
@@ -139,7 +150,9 @@ class MarketPolicy:
         self.penalty = penalty
         self.name = rule + ("lh" if lookahead else "h" if holding else "")
         self._held_at: float | None = None  # the instant of the latest decision, if it held jobs
-        self._kept: tuple[View, int | None, dict[int, list[Executing]], list[Release], float] | None = None
+        self._kept: (
+            tuple[View, int | None, dict[int, list[Executing]], list[Release], float] | None
+        ) = None
         self._kept_all: tuple[View, int | None, list[Executing], list[Freed], float] | None = None
         self._facts: tuple[View, tuple[bool, int, bool]] | None = None
 
@@ -178,7 +191,9 @@ class MarketPolicy:
                 else:
                     choice = auction.select_reserved(int(offer[node]), float(reserve[node]))
                     if choice is None:  # its reserve turns every job down: it offers nothing
-                        withheld[node] = free[node]  # more at this instant, the next bidder is asked
+                        withheld[node] = free[
+                            node
+                        ]  # more at this instant, the next bidder is asked
                         continue
                 if choice is None:
                     break
@@ -187,7 +202,11 @@ class MarketPolicy:
                 break  # nodes with free cores abstained; holding is only for a full platform
             else:
                 plan = self._plan_hold(view, auction, free, held) if self.holding else None
-                if plan is not None and asks is not None and plan.profit / plan.cores < reserve[plan.node]:
+                if (
+                    plan is not None
+                    and asks is not None
+                    and plan.profit / plan.cores < reserve[plan.node]
+                ):
                     plan = None  # the node would start a job below its reserve
                 if plan is None:
                     break
@@ -219,7 +238,11 @@ class MarketPolicy:
             if chosen is not None:
                 index, allocation = chosen
             else:
-                plan = self._plan_hold_offers(view, auction, free, pool, held) if self.holding else None
+                plan = (
+                    self._plan_hold_offers(view, auction, free, pool, held)
+                    if self.holding
+                    else None
+                )
                 if plan is None:
                     break
                 for victim in plan.held:
@@ -248,7 +271,9 @@ class MarketPolicy:
         return Decision(tuple(actions)) if actions else NOTHING
 
     @staticmethod
-    def _hold_placement(view: View, plan: HoldPlan, unit: tuple[int, ...], free: np.ndarray) -> Allocation:
+    def _hold_placement(
+        view: View, plan: HoldPlan, unit: tuple[int, ...], free: np.ndarray
+    ) -> Allocation:
         """Where the arrival a plan held for starts: its node, or (spanning) greedily over
         every node in bid order on the freed resources."""
         if plan.node != SPANNING:
@@ -258,8 +283,9 @@ class MarketPolicy:
         assert placed is not None  # the plan priced what every node holds together
         return placed
 
-    def _plan_hold_offers(self, view: View, auction: Auction, free: np.ndarray, pool: float,
-                          held: set[int]) -> HoldPlan | None:
+    def _plan_hold_offers(
+        self, view: View, auction: Auction, free: np.ndarray, pool: float, held: set[int]
+    ) -> HoldPlan | None:
         arrivals = [a for a in auction.arrivals() if fits_nowhere(a.unit, a.bb, free, pool)]
         if not arrivals:
             return None
@@ -270,8 +296,13 @@ class MarketPolicy:
         now = view.time
         if self.lookahead:
             releases: list[Freed] = list(ends)  # expected ends, never before now (``_running_all``)
-            baselines = {a.job_id: self.wait_weight * value_after_wait_resources(
-                a, releases, free, pool, now, auction.rank_of(auction.index(a.job_id))) for a in arrivals}
+            baselines = {
+                a.job_id: self.wait_weight
+                * value_after_wait_resources(
+                    a, releases, free, pool, now, auction.rank_of(auction.index(a.job_id))
+                )
+                for a in arrivals
+            }
         return hold_search_resources(arrivals, executing, free, pool, now, self.penalty, baselines)
 
     def _running_all(self, view: View) -> tuple[list[Executing], list[Freed]]:
@@ -292,9 +323,20 @@ class MarketPolicy:
             if self.lookahead and view.state(job.job_id).hold_count >= self.max_holds:
                 continue
             curve = job.payload["value_curve"]
-            executing.append(Executing(job.job_id, node, running.units, running.start, running.seq,
-                                       float(curve.value_at(end - job.submit)),
-                                       float(curve.max_value), allocation, job.unit, job.bb))
+            executing.append(
+                Executing(
+                    job.job_id,
+                    node,
+                    running.units,
+                    running.start,
+                    running.seq,
+                    float(curve.value_at(end - job.submit)),
+                    float(curve.max_value),
+                    allocation,
+                    job.unit,
+                    job.bb,
+                )
+            )
         self._kept_all = (view, version, executing, ends, soonest)
         return executing, ends
 
@@ -320,21 +362,29 @@ class MarketPolicy:
             soonest += 1.0  # worthless only after that floor: at the next step
         return max(soonest, step)
 
-    def _plan_hold(self, view: View, auction: Auction, free: np.ndarray, held: set[int]) -> HoldPlan | None:
+    def _plan_hold(
+        self, view: View, auction: Auction, free: np.ndarray, held: set[int]
+    ) -> HoldPlan | None:
         arrivals = auction.arrivals()
         if not arrivals:
             return None
         by_node, ends = self._running(view)
         if held:  # jobs held at this instant are not held again
-            by_node = {node: [e for e in jobs if e.job_id not in held] for node, jobs in by_node.items()}
+            by_node = {
+                node: [e for e in jobs if e.job_id not in held] for node, jobs in by_node.items()
+            }
         frees = free.tolist()
         baselines = None
         if self.lookahead:
             now = view.time
             releases: list[Release] = list(ends)  # expected ends, never before now (``_running``)
-            baselines = {a.job_id: self.wait_weight * value_after_wait(a, releases, frees, now,
-                                                                       auction.rank_of(auction.index(a.job_id)))
-                         for a in arrivals}
+            baselines = {
+                a.job_id: self.wait_weight
+                * value_after_wait(
+                    a, releases, frees, now, auction.rank_of(auction.index(a.job_id))
+                )
+                for a in arrivals
+            }
         return hold_search(arrivals, (), frees, view.time, self.penalty, baselines, by_node=by_node)
 
     def _running(self, view: View) -> tuple[dict[int, list[Executing]], list[Release]]:
@@ -359,9 +409,17 @@ class MarketPolicy:
             if self.lookahead and view.state(job.job_id).hold_count >= self.max_holds:
                 continue
             curve = job.payload["value_curve"]
-            executing.append(Executing(job.job_id, node, running.units, running.start, running.seq,
-                                       float(curve.value_at(end - job.submit)),
-                                       float(curve.max_value)))
+            executing.append(
+                Executing(
+                    job.job_id,
+                    node,
+                    running.units,
+                    running.start,
+                    running.seq,
+                    float(curve.value_at(end - job.submit)),
+                    float(curve.max_value),
+                )
+            )
         by_node = latest_first(executing)
         self._kept = (view, version, by_node, ends, soonest)
         return by_node, ends
@@ -379,8 +437,13 @@ def _still_kept(kept: KeptT | None, view: View) -> tuple[int | None, KeptT | Non
     cache then never expires early). Else ``None``."""
     kept_view = fast_view(view, "running_version")
     version = None if kept_view is None else kept_view.running_version
-    if (version is not None and kept is not None and kept[0] is view and kept[1] == version
-            and view.time < kept[-1]):
+    if (
+        version is not None
+        and kept is not None
+        and kept[0] is view
+        and kept[1] == version
+        and view.time < kept[-1]
+    ):
         return version, kept
     return version, None
 
@@ -397,26 +460,43 @@ def _cores_only(view: View, columns: MarketColumns, facts: tuple[bool, int, bool
         return False
     if kept:
         return True
-    return all(running.job.unit == CORE_UNIT and not running.job.bb and len(running.allocation) == 1
-               for running in view.running)
+    return all(
+        running.job.unit == CORE_UNIT and not running.job.bb and len(running.allocation) == 1
+        for running in view.running
+    )
 
 
 def _view_facts(view: View) -> tuple[bool, int, bool]:
     """What ``_cores_only`` reads of a view that does not change while it lives: whether it
     keeps the market columns (the model's view), the node count, whole-node allocation."""
-    return fast_view(view, "market_columns") is not None, view.platform.n_nodes, bool(view.exclusive)
+    return (
+        fast_view(view, "market_columns") is not None,
+        view.platform.n_nodes,
+        bool(view.exclusive),
+    )
 
 
 def _factory(rule: str, holding: bool, lookahead: bool = False):  # type: ignore[no-untyped-def]
     if lookahead:  # only look-ahead holding limits holds per job
-        def make_lookahead(allocator: Allocator, penalty: float = 0.0, max_holds: int = 2) -> MarketPolicy:
-            return MarketPolicy(allocator, rule=rule, holding=holding, penalty=penalty, lookahead=True,
-                                max_holds=max_holds)
+
+        def make_lookahead(
+            allocator: Allocator, penalty: float = 0.0, max_holds: int = 2
+        ) -> MarketPolicy:
+            return MarketPolicy(
+                allocator,
+                rule=rule,
+                holding=holding,
+                penalty=penalty,
+                lookahead=True,
+                max_holds=max_holds,
+            )
 
         return make_lookahead
 
     def make(allocator: Allocator, penalty: float = 0.0) -> MarketPolicy:
-        return MarketPolicy(allocator, rule=rule, holding=holding, penalty=penalty, lookahead=lookahead)
+        return MarketPolicy(
+            allocator, rule=rule, holding=holding, penalty=penalty, lookahead=lookahead
+        )
 
     return make
 
@@ -428,11 +508,25 @@ _SUMMARIES = {
     "minvr": "minimum remaining value (area under the curve) first",
 }
 for _rule, _summary in _SUMMARIES.items():
-    register_scheduler(_rule, f"market (Singh et al.): {_summary}", allocators=("max-bid",),
-                       default_allocator="max-bid", market=True)(_factory(_rule, False))
-    register_scheduler(_rule + "h", f"market (Singh et al.): {_summary}, with holding",
-                       allocators=("max-bid",), default_allocator="max-bid", market=True)(
-        _factory(_rule, True))
-    register_scheduler(_rule + "lh", f"market: {_summary}, with look-ahead holding (non-paper: holds only "
-                       "when holding beats waiting, at most max_holds = 2 times per job)", allocators=("max-bid",),
-                       default_allocator="max-bid", market=True)(_factory(_rule, True, lookahead=True))
+    register_scheduler(
+        _rule,
+        f"market (Singh et al.): {_summary}",
+        allocators=("max-bid",),
+        default_allocator="max-bid",
+        market=True,
+    )(_factory(_rule, False))
+    register_scheduler(
+        _rule + "h",
+        f"market (Singh et al.): {_summary}, with holding",
+        allocators=("max-bid",),
+        default_allocator="max-bid",
+        market=True,
+    )(_factory(_rule, True))
+    register_scheduler(
+        _rule + "lh",
+        f"market: {_summary}, with look-ahead holding (non-paper: holds only "
+        "when holding beats waiting, at most max_holds = 2 times per job)",
+        allocators=("max-bid",),
+        default_allocator="max-bid",
+        market=True,
+    )(_factory(_rule, True, lookahead=True))

@@ -70,7 +70,11 @@ class MoldableEasy:
             width = requested if requested <= room and fits_bb else 0
             if not width:
                 shadow, extras = self._reservation(view, free, started, requested)
-                width = mold_width(expected, requested, room, now, shadow) if job.may_mold and fits_bb else 0
+                width = (
+                    mold_width(expected, requested, room, now, shadow)
+                    if job.may_mold and fits_bb
+                    else 0
+                )
                 if not width:
                     reservation = (shadow, extras[0])
                     break
@@ -97,14 +101,17 @@ class MoldableEasy:
         return Decision(tuple(actions)) if actions else NOTHING
 
     @staticmethod
-    def _reservation(view: View, free: np.ndarray, started: list[tuple[float, tuple[int]]],
-                     need: int) -> tuple[float, tuple[float, ...]]:
+    def _reservation(
+        view: View, free: np.ndarray, started: list[tuple[float, tuple[int]]], need: int
+    ) -> tuple[float, tuple[float, ...]]:
         releases = [(view.expected_end(r), (r.units,)) for r in view.running] + started
         releases.sort()
         return shadow_and_extra((int(free.sum()),), releases, (need,))
 
 
-def _take(free: np.ndarray, width: int, spans: bool, exclusive: bool) -> tuple[tuple[int, int], ...]:
+def _take(
+    free: np.ndarray, width: int, spans: bool, exclusive: bool
+) -> tuple[tuple[int, int], ...]:
     """Place ``width`` cores and take them from ``free``: on the node with the most free
     cores, or, for a job that spans nodes, on the nodes with the most free cores first
     (ties: the lower index), listed in node order.
@@ -133,13 +140,22 @@ def _take(free: np.ndarray, width: int, spans: bool, exclusive: bool) -> tuple[t
 
 def _expected(job) -> tuple[tuple[float, ...], int]:  # type: ignore[no-untyped-def]
     if job.profile is None:
-        raise ConfigError(f"easy-mold needs moldable jobs; job {job.job_id} has no profile "
-                          "(use a task-graph job set or workload.market = true for traces)")
+        raise ConfigError(
+            f"easy-mold needs moldable jobs; job {job.job_id} has no profile "
+            "(use a task-graph job set or workload.market = true for traces)"
+        )
     requested = len(job.profile)
-    if job.run_profile is not None:  # told an estimate's profile already (market_knowledge = "estimate")
+    if (
+        job.run_profile is not None
+    ):  # told an estimate's profile already (market_knowledge = "estimate")
         return job.profile, requested
     return scaled_profile(job.profile, job.estimate, job.run_time), requested
 
 
-register_scheduler("easy-mold", "EASY backfilling with the market's moldability (fair market baseline)",
-                   allocators=("max-bid",), default_allocator="max-bid", market=True)(MoldableEasy)
+register_scheduler(
+    "easy-mold",
+    "EASY backfilling with the market's moldability (fair market baseline)",
+    allocators=("max-bid",),
+    default_allocator="max-bid",
+    market=True,
+)(MoldableEasy)

@@ -44,7 +44,11 @@ class Param:
     def describe(self) -> str:
         """What is valid, in words."""
         if self.kind in ("int", "float"):
-            text = self.valid.describe() if self.valid else f"a finite number{' (integer)' * (self.kind == 'int')}"
+            text = (
+                self.valid.describe()
+                if self.valid
+                else f"a finite number{' (integer)' * (self.kind == 'int')}"
+            )
         elif self.kind == "bool":
             text = "true or false"
         elif self.kind == "str":
@@ -66,27 +70,42 @@ class Param:
         if self.kind == "bool":
             return isinstance(value, bool)
         if self.kind == "int":
-            return isinstance(value, int) and not isinstance(value, bool) and (
-                self.valid is None or self.valid.contains(value))
+            return (
+                isinstance(value, int)
+                and not isinstance(value, bool)
+                and (self.valid is None or self.valid.contains(value))
+            )
         if self.kind == "float":
             return _number(value, self.valid)
         if self.kind == "str":
             return isinstance(value, str) and (not self.choices or value in self.choices)
         if self.kind == "str-list":
             return _sequence(value) and all(
-                isinstance(item, str) and (not self.choices or item in self.choices) for item in value)
+                isinstance(item, str) and (not self.choices or item in self.choices)
+                for item in value
+            )
         if self.kind == "float-list":
-            return _sequence(value) and len(value) > 0 and all(_number(item, self.valid) for item in value)
+            return (
+                _sequence(value)
+                and len(value) > 0
+                and all(_number(item, self.valid) for item in value)
+            )
         if self.kind == "number-table":
-            return isinstance(value, Mapping) and all(_number(number, Range(0.0, 2.0**50)) for number in value.values())
+            return isinstance(value, Mapping) and all(
+                _number(number, Range(0.0, 2.0**50)) for number in value.values()
+            )
         return isinstance(value, Mapping) and all(
-            _integral(key) and _number(wait, POSITIVE) for key, wait in value.items())
+            _integral(key) and _number(wait, POSITIVE) for key, wait in value.items()
+        )
 
 
 def _sequence(value: Any) -> bool:
     """A list, tuple or array (not text, not a table)."""
-    return hasattr(value, "__len__") and hasattr(value, "__iter__") and not isinstance(
-        value, (str, bytes, Mapping))
+    return (
+        hasattr(value, "__len__")
+        and hasattr(value, "__iter__")
+        and not isinstance(value, (str, bytes, Mapping))
+    )
 
 
 def _integral(value: Any) -> bool:
@@ -156,11 +175,15 @@ BBSCHED = {
     "population": Param("int", Range(2, 1_000, integer=True)),
     "mutation": Param("float", FRACTION),
     "rule": Param("str"),  # one of bbsched.RULES
-    "exhaustive_up_to": Param("int", Range(0, 22, integer=True)),  # algorithms.bbsched.MAX_EXACT_JOBS
+    "exhaustive_up_to": Param(
+        "int", Range(0, 22, integer=True)
+    ),  # algorithms.bbsched.MAX_EXACT_JOBS
     "exact_budget": Param("int", Range(0, MAX_INT, integer=True)),
 }
 MARKET = {"penalty": Param("float", FRACTION)}
-_INTERVAL = Param("float", Range(0.0, 30 * 86_400.0, low_open=True))  # a Slurm interval: up to 30 days
+_INTERVAL = Param(
+    "float", Range(0.0, 30 * 86_400.0, low_open=True)
+)  # a Slurm interval: up to 30 days
 _WEIGHT = Param("int", Range(0, 2**32 - 1, integer=True))
 _COUNT = Param("int", Range(0, 1_000_000, integer=True))
 # policies/slurm/settings.py ``SlurmSettings`` (a slurm.conf read into the same names).
@@ -169,14 +192,25 @@ SLURM = {
     "priority_type": Param("str", choices=("basic", "multifactor")),
     "scheduler_type": Param("str", choices=("backfill", "builtin")),
     **{f"weight_{name}": _WEIGHT for name in ("age", "fairshare", "job_size", "partition", "qos")},
-    "max_age": _INTERVAL, "decay_half_life": Param("float", Range(0.0, 2.0**40)), "calc_period": _INTERVAL,
-    "favor_small": Param("bool"), "fs_dampening": Param("int", Range(1, 2**32 - 1, integer=True)),
-    "shares": Param("number-table"), "fairshare_account": Param("bool"),
+    "max_age": _INTERVAL,
+    "decay_half_life": Param("float", Range(0.0, 2.0**40)),
+    "calc_period": _INTERVAL,
+    "favor_small": Param("bool"),
+    "fs_dampening": Param("int", Range(1, 2**32 - 1, integer=True)),
+    "shares": Param("number-table"),
+    "fairshare_account": Param("bool"),
     "account_share": Param("float", Range(0.0, 1.0, low_open=True)),
-    "charge_at_end": Param("bool"), "qos_priority": Param("number-table"),
-    "bf_interval": _INTERVAL, "bf_window": _INTERVAL, "bf_resolution": _INTERVAL, "sched_interval": _INTERVAL,
-    "bf_max_job_test": _COUNT, "bf_max_job_start": _COUNT, "default_queue_depth": _COUNT,
-    "bf_continue": Param("bool"), "preempt": Param("bool"),
+    "charge_at_end": Param("bool"),
+    "qos_priority": Param("number-table"),
+    "bf_interval": _INTERVAL,
+    "bf_window": _INTERVAL,
+    "bf_resolution": _INTERVAL,
+    "sched_interval": _INTERVAL,
+    "bf_max_job_test": _COUNT,
+    "bf_max_job_start": _COUNT,
+    "default_queue_depth": _COUNT,
+    "bf_continue": Param("bool"),
+    "preempt": Param("bool"),
     "preempt_mode": Param("str", choices=("off", "suspend", "requeue")),
 }
 LOOKAHEAD = {**MARKET, "max_holds": Param("int", Range(0, 1000, integer=True))}
@@ -192,9 +226,23 @@ already days for a run of a thousand jobs that all need their retries."""
 DOUBLINGS = 4  # PCP'19, HCP'19, CPH: 1, 2, 4, 8, 16 x the initial limit (cp_pooled)
 
 SCHEDULER_PARAMS: dict[str, dict[str, Param]] = {
-    **{name: {} for name in ("wfp3", "wfp3-easy", "unicep", "unicep-easy", "f1", "f1-easy", "sjf-easy")},  # market_hpc.rl
-    **{name: {} for name in ("fifo", "sjf", "ljf", "easy", "saf",
-                             "queues-partitioned", "queues-shared", "queues-hybrid")},
+    **{
+        name: {}
+        for name in ("wfp3", "wfp3-easy", "unicep", "unicep-easy", "f1", "f1-easy", "sjf-easy")
+    },  # market_hpc.rl
+    **{
+        name: {}
+        for name in (
+            "fifo",
+            "sjf",
+            "ljf",
+            "easy",
+            "saf",
+            "queues-partitioned",
+            "queues-shared",
+            "queues-hybrid",
+        )
+    },
     "pcp20": PCP20,
     "greedy-plan": PCP20,
     "pcp19": CP_LIMITS,
@@ -203,44 +251,80 @@ SCHEDULER_PARAMS: dict[str, dict[str, Param]] = {
     "prb": WAITS,
     "ebf": {"static_reservation": Param("bool")},
     "easy-mold": {"penalty": Param("float", FRACTION)},
-    **{name: WINDOW for name in ("bb-baseline", "bb-constrained-bb", "bb-constrained-cpu", "bb-weighted",
-                                 "bb-weighted-bb", "bb-weighted-cpu")},
+    **{
+        name: WINDOW
+        for name in (
+            "bb-baseline",
+            "bb-constrained-bb",
+            "bb-constrained-cpu",
+            "bb-weighted",
+            "bb-weighted-bb",
+            "bb-weighted-cpu",
+        )
+    },
     "bb-binpacking": {**WINDOW, "normalise": Param("bool")},
     "bbsched": BBSCHED,
     "slurm": SLURM,
-    **{rule + suffix: (LOOKAHEAD if suffix == "lh" else MARKET)
-       for rule in ("sjq", "maxv", "maxvd", "minvr") for suffix in ("", "h", "lh")},
+    **{
+        rule + suffix: (LOOKAHEAD if suffix == "lh" else MARKET)
+        for rule in ("sjq", "maxv", "maxvd", "minvr")
+        for suffix in ("", "h", "lh")
+    },
 }
 """Keyword parameters of each built-in scheduler (``queues-*`` take theirs from
 ``[queues]``, not ``[policy.params]``)."""
-CP_LIMITS_SCHEDULERS = frozenset(name for name, table in SCHEDULER_PARAMS.items()
-                                 if "deterministic_time" in table)
+CP_LIMITS_SCHEDULERS = frozenset(
+    name for name, table in SCHEDULER_PARAMS.items() if "deterministic_time" in table
+)
 
 _CRITICAL = Param("str-list", choices=("cores", "gpus", "mics", "mem"))
 _WINDOW_OR_ALL = Param("int", Range(1, MAX_INT, integer=True), optional=True)
 ALLOCATOR_PARAMS: dict[str, dict[str, Param]] = {
-    "first-fit": {}, "best-fit": {}, "max-bid": {},
+    "first-fit": {},
+    "best-fit": {},
+    "max-bid": {},
     "balanced": {"critical": _CRITICAL},
     "weighted": {"window": _WINDOW_OR_ALL, "unit_free": Param("bool")},
-    "priority-weighted": {"window": _WINDOW_OR_ALL, "critical": _CRITICAL,
-                          "bound": Param("float", POSITIVE), "step": Param("float", POSITIVE),
-                          "unit_free": Param("bool")},
+    "priority-weighted": {
+        "window": _WINDOW_OR_ALL,
+        "critical": _CRITICAL,
+        "bound": Param("float", POSITIVE),
+        "step": Param("float", POSITIVE),
+        "unit_free": Param("bool"),
+    },
 }
 """Keyword parameters of each built-in allocator."""
 
 BIDDER_PARAMS: dict[str, dict[str, Param]] = {
-    "free-cores": {}, "fullest-node": {},
-    "energy": {"watts_per_core": Param("float-list", POSITIVE), "idle_factor": Param("float", FRACTION)},
-    "locality": {"distance": Param("float-list", Range(0.0, math.inf)),
-                 "weight": Param("float", Range(0.0, math.inf))},
-    "offer-reserve": {"fraction": Param("float-list", FRACTION), "reserve": Param("float-list", Range(0.0, math.inf))},
+    "free-cores": {},
+    "fullest-node": {},
+    "energy": {
+        "watts_per_core": Param("float-list", POSITIVE),
+        "idle_factor": Param("float", FRACTION),
+    },
+    "locality": {
+        "distance": Param("float-list", Range(0.0, math.inf)),
+        "weight": Param("float", Range(0.0, math.inf)),
+    },
+    "offer-reserve": {
+        "fraction": Param("float-list", FRACTION),
+        "reserve": Param("float-list", Range(0.0, math.inf)),
+    },
 }
 """Keyword parameters of each built-in bidder (``watts_per_core``, ``fraction`` and ``reserve`` also as one number)."""
-_ONE_OR_PER_NODE = {"watts_per_core": POSITIVE, "fraction": FRACTION, "reserve": Range(0.0, math.inf)}
+_ONE_OR_PER_NODE = {
+    "watts_per_core": POSITIVE,
+    "fraction": FRACTION,
+    "reserve": Range(0.0, math.inf),
+}
 
 
-def check_params(kind: str, name: str, params: Mapping[str, Any],
-                 table: Mapping[str, Mapping[str, Param]] | None = None) -> None:
+def check_params(
+    kind: str,
+    name: str,
+    params: Mapping[str, Any],
+    table: Mapping[str, Mapping[str, Param]] | None = None,
+) -> None:
     """Refuse parameters a built-in policy does not declare, or values out of range.
 
     Args:
@@ -266,12 +350,16 @@ def check_params(kind: str, name: str, params: Mapping[str, Any],
         spec = declared.get(key)
         if spec is None:
             valid = ", ".join(sorted(declared)) or "none (it takes no parameters)"
-            raise ConfigError(f"{kind} {name!r}: unknown parameter {key!r}; valid parameters: {valid}")
+            raise ConfigError(
+                f"{kind} {name!r}: unknown parameter {key!r}; valid parameters: {valid}"
+            )
         if kind == "bidder" and key in _ONE_OR_PER_NODE and _number(value, _ONE_OR_PER_NODE[key]):
             continue
         if not spec.accepts(value):
             source = f"policy.params.{key}" if kind == "scheduler" else key
-            raise ConfigError(f"{kind} {name!r}: {source} = {value!r} is invalid; valid: {spec.describe()}")
+            raise ConfigError(
+                f"{kind} {name!r}: {source} = {value!r} is invalid; valid: {spec.describe()}"
+            )
     if kind == "scheduler":
         check_work(name, params)
 
@@ -302,7 +390,8 @@ def check_work(name: str, params: Mapping[str, Any]) -> None:
                 f"scheduler 'bbsched': generations x population = {generations:,} x "
                 f"{population:,} = {work:,} chromosome-generations per GA solve (about "
                 f"{work * 1e-5:,.0f} s at 10 us each); at most {GA_WORK_LIMIT:,} "
-                "(100 x the paper's 500 x 20)")
+                "(100 x the paper's 500 x 20)"
+            )
         return
     if name not in CP_LIMITS_SCHEDULERS:
         return
@@ -314,7 +403,8 @@ def check_work(name: str, params: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"scheduler {name!r}: policy.params allow up to {seconds:,.0f} s of solver time "
             f"per decision ({how}); at most {DECISION_SECONDS_LIMIT:,.0f} s (lower "
-            "deterministic_time, wall_seconds or max_retries, or set decision_budget)")
+            "deterministic_time, wall_seconds or max_retries, or set decision_budget)"
+        )
 
 
 def decision_seconds(name: str, params: Mapping[str, Any]) -> tuple[float, str]:

@@ -65,14 +65,20 @@ def load_plugin(entry_point: metadata.EntryPoint, registry: Registry) -> list[st
         target = entry_point.load()
         if not isinstance(target, ModuleType):
             if not callable(target) or isinstance(target, type):
-                raise PluginError(_label(entry_point), _distribution(entry_point),
-                                  f"names a {type(target).__name__}; it must name a module or a "
-                                  "function that registers policies")
+                raise PluginError(
+                    _label(entry_point),
+                    _distribution(entry_point),
+                    f"names a {type(target).__name__}; it must name a module or a "
+                    "function that registers policies",
+                )
             target()
         added = registry.added_since(before)
         if not added:
-            raise PluginError(_label(entry_point), _distribution(entry_point),
-                              "registered no scheduler, allocator or bidder")
+            raise PluginError(
+                _label(entry_point),
+                _distribution(entry_point),
+                "registered no scheduler, allocator or bidder",
+            )
     except Exception as exc:  # a third-party import may raise anything: report it, keep the rest
         registry.restore(before)
         if isinstance(exc, PluginError):
@@ -82,7 +88,9 @@ def load_plugin(entry_point: metadata.EntryPoint, registry: Registry) -> list[st
     return added
 
 
-def load_plugins(registry: Registry, entry_points: Iterable[metadata.EntryPoint] | None = None) -> list[PluginError]:
+def load_plugins(
+    registry: Registry, entry_points: Iterable[metadata.EntryPoint] | None = None
+) -> list[PluginError]:
     """Load every plugin of ``GROUP`` (or the given entry points) into ``registry``;
     return the failures.
 

@@ -88,7 +88,9 @@ class QueueDispatcher:
     # A partition's backfilling walk uses its queue's columns past this many waiting jobs.
     columns_from = 64
 
-    def __init__(self, allocator: Allocator, mode: str = "partitioned", config: QueueConfig | None = None) -> None:
+    def __init__(
+        self, allocator: Allocator, mode: str = "partitioned", config: QueueConfig | None = None
+    ) -> None:
         self.allocator = allocator
         self.mode = mode
         self.name = f"queues-{mode}+{allocator.name}"
@@ -111,8 +113,11 @@ class QueueDispatcher:
         ranges, pool = layout(config, platform.n_nodes)
         shared = config.mode == "shared"
         # groups: one node range per partition (one for the whole machine when shared), pool last
-        self.groups: list[tuple[int, int]] = [(0, platform.n_nodes)] if shared else [
-            r for q, r in zip(config.queues, ranges) if not q.reservation]
+        self.groups: list[tuple[int, int]] = (
+            [(0, platform.n_nodes)]
+            if shared
+            else [r for q, r in zip(config.queues, ranges) if not q.reservation]
+        )
         self.group_of_queue = [0 if shared or q.reservation else -1 for q in config.queues]
         if not shared:
             owner = iter(range(len(self.groups)))
@@ -123,7 +128,9 @@ class QueueDispatcher:
         self.node_group = np.full(platform.n_nodes, -1, dtype=np.int64)
         for index, (lo, hi) in enumerate(self.groups):
             self.node_group[lo:hi] = index
-        self.platforms = [sub_platform(platform, lo, hi) if hi > lo else None for lo, hi in self.groups]
+        self.platforms = [
+            sub_platform(platform, lo, hi) if hi > lo else None for lo, hi in self.groups
+        ]
         # Per waiting job: (its group, its queue's index); per running job: its releases.
         # Both are pruned to the jobs in the system once they outgrow them (``_prune``).
         self.home: dict[int, tuple[int, int]] = {}
@@ -141,8 +148,12 @@ class QueueDispatcher:
         group = self.group_of_queue[index] if index >= 0 else -1
         if group >= 0:
             platform = self.platforms[group]
-            capacity = platform.capacity if platform is not None else np.zeros((0, 4), dtype=np.int64)
-            if int(units_fit(capacity, job.unit).sum()) < job.units:  # (moldable: at its requested size)
+            capacity = (
+                platform.capacity if platform is not None else np.zeros((0, 4), dtype=np.int64)
+            )
+            if (
+                int(units_fit(capacity, job.unit).sum()) < job.units
+            ):  # (moldable: at its requested size)
                 group = -1
         self.home[job.job_id] = (group, index)
         return group
@@ -187,7 +198,9 @@ class QueueDispatcher:
         self._prune(view)
         routing = fast_view(view, "routed_queue") if self.per_queue else None
         routed = None if routing is None else routing.routed_queue
-        if routed is not None and (self.active.mode == "shared" or routed.config is not self.active):
+        if routed is not None and (
+            self.active.mode == "shared" or routed.config is not self.active
+        ):
             routed = None  # the per-queue lists serve only the configuration in force
         queues: list[Iterable[Job]]
         if routed is not None:
@@ -210,8 +223,9 @@ class QueueDispatcher:
             allocation = self.allocator.allocate(job, free, cast(View, whole))
             if allocation is None:
                 free_total = tuple(free.sum(axis=0).tolist())
-                machine_wide = reservation(free_total, partial(running_releases.releases, -1), needs(job),
-                                           sorted(started))
+                machine_wide = reservation(
+                    free_total, partial(running_releases.releases, -1), needs(job), sorted(started)
+                )
                 break
             self._take(free, job, allocation, view.exclusive)
             actions.append(Start(job.job_id, allocation))
@@ -220,21 +234,36 @@ class QueueDispatcher:
         for group, jobs in enumerate(queues):
             if group == pool:
                 continue
-            machine_wide = self._easy(view, group, jobs, free, partial(running_releases.releases, group),
-                                      machine_wide, actions, columns[group])
+            machine_wide = self._easy(
+                view,
+                group,
+                jobs,
+                free,
+                partial(running_releases.releases, group),
+                machine_wide,
+                actions,
+                columns[group],
+            )
         # Partition jobs left waiting: the pool's candidates.
         waiting_for_pool: list[Job] = []
         if pool >= 0 and routed is not None:
             waiting_for_pool = self._pool_waiting(routed, free, actions)
         elif pool >= 0:
             taken = {action.job_id for action in actions if isinstance(action, Start)}
-            waiting_for_pool = [job for group, jobs in enumerate(queues) if group != pool
-                                for job in jobs if job.job_id not in taken]
+            waiting_for_pool = [
+                job
+                for group, jobs in enumerate(queues)
+                if group != pool
+                for job in jobs
+                if job.job_id not in taken
+            ]
         if pool >= 0 and waiting_for_pool:
             self._pool(view, waiting_for_pool, free, machine_wide, actions)
         return Decision(tuple(actions)) if actions else NOTHING
 
-    def _groups(self, view: View) -> tuple[list[Job], list[Iterable[Job]], list[QueueColumns | None]]:
+    def _groups(
+        self, view: View
+    ) -> tuple[list[Job], list[Iterable[Job]], list[QueueColumns | None]]:
         """Machine-wide jobs and each group's jobs, by one walk over every waiting job."""
         queues: list[list[Job]] = [[] for _ in self.groups]
         machine_jobs: list[Job] = []
@@ -245,7 +274,9 @@ class QueueDispatcher:
             (machine_jobs if group < 0 else queues[group]).append(job)
         return machine_jobs, list(queues), [None] * len(self.groups)
 
-    def _fast_groups(self, routed: RoutedQueue) -> tuple[list[Job], list[Iterable[Job]], list[QueueColumns | None]]:
+    def _fast_groups(
+        self, routed: RoutedQueue
+    ) -> tuple[list[Job], list[Iterable[Job]], list[QueueColumns | None]]:
         """The same groups from the routed queue agent's per-queue lists, without a walk
         over every waiting job: jobs that arrived since the last pass are the newest
         (a tail of the arrival order), so only they are routed; each partition's jobs are
@@ -274,7 +305,9 @@ class QueueDispatcher:
                     columns[group] = agent.columns
         return machine_jobs, queues, columns
 
-    def _pool_waiting(self, routed: RoutedQueue, free: np.ndarray, actions: list[Action]) -> list[Job]:
+    def _pool_waiting(
+        self, routed: RoutedQueue, free: np.ndarray, actions: list[Action]
+    ) -> list[Job]:
         """Partition jobs still waiting after the partitions' passes (the pool's
         candidates), listed only when the pool has a free core."""
         lo, hi = self.groups[self.pool_group]
@@ -285,12 +318,16 @@ class QueueDispatcher:
         out = []
         for queue, group in zip(self.active.queues, self.group_of_queue):
             if group >= 0:
-                out += [job for job in routed.queues[queue.name].jobs.values()
-                        if home[job.job_id][0] == group and job.job_id not in started]
+                out += [
+                    job
+                    for job in routed.queues[queue.name].jobs.values()
+                    if home[job.job_id][0] == group and job.job_id not in started
+                ]
         return out
 
-    def _allocate(self, view: View, group: int, job: Job, free: np.ndarray,
-                  jobs: Iterable[Job]) -> Allocation | None:
+    def _allocate(
+        self, view: View, group: int, job: Job, free: np.ndarray, jobs: Iterable[Job]
+    ) -> Allocation | None:
         lo, hi = self.groups[group]
         platform = self.platforms[group]
         if platform is None:
@@ -302,9 +339,17 @@ class QueueDispatcher:
             return None
         return tuple((node + lo, units) for node, units in allocation)
 
-    def _easy(self, view: View, group: int, jobs: Iterable[Job], free: np.ndarray,
-              running: Callable[[], Iterator[tuple[float, Amounts]]], machine_wide: Reservation,
-              actions: list[Action], columns: QueueColumns | None = None) -> Reservation:
+    def _easy(
+        self,
+        view: View,
+        group: int,
+        jobs: Iterable[Job],
+        free: np.ndarray,
+        running: Callable[[], Iterator[tuple[float, Amounts]]],
+        machine_wide: Reservation,
+        actions: list[Action],
+        columns: QueueColumns | None = None,
+    ) -> Reservation:
         """EASY on one partition (:func:`~market_hpc.algorithms.easy.easy_pass`), honouring
         the machine-wide reservation; returns the reservation's remaining spare amounts.
         With the partition queue's ``columns`` the backfilling walk visits only the jobs
@@ -316,8 +361,11 @@ class QueueDispatcher:
             now = view.time
 
             def scan(head: Job, shadow: float, limits: BackfillLimits) -> Iterator[Job]:
-                return (job for job in columns.backfill_scan(head.job_id, now, shadow, limits)
-                        if home[job.job_id][0] == group)
+                return (
+                    job
+                    for job in columns.backfill_scan(head.job_id, now, shadow, limits)
+                    if home[job.job_id][0] == group
+                )
 
         def place(job: Job) -> Allocation | None:
             return self._allocate(view, group, job, free, jobs)
@@ -329,11 +377,26 @@ class QueueDispatcher:
         def left() -> Amounts:
             return tuple(free[lo:hi].sum(axis=0).tolist())
 
-        return easy_pass(jobs, view.time, left(), place, start, running, recount=left, scan=scan,
-                         outer=machine_wide)
+        return easy_pass(
+            jobs,
+            view.time,
+            left(),
+            place,
+            start,
+            running,
+            recount=left,
+            scan=scan,
+            outer=machine_wide,
+        )
 
-    def _pool(self, view: View, jobs: list[Job], free: np.ndarray, machine_wide: Reservation,
-              actions: list[Action]) -> None:
+    def _pool(
+        self,
+        view: View,
+        jobs: list[Job],
+        free: np.ndarray,
+        machine_wide: Reservation,
+        actions: list[Action],
+    ) -> None:
         """Start jobs whose priority factor exceeds tau_pf entirely on the pool."""
         now = view.time
         config = self.active
@@ -357,8 +420,11 @@ class QueueDispatcher:
             if job.cores > pool_free:
                 continue  # more cores than the pool has free: no allocator places it
             need = totals(job.unit, job.units)
-            allowed, uses_big = may_backfill(now, job.estimate, need, shadow_big, extra_big) \
-                if shadow_big < INF else (True, False)
+            allowed, uses_big = (
+                may_backfill(now, job.estimate, need, shadow_big, extra_big)
+                if shadow_big < INF
+                else (True, False)
+            )
             if not allowed:
                 continue
             allocation = self._allocate(view, self.pool_group, job, free, jobs)
@@ -378,12 +444,17 @@ class QueueDispatcher:
 def _factory(mode: str):  # type: ignore[no-untyped-def]
     def make(allocator: Allocator, config: QueueConfig | None = None) -> QueueDispatcher:
         return QueueDispatcher(allocator, mode, config)
+
     return make
 
 
-register_scheduler("queues-partitioned", "hybrid queues: EASY in each queue's partition, large queue by reservation")(
-    _factory("partitioned"))
-register_scheduler("queues-shared", "hybrid queues: non-partitioned queues, one EASY over the whole machine")(
-    _factory("shared"))
-register_scheduler("queues-hybrid", "hybrid queues: partitions plus a common pool by priority factor")(
-    _factory("hybrid"))
+register_scheduler(
+    "queues-partitioned",
+    "hybrid queues: EASY in each queue's partition, large queue by reservation",
+)(_factory("partitioned"))
+register_scheduler(
+    "queues-shared", "hybrid queues: non-partitioned queues, one EASY over the whole machine"
+)(_factory("shared"))
+register_scheduler(
+    "queues-hybrid", "hybrid queues: partitions plus a common pool by priority factor"
+)(_factory("hybrid"))

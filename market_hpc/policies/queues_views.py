@@ -32,8 +32,13 @@ class RunningReleases:
     ([4.0, 7.0], [4.0, 5.0, 7.0])
     """
 
-    def __init__(self, running: Iterable[RunningJob], now: float,
-                 parts_of: Callable[[RunningJob], list[tuple[int, Amounts]]], n_groups: int) -> None:
+    def __init__(
+        self,
+        running: Iterable[RunningJob],
+        now: float,
+        parts_of: Callable[[RunningJob], list[tuple[int, Amounts]]],
+        n_groups: int,
+    ) -> None:
         self._running = running
         self._source: Iterator[RunningJob] | None = None
         self.now = now
@@ -73,8 +78,16 @@ def sub_platform(platform: Platform, lo: int, hi: int) -> Platform:
     for node_type in platform.node_types:
         first, last = max(lo, start), min(hi, start + node_type.count)
         if first < last:
-            types.append(NodeType(node_type.name, last - first, node_type.cores, node_type.gpus,
-                                  node_type.mics, node_type.mem))
+            types.append(
+                NodeType(
+                    node_type.name,
+                    last - first,
+                    node_type.cores,
+                    node_type.gpus,
+                    node_type.mics,
+                    node_type.mem,
+                )
+            )
         start += node_type.count
     return Platform(f"{platform.name}[{lo}:{hi}]", tuple(types), platform.burst_buffer)
 
@@ -95,8 +108,9 @@ class SubView:
     """What an allocator sees of one node range (indices relative to ``lo``); the
     queue is listed only if the allocator reads it."""
 
-    def __init__(self, view: View, platform: Platform, free: np.ndarray, queue: Iterable[Job],
-                 free_bb: float) -> None:
+    def __init__(
+        self, view: View, platform: Platform, free: np.ndarray, queue: Iterable[Job], free_bb: float
+    ) -> None:
         self.time = view.time
         self.platform = platform
         self.free = free

@@ -72,13 +72,17 @@ MARKET_ONLY_ALLOCATORS: set[str] = set()
 
 def _check_new(kind: str, name: str, factory: Any, known: dict[str, Any]) -> None:
     if not callable(factory):
-        raise ConfigError(f"{kind} {name!r}: register_{kind} decorates a class or function, "
-                          f"got {type(factory).__name__}")
+        raise ConfigError(
+            f"{kind} {name!r}: register_{kind} decorates a class or function, "
+            f"got {type(factory).__name__}"
+        )
     if name in known:
         previous = known[name]
         previous = previous.factory if isinstance(previous, SchedulerEntry) else previous[0]
-        raise ConfigError(f"{kind} {name!r} is already registered (its factory: "
-                          f"{getattr(previous, '__module__', '?')}.{getattr(previous, '__qualname__', '?')})")
+        raise ConfigError(
+            f"{kind} {name!r} is already registered (its factory: "
+            f"{getattr(previous, '__module__', '?')}.{getattr(previous, '__qualname__', '?')})"
+        )
 
 
 def register_scheduler(
@@ -104,7 +108,9 @@ def register_scheduler(
 
     def add(factory: SchedulerFactory) -> SchedulerFactory:
         _check_new("scheduler", name, factory, SCHEDULERS)
-        SCHEDULERS[name] = SchedulerEntry(name, factory, allocators, default_allocator, summary, market, handles)
+        SCHEDULERS[name] = SchedulerEntry(
+            name, factory, allocators, default_allocator, summary, market, handles
+        )
         return factory
 
     return add
@@ -132,9 +138,12 @@ def register_scheduler_family(
 
     def add(factory: Callable[..., Policy]) -> Callable[..., Policy]:
         if ":" in prefix or prefix in SCHEDULER_FAMILIES:
-            raise ConfigError(f"scheduler family {prefix!r}: a prefix without ':' that is not taken")
-        SCHEDULER_FAMILIES[prefix] = SchedulerEntry(f"{prefix}:{argument}", factory, None, default_allocator,
-                                                    summary, False, handles)
+            raise ConfigError(
+                f"scheduler family {prefix!r}: a prefix without ':' that is not taken"
+            )
+        SCHEDULER_FAMILIES[prefix] = SchedulerEntry(
+            f"{prefix}:{argument}", factory, None, default_allocator, summary, False, handles
+        )
         return factory
 
     return add
@@ -147,8 +156,10 @@ def _family_member(name: str) -> SchedulerEntry | None:
     if family is None:
         return None
     if not argument:
-        raise ConfigError(f"scheduler {name!r}: the {prefix.lower()} family needs an argument: "
-                          f"{prefix.lower()}:ARGUMENT ({family.summary})")
+        raise ConfigError(
+            f"scheduler {name!r}: the {prefix.lower()} family needs an argument: "
+            f"{prefix.lower()}:ARGUMENT ({family.summary})"
+        )
     made = family.factory
 
     def factory(allocator: Allocator, **params: Any) -> Policy:
@@ -199,8 +210,19 @@ def register_bidder(name: str, summary: str) -> Callable[[BidderFactory], Bidder
     return add
 
 
-BUILTIN_MODULES = ("allocators", "classic", "market", "hetero", "hetero_schedulers", "market_baselines",
-                   "bbsched", "queues", "cp", "bidders", "slurm")
+BUILTIN_MODULES = (
+    "allocators",
+    "classic",
+    "market",
+    "hetero",
+    "hetero_schedulers",
+    "market_baselines",
+    "bbsched",
+    "queues",
+    "cp",
+    "bidders",
+    "slurm",
+)
 FAMILY_MODULES = ("market_hpc.rl.heuristics", "market_hpc.rl.learned")
 """Built-in policies whose family lives outside ``market_hpc.policies`` (full module names)."""
 _loaded = False
@@ -216,7 +238,10 @@ def _load_builtin() -> None:
         importlib.import_module(f"market_hpc.policies.{module}")
     for module in FAMILY_MODULES:
         importlib.import_module(module)
-    for name, caps in BUILTIN.items():  # declared here, beside each other, not in the policy modules
+    for (
+        name,
+        caps,
+    ) in BUILTIN.items():  # declared here, beside each other, not in the policy modules
         if name in SCHEDULERS and SCHEDULERS[name].handles is None:
             SCHEDULERS[name] = dataclasses.replace(SCHEDULERS[name], handles=caps)
     from market_hpc.policies.plugins import load_plugins
@@ -228,16 +253,29 @@ def snapshot() -> tuple[frozenset[str], ...]:
     """The registered names, built-ins and plugins loaded first (to undo a plugin that
     failed half-way, or a test's registrations, with ``restore``)."""
     _load_builtin()
-    return (frozenset(SCHEDULERS), frozenset(ALLOCATORS), frozenset(BIDDERS), frozenset(SCHEDULER_FAMILIES))
+    return (
+        frozenset(SCHEDULERS),
+        frozenset(ALLOCATORS),
+        frozenset(BIDDERS),
+        frozenset(SCHEDULER_FAMILIES),
+    )
 
 
-_TABLES: tuple[tuple[str, dict[str, Any]], ...] = (("scheduler", SCHEDULERS), ("allocator", ALLOCATORS),
-                                                   ("bidder", BIDDERS), ("scheduler family", SCHEDULER_FAMILIES))
+_TABLES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("scheduler", SCHEDULERS),
+    ("allocator", ALLOCATORS),
+    ("bidder", BIDDERS),
+    ("scheduler family", SCHEDULER_FAMILIES),
+)
 
 
 def added_since(names: tuple[frozenset[str], ...]) -> list[str]:
     """What was registered since ``snapshot()``, as ``["scheduler lff", ...]``."""
-    return sorted(f"{kind} {name}" for (kind, table), kept in zip(_TABLES, names) for name in set(table) - kept)
+    return sorted(
+        f"{kind} {name}"
+        for (kind, table), kept in zip(_TABLES, names)
+        for name in set(table) - kept
+    )
 
 
 def restore(names: tuple[frozenset[str], ...]) -> None:
@@ -343,7 +381,9 @@ def make_policy(
     try:
         alloc = make_allocator(alloc_name, **(allocator_params or {}))
     except TypeError as exc:
-        raise ConfigError(f"allocator {alloc_name!r}: bad parameters {allocator_params}: {exc}") from None
+        raise ConfigError(
+            f"allocator {alloc_name!r}: bad parameters {allocator_params}: {exc}"
+        ) from None
     valid = allocators_for(entry.name)
     if alloc_name not in valid:
         raise ConfigError(
@@ -353,10 +393,14 @@ def make_policy(
     try:
         policy = entry.factory(alloc, **(scheduler_params or {}))
     except TypeError as exc:
-        raise ConfigError(f"scheduler {entry.name!r}: bad parameters {scheduler_params}: {exc}") from None
+        raise ConfigError(
+            f"scheduler {entry.name!r}: bad parameters {scheduler_params}: {exc}"
+        ) from None
     if not callable(getattr(policy, "decide", None)):
-        raise ConfigError(f"scheduler {entry.name!r} ({getattr(entry.factory, '__module__', '?')}): its factory "
-                          f"returned a {type(policy).__name__}, which has no decide(view, rng) method")
+        raise ConfigError(
+            f"scheduler {entry.name!r} ({getattr(entry.factory, '__module__', '?')}): its factory "
+            f"returned a {type(policy).__name__}, which has no decide(view, rng) method"
+        )
     return policy
 
 
@@ -393,6 +437,8 @@ def check_composition(scheduler: str, jobs: Any, platform: Any) -> None:
     from market_hpc.policies.capabilities import refusal, workload_needs
 
     entry = scheduler_entry(scheduler)
-    message = refusal(entry.name, entry.capabilities, workload_needs(jobs, platform), capability_table())
+    message = refusal(
+        entry.name, entry.capabilities, workload_needs(jobs, platform), capability_table()
+    )
     if message is not None:
         raise ConfigError(message)

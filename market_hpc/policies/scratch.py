@@ -63,6 +63,7 @@ def _indexed_path(allocator: Allocator) -> IndexedPlacement | None:
     usable = _INDEXED.get(kind)
     on_index = indexed(allocator)
     if usable is None:
+
         def owner(name: str) -> type | None:
             return next((c for c in kind.__mro__ if name in vars(c)), None)
 

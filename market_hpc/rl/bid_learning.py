@@ -36,8 +36,9 @@ PRESSURE_BINS = (1 / 3, 2 / 3)
 VALUE_BINS = (0.5,)
 """Edge of the squashed mean value per core (2 bins: below or above the value scale)."""
 STATES = (len(NODE_FREE_BINS) + 1) * (len(PRESSURE_BINS) + 1) * (len(VALUE_BINS) + 1)
-_NODE_FREE, _PRESSURE, _VALUE = (OBSERVATION.index(name) for name in ("node_free", "queue_pressure",
-                                                                       "queue_value_mean"))
+_NODE_FREE, _PRESSURE, _VALUE = (
+    OBSERVATION.index(name) for name in ("node_free", "queue_pressure", "queue_value_mean")
+)
 
 
 def coarse_state(observation: np.ndarray) -> int:
@@ -62,9 +63,13 @@ class QLearner:
         gamma: Discount per decision step in [0, 1].
     """
 
-    def __init__(self, actions: int, rng: np.random.Generator, alpha: float = 0.1, gamma: float = 0.9) -> None:
+    def __init__(
+        self, actions: int, rng: np.random.Generator, alpha: float = 0.1, gamma: float = 0.9
+    ) -> None:
         if not 0 < alpha <= 1 or not 0 <= gamma <= 1:
-            raise ConfigError(f"QLearner: alpha must be in (0, 1] and gamma in [0, 1], got {alpha!r}, {gamma!r}")
+            raise ConfigError(
+                f"QLearner: alpha must be in (0, 1] and gamma in [0, 1], got {alpha!r}, {gamma!r}"
+            )
         self.q = np.zeros((STATES, actions))
         self.rng = rng
         self.alpha, self.gamma = alpha, gamma
@@ -104,15 +109,27 @@ class Training:
     returns: list[float]
 
 
-def make_learners(env: NodeBiddingEnv, seed: int, alpha: float = 0.1, gamma: float = 0.9) -> list[QLearner]:
+def make_learners(
+    env: NodeBiddingEnv, seed: int, alpha: float = 0.1, gamma: float = 0.9
+) -> list[QLearner]:
     """One learner per node, each with its own stream spawned from ``seed``."""
     streams = np.random.SeedSequence(seed).spawn(len(env.possible_agents))
-    return [QLearner(env.action_space(agent).n, np.random.default_rng(stream), alpha, gamma)  # type: ignore[attr-defined]
-            for agent, stream in zip(env.possible_agents, streams)]
+    return [
+        QLearner(env.action_space(agent).n, np.random.default_rng(stream), alpha, gamma)  # type: ignore[attr-defined]
+        for agent, stream in zip(env.possible_agents, streams)
+    ]
 
 
-def train(env: NodeBiddingEnv, episodes: int, seed: int, *, epsilon: tuple[float, float] = (1.0, 0.05),
-          alpha: float = 0.1, gamma: float = 0.9, learners: list[QLearner] | None = None) -> Training:
+def train(
+    env: NodeBiddingEnv,
+    episodes: int,
+    seed: int,
+    *,
+    epsilon: tuple[float, float] = (1.0, 0.05),
+    alpha: float = 0.1,
+    gamma: float = 0.9,
+    learners: list[QLearner] | None = None,
+) -> Training:
     """Train independent learners for ``episodes`` episodes (epsilon decays linearly from
     ``epsilon[0]`` to ``epsilon[1]``); episode ``k`` is ``env.reset(seed=seed * 1_000_003 + k)``."""
     if episodes < 1:
@@ -130,7 +147,12 @@ def train(env: NodeBiddingEnv, episodes: int, seed: int, *, epsilon: tuple[float
             observations, rewards, terminations, _, _ = env.step(dict(zip(agents, actions)))
             following = [coarse_state(observations[agent]) for agent in agents]
             for i, agent in enumerate(agents):
-                learners[i].update(states[i], actions[i], rewards[agent], None if terminations[agent] else following[i])
+                learners[i].update(
+                    states[i],
+                    actions[i],
+                    rewards[agent],
+                    None if terminations[agent] else following[i],
+                )
                 total += rewards[agent]
             states = following
             steps += 1
@@ -138,7 +160,9 @@ def train(env: NodeBiddingEnv, episodes: int, seed: int, *, epsilon: tuple[float
     return Training(learners, episodes, steps, time.perf_counter() - began, returns)
 
 
-def play(env: NodeBiddingEnv, policy: Callable[[int, np.ndarray], int], start: int) -> tuple[float, np.ndarray]:
+def play(
+    env: NodeBiddingEnv, policy: Callable[[int, np.ndarray], int], start: int
+) -> tuple[float, np.ndarray]:
     """One episode on the slice at ``start``, node ``i`` acting ``policy(i, its observation)``:
     the total value earned (the model's own sum, as a plain run's; the rewards add up to
     it) and how often each action was chosen."""
@@ -163,14 +187,18 @@ def fixed_policy(action: int) -> Callable[[int, np.ndarray], int]:
     return lambda node, observation: action
 
 
-def play_greedy(env: NodeBiddingEnv, learners: Sequence[QLearner], start: int) -> tuple[float, np.ndarray]:
+def play_greedy(
+    env: NodeBiddingEnv, learners: Sequence[QLearner], start: int
+) -> tuple[float, np.ndarray]:
     """``play`` with the learners' greedy offers."""
     return play(env, greedy_policy(learners), start)
 
 
 def free_cores_value(env: NodeBiddingEnv, start: int) -> float:
     """Total value of the slice at ``start`` in a plain run where every node bids ``free-cores``."""
-    model = HPCModel(env.jobs[start:start + env.episode_jobs], env.platform, env.rule, record_timeseries=False)
+    model = HPCModel(
+        env.jobs[start : start + env.episode_jobs], env.platform, env.rule, record_timeseries=False
+    )
     model.run()
     value = float(model.recorder.value_earned)
     release_model(model)
@@ -183,12 +211,17 @@ def evaluation_starts(env: NodeBiddingEnv, low: float, count: int | None = None)
     n, size = len(env.jobs), env.episode_jobs
     starts = list(range(int(np.ceil(low * n)), n - size + 1, size))
     if not starts:
-        raise ConfigError(f"evaluation_starts: no slice of {size} jobs after {low:g} of a {n}-job workload")
+        raise ConfigError(
+            f"evaluation_starts: no slice of {size} jobs after {low:g} of a {n}-job workload"
+        )
     return starts[:count] if count is not None else starts
 
 
-def evaluate(env: NodeBiddingEnv, learners: Sequence[QLearner] | Callable[[int, np.ndarray], int],
-             starts: Sequence[int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def evaluate(
+    env: NodeBiddingEnv,
+    learners: Sequence[QLearner] | Callable[[int, np.ndarray], int],
+    starts: Sequence[int],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The learners' greedy offers (or any ``policy(node, observation)``) and the
     free-cores auction on every held-out slice: one row per (slice, policy) with its total
     value, and the paired difference ``learned - free-cores`` with its 95% interval."""
@@ -197,6 +230,8 @@ def evaluate(env: NodeBiddingEnv, learners: Sequence[QLearner] | Callable[[int, 
     for start in starts:
         learned, _ = play(env, policy, start)
         rows.append({"slice": start, "policy": "learned", "total_value": learned})
-        rows.append({"slice": start, "policy": "free-cores", "total_value": free_cores_value(env, start)})
+        rows.append(
+            {"slice": start, "policy": "free-cores", "total_value": free_cores_value(env, start)}
+        )
     frame = pd.DataFrame(rows)
     return frame, paired_differences(frame, "policy", "total_value", "slice", "free-cores")

@@ -61,8 +61,15 @@ FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 """Default shares of its free cores a node may offer."""
 RESERVES = (0.0, 0.25, 0.5, 1.0)
 """Default reserve levels, in units of the workload's value scale (``value_scale``)."""
-OBSERVATION = ("node_free", "platform_free", "queue_pressure", "queue_value_mean", "queue_value_max",
-               "arrived", "left")
+OBSERVATION = (
+    "node_free",
+    "platform_free",
+    "queue_pressure",
+    "queue_value_mean",
+    "queue_value_max",
+    "arrived",
+    "left",
+)
 """What each entry of a node's observation is (module docstring)."""
 _COUNT = Range(1, 10_000_000, integer=True)
 _JOB_ID, _STATUS, _VALUE = (JOB_COLUMNS.index(name) for name in ("job_id", "status", "value"))
@@ -81,9 +88,11 @@ def value_scale(jobs: Sequence[Job]) -> float:
     for job in jobs:
         curve = job.payload.get("value_curve")
         if curve is None or job.profile is None:
-            raise ConfigError(f"NodeBiddingEnv needs moldable jobs with value curves; job {job.job_id} has "
-                              f"{'no value curve' if curve is None else 'no speed-up profile'} "
-                              "(use a task-graph job set or workload.market = true for traces)")
+            raise ConfigError(
+                f"NodeBiddingEnv needs moldable jobs with value curves; job {job.job_id} has "
+                f"{'no value curve' if curve is None else 'no speed-up profile'} "
+                "(use a task-graph job set or workload.market = true for traces)"
+            )
         per_core.append(float(curve.max_value) / (job.payload.get("c_star") or c_star(job.profile)))
     return float(np.median(per_core))
 
@@ -108,9 +117,17 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
 
     metadata: dict[str, Any] = {"name": "node_bidding_v0", "render_modes": []}  # noqa: RUF012
 
-    def __init__(self, jobs: Sequence[Job], platform: Platform | str = "hlrs-3x9", *, rule: str = "maxv",
-                 episode_jobs: int = 60, fractions: Sequence[float] = FRACTIONS,
-                 reserves: Sequence[float] = RESERVES, start_range: tuple[float, float] = (0.0, 1.0)) -> None:
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        platform: Platform | str = "hlrs-3x9",
+        *,
+        rule: str = "maxv",
+        episode_jobs: int = 60,
+        fractions: Sequence[float] = FRACTIONS,
+        reserves: Sequence[float] = RESERVES,
+        start_range: tuple[float, float] = (0.0, 1.0),
+    ) -> None:
         if rule not in RULES:
             raise UnknownNameError("NodeBiddingEnv rule", rule, RULES)
         check(episode_jobs, _COUNT, "episode_jobs")
@@ -131,8 +148,11 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         self.action_spaces = {agent: spaces.Discrete(actions) for agent in self.possible_agents}
         # One bidder per action, shared by the nodes choosing it (the auction prices a shared
         # strategy in one call).
-        self.bidders = [OfferReserveBidder(fraction=f, reserve=r * self.scale)
-                        for f in self.fractions for r in self.reserves]
+        self.bidders = [
+            OfferReserveBidder(fraction=f, reserve=r * self.scale)
+            for f in self.fractions
+            for r in self.reserves
+        ]
         self.model: HPCModel | None = None
         self.start_index = -1
         self._rng = np.random.default_rng()
@@ -156,8 +176,10 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         platform = load_platform(config.platform)
         jobs, _ = build_workload(config, platform)
         if "rule" not in options and config.policy.scheduler not in RULES:
-            raise ConfigError(f"NodeBiddingEnv.from_config: the scenario's scheduler {config.policy.scheduler!r} "
-                              f"is not one of {', '.join(RULES)}; pass rule=...")
+            raise ConfigError(
+                f"NodeBiddingEnv.from_config: the scenario's scheduler {config.policy.scheduler!r} "
+                f"is not one of {', '.join(RULES)}; pass rule=..."
+            )
         options.setdefault("rule", config.policy.scheduler)
         return cls(jobs, platform, **options)
 
@@ -189,16 +211,18 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         """The same ``Discrete`` object for every call with ``agent``."""
         return self.action_spaces[agent]
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
         """Start an episode: a seeded slice of N jobs (``options={"start": i}``: the slice
         beginning at the i-th job; other option keys are ignored)."""
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        self.start_index = episode_start(self._rng, options, self._first, self._last,
-                                         len(self.jobs) - self.episode_jobs)
+        self.start_index = episode_start(
+            self._rng, options, self._first, self._last, len(self.jobs) - self.episode_jobs
+        )
         release_model(self.model)
-        slice_ = self.jobs[self.start_index:self.start_index + self.episode_jobs]
+        slice_ = self.jobs[self.start_index : self.start_index + self.episode_jobs]
         self._submits = np.array([job.submit for job in slice_])
         self.model = HPCModel(slice_, self.platform, self.rule, record_timeseries=False)
         self.agents = list(self.possible_agents)
@@ -207,8 +231,15 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         self._advance()
         return self._observations(), self._infos()
 
-    def step(self, actions: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, float], dict[str, bool],
-                                                    dict[str, bool], dict[str, dict[str, Any]]]:
+    def step(
+        self, actions: dict[str, Any]
+    ) -> tuple[
+        dict[str, np.ndarray],
+        dict[str, float],
+        dict[str, bool],
+        dict[str, bool],
+        dict[str, dict[str, Any]],
+    ]:
         """Every live node's action (an index of its ``Discrete`` space) for this decision.
 
         Raises:
@@ -220,7 +251,9 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
             raise RuntimeError("the episode is over: call reset()")
         missing = [agent for agent in self.agents if agent not in actions]
         if missing:
-            raise ValueError(f"no action for {', '.join(missing)}; every live agent acts: {', '.join(self.agents)}")
+            raise ValueError(
+                f"no action for {', '.join(missing)}; every live agent acts: {', '.join(self.agents)}"
+            )
         for index, agent in enumerate(self.possible_agents):
             self.offer(actions[agent])  # checks the action
             model.node_agents[index].bidder = self.bidders[int(actions[agent])]
@@ -270,7 +303,9 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         model = self.model
         assert model is not None
         rows = model.recorder.rows
-        for job_id, status, value in ((row[_JOB_ID], row[_STATUS], row[_VALUE]) for row in rows[self._seen:]):
+        for job_id, status, value in (
+            (row[_JOB_ID], row[_STATUS], row[_VALUE]) for row in rows[self._seen :]
+        ):
             if status == "finished" and value:
                 allocation = self._placed[job_id]
                 cores = sum(units for _, units in allocation)
@@ -287,8 +322,10 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         shared = self._shared_features()
         capacity = self.platform.capacity[:, 0]
         node_free = model.free_readonly[:, 0] / capacity
-        return {agent: np.array((node_free[i], *shared), dtype=np.float32)
-                for i, agent in enumerate(self.possible_agents)}
+        return {
+            agent: np.array((node_free[i], *shared), dtype=np.float32)
+            for i, agent in enumerate(self.possible_agents)
+        }
 
     def _shared_features(self) -> tuple[float, ...]:
         """The observation's entries every node shares (after ``node_free``)."""
@@ -300,7 +337,9 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         free = float(model.free_readonly[:, 0].sum()) / total
         if len(columns):
             best = columns.best.astype(float)
-            per_core = columns.values((model.now + columns.fastest) - columns.arrival) / best / self.scale
+            per_core = (
+                columns.values((model.now + columns.fastest) - columns.arrival) / best / self.scale
+            )
             pressure = float(best.sum()) / total
             mean, top = float(per_core.mean()), float(per_core.max())
         else:
@@ -320,14 +359,22 @@ def _squash(value: float) -> float:
     return value / (1.0 + value) if value > 0 else 0.0
 
 
-def _levels(values: Sequence[float], name: str, *, low_open: bool, high: float) -> tuple[float, ...]:
+def _levels(
+    values: Sequence[float], name: str, *, low_open: bool, high: float
+) -> tuple[float, ...]:
     """``values`` as a non-empty tuple of distinct floats in ``(0 or [0, high]``."""
     try:
         levels = tuple(float(v) for v in values)
     except (TypeError, ValueError):
         levels = ()
     valid = f"a non-empty list of distinct numbers in {'(0' if low_open else '[0'}, {high:g}]"
-    if (not levels or len(set(levels)) != len(levels)
-            or any(not (0 < v if low_open else 0 <= v) or not v <= high or not math.isfinite(v) for v in levels)):
+    if (
+        not levels
+        or len(set(levels)) != len(levels)
+        or any(
+            not (0 < v if low_open else 0 <= v) or not v <= high or not math.isfinite(v)
+            for v in levels
+        )
+    ):
         raise ConfigError(f"{name}: got {values!r}; valid: {valid}")
     return levels

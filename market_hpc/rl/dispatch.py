@@ -38,13 +38,27 @@ from market_hpc.policies.scratch import PassScratch
 from market_hpc.validation import Range, check
 
 JOB_FEATURES = (
-    "wait", "cores", "gpus", "mem", "bb", "estimate", "value_now", "value_slope", "fits_now", "present",
+    "wait",
+    "cores",
+    "gpus",
+    "mem",
+    "bb",
+    "estimate",
+    "value_now",
+    "value_slope",
+    "fits_now",
+    "present",
 )
 """The features of each window slot, in order (all 0 for an empty slot)."""
 RELEASE_HORIZONS = (900.0, 3600.0, 4 * 3600.0, 12 * 3600.0, 24 * 3600.0)
 """Seconds ahead at which the platform features give the share of cores expected free."""
 PLATFORM_FEATURES = (
-    "free_cores", "free_gpus", "free_mics", "free_mem", "free_bb", "queue_length",
+    "free_cores",
+    "free_gpus",
+    "free_mics",
+    "free_mem",
+    "free_bb",
+    "queue_length",
     *(f"cores_free_in_{int(h)}s" for h in RELEASE_HORIZONS),
 )
 """The platform features that follow the window, in order."""
@@ -76,14 +90,19 @@ class DispatchOptions:
 
     def __post_init__(self) -> None:
         check(self.window, _WINDOW, "window")
-        object.__setattr__(self, "window", int(self.window))  # 8.0 (TOML, JSON) sizes the spaces as 8
+        object.__setattr__(
+            self, "window", int(self.window)
+        )  # 8.0 (TOML, JSON) sizes the spaces as 8
         if not isinstance(self.backfill, (bool, np.bool_)):
             raise ConfigError(f"backfill: got {self.backfill!r}; valid: true or false")
         object.__setattr__(self, "backfill", bool(self.backfill))  # saved as JSON beside a model
         from market_hpc.policies.registry import allocator_names
 
-        if (not isinstance(self.allocator, str) or self.allocator not in allocator_names()
-                or self.allocator == "max-bid"):
+        if (
+            not isinstance(self.allocator, str)
+            or self.allocator not in allocator_names()
+            or self.allocator == "max-bid"
+        ):
             valid = [name for name in allocator_names() if name != "max-bid"]
             raise ConfigError(f"allocator: got {self.allocator!r}; valid: {', '.join(valid)}")
 
@@ -98,9 +117,13 @@ class _Table:
     def __init__(self) -> None:
         self.index: dict[int, int] = {}
         self.features = np.zeros((256, _F), dtype=np.float32)
-        self.need = np.zeros((5, 256))  # cores, gpus, mics, mem, bb (by column): what the fit test compares
+        self.need = np.zeros(
+            (5, 256)
+        )  # cores, gpus, mics, mem, bb (by column): what the fit test compares
         self.submit = np.zeros(256)
-        self.curves: dict[int, Any] = {}  # row -> (value curve, its maximum, run time) of market jobs
+        self.curves: dict[
+            int, Any
+        ] = {}  # row -> (value curve, its maximum, run time) of market jobs
         self.used = 0
 
     def rows(self, jobs: Sequence[Job], platform: Platform) -> np.ndarray:
@@ -146,7 +169,9 @@ class InstantDispatcher:
         from market_hpc.policies.registry import make_allocator
 
         self.options = options
-        self.allocator: Allocator = make_allocator(options.allocator) if allocator is None else allocator
+        self.allocator: Allocator = (
+            make_allocator(options.allocator) if allocator is None else allocator
+        )
         self.backfiller = Easy(self.allocator) if options.backfill else None
         self._table = _Table()
         self.platform: Platform | None = None
@@ -232,7 +257,9 @@ class InstantDispatcher:
         view = self.view
         assert view is not None, "begin(view) first"
         if not 0 <= slot < min(len(self.queue), self.options.window):
-            raise ValueError(f"slot {slot} holds no job: the window holds {min(len(self.queue), self.options.window)}")
+            raise ValueError(
+                f"slot {slot} holds no job: the window holds {min(len(self.queue), self.options.window)}"
+            )
         job = self.queue[slot]
         allocation = None
         if self._fits_totals(slot):
@@ -249,8 +276,10 @@ class InstantDispatcher:
             if slot == 0:  # views, no copy
                 self._rows, self._need = self._rows[1:], self._need[:, 1:]
             else:
-                self._rows = np.concatenate((self._rows[:slot], self._rows[slot + 1:]))
-                self._need = np.concatenate((self._need[:, :slot], self._need[:, slot + 1:]), axis=1)
+                self._rows = np.concatenate((self._rows[:slot], self._rows[slot + 1 :]))
+                self._need = np.concatenate(
+                    (self._need[:, :slot], self._need[:, slot + 1 :]), axis=1
+                )
             self._releases.append((view.time + job.estimate, job.cores))
             return [job], not self.needs_choice()
         self.head = job
@@ -265,9 +294,11 @@ class InstantDispatcher:
         assert view is not None
         self._close(undo=True)
         queue = self.queue
-        decision = self.backfiller.schedule(view, [*self.started, self.head, *queue[:slot], *queue[slot + 1:]])
+        decision = self.backfiller.schedule(
+            view, [*self.started, self.head, *queue[:slot], *queue[slot + 1 :]]
+        )
         self.actions = list(decision.actions)
-        added = self.actions[len(self.started):]
+        added = self.actions[len(self.started) :]
         if not added:
             return []
         by_id = {job.job_id: job for job in queue}
@@ -298,7 +329,10 @@ class InstantDispatcher:
         if key is None or key != self._running_key:
             running = view.running
             self._running_ends = [r.est_end for r in running]
-            self._running_cores = [0.0, *itertools.accumulate(r.units * r.job.unit[0] for r in running)]
+            self._running_cores = [
+                0.0,
+                *itertools.accumulate(r.units * r.job.unit[0] for r in running),
+            ]
             self._running_key = key
         return self._running_ends, self._running_cores
 
@@ -330,15 +364,23 @@ class InstantDispatcher:
                     found = curves.get(row)
                     if found is not None:
                         curve, top, run = found
-                        elapsed = now - float(table.submit[row]) + run  # at completion, if started now
+                        elapsed = (
+                            now - float(table.submit[row]) + run
+                        )  # at completion, if started now
                         value = float(curve.value_at(elapsed))
                         later = float(curve.value_at(elapsed + TIME_SCALE))
                         block[i, 6] = value / top
                         block[i, 7] = max(-1.0, (later - value) / top)
         free_cores = float(free[0])
         inverse = self._inverse_total
-        tail = [free_cores * inverse[0], float(free[1]) * inverse[1], float(free[2]) * inverse[2],
-                float(free[3]) * inverse[3], float(free[4]) * self._inverse_bb, queued / (queued + k)]
+        tail = [
+            free_cores * inverse[0],
+            float(free[1]) * inverse[1],
+            float(free[2]) * inverse[2],
+            float(free[3]) * inverse[3],
+            float(free[4]) * self._inverse_bb,
+            queued / (queued + k),
+        ]
         cores = self._total_cores
         if cores > 0:
             ends, cumulative = self._running(view)
@@ -352,7 +394,7 @@ class InstantDispatcher:
                 tail.append(min(1.0, (free_cores + released) / cores))
         else:
             tail.extend([0.0] * len(RELEASE_HORIZONS))
-        obs[k * _F:] = tail
+        obs[k * _F :] = tail
         return obs
 
 
@@ -412,6 +454,16 @@ def first_fit_slot(window: Sequence[Job], key: Any = None) -> int:
 
 
 __all__ = [
-    "JOB_FEATURES", "PLATFORM_FEATURES", "RELEASE_HORIZONS", "REWARDS", "TIME_SCALE", "DispatchOptions",
-    "InstantDispatcher", "check_reward", "first_fit_slot", "job_metric", "job_run_time", "observation_size",
+    "JOB_FEATURES",
+    "PLATFORM_FEATURES",
+    "RELEASE_HORIZONS",
+    "REWARDS",
+    "TIME_SCALE",
+    "DispatchOptions",
+    "InstantDispatcher",
+    "check_reward",
+    "first_fit_slot",
+    "job_metric",
+    "job_run_time",
+    "observation_size",
 ]

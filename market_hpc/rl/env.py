@@ -43,8 +43,17 @@ INVALID_ACTIONS = ("wrap", "raise")
 """What a step does with a slot that holds no job: ``wrap`` (the slot modulo the jobs
 offered; for agents without masks, and ``check_env``'s random actions) or ``raise``."""
 _COUNT = Range(1, 10_000_000, integer=True)
-_OPTIONS = ("allocator", "backfill", "episode_jobs", "exclusive", "invalid_action", "reward",
-            "reward_timing", "start_range", "window")
+_OPTIONS = (
+    "allocator",
+    "backfill",
+    "episode_jobs",
+    "exclusive",
+    "invalid_action",
+    "reward",
+    "reward_timing",
+    "start_range",
+    "window",
+)
 """The constructor's keyword options (what ``from_config`` passes on)."""
 
 
@@ -55,7 +64,9 @@ class _Paused:
     name = "rl-env"
 
     def decide(self, view: Any, rng: Any) -> Decision:
-        raise RuntimeError("HPCDispatchEnv decides through next_decision/resume; the policy is never asked")
+        raise RuntimeError(
+            "HPCDispatchEnv decides through next_decision/resume; the policy is never asked"
+        )
 
 
 class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
@@ -105,7 +116,9 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         episode_jobs = int(check(episode_jobs, _COUNT, "episode_jobs"))
         check_reward(reward, reward_timing)
         if not isinstance(invalid_action, str) or invalid_action not in INVALID_ACTIONS:
-            raise ConfigError(f"invalid_action: got {invalid_action!r}; valid: {', '.join(INVALID_ACTIONS)}")
+            raise ConfigError(
+                f"invalid_action: got {invalid_action!r}; valid: {', '.join(INVALID_ACTIONS)}"
+            )
         if not isinstance(exclusive, (bool, np.bool_)):
             raise ConfigError(f"exclusive: got {exclusive!r}; valid: true or false")
         self.options = DispatchOptions(window=window, backfill=backfill, allocator=allocator)
@@ -156,21 +169,31 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         return cls(jobs, platform, **options)
 
     # ------------------------------------------------------------- gymnasium
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         """Start an episode: a seeded slice of N jobs (``options={"start": i}`` picks the
         slice beginning at the i-th job instead)."""
         integer = isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_))
         if seed is not None and not (integer and seed >= 0):
             raise ConfigError(f"seed: got {seed!r}; valid: None or an integer >= 0")
         if options is not None and (not isinstance(options, dict) or set(options) - {"start"}):
-            raise ConfigError(f"options: got {options!r}; valid: None or a dict with the key 'start'")
+            raise ConfigError(
+                f"options: got {options!r}; valid: None or a dict with the key 'start'"
+            )
         super().reset(seed=None if seed is None else int(seed))
-        self.start_index = episode_start(self.np_random, options, self._first, self._last,
-                                         len(self.jobs) - self.episode_jobs)
-        slice_ = self.jobs[self.start_index:self.start_index + self.episode_jobs]
+        self.start_index = episode_start(
+            self.np_random, options, self._first, self._last, len(self.jobs) - self.episode_jobs
+        )
+        slice_ = self.jobs[self.start_index : self.start_index + self.episode_jobs]
         release_model(self.model)  # the last episode's (Mesa 3.3 would keep every one)
-        self.model = HPCModel(slice_, self.platform, policy=_Paused(), exclusive=self.exclusive,  # type: ignore[arg-type]
-                              record_timeseries=False)
+        self.model = HPCModel(
+            slice_,
+            self.platform,
+            policy=_Paused(),
+            exclusive=self.exclusive,  # type: ignore[arg-type]
+            record_timeseries=False,
+        )
         self._done = False
         self._total = 0.0
         self._started = 0
@@ -186,8 +209,12 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         invalid = not 0 <= slot < offered
         if invalid:
             if self.invalid_action == "raise":
-                raise InvalidNumberError("action", slot, f"a slot 0..{offered - 1}, the slots holding a job "
-                                         "(action_masks()); this action names no job")
+                raise InvalidNumberError(
+                    "action",
+                    slot,
+                    f"a slot 0..{offered - 1}, the slots holding a job "
+                    "(action_masks()); this action names no job",
+                )
             slot %= offered
         now = self.model.now
         started, over = self.dispatcher.choose(slot)
@@ -245,8 +272,11 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         return self.dispatcher.observation()
 
     def _info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"time": 0.0 if self.model is None else self.model.now,
-                                "started": self._started, "start_index": self.start_index}
+        info: dict[str, Any] = {
+            "time": 0.0 if self.model is None else self.model.now,
+            "started": self._started,
+            "start_index": self.start_index,
+        }
         if self._done and self._started and self.model is not None:
             info["episode_metrics"] = self._episode_metrics()
         return info
@@ -259,12 +289,17 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
         frame = frame[frame["start_time"].notna()]
         run = frame["end_time"] - frame["start_time"]
         bsld = np.maximum(1.0, (frame["wait_time"] + run) / np.maximum(run, 10.0))
-        return {"bsld": float(bsld.mean()), "wait": float(frame["wait_time"].mean()),
-                "value": float(frame["value"].sum()), "jobs": len(frame)}
+        return {
+            "bsld": float(bsld.mean()),
+            "wait": float(frame["wait_time"].mean()),
+            "value": float(frame["value"].sum()),
+            "jobs": len(frame),
+        }
 
 
-def episode_start(rng: np.random.Generator, options: dict[str, Any] | None, first: int, last: int,
-                  highest: int) -> int:
+def episode_start(
+    rng: np.random.Generator, options: dict[str, Any] | None, first: int, last: int, highest: int
+) -> int:
     """The index of an episode's first job: ``options["start"]`` when given (checked to be
     an index in ``0..highest``), else drawn from ``first..last`` with ``rng``.
 
@@ -274,7 +309,11 @@ def episode_start(rng: np.random.Generator, options: dict[str, Any] | None, firs
     start = None if options is None else options.get("start")
     if start is None:
         return int(rng.integers(first, last + 1))
-    if not isinstance(start, (int, np.integer)) or isinstance(start, bool) or not 0 <= start <= highest:
+    if (
+        not isinstance(start, (int, np.integer))
+        or isinstance(start, bool)
+        or not 0 <= start <= highest
+    ):
         raise ConfigError(f"options['start']: got {start!r}; valid: an index 0..{highest}")
     return int(start)
 
@@ -290,15 +329,20 @@ def start_indices(start_range: tuple[float, float], n: int, episode_jobs: int) -
     try:
         low, high = (float(x) for x in start_range)
     except (TypeError, ValueError):
-        raise ConfigError(f"start_range: got {start_range!r}; valid: two fractions 0 <= low < high <= 1") from None
+        raise ConfigError(
+            f"start_range: got {start_range!r}; valid: two fractions 0 <= low < high <= 1"
+        ) from None
     if not 0.0 <= low < high <= 1.0:
-        raise ConfigError(f"start_range: got {start_range!r}; valid: two fractions 0 <= low < high <= 1")
+        raise ConfigError(
+            f"start_range: got {start_range!r}; valid: two fractions 0 <= low < high <= 1"
+        )
     first = math.floor(low * n)
     last = min(math.ceil(high * n), n) - episode_jobs  # the last valid first index
     if last < first:
         raise ConfigError(
             f"episode_jobs: {episode_jobs} jobs do not fit in start_range {start_range!r} of a "
-            f"{n}-job workload (it holds {max(0, min(math.ceil(high * n), n) - first)} jobs)")
+            f"{n}-job workload (it holds {max(0, min(math.ceil(high * n), n) - first)} jobs)"
+        )
     return first, last
 
 
@@ -309,8 +353,10 @@ def checked_platform(platform: Any) -> Platform:
         ConfigError: any other type, or a string that names no platform.
     """
     if not isinstance(platform, (Platform, str)):
-        raise ConfigError(f"platform: got {platform!r}; valid: a Platform, a preset "
-                          f"({', '.join(sorted(PRESETS))}), nodes=N,cores=C[,...] or FILE.toml")
+        raise ConfigError(
+            f"platform: got {platform!r}; valid: a Platform, a preset "
+            f"({', '.join(sorted(PRESETS))}), nodes=N,cores=C[,...] or FILE.toml"
+        )
     return load_platform(platform)
 
 
@@ -321,15 +367,19 @@ def checked_jobs(jobs: Any) -> list[Job]:
         ConfigError: ``jobs`` is not iterable, or an item is not a ``Job``, naming it.
     """
     if isinstance(jobs, (str, bytes, dict)):
-        raise ConfigError(f"jobs: got {type(jobs).__name__} {jobs!r:.60}; valid: a sequence of Job records")
+        raise ConfigError(
+            f"jobs: got {type(jobs).__name__} {jobs!r:.60}; valid: a sequence of Job records"
+        )
     try:
         listed = list(jobs)
     except TypeError:
         raise ConfigError(f"jobs: got {jobs!r:.60}; valid: a sequence of Job records") from None
     for index, job in enumerate(listed):
         if not isinstance(job, Job):
-            raise ConfigError(f"jobs[{index}]: got {type(job).__name__} {job!r:.60}; "
-                              "valid: a Job record (market_hpc.domain.job.Job)")
+            raise ConfigError(
+                f"jobs[{index}]: got {type(job).__name__} {job!r:.60}; "
+                "valid: a Job record (market_hpc.domain.job.Job)"
+            )
     return listed
 
 
@@ -345,7 +395,8 @@ def check_value_curves(jobs: Sequence[Job]) -> None:
         raise ConfigError(
             f"reward: got 'value', but {len(lacking)} of {len(jobs)} jobs have no value curve "
             f"(job {lacking[0]} first), so they would earn 0 whatever is chosen; valid: bsld or "
-            "wait, or market jobs (a market rule, apply_market_rule)")
+            "wait, or market jobs (a market rule, apply_market_rule)"
+        )
 
 
 def action_slot(action: Any, offered: int) -> int:
@@ -359,5 +410,8 @@ def action_slot(action: Any, offered: int) -> int:
         value = value.reshape(()).item() if value.dtype.kind in "iu" else value
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         return int(value)
-    raise InvalidNumberError("action", action, f"an integer slot 0..{max(0, offered - 1)} "
-                             "(a slot holding a job: action_masks())")
+    raise InvalidNumberError(
+        "action",
+        action,
+        f"an integer slot 0..{max(0, offered - 1)} (a slot holding a job: action_masks())",
+    )

@@ -21,7 +21,9 @@ from market_hpc.policies import make_policy
 from market_hpc.policies.base import Policy
 
 
-def slice_starts(n_jobs: int, length: int, count: int, seed: int, span: tuple[float, float] = (0.0, 1.0)) -> list[int]:
+def slice_starts(
+    n_jobs: int, length: int, count: int, seed: int, span: tuple[float, float] = (0.0, 1.0)
+) -> list[int]:
     """``count`` seeded first indices of ``length``-job slices inside ``span`` (fractions of
     the ``n_jobs`` jobs), drawn as RLScheduler draws its test sequences (uniformly, a
     ``length`` margin kept from the trace's ends when ``span`` is the whole trace).
@@ -37,8 +39,9 @@ def slice_starts(n_jobs: int, length: int, count: int, seed: int, span: tuple[fl
     return sorted(int(x) for x in rng.integers(low, high + 1, size=count))
 
 
-def disjoint_starts(n_jobs: int, length: int, count: int, seed: int,
-                    span: tuple[float, float] = (0.0, 1.0)) -> list[int]:
+def disjoint_starts(
+    n_jobs: int, length: int, count: int, seed: int, span: tuple[float, float] = (0.0, 1.0)
+) -> list[int]:
     """``count`` seeded first indices of ``length``-job slices that share no job, inside
     ``span`` (fractions of the ``n_jobs`` jobs, from ``ceil(low * n)`` to ``ceil(high * n)``,
     the bounds ``HPCDispatchEnv``'s ``start_range`` uses, so slices after a training range
@@ -51,13 +54,17 @@ def disjoint_starts(n_jobs: int, length: int, count: int, seed: int,
     low, high = math.ceil(span[0] * n_jobs), min(math.ceil(span[1] * n_jobs), n_jobs)
     segment = (high - low) // count if count > 0 else 0
     if count < 1 or segment < length:
-        raise ConfigError(f"{count} disjoint {length}-job slices do not fit in {span} of "
-                          f"{n_jobs} jobs ({high - low} jobs); valid: fewer or shorter slices")
+        raise ConfigError(
+            f"{count} disjoint {length}-job slices do not fit in {span} of "
+            f"{n_jobs} jobs ({high - low} jobs); valid: fewer or shorter slices"
+        )
     rng = np.random.default_rng(seed)
     return [low + i * segment + int(rng.integers(0, segment - length + 1)) for i in range(count)]
 
 
-def run_slice(jobs: Sequence[Job], platform: Platform | str, policy: str | Policy) -> dict[str, float]:
+def run_slice(
+    jobs: Sequence[Job], platform: Platform | str, policy: str | Policy
+) -> dict[str, float]:
     """Run one slice from an empty machine; the mean bounded slowdown
     ``max(1, (wait + run) / max(run, 10))`` and mean wait of its jobs that started."""
     made = make_policy(policy) if isinstance(policy, str) else policy
@@ -67,19 +74,31 @@ def run_slice(jobs: Sequence[Job], platform: Platform | str, policy: str | Polic
     started = frame[frame["start_time"].notna()]
     run = started["end_time"] - started["start_time"]
     bsld = np.maximum(1.0, (started["wait_time"] + run) / np.maximum(run, 10.0))
-    return {"bsld": float(bsld.mean()), "wait": float(started["wait_time"].mean()), "jobs": float(len(started))}
+    return {
+        "bsld": float(bsld.mean()),
+        "wait": float(started["wait_time"].mean()),
+        "jobs": float(len(started)),
+    }
 
 
-def evaluate(jobs: Sequence[Job], platform: Platform | str, policies: Mapping[str, Any], starts: Sequence[int],
-             length: int, label: str = "") -> pd.DataFrame:
+def evaluate(
+    jobs: Sequence[Job],
+    platform: Platform | str,
+    policies: Mapping[str, Any],
+    starts: Sequence[int],
+    length: int,
+    label: str = "",
+) -> pd.DataFrame:
     """Every policy (a scheduler name, or a callable returning a fresh ``Policy``) on every
     slice ``jobs[start:start + length]``: one row per (policy, slice)."""
     rows = []
     for start in starts:
-        part = list(jobs[start:start + length])
+        part = list(jobs[start : start + length])
         for name, policy in policies.items():
             made = policy() if callable(policy) else policy
-            rows.append({"set": label, "policy": name, "start": start, **run_slice(part, platform, made)})
+            rows.append(
+                {"set": label, "policy": name, "start": start, **run_slice(part, platform, made)}
+            )
     return pd.DataFrame(rows)
 
 
@@ -91,6 +110,16 @@ def paired_table(frame: pd.DataFrame, baseline: str, metric: str = "bsld") -> pd
     for name in wide.columns:
         mean, low, high = t_interval(wide[name].to_numpy())
         diff, dlow, dhigh = t_interval((wide[name] - wide[baseline]).to_numpy())
-        rows.append({"policy": name, "mean": mean, "ci_low": low, "ci_high": high,
-                     f"minus_{baseline}": diff, "diff_low": dlow, "diff_high": dhigh, "slices": len(wide)})
+        rows.append(
+            {
+                "policy": name,
+                "mean": mean,
+                "ci_low": low,
+                "ci_high": high,
+                f"minus_{baseline}": diff,
+                "diff_low": dlow,
+                "diff_high": dhigh,
+                "slices": len(wide),
+            }
+        )
     return pd.DataFrame(rows).set_index("policy")

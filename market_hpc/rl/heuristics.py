@@ -55,7 +55,7 @@ def wfp3(job: Job, now: float) -> float:
     >>> wfp3(Job(1, 0.0, 10.0, 100.0, units=4), now=200.0)
     -32.0
     """
-    return -((now - job.submit) / _request(job)) ** 3 * job.cores
+    return -(((now - job.submit) / _request(job)) ** 3) * job.cores
 
 
 def unicep(job: Job, now: float) -> float:
@@ -118,7 +118,9 @@ class _Scored:
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         if not view.queue:
             return NOTHING
-        return strict_pass(view, ordered_by(type(self).score, view.queue, view.time), self.allocator)
+        return strict_pass(
+            view, ordered_by(type(self).score, view.queue, view.time), self.allocator
+        )
 
 
 class _ScoredEasy(Backfilling):
@@ -132,23 +134,42 @@ class _ScoredEasy(Backfilling):
         return self.schedule(view, ordered_by(type(self).score, view.queue, view.time))
 
 
-_READS = "cores, GPUs, MICs, memory (via the allocator), burst buffer; estimates, submit times, waits"
+_READS = (
+    "cores, GPUs, MICs, memory (via the allocator), burst buffer; estimates, submit times, waits"
+)
 _IGNORES = "queue ids, value curves, moldability (runs the requested size)"
 CAPABILITIES = handles(RESOURCES, KINDS, family="rl baselines", reads=_READS, ignores=_IGNORES)
 
 
 def _register(name: str, score: Score, summary: str) -> None:
-    strict = type(name.upper(), (_Scored,), {"label": name, "score": staticmethod(score),
-                                               "__module__": __name__, "__doc__": summary})
-    easy = type(name.upper() + "Easy", (_ScoredEasy,), {"label": f"{name}-easy", "score": staticmethod(score),
-                                                         "__module__": __name__,
-                                                         "__doc__": summary + ", with EASY backfilling"})
-    register_scheduler(name, summary + "; blocks at the first job that does not fit", handles=CAPABILITIES)(strict)
-    register_scheduler(f"{name}-easy", summary + ", with EASY backfilling", handles=CAPABILITIES)(easy)
+    strict = type(
+        name.upper(),
+        (_Scored,),
+        {"label": name, "score": staticmethod(score), "__module__": __name__, "__doc__": summary},
+    )
+    easy = type(
+        name.upper() + "Easy",
+        (_ScoredEasy,),
+        {
+            "label": f"{name}-easy",
+            "score": staticmethod(score),
+            "__module__": __name__,
+            "__doc__": summary + ", with EASY backfilling",
+        },
+    )
+    register_scheduler(
+        name, summary + "; blocks at the first job that does not fit", handles=CAPABILITIES
+    )(strict)
+    register_scheduler(f"{name}-easy", summary + ", with EASY backfilling", handles=CAPABILITIES)(
+        easy
+    )
 
 
-@register_scheduler("sjf-easy", "SJF with EASY backfilling (RLScheduler's SJF row with backfilling)",
-                    handles=CAPABILITIES)
+@register_scheduler(
+    "sjf-easy",
+    "SJF with EASY backfilling (RLScheduler's SJF row with backfilling)",
+    handles=CAPABILITIES,
+)
 class SjfEasy(Backfilling):
     """EASY backfilling over SJF's order (estimate, submit time, job id): the model keeps
     the queue sorted by this static key between decisions."""
@@ -157,6 +178,18 @@ class SjfEasy(Backfilling):
     key = staticmethod(shortest_first)
 
 
-_register("wfp3", wfp3, "WFP3: largest (wait / requested time)^3 x processors first (RLScheduler's baseline)")
-_register("unicep", unicep, "UNICEP: largest wait / (log2(processors) x requested time) first (RLScheduler's baseline)")
-_register("f1", f1, "F1: smallest log10(requested time) x processors + 870 log10(submit) first (RLScheduler's baseline)")
+_register(
+    "wfp3",
+    wfp3,
+    "WFP3: largest (wait / requested time)^3 x processors first (RLScheduler's baseline)",
+)
+_register(
+    "unicep",
+    unicep,
+    "UNICEP: largest wait / (log2(processors) x requested time) first (RLScheduler's baseline)",
+)
+_register(
+    "f1",
+    f1,
+    "F1: smallest log10(requested time) x processors + 870 log10(submit) first (RLScheduler's baseline)",
+)

@@ -30,11 +30,15 @@ else:
     class JobScorer(nn.Module):
         """``forward(obs) -> (scores per slot, critic latent)``, SB3's ``mlp_extractor`` shape."""
 
-        def __init__(self, observation_size: int, hidden: tuple[int, ...] = (32, 16, 8), critic: int = 64) -> None:
+        def __init__(
+            self, observation_size: int, hidden: tuple[int, ...] = (32, 16, 8), critic: int = 64
+        ) -> None:
             super().__init__()
             window, rest = divmod(observation_size - _G, _F)
             if rest or window < 1:
-                raise ValueError(f"an observation of {observation_size} values is not an HPCDispatchEnv observation")
+                raise ValueError(
+                    f"an observation of {observation_size} values is not an HPCDispatchEnv observation"
+                )
             self.window = window
             self.latent_dim_pi = window
             self.latent_dim_vf = critic
@@ -45,12 +49,14 @@ else:
                 width = size
             layers.append(nn.Linear(width, 1))
             self.score = nn.Sequential(*layers)
-            self.critic = nn.Sequential(nn.Linear(observation_size, critic), nn.ReLU(), nn.Linear(critic, critic), nn.ReLU())
+            self.critic = nn.Sequential(
+                nn.Linear(observation_size, critic), nn.ReLU(), nn.Linear(critic, critic), nn.ReLU()
+            )
 
         def forward_actor(self, obs: torch.Tensor) -> torch.Tensor:
             batch = obs.shape[0]
             jobs = obs[:, : self.window * _F].reshape(batch, self.window, _F)
-            platform = obs[:, self.window * _F:].unsqueeze(1).expand(batch, self.window, _G)
+            platform = obs[:, self.window * _F :].unsqueeze(1).expand(batch, self.window, _G)
             return self.score(torch.cat((jobs, platform), dim=2)).squeeze(-1)
 
         def forward_critic(self, obs: torch.Tensor) -> torch.Tensor:
@@ -58,7 +64,6 @@ else:
 
         def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             return self.forward_actor(obs), self.forward_critic(obs)
-
 
     class KernelPolicy(MaskableActorCriticPolicy):
         """MaskablePPO's actor-critic with :class:`JobScorer`: the per-job scores are the logits."""
@@ -70,10 +75,13 @@ else:
             super()._build(lr_schedule)
             self.action_net = nn.Identity()  # the scores are the logits
             self.optimizer = self.optimizer_class(  # type: ignore[call-arg]  # as sb3's _build
-                self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+                self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
+            )
 
 
 def __getattr__(name: str) -> Any:
     if _MISSING is not None and name in ("JobScorer", "KernelPolicy"):
-        raise ImportError(f"market_hpc.rl.kernel.{name} needs the rl extra (torch, sb3-contrib): {_MISSING}")
+        raise ImportError(
+            f"market_hpc.rl.kernel.{name} needs the rl extra (torch, sb3-contrib): {_MISSING}"
+        )
     raise AttributeError(f"module 'market_hpc.rl.kernel' has no attribute {name!r}")

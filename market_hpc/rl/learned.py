@@ -35,8 +35,9 @@ OPTIONS_SUFFIX = ".json"
 class Predictor(Protocol):
     """What a trained model offers (stable-baselines3's ``predict`` with action masks)."""
 
-    def predict(self, observation: np.ndarray, *, action_masks: np.ndarray,
-                deterministic: bool) -> tuple[Any, Any]: ...
+    def predict(
+        self, observation: np.ndarray, *, action_masks: np.ndarray, deterministic: bool
+    ) -> tuple[Any, Any]: ...
 
 
 class DispatchingPolicy:
@@ -49,8 +50,13 @@ class DispatchingPolicy:
         name: The policy's name (``{name}+{allocator}``).
     """
 
-    def __init__(self, allocator: Allocator, predictor: Predictor, options: DispatchOptions,
-                 name: str = "learned") -> None:
+    def __init__(
+        self,
+        allocator: Allocator,
+        predictor: Predictor,
+        options: DispatchOptions,
+        name: str = "learned",
+    ) -> None:
         self.allocator = allocator
         self.predictor = predictor
         self.options = options
@@ -62,8 +68,9 @@ class DispatchingPolicy:
         dispatcher = self.dispatcher
         if dispatcher.begin(view):
             while True:
-                action, _ = self.predictor.predict(dispatcher.observation(), action_masks=dispatcher.mask(),
-                                                   deterministic=True)
+                action, _ = self.predictor.predict(
+                    dispatcher.observation(), action_masks=dispatcher.mask(), deterministic=True
+                )
                 self.steps += 1
                 _, over = dispatcher.choose(int(action))
                 if over:
@@ -95,13 +102,17 @@ def load_options(path: str | Path) -> tuple[DispatchOptions, dict[str, Any]]:
     """
     where = options_path(path)
     if not where.is_file():
-        raise ConfigError(f"learned:{path}: {where} is missing; a model saved by market_hpc.rl.learned.save_learned "
-                          "has its environment options beside it")
+        raise ConfigError(
+            f"learned:{path}: {where} is missing; a model saved by market_hpc.rl.learned.save_learned "
+            "has its environment options beside it"
+        )
     try:
         data = json.loads(where.read_text())
         options = DispatchOptions(**data["options"])
     except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"learned:{path}: {where} is not an options file of save_learned: {exc}") from None
+        raise ConfigError(
+            f"learned:{path}: {where} is not an options file of save_learned: {exc}"
+        ) from None
     return options, {k: v for k, v in data.items() if k != "options"}
 
 
@@ -114,7 +125,9 @@ def load_model(path: str | Path) -> Any:
     try:
         from sb3_contrib import MaskablePPO
     except ImportError as exc:
-        raise ConfigError(f"learned:{path} needs the rl extra (pip install 'market_hpc[rl]'): {exc}") from None
+        raise ConfigError(
+            f"learned:{path} needs the rl extra (pip install 'market_hpc[rl]'): {exc}"
+        ) from None
     if not Path(path).is_file():
         raise ConfigError(f"learned:{path}: no such model file")
     return MaskablePPO.load(str(path), device="cpu")
@@ -137,8 +150,9 @@ class GreedyPredictor:
         self.policy = model.policy
         self.policy.set_training_mode(False)
 
-    def predict(self, observation: np.ndarray, *, action_masks: np.ndarray,
-                deterministic: bool = True) -> tuple[int, None]:
+    def predict(
+        self, observation: np.ndarray, *, action_masks: np.ndarray, deterministic: bool = True
+    ) -> tuple[int, None]:
         torch, policy = self._torch, self.policy
         with torch.no_grad():
             obs = torch.as_tensor(observation, dtype=torch.float32).unsqueeze(0)
@@ -148,20 +162,31 @@ class GreedyPredictor:
             return int(torch.argmax(logits)), None
 
 
-_CAPABILITIES = handles(RESOURCES, KINDS, family="learned",
-                        reads="cores, GPUs, memory, burst buffer, estimates, waits, value curves (as features); "
-                              "every node resource via the allocator",
-                        ignores="queue ids, moldability (runs the requested size)")
+_CAPABILITIES = handles(
+    RESOURCES,
+    KINDS,
+    family="learned",
+    reads="cores, GPUs, memory, burst buffer, estimates, waits, value curves (as features); "
+    "every node resource via the allocator",
+    ignores="queue ids, moldability (runs the requested size)",
+)
 
 
-@register_scheduler_family("learned", "a trained dispatcher: learned:PATH loads the MaskablePPO model saved at PATH "
-                           "(market_hpc.rl.learned)", handles=_CAPABILITIES, argument="PATH")
+@register_scheduler_family(
+    "learned",
+    "a trained dispatcher: learned:PATH loads the MaskablePPO model saved at PATH "
+    "(market_hpc.rl.learned)",
+    handles=_CAPABILITIES,
+    argument="PATH",
+)
 def learned(allocator: Allocator, path: str) -> DispatchingPolicy:
     """The ``learned:PATH`` scheduler: the model at ``PATH`` with the options saved beside it."""
     options, _ = load_options(path)
     model = load_model(path)
     shape = getattr(getattr(model, "observation_space", None), "shape", None)
     if shape is not None and tuple(shape) != (observation_size(options.window),):
-        raise ConfigError(f"learned:{path}: the model observes {tuple(shape)}, the saved options give "
-                          f"({observation_size(options.window)},)")
+        raise ConfigError(
+            f"learned:{path}: the model observes {tuple(shape)}, the saved options give "
+            f"({observation_size(options.window)},)"
+        )
     return DispatchingPolicy(allocator, GreedyPredictor(model), options, name=f"learned:{path}")

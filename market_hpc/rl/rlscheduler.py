@@ -71,8 +71,9 @@ def gym_np_random(seed: int) -> np.random.RandomState:
     return rng
 
 
-def rlscheduler_starts(n_jobs: int, length: int, count: int, seed: int = 1,
-                       batch_job_slice: int = 0) -> list[int]:
+def rlscheduler_starts(
+    n_jobs: int, length: int, count: int, seed: int = 1, batch_job_slice: int = 0
+) -> list[int]:
     """The first index of each of ``count`` sequences RLScheduler's ``reset_for_test`` draws
     after ``env.seed(seed)``, in draw order: ``randint(length, m - length - 1)`` with ``m``
     the trace's job count, or ``batch_job_slice`` when positive (its ``make_table_script.py``
@@ -83,8 +84,10 @@ def rlscheduler_starts(n_jobs: int, length: int, count: int, seed: int = 1,
     """
     span = min(batch_job_slice, n_jobs) if batch_job_slice > 0 else n_jobs
     if span - length - 1 <= length:
-        raise ConfigError(f"--jobs: {length}-job sequences need a range of more than "
-                          f"{2 * length + 1} jobs; got {span}")
+        raise ConfigError(
+            f"--jobs: {length}-job sequences need a range of more than "
+            f"{2 * length + 1} jobs; got {span}"
+        )
     rng = gym_np_random(seed)
     return [int(rng.randint(length, span - length - 1)) for _ in range(count)]
 
@@ -126,7 +129,9 @@ def _trace_bytes(path: str) -> bytes:
             raw = handle.read()
         return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
     except (OSError, EOFError) as exc:
-        raise ConfigError(f"cannot read trace {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise ConfigError(
+            f"cannot read trace {path}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
 
 
 def read_rlscheduler_trace(path: str) -> RLTrace:
@@ -138,8 +143,10 @@ def read_rlscheduler_trace(path: str) -> RLTrace:
     data = _trace_bytes(path)
     rows = parse_fast(data)
     if rows is None:
-        raise ConfigError(f"{path}: not a regular 18-field SWF trace (market-hpc trace info {path} "
-                          f"names the irregular lines)")
+        raise ConfigError(
+            f"{path}: not a regular 18-field SWF trace (market-hpc trace info {path} "
+            f"names the irregular lines)"
+        )
     rows = rows[np.argsort(rows[:, 0], kind="stable")]
     run = rows[:, 3].astype(np.int64)
     run = np.where(run < 0, 10, run)
@@ -149,14 +156,20 @@ def read_rlscheduler_trace(path: str) -> RLTrace:
     kept = run > 0
     header = header_lines(data)
     max_nodes, max_procs = _header_value(header, "MaxNodes"), _header_value(header, "MaxProcs")
-    return RLTrace(tuple(rows[kept, 0].astype(np.int64).tolist()),
-                   tuple(rows[kept, 1].astype(np.int64).tolist()), tuple(run[kept].tolist()),
-                   tuple(request[kept].tolist()), tuple(procs[kept].tolist()),
-                   max_nodes, max_procs or max_nodes)
+    return RLTrace(
+        tuple(rows[kept, 0].astype(np.int64).tolist()),
+        tuple(rows[kept, 1].astype(np.int64).tolist()),
+        tuple(run[kept].tolist()),
+        tuple(request[kept].tolist()),
+        tuple(procs[kept].tolist()),
+        max_nodes,
+        max_procs or max_nodes,
+    )
 
 
-def _static_scores(score: str, submit: list[int], request: list[int],
-                   procs: list[int]) -> list[tuple[float, ...]]:
+def _static_scores(
+    score: str, submit: list[int], request: list[int], procs: list[int]
+) -> list[tuple[float, ...]]:
     if score == "fcfs":
         return [(float(s),) for s in submit]
     if score == "sjf":
@@ -166,8 +179,9 @@ def _static_scores(score: str, submit: list[int], request: list[int],
     return [(float(v),) for v in r * np.array(procs) + 870 * s]
 
 
-def _dynamic_score(score: str, wait: str, submit: list[int], request: list[int],
-                   procs: list[int]) -> Callable[[int, int], float]:
+def _dynamic_score(
+    score: str, wait: str, submit: list[int], request: list[int], procs: list[int]
+) -> Callable[[int, int], float]:
     def waited(job: int, now: int) -> float:
         return float(now - submit[job] if wait == "real" else -1 - submit[job])
 
@@ -182,8 +196,9 @@ def _dynamic_score(score: str, wait: str, submit: list[int], request: list[int],
     return wfp3 if score == "wfp3" else unicep
 
 
-def check_machine(trace: RLTrace, starts: Sequence[int], length: int, nodes: int,
-                  per_node: float, source: str) -> None:
+def check_machine(
+    trace: RLTrace, starts: Sequence[int], length: int, nodes: int, per_node: float, source: str
+) -> None:
     """Refuse a machine narrower than a job of the sequences, naming the job."""
     total = nodes * per_node
     for start in starts:
@@ -193,11 +208,20 @@ def check_machine(trace: RLTrace, starts: Sequence[int], length: int, nodes: int
                     f"{source}: job {trace.job_id[index]} requests {trace.procs[index]} "
                     f"processors; "
                     f"the platform has {total:g} ({nodes} nodes); valid: a platform of at least "
-                    f"{trace.procs[index]} processors")
+                    f"{trace.procs[index]} processors"
+                )
 
 
-def schedule_sequence(trace: RLTrace, start: int, length: int, score: str, backfill: bool,
-                      nodes: int, per_node: float, wait: str = "real") -> list[float]:
+def schedule_sequence(
+    trace: RLTrace,
+    start: int,
+    length: int,
+    score: str,
+    backfill: bool,
+    nodes: int,
+    per_node: float,
+    wait: str = "real",
+) -> list[float]:
     """Run ``length`` jobs from ``start`` as RLScheduler's ``schedule_curr_sequence_reset``
     does, from an empty machine of ``nodes`` nodes of ``per_node`` processors.
 
@@ -300,12 +324,22 @@ def schedule_sequence(trace: RLTrace, start: int, length: int, score: str, backf
     return bsld
 
 
-def sequence_bsld(trace: RLTrace, start: int, length: int, score: str, backfill: bool,
-                  nodes: int, per_node: float, wait: str = "real") -> float:
+def sequence_bsld(
+    trace: RLTrace,
+    start: int,
+    length: int,
+    score: str,
+    backfill: bool,
+    nodes: int,
+    per_node: float,
+    wait: str = "real",
+) -> float:
     """The mean bounded slowdown of one sequence (:func:`schedule_sequence`), summed as
     RLScheduler sums it (each job's value divided by ``length``)."""
-    return sum(value / length for value in schedule_sequence(
-        trace, start, length, score, backfill, nodes, per_node, wait))
+    return sum(
+        value / length
+        for value in schedule_sequence(trace, start, length, score, backfill, nodes, per_node, wait)
+    )
 
 
 def project_jobs(trace: RLTrace, start: int, length: int) -> list[Job]:
@@ -313,10 +347,17 @@ def project_jobs(trace: RLTrace, start: int, length: int) -> list[Job]:
     RLScheduler's processors, run time and request (a request below 0 read as 0, fewer
     than one processor as one)."""
     stop = start + length
-    return [Job(job_id, float(submit), float(run), float(max(request, 0)), units=max(procs, 1))
-            for job_id, submit, run, request, procs in zip(
-                trace.job_id[start:stop], trace.submit[start:stop], trace.run[start:stop],
-                trace.request[start:stop], trace.procs[start:stop], strict=True)]
+    return [
+        Job(job_id, float(submit), float(run), float(max(request, 0)), units=max(procs, 1))
+        for job_id, submit, run, request, procs in zip(
+            trace.job_id[start:stop],
+            trace.submit[start:stop],
+            trace.run[start:stop],
+            trace.request[start:stop],
+            trace.procs[start:stop],
+            strict=True,
+        )
+    ]
 
 
 def machine(trace: RLTrace, platform: Platform | None, source: str) -> tuple[int, float]:
@@ -325,8 +366,10 @@ def machine(trace: RLTrace, platform: Platform | None, source: str) -> tuple[int
     widest job (naming it)."""
     if platform is None:
         if trace.max_nodes <= 0:
-            raise ConfigError(f"{source}: the header has no MaxNodes or MaxProcs; valid: pass "
-                              f"--platform (a preset or nodes=N,cores=C)")
+            raise ConfigError(
+                f"{source}: the header has no MaxNodes or MaxProcs; valid: pass "
+                f"--platform (a preset or nodes=N,cores=C)"
+            )
         nodes, per_node = trace.max_nodes, trace.max_procs / trace.max_nodes
     else:
         nodes, per_node = platform.n_nodes, platform.total_cores / platform.n_nodes
@@ -336,5 +379,6 @@ def machine(trace: RLTrace, platform: Platform | None, source: str) -> tuple[int
         raise ConfigError(
             f"--platform {shown}: job {trace.job_id[widest]} of {source} requests "
             f"{trace.procs[widest]} processors, the platform has {nodes * per_node:g}; "
-            f"valid: a platform of at least {trace.procs[widest]} cores")
+            f"valid: a platform of at least {trace.procs[widest]} cores"
+        )
     return nodes, per_node

@@ -82,13 +82,18 @@ class AcceleratorRule:
             raise ConfigError(
                 "workload.accelerators: needs cores_per_unit >= 1, accelerators_per_unit >= 1 and "
                 f"mem_per_unit >= 0, got {self.cores_per_unit}, {self.accelerators_per_unit}, "
-                f"{self.mem_per_unit}")
+                f"{self.mem_per_unit}"
+            )
 
     @property
     def enabled(self) -> bool:
         """Whether the rule changes anything."""
-        return (self.gpu_partition is not None or self.mic_partition is not None
-                or self.gpu_users > 0 or self.mic_users > 0)
+        return (
+            self.gpu_partition is not None
+            or self.mic_partition is not None
+            or self.gpu_users > 0
+            or self.mic_users > 0
+        )
 
     @property
     def uses_partitions(self) -> bool:
@@ -108,15 +113,26 @@ def user_draw(user: int, seed: int) -> float:
 
 def read_partitions(path: str | Path) -> dict[int, int]:
     """Job id -> SWF partition (field 16) of every job line of a trace."""
-    frame = pd.read_csv(path, sep=r"\s+", comment=";", header=None, usecols=[SWF_JOB_ID, SWF_PARTITION],
-                        engine="c", compression="infer")
+    frame = pd.read_csv(
+        path,
+        sep=r"\s+",
+        comment=";",
+        header=None,
+        usecols=[SWF_JOB_ID, SWF_PARTITION],
+        engine="c",
+        compression="infer",
+    )
     ids = frame[SWF_JOB_ID].to_numpy(dtype=np.int64)
     parts = frame[SWF_PARTITION].to_numpy(dtype=np.int64)
     return dict(zip(ids.tolist(), parts.tolist()))
 
 
-def add_accelerators(jobs: Sequence[Job], rule: AcceleratorRule, platform: Platform,
-                     partitions: dict[int, int] | None = None) -> tuple[tuple[Job, ...], dict[str, Any]]:
+def add_accelerators(
+    jobs: Sequence[Job],
+    rule: AcceleratorRule,
+    platform: Platform,
+    partitions: dict[int, int] | None = None,
+) -> tuple[tuple[Job, ...], dict[str, Any]]:
     """Apply ``rule`` to ``jobs`` (see the module docstring).
 
     Args:
@@ -168,8 +184,9 @@ def add_accelerators(jobs: Sequence[Job], rule: AcceleratorRule, platform: Platf
     return tuple(out), {**counts, "rule": dataclasses.asdict(rule)}
 
 
-def _kind(job: Job, rule: AcceleratorRule, partitions: dict[int, int] | None,
-          draws: dict[int, float]) -> str | None:
+def _kind(
+    job: Job, rule: AcceleratorRule, partitions: dict[int, int] | None, draws: dict[int, float]
+) -> str | None:
     partition = partitions.get(job.job_id) if partitions is not None else None
     draw = None
     if job.user >= 0 and (rule.gpu_users > 0 or rule.mic_users > 0):
@@ -177,9 +194,11 @@ def _kind(job: Job, rule: AcceleratorRule, partitions: dict[int, int] | None,
         if draw is None:
             draw = draws[job.user] = user_draw(job.user, rule.seed)
     if (rule.gpu_partition is not None and partition == rule.gpu_partition) or (
-            draw is not None and draw < rule.gpu_users):
+        draw is not None and draw < rule.gpu_users
+    ):
         return "gpu"
     if (rule.mic_partition is not None and partition == rule.mic_partition) or (
-            draw is not None and rule.gpu_users <= draw < rule.gpu_users + rule.mic_users):
+        draw is not None and rule.gpu_users <= draw < rule.gpu_users + rule.mic_users
+    ):
         return "mic"
     return None

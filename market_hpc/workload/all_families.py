@@ -94,9 +94,13 @@ class AllFamiliesRule:
 
     def __post_init__(self) -> None:
         if self.market_knowledge not in KNOWLEDGE:
-            raise UnknownNameError("workload.all_families.market_knowledge", self.market_knowledge, KNOWLEDGE)
+            raise UnknownNameError(
+                "workload.all_families.market_knowledge", self.market_knowledge, KNOWLEDGE
+            )
         if type(self.molding) is not bool:
-            raise ConfigError(f"workload.all_families.molding must be true or false, got {self.molding!r}")
+            raise ConfigError(
+                f"workload.all_families.molding must be true or false, got {self.molding!r}"
+            )
         if self.bb_scenario not in SCENARIOS:
             raise UnknownNameError("workload.all_families.bb_scenario", self.bb_scenario, SCENARIOS)
         check(self.bb_load, POSITIVE_FACTOR, "workload.all_families.bb_load")
@@ -113,8 +117,12 @@ class AllFamiliesRule:
         """
         if given.enabled or given.capacity_gb is not None:
             return given
-        return BurstBufferRule(self.bb_scenario, given.machine, target_load=self.bb_load * load_factor,
-                               target_scenario=self.bb_scenario)
+        return BurstBufferRule(
+            self.bb_scenario,
+            given.machine,
+            target_load=self.bb_load * load_factor,
+            target_scenario=self.bb_scenario,
+        )
 
 
 def check_source(rule: AllFamiliesRule, trace: str | None) -> None:
@@ -126,13 +134,16 @@ def check_source(rule: AllFamiliesRule, trace: str | None) -> None:
     market_hpc.errors.ConfigError: workload.all_families needs workload.trace (an SWF file, or sacct output converted by market-hpc trace convert); generated and task-graph workloads carry their own value curves
     """
     if rule.enabled and trace is None:
-        raise ConfigError("workload.all_families needs workload.trace (an SWF file, or sacct output converted by "
-                          "market-hpc trace convert); generated and task-graph workloads carry their own value "
-                          "curves")
+        raise ConfigError(
+            "workload.all_families needs workload.trace (an SWF file, or sacct output converted by "
+            "market-hpc trace convert); generated and task-graph workloads carry their own value "
+            "curves"
+        )
 
 
-def platform_accelerators(given: AcceleratorRule, platform: Platform, seed: int,
-                          recorded_gpus: bool = False) -> AcceleratorRule:
+def platform_accelerators(
+    given: AcceleratorRule, platform: Platform, seed: int, recorded_gpus: bool = False
+) -> AcceleratorRule:
     """The accelerator rule in force: ``given`` when enabled, else user shares equal to
     the platform's shares of GPU and MIC nodes (nothing on a CPU-only platform).
 
@@ -154,11 +165,17 @@ def platform_accelerators(given: AcceleratorRule, platform: Platform, seed: int,
     nodes = len(capacity)
     gpu_nodes = 0 if recorded_gpus else int((capacity[:, 1] > 0).sum())
     mic_nodes = int((capacity[:, 2] > 0).sum())
-    return AcceleratorRule(gpu_users=gpu_nodes / nodes, mic_users=mic_nodes / nodes,
-                           cores_per_unit=ACCELERATOR_CORES_PER_UNIT, seed=seed)
+    return AcceleratorRule(
+        gpu_users=gpu_nodes / nodes,
+        mic_users=mic_nodes / nodes,
+        cores_per_unit=ACCELERATOR_CORES_PER_UNIT,
+        seed=seed,
+    )
 
 
-def with_value(job: Job, rule: MarketRule, knowledge: str = "recorded", molding: bool = True) -> Job:
+def with_value(
+    job: Job, rule: MarketRule, knowledge: str = "recorded", molding: bool = True
+) -> Job:
     """``job`` with the market rule's profile over its units, its value curve and
     ``spans_nodes`` (what ``MarketRule.apply`` gives any unit shape).
 
@@ -185,17 +202,25 @@ def with_value(job: Job, rule: MarketRule, knowledge: str = "recorded", molding:
     told = real if knowledge == "recorded" else (job.estimate if job.estimate > 0 else real)
     amdahl = rule.profile(told, job.units)  # flat at 1 s for a zero-length job
     curve = rule.curve(told, job.cores, amdahl[0])
-    payload = {**job.payload, "value_curve": curve, "c_star": job.units if told > 0 or not molding else 1,
-               # as MarketRule.apply: the market auctions may place the job across nodes (spans_nodes)
-               "spans_nodes": True}
+    payload = {
+        **job.payload,
+        "value_curve": curve,
+        "c_star": job.units if told > 0 or not molding else 1,
+        # as MarketRule.apply: the market auctions may place the job across nodes (spans_nodes)
+        "spans_nodes": True,
+    }
     if molding:
         profile, clock = amdahl, (amdahl if told == real else rule.profile(real, job.units))
     else:
         payload["molding"] = False
         profile, clock = rule.rigid_profile(told, job.units), rule.rigid_profile(real, job.units)
     if job.run_time <= 0:
-        job = dataclasses.replace(job, run_time=ZERO_LENGTH_RUN_TIME, estimate=max(job.estimate, ZERO_LENGTH_RUN_TIME))
-    return dataclasses.replace(job, profile=profile, payload=payload, run_profile=None if clock == profile else clock)
+        job = dataclasses.replace(
+            job, run_time=ZERO_LENGTH_RUN_TIME, estimate=max(job.estimate, ZERO_LENGTH_RUN_TIME)
+        )
+    return dataclasses.replace(
+        job, profile=profile, payload=payload, run_profile=None if clock == profile else clock
+    )
 
 
 def runs_moldable(scheduler: str) -> bool:
@@ -219,8 +244,9 @@ def rigid_view(jobs: Sequence[Job]) -> list[Job]:
     return [dataclasses.replace(job, profile=None, run_profile=None) for job in jobs]
 
 
-def give_every_family(jobs: Sequence[Job], rule: MarketRule, scheduler: str,
-                      options: AllFamiliesRule | None = None) -> tuple[list[Job], dict[str, Any]]:
+def give_every_family(
+    jobs: Sequence[Job], rule: MarketRule, scheduler: str, options: AllFamiliesRule | None = None
+) -> tuple[list[Job], dict[str, Any]]:
     """Steps 3, 4 and 6 of the rule (the burst buffer and accelerators are applied
     before, by their own rules): value curves and profiles for every job, built from what
     ``options.market_knowledge`` names, zero-length jobs at 1 s, and the rigid view for a
@@ -228,8 +254,13 @@ def give_every_family(jobs: Sequence[Job], rule: MarketRule, scheduler: str,
     chosen = options or AllFamiliesRule(enabled=True)
     valued = [with_value(job, rule, chosen.market_knowledge, chosen.molding) for job in jobs]
     moldable = runs_moldable(scheduler)
-    report = {"market_rule": dataclasses.asdict(rule), "zero_length_jobs": sum(1 for j in jobs if j.run_time <= 0),
-              "moldable": moldable, "market_knowledge": chosen.market_knowledge, "molding": chosen.molding}
+    report = {
+        "market_rule": dataclasses.asdict(rule),
+        "zero_length_jobs": sum(1 for j in jobs if j.run_time <= 0),
+        "moldable": moldable,
+        "market_knowledge": chosen.market_knowledge,
+        "molding": chosen.molding,
+    }
     return (valued if moldable else rigid_view(valued)), report
 
 
@@ -255,4 +286,3 @@ def parity_counts(jobs: Sequence[Job], frame: Any) -> dict[str, int]:
         molded += int(units) < job.units
         past += job.run_time > job.estimate
     return {"jobs_molded": molded, "jobs_past_estimate": past}
-

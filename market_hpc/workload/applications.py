@@ -66,7 +66,10 @@ def library_to_dict(apps: list[Application]) -> dict[str, Any]:
             {
                 "hash": app.key,
                 "tasks": [[int(t), int(w)] for t, w in sorted(app.graph.nodes(data="wcet"))],
-                "edges": [[int(u), int(v), float(d)] for u, v, d in sorted(app.graph.edges(data="data", default=0.0))],
+                "edges": [
+                    [int(u), int(v), float(d)]
+                    for u, v, d in sorted(app.graph.edges(data="data", default=0.0))
+                ],
                 "response_times": list(app.response_times),
             }
             for app in apps
@@ -102,8 +105,9 @@ def bundled_library() -> tuple[Application, ...]:
     return tuple(library_from_dict(json.loads(text), LIBRARY_FILE))
 
 
-def library_job_set(n_jobs: int, seed: int = 0, *, load: float = 2.0, curves: str = "spec",
-                    **options: Any) -> JobSet:
+def library_job_set(
+    n_jobs: int, seed: int = 0, *, load: float = 2.0, curves: str = "spec", **options: Any
+) -> JobSet:
     """An HLRS-like job set drawn from the bundled applications (no profiling at run time).
 
     Args:
@@ -121,14 +125,20 @@ def library_job_set(n_jobs: int, seed: int = 0, *, load: float = 2.0, curves: st
     apps = bundled_library()
     profiles = {app.key: app.response_times for app in apps}
     return generate_job_set(
-        n_jobs, seed, profiler=lambda g: profiles[graph_hash(g)], load=load,
-        graph_pool=[app.graph for app in apps], **options,
+        n_jobs,
+        seed,
+        profiler=lambda g: profiles[graph_hash(g)],
+        load=load,
+        graph_pool=[app.graph for app in apps],
+        **options,
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Rebuild the bundled library file."""
-    target = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / "data" / LIBRARY_FILE
+    target = (
+        Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / "data" / LIBRARY_FILE
+    )
     target.write_text(json_text(library_to_dict(build_library()), indent=1))
     print(f"wrote {target}")
     return 0

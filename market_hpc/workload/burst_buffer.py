@@ -60,8 +60,12 @@ MACHINES = {
     "theta": Machine(4392, 1_800_000 * 913.5 / 1304.5, 285 * GB_PER_TB),
     "cori": Machine(12076, 1_800_000, 65 * GB_PER_TB),
 }
-SCENARIOS = {"S1": (0.50, 5 * GB_PER_TB), "S2": (0.75, 5 * GB_PER_TB),
-             "S3": (0.50, 20 * GB_PER_TB), "S4": (0.75, 20 * GB_PER_TB)}
+SCENARIOS = {
+    "S1": (0.50, 5 * GB_PER_TB),
+    "S2": (0.75, 5 * GB_PER_TB),
+    "S3": (0.50, 20 * GB_PER_TB),
+    "S4": (0.75, 20 * GB_PER_TB),
+}
 _STREAM = 3003  # keeps the synthesis stream apart from the model's
 
 
@@ -93,7 +97,9 @@ class BurstBufferRule:
 
     def __post_init__(self) -> None:
         if self.scenario != "none" and self.scenario not in SCENARIOS:
-            raise UnknownNameError("workload.burst_buffer.scenario", self.scenario, ("none", *SCENARIOS))
+            raise UnknownNameError(
+                "workload.burst_buffer.scenario", self.scenario, ("none", *SCENARIOS)
+            )
         if self.machine not in MACHINES:
             raise UnknownNameError("workload.burst_buffer.machine", self.machine, MACHINES)
         if self.share is not None and not 0.0 <= self.share <= 1.0:
@@ -103,16 +109,22 @@ class BurstBufferRule:
             if value is not None and value < 0:
                 raise ConfigError(f"workload.burst_buffer.{name} must be >= 0, got {value}")
         if self.target_scenario not in SCENARIOS:
-            raise UnknownNameError("workload.burst_buffer.target_scenario", self.target_scenario, SCENARIOS)
+            raise UnknownNameError(
+                "workload.burst_buffer.target_scenario", self.target_scenario, SCENARIOS
+            )
         if self.target_load is not None:
             if not self.enabled:
-                raise ConfigError("workload.burst_buffer.target_load needs a scenario (S1..S4), got scenario = none")
+                raise ConfigError(
+                    "workload.burst_buffer.target_load needs a scenario (S1..S4), got scenario = none"
+                )
             if self.capacity_gb is not None:
                 raise ConfigError("workload.burst_buffer: set capacity_gb or target_load, not both")
             check(self.target_load, POSITIVE_FACTOR, "workload.burst_buffer.target_load")
         if self.enabled and self.upper <= self.lower:
-            raise ConfigError(f"workload.burst_buffer: max_request_gb {self.upper} must exceed the "
-                              f"threshold {self.lower}")
+            raise ConfigError(
+                f"workload.burst_buffer: max_request_gb {self.upper} must exceed the "
+                f"threshold {self.lower}"
+            )
 
     @property
     def enabled(self) -> bool:
@@ -129,7 +141,11 @@ class BurstBufferRule:
     @property
     def upper(self) -> float:
         """Largest request (machine GB)."""
-        return self.max_request_gb if self.max_request_gb is not None else MACHINES[self.machine].max_request_gb
+        return (
+            self.max_request_gb
+            if self.max_request_gb is not None
+            else MACHINES[self.machine].max_request_gb
+        )
 
     def scale(self, system_nodes: int) -> float:
         """Factor from the machine to a system of ``system_nodes`` nodes (processors)."""
@@ -164,7 +180,9 @@ class BurstBufferRule:
         work = math.fsum(job.run_time for job in jobs)
         span = max(job.submit for job in jobs) - min(job.submit for job in jobs) if jobs else 0.0
         if span <= 0 or work <= 0:
-            raise ConfigError("workload.burst_buffer.target_load needs jobs spanning a time > 0 with run time")
+            raise ConfigError(
+                "workload.burst_buffer.target_load needs jobs spanning a time > 0 with run time"
+            )
         return float(max(round(share * mean * work / (self.target_load * span)), 1))
 
 
@@ -178,7 +196,11 @@ def offered_loads(jobs: Sequence[Job], system_nodes: int, capacity_gb: float) ->
     if span <= 0:
         return {"offered_node_load": float("nan"), "offered_bb_load": float("nan")}
     nodes = load_over_span((job.cores * job.run_time for job in jobs), system_nodes, span)
-    bb = load_over_span((job.bb * job.run_time for job in jobs), capacity_gb, span) if capacity_gb > 0 else 0.0
+    bb = (
+        load_over_span((job.bb * job.run_time for job in jobs), capacity_gb, span)
+        if capacity_gb > 0
+        else 0.0
+    )
     return {"offered_node_load": nodes, "offered_bb_load": bb}
 
 
@@ -192,8 +214,9 @@ def load_over_span(work: Iterable[float], capacity: float, span: float) -> float
     return math.fsum(work) / (capacity * span) if span > 0 else float("nan")
 
 
-def synthesize(jobs: Sequence[Job], rule: BurstBufferRule, system_nodes: int,
-               seed: int) -> tuple[list[Job], dict[str, Any]]:
+def synthesize(
+    jobs: Sequence[Job], rule: BurstBufferRule, system_nodes: int, seed: int
+) -> tuple[list[Job], dict[str, Any]]:
     """Give jobs burst-buffer requests by ``rule`` (module docstring).
 
     Returns:
@@ -211,19 +234,29 @@ def synthesize(jobs: Sequence[Job], rule: BurstBufferRule, system_nodes: int,
     share = rule.share if rule.share is not None else SCENARIOS[rule.scenario][0]
     rng = np.random.default_rng(np.random.SeedSequence([seed, _STREAM]))
     count = round(share * len(jobs))
-    chosen = rng.choice(len(jobs), size=count, replace=False) if count else np.zeros(0, dtype=np.int64)
+    chosen = (
+        rng.choice(len(jobs), size=count, replace=False) if count else np.zeros(0, dtype=np.int64)
+    )
     low, high = math.log(rule.lower if rule.lower > 0 else 1.0), math.log(rule.upper)
     # uniform on (low, high]: 1 - U with U in [0, 1) keeps the threshold itself out
     machine_gb = np.exp(low + (1.0 - rng.random(count)) * (high - low))
     scaled = np.maximum(np.rint(machine_gb * rule.scale(system_nodes)), 1.0)
     requests = np.zeros(len(jobs))
     requests[chosen] = scaled
-    out = [replace(job, bb=float(amount)) if amount else job for job, amount in zip(jobs, requests.tolist())]
+    out = [
+        replace(job, bb=float(amount)) if amount else job
+        for job, amount in zip(jobs, requests.tolist())
+    ]
     return out, {
-        "scenario": rule.scenario, "machine": rule.machine, "share": share,
-        "threshold_machine_gb": rule.lower, "max_request_machine_gb": rule.upper,
-        "scale": rule.scale(system_nodes), "capacity_gb": rule.capacity(system_nodes),
-        "requesting": int(count), "requested_gb_total": float(scaled.sum()),
+        "scenario": rule.scenario,
+        "machine": rule.machine,
+        "share": share,
+        "threshold_machine_gb": rule.lower,
+        "max_request_machine_gb": rule.upper,
+        "scale": rule.scale(system_nodes),
+        "capacity_gb": rule.capacity(system_nodes),
+        "requesting": int(count),
+        "requested_gb_total": float(scaled.sum()),
         "request_gb_mean": float(scaled.mean()) if count else 0.0,
     }
 
@@ -241,11 +274,15 @@ def check_requests(jobs: Sequence[Job], capacity_gb: float, source: str = "workl
     """
     for job in jobs:
         if job.bb > capacity_gb:
-            raise ConfigError(f"{source}: job {job.job_id} requests {job.bb:g} GB of burst buffer, but the "
-                              f"platform's pool holds {capacity_gb:g} GB")
+            raise ConfigError(
+                f"{source}: job {job.job_id} requests {job.bb:g} GB of burst buffer, but the "
+                f"platform's pool holds {capacity_gb:g} GB"
+            )
 
 
-def with_capacity(platform: Platform, rule: BurstBufferRule, jobs: Sequence[Job] | None = None) -> Platform:
+def with_capacity(
+    platform: Platform, rule: BurstBufferRule, jobs: Sequence[Job] | None = None
+) -> Platform:
     """``platform`` with the pool the rule sizes (unchanged when the rule is off and
     sets no ``capacity_gb``, or sizes for a target load and no ``jobs`` are given).
 
@@ -266,5 +303,7 @@ def with_capacity(platform: Platform, rule: BurstBufferRule, jobs: Sequence[Job]
         if jobs is None:
             return platform
         largest = max((job.bb for job in jobs), default=0.0)
-        return replace(platform, burst_buffer=max(rule.target_capacity(jobs, platform.total_cores), largest))
+        return replace(
+            platform, burst_buffer=max(rule.target_capacity(jobs, platform.total_cores), largest)
+        )
     return replace(platform, burst_buffer=rule.capacity(platform.total_cores))

@@ -161,7 +161,9 @@ MONTHS: dict[str, MonthProfile] = {
     "2014-09": MonthProfile("2014-09", 77_786, CLASS_COUNTS[CPU] / sum(CLASS_COUNTS), 3.0),
     "2015-04": MonthProfile("2015-04", 3_740, 0.5, 2.0, ((0.5, 8000.0),)),
 }
-WHOLE_TRACE = MonthProfile("all", sum(CLASS_COUNTS) / 17.0, CLASS_COUNTS[CPU] / sum(CLASS_COUNTS), 3.0)
+WHOLE_TRACE = MonthProfile(
+    "all", sum(CLASS_COUNTS) / 17.0, CLASS_COUNTS[CPU] / sum(CLASS_COUNTS), 3.0
+)
 
 USERS = (100, 5, 150)  # per class
 ZIPF = 0.8
@@ -233,14 +235,19 @@ def eurora_like(n_jobs: int, seed: int = 0, month: str | None = None) -> tuple[J
     span = n_jobs / profile.jobs_per_30_days * 30 * DAY
     gpu_share = 1.0 - profile.cpu_share - CLASS_COUNTS[MIC] / sum(CLASS_COUNTS)
     class_p = np.array([profile.cpu_share, CLASS_COUNTS[MIC] / sum(CLASS_COUNTS), gpu_share])
-    pools = [[[_profile(users_rng) for _ in PROFILE_PROBS] for _ in range(USERS[cls])] for cls in range(3)]
+    pools = [
+        [[_profile(users_rng) for _ in PROFILE_PROBS] for _ in range(USERS[cls])]
+        for cls in range(3)
+    ]
     activity = [np.arange(1, n + 1) ** -ZIPF for n in USERS]
     activity = [a / a.sum() for a in activity]
     user_base = np.cumsum((0,) + USERS[:-1])
 
     surge_jobs = _surges(profile, span, n_jobs)
     regular = n_jobs - len(surge_jobs)
-    sizes = events_rng.geometric(1.0 / profile.burst_mean, int(regular / profile.burst_mean * 2) + 10)
+    sizes = events_rng.geometric(
+        1.0 / profile.burst_mean, int(regular / profile.burst_mean * 2) + 10
+    )
     while sizes.sum() < regular:
         sizes = np.concatenate((sizes, events_rng.geometric(1.0 / profile.burst_mean, regular)))
     events = int(np.searchsorted(np.cumsum(sizes), regular)) + 1
@@ -267,8 +274,12 @@ def eurora_like(n_jobs: int, seed: int = 0, month: str | None = None) -> tuple[J
     users = event_user[event_of_job]
     which_profile = event_profile[event_of_job]
 
-    scores = np.array([pools[c][u][w][0] for c, u, w in zip(classes.tolist(), users.tolist(),
-                                                               which_profile.tolist())])
+    scores = np.array(
+        [
+            pools[c][u][w][0]
+            for c, u, w in zip(classes.tolist(), users.tolist(), which_profile.tolist())
+        ]
+    )
     latent = LOCALITY * scores + math.sqrt(1 - LOCALITY**2) * noise_rng.standard_normal(regular)
     durations = np.empty(regular)
     for cls in range(3):
@@ -278,24 +289,44 @@ def eurora_like(n_jobs: int, seed: int = 0, month: str | None = None) -> tuple[J
             durations[members] = duration_quantile(cls, (ranks + 0.5) / members.size)
     jobs = []
     for time, event, cls, user, which, duration in zip(
-            submit.tolist(), event_of_job.tolist(), classes.tolist(), users.tolist(),
-            which_profile.tolist(), durations.tolist()):
+        submit.tolist(),
+        event_of_job.tolist(),
+        classes.tolist(),
+        users.tolist(),
+        which_profile.tolist(),
+        durations.tolist(),
+    ):
         units, unit = event_request[event]
         _, asks_limit, factor = pools[cls][user][which]
-        jobs.append(_job(time, duration, units, unit, int(user_base[cls] + user), asks_limit, factor))
+        jobs.append(
+            _job(time, duration, units, unit, int(user_base[cls] + user), asks_limit, factor)
+        )
     jobs.extend(surge_jobs)
     jobs.sort(key=lambda job: job.submit)
-    return tuple(Job(i, j.submit, j.run_time, j.estimate, j.units, j.unit, user=j.user, queue=j.queue)
-                 for i, j in enumerate(jobs, start=1))
+    return tuple(
+        Job(i, j.submit, j.run_time, j.estimate, j.units, j.unit, user=j.user, queue=j.queue)
+        for i, j in enumerate(jobs, start=1)
+    )
 
 
-def _job(submit: float, duration: float, units: int, unit: tuple[int, ...], user: int,
-         asks_limit: bool, factor: float) -> Job:
+def _job(
+    submit: float,
+    duration: float,
+    units: int,
+    unit: tuple[int, ...],
+    user: int,
+    asks_limit: bool,
+    factor: float,
+) -> Job:
     run = float(max(1, round(duration)))
-    queue = next(q for q, limit in enumerate(QUEUE_LIMITS) if run <= limit or q == len(QUEUE_LIMITS) - 1)
+    queue = next(
+        q for q, limit in enumerate(QUEUE_LIMITS) if run <= limit or q == len(QUEUE_LIMITS) - 1
+    )
     limit = QUEUE_LIMITS[queue]
     request = limit if asks_limit else min(limit, math.ceil(run * factor / 600.0) * 600.0)
-    return Job(0, float(submit), run, max(request, run), units=units, unit=unit, user=user, queue=queue)
+    return Job(
+        0, float(submit), run, max(request, run), units=units, unit=unit, user=user, queue=queue
+    )
 
 
 SURGE_UNIT = (16, 0, 0, 16 * MIB_PER_GB)
@@ -312,7 +343,9 @@ def _surges(profile: MonthProfile, span: float, n_jobs: int) -> list[Job]:
         count = min(count, n_jobs // 10)
         start = math.floor(position * span)
         for k in range(count):
-            jobs.append(_job(start + 10 * k, SURGE_RUN, SURGE_UNITS, SURGE_UNIT, SURGE_USER, True, 1.0))
+            jobs.append(
+                _job(start + 10 * k, SURGE_RUN, SURGE_UNITS, SURGE_UNIT, SURGE_USER, True, 1.0)
+            )
     return jobs
 
 

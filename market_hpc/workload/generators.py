@@ -56,11 +56,24 @@ def _taskgraphs(spec: Any, seed: int, platform: Platform) -> tuple[list[Job], di
     from market_hpc.workload.applications import library_job_set
 
     cores = platform.total_cores
-    jobs = list(library_job_set(spec.jobs, seed, load=spec.load, curves=spec.curves,
-                                platform_cores=cores, curve_shape=spec.curve_shape))
-    return jobs, {"generator": spec.generator, "jobs": len(jobs), "load": spec.load, "curves": spec.curves,
-                  "curve_shape": spec.curve_shape,
-                  "applications": "bundled HLRS-like library"}
+    jobs = list(
+        library_job_set(
+            spec.jobs,
+            seed,
+            load=spec.load,
+            curves=spec.curves,
+            platform_cores=cores,
+            curve_shape=spec.curve_shape,
+        )
+    )
+    return jobs, {
+        "generator": spec.generator,
+        "jobs": len(jobs),
+        "load": spec.load,
+        "curves": spec.curves,
+        "curve_shape": spec.curve_shape,
+        "applications": "bundled HLRS-like library",
+    }
 
 
 def _eurora(spec: Any, seed: int, platform: Platform) -> tuple[list[Job], dict[str, Any]]:
@@ -85,10 +98,13 @@ def _kit(spec: Any, seed: int, platform: Platform) -> tuple[list[Job], dict[str,
 
 
 GENERATORS: dict[str, GeneratorEntry] = {
-    entry.name: entry for entry in (
+    entry.name: entry
+    for entry in (
         GeneratorEntry("lublin-feitelson", ("jobs", "max_procs"), _lublin_feitelson),
         GeneratorEntry("taskgraphs", ("jobs", "load", "curves", "curve_shape"), _taskgraphs),
-        GeneratorEntry("eurora", ("jobs", "month"), _eurora, own_parameters=("month",), check=_check_month),
+        GeneratorEntry(
+            "eurora", ("jobs", "month"), _eurora, own_parameters=("month",), check=_check_month
+        ),
         GeneratorEntry("kit", ("jobs", "load"), _kit),  # PCP'20's KIT ForHLR II (workload.kit)
     )
 }
@@ -127,8 +143,10 @@ def check_own_parameters(spec: Any) -> None:
     for entry in GENERATORS.values():
         for key in entry.own_parameters:
             if getattr(spec, key) is not None and spec.generator != entry.name:
-                raise ConfigError(f"workload.{key} applies to generator = \"{entry.name}\" only, got "
-                                  f"generator={spec.generator!r}")
+                raise ConfigError(
+                    f'workload.{key} applies to generator = "{entry.name}" only, got '
+                    f"generator={spec.generator!r}"
+                )
     if spec.generator is not None:
         entry = generator_entry(spec.generator)
         if entry.check is not None:

@@ -81,9 +81,11 @@ def read_gpu_requests(trace: str | os.PathLike[str], header: Sequence[str] = ())
     if not path.is_file():
         recorded = header_gpu_jobs(header)
         if recorded:
-            raise ConfigError(f"{os.fspath(trace)}: its header records {recorded:,} jobs with GPU requests "
-                              f"({GPU_JOBS_HEADER}), kept in the side file {path}, which is missing: copy it "
-                              "beside the trace or convert the sacct export again")
+            raise ConfigError(
+                f"{os.fspath(trace)}: its header records {recorded:,} jobs with GPU requests "
+                f"({GPU_JOBS_HEADER}), kept in the side file {path}, which is missing: copy it "
+                "beside the trace or convert the sacct export again"
+            )
         return {}
     try:
         with open(path, newline="", encoding="utf-8") as handle:
@@ -97,15 +99,22 @@ def _requests(source: str, rows: list[list[str]]) -> dict[int, int]:
     header = rows[0] if rows else []
     missing = [name for name in ("swf_job_id", "gpus") if name not in header]
     if missing:
-        raise TraceFormatError(source, 1, f"the side file lacks the column(s) {', '.join(missing)}; "
-                               f"got {', '.join(header) or 'nothing'}", field="header")
+        raise TraceFormatError(
+            source,
+            1,
+            f"the side file lacks the column(s) {', '.join(missing)}; "
+            f"got {', '.join(header) or 'nothing'}",
+            field="header",
+        )
     id_at, gpus_at = header.index("swf_job_id"), header.index("gpus")
     requests: dict[int, int] = {}
     for number, row in enumerate(rows[1:], start=2):
         if not row:
             continue
-        job_id, gpus = (_whole(source, number, row, at, name)
-                        for at, name in ((id_at, "swf_job_id"), (gpus_at, "gpus")))
+        job_id, gpus = (
+            _whole(source, number, row, at, name)
+            for at, name in ((id_at, "swf_job_id"), (gpus_at, "gpus"))
+        )
         if gpus:
             requests[job_id] = gpus
     return requests
@@ -114,8 +123,9 @@ def _requests(source: str, rows: list[list[str]]) -> dict[int, int]:
 def _whole(source: str, number: int, row: list[str], at: int, name: str) -> int:
     text = row[at].strip() if at < len(row) else ""
     if not (text.isascii() and text.isdigit()) or int(text) > MAX_INT:
-        raise TraceFormatError(source, number, f"{text!r} is not a whole number; valid: 0 to {MAX_INT:,}",
-                               field=name)
+        raise TraceFormatError(
+            source, number, f"{text!r} is not a whole number; valid: 0 to {MAX_INT:,}", field=name
+        )
     return int(text)
 
 
@@ -129,8 +139,9 @@ def gpu_shape(cores: int, gpus: int) -> tuple[int, tuple[int, int, int, int]]:
     return units, (cores // units, gpus // units, 0, 0)
 
 
-def apply_gpu_requests(jobs: Sequence[Job], requests: dict[int, int], platform: Platform,
-                       trace: str) -> tuple[list[Job], dict[str, Any]]:
+def apply_gpu_requests(
+    jobs: Sequence[Job], requests: dict[int, int], platform: Platform, trace: str
+) -> tuple[list[Job], dict[str, Any]]:
     """Give each job its recorded GPU request (module docstring), in the same order.
 
     Args:
@@ -180,6 +191,8 @@ def check_accelerator_rule(rule: AcceleratorRule, requests: dict[int, int], trac
     market_hpc.errors.ConfigError: workload.accelerators: c.swf records the GPU requests of 1 jobs (c.slurm.csv); gpu_users / gpu_partition would add synthetic GPU jobs beside them: leave them unset (mic_users and mic_partition still apply)
     """
     if requests and (rule.gpu_users > 0 or rule.gpu_partition is not None):
-        raise ConfigError(f"workload.accelerators: {trace} records the GPU requests of {len(requests):,} jobs "
-                          f"({side_file(trace).name}); gpu_users / gpu_partition would add synthetic GPU jobs "
-                          "beside them: leave them unset (mic_users and mic_partition still apply)")
+        raise ConfigError(
+            f"workload.accelerators: {trace} records the GPU requests of {len(requests):,} jobs "
+            f"({side_file(trace).name}); gpu_users / gpu_partition would add synthetic GPU jobs "
+            "beside them: leave them unset (mic_users and mic_partition still apply)"
+        )

@@ -56,8 +56,10 @@ def check_base_url(url: str, option: str = "--mirror") -> str:
     """
     problem = _url_problem(url)
     if problem:
-        raise ConfigError(f"{option} {url!r}: {problem}; valid: an http:// or https:// base URL "
-                          "such as https://mirror.example/pwa")
+        raise ConfigError(
+            f"{option} {url!r}: {problem}; valid: an http:// or https:// base URL "
+            "such as https://mirror.example/pwa"
+        )
     return url
 
 
@@ -112,18 +114,27 @@ class _Clock:
         if self.min_rate > 0 and span >= self.rate_window:
             rate = (received - self.window_bytes) / span
             if rate < self.min_rate:
-                raise DownloadError(f"{rate:,.0f} B/s over the last {span:.3g} s, below the "
-                                    f"minimum rate of {self.min_rate:g} B/s (--min-rate)")
+                raise DownloadError(
+                    f"{rate:,.0f} B/s over the last {span:.3g} s, below the "
+                    f"minimum rate of {self.min_rate:g} B/s (--min-rate)"
+                )
             self.window_start, self.window_bytes = now, received
 
     def deadline_error(self) -> DownloadError:
         return DownloadError(
-            f"not complete within the deadline of {self.deadline:g} s (--deadline)")
+            f"not complete within the deadline of {self.deadline:g} s (--deadline)"
+        )
 
 
-def download(url: str, out: BinaryIO, size: int, deadline: float = DEFAULT_DEADLINE,
-             min_rate: float = DEFAULT_MIN_RATE, rate_window: float = RATE_WINDOW,
-             progress: Callable[[int, int], None] | None = None) -> str:
+def download(
+    url: str,
+    out: BinaryIO,
+    size: int,
+    deadline: float = DEFAULT_DEADLINE,
+    min_rate: float = DEFAULT_MIN_RATE,
+    rate_window: float = RATE_WINDOW,
+    progress: Callable[[int, int], None] | None = None,
+) -> str:
     """Write the body at ``url`` to ``out`` and return its SHA-256 (hex).
 
     Args:
@@ -188,33 +199,45 @@ def _connection(url: str, clock: _Clock) -> tuple[http.client.HTTPConnection, st
     timeout = min(clock.read_timeout(), clock.remaining())
     if parts.scheme == "https":
         if proxy:
-            tunnel = http.client.HTTPSConnection(proxy_parts.hostname or "", proxy_parts.port,
-                                                 timeout=timeout)
+            tunnel = http.client.HTTPSConnection(
+                proxy_parts.hostname or "", proxy_parts.port, timeout=timeout
+            )
             tunnel.set_tunnel(host, port)
             return tunnel, path
         return http.client.HTTPSConnection(host, port, timeout=timeout), path
     if proxy:
-        return http.client.HTTPConnection(proxy_parts.hostname or "", proxy_parts.port,
-                                          timeout=timeout), url
+        return http.client.HTTPConnection(
+            proxy_parts.hostname or "", proxy_parts.port, timeout=timeout
+        ), url
     return http.client.HTTPConnection(host, port, timeout=timeout), path
 
 
-def _get(connection: http.client.HTTPConnection, target: str,
-         clock: _Clock) -> http.client.HTTPResponse:
+def _get(
+    connection: http.client.HTTPConnection, target: str, clock: _Clock
+) -> http.client.HTTPResponse:
     try:
-        connection.request("GET", target, headers={"Accept-Encoding": "identity",
-                                                   "User-Agent": "market-hpc trace fetch"})
+        connection.request(
+            "GET",
+            target,
+            headers={"Accept-Encoding": "identity", "User-Agent": "market-hpc trace fetch"},
+        )
         return connection.getresponse()
     except (OSError, http.client.HTTPException, ValueError) as error:
         raise _failure(error, clock) from error
 
 
-def _body(response: http.client.HTTPResponse, connection: http.client.HTTPConnection,
-          out: BinaryIO, size: int, clock: _Clock,
-          progress: Callable[[int, int], None] | None) -> str:
+def _body(
+    response: http.client.HTTPResponse,
+    connection: http.client.HTTPConnection,
+    out: BinaryIO,
+    size: int,
+    clock: _Clock,
+    progress: Callable[[int, int], None] | None,
+) -> str:
     if response.length is not None and response.length != size:
-        raise DownloadError(f"the server announces {response.length:,} bytes; the file has "
-                            f"{size:,}")
+        raise DownloadError(
+            f"the server announces {response.length:,} bytes; the file has {size:,}"
+        )
     digest = hashlib.sha256()
     received = 0
     while True:
@@ -232,8 +255,9 @@ def _body(response: http.client.HTTPResponse, connection: http.client.HTTPConnec
         try:
             out.write(block)
         except OSError as error:
-            raise DownloadError(f"cannot write {getattr(out, 'name', 'the download')}: "
-                                f"{error.strerror or error}") from error
+            raise DownloadError(
+                f"cannot write {getattr(out, 'name', 'the download')}: {error.strerror or error}"
+            ) from error
         digest.update(block)
         clock.check(received)
         if progress is not None:
@@ -241,8 +265,9 @@ def _body(response: http.client.HTTPResponse, connection: http.client.HTTPConnec
     if clock.expired:
         raise clock.deadline_error()
     if response.length:
-        raise DownloadError(f"the connection closed after {received:,} of "
-                            f"{received + response.length:,} bytes")
+        raise DownloadError(
+            f"the connection closed after {received:,} of {received + response.length:,} bytes"
+        )
     return digest.hexdigest()
 
 
@@ -261,8 +286,10 @@ def _failure(error: BaseException, clock: _Clock) -> DownloadError:
         return DownloadError(f"invalid HTTP reply: {_one_line(str(error))[:120]}")
     if isinstance(error, TimeoutError | socket.timeout):
         if clock.min_rate > 0:
-            return DownloadError(f"no data for {clock.rate_window:g} s, below the minimum rate of "
-                                 f"{clock.min_rate:g} B/s (--min-rate)")
+            return DownloadError(
+                f"no data for {clock.rate_window:g} s, below the minimum rate of "
+                f"{clock.min_rate:g} B/s (--min-rate)"
+            )
         return clock.deadline_error()
     if isinstance(error, ssl.SSLError):
         detail = getattr(error, "verify_message", None) or error.reason or error
@@ -270,8 +297,9 @@ def _failure(error: BaseException, clock: _Clock) -> DownloadError:
     if isinstance(error, socket.gaierror):
         return DownloadError(f"cannot resolve the host: {error.strerror or error}")
     if isinstance(error, OSError):
-        return DownloadError(_one_line(str(getattr(error, "reason", None) or error.strerror
-                                           or error))[:200])
+        return DownloadError(
+            _one_line(str(getattr(error, "reason", None) or error.strerror or error))[:200]
+        )
     return DownloadError(_one_line(str(error))[:200])
 
 

@@ -96,8 +96,11 @@ def jobs_fingerprint(jobs: Iterable[Job]) -> str:
     """
     digest = hashlib.sha256()
     for job in jobs:
-        digest.update(repr((job.job_id, job.submit, job.run_time, job.estimate, job.units, job.user,
-                            job.queue)).encode())
+        digest.update(
+            repr(
+                (job.job_id, job.submit, job.run_time, job.estimate, job.units, job.user, job.queue)
+            ).encode()
+        )
     return digest.hexdigest()[:16]
 
 
@@ -128,14 +131,24 @@ def format_trace_info(info: dict[str, Any]) -> str:
     """
     rows: list[tuple[str, str]] = [
         ("trace", str(info["source"])),
-        ("lines", (f"{info['lines']:,} ({info['header_lines']:,} header, "
-                  f"{info['job_lines']:,} job lines)")),
+        (
+            "lines",
+            (
+                f"{info['lines']:,} ({info['header_lines']:,} header, "
+                f"{info['job_lines']:,} job lines)"
+            ),
+        ),
         ("jobs kept", f"{info['jobs']:,} ({info['skipped']:,} skipped)"),
     ]
     if "procs" in info:
         rows += [
-            ("submit range", (f"{info['submit_first']:,.0f} .. {info['submit_last']:,.0f} s "
-                             f"({info['span_days']:,.1f} days)")),
+            (
+                "submit range",
+                (
+                    f"{info['submit_first']:,.0f} .. {info['submit_last']:,.0f} s "
+                    f"({info['span_days']:,.1f} days)"
+                ),
+            ),
             ("processors", _format_stats(info["procs"], "{:,.0f}")),
             ("run time [s]", _format_stats(info["run_time"], "{:,.0f}")),
             ("estimate [s]", _format_stats(info["estimate"], "{:,.0f}")),
@@ -143,20 +156,31 @@ def format_trace_info(info: dict[str, Any]) -> str:
         ]
         accuracy = info["accuracy"]
         if accuracy["jobs"]:
-            rows.append((
-                "accuracy",
-                (f"run/estimate mean {accuracy['mean']:.3f}, median {accuracy['median']:.3f}, "
-                f"exact {accuracy['exact_share']:.1%} (of {accuracy['jobs']:,} jobs)"),
-            ))
+            rows.append(
+                (
+                    "accuracy",
+                    (
+                        f"run/estimate mean {accuracy['mean']:.3f}, median {accuracy['median']:.3f}, "
+                        f"exact {accuracy['exact_share']:.1%} (of {accuracy['jobs']:,} jobs)"
+                    ),
+                )
+            )
         rows += [
             ("run > estimate", f"{info['run_exceeds_estimate']:,} jobs"),
-            ("no time request", (f"{info['estimate_fallback_jobs']:,} jobs "
-                                 f"({info['estimate_fallback_share']:.1%}): estimate = run time")),
+            (
+                "no time request",
+                (
+                    f"{info['estimate_fallback_jobs']:,} jobs "
+                    f"({info['estimate_fallback_share']:.1%}): estimate = run time"
+                ),
+            ),
             ("users", f"{info['users']:,}"),
             ("queues", _format_queues(info["queues"])),
         ]
     if info.get("gpu_request_jobs"):
-        rows.append(("GPU requests", f"{info['gpu_request_jobs']:,} jobs (from the Slurm side file)"))
+        rows.append(
+            ("GPU requests", f"{info['gpu_request_jobs']:,} jobs (from the Slurm side file)")
+        )
     if info["anomalies"]:
         for kind, count in sorted(info["anomalies"].items()):
             lines = ", ".join(str(n) for n in info["anomaly_examples"].get(kind, []))

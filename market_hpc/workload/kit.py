@@ -67,7 +67,9 @@ def _request(rng: np.random.Generator) -> tuple[int, int]:
     return int(rng.choice(counts, p=weights)), THIN_CORES
 
 
-def kit_like(n_jobs: int, seed: int = 0, load: float = 0.9, platform: Platform | str = "kit-fh2") -> tuple[Job, ...]:
+def kit_like(
+    n_jobs: int, seed: int = 0, load: float = 0.9, platform: Platform | str = "kit-fh2"
+) -> tuple[Job, ...]:
     """Generate ``n_jobs`` KIT-like jobs offering ``load`` x the platform's cores.
 
     Raises:
@@ -96,8 +98,16 @@ def kit_like(n_jobs: int, seed: int = 0, load: float = 0.9, platform: Platform |
     weights = 1.0 / np.arange(1, USERS + 1)
     users = rng.choice(USERS, size=n_jobs, p=weights / weights.sum())
     jobs = tuple(
-        Job(i + 1, float(submits[i]), float(run[i]), float(estimate[i]), units=units,
-            unit=(cores, 0, 0, 0), user=int(users[i]), queue=0 if cores < FAT_CORES else 1)
+        Job(
+            i + 1,
+            float(submits[i]),
+            float(run[i]),
+            float(estimate[i]),
+            units=units,
+            unit=(cores, 0, 0, 0),
+            user=int(users[i]),
+            queue=0 if cores < FAT_CORES else 1,
+        )
         for i, (units, cores) in enumerate(requests)
     )
     require_fits(jobs, target, f"kit workload (seed {seed})")
@@ -128,4 +138,6 @@ def require_fits(jobs: tuple[Job, ...] | list[Job], platform: Platform, source: 
             checked[key] = unfit_reason(job.unit, job.units, capacity, RESOURCES)
         reason = checked[key]
         if reason is not None:
-            raise ConfigError(f"{source}: job {job.job_id} can never run on {platform.name!r}: {reason}")
+            raise ConfigError(
+                f"{source}: job {job.job_id} can never run on {platform.name!r}: {reason}"
+            )

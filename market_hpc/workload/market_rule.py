@@ -67,7 +67,9 @@ class MarketRule:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.serial_fraction < 1.0:
-            raise ConfigError(f"market rule serial_fraction must be in [0, 1), got {self.serial_fraction}")
+            raise ConfigError(
+                f"market rule serial_fraction must be in [0, 1), got {self.serial_fraction}"
+            )
         for name in ("plateau_slack", "decay_factor", "min_decay", "min_value"):
             if getattr(self, name) <= 0 and name != "plateau_slack":
                 raise ConfigError(f"market rule {name} must be > 0, got {getattr(self, name)}")
@@ -97,7 +99,9 @@ class MarketRule:
         >>> MarketRule().rigid_profile(10.0, 3)
         (1099511627776.0, 1099511627776.0, 10.0)
         """
-        return (NARROWER_TIME,) * (procs - 1) + (float(run_time) if run_time > 0 else ZERO_LENGTH_RUN_TIME,)
+        return (NARROWER_TIME,) * (procs - 1) + (
+            float(run_time) if run_time > 0 else ZERO_LENGTH_RUN_TIME,
+        )
 
     def curve(self, run_time: float, procs: int, serial_time: float) -> LinearDecayCurve:
         """The job's value curve (elapsed time since arrival -> value).
@@ -118,8 +122,12 @@ class MarketRule:
         curve = self.curve(run_time, job.units * job.unit[0], profile[0])
         # Amdahl with f < 1 is strictly decreasing, so c* is the full request; a
         # zero-length job is as fast on one core.
-        payload = {**job.payload, "value_curve": curve, "c_star": job.units if run_time > 0 else 1,
-                   "spans_nodes": True}
+        payload = {
+            **job.payload,
+            "value_curve": curve,
+            "c_star": job.units if run_time > 0 else 1,
+            "spans_nodes": True,
+        }
         # run_time and estimate stay as recorded: classic schedulers see the same job.
         return replace(job, profile=profile, payload=payload)
 

@@ -49,8 +49,10 @@ from market_hpc.workload.slurm_fields import (
     tres_memory_mib,
 )
 
-SACCT_FORMAT = ("JobID,Submit,Start,End,Elapsed,Timelimit,NCPUS,ReqCPUS,NNodes,State,"
-                "Partition,ReqMem,AllocTRES,ReqTRES,User")
+SACCT_FORMAT = (
+    "JobID,Submit,Start,End,Elapsed,Timelimit,NCPUS,ReqCPUS,NNodes,State,"
+    "Partition,ReqMem,AllocTRES,ReqTRES,User"
+)
 REQUIRED = ("jobid", "submit", "start", "end")
 CPU_COLUMNS = ("ncpus", "alloccpus", "reqcpus")
 SKIP_REASONS: dict[str, str] = {
@@ -64,10 +66,25 @@ SKIP_REASONS: dict[str, str] = {
 }
 # sacct's base states; "CANCELLED by 123" and "FAILED+" forms are reduced to the first word.
 SWF_STATUS: dict[str, int] = {
-    "COMPLETED": 1, "CANCELLED": 5, "FAILED": 0, "TIMEOUT": 0, "NODE_FAIL": 0,
-    "OUT_OF_MEMORY": 0, "BOOT_FAIL": 0, "DEADLINE": 0, "PREEMPTED": 0, "REQUEUED": 0,
-    "REVOKED": 0, "PENDING": -1, "RUNNING": -1, "SUSPENDED": -1, "RESIZING": -1,
-    "REQUEUE_FED": -1, "REQUEUE_HOLD": -1, "SPECIAL_EXIT": 0, "STOPPED": -1,
+    "COMPLETED": 1,
+    "CANCELLED": 5,
+    "FAILED": 0,
+    "TIMEOUT": 0,
+    "NODE_FAIL": 0,
+    "OUT_OF_MEMORY": 0,
+    "BOOT_FAIL": 0,
+    "DEADLINE": 0,
+    "PREEMPTED": 0,
+    "REQUEUED": 0,
+    "REVOKED": 0,
+    "PENDING": -1,
+    "RUNNING": -1,
+    "SUSPENDED": -1,
+    "RESIZING": -1,
+    "REQUEUE_FED": -1,
+    "REQUEUE_HOLD": -1,
+    "SPECIAL_EXIT": 0,
+    "STOPPED": -1,
 }
 MAX_MESSAGES = 5
 
@@ -145,8 +162,10 @@ class SacctConversion:
         gpus = sum(1 for job in self.jobs if job.gpus)
         if gpus:
             jobs = "job uses" if gpus == 1 else "jobs use"
-            out.append(f"  note: {gpus:,} {jobs} GPUs; SWF holds CPUs only (GPUs are in the "
-                       "side file, which runs of the SWF read)")
+            out.append(
+                f"  note: {gpus:,} {jobs} GPUs; SWF holds CPUs only (GPUs are in the "
+                "side file, which runs of the SWF read)"
+            )
         return out
 
 
@@ -173,7 +192,9 @@ class _Line:
             if column in self.cells and self.text(column):
                 value = self.parsed(column, _whole)
                 if value > MAX_INT:  # what the SWF a replay reads can hold
-                    raise self.fail(column, f"{self.text(column)} is too large; valid: {COUNT.describe()}")
+                    raise self.fail(
+                        column, f"{self.text(column)} is too large; valid: {COUNT.describe()}"
+                    )
                 if value > 0:
                     return int(value)
         return 0
@@ -185,8 +206,11 @@ class _Line:
             return None
         value: float | None = self.parsed(column, parse_duration)
         if value is not None and value > MAX_SECONDS:
-            raise self.fail(column, f"{self.text(column)} ({value:.3g} s) is too long to keep second "
-                            f"precision; valid: {TIME.describe()}")
+            raise self.fail(
+                column,
+                f"{self.text(column)} ({value:.3g} s) is too long to keep second "
+                f"precision; valid: {TIME.describe()}",
+            )
         return value
 
 
@@ -259,8 +283,14 @@ def read_sacct(path: str | os.PathLike[str], *, lenient: bool = False) -> SacctC
             continue
         seen.add((outcome.slurm_id, outcome.start))
         jobs.append(outcome)
-    conversion = SacctConversion(source, len(rows), tuple(sorted(jobs, key=lambda j: (j.submit, j.line))),
-                                 skipped, rejected, tuple(messages))
+    conversion = SacctConversion(
+        source,
+        len(rows),
+        tuple(sorted(jobs, key=lambda j: (j.submit, j.line))),
+        skipped,
+        rejected,
+        tuple(messages),
+    )
     if not jobs:
         detail = "; ".join(conversion.describe()[1:]) or "no data lines"
         raise TraceFormatError(source, None, f"no jobs to convert ({detail})")
@@ -289,9 +319,13 @@ def _sacct_text(source: str) -> str:
             lines.extend(handle)
     except (OSError, EOFError, zlib.error) as exc:
         # (no line of the TraceFormatError: --lenient, which skips bad lines, cannot help)
-        raise TraceFormatError(source, None, f"line {len(lines) + 1}: the gzip data is cut short "
-                               f"or corrupt ({exc}); valid: a whole .gz file (gzip -t checks "
-                               "it)") from None
+        raise TraceFormatError(
+            source,
+            None,
+            f"line {len(lines) + 1}: the gzip data is cut short "
+            f"or corrupt ({exc}); valid: a whole .gz file (gzip -t checks "
+            "it)",
+        ) from None
     return "".join(lines)
 
 
@@ -302,18 +336,27 @@ def _header(source: str, line: str) -> list[str]:
         missing.append("NCPUS (or AllocCPUS / ReqCPUS)")
     if missing:
         raise TraceFormatError(
-            source, 1, f"the header line lacks {', '.join(missing)}; export with "
-            f"sacct --parsable2 --format={SACCT_FORMAT}", field="header")
+            source,
+            1,
+            f"the header line lacks {', '.join(missing)}; export with "
+            f"sacct --parsable2 --format={SACCT_FORMAT}",
+            field="header",
+        )
     return columns
 
 
-def _convert(source: str, number: int, columns: list[str], row: str,
-             trailing: bool) -> SacctJob | str:
+def _convert(
+    source: str, number: int, columns: list[str], row: str, trailing: bool
+) -> SacctJob | str:
     """One data line: a job, the key of a skip reason, or a raised TraceFormatError."""
     cells = row[:-1].split("|") if trailing and row.endswith("|") else row.split("|")
     if len(cells) != len(columns):
-        raise TraceFormatError(source, number, f"expected {len(columns)} '|'-separated fields "
-                               f"(as the header), got {len(cells)}", field="line")
+        raise TraceFormatError(
+            source,
+            number,
+            f"expected {len(columns)} '|'-separated fields (as the header), got {len(cells)}",
+            field="line",
+        )
     line = _Line(source, number, dict(zip(columns, cells, strict=True)))
     job_id = line.parsed("jobid", parse_job_id)
     if job_id.step is not None:
@@ -322,8 +365,9 @@ def _convert(source: str, number: int, columns: list[str], row: str,
         return "pending_array"
     state = line.text("state").split(" ")[0].rstrip("+").upper()
     if state and state not in SWF_STATUS:
-        raise line.fail("state", f"unknown state {line.text('state')!r}; valid: "
-                        f"{', '.join(sorted(SWF_STATUS))}")
+        raise line.fail(
+            "state", f"unknown state {line.text('state')!r}; valid: {', '.join(sorted(SWF_STATUS))}"
+        )
     submit = line.parsed("submit", parse_timestamp)
     start = line.parsed("start", parse_timestamp)
     end = line.parsed("end", parse_timestamp)
@@ -332,16 +376,23 @@ def _convert(source: str, number: int, columns: list[str], row: str,
     if start is None:
         return "cancelled_before_start" if state == "CANCELLED" else "never_started"
     if start < submit:
-        raise line.fail("start", f"Start {line.text('start')} is before Submit {line.text('submit')}")
+        raise line.fail(
+            "start", f"Start {line.text('start')} is before Submit {line.text('submit')}"
+        )
     if end is None:
         return "still_running"
     if end < start:
         raise line.fail("end", f"End {line.text('end')} is before Start {line.text('start')}")
     elapsed = line.seconds("elapsed")
     limit = line.seconds("timelimit")
-    if elapsed is not None and elapsed > end - start + 1:  # (less is suspension: Slurm leaves it out)
-        raise line.fail("elapsed", f"Elapsed {line.text('elapsed')} ({elapsed:,.0f} s) is longer than "
-                        f"End - Start ({end - start:,.0f} s)")
+    if (
+        elapsed is not None and elapsed > end - start + 1
+    ):  # (less is suspension: Slurm leaves it out)
+        raise line.fail(
+            "elapsed",
+            f"Elapsed {line.text('elapsed')} ({elapsed:,.0f} s) is longer than "
+            f"End - Start ({end - start:,.0f} s)",
+        )
     alloc_cpus, req_cpus = line.count("ncpus", "alloccpus"), line.count("reqcpus")
     if alloc_cpus == 0 and req_cpus == 0:
         return "no_cpus"
@@ -352,15 +403,26 @@ def _convert(source: str, number: int, columns: list[str], row: str,
         memory = line.parsed(tres, lambda t: tres_memory_mib(t, alloc_cpus or req_cpus))
     if memory is not None and memory * 1024 > MAX_INT:  # SWF keeps KB per processor as an integer
         column = "reqmem" if line.text("reqmem") else tres
-        raise line.fail(column, f"{line.text(column)} is too large ({memory:.3g} MiB per CPU); valid: "
-                        f"up to {MAX_INT // 1024:,} MiB per CPU")
+        raise line.fail(
+            column,
+            f"{line.text(column)} is too large ({memory:.3g} MiB per CPU); valid: "
+            f"up to {MAX_INT // 1024:,} MiB per CPU",
+        )
     return SacctJob(
-        line=number, slurm_id=line.text("jobid"), submit=submit, start=start,
+        line=number,
+        slurm_id=line.text("jobid"),
+        submit=submit,
+        start=start,
         run_time=elapsed if elapsed is not None else end - start,
-        alloc_cpus=alloc_cpus, req_cpus=req_cpus,
-        time_limit=limit if limit is not None and limit > 0 else -1.0, nodes=nodes, state=state,
-        partition=line.text("partition"), mem_mib_per_cpu=-1.0 if memory is None else memory,
-        gpus=line.parsed(tres, tres_gpus), user=line.text("user"),
+        alloc_cpus=alloc_cpus,
+        req_cpus=req_cpus,
+        time_limit=limit if limit is not None and limit > 0 else -1.0,
+        nodes=nodes,
+        state=state,
+        partition=line.text("partition"),
+        mem_mib_per_cpu=-1.0 if memory is None else memory,
+        gpus=line.parsed(tres, tres_gpus),
+        user=line.text("user"),
     )
 
 
@@ -379,9 +441,21 @@ def swf_rows(conversion: SacctConversion) -> tuple[np.ndarray, dict[str, int], d
         queue = partitions.setdefault(job.partition, len(partitions) + 1) if job.partition else -1
         user = users.setdefault(job.user, len(users) + 1) if job.user else -1
         rows[index, :16] = (
-            index + 1, job.submit - origin, job.start - job.submit, job.run_time,
-            job.alloc_cpus or -1, -1, -1, job.req_cpus or -1, job.time_limit,
+            index + 1,
+            job.submit - origin,
+            job.start - job.submit,
+            job.run_time,
+            job.alloc_cpus or -1,
+            -1,
+            -1,
+            job.req_cpus or -1,
+            job.time_limit,
             round(job.mem_mib_per_cpu * 1024) if job.mem_mib_per_cpu >= 0 else -1,
-            SWF_STATUS.get(job.state, -1), user, -1, -1, queue, queue,
+            SWF_STATUS.get(job.state, -1),
+            user,
+            -1,
+            -1,
+            queue,
+            queue,
         )
     return rows, partitions, users

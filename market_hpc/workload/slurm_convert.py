@@ -16,8 +16,17 @@ from market_hpc.workload.slurm import SacctConversion, read_sacct, swf_rows
 from market_hpc.workload.swf import trace_bytes
 from market_hpc.workload.swf_rows import swf_text
 
-SIDE_COLUMNS = ("swf_job_id", "slurm_job_id", "line", "state", "partition", "nodes", "gpus",
-                "mem_mib_per_cpu", "user")
+SIDE_COLUMNS = (
+    "swf_job_id",
+    "slurm_job_id",
+    "line",
+    "state",
+    "partition",
+    "nodes",
+    "gpus",
+    "mem_mib_per_cpu",
+    "user",
+)
 
 
 def side_file(swf_path: str | os.PathLike[str]) -> Path:
@@ -27,8 +36,9 @@ def side_file(swf_path: str | os.PathLike[str]) -> Path:
     return path.with_name(f"{stem}.slurm.csv")
 
 
-def convert_sacct(source: str | os.PathLike[str], out: str | os.PathLike[str], *,
-                  lenient: bool = False) -> SacctConversion:
+def convert_sacct(
+    source: str | os.PathLike[str], out: str | os.PathLike[str], *, lenient: bool = False
+) -> SacctConversion:
     """Read a sacct export and write it as an SWF trace plus ``<name>.slurm.csv``.
 
     The SWF header records the source, the first submit time, the partition and user
@@ -60,12 +70,16 @@ def convert_sacct(source: str | os.PathLike[str], out: str | os.PathLike[str], *
         f"Computer: converted from Slurm accounting ({Path(conversion.source).name})",
         "Conversion: market-hpc trace convert (see docs/slurm.md)",
         f"UnixStartTime: {int(first)}",
-        (f"StartTime: {datetime.fromtimestamp(first, UTC).strftime('%Y-%m-%dT%H:%M:%S')} "
-         "(sacct's clock, read as UTC)"),
+        (
+            f"StartTime: {datetime.fromtimestamp(first, UTC).strftime('%Y-%m-%dT%H:%M:%S')} "
+            "(sacct's clock, read as UTC)"
+        ),
         "Partitions: " + (", ".join(f"{n}={name}" for name, n in partitions.items()) or "none"),
         f"Users: {len(users)} (numbered in order of first job)",
-        (f"GPUJobs: {sum(1 for job in conversion.jobs if job.gpus)} (their GPU requests are in "
-         f"{side_file(out).name}; runs of this trace read them)"),
+        (
+            f"GPUJobs: {sum(1 for job in conversion.jobs if job.gpus)} (their GPU requests are in "
+            f"{side_file(out).name}; runs of this trace read them)"
+        ),
         *conversion.describe(),
     ]
     swf = trace_bytes(swf_text(rows, header), out)
@@ -78,6 +92,17 @@ def _side_text(conversion: SacctConversion) -> str:
     writer = csv.writer(text)
     writer.writerow(SIDE_COLUMNS)
     for number, job in enumerate(conversion.jobs, start=1):
-        writer.writerow((number, job.slurm_id, job.line, job.state, job.partition,
-                         job.nodes, job.gpus, f"{job.mem_mib_per_cpu:g}", job.user))
+        writer.writerow(
+            (
+                number,
+                job.slurm_id,
+                job.line,
+                job.state,
+                job.partition,
+                job.nodes,
+                job.gpus,
+                f"{job.mem_mib_per_cpu:g}",
+                job.user,
+            )
+        )
     return text.getvalue()

@@ -48,8 +48,9 @@ def parse_timestamp(text: str) -> float | None:
     try:
         stamp = datetime.fromisoformat(word)
     except ValueError:
-        raise ValueError(f"{text!r} is not a time (expected YYYY-MM-DDTHH:MM:SS, epoch "
-                         "seconds, Unknown or None)") from None
+        raise ValueError(
+            f"{text!r} is not a time (expected YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown or None)"
+        ) from None
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=UTC)
     return stamp.timestamp()
@@ -72,8 +73,10 @@ def parse_duration(text: str) -> float | None:
         return None
     match = _DURATION.match(word)
     if match is None:
-        raise ValueError(f"{text!r} is not a duration (expected [D-]HH:MM:SS, MM:SS, "
-                         "UNLIMITED or Partition_Limit)")
+        raise ValueError(
+            f"{text!r} is not a duration (expected [D-]HH:MM:SS, MM:SS, "
+            "UNLIMITED or Partition_Limit)"
+        )
     days, first, second, third = match.groups()
     if days is not None:  # D-HH[:MM[:SS]]
         hours, minutes, seconds = float(first), float(second or 0), float(third or 0)
@@ -120,8 +123,9 @@ def parse_job_id(text: str) -> SlurmJobId:
     """
     match = _JOB_ID.match(text.strip())
     if match is None:
-        raise ValueError(f"{text!r} is not a Slurm job id (expected 123, 123_4, 123+0, "
-                         "123.batch, ...)")
+        raise ValueError(
+            f"{text!r} is not a Slurm job id (expected 123, 123_4, 123+0, 123.batch, ...)"
+        )
     job, task, component, step = match.groups()
     return SlurmJobId(int(job), task, None if component is None else int(component), step)
 
@@ -188,17 +192,23 @@ def tres_gpus(text: str) -> int:
             continue
         count = value.strip()
         if not (count.isascii() and count.isdigit()):
-            raise ValueError(f"{item.strip()!r}: GPU count must be a whole number (ASCII digits); "
-                             f"valid: 0 to {MAX_INT:,}")
+            raise ValueError(
+                f"{item.strip()!r}: GPU count must be a whole number (ASCII digits); "
+                f"valid: 0 to {MAX_INT:,}"
+            )
         if int(count) > MAX_INT:
             raise ValueError(f"{item.strip()!r}: GPU count is too large; valid: 0 to {MAX_INT:,}")
         if key == "gres/gpu":
             if total is not None:
-                raise ValueError(f"{item.strip()!r}: gres/gpu appears twice (first gres/gpu={total})")
+                raise ValueError(
+                    f"{item.strip()!r}: gres/gpu appears twice (first gres/gpu={total})"
+                )
             total = int(count)
         else:
             typed += int(count)
     gpus = typed if total is None else total
     if gpus > MAX_INT:
-        raise ValueError(f"{text.strip()!r}: typed GPU counts add up to {gpus}; valid: 0 to {MAX_INT:,}")
+        raise ValueError(
+            f"{text.strip()!r}: typed GPU counts add up to {gpus}; valid: 0 to {MAX_INT:,}"
+        )
     return gpus

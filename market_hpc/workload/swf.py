@@ -101,9 +101,24 @@ from market_hpc.workload.swf_partial import PARTIAL_STATUSES, PartialLines, is_p
 MAX_EXAMPLES = 5  # example line numbers kept per anomaly kind
 
 __all__ = [  # the layout and line rules live in swf_format; re-exported for readers of this module
-    "FIELD_NAMES", "MALFORMED_KINDS", "MAX_EXAMPLES", "N_FIELDS", "UNKNOWN_KINDS", "UNKNOWN_REASONS",
-    "SkippedJobs", "TraceReport", "Workload", "check_line_ends", "data_line_numbers", "header_lines",
-    "jobs_in_row_order", "parse_fast", "read_swf", "request_and_estimate", "text_start", "write_swf",
+    "FIELD_NAMES",
+    "MALFORMED_KINDS",
+    "MAX_EXAMPLES",
+    "N_FIELDS",
+    "UNKNOWN_KINDS",
+    "UNKNOWN_REASONS",
+    "SkippedJobs",
+    "TraceReport",
+    "Workload",
+    "check_line_ends",
+    "data_line_numbers",
+    "header_lines",
+    "jobs_in_row_order",
+    "parse_fast",
+    "read_swf",
+    "request_and_estimate",
+    "text_start",
+    "write_swf",
     "write_trace_text",
 ]
 
@@ -174,8 +189,11 @@ class SkippedJobs:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SkippedJobs):
             return NotImplemented
-        return (self.kinds == other.kinds and np.array_equal(self.lines, other.lines)
-                and np.array_equal(self.rows, other.rows, equal_nan=True))
+        return (
+            self.kinds == other.kinds
+            and np.array_equal(self.lines, other.lines)
+            and np.array_equal(self.rows, other.rows, equal_nan=True)
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -188,16 +206,26 @@ class SkippedJobs:
         """
         out: list[dict[str, object]] = []
         procs, estimates = request_and_estimate(self.rows)
-        for line, row, kind, job_procs, estimate in zip(self.lines.tolist(), self.rows, self.kinds,
-                                                         procs.tolist(), estimates.tolist(), strict=True):
-            out.append({
-                "job_id": _whole_or(row[JOB_ID], -1), "submit": _known(row[SUBMIT]),
-                "run_time": _known(row[RUN]), "procs": _whole_or(job_procs, 0),
-                "estimate": _known(estimate),
-                "user": _whole_or(row[USER], -1),
-                "queue": _whole_or(row[QUEUE], -1),
-                "reason": f"line {line}: {UNKNOWN_REASONS[kind]}",
-            })
+        for line, row, kind, job_procs, estimate in zip(
+            self.lines.tolist(),
+            self.rows,
+            self.kinds,
+            procs.tolist(),
+            estimates.tolist(),
+            strict=True,
+        ):
+            out.append(
+                {
+                    "job_id": _whole_or(row[JOB_ID], -1),
+                    "submit": _known(row[SUBMIT]),
+                    "run_time": _known(row[RUN]),
+                    "procs": _whole_or(job_procs, 0),
+                    "estimate": _known(estimate),
+                    "user": _whole_or(row[USER], -1),
+                    "queue": _whole_or(row[QUEUE], -1),
+                    "reason": f"line {line}: {UNKNOWN_REASONS[kind]}",
+                }
+            )
         return out
 
 
@@ -206,7 +234,9 @@ def _known(value: float) -> float:
 
 
 def _whole_or(value: float, default: int) -> int:
-    return int(value) if math.isfinite(value) and value > 0 and value == math.floor(value) else default
+    return (
+        int(value) if math.isfinite(value) and value > 0 and value == math.floor(value) else default
+    )
 
 
 @dataclass(frozen=True)
@@ -277,8 +307,14 @@ def read_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> Workload
         raise TraceFormatError(source, None, message)
     n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     examples = {kind: tuple(lines) for kind, lines in anomalies.examples.items()}
-    report = TraceReport(n_lines, job_lines, len(jobs), dict(anomalies.counts), examples,
-                         estimate_fallback_jobs=estimate_fallbacks(kept))
+    report = TraceReport(
+        n_lines,
+        job_lines,
+        len(jobs),
+        dict(anomalies.counts),
+        examples,
+        estimate_fallback_jobs=estimate_fallbacks(kept),
+    )
     return Workload(jobs=tuple(jobs), header=header, source=source, report=report, skipped=skipped)
 
 
@@ -331,8 +367,14 @@ def parse_fast(data: bytes) -> np.ndarray | None:
         return None  # pandas ends lines at a bare CR, the slow pass does not
     try:
         frame = pd.read_csv(
-            io.BytesIO(data), sep=r"\s+", comment=";", header=None, dtype=np.float64,
-            engine="c", encoding="latin-1", **_EXACT_FLOATS,
+            io.BytesIO(data),
+            sep=r"\s+",
+            comment=";",
+            header=None,
+            dtype=np.float64,
+            engine="c",
+            encoding="latin-1",
+            **_EXACT_FLOATS,
         )
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return None
@@ -366,7 +408,9 @@ def _parse_slow(
     rows: list[list[float]] = []
     numbers: list[int] = []
     first_line_of: dict[float, int] = {}
-    unknown_whole: set[float] = set()  # job numbers of whole-job lines of unknown run time, size or submit
+    unknown_whole: set[float] = (
+        set()
+    )  # job numbers of whole-job lines of unknown run time, size or submit
     partials = PartialLines()
     text = data.decode("utf-8", errors="replace")
     for number, line in enumerate(text.split("\n"), start=1):
@@ -383,7 +427,9 @@ def _parse_slow(
             rows.append(unknown)
             numbers.append(number)
             continue
-        values, problem = check_line(tokens, {} if partial else first_line_of)  # parts repeat their job's id
+        values, problem = check_line(
+            tokens, {} if partial else first_line_of
+        )  # parts repeat their job's id
         if problem is not None:
             kind, index, message = problem
             if not lenient:
@@ -399,7 +445,11 @@ def _parse_slow(
         rows.append(values)
         numbers.append(number)
     not_jobs, unknown_parts = partials.resolve(
-        lambda job_id: job_id in first_line_of or job_id in unknown_whole, source, lenient, anomalies.add)
+        lambda job_id: job_id in first_line_of or job_id in unknown_whole,
+        source,
+        lenient,
+        anomalies.add,
+    )
     for number, values in unknown_parts:  # parts without a whole-job line: skipped as unknown
         rows.append(values)
         numbers.append(number)
@@ -450,8 +500,16 @@ def jobs_in_row_order(rows: np.ndarray) -> list[Job]:
     """Build the jobs of checked rows, in row order, with :func:`request_and_estimate`."""
     procs, estimate = request_and_estimate(rows)
     job_ids, users, queues = rows[:, [JOB_ID, USER, QUEUE]].astype(np.int64).T.tolist()
-    columns = zip(job_ids, rows[:, SUBMIT].tolist(), rows[:, RUN].tolist(), estimate.tolist(),
-                  procs.astype(np.int64).tolist(), users, queues, strict=True)
+    columns = zip(
+        job_ids,
+        rows[:, SUBMIT].tolist(),
+        rows[:, RUN].tolist(),
+        estimate.tolist(),
+        procs.astype(np.int64).tolist(),
+        users,
+        queues,
+        strict=True,
+    )
     # Pause the cyclic GC: new jobs trigger passes that reclaim nothing. Building HPC2N's
     # 202,876 jobs: 0.97 s paused, 1.56 s not (best of 3 each, alternated).
     with gc_paused():
@@ -486,8 +544,11 @@ def write_swf(
     Raises:
         ConfigError: A job SWF cannot represent exactly, or the file cannot be written.
     """
-    out = [line if line.lstrip().startswith(";") else f"; {line}" for text in header
-           for line in (text.splitlines() or [""])]
+    out = [
+        line if line.lstrip().startswith(";") else f"; {line}"
+        for text in header
+        for line in (text.splitlines() or [""])
+    ]
     seen: set[int] = set()
     for job in jobs:
         _check_writable(job, seen)
@@ -521,8 +582,10 @@ def write_trace_text(text: str, path: str | os.PathLike[str]) -> None:
     try:
         atomic_write(target, lambda handle: handle.write(payload))
     except OSError as exc:
-        raise ConfigError(f"cannot write trace {target}: {exc.strerror or exc} (nothing written, "
-                          f"the previous {os.path.basename(target)} unchanged)") from None
+        raise ConfigError(
+            f"cannot write trace {target}: {exc.strerror or exc} (nothing written, "
+            f"the previous {os.path.basename(target)} unchanged)"
+        ) from None
 
 
 def _check_writable(job: Job, seen: set[int]) -> None:

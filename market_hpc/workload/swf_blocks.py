@@ -199,11 +199,16 @@ def scan_blocks(source: str, block_bytes: int = SCAN_BLOCK_BYTES) -> BlockScan |
     if np.unique(all_ids).size != all_ids.size:
         return None  # an id repeats across blocks: the line-by-line pass names the line
     return BlockScan(
-        tuple(header), n_lines, job_lines, all_ids,
+        tuple(header),
+        n_lines,
+        job_lines,
+        all_ids,
         np.concatenate(submits) if submits else np.zeros(0),
         np.concatenate(unknown_lines) if unknown_lines else np.zeros(0, dtype=np.int64),
         np.concatenate(unknown_rows) if unknown_rows else np.zeros((0, N_FIELDS)),
-        tuple(unknown_kinds), kept_rows if blocks == 1 else None, fallbacks,
+        tuple(unknown_kinds),
+        kept_rows if blocks == 1 else None,
+        fallbacks,
     )
 
 
@@ -241,7 +246,7 @@ def in_submit_order(ids: np.ndarray, submits: np.ndarray) -> bool:
 def row_jobs(rows: np.ndarray) -> Iterator[Job]:
     """The jobs of kept rows, in row order, built ``_ROWS_PER_BATCH`` at a time."""
     for start in range(0, len(rows), _ROWS_PER_BATCH):
-        yield from jobs_in_row_order(rows[start:start + _ROWS_PER_BATCH])
+        yield from jobs_in_row_order(rows[start : start + _ROWS_PER_BATCH])
 
 
 def block_jobs(source: str, block_bytes: int = JOB_BLOCK_BYTES) -> Iterator[Job]:

@@ -22,10 +22,24 @@ from market_hpc.errors import TraceFormatError
 from market_hpc.validation import MAX_SECONDS, TIME, TRACE_ID, parse_ascii_number
 
 FIELD_NAMES: tuple[str, ...] = (
-    "job id", "submit time", "wait time", "run time", "allocated processors",
-    "average CPU time", "used memory", "requested processors", "requested time",
-    "requested memory", "status", "user id", "group id", "executable", "queue",
-    "partition", "preceding job", "think time",
+    "job id",
+    "submit time",
+    "wait time",
+    "run time",
+    "allocated processors",
+    "average CPU time",
+    "used memory",
+    "requested processors",
+    "requested time",
+    "requested memory",
+    "status",
+    "user id",
+    "group id",
+    "executable",
+    "queue",
+    "partition",
+    "preceding job",
+    "think time",
 )
 N_FIELDS = len(FIELD_NAMES)
 UNKNOWN_KINDS: tuple[str, ...] = ("unknown_run_time", "unknown_size", "unknown_submit")
@@ -35,8 +49,16 @@ UNKNOWN_REASONS: dict[str, str] = {
     "unknown_submit": "submit time unknown (field 2 is -1)",
 }
 MALFORMED_KINDS: tuple[str, ...] = (
-    "field_count", "non_numeric", "not_finite", "non_integer", "bad_job_id", "negative_submit",
-    "negative_run_time", "time_too_large", "duplicate_job_id", "missing_summary",
+    "field_count",
+    "non_numeric",
+    "not_finite",
+    "non_integer",
+    "bad_job_id",
+    "negative_submit",
+    "negative_run_time",
+    "time_too_large",
+    "duplicate_job_id",
+    "missing_summary",
 )
 
 # 0-based indices of the fields the readers use (FIELD_NAMES has them all).
@@ -48,8 +70,12 @@ TIME_COLUMNS = (SUBMIT, RUN, REQ_TIME)
 MAX_EXACT_INT = 2.0**53
 """Integers of smaller magnitude are exact in float64."""
 UTF8_BOM = b"\xef\xbb\xbf"
-_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
-              (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
 
 
 def text_start(head: bytes, source: str) -> int:
@@ -62,8 +88,12 @@ def text_start(head: bytes, source: str) -> int:
         return len(UTF8_BOM)
     for mark, encoding in _WIDE_BOMS:
         if head.startswith(mark):
-            raise TraceFormatError(source, 1, f"the file is {encoding} text (byte-order mark "
-                                   f"{mark.hex(' ')}); SWF is ASCII: convert it, e.g. iconv -f {encoding} -t ASCII")
+            raise TraceFormatError(
+                source,
+                1,
+                f"the file is {encoding} text (byte-order mark "
+                f"{mark.hex(' ')}); SWF is ASCII: convert it, e.g. iconv -f {encoding} -t ASCII",
+            )
     return 0
 
 
@@ -81,11 +111,15 @@ def check_line_ends(data: bytes, source: str, first_line: int = 1) -> None:
     if b"\r" not in data or data.count(b"\r") == data.count(b"\r\n"):
         return
     position = data.find(b"\r")
-    while data[position + 1:position + 2] == b"\n":
+    while data[position + 1 : position + 2] == b"\n":
         position = data.find(b"\r", position + 2)
     line = first_line + data.count(b"\n", 0, position)
-    raise TraceFormatError(source, line, "bare CR line end (\\r without \\n, old Mac text): convert the "
-                           "line ends to \\n, e.g. tr '\\r' '\\n'")
+    raise TraceFormatError(
+        source,
+        line,
+        "bare CR line end (\\r without \\n, old Mac text): convert the "
+        "line ends to \\n, e.g. tr '\\r' '\\n'",
+    )
 
 
 _ASCII_SPACE = re.compile("[ \t\n\r\x0b\x0c]+")
@@ -112,8 +146,10 @@ def _odd_separator(token: str) -> str | None:
     odd = next((char for char in token if char.isspace()), None)
     if odd is None:
         return None
-    return (f"{token!r} holds U+{ord(odd):04X} ({unicodedata.name(odd, 'a non-ASCII space')}) as a "
-            "separator; SWF fields are separated by ASCII spaces or tabs")
+    return (
+        f"{token!r} holds U+{ord(odd):04X} ({unicodedata.name(odd, 'a non-ASCII space')}) as a "
+        "separator; SWF fields are separated by ASCII spaces or tabs"
+    )
 
 
 def unknown_values(tokens: list[str]) -> list[float] | None:
@@ -194,11 +230,17 @@ def check_line(
         if not (abs(value) < MAX_EXACT_INT and value == math.floor(value)):
             return [], ("non_integer", index, f"{tokens[index]!r} is not an integer")
     if not TRACE_ID.contains(values[JOB_ID]):
-        return [], ("bad_job_id", JOB_ID, f"job id {tokens[JOB_ID]} is not positive; valid: {TRACE_ID.describe()}")
+        return [], (
+            "bad_job_id",
+            JOB_ID,
+            f"job id {tokens[JOB_ID]} is not positive; valid: {TRACE_ID.describe()}",
+        )
     for index in TIME_COLUMNS:
         if values[index] > MAX_SECONDS:
-            message = (f"{tokens[index]} s is too large to keep second precision in float64; "
-                       f"valid: {TIME.describe()}")
+            message = (
+                f"{tokens[index]} s is too large to keep second precision in float64; "
+                f"valid: {TIME.describe()}"
+            )
             return [], ("time_too_large", index, message)
     if values[SUBMIT] < 0:
         return [], ("negative_submit", SUBMIT, f"negative submit time {tokens[SUBMIT]}")

@@ -84,8 +84,13 @@ class PartialLines:
         self.first[job_id] = line
         return True
 
-    def resolve(self, has_whole: Callable[[float], bool], source: str, lenient: bool,
-                count: Callable[[str, list[int]], None]) -> tuple[set[int], list[tuple[int, list[float]]]]:
+    def resolve(
+        self,
+        has_whole: Callable[[float], bool],
+        source: str,
+        lenient: bool,
+        count: Callable[[str, list[int]], None],
+    ) -> tuple[set[int], list[tuple[int, list[float]]]]:
         """Decide every partial line.
 
         Args:
@@ -108,12 +113,20 @@ class PartialLines:
         if orphans and not lenient:
             line, job_id = min((self.first[job_id], job_id) for job_id in orphans)
             raise TraceFormatError(
-                source, line, f"job {job_id:.0f} has partial-execution lines (status 2, 3 or 4) but "
+                source,
+                line,
+                f"job {job_id:.0f} has partial-execution lines (status 2, 3 or 4) but "
                 "no whole-job line (status 0, 1, 5 or -1): a Preemption: Double log gives each "
                 "split job a summary line; add it, or use --lenient to keep the job's first part "
-                "as the job", field=f"{STATUS + 1} ({FIELD_NAMES[STATUS]})")
+                "as the job",
+                field=f"{STATUS + 1} ({FIELD_NAMES[STATUS]})",
+            )
         dropped = sorted(line for job_id, line in self.first.items() if job_id not in orphans)
-        partial = sorted(dropped + unknown_parts_of_held_jobs + [line for job_id, line in self.later if job_id not in orphans])
+        partial = sorted(
+            dropped
+            + unknown_parts_of_held_jobs
+            + [line for job_id, line in self.later if job_id not in orphans]
+        )
         missing = [line for job_id, line in self.later if job_id in orphans]
         if partial:
             count(PARTIAL_EXECUTION, partial)

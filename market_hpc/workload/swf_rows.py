@@ -28,14 +28,18 @@ def swf_text(rows: np.ndarray, header: Iterable[str] = ()) -> str:
     rows = np.asarray(rows, dtype=np.float64)
     if rows.ndim != 2 or rows.shape[1] != N_FIELDS:
         raise ConfigError(f"SWF rows must have {N_FIELDS} fields, got shape {rows.shape}")
-    out = [line if line.lstrip().startswith(";") else f"; {line}" for text in header
-           for line in (text.splitlines() or [""])]
+    out = [
+        line if line.lstrip().startswith(";") else f"; {line}"
+        for text in header
+        for line in (text.splitlines() or [""])
+    ]
     out.extend(" ".join(format_number(value) for value in row) for row in rows.tolist())
     return "\n".join(out) + "\n"
 
 
-def write_swf_rows(rows: np.ndarray, path: str | os.PathLike[str],
-                   header: Iterable[str] = ()) -> None:
+def write_swf_rows(
+    rows: np.ndarray, path: str | os.PathLike[str], header: Iterable[str] = ()
+) -> None:
     """Write field rows as an SWF file (gzip, without timestamp, when it ends in ``.gz``).
 
     Raises:

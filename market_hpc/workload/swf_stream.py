@@ -150,8 +150,13 @@ class SwfStream:
         submits: The kept jobs' submit times, in file order.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, lenient: bool = False,
-                 block_bytes: tuple[int, int] = (SCAN_BLOCK_BYTES, JOB_BLOCK_BYTES)) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        lenient: bool = False,
+        block_bytes: tuple[int, int] = (SCAN_BLOCK_BYTES, JOB_BLOCK_BYTES),
+    ) -> None:
         self.source = os.fspath(path)
         self.lenient = lenient
         self._block_bytes = block_bytes
@@ -170,9 +175,20 @@ class SwfStream:
     # ----------------------------------------------------------------- pass 1
     def _take_blocks(self, scan: BlockScan) -> None:
         """Pass 1's results from the vectorised scan of a regular file."""
-        self._finish(list(scan.header), scan.lines, scan.job_lines, {}, {}, scan.unknown_lines.tolist(),
-                     scan.unknown_rows, list(scan.unknown_kinds), scan.ids, scan.submits,
-                     in_submit_order(scan.ids, scan.submits), scan.estimate_fallback_jobs)
+        self._finish(
+            list(scan.header),
+            scan.lines,
+            scan.job_lines,
+            {},
+            {},
+            scan.unknown_lines.tolist(),
+            scan.unknown_rows,
+            list(scan.unknown_kinds),
+            scan.ids,
+            scan.submits,
+            in_submit_order(scan.ids, scan.submits),
+            scan.estimate_fallback_jobs,
+        )
         self._rows = scan.rows
 
     def _scan(self) -> None:
@@ -185,10 +201,16 @@ class SwfStream:
         unknown_rows: list[list[float]] = []
         dropped = set()  # job lines that do not become jobs (pass 2 skips them)
         first_lines = _FirstLines()  # of the whole-job lines kept
-        unknown_whole: set[float] = set()  # job numbers of whole-job lines of unknown run time, size or submit
+        unknown_whole: set[float] = (
+            set()
+        )  # job numbers of whole-job lines of unknown run time, size or submit
         partials = PartialLines()
-        tentative: dict[int, tuple[int, float, float]] = {}  # first partial line -> (jobs before it, id, submit)
-        tentative_fallbacks: set[int] = set()  # of those lines, the ones without a wall-time request
+        tentative: dict[
+            int, tuple[int, float, float]
+        ] = {}  # first partial line -> (jobs before it, id, submit)
+        tentative_fallbacks: set[int] = (
+            set()
+        )  # of those lines, the ones without a wall-time request
         fallbacks = 0  # kept whole-job lines without a wall-time request (estimate = run time)
         submits = array("d")
         job_lines = n_lines = 0
@@ -196,7 +218,7 @@ class SwfStream:
         def count(kind: str, lines: list[int]) -> None:
             malformed[kind] = malformed.get(kind, 0) + len(lines)
             kept = examples.setdefault(kind, [])
-            kept.extend(lines[:MAX_EXAMPLES - len(kept)])
+            kept.extend(lines[: MAX_EXAMPLES - len(kept)])
 
         for n_lines, line in _lines(source):
             before, semicolon, _ = line.partition(";")
@@ -239,28 +261,70 @@ class SwfStream:
             fallbacks += not values[REQ_TIME] > 0  # (estimate_fallbacks' rule, one line)
             submits.append(values[SUBMIT])
         not_jobs, unknown_parts = partials.resolve(
-            lambda job_id: first_lines.get(job_id) is not None or job_id in unknown_whole, source, lenient, count)
-        if unknown_parts:  # parts without a whole-job line: skipped as unknown, listed in file order
-            merged = sorted(zip(unknown_lines + [line for line, _ in unknown_parts],
-                                unknown_rows + [values for _, values in unknown_parts], strict=True))
-            unknown_lines, unknown_rows = [line for line, _ in merged], [values for _, values in merged]
+            lambda job_id: first_lines.get(job_id) is not None or job_id in unknown_whole,
+            source,
+            lenient,
+            count,
+        )
+        if (
+            unknown_parts
+        ):  # parts without a whole-job line: skipped as unknown, listed in file order
+            merged = sorted(
+                zip(
+                    unknown_lines + [line for line, _ in unknown_parts],
+                    unknown_rows + [values for _, values in unknown_parts],
+                    strict=True,
+                )
+            )
+            unknown_lines, unknown_rows = (
+                [line for line, _ in merged],
+                [values for _, values in merged],
+            )
         job_ids = np.frombuffer(first_lines.ids, dtype=np.float64)
         job_submits = np.frombuffer(submits, dtype=np.float64)
         dropped |= not_jobs
         kept = [tentative[line] for line in sorted(tentative) if line not in not_jobs]
         fallbacks += len(tentative_fallbacks - not_jobs)
-        if kept:  # first parts of jobs without a whole-job line (lenient): in file order among the others
+        if (
+            kept
+        ):  # first parts of jobs without a whole-job line (lenient): in file order among the others
             at, kept_ids, kept_submits = (list(column) for column in zip(*kept, strict=True))
-            job_ids, job_submits = np.insert(job_ids, at, kept_ids), np.insert(job_submits, at, kept_submits)
+            job_ids, job_submits = (
+                np.insert(job_ids, at, kept_ids),
+                np.insert(job_submits, at, kept_submits),
+            )
         rows = np.asarray(unknown_rows, dtype=np.float64).reshape(-1, N_FIELDS)
-        self._finish(header, n_lines, job_lines, malformed, examples, unknown_lines, rows, unknown_kinds(rows),
-                     job_ids, job_submits, in_submit_order(job_ids, job_submits), fallbacks)
+        self._finish(
+            header,
+            n_lines,
+            job_lines,
+            malformed,
+            examples,
+            unknown_lines,
+            rows,
+            unknown_kinds(rows),
+            job_ids,
+            job_submits,
+            in_submit_order(job_ids, job_submits),
+            fallbacks,
+        )
         self._dropped = dropped
 
-    def _finish(self, header: list[str], n_lines: int, job_lines: int, malformed: dict[str, int],
-                examples: dict[str, list[int]], unknown_lines: list[int], unknown_rows: np.ndarray,
-                unknown_kinds: list[str], ids: np.ndarray, submits: np.ndarray, in_order: bool,
-                fallbacks: int) -> None:
+    def _finish(
+        self,
+        header: list[str],
+        n_lines: int,
+        job_lines: int,
+        malformed: dict[str, int],
+        examples: dict[str, list[int]],
+        unknown_lines: list[int],
+        unknown_rows: np.ndarray,
+        unknown_kinds: list[str],
+        ids: np.ndarray,
+        submits: np.ndarray,
+        in_order: bool,
+        fallbacks: int,
+    ) -> None:
         """The report, header, skipped lines and order of either pass 1 (same errors)."""
         source = self.source
         if job_lines == 0:
@@ -274,14 +338,26 @@ class SwfStream:
         n_jobs = len(ids)
         if n_jobs == 0:
             counts = ", ".join(f"{k}: {v}" for k, v in anomalies.items())
-            raise TraceFormatError(source, None, f"no jobs: all {job_lines} job lines skipped ({counts})")
+            raise TraceFormatError(
+                source, None, f"no jobs: all {job_lines} job lines skipped ({counts})"
+            )
         self.header = tuple(header)
         self.n_jobs = n_jobs
-        self.report = TraceReport(n_lines, job_lines, n_jobs, anomalies,
-                                  {kind: tuple(lines) for kind, lines in examples.items()},
-                                  estimate_fallback_jobs=fallbacks)
-        self.skipped = (SkippedJobs(np.asarray(unknown_lines, dtype=np.int64), unknown_rows, tuple(unknown_kinds))
-                        if unknown_lines else SkippedJobs.empty())
+        self.report = TraceReport(
+            n_lines,
+            job_lines,
+            n_jobs,
+            anomalies,
+            {kind: tuple(lines) for kind, lines in examples.items()},
+            estimate_fallback_jobs=fallbacks,
+        )
+        self.skipped = (
+            SkippedJobs(
+                np.asarray(unknown_lines, dtype=np.int64), unknown_rows, tuple(unknown_kinds)
+            )
+            if unknown_lines
+            else SkippedJobs.empty()
+        )
         self.sorted = in_order
         self.submits = submits  # (file order; what a time window is checked against)
         self._ranks: np.ndarray | None = None
@@ -311,8 +387,11 @@ class SwfStream:
             count += 1
             yield job
         if count != self.n_jobs:
-            raise TraceFormatError(self.source, None,
-                                   f"file changed while it was read: {count} jobs, {self.n_jobs} before")
+            raise TraceFormatError(
+                self.source,
+                None,
+                f"file changed while it was read: {count} jobs, {self.n_jobs} before",
+            )
 
     def _lines_order(self, dropped: set[int]) -> Iterator[Job]:
         """Pass 2 line by line (irregular files): the kept lines, parsed and built in batches."""
@@ -345,7 +424,9 @@ class SwfStream:
                     raise ValueError("field count")
                 values.append([float(token) for token in tokens])
             except ValueError:
-                raise TraceFormatError(self.source, number, "file changed while it was read") from None
+                raise TraceFormatError(
+                    self.source, number, "file changed while it was read"
+                ) from None
         return np.asarray(values, dtype=np.float64)
 
 

@@ -111,8 +111,12 @@ def lublin_feitelson(
     return tuple(
         Job(job_id, submit, run, estimate, units=size)
         for job_id, submit, run, estimate, size in zip(
-            range(1, n_jobs + 1), arrivals.tolist(), run_times.tolist(),
-            estimates.tolist(), sizes.tolist(), strict=True,
+            range(1, n_jobs + 1),
+            arrivals.tolist(),
+            run_times.tolist(),
+            estimates.tolist(),
+            sizes.tolist(),
+            strict=True,
         )
     )
 
@@ -138,9 +142,7 @@ def job_sizes(n: int, max_procs: int, rng: np.random.Generator) -> np.ndarray:
     exponent = low + position * (high - low)
     power_of_two = (kind > SERIAL_PROB) & (kind <= SERIAL_PROB + POW2_PROB)
     largest_power = math.floor(uhi + 1e-9)
-    exponent = np.where(
-        power_of_two, np.minimum(np.floor(exponent + 0.5), largest_power), exponent
-    )
+    exponent = np.where(power_of_two, np.minimum(np.floor(exponent + 0.5), largest_power), exponent)
     sizes = np.minimum(np.floor(2.0**exponent + 0.5), max_procs).astype(np.int64)
     sizes[kind <= SERIAL_PROB] = 1
     return sizes

@@ -208,7 +208,11 @@ def generate_job_set(
     else:
         graphs = [
             random_task_graph(
-                graph_rng, n_tasks=n_tasks, shapes=shapes, edge_prob=edge_prob, wcet_range=wcet_range
+                graph_rng,
+                n_tasks=n_tasks,
+                shapes=shapes,
+                edge_prob=edge_prob,
+                wcet_range=wcet_range,
             )
             for _ in range(n_jobs)
         ]
@@ -235,8 +239,12 @@ def generate_job_set(
                 units=g.number_of_nodes(),
                 unit=CORE_UNIT,
                 profile=profile,
-                payload={"value_curve": curve, "task_graph": g, "graph_hash": key,
-                         "c_star": c_star(profile)},
+                payload={
+                    "value_curve": curve,
+                    "task_graph": g,
+                    "graph_hash": key,
+                    "c_star": c_star(profile),
+                },
             )
         )
     return tuple(jobs)
@@ -406,4 +414,3 @@ def read_job_set(path: str | os.PathLike[str]) -> JobSet:
         duplicate = next(i for i in ids if ids.count(i) > 1)
         raise reader.fail("jobs", f"duplicate job_id {duplicate}")
     return jobs
-

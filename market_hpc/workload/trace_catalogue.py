@@ -75,18 +75,46 @@ class CatalogueTrace:
 CATALOGUE: dict[str, CatalogueTrace] = {
     entry.name: entry
     for entry in (
-        CatalogueTrace("kth-sp2", "KTH-SP2-1996-2.1-cln.swf.gz", "l_kth_sp2", 404_417,
-                       "c8c1a8db8b99cce4aa8d823a769280debca90485e30758ba35a76b17ac5485bb",
-                       "kth-sp2", 27_992, "IBM SP2, KTH Stockholm, 100 nodes x 1, 1996-97"),
-        CatalogueTrace("nasa-ipsc", "NASA-iPSC-1993-3.1-cln.swf.gz", "l_nasa_ipsc", 207_976,
-                       "281217ee3af463f165c746c1fea35ff3f1935ba267e4728c403045b7fb7cfd97",
-                       "nasa-ipsc", 18_239, "Intel iPSC/860, NASA Ames, 128 nodes, 1993"),
-        CatalogueTrace("hpc2n", "HPC2N-2002-2.1-cln.swf.gz", "l_hpc2n", 2_997_863,
-                       "e56a97045de773f2a395acaf74cb04e6e3393b9c8c5ae12b542b5de93bb04838",
-                       "hpc2n", 202_876, "Linux cluster Seth, HPC2N, 120 nodes x 2, 2002-06"),
-        CatalogueTrace("curie", "CEA-Curie-2011-2.1-cln.swf.gz", "l_cea_curie", 3_629_411,
-                       "2a0fdbd40837590b491bbbac7d4cfe521de1f0b14c0dc39bbf82c4e49ea75bce",
-                       "curie", 312_826, "CEA Curie (Slurm), 5,544 thin/fat/hybrid nodes, 2011-12"),
+        CatalogueTrace(
+            "kth-sp2",
+            "KTH-SP2-1996-2.1-cln.swf.gz",
+            "l_kth_sp2",
+            404_417,
+            "c8c1a8db8b99cce4aa8d823a769280debca90485e30758ba35a76b17ac5485bb",
+            "kth-sp2",
+            27_992,
+            "IBM SP2, KTH Stockholm, 100 nodes x 1, 1996-97",
+        ),
+        CatalogueTrace(
+            "nasa-ipsc",
+            "NASA-iPSC-1993-3.1-cln.swf.gz",
+            "l_nasa_ipsc",
+            207_976,
+            "281217ee3af463f165c746c1fea35ff3f1935ba267e4728c403045b7fb7cfd97",
+            "nasa-ipsc",
+            18_239,
+            "Intel iPSC/860, NASA Ames, 128 nodes, 1993",
+        ),
+        CatalogueTrace(
+            "hpc2n",
+            "HPC2N-2002-2.1-cln.swf.gz",
+            "l_hpc2n",
+            2_997_863,
+            "e56a97045de773f2a395acaf74cb04e6e3393b9c8c5ae12b542b5de93bb04838",
+            "hpc2n",
+            202_876,
+            "Linux cluster Seth, HPC2N, 120 nodes x 2, 2002-06",
+        ),
+        CatalogueTrace(
+            "curie",
+            "CEA-Curie-2011-2.1-cln.swf.gz",
+            "l_cea_curie",
+            3_629_411,
+            "2a0fdbd40837590b491bbbac7d4cfe521de1f0b14c0dc39bbf82c4e49ea75bce",
+            "curie",
+            312_826,
+            "CEA Curie (Slurm), 5,544 thin/fat/hybrid nodes, 2011-12",
+        ),
     )
 }
 
@@ -111,8 +139,9 @@ def catalogue_entry(name: str) -> CatalogueTrace:
     """
     entry = _lookup(name)
     if entry is None:
-        raise UnknownNameError("catalogue trace", name, CATALOGUE,
-                               " (market-hpc trace list shows them)")
+        raise UnknownNameError(
+            "catalogue trace", name, CATALOGUE, " (market-hpc trace list shows them)"
+        )
     return entry
 
 
@@ -128,7 +157,8 @@ def catalogue_lookup(name: str) -> CatalogueTrace | None:
 def _lookup(name: str) -> CatalogueTrace | None:
     folded = name.lower()
     return CATALOGUE.get(name) or next(
-        (e for e in CATALOGUE.values() if folded in (e.name.lower(), e.file.lower())), None)
+        (e for e in CATALOGUE.values() if folded in (e.name.lower(), e.file.lower())), None
+    )
 
 
 def cached_path(entry: CatalogueTrace) -> Path:
@@ -196,26 +226,38 @@ def fetch_trace(
         folder.mkdir(parents=True, exist_ok=True)
         handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
     except OSError as error:
-        raise TraceFetchError(f"cannot write the trace cache {folder}: {error.strerror or error} "
-                              "(MARKET_HPC_CACHE names another folder)") from error
+        raise TraceFetchError(
+            f"cannot write the trace cache {folder}: {error.strerror or error} "
+            "(MARKET_HPC_CACHE names another folder)"
+        ) from error
     partial = Path(name)
     url = entry.url(mirror)
     try:
         with os.fdopen(handle, "wb") as out:
-            digest = download(url, out, entry.size, deadline=deadline, min_rate=min_rate,
-                              rate_window=rate_window, progress=progress)
+            digest = download(
+                url,
+                out,
+                entry.size,
+                deadline=deadline,
+                min_rate=min_rate,
+                rate_window=rate_window,
+                progress=progress,
+            )
         if digest != entry.sha256:
             raise TraceFetchError(
                 f"{url}: got {entry.size:,} bytes with SHA-256 {digest}, expected "
-                f"{entry.size:,} bytes with SHA-256 {entry.sha256}; the file was not kept")
+                f"{entry.size:,} bytes with SHA-256 {entry.sha256}; the file was not kept"
+            )
         partial.replace(target)
     except DownloadError as error:
-        hint = ("; without direct access, fetch from a mirror: --mirror URL" if mirror is None
-                else "")
+        hint = (
+            "; without direct access, fetch from a mirror: --mirror URL" if mirror is None else ""
+        )
         raise TraceFetchError(f"cannot download {entry.name} from {url}: {error}{hint}") from None
     except OSError as error:
-        raise TraceFetchError(f"cannot write the trace cache {folder}: "
-                              f"{error.strerror or error}") from error
+        raise TraceFetchError(
+            f"cannot write the trace cache {folder}: {error.strerror or error}"
+        ) from error
     finally:
         partial.unlink(missing_ok=True)
     return target
@@ -269,7 +311,8 @@ def resolve_trace(trace: str, base_dir: Path | None = None) -> str:
     raise ConfigError(
         f"trace {trace!r}{alias} is a catalogue log that is not in the cache nor the trace "
         f"folders (looked in {looked}); fetch it first: market-hpc trace fetch {entry.name} "
-        "(without direct access, add --mirror URL)")
+        "(without direct access, add --mirror URL)"
+    )
 
 
 def catalogue_table() -> list[str]:
@@ -277,7 +320,9 @@ def catalogue_table() -> list[str]:
     lines = [f"{'name':<10} {'jobs':>8} {'size':>9}  {'platform':<10} {'cached':<6}  system"]
     for entry in CATALOGUE.values():
         cached = "yes" if cached_path(entry).is_file() else "no"
-        lines.append(f"{entry.name:<10} {entry.jobs:>8,} {entry.size / 1e6:>7.1f}MB  "
-                     f"{entry.platform:<10} {cached:<6}  {entry.system}")
+        lines.append(
+            f"{entry.name:<10} {entry.jobs:>8,} {entry.size / 1e6:>7.1f}MB  "
+            f"{entry.platform:<10} {cached:<6}  {entry.system}"
+        )
     lines.append(f"cache: {cache_dir()} (MARKET_HPC_CACHE overrides); archive: {ARCHIVE}")
     return lines

@@ -87,8 +87,12 @@ def scaled_submit(origin: float, submit: float, factor: float) -> float:
     """
     scaled = origin + (submit - origin) / factor
     if not scaled <= MAX_SECONDS:
-        raise InvalidNumberError("load factor", factor, f"a factor keeping submit times in [0, {MAX_SECONDS_TEXT}] "
-                                 f"(the submit time {submit:g} s would become {scaled:g} s)")
+        raise InvalidNumberError(
+            "load factor",
+            factor,
+            f"a factor keeping submit times in [0, {MAX_SECONDS_TEXT}] "
+            f"(the submit time {submit:g} s would become {scaled:g} s)",
+        )
     return scaled
 
 
@@ -122,7 +126,9 @@ def prefix(jobs: Iterable[Job], n: int) -> Iterator[Job]:
     return itertools.islice(jobs, n)
 
 
-def check_window_keeps_jobs(submits: np.ndarray | Sequence[float], start: float | None, end: float | None, source: str) -> None:
+def check_window_keeps_jobs(
+    submits: np.ndarray | Sequence[float], start: float | None, end: float | None, source: str
+) -> None:
     """Refuse a time window (``workload.start``/``workload.end``) that keeps no job.
 
     Args:
@@ -147,10 +153,15 @@ def check_window_keeps_jobs(submits: np.ndarray | Sequence[float], start: float 
     high = np.inf if end is None else end
     if bool(((submits >= low) & (submits < high)).any()):
         return
-    window = ", ".join(f"workload.{name} = {value:g}" for name, value in (("start", start), ("end", end))
-                       if value is not None)
-    raise ConfigError(f"{window} keeps no job of {source}: its jobs are submitted from "
-                      f"{float(submits.min()):g} to {float(submits.max()):g} s")
+    window = ", ".join(
+        f"workload.{name} = {value:g}"
+        for name, value in (("start", start), ("end", end))
+        if value is not None
+    )
+    raise ConfigError(
+        f"{window} keeps no job of {source}: its jobs are submitted from "
+        f"{float(submits.min()):g} to {float(submits.max()):g} s"
+    )
 
 
 def time_slice(
@@ -185,8 +196,9 @@ def time_slice(
     return tuple(kept)
 
 
-def in_window(jobs: Iterable[Job], start: float | None, end: float | None,
-              *, by_submit: bool = False) -> Iterator[Job]:
+def in_window(
+    jobs: Iterable[Job], start: float | None, end: float | None, *, by_submit: bool = False
+) -> Iterator[Job]:
     """The jobs submitted in ``[start, end)`` (``None``: unbounded), as a stream.
 
     Args:
@@ -203,12 +215,20 @@ def in_window(jobs: Iterable[Job], start: float | None, end: float | None,
     low = -math.inf if start is None else start
     high = math.inf if end is None else end
     if by_submit:
-        return itertools.takewhile(lambda job: job.submit < high, (job for job in jobs if low <= job.submit))
+        return itertools.takewhile(
+            lambda job: job.submit < high, (job for job in jobs if low <= job.submit)
+        )
     return (job for job in jobs if low <= job.submit < high)
 
 
-def windowed(jobs: Iterable[Job], start: float | None = None, end: float | None = None,
-             n: int | None = None, *, by_submit: bool = False) -> Iterator[Job]:
+def windowed(
+    jobs: Iterable[Job],
+    start: float | None = None,
+    end: float | None = None,
+    n: int | None = None,
+    *,
+    by_submit: bool = False,
+) -> Iterator[Job]:
     """The configured part of a workload before load scaling: the time window
     (``workload.start``/``end``), then the first ``n`` jobs (``workload.first_n``).
 

@@ -58,7 +58,9 @@ class NodeSpace:
     _held: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=bool), repr=False)
     _ends: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     _nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
-    _amounts: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64), repr=False)
+    _amounts: np.ndarray = field(
+        default_factory=lambda: np.zeros((0, 0), dtype=np.int64), repr=False
+    )
 
     def add_release(self, end: float, allocation: Placement, unit: tuple[int, ...]) -> None:
         """A running job on ``allocation`` (``(node, units)`` pairs) releases its units of
@@ -73,8 +75,12 @@ class NodeSpace:
         if self.exclusive:
             amounts = self.capacity[nodes].astype(np.int64)
         else:
-            counts = np.fromiter((units for _, units in allocation), dtype=np.int64, count=len(allocation))
-            amounts = counts[:, None] * np.asarray(unit[: self.free.shape[1]], dtype=np.int64)[None, :]
+            counts = np.fromiter(
+                (units for _, units in allocation), dtype=np.int64, count=len(allocation)
+            )
+            amounts = (
+                counts[:, None] * np.asarray(unit[: self.free.shape[1]], dtype=np.int64)[None, :]
+            )
         self._blocks.append((float(end), nodes, amounts))
 
     def _release_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -84,7 +90,11 @@ class NodeSpace:
             width = self.free.shape[1]
             ends = [np.array([end for end, _, _ in self.releases], dtype=np.float64)]
             nodes = [np.array([node for _, node, _ in self.releases], dtype=np.int64)]
-            amounts = [np.array([a for _, _, a in self.releases], dtype=np.int64).reshape(len(self.releases), width)]
+            amounts = [
+                np.array([a for _, _, a in self.releases], dtype=np.int64).reshape(
+                    len(self.releases), width
+                )
+            ]
             for end, block_nodes, block_amounts in self._blocks:
                 ends.append(np.full(len(block_nodes), end))
                 nodes.append(block_nodes)
@@ -226,8 +236,12 @@ class NodeSpace:
         if self.exclusive:
             taken = self.free[nodes].astype(np.int64)
         else:
-            counts = np.fromiter((units for _, units in placement), dtype=np.int64, count=len(placement))
-            taken = counts[:, None] * np.asarray(unit[: self.free.shape[1]], dtype=np.int64)[None, :]
+            counts = np.fromiter(
+                (units for _, units in placement), dtype=np.int64, count=len(placement)
+            )
+            taken = (
+                counts[:, None] * np.asarray(unit[: self.free.shape[1]], dtype=np.int64)[None, :]
+            )
         np.subtract.at(self.free, nodes, taken)
         self._blocks.append((float(end), nodes, taken))
 

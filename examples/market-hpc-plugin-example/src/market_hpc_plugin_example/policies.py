@@ -16,8 +16,11 @@ from market_hpc import (
 )
 
 
-@register_scheduler("saf", "smallest estimated area (estimate x cores) first; no reservation",
-                    allocators=("first-fit", "best-fit"))
+@register_scheduler(
+    "saf",
+    "smallest estimated area (estimate x cores) first; no reservation",
+    allocators=("first-fit", "best-fit"),
+)
 class SmallestAreaFirst:
     """Start waiting jobs in order of estimated area, skipping those that do not fit."""
 
