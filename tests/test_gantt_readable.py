@@ -1,6 +1,6 @@
 """A Gantt chart a person can read: hover text per job, job ids where they fit, a legend
 that says what colour means, a minimum drawn size, nothing outside the axes, and a default
-window that draws the whole run with "N of M jobs" in the caption."""
+window in which the run's median job is 5 px wide, with "N of M jobs" in the caption."""
 
 from __future__ import annotations
 
@@ -75,19 +75,20 @@ def _jobs(svg: Path) -> dict[int, ET.Element]:
     return groups
 
 
-def test_default_window_is_the_whole_run_and_says_how_many_jobs(
+def test_default_window_makes_the_median_job_5_px_wide_and_says_how_many_jobs(
     run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["plot", str(run)]) == 0
     out = capsys.readouterr().out
     assert (
-        "note: Gantt chart: 9 of 9 jobs drawn, window 0.00 to 49.00 hours (the whole run; "
-        "--window START:END zooms in)\n"
+        # median job 480 s: 480 s x 820 px / 5 px = 78,720 s = 21.87 h, shorter than the run
+        "note: Gantt chart: 9 of 9 jobs drawn, window 0.00 to 21.87 hours (the run's median "
+        "job 5 px wide; --window all: the whole run, --window START:END: any span)\n"
     ) in out
     groups = _jobs(run / "schedule.svg")
     assert set(groups) == set(range(1, 10))
     page = (run / "schedule.html").read_text()
-    assert "9 of the run&#x27;s 9 jobs drawn, window 0.00 to 49.00 hours" in page
+    assert "9 of the run&#x27;s 9 jobs drawn, window 0.00 to 21.87 hours" in page
     assert "Jobs on nodes: 9 of 9 jobs, 2 nodes" in page
 
 
@@ -144,9 +145,13 @@ def test_svg_geometry_is_hand_checkable() -> None:
     assert float(boxes["job 6"]["x"]) == pytest.approx(64 + 410.0)
 
 
-def test_default_window_is_first_start_to_last_end() -> None:
+def test_default_window_is_164_median_jobs_from_the_first_start_or_the_whole_run() -> None:
     starts, ends = np.array([50.0, 10.0, np.nan]), np.array([3000.0, 200000.0, np.nan])
-    assert default_window(starts, ends) == (10.0, 200000.0)
+    assert default_window(starts, ends) == (10.0, 200000.0)  # 164 x 101,470 s: past the end
+    starts, ends = np.array([100.0, 200.0, 300.0]), np.array([160.0, 260.0, 90000.0])
+    assert default_window(starts, ends) == (100.0, 100.0 + 164 * 60.0)  # median 60 s
+    assert default_window(np.array([5.0, 5.0]), np.array([5.0, 9.0])) == (5.0, 9.0)  # capped
+    assert default_window(np.array([5.0, 5.0]), np.array([5.0, 5.0])) == (5.0, 5.0)  # 0 s jobs
 
 
 # 8 nodes x 4 cores, no users and no queues in the trace (-1): 1,200 jobs of 30 s to 15 min
@@ -209,12 +214,17 @@ def _inside(svg: Path) -> tuple[int, list[tuple[float, float, float, float]]]:
     return len(groups), outside
 
 
-def test_default_view_of_many_short_jobs_draws_them_all_inside_the_axes(
+def test_whole_run_of_many_short_jobs_draws_them_all_inside_the_axes(
     busy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["plot", str(busy)]) == 0
+    assert main(["plot", str(busy)]) == 0  # the default: the median job (465 s) 5 px wide
     assert (
-        "Gantt chart: 1,202 of 1,202 jobs drawn, window 0.14 to 101.96 hours (the whole run"
+        "Gantt chart: 21 of 1,202 jobs drawn, window 0.14 to 21.42 hours (the run's median job"
+        in capsys.readouterr().out
+    )
+    assert main(["plot", str(busy), "--window", "all"]) == 0
+    assert (
+        "Gantt chart: 1,202 of 1,202 jobs drawn, window 0.14 to 101.96 hours (--window)"
         in capsys.readouterr().out
     )
     drawn, outside = _inside(busy / "schedule.svg")
@@ -248,9 +258,7 @@ def test_png_draws_one_patch_per_piece_inside_the_axes(busy: Path) -> None:
     allocations = core_allocations(
         started["nodes"].tolist(), started["cores"].tolist(), started["units"].tolist()
     )
-    window = default_window(
-        started["start_time"].to_numpy(float), started["end_time"].to_numpy(float)
-    )
+    window = (float(started["start_time"].min()), float(started["end_time"].max()))
     notes: list[str] = []
     figure, caption, _ = gantt_figures(
         started, allocations, np.full(8, 4), window, TimeUnit(86400.0, "days"), notes, (0, 8)

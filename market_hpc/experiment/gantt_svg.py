@@ -2,11 +2,12 @@
 fit, a legend, and a minimum drawn size; the colour key; the default time window.
 
 Decisions:
-    * The default window (:func:`default_window`) is the whole run, first start to last
-      end: the schedule's shape (busy and idle spans, the big jobs) is what a first look
-      needs, and every job is drawn (a job narrower than a pixel at least
-      ``MIN_WIDTH_PX`` wide). ``--window`` zooms in. The page prints the window and
-      ``N of M jobs`` drawn.
+    * The default window (:func:`default_window`) starts at the run's first start and is
+      as long as makes the run's median job ``DEFAULT_JOB_PX`` (5 px) wide at the plot's
+      width, so that most jobs are readable boxes rather than hairlines; the whole run
+      when that is longer than the run. The page prints the window, why it was chosen and
+      ``N of M jobs`` drawn; ``--window all`` draws the whole run, ``--window`` any span.
+      A piece narrower than a pixel is drawn ``MIN_WIDTH_PX`` wide.
     * Colour (:func:`job_colours`) means the user when the jobs drawn have two users or
       more; else the queue when they have two queues or more; else the job size (cores,
       in bins of powers of 4, a sequential palette). Users and queues: the ``MAX_KEYS``
@@ -64,15 +65,26 @@ LEFT, PLOT_WIDTH, LEGEND_WIDTH, TOP, BOTTOM = 64.0, 820.0, 200.0, 40.0, 46.0
 MIN_WIDTH_PX, MIN_HEIGHT_PX = 1.0, 2.0
 
 
+DEFAULT_JOB_PX = 5.0
+"""How wide the run's median job is drawn in the default window."""
+
+
 def default_window(starts: np.ndarray, ends: np.ndarray) -> tuple[float, float]:
-    """The Gantt chart's default window: the whole run, first start to last end (module
-    docstring).
+    """The Gantt chart's default window: from the first start, ``PLOT_WIDTH /
+    DEFAULT_JOB_PX`` median job durations (164 of them), or the whole run (first start to
+    last end) when that is shorter (module docstring).
 
     >>> default_window(np.array([0.0, 10, 20]), np.array([180000.0, 400, np.nan]))
     (0.0, 180000.0)
+    >>> default_window(np.array([0.0, 10, 20, 5000]), np.array([100.0, 110, 120, 1e6]))
+    (0.0, 16400.0)
     """
     finite = np.isfinite(starts) & np.isfinite(ends)
-    return float(starts[finite].min()), float(ends[finite].max())
+    first, last = float(starts[finite].min()), float(ends[finite].max())
+    median = float(np.median(ends[finite] - starts[finite]))
+    if median <= 0:
+        return first, last
+    return first, min(last, first + median * PLOT_WIDTH / DEFAULT_JOB_PX)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from market_hpc.atomic_file import Content, write_files
 from market_hpc.errors import ConfigError, OutputError
 from market_hpc.experiment.export_segments import read_segments
 from market_hpc.experiment.gantt import core_allocations, occupancy
-from market_hpc.experiment.gantt_svg import default_window
+from market_hpc.experiment.gantt_svg import DEFAULT_JOB_PX, default_window
 from market_hpc.experiment.report_html import STYLE
 from market_hpc.experiment.run_folder import read_series, read_summary
 from market_hpc.experiment.run_page_gantt import TimeUnit, gantt_figures, time_unit
@@ -147,11 +147,12 @@ def write_run_page(
             )
         )
     notes: list[str] = []
-    gantt_window = (lo, hi)
+    gantt_window, whole = (lo, hi), True
     if window is None and len(started):
         gantt_window = default_window(
             started["start_time"].to_numpy(float), started["end_time"].to_numpy(float)
         )
+        whole = gantt_window[1] >= last
     unit = time_unit(hi - lo)
     plots = run.directory / "plots"
     page = Path(out) if out else run.directory / "schedule.html"
@@ -169,7 +170,7 @@ def write_run_page(
         gantt_unit,
         notes,
         nodes or (0, len(node_cores)),
-        _window_text(gantt_window, gantt_unit, window is None),
+        _window_text(gantt_window, gantt_unit, window is None, whole),
     )
     figures = [
         ("Gantt chart", gantt, caption),
@@ -244,14 +245,27 @@ def execution_pieces(
     )
 
 
-def _window_text(window: tuple[float, float], unit: TimeUnit, default: bool) -> str:
-    """The Gantt chart's window as the caption says it.
+def _window_text(
+    window: tuple[float, float], unit: TimeUnit, default: bool, whole: bool = True
+) -> str:
+    """The Gantt chart's window as the caption says it (``whole``: the default window is
+    the whole run).
 
     >>> _window_text((0.0, 7200.0), TimeUnit(3600.0, "hours"), True)
     'window 0.00 to 2.00 hours (the whole run; --window START:END zooms in)'
+    >>> _window_text((0.0, 7200.0), TimeUnit(3600.0, "hours"), True, whole=False)
+    "window 0.00 to 2.00 hours (the run's median job 5 px wide; --window all: the whole run, --window START:END: any span)"
     """
     lo, hi = window
-    how = "the whole run; --window START:END zooms in" if default else "--window"
+    if not default:
+        how = "--window"
+    elif whole:
+        how = "the whole run; --window START:END zooms in"
+    else:
+        how = (
+            f"the run's median job {DEFAULT_JOB_PX:g} px wide; --window all: the whole run, "
+            "--window START:END: any span"
+        )
     return f"window {lo / unit.seconds:,.2f} to {hi / unit.seconds:,.2f} {unit.name} ({how})"
 
 
