@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from market_fixtures import FIG5_LOSSES, fig5_jobs, market_job
 
-from market_hpc.algorithms.market import Candidate, Executing, c_star, hold_instances, hold_search
+from market_hpc.algorithms.market import Candidate, Executing, c_star
+from market_hpc.algorithms.market_holding import hold_instances, hold_search
 from market_hpc.algorithms.valuecurve import LinearDecayCurve, StepCurve
 from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job

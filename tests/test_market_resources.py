@@ -2,8 +2,8 @@
 on hand-checkable platforms: a job goes where all it asks for fits, holds free every
 resource of the held job, a resume waits until every resource is free again, a spanning
 job is priced on the total it gets; and the general rules reduce to the seed's on
-cores-only single-node queues (priced row by row against the scalar reference, and
-against ``hold_search`` / ``value_after_wait``)."""
+cores-only single-node queues (priced row by row against the scalar reference; the hold
+search and the wait estimate: ``tests/test_market_holding_rule.py``)."""
 
 from __future__ import annotations
 
@@ -12,26 +12,11 @@ import pandas as pd
 import pytest
 from invariants import assert_schedule_invariants, segments_of
 
-from market_hpc.algorithms.market import (
-    Candidate,
-    Executing,
-    c_star,
-    first_release,
-    hold_search,
-    profit,
-    value_after_wait,
-)
+from market_hpc.algorithms.market import Candidate, Executing, c_star, profit
 from market_hpc.algorithms.market_auction import Auction
 from market_hpc.algorithms.market_columns import MarketColumns
-from market_hpc.algorithms.market_offers import (
-    SPANNING,
-    bid_order,
-    first_release_resources,
-    hold_search_resources,
-    offers,
-    pick,
-    value_after_wait_resources,
-)
+from market_hpc.algorithms.market_holding import SPANNING, hold_search_resources
+from market_hpc.algorithms.market_offers import bid_order, offers, pick
 from market_hpc.algorithms.valuecurve import LinearDecayCurve, StepCurve
 from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
@@ -288,62 +273,6 @@ def test_select_offer_picks_what_pricing_every_row_picks(rule: str) -> None:
         bid = int(rng.integers(1, 7))  # every row offered one bid: select's pick
         same = auction.select_offer(np.full(len(queue), bid), np.ones(len(queue), dtype=bool))
         assert same == auction.select(bid), trial
-
-
-def _random_running(rng: np.random.Generator, nodes: int) -> tuple[list[Executing], list[int]]:
-    free = rng.integers(0, 3, nodes).tolist()
-    running = [
-        Executing(
-            job_id,
-            int(rng.integers(0, nodes)),
-            int(rng.integers(1, 4)),
-            float(rng.integers(0, 5)),
-            job_id,
-            float(rng.integers(0, 300)),
-            float(rng.integers(100, 400)),
-        )
-        for job_id in range(1, int(rng.integers(1, 9)) + 1)
-    ]
-    return running, free
-
-
-def test_the_general_hold_search_and_wait_estimate_reduce_to_the_seeds_on_cores_only_jobs() -> None:
-    rng = np.random.default_rng(2015)
-    for trial in range(300):
-        nodes = int(rng.integers(1, 4))
-        running, free = _random_running(rng, nodes)
-        arrivals = []
-        for job_id in (101, 102)[: int(rng.integers(1, 3))]:
-            work = float(rng.integers(4, 40))
-            width = int(rng.integers(1, 6))
-            curve = LinearDecayCurve(
-                float(rng.integers(100, 900)), float(rng.integers(1, 20)), 60.0
-            )
-            arrivals.append(
-                Candidate(
-                    job_id,
-                    0.0,
-                    curve,
-                    tuple(work / c for c in range(1, width + 1)),
-                    0.0,
-                    True,
-                    width,
-                )
-            )
-        penalty = float(rng.choice([0.0, 0.2]))
-        rows = np.zeros((nodes, 4), dtype=np.int64)
-        rows[:, 0] = free
-        seed_plan = hold_search(arrivals, running, free, 2.0, penalty)
-        assert hold_search_resources(arrivals, running, rows, 0.0, 2.0, penalty) == seed_plan, trial
-        releases = [(float(e.start + 5), e.node, e.cores, e.job_id) for e in running]
-        freed = [(*r, ((r[1], r[2]),), (1, 0, 0, 0), 0.0) for r in releases]
-        for ahead in range(3):
-            want = value_after_wait(arrivals[0], releases, free, 2.0, ahead)
-            got = first_release_resources(freed, rows, 0.0, arrivals[0], ahead)
-            assert got == first_release(releases, free, ahead), trial
-            assert value_after_wait_resources(arrivals[0], freed, rows, 0.0, 2.0, ahead) == want, (
-                trial
-            )
 
 
 def test_a_spanning_arrivals_hold_instance_runs_over_the_whole_machine() -> None:

@@ -347,8 +347,8 @@ class Auction:
         )
 
     def arrivals(self) -> list[Candidate]:
-        """The open candidates that arrived now and were never held, in queue
-        order: the jobs holding is tried for."""
+        """The open candidates that arrived now and may trigger holding (never held:
+        ``market_holding.may_trigger``), in queue order: the jobs holding is tried for."""
         columns = self.columns
         out = []
         for job_id in columns.index.recent_ids(self.now):
@@ -369,6 +369,7 @@ class Auction:
                     job.unit,
                     job.bb,
                     bool(columns.spans[row]),
+                    int(columns.holds[row]),
                 )
             )
         return out

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from market_hpc.algorithms.market import c_star, remaining_time
+from market_hpc.algorithms.market_holding import may_trigger
 from market_hpc.algorithms.market_index import LIMIT, QueueIndex
 from market_hpc.algorithms.valuecurve import LinearDecayCurve, StepCurve
 from market_hpc.domain.job import CORE_UNIT, Job
@@ -94,7 +95,6 @@ class MarketColumns:
             int, np.ndarray
         ] = {}  # bucket k -> upper bound of every row's profit on <= 2**k cores
         self._views: tuple[np.ndarray, ...] | None = None
-        self.newest = -math.inf  # latest submit time of a job queued never held
         self.jobs: list[Job] = []
         self.curves: list[Any] = []
         self.position: dict[int, int] = {}
@@ -218,7 +218,7 @@ class MarketColumns:
             group,
             spans,
         )
-        self.index.push(self._pushed, job.job_id, wake, submit=job.submit, fresh=holds == 0)
+        self.index.push(self._pushed, job.job_id, wake, submit=job.submit, fresh=may_trigger(holds))
         if best >= len(self._best_counts):
             self._best_counts = np.concatenate(
                 [self._best_counts, np.zeros(best + 1, dtype=np.int64)]
@@ -230,8 +230,6 @@ class MarketColumns:
         self._steps += step
         self._unbounded += unbounded
         self._pushed += 1
-        if holds == 0 and job.submit > self.newest:
-            self.newest = job.submit
         self._scalar += scalar
         self._resumed += progress > 0.0
         self.jobs.append(job)

@@ -21,6 +21,7 @@ import numpy as np
 
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.algorithms.market import remaining_time
+from market_hpc.algorithms.market_holding import resume_overhead
 from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.core.agents import JobAgent, QueueAgent
 from market_hpc.core.free_state import FreeResources, check_runs
@@ -305,7 +306,7 @@ def _segment_times(model: ModelInternals, agent: JobAgent, cores: int) -> tuple[
     left = 1.0 - agent.progress
     # A resume (market holds) first pays the holding cost; the segment's work rate
     # stays 1/RT(c), so progress counts from the end of that overhead.
-    overhead = model.resume_seconds if agent.hold_count else 0.0
+    overhead = resume_overhead(agent.hold_count, model.resume_seconds)
     agent.seg_overhead = overhead
     if (
         job.profile is not None

@@ -34,31 +34,29 @@ Without such a bidder nothing of this runs.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
 
 from market_hpc.algorithms.allocation import Allocation, place_in_order, units_fit
 from market_hpc.algorithms.bidding import clear_auction, offer_rows
-from market_hpc.algorithms.market import (
-    Executing,
-    HoldPlan,
-    Release,
-    hold_search,
-    latest_first,
-    value_after_wait,
-)
+from market_hpc.algorithms.market import Executing, HoldPlan
 from market_hpc.algorithms.market_auction import Auction
 from market_hpc.algorithms.market_columns import MarketColumns
-from market_hpc.algorithms.market_offers import (
+from market_hpc.algorithms.market_holding import (
     SPANNING,
+    WAIT_WEIGHT,
     Freed,
-    bid_order,
-    fits_nowhere,
-    hold_search_resources,
-    pick,
-    value_after_wait_resources,
+    HoldingRule,
+    Release,
+    latest_first,
+    may_be_held,
+    plan_hold_cores,
+    plan_hold_resources,
+    platform_full,
 )
+from market_hpc.algorithms.market_offers import bid_order, pick
 from market_hpc.domain.job import CORE_UNIT
 from market_hpc.errors import ConfigError
 from market_hpc.policies.base import (
@@ -80,10 +78,6 @@ _ASKS_CORES_ONLY = (
     "market auction; this queue or platform needs the auction over every resource (jobs asking "
     "for GPUs, MICs, memory or burst buffer, jobs spanning nodes, or exclusive nodes)"
 )
-# The look-ahead counts 70% of an arrival's estimated value after waiting: the estimate
-# ignores jobs that arrive while it waits, so it overstates waiting. Chosen on the penalty
-# sweep's five seeds (0.3..1.0 tried); docs/market.md reports it on held-out seeds too.
-WAIT_WEIGHT = 0.7
 
 
 def _columns(view: View) -> MarketColumns:
@@ -135,19 +129,10 @@ class MarketPolicy:
     ) -> None:
         if rule not in RULES:
             raise ConfigError(f"market rule must be one of {', '.join(RULES)}, got {rule!r}")
-        if not 0.0 <= penalty <= 1.0:
-            raise ConfigError(f"holding penalty must be in [0, 1], got {penalty}")
-        if max_holds < 0:
-            raise ConfigError(f"max_holds must be >= 0, got {max_holds}")
-        if not 0.0 <= wait_weight <= 1.0:
-            raise ConfigError(f"wait_weight must be in [0, 1], got {wait_weight}")
+        self.holding_rule = HoldingRule(penalty, lookahead, max_holds, wait_weight)
         self.allocator = allocator
         self.rule = rule
         self.holding = holding or lookahead
-        self.lookahead = lookahead
-        self.max_holds = max_holds
-        self.wait_weight = wait_weight
-        self.penalty = penalty
         self.name = rule + ("lh" if lookahead else "h" if holding else "")
         self._held_at: float | None = None  # the instant of the latest decision, if it held jobs
         self._kept: (
@@ -155,6 +140,23 @@ class MarketPolicy:
         ) = None
         self._kept_all: tuple[View, int | None, list[Executing], list[Freed], float] | None = None
         self._facts: tuple[View, tuple[bool, int, bool]] | None = None
+
+    # The holding rule's parameters are read from ``holding_rule`` (``algorithms.market_holding``).
+    @property
+    def penalty(self) -> float:
+        return self.holding_rule.penalty
+
+    @property
+    def lookahead(self) -> bool:
+        return self.holding_rule.lookahead
+
+    @property
+    def max_holds(self) -> int:
+        return self.holding_rule.max_holds
+
+    @property
+    def wait_weight(self) -> float:
+        return self.holding_rule.wait_weight
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Drop worthless jobs, then auction free cores, holding when none are free (over
@@ -198,16 +200,14 @@ class MarketPolicy:
                 if choice is None:
                     break
                 index, cores = choice
-            elif free.any():
-                break  # nodes with free cores abstained; holding is only for a full platform
+            elif not platform_full(free):
+                break  # nodes with free cores abstained
             else:
-                plan = self._plan_hold(view, auction, free, held) if self.holding else None
-                if (
-                    plan is not None
-                    and asks is not None
-                    and plan.profit / plan.cores < reserve[plan.node]
-                ):
-                    plan = None  # the node would start a job below its reserve
+                plan = (
+                    self._plan_hold(view, auction, free, held, None if asks is None else reserve)
+                    if self.holding
+                    else None
+                )
                 if plan is None:
                     break
                 for victim in plan.held:
@@ -286,24 +286,21 @@ class MarketPolicy:
     def _plan_hold_offers(
         self, view: View, auction: Auction, free: np.ndarray, pool: float, held: set[int]
     ) -> HoldPlan | None:
-        arrivals = [a for a in auction.arrivals() if fits_nowhere(a.unit, a.bb, free, pool)]
+        arrivals = auction.arrivals()
         if not arrivals:
             return None
-        executing, ends = self._running_all(view)
-        if held:  # jobs held at this instant are not held again (their releases stay, as in ``_plan_hold``)
-            executing = [e for e in executing if e.job_id not in held]
-        baselines = None
-        now = view.time
-        if self.lookahead:
-            releases: list[Freed] = list(ends)  # expected ends, never before now (``_running_all``)
-            baselines = {
-                a.job_id: self.wait_weight
-                * value_after_wait_resources(
-                    a, releases, free, pool, now, auction.rank_of(auction.index(a.job_id))
-                )
-                for a in arrivals
-            }
-        return hold_search_resources(arrivals, executing, free, pool, now, self.penalty, baselines)
+        executing, ends = self._running_all(view)  # expected ends, never before now
+        return plan_hold_resources(
+            arrivals,
+            executing,
+            ends,
+            free,
+            pool,
+            view.time,
+            self.holding_rule,
+            _ahead(auction),
+            held,
+        )
 
     def _running_all(self, view: View) -> tuple[list[Executing], list[Freed]]:
         """``_running`` over every resource: the running jobs that may be held (with their
@@ -312,6 +309,8 @@ class MarketPolicy:
         if kept is not None:
             return kept[2], kept[3]
         executing, ends = [], []
+        rule = self.holding_rule
+        limits = rule.limits_holds
         soonest = math.inf  # the first estimated end: the kept lists hold until then
         for running in view.running:
             job = running.job
@@ -320,7 +319,7 @@ class MarketPolicy:
             soonest = min(soonest, running.est_end)
             end = view.expected_end(running)  # past its estimate: ends now
             ends.append((end, node, running.units, job.job_id, allocation, job.unit, job.bb))
-            if self.lookahead and view.state(job.job_id).hold_count >= self.max_holds:
+            if limits and not may_be_held(rule, view.state(job.job_id).hold_count):
                 continue
             curve = job.payload["value_curve"]
             executing.append(
@@ -363,29 +362,28 @@ class MarketPolicy:
         return max(soonest, step)
 
     def _plan_hold(
-        self, view: View, auction: Auction, free: np.ndarray, held: set[int]
+        self,
+        view: View,
+        auction: Auction,
+        free: np.ndarray,
+        held: set[int],
+        reserve: np.ndarray | None,
     ) -> HoldPlan | None:
         arrivals = auction.arrivals()
         if not arrivals:
             return None
-        by_node, ends = self._running(view)
-        if held:  # jobs held at this instant are not held again
-            by_node = {
-                node: [e for e in jobs if e.job_id not in held] for node, jobs in by_node.items()
-            }
-        frees = free.tolist()
-        baselines = None
-        if self.lookahead:
-            now = view.time
-            releases: list[Release] = list(ends)  # expected ends, never before now (``_running``)
-            baselines = {
-                a.job_id: self.wait_weight
-                * value_after_wait(
-                    a, releases, frees, now, auction.rank_of(auction.index(a.job_id))
-                )
-                for a in arrivals
-            }
-        return hold_search(arrivals, (), frees, view.time, self.penalty, baselines, by_node=by_node)
+        by_node, ends = self._running(view)  # expected ends, never before now
+        return plan_hold_cores(
+            arrivals,
+            by_node,
+            ends,
+            free.tolist(),
+            view.time,
+            self.holding_rule,
+            _ahead(auction),
+            held,
+            reserve,
+        )
 
     def _running(self, view: View) -> tuple[dict[int, list[Executing]], list[Release]]:
         """The running jobs that may be held, per node latest start first, and every
@@ -399,6 +397,8 @@ class MarketPolicy:
         if kept is not None:
             return kept[2], kept[3]
         executing, ends = [], []
+        rule = self.holding_rule
+        limits = rule.limits_holds
         soonest = math.inf  # the first estimated end: the kept lists hold until then
         for running in view.running:
             job = running.job
@@ -406,7 +406,7 @@ class MarketPolicy:
             soonest = min(soonest, running.est_end)
             end = view.expected_end(running)  # past its estimate: ends now
             ends.append((end, node, running.units, job.job_id))
-            if self.lookahead and view.state(job.job_id).hold_count >= self.max_holds:
+            if limits and not may_be_held(rule, view.state(job.job_id).hold_count):
                 continue
             curve = job.payload["value_curve"]
             executing.append(
@@ -426,6 +426,11 @@ class MarketPolicy:
 
 
 KeptT = TypeVar("KeptT", bound=tuple[Any, ...])
+
+
+def _ahead(auction: Auction) -> Callable[[int], int]:
+    """``job_id -> how many open jobs rank before it`` (the look-ahead's queue position)."""
+    return lambda job_id: auction.rank_of(auction.index(job_id))
 
 
 def _still_kept(kept: KeptT | None, view: View) -> tuple[int | None, KeptT | None]:
