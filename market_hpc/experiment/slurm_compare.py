@@ -156,6 +156,18 @@ def replay(
     account (half the root's shares, beside the root user) holding every user of the
     export and root, one share each.
     """
+    starts, _ = replay_outcome(records, slurm_conf, cores, platform)
+    return starts
+
+
+def replay_outcome(
+    records: list[Record],
+    slurm_conf: str | Path,
+    cores: int = 32,
+    platform: str | Platform | None = None,
+) -> tuple[dict[int, float], dict[int, str]]:
+    """:func:`replay`'s starts and each job's final status (``finished``, ``dropped``,
+    ``rejected``, ...)."""
     partitions = [partition.name for partition in read_slurm_conf(slurm_conf).partitions]
     jobs = replay_jobs(records, partitions)
     shares = {str(user): 1 for user in sorted({job.user for job in jobs})} | {ROOT_ASSOCIATION: 1}
@@ -170,7 +182,9 @@ def replay(
     )
     model.run()
     frame = model.recorder.jobs_frame()
-    return {int(j): float(s) for j, s in zip(frame["job_id"], frame["start_time"])}
+    ids = [int(j) for j in frame["job_id"]]
+    starts = {j: float(s) for j, s in zip(ids, frame["start_time"])}
+    return starts, {j: str(status) for j, status in zip(ids, frame["status"])}
 
 
 @dataclass(frozen=True)
