@@ -97,8 +97,10 @@ class SlurmCheck:
         origin: The first submit (epoch seconds).
         data_lines: Data lines of the export (the header not counted).
         jobs: The compared jobs, in submit order.
-        left_out: Jobs or lines not compared, per reason (only reasons that occurred).
-        notes: What the replay assumed for some jobs (no time limit, unknown partition).
+        left_out: Export lines not compared (steps, jobs that never started, jobs the
+            replay did not start...), per reason (only reasons that occurred).
+        notes: What the replay assumed for some jobs (no time limit, unknown partition,
+            GPUs).
         agreement: :func:`~market_hpc.experiment.slurm_compare.compare`'s figures.
         mean_wait_error: The mean of the wait errors (s; the bias), rounded as ``agreement``.
         unmodelled: The slurm.conf keys the scheduler does not model.
@@ -127,7 +129,7 @@ class SlurmCheck:
             ),
             f"slurm.conf: {self.slurm_conf} ({len(self.unmodelled)} keys not modelled{unmodelled})",
             f"platform: {self.platform}",
-            f"jobs compared: {len(self.jobs):,}; left out: {sum(self.left_out.values()):,}",
+            f"jobs compared: {len(self.jobs):,}; lines left out: {sum(self.left_out.values()):,}",
             *(f"  left out {count:,}: {reason}" for reason, count in self.left_out.items()),
             *(f"  note: {note}" for note in self.notes),
             (
@@ -208,6 +210,9 @@ def check_export(
     left_out |= {f"malformed {key} (--lenient)": n for key, n in conversion.rejected.items()}
     sacct_jobs = sorted(conversion.jobs, key=slurm_order)
     records, notes = as_records(sacct_jobs, conf)
+    gpu_jobs = sum(1 for job in sacct_jobs if job.gpus)
+    if gpu_jobs:
+        notes += (f"{gpu_jobs:,} jobs use GPUs: replayed on their CPUs alone",)
     simulated, statuses = replay_outcome(records, conf.path, platform=machine[0])
     started = [r for r in records if math.isfinite(simulated[r.job_id])]
     for record in records:
