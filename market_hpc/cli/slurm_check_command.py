@@ -14,9 +14,15 @@ parser imports no experiment module; tests/test_slurm_check.py keeps them equal)
 
 def cmd_slurm_check(args: argparse.Namespace) -> int:
     """Replay the export under its slurm.conf, print the agreement, write the CSV."""
+    from market_hpc.errors import TraceFormatError
     from market_hpc.experiment.slurm_check import check_export, write_check_csv
 
-    check = check_export(args.export, args.slurm_conf, args.platform, lenient=args.lenient)
+    try:
+        check = check_export(args.export, args.slurm_conf, args.platform, lenient=args.lenient)
+    except TraceFormatError as exc:
+        if exc.field == "header":  # --lenient skips malformed lines, not a missing column:
+            args.lenient = None  # no hint to add it (commands.main gives it when False)
+        raise
     print("\n".join(check.describe()))
     if args.out:
         print(f"written: {write_check_csv(check, args.out)}")
