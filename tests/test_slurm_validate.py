@@ -1,17 +1,15 @@
-"""The comparison code of benchmarks/slurm_validate.py on sacct exports recorded from a
-real Slurm 22.05 on one 32-CPU node (tests/data/slurm_validate/CONFIG/: its slurm.conf and
+"""The comparison code of benchmarks/slurm_validate.py and ``market-hpc slurm-check``
+(market_hpc/experiment/slurm_compare.py) on sacct exports recorded from a real Slurm 22.05 on one 32-CPU node (tests/data/slurm_validate/CONFIG/: its slurm.conf and
 ``sacct --parsable2`` with epoch times)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from slurm_compare import (
+from market_hpc.errors import TraceFormatError
+from market_hpc.experiment.slurm_compare import (
     Record,
     compare,
     event_lags,
@@ -21,7 +19,7 @@ from slurm_compare import (
     replay_jobs,
 )
 
-from market_hpc.errors import TraceFormatError
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT / "tests" / "data" / "slurm_validate"
 

@@ -2,7 +2,8 @@
 
 The parser lists every command; each group lives in its own module (``run_commands``:
 run, replay, trace info; ``study_commands``: demo, sweep, report; ``tools``: trace
-conversion and catalogue, export, plot; ``policies_cmd``, ``platforms_cmd``, ``audit_command``), and
+conversion and catalogue, export, plot; ``policies_cmd``, ``platforms_cmd``, ``audit_command``,
+``slurm_check_command``), and
 ``startup`` prepares the imports of a simulating command.
 """
 
@@ -81,6 +82,9 @@ def build_parser(list_choices: bool = True) -> argparse.ArgumentParser:
 
     add_platforms_command(sub)
     add_audit_command(sub)
+    from market_hpc.cli.slurm_check_command import add_slurm_check_command
+
+    add_slurm_check_command(sub)
     from market_hpc.viz import add_viz_command
 
     add_viz_command(sub)

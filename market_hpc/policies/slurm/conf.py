@@ -43,13 +43,32 @@ class Partition:
 
 
 @dataclass(frozen=True)
+class NodeLine:
+    """One ``NodeName`` line (not ``NodeName=DEFAULT``), as written.
+
+    Attributes:
+        line: Its line number in the file.
+        names: Its host names, expanded (``n[1-2]`` -> ``n1``, ``n2``).
+        settings: Its other keys, lower-case, ``NodeName=DEFAULT``'s filled in; the
+            scheduler reads none of them (``market-hpc slurm-check`` builds a platform
+            from ``CPUs``).
+    """
+
+    line: int
+    names: tuple[str, ...]
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class SlurmConf:
-    """What a slurm.conf sets: scheduler parameters, partitions, unmodelled key names."""
+    """What a slurm.conf sets: scheduler parameters, partitions, unmodelled key names, and
+    the ``NodeName`` lines."""
 
     path: str
     params: dict[str, Any] = field(default_factory=dict)
     partitions: tuple[Partition, ...] = ()
     unmodelled: tuple[str, ...] = ()
+    nodes: tuple[NodeLine, ...] = ()
 
 
 _TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
@@ -163,6 +182,8 @@ class _Reader:
         self.params: dict[str, Any] = {}
         self.unmodelled: list[str] = []
         self.node_names: list[str] = []
+        self.node_lines: list[NodeLine] = []
+        self.node_defaults: dict[str, str] = {}
         self.partitions: list[tuple[int, dict[str, str]]] = []
         self.part_defaults: dict[str, str] = {}
 
@@ -202,6 +223,10 @@ class _Reader:
             if lower == "nodename":
                 if value.upper() != "DEFAULT":
                     self.node_names.extend(hostlist(value))
+                    names = tuple(hostlist(value))
+                    self.node_lines.append(NodeLine(number, names, {**self.node_defaults, **table}))
+                else:
+                    self.node_defaults.update(table)
                 for name in table:
                     if name not in ("cpus", "nodeaddr", "nodehostname"):
                         self.note(f"NodeName.{name}")
@@ -354,4 +379,6 @@ def read_slurm_conf(path: str | Path) -> SlurmConf:
             raise ConfigError(f"{path}:{number}: {line.split()[0]!r} is not a Key=value setting")
         reader.read(number, line)
     partitions = tuple(reader.partition(number, table) for number, table in reader.partitions)
-    return SlurmConf(str(path), reader.params, partitions, tuple(reader.unmodelled))
+    return SlurmConf(
+        str(path), reader.params, partitions, tuple(reader.unmodelled), tuple(reader.node_lines)
+    )
