@@ -107,7 +107,8 @@ def test_plot_writes_one_self_contained_page(
 
 
 def test_window_and_node_errors(run_dir: Path) -> None:
-    assert parse_window("1.5h:2h") == (5400.0, 7200.0)
+    assert parse_window("1.5h:2h") == (5400.0, 7200.0, False, False)
+    assert parse_window("@1.5h:2h") == (5400.0, 7200.0, True, False)
     for bad in ("5", "2h:1h", "a:b"):
         with pytest.raises(ConfigError, match="--window"):
             parse_window(bad)

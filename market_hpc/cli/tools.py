@@ -283,8 +283,9 @@ def add_plot_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
     plot.add_argument(
         "--window",
         metavar="START:END",
-        help="time span to draw, seconds after the trace start or with a unit "
-        "(e.g. 0:2d, 1.5h:3h, :7200), or all; default: the whole run, except the "
+        help="time span to draw, seconds after the run's first submission or with a unit "
+        "(e.g. 0:2d, 1.5h:3h, :7200; a bound @TIME counts from the trace's time 0, as "
+        "jobs.csv does), or all; default: the whole run, except the "
         "Gantt chart, whose window is chosen so that most jobs are at least 5 px "
         "wide (printed)",
     )

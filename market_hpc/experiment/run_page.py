@@ -16,6 +16,7 @@ import io
 import math
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -57,26 +58,60 @@ PLAIN = FuncFormatter(
 )
 
 
-def parse_window(text: str | None) -> tuple[float, float] | None:
-    """``"START:END"`` in seconds, or with a unit suffix (``s``, ``h``, ``d``); ``all``:
-    the whole run.
+class Window(NamedTuple):
+    """A ``--window``: each bound counts from the run's first submission, or from the
+    trace's time 0 when written with ``@`` (``absolute``)."""
 
-    >>> parse_window("2d:3.5d"), parse_window(":7200"), parse_window(None), parse_window("all")
-    ((172800.0, 302400.0), (-inf, 7200.0), None, (-inf, inf))
+    start: float
+    end: float
+    start_absolute: bool = False
+    end_absolute: bool = False
+
+    def resolve(self, first_submit: float) -> tuple[float, float]:
+        """The window in trace time (the times of ``jobs.csv``).
+
+        >>> Window(86400.0, 172800.0).resolve(599834.0)
+        (686234.0, 772634.0)
+        >>> Window(604800.0, 691200.0, True, True).resolve(599834.0)
+        (604800.0, 691200.0)
+        """
+        return (
+            self.start if self.start_absolute else first_submit + self.start,
+            self.end if self.end_absolute else first_submit + self.end,
+        )
+
+
+def parse_window(text: str | None) -> Window | None:
+    """``"START:END"`` in seconds, or with a unit suffix (``s``, ``h``, ``d``), counted from
+    the run's first submission; a bound written ``@TIME`` is trace time (from the trace's
+    time 0, as ``jobs.csv`` records it); ``all``: the whole run.
+
+    >>> parse_window("2d:3.5d"), parse_window(":7200"), parse_window(None)
+    (Window(start=172800.0, end=302400.0, start_absolute=False, end_absolute=False), \
+Window(start=-inf, end=7200.0, start_absolute=False, end_absolute=False), None)
+    >>> parse_window("@7d:@8d")[:]
+    (604800.0, 691200.0, True, True)
     """
     if not text:
         return None
     if text.strip().lower() == "all":
-        return -math.inf, math.inf
+        return Window(-math.inf, math.inf)
     start, sep, end = text.partition(":")
     if not sep:
         raise ConfigError(
-            f"--window expects START:END (e.g. 0:2d or 3600:7200) or all, got {text!r}"
+            f"--window expects START:END (e.g. 0:2d, 3600:7200 or @7d:@8d for trace time) "
+            f"or all, got {text!r}"
         )
-    bounds = (_seconds(start, -math.inf), _seconds(end, math.inf))
-    if bounds[0] >= bounds[1]:
+    (low, low_abs), (high, high_abs) = _bound(start, -math.inf), _bound(end, math.inf)
+    if (low_abs == high_abs or math.isinf(low) or math.isinf(high)) and low >= high:
         raise ConfigError(f"--window {text!r}: START must be before END")
-    return bounds
+    return Window(low, high, low_abs, high_abs)
+
+
+def _bound(text: str, default: float) -> tuple[float, bool]:
+    word = text.strip()
+    absolute = word.startswith("@")
+    return _seconds(word[1:] if absolute else word, default), absolute
 
 
 def parse_nodes(text: str | None) -> tuple[int, int] | None:
@@ -107,7 +142,7 @@ def _seconds(text: str, default: float) -> float:
 def write_run_page(
     directory: str | Path,
     *,
-    window: tuple[float, float] | None = None,
+    window: Window | tuple[float, float] | None = None,
     nodes: tuple[int, int] | None = None,
     out: str | Path | None = None,
 ) -> tuple[Path, list[str]]:
@@ -115,8 +150,9 @@ def write_run_page(
 
     Args:
         directory: A run folder.
-        window: Time span (seconds after the trace start) of the Gantt chart, occupancy
-            map and time series; default the whole run.
+        window: Time span of the Gantt chart, occupancy map and time series: a
+            :class:`Window` (counted from the run's first submission, ``@`` bounds in
+            trace time) or a ``(start, end)`` pair in trace time; default the whole run.
         nodes: Node range ``[first, last)`` of the Gantt chart; default every node.
         out: The page (default ``RUN_DIR/schedule.html``).
     """
@@ -136,12 +172,21 @@ def write_run_page(
     first = float(submitted.min())
     ends = started["end_time"].to_numpy(float)
     last = float(ends[np.isfinite(ends)].max()) if np.isfinite(ends).any() else first + 1.0
-    lo, hi = window or (first, last)
+    lo, hi = (
+        (first, last)
+        if window is None
+        else window.resolve(first)
+        if isinstance(window, Window)
+        else window
+    )
+    if hi <= lo:
+        raise ConfigError(f"--window: its start ({lo:,.0f} s) is not before its end ({hi:,.0f} s)")
+    asked = (lo, hi)
     lo, hi = max(lo, first), min(hi, last)
     if hi <= lo:
         raise ConfigError(
             _empty_window(
-                window or (lo, hi),
+                asked,
                 run.directory / "jobs.csv",
                 (first, float(jobs["submit_time"].max()), last),
             )
@@ -282,9 +327,11 @@ def _empty_window(
 
     first, last_submit, last_end = times
     return (
-        f"--window {when(window[0])} to {when(window[1])} selects no job of {jobs_file}: "
+        f"--window {when(window[0])} to {when(window[1])} (trace time) selects no job of "
+        f"{jobs_file}: "
         f"its jobs were submitted from {when(first)} to {when(last_submit)} and ran until "
-        f"{when(last_end)}; a window counts from the trace's time 0, not from its first job"
+        f"{when(last_end)} (trace time); a window counts from the first submission, "
+        "@TIME bounds from the trace's time 0"
     )
 
 
