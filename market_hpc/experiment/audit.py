@@ -315,7 +315,8 @@ def _check_segments(jobs: pd.DataFrame, seg: pd.DataFrame) -> str | None:
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.abs(a - b) <= TIME_TOLERANCE * np.maximum(1.0, np.abs(b))
+    close: np.ndarray = np.abs(a - b) <= TIME_TOLERANCE * np.maximum(1.0, np.abs(b))
+    return close
 
 
 def _check_job_rows(

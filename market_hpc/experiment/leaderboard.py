@@ -241,7 +241,8 @@ def prepare(frame: pd.DataFrame, spec: LeaderboardSpec) -> pd.DataFrame:
 
 def setting_traces(runs: pd.DataFrame) -> dict[str, str]:
     """Each setting's trace label (the setting without its load) in ``prepare``'s frame."""
-    return runs.groupby("setting", sort=False)["trace_label"].first().to_dict()
+    labels: dict[str, str] = runs.groupby("setting", sort=False)["trace_label"].first().to_dict()
+    return labels
 
 
 def ranking(runs: pd.DataFrame, name: str, baseline: str) -> pd.DataFrame:

@@ -181,9 +181,10 @@ def _setting_html(runs: pd.DataFrame, rows: pd.DataFrame, spec: LeaderboardSpec)
         if missing
         else ""
     )
+    table_html: str = table.to_html(index=False, border=0, escape=True)
     return (
         f"<h3>{html.escape(setting)}: {len(chosen)} of {len(rows)} policies</h3>"
-        + table.to_html(index=False, border=0, escape=True)
+        + table_html
         + verdict
         + note
     )
@@ -229,10 +230,11 @@ def _cost_html(out: Path, baseline: str) -> str:
             if column in cost
         }
     )
+    table_html: str = shown.to_html(index=False, border=0)
     return (
         f"<h2>Cost</h2><p>CPU seconds of each run (queue planning, simulation, summary) and per "
         f"decision, and the ratio to {html.escape(baseline)}'s run on the same slice and setting "
-        "(<code>cost.csv</code>).</p>" + shown.to_html(index=False, border=0)
+        "(<code>cost.csv</code>).</p>" + table_html
     )
 
 

@@ -57,7 +57,7 @@ class Figureset:
 
 def _table(frame: pd.DataFrame) -> str:
     shown = frame.head(MAX_TABLE_ROWS)
-    text = shown.to_html(index=False, float_format=plain, na_rep="", border=0)
+    text: str = shown.to_html(index=False, float_format=plain, na_rep="", border=0)
     if len(frame) > MAX_TABLE_ROWS:
         text += f"<p>first {MAX_TABLE_ROWS} of {len(frame)} rows; all in the CSV file</p>"
     return text

@@ -97,7 +97,7 @@ def value_scale(jobs: Sequence[Job]) -> float:
     return float(np.median(per_core))
 
 
-class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
+class NodeBiddingEnv(ParallelEnv):  # type: ignore[misc]  # pettingzoo ships no type hints
     """Node agents choosing their offers in the market auctions (module docstring).
 
     Args:

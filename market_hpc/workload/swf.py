@@ -378,7 +378,7 @@ def parse_fast(data: bytes) -> np.ndarray | None:
         )
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return None
-    all_rows = frame.to_numpy(dtype=np.float64)
+    all_rows: np.ndarray = frame.to_numpy(dtype=np.float64)
     if all_rows.ndim != 2 or all_rows.shape[1] != N_FIELDS or len(all_rows) == 0:
         return None
     if np.isnan(all_rows).any():  # a short line (padded with NaN) or an NA token
