@@ -176,13 +176,19 @@ M = [
     (
         "settle cap: slot counts ignored",
         RELAX,
-        "            fits &= np.asarray(slot_profile(free, shape)) >= sum(slot_members(instance, shape)[1])",
+        (
+            "            fits &= np.asarray(slot_profile(free, shape)) >= sum(slot_members(instance, "
+            "shape)[1])"
+        ),
         "            pass",
     ),
     (
         "settle cap: pooled counts ignored",
         RELAX,
-        "        fits &= free[:, :, r].sum(axis=1) >= sum(job.units * job.unit[r] for job in instance.jobs)",
+        (
+            "        fits &= free[:, :, r].sum(axis=1) >= sum(job.units * job.unit[r] for job in "
+            "instance.jobs)"
+        ),
         "        pass",
     ),
     (

@@ -127,7 +127,8 @@ def main() -> int:
     head = "".join(f"{'q=' + str(n):>18s}" for n in args.lengths)
     what = "wall" if args.wall else "CPU"
     print(
-        f"\n{what} microseconds per decision (x FIFO), platform {PLATFORM}\n{'policy':20s}{head}   growth"
+        f"\n{what} microseconds per decision (x FIFO), platform {PLATFORM}\n{'policy':20s}{head}   "
+        "growth"
     )
     for name, cells in rows.items():
         parts = [

@@ -118,9 +118,11 @@ def ab(before: str, first_n: int, repeats: int, schedulers: list[str]) -> None:
             medians = {side: statistics.median(values) for side, values in times.items()}
             paired = statistics.median(a / b for a, b in zip(times["after"], times["before"]))
             print(
-                f"{scheduler:7s} KTH first {first_n} on nodes=1,cores=100: before {medians['before']:.3f} s, "
+                f"{scheduler:7s} KTH first {first_n} on nodes=1,cores=100: before "
+                f"{medians['before']:.3f} s, "
                 f"after {medians['after']:.3f} s CPU (median of {repeats}), ratio after/before "
-                f"{medians['after'] / medians['before']:.3f} (median of the paired ratios {paired:.3f}); runs: before "
+                f"{medians['after'] / medians['before']:.3f} (median of the paired ratios "
+                f"{paired:.3f}); runs: before "
                 f"{', '.join(f'{t:.3f}' for t in times['before'])}; after "
                 f"{', '.join(f'{t:.3f}' for t in times['after'])}"
             )

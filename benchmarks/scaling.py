@@ -157,7 +157,8 @@ def print_row(kind: str, row: dict[str, float | int]) -> None:
         f"{kind:<6} {row['scheduler']:<5} {row['nodes']:>7,} {row['jobs']:>10,}"
         f" {float(row['ours_s']) * per_k:>9.3f} {float(row['ours_cpu_s']) * per_k:>9.3f}"
         f" {float(row['heapq_s']) * per_k:>9.4f} {float(row['heapq_cpu_s']) * per_k:>9.4f}"
-        f" {ratio:>6.1f}x {cpu_ratio:>6.1f}x {float(row['peak_mb']):>7.0f} {row['mismatches']:>5}{flag}",
+        f" {ratio:>6.1f}x {cpu_ratio:>6.1f}x {float(row['peak_mb']):>7.0f} "
+        f"{row['mismatches']:>5}{flag}",
         flush=True,
     )
 

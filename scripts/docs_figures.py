@@ -277,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         table_name, draw = FIGURES[study]
         path = draw(pd.read_csv(DATA / table_name), IMAGES / f"{study}.svg")
         print(
-            f"{path.relative_to(ROOT)} ({path.stat().st_size / 1024:.1f} KB) from docs/data/{table_name}"
+            f"{path.relative_to(ROOT)} ({path.stat().st_size / 1024:.1f} KB) from "
+            f"docs/data/{table_name}"
         )
     return 0
 

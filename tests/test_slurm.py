@@ -412,7 +412,10 @@ def test_memory_comes_from_alloctres_when_reqmem_is_empty(tmp_path: Path) -> Non
 
 def test_one_gpu_job_is_singular(tmp_path: Path) -> None:
     path = write(tmp_path, row(alloc_tres="cpu=8,gres/gpu=1"), row(job_id="101"))
-    note = "  note: 1 job uses GPUs; SWF holds CPUs only (GPUs are in the side file, which runs of the SWF read)"
+    note = (
+        "  note: 1 job uses GPUs; SWF holds CPUs only (GPUs are in the side file, which runs "
+        "of the SWF read)"
+    )
     assert note in read_sacct(path).describe()
     two = write(
         tmp_path, row(alloc_tres="cpu=8,gres/gpu=1"), row(job_id="101", alloc_tres="gres/gpu=2")

@@ -118,7 +118,8 @@ def test_parts_without_a_summary_are_refused(tmp_path: Path) -> None:
     path = write(tmp_path, "\n".join([JOB_1, *PARTS, JOB_3]) + "\n")
     message = (
         f"{path}:2: field 11 (status): job 2 has partial-execution lines (status 2, 3 or 4) but no "
-        "whole-job line (status 0, 1, 5 or -1): a Preemption: Double log gives each split job a summary "
+        "whole-job line (status 0, 1, 5 or -1): a Preemption: Double log gives each split job a "
+        "summary "
         "line; add it, or use --lenient to keep the job's first part as the job"
     )
     assert read_both(path) == ("TraceFormatError", message)

@@ -104,7 +104,8 @@ def test_chart_legends_stay_off_the_plotted_lines(page) -> None:  # type: ignore
                 if _segment_meets_box(p, q, box)
             ]
             assert not crossing, (
-                f"legend {item['label']!r} at {box} crosses the {line['colour']} line at {crossing[0]}"
+                f"legend {item['label']!r} at {box} crosses the {line['colour']} line at "
+                f"{crossing[0]}"
             )
         assert not [dot for dot in chart["dots"] if _overlap(dot, box)], (
             f"legend {item['label']!r} covers a dot"

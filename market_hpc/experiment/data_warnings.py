@@ -65,7 +65,8 @@ def run_warnings(
     kept = int(gpus.get("kept_cpu_too_large", 0))
     if kept:
         out.append(
-            f"{kept:,} of the {int(gpus.get('recorded_gpu_jobs', 0)):,} jobs with recorded GPU requests "
+            f"{kept:,} of the {int(gpus.get('recorded_gpu_jobs', 0)):,} jobs with recorded GPU "
+            "requests "
             f"({gpus.get('side_file')}) do not fit the platform even when it is empty: they run on "
             "their processors only (config.json: workload.gpu_requests)"
         )

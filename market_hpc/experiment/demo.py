@@ -224,7 +224,8 @@ def _print_claims(curves: str, found: dict[str, Any]) -> None:
 
 def _print_confidence(curves: str, tables: dict[str, pd.DataFrame]) -> None:
     print(
-        f"\nat 95% confidence ({curves} value curves; paired over seeds, a seed's job sets averaged):"
+        f"\nat 95% confidence ({curves} value curves; paired over seeds, a seed's job sets "
+        "averaged):"
     )
     print(" every holding variant earns more than its base (paper: always):")
     print(format_differences(tables["holding"], LABELS))

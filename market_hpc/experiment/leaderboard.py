@@ -320,9 +320,12 @@ def counts_markdown(counts: pd.DataFrame, baseline: str, label: str) -> list[str
         return []
     return [
         (
-            f"## Against {baseline}, by {label}: settings where each policy is significantly better, worse "
-            f"(Holm-adjusted p < {ALPHA:g} over every setting and policy), not significantly different, or "
-            "equal on every slice; traces where it is better or worse in some setting; consistent: every "
+            f"## Against {baseline}, by {label}: settings where each policy is significantly "
+            "better, worse "
+            f"(Holm-adjusted p < {ALPHA:g} over every setting and policy), not significantly "
+            "different, or "
+            "equal on every slice; traces where it is better or worse in some setting; consistent: "
+            "every "
             "significant setting goes the same way"
         ),
         "",

@@ -236,7 +236,8 @@ def write_html(
     title = f"Sweep report: {Path(manifest.get('sweep_file', str(directory))).name}"
     parts = [
         (
-            f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}"
+            "<!DOCTYPE html><html lang='en'><head><meta "
+            f"charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
         )
     ]
@@ -272,7 +273,8 @@ def write_html(
     parts.append(
         f"<p>{len(data.frame)} runs finished ok; axes: {html.escape(axes)}; seeds: "
         f"{html.escape(str(manifest.get('seeds', '?')))}; results folder "
-        f"<code>{html.escape(str(directory.resolve()))}</code>. Each point of the plots is the mean over "
+        f"<code>{html.escape(str(directory.resolve()))}</code>. Each point of the plots is the "
+        "mean over "
         "seeds; bands and whiskers span min to max. Every figure is also saved as SVG next to "
         "its PNG.</p>"
     )

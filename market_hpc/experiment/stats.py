@@ -243,7 +243,8 @@ def format_differences(table: pd.DataFrame, labels: dict[str, str] | None = None
         relative = (
             ""
             if np.isnan(row.rel_mean)
-            else f"{100 * row.rel_mean:+.1f}% ({100 * row.rel_low:+.1f}..{100 * row.rel_high:+.1f}%), "
+            else f"{100 * row.rel_mean:+.1f}% "
+            f"({100 * row.rel_low:+.1f}..{100 * row.rel_high:+.1f}%), "
         )
         lines.append(
             f"{head} (95% CI {row.ci_low:+,.1f}..{row.ci_high:+,.1f}), "

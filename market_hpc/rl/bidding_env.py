@@ -252,7 +252,8 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[misc]  # pettingzoo ships no 
         missing = [agent for agent in self.agents if agent not in actions]
         if missing:
             raise ValueError(
-                f"no action for {', '.join(missing)}; every live agent acts: {', '.join(self.agents)}"
+                f"no action for {', '.join(missing)}; every live agent acts: "
+                f"{', '.join(self.agents)}"
             )
         for index, agent in enumerate(self.possible_agents):
             self.offer(actions[agent])  # checks the action

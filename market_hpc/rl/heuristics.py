@@ -191,5 +191,6 @@ _register(
 _register(
     "f1",
     f1,
-    "F1: smallest log10(requested time) x processors + 870 log10(submit) first (RLScheduler's baseline)",
+    "F1: smallest log10(requested time) x processors + 870 log10(submit) first (RLScheduler's "
+    "baseline)",
 )

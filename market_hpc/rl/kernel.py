@@ -37,7 +37,8 @@ else:
             window, rest = divmod(observation_size - _G, _F)
             if rest or window < 1:
                 raise ValueError(
-                    f"an observation of {observation_size} values is not an HPCDispatchEnv observation"
+                    f"an observation of {observation_size} values is not an HPCDispatchEnv "
+                    "observation"
                 )
             self.window = window
             self.latent_dim_pi = window

@@ -115,7 +115,8 @@ class BurstBufferRule:
         if self.target_load is not None:
             if not self.enabled:
                 raise ConfigError(
-                    "workload.burst_buffer.target_load needs a scenario (S1..S4), got scenario = none"
+                    "workload.burst_buffer.target_load needs a scenario (S1..S4), got scenario = "
+                    "none"
                 )
             if self.capacity_gb is not None:
                 raise ConfigError("workload.burst_buffer: set capacity_gb or target_load, not both")

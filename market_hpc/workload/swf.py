@@ -554,7 +554,8 @@ def write_swf(
         _check_writable(job, seen)
         estimate = format_number(job.estimate) if job.estimate > 0 else "-1"
         out.append(
-            f"{job.job_id} {format_number(job.submit)} -1 {format_number(job.run_time)} {job.units} -1 -1 "
+            f"{job.job_id} {format_number(job.submit)} -1 {format_number(job.run_time)} "
+            f"{job.units} -1 -1 "
             f"{job.units} {estimate} -1 1 {job.user} -1 -1 {job.queue} -1 -1 -1"
         )
     write_trace_text("\n".join(out) + "\n", path)

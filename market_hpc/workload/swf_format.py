@@ -220,7 +220,10 @@ def check_line(
         if value is None:
             if token.lstrip("+-").lower() in ("nan", "inf", "infinity"):
                 return [], ("not_finite", index, f"{token!r} is not a finite number")
-            message = f"{token!r} is not an ASCII number (digits 0-9, an optional sign, point and exponent)"
+            message = (
+                f"{token!r} is not an ASCII number (digits 0-9, an optional sign, point and "
+                "exponent)"
+            )
             return [], ("non_numeric", index, message)
         if not math.isfinite(value):
             return [], ("not_finite", index, f"{token!r} is not a finite number")
