@@ -380,7 +380,8 @@ def claims(runs: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
         "## Claims (regime sweep)",
         "",
         (
-            f"* BBSched has the best mean BB usage in {best['bb_usage']} of {count} workloads (paper: "
+            f"* BBSched has the best mean BB usage in {best['bb_usage']} of {count} workloads "
+            "(paper: "
             "all)."
         ),
         f"* BBSched's BB usage against the baseline, points [95 % CI]: {span('bb_usage')}.",

@@ -177,7 +177,8 @@ M = [
         "settle cap: slot counts ignored",
         RELAX,
         (
-            "            fits &= np.asarray(slot_profile(free, shape)) >= sum(slot_members(instance, "
+            "            fits &= np.asarray(slot_profile(free, shape)) >= "
+            "sum(slot_members(instance, "
             "shape)[1])"
         ),
         "            pass",

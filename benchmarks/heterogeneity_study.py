@@ -199,7 +199,8 @@ def month_section(frame: pd.DataFrame, month: str) -> list[str]:
     means = rows.groupby(["scheduler", "allocator"])[["mean_slowdown", "mean_queue_size"]].mean()
     lines = [
         (
-            f"### {month} ({int(rows['jobs_completed'].mean())} jobs, mean of {rows['seed'].nunique()} "
+            f"### {month} ({int(rows['jobs_completed'].mean())} jobs, mean of "
+            f"{rows['seed'].nunique()} "
             "seeds)"
         ),
         "",

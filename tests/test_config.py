@@ -160,7 +160,8 @@ def test_a_market_schedulers_penalty_is_policy_hold_penalty_only():
             "bbsched",
             {"population": 1_000_000},
             (
-                "scheduler 'bbsched': policy.params.population = 1000000 is invalid; valid: an integer "
+                "scheduler 'bbsched': policy.params.population = 1000000 is invalid; valid: an "
+                "integer "
                 "in [2, 1000]"
             ),
         ),
@@ -186,7 +187,8 @@ def test_a_market_schedulers_penalty_is_policy_hold_penalty_only():
             "pcp19",
             {"workers": 1024},
             (
-                "scheduler 'pcp19': policy.params.workers = 1024 is invalid; valid: an integer in [1, "
+                "scheduler 'pcp19': policy.params.workers = 1024 is invalid; valid: an integer in "
+                "[1, "
                 "64]"
             ),
         ),

@@ -333,7 +333,8 @@ def test_model_numbers_conserve_jobs_or_name_the_argument(
         (
             {"profile": (10.0, math.nan)},
             (
-                "job 1: profile[1] (run time on 2 cores): got nan; valid: a finite number > 0 and <= "
+                "job 1: profile[1] (run time on 2 cores): got nan; valid: a finite number > 0 and "
+                "<= "
                 "2^50 (1.1e15 s)"
             ),
         ),

@@ -59,7 +59,8 @@ def test_capacity_is_read_only():
         (
             "nodes=2.5,cores=2",
             (
-                "platform spec 'nodes=2.5,cores=2': nodes: got '2.5'; valid: an integer in [1, 2^53 - "
+                "platform spec 'nodes=2.5,cores=2': nodes: got '2.5'; valid: an integer in [1, "
+                "2^53 - "
                 "1]"
             ),
         ),

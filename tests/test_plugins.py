@@ -235,7 +235,8 @@ def test_broken_plugins_fail_naming_themselves_and_the_rest_keep_working() -> No
             "registered (its factory: market_hpc.policies.classic.Easy)"
         ),
         (
-            "policy plugin 'empty = plugin_cases:register_nothing': registered no scheduler, allocator "
+            "policy plugin 'empty = plugin_cases:register_nothing': registered no scheduler, "
+            "allocator "
             "or bidder"
         ),
         (

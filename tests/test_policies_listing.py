@@ -17,11 +17,13 @@ def test_policies_lists_schedulers_allocators_and_bidders(capsys) -> None:  # ty
     for expected in [
         "  fifo [classic; built in]: first come, first served; the head blocks the queue",
         (
-            "      handles: cores, gpus, mics, mem, bb; rigid, moldable (requested size), task-graph "
+            "      handles: cores, gpus, mics, mem, bb; rigid, moldable (requested size), "
+            "task-graph "
             "(requested size)"
         ),
         (
-            "  maxvh [market; built in]: market (Singh et al.): maximum value queued job first, with "
+            "  maxvh [market; built in]: market (Singh et al.): maximum value queued job first, "
+            "with "
             "holding"
         ),
         "      handles: cores, gpus, mics, mem, bb; moldable, task-graph, value curves needed",
@@ -31,7 +33,8 @@ def test_policies_lists_schedulers_allocators_and_bidders(capsys) -> None:  # ty
             "priority factor"
         ),
         (
-            "      handles: cores, gpus, mics, mem, bb; rigid, moldable (requested size), task-graph "
+            "      handles: cores, gpus, mics, mem, bb; rigid, moldable (requested size), "
+            "task-graph "
             "(requested size), queues"
         ),
         "  first-fit [built in]: lowest-index nodes first",

@@ -74,7 +74,8 @@ def comparable(frame: pd.DataFrame) -> pd.DataFrame:
         ),
         (
             (
-                'seeds = 2\n[[zip]]\n"policy.scheduler" = ["maxv", "maxvh"]\n"policy.hold_penalty" = '
+                'seeds = 2\n[[zip]]\n"policy.scheduler" = ["maxv", "maxvh"]\n"policy.hold_penalty" '
+                "= "
                 "[0.1]"
             ),
             (
