@@ -205,7 +205,10 @@ M = [
         "            pass",
     ),
 ]
-PINNED = "tests/test_cp_decisions.py::test_cp_decisions_and_models_match_the_unoptimised_code[pcp20-default-core]"
+PINNED = (
+    "tests/test_cp_decisions.py::"
+    "test_cp_decisions_and_models_match_the_unoptimised_code[pcp20-default-core]"
+)
 tests = ["tests/test_cp_cuts.py", "tests/test_cp_relax.py", PINNED]
 
 if __name__ == "__main__":

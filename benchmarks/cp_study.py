@@ -225,7 +225,10 @@ def report(runs: list[dict[str, Any]]) -> None:
                     " " * 14
                     + "OPTIMAL share per seed: "
                     + ", ".join(
-                        f"{r['cp_model_status_counts'].get('OPTIMAL', 0) / max(1, r['cp_models']):.3f}"
+                        format(
+                            r["cp_model_status_counts"].get("OPTIMAL", 0) / max(1, r["cp_models"]),
+                            ".3f",
+                        )
                         for r in sorted(mine, key=lambda r: r["seed"])
                     )
                 )

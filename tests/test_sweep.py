@@ -103,7 +103,10 @@ def comparable(frame: pd.DataFrame) -> pd.DataFrame:
         ),
         (
             '[grid]\n"policy.hold_penalty" = [0.5, 2.0]',
-            "point hold_penalty=2.0: policy.hold_penalty: got 2.0; valid: a finite number in [0, 1]",
+            (
+                "point hold_penalty=2.0: policy.hold_penalty: got 2.0; valid: a finite number "
+                "in [0, 1]"
+            ),
         ),
         (
             '[grid]\n"policy.scheduler" = ["maxv", "nope"]',
