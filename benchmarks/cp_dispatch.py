@@ -8,8 +8,8 @@ Instances: KIT's two node types (20-core thin nodes, 21 fat 48-core nodes with 4
 at 64, 1,173 and 5,544 nodes; every node busy until a random time except 8 thin nodes
 (whole-node jobs of 1-8 nodes, so the number of running jobs, and of fixed boxes, grows
 with the system); 10, 50 or 100 queued jobs that each fit the free nodes now (the
-modelled set of PCP'19/20 holds only such jobs) but not all together. Both models get the schedulers'
-default limits (deterministic time 0.002 per solve, 1 worker, seed 0; PCP'20's default
+modelled set of PCP'19/20 holds only such jobs) but not all together. Both models get the
+schedulers' default limits (deterministic time 0.002 per solve, 1 worker, seed 0; PCP'20's default
 ``auto`` search), so decisions are reproducible; the wall and CPU time (model building +
 search) are measured in one process, so machine load shifts both columns alike; p99 is
 over the cell's instances (100 by default). PCP'19 runs on the first 3 instances of a

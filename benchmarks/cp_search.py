@@ -5,9 +5,10 @@ plan and time, per search strategy and budget.
     PYTHONPATH=. python benchmarks/cp_search.py measure /tmp/cp_instances.pkl \
         --branching priority earliest auto --budgets 0.002 0.02 0.1
     PYTHONPATH=. python benchmarks/cp_search.py measure /tmp/cp_instances.pkl --limit 70 \
-        --branching auto --budgets 0.002 --relax off on --relax-time 0.01 0.05 0.2 --relax-search restarts default
-    PYTHONPATH=. python benchmarks/cp_search.py measure /tmp/cp_instances.pkl --branching auto --budgets 0.002 \
-        --settle off on --by-size
+        --branching auto --budgets 0.002 --relax off on --relax-time 0.01 0.05 0.2 \
+        --relax-search restarts default
+    PYTHONPATH=. python benchmarks/cp_search.py measure /tmp/cp_instances.pkl \
+        --branching auto --budgets 0.002 --settle off on --by-size
 
 ``capture`` runs the study's PCP'20 runs (``scenarios/cp_dispatch.toml``: KIT-like 3,000
 jobs at offered load 1.5, Eurora-like 1,000 jobs, seed 1 unless ``--seeds``) and keeps
@@ -21,9 +22,9 @@ objective over the list plan's (PCP'20's hint), what the schedule relaxation did
 the mean CPU time per decision. ``--relax``, ``--relax-time`` and ``--relax-search``
 vary the relaxation (``on`` is the default), ``--settle`` its settle cap;
 ``--by-size`` adds the OPTIMAL count per model size (modelled jobs), ``--relax-jobs``
-lifts the relaxation's size cap (to measure the large models), ``--systems`` picks systems. Same instances for every configuration: a paired
-comparison (the machine is shared, so the times are noisy; the statuses are exact,
-since the limits are deterministic).
+lifts the relaxation's size cap (to measure the large models), ``--systems`` picks systems. Same
+instances for every configuration: a paired comparison (the machine is shared, so the times are
+noisy; the statuses are exact, since the limits are deterministic).
 """
 
 from __future__ import annotations

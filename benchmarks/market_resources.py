@@ -1,14 +1,14 @@
 """What the market auctions' resource and spanning rules cost (issue 34).
 
     PYTHONPATH=. python benchmarks/market_resources.py ab --before 0ce1c38   # cores-only path, A/B
-    PYTHONPATH=. python benchmarks/market_resources.py cost                  # the general path's runs
+    PYTHONPATH=. python benchmarks/market_resources.py cost                  # general path's runs
 
 ``ab``: a KTH-style market replay (KTH-SP2 under the market rule, one pool of 100 cores,
 ``--first-n`` jobs) decided by the cores-only path, on this checkout ("after") and on the
 source of ``--before`` extracted with ``git archive`` ("before"), each run in its own child
-process, the sides alternated (each first in turn); the CPU seconds (``process_time``) of the simulation alone
-(the workload is built before the clock starts), the median of ``--repeats`` runs per
-side and policy, and the ratio after / before. The cores-only path must stay as fast.
+process, the sides alternated (each first in turn); the CPU seconds (``process_time``) of the
+simulation alone (the workload is built before the clock starts), the median of ``--repeats`` runs
+per side and policy, and the ratio after / before. The cores-only path must stay as fast.
 
 ``cost``: CPU seconds of runs only the general path decides (``algorithms.market_offers``):
 the same KTH jobs on KTH's real platform (100 one-core nodes: jobs span nodes), with S4

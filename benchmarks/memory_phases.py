@@ -18,7 +18,8 @@ Usage (from the repository root)::
 
     python benchmarks/memory_phases.py --path stream             # CEA-Curie EASY on curie
     python benchmarks/memory_phases.py --path list
-    python benchmarks/memory_phases.py --path stream --trace ../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz \\
+    python benchmarks/memory_phases.py --path stream \\
+        --trace ../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz \\
         --platform nodes=100,cores=1 --scheduler fifo
 """
 

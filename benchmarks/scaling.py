@@ -27,7 +27,8 @@ Usage (from the repository root)::
 
     python benchmarks/scaling.py            # full: about 15 min on an idle 2-core machine
     python benchmarks/scaling.py --quick    # 2x10^4 jobs per node row, 10^4/10^5 jobs: about 2 min
-    python benchmarks/scaling.py --row fifo 100 100000 100   # one row (scheduler nodes jobs load-nodes)
+    # one row (scheduler nodes jobs load-nodes):
+    python benchmarks/scaling.py --row fifo 100 100000 100
 
 Exit status 1 when any start time differs.
 """

@@ -219,7 +219,8 @@ def queues_figure(table: pd.DataFrame, path: Path) -> Path:
 
 
 def heterogeneity_figure(table: pd.DataFrame, path: Path) -> Path:
-    """Slowdown gain of the best heterogeneity-aware allocator over first fit, ours and the paper's."""
+    """Slowdown gain of the best heterogeneity-aware
+    allocator over first fit, ours and the paper's."""
     labels = [
         f"{month} {scheduler}"
         for month, scheduler in zip(table["month"], table["scheduler"], strict=True)

@@ -271,7 +271,8 @@ def test_a_queue_without_history_jobs_gets_exactly_its_minimum() -> None:
     bound ran to the top of the grid and the bounds summed to the whole machine."""
     from market_hpc.experiment.queues import plan_period
 
-    # 8 nodes of 4 cores: Table I scaled to 32 cores is idqueue/small/small72 [1, 1] core, medium [2, 7]
+    # 8 nodes of 4 cores: Table I scaled to 32 cores is
+    # idqueue/small/small72 [1, 1] core, medium [2, 7]
     rng = np.random.default_rng(5)
     jobs = [
         Job(

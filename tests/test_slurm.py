@@ -87,7 +87,8 @@ def test_allocation_line_maps_to_swf_fields(tmp_path: Path) -> None:
     conversion = convert_sacct(path, out)
     assert len(conversion.jobs) == 2 and not conversion.skipped
     lines = [line.split() for line in out.read_text().splitlines() if not line.startswith(";")]
-    # id, submit, wait, run, alloc, -, -, req, limit, mem KB/cpu, status, user, -, -, queue, partition
+    # id, submit, wait, run, alloc, -, -, req, limit, mem
+    # KB/cpu, status, user, -, -, queue, partition
     assert lines[0][:16] == [
         "1",
         "0",

@@ -99,7 +99,8 @@ def test_part_of_unknown_run_time_is_still_a_part(tmp_path: Path) -> None:
 
 
 def test_part_of_unknown_run_time_without_a_summary_is_unknown(tmp_path: Path) -> None:
-    """Without a whole-job line it is skipped as any line of unknown run time, listed in file order."""
+    """Without a whole-job line it is skipped as any line
+    of unknown run time, listed in file order."""
     unknown_part = PARTS[1].replace(" 10 4 ", " -1 4 ", 1)
     unknown_job = JOB_3.replace("3 8 2 2 2", "4 9 2 -1 2", 1)
     path = write(tmp_path, f"{JOB_1}\n{unknown_part}\n{JOB_3}\n{unknown_job}\n")

@@ -104,7 +104,8 @@ def batsim_jobs(
     allocations = core_allocations(
         runs["nodes"].tolist(), runs["cores"].tolist(), runs["units"].tolist()
     )
-    # slots are assigned over the whole schedule in the Gantt chart's order, then listed per execution
+    # slots are assigned over the whole schedule in the
+    # Gantt chart's order, then listed per execution
     held = core_slots(
         runs["job_id"].tolist(),
         runs["start_time"].tolist(),

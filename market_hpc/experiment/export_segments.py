@@ -11,9 +11,10 @@ twice in the file: once as a one-line summary, and again as a sequence of lines
 representing the parts"; ``MaxRecords`` counts lines, ``MaxJobs`` jobs. The export
 writes ``Double``:
 
-* the summary line first (the job's line of :func:`~market_hpc.experiment.schedule_export.schedule_rows`,
-  status 0, 1 or 5), then one line per execution segment, with the same job number,
-  submit time, requested processors, estimate, user, queue and partition;
+* the summary line first (the job's line of
+  :func:`~market_hpc.experiment.schedule_export.schedule_rows`, status 0, 1 or 5), then one line per
+  execution segment, with the same job number, submit time, requested processors, estimate, user,
+  queue and partition;
 * a part's wait (field 3) is from the job's submit time to the part's start (so field 2 +
   field 3 is when the part started), its run time (field 4) the part's length and its
   allocated processors (field 5) the part's cores;

@@ -5,8 +5,8 @@ A multi-queue run's summary carries one scalar per period and metric, ``period<k
 resumes, runs on Dask and reports like any sweep). ``period_rows`` turns those columns
 back into one row per run and period; ``compare`` computes the paper's comparisons
 (§IV-B) between the strategies of each study (the other varying parameters: trace,
-platform...). ``market-hpc report`` writes both tables when the columns are present. ``period_metrics``
-and ``plan_row`` compute a run's per-period values (``queues.queue_summary``).
+platform...). ``market-hpc report`` writes both tables when the columns are present.
+``period_metrics`` and ``plan_row`` compute a run's per-period values (``queues.queue_summary``).
 """
 
 from __future__ import annotations

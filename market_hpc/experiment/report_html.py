@@ -226,10 +226,10 @@ def write_html(
 ) -> Path:
     """Write the report page and return its path.
 
-    The page opens with ``decision`` (a leaderboard's: ``report_decision``), then ``summary`` (what was compared, the significant differences), then
-    the ``forests`` (paired differences with 95% intervals, one per metric), then every
-    plot, then the tables, collapsed: ``paired`` (metric -> paired-differences CSV), the
-    mean ± std per point, and ``tables`` ((title, CSV file) sections).
+    The page opens with ``decision`` (a leaderboard's: ``report_decision``), then ``summary`` (what
+    was compared, the significant differences), then the ``forests`` (paired differences with 95%
+    intervals, one per metric), then every plot, then the tables, collapsed: ``paired`` (metric ->
+    paired-differences CSV), the mean ± std per point, and ``tables`` ((title, CSV file) sections).
     """
     manifest_file = directory / "sweep.json"
     manifest = json.loads(manifest_file.read_text()) if manifest_file.is_file() else {}

@@ -29,10 +29,11 @@ Semantics used here (1-based field numbers):
   -1 or any other value), in any order, is skipped in both modes and counted as
   ``partial_execution`` (in the report only: it is not a job that was skipped, so it is
   not in :attr:`Workload.skipped`), even when one of its fields is unknown (a part of
-  unknown run time, size or submit time without a whole-job line is skipped as unknown). Part lines of a job number without a whole-job line
-  raise ``TraceFormatError`` at the first of them (field 11), after every line was
-  checked; with ``lenient=True`` that first part is the job and the job's other parts
-  are counted as ``missing_summary``. :mod:`market_hpc.workload.swf_partial` has the rules.
+  unknown run time, size or submit time without a whole-job line is skipped as unknown). Part lines
+  of a job number without a whole-job line raise ``TraceFormatError`` at the first of them (field
+  11), after every line was checked; with ``lenient=True`` that first part is the job and the job's
+  other parts are counted as ``missing_summary``. :mod:`market_hpc.workload.swf_partial` has the
+  rules.
 * Malformed lines raise :class:`TraceFormatError` naming the file, the 1-based line
   and the field, or with ``lenient=True`` are skipped and counted under their kind:
   ``field_count`` (not 18 fields), ``non_numeric`` (only ASCII decimal numbers are
