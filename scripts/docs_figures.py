@@ -107,7 +107,8 @@ def market_claims(table: pd.DataFrame) -> pd.DataFrame:
     (a seed's job sets averaged, Student's t), in % of the base's mean, as the demo prints it.
 
     >>> runs = pd.DataFrame({"curves": "spec", "policy": ["sjq", "sjqh"] * 3, "n_jobs": 10,
-    ...                      "seed": [1, 1, 2, 2, 3, 3], "total_profit": [10.0, 11, 10, 12, 10, 13]})
+    ...                      "seed": [1, 1, 2, 2, 3, 3],
+    ...                      "total_profit": [10.0, 11, 10, 12, 10, 13]})
     >>> row = market_claims(runs).iloc[0]
     >>> row["claim"], float(row["mean"]), round(float(row["low"]), 1)
     ('SJQH - SJQ', 20.0, -4.8)

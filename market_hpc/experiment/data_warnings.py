@@ -47,7 +47,8 @@ def run_warnings(
         workload_report: The run's workload report (``config.json``'s ``workload``).
         trace: The trace file the run read (``None`` for other workloads).
 
-    >>> run_warnings({"estimate_fallback_jobs": 3, "estimate_fallback_share": 0.03}, {}, "t.swf")[0][:61]
+    >>> report = {"estimate_fallback_jobs": 3, "estimate_fallback_share": 0.03}
+    >>> run_warnings(report, {}, "t.swf")[0][:61]
     '3 jobs (3.0% of the trace) in t.swf have no wall-time request'
     >>> run_warnings({"estimate_fallback_jobs": 1, "estimate_fallback_share": 0.01}, {}, "t.swf")
     []

@@ -132,8 +132,9 @@ def swf_with_parts(rows: np.ndarray, segments: pd.DataFrame | None) -> SwfParts:
     ...     "end": [19.0, 74.0], "nodes": ["2:1", "0:4"], "cores": [1, 4], "units": [1, 4],
     ...     "ended": ["held", "finished"]})
     >>> out = swf_with_parts(rows, segments)
-    >>> out.rows[:, [0, 1, 2, 3, 4, 10]].tolist()
-    [[9.0, 18.0, 0.0, 50.25, 4.0, 1.0], [9.0, 18.0, 0.0, 1.0, 1.0, 2.0], [9.0, 18.0, 6.0, 50.0, 4.0, 3.0]]
+    >>> out.rows[:, [0, 1, 2, 3, 4, 10]].tolist()  # doctest: +NORMALIZE_WHITESPACE
+    [[9.0, 18.0, 0.0, 50.25, 4.0, 1.0], [9.0, 18.0, 0.0, 1.0, 1.0, 2.0],
+     [9.0, 18.0, 6.0, 50.0, 4.0, 3.0]]
     >>> out.held_jobs, out.reweighted
     (1, 1)
     """

@@ -54,8 +54,10 @@ def period_rows(frame: pd.DataFrame, params: Sequence[str]) -> pd.DataFrame:
 
     >>> frame = pd.DataFrame({"queues.strategy": ["hybrid"], "platform": ["hpc2n"], "seed": [1],
     ...                       "period0_mean_wait_h": [2.0], "period1_mean_wait_h": [1.0]})
-    >>> period_rows(frame, ["queues.strategy", "platform"]).to_dict("records")
-    [{'study': 'all', 'strategy': 'hybrid', 'seed': 1, 'period': 0, 'mean_wait_h': 2.0}, {'study': 'all', 'strategy': 'hybrid', 'seed': 1, 'period': 1, 'mean_wait_h': 1.0}]
+    >>> rows = period_rows(frame, ["queues.strategy", "platform"]).to_dict("records")
+    >>> rows  # doctest: +NORMALIZE_WHITESPACE
+    [{'study': 'all', 'strategy': 'hybrid', 'seed': 1, 'period': 0, 'mean_wait_h': 2.0},
+     {'study': 'all', 'strategy': 'hybrid', 'seed': 1, 'period': 1, 'mean_wait_h': 1.0}]
     """
     matches = {c: PERIOD_COLUMN.match(c) for c in frame.columns}
     columns = {c: (int(m.group(1)), m.group(2)) for c, m in matches.items() if m}

@@ -229,8 +229,11 @@ _VERDICT_TEXT = {
 def replicates_vary(frame: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str]) -> bool:
     """Whether any point's metric differs between its seeds.
 
-    >>> runs = pd.DataFrame({"p": ["a", "a", "b", "b"], "seed": [1, 2, 1, 2], "m": [3.0, 3.0, 5, 5]})
-    >>> replicates_vary(runs, ["p"], ["m"]), replicates_vary(runs.assign(m=[3.0, 4, 5, 5]), ["p"], ["m"])
+    >>> runs = pd.DataFrame(
+    ...     {"p": ["a", "a", "b", "b"], "seed": [1, 2, 1, 2], "m": [3.0, 3.0, 5, 5]}
+    ... )
+    >>> varied = runs.assign(m=[3.0, 4, 5, 5])
+    >>> replicates_vary(runs, ["p"], ["m"]), replicates_vary(varied, ["p"], ["m"])
     (False, True)
     """
     if "seed" not in frame or frame["seed"].nunique() < 2:

@@ -55,8 +55,10 @@ def time_unit(span: float) -> TimeUnit:
 def drawn_text(drawn: int, total: int, zero: int, window_text: str) -> str:
     """``N of M jobs`` drawn, the window, and why any job is not drawn.
 
-    >>> drawn_text(9, 10, 1, "window 0 to 2 hours (the whole run)")
-    'Gantt chart: 9 of 10 jobs drawn, window 0 to 2 hours (the whole run); 1 ran for 0 s (nothing to draw)'
+    >>> text = drawn_text(9, 10, 1, "window 0 to 2 hours (the whole run)")
+    >>> print(text)  # doctest: +NORMALIZE_WHITESPACE
+    Gantt chart: 9 of 10 jobs drawn, window 0 to 2 hours (the whole run); 1 ran for 0 s
+    (nothing to draw)
     """
     text = f"Gantt chart: {drawn:,} of {total:,} jobs drawn, {window_text}"
     if zero:

@@ -80,7 +80,8 @@ def value_scale(jobs: Sequence[Job]) -> float:
 
     >>> from market_hpc.algorithms.valuecurve import StepCurve
     >>> jobs = [Job(i, 0.0, 4.0, 4.0, units=2, profile=(4.0, 2.0),
-    ...             payload={"value_curve": StepCurve(v, 10.0)}) for i, v in ((1, 10.0), (2, 30.0), (3, 50.0))]
+    ...             payload={"value_curve": StepCurve(v, 10.0)})
+    ...         for i, v in ((1, 10.0), (2, 30.0), (3, 50.0))]
     >>> value_scale(jobs)
     15.0
     """
