@@ -348,7 +348,7 @@ class BufferedFloats:
             self._data.fromlist(self.pending)
             self.pending.clear()
 
-    def values(self) -> array:  # type: ignore[type-arg]
+    def values(self) -> array[float]:
         """Every value so far."""
         self.flush()
         return self._data

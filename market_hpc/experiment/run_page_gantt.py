@@ -6,6 +6,7 @@ decisions), and a caption that says the window and how many of the run's jobs ar
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,9 @@ from market_hpc.experiment.gantt_svg import (
 )
 from market_hpc.experiment.label_placement import freeze_layout
 from market_hpc.experiment.report_style import tick_text
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 MAX_RECTANGLES = 60_000
 DPI = 110.0  # run_page saves at this resolution
@@ -236,7 +240,7 @@ def _gantt_png(
     return figure, colours.key
 
 
-def _legend(axes, colours: JobColours) -> None:  # type: ignore[no-untyped-def]
+def _legend(axes: Axes, colours: JobColours) -> None:
     handles = [Patch(color=colour, label=text) for text, colour in colours.legend]
     axes.legend(
         handles=handles,

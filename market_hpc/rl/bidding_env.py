@@ -204,11 +204,11 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[misc]  # pettingzoo ships no 
         return -1
 
     # ------------------------------------------------------------- pettingzoo
-    def observation_space(self, agent: str) -> spaces.Space:  # type: ignore[type-arg]
+    def observation_space(self, agent: str) -> spaces.Space[Any]:
         """The same ``Box`` object for every call with ``agent``."""
         return self.observation_spaces[agent]
 
-    def action_space(self, agent: str) -> spaces.Space:  # type: ignore[type-arg]
+    def action_space(self, agent: str) -> spaces.Space[Any]:
         """The same ``Discrete`` object for every call with ``agent``."""
         return self.action_spaces[agent]
 
