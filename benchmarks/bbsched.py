@@ -88,10 +88,12 @@ def block(name: str, sizes: list[int], count: int) -> None:
     nodes_total, pool, largest = SYSTEMS[name]
     settings = GaSettings()
     print(
-        f"{name}: {nodes_total} nodes, pool {pool} GB; {count} windows per w; GA G=500 P=20 p_m=0.0005"
+        f"{name}: {nodes_total} nodes, pool {pool} GB; {count} windows per w; GA G=500 P=20 "
+        "p_m=0.0005"
     )
     print(
-        f"{'w':>3} | {'dp ms (cpu)':>14} | {'enum ms (cpu)':>14} | {'ga ms (cpu)':>14} | {'GA GD':>7} | "
+        f"{'w':>3} | {'dp ms (cpu)':>14} | {'enum ms (cpu)':>14} | {'ga ms (cpu)':>14} | "
+        f"{'GA GD':>7} | "
         f"{'GA same decision':>16} | {'dp_cost':>9} | GA/dp per word -> cut-off"
     )
     for size in sizes:
@@ -124,7 +126,8 @@ def block(name: str, sizes: list[int], count: int) -> None:
         per_word = np.mean(cpu["dp"]) / np.mean(costs)
         cutoff = np.mean(cpu["ga"]) / per_word
         print(
-            f"{size:>3} | {cell['dp']:>14} | {cell['enum']:>14} | {cell['ga']:>14} | {np.mean(gds):7.4f} | "
+            f"{size:>3} | {cell['dp']:>14} | {cell['enum']:>14} | {cell['ga']:>14} | "
+            f"{np.mean(gds):7.4f} | "
             f"{same:>7} of {count:<6} | {np.mean(costs):9.0f} | {cutoff:,.0f} words"
         )
     print()

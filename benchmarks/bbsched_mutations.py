@@ -84,7 +84,10 @@ MUTATIONS = [
     (
         "reserve: optimiser skipped",
         "market_hpc/policies/bbsched_window.py",
-        "selected = self._selection(pool, free_nodes, free_bb, view, rng, record=True, reservation=reservation)",
+        (
+            "selected = self._selection(pool, free_nodes, free_bb, view, rng, record=True, "
+            "reservation=reservation)"
+        ),
         "selected = None",
     ),
     (
@@ -133,7 +136,10 @@ MUTATIONS = [
     (
         "Constrained_BB: max nodes",
         "market_hpc/algorithms/bbsched.py",
-        '    main, other = (0, 1) if resource == "nodes" else (1, 0)\n    objectives = front.objectives',
+        (
+            '    main, other = (0, 1) if resource == "nodes" else (1, 0)\n    objectives = '
+            "front.objectives"
+        ),
         "    main, other = (0, 1)\n    objectives = front.objectives",
     ),
     # the readings of the starvation bound

@@ -76,7 +76,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 16, 20, 50])
     args = parser.parse_args()
     print(
-        f"{'w':>3} | {'dp: 4 picks, ms CPU':>19} | {'enumeration, ms CPU':>19} | {'enum / dp':>9} | "
+        f"{'w':>3} | {'dp: 4 picks, ms CPU':>19} | {'enumeration, ms CPU':>19} | {'enum / dp':>9} "
+        "| "
         f"{'dp reserved, ms CPU':>19}"
     )
     for size in args.sizes:
@@ -94,7 +95,8 @@ def main() -> None:
             f"{np.mean(reserved_cpu) * 1e3:19.2f}"
         )
     print(
-        f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores (shared)"
+        f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores "
+        "(shared)"
     )
 
 

@@ -124,7 +124,8 @@ def summary(runs: pd.DataFrame) -> str:
         "## BBSched's mechanisms (mean over seeds)",
         "",
         (
-            "| reading | workload | >= 2 fit | optimiser ran | share | holds reservation | backstop jobs |"
+            "| reading | workload | >= 2 fit | optimiser ran | share | holds reservation | "
+            "backstop jobs |"
             " forced starts |"
         ),
         "|---|---|---|---|---|---|---|---|",

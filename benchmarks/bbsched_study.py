@@ -224,14 +224,16 @@ def summary(
         lines += [
             "Sweeps, wall / CPU seconds (sweep process and workers): "
             + ", ".join(f"{k} {wall:.0f} / {cpu:.0f} s" for k, (wall, cpu) in seconds.items())
-            + f"; in all {sum(w for w, _ in seconds.values()):.0f} / {sum(c for _, c in seconds.values()):.0f} s",
+            + f"; in all {sum(w for w, _ in seconds.values()):.0f} / "
+            f"{sum(c for _, c in seconds.values()):.0f} s",
             "",
         ]
     lines += [
         "## Regime check (baseline, mean over seeds)",
         "",
         (
-            "| trace | scenario | pool GB | offered BB load | BB usage | offered node load | node usage | "
+            "| trace | scenario | pool GB | offered BB load | BB usage | offered node load | node "
+            "usage | "
             "mean wait h | max wait h |"
         ),
         "|---|---|---|---|---|---|---|---|---|",
@@ -242,7 +244,8 @@ def summary(
     for (trace, scenario), r in base.iterrows():
         lines.append(
             f"| {trace} | {scenario} | {r.pool_gb:,.0f} | {100 * r.offered_bb_load:.1f} % | "
-            f"{100 * r.bb_usage:.1f} % | {100 * r.offered_node_load:.1f} % | {100 * r.node_usage:.1f} % | "
+            f"{100 * r.bb_usage:.1f} % | {100 * r.offered_node_load:.1f} % | "
+            f"{100 * r.node_usage:.1f} % | "
             f"{r.mean_wait / 3600:.2f} | {r.max_wait / 3600:.1f} |"
         )
     lines += [
@@ -272,7 +275,8 @@ def summary(
         "## BBSched's mechanisms per run (mean over seeds)",
         "",
         (
-            "| workload | invocations | >= 2 fit | >= 2 may start | optimiser ran | ran / >= 2 fit | "
+            "| workload | invocations | >= 2 fit | >= 2 may start | optimiser ran | ran / >= 2 fit "
+            "| "
             "under a reservation | changed vs base order | forced jobs | forced starts | "
             "a starving job holds the reservation | starving by the backstop |"
         ),
@@ -285,9 +289,11 @@ def summary(
     )
     for (sweep, trace, scenario, window), r in bbs.iterrows():
         lines.append(
-            f"| {trace}-{scenario} w={window} ({sweep}) | {r.invocations:,.0f} | {r.fit_two_plus:,.0f} | "
+            f"| {trace}-{scenario} w={window} ({sweep}) | {r.invocations:,.0f} | "
+            f"{r.fit_two_plus:,.0f} | "
             f"{r.eligible_two_plus:,.0f} | {r.optimiser_runs:,.0f} | "
-            f"{100 * r.optimiser_runs / r.fit_two_plus:.0f} % | {r.reserved_runs:,.0f} | {r.changed:,.0f} | "
+            f"{100 * r.optimiser_runs / r.fit_two_plus:.0f} % | {r.reserved_runs:,.0f} | "
+            f"{r.changed:,.0f} | "
             f"{r.forced_jobs:,.0f} | {r.forced_starts:,.0f} | {r.forced_blocks:,.0f} | "
             f"{r.backstop_jobs:,.0f} |"
         )
@@ -357,7 +363,8 @@ def claims(runs: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
     below = int((wait["ci_high"] < 0).sum())
     mean_below = int((wait["mean_diff"] < 0).sum())
     node = (
-        f"* BBSched has the best mean node usage in {best['node_usage']} of {count} (paper: 7 of 10); "
+        f"* BBSched has the best mean node usage in {best['node_usage']} of {count} (paper: 7 of "
+        "10); "
         f"against the baseline: {span('node_usage')}."
     )
     waits = (
@@ -365,13 +372,18 @@ def claims(runs: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
         f"{best['mean_wait']} of {count}."
     )
     beat = (
-        f"* Method x workload pairs with a lower mean wait than the baseline: {mean_below} of {len(wait)} "
+        f"* Method x workload pairs with a lower mean wait than the baseline: {mean_below} of "
+        f"{len(wait)} "
         f"(CI entirely below 0: {below}) (paper: all)."
     )
     return [
         "## Claims (regime sweep)",
         "",
-        f"* BBSched has the best mean BB usage in {best['bb_usage']} of {count} workloads (paper: all).",
+        (
+            f"* BBSched has the best mean BB usage in {best['bb_usage']} of {count} workloads "
+            "(paper: "
+            "all)."
+        ),
         f"* BBSched's BB usage against the baseline, points [95 % CI]: {span('bb_usage')}.",
         node,
         waits,

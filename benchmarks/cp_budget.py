@@ -81,16 +81,19 @@ def main() -> None:
     except ConfigError as error:
         raise SystemExit(str(error)) from None
     print(
-        f"{TRACES[args.trace]} slice {args.slice} ({settings['workload.start']:.0f}-{settings['workload.end']:.0f} s), "
+        f"{TRACES[args.trace]} slice {args.slice} "
+        f"({settings['workload.start']:.0f}-{settings['workload.end']:.0f} s), "
         f"load {args.load}; load average {os.getloadavg()[0]:.2f}"
     )
     easy = run(settings, "easy", args.load, None)
     base = easy["run_cpu_seconds"]
     print(
-        f"{'run':<24} {'CPU s':>8} {'x EASY':>8} {'ms/decision':>12} {'BUDGET':>7} {'exhausted':>9} {'bsld':>9}"
+        f"{'run':<24} {'CPU s':>8} {'x EASY':>8} {'ms/decision':>12} {'BUDGET':>7} "
+        f"{'exhausted':>9} {'bsld':>9}"
     )
     print(
-        f"{'easy':<24} {base:8.2f} {1.0:8.1f} {easy['cpu_per_decision_ms']:12.3f} {'-':>7} {'-':>9} "
+        f"{'easy':<24} {base:8.2f} {1.0:8.1f} {easy['cpu_per_decision_ms']:12.3f} {'-':>7} "
+        f"{'-':>9} "
         f"{easy['mean_bounded_slowdown']:9.2f}"
     )
     for scheduler in args.schedulers:
@@ -100,7 +103,8 @@ def main() -> None:
             label = f"{scheduler} budget {'default' if budget is None else budget}"
             print(
                 f"{label:<24} {cpu:8.2f} {cpu / base:8.1f} {summary['cpu_per_decision_ms']:12.3f} "
-                f"{summary['cp_status_counts'].get('BUDGET', 0):7d} {summary['cp_budget_exhausted']:9d} "
+                f"{summary['cp_status_counts'].get('BUDGET', 0):7d} "
+                f"{summary['cp_budget_exhausted']:9d} "
                 f"{summary['mean_bounded_slowdown']:9.2f}"
             )
     print(f"load average {os.getloadavg()[0]:.2f}")

@@ -97,7 +97,8 @@ def main() -> None:
             other = np.array([r[metric] for r in rows[name]])
             print(
                 f"{scheduler} {metric}: as is {base.mean():.3f}, {name} {other.mean():.3f}, "
-                f"paired difference {np.mean(other - base):+.3f} (per seed {np.round(other - base, 3).tolist()})",
+                f"paired difference {np.mean(other - base):+.3f} (per seed "
+                f"{np.round(other - base, 3).tolist()})",
                 flush=True,
             )
 

@@ -8,8 +8,8 @@ Instances: KIT's two node types (20-core thin nodes, 21 fat 48-core nodes with 4
 at 64, 1,173 and 5,544 nodes; every node busy until a random time except 8 thin nodes
 (whole-node jobs of 1-8 nodes, so the number of running jobs, and of fixed boxes, grows
 with the system); 10, 50 or 100 queued jobs that each fit the free nodes now (the
-modelled set of PCP'19/20 holds only such jobs) but not all together. Both models get the schedulers'
-default limits (deterministic time 0.002 per solve, 1 worker, seed 0; PCP'20's default
+modelled set of PCP'19/20 holds only such jobs) but not all together. Both models get the
+schedulers' default limits (deterministic time 0.002 per solve, 1 worker, seed 0; PCP'20's default
 ``auto`` search), so decisions are reproducible; the wall and CPU time (model building +
 search) are measured in one process, so machine load shifts both columns alike; p99 is
 over the cell's instances (100 by default). PCP'19 runs on the first 3 instances of a
@@ -92,8 +92,10 @@ def dispatch_times(repeats: int, pcp19_repeats: int) -> None:
     limits = CpLimits(deterministic_time=DETERMINISTIC_TIME)
     solve_pcp20(instance(SIZES[0], QUEUES[0], 0), limits)  # load OR-Tools outside the timings
     print(
-        f"{'nodes':>6} {'queue':>5} {'n':>4} | {'mean ms':>7} {'p99':>7} {'max':>7} {'cpu mean':>8} {'cpu p99':>7} | "
-        f"{'vars mean/max':>13} {'cons mean/max':>13} | {'OPT':>4} {'FEA':>4} {'FB':>3} {'chg':>4} | "
+        f"{'nodes':>6} {'queue':>5} {'n':>4} | {'mean ms':>7} {'p99':>7} {'max':>7} "
+        f"{'cpu mean':>8} {'cpu p99':>7} | "
+        f"{'vars mean/max':>13} {'cons mean/max':>13} | {'OPT':>4} {'FEA':>4} {'FB':>3} {'chg':>4} "
+        "| "
         f"{'PCP19 ms':>8} {'vars':>7} {'19/20':>6}"
     )
     means: dict[tuple[int, int], float] = {}
@@ -120,15 +122,19 @@ def dispatch_times(repeats: int, pcp19_repeats: int) -> None:
             means[nodes, queued] = float(ms.mean())
             cpus[nodes, queued] = float(cpu_ms.mean())
             slow = (
-                f"{np.mean(pcp19) * 1e3:8.0f} {vars19:7d} {np.mean(pcp19) / np.mean(pcp20_paired):5.1f}x"
+                f"{np.mean(pcp19) * 1e3:8.0f} {vars19:7d} "
+                f"{np.mean(pcp19) / np.mean(pcp20_paired):5.1f}x"
                 if pcp19
                 else f"{'not run':>8}"
             )
             print(
-                f"{nodes:6d} {queued:5d} {repeats:4d} | {ms.mean():7.1f} {np.percentile(ms, 99):7.1f} {ms.max():7.1f} "
+                f"{nodes:6d} {queued:5d} {repeats:4d} | {ms.mean():7.1f} "
+                f"{np.percentile(ms, 99):7.1f} {ms.max():7.1f} "
                 f"{cpu_ms.mean():8.1f} {np.percentile(cpu_ms, 99):7.1f} | "
-                f"{np.mean(variables):6.0f}/{max(variables):6d} {np.mean(constraints):6.0f}/{max(constraints):6d} | "
-                f"{statuses.count('OPTIMAL'):4d} {statuses.count('FEASIBLE'):4d} {statuses.count('FALLBACK'):3d} "
+                f"{np.mean(variables):6.0f}/{max(variables):6d} "
+                f"{np.mean(constraints):6.0f}/{max(constraints):6d} | "
+                f"{statuses.count('OPTIMAL'):4d} {statuses.count('FEASIBLE'):4d} "
+                f"{statuses.count('FALLBACK'):3d} "
                 f"{changed:4d} | {slow}",
                 flush=True,
             )

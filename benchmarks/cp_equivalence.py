@@ -169,7 +169,8 @@ def main() -> int:
                     else None
                 )
                 print(
-                    f"{key}: {part} differ (first at {diff}; {len(got[part] or [])} vs {len(want[part] or [])})"
+                    f"{key}: {part} differ (first at {diff}; {len(got[part] or [])} vs "
+                    f"{len(want[part] or [])})"
                 )
     print("identical" if not bad else f"{bad} differences", f"({len(results)} runs)")
     return 1 if bad else 0

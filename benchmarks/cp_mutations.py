@@ -176,13 +176,20 @@ M = [
     (
         "settle cap: slot counts ignored",
         RELAX,
-        "            fits &= np.asarray(slot_profile(free, shape)) >= sum(slot_members(instance, shape)[1])",
+        (
+            "            fits &= np.asarray(slot_profile(free, shape)) >= "
+            "sum(slot_members(instance, "
+            "shape)[1])"
+        ),
         "            pass",
     ),
     (
         "settle cap: pooled counts ignored",
         RELAX,
-        "        fits &= free[:, :, r].sum(axis=1) >= sum(job.units * job.unit[r] for job in instance.jobs)",
+        (
+            "        fits &= free[:, :, r].sum(axis=1) >= sum(job.units * job.unit[r] for job in "
+            "instance.jobs)"
+        ),
         "        pass",
     ),
     (
@@ -198,7 +205,10 @@ M = [
         "            pass",
     ),
 ]
-PINNED = "tests/test_cp_decisions.py::test_cp_decisions_and_models_match_the_unoptimised_code[pcp20-default-core]"
+PINNED = (
+    "tests/test_cp_decisions.py::"
+    "test_cp_decisions_and_models_match_the_unoptimised_code[pcp20-default-core]"
+)
 tests = ["tests/test_cp_cuts.py", "tests/test_cp_relax.py", PINNED]
 
 if __name__ == "__main__":

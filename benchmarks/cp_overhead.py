@@ -162,7 +162,8 @@ def main() -> int:
             rest_before, rest_now = before["decide"] - before["solve"], now["decide"] - now["solve"]
             print(
                 f"{scheduler} ratio before/now: decide {before['decide'] / now['decide']:.2f}x, "
-                f"solve {before['solve'] / now['solve']:.2f}x, rest {rest_before / max(rest_now, 1e-9):.2f}x; "
+                f"solve {before['solve'] / now['solve']:.2f}x, rest "
+                f"{rest_before / max(rest_now, 1e-9):.2f}x; "
                 f"same decisions count: {before['decisions'] == now['decisions']}"
             )
     return 0

@@ -5,9 +5,10 @@ plan and time, per search strategy and budget.
     PYTHONPATH=. python benchmarks/cp_search.py measure /tmp/cp_instances.pkl \
         --branching priority earliest auto --budgets 0.002 0.02 0.1
     PYTHONPATH=. python benchmarks/cp_search.py measure /tmp/cp_instances.pkl --limit 70 \
-        --branching auto --budgets 0.002 --relax off on --relax-time 0.01 0.05 0.2 --relax-search restarts default
-    PYTHONPATH=. python benchmarks/cp_search.py measure /tmp/cp_instances.pkl --branching auto --budgets 0.002 \
-        --settle off on --by-size
+        --branching auto --budgets 0.002 --relax off on --relax-time 0.01 0.05 0.2 \
+        --relax-search restarts default
+    PYTHONPATH=. python benchmarks/cp_search.py measure /tmp/cp_instances.pkl \
+        --branching auto --budgets 0.002 --settle off on --by-size
 
 ``capture`` runs the study's PCP'20 runs (``scenarios/cp_dispatch.toml``: KIT-like 3,000
 jobs at offered load 1.5, Eurora-like 1,000 jobs, seed 1 unless ``--seeds``) and keeps
@@ -21,9 +22,9 @@ objective over the list plan's (PCP'20's hint), what the schedule relaxation did
 the mean CPU time per decision. ``--relax``, ``--relax-time`` and ``--relax-search``
 vary the relaxation (``on`` is the default), ``--settle`` its settle cap;
 ``--by-size`` adds the OPTIMAL count per model size (modelled jobs), ``--relax-jobs``
-lifts the relaxation's size cap (to measure the large models), ``--systems`` picks systems. Same instances for every configuration: a paired
-comparison (the machine is shared, so the times are noisy; the statuses are exact,
-since the limits are deterministic).
+lifts the relaxation's size cap (to measure the large models), ``--systems`` picks systems. Same
+instances for every configuration: a paired comparison (the machine is shared, so the times are
+noisy; the statuses are exact, since the limits are deterministic).
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ def capture(out: Path, seeds: list[int], jobs: int) -> None:
             began = time.perf_counter()
             simulate(config_from_dict(data))
             print(
-                f"{data['platform']} seed {seed}: {len(kept.get(data['platform'], []))} instances so far, "
+                f"{data['platform']} seed {seed}: {len(kept.get(data['platform'], []))} instances "
+                "so far, "
                 f"{time.perf_counter() - began:.0f} s",
                 flush=True,
             )
@@ -119,8 +121,10 @@ def measure(
         raise SystemExit(f"{path}: no captured system {unknown}; captured: {', '.join(kept)}")
     kept = {system: kept[system] for system in systems or kept}
     print(
-        f"{'system':>8} {'branching':>9} {'budget':>7} {'cuts':>20} {'relaxation':>18} {'n':>4} | {'OPTIMAL':>7} "
-        f"{'FEAS':>6} {'FALLB':>6} | {'changed':>7} {'gain%':>6} {'vs hint':>7} | {'prv/unp/bnd/skp':>15} | "
+        f"{'system':>8} {'branching':>9} {'budget':>7} {'cuts':>20} {'relaxation':>18} {'n':>4} | "
+        f"{'OPTIMAL':>7} "
+        f"{'FEAS':>6} {'FALLB':>6} | {'changed':>7} {'gain%':>6} {'vs hint':>7} | "
+        f"{'prv/unp/bnd/skp':>15} | "
         f"{'mean ms':>8} {'p99 ms':>8} {'max ms':>8} {'cpu ms':>8}"
     )
     for system, instances in kept.items():
@@ -142,7 +146,8 @@ def measure(
                     cp_relax.RELAX_TIME, cp_relax.RELAX_RESTARTS = relax_time, restarts  # type: ignore[misc]
                     cp_relax.SETTLE = settle  # type: ignore[misc]
                     label = (
-                        f"{relax_time:g} {'restarts' if restarts else 'default'}{' settle' if settle else ''}"
+                        f"{relax_time:g} "
+                        f"{'restarts' if restarts else 'default'}{' settle' if settle else ''}"
                         if relax
                         else "off"
                     )
@@ -198,7 +203,8 @@ def _measure_one(
     share = {s: statuses.count(s) / n for s in ("OPTIMAL", "FEASIBLE", "FALLBACK")}
     counts = "/".join(str(tags.count(tag)) for tag in ("proved", "unpacked", "bound", "skipped"))
     print(
-        f"{system:>8} {branching:>9} {budget:7.3f} {cut_set:>20} {label:>18} {n:4d} | {share['OPTIMAL']:7.3f} "
+        f"{system:>8} {branching:>9} {budget:7.3f} {cut_set:>20} {label:>18} {n:4d} | "
+        f"{share['OPTIMAL']:7.3f} "
         f"{share['FEASIBLE']:6.3f} {share['FALLBACK']:6.3f} | {np.mean(changed):7.3f} "
         f"{100 * np.mean(gains):6.2f} {np.mean(ratios):7.3f} | {counts:>15} | {ms.mean():8.1f} "
         f"{np.percentile(ms, 99):8.1f} {ms.max():8.1f} {cpu_ms:8.1f}",

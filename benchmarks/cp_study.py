@@ -188,8 +188,10 @@ def report(runs: list[dict[str, Any]]) -> None:
         print(f"\n== {system} ({len({r['seed'] for r in rows})} seeds)")
         bottleneck = "use_cores" if system == "kit" else "use_gpus"
         print(
-            f"{'scheduler':>12} {'runs':>4} | {'slowdown':>8} {'wait s':>8} | {'disp ms':>7} {'p99':>7} | "
-            f"{bottleneck[4:]:>5} {'queue':>5} {'decis':>6} {'models':>6} {'OPT/mod':>7} {'changed':>7} {'vars':>6} "
+            f"{'scheduler':>12} {'runs':>4} | {'slowdown':>8} {'wait s':>8} | {'disp ms':>7} "
+            f"{'p99':>7} | "
+            f"{bottleneck[4:]:>5} {'queue':>5} {'decis':>6} {'models':>6} {'OPT/mod':>7} "
+            f"{'changed':>7} {'vars':>6} "
             f"{'cons':>6} | {'run s':>6} {'cpu s':>6} | relaxation proved/unpacked/bound"
         )
         for scheduler in SCHEDULERS + ("pcp19",):
@@ -203,14 +205,16 @@ def report(runs: list[dict[str, Any]]) -> None:
             changed = np.mean([r.get("cp_changed_share", 0.0) for r in mine])
             print(
                 f"{scheduler:>12} {len(mine):4d} | {slow:8.3f} {wait:8.1f} | "
-                f"{np.mean([r['mean_dispatch_ms'] for r in mine]):7.1f} {np.mean([r['p99_dispatch_ms'] for r in mine]):7.1f} | "
+                f"{np.mean([r['mean_dispatch_ms'] for r in mine]):7.1f} "
+                f"{np.mean([r['p99_dispatch_ms'] for r in mine]):7.1f} | "
                 f"{np.mean([r.get(bottleneck, np.nan) for r in mine]):5.3f} "
                 f"{np.mean([r.get('queue_mean', np.nan) for r in mine]):5.1f} "
                 f"{np.mean([r['decisions'] for r in mine]):6.0f} {models:6d} "
                 f"{optimal / models if models else float('nan'):7.3f} {changed:7.3f} "
                 f"{np.mean([r.get('cp_mean_variables', 0) for r in mine]):6.1f} "
                 f"{np.mean([r.get('cp_mean_constraints', 0) for r in mine]):6.1f} | "
-                f"{np.mean([r['seconds'] for r in mine]):6.1f} {np.mean([r.get('cpu_seconds', np.nan) for r in mine]):6.1f} | "
+                f"{np.mean([r['seconds'] for r in mine]):6.1f} "
+                f"{np.mean([r.get('cpu_seconds', np.nan) for r in mine]):6.1f} | "
                 + "/".join(
                     str(sum(r.get("cp_relaxation_counts", {}).get(tag, 0) for r in mine))
                     for tag in ("proved", "unpacked", "bound")
@@ -221,7 +225,10 @@ def report(runs: list[dict[str, Any]]) -> None:
                     " " * 14
                     + "OPTIMAL share per seed: "
                     + ", ".join(
-                        f"{r['cp_model_status_counts'].get('OPTIMAL', 0) / max(1, r['cp_models']):.3f}"
+                        format(
+                            r["cp_model_status_counts"].get("OPTIMAL", 0) / max(1, r["cp_models"]),
+                            ".3f",
+                        )
                         for r in sorted(mine, key=lambda r: r["seed"])
                     )
                 )
@@ -229,7 +236,8 @@ def report(runs: list[dict[str, Any]]) -> None:
             for metric in ("slowdown", "wait"):
                 mean, low, high, n = paired(runs, system, a, b, metric)
                 print(
-                    f"  {a} - {b} {metric:>8}: {mean:+9.3f}  95% CI [{low:+.3f}, {high:+.3f}]  (n = {n} pairs)"
+                    f"  {a} - {b} {metric:>8}: {mean:+9.3f}  95% CI [{low:+.3f}, {high:+.3f}]  (n "
+                    f"= {n} pairs)"
                 )
 
 

@@ -8,8 +8,9 @@ market rule's profile and value curve) arrive at t=1, when
 nothing can start; one more arrives at t=2, when the 1-core job ends. The decision at t=2
 (one free core, one fresh arrival, the whole queue waiting) is then timed: the policy's
 ``decide`` is called on that same view repeatedly (the decision is not applied) and the
-median CPU time (``process_time``; ``--wall`` for ``perf_counter``) is printed, with the ratio to FIFO at the same length and, per policy, the growth
-from the second length to the last (100 to 10,000 by default).
+median CPU time (``process_time``; ``--wall`` for ``perf_counter``) is printed, with the ratio to
+FIFO at the same length and, per policy, the growth from the second length to the last (100 to
+10,000 by default).
 
 Usage (from the repository root)::
 
@@ -127,7 +128,8 @@ def main() -> int:
     head = "".join(f"{'q=' + str(n):>18s}" for n in args.lengths)
     what = "wall" if args.wall else "CPU"
     print(
-        f"\n{what} microseconds per decision (x FIFO), platform {PLATFORM}\n{'policy':20s}{head}   growth"
+        f"\n{what} microseconds per decision (x FIFO), platform {PLATFORM}\n{'policy':20s}{head}   "
+        "growth"
     )
     for name, cells in rows.items():
         parts = [

@@ -198,7 +198,11 @@ def month_section(frame: pd.DataFrame, month: str) -> list[str]:
     rows = frame[frame["month"] == month]
     means = rows.groupby(["scheduler", "allocator"])[["mean_slowdown", "mean_queue_size"]].mean()
     lines = [
-        f"### {month} ({int(rows['jobs_completed'].mean())} jobs, mean of {rows['seed'].nunique()} seeds)",
+        (
+            f"### {month} ({int(rows['jobs_completed'].mean())} jobs, mean of "
+            f"{rows['seed'].nunique()} "
+            "seeds)"
+        ),
         "",
         "| sched | source | "
         + " | ".join(f"{SHORT[a]} s / q" for a in ALLOCATORS)
@@ -344,7 +348,10 @@ def ablation_tasks(seeds: list[int], month: str) -> list[tuple[str, str, str, in
 def ablation_section(ablations: pd.DataFrame, frame: pd.DataFrame, month: str) -> list[str]:
     base = frame[frame["month"] == month].set_index(["scheduler", "allocator", "seed"])
     lines = [
-        f"### Ablations ({month}; mean over the seeds run; 'grid' = the same runs in the study grid)",
+        (
+            f"### Ablations ({month}; mean over the seeds run; 'grid' = the same runs in the study "
+            "grid)"
+        ),
         "",
         "| variant | scheduler | allocator | s | q | grid s | grid q |",
         "|---|---|---|---|---|---|---|",
@@ -385,7 +392,8 @@ def main() -> None:
     frame = results[COLUMNS].sort_values(["month", "scheduler", "allocator", "seed"])
     frame.to_csv(args.out / "study_table.csv", index=False)
     print(
-        f"runs: {len(frame)}; simulation seconds per run: mean {frame.simulation_seconds.mean():.1f}, "
+        f"runs: {len(frame)}; simulation seconds per run: mean "
+        f"{frame.simulation_seconds.mean():.1f}, "
         f"total {frame.simulation_seconds.sum():.0f}"
     )
     lines = ["# Heterogeneity study: our means vs the paper's Tables 2-3 (predictor D)", ""]

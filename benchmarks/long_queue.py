@@ -191,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     jobs, described = load_jobs(args)
     print(f"== {described} on nodes={args.procs},cores=1")
     print(
-        f"{'policy':20s} {'mean queue':>10s} {'with (us/job)':>14s} {'without':>10s} {'ratio':>7s} mismatches"
+        f"{'policy':20s} {'mean queue':>10s} {'with (us/job)':>14s} {'without':>10s} {'ratio':>7s} "
+        "mismatches"
     )
     failed = 0
     for policy in args.policies:
@@ -203,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         failed += mismatches
         per_job = 1e6 / len(jobs)
         print(
-            f"{policy:20s} {queue:10.0f} {fast * per_job:14.1f} {slow * per_job:10.1f} {slow / fast:6.2f}x {mismatches}",
+            f"{policy:20s} {queue:10.0f} {fast * per_job:14.1f} {slow * per_job:10.1f} "
+            f"{slow / fast:6.2f}x {mismatches}",
             flush=True,
         )
     return 1 if failed else 0

@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> None:
         ratio = t_bids / t_argmax
         worst = max(worst, ratio)
         print(
-            f"{platform:>18} {policy:>6} {n_sets} x {n_jobs:>3} jobs: bids {1000 * t_bids:8.1f} ms, "
+            f"{platform:>18} {policy:>6} {n_sets} x {n_jobs:>3} jobs: bids {1000 * t_bids:8.1f} "
+            "ms, "
             f"argmax {1000 * t_argmax:8.1f} ms, ratio {ratio:.3f}"
         )
     verdict = "meets" if worst <= TARGET else "misses"

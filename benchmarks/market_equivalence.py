@@ -3,7 +3,8 @@ and its summary (timing entries left out), so a faster market is proven to decid
 
     PYTHONPATH=. python benchmarks/market_equivalence.py check      # against the stored reference
     PYTHONPATH=. python benchmarks/market_equivalence.py record FILE
-    PYTHONPATH=. python benchmarks/market_equivalence.py check --general   # the general path, same digests
+    # the general path, same digests:
+    PYTHONPATH=. python benchmarks/market_equivalence.py check --general
 
 ``--general`` makes the auctions decide these cores-only single-node workloads by their
 general path (``algorithms.market_offers``: every resource, jobs across nodes), which

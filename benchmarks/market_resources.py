@@ -1,14 +1,14 @@
 """What the market auctions' resource and spanning rules cost (issue 34).
 
     PYTHONPATH=. python benchmarks/market_resources.py ab --before 0ce1c38   # cores-only path, A/B
-    PYTHONPATH=. python benchmarks/market_resources.py cost                  # the general path's runs
+    PYTHONPATH=. python benchmarks/market_resources.py cost                  # general path's runs
 
 ``ab``: a KTH-style market replay (KTH-SP2 under the market rule, one pool of 100 cores,
 ``--first-n`` jobs) decided by the cores-only path, on this checkout ("after") and on the
 source of ``--before`` extracted with ``git archive`` ("before"), each run in its own child
-process, the sides alternated (each first in turn); the CPU seconds (``process_time``) of the simulation alone
-(the workload is built before the clock starts), the median of ``--repeats`` runs per
-side and policy, and the ratio after / before. The cores-only path must stay as fast.
+process, the sides alternated (each first in turn); the CPU seconds (``process_time``) of the
+simulation alone (the workload is built before the clock starts), the median of ``--repeats`` runs
+per side and policy, and the ratio after / before. The cores-only path must stay as fast.
 
 ``cost``: CPU seconds of runs only the general path decides (``algorithms.market_offers``):
 the same KTH jobs on KTH's real platform (100 one-core nodes: jobs span nodes), with S4
@@ -118,9 +118,11 @@ def ab(before: str, first_n: int, repeats: int, schedulers: list[str]) -> None:
             medians = {side: statistics.median(values) for side, values in times.items()}
             paired = statistics.median(a / b for a, b in zip(times["after"], times["before"]))
             print(
-                f"{scheduler:7s} KTH first {first_n} on nodes=1,cores=100: before {medians['before']:.3f} s, "
+                f"{scheduler:7s} KTH first {first_n} on nodes=1,cores=100: before "
+                f"{medians['before']:.3f} s, "
                 f"after {medians['after']:.3f} s CPU (median of {repeats}), ratio after/before "
-                f"{medians['after'] / medians['before']:.3f} (median of the paired ratios {paired:.3f}); runs: before "
+                f"{medians['after'] / medians['before']:.3f} (median of the paired ratios "
+                f"{paired:.3f}); runs: before "
                 f"{', '.join(f'{t:.3f}' for t in times['before'])}; after "
                 f"{', '.join(f'{t:.3f}' for t in times['after'])}"
             )

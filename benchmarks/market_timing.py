@@ -77,7 +77,8 @@ def main() -> None:
     with ProcessPoolExecutor(args.workers) as pool:
         runs = pd.DataFrame(list(pool.map(run, cases, chunksize=4)))
     print(
-        "| jobs | policy | seeds | event profit | every-step - event (95 % CI) | relative | verdict | "
+        "| jobs | policy | seeds | event profit | every-step - event (95 % CI) | relative | "
+        "verdict | "
         "decisions event / every-step |"
     )
     print("|---|---|---|---|---|---|---|---|")

@@ -18,7 +18,8 @@ Usage (from the repository root)::
 
     python benchmarks/memory_phases.py --path stream             # CEA-Curie EASY on curie
     python benchmarks/memory_phases.py --path list
-    python benchmarks/memory_phases.py --path stream --trace ../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz \\
+    python benchmarks/memory_phases.py --path stream \\
+        --trace ../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz \\
         --platform nodes=100,cores=1 --scheduler fifo
 """
 
@@ -49,7 +50,8 @@ def rss_mb() -> tuple[float, float]:
 def phase(name: str, began: float) -> None:
     now, peak = rss_mb()
     print(
-        f"{name:<34} rss {now:8.1f} MB   peak so far {peak:8.1f} MB   {time.perf_counter() - began:7.1f} s",
+        f"{name:<34} rss {now:8.1f} MB   peak so far {peak:8.1f} MB   "
+        f"{time.perf_counter() - began:7.1f} s",
         flush=True,
     )
 
@@ -100,12 +102,14 @@ def main() -> int:
         tracemalloc.stop()
         stats = snapshot.statistics("lineno")
         print(
-            f"python-allocated after the run: {sum(s.size for s in stats) / 2**20:.1f} MB; largest sites:"
+            f"python-allocated after the run: {sum(s.size for s in stats) / 2**20:.1f} MB; largest "
+            "sites:"
         )
         for stat in stats[:12]:
             frame = stat.traceback[0]
             print(
-                f"  {stat.size / 2**20:8.1f} MB  {stat.count:>9} blocks  {frame.filename}:{frame.lineno}"
+                f"  {stat.size / 2**20:8.1f} MB  {stat.count:>9} blocks  "
+                f"{frame.filename}:{frame.lineno}"
             )
         del snapshot, stats
     with tempfile.TemporaryDirectory() as out:

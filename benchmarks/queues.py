@@ -91,11 +91,13 @@ def main() -> None:
     if args.curie_start is not None:
         jobs = list(time_slice(read_swf(CURIE).jobs, args.curie_start, args.curie_start + MONTH))
         print(
-            f"history: {len(jobs)} Curie jobs from {args.curie_start:.0f} s -> next month's configuration"
+            f"history: {len(jobs)} Curie jobs from {args.curie_start:.0f} s -> next month's "
+            "configuration"
         )
         seconds, result = plan(jobs, args.curie_start, 1, CURIE_PLATFORM)
         print(
-            f"  planning one month of a 5,040-node system: {seconds:.1f} s wall (goal 60 s), simulations "
+            f"  planning one month of a 5,040-node system: {seconds:.1f} s wall (goal 60 s), "
+            "simulations "
             f"{result.simulation_seconds:.1f} s, {result.simulations} distinct simulations"
         )
         print(
@@ -105,15 +107,18 @@ def main() -> None:
     start = (args.month - 1) * MONTH
     jobs = list(time_slice(read_swf(TRACE).jobs, start, start + MONTH))
     print(
-        f"history: {len(jobs)} HPC2N jobs of month {args.month - 1} -> configuration of month {args.month}"
+        f"history: {len(jobs)} HPC2N jobs of month {args.month - 1} -> configuration of month "
+        f"{args.month}"
     )
     times = {}
     for workers in args.workers:
         seconds, result = plan(jobs, start, workers)
         times[workers] = seconds
         print(
-            f"  workers={workers}: {seconds:6.1f} s, simulations {result.simulation_seconds:6.1f} s "
-            f"({100 * result.simulation_seconds / seconds:.0f}%), {result.simulations} distinct simulations"
+            f"  workers={workers}: {seconds:6.1f} s, simulations {result.simulation_seconds:6.1f} "
+            "s "
+            f"({100 * result.simulation_seconds / seconds:.0f}%), {result.simulations} distinct "
+            "simulations"
         )
         print(f"    hybrid: {result.configs['hybrid'].describe()}")
     if len(times) > 1:
@@ -134,7 +139,8 @@ def main() -> None:
             )
             base = min(base, replay_seconds(args.main, start + MONTH, start + 2 * MONTH))
         print(
-            f"single-queue EASY replay ({len(month)} jobs): this branch {here:.2f} s, main {base:.2f} s, "
+            f"single-queue EASY replay ({len(month)} jobs): this branch {here:.2f} s, main "
+            f"{base:.2f} s, "
             f"ratio {here / base:.2f}"
         )
     timings = {}
@@ -145,7 +151,8 @@ def main() -> None:
         ).run()
         timings[name] = time.perf_counter() - began
     print(
-        f"queues-shared vs easy dispatcher: {timings['queues-shared']:.2f} s vs {timings['easy']:.2f} s, "
+        f"queues-shared vs easy dispatcher: {timings['queues-shared']:.2f} s vs "
+        f"{timings['easy']:.2f} s, "
         f"ratio {timings['queues-shared'] / timings['easy']:.2f}"
     )
 

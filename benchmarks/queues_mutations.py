@@ -49,7 +49,10 @@ M = [
     (
         "lower bounds = largest requests",
         "market_hpc/algorithms/queues_search.py",
-        "        bounds[i] = knee(grids[i], [next(results).utilisations[i] for _ in grids[i]], tau)",
+        (
+            "        bounds[i] = knee(grids[i], [next(results).utilisations[i] for _ in grids[i]], "
+            "tau)"
+        ),
         "        bounds[i] = minimum[i]; [next(results) for _ in grids[i]]",
     ),
     (

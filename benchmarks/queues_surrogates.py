@@ -127,7 +127,8 @@ def main() -> None:
             continue
         samples = weighted_waits(surface.epoch_waits, surface.problem.weights)
         print(
-            f"{args.trace} month {month} ({len(jobs)} jobs): best sample simulates at {samples.min():.3f} h; "
+            f"{args.trace} month {month} ({len(jobs)} jobs): best sample simulates at "
+            f"{samples.min():.3f} h; "
             f"planner chose {details['source']}"
         )
         for name, fit in FITS.items():
@@ -137,7 +138,8 @@ def main() -> None:
             simulated = surface.simulate(sizes)
             gain = 100 * (samples.min() - simulated) / samples.min() if samples.min() > 0 else 0.0
             print(
-                f"  {name:9s} CV R2 {', '.join(f'{c:.2f}' for c in cvs)}; optimum {sizes}: predicted "
+                f"  {name:9s} CV R2 {', '.join(f'{c:.2f}' for c in cvs)}; optimum {sizes}: "
+                "predicted "
                 f"{predicted:.3f} h, simulated {simulated:.3f} h, vs best sample {gain:+.1f}%"
             )
 

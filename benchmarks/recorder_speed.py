@@ -142,7 +142,8 @@ def main() -> int:
     machine, calls = recorded_calls(trace, platform, args.scheduler)
     n_jobs = sum(1 for index, _ in calls if index == 0)
     print(
-        f"{Path(trace).name} on {platform}, {args.scheduler}: {n_jobs:,} jobs, {len(calls):,} recorder calls; "
+        f"{Path(trace).name} on {platform}, {args.scheduler}: {n_jobs:,} jobs, {len(calls):,} "
+        "recorder calls; "
         f"before = {args.before}"
     )
     best: dict[str, dict[str, float]] = {"before": {}, "after": {}}
@@ -170,7 +171,8 @@ def main() -> int:
         old, new = best["before"][key], best["after"][key]
         print(
             f"  {key:15s} before {old:7.3f} s ({1e6 * old / n_jobs:6.2f} us)  after {new:7.3f} s "
-            f"({1e6 * new / n_jobs:6.2f} us)  before / after {old / new if new > 0 else float('inf'):5.1f}x"
+            f"({1e6 * new / n_jobs:6.2f} us)  before / after "
+            f"{old / new if new > 0 else float('inf'):5.1f}x"
         )
     old = best["before"]["record"] + best["before"]["jobs_frame"]
     new = best["after"]["record"] + best["after"]["jobs_frame"]

@@ -151,7 +151,8 @@ def main() -> int:
                 ).read_bytes()
                 same_summary = summary(folders["before"]) == summary(folders["after"])
                 print(
-                    f"{name:<20} jobs.csv identical: {same_csv}; summary.json identical (timings aside): "
+                    f"{name:<20} jobs.csv identical: {same_csv}; summary.json identical (timings "
+                    "aside): "
                     f"{same_summary}",
                     flush=True,
                 )

@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> float:
     for label, (cpu, steps) in (("env, first-job agent", first), ("env, random masked", rand)):
         print(
             f"{label:21s} {steps:7d} steps      {steps / cpu:9.0f} steps/s      "
-            f"{cpu / steps * 1e6:7.1f} us a step   ratio {cpu / steps / per_decision:.2f}x an EASY decision"
+            f"{cpu / steps * 1e6:7.1f} us a step   ratio {cpu / steps / per_decision:.2f}x an EASY "
+            "decision"
         )
     ratio = first[0] / first[1] / per_decision
     print(f"ratio (first-job agent, the same decisions as easy): {ratio:.2f} (goal <= 3)")
@@ -100,7 +101,8 @@ def main(argv: list[str] | None = None) -> float:
     # itself), so per decided instant, the unit the replay counts, it costs less:
     print(
         f"per decided instant (both sides decide the same {easy[1]} instants): "
-        f"{first[0] / easy[1] * 1e6:.1f} us against {per_decision * 1e6:.1f} us, ratio {first[0] / easy[0]:.2f}"
+        f"{first[0] / easy[1] * 1e6:.1f} us against {per_decision * 1e6:.1f} us, ratio "
+        f"{first[0] / easy[0]:.2f}"
     )
     return ratio
 

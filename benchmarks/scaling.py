@@ -27,7 +27,8 @@ Usage (from the repository root)::
 
     python benchmarks/scaling.py            # full: about 15 min on an idle 2-core machine
     python benchmarks/scaling.py --quick    # 2x10^4 jobs per node row, 10^4/10^5 jobs: about 2 min
-    python benchmarks/scaling.py --row fifo 100 100000 100   # one row (scheduler nodes jobs load-nodes)
+    # one row (scheduler nodes jobs load-nodes):
+    python benchmarks/scaling.py --row fifo 100 100000 100
 
 Exit status 1 when any start time differs.
 """
@@ -157,7 +158,8 @@ def print_row(kind: str, row: dict[str, float | int]) -> None:
         f"{kind:<6} {row['scheduler']:<5} {row['nodes']:>7,} {row['jobs']:>10,}"
         f" {float(row['ours_s']) * per_k:>9.3f} {float(row['ours_cpu_s']) * per_k:>9.3f}"
         f" {float(row['heapq_s']) * per_k:>9.4f} {float(row['heapq_cpu_s']) * per_k:>9.4f}"
-        f" {ratio:>6.1f}x {cpu_ratio:>6.1f}x {float(row['peak_mb']):>7.0f} {row['mismatches']:>5}{flag}",
+        f" {ratio:>6.1f}x {cpu_ratio:>6.1f}x {float(row['peak_mb']):>7.0f} "
+        f"{row['mismatches']:>5}{flag}",
         flush=True,
     )
 

@@ -96,7 +96,8 @@ def main_cli() -> None:
         )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
-        f"{args.trace.name}, {args.scheduler} on {args.platform}, {args.rounds} rounds, load {load:.2f}"
+        f"{args.trace.name}, {args.scheduler} on {args.platform}, {args.rounds} rounds, load "
+        f"{load:.2f}"
     )
     with_times: list[float] = []
     without_times: list[float] = []
@@ -123,7 +124,8 @@ def main_cli() -> None:
     )
     share = statistics.median(writer_times) / b
     print(
-        f"ratio with / without: {a / b:.4f} (target <= 1.03); the writer alone is {share:.1%} of the "
+        f"ratio with / without: {a / b:.4f} (target <= 1.03); the writer alone is {share:.1%} of "
+        "the "
         "replay without it (steadier than the ratio on a loaded machine)"
     )
 

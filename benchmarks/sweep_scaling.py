@@ -3,9 +3,10 @@
 
 (a) Local processes. One sweep of ``--runs`` runs (default 20) of over 1 s each
     (Lublin-Feitelson, EASY on the KTH SP2 at load factor 1.5, one seed per run; the job
-    count is calibrated so that seed 1 takes ``--seconds``, default 1.5 s) runs twice through ``run_sweep`` into fresh directories: ``--workers 1``
-    (in this process) and ``--workers 2`` (spawned processes, start-up included). Prints
-    both wall times, the mean run time and the ratio. Target: >= 1.7x.
+    count is calibrated so that seed 1 takes ``--seconds``, default 1.5 s) runs twice through
+    ``run_sweep`` into fresh directories: ``--workers 1`` (in this process) and ``--workers 2``
+    (spawned processes, start-up included). Prints both wall times, the mean run time and the ratio.
+    Target: >= 1.7x.
 (b) Dask. ``--short-runs`` short runs (default 200, a few tens of ms each) go through a
     warmed pool of 2 local processes and a warmed Dask LocalCluster of 2 single-threaded
     workers (both started and given a first task before timing). Per-run overhead of Dask

@@ -1,4 +1,5 @@
-"""CPU time of ``read_swf`` and ``stream_swf`` on archive traces, and a fingerprint of the jobs read.
+"""CPU time of ``read_swf`` and ``stream_swf`` on
+archive traces, and a fingerprint of the jobs read.
 
 Run from a checkout (``PYTHONPATH=.``) to compare two versions of the reader: the
 fingerprint (SHA-256 of every job's fields, in order) must not change, and the CPU time

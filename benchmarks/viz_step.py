@@ -88,13 +88,16 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"before: {args.before} = {commit[:10]}; after: this checkout ({REPO})")
     print(
-        f"{args.policy}, {args.jobs} Lublin-Feitelson jobs at load {args.load:g}, {args.warmup} warm-up steps, {args.steps} timed, "
+        f"{args.policy}, {args.jobs} Lublin-Feitelson jobs at load {args.load:g}, {args.warmup} "
+        f"warm-up steps, {args.steps} timed, "
         f"{args.rounds} rounds; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
     )
     with BeforeCheckout(commit) as old_root:
         print(
-            f"{'preset':>10} {'nodes':>6} {'step b/a':>11} {'render b/a':>13} {'before':>8} {'after':>7} "
-            f"{'ratio':>6}  (ms per step, median over rounds; step + render; ratio = before / after)"
+            f"{'preset':>10} {'nodes':>6} {'step b/a':>11} {'render b/a':>13} {'before':>8} "
+            f"{'after':>7} "
+            f"{'ratio':>6}  (ms per step, median over rounds; step + render; ratio = before / "
+            "after)"
         )
         within = True
         for name in args.preset or list(PRESETS):
@@ -164,14 +167,16 @@ def compare(preset: str, old_root: Path, args: argparse.Namespace) -> bool:
         after["step_ms"] + after["render_ms"],
     )
     print(
-        f"{preset:>10} {runs['after'][0]['nodes']:>6} {before['step_ms']:>5.1f}/{after['step_ms']:<5.1f} "
+        f"{preset:>10} {runs['after'][0]['nodes']:>6} "
+        f"{before['step_ms']:>5.1f}/{after['step_ms']:<5.1f} "
         f"{before['render_ms']:>6.1f}/{after['render_ms']:<6.1f} {total_b:>8.1f} {total_a:>7.1f} "
         f"{total_b / total_a:>6.2f}"
     )
     states = {json.dumps(run["state"]) for run in runs["before"] + runs["after"]}
     if len(states) > 1:
         print(
-            f"{'':>10} note: the sides reached different states at the first timed step: {sorted(states)}"
+            f"{'':>10} note: the sides reached different states at the first timed step: "
+            f"{sorted(states)}"
         )
     return total_a < BUDGET_MS
 

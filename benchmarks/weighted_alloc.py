@@ -138,7 +138,8 @@ def time_case(
     verdict = "OK" if with_setup * 1e3 < TARGET_MS else "OVER TARGET"
     return (
         f"{label}: weighted {fast * 1e3:.3f} ms ({with_setup * 1e3:.3f} ms with the window sums "
-        f"of a new pass), priority-weighted {pw_time * 1e3:.3f} ms, python loop {slow * 1e3:.1f} ms, "
+        f"of a new pass), priority-weighted {pw_time * 1e3:.3f} ms, python loop {slow * 1e3:.1f} "
+        "ms, "
         f"ratio {slow / with_setup:.0f}x; target < {TARGET_MS} ms: {verdict}"
     )
 

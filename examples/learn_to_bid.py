@@ -65,15 +65,18 @@ def main(argv: list[str] | None = None) -> int:
     starts = evaluation_starts(test_env, TRAIN_SHARE, args.eval)
     print(
         f"{len(train_env.jobs)} jobs on {train_env.platform.name}, rule {args.rule}, value scale "
-        f"{train_env.scale:.1f} per core; {args.episodes} training episodes of {args.episode_jobs} jobs; "
+        f"{train_env.scale:.1f} per core; {args.episodes} training episodes of {args.episode_jobs} "
+        "jobs; "
         f"{len(starts)} held-out slices"
     )
     print(
-        f"actions: share of free cores {train_env.fractions} x reserve {train_env.reserves} x value scale"
+        f"actions: share of free cores {train_env.fractions} x reserve {train_env.reserves} x "
+        "value scale"
     )
     if args.fixed:
         print(
-            "\nevery node plays one fixed offer (share, reserve per core): paired difference to free-cores"
+            "\nevery node plays one fixed offer (share, reserve per core): paired difference to "
+            "free-cores"
         )
         for action in range(len(test_env.bidders)):
             _, table = evaluate(test_env, fixed_policy(action), starts)
@@ -90,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         learned = frame[frame.policy == "learned"].total_value
         base = frame[frame.policy == "free-cores"].total_value
         print(
-            f"\nseed {seed}: trained {trained.episodes} episodes ({trained.steps} steps) in {trained.seconds:.1f} s, "
+            f"\nseed {seed}: trained {trained.episodes} episodes ({trained.steps} steps) in "
+            f"{trained.seconds:.1f} s, "
             f"evaluated in {evaluated:.1f} s"
         )
         first, last = np.mean(trained.returns[:100]), np.mean(trained.returns[-100:])
@@ -98,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, values in (("learned", learned), ("free-cores", base)):
             mean, low, high = t_interval(values.tolist())
             print(
-                f"  {name:>10}: mean total value {mean:.1f} per episode (95% CI {low:.1f} .. {high:.1f})"
+                f"  {name:>10}: mean total value {mean:.1f} per episode (95% CI {low:.1f} .. "
+                f"{high:.1f})"
             )
         print("  learned - free-cores: " + _difference(row))
         chosen = np.sum(
@@ -134,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         ]
         mean, low, high = t_interval(means)
         print(
-            f"  across training runs (n = {len(runs)}): {mean:+.1f} (95% CI {low:+.1f} .. {high:+.1f})"
+            f"  across training runs (n = {len(runs)}): {mean:+.1f} (95% CI {low:+.1f} .. "
+            f"{high:+.1f})"
         )
     return 0
 
@@ -142,8 +148,10 @@ def main(argv: list[str] | None = None) -> int:
 def _difference(row: Any) -> str:
     """A ``paired_differences`` row as one line."""
     return (
-        f"{row.mean_diff:+.1f} (95% CI {row.ci_low:+.1f} .. {row.ci_high:+.1f}; {row.rel_mean:+.2%}, "
-        f"{row.rel_low:+.2%} .. {row.rel_high:+.2%}) over {int(row.seeds)} paired slices: {row.verdict}"
+        f"{row.mean_diff:+.1f} (95% CI {row.ci_low:+.1f} .. {row.ci_high:+.1f}; "
+        f"{row.rel_mean:+.2%}, "
+        f"{row.rel_low:+.2%} .. {row.rel_high:+.2%}) over {int(row.seeds)} paired slices: "
+        f"{row.verdict}"
     )
 
 

@@ -214,8 +214,10 @@ def _one_seed(args: argparse.Namespace) -> pd.DataFrame:
         seconds = time.perf_counter() - began
         tail = budget.last[-20:]
         print(
-            f"trained {model.num_timesteps} steps, {budget.episodes} episodes in {seconds / 60:.1f} min "
-            f"({model.num_timesteps / seconds:.0f} steps/s); mean bsld of the last {len(tail)} training episodes: "
+            f"trained {model.num_timesteps} steps, {budget.episodes} episodes in "
+            f"{seconds / 60:.1f} min "
+            f"({model.num_timesteps / seconds:.0f} steps/s); mean bsld of the last {len(tail)} "
+            "training episodes: "
             f"{sum(tail) / max(len(tail), 1):.1f}"
         )
         save_learned(

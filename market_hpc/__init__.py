@@ -24,7 +24,6 @@ from market_hpc.errors import (
     MarketHpcError,
     PluginError,
     PolicyError,
-    SimulationError,
     TraceFormatError,
     UnknownNameError,
 )
@@ -144,7 +143,6 @@ __all__ = [
     "Result",
     "RunConfig",
     "RunningJob",
-    "SimulationError",
     "Start",
     "TraceFormatError",
     "UnknownNameError",

@@ -135,7 +135,8 @@ def csv_bytes(frame: pd.DataFrame, header: bool = True) -> bytes:
     """
     parts = csv_parts(frame, header)
     if parts is None:
-        return frame.to_csv(index=False, header=header).encode()
+        text: str = frame.to_csv(index=False, header=header)
+        return text.encode()
     return b"".join(parts)
 
 

@@ -76,10 +76,6 @@ class PolicyError(MarketHpcError):
         super().__init__(f"policy {policy!r} at t={time:g}: {message}")
 
 
-class SimulationError(MarketHpcError):
-    """The simulation reached a state it cannot continue from."""
-
-
 class OutputError(MarketHpcError):
     """A results file or folder cannot be written (exists, no permission, disk full).
 

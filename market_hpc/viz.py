@@ -175,7 +175,7 @@ def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765
             signal.signal(signal.SIGTERM, previous)
 
 
-def add_viz_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_viz_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``market-hpc viz`` on the CLI's subcommands."""
     viz = sub.add_parser(
         "viz",

@@ -107,7 +107,8 @@ def market_claims(table: pd.DataFrame) -> pd.DataFrame:
     (a seed's job sets averaged, Student's t), in % of the base's mean, as the demo prints it.
 
     >>> runs = pd.DataFrame({"curves": "spec", "policy": ["sjq", "sjqh"] * 3, "n_jobs": 10,
-    ...                      "seed": [1, 1, 2, 2, 3, 3], "total_profit": [10.0, 11, 10, 12, 10, 13]})
+    ...                      "seed": [1, 1, 2, 2, 3, 3],
+    ...                      "total_profit": [10.0, 11, 10, 12, 10, 13]})
     >>> row = market_claims(runs).iloc[0]
     >>> row["claim"], float(row["mean"]), round(float(row["low"]), 1)
     ('SJQH - SJQ', 20.0, -4.8)
@@ -219,7 +220,8 @@ def queues_figure(table: pd.DataFrame, path: Path) -> Path:
 
 
 def heterogeneity_figure(table: pd.DataFrame, path: Path) -> Path:
-    """Slowdown gain of the best heterogeneity-aware allocator over first fit, ours and the paper's."""
+    """Slowdown gain of the best heterogeneity-aware
+    allocator over first fit, ours and the paper's."""
     labels = [
         f"{month} {scheduler}"
         for month, scheduler in zip(table["month"], table["scheduler"], strict=True)
@@ -277,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         table_name, draw = FIGURES[study]
         path = draw(pd.read_csv(DATA / table_name), IMAGES / f"{study}.svg")
         print(
-            f"{path.relative_to(ROOT)} ({path.stat().st_size / 1024:.1f} KB) from docs/data/{table_name}"
+            f"{path.relative_to(ROOT)} ({path.stat().st_size / 1024:.1f} KB) from "
+            f"docs/data/{table_name}"
         )
     return 0
 

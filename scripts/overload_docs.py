@@ -1,6 +1,7 @@
 """Write the overload study's numbers into docs/overload.md from a sweep's report.
 
-    python scripts/overload_docs.py out/overload_study-quick [--wall SECONDS --cpu SECONDS] [--note TEXT]
+    python scripts/overload_docs.py out/overload_study-quick \\
+        [--wall SECONDS --cpu SECONDS] [--note TEXT]
 
 Replaces what lies between ``<!-- results:begin -->`` and ``<!-- results:end -->`` in
 ``docs/overload.md`` by the report's ``leaderboard.md`` (ranking tables with paired 95 %

@@ -261,7 +261,8 @@ def test_gantt_draws_each_segment(tmp_path: Path) -> None:
 
 
 def test_sweep_audits_each_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``sweep --audit``: a run that passes stays ok; a violation marks it failed with the message."""
+    """``sweep --audit``: a run that passes stays ok; a
+    violation marks it failed with the message."""
     from market_hpc.experiment import audit as audit_module
     from market_hpc.experiment.sweep_exec import RunTask, execute_run
     from market_hpc.experiment.sweep_spec import load_sweep

@@ -131,7 +131,8 @@ def no_curves(count: int, example: int = 1) -> str:
         RIGID_SCHEDULERS + ", easy-mold", lambda name: not capability_table()[name].value_curves
     )
     return (
-        f"it needs value curves, missing for {count} jobs (e.g. job {example}) (use a task-graph job set or "
+        f"it needs value curves, missing for {count} jobs (e.g. job {example}) (use a task-graph "
+        "job set or "
         f"workload.market = true; schedulers that need none: {curve_free})"
     )
 
@@ -237,8 +238,10 @@ def test_rigid_schedulers_refuse_moldable_jobs_the_platform_cannot_hold_at_their
         "easy-mold, " + MARKET_SCHEDULERS, lambda name: capability_table()[name].molds
     )
     expected = (
-        "scheduler 'easy' cannot run this workload: it runs moldable jobs at their requested size, which "
-        f"the platform cannot hold for 1 job (e.g. job 7) (schedulers that mold jobs to a node: {molders})"
+        "scheduler 'easy' cannot run this workload: it runs moldable jobs at their requested size, "
+        "which "
+        "the platform cannot hold for 1 job (e.g. job 7) (schedulers that mold jobs to a node: "
+        f"{molders})"
     )
     with pytest.raises(ConfigError, match=re.escape(expected)):
         HPCModel(jobs, PLATFORM, scheduler="easy")

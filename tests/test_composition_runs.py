@@ -189,7 +189,8 @@ def test_a_streamed_replay_refuses_a_market_scheduler_before_the_run(tmp_path: P
     with pytest.raises(
         ConfigError,
         match=re.escape(
-            "scheduler 'maxvh' cannot run this workload: it does not run rigid jobs (no speedup profile): 60 jobs "
+            "scheduler 'maxvh' cannot run this workload: it does not run rigid jobs (no speedup "
+            "profile): 60 jobs "
             "(e.g. job "
         ),
     ):

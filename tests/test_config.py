@@ -22,7 +22,8 @@ def test_unknown_top_level_key_lists_valid_keys():
     with pytest.raises(UnknownNameError) as info:
         config_from_dict({**BASE, "sead": 1})
     assert str(info.value) == (
-        "unknown config key 'sead'; valid choices: exclusive, name, platform, policy, queues, seed, timeseries, workload"
+        "unknown config key 'sead'; valid choices: exclusive, name, platform, policy, queues, "
+        "seed, timeseries, workload"
     )
 
 
@@ -30,7 +31,8 @@ def test_unknown_nested_key_names_its_path():
     with pytest.raises(
         UnknownNameError,
         match=r"unknown config key 'policy.schedular'; valid choices: "
-        r"policy.allocator, policy.bidder, policy.every_step, policy.hold_penalty, policy.hold_progress_loss, "
+        r"policy.allocator, policy.bidder, policy.every_step, policy.hold_penalty, "
+        r"policy.hold_progress_loss, "
         r"policy.params, policy.predictor, policy.resume_seconds, "
         r"policy.scheduler",
     ):
@@ -49,7 +51,10 @@ def test_unknown_nested_key_names_its_path():
         ({"workload": {}}, "workload needs exactly one of trace, jobset or generator; got none"),
         (
             {"workload": {"trace": "a.swf", "generator": "taskgraphs"}},
-            "workload needs exactly one of trace, jobset or generator; got trace='a.swf', generator='taskgraphs'",
+            (
+                "workload needs exactly one of trace, jobset or generator; got trace='a.swf', "
+                "generator='taskgraphs'"
+            ),
         ),
         (
             {**BASE, "policy": {"hold_penalty": 1.5}},
@@ -65,7 +70,10 @@ def test_unknown_nested_key_names_its_path():
         ),
         (
             {**BASE, "policy": {"resume_seconds": 2.0**51}},
-            "policy.resume_seconds: got 2251799813685248.0; valid: a finite number in [0, 2^50 (1.1e15 s)]",
+            (
+                "policy.resume_seconds: got 2251799813685248.0; valid: a finite number in [0, 2^50 "
+                "(1.1e15 s)]"
+            ),
         ),
         ({**BASE, "seed": -1}, "seed: got -1; valid: an integer in [0, 2^53 - 1]"),
         (
@@ -114,7 +122,10 @@ def test_scenario_file_errors(tmp_path):
 
 
 def test_a_scenario_saved_with_a_byte_order_mark_reads_as_without(tmp_path):
-    text = 'name = "s"\nplatform = "hpc2n"\n[workload]\ngenerator = "lublin-feitelson"\n[policy]\nscheduler = "easy"\n'
+    text = (
+        'name = "s"\nplatform = "hpc2n"\n[workload]\ngenerator = '
+        '"lublin-feitelson"\n[policy]\nscheduler = "easy"\n'
+    )
     plain, marked = tmp_path / "plain.toml", tmp_path / "marked.toml"
     plain.write_text(text)
     marked.write_bytes(b"\xef\xbb\xbf" + text.encode())
@@ -130,7 +141,8 @@ def test_a_market_schedulers_penalty_is_policy_hold_penalty_only():
     with pytest.raises(ConfigError) as refused:
         config_from_dict({**BASE, "policy": {"scheduler": "maxvh", "params": {"penalty": 0.2}}})
     assert str(refused.value) == (
-        "policy.params.penalty is not a scenario key (scheduler 'maxvh'); use policy.hold_penalty = 0.2: "
+        "policy.params.penalty is not a scenario key (scheduler 'maxvh'); use policy.hold_penalty "
+        "= 0.2: "
         "it is both the penalty the policy decides with and the one each hold is charged"
     )
     assert (
@@ -147,31 +159,45 @@ def test_a_market_schedulers_penalty_is_policy_hold_penalty_only():
         (
             "bbsched",
             {"population": 1_000_000},
-            "scheduler 'bbsched': policy.params.population = 1000000 is invalid; valid: an integer in [2, 1000]",
+            (
+                "scheduler 'bbsched': policy.params.population = 1000000 is invalid; valid: an "
+                "integer "
+                "in [2, 1000]"
+            ),
         ),
         (
             "bbsched",
             {"generations": 10_000_000},
-            "scheduler 'bbsched': policy.params.generations = 10000000 is invalid; valid: an integer in [0, 100000]",
+            (
+                "scheduler 'bbsched': policy.params.generations = 10000000 is invalid; valid: an "
+                "integer in [0, 100000]"
+            ),
         ),
         (
             "bbsched",
             {"generations": 5_000, "population": 1000},
             (
-                "scheduler 'bbsched': generations x population = 5,000 x 1,000 = 5,000,000 chromosome-generations per "
-                "GA solve (about 50 s at 10 us each); at most 1,000,000 (100 x the paper's 500 x 20)"
+                "scheduler 'bbsched': generations x population = 5,000 x 1,000 = 5,000,000 "
+                "chromosome-generations per "
+                "GA solve (about 50 s at 10 us each); at most 1,000,000 (100 x the paper's 500 x "
+                "20)"
             ),
         ),
         (
             "pcp19",
             {"workers": 1024},
-            "scheduler 'pcp19': policy.params.workers = 1024 is invalid; valid: an integer in [1, 64]",
+            (
+                "scheduler 'pcp19': policy.params.workers = 1024 is invalid; valid: an integer in "
+                "[1, "
+                "64]"
+            ),
         ),
         (
             "pcp19",
             {"deterministic_time": 86_400.0},
             (
-                "scheduler 'pcp19': policy.params.deterministic_time = 86400.0 is invalid; valid: a finite number "
+                "scheduler 'pcp19': policy.params.deterministic_time = 86400.0 is invalid; valid: "
+                "a finite number "
                 "> 0 and <= 60"
             ),
         ),
@@ -179,16 +205,20 @@ def test_a_market_schedulers_penalty_is_policy_hold_penalty_only():
             "pcp19",
             {"deterministic_time": 30.0},
             (
-                "scheduler 'pcp19': policy.params allow up to 930 s of solver time per decision (30 s x (1 + 2 + 4 + 8 + "
-                "16)); at most 600 s (lower deterministic_time, wall_seconds or max_retries, or set decision_budget)"
+                "scheduler 'pcp19': policy.params allow up to 930 s of solver time per decision "
+                "(30 s x (1 + 2 + 4 + 8 + "
+                "16)); at most 600 s (lower deterministic_time, wall_seconds or max_retries, or "
+                "set decision_budget)"
             ),
         ),
         (
             "pcp20",
             {"max_retries": 100, "time_control": "paper"},
             (
-                "scheduler 'pcp20': policy.params allow up to 2,626 s of solver time per decision (100 retries of 1 s + "
-                "0.5 s per retry); at most 600 s (lower deterministic_time, wall_seconds or max_retries, or set "
+                "scheduler 'pcp20': policy.params allow up to 2,626 s of solver time per decision "
+                "(100 retries of 1 s + "
+                "0.5 s per retry); at most 600 s (lower deterministic_time, wall_seconds or "
+                "max_retries, or set "
                 "decision_budget)"
             ),
         ),

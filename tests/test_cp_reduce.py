@@ -72,7 +72,8 @@ def test_every_needed_idle_node_is_kept() -> None:
 
 
 def many_ends(seed: int) -> CpInstance:
-    """3-4 nodes of 4 cores, 8-14 running jobs (mostly 1 core) with distinct ends, 3-5 queued jobs."""
+    """3-4 nodes of 4 cores, 8-14 running jobs (mostly
+    1 core) with distinct ends, 3-5 queued jobs."""
     rng = np.random.default_rng(seed)
     nodes = int(rng.integers(3, 5))
     capacity = np.array([[4]] * nodes)

@@ -99,7 +99,8 @@ def test_fits_now_counts_units_per_node() -> None:
 
 
 def two_types(seed: int) -> CpInstance:
-    """3-4 nodes of 4 cores, node 0 and some others with 1 GPU; 5-10 running jobs; 3-6 queued jobs."""
+    """3-4 nodes of 4 cores, node 0 and some others with
+    1 GPU; 5-10 running jobs; 3-6 queued jobs."""
     rng = np.random.default_rng(seed)
     nodes = int(rng.integers(3, 5))
     capacity = np.array([[4, int(rng.random() < 0.5)] for _ in range(nodes)])

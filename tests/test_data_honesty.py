@@ -174,7 +174,10 @@ def test_real_traces_fallback_counts(name: str) -> None:
 
 # ------------------------------------------------------------------ sacct GPU requests
 
-HEADER = "JobID|Submit|Start|End|Elapsed|Timelimit|NCPUS|ReqCPUS|NNodes|State|Partition|ReqMem|AllocTRES|ReqTRES|User"
+HEADER = (
+    "JobID|Submit|Start|End|Elapsed|Timelimit|NCPUS|ReqCPUS|NNodes|State|Partition|ReqMem|"
+    "AllocTRES|ReqTRES|User"
+)
 
 
 def sacct_row(

@@ -104,5 +104,6 @@ def test_seed_page_is_short_and_in_the_fixed_order(page: str) -> None:
         elif not in_fence and line.startswith("## "):
             sections.append(line[3:].split("{")[0].strip())
     assert tuple(sections) == SEED_SECTIONS, (
-        f"docs/{page}.md: level-2 sections {sections}, expected exactly {list(SEED_SECTIONS)} in this order"
+        f"docs/{page}.md: level-2 sections {sections}, expected exactly {list(SEED_SECTIONS)} in "
+        "this order"
     )

@@ -157,7 +157,8 @@ def test_bare_doctests_are_fenced_for_the_site() -> None:
         "Sum.\n\n>>> 1 + 1\n2\n>>> print('a')\na\n\nAfter.\n\nArgs:\n    x: ``>>> not a prompt``\n"
     )
     assert fence(text) == (
-        "Sum.\n\n```pycon\n>>> 1 + 1\n2\n>>> print('a')\na\n```\n\nAfter.\n\nArgs:\n    x: ``>>> not a prompt``"
+        "Sum.\n\n```pycon\n>>> 1 + 1\n2\n>>> print('a')\na\n```\n\nAfter.\n\nArgs:\n    x: ``>>> "
+        "not a prompt``"
     )
     assert fence("Last.\n>>> 2\n2") == "Last.\n```pycon\n>>> 2\n2\n```"
     fenced = "```python\n>>> 3\n```"

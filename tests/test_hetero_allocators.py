@@ -56,7 +56,8 @@ def test_balanced_leaves_out_nodes_without_free_cores_before_binning() -> None:
 def test_balanced_puts_cpu_jobs_on_nodes_without_free_accelerators_first() -> None:
     free = np.array([[4, 2, 0, 0], [2, 1, 0, 0], [4, 0, 0, 0], [1, 0, 0, 0]])
     view = StaticView(SMALL, free, [cpu_job(1, cores=2)])
-    # nul bin [2, 3] first (node 3 has 1 core: no room for 2), then GPU nodes, fewest free GPUs first
+    # nul bin [2, 3] first (node 3 has 1 core: no room
+    # for 2), then GPU nodes, fewest free GPUs first
     assert Balanced().allocate(cpu_job(1, cores=2), free, view) == ((2, 1),)
     assert Balanced().allocate(cpu_job(1, cores=2, units=3), free, view) == ((1, 1), (2, 2))
     # a GPU job only fits GPU nodes: the one with fewer free GPUs first
@@ -85,7 +86,8 @@ def test_weighted_ranks_nodes_by_weighted_leftover() -> None:
     # window = [job 2]: req = (1 + 10) / (1 + 10) = 1 for cores and GPUs; used = 5 cores, 1 GPU
     assert weights == pytest.approx([6 / 256, 2 / 16, 0.0, 0.0])
     assert weights == pytest.approx(hand_weights(free, [nxt]))
-    # leftover after one unit: node 0 (2, 2) -> 0.297; node 1 (0, 1) -> 0.125; node 2 (2, 0) -> 0.047
+    # leftover after one unit: node 0 (2, 2) -> 0.297;
+    # node 1 (0, 1) -> 0.125; node 2 (2, 0) -> 0.047
     fits = np.array([2, 1, 2, 0])
     assert weighted_order(free, fits, np.array(job.unit), 1, weights).tolist() == [2, 1, 0]
     assert allocator.allocate(job, free, view) == ((2, 1),)

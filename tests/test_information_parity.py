@@ -68,9 +68,7 @@ def test_without_molding_every_narrower_width_is_past_the_value_curve() -> None:
     assert molded.payload["value_curve"] == job.payload["value_curve"]
 
 
-def test_a_market_job_runs_its_recorded_time_is_expected_at_its_estimate_and_earns_its_real_end() -> (
-    None
-):
+def test_market_job_runs_recorded_time_is_expected_at_estimate_and_earns_its_real_end() -> None:
     # one 4-core job: run 100 s, estimate 400 s; minVR starts it at 0 on all 4 cores
     job = with_value(Job(1, 0.0, 100.0, 400.0, units=4), FLAT, "estimate", molding=False)
     model = HPCModel([job], platform="nodes=1,cores=4", scheduler="minvr", seed=1)

@@ -109,7 +109,8 @@ def test_the_package_has_no_import_cycles():
 def test_the_cycle_check_sees_type_checking_imports(tmp_path):
     module = tmp_path / "m.py"
     module.write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from market_hpc.core.model import X\n"
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from market_hpc.core.model "
+        "import X\n"
     )
     assert "market_hpc.core.model" in imported_modules(module)
 

@@ -140,7 +140,8 @@ def test_auction_over_a_living_queue_decides_like_the_scalar_code(
 
 
 def test_rank_of_counts_the_open_jobs_ranked_before():
-    # Linear curves, now = 0, no plateau lost: full = vmax, remaining = vmax * plateau + vmax * span / 2.
+    # Linear curves, now = 0, no plateau lost: full = vmax,
+    # remaining = vmax * plateau + vmax * span / 2.
     curves = {
         1: LinearDecayCurve(100.0, 50.0, 60.0),
         2: LinearDecayCurve(300.0, 50.0, 60.0),

@@ -15,7 +15,8 @@ pytestmark = pytest.mark.smoke
 
 
 def _jobs(n: int) -> list[Job]:
-    # Two single-core nodes, jobs of 1-2 cores arriving every 10 s and running 25-45 s: a queue builds.
+    # Two single-core nodes, jobs of 1-2 cores arriving
+    # every 10 s and running 25-45 s: a queue builds.
     return [
         Job(job_id=i, submit=10.0 * i, run_time=25.0 + 10 * (i % 3), units=1 + i % 2, estimate=60.0)
         for i in range(1, n + 1)

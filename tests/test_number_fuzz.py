@@ -332,7 +332,11 @@ def test_model_numbers_conserve_jobs_or_name_the_argument(
         ({"submit": "5"}, "job 1: submit: got '5'; valid: a finite number in [0, 2^50 (1.1e15 s)]"),
         (
             {"profile": (10.0, math.nan)},
-            "job 1: profile[1] (run time on 2 cores): got nan; valid: a finite number > 0 and <= 2^50 (1.1e15 s)",
+            (
+                "job 1: profile[1] (run time on 2 cores): got nan; valid: a finite number > 0 and "
+                "<= "
+                "2^50 (1.1e15 s)"
+            ),
         ),
     ],
 )

@@ -58,7 +58,11 @@ def test_capacity_is_read_only():
         ("nodes=nan,cores=2", "platform spec 'nodes=nan,cores=2': nodes='nan' is not a number"),
         (
             "nodes=2.5,cores=2",
-            "platform spec 'nodes=2.5,cores=2': nodes: got '2.5'; valid: an integer in [1, 2^53 - 1]",
+            (
+                "platform spec 'nodes=2.5,cores=2': nodes: got '2.5'; valid: an integer in [1, "
+                "2^53 - "
+                "1]"
+            ),
         ),
         (
             "nodes=2,cores=2,bb=-1",

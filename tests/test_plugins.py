@@ -230,17 +230,27 @@ def test_broken_plugins_fail_naming_themselves_and_the_rest_keep_working() -> No
     assert sorted(str(w.message) for w in caught) == messages
     assert messages == [
         (
-            "policy plugin 'duplicate = plugin_cases:register_a_duplicate': scheduler 'easy' is already "
+            "policy plugin 'duplicate = plugin_cases:register_a_duplicate': scheduler 'easy' is "
+            "already "
             "registered (its factory: market_hpc.policies.classic.Easy)"
         ),
-        "policy plugin 'empty = plugin_cases:register_nothing': registered no scheduler, allocator or bidder",
-        "policy plugin 'missing-dep = plugin_import_error': ImportError: No module named 'solver_we_do_not_have'",
         (
-            "policy plugin 'no-such-module = plugin_cases_absent': ModuleNotFoundError: No module named "
+            "policy plugin 'empty = plugin_cases:register_nothing': registered no scheduler, "
+            "allocator "
+            "or bidder"
+        ),
+        (
+            "policy plugin 'missing-dep = plugin_import_error': ImportError: No module named "
+            "'solver_we_do_not_have'"
+        ),
+        (
+            "policy plugin 'no-such-module = plugin_cases_absent': ModuleNotFoundError: No module "
+            "named "
             "'plugin_cases_absent'"
         ),
         (
-            "policy plugin 'not-a-policy = plugin_cases:NOT_A_POLICY': names a dict; it must name a module or a "
+            "policy plugin 'not-a-policy = plugin_cases:NOT_A_POLICY': names a dict; it must name "
+            "a module or a "
             "function that registers policies"
         ),
     ]

@@ -16,12 +16,27 @@ def test_policies_lists_schedulers_allocators_and_bidders(capsys) -> None:  # ty
     lines = capsys.readouterr().out.splitlines()
     for expected in [
         "  fifo [classic; built in]: first come, first served; the head blocks the queue",
-        "      handles: cores, gpus, mics, mem, bb; rigid, moldable (requested size), task-graph (requested size)",
-        "  maxvh [market; built in]: market (Singh et al.): maximum value queued job first, with holding",
+        (
+            "      handles: cores, gpus, mics, mem, bb; rigid, moldable (requested size), "
+            "task-graph "
+            "(requested size)"
+        ),
+        (
+            "  maxvh [market; built in]: market (Singh et al.): maximum value queued job first, "
+            "with "
+            "holding"
+        ),
         "      handles: cores, gpus, mics, mem, bb; moldable, task-graph, value curves needed",
         "      allocators: max-bid (default max-bid)",
-        "  queues-hybrid [queues; built in]: hybrid queues: partitions plus a common pool by priority factor",
-        "      handles: cores, gpus, mics, mem, bb; rigid, moldable (requested size), task-graph (requested size), queues",
+        (
+            "  queues-hybrid [queues; built in]: hybrid queues: partitions plus a common pool by "
+            "priority factor"
+        ),
+        (
+            "      handles: cores, gpus, mics, mem, bb; rigid, moldable (requested size), "
+            "task-graph "
+            "(requested size), queues"
+        ),
         "  first-fit [built in]: lowest-index nodes first",
         "      places: cores, gpus, mics, mem per unit, bb checked; spans nodes",
         "  free-cores [built in]: bid the node's free cores (Singh et al., HPCS'15)",

@@ -32,7 +32,8 @@ def _jobs(n: int = 120) -> tuple:
 def test_import_market_hpc_loads_nothing_heavy_and_every_name_resolves() -> None:
     probe = (
         "import sys, json, market_hpc\n"
-        "heavy = sorted(m for m in ('mesa', 'pandas', 'numpy', 'networkx', 'scipy') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('mesa', 'pandas', 'numpy', 'networkx', 'scipy') if m in "
+        "sys.modules)\n"
         "print(json.dumps(heavy))"
     )
     done = subprocess.run(

@@ -139,7 +139,8 @@ def test_samples_are_distinct_and_feasible() -> None:
 
 
 def test_easy_waits_backfill_and_reservation() -> None:
-    # capacity 4: A(3 cores, 10 s) runs; B(4) waits for A; C(1, est 5) backfills; D(1, est 50) must not
+    # capacity 4: A(3 cores, 10 s) runs; B(4) waits for
+    # A; C(1, est 5) backfills; D(1, est 50) must not
     jobs = QueueJobs(
         np.array([0.0, 1.0, 2.0, 2.0]),
         np.array([10.0, 5.0, 5.0, 50.0]),

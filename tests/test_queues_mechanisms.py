@@ -205,7 +205,8 @@ def test_a_merge_may_not_push_one_queues_jobs_past_the_degradation_limit() -> No
 
 
 def test_split_halves_are_never_merged_back_even_through_a_third_queue() -> None:
-    # the wait falls with the largest partition: every merge helps, but a.1 and a.2 come from one split
+    # the wait falls with the largest partition: every
+    # merge helps, but a.1 and a.2 come from one split
     def table(name, size):  # type: ignore[no-untyped-def]
         return 1000.0 / size, np.full(4, np.nan)
 
@@ -236,9 +237,10 @@ def _biggest(table):  # type: ignore[no-untyped-def]
 
 
 def test_the_global_stop_hands_chunks_back() -> None:
-    # a: 100 jobs, wait 70 x (10 - p) s; b: 1 job, wait 10000 / p s. Limits: a 1.3 x max(0, 60) = 78 -> p 9;
-    # b 1.3 x 1000 -> p 8. Overall at (9, 8): (100 x 70 + 1250) / 101 = 81.7 > 1.3 x max(9.9, 60) = 78:
-    # one chunk back from each (a first: same size), (10, 9): 1111 / 101 = 11 -> pool 1.
+    # a: 100 jobs, wait 70 x (10 - p) s; b: 1 job, wait 10000 / p s. Limits: a 1.3 x max(0, 60) = 78
+    # -> p 9; b 1.3 x 1000 -> p 8. Overall at (9, 8): (100 x 70 + 1250) / 101 = 81.7 > 1.3 x
+    # max(9.9, 60) = 78: one chunk back from each (a first:
+    # same size), (10, 9): 1111 / 101 = 11 -> pool 1.
     def evaluate(configs):  # type: ignore[no-untyped-def]
         return [
             Evaluation(

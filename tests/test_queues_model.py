@@ -80,7 +80,8 @@ def assert_partitions_respected(model: HPCModel, jobs: list[Job]) -> None:
         in_pool = config.mode == "hybrid" and all(pool[0] <= n < pool[1] for n in nodes)
         oversized = capacity[lo:hi].sum() < job.cores
         assert inside or in_pool or config.queues[queue].reservation or oversized, (
-            f"job {row.job_id} of {config.queues[queue].name} ran on {nodes}, partition {lo}-{hi}, pool {pool}"
+            f"job {row.job_id} of {config.queues[queue].name} ran on {nodes}, partition {lo}-{hi}, "
+            f"pool {pool}"
         )
         if in_pool and not inside:
             pool_events += [(row.start_time, 1, row.cores), (row.end_time, 0, -row.cores)]
@@ -270,7 +271,8 @@ def test_a_queue_without_history_jobs_gets_exactly_its_minimum() -> None:
     bound ran to the top of the grid and the bounds summed to the whole machine."""
     from market_hpc.experiment.queues import plan_period
 
-    # 8 nodes of 4 cores: Table I scaled to 32 cores is idqueue/small/small72 [1, 1] core, medium [2, 7]
+    # 8 nodes of 4 cores: Table I scaled to 32 cores is
+    # idqueue/small/small72 [1, 1] core, medium [2, 7]
     rng = np.random.default_rng(5)
     jobs = [
         Job(

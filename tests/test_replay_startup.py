@@ -34,7 +34,8 @@ def test_replay_imports_mesa_before_the_rest(tmp_path: Path) -> None:
     probe = (
         "import gc, json, sys\n"
         "from market_hpc.cli import main\n"
-        f"code = main(['replay', {str(trace)!r}, '--platform', 'nodes=4,cores=1', '--out', {str(tmp_path / 'out')!r}])\n"
+        f"code = main(['replay', {str(trace)!r}, '--platform', 'nodes=4,cores=1', '--out', "
+        f"{str(tmp_path / 'out')!r}])\n"
         "order = list(sys.modules)  # in the order imports completed\n"
         "print(json.dumps([code, order.index('mesa'), order.index('market_hpc.workload.swf'),"
         " order.index('market_hpc.experiment.config'), gc.isenabled(), gc.get_freeze_count(),"

@@ -351,7 +351,8 @@ def test_a_no_break_space_between_fields_is_refused(tmp_path, capsys) -> None:
     lines[2] = lines[2].replace(" ", "\u00a0", 2)
     trace.write_text("".join(lines), encoding="utf-8")
     message = (
-        f"{trace}:3: field 1 (job id): '3\\xa030\\xa00' holds U+00A0 (NO-BREAK SPACE) as a separator; "
+        f"{trace}:3: field 1 (job id): '3\\xa030\\xa00' holds U+00A0 (NO-BREAK SPACE) as a "
+        "separator; "
         "SWF fields are separated by ASCII spaces or tabs"
     )
     for reader in (read_swf, stream_swf):

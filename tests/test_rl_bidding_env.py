@@ -98,7 +98,8 @@ def test_a_node_with_a_high_reserve_earns_nothing_and_its_peer_earns_the_value()
     # maxV: node 0 wins the tie and takes job 2, node 1 job 1; each earns its job's value
     rewards = play(env, lambda step, agent: 0)
     assert sum(r["node_0"] for r in rewards) == 200.0 and sum(r["node_1"] for r in rewards) == 100.0
-    # at 75 per core node 0 turns both down (50 and 25 per core): node 1 runs both, one after the other
+    # at 75 per core node 0 turns both down (50 and 25
+    # per core): node 1 runs both, one after the other
     rewards = play(env, lambda step, agent: 1 if agent == "node_0" else 0)
     assert sum(r["node_0"] for r in rewards) == 0.0 and sum(r["node_1"] for r in rewards) == 300.0
     assert [r["node_1"] for r in rewards if r["node_1"]] == [

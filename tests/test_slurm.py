@@ -87,7 +87,8 @@ def test_allocation_line_maps_to_swf_fields(tmp_path: Path) -> None:
     conversion = convert_sacct(path, out)
     assert len(conversion.jobs) == 2 and not conversion.skipped
     lines = [line.split() for line in out.read_text().splitlines() if not line.startswith(";")]
-    # id, submit, wait, run, alloc, -, -, req, limit, mem KB/cpu, status, user, -, -, queue, partition
+    # id, submit, wait, run, alloc, -, -, req, limit, mem
+    # KB/cpu, status, user, -, -, queue, partition
     assert lines[0][:16] == [
         "1",
         "0",
@@ -412,7 +413,10 @@ def test_memory_comes_from_alloctres_when_reqmem_is_empty(tmp_path: Path) -> Non
 
 def test_one_gpu_job_is_singular(tmp_path: Path) -> None:
     path = write(tmp_path, row(alloc_tres="cpu=8,gres/gpu=1"), row(job_id="101"))
-    note = "  note: 1 job uses GPUs; SWF holds CPUs only (GPUs are in the side file, which runs of the SWF read)"
+    note = (
+        "  note: 1 job uses GPUs; SWF holds CPUs only (GPUs are in the side file, which runs "
+        "of the SWF read)"
+    )
     assert note in read_sacct(path).describe()
     two = write(
         tmp_path, row(alloc_tres="cpu=8,gres/gpu=1"), row(job_id="101", alloc_tres="gres/gpu=2")

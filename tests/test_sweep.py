@@ -73,8 +73,15 @@ def comparable(frame: pd.DataFrame) -> pd.DataFrame:
             f"policy.foo: unknown config key 'policy.foo'; valid choices: {POLICY_KEYS}",
         ),
         (
-            'seeds = 2\n[[zip]]\n"policy.scheduler" = ["maxv", "maxvh"]\n"policy.hold_penalty" = [0.1]',
-            "zip group 1: lists must have equal lengths; got policy.scheduler: 2, policy.hold_penalty: 1",
+            (
+                'seeds = 2\n[[zip]]\n"policy.scheduler" = ["maxv", "maxvh"]\n"policy.hold_penalty" '
+                "= "
+                "[0.1]"
+            ),
+            (
+                "zip group 1: lists must have equal lengths; got policy.scheduler: 2, "
+                "policy.hold_penalty: 1"
+            ),
         ),
         (
             "seeds = 0",
@@ -96,7 +103,10 @@ def comparable(frame: pd.DataFrame) -> pd.DataFrame:
         ),
         (
             '[grid]\n"policy.hold_penalty" = [0.5, 2.0]',
-            "point hold_penalty=2.0: policy.hold_penalty: got 2.0; valid: a finite number in [0, 1]",
+            (
+                "point hold_penalty=2.0: policy.hold_penalty: got 2.0; valid: a finite number "
+                "in [0, 1]"
+            ),
         ),
         (
             '[grid]\n"policy.scheduler" = ["maxv", "nope"]',
@@ -698,7 +708,8 @@ def test_an_axis_may_take_its_default_and_matches_the_explicit_run(
 def test_all_families_enabled_may_be_swept_from_its_default_false(tmp_path: Path) -> None:
     trace = ROOT / "traces" / "lf-kth-like-2000.swf"
     base = (
-        f'platform = "kth-sp2"\ntimeseries = false\nworkload = {{ trace = "{trace}", first_n = 12 }}\n'
+        f'platform = "kth-sp2"\ntimeseries = false\nworkload = {{ trace = "{trace}", first_n = 12 '
+        "}\n"
         'policy = { scheduler = "easy" }\n'
     )
     sweep = load_sweep(
@@ -744,9 +755,12 @@ def test_a_base_scheduler_other_than_the_swept_ones_is_only_a_default(tmp_path: 
     with pytest.raises(SweepError) as caught:
         load_sweep(invalid)
     assert str(caught.value) == (
-        f"{invalid}: point scheduler=fifo, queue_limit=5: scheduler 'fifo': unknown parameter 'queue_limit'; "
-        "valid parameters: none (it takes no parameters) (this point's policy.scheduler is 'fifo', the base "
-        "scenario's is 'easy'; policy.params.queue_limit must be a parameter of each point's scheduler: put "
+        f"{invalid}: point scheduler=fifo, queue_limit=5: scheduler 'fifo': unknown parameter "
+        "'queue_limit'; "
+        "valid parameters: none (it takes no parameters) (this point's policy.scheduler is 'fifo', "
+        "the base "
+        "scenario's is 'easy'; policy.params.queue_limit must be a parameter of each point's "
+        "scheduler: put "
         "it in one [[zip]] group with policy.scheduler)"
     )
 

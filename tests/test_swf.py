@@ -17,7 +17,10 @@ from market_hpc.workload import format_trace_info, read_swf, swf, trace_info, wr
 SHARED_TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 HEADER = "; Version: 2.2\n; Computer: test\n"
 NOT_ASCII = "is not an ASCII number (digits 0-9, an optional sign, point and exponent)"
-TOO_LARGE = "is too large to keep second precision in float64; valid: a finite number in [0, 2^50 (1.1e15 s)]"
+TOO_LARGE = (
+    "is too large to keep second precision in float64; valid: a finite number in [0, 2^50 "
+    "(1.1e15 s)]"
+)
 
 
 def swf_line(

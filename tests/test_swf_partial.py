@@ -99,7 +99,8 @@ def test_part_of_unknown_run_time_is_still_a_part(tmp_path: Path) -> None:
 
 
 def test_part_of_unknown_run_time_without_a_summary_is_unknown(tmp_path: Path) -> None:
-    """Without a whole-job line it is skipped as any line of unknown run time, listed in file order."""
+    """Without a whole-job line it is skipped as any line
+    of unknown run time, listed in file order."""
     unknown_part = PARTS[1].replace(" 10 4 ", " -1 4 ", 1)
     unknown_job = JOB_3.replace("3 8 2 2 2", "4 9 2 -1 2", 1)
     path = write(tmp_path, f"{JOB_1}\n{unknown_part}\n{JOB_3}\n{unknown_job}\n")
@@ -118,7 +119,8 @@ def test_parts_without_a_summary_are_refused(tmp_path: Path) -> None:
     path = write(tmp_path, "\n".join([JOB_1, *PARTS, JOB_3]) + "\n")
     message = (
         f"{path}:2: field 11 (status): job 2 has partial-execution lines (status 2, 3 or 4) but no "
-        "whole-job line (status 0, 1, 5 or -1): a Preemption: Double log gives each split job a summary "
+        "whole-job line (status 0, 1, 5 or -1): a Preemption: Double log gives each split job a "
+        "summary "
         "line; add it, or use --lenient to keep the job's first part as the job"
     )
     assert read_both(path) == ("TraceFormatError", message)

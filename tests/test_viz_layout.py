@@ -49,7 +49,10 @@ def page(sync_api, viz_server: Server):  # type: ignore[no-untyped-def]
 # the framed rectangles; every polyline vertex and newest-sample dot in page pixels.
 CHART_GEOMETRY = """() => {
   const svg = document.querySelector('.mhpc-timeseries svg');
-  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const box = e => {
+    const r = e.getBoundingClientRect();
+    return [r.left, r.top, r.right, r.bottom];
+  };
   const colours = new Set([...svg.querySelectorAll('polyline')].map(p => p.getAttribute('stroke')));
   const legend = [...svg.querySelectorAll('text[fill], rect[fill]:not([stroke])')]
     .filter(e => colours.has(e.getAttribute('fill')))
@@ -57,7 +60,10 @@ CHART_GEOMETRY = """() => {
   const lines = [...svg.querySelectorAll('polyline')].map(line => {
     const matrix = line.getScreenCTM();
     return {colour: line.getAttribute('stroke'),
-            points: [...line.points].map(p => { const q = p.matrixTransform(matrix); return [q.x, q.y]; })};
+            points: [...line.points].map(p => {
+              const q = p.matrixTransform(matrix);
+              return [q.x, q.y];
+            })};
   });
   const dots = [...svg.querySelectorAll('circle')].map(box);
   return {legend, lines, dots, areas: [...svg.querySelectorAll("rect[stroke='#999']")].map(box)};
@@ -104,7 +110,8 @@ def test_chart_legends_stay_off_the_plotted_lines(page) -> None:  # type: ignore
                 if _segment_meets_box(p, q, box)
             ]
             assert not crossing, (
-                f"legend {item['label']!r} at {box} crosses the {line['colour']} line at {crossing[0]}"
+                f"legend {item['label']!r} at {box} crosses the {line['colour']} line at "
+                f"{crossing[0]}"
             )
         assert not [dot for dot in chart["dots"] if _overlap(dot, box)], (
             f"legend {item['label']!r} covers a dot"
@@ -116,7 +123,8 @@ def test_chart_legends_stay_off_the_plotted_lines(page) -> None:  # type: ignore
 
 GRID_AND_CHARTS = """() => {
   const tile = document.querySelector('img.mhpc-nodes').closest('.mhpc-tile');
-  const shown = [...tile.querySelectorAll('*')].map(e => e.getBoundingClientRect()).filter(r => r.height > 0);
+  const shown = [...tile.querySelectorAll('*')].map(e => e.getBoundingClientRect())
+    .filter(r => r.height > 0);
   return {content: Math.max(...shown.map(r => r.bottom)),
           picture: document.querySelector('img.mhpc-nodes').getBoundingClientRect().bottom,
           charts: document.querySelector('.mhpc-timeseries svg').getBoundingClientRect().top,

@@ -38,9 +38,10 @@ def units_fit(free: np.ndarray, unit: tuple[int, ...] | np.ndarray) -> np.ndarra
             need[mask],
         )
     single, columns, amounts = cached
-    if single >= 0:
-        return free[:, single]
-    return (free[:, columns] // amounts).min(axis=1)
+    counts: np.ndarray = (
+        free[:, single] if single >= 0 else (free[:, columns] // amounts).min(axis=1)
+    )
+    return counts
 
 
 _UNIT_CACHE: dict[tuple[int, ...], tuple[int, np.ndarray, np.ndarray]] = {}

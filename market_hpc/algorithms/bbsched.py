@@ -103,7 +103,7 @@ class ObjectiveTable:
     """
 
     def __init__(self, nodes: np.ndarray, bb: np.ndarray) -> None:
-        self.tables = []
+        self.tables: list[np.ndarray] = []
         for start in range(0, max(len(nodes), 1), CHUNK_BITS):
             part = np.stack(
                 (nodes[start : start + CHUNK_BITS], bb[start : start + CHUNK_BITS]), axis=1
@@ -112,7 +112,7 @@ class ObjectiveTable:
 
     def evaluate(self, masks: np.ndarray) -> np.ndarray:
         """``(len(masks), 2)`` objective values of int64 masks."""
-        total = self.tables[0][masks & ((1 << CHUNK_BITS) - 1)]
+        total: np.ndarray = self.tables[0][masks & ((1 << CHUNK_BITS) - 1)]
         for index, table in enumerate(self.tables[1:], start=1):
             total = total + table[(masks >> (index * CHUNK_BITS)) & ((1 << CHUNK_BITS) - 1)]
         return total

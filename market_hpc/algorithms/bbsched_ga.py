@@ -71,7 +71,8 @@ def _mate(population: np.ndarray, generation: int, draws: _Draws, k: int) -> np.
 
 def _mutate(children: np.ndarray, generation: int, draws: _Draws) -> np.ndarray:
     """Flip each gene of each child with the mutation probability (drawn up front)."""
-    return children ^ draws.flips[generation, : len(children)]
+    flipped: np.ndarray = children ^ draws.flips[generation, : len(children)]
+    return flipped
 
 
 def dominated(objectives: np.ndarray) -> np.ndarray:
@@ -91,7 +92,7 @@ def _select(masks: np.ndarray, objectives: np.ndarray, ages: np.ndarray, size: i
     front = ~dominated(objectives)
     # youngest first; among equal ages the later-created (larger index) first
     by_age = np.lexsort((-np.arange(len(ages)), ages))
-    set1 = by_age[front[by_age]]
+    set1: np.ndarray = by_age[front[by_age]]
     if len(set1) >= size:
         return set1[:size]
     set2 = by_age[~front[by_age]]
@@ -156,12 +157,6 @@ def packed_rows(table: np.ndarray) -> list[int]:
     if len(table) == 0 or int(table[:, 0].max()) < 1 << (63 - SHIFT):
         return ((table[:, 0] << SHIFT) | table[:, 1]).tolist()  # type: ignore[no-any-return]
     return [(nodes << SHIFT) | bb for nodes, bb in table.tolist()]
-
-
-def _packed_tables(window: Window) -> list[tuple[int, list[int]]]:
-    """Per 10-bit chunk of a mask, the packed objective of every sub-selection."""
-    table = ObjectiveTable(window.nodes, window.bb)
-    return [(index * CHUNK_BITS, packed_rows(t)) for index, t in enumerate(table.tables)]
 
 
 def _front_values(values: list[int]) -> set[int]:

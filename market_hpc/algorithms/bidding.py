@@ -129,7 +129,8 @@ class EnergyAwareBidder:
         cores = free[:, 0].astype(float)
         watts = self.watts if self.watts.size == 1 else self.watts[nodes]
         idle = free[:, 0] == capacity[:, 0]
-        return np.where(idle, self.idle_factor, 1.0) * cores / watts
+        per_watt: np.ndarray = np.where(idle, self.idle_factor, 1.0) * cores / watts
+        return per_watt
 
 
 class LocalityAwareBidder:
@@ -157,7 +158,8 @@ class LocalityAwareBidder:
 
     def bids(self, free: np.ndarray, capacity: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         """Return free cores divided by ``1 + weight * distance``."""
-        return free[:, 0] / (1.0 + self.weight * self.distance[nodes])
+        discounted: np.ndarray = free[:, 0] / (1.0 + self.weight * self.distance[nodes])
+        return discounted
 
 
 def _per_node(value: float | Sequence[float], name: str, low: float, high: float) -> np.ndarray:
@@ -230,7 +232,8 @@ def offer_rows(free: np.ndarray, withheld: np.ndarray) -> np.ndarray:
     >>> offer_rows(np.array([2, 3]), np.array([2, 0])).tolist()   # node 0 offered 2 of 4 and gave them
     [0, 3]
     """
-    return np.maximum(free - withheld, 0)
+    offers: np.ndarray = np.maximum(free - withheld, 0)
+    return offers
 
 
 def check_asks(asks: Asks, free_cores: np.ndarray, bidder: str) -> Asks:

@@ -134,7 +134,7 @@ def identical_pairs(instance: CpInstance) -> list[tuple[int, int]]:
     >>> identical_pairs(CpInstance(np.array([[4]]), jobs))
     [(0, 2), (2, 3)]
     """
-    last: dict[tuple, int] = {}
+    last: dict[tuple[int, tuple[int, ...], int, int], int] = {}
     pairs = []
     for i, job in enumerate(instance.jobs):
         key = (job.units, job.unit, job.duration, job.weight)

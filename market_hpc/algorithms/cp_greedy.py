@@ -13,6 +13,7 @@ contiguous block inside one node, as the PCP'20 model requires.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -164,7 +165,7 @@ def _one_node_plan(instance: CpInstance) -> Plan:
     used = instance.used[0].tolist()
     running_end = max((job.remaining for job in instance.running), default=0)
     # shelves: [start, free, fill, end, failed]; ``failed`` as in ``_Shelf``
-    shelves: list[list] = [[0, [c - u for c, u in zip(capacity, used)], used, running_end, {}]]
+    shelves: list[list[Any]] = [[0, [c - u for c, u in zip(capacity, used)], used, running_end, {}]]
     plan = Plan()
     for job in instance.jobs:
         unit, units = job.unit, job.units

@@ -95,7 +95,8 @@ class CpInstance:
         for job in self.running:
             for node, amounts in job.usage:
                 used[node] += amounts
-        return np.minimum(used, self.capacity)
+        clipped: np.ndarray = np.minimum(used, self.capacity)
+        return clipped
 
     @property
     def horizon(self) -> int:
@@ -279,7 +280,7 @@ def configure(
         params.max_time_in_seconds = limits.wall_seconds
 
 
-_MODEL_CLASS: type | None = None
+_MODEL_CLASS: type[cp_model.CpModel] | None = None
 
 
 def new_model() -> cp_model.CpModel:

@@ -136,7 +136,12 @@ def list_plan(instance: CpInstance, base: Plan | None = None) -> Plan:
 
 
 def _hold(
-    use: np.ndarray, releases: list, node: int, unit: tuple[int, ...], count: int, end: int
+    use: np.ndarray,
+    releases: list[tuple[int, int, tuple[int, ...], int]],
+    node: int,
+    unit: tuple[int, ...],
+    count: int,
+    end: int,
 ) -> None:
     use[node] += count * np.asarray(unit, dtype=np.int64)
     heapq.heappush(releases, (end, node, unit, count))

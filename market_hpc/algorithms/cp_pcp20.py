@@ -244,7 +244,7 @@ class Pcp20Model:
         key: int,
         j: int,
         node: cp_model.IntVar,
-        choice: list,
+        choice: list[cp_model.IntVar | None],
         fitting: list[tuple[int, int]],
         ys_unit: dict[int, cp_model.IntVar],
     ) -> None:

@@ -60,7 +60,7 @@ class ExactResult:
 def _integer_scale(values: list[float]) -> int:
     """Smallest power of ten (<= 10**6) turning every value into an integer."""
     for exponent in range(7):
-        scale = 10**exponent
+        scale: int = 10**exponent
         if all(abs(v * scale - round(v * scale)) < 1e-9 for v in values):
             return scale
     raise ConfigError(f"communication delays need more than 6 decimals to be exact, got {values!r}")

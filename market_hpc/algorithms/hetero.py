@@ -85,7 +85,8 @@ def balanced_order(
     # Taking from the largest bin (ties: first kind) pops elements in this order.
     merged = hot_nodes[np.lexsort((hot_kind, -remaining))]
     order = np.concatenate((nul, merged))
-    return order[fits[order] > 0]
+    fitting: np.ndarray = order[fits[order] > 0]
+    return fitting
 
 
 def request_mean(window_demand: np.ndarray, window_length: float) -> np.ndarray:
@@ -214,7 +215,8 @@ def job_demand(
     >>> job_demand(np.array([2]), np.array([[4, 1, 0, 2048]]), np.array([10.0])).tolist()
     [140.0]
     """
-    return duration * units * (unit_rows * scale).sum(axis=1)
+    demand: np.ndarray = duration * units * (unit_rows * scale).sum(axis=1)
+    return demand
 
 
 def window_sums(

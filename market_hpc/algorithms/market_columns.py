@@ -331,7 +331,8 @@ class MarketColumns:
             np.divide(ahead, span, out=ahead)
         np.multiply(vmax, ahead, out=ahead)
         np.fmin(ahead, vmax, out=ahead)
-        return np.maximum(ahead, 0.0, out=ahead)
+        np.maximum(ahead, 0.0, out=ahead)
+        return ahead
 
     def remaining_values(self, elapsed: np.ndarray) -> np.ndarray:
         """``curve.remaining_value(elapsed)`` of every row (the minVR key).
@@ -346,7 +347,7 @@ class MarketColumns:
         # Strictly inside the ramp ``vmax * ((zero - e) / span)`` is already in [0, vmax]
         # (``values``' docstring), so its clipping is left out; elsewhere it is not used.
         with np.errstate(divide="ignore", invalid="ignore"):  # step curves (span 0): never used
-            out = np.divide(ahead, span)
+            out: np.ndarray = np.divide(ahead, span)
             np.multiply(vmax, out, out=out)
             np.multiply(out, ahead, out=out)
         np.multiply(out, 0.5, out=out)  # x * 0.5 and x / 2 round the same real number: same bits

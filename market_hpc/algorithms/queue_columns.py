@@ -170,7 +170,7 @@ class QueueColumns:
             fits &= bb <= free_bb
             in_extra &= bb <= extra_bb
         ends_in_time = (now + self._estimate[first:end]) <= shadow
-        return ((fits & (ends_in_time | in_extra)).nonzero()[0] + first).tolist()  # type: ignore[no-any-return]
+        return ((fits & (ends_in_time | in_extra)).nonzero()[0] + first).tolist()
 
     def _grow(self) -> None:
         capacity = 2 * len(self._bb)

@@ -58,7 +58,8 @@ class Cubic:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """Evaluate at points ``x`` (n_points x n_vars, or one point)."""
-        return design_matrix(x, self.exponents) @ self.coef
+        values: np.ndarray = design_matrix(x, self.exponents) @ self.coef
+        return values
 
     def gradient(self, x: np.ndarray) -> np.ndarray:
         """Gradient at one point."""
@@ -248,7 +249,8 @@ def solve_nlp(
     scale = max(abs(problem.objective(np.asarray(s, dtype=float))) for s in starts) or 1.0
 
     def fun(y: np.ndarray) -> float:
-        return sum(w * f(y[:-1])[0] for w, f in zip(problem.weights, problem.surrogates)) / scale
+        value: float = sum(w * f(y[:-1])[0] for w, f in zip(problem.weights, problem.surrogates))
+        return value / scale
 
     def jac(y: np.ndarray) -> np.ndarray:
         grad = np.zeros(n)

@@ -27,7 +27,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def add_audit_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_audit_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``audit``."""
     audit = sub.add_parser(
         "audit",

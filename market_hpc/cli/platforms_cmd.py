@@ -99,7 +99,7 @@ def cmd_platforms(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_platforms_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_platforms_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``market-hpc platforms``."""
     command = sub.add_parser(
         "platforms",

@@ -49,7 +49,7 @@ def cmd_policies(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_policies_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_policies_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``market-hpc policies``."""
     command = sub.add_parser(
         "policies",

@@ -188,12 +188,12 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
 
 
 def add_run_commands(
-    sub: argparse._SubParsersAction,
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
     presets: str,
-    schedulers: str,  # type: ignore[type-arg]
+    schedulers: str,
     allocators: str,
     bidders: str,
-) -> argparse._SubParsersAction:  # type: ignore[type-arg]
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
     """Add ``run``, ``replay`` and ``trace info`` (the choices name what ``replay --help``
     lists); returns the ``trace`` command's subparsers for its other tools."""
     run = sub.add_parser("run", help="run one scenario file")

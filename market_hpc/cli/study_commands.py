@@ -80,7 +80,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_demo_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_demo_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``demo``."""
     demo = sub.add_parser("demo", help="run the embedded default study")
     demo.add_argument(
@@ -98,7 +98,7 @@ def add_demo_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
     demo.set_defaults(func=cmd_demo)
 
 
-def add_sweep_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_sweep_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``sweep`` and ``report``."""
     sweep = sub.add_parser(
         "sweep",

@@ -143,7 +143,7 @@ def _number(minimum: float, strict: bool) -> Callable[[str], float]:
     return parse
 
 
-def add_catalogue_commands(trace_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_catalogue_commands(trace_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``trace list`` and ``trace fetch``."""
     listing = trace_sub.add_parser(
         "list",
@@ -186,7 +186,7 @@ def add_catalogue_commands(trace_sub: argparse._SubParsersAction) -> None:  # ty
     fetch.set_defaults(func=cmd_trace_fetch)
 
 
-def add_convert_command(trace_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_convert_command(trace_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``trace convert``."""
     convert = trace_sub.add_parser(
         "convert",
@@ -219,9 +219,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _run_dir_parser(
-    sub: argparse._SubParsersAction,
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
-    summary: str,  # type: ignore[type-arg]
+    summary: str,
     description: str,
 ) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(name, help=summary, description=description)
@@ -229,7 +229,7 @@ def _run_dir_parser(
     return parser
 
 
-def add_export_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_export_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``export``."""
     export = _run_dir_parser(
         sub,
@@ -268,7 +268,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_plot_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_plot_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``plot``."""
     plot = _run_dir_parser(
         sub,

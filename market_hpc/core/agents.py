@@ -32,7 +32,7 @@ here against 0.3 us for ``perf_counter``, about a tenth of a FIFO decision), so
 ratio."""
 
 
-class NodeAgent(mesa.Agent):
+class NodeAgent(mesa.Agent):  # type: ignore[misc]  # Mesa ships no type hints: mesa.Agent is Any
     """One node: its row of the model's free-resource array and the jobs running on it."""
 
     def __init__(self, model: SimulationState, index: int, bidder: Bidder) -> None:
@@ -43,12 +43,14 @@ class NodeAgent(mesa.Agent):
     @property
     def free(self) -> np.ndarray:
         """This node's free resources (read-only row)."""
-        return self.model.free_readonly[self.index]
+        row: np.ndarray = self.model.free_readonly[self.index]
+        return row
 
     @property
     def running(self) -> list[RunningJob]:
         """Jobs running on this node, in start order."""
-        return self.model.running_on(self.index)
+        running: list[RunningJob] = self.model.running_on(self.index)
+        return running
 
     def bid(self) -> float:
         """Price the node's free cores with its bidding strategy (market default: free cores)."""
@@ -63,7 +65,7 @@ class NodeAgent(mesa.Agent):
         )
 
 
-class JobAgent(mesa.Agent):
+class JobAgent(mesa.Agent):  # type: ignore[misc]  # Mesa ships no type hints: mesa.Agent is Any
     """A job while it is in the system: created at arrival, removed when it leaves.
 
     Registration with Mesa is deferred: the model registers the job agents in the system
@@ -111,7 +113,7 @@ class JobAgent(mesa.Agent):
     def __init__(
         self, model: SimulationState, job: Job
     ) -> None:  # no super().__init__: see ``register``
-        self.model = model  # type: ignore[assignment]
+        self.model = model
         self.job = job
 
     def register(self) -> None:
@@ -128,7 +130,7 @@ class JobAgent(mesa.Agent):
             self.registered = False
 
 
-class QueueAgent(mesa.Agent):
+class QueueAgent(mesa.Agent):  # type: ignore[misc]  # Mesa ships no type hints: mesa.Agent is Any
     """The waiting jobs of one queue, in queue order (insertion-ordered by job id)."""
 
     def __init__(self, model: SimulationState, name: str = "default") -> None:
@@ -201,7 +203,7 @@ class QueueAgent(mesa.Agent):
 
     def _progress(self, job_id: int) -> tuple[float, int]:
         """A waiting job's progress and hold count (set before it is queued)."""
-        agent = self.model.job_agents.get(job_id)  # type: ignore[attr-defined]
+        agent = self.model.job_agents.get(job_id)
         return (agent.progress, agent.hold_count) if agent is not None else (0.0, 0)
 
     @property
@@ -217,7 +219,7 @@ class QueueAgent(mesa.Agent):
         return self.cores.min()
 
 
-class ResourceManagerAgent(mesa.Agent):
+class ResourceManagerAgent(mesa.Agent):  # type: ignore[misc]  # Mesa ships no type hints: mesa.Agent is Any
     """Builds the view, calls the policy, times the call, returns the decision."""
 
     def __init__(self, model: SimulationState, policy: Policy) -> None:
@@ -250,7 +252,7 @@ class ResourceManagerAgent(mesa.Agent):
             return free[:, 0]  # the default strategy, without a call per auction round
         capacity = self.model.platform.capacity
         if shared is not None:
-            return shared.bids(free, capacity, self._nodes)  # type: ignore[union-attr]
+            return shared.bids(free, capacity, self._nodes)
         agents = self.model.node_agents
         return np.concatenate(
             [

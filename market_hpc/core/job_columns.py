@@ -160,25 +160,25 @@ class JobColumns:
             pending.clear()
 
     @property
-    def float_rows(self) -> array:  # type: ignore[type-arg]
+    def float_rows(self) -> array[float]:
         """``FLOAT_FIELDS`` of every job, job after job."""
         self.flush()
         return self._float_rows
 
     @property
-    def int_rows(self) -> array:  # type: ignore[type-arg]
+    def int_rows(self) -> array[int]:
         """``INT_FIELDS`` of every job, job after job."""
         self.flush()
         return self._int_rows
 
     @property
-    def runs(self) -> array:  # type: ignore[type-arg]
+    def runs(self) -> array[int]:
         """The ``first, count, units`` runs of every job's allocation, job after job."""
         self.flush()
         return self._runs
 
     @property
-    def run_offsets(self) -> array:  # type: ignore[type-arg]
+    def run_offsets(self) -> array[int]:
         """Job ``i``'s runs are ``runs[run_offsets[i]:run_offsets[i + 1]]``."""
         self.flush()
         return self._run_offsets
@@ -221,9 +221,10 @@ class JobColumns:
             per_unit = self._column(
                 self._int_rows, _INT_WIDTH, INT_FIELDS.index(name), np.int64, order
             )
-            return per_unit * self._column(
+            total: np.ndarray = per_unit * self._column(
                 self._int_rows, _INT_WIDTH, INT_FIELDS.index("units"), np.int64, order
             )
+            return total
         if name in FLOAT_FIELDS:
             return self._column(
                 self._float_rows, _FLOAT_WIDTH, FLOAT_FIELDS.index(name), np.float64, order
@@ -232,10 +233,10 @@ class JobColumns:
 
     @staticmethod
     def _column(
-        rows: array,
+        rows: array[int] | array[float],
         width: int,
         index: int,
-        dtype: type,  # type: ignore[type-arg]
+        dtype: type,
         order: np.ndarray | None,
     ) -> np.ndarray:
         if not len(rows):
@@ -347,7 +348,7 @@ class BufferedFloats:
             self._data.fromlist(self.pending)
             self.pending.clear()
 
-    def values(self) -> array:  # type: ignore[type-arg]
+    def values(self) -> array[float]:
         """Every value so far."""
         self.flush()
         return self._data

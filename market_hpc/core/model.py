@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import mesa
 import numpy as np
@@ -99,7 +99,7 @@ class Predictor(Protocol):
     def observe(self, job: Job, run_time: float, now: float) -> None: ...
 
 
-class HPCModel(mesa.Model):
+class HPCModel(mesa.Model):  # type: ignore[misc]  # Mesa ships no type hints: mesa.Model is Any
     """Event-driven simulation of one platform, one workload, one dispatcher.
 
     Args:
@@ -266,21 +266,21 @@ class HPCModel(mesa.Model):
 
     @agents.setter
     def agents(self, agents: Any) -> None:
-        mesa.Model.agents.fset(self, agents)  # type: ignore[attr-defined]  # Mesa's error
+        mesa.Model.agents.fset(self, agents)  # Mesa's error
 
     @property
     def agents_by_type(self) -> dict[type, mesa.agent.AgentSet]:
         """Mesa's agent sets per agent class (node agents and the job agents in the
         system registered first)."""
         self.register_job_agents()
-        return super().agents_by_type
+        return cast(dict[type, mesa.agent.AgentSet], super().agents_by_type)
 
     @property
     def agent_types(self) -> list[type]:
         """Agent classes registered with Mesa (node agents and the job agents in the
         system registered first)."""
         self.register_job_agents()
-        return super().agent_types
+        return cast(list[type], super().agent_types)
 
     def register_job_agents(self) -> None:
         """Register with Mesa, in arrival order, the job agents in the system that are not

@@ -114,7 +114,7 @@ class Platform:
     @cached_property
     def total(self) -> np.ndarray:
         """Total capacity per resource."""
-        tot = self.capacity.sum(axis=0)
+        tot: np.ndarray = self.capacity.sum(axis=0)
         tot.flags.writeable = False
         return tot
 

@@ -74,7 +74,10 @@ class QueueSpec:
     def describe(self) -> str:
         """``name[cores a-b, wall c-d h]`` for messages and reports."""
         wall = "inf" if self.max_wall == INF else f"{self.max_wall / 3600:g}"
-        return f"{self.name}[cores {self.min_cores}-{self.max_cores}, wall {self.min_wall / 3600:g}-{wall} h]"
+        return (
+            f"{self.name}[cores {self.min_cores}-{self.max_cores}, wall "
+            f"{self.min_wall / 3600:g}-{wall} h]"
+        )
 
 
 @dataclass(frozen=True)

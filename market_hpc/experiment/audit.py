@@ -101,7 +101,10 @@ class AuditReport:
 
     def __str__(self) -> str:
         outcome = "ok" if self.ok else f"FAILED: {self.violation}"
-        return f"audit {self.run_dir}: {self.jobs} jobs, {self.segments} segments: {outcome} ({self.seconds:.2f} s)"
+        return (
+            f"audit {self.run_dir}: {self.jobs} jobs, {self.segments} segments: {outcome} "
+            f"({self.seconds:.2f} s)"
+        )
 
 
 def audit_run(run_dir: str | Path) -> AuditReport:
@@ -263,7 +266,10 @@ def _check_segments(jobs: pd.DataFrame, seg: pd.DataFrame) -> str | None:
     backwards = end < start
     if backwards.any():
         k = int(np.flatnonzero(backwards)[0])
-        return f"job {sid[k]} segment {number[k]} ends at t={_g(end[k])} before it starts at t={_g(start[k])}"
+        return (
+            f"job {sid[k]} segment {number[k]} ends at t={_g(end[k])} before it starts at "
+            f"t={_g(start[k])}"
+        )
 
     first = np.ones(len(sid), dtype=bool)
     first[1:] = sid[1:] != sid[:-1]
@@ -304,18 +310,25 @@ def _check_segments(jobs: pd.DataFrame, seg: pd.DataFrame) -> str | None:
     start_differs = first & (job_start != start)
     if start_differs.any():
         k = int(np.flatnonzero(start_differs)[0])
-        return f"job {sid[k]} starts at t={_g(job_start[k])} in jobs.csv but its first segment at t={_g(start[k])}"
+        return (
+            f"job {sid[k]} starts at t={_g(job_start[k])} in jobs.csv but its first segment at "
+            f"t={_g(start[k])}"
+        )
     end_differs = finished_seg & (job_end != end)
     if end_differs.any():
         k = int(np.flatnonzero(end_differs)[0])
-        return f"job {sid[k]} ends at t={_g(job_end[k])} in jobs.csv but its last segment at t={_g(end[k])}"
+        return (
+            f"job {sid[k]} ends at t={_g(job_end[k])} in jobs.csv but its last segment at "
+            f"t={_g(end[k])}"
+        )
     return _check_job_rows(jobs, seg, rows, finished_seg) or _check_progress(
         sid, number, first, before, after, finished_seg
     )
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.abs(a - b) <= TIME_TOLERANCE * np.maximum(1.0, np.abs(b))
+    close: np.ndarray = np.abs(a - b) <= TIME_TOLERANCE * np.maximum(1.0, np.abs(b))
+    return close
 
 
 def _check_job_rows(
@@ -380,7 +393,8 @@ def _check_progress(
         k = int(np.flatnonzero(lost)[0])
         return (
             f"job {sid[k]} segment {number[k]} starts at progress {_g(before[k])} but segment "
-            f"{number[k - 1]} ended at progress {_g(after[k - 1])}: work not conserved across the hold"
+            f"{number[k - 1]} ended at progress {_g(after[k - 1])}: work not conserved across the "
+            "hold"
         )
     shrinking = (after < before - tol) | (after > 1 + tol)
     if shrinking.any():
@@ -408,7 +422,10 @@ def _check_capacity(
     no_allocation = seg["nodes"].to_numpy(dtype=object) == ""
     if no_allocation.any():
         k = int(np.flatnonzero(no_allocation)[0])
-        return f"job {int(seg['job_id'].iloc[k])} segment {int(seg['segment'].iloc[k])} has no allocation"
+        return (
+            f"job {int(seg['job_id'].iloc[k])} segment {int(seg['segment'].iloc[k])} has no "
+            "allocation"
+        )
     row, node, count = placements
     placed = np.bincount(row, weights=count, minlength=len(seg))
     miscounted = placed != units
@@ -422,7 +439,10 @@ def _check_capacity(
     out_of_range = (node < 0) | (node >= len(capacity))
     if out_of_range.any():
         k = int(np.flatnonzero(out_of_range)[0])
-        return f"job {int(seg['job_id'].iloc[row[k]])} runs on node {int(node[k])}, not one of 0..{len(capacity) - 1}"
+        return (
+            f"job {int(seg['job_id'].iloc[row[k]])} runs on node {int(node[k])}, not one of "
+            f"0..{len(capacity) - 1}"
+        )
     if not exclusive:
         totals = seg[list(RESOURCES)].to_numpy(np.int64)
         uneven = (totals % units[:, None] != 0).any(axis=1)
@@ -446,7 +466,8 @@ def _check_capacity(
     if found is not None:
         name = RESOURCES[int(kinds[found.resource])]
         return (
-            f"node {found.node} over-allocated at t={_g(found.time)}: {name} {_g(found.used)} in use "
+            f"node {found.node} over-allocated at t={_g(found.time)}: {name} {_g(found.used)} in "
+            "use "
             f"of capacity {_g(found.capacity)} (jobs {', '.join(map(str, found.jobs))})"
         )
     bb = seg["bb"].to_numpy(np.float64)

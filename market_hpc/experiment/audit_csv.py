@@ -292,7 +292,10 @@ def _convert(table: CsvTable, name: str, raw: Any, kind: str) -> Any:
 def _whole(values: np.ndarray) -> np.ndarray:
     """Which values are integers a float64 holds exactly."""
     with np.errstate(invalid="ignore"):
-        return np.isfinite(values) & (values == np.round(values)) & (np.abs(values) < 2.0**53)
+        whole: np.ndarray = (
+            np.isfinite(values) & (values == np.round(values)) & (np.abs(values) < 2.0**53)
+        )
+        return whole
 
 
 def twin_disagreement(table: CsvTable, parquet: Path, key: str) -> str | None:

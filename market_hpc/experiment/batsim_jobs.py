@@ -94,7 +94,8 @@ def batsim_jobs(
     ...     "status": ["finished"] * 2, "cores": [4, 1], "units": [4, 1], "estimate": [60.0, 0.0],
     ...     "nodes": ["0:4", "1:1"]})
     >>> table = batsim_jobs(frame, [4, 4], lambda run: f"delay_{run:g}", {2: 0})
-    >>> table[["job_id", "allocated_resources", "final_state", "success", "waiting_time"]].values.tolist()
+    >>> columns = ["job_id", "allocated_resources", "final_state", "success", "waiting_time"]
+    >>> table[columns].values.tolist()
     [['1', '0-3', 'COMPLETED_SUCCESSFULLY', 1, 0.0], ['2', '4', 'COMPLETED_FAILED', 0, 5.0]]
     >>> table.requested_time.tolist(), table.stretch.tolist(), table.profile.tolist()
     ([60.0, -1.0], [1.0, 1.25], ['delay_10', 'delay_20'])
@@ -104,7 +105,8 @@ def batsim_jobs(
     allocations = core_allocations(
         runs["nodes"].tolist(), runs["cores"].tolist(), runs["units"].tolist()
     )
-    # slots are assigned over the whole schedule in the Gantt chart's order, then listed per execution
+    # slots are assigned over the whole schedule in the
+    # Gantt chart's order, then listed per execution
     held = core_slots(
         runs["job_id"].tolist(),
         runs["start_time"].tolist(),

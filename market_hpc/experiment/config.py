@@ -68,8 +68,9 @@ class WorkloadConfig:
         jobs: Number of jobs to generate.
         max_procs: Largest generated job (default: platform cores).
         load: Offered load of generated task-graph job sets and of the ``kit`` generator
-            (arrival rate x mean work / platform cores; > 1 overloads the platform). Unlike ``load_factor`` it shapes
-            the generator; ``load_factor`` compresses any workload afterwards.
+            (arrival rate x mean work / platform cores; > 1 overloads the platform). Unlike
+            ``load_factor`` it shapes the generator; ``load_factor`` compresses any workload
+            afterwards.
         lenient: Skip malformed trace lines (counted per anomaly) instead of failing.
         load_factor: Compress inter-arrival times by this factor (> 1 = more load).
         first_n: Keep only the first N jobs.

@@ -47,7 +47,8 @@ def run_warnings(
         workload_report: The run's workload report (``config.json``'s ``workload``).
         trace: The trace file the run read (``None`` for other workloads).
 
-    >>> run_warnings({"estimate_fallback_jobs": 3, "estimate_fallback_share": 0.03}, {}, "t.swf")[0][:61]
+    >>> report = {"estimate_fallback_jobs": 3, "estimate_fallback_share": 0.03}
+    >>> run_warnings(report, {}, "t.swf")[0][:61]
     '3 jobs (3.0% of the trace) in t.swf have no wall-time request'
     >>> run_warnings({"estimate_fallback_jobs": 1, "estimate_fallback_share": 0.01}, {}, "t.swf")
     []
@@ -65,7 +66,8 @@ def run_warnings(
     kept = int(gpus.get("kept_cpu_too_large", 0))
     if kept:
         out.append(
-            f"{kept:,} of the {int(gpus.get('recorded_gpu_jobs', 0)):,} jobs with recorded GPU requests "
+            f"{kept:,} of the {int(gpus.get('recorded_gpu_jobs', 0)):,} jobs with recorded GPU "
+            "requests "
             f"({gpus.get('side_file')}) do not fit the platform even when it is empty: they run on "
             "their processors only (config.json: workload.gpu_requests)"
         )

@@ -6,14 +6,14 @@ from the bundled profiled library). All eight market policies run on every set, 
 several seeds. The study prints the comparison, writes ``comparison.csv`` (one row per
 policy x job set x seed) and ``profit_vs_jobs.png`` and ``.svg`` (the paper's Fig. 6),
 and checks the paper's claims: every holding variant earns at least its base policy, maxVH
-earns most, and maxVH's mean gain over maxV (the paper reports +8 %). It runs two value-curve regimes:
-the spec's suggested decay and a steep one, because whether holding pays depends on how
+earns most, and maxVH's mean gain over maxV (the paper reports +8 %). It runs two value-curve
+regimes: the spec's suggested decay and a steep one, because whether holding pays depends on how
 fast value is lost while waiting.
 
 Every claim is also judged at 95% confidence: the paired difference of total profit
 across seeds (``experiment.stats``; a seed's job sets are averaged first) must lie above
-zero for the claim to hold (verdict ``higher``). The look-ahead holding variants (non-paper, ``...lh``) run
-too and are compared with maxV and maxVH the same way.
+zero for the claim to hold (verdict ``higher``). The look-ahead holding variants (non-paper,
+``...lh``) run too and are compared with maxV and maxVH the same way.
 """
 
 from __future__ import annotations
@@ -224,7 +224,8 @@ def _print_claims(curves: str, found: dict[str, Any]) -> None:
 
 def _print_confidence(curves: str, tables: dict[str, pd.DataFrame]) -> None:
     print(
-        f"\nat 95% confidence ({curves} value curves; paired over seeds, a seed's job sets averaged):"
+        f"\nat 95% confidence ({curves} value curves; paired over seeds, a seed's job sets "
+        "averaged):"
     )
     print(" every holding variant earns more than its base (paper: always):")
     print(format_differences(tables["holding"], LABELS))

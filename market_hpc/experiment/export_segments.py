@@ -11,9 +11,10 @@ twice in the file: once as a one-line summary, and again as a sequence of lines
 representing the parts"; ``MaxRecords`` counts lines, ``MaxJobs`` jobs. The export
 writes ``Double``:
 
-* the summary line first (the job's line of :func:`~market_hpc.experiment.schedule_export.schedule_rows`,
-  status 0, 1 or 5), then one line per execution segment, with the same job number,
-  submit time, requested processors, estimate, user, queue and partition;
+* the summary line first (the job's line of
+  :func:`~market_hpc.experiment.schedule_export.schedule_rows`, status 0, 1 or 5), then one line per
+  execution segment, with the same job number, submit time, requested processors, estimate, user,
+  queue and partition;
 * a part's wait (field 3) is from the job's submit time to the part's start (so field 2 +
   field 3 is when the part started), its run time (field 4) the part's length and its
   allocated processors (field 5) the part's cores;
@@ -131,8 +132,9 @@ def swf_with_parts(rows: np.ndarray, segments: pd.DataFrame | None) -> SwfParts:
     ...     "end": [19.0, 74.0], "nodes": ["2:1", "0:4"], "cores": [1, 4], "units": [1, 4],
     ...     "ended": ["held", "finished"]})
     >>> out = swf_with_parts(rows, segments)
-    >>> out.rows[:, [0, 1, 2, 3, 4, 10]].tolist()
-    [[9.0, 18.0, 0.0, 50.25, 4.0, 1.0], [9.0, 18.0, 0.0, 1.0, 1.0, 2.0], [9.0, 18.0, 6.0, 50.0, 4.0, 3.0]]
+    >>> out.rows[:, [0, 1, 2, 3, 4, 10]].tolist()  # doctest: +NORMALIZE_WHITESPACE
+    [[9.0, 18.0, 0.0, 50.25, 4.0, 1.0], [9.0, 18.0, 0.0, 1.0, 1.0, 2.0],
+     [9.0, 18.0, 6.0, 50.0, 4.0, 3.0]]
     >>> out.held_jobs, out.reweighted
     (1, 1)
     """

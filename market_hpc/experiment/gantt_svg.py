@@ -299,7 +299,8 @@ def gantt_svg(
         f"<title>{html.escape(title)}</title>",
         f"<text x='{LEFT:.0f}' y='20' font-size='14'>{html.escape(title)}</text>",
         (
-            f"<rect x='{LEFT:.0f}' y='{TOP:.0f}' width='{PLOT_WIDTH:.0f}' height='{n_nodes * row:.1f}' "
+            f"<rect x='{LEFT:.0f}' y='{TOP:.0f}' width='{PLOT_WIDTH:.0f}' "
+            f"height='{n_nodes * row:.1f}' "
             "fill='#fafafa' stroke='#888'/>"
         ),
     ]
@@ -329,7 +330,8 @@ def gantt_svg(
     for tick in ticks(lo / seconds, hi / seconds):
         x = min(max(LEFT + (tick * seconds - lo) * PLOT_WIDTH / (hi - lo), LEFT), LEFT + PLOT_WIDTH)
         out.append(
-            f"<line x1='{x:.1f}' y1='{bottom:.1f}' x2='{x:.1f}' y2='{bottom + 4:.1f}' stroke='#444'/>"
+            f"<line x1='{x:.1f}' y1='{bottom:.1f}' x2='{x:.1f}' y2='{bottom + 4:.1f}' "
+            "stroke='#444'/>"
             f"<text x='{x:.1f}' y='{bottom + 16:.1f}' text-anchor='middle'>{tick_text(tick)}</text>"
         )
     out.append(

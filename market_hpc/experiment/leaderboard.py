@@ -99,10 +99,11 @@ def leaderboard_spec(table: dict[str, Any]) -> LeaderboardSpec:
 
     >>> leaderboard_spec({"baseline": "fifo"}).baseline
     'fifo'
-    >>> leaderboard_spec({"metrics": ["mean_wait", "queue_wait"]})
+    >>> leaderboard_spec({"metrics": ["mean_wait", "queue_wait"]})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    market_hpc.errors.ConfigError: metrics: unknown metric 'queue_wait'; valid metrics are those of market_hpc/experiment/metrics_table.py
+    market_hpc.errors.ConfigError: metrics: unknown metric 'queue_wait'; valid metrics are those
+    of market_hpc/experiment/metrics_table.py
     """
     fields = LeaderboardSpec.__dataclass_fields__
     if not isinstance(table, dict) or set(table) - set(fields):
@@ -140,7 +141,10 @@ def policy_labels(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
     """One label per run: the policy columns joined by ``+``, the second and later left out
     where the first column's value never varies in them.
 
-    >>> frame = pd.DataFrame({"scheduler": ["easy", "ebf", "ebf"], "allocator": ["first-fit", "weighted", "balanced"]})
+    >>> frame = pd.DataFrame(
+    ...     {"scheduler": ["easy", "ebf", "ebf"],
+    ...      "allocator": ["first-fit", "weighted", "balanced"]}
+    ... )
     >>> policy_labels(frame, ["scheduler", "allocator"]).tolist()
     ['easy', 'ebf+weighted', 'ebf+balanced']
     """
@@ -163,7 +167,9 @@ def mark(diff: float, p_adjusted: float, better: str, alpha: float = ALPHA) -> s
     p-value, in the metric's better direction (``higher``/``lower`` for a metric with
     none); NaN p (fewer than two replicates) is ``n.s.``.
 
-    >>> mark(-2.0, 0.01, "lower"), mark(-2.0, 0.01, "higher"), mark(-2.0, 0.2, "lower"), mark(1.0, float("nan"), "")
+    >>> mark(-2.0, 0.01, "lower"), mark(-2.0, 0.01, "higher"), mark(-2.0, 0.2, "lower"), mark(
+    ...     1.0, float("nan"), ""
+    ... )
     ('better', 'worse', 'n.s.', 'n.s.')
     >>> mark(1.0, 0.0, "")
     'higher'
@@ -180,7 +186,8 @@ def shown_metrics(spec: LeaderboardSpec, columns: Sequence[str]) -> list[str]:
     """The metrics of the leaderboard's tables: ``rank_by``, the spec's metrics and
     ``CONTEXT_METRICS``, those of ``columns`` only, each once.
 
-    >>> shown_metrics(LeaderboardSpec(metrics=("mean_wait",)), ["mean_wait", "mean_bounded_slowdown", "jobs_dropped"])
+    >>> columns = ["mean_wait", "mean_bounded_slowdown", "jobs_dropped"]
+    >>> shown_metrics(LeaderboardSpec(metrics=("mean_wait",)), columns)
     ['mean_bounded_slowdown', 'mean_wait', 'jobs_dropped']
     """
     return [
@@ -194,7 +201,8 @@ def setting_label(row: dict[str, Any], columns: Sequence[str]) -> str:
     """``KTH-SP2-1996 x2`` from a trace path and a load factor (other columns as
     ``name=value``; a Parallel Workloads Archive name loses its version suffix).
 
-    >>> setting_label({"trace": "/x/KTH-SP2-1996-2.1-cln.swf.gz", "load_factor": 2.0}, ["trace", "load_factor"])
+    >>> row = {"trace": "/x/KTH-SP2-1996-2.1-cln.swf.gz", "load_factor": 2.0}
+    >>> setting_label(row, ["trace", "load_factor"])
     'KTH-SP2-1996 x2'
     """
     parts = []
@@ -241,7 +249,8 @@ def prepare(frame: pd.DataFrame, spec: LeaderboardSpec) -> pd.DataFrame:
 
 def setting_traces(runs: pd.DataFrame) -> dict[str, str]:
     """Each setting's trace label (the setting without its load) in ``prepare``'s frame."""
-    return runs.groupby("setting", sort=False)["trace_label"].first().to_dict()
+    labels: dict[str, str] = runs.groupby("setting", sort=False)["trace_label"].first().to_dict()
+    return labels
 
 
 def ranking(runs: pd.DataFrame, name: str, baseline: str) -> pd.DataFrame:
@@ -310,8 +319,9 @@ def counts_markdown(counts: pd.DataFrame, baseline: str, label: str) -> list[str
     """The ``significant_counts`` table (with traces) as a Markdown section, ``label``
     naming the ranked metric.
 
-    >>> counts = pd.DataFrame({"policy": ["sjf"], "better": [2], "worse": [0], "n.s.": [1], "equal": [0],
-    ...                        "traces": [2], "traces_better": [2], "traces_worse": [0], "consistent": ["yes"]})
+    >>> counts = pd.DataFrame({"policy": ["sjf"], "better": [2], "worse": [0], "n.s.": [1],
+    ...                        "equal": [0], "traces": [2], "traces_better": [2],
+    ...                        "traces_worse": [0], "consistent": ["yes"]})
     >>> counts_markdown(counts, "easy", "wait")[-2]
     '| sjf | 2 | 0 | 1 | 0 | 2 of 2 | 0 of 2 | yes |'
     """
@@ -319,9 +329,12 @@ def counts_markdown(counts: pd.DataFrame, baseline: str, label: str) -> list[str
         return []
     return [
         (
-            f"## Against {baseline}, by {label}: settings where each policy is significantly better, worse "
-            f"(Holm-adjusted p < {ALPHA:g} over every setting and policy), not significantly different, or "
-            "equal on every slice; traces where it is better or worse in some setting; consistent: every "
+            f"## Against {baseline}, by {label}: settings where each policy is significantly "
+            "better, worse "
+            f"(Holm-adjusted p < {ALPHA:g} over every setting and policy), not significantly "
+            "different, or "
+            "equal on every slice; traces where it is better or worse in some setting; consistent: "
+            "every "
             "significant setting goes the same way"
         ),
         "",
@@ -342,8 +355,10 @@ def cost_table(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     baseline's on the same replicate and setting (mean and largest).
 
     >>> runs = pd.DataFrame({"policy_label": ["easy", "cp", "easy", "cp"], "setting": ["a"] * 4,
-    ...                      "replicate_key": ["1", "1", "2", "2"], "run_cpu_seconds": [1.0, 30.0, 2.0, 20.0],
-    ...                      "cpu_per_decision_ms": [0.1, 3.0, 0.1, 2.0], "decisions": [10, 10, 20, 10]})
+    ...                      "replicate_key": ["1", "1", "2", "2"],
+    ...                      "run_cpu_seconds": [1.0, 30.0, 2.0, 20.0],
+    ...                      "cpu_per_decision_ms": [0.1, 3.0, 0.1, 2.0],
+    ...                      "decisions": [10, 10, 20, 10]})
     >>> row = cost_table(runs, "easy").set_index("policy").loc["cp"]
     >>> float(row.ratio_mean), float(row.ratio_max), bool(row.costly)
     (20.0, 30.0, True)
@@ -382,12 +397,15 @@ def significant_counts(table: pd.DataFrame, traces: dict[str, str] | None = None
     traces compared, those with a setting better (``traces_better``) or worse
     (``traces_worse``), and ``consistent`` (module docstring: ``yes``, ``no`` or empty).
 
-    >>> table = pd.DataFrame({"policy": ["a", "a", "a", "b"], "setting": ["k x1", "k x2", "h x1", "k x1"],
+    >>> table = pd.DataFrame({"policy": ["a", "a", "a", "b"],
+    ...                       "setting": ["k x1", "k x2", "h x1", "k x1"],
     ...                       "mark": ["better", "n.s.", "better", "equal"]})
     >>> significant_counts(table).to_dict("records")[1]
     {'policy': 'b', 'better': 0, 'worse': 0, 'n.s.': 0, 'equal': 1}
-    >>> significant_counts(table, {"k x1": "k", "k x2": "k", "h x1": "h"}).to_dict("records")[0]
-    {'policy': 'a', 'better': 2, 'worse': 0, 'n.s.': 1, 'equal': 0, 'traces': 2, 'traces_better': 2, 'traces_worse': 0, 'consistent': 'yes'}
+    >>> traces = {"k x1": "k", "k x2": "k", "h x1": "h"}
+    >>> significant_counts(table, traces).to_dict("records")[0]  # doctest: +NORMALIZE_WHITESPACE
+    {'policy': 'a', 'better': 2, 'worse': 0, 'n.s.': 1, 'equal': 0, 'traces': 2,
+     'traces_better': 2, 'traces_worse': 0, 'consistent': 'yes'}
     """
     counts = pd.crosstab(table["policy"], table["mark"])
     for column in COUNT_COLUMNS:

@@ -56,7 +56,10 @@ def _cell(mean: float, row: pd.Series) -> str:
     if row["mark"] == "baseline":
         return f"{plain(mean)} (baseline)"
     if np.isnan(row["ci_low"]):
-        return f"{plain(mean)} ({plain(row['diff'], signed=True)}, {row['mark']}{SYMBOL.get(row['mark'], '')})"
+        return (
+            f"{plain(mean)} ({plain(row['diff'], signed=True)}, "
+            f"{row['mark']}{SYMBOL.get(row['mark'], '')})"
+        )
     return (
         f"{plain(mean)} ({plain(row['diff'], signed=True)} [{plain(row['ci_low'], signed=True)}, "
         f"{plain(row['ci_high'], signed=True)}]{SYMBOL.get(row['mark'], ' n.s.')})"
@@ -74,7 +77,8 @@ def ranking_markdown(tables: dict[str, pd.DataFrame], spec: LeaderboardSpec) -> 
             f"### {setting}",
             "",
             (
-                f"Ranked by {metric(spec.rank_by).label} ({metric(spec.rank_by).better} is better); "
+                f"Ranked by {metric(spec.rank_by).label} ({metric(spec.rank_by).better} is "
+                "better); "
                 f"each cell: mean over {int(group['replicates'].max())} slices (difference to "
                 f"{spec.baseline} [95 % interval], ▲ better / ▼ worse: Holm-adjusted paired t-test "
                 f"p < {ALPHA:g} over the metric's settings and policies, n.s. not significant)."
@@ -122,7 +126,8 @@ def cost_markdown(cost: pd.DataFrame, baseline: str) -> list[str]:
         return []
     lines = [
         (
-            "| policy | runs | CPU per run (s), mean | max | CPU per decision (ms) | decisions per run | "
+            "| policy | runs | CPU per run (s), mean | max | CPU per decision (ms) | decisions per "
+            "run | "
             f"CPU / {baseline}'s, same slice: mean | max |"
         ),
         "|---|---|---|---|---|---|---|---|",
@@ -131,7 +136,8 @@ def cost_markdown(cost: pd.DataFrame, baseline: str) -> list[str]:
         lines.append(
             f"| {row['policy']} | {row['runs']} | {plain(row['run_cpu_s_mean'])} | "
             f"{plain(row['run_cpu_s_max'])} | {plain(row['cpu_per_decision_ms'])} | "
-            f"{plain(row['decisions_mean'])} | {plain(row['ratio_mean'])} | {plain(row['ratio_max'])} |"
+            f"{plain(row['decisions_mean'])} | {plain(row['ratio_mean'])} | "
+            f"{plain(row['ratio_max'])} |"
         )
     costly = cost[cost["costly"]]
     names = ", ".join(

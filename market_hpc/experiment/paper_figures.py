@@ -143,7 +143,7 @@ def profit_figure(
             label=labels.get(policy, policy),
             linestyle="-" if policy.endswith("h") else "--",
             **style,
-        )  # type: ignore[arg-type]
+        )
     left.set_xticks(sizes)
     left.set_xlabel("jobs in the set")
     left.set_ylabel("total profit (mean over seeds, 95% CI)")
@@ -166,7 +166,7 @@ def profit_figure(
             capsize=2,
             markersize=5,
             **style,
-        )  # type: ignore[arg-type]
+        )
     right.axhline(0, color="black", linewidth=0.8)
     right.set_xticks(range(len(sizes)), [str(size) for size in sizes])
     right.set_xlabel("jobs in the set (policies side by side, in legend order)")

@@ -195,7 +195,8 @@ def proportional(base: QueueConfig, simulator: Simulator, n_nodes: int) -> Queue
 def epochs_of(
     jobs: QueueJobs, start: float, span: float, count: int
 ) -> list[tuple[QueueJobs, float]]:
-    """The history split into ``count`` epochs of span/count seconds (equal spans; the paper's are 10 days)."""
+    """The history split into ``count`` epochs of span/count
+    seconds (equal spans; the paper's are 10 days)."""
     out = []
     for k in range(count):
         lo, hi = start + k * span / count, start + (k + 1) * span / count

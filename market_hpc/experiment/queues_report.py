@@ -5,8 +5,8 @@ A multi-queue run's summary carries one scalar per period and metric, ``period<k
 resumes, runs on Dask and reports like any sweep). ``period_rows`` turns those columns
 back into one row per run and period; ``compare`` computes the paper's comparisons
 (§IV-B) between the strategies of each study (the other varying parameters: trace,
-platform...). ``market-hpc report`` writes both tables when the columns are present. ``period_metrics``
-and ``plan_row`` compute a run's per-period values (``queues.queue_summary``).
+platform...). ``market-hpc report`` writes both tables when the columns are present.
+``period_metrics`` and ``plan_row`` compute a run's per-period values (``queues.queue_summary``).
 """
 
 from __future__ import annotations
@@ -54,8 +54,10 @@ def period_rows(frame: pd.DataFrame, params: Sequence[str]) -> pd.DataFrame:
 
     >>> frame = pd.DataFrame({"queues.strategy": ["hybrid"], "platform": ["hpc2n"], "seed": [1],
     ...                       "period0_mean_wait_h": [2.0], "period1_mean_wait_h": [1.0]})
-    >>> period_rows(frame, ["queues.strategy", "platform"]).to_dict("records")
-    [{'study': 'all', 'strategy': 'hybrid', 'seed': 1, 'period': 0, 'mean_wait_h': 2.0}, {'study': 'all', 'strategy': 'hybrid', 'seed': 1, 'period': 1, 'mean_wait_h': 1.0}]
+    >>> rows = period_rows(frame, ["queues.strategy", "platform"]).to_dict("records")
+    >>> rows  # doctest: +NORMALIZE_WHITESPACE
+    [{'study': 'all', 'strategy': 'hybrid', 'seed': 1, 'period': 0, 'mean_wait_h': 2.0},
+     {'study': 'all', 'strategy': 'hybrid', 'seed': 1, 'period': 1, 'mean_wait_h': 1.0}]
     """
     matches = {c: PERIOD_COLUMN.match(c) for c in frame.columns}
     columns = {c: (int(m.group(1)), m.group(2)) for c, m in matches.items() if m}

@@ -28,8 +28,9 @@ import itertools
 import re
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -52,6 +53,9 @@ from market_hpc.experiment.report_style import save_figure as _save
 from market_hpc.experiment.report_style import series_look
 from market_hpc.experiment.stats import paired_tables
 from market_hpc.experiment.sweep_spec import FIXED_COLUMNS
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 MAX_LINES = 12
 MAX_GROUPS = 8
@@ -175,12 +179,17 @@ def _plan(data: SweepData) -> list[tuple[str, tuple[object, ...]]]:
     return plots
 
 
-def _bar(jobs: list[tuple[str, str, tuple[object, ...]]], enabled: bool):  # type: ignore[no-untyped-def]
+def _bar(
+    jobs: list[tuple[str, str, tuple[object, ...]]], enabled: bool
+) -> Iterable[tuple[str, str, tuple[object, ...]]]:
     if not enabled:
         return jobs
     from tqdm import tqdm
 
-    return tqdm(jobs, desc="report", unit="plot", file=sys.stderr, disable=None, leave=False)
+    bar: Iterable[tuple[str, str, tuple[object, ...]]] = tqdm(
+        jobs, desc="report", unit="plot", file=sys.stderr, disable=None, leave=False
+    )
+    return bar
 
 
 def _slug(text: str) -> str:
@@ -230,7 +239,7 @@ def axis_label(name: str, time_unit: str) -> str:
 _WALL_CLOCK = {"dispatch_seconds", "simulation_seconds", "duration_s"}
 
 
-def _legend(axes, title: str) -> None:  # type: ignore[no-untyped-def]
+def _legend(axes: Axes, title: str) -> None:
     """A legend right of the data, never over it."""
     axes.legend(
         title=_wrap(title),

@@ -95,7 +95,8 @@ def decision_section(
     better = metric(name).better
     if name not in runs or better not in ("lower", "higher"):
         parts.append(
-            f"<p class='note'>No decision: the results have no {html.escape(name)} column, or it has "
+            f"<p class='note'>No decision: the results have no {html.escape(name)} column, or it "
+            "has "
             "no better direction.</p>"
         )
     else:
@@ -124,9 +125,12 @@ def _method(spec: LeaderboardSpec, runs: pd.DataFrame) -> str:
     )
     return (
         f"<p>Per trace and load, the policies that no other policy beats significantly on "
-        f"<strong>{html.escape(entry.label)}</strong> ({entry.better} is better). A policy beats another "
-        f"when, paired by slice ({counted} slices per setting), its mean is better and the two-sided paired "
-        f"t-test, Holm-adjusted over every pair of policies of the setting, gives p &lt; {ALPHA:g}. "
+        f"<strong>{html.escape(entry.label)}</strong> ({entry.better} is better). A policy beats "
+        "another "
+        f"when, paired by slice ({counted} slices per setting), its mean is better and the "
+        "two-sided paired "
+        "t-test, Holm-adjusted over every pair of policies of the setting, gives p &lt; "
+        f"{ALPHA:g}. "
         "Each row says what choosing the policy costs: its run CPU against "
         f"{html.escape(spec.baseline)}'s on the same slices, the jobs it dropped and the work it "
         "completed (means over slices). Every pair's test: <code>decision_pairs.csv</code>.</p>"
@@ -163,7 +167,8 @@ def _setting_html(runs: pd.DataFrame, rows: pd.DataFrame, spec: LeaderboardSpec)
     beaten = rows[~rows["in_set"]]
     if beaten.empty:
         verdict = (
-            f"<p>No policy is beaten significantly: the {int(rows['replicates'].max())} slices do not "
+            f"<p>No policy is beaten significantly: the {int(rows['replicates'].max())} slices do "
+            "not "
             f"separate these {len(rows)} policies.</p>"
         )
     else:
@@ -177,13 +182,15 @@ def _setting_html(runs: pd.DataFrame, rows: pd.DataFrame, spec: LeaderboardSpec)
         )
     missing = [c for c in CONTEXT if c not in context]
     note = (
-        f"<p class='note'>Not in these results: {html.escape(', '.join(metric(c).label for c in missing))}.</p>"
+        "<p class='note'>Not in these results: "
+        f"{html.escape(', '.join(metric(c).label for c in missing))}.</p>"
         if missing
         else ""
     )
+    table_html: str = table.to_html(index=False, border=0, escape=True)
     return (
         f"<h3>{html.escape(setting)}: {len(chosen)} of {len(rows)} policies</h3>"
-        + table.to_html(index=False, border=0, escape=True)
+        + table_html
         + verdict
         + note
     )
@@ -229,10 +236,11 @@ def _cost_html(out: Path, baseline: str) -> str:
             if column in cost
         }
     )
+    table_html: str = shown.to_html(index=False, border=0)
     return (
         f"<h2>Cost</h2><p>CPU seconds of each run (queue planning, simulation, summary) and per "
         f"decision, and the ratio to {html.escape(baseline)}'s run on the same slice and setting "
-        "(<code>cost.csv</code>).</p>" + shown.to_html(index=False, border=0)
+        "(<code>cost.csv</code>).</p>" + table_html
     )
 
 

@@ -42,6 +42,8 @@ from market_hpc.experiment.report_html import (
 from market_hpc.experiment.stats import COLUMNS, NO_SPREAD, RELATIVE_METHOD
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
     from market_hpc.experiment.report_data import SweepData
 
 MAX_LISTED = 12  # significant differences listed in the summary (all are in the tables)
@@ -168,12 +170,7 @@ def _setting_labels(table: pd.DataFrame, settings: Sequence[str]) -> list[str]:
     return [", ".join(f"{c}={row[c]}" for c in settings) for row in table.to_dict("records")]
 
 
-def _draw_intervals(
-    axes,
-    name: str,
-    table: pd.DataFrame,  # type: ignore[no-untyped-def]
-    y: np.ndarray,
-) -> None:
+def _draw_intervals(axes: Axes, name: str, table: pd.DataFrame, y: np.ndarray) -> None:
     for verdict, (colour, marker, filled) in _STYLE.items():
         part = (table["verdict"] == verdict).to_numpy()
         if not part.any():
@@ -232,8 +229,11 @@ _VERDICT_TEXT = {
 def replicates_vary(frame: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str]) -> bool:
     """Whether any point's metric differs between its seeds.
 
-    >>> runs = pd.DataFrame({"p": ["a", "a", "b", "b"], "seed": [1, 2, 1, 2], "m": [3.0, 3.0, 5, 5]})
-    >>> replicates_vary(runs, ["p"], ["m"]), replicates_vary(runs.assign(m=[3.0, 4, 5, 5]), ["p"], ["m"])
+    >>> runs = pd.DataFrame(
+    ...     {"p": ["a", "a", "b", "b"], "seed": [1, 2, 1, 2], "m": [3.0, 3.0, 5, 5]}
+    ... )
+    >>> varied = runs.assign(m=[3.0, 4, 5, 5])
+    >>> replicates_vary(runs, ["p"], ["m"]), replicates_vary(varied, ["p"], ["m"])
     (False, True)
     """
     if "seed" not in frame or frame["seed"].nunique() < 2:

@@ -57,7 +57,7 @@ class Figureset:
 
 def _table(frame: pd.DataFrame) -> str:
     shown = frame.head(MAX_TABLE_ROWS)
-    text = shown.to_html(index=False, float_format=plain, na_rep="", border=0)
+    text: str = shown.to_html(index=False, float_format=plain, na_rep="", border=0)
     if len(frame) > MAX_TABLE_ROWS:
         text += f"<p>first {MAX_TABLE_ROWS} of {len(frame)} rows; all in the CSV file</p>"
     return text
@@ -226,17 +226,18 @@ def write_html(
 ) -> Path:
     """Write the report page and return its path.
 
-    The page opens with ``decision`` (a leaderboard's: ``report_decision``), then ``summary`` (what was compared, the significant differences), then
-    the ``forests`` (paired differences with 95% intervals, one per metric), then every
-    plot, then the tables, collapsed: ``paired`` (metric -> paired-differences CSV), the
-    mean ± std per point, and ``tables`` ((title, CSV file) sections).
+    The page opens with ``decision`` (a leaderboard's: ``report_decision``), then ``summary`` (what
+    was compared, the significant differences), then the ``forests`` (paired differences with 95%
+    intervals, one per metric), then every plot, then the tables, collapsed: ``paired`` (metric ->
+    paired-differences CSV), the mean ± std per point, and ``tables`` ((title, CSV file) sections).
     """
     manifest_file = directory / "sweep.json"
     manifest = json.loads(manifest_file.read_text()) if manifest_file.is_file() else {}
     title = f"Sweep report: {Path(manifest.get('sweep_file', str(directory))).name}"
     parts = [
         (
-            f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}"
+            "<!DOCTYPE html><html lang='en'><head><meta "
+            f"charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
         )
     ]
@@ -272,7 +273,8 @@ def write_html(
     parts.append(
         f"<p>{len(data.frame)} runs finished ok; axes: {html.escape(axes)}; seeds: "
         f"{html.escape(str(manifest.get('seeds', '?')))}; results folder "
-        f"<code>{html.escape(str(directory.resolve()))}</code>. Each point of the plots is the mean over "
+        f"<code>{html.escape(str(directory.resolve()))}</code>. Each point of the plots is the "
+        "mean over "
         "seeds; bands and whiskers span min to max. Every figure is also saved as SVG next to "
         "its PNG.</p>"
     )

@@ -175,14 +175,6 @@ class JobChunks:
 _TEXT = ("status",)
 
 
-def job_chunks(
-    recorder: Recorder, skipped: list[dict[str, Any]], chunk_rows: int
-) -> Iterator[pd.DataFrame]:
-    """``run.with_reasons(recorder.jobs_frame(), skipped)`` in consecutive row chunks,
-    each with the whole frame's column types (see :class:`JobChunks`)."""
-    return iter(JobChunks(recorder, skipped, chunk_rows))
-
-
 def _frame_dtypes(
     recorder: Recorder, order: np.ndarray, extra: pd.DataFrame | None, reason_object: bool
 ) -> dict[str, Any]:

@@ -275,7 +275,8 @@ def execution_pieces(
     the run folder has no segments file (written before segments were recorded).
 
     ``n_nodes`` and ``job_ids`` (the platform's nodes, ``jobs.csv``'s ids), when given,
-    bound what the segments file may name (:func:`~market_hpc.experiment.export_segments.read_segments`).
+    bound what the segments file may name
+    (:func:`~market_hpc.experiment.export_segments.read_segments`).
     """
     segments = read_segments(directory, n_nodes, job_ids)
     if segments is None:

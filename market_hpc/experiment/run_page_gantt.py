@@ -6,6 +6,7 @@ decisions), and a caption that says the window and how many of the run's jobs ar
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,9 @@ from market_hpc.experiment.gantt_svg import (
 )
 from market_hpc.experiment.label_placement import freeze_layout
 from market_hpc.experiment.report_style import tick_text
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 MAX_RECTANGLES = 60_000
 DPI = 110.0  # run_page saves at this resolution
@@ -55,8 +59,10 @@ def time_unit(span: float) -> TimeUnit:
 def drawn_text(drawn: int, total: int, zero: int, window_text: str) -> str:
     """``N of M jobs`` drawn, the window, and why any job is not drawn.
 
-    >>> drawn_text(9, 10, 1, "window 0 to 2 hours (the whole run)")
-    'Gantt chart: 9 of 10 jobs drawn, window 0 to 2 hours (the whole run); 1 ran for 0 s (nothing to draw)'
+    >>> text = drawn_text(9, 10, 1, "window 0 to 2 hours (the whole run)")
+    >>> print(text)  # doctest: +NORMALIZE_WHITESPACE
+    Gantt chart: 9 of 10 jobs drawn, window 0 to 2 hours (the whole run); 1 ran for 0 s
+    (nothing to draw)
     """
     text = f"Gantt chart: {drawn:,} of {total:,} jobs drawn, {window_text}"
     if zero:
@@ -234,7 +240,7 @@ def _gantt_png(
     return figure, colours.key
 
 
-def _legend(axes, colours: JobColours) -> None:  # type: ignore[no-untyped-def]
+def _legend(axes: Axes, colours: JobColours) -> None:
     handles = [Patch(color=colour, label=text) for text, colour in colours.legend]
     axes.legend(
         handles=handles,

@@ -259,18 +259,22 @@ def _held_notes(held_jobs: int, parts: pd.DataFrame) -> list[str]:
     return [
         (
             "note: market-hpc replay reads the SWF's summary lines as the jobs and counts the part "
-            "lines (status 2, 3, 4) as partial_execution; evalys's Workload also reads the summaries "
+            "lines (status 2, 3, 4) as partial_execution; evalys's Workload also reads the "
+            "summaries "
             "(it drops status above 1)"
         ),
         (
-            f"note: Batsim output jobs file: the {held_jobs:,} held jobs are one row per execution, as "
-            f"Batsim writes a job the scheduler killed and resubmitted ({resumptions:,} resumptions named "
+            f"note: Batsim output jobs file: the {held_jobs:,} held jobs are one row per "
+            "execution, as "
+            f"Batsim writes a job the scheduler killed and resubmitted ({resumptions:,} "
+            "resumptions named "
             "ID#n, submitted when held, metadata parent_job and nb_resubmit; killed executions "
             "COMPLETED_KILLED). Lost there: each job's own wait and turnaround across its holds "
             "(jobs.csv has them)"
         ),
         (
-            f"note: Batsim workload: the {held_jobs:,} held jobs are one job each with their total run "
+            f"note: Batsim workload: the {held_jobs:,} held jobs are one job each with their total "
+            "run "
             "time (the holds are the scheduler's decisions, not part of a workload)"
         ),
     ]

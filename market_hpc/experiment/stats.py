@@ -107,7 +107,8 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     below ``alpha`` keeps the family-wise error rate at ``alpha``. NaN p-values (no
     test) stay NaN and are not counted in ``m``.
 
-    >>> holm([0.01, 0.04, 0.03, 0.005]).round(4).tolist()   # 4 x 0.005, 3 x 0.01, 2 x 0.03, max(1 x 0.04, 0.06)
+    >>> # 4 x 0.005, 3 x 0.01, 2 x 0.03, max(1 x 0.04, 0.06)
+    >>> holm([0.01, 0.04, 0.03, 0.005]).round(4).tolist()
     [0.03, 0.06, 0.06, 0.02]
     >>> holm([0.5, float("nan"), 0.01]).tolist()                 # m = 2
     [0.5, nan, 0.02]
@@ -221,10 +222,14 @@ def paired_differences(
 def format_differences(table: pd.DataFrame, labels: dict[str, str] | None = None) -> str:
     """Render ``paired_differences`` output as aligned text lines.
 
-    >>> runs = pd.DataFrame({"policy": ["a", "b"] * 2, "seed": [1, 1, 2, 2], "profit": [10.0, 12.0, 20.0, 23.0]})
+    >>> runs = pd.DataFrame(
+    ...     {"policy": ["a", "b"] * 2, "seed": [1, 1, 2, 2], "profit": [10.0, 12.0, 20.0, 23.0]}
+    ... )
     >>> print(format_differences(paired_differences(runs, "policy", "profit", "seed", "a")))
       b - a: +2.5 (95% CI -3.9..+8.9), +16.7% (-25.7..+59.0%), 2 seeds: undecided
-    >>> same = pd.DataFrame({"policy": ["a", "b"] * 2, "seed": [1, 1, 2, 2], "profit": [10.0, 12.0, 10.0, 12.0]})
+    >>> same = pd.DataFrame(
+    ...     {"policy": ["a", "b"] * 2, "seed": [1, 1, 2, 2], "profit": [10.0, 12.0, 10.0, 12.0]}
+    ... )
     >>> print(format_differences(paired_differences(same, "policy", "profit", "seed", "a")))
       b - a: +2.0, +20.0%, the same in all 2 seeds: no spread (replicates do not vary; no interval)
     """
@@ -243,7 +248,8 @@ def format_differences(table: pd.DataFrame, labels: dict[str, str] | None = None
         relative = (
             ""
             if np.isnan(row.rel_mean)
-            else f"{100 * row.rel_mean:+.1f}% ({100 * row.rel_low:+.1f}..{100 * row.rel_high:+.1f}%), "
+            else f"{100 * row.rel_mean:+.1f}% "
+            f"({100 * row.rel_low:+.1f}..{100 * row.rel_high:+.1f}%), "
         )
         lines.append(
             f"{head} (95% CI {row.ci_low:+,.1f}..{row.ci_high:+,.1f}), "

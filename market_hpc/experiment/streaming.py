@@ -231,7 +231,7 @@ class StreamedResult:
         return Path(out)
 
 
-def _remembered(jobs: Iterator[Job], ids: array, run_times: array) -> Iterator[Job]:
+def _remembered(jobs: Iterator[Job], ids: array[int], run_times: array[float]) -> Iterator[Job]:
     """``jobs``, each job's id and run time appended to ``ids`` and ``run_times`` as it passes."""
     for job in jobs:
         ids.append(job.job_id)

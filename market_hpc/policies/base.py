@@ -71,7 +71,7 @@ class Start(NamedTuple):
     """
 
     job_id: int
-    allocation: Allocation
+    allocation: Allocation | NodeRuns
 
 
 class Hold(NamedTuple):

@@ -34,7 +34,8 @@ from market_hpc.algorithms.bbsched import (
     weighted_pick,
 )
 from market_hpc.algorithms.bbsched_exact import dp_cost, dp_pareto
-from market_hpc.algorithms.bbsched_ga import GaSettings, ga_pareto
+from market_hpc.algorithms.bbsched_ga import ga_pareto
+from market_hpc.algorithms.bbsched_ga_common import GaSettings
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.policies.base import Allocator, View
 from market_hpc.policies.bbsched_window import (

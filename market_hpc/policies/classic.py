@@ -194,7 +194,7 @@ class Backfilling:
             if smallest is not None and smallest.queue_min_cores > free_cores:
                 return NOTHING  # no waiting job fits the free cores: the pass would start nothing
         scan: Callable[[Job, float, BackfillLimits], Iterator[Job]] | None = None
-        if ordered is view.queue and len(ordered) > self.columns_from:  # type: ignore[arg-type]
+        if ordered is view.queue and len(ordered) > self.columns_from:
             kept = fast_view(view, "queue_columns")
             if kept is not None:
                 # A long queue: visit only the jobs that may be backfilled (the same ones the

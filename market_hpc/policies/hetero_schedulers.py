@@ -85,7 +85,7 @@ def placeable(
     if kept is not None:
         return kept.queue_columns.fitting(
             free_cores, free_bb, None if after is None else after.job_id
-        )  # type: ignore[no-any-return]
+        )
     return [job for job in jobs if job.cores <= free_cores and job.bb <= free_bb]
 
 

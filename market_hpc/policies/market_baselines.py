@@ -36,6 +36,7 @@ import numpy as np
 
 from market_hpc.algorithms.easy import shadow_and_extra
 from market_hpc.algorithms.moldable import mold_width, scaled_profile
+from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError
 from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start, View
 from market_hpc.policies.registry import register_scheduler
@@ -138,7 +139,7 @@ def _take(
     return tuple(sorted(placed))
 
 
-def _expected(job) -> tuple[tuple[float, ...], int]:  # type: ignore[no-untyped-def]
+def _expected(job: Job) -> tuple[tuple[float, ...], int]:
     if job.profile is None:
         raise ConfigError(
             f"easy-mold needs moldable jobs; job {job.job_id} has no profile "

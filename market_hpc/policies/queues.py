@@ -441,7 +441,7 @@ class QueueDispatcher:
         take_dense(free, job, allocation, exclusive)
 
 
-def _factory(mode: str):  # type: ignore[no-untyped-def]
+def _factory(mode: str) -> Callable[..., QueueDispatcher]:
     def make(allocator: Allocator, config: QueueConfig | None = None) -> QueueDispatcher:
         return QueueDispatcher(allocator, mode, config)
 

@@ -91,7 +91,7 @@ class PassScratch:
         self.exclusive = view.exclusive
         self._dense: np.ndarray | None = None
         self._pending: list[tuple[Job, Allocation]] = []
-        self._unindexed: list[tuple[Job, Allocation]] = []
+        self._unindexed: list[tuple[Job, Allocation | NodeRuns]] = []  # NodeRuns too: see allocate
         self._proposals: list[tuple[int, NodeRuns | None, list[tuple[int, int, int]]]] = []
 
     def __enter__(self) -> Self:

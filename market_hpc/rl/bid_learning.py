@@ -32,7 +32,8 @@ from market_hpc.rl.bidding_env import OBSERVATION, NodeBiddingEnv
 NODE_FREE_BINS = (1 / 3, 2 / 3)
 """Edges of the node's free-core share (3 bins)."""
 PRESSURE_BINS = (1 / 3, 2 / 3)
-"""Edges of the squashed queue pressure (3 bins: queued c* under half the platform, under twice, more)."""
+"""Edges of the squashed queue pressure (3 bins: queued c* under half the platform, under
+twice, more)."""
 VALUE_BINS = (0.5,)
 """Edge of the squashed mean value per core (2 bins: below or above the value scale)."""
 STATES = (len(NODE_FREE_BINS) + 1) * (len(PRESSURE_BINS) + 1) * (len(VALUE_BINS) + 1)
@@ -44,7 +45,8 @@ _NODE_FREE, _PRESSURE, _VALUE = (
 def coarse_state(observation: np.ndarray) -> int:
     """The learner's state of a node's observation: ``free bin * 6 + pressure bin * 2 + value bin``.
 
-    >>> coarse_state(np.array([1.0, 1.0, 0.2, 0.6, 0.7, 0.1, 0.0]))   # idle node, short queue, rich jobs
+    >>> # an idle node, a short queue, rich jobs
+    >>> coarse_state(np.array([1.0, 1.0, 0.2, 0.6, 0.7, 0.1, 0.0]))
     13
     """
     free = int(np.searchsorted(NODE_FREE_BINS, observation[_NODE_FREE], side="right"))

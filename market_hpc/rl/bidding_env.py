@@ -80,7 +80,8 @@ def value_scale(jobs: Sequence[Job]) -> float:
 
     >>> from market_hpc.algorithms.valuecurve import StepCurve
     >>> jobs = [Job(i, 0.0, 4.0, 4.0, units=2, profile=(4.0, 2.0),
-    ...             payload={"value_curve": StepCurve(v, 10.0)}) for i, v in ((1, 10.0), (2, 30.0), (3, 50.0))]
+    ...             payload={"value_curve": StepCurve(v, 10.0)})
+    ...         for i, v in ((1, 10.0), (2, 30.0), (3, 50.0))]
     >>> value_scale(jobs)
     15.0
     """
@@ -97,7 +98,7 @@ def value_scale(jobs: Sequence[Job]) -> float:
     return float(np.median(per_core))
 
 
-class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
+class NodeBiddingEnv(ParallelEnv):  # type: ignore[misc]  # pettingzoo ships no type hints
     """Node agents choosing their offers in the market auctions (module docstring).
 
     Args:
@@ -203,11 +204,11 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         return -1
 
     # ------------------------------------------------------------- pettingzoo
-    def observation_space(self, agent: str) -> spaces.Space:  # type: ignore[type-arg]
+    def observation_space(self, agent: str) -> spaces.Space[Any]:
         """The same ``Box`` object for every call with ``agent``."""
         return self.observation_spaces[agent]
 
-    def action_space(self, agent: str) -> spaces.Space:  # type: ignore[type-arg]
+    def action_space(self, agent: str) -> spaces.Space[Any]:
         """The same ``Discrete`` object for every call with ``agent``."""
         return self.action_spaces[agent]
 
@@ -252,7 +253,8 @@ class NodeBiddingEnv(ParallelEnv):  # type: ignore[type-arg]
         missing = [agent for agent in self.agents if agent not in actions]
         if missing:
             raise ValueError(
-                f"no action for {', '.join(missing)}; every live agent acts: {', '.join(self.agents)}"
+                f"no action for {', '.join(missing)}; every live agent acts: "
+                f"{', '.join(self.agents)}"
             )
         for index, agent in enumerate(self.possible_agents):
             self.offer(actions[agent])  # checks the action

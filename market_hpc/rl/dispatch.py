@@ -258,7 +258,8 @@ class InstantDispatcher:
         assert view is not None, "begin(view) first"
         if not 0 <= slot < min(len(self.queue), self.options.window):
             raise ValueError(
-                f"slot {slot} holds no job: the window holds {min(len(self.queue), self.options.window)}"
+                f"slot {slot} holds no job: the window holds "
+                f"{min(len(self.queue), self.options.window)}"
             )
         job = self.queue[slot]
         allocation = None

@@ -69,7 +69,7 @@ class _Paused:
         )
 
 
-class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
+class HPCDispatchEnv(gym.Env):
     """Dispatching as a Gymnasium environment over ``HPCModel``.
 
     Args:
@@ -191,7 +191,7 @@ class HPCDispatchEnv(gym.Env):  # type: ignore[type-arg]
             slice_,
             self.platform,
             policy=_Paused(),
-            exclusive=self.exclusive,  # type: ignore[arg-type]
+            exclusive=self.exclusive,
             record_timeseries=False,
         )
         self._done = False

@@ -23,8 +23,8 @@ still −1, so they rank by ``−(s + 1)`` in place of ``w``; here ``w`` is the 
 The strict schedulers start jobs in that order while they fit and stop at the first that
 does not (as ``fifo`` and ``sjf``); the ``-easy`` ones are ``policies.classic.Backfilling``
 over the same order (and ``sjf-easy`` is SJF's order with EASY, the row RLScheduler
-reports beside them). The order of WFP3 and UNICEP depends on the time (``w``), so it is sorted at every
-decision (it is not a ``Backfilling.key``, which the model keeps sorted between decisions).
+reports beside them). The order of WFP3 and UNICEP depends on the time (``w``), so it is sorted at
+every decision (it is not a ``Backfilling.key``, which the model keeps sorted between decisions).
 """
 
 from __future__ import annotations
@@ -191,5 +191,6 @@ _register(
 _register(
     "f1",
     f1,
-    "F1: smallest log10(requested time) x processors + 870 log10(submit) first (RLScheduler's baseline)",
+    "F1: smallest log10(requested time) x processors + 870 log10(submit) first (RLScheduler's "
+    "baseline)",
 )

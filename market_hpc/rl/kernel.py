@@ -27,7 +27,7 @@ except ImportError as _missing:
 else:
     _MISSING = None
 
-    class JobScorer(nn.Module):
+    class JobScorer(nn.Module):  # type: ignore[misc]  # Any without the rl extra
         """``forward(obs) -> (scores per slot, critic latent)``, SB3's ``mlp_extractor`` shape."""
 
         def __init__(
@@ -37,7 +37,8 @@ else:
             window, rest = divmod(observation_size - _G, _F)
             if rest or window < 1:
                 raise ValueError(
-                    f"an observation of {observation_size} values is not an HPCDispatchEnv observation"
+                    f"an observation of {observation_size} values is not an HPCDispatchEnv "
+                    "observation"
                 )
             self.window = window
             self.latent_dim_pi = window
@@ -65,7 +66,7 @@ else:
         def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             return self.forward_actor(obs), self.forward_critic(obs)
 
-    class KernelPolicy(MaskableActorCriticPolicy):
+    class KernelPolicy(MaskableActorCriticPolicy):  # type: ignore[misc]  # Any without the rl extra
         """MaskablePPO's actor-critic with :class:`JobScorer`: the per-job scores are the logits."""
 
         def _build_mlp_extractor(self) -> None:

@@ -103,7 +103,8 @@ def load_options(path: str | Path) -> tuple[DispatchOptions, dict[str, Any]]:
     where = options_path(path)
     if not where.is_file():
         raise ConfigError(
-            f"learned:{path}: {where} is missing; a model saved by market_hpc.rl.learned.save_learned "
+            f"learned:{path}: {where} is missing; a model saved by "
+            "market_hpc.rl.learned.save_learned "
             "has its environment options beside it"
         )
     try:

@@ -150,7 +150,8 @@ def add_accelerators(
 
     >>> from market_hpc.domain.platform import load_platform
     >>> jobs = [Job(1, 0.0, 10.0, 20.0, units=6, user=3), Job(2, 0.0, 10.0, 20.0, units=99, user=3)]
-    >>> out, report = add_accelerators(jobs, AcceleratorRule(gpu_users=1.0), load_platform("nodes=4,cores=8,gpus=2"))
+    >>> platform = load_platform("nodes=4,cores=8,gpus=2")
+    >>> out, report = add_accelerators(jobs, AcceleratorRule(gpu_users=1.0), platform)
     >>> [(j.units, j.unit) for j in out], report["gpu_jobs"], report["kept_cpu_too_large"]
     ([(2, (4, 1, 0, 0)), (99, (1, 0, 0, 0))], 1, 1)
     """

@@ -112,7 +112,8 @@ class AllFamiliesRule:
         >>> rule = AllFamiliesRule(enabled=True).burst_buffer(BurstBufferRule(), 2.0)
         >>> rule.scenario, rule.target_load, rule.target_scenario
         ('S4', 1.8, 'S4')
-        >>> AllFamiliesRule(enabled=True).burst_buffer(BurstBufferRule("S1"), 2.0).target_load is None
+        >>> rule = AllFamiliesRule(enabled=True).burst_buffer(BurstBufferRule("S1"), 2.0)
+        >>> rule.target_load is None
         True
         """
         if given.enabled or given.capacity_gb is not None:
@@ -128,10 +129,12 @@ class AllFamiliesRule:
 def check_source(rule: AllFamiliesRule, trace: str | None) -> None:
     """Refuse the rule on a workload that is not a trace.
 
-    >>> check_source(AllFamiliesRule(enabled=True), None)
+    >>> check_source(AllFamiliesRule(enabled=True), None)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    market_hpc.errors.ConfigError: workload.all_families needs workload.trace (an SWF file, or sacct output converted by market-hpc trace convert); generated and task-graph workloads carry their own value curves
+    market_hpc.errors.ConfigError: workload.all_families needs workload.trace (an SWF file, or sacct
+    output converted by market-hpc trace convert); generated and task-graph workloads carry their
+    own value curves
     """
     if rule.enabled and trace is None:
         raise ConfigError(
@@ -154,7 +157,8 @@ def platform_accelerators(
     >>> from market_hpc.domain.platform import load_platform
     >>> platform_accelerators(AcceleratorRule(), load_platform("eurora"), 3).gpu_users
     0.5
-    >>> platform_accelerators(AcceleratorRule(), load_platform("eurora"), 3, recorded_gpus=True).gpu_users
+    >>> eurora = load_platform("eurora")
+    >>> platform_accelerators(AcceleratorRule(), eurora, 3, recorded_gpus=True).gpu_users
     0.0
     >>> platform_accelerators(AcceleratorRule(), load_platform("kth-sp2"), 3).enabled
     False
@@ -186,13 +190,15 @@ def with_value(
     ``molding = False``); the curve is the same either way. A zero-length job runs
     ``ZERO_LENGTH_RUN_TIME`` seconds (its estimate at least that).
 
-    >>> job = with_value(Job(1, 0.0, 3600.0, 7200.0, units=2, unit=(4, 1, 0, 0)), MarketRule(serial_fraction=0.0))
+    >>> linear = MarketRule(serial_fraction=0.0)
+    >>> job = with_value(Job(1, 0.0, 3600.0, 7200.0, units=2, unit=(4, 1, 0, 0)), linear)
     >>> job.profile, job.payload["value_curve"].max_value, job.payload["c_star"], job.run_profile
     ((7200.0, 3600.0), 8.0, 2, None)
-    >>> told = with_value(Job(1, 0.0, 3600.0, 7200.0, units=2), MarketRule(serial_fraction=0.0), "estimate")
+    >>> told = with_value(Job(1, 0.0, 3600.0, 7200.0, units=2), linear, "estimate")
     >>> told.profile, told.run_profile, told.payload["value_curve"].max_value
     ((14400.0, 7200.0), (7200.0, 3600.0), 4.0)
-    >>> rigid = with_value(Job(1, 0.0, 3600.0, 7200.0, units=2), MarketRule(), "estimate", molding=False)
+    >>> plain = Job(1, 0.0, 3600.0, 7200.0, units=2)
+    >>> rigid = with_value(plain, MarketRule(), "estimate", molding=False)
     >>> rigid.profile, rigid.run_profile, rigid.payload["molding"]
     ((1099511627776.0, 7200.0), (1099511627776.0, 3600.0), False)
     >>> with_value(Job(2, 0.0, 0.0, 0.0, units=3), MarketRule()).run_time
@@ -272,7 +278,9 @@ def parity_counts(jobs: Sequence[Job], frame: Any) -> dict[str, int]:
     it, by every family). ``frame`` is the run's ``jobs.csv`` frame.
 
     >>> import pandas as pd
-    >>> frame = pd.DataFrame({"job_id": [1, 2], "status": ["finished", "finished"], "units": [2, 4]})
+    >>> frame = pd.DataFrame(
+    ...     {"job_id": [1, 2], "status": ["finished", "finished"], "units": [2, 4]}
+    ... )
     >>> parity_counts([Job(1, 0.0, 20.0, 10.0, units=4), Job(2, 0.0, 5.0, 10.0, units=4)], frame)
     {'jobs_molded': 1, 'jobs_past_estimate': 1}
     """

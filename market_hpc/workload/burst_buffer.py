@@ -115,7 +115,8 @@ class BurstBufferRule:
         if self.target_load is not None:
             if not self.enabled:
                 raise ConfigError(
-                    "workload.burst_buffer.target_load needs a scenario (S1..S4), got scenario = none"
+                    "workload.burst_buffer.target_load needs a scenario (S1..S4), got scenario = "
+                    "none"
                 )
             if self.capacity_gb is not None:
                 raise ConfigError("workload.burst_buffer: set capacity_gb or target_load, not both")
@@ -189,7 +190,8 @@ class BurstBufferRule:
 def offered_loads(jobs: Sequence[Job], system_nodes: int, capacity_gb: float) -> dict[str, float]:
     """Offered node and BB load: sum(request x run time) / (capacity x submit span).
 
-    >>> offered_loads([Job(1, 0.0, 50.0, 50.0, units=2, bb=10.0), Job(2, 100.0, 50.0, 50.0)], 4, 10.0)
+    >>> jobs = [Job(1, 0.0, 50.0, 50.0, units=2, bb=10.0), Job(2, 100.0, 50.0, 50.0)]
+    >>> offered_loads(jobs, 4, 10.0)
     {'offered_node_load': 0.375, 'offered_bb_load': 0.5}
     """
     span = max(job.submit for job in jobs) - min(job.submit for job in jobs) if jobs else 0.0
@@ -267,10 +269,11 @@ def check_requests(jobs: Sequence[Job], capacity_gb: float, source: str = "workl
     Raises:
         ConfigError: naming the job, its request and the pool size.
 
-    >>> check_requests([Job(7, 0.0, 1.0, 1.0, bb=50.0)], 40.0)
+    >>> check_requests([Job(7, 0.0, 1.0, 1.0, bb=50.0)], 40.0)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    market_hpc.errors.ConfigError: workload: job 7 requests 50 GB of burst buffer, but the platform's pool holds 40 GB
+    market_hpc.errors.ConfigError: workload: job 7 requests 50 GB of burst buffer, but the
+    platform's pool holds 40 GB
     """
     for job in jobs:
         if job.bb > capacity_gb:

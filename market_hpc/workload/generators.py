@@ -119,10 +119,11 @@ def generator_entry(name: str) -> GeneratorEntry:
 
     >>> generator_entry("kit").parameters
     ('jobs', 'load')
-    >>> generator_entry("poisson")
+    >>> generator_entry("poisson")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    market_hpc.errors.UnknownNameError: unknown workload.generator 'poisson'; valid choices: eurora, kit, lublin-feitelson, taskgraphs
+    market_hpc.errors.UnknownNameError: unknown workload.generator 'poisson'; valid choices: eurora,
+    kit, lublin-feitelson, taskgraphs
     """
     entry = GENERATORS.get(name)
     if entry is None:

@@ -155,8 +155,10 @@ def apply_gpu_requests(
         recorded GPUs), ``gpu_jobs`` (given their request) and ``kept_cpu_too_large``.
 
     >>> from market_hpc.domain.platform import load_platform
-    >>> jobs = [Job(1, 0.0, 10.0, 20.0, units=8), Job(2, 0.0, 10.0, 20.0, units=8), Job(3, 0.0, 10.0, 20.0, units=4)]
-    >>> out, report = apply_gpu_requests(jobs, {1: 2, 2: 16}, load_platform("nodes=2,cores=8,gpus=2"), "t.swf")
+    >>> jobs = [Job(1, 0.0, 10.0, 20.0, units=8), Job(2, 0.0, 10.0, 20.0, units=8),
+    ...         Job(3, 0.0, 10.0, 20.0, units=4)]
+    >>> platform = load_platform("nodes=2,cores=8,gpus=2")
+    >>> out, report = apply_gpu_requests(jobs, {1: 2, 2: 16}, platform, "t.swf")
     >>> [(job.units, job.unit) for job in out], report["gpu_jobs"], report["kept_cpu_too_large"]
     ([(2, (4, 1, 0, 0)), (8, (1, 0, 0, 0)), (4, (1, 0, 0, 0))], 1, 1)
     """
@@ -185,10 +187,13 @@ def apply_gpu_requests(
 def check_accelerator_rule(rule: AcceleratorRule, requests: dict[int, int], trace: str) -> None:
     """Refuse a rule that would make synthetic GPU jobs on a trace that records GPU requests.
 
-    >>> check_accelerator_rule(AcceleratorRule(gpu_users=0.2), {7: 1}, "c.swf")
+    >>> rule = AcceleratorRule(gpu_users=0.2)
+    >>> check_accelerator_rule(rule, {7: 1}, "c.swf")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    market_hpc.errors.ConfigError: workload.accelerators: c.swf records the GPU requests of 1 jobs (c.slurm.csv); gpu_users / gpu_partition would add synthetic GPU jobs beside them: leave them unset (mic_users and mic_partition still apply)
+    market_hpc.errors.ConfigError: workload.accelerators: c.swf records the GPU requests of 1 jobs
+    (c.slurm.csv); gpu_users / gpu_partition would add synthetic GPU jobs beside them: leave them
+    unset (mic_users and mic_partition still apply)
     """
     if requests and (rule.gpu_users > 0 or rule.gpu_partition is not None):
         raise ConfigError(

@@ -160,7 +160,8 @@ def format_trace_info(info: dict[str, Any]) -> str:
                 (
                     "accuracy",
                     (
-                        f"run/estimate mean {accuracy['mean']:.3f}, median {accuracy['median']:.3f}, "
+                        f"run/estimate mean {accuracy['mean']:.3f}, median "
+                        f"{accuracy['median']:.3f}, "
                         f"exact {accuracy['exact_share']:.1%} (of {accuracy['jobs']:,} jobs)"
                     ),
                 )

@@ -123,10 +123,11 @@ def require_fits(jobs: tuple[Job, ...] | list[Job], platform: Platform, source: 
 
     >>> from market_hpc.domain.platform import parse_inline
     >>> require_fits([Job(7, 0.0, 1.0, 1.0, units=1, unit=(2, 1, 0, 0))],
-    ...              parse_inline("nodes=2,cores=4"), "demo")
+    ...              parse_inline("nodes=2,cores=4"), "demo")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    market_hpc.errors.ConfigError: demo: job 7 can never run on 'nodes=2,cores=4': a unit needs gpus=1 but the largest node has 0
+    market_hpc.errors.ConfigError: demo: job 7 can never run on 'nodes=2,cores=4': a unit needs
+    gpus=1 but the largest node has 0
     """
     from market_hpc.algorithms.cp_instance import unfit_reason
 

@@ -34,7 +34,9 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -48,6 +50,8 @@ from market_hpc.workload.slurm_fields import (
     tres_gpus,
     tres_memory_mib,
 )
+
+_T = TypeVar("_T")
 
 SACCT_FORMAT = (
     "JobID,Submit,Start,End,Elapsed,Timelimit,NCPUS,ReqCPUS,NNodes,State,"
@@ -181,7 +185,7 @@ class _Line:
     def fail(self, column: str, message: str) -> TraceFormatError:
         return TraceFormatError(self.source, self.number, message, field=column)
 
-    def parsed(self, column: str, parse):  # type: ignore[no-untyped-def]
+    def parsed(self, column: str, parse: Callable[[str], _T]) -> _T:
         try:
             return parse(self.text(column))
         except ValueError as exc:

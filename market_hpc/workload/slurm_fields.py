@@ -180,10 +180,11 @@ def tres_gpus(text: str) -> int:
     (2, 4)
     >>> tres_gpus("cpu=4,mem=8G"), tres_gpus("cpu=4,gres/gpumem=40G,gres/gpu=1")
     (0, 1)
-    >>> tres_gpus("cpu=8,gres/gpu=two")
+    >>> tres_gpus("cpu=8,gres/gpu=two")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: 'gres/gpu=two': GPU count must be a whole number (ASCII digits); valid: 0 to 9,007,199,254,740,991
+    ValueError: 'gres/gpu=two': GPU count must be a whole number (ASCII digits); valid: 0 to
+    9,007,199,254,740,991
     """
     total, typed = None, 0
     for item in text.split(","):

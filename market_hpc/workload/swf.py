@@ -29,10 +29,11 @@ Semantics used here (1-based field numbers):
   -1 or any other value), in any order, is skipped in both modes and counted as
   ``partial_execution`` (in the report only: it is not a job that was skipped, so it is
   not in :attr:`Workload.skipped`), even when one of its fields is unknown (a part of
-  unknown run time, size or submit time without a whole-job line is skipped as unknown). Part lines of a job number without a whole-job line
-  raise ``TraceFormatError`` at the first of them (field 11), after every line was
-  checked; with ``lenient=True`` that first part is the job and the job's other parts
-  are counted as ``missing_summary``. :mod:`market_hpc.workload.swf_partial` has the rules.
+  unknown run time, size or submit time without a whole-job line is skipped as unknown). Part lines
+  of a job number without a whole-job line raise ``TraceFormatError`` at the first of them (field
+  11), after every line was checked; with ``lenient=True`` that first part is the job and the job's
+  other parts are counted as ``missing_summary``. :mod:`market_hpc.workload.swf_partial` has the
+  rules.
 * Malformed lines raise :class:`TraceFormatError` naming the file, the 1-based line
   and the field, or with ``lenient=True`` are skipped and counted under their kind:
   ``field_count`` (not 18 fields), ``non_numeric`` (only ASCII decimal numbers are
@@ -378,7 +379,7 @@ def parse_fast(data: bytes) -> np.ndarray | None:
         )
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return None
-    all_rows = frame.to_numpy(dtype=np.float64)
+    all_rows: np.ndarray = frame.to_numpy(dtype=np.float64)
     if all_rows.ndim != 2 or all_rows.shape[1] != N_FIELDS or len(all_rows) == 0:
         return None
     if np.isnan(all_rows).any():  # a short line (padded with NaN) or an NA token
@@ -554,7 +555,8 @@ def write_swf(
         _check_writable(job, seen)
         estimate = format_number(job.estimate) if job.estimate > 0 else "-1"
         out.append(
-            f"{job.job_id} {format_number(job.submit)} -1 {format_number(job.run_time)} {job.units} -1 -1 "
+            f"{job.job_id} {format_number(job.submit)} -1 {format_number(job.run_time)} "
+            f"{job.units} -1 -1 "
             f"{job.units} {estimate} -1 1 {job.user} -1 -1 {job.queue} -1 -1 -1"
         )
     write_trace_text("\n".join(out) + "\n", path)

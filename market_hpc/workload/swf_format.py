@@ -103,10 +103,11 @@ def check_line_ends(data: bytes, source: str, first_line: int = 1) -> None:
     Lines end at ``\\n`` (``\\r\\n`` is fine); a file with old Mac line ends would
     otherwise read as one line.
 
-    >>> check_line_ends(b"1\\r\\n2\\r3\\n", "t.swf")
+    >>> check_line_ends(b"1\\r\\n2\\r3\\n", "t.swf")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    market_hpc.errors.TraceFormatError: t.swf:2: bare CR line end (\\r without \\n, old Mac text): convert the line ends to \\n, e.g. tr '\\r' '\\n'
+    market_hpc.errors.TraceFormatError: t.swf:2: bare CR line end (\\r without \\n, old Mac text):
+    convert the line ends to \\n, e.g. tr '\\r' '\\n'
     """
     if b"\r" not in data or data.count(b"\r") == data.count(b"\r\n"):
         return
@@ -185,8 +186,9 @@ def unknown_masks(rows: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     >>> rows = np.full((3, N_FIELDS), 1.0)
     >>> rows[0, RUN] = rows[0, SUBMIT] = -1; rows[1, SUBMIT] = -1
     >>> known, kinds = unknown_masks(rows)
-    >>> known.tolist(), {k: v.tolist() for k, v in kinds.items()}
-    ([False, False, True], {'unknown_run_time': [True, False, False], 'unknown_size': [False, False, False], 'unknown_submit': [False, True, False]})
+    >>> known.tolist(), {k: v.tolist() for k, v in kinds.items()}  # doctest: +NORMALIZE_WHITESPACE
+    ([False, False, True], {'unknown_run_time': [True, False, False],
+     'unknown_size': [False, False, False], 'unknown_submit': [False, True, False]})
     """
     run = rows[:, RUN] == -1
     size = ~run & (rows[:, ALLOC] <= 0) & (rows[:, REQ] <= 0)
@@ -220,7 +222,10 @@ def check_line(
         if value is None:
             if token.lstrip("+-").lower() in ("nan", "inf", "infinity"):
                 return [], ("not_finite", index, f"{token!r} is not a finite number")
-            message = f"{token!r} is not an ASCII number (digits 0-9, an optional sign, point and exponent)"
+            message = (
+                f"{token!r} is not an ASCII number (digits 0-9, an optional sign, point and "
+                "exponent)"
+            )
             return [], ("non_numeric", index, message)
         if not math.isfinite(value):
             return [], ("not_finite", index, f"{token!r} is not a finite number")

@@ -23,8 +23,8 @@ of jobs:
 Both passes run on blocks of whole lines parsed by ``read_swf``'s vectorised pass when the
 file is regular (:mod:`market_hpc.workload.swf_blocks`; a file of one block, 4 MiB of
 text, is parsed once), and line by line as described above when it is not (malformed
-lines, duplicate ids, partial executions, bare CRs, ``NA`` tokens): on KTH-SP2 the two passes take 0.04 s and
-0.05 s, against 0.27 s and 0.13 s line by line. Either way every job is built by
+lines, duplicate ids, partial executions, bare CRs, ``NA`` tokens): on KTH-SP2 the two passes take
+0.04 s and 0.05 s, against 0.27 s and 0.13 s line by line. Either way every job is built by
 ``read_swf``'s builder (:func:`~market_hpc.workload.swf.jobs_in_row_order`), so the
 request and estimate rules have one definition.
 

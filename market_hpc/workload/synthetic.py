@@ -143,7 +143,7 @@ def job_sizes(n: int, max_procs: int, rng: np.random.Generator) -> np.ndarray:
     power_of_two = (kind > SERIAL_PROB) & (kind <= SERIAL_PROB + POW2_PROB)
     largest_power = math.floor(uhi + 1e-9)
     exponent = np.where(power_of_two, np.minimum(np.floor(exponent + 0.5), largest_power), exponent)
-    sizes = np.minimum(np.floor(2.0**exponent + 0.5), max_procs).astype(np.int64)
+    sizes: np.ndarray = np.minimum(np.floor(2.0**exponent + 0.5), max_procs).astype(np.int64)
     sizes[kind <= SERIAL_PROB] = 1
     return sizes
 
@@ -167,7 +167,8 @@ def run_times_for(sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         )
         log_run[todo] = draws
         todo = todo[draws > MAX_LOG_RUN_TIME]
-    return np.maximum(np.floor(np.exp(log_run)), 1.0)
+    run_times: np.ndarray = np.maximum(np.floor(np.exp(log_run)), 1.0)
+    return run_times
 
 
 def daily_weights() -> np.ndarray:
@@ -184,7 +185,8 @@ def daily_weights() -> np.ndarray:
         weights[(i - 1) % BUCKETS] = _gamma_cdf(i + 0.5, ANUM, BNUM) - _gamma_cdf(
             i - 0.5, ANUM, BNUM
         )
-    return weights / weights.mean()
+    normalised: np.ndarray = weights / weights.mean()
+    return normalised
 
 
 def arrival_times(n: int, rng: np.random.Generator) -> np.ndarray:

@@ -10,7 +10,8 @@ user's cache folder, where ``replay NAME`` and scenario files (``trace = "kth-sp
 it (:func:`resolve_trace`).
 
 Sites without direct access name a mirror: a base URL under which the archive's file names
-are served (``--mirror https://mirror.example/pwa`` fetches ``.../pwa/KTH-SP2-1996-2.1-cln.swf.gz``).
+are served (``--mirror https://mirror.example/pwa`` fetches
+``.../pwa/KTH-SP2-1996-2.1-cln.swf.gz``).
 """
 
 from __future__ import annotations

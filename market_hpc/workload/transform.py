@@ -80,10 +80,11 @@ def scaled_submit(origin: float, submit: float, factor: float) -> float:
 
     >>> scaled_submit(100.0, 140.0, 2.0)
     120.0
-    >>> scaled_submit(0.0, 3600.0, 1e-300)
+    >>> scaled_submit(0.0, 3600.0, 1e-300)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    market_hpc.errors.InvalidNumberError: load factor: got 1e-300; valid: a factor keeping submit times in [0, 2^50 (1.1e15 s)] (the submit time 3600 s would become 3.6e+303 s)
+    market_hpc.errors.InvalidNumberError: load factor: got 1e-300; valid: a factor keeping submit
+    times in [0, 2^50 (1.1e15 s)] (the submit time 3600 s would become 3.6e+303 s)
     """
     scaled = origin + (submit - origin) / factor
     if not scaled <= MAX_SECONDS:
@@ -141,10 +142,12 @@ def check_window_keeps_jobs(
         ConfigError: No submit time is in ``[start, end)``; names the window and the
             workload's range of submit times.
 
-    >>> check_window_keeps_jobs(np.array([10.0, 20.0]), None, 0.0, "t.swf")
+    >>> submits = np.array([10.0, 20.0])
+    >>> check_window_keeps_jobs(submits, None, 0.0, "t.swf")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    market_hpc.errors.ConfigError: workload.end = 0 keeps no job of t.swf: its jobs are submitted from 10 to 20 s
+    market_hpc.errors.ConfigError: workload.end = 0 keeps no job of t.swf: its jobs are submitted
+    from 10 to 20 s
     """
     if start is None and end is None or not len(submits):
         return
@@ -209,7 +212,9 @@ def in_window(
             ``end`` (a streamed trace is not read beyond its window).
 
     >>> jobs = [Job(i, t, 1.0, 1.0) for i, t in enumerate([0.0, 50.0, 100.0, 150.0])]
-    >>> [job.submit for job in in_window(jobs, 50.0, None)], [job.submit for job in in_window(jobs, None, 100.0)]
+    >>> [job.submit for job in in_window(jobs, 50.0, None)], [
+    ...     job.submit for job in in_window(jobs, None, 100.0)
+    ... ]
     ([50.0, 100.0, 150.0], [0.0, 50.0])
     """
     low = -math.inf if start is None else start
