@@ -19,7 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -87,10 +87,12 @@ def stop(server: subprocess.Popen) -> None:  # type: ignore[type-arg]
 
 
 class Server(NamedTuple):
-    """A running ``market-hpc viz``: its URL and its log."""
+    """A running ``market-hpc viz``: its URL, its log and the launcher's process id (solara
+    runs as its child)."""
 
     url: str
     log: Path
+    pid: int
 
 
 @contextmanager
@@ -126,7 +128,7 @@ def running_server(log: Path, *scenario: str) -> Iterator[Server]:
     url = f"http://127.0.0.1:{port}/"
     try:
         wait_until_served(url, server, log)
-        yield Server(url, log)
+        yield Server(url, log, server.pid)
     finally:
         stop(server)
 
@@ -241,6 +243,7 @@ class PlayRun(NamedTuple):
     seconds: float
     paused_at: int  # the counter once Pause has taken effect (Step enabled again)
     paused_later: int  # the counter ``pause_seconds`` after that
+    probed: tuple[Any, Any] = (None, None)  # ``probe()`` at ``first_step`` and ``last_step``
 
     @property
     def steps_per_second(self) -> float:
@@ -259,7 +262,11 @@ def wait_past(page, steps: int, timeout: int = 30_000) -> int:  # type: ignore[n
 
 
 def measure_play(  # type: ignore[no-untyped-def]
-    page, seconds: float, settle_seconds: float = 1.0, pause_seconds: float = 3.0
+    page,
+    seconds: float,
+    settle_seconds: float = 1.0,
+    pause_seconds: float = 3.0,
+    probe: Callable[[], Any] = lambda: None,
 ) -> PlayRun:
     """Press Play, start the clock when the counter first moves, read it ``seconds`` later
     while still playing, press Pause, and read it ``settle_seconds`` after Step is enabled
@@ -267,18 +274,44 @@ def measure_play(  # type: ignore[no-untyped-def]
 
     Timing from the first shown step leaves out the click's round trip and Mesa's first
     sleep; the counter is read from the page, so a step counts once the browser shows it.
+    ``probe()`` is called right after each of the two reads (e.g. CPU seconds so far).
     The settling wait lets a step already under way when Pause was seen end and be drawn
     (Mesa's loop steps once more when Pause comes during its sleep).
     """
     before = step_count(page)
     page.get_by_role("button", name=PLAY).click()
     first = wait_past(page, before)
-    began = time.monotonic()
+    began, at_first = time.monotonic(), probe()
     page.wait_for_timeout(1000 * seconds)
-    last, elapsed = step_count(page), time.monotonic() - began
+    last, elapsed, at_last = step_count(page), time.monotonic() - began, probe()
     page.get_by_role("button", name=PAUSE).click(timeout=20_000)
     page.get_by_role("button", name="Step").and_(page.locator(":enabled")).wait_for(timeout=20_000)
     page.wait_for_timeout(1000 * settle_seconds)
     paused_at = step_count(page)
     page.wait_for_timeout(1000 * pause_seconds)
-    return PlayRun(first, last, elapsed, paused_at, step_count(page))
+    return PlayRun(first, last, elapsed, paused_at, step_count(page), (at_first, at_last))
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds (user + system, reaped children's included) of process ``root`` and its
+    live descendants, read from ``/proc`` (Linux)."""
+    parents: dict[int, int] = {}
+    seconds: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:  # after the command's ")": state ppid ... utime(11) stime cutime cstime(14)
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])
+        seconds[pid] = sum(int(value) for value in fields[11:15]) / tick
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(seconds.get(pid, 0.0) for pid in tree)

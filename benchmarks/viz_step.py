@@ -33,10 +33,15 @@ opens, ``maxvdh@nodes=32,cores=16`` with task graphs at load 2, and ``easy@curie
 when they differ from the page's, presses Play, reads the page's step counter when it
 first moves and ``--seconds`` later, and prints steps per second; then Pause, and the
 counter must stay still for 3 s. After the server has stopped, the same steps are timed in
-this process (step + the tiles' builders, as above): Mesa sleeps the play interval before
-each step, so ``1000 / (interval + step + render ms)`` bounds what Play reaches on an idle
-machine (the server's own work, reacton's render and the websocket come on top). The
-load average is printed at the start and before each Play.
+this process (step + the tiles' builders, as above, in CPU time of this thread, so other
+processes on a busy machine do not count): Mesa sleeps the play interval before each step,
+so ``1000 / (interval + step + render ms)`` bounds what Play reaches on an idle machine
+(reacton's render, the widgets' messages and the browser come on top). Over the Play the
+script also reads the CPU seconds of the server's processes and of Chromium's (``/proc``),
+per step played: ``1000 / (interval + server CPU ms)`` is what Play reaches on an idle
+machine if all of the server's work were on the step's path (some of it, sending the
+messages, overlaps the next sleep), with Chromium on the other core. The load average is
+printed at the start and before each Play.
 
 Usage (from the repository root; no solara needed without ``--browser``)::
 
@@ -296,10 +301,10 @@ def child(root: Path, args: argparse.Namespace) -> int:
 
 
 def time_steps(
-    model: Any, warmup: int, steps: int
+    model: Any, warmup: int, steps: int, clock: Callable[[], float] = time.perf_counter
 ) -> tuple[dict[str, Any], list[float], list[float]]:
     """Step ``warmup`` times, then time up to ``steps`` steps and the tiles' builders after
-    each (seconds); also the model's state at the first timed step."""
+    each (seconds of ``clock``); also the model's state at the first timed step."""
     render = _render(model)
     for _ in range(warmup):
         model.step()
@@ -313,12 +318,12 @@ def time_steps(
     for _ in range(steps):
         if not model.running:
             break
-        began = time.perf_counter()
+        began = clock()
         model.step()
-        stepped = time.perf_counter()
+        stepped = clock()
         render()
         step_seconds.append(stepped - began)
-        render_seconds.append(time.perf_counter() - stepped)
+        render_seconds.append(clock() - stepped)
     return state, step_seconds, render_seconds
 
 
@@ -363,7 +368,7 @@ def browser_main(args: argparse.Namespace) -> int:
         from playwright import sync_api
     except ImportError:
         raise SystemExit("--browser needs playwright (the dev extra)") from None
-    from viz_page import CHROMIUM, browser_page, measure_play, running_server
+    from viz_page import CHROMIUM, browser_page, measure_play, running_server, tree_cpu_seconds
 
     missing = [name for name in ("solara", "altair") if importlib.util.find_spec(name) is None]
     if missing:
@@ -391,7 +396,11 @@ def browser_main(args: argparse.Namespace) -> int:
             with browser_page(sync_api, server) as page:
                 _set_controls(page, policy, platform, load)
                 at_play = _load_average()
-                run = measure_play(page, args.seconds)
+                run = measure_play(
+                    page,
+                    args.seconds,
+                    probe=lambda: (tree_cpu_seconds(server.pid), tree_cpu_seconds(os.getpid())),
+                )
                 if page.errors:
                     raise SystemExit(f"{policy}@{platform}: the page failed: {page.errors}")
             played.append((policy, platform, run, at_play))
@@ -402,19 +411,31 @@ def browser_main(args: argparse.Namespace) -> int:
                 flush=True,
             )
     print(
-        f"{'case':>26} {'nodes':>6} {'browser':>8} {'step':>6} {'render':>7} {'bound':>6}  "
-        "(steps/s in Chromium; in-process ms per step, median over the same steps; "
-        f"bound = 1000 / ({interval} + step + render))"
+        f"{'case':>26} {'nodes':>6} {'browser':>8} {'step':>6} {'render':>7} {'bound':>6} "
+        f"{'server':>7} {'chromium':>9} {'idle':>5}"
+    )
+    print(
+        "  browser: steps/s in Chromium; step, render: in-process CPU ms per step (median over "
+        f"the same steps; CPU, not wall time, so that other processes do not count); bound = 1000 / ({interval} + step + render); server, chromium: CPU ms "
+        "per step played (the solara server; Chromium with Playwright); idle = 1000 / "
+        f"({interval} + server), Play on an idle 2-core machine if the server's work is serial"
     )
     moved_and_stopped = True
     for policy, platform, run, _ in played:
         model = VizModel(policy=policy, platform=platform, load=load, scenario_file="")
-        _, steps, renders = time_steps(model, run.first_step, run.last_step - run.first_step)
+        _, steps, renders = time_steps(
+            model, run.first_step, run.last_step - run.first_step, clock=time.thread_time
+        )
         step_ms, render_ms = (1e3 * statistics.median(t) if t else 0.0 for t in (steps, renders))
+        (server_first, all_first), (server_last, all_last) = run.probed
+        played_steps = max(run.last_step - run.first_step, 1)
+        server_ms = 1e3 * (server_last - server_first) / played_steps
+        chromium_ms = 1e3 * (all_last - all_first) / played_steps - server_ms
         print(
             f"{policy + '@' + platform:>26} {model.platform.n_nodes:>6} "
             f"{run.steps_per_second:>8.2f} {step_ms:>6.1f} {render_ms:>7.1f} "
-            f"{1000 / (interval + step_ms + render_ms):>6.2f}"
+            f"{1000 / (interval + step_ms + render_ms):>6.2f} {server_ms:>7.1f} "
+            f"{chromium_ms:>9.1f} {1000 / (interval + server_ms):>5.2f}"
         )
         moved_and_stopped &= run.last_step > run.first_step and run.paused_later == run.paused_at
     print(f"load average at the end {_load_average()}")
