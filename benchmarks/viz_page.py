@@ -292,26 +292,48 @@ def measure_play(  # type: ignore[no-untyped-def]
     return PlayRun(first, last, elapsed, paused_at, step_count(page), (at_first, at_last))
 
 
-def tree_cpu_seconds(root: int) -> float:
-    """CPU seconds (user + system, reaped children's included) of process ``root`` and its
-    live descendants, read from ``/proc`` (Linux)."""
-    parents: dict[int, int] = {}
-    seconds: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
+def _stat_fields(path: Path) -> list[str] | None:
+    """The fields of a ``/proc`` stat file after the command's ``)``: state ppid ... utime(11)
+    stime cutime cstime(14); None when the process or thread ended meanwhile."""
+    try:
+        return path.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _tree(root: int) -> set[int]:
+    """``root`` and its live descendants."""
+    parents = {}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:  # after the command's ")": state ppid ... utime(11) stime cutime cstime(14)
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the process ended meanwhile
-            continue
-        pid = int(entry.name)
-        parents[pid] = int(fields[1])
-        seconds[pid] = sum(int(value) for value in fields[11:15]) / tick
+        if entry.name.isdigit() and (fields := _stat_fields(entry / "stat")):
+            parents[int(entry.name)] = int(fields[1])
     tree, frontier = {root}, [root]
     while frontier:
         parent = frontier.pop()
         children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
         tree.update(children)
         frontier.extend(children)
-    return sum(seconds.get(pid, 0.0) for pid in tree)
+    return tree
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds (user + system, reaped children's included) of process ``root`` and its
+    live descendants, read from ``/proc`` (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in _tree(root):
+        if fields := _stat_fields(Path(f"/proc/{pid}/stat")):
+            total += sum(int(value) for value in fields[11:15]) / tick
+    return total
+
+
+def thread_cpu_seconds(root: int) -> dict[tuple[int, int], float]:
+    """CPU seconds (user + system) of each thread of process ``root`` and its live
+    descendants, by (process id, thread id)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    seconds = {}
+    for pid in _tree(root):
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            if fields := _stat_fields(task / "stat"):
+                seconds[pid, int(task.name)] = sum(int(value) for value in fields[11:13]) / tick
+    return seconds
