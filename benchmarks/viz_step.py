@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Time one browser-app step per platform preset: this checkout against an older commit.
+"""Time one browser-app step per platform preset against an older commit, or (``--browser``)
+measure Play's pace in headless Chromium.
 
 Per step it times ``VizModel.step()`` plus what the page's tiles build after a Step click,
 without the browser: the node grid (PNG), the time series and the selected job's value
@@ -24,19 +25,41 @@ Mesa's Play sleeps its interval between steps, so Play reaches 5 steps/s when st
 render stays under 150 ms. The machine may be shared: read the numbers with the load
 average printed beside them.
 
-Usage (from the repository root; no solara needed)::
+``--browser`` starts ``market-hpc viz`` of this checkout on a free loopback port and drives
+Debian's ``/usr/bin/chromium`` headless through Playwright (``benchmarks/viz_page.py``, the
+driver the browser tests use). Per case (``POLICY@PLATFORM``; default: the page as it
+opens, ``maxvdh@nodes=32,cores=16`` with task graphs at load 2, and ``easy@curie``, the
+5,544-node platform the README names) it opens a fresh page, sets the controls and Resets
+when they differ from the page's, presses Play, reads the page's step counter when it
+first moves and ``--seconds`` later, and prints steps per second; then Pause, and the
+counter must stay still for 3 s. After the server has stopped, the same steps are timed in
+this process (step + the tiles' builders, as above, in CPU time of this thread, so other
+processes on a busy machine do not count): Mesa sleeps the play interval before each step,
+so ``1000 / (interval + step + render ms)`` bounds what Play reaches on an idle machine
+(reacton's render, the widgets' messages and the browser come on top). Over the Play the
+script also reads the CPU seconds of the server's processes and of Chromium's (``/proc``),
+per step played: ``1000 / (interval + server CPU ms)`` is what Play reaches on an idle
+machine if all of the server's work were on the step's path (some of it, sending the
+messages, overlaps the next sleep), with Chromium on the other core. The load average is
+printed at the start and before each Play.
+
+Usage (from the repository root; no solara needed without ``--browser``)::
 
     python benchmarks/viz_step.py
     python benchmarks/viz_step.py --preset curie --policy easy --steps 30 --rounds 3
     python benchmarks/viz_step.py --before main~20
+    python benchmarks/viz_step.py --browser                   # 20 s of Play per case
+    python benchmarks/viz_step.py --browser --case easy@curie --load 2.5 --seconds 30
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import inspect
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -50,6 +73,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 BUDGET_MS = 150.0  # step + render per step for 5 steps/s with Mesa's play interval
+BROWSER_CASES = (("maxvdh", "nodes=32,cores=16"), ("easy", "curie"))  # the page's, the README's
 DEFAULT_BEFORE = (
     "7877a0d~1"  # before "Viz: SVG time series and value curve, node grid sectioned..."
 )
@@ -68,14 +92,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--load",
         type=float,
-        default=1.0,
-        help="the app's load control; at 1.0 both sides build the same jobs (default)",
+        help="the app's load control; at 1.0 (the default without --browser) both sides "
+        "build the same jobs; with --browser the page's own 2.0 unless given",
+    )
+    parser.add_argument(
+        "--browser",
+        action="store_true",
+        help="measure Play's steps/s in headless Chromium (needs playwright, the viz extra "
+        "and /usr/bin/chromium)",
+    )
+    parser.add_argument(
+        "--case",
+        action="append",
+        metavar="POLICY@PLATFORM",
+        help="with --browser, repeatable (default: "
+        + " and ".join(f"{policy}@{platform}" for policy, platform in BROWSER_CASES)
+        + ")",
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=20.0, help="with --browser: Play per case (default 20)"
     )
     parser.add_argument("--warmup", type=int, default=60, help="steps before timing")
     parser.add_argument("--steps", type=int, default=20, help="timed steps")
     parser.add_argument("--rounds", type=int, default=2, help="before/after child pairs per preset")
     parser.add_argument("--child", metavar="ROOT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.browser:
+        return browser_main(args)
+    if args.load is None:
+        args.load = 1.0
     if args.child:
         return child(Path(args.child), args)
     commit = _git("rev-parse", "--verify", f"{args.before}^{{commit}}").strip()
@@ -238,25 +283,7 @@ def child(root: Path, args: argparse.Namespace) -> int:
     if model.error:
         print(json.dumps({"error": model.error}))
         return 0
-    render = _render(model)
-    for _ in range(args.warmup):
-        model.step()
-    state = {
-        "now": model.now,
-        "queued": len(model.queue_agent.jobs),
-        "running": len(model.job_agents),
-    }
-    render()
-    steps, renders = [], []
-    for _ in range(args.steps):
-        if not model.running:
-            break
-        began = time.perf_counter()
-        model.step()
-        stepped = time.perf_counter()
-        render()
-        steps.append(stepped - began)
-        renders.append(time.perf_counter() - stepped)
+    state, steps, renders = time_steps(model, args.warmup, args.steps)
     if not steps:
         print(
             json.dumps(
@@ -276,6 +303,33 @@ def child(root: Path, args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def time_steps(
+    model: Any, warmup: int, steps: int, clock: Callable[[], float] = time.perf_counter
+) -> tuple[dict[str, Any], list[float], list[float]]:
+    """Step ``warmup`` times, then time up to ``steps`` steps and the tiles' builders after
+    each (seconds of ``clock``); also the model's state at the first timed step."""
+    render = _render(model)
+    for _ in range(warmup):
+        model.step()
+    state = {
+        "now": model.now,
+        "queued": len(model.queue_agent.jobs),
+        "running": len(model.job_agents),
+    }
+    render()
+    step_seconds, render_seconds = [], []
+    for _ in range(steps):
+        if not model.running:
+            break
+        began = clock()
+        model.step()
+        stepped = clock()
+        render()
+        step_seconds.append(stepped - began)
+        render_seconds.append(clock() - stepped)
+    return state, step_seconds, render_seconds
 
 
 def _render(model: Any) -> Callable[[], None]:
@@ -310,6 +364,156 @@ def _render(model: Any) -> Callable[[], None]:
             picture(curve_plot)
 
     return render
+
+
+# ------------------------------------------------------------------ --browser
+def browser_main(args: argparse.Namespace) -> int:
+    """Play each case in headless Chromium, then time its steps here; print one table."""
+    try:
+        from playwright import sync_api
+    except ImportError:
+        raise SystemExit("--browser needs playwright (the dev extra)") from None
+    from viz_page import (
+        CHROMIUM,
+        browser_page,
+        measure_play,
+        running_server,
+        thread_cpu_seconds,
+        tree_cpu_seconds,
+    )
+
+    missing = [name for name in ("solara", "altair") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise SystemExit(f"--browser needs the viz extra ({', '.join(missing)} missing)")
+    if not CHROMIUM.is_file():
+        raise SystemExit(f"--browser needs {CHROMIUM} (apt-get install chromium)")
+    cases = [_parse_case(text) for text in args.case] if args.case else list(BROWSER_CASES)
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from visualization.model import VizModel
+
+    load = PAGE_LOAD if args.load is None else args.load
+    interval = play_interval_ms()
+    print(
+        f"Play in headless Chromium ({CHROMIUM}), this checkout ({REPO}); {args.seconds:g} s "
+        f"per case, load factor {load:g}, seed 1, play interval {interval} ms; load average "
+        f"{_load_average()} on {os.cpu_count()} cores"
+    )
+    played = []
+    with (
+        tempfile.TemporaryDirectory(prefix="viz-play-") as folder,
+        running_server(Path(folder) / "server.log") as server,
+    ):
+        for policy, platform in cases:
+            with browser_page(sync_api, server) as page:
+                _set_controls(page, policy, platform, load)
+                at_play = _load_average()
+                run = measure_play(
+                    page,
+                    args.seconds,
+                    probe=lambda: (
+                        tree_cpu_seconds(server.pid),
+                        tree_cpu_seconds(os.getpid()),
+                        thread_cpu_seconds(server.pid),
+                    ),
+                )
+                if page.errors:
+                    raise SystemExit(f"{policy}@{platform}: the page failed: {page.errors}")
+            played.append((policy, platform, run, at_play))
+            print(
+                f"  {policy}@{platform}: steps {run.first_step} -> {run.last_step} in "
+                f"{run.seconds:.1f} s = {run.steps_per_second:.2f} steps/s (load average "
+                f"{at_play} at Play); paused: {run.paused_at} -> {run.paused_later}",
+                flush=True,
+            )
+    print(
+        f"{'case':>26} {'nodes':>6} {'browser':>8} {'step':>6} {'render':>7} {'bound':>6} "
+        f"{'server':>7} {'thread':>7} {'chromium':>9} {'idle':>5}"
+    )
+    print(
+        "  browser: steps/s in Chromium; step, render: in-process CPU ms per step (median over "
+        f"the same steps; CPU, not wall time, so that other processes do not count); bound = 1000 / ({interval} + step + render); server, chromium: CPU ms "
+        "per step played (the solara server; its busiest thread, Play's step thread, whose "
+        "work is on each step's path; Chromium with Playwright); idle = 1000 / "
+        f"({interval} + thread), Play on an idle machine where the rest runs beside it"
+    )
+    moved_and_stopped = True
+    for policy, platform, run, _ in played:
+        model = VizModel(policy=policy, platform=platform, load=load, scenario_file="")
+        _, steps, renders = time_steps(
+            model, run.first_step, run.last_step - run.first_step, clock=time.thread_time
+        )
+        step_ms, render_ms = (1e3 * statistics.median(t) if t else 0.0 for t in (steps, renders))
+        (server_first, all_first, threads_first), (server_last, all_last, threads_last) = run.probed
+        played_steps = max(run.last_step - run.first_step, 1)
+        server_ms = 1e3 * (server_last - server_first) / played_steps
+        chromium_ms = 1e3 * (all_last - all_first) / played_steps - server_ms
+        thread_ms = (
+            1e3
+            * max(
+                (
+                    threads_last[key] - threads_first[key]
+                    for key in threads_first.keys() & threads_last
+                ),
+                default=0.0,
+            )
+            / played_steps
+        )
+        print(
+            f"{policy + '@' + platform:>26} {model.platform.n_nodes:>6} "
+            f"{run.steps_per_second:>8.2f} {step_ms:>6.1f} {render_ms:>7.1f} "
+            f"{1000 / (interval + step_ms + render_ms):>6.2f} {server_ms:>7.1f} "
+            f"{thread_ms:>7.1f} {chromium_ms:>9.1f} {1000 / (interval + thread_ms):>5.2f}"
+        )
+        moved_and_stopped &= run.last_step > run.first_step and run.paused_later == run.paused_at
+    print(f"load average at the end {_load_average()}")
+    return 0 if moved_and_stopped else 1
+
+
+PAGE_LOAD, LOAD_STEP = 2.0, 0.25  # the page's load factor slider: starts at 2.0, steps 0.25
+
+
+def _parse_case(text: str) -> tuple[str, str]:
+    policy, at, platform = text.partition("@")
+    if not (at and policy and platform):
+        raise SystemExit(f"--case {text!r}: expected POLICY@PLATFORM, e.g. easy@curie")
+    return policy, platform
+
+
+def _set_controls(page: Any, policy: str, platform: str, load: float) -> None:
+    """Set the page's controls to the case's and Reset, when they differ from the page's."""
+    from viz_page import click_step, reset_and_read, select, slide
+
+    from visualization.model import DEFAULT_PLATFORM, DEFAULT_POLICY
+
+    presses = round((load - PAGE_LOAD) / LOAD_STEP)
+    if abs(PAGE_LOAD + presses * LOAD_STEP - load) > 1e-9:
+        raise SystemExit(f"--load {load:g}: the page's slider moves by {LOAD_STEP:g}")
+    if (policy, platform, presses) == (DEFAULT_POLICY, DEFAULT_PLATFORM, 0):
+        return
+    click_step(page, 1)  # so the Reset is seen: the counter goes back to 0
+    if platform != DEFAULT_PLATFORM:
+        select(page, "platform", platform)
+    if policy != DEFAULT_POLICY:
+        select(page, "policy (scheduler)", policy)
+    if presses:
+        slide(page, "load factor", presses)
+    reset_and_read(page, f"{policy} on")
+
+
+def play_interval_ms() -> int:
+    """``PLAY_INTERVAL_MS`` as ``visualization/app.py`` sets it (read, not imported: the
+    app patches Mesa's module when imported)."""
+    found = re.search(
+        r"^PLAY_INTERVAL_MS = (\d+)$", (REPO / "visualization" / "app.py").read_text(), re.MULTILINE
+    )
+    if not found:
+        raise SystemExit("visualization/app.py sets no PLAY_INTERVAL_MS")
+    return int(found.group(1))
+
+
+def _load_average() -> str:
+    return "/".join(f"{value:.2f}" for value in os.getloadavg()) + " (1/5/15 min)"
 
 
 if __name__ == "__main__":

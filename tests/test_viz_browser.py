@@ -4,7 +4,8 @@ Starts one server on a free loopback port for the module and drives Debian's
 ``/usr/bin/chromium`` with Playwright (helpers in ``viz_browser.py``): Step changes the
 grid, the plots and the clock with every request served from loopback (no CDN); Reset
 replays the same run; each control is changed and its effect read back from the page
-after Reset; Play runs 10 s on Curie and prints the step rate; Play and Pause, clicked
+after Reset; Play runs 10 s on Curie and prints the step rate; Play moves the step counter
+and Pause stops it, in the page and through ``benchmarks/viz_step.py --browser``; Play and Pause, clicked
 over and over beside two busy-looping processes, never loop renders; one screenshot per
 platform preset is saved under ``out/viz/``; a second server shows a scenario file and
 keeps it across Reset. The same selectors work on Mesa 3.3 (Python 3.11) and Mesa 3.5
@@ -30,6 +31,7 @@ from viz_browser import (
     Server,
     click_step,
     eventually,
+    measure_play,
     open_page,
     playwright_or_skip,
     reset_and_read,
@@ -234,6 +236,65 @@ def test_play_on_curie_for_ten_seconds(page) -> None:  # type: ignore[no-untyped
         f"{steps / elapsed:.1f} steps/s (load average {os.getloadavg()[0]:.1f})"
     )
     assert steps > 0
+
+
+def test_play_moves_the_counter_and_pause_stops_it(page) -> None:  # type: ignore[no-untyped-def]
+    """Play for 5 s as ``benchmarks/viz_step.py --browser`` measures it: the page's step
+    counter moves at least 3 steps, and once Pause has taken effect it stays still for 3 s."""
+    run = measure_play(page, seconds=5)
+    assert run.last_step - run.first_step >= 3, run
+    assert run.paused_at >= run.last_step, run
+    assert run.paused_later == run.paused_at, run
+
+
+def test_viz_step_browser_measures_play_and_pause(sync_api) -> None:  # type: ignore[no-untyped-def]
+    """``benchmarks/viz_step.py --browser`` on one case at a load factor the page's slider
+    reaches by keyboard: its own server and page, the controls set and Reset, 4 s of Play;
+    it prints the steps played, the pause check and the in-process row, and exits 0 (the
+    counter moved, then stood still while paused)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "viz_step.py"),
+            "--browser",
+            "--case",
+            "easy@kth-sp2",
+            "--load",
+            "2.5",
+            "--seconds",
+            "4",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,  # a guard against a hang, not a measure
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "load factor 2.5, seed 1, play interval 100 ms; load average " in lines[0], lines
+    played = re.fullmatch(
+        r"  easy@kth-sp2: steps (\d+) -> (\d+) in [\d.]+ s = [\d.]+ steps/s \(load average "
+        r"[\d./]+ \(1/5/15 min\) at Play\); paused: (\d+) -> (\d+)",
+        lines[1],
+    )
+    assert played, lines
+    first, last, paused_at, paused_later = map(int, played.groups())
+    assert last - first >= 3 and paused_at >= last and paused_later == paused_at, lines[1]
+    assert lines[2].split() == [
+        "case",
+        "nodes",
+        "browser",
+        "step",
+        "render",
+        "bound",
+        "server",
+        "thread",
+        "chromium",
+        "idle",
+    ]
+    assert re.fullmatch(r" +easy@kth-sp2 +100( +-?[\d.]+){8}", lines[4]), lines
+    assert lines[5].startswith("load average at the end "), lines
 
 
 def test_screenshot_of_each_platform_preset(page) -> None:  # type: ignore[no-untyped-def]
