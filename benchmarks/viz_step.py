@@ -432,7 +432,8 @@ def browser_main(args: argparse.Namespace) -> int:
     )
     print(
         "  browser: steps/s in Chromium; step, render: in-process CPU ms per step (median over "
-        f"the same steps; CPU, not wall time, so that other processes do not count); bound = 1000 / ({interval} + step + render); server, chromium: CPU ms "
+        "the same steps; CPU, not wall time, so that other processes do not count); "
+        f"bound = 1000 / ({interval} + step + render); server, chromium: CPU ms "
         "per step played (the solara server; its busiest thread, Play's step thread, whose "
         "work is on each step's path; Chromium with Playwright); idle = 1000 / "
         f"({interval} + thread), Play on an idle machine where the rest runs beside it"

@@ -163,7 +163,8 @@ def test_every_line_left_out_is_counted_by_reason(tmp_path, capsys):
         "  left out 1: still running at export (End Unknown)",
         "  left out 1: never started (no Start; e.g. PENDING at export)",
         (
-            "  left out 12: not started in the replay: dropped by the simulated slurm (a time limit "
+            "  left out 12: not started in the replay: dropped by the simulated slurm "
+            "(a time limit "
             "above its partition's MaxTime, or larger than its partition's nodes)"
         ),
         "  note: 5 jobs without a time limit: given their partition's MaxTime, else 31536000 s",
@@ -173,7 +174,8 @@ def test_every_line_left_out_is_counted_by_reason(tmp_path, capsys):
         ),
         "  note: 9 jobs use GPUs: replayed on their CPUs alone",
         (
-            "wait error (simulated wait - recorded wait): |error| median 2282.50 s, p95 36657.70 s, "
+            "wait error (simulated wait - recorded wait): |error| median 2282.50 s, "
+            "p95 36657.70 s, "
             "max 66885.00 s; mean (bias) +4857.63 s"
         ),
         "start order: Kendall's tau-b 0.7919, same position 16.18 %",
@@ -225,7 +227,8 @@ HINT = "market-hpc: hint: add --lenient to skip malformed lines and count them b
             CONF,
             (
                 "{export}:1: field header: not a sacct --parsable2 export (the first line is no "
-                f"'|'-separated header with JobID); export with sacct --parsable2 --format={FORMAT}\n"
+                "'|'-separated header with JobID); export with sacct --parsable2 "
+                f"--format={FORMAT}\n"
             ),
         ),
         (

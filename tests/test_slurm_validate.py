@@ -1,6 +1,7 @@
 """The comparison code of benchmarks/slurm_validate.py and ``market-hpc slurm-check``
-(market_hpc/experiment/slurm_compare.py) on sacct exports recorded from a real Slurm 22.05 on one 32-CPU node (tests/data/slurm_validate/CONFIG/: its slurm.conf and
-``sacct --parsable2`` with epoch times)."""
+(market_hpc/experiment/slurm_compare.py) on sacct exports recorded from a real Slurm 22.05
+on one 32-CPU node (tests/data/slurm_validate/CONFIG/: its slurm.conf and ``sacct
+--parsable2`` with epoch times)."""
 
 from __future__ import annotations
 

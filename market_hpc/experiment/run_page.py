@@ -299,8 +299,8 @@ def _window_text(
 
     >>> _window_text((0.0, 7200.0), TimeUnit(3600.0, "hours"), True)
     'window 0.00 to 2.00 hours (the whole run; --window START:END zooms in)'
-    >>> _window_text((0.0, 7200.0), TimeUnit(3600.0, "hours"), True, whole=False)
-    "window 0.00 to 2.00 hours (the run's median job 5 px wide; --window all: the whole run, --window START:END: any span)"
+    >>> _window_text((0.0, 7200.0), TimeUnit(3600.0, "hours"), True, whole=False)[:60]
+    "window 0.00 to 2.00 hours (the run's median job 5 px wide; -"
     """
     lo, hi = window
     if not default:

@@ -62,7 +62,8 @@ def parse_sacct(text: str, source: str = "sacct") -> list[Record]:
     >>> text = "JobID|User|Submit|Start|End|Timelimit|NCPUS|State|Partition\\n" \\
     ...        "7|u1|1000|1002|1012|00:02:00|4|COMPLETED|debug\\n" \\
     ...        "7.batch||1000|1002|1012||4|COMPLETED|\\n"
-    >>> [(r.job_id, r.user, r.submit, r.end, r.limit, r.cpus, r.partition) for r in parse_sacct(text)]
+    >>> [(r.job_id, r.user, r.submit, r.end, r.limit, r.cpus, r.partition)
+    ...  for r in parse_sacct(text)]
     [(7, 'u1', 1000.0, 1012.0, 120.0, 4, 'debug')]
 
     Raises:
@@ -238,7 +239,8 @@ def event_lags(records: list[Record]) -> np.ndarray:
     submits = np.asarray([r.submit for r in records], dtype=float)
     before = np.searchsorted(ends, starts, side="right")  # ends at or before each start
     last_end = np.where(before > 0, ends[np.maximum(before - 1, 0)], submits)
-    return starts - np.maximum(submits, last_end)
+    lags: np.ndarray = starts - np.maximum(submits, last_end)
+    return lags
 
 
 def compare(records: list[Record], simulated: dict[int, float]) -> Agreement:
