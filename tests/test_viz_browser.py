@@ -3,13 +3,13 @@
 Starts one server on a free loopback port for the module and drives Debian's
 ``/usr/bin/chromium`` with Playwright (helpers in ``viz_browser.py``): Step changes the
 grid, the plots and the clock with every request served from loopback (no CDN); Reset
-replays the same run; each control is changed and its effect read back from the page
-after Reset; Play runs 10 s on Curie and prints the step rate; Play moves the step counter
-and Pause stops it, in the page and through ``benchmarks/viz_step.py --browser``; Play and
+replays the same run; each control is changed and its effect read back from the page after
+Reset; Play runs 10 s on Curie and prints the step rate; Play moves the step counter and
+Pause stops it, in the page and through ``benchmarks/viz_step.py --browser``; Play and
 Pause, clicked over and over beside two busy-looping processes, never loop renders; one
-screenshot per platform preset is saved under ``out/viz/``; a second server shows a
-scenario file and keeps it across Reset. The same selectors work on Mesa 3.3 (Python 3.11) and Mesa 3.5
-(``run-tests`` runs these on Python 3.13 too). Skips, with the reason, only where
+screenshot per platform preset is saved under ``out/viz/``; a second server shows a scenario
+file and keeps it across Reset. The same selectors work on Mesa 3.3 (Python 3.11) and Mesa
+3.5 (``run-tests`` runs these on Python 3.13 too). Skips, with the reason, only where
 Playwright, the viz extra or Chromium is missing.
 """
 
