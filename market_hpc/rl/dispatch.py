@@ -230,6 +230,14 @@ class InstantDispatcher:
     def _fits_totals(self, slot: int) -> bool:
         return bool((self._need[:, slot] <= self._free).all())
 
+    @property
+    def free(self) -> np.ndarray:
+        """What is free now, after this instant's starts so far: cores, GPUs, MICs, memory
+        (summed over the nodes) and burst buffer (read-only: the dispatcher's own array)."""
+        view = self._free.view()
+        view.flags.writeable = False
+        return view
+
     def window(self) -> list[Job]:
         """The jobs offered now, slot by slot."""
         return self.queue[: self.options.window]
@@ -413,10 +421,6 @@ def job_run_time(job: Job) -> float:
     return job.run_time
 
 
-REWARDS = ("bsld", "wait", "value")
-"""What a reward counts: bounded slowdown, wait, or value earned."""
-
-
 def job_metric(job: Job, start: float, reward: str) -> float:
     """One started job's contribution: its bounded slowdown
     ``max(1, (wait + run) / max(run, 10))``, its wait, or the value it earns (finishing at
@@ -437,14 +441,6 @@ def job_metric(job: Job, start: float, reward: str) -> float:
     return 0.0 if curve is None else float(curve.value_at(wait + run))
 
 
-def check_reward(reward: str, timing: str) -> None:
-    """Refuse an unknown reward or timing, naming the valid ones."""
-    if not isinstance(reward, str) or reward not in REWARDS:
-        raise ConfigError(f"reward: got {reward!r}; valid: {', '.join(REWARDS)}")
-    if not isinstance(timing, str) or timing not in ("step", "episode"):
-        raise ConfigError(f"reward_timing: got {timing!r}; valid: step, episode")
-
-
 def first_fit_slot(window: Sequence[Job], key: Any = None) -> int:
     """The slot of the first job by ``key`` (``None``: the first slot): what a scripted
     agent reproducing a priority scheduler chooses."""
@@ -457,11 +453,9 @@ __all__ = [
     "JOB_FEATURES",
     "PLATFORM_FEATURES",
     "RELEASE_HORIZONS",
-    "REWARDS",
     "TIME_SCALE",
     "DispatchOptions",
     "InstantDispatcher",
-    "check_reward",
     "first_fit_slot",
     "job_metric",
     "job_run_time",
