@@ -94,8 +94,9 @@ def _keywords(
     leading = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(leading) < positional and not any(p.kind is p.VAR_POSITIONAL for p in parameters):
         raise ConfigError(
-            f"{kind} {name!r}: {getattr(factory, '__qualname__', factory)!r} takes "
-            f"{len(leading)} positional arguments; a {kind} takes {positional} "
+            f"{kind} {name!r}: {getattr(factory, '__module__', '?')}."
+            f"{getattr(factory, '__qualname__', '?')} takes {len(leading)} positional "
+            f"argument(s); a {kind} takes {positional} "
             f"({'job, start' if kind == 'reward' else 'window'}), then keyword parameters"
         )
     return tuple(p.name for p in parameters[positional:] if p.kind is not p.VAR_POSITIONAL)
