@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -34,6 +35,9 @@ from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start
 from market_hpc.policies.classic import Easy
 from market_hpc.policies.scratch import PassScratch
 from market_hpc.validation import Range, check
+
+if TYPE_CHECKING:
+    from market_hpc.policies.base import FastView
 
 JOB_FEATURES = (
     "wait",
@@ -66,6 +70,7 @@ _F = len(JOB_FEATURES)
 _G = len(PLATFORM_FEATURES)
 _WINDOW = Range(1, 100_000, integer=True)
 _MIN = np.minimum.reduce  # ndarray.min without its Python-level wrapper
+_JOB_ID = attrgetter("job_id")
 
 
 def observation_size(window: int) -> int:
@@ -111,7 +116,7 @@ class _Table:
     the job's observation row (``wait``, ``value_*`` and ``fits_now`` filled per step) and
     what the fit test compares."""
 
-    __slots__ = ("curves", "features", "index", "need", "submit", "used")
+    __slots__ = ("beyond_cores", "curves", "features", "index", "need", "submit", "used")
 
     def __init__(self) -> None:
         self.index: dict[int, int] = {}
@@ -124,14 +129,20 @@ class _Table:
             int, Any
         ] = {}  # row -> (value curve, its maximum, run time) of market jobs
         self.used = 0
+        self.beyond_cores = False  # some job seen needs more than cores (GPUs, ..., burst buffer)
 
     def rows(self, jobs: Sequence[Job], platform: Platform) -> np.ndarray:
         index = self.index
+        try:  # every job seen before (the common case): one C-level pass
+            return np.fromiter(
+                map(index.__getitem__, map(_JOB_ID, jobs)), dtype=np.intp, count=len(jobs)
+            )
+        except KeyError:
+            pass
         rows = [index.get(job.job_id, -1) for job in jobs]
-        if -1 in rows:
-            for i, row in enumerate(rows):
-                if row < 0:
-                    rows[i] = self._add(jobs[i], platform)
+        for i, row in enumerate(rows):
+            if row < 0:
+                rows[i] = self._add(jobs[i], platform)
         return np.array(rows, dtype=np.intp)
 
     def _add(self, job: Job, platform: Platform) -> int:
@@ -149,6 +160,8 @@ class _Table:
         self.features[row, 1:6] = (*shares, bb, job.estimate / (job.estimate + TIME_SCALE))
         self.features[row, 9] = 1.0
         self.need[:, row] = (*amounts, job.bb)
+        if job.bb or any(amounts[1:]):
+            self.beyond_cores = True
         self.submit[row] = job.submit
         curve = job.payload.get("value_curve") if job.payload else None
         if curve is not None:
@@ -194,6 +207,7 @@ class InstantDispatcher:
         self._cores_only = False
         self._view_type: type | None = None
         self._min_cores_offered = False
+        self._masks: dict[int, np.ndarray] = {}  # by the slots offered
 
     # ------------------------------------------------------------ an instant
     def begin(self, view: View) -> bool:
@@ -221,11 +235,12 @@ class InstantDispatcher:
         self._rows = None
         if not self.queue:
             return False
-        if self._cores_only and self._min_cores_offered:
-            kept = fast_view(view, "queue_min_cores")
-            assert kept is not None
-            if kept.queue_min_cores > view.free_total[0]:  # what needs_choice would find
-                return False
+        if (  # what needs_choice would find, without the rows
+            self._cores_only
+            and self._min_cores_offered
+            and cast("FastView", view).queue_min_cores > view.free_total[0]
+        ):
+            return False
         self._build()
         return self.needs_choice()
 
@@ -248,6 +263,8 @@ class InstantDispatcher:
         return bool((self._need <= self._free[:, None]).all(axis=0).any())
 
     def _fits_totals(self, slot: int) -> bool:
+        if self._cores_only and not self._table.beyond_cores:  # the other rows are all 0
+            return bool(self._need[0, slot] <= self._free[0])
         return bool((self._need[:, slot] <= self._free).all())
 
     @property
@@ -266,9 +283,12 @@ class InstantDispatcher:
 
     def mask(self) -> np.ndarray:
         """Slots holding a job (each may be chosen; one that does not fit becomes the head)."""
-        mask = np.zeros(self.options.window, dtype=bool)
-        mask[: min(len(self.queue), self.options.window)] = True
-        return mask
+        offered = min(len(self.queue), self.options.window)
+        mask = self._masks.get(offered)
+        if mask is None:
+            mask = self._masks[offered] = np.zeros(self.options.window, dtype=bool)
+            mask[:offered] = True
+        return mask.copy()  # the caller may keep it
 
     def fits_mask(self) -> np.ndarray:
         """Slots whose job passes the totals test now."""
@@ -400,14 +420,14 @@ class InstantDispatcher:
         free = self._free
         if n:
             rows = self._rows[:n]  # type: ignore[index]  # built above
-            block = obs[: k * _F].reshape(k, _F)
-            table.features.take(rows, axis=0, out=block[:n])
+            block = obs[: n * _F].reshape(n, _F)  # the slots holding a job
+            table.features.take(rows, axis=0, out=block)
             wait = now - table.submit.take(rows)
-            block[:n, 0] = wait / (wait + TIME_SCALE)
+            block[:, 0] = wait / (wait + TIME_SCALE)
             if self._cores_only:
-                block[:n, 8] = self._need[0, :n] <= free[0]
+                block[:, 8] = self._need[0, :n] <= free[0]
             else:
-                block[:n, 8] = (self._need[:, :n] <= free[:, None]).all(axis=0)
+                block[:, 8] = (self._need[:, :n] <= free[:, None]).all(axis=0)
             if table.curves:
                 curves = table.curves
                 for i, row in enumerate(rows.tolist()):
