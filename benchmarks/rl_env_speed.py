@@ -8,14 +8,22 @@ EASY's decisions (tests/test_rl_env.py), so the difference is what the environme
 pausing and resuming the model, the observation (K = 128 jobs), the mask and the
 job-by-job hand-off. A random masked agent is timed as well (other decisions, same cost
 per step). The figure of merit is the CPU time of one environment step over the CPU time
-of one EASY decision (goal: at most 3).
+of one EASY decision (goal: at most 2).
+
+``--reference FILE`` also times, in the same process, the environment with the dispatcher
+of another checkout's ``market_hpc/rl/dispatch.py`` (``git show REF:market_hpc/rl/dispatch.py
+> FILE``), slice by slice in alternated order, with the EASY replay of each slice between:
+on a busy machine the only comparison that holds (both sides see the same load).
 
     python benchmarks/rl_env_speed.py [--trace PATH] [--slices 10] [--jobs 1024] [--window 128]
+    python benchmarks/rl_env_speed.py --reference /tmp/dispatch_before.py
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import sys
 import time
 from pathlib import Path
 
@@ -41,6 +49,9 @@ def main(argv: list[str] | None = None) -> float:
     parser.add_argument("--jobs", type=int, default=1024)
     parser.add_argument("--window", type=int, default=128)
     parser.add_argument("--repeat", type=int, default=3, help="best of this many rounds")
+    parser.add_argument(
+        "--reference", default=None, help="another checkout's rl/dispatch.py, timed alternately"
+    )
     args = parser.parse_args(argv)
 
     jobs = list(read_swf(args.trace).jobs)
@@ -78,6 +89,8 @@ def main(argv: list[str] | None = None) -> float:
             cpu += time.process_time() - began
         return cpu, steps
 
+    if args.reference:
+        return paired(args, jobs, starts, env)
     easy = min((easy_round() for _ in range(args.repeat)), key=lambda r: r[0])
     first = min((env_round("first") for _ in range(args.repeat)), key=lambda r: r[0])
     rand = min((env_round("random") for _ in range(args.repeat)), key=lambda r: r[0])
@@ -104,6 +117,56 @@ def main(argv: list[str] | None = None) -> float:
         f"{first[0] / easy[1] * 1e6:.1f} us against {per_decision * 1e6:.1f} us, ratio "
         f"{first[0] / easy[0]:.2f}"
     )
+    return ratio
+
+
+def paired(args: argparse.Namespace, jobs: list, starts: list[int], env: HPCDispatchEnv) -> float:
+    """The environment with this checkout's dispatcher and with ``args.reference``'s,
+    alternated slice by slice for ``args.repeat`` rounds, with EASY between; returns the
+    CPU ratio this / reference."""
+    from market_hpc.rl import dispatch
+
+    spec = importlib.util.spec_from_file_location("reference_dispatch", args.reference)
+    assert spec is not None and spec.loader is not None
+    reference = importlib.util.module_from_spec(spec)
+    sys.modules["reference_dispatch"] = reference
+    spec.loader.exec_module(reference)
+    sides = {"this": dispatch, "reference": reference}
+    cpu = {"this": 0.0, "reference": 0.0, "easy": 0.0}
+    steps = {"this": 0, "reference": 0}
+    decisions = 0
+    for round_ in range(args.repeat):
+        for i, start in enumerate(starts):
+            order = ("this", "reference") if (i + round_) % 2 == 0 else ("reference", "this")
+            for side in order:
+                env.dispatcher = sides[side].InstantDispatcher(env.options)
+                began = time.process_time()
+                env.reset(options={"start": start})
+                done = False
+                while not done:
+                    _, _, done, _, _ = env.step(0)
+                    steps[side] += 1
+                cpu[side] += time.process_time() - began
+            began = time.process_time()
+            model = HPCModel(
+                jobs[start : start + args.jobs],
+                args.platform,
+                scheduler="easy",
+                record_timeseries=False,
+            )
+            model.run()
+            cpu["easy"] += time.process_time() - began
+            decisions += model.manager.decisions
+    per_decision = cpu["easy"] / decisions
+    assert steps["this"] == steps["reference"], steps  # the same decisions, step for step
+    for side in ("reference", "this"):
+        per_step = cpu[side] / steps[side]
+        print(
+            f"{side:9s} dispatcher: {per_step * 1e6:7.1f} us a step, "
+            f"ratio {per_step / per_decision:.2f}x an EASY decision ({per_decision * 1e6:.1f} us)"
+        )
+    ratio = cpu["this"] / cpu["reference"]
+    print(f"CPU this / reference: {ratio:.3f} ({args.repeat} rounds of {len(starts)} slices)")
     return ratio
 
 

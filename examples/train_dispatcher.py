@@ -5,7 +5,9 @@ that trace and on a second trace, against fifo, sjf, easy and RLScheduler's heur
     python examples/train_dispatcher.py --minutes 15 --out models/hpc2n
 
 Training: ``HPCDispatchEnv`` on episodes of 256 consecutive jobs drawn from the first 70 %
-of the training trace (HPC2N by default), K = 128, bounded-slowdown reward given per
+of the training trace (HPC2N by default), K = 128, bounded-slowdown reward (``--reward``
+names another registered one, ``--observation`` another observation, ``--import MODULE``
+the module registering them: ``docs/learned-dispatchers.md``) given per
 decision (the step rewards of an episode add up to minus its mean bounded slowdown),
 RLScheduler's kernel network (``market_hpc.rl.kernel``), for at most ``--minutes`` of wall
 time on ``--threads`` torch threads. The model is saved with its options
@@ -77,6 +79,23 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     parser.add_argument(
         "--backfill", action="store_true", help="train with EASY backfilling around the choices"
     )
+    parser.add_argument(
+        "--reward",
+        default="bsld",
+        help="registered reward (market_hpc.rl.registry; import your module first: --import)",
+    )
+    parser.add_argument(
+        "--observation",
+        default="default",
+        help="registered observation (not 'default': an MLP instead of the kernel network)",
+    )
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        help="a module to import first (it registers rewards or observations); repeatable",
+    )
     parser.add_argument("--eval-slices", type=int, default=10)
     parser.add_argument("--eval-jobs", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=0)
@@ -94,6 +113,10 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         "--evaluate-only", action="store_true", help="evaluate the model saved at --out"
     )
     args = parser.parse_args(argv)
+    import importlib
+
+    for module in args.imports:
+        importlib.import_module(module)
     if args.seeds:
         return _across_seeds(args, list(sys.argv[1:] if argv is None else argv))
     return _one_seed(args)
@@ -147,7 +170,9 @@ def _one_seed(args: argparse.Namespace) -> pd.DataFrame:
         GreedyPredictor,
         load_model,
         load_options,
+        load_spec,
         save_learned,
+        saved_observation,
     )
     from market_hpc.workload.swf import read_swf
 
@@ -167,8 +192,9 @@ def _one_seed(args: argparse.Namespace) -> pd.DataFrame:
                 episode_jobs=args.episode_jobs,
                 window=args.window,
                 backfill=args.backfill,
-                reward="bsld",
+                reward=args.reward,
                 reward_timing="step",
+                observation=args.observation,
                 start_range=(0.0, 0.7),
             )
 
@@ -195,7 +221,7 @@ def _one_seed(args: argparse.Namespace) -> pd.DataFrame:
                 return time.perf_counter() - self.began < self.seconds
 
         model = MaskablePPO(
-            KernelPolicy,
+            KernelPolicy if args.observation == "default" else "MlpPolicy",
             env,
             n_steps=max(64, 2048 // args.envs),
             batch_size=256,
@@ -224,6 +250,7 @@ def _one_seed(args: argparse.Namespace) -> pd.DataFrame:
             model,
             out,
             env.envs[0].options,
+            env.envs[0].model_spec,
             trace=Path(args.train_trace).name,
             platform=args.train_platform,
             steps=model.num_timesteps,
@@ -234,12 +261,15 @@ def _one_seed(args: argparse.Namespace) -> pd.DataFrame:
             start_range=[0.0, 0.7],
         )
     options, info = load_options(saved)
+    observation = saved_observation(saved, load_spec(saved, info), options.window)
     model = GreedyPredictor(load_model(saved))
     print(f"model {saved}: {json.dumps(info)}")
 
     def learned(backfill: bool):  # type: ignore[no-untyped-def]
         chosen = dataclasses.replace(options, backfill=backfill)
-        return lambda: DispatchingPolicy(make_allocator("first-fit"), model, chosen, name="learned")
+        return lambda: DispatchingPolicy(
+            make_allocator("first-fit"), model, chosen, name="learned", observation=observation
+        )
 
     policies = {
         **{name: name for name in HEURISTICS},

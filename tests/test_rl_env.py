@@ -365,8 +365,8 @@ def test_from_config_refuses_unknown_options_and_bad_configs() -> None:
         HPCDispatchEnv.from_config("scenarios/none.toml", windows=8)
     assert str(caught.value) == (
         "unknown HPCDispatchEnv option 'windows'; valid choices: allocator, backfill, "
-        "episode_jobs, "
-        "exclusive, invalid_action, reward, reward_timing, start_range, window"
+        "episode_jobs, exclusive, invalid_action, observation, observation_params, reward, "
+        "reward_params, reward_timing, start_range, window"
     )
     with pytest.raises(ConfigError) as caught:
         HPCDispatchEnv.from_config(5)

@@ -113,3 +113,21 @@ def test_reset_and_step_fuzz() -> None:
         env.reset(seed=0)
         refused += _only_config_errors(lambda: env.step(action)) == "refused"  # noqa: B023
     assert refused > CASES // 2
+
+
+def test_reward_and_observation_arguments_fuzz() -> None:
+    rng = random.Random(SEED + 2)
+    names = ("reward", "reward_params", "observation", "observation_params")
+    outcomes = {"refused": 0, "accepted": 0}
+    for _ in range(CASES // 4):
+        arguments: dict[str, object] = {"episode_jobs": 10, "window": 4}
+        for name in rng.sample(names, rng.randint(1, 2)):
+            arguments[name] = rng.choice([*VALUES, "default", "wait"])
+
+        def build(arguments: dict[str, object] = arguments) -> None:
+            env = HPCDispatchEnv(JOBS, "nodes=8,cores=8", **arguments)  # type: ignore[arg-type]
+            env.reset(seed=0)
+            env.step(0)
+
+        outcomes[_only_config_errors(build)] += 1
+    assert outcomes["refused"] > CASES // 8 and outcomes["accepted"] > 0, outcomes

@@ -7,7 +7,9 @@ the heuristics RL papers compare against, and trained models run as schedulers.
 - :mod:`market_hpc.rl.dispatch`: one decision built job by job (numpy only), shared by the
   environment and the ``learned:PATH`` scheduler;
 - :mod:`market_hpc.rl.heuristics`: WFP3, UNICEP and F1, with and without EASY backfilling;
-- :mod:`market_hpc.rl.learned`: a saved MaskablePPO model as a scheduler (needs the ``rl`` extra).
+- :mod:`market_hpc.rl.learned`: a saved MaskablePPO model as a scheduler (needs the ``rl`` extra);
+- :mod:`market_hpc.rl.registry`: rewards and observations by name (``register_reward``,
+  ``register_observation``, also importable from here).
 
 Importing this package imports neither gymnasium, pettingzoo nor torch.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["HPCDispatchEnv", "NodeBiddingEnv"]
+__all__ = ["HPCDispatchEnv", "NodeBiddingEnv", "register_observation", "register_reward"]
 
 
 def __getattr__(name: str) -> Any:
@@ -28,4 +30,8 @@ def __getattr__(name: str) -> Any:
         from market_hpc.rl.bidding_env import NodeBiddingEnv
 
         return NodeBiddingEnv
+    if name in ("register_observation", "register_reward"):
+        from market_hpc.rl import registry
+
+        return getattr(registry, name)
     raise AttributeError(f"module 'market_hpc.rl' has no attribute {name!r}")

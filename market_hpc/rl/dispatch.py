@@ -21,11 +21,10 @@ Everything here is numpy and the model's own code; gymnasium is not needed.
 
 from __future__ import annotations
 
-import bisect
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -36,6 +35,9 @@ from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start
 from market_hpc.policies.classic import Easy
 from market_hpc.policies.scratch import PassScratch
 from market_hpc.validation import Range, check
+
+if TYPE_CHECKING:
+    from market_hpc.policies.base import FastView
 
 JOB_FEATURES = (
     "wait",
@@ -67,6 +69,8 @@ TIME_SCALE = 3600.0
 _F = len(JOB_FEATURES)
 _G = len(PLATFORM_FEATURES)
 _WINDOW = Range(1, 100_000, integer=True)
+_MIN = np.minimum.reduce  # ndarray.min without its Python-level wrapper
+_JOB_ID = attrgetter("job_id")
 
 
 def observation_size(window: int) -> int:
@@ -112,7 +116,7 @@ class _Table:
     the job's observation row (``wait``, ``value_*`` and ``fits_now`` filled per step) and
     what the fit test compares."""
 
-    __slots__ = ("curves", "features", "index", "need", "submit", "used")
+    __slots__ = ("beyond_cores", "curves", "features", "index", "need", "submit", "used")
 
     def __init__(self) -> None:
         self.index: dict[int, int] = {}
@@ -125,14 +129,20 @@ class _Table:
             int, Any
         ] = {}  # row -> (value curve, its maximum, run time) of market jobs
         self.used = 0
+        self.beyond_cores = False  # some job seen needs more than cores (GPUs, ..., burst buffer)
 
     def rows(self, jobs: Sequence[Job], platform: Platform) -> np.ndarray:
         index = self.index
+        try:  # every job seen before (the common case): one C-level pass
+            return np.fromiter(
+                map(index.__getitem__, map(_JOB_ID, jobs)), dtype=np.intp, count=len(jobs)
+            )
+        except KeyError:
+            pass
         rows = [index.get(job.job_id, -1) for job in jobs]
-        if -1 in rows:
-            for i, row in enumerate(rows):
-                if row < 0:
-                    rows[i] = self._add(jobs[i], platform)
+        for i, row in enumerate(rows):
+            if row < 0:
+                rows[i] = self._add(jobs[i], platform)
         return np.array(rows, dtype=np.intp)
 
     def _add(self, job: Job, platform: Platform) -> int:
@@ -150,6 +160,8 @@ class _Table:
         self.features[row, 1:6] = (*shares, bb, job.estimate / (job.estimate + TIME_SCALE))
         self.features[row, 9] = 1.0
         self.need[:, row] = (*amounts, job.bb)
+        if job.bb or any(amounts[1:]):
+            self.beyond_cores = True
         self.submit[row] = job.submit
         curve = job.payload.get("value_curve") if job.payload else None
         if curve is not None:
@@ -186,13 +198,16 @@ class InstantDispatcher:
         self.head: Job | None = None
         self._scratch: PassScratch | None = None
         self._free = np.zeros(5)
-        self._rows = np.zeros(0, dtype=np.intp)
+        # The window's rows and needs, built when a choice may be needed (None until then:
+        # most instants at which nothing fits are told so by the queue's smallest request).
+        self._rows: np.ndarray | None = np.zeros(0, dtype=np.intp)
         self._need = np.zeros((5, 0))
         self._releases: list[tuple[float, int]] = []
-        self._running_key: tuple[int, int] | None = None
-        self._running_ends: list[float] = []
-        self._running_cores: list[float] = [0.0]
+        self._released: list[float] | None = None
         self._cores_only = False
+        self._view_type: type | None = None
+        self._min_cores_offered = False
+        self._masks: dict[int, np.ndarray] = {}  # by the slots offered
 
     # ------------------------------------------------------------ an instant
     def begin(self, view: View) -> bool:
@@ -206,29 +221,61 @@ class InstantDispatcher:
             bb = float(view.platform.burst_buffer)
             self._inverse_bb = 1.0 / bb if bb > 0 else 0.0
             self._table = _Table()
-            self._running_key = None
             # Only cores (no other resource, no burst buffer): the fit test reads one row.
             self._cores_only = not np.asarray(view.platform.total)[1:].any() and bb == 0
+        if type(view) is not self._view_type:
+            self._view_type = type(view)
+            self._min_cores_offered = fast_view(view, "queue_min_cores") is not None
         self.view = view
         self.queue = list(view.queue)
         self.started, self.actions, self.head = [], [], None
+        self._releases = []
+        self._released = None
+        self._scratch = None
+        self._rows = None
+        if not self.queue:
+            return False
+        if (  # what needs_choice would find, without the rows
+            self._cores_only
+            and self._min_cores_offered
+            and cast("FastView", view).queue_min_cores > view.free_total[0]
+        ):
+            return False
+        self._build()
+        return self.needs_choice()
+
+    def _build(self) -> None:
+        """The free totals and the queue's rows and needs (once per instant that needs them)."""
+        view = self.view
+        assert view is not None, "begin(view) first"
         self._free = np.array([*view.free_total, view.free_bb], dtype=float)
         self._rows = self._table.rows(self.queue, view.platform)
         self._need = self._table.need.take(self._rows, axis=1)
-        self._releases = []
-        self._scratch = None
-        return self.needs_choice()
 
     def needs_choice(self) -> bool:
         """Whether some waiting job passes the totals test (fits what is free, summed)."""
         if self.head is not None or not len(self.queue):
             return False
+        if self._rows is None:
+            self._build()
         if self._cores_only:
-            return bool(self._need[0].min() <= self._free[0])
+            return bool(_MIN(self._need[0]) <= self._free[0])
         return bool((self._need <= self._free[:, None]).all(axis=0).any())
 
     def _fits_totals(self, slot: int) -> bool:
+        if self._cores_only and not self._table.beyond_cores:  # the other rows are all 0
+            return bool(self._need[0, slot] <= self._free[0])
         return bool((self._need[:, slot] <= self._free).all())
+
+    @property
+    def free(self) -> np.ndarray:
+        """What is free now, after this instant's starts so far: cores, GPUs, MICs, memory
+        (summed over the nodes) and burst buffer (read-only: the dispatcher's own array)."""
+        if self._rows is None and self.view is not None:
+            self._build()
+        view = self._free.view()
+        view.flags.writeable = False
+        return view
 
     def window(self) -> list[Job]:
         """The jobs offered now, slot by slot."""
@@ -236,12 +283,17 @@ class InstantDispatcher:
 
     def mask(self) -> np.ndarray:
         """Slots holding a job (each may be chosen; one that does not fit becomes the head)."""
-        mask = np.zeros(self.options.window, dtype=bool)
-        mask[: min(len(self.queue), self.options.window)] = True
-        return mask
+        offered = min(len(self.queue), self.options.window)
+        mask = self._masks.get(offered)
+        if mask is None:
+            mask = self._masks[offered] = np.zeros(self.options.window, dtype=bool)
+            mask[:offered] = True
+        return mask.copy()  # the caller may keep it
 
     def fits_mask(self) -> np.ndarray:
         """Slots whose job passes the totals test now."""
+        if self._rows is None:
+            self._build()
         mask = np.zeros(self.options.window, dtype=bool)
         k = min(len(self.queue), self.options.window)
         mask[:k] = (self._need[:, :k] <= self._free[:, None]).all(axis=0)
@@ -256,12 +308,17 @@ class InstantDispatcher:
         """
         view = self.view
         assert view is not None, "begin(view) first"
-        if not 0 <= slot < min(len(self.queue), self.options.window):
+        queue = self.queue
+        if not 0 <= slot < min(len(queue), self.options.window):
             raise ValueError(
-                f"slot {slot} holds no job: the window holds "
-                f"{min(len(self.queue), self.options.window)}"
+                f"slot {slot} holds no job: the window holds {min(len(queue), self.options.window)}"
             )
-        job = self.queue[slot]
+        rows = self._rows
+        if rows is None:
+            self._build()
+            rows = self._rows
+            assert rows is not None
+        job = queue[slot]
         allocation = None
         if self._fits_totals(slot):
             if self._scratch is None:
@@ -272,15 +329,14 @@ class InstantDispatcher:
             self._scratch.take(job, allocation)
             self.actions.append(Start(job.job_id, allocation))
             self.started.append(job)
-            self._free -= self._need[:, slot]
-            del self.queue[slot]
+            need = self._need
+            self._free -= need[:, slot]
+            del queue[slot]
             if slot == 0:  # views, no copy
-                self._rows, self._need = self._rows[1:], self._need[:, 1:]
+                self._rows, self._need = rows[1:], need[:, 1:]
             else:
-                self._rows = np.concatenate((self._rows[:slot], self._rows[slot + 1 :]))
-                self._need = np.concatenate(
-                    (self._need[:, :slot], self._need[:, slot + 1 :]), axis=1
-                )
+                self._rows = np.concatenate((rows[:slot], rows[slot + 1 :]))
+                self._need = np.concatenate((need[:, :slot], need[:, slot + 1 :]), axis=1)
             self._releases.append((view.time + job.estimate, job.cores))
             return [job], not self.needs_choice()
         self.head = job
@@ -322,26 +378,39 @@ class InstantDispatcher:
         return Decision(tuple(actions)) if actions else NOTHING
 
     # ----------------------------------------------------------- observation
-    def _running(self, view: View) -> tuple[list[float], list[float]]:
-        """The running jobs' expected ends (``view.running`` is sorted by them) and the
-        cores released by then (cumulative, with a leading 0); rebuilt when they changed."""
-        kept = fast_view(view, "running_version")
-        key = None if kept is None else (kept.running_version, id(view))
-        if key is None or key != self._running_key:
-            running = view.running
-            self._running_ends = [r.est_end for r in running]
-            self._running_cores = [
-                0.0,
-                *itertools.accumulate(r.units * r.job.unit[0] for r in running),
-            ]
-            self._running_key = key
-        return self._running_ends, self._running_cores
+    def _released_by(self, view: View) -> list[float]:
+        """The cores the running jobs release by each of ``RELEASE_HORIZONS`` from now, by
+        their expected ends (``view.running`` is sorted by them): the same all instant long
+        (the jobs chosen now are added per observation), so counted once per instant, in
+        one walk that stops at the last horizon."""
+        released = self._released
+        if released is None:
+            released = []
+            now = view.time
+            limits = [now + horizon for horizon in RELEASE_HORIZONS]
+            limit = limits[0]
+            total = 0.0
+            for running in view.running:
+                if running.est_end > limit:
+                    while running.est_end > limit:
+                        released.append(total)
+                        if len(released) == len(limits):
+                            break
+                        limit = limits[len(released)]
+                    if len(released) == len(limits):
+                        break
+                total += running.units * running.job.unit[0]
+            released.extend([total] * (len(limits) - len(released)))
+            self._released = released
+        return released
 
     def observation(self) -> np.ndarray:
         """The flat observation: the window's job features, then the platform's
         (``JOB_FEATURES``, ``PLATFORM_FEATURES``), each in [-1, 1]."""
         view = self.view
         assert view is not None
+        if self._rows is None:
+            self._build()
         k = self.options.window
         obs = np.zeros(k * _F + _G, dtype=np.float32)
         now = view.time
@@ -350,15 +419,15 @@ class InstantDispatcher:
         n = min(queued, k)
         free = self._free
         if n:
-            rows = self._rows[:n]
-            block = obs[: k * _F].reshape(k, _F)
-            np.take(table.features, rows, axis=0, out=block[:n])
+            rows = self._rows[:n]  # type: ignore[index]  # built above
+            block = obs[: n * _F].reshape(n, _F)  # the slots holding a job
+            table.features.take(rows, axis=0, out=block)
             wait = now - table.submit.take(rows)
-            block[:n, 0] = wait / (wait + TIME_SCALE)
+            block[:, 0] = wait / (wait + TIME_SCALE)
             if self._cores_only:
-                block[:n, 8] = self._need[0, :n] <= free[0]
+                block[:, 8] = self._need[0, :n] <= free[0]
             else:
-                block[:n, 8] = (self._need[:, :n] <= free[:, None]).all(axis=0)
+                block[:, 8] = (self._need[:, :n] <= free[:, None]).all(axis=0)
             if table.curves:
                 curves = table.curves
                 for i, row in enumerate(rows.tolist()):
@@ -372,23 +441,21 @@ class InstantDispatcher:
                         later = float(curve.value_at(elapsed + TIME_SCALE))
                         block[i, 6] = value / top
                         block[i, 7] = max(-1.0, (later - value) / top)
-        free_cores = float(free[0])
+        free_cores, gpus, mics, mem, bb = free.tolist()
         inverse = self._inverse_total
         tail = [
             free_cores * inverse[0],
-            float(free[1]) * inverse[1],
-            float(free[2]) * inverse[2],
-            float(free[3]) * inverse[3],
-            float(free[4]) * self._inverse_bb,
+            gpus * inverse[1],
+            mics * inverse[2],
+            mem * inverse[3],
+            bb * self._inverse_bb,
             queued / (queued + k),
         ]
         cores = self._total_cores
         if cores > 0:
-            ends, cumulative = self._running(view)
             extra = self._releases
-            for horizon in RELEASE_HORIZONS:
+            for horizon, released in zip(RELEASE_HORIZONS, self._released_by(view), strict=True):
                 by = now + horizon
-                released = cumulative[bisect.bisect_right(ends, by)]
                 for end, amount in extra:
                     if end <= by:
                         released += amount
@@ -414,10 +481,6 @@ def job_run_time(job: Job) -> float:
     return job.run_time
 
 
-REWARDS = ("bsld", "wait", "value")
-"""What a reward counts: bounded slowdown, wait, or value earned."""
-
-
 def job_metric(job: Job, start: float, reward: str) -> float:
     """One started job's contribution: its bounded slowdown
     ``max(1, (wait + run) / max(run, 10))``, its wait, or the value it earns (finishing at
@@ -438,14 +501,6 @@ def job_metric(job: Job, start: float, reward: str) -> float:
     return 0.0 if curve is None else float(curve.value_at(wait + run))
 
 
-def check_reward(reward: str, timing: str) -> None:
-    """Refuse an unknown reward or timing, naming the valid ones."""
-    if not isinstance(reward, str) or reward not in REWARDS:
-        raise ConfigError(f"reward: got {reward!r}; valid: {', '.join(REWARDS)}")
-    if not isinstance(timing, str) or timing not in ("step", "episode"):
-        raise ConfigError(f"reward_timing: got {timing!r}; valid: step, episode")
-
-
 def first_fit_slot(window: Sequence[Job], key: Any = None) -> int:
     """The slot of the first job by ``key`` (``None``: the first slot): what a scripted
     agent reproducing a priority scheduler chooses."""
@@ -458,11 +513,9 @@ __all__ = [
     "JOB_FEATURES",
     "PLATFORM_FEATURES",
     "RELEASE_HORIZONS",
-    "REWARDS",
     "TIME_SCALE",
     "DispatchOptions",
     "InstantDispatcher",
-    "check_reward",
     "first_fit_slot",
     "job_metric",
     "job_run_time",

@@ -30,12 +30,11 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.platform import PRESETS, Platform, load_platform
 from market_hpc.errors import ConfigError, InvalidNumberError, UnknownNameError
 from market_hpc.policies.base import Decision
-from market_hpc.rl.dispatch import (
-    DispatchOptions,
-    InstantDispatcher,
-    check_reward,
-    job_metric,
-    observation_size,
+from market_hpc.rl.dispatch import DispatchOptions, InstantDispatcher
+from market_hpc.rl.registry import (
+    ModelSpec,
+    make_observation,
+    make_reward,
 )
 from market_hpc.validation import Range, check
 
@@ -49,7 +48,10 @@ _OPTIONS = (
     "episode_jobs",
     "exclusive",
     "invalid_action",
+    "observation",
+    "observation_params",
     "reward",
+    "reward_params",
     "reward_timing",
     "start_range",
     "window",
@@ -80,9 +82,11 @@ class HPCDispatchEnv(gym.Env):
             ``Discrete(K)``.
         backfill: EASY backfilling around a chosen job that does not fit now.
         allocator: Registered allocator placing the jobs (default first-fit).
-        reward: ``bsld`` (bounded slowdown ``max(1, (wait + run) / max(run, 10))``,
-            negated), ``wait`` (seconds, negated) or ``value`` (value earned, for market
-            jobs with value curves).
+        reward: A registered reward (``market_hpc.rl.registry``): ``bsld`` (bounded
+            slowdown ``max(1, (wait + run) / max(run, 10))``, negated), ``wait`` (seconds,
+            negated), ``value`` (value earned, for market jobs with value curves) or one
+            registered with ``register_reward``.
+        reward_params: Keyword parameters of the reward (default none).
         reward_timing: ``episode`` (the sum over the slice's jobs divided by N, at the
             last step) or ``step`` (each step's started jobs, same scale: the step rewards
             of an episode add up to its episode reward).
@@ -90,6 +94,10 @@ class HPCDispatchEnv(gym.Env):
             first job is drawn (e.g. ``(0, 0.7)`` to train, ``(0.7, 1)`` to evaluate).
         exclusive: Whole nodes per job.
         invalid_action: ``wrap`` or ``raise`` (``INVALID_ACTIONS``).
+        observation: A registered observation: ``default`` (``dispatch.JOB_FEATURES`` per
+            slot, then ``dispatch.PLATFORM_FEATURES``) or one registered with
+            ``register_observation``.
+        observation_params: Keyword parameters of the observation (default none).
 
     Raises:
         ConfigError: an option out of range or unknown, naming it and what is valid.
@@ -111,10 +119,15 @@ class HPCDispatchEnv(gym.Env):
         start_range: tuple[float, float] = (0.0, 1.0),
         exclusive: bool = False,
         invalid_action: str = "wrap",
+        observation: str = "default",
+        observation_params: dict[str, Any] | None = None,
+        reward_params: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         episode_jobs = int(check(episode_jobs, _COUNT, "episode_jobs"))
-        check_reward(reward, reward_timing)
+        self._metric, reward_entry = make_reward(reward, reward_params)
+        if not isinstance(reward_timing, str) or reward_timing not in ("step", "episode"):
+            raise ConfigError(f"reward_timing: got {reward_timing!r}; valid: step, episode")
         if not isinstance(invalid_action, str) or invalid_action not in INVALID_ACTIONS:
             raise ConfigError(
                 f"invalid_action: got {invalid_action!r}; valid: {', '.join(INVALID_ACTIONS)}"
@@ -126,21 +139,33 @@ class HPCDispatchEnv(gym.Env):
         self.jobs = sorted(checked_jobs(jobs), key=lambda j: (j.submit, j.job_id))
         if len({j.job_id for j in self.jobs}) != len(self.jobs):
             raise ConfigError("workload has duplicate job ids")
-        if reward == "value":
-            check_value_curves(self.jobs)
+        if reward_entry.check is not None:
+            reward_entry.check(self.jobs)
         self.episode_jobs = episode_jobs
         self.reward_kind, self.reward_timing = reward, reward_timing
         self.exclusive = bool(exclusive)
         self.invalid_action = invalid_action
         self._first, self._last = start_indices(start_range, len(self.jobs), self.episode_jobs)
-        size = observation_size(self.options.window)
-        self.observation_space = spaces.Box(-1.0, 1.0, shape=(size,), dtype=np.float32)
+        self.observation = make_observation(observation, self.options.window, observation_params)
+        self.model_spec = ModelSpec(
+            observation,
+            dict(observation_params or {}),
+            reward,
+            dict(reward_params or {}),
+            reward_timing,
+        )
+        self.observation_space = spaces.Box(
+            float(self.observation.low),
+            float(self.observation.high),
+            shape=(int(self.observation.size),),
+            dtype=np.float32,
+        )
         self.action_space = spaces.Discrete(self.options.window)
         self.dispatcher = InstantDispatcher(self.options)
         self.model: HPCModel | None = None
         self.start_index = -1
         self._done = True
-        self._sign = 1.0 if reward == "value" else -1.0
+        self._sign = -1.0 if reward_entry.negate else 1.0
         self._total = 0.0
         self._started = 0
 
@@ -245,9 +270,9 @@ class HPCDispatchEnv(gym.Env):
 
     def _count(self, started: list[Job], now: float) -> float:
         gained = 0.0
-        kind = self.reward_kind
+        metric = self._metric
         for job in started:
-            gained += job_metric(job, now, kind)
+            gained += metric(job, now)
         self._started += len(started)
         self._total += gained
         return gained
@@ -268,8 +293,8 @@ class HPCDispatchEnv(gym.Env):
 
     def _observation(self) -> np.ndarray:
         if self._done:
-            return np.zeros(observation_size(self.options.window), dtype=np.float32)
-        return self.dispatcher.observation()
+            return np.zeros(int(self.observation.size), dtype=np.float32)
+        return np.asarray(self.observation(self.dispatcher), dtype=np.float32)
 
     def _info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -381,22 +406,6 @@ def checked_jobs(jobs: Any) -> list[Job]:
                 "valid: a Job record (market_hpc.domain.job.Job)"
             )
     return listed
-
-
-def check_value_curves(jobs: Sequence[Job]) -> None:
-    """Refuse ``reward="value"`` when a job has no value curve (it would earn 0 whatever
-    is chosen: a reward that teaches nothing).
-
-    Raises:
-        ConfigError: naming the first such job, how many there are, and what is valid.
-    """
-    lacking = [job.job_id for job in jobs if job.payload.get("value_curve") is None]
-    if lacking:
-        raise ConfigError(
-            f"reward: got 'value', but {len(lacking)} of {len(jobs)} jobs have no value curve "
-            f"(job {lacking[0]} first), so they would earn 0 whatever is chosen; valid: bsld or "
-            "wait, or market jobs (a market rule, apply_market_rule)"
-        )
 
 
 def action_slot(action: Any, offered: int) -> int:

@@ -1,12 +1,15 @@
 """Trained dispatchers as schedulers: ``learned:PATH`` in any config, sweep or ``replay``.
 
-``PATH`` is a MaskablePPO model saved by :func:`save_learned` (``examples/train_dispatcher.py``):
-the model's zip and, beside it, ``PATH.json`` with the environment options it was trained
-with (window, backfilling). At each decision the scheduler builds the decision the way
-the environment offers it (``market_hpc.rl.dispatch.InstantDispatcher``): it asks the model
-for a slot, starts that job if it fits, and asks again until a chosen job does not fit
-(then, when trained with backfilling, EASY runs around it) or nothing more can fit. So the
-trained policy decides in ``replay``, ``sweep`` and ``report`` exactly as it did in training.
+``PATH`` is a MaskablePPO model saved by :func:`save_learned`
+(``examples/train_dispatcher.py``): the model's zip and, beside it, ``PATH.json`` with the
+environment options it was trained with (window, backfilling) and its observation and reward
+by registered name, with their parameters (``rl.registry.ModelSpec``): the scheduler
+rebuilds that observation, and refuses a model whose observation is not registered in the
+loading process. At each decision the scheduler builds the decision the way the environment
+offers it (``market_hpc.rl.dispatch.InstantDispatcher``): it asks the model for a slot,
+starts that job if it fits, and asks again until a chosen job does not fit (then, when
+trained with backfilling, EASY runs around it) or nothing more can fit. So the trained
+policy decides in ``replay``, ``sweep`` and ``report`` exactly as it did in training.
 
 Loading a model needs the ``rl`` extra (torch, stable-baselines3, sb3-contrib);
 :class:`DispatchingPolicy` itself needs only numpy (any object with sb3's ``predict``).
@@ -26,7 +29,15 @@ from market_hpc.json_text import json_text
 from market_hpc.policies.base import Allocator, Decision, View
 from market_hpc.policies.capabilities import KINDS, RESOURCES, handles
 from market_hpc.policies.registry import register_scheduler_family
-from market_hpc.rl.dispatch import DispatchOptions, InstantDispatcher, observation_size
+from market_hpc.rl.dispatch import DispatchOptions, InstantDispatcher
+from market_hpc.rl.registry import (
+    GROUP,
+    OBSERVATIONS,
+    ModelSpec,
+    Observation,
+    load_plugins,
+    make_observation,
+)
 
 OPTIONS_SUFFIX = ".json"
 """The environment options are saved as ``PATH + OPTIONS_SUFFIX`` beside the model."""
@@ -48,6 +59,7 @@ class DispatchingPolicy:
         predictor: Chooses a slot from an observation and a mask.
         options: The environment options it was trained with (window, backfilling).
         name: The policy's name (``{name}+{allocator}``).
+        observation: What the predictor reads (default: the ``default`` observation).
     """
 
     def __init__(
@@ -56,10 +68,14 @@ class DispatchingPolicy:
         predictor: Predictor,
         options: DispatchOptions,
         name: str = "learned",
+        observation: Observation | None = None,
     ) -> None:
         self.allocator = allocator
         self.predictor = predictor
         self.options = options
+        self.observation = (
+            make_observation("default", options.window) if observation is None else observation
+        )
         self.dispatcher = InstantDispatcher(options, allocator)
         self.name = f"{name}+{allocator.name}"
         self.steps = 0
@@ -67,9 +83,12 @@ class DispatchingPolicy:
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         dispatcher = self.dispatcher
         if dispatcher.begin(view):
+            observe = self.observation
             while True:
                 action, _ = self.predictor.predict(
-                    dispatcher.observation(), action_masks=dispatcher.mask(), deterministic=True
+                    np.asarray(observe(dispatcher), dtype=np.float32),
+                    action_masks=dispatcher.mask(),
+                    deterministic=True,
                 )
                 self.steps += 1
                 _, over = dispatcher.choose(int(action))
@@ -83,14 +102,27 @@ def options_path(path: str | Path) -> Path:
     return Path(str(path) + OPTIONS_SUFFIX)
 
 
-def save_learned(model: Any, path: str | Path, options: DispatchOptions, **extra: Any) -> Path:
-    """Save a trained model (``model.save(path)``) and its environment options beside it;
-    ``extra`` (e.g. the training trace and time) is kept in the options file too. Returns
-    the model file's path."""
+def save_learned(
+    model: Any,
+    path: str | Path,
+    options: DispatchOptions,
+    spec: ModelSpec | None = None,
+    **extra: Any,
+) -> Path:
+    """Save a trained model (``model.save(path)``) and beside it its environment options
+    and ``spec``, the observation and reward it was trained with (``env.model_spec``;
+    default: the defaults); ``extra`` (e.g. the training trace and time) is kept in the
+    options file too. Returns the model file's path."""
     path = Path(path)
+    saved_spec = (ModelSpec() if spec is None else spec).to_json()
+    clash = sorted(set(extra) & {"options", *saved_spec})
+    if clash:
+        raise ConfigError(f"save_learned: {clash[0]!r} is saved from the options and spec")
     model.save(str(path))
     saved = path if path.suffix == ".zip" else path.with_name(path.name + ".zip")
-    options_path(saved).write_text(json_text({"options": asdict(options), **extra}, default=str))
+    options_path(saved).write_text(
+        json_text({"options": asdict(options), **saved_spec, **extra}, default=str)
+    )
     return saved
 
 
@@ -115,6 +147,48 @@ def load_options(path: str | Path) -> tuple[DispatchOptions, dict[str, Any]]:
             f"learned:{path}: {where} is not an options file of save_learned: {exc}"
         ) from None
     return options, {k: v for k, v in data.items() if k != "options"}
+
+
+def load_spec(path: str | Path, saved: dict[str, Any]) -> ModelSpec:
+    """The observation and reward of the model at ``path``, from the rest of its options file
+    (:func:`load_options`'s second value; a file written before they had names gives the
+    defaults).
+
+    Raises:
+        ConfigError: the entries are not what :func:`save_learned` writes.
+    """
+    try:
+        return ModelSpec.from_json(saved)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise ConfigError(
+            f"learned:{path}: {options_path(path)} has no readable observation and reward "
+            f"entries: {exc!r}"
+        ) from None
+
+
+def saved_observation(path: str | Path, spec: ModelSpec, window: int) -> Observation:
+    """The observation the model at ``path`` was trained on, rebuilt from ``spec``.
+
+    Raises:
+        ConfigError: in one line, naming the model, the observation it was saved with and
+            the registered ones, when that name is not registered in this process (nor by
+            an installed plugin); or the saved parameters are refused.
+    """
+    name = spec.observation
+    if name not in OBSERVATIONS:
+        load_plugins()
+    if name not in OBSERVATIONS:
+        raise ConfigError(
+            f"learned:{path}: the model was saved with observation {name!r}, which is not "
+            f"registered in this process; registered: {', '.join(OBSERVATIONS)}; register it "
+            f"with @market_hpc.rl.registry.register_observation({name!r}) in a module imported "
+            f"before the model is loaded, or name that module in an installed package's "
+            f"{GROUP!r} entry point"
+        )
+    try:
+        return make_observation(name, window, spec.observation_params)
+    except ConfigError as exc:
+        raise ConfigError(f"learned:{path}: {exc}") from None
 
 
 def load_model(path: str | Path) -> Any:
@@ -181,13 +255,21 @@ _CAPABILITIES = handles(
     argument="PATH",
 )
 def learned(allocator: Allocator, path: str) -> DispatchingPolicy:
-    """The ``learned:PATH`` scheduler: the model at ``PATH`` with the options saved beside it."""
-    options, _ = load_options(path)
+    """The ``learned:PATH`` scheduler: the model at ``PATH`` with the options, observation and
+    reward saved beside it (the observation is checked before the model is loaded)."""
+    options, saved = load_options(path)
+    observation = saved_observation(path, load_spec(path, saved), options.window)
     model = load_model(path)
     shape = getattr(getattr(model, "observation_space", None), "shape", None)
-    if shape is not None and tuple(shape) != (observation_size(options.window),):
+    if shape is not None and tuple(shape) != (observation.size,):
         raise ConfigError(
             f"learned:{path}: the model observes {tuple(shape)}, the saved options give "
-            f"({observation_size(options.window)},)"
+            f"({observation.size},)"
         )
-    return DispatchingPolicy(allocator, GreedyPredictor(model), options, name=f"learned:{path}")
+    return DispatchingPolicy(
+        allocator,
+        GreedyPredictor(model),
+        options,
+        name=f"learned:{path}",
+        observation=observation,
+    )
