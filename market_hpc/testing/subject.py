@@ -105,8 +105,8 @@ def policy_under_test(
         scheduler: A registered scheduler name, a ``(scheduler, allocator)`` pair, a
             factory or class called as ``factory(allocator, **params)``, or a
             ``PolicyUnderTest`` (returned as it is).
-        allocator: The allocator name (default: the scheduler's default allocator, or
-            ``first-fit`` for a factory).
+        allocator: The allocator name (default: the scheduler's default allocator; for a
+            factory ``first-fit``, or ``max-bid`` for a market one).
         params: Scheduler parameters.
         handles: A factory's capabilities (default: a registered scheduler's declared
             ones; for a factory, what the built-ins of its kind handle).
@@ -133,9 +133,9 @@ def policy_under_test(
             capabilities=handles or entry.capabilities,
             market=entry.market if market is None else market,
         )
-    allocator = (allocator or "first-fit").lower()
-    make_allocator(allocator)  # an unknown name fails now, listing the valid ones
     is_market = bool(handles and handles.value_curves) if market is None else market
+    allocator = (allocator or ("max-bid" if is_market else "first-fit")).lower()
+    make_allocator(allocator)  # an unknown name fails now, listing the valid ones
     name = getattr(scheduler, "__name__", type(scheduler).__name__)
     return PolicyUnderTest(
         f"{name}+{allocator}",
