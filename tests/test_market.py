@@ -14,6 +14,7 @@ from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError
 from market_hpc.policies import scheduler_entry, scheduler_names
+from market_hpc.testing.workloads import overload_market_jobs
 
 MARKET = [name for name in scheduler_names() if scheduler_entry(name).market]
 
@@ -107,20 +108,8 @@ def work_done(segments: pd.DataFrame, jobs_by_id) -> pd.Series:
 
 
 def overload_jobs(seed: int, n: int = 40):
-    rng = np.random.default_rng(seed)
-    jobs = []
-    t = 0
-    for job_id in range(1, n + 1):
-        t += int(rng.integers(0, 4))
-        tasks = int(rng.integers(3, 9))
-        serial = float(rng.integers(20, 80))
-        profile = tuple(float(np.ceil(max(serial / c, serial / 4))) for c in range(1, tasks + 1))
-        plateau = profile[-1] * rng.uniform(1.0, 1.5)
-        curve = LinearDecayCurve(
-            float(rng.uniform(100, 1000)), plateau, plateau + rng.uniform(1, 3) * serial
-        )
-        jobs.append(market_job(job_id, t, profile, curve))
-    return jobs
+    """The market overload workload of the conformance checks (``market_hpc.testing``)."""
+    return overload_market_jobs(seed, n)
 
 
 @pytest.mark.parametrize("policy", MARKET)
@@ -203,40 +192,8 @@ def test_market_policy_refuses_jobs_without_value_curves():
         model.run()
 
 
-def test_market_policies_are_deterministic():
-    jobs = overload_jobs(seed=11)
-    frames = []
-    for _ in range(2):
-        model = HPCModel(jobs, "hlrs-3x9", "minvrh", seed=5)
-        model.run()
-        frames.append(model.recorder.jobs_frame())
-    pd.testing.assert_frame_equal(*frames)
-
-
-@pytest.mark.parametrize("policy", MARKET)
-def test_market_conformance_view_not_mutated_and_decisions_executable(policy):
-    from test_conformance import assert_same_state, snapshot
-
-    from market_hpc.core.model import make_market_aware_policy
-    from market_hpc.policies import Decision
-
-    jobs = overload_jobs(seed=5, n=30)
-    probe = make_market_aware_policy(policy, None, 0.2)
-    model = HPCModel(jobs, "hlrs-3x9", policy, hold_penalty=0.2, seed=1, record_timeseries=False)
-    rng = np.random.default_rng(0)
-    probed = 0
-    while model.running:
-        model.step()
-        if not model.queue_agent.jobs:
-            continue
-        before = snapshot(model)
-        decision = probe.decide(model.make_view(), rng)
-        assert isinstance(decision, Decision)
-        assert_same_state(before, snapshot(model), f"{policy} at t={model.now:g}")
-        probed += 1
-    assert probed > 0
-    frame = model.recorder.jobs_frame()
-    assert set(frame.status) <= {"finished", "dropped"} and len(frame) == len(jobs)
+# Conformance (decisions executable, view untouched, same seed same results, held jobs
+# keep their work) runs over every market policy in tests/test_conformance.py.
 
 
 def test_pruned_hold_search_equals_the_exhaustive_argmax():

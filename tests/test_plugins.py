@@ -36,9 +36,25 @@ def test_the_installed_example_plugin_is_loaded_with_its_package_named() -> None
     assert plugins._distribution(ENTRY_POINTS[0]) == f"{EXAMPLE} 0.1.0"
     assert registry.allocators_for("saf") == ["best-fit", "first-fit"]
     # the conformance suite (tests/test_conformance.py) runs every registered pair: plugins too
-    from invariants import classic_pairs
+    from market_hpc.testing import registered_pairs
 
-    assert {("saf", "best-fit"), ("saf", "first-fit")} <= set(classic_pairs())
+    assert {("saf", "best-fit"), ("saf", "first-fit")} <= set(registered_pairs(market=False))
+
+
+def test_the_plugins_scheduler_passes_the_conformance_checks_as_a_class_too() -> None:
+    # By name it runs in tests/test_conformance.py with each allocator; here as a plugin
+    # author's test would hand over its class (the undeclared capabilities: every resource).
+    from market_hpc_plugin_example.policies import SmallestAreaFirst
+
+    from market_hpc.testing import check_policy
+
+    assert check_policy(SmallestAreaFirst, "best-fit") == [
+        "check_decisions_are_executable",
+        "check_decisions_are_executable_exclusive",
+        "check_decide_does_not_mutate_the_view",
+        "check_decide_does_not_mutate_the_view_exclusive",
+        "check_same_seed_same_results",
+    ]
 
 
 def test_saf_starts_the_smallest_estimated_area_first_and_skips_what_does_not_fit() -> None:
