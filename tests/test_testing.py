@@ -110,31 +110,52 @@ BROKEN = [
         OverAllocates,
         {},
         "check_decisions_are_executable",
-        "check_decisions_are_executable failed for policy 'OverAllocates+first-fit' on workload 'heterogeneous-seed101' (core-level): PolicyError: policy 'over-allocates' at t=1: job 16 over-allocates: needs [[26, 0, 0, 0]] on nodes [0] with free [[4, 0, 0, 0]]",
+        (
+            "check_decisions_are_executable failed for policy 'OverAllocates+first-fit' on "
+            "workload 'heterogeneous-seed101' (core-level): PolicyError: policy 'over-allocates' "
+            "at t=1: job 16 over-allocates: needs [[26, 0, 0, 0]] on nodes [0] with free "
+            "[[4, 0, 0, 0]]"
+        ),
     ),
     (
         MutatesTheView,
         {},
         "check_decide_does_not_mutate_the_view",
-        "check_decide_does_not_mutate_the_view failed for policy 'MutatesTheView+first-fit' on workload 'heterogeneous-seed101' (core-level) at t=6: decide() changed the model's free_bb: 10.0 -> 11.0",
+        (
+            "check_decide_does_not_mutate_the_view failed for policy 'MutatesTheView+first-fit' on "
+            "workload 'heterogeneous-seed101' (core-level) at t=6: decide() changed the model's "
+            "free_bb: 10.0 -> 11.0"
+        ),
     ),
     (
         HiddenState,
         {},
         "check_same_seed_same_results",
-        "check_same_seed_same_results failed for policy 'HiddenState+first-fit' on workload 'heterogeneous-seed101' (core-level): two runs with seed 7 differ: jobs: job 1 has start_time 226.0 then 129.0",
+        (
+            "check_same_seed_same_results failed for policy 'HiddenState+first-fit' on workload "
+            "'heterogeneous-seed101' (core-level): two runs with seed 7 differ: jobs: job 1 has "
+            "start_time 226.0 then 129.0"
+        ),
     ),
     (
         StartsTwice,
         {},
         "check_decisions_are_executable",
-        "check_decisions_are_executable failed for policy 'StartsTwice+first-fit' on workload 'heterogeneous-seed101' (core-level): PolicyError: policy 'starts-twice+first-fit' at t=6: cannot start job 16: it is running, not queued",
+        (
+            "check_decisions_are_executable failed for policy 'StartsTwice+first-fit' on workload "
+            "'heterogeneous-seed101' (core-level): PolicyError: policy 'starts-twice+first-fit' at "
+            "t=6: cannot start job 16: it is running, not queued"
+        ),
     ),
     (
         LosesHeldWork,
         {"handles": BUILTIN["maxvh"]},
         "check_held_jobs_keep_their_work",
-        "check_held_jobs_keep_their_work failed for policy 'LosesHeldWork+max-bid' on workload 'market-overload-seed5' (core-level): job 13 resumed at progress 0 after its hold at progress 0.21875: a held job keeps its work",
+        (
+            "check_held_jobs_keep_their_work failed for policy 'LosesHeldWork+max-bid' on workload "
+            "'market-overload-seed5' (core-level): job 13 resumed at progress 0 after its hold at "
+            "progress 0.21875: a held job keeps its work"
+        ),
     ),
 ]
 
@@ -190,7 +211,8 @@ def test_check_policy_runs_the_checks_named_and_refuses_unknown_ones() -> None:
     assert check_policy("fifo", checks=["check_held_jobs_keep_their_work"]) == []  # market only
     with pytest.raises(
         ValueError,
-        match=r"^unknown checks \['check_nothing'\]; valid choices: check_decisions_are_executable, ",
+        match=r"^unknown checks \['check_nothing'\]; valid choices: "
+        r"check_decisions_are_executable, ",
     ):
         check_policy("fifo", checks=["check_nothing"])
     from market_hpc.errors import UnknownNameError

@@ -35,7 +35,7 @@ def can_ever_run(job: Job, platform: Platform) -> bool:
     """Whether ``job`` fits the empty platform (else it must be rejected on arrival)."""
     if job.bb > platform.burst_buffer:
         return False
-    capacity = platform.capacity.tolist()
+    capacity: list[list[int]] = platform.capacity.tolist()
     needed = [(r, amount) for r, amount in enumerate(job.unit) if amount > 0]
     per_node = [min(row[r] // amount for r, amount in needed) for row in capacity]
     if job.moldable:

@@ -62,7 +62,7 @@ class PolicyUnderTest:
             assert self.scheduler is not None
             return make_policy(self.scheduler, self.allocator, scheduler_params=params or None)
         made = self.factory(make_allocator(self.allocator), **self.params)
-        return made  # type: ignore[no-any-return]
+        return made
 
     def model(self, workload: Workload, *, exclusive: bool = False, **options: Any) -> HPCModel:
         """A model of ``workload`` run by a new instance (by name when registered without
