@@ -27,15 +27,10 @@ from market_hpc.testing import CHECKS, PolicyUnderTest, parametrize_with_checks,
 from market_hpc.testing.checks import Check
 
 PAIRS = registered_pairs()
-EASY_MOLD_UNITS = (
-    "easy-mold sizes a moldable job in cores, not units: a market-rule job of 2-core units "
-    "over-allocates (job 3 needs [[8, 0, 0, 0]] on a node with 4 free)"
-)
-EXPECTED_FAILURES = {"easy-mold+max-bid": {check.__name__: EASY_MOLD_UNITS for check in CHECKS}}
 
 
 # ------------------------------------------------------------ every policy
-@parametrize_with_checks(PAIRS, expected_failed_checks=EXPECTED_FAILURES)
+@parametrize_with_checks(PAIRS)
 def test_policy_conforms(policy: PolicyUnderTest, check: Check) -> None:
     check(policy)
 

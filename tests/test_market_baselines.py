@@ -56,3 +56,23 @@ def test_easy_mold_needs_moldable_jobs():
         ConfigError, match="easy-mold needs moldable jobs"
     ):  # the policy's own guard
         HPCModel([Job(1, 0, 10, 10)], "hlrs-3x9", policy=make_policy("easy-mold")).run()
+
+
+def test_easy_mold_counts_units_of_several_cores():
+    # 2 nodes x 4 cores; job 1 asks for 3 units of 2 cores (6 cores, spread over nodes) and
+    # job 2 for 2 units of 2 cores: after job 1 only 2 cores (one unit) are free, so job 2
+    # starts molded to 1 unit (profile: 30 s on 1 unit, 20 s on 2) and nothing over-allocates
+    import dataclasses
+
+    first = dataclasses.replace(
+        market_job(1, 0, (30.0, 20.0, 10.0), CURVE),
+        unit=(2, 0, 0, 0),
+        payload={"value_curve": CURVE, "spans_nodes": True},
+    )
+    second = dataclasses.replace(market_job(2, 0, (30.0, 20.0), CURVE), unit=(2, 0, 0, 0))
+    model = HPCModel([first, second], "nodes=2,cores=4", "easy-mold")
+    model.run()
+    frame = model.recorder.jobs_frame().set_index("job_id")
+    assert frame.loc[1, "units"] == 3 and frame.loc[1, "start_time"] == 0.0
+    assert frame.loc[2, "units"] == 1 and frame.loc[2, "start_time"] == 0.0
+    assert frame.loc[2, "end_time"] == 30.0

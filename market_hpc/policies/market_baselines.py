@@ -65,12 +65,13 @@ class MoldableEasy:
         pool = view.free_bb
         for job in queue:
             expected, requested = _expected(job)
+            cpu = job.unit[0]  # cores per unit: widths count units, free counts cores
             spans = bool(job.payload.get("spans_nodes")) and not exclusive
-            room = int(free.sum()) if spans else int(free.max())
+            room = int((free // cpu).sum()) if spans else int((free // cpu).max())
             fits_bb = job.bb <= pool
             width = requested if requested <= room and fits_bb else 0
             if not width:
-                shadow, extras = self._reservation(view, free, started, requested)
+                shadow, extras = self._reservation(view, free, started, requested * cpu)
                 width = (
                     mold_width(expected, requested, room, now, shadow)
                     if job.may_mold and fits_bb
@@ -79,8 +80,8 @@ class MoldableEasy:
                 if not width:
                     reservation = (shadow, extras[0])
                     break
-            actions.append(Start(job.job_id, _take(free, width, spans, exclusive)))
-            started.append((now + expected[width - 1], (width,)))
+            actions.append(Start(job.job_id, _take(free, width, spans, exclusive, cpu)))
+            started.append((now + expected[width - 1], (width * cpu,)))
             pool -= job.bb
         if reservation is not None:
             shadow, extra = reservation
@@ -88,16 +89,18 @@ class MoldableEasy:
                 if not free.any():
                     break
                 expected, requested = _expected(job)
+                cpu = job.unit[0]
                 spans = bool(job.payload.get("spans_nodes")) and not exclusive
-                width = min(requested, int(free.sum()) if spans else int(free.max()))
-                if width < requested and not job.may_mold or job.bb > pool:
+                room = int((free // cpu).sum()) if spans else int((free // cpu).max())
+                width = min(requested, room)
+                if width < 1 or width < requested and not job.may_mold or job.bb > pool:
                     continue
                 ends_in_time = now + expected[width - 1] <= shadow
-                if not ends_in_time and width > extra:
+                if not ends_in_time and width * cpu > extra:
                     continue
                 if not ends_in_time:
-                    extra -= width
-                actions.append(Start(job.job_id, _take(free, width, spans, exclusive)))
+                    extra -= width * cpu
+                actions.append(Start(job.job_id, _take(free, width, spans, exclusive, cpu)))
                 pool -= job.bb
         return Decision(tuple(actions)) if actions else NOTHING
 
@@ -105,36 +108,40 @@ class MoldableEasy:
     def _reservation(
         view: View, free: np.ndarray, started: list[tuple[float, tuple[int]]], need: int
     ) -> tuple[float, tuple[float, ...]]:
-        releases = [(view.expected_end(r), (r.units,)) for r in view.running] + started
+        releases = [(view.expected_end(r), (r.units * r.job.unit[0],)) for r in view.running]
+        releases += started
         releases.sort()
         return shadow_and_extra((int(free.sum()),), releases, (need,))
 
 
 def _take(
-    free: np.ndarray, width: int, spans: bool, exclusive: bool
+    free: np.ndarray, width: int, spans: bool, exclusive: bool, cpu: int = 1
 ) -> tuple[tuple[int, int], ...]:
-    """Place ``width`` cores and take them from ``free``: on the node with the most free
-    cores, or, for a job that spans nodes, on the nodes with the most free cores first
-    (ties: the lower index), listed in node order.
+    """Place ``width`` units of ``cpu`` cores each and take their cores from ``free`` (per
+    node): on the node with the most free cores, or, for a job that spans nodes, on the
+    nodes with room for the most units first (ties: the lower index), listed in node order.
 
     >>> free = np.array([1, 3, 0, 2])
     >>> _take(free, 4, True, False), free.tolist()
     (((1, 3), (3, 1)), [1, 0, 0, 1])
     >>> _take(free, 1, False, False), free.tolist()
     (((0, 1),), [0, 0, 0, 1])
+    >>> free = np.array([4, 5, 2])
+    >>> _take(free, 3, True, False, cpu=2), free.tolist()  # 2 units on node 0 or 1, then 1
+    (((0, 2), (1, 1)), [0, 3, 2])
     """
     if not spans:
-        node = int(free.argmax())
-        free[node] = 0 if exclusive else free[node] - width  # whole nodes: nothing left on it
+        node = int((free // cpu).argmax())
+        free[node] = 0 if exclusive else free[node] - width * cpu  # whole nodes: nothing left
         return ((node, width),)
     placed = []
-    for node in np.argsort(-free, kind="stable").tolist():
+    for node in np.argsort(-(free // cpu), kind="stable").tolist():
         if width <= 0:
             break
-        units = min(int(free[node]), width)
+        units = min(int(free[node]) // cpu, width)
         if units > 0:
             placed.append((node, units))
-            free[node] -= units
+            free[node] -= units * cpu
             width -= units
     return tuple(sorted(placed))
 
