@@ -23,7 +23,7 @@ from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
 from market_hpc.errors import PolicyError
 from market_hpc.policies import Decision, Drop, Hold, Start
-from market_hpc.testing import CHECKS, PolicyUnderTest, parametrize_with_checks, registered_pairs
+from market_hpc.testing import PolicyUnderTest, parametrize_with_checks, registered_pairs
 from market_hpc.testing.checks import Check
 
 PAIRS = registered_pairs()
