@@ -52,10 +52,11 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.policies.base import Decision, Hold, Start
+from market_hpc.policies.market import RULES as MARKET_RULES
 from market_hpc.rl.env import episode_start, start_indices
 from market_hpc.validation import Range, check
 
-RULES = ("sjq", "maxv", "maxvd", "minvr")
+RULES = MARKET_RULES
 """The market rules the environment runs (no holding: see the module docstring)."""
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 """Default shares of its free cores a node may offer."""
