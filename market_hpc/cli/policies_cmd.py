@@ -6,6 +6,7 @@ A family of schedulers named ``PREFIX:ARGUMENT`` is listed once, by its placehol
 from __future__ import annotations
 
 import argparse
+from collections.abc import Collection
 
 
 def policies_listing() -> list[str]:
@@ -56,12 +57,12 @@ def parameter_listing(name: str) -> list[str]:
 
     registry.scheduler_names()
     key = name.lower()
-    kinds = [
+    kinds: list[tuple[str, Collection[str]]] = [
         ("scheduler", registry.SCHEDULERS),
         ("allocator", registry.ALLOCATORS),
         ("bidder", registry.BIDDERS),
     ]
-    kind = next((kind for kind, table in kinds if key in table), None)
+    kind = next((kind for kind, names in kinds if key in names), None)
     if kind is None:
         registry.scheduler_entry(name)  # a family member, or the unknown-name error
         kind = "scheduler"

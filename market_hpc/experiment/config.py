@@ -304,15 +304,21 @@ class PolicyConfig:
         from market_hpc.policies.params import check_params
         from market_hpc.policies.registry import parameters_of
 
-        declared = parameters_of("scheduler", self.scheduler) or {}
-        if "penalty" in self.params and "penalty" in declared:
+        if "penalty" in self.params and "penalty" in (
+            parameters_of("scheduler", self.scheduler) or {}
+        ):
             # one scenario key for the market's penalty: the one charged is the one decided with
             raise ConfigError(
                 f"policy.params.penalty is not a scenario key (scheduler {self.scheduler!r}); use "
                 f"policy.hold_penalty = {self.params['penalty']!r}: it is both the penalty the "
                 "policy decides with and the one each hold is charged"
             )
-        check_params("scheduler", self.scheduler.lower(), self.params)
+        check_params(
+            "scheduler",
+            self.scheduler.lower(),
+            self.params,
+            parameters_of("scheduler", self.scheduler),
+        )
         if self.scheduler.lower() == "bbsched":  # the GA's work, policy.window's G and P included
             from market_hpc.policies.params import check_work
 
@@ -323,6 +329,7 @@ class PolicyConfig:
                     "population": self.window.population,
                     **self.params,
                 },
+                parameters_of("scheduler", "bbsched"),
             )
 
 

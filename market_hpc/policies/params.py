@@ -53,7 +53,7 @@ def check_params(
     kind: str,
     name: str,
     params: Mapping[str, Any],
-    declared: Mapping[str, Param] | None = None,
+    declared: Mapping[str, Param] | None,
 ) -> None:
     """Refuse parameters a built-in policy does not declare, or values out of range.
 
@@ -61,22 +61,21 @@ def check_params(
         kind: ``scheduler``, ``allocator`` or ``bidder`` (for the message).
         name: The registered name (lower case); names not declared (plugins) pass.
         params: The keyword parameters.
-        declared: Its declared parameters (default: the registry's).
+        declared: Its declared parameters (``registry.parameters_of``); ``None`` (a
+            plugin's, undeclared): everything passes.
 
     Raises:
         ConfigError: An unknown parameter (the valid ones listed) or a value of the wrong
             type or out of range (scheduler, parameter, value and valid range named).
 
-    >>> check_params("scheduler", "pcp20", {"queue_limit": 50})
-    >>> check_params("scheduler", "pcp20", {"queue_limit": 2.5})
+    >>> from market_hpc.policies.registry import parameters_of
+    >>> pcp20 = parameters_of("scheduler", "pcp20")
+    >>> check_params("scheduler", "pcp20", {"queue_limit": 50}, pcp20)
+    >>> check_params("scheduler", "pcp20", {"queue_limit": 2.5}, pcp20)
     Traceback (most recent call last):
     ...
     market_hpc.errors.ConfigError: scheduler 'pcp20': policy.params.queue_limit = 2.5 is invalid; ...
     """
-    if declared is None:
-        from market_hpc.policies.registry import parameters_of
-
-        declared = parameters_of(kind, name)
     if declared is None:
         return
     for key, value in params.items():
@@ -92,10 +91,10 @@ def check_params(
                 f"{kind} {name!r}: {source} = {value!r} is invalid; valid: {spec.describe()}"
             )
     if kind == "scheduler":
-        check_work(name, params)
+        check_work(name, params, declared)
 
 
-def check_work(name: str, params: Mapping[str, Any]) -> None:
+def check_work(name: str, params: Mapping[str, Any], declared: Mapping[str, Param] | None) -> None:
     """Refuse work-bounding parameters whose product no run finishes: BBSched's
     ``generations x population`` over ``GA_WORK_LIMIT``, a CP dispatcher's solver time per
     decision (every retry counted) over ``DECISION_SECONDS_LIMIT``.
@@ -103,19 +102,20 @@ def check_work(name: str, params: Mapping[str, Any]) -> None:
     Args:
         name: The scheduler (lower case).
         params: Its keyword parameters (BBSched's ``policy.window`` ones merged in).
+        declared: Its declared parameters (their defaults are the unset ones').
 
     Raises:
         ConfigError: naming the parameters, their values, the estimate and the limit.
 
-    >>> check_work("bbsched", {"generations": 500, "population": 20})
-    >>> check_work("bbsched", {"generations": 100_000, "population": 1000})
+    >>> from market_hpc.policies.registry import parameters_of
+    >>> bbsched = parameters_of("scheduler", "bbsched")
+    >>> check_work("bbsched", {"generations": 500, "population": 20}, bbsched)
+    >>> check_work("bbsched", {"generations": 100_000, "population": 1000}, bbsched)
     Traceback (most recent call last):
     ...
     market_hpc.errors.ConfigError: scheduler 'bbsched': generations x population = ...
     """
-    from market_hpc.policies.registry import parameters_of
-
-    declared = parameters_of("scheduler", name) or {}
+    declared = declared or {}
     if name == "bbsched":
         generations = params.get("generations", declared["generations"].default)
         population = params.get("population", declared["population"].default)
