@@ -131,3 +131,19 @@ def test_replay_help_names_the_prefix_families() -> None:
     scheduler = next(action for action in replay._actions if "--scheduler" in action.option_strings)
     assert scheduler.help is not None
     assert scheduler.help.endswith(f", wfp3, wfp3-easy; or learned:PATH ({LEARNED_SUMMARY})")
+
+
+def test_policies_name_lists_each_declared_parameter_with_type_range_and_default(capsys) -> None:  # type: ignore[no-untyped-def]
+    from market_hpc.cli import main
+
+    assert main(["policies", "bbsched"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "scheduler bbsched parameters (name: type; valid; default):"
+    assert "  exact_budget: int; an integer in [0, 2^53 - 1]; default 4000000" in lines
+    assert "  window: int; an integer in [1, 1e+06]; default 20" in lines
+    assert len(lines) == 1 + 12
+    assert main(["policies", "locality"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "  distance: float-list; a list of numbers, each a finite number >= 0; default required",
+        "  weight: float; a finite number >= 0; default 1.0",
+    ]

@@ -278,28 +278,101 @@ def test_max_holds_sets_the_look_ahead_limit() -> None:
     assert policy.max_holds == 1 and policy.lookahead
 
 
-def test_every_built_in_factory_parameter_is_declared() -> None:
+def test_every_built_in_declares_exactly_its_constructor_keywords() -> None:
+    """A parameter added to ``__init__`` and not to the class's ``parameters`` (or the
+    reverse) fails here: names and defaults, read from the signatures independently."""
     import inspect
 
-    from market_hpc.policies.params import ALLOCATOR_PARAMS, BIDDER_PARAMS, SCHEDULER_PARAMS
-    from market_hpc.policies.registry import ALLOCATORS, BIDDERS, SCHEDULERS, _load_builtin
+    from market_hpc.parameters import REQUIRED
+    from market_hpc.policies.registry import (
+        ALLOCATORS,
+        BIDDERS,
+        SCHEDULERS,
+        _load_builtin,
+        origin,
+        parameters_of,
+    )
+
+    def keywords(factory) -> dict:  # type: ignore[no-untyped-def,type-arg]
+        found: dict = {}  # type: ignore[type-arg]
+        chain = [
+            kind.__dict__["__init__"]
+            for kind in getattr(factory, "__mro__", ())
+            if "__init__" in kind.__dict__ and kind is not object
+        ] or [factory]
+        for function in chain:
+            parameters = inspect.signature(function).parameters.values()
+            for item in parameters:
+                if item.kind in (item.POSITIONAL_OR_KEYWORD, item.KEYWORD_ONLY) and (
+                    item.name not in ("self", "allocator", "config")
+                ):
+                    found.setdefault(
+                        item.name, REQUIRED if item.default is item.empty else item.default
+                    )
+            if not any(item.kind is item.VAR_KEYWORD for item in parameters):
+                return found
+        settings = getattr(factory, "params_to", None)  # the slurm scheduler's
+        if settings is not None:
+            defaults = settings()
+            for name in settings.__dataclass_fields__:
+                if settings.__dataclass_fields__[name].metadata.get("parameter", True):
+                    found.setdefault(name, getattr(defaults, name))
+        return found
 
     _load_builtin()
-    tables = [
-        (SCHEDULER_PARAMS, {name: entry.factory for name, entry in SCHEDULERS.items()}),
-        (ALLOCATOR_PARAMS, {name: pair[0] for name, pair in ALLOCATORS.items()}),
-        (BIDDER_PARAMS, {name: pair[0] for name, pair in BIDDERS.items()}),
+    kinds = [
+        ("scheduler", {name: entry.factory for name, entry in SCHEDULERS.items()}),
+        ("allocator", {name: pair[0] for name, pair in ALLOCATORS.items()}),
+        ("bidder", {name: pair[0] for name, pair in BIDDERS.items()}),
     ]
-    for declared, factories in tables:
-        assert set(declared) == set(factories)
+    checked = 0
+    for kind, factories in kinds:
         for name, factory in factories.items():
-            named = {
-                key
-                for key, parameter in inspect.signature(factory).parameters.items()
-                if parameter.kind is parameter.POSITIONAL_OR_KEYWORD
-                and key not in ("allocator", "config")
-            }
-            assert named <= set(declared[name]), (name, named - set(declared[name]))
+            if origin(factory) != "built in":
+                continue
+            declared = parameters_of(kind, name)
+            assert declared is not None, (kind, name)
+            expected = keywords(factory)
+            assert {key: param.default for key, param in declared.items()} == expected, name
+            for key, param in declared.items():  # each default is valid by its declaration
+                assert param.default in (None, REQUIRED) or param.accepts(param.default), key
+            checked += 1
+    assert checked == 43 + 6 + 4  # schedulers, allocators, bidders built in
+
+
+def test_a_declaration_that_differs_from_the_constructor_fails_at_registration() -> None:
+    from typing import ClassVar
+
+    from market_hpc.errors import ConfigError
+    from market_hpc.parameters import Param
+    from market_hpc.policies.classic import Fifo
+    from market_hpc.policies.registry import register_scheduler, restore, snapshot
+
+    class Drifted(Fifo):
+        parameters: ClassVar = {"depth": Param("int")}
+
+        def __init__(self, allocator, depth: int = 3, width: int = 2) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(allocator)
+
+    class Undeclared(Fifo):  # a plugin's subclass with its own keywords: undeclared
+        def __init__(self, allocator, depth: int = 3) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(allocator)
+
+    names = snapshot()
+    try:
+        with pytest.raises(
+            ConfigError,
+            match=r"scheduler 'tmp-drifted': '.*Drifted' declares parameters \['depth'\] "
+            r"but its constructor takes \['depth', 'width'\]",
+        ):
+            register_scheduler("tmp-drifted", "a test scheduler")(Drifted)
+        register_scheduler("tmp-undeclared", "a test scheduler")(Undeclared)
+        from market_hpc.policies.registry import parameters_of
+
+        assert parameters_of("scheduler", "tmp-undeclared") is None
+        assert parameters_of("scheduler", "fifo") == {}
+    finally:
+        restore(names)
 
 
 def test_hold_penalty_reaches_a_market_scheduler_given_params() -> None:

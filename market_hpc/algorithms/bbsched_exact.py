@@ -32,6 +32,11 @@ import numpy as np
 
 from market_hpc.algorithms.bbsched import ParetoSet, Window
 
+EXACT_BUDGET = 4_000_000
+"""The default ``exact_budget`` of BBSched's ``auto`` solver: windows whose ``dp_cost`` is at
+most this many machine words are solved exactly, where the exact solver costs about what the
+GA (G = 500, P = 20) costs (``benchmarks/bbsched.py``)."""
+
 
 def dp_cost(window: Window) -> int:
     """Machine words ``dp_pareto`` touches: jobs x node rows x burst-buffer words.

@@ -26,14 +26,17 @@ core at no reserve: the seed's auction, unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple, Protocol
+import math
+from collections.abc import Mapping, Sequence
+from typing import ClassVar, NamedTuple, Protocol
 
 import numpy as np
 
 from market_hpc.algorithms.market_columns import one_core_units
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.parameters import FRACTION, POSITIVE, Param
+from market_hpc.validation import Range
 
 
 class Bidder(Protocol):
@@ -87,6 +90,8 @@ class FreeCoresBidder:
     array([3, 9])
     """
 
+    parameters: ClassVar[Mapping[str, Param]] = {}
+
     name = "free-cores"
 
     def bids(self, free: np.ndarray, capacity: np.ndarray, nodes: np.ndarray) -> np.ndarray:
@@ -112,6 +117,11 @@ class EnergyAwareBidder:
     """
 
     name = "energy"
+
+    parameters: ClassVar[Mapping[str, Param]] = {  # watts_per_core: one number or one per node
+        "watts_per_core": Param("float-list", POSITIVE, scalar_too=True),
+        "idle_factor": Param("float", FRACTION),
+    }
 
     def __init__(
         self, watts_per_core: float | Sequence[float] = 1.0, idle_factor: float = 0.5
@@ -146,6 +156,11 @@ class LocalityAwareBidder:
     """
 
     name = "locality"
+
+    parameters: ClassVar[Mapping[str, Param]] = {
+        "distance": Param("float-list", Range(0.0, math.inf)),
+        "weight": Param("float", Range(0.0, math.inf)),
+    }
 
     def __init__(self, distance: Sequence[float], weight: float = 1.0) -> None:
         dist = np.asarray(distance, dtype=float)
@@ -203,6 +218,10 @@ class OfferReserveBidder:
     """
 
     name = "offer-reserve"
+    parameters: ClassVar[Mapping[str, Param]] = {  # each one number or one per node
+        "fraction": Param("float-list", FRACTION, scalar_too=True),
+        "reserve": Param("float-list", Range(0.0, math.inf), scalar_too=True),
+    }
 
     def __init__(
         self, fraction: float | Sequence[float] = 1.0, reserve: float | Sequence[float] = 0.0

@@ -285,6 +285,21 @@ scheduling at every end; the default) or ``shelf`` (the shelf plan alone). Both 
 same jobs now on the same nodes."""
 
 BRANCHINGS = ("priority", "earliest", "auto")
+
+
+def check_branching(branching: str) -> None:
+    """Refuse a search order not in ``BRANCHINGS`` (the one check: the PCP'20 dispatchers'
+    constructors call it too, to fail before the run).
+
+    >>> check_branching("random")
+    Traceback (most recent call last):
+    ...
+    ValueError: branching must be one of priority, earliest, auto, got 'random'
+    """
+    if branching not in BRANCHINGS:
+        raise ValueError(f"branching must be one of {', '.join(BRANCHINGS)}, got {branching!r}")
+
+
 """PCP'20 search orders: ``priority`` (per job in priority order: start, then its
 allocation), ``earliest`` (the paper's "highest priority that can start first": the start
 with the smallest lower bound next, ties by priority; then the allocations), ``auto``
@@ -346,8 +361,7 @@ def solve_pcp20(
     >>> solve_pcp20(inst, CpLimits(), unit_limit=2).status  # 3 units modelled
     'UNIT_LIMITED'
     """
-    if branching not in BRANCHINGS:
-        raise ValueError(f"branching must be one of {', '.join(BRANCHINGS)}, got {branching!r}")
+    check_branching(branching)
     if hint not in HINTS:
         raise ValueError(f"hint must be one of {', '.join(HINTS)}, got {hint!r}")
     unknown = sorted(set(cuts) - set(CUTS))

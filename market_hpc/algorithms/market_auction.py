@@ -15,6 +15,8 @@ import numpy as np
 from market_hpc.algorithms.market import Candidate, profit
 from market_hpc.algorithms.market_columns import LONG, MarketColumns
 
+RULES = ("sjq", "maxv", "maxvd", "minvr")
+"""The market dispatchers' job-selection rules (Singh et al.), as ``Auction`` reads them."""
 # minVR prices the rows tied at the least remaining value on the offer, then the next
 # least, this many times before it prices every row.
 TRIES = 3

@@ -6,6 +6,7 @@ A family of schedulers named ``PREFIX:ARGUMENT`` is listed once, by its placehol
 from __future__ import annotations
 
 import argparse
+from collections.abc import Collection
 
 
 def policies_listing() -> list[str]:
@@ -43,9 +44,45 @@ def policies_listing() -> list[str]:
     return lines
 
 
+def parameter_listing(name: str) -> list[str]:
+    """The lines ``market-hpc policies NAME`` prints: each declared keyword parameter of
+    the scheduler, allocator or bidder ``name`` with its type, what is valid and its default
+    (read from the class's ``parameters``, ``market_hpc.parameters``).
+
+    Raises:
+        UnknownNameError: no scheduler, allocator or bidder has that name (the schedulers
+            listed).
+    """
+    from market_hpc.policies import registry
+
+    registry.scheduler_names()
+    key = name.lower()
+    kinds: list[tuple[str, Collection[str]]] = [
+        ("scheduler", registry.SCHEDULERS),
+        ("allocator", registry.ALLOCATORS),
+        ("bidder", registry.BIDDERS),
+    ]
+    kind = next((kind for kind, names in kinds if key in names), None)
+    if kind is None:
+        registry.scheduler_entry(name)  # a family member, or the unknown-name error
+        kind = "scheduler"
+    declared = registry.parameters_of(kind, key)
+    lines = [f"{kind} {key} parameters (name: type; valid; default):"]
+    if declared is None:
+        lines.append("  undeclared (a plugin's: its factory checks them)")
+    elif not declared:
+        lines.append("  none")
+    for parameter, param in (declared or {}).items():
+        lines.append(
+            f"  {parameter}: {param.kind}; {param.describe()}; default {param.default_text()}"
+        )
+    return lines
+
+
 def cmd_policies(args: argparse.Namespace) -> int:
-    """Print the listing."""
-    print("\n".join(policies_listing()))
+    """Print the listing, or one policy's parameters."""
+    name = getattr(args, "name", None)
+    print("\n".join(parameter_listing(name) if name else policies_listing()))
     return 0
 
 
@@ -54,5 +91,8 @@ def add_policies_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
     command = sub.add_parser(
         "policies",
         help="list every scheduler, allocator and bidder: what it handles, where it comes from",
+    )
+    command.add_argument(
+        "name", nargs="?", help="a scheduler, allocator or bidder: list its parameters"
     )
     command.set_defaults(func=cmd_policies)

@@ -36,7 +36,7 @@ from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import Platform, load_platform
 from market_hpc.errors import ConfigError
 from market_hpc.gc_pause import gc_paused
-from market_hpc.policies.base import Decision, Policy, RunningJob
+from market_hpc.policies.base import Decision, Policy, PolicyHooks, RunningJob
 from market_hpc.policies.registry import make_policy, scheduler_entry
 from market_hpc.validation import FRACTION, NON_NEGATIVE_INT, TIME, check
 
@@ -75,9 +75,10 @@ def _is_market(policy: Policy) -> bool:
 def _check_penalty(policy: Policy, hold_penalty: float) -> None:
     """Refuse a ready policy that would decide with another holding penalty than the
     model charges (a market policy made without ``penalty`` decides with 0)."""
-    penalty = getattr(policy, "penalty", None)
+    hooks = PolicyHooks(policy)
+    penalty = hooks.penalty
     if penalty is not None and penalty != hold_penalty:
-        name = getattr(policy, "name", type(policy).__name__)
+        name = hooks.name
         raise ConfigError(
             f"HPCModel(hold_penalty={hold_penalty}) charges that penalty, but policy {name!r} decides "
             f"with penalty {penalty}; make the policy with make_policy({name!r}, "
@@ -195,7 +196,8 @@ class HPCModel(mesa.Model):  # type: ignore[misc]  # Mesa ships no type hints: m
             if refused is not None:
                 raise ConfigError(refused)
         self.every_step = bool(every_step)
-        self._wake_after = getattr(self.policy, "wake_after", None)
+        self.policy_hooks = PolicyHooks(self.policy)  # what else the model reads of it
+        self._wake_after = self.policy_hooks.wake_after
         self._generation = 0  # decisions so far: a wake-up event carries the one that asked for it
         self._tick_at = -_NEVER  # the every-step loop's pending time step
         # next_decision(): None (off), "" (armed) or the cause of the paused decision

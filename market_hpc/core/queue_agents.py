@@ -30,6 +30,7 @@ class QueueHost(SimulationState, Protocol):
     this protocol so that the model's lazy import of this module makes no import cycle)."""
 
     policy: Any
+    policy_hooks: Any  # a policies.base.PolicyHooks over the policy
     queue_agent: Any  # the model's QueueAgent (a mesa.Agent), removed and replaced here
 
     def _push(self, when: float, order: int, event: Any) -> None: ...
@@ -61,9 +62,7 @@ class RoutedQueueAgent(QueueAgent):
         for job in self.jobs.values():
             self._place(job)
         self.history.append((self.model.now, config))
-        configure = getattr(self.model.policy, "configure", None)
-        if configure is not None:
-            configure(config)
+        self.model.policy_hooks.configure(config)
 
     def _place(self, job: Job) -> None:
         index = route(self.config, job.cores, job.estimate)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from market_hpc.algorithms.bbsched_exact import EXACT_BUDGET
 from market_hpc.errors import ConfigError, InvalidNumberError, UnknownNameError
 from market_hpc.tomlfile import read_toml
 from market_hpc.validation import (
@@ -207,7 +208,7 @@ class WindowConfig:
     mutation: float = 0.0005
     rule: str = "paper"
     solver: str = "auto"
-    exact_budget: int = 4_000_000
+    exact_budget: int = EXACT_BUDGET
     exhaustive_up_to: int = 10
     normalise: bool = True
 
@@ -230,12 +231,13 @@ class WindowConfig:
                 '"passed-over" (a job that never fits is never passed over)'
             )
         check(self.mutation, FRACTION, "policy.window.mutation")
-        from market_hpc.policies.params import BBSCHED
+        from market_hpc.policies.registry import parameters_of
 
+        declared = parameters_of("scheduler", "bbsched") or {}
         for key in ("generations", "population"):  # the ranges of policy.params.<key>
-            if not BBSCHED[key].accepts(getattr(self, key)):
+            if not declared[key].accepts(getattr(self, key)):
                 raise InvalidNumberError(
-                    f"policy.window.{key}", getattr(self, key), BBSCHED[key].describe()
+                    f"policy.window.{key}", getattr(self, key), declared[key].describe()
                 )
 
 
@@ -300,17 +302,24 @@ class PolicyConfig:
 
             if self.predictor not in PREDICTORS:
                 raise UnknownNameError("policy.predictor", self.predictor, PREDICTORS)
-        from market_hpc.policies.params import SCHEDULER_PARAMS, check_params
+        from market_hpc.policies.params import check_params
+        from market_hpc.policies.registry import parameters_of
 
-        declared = SCHEDULER_PARAMS.get(self.scheduler.lower(), {})
-        if "penalty" in self.params and "penalty" in declared:
+        if "penalty" in self.params and "penalty" in (
+            parameters_of("scheduler", self.scheduler) or {}
+        ):
             # one scenario key for the market's penalty: the one charged is the one decided with
             raise ConfigError(
                 f"policy.params.penalty is not a scenario key (scheduler {self.scheduler!r}); use "
                 f"policy.hold_penalty = {self.params['penalty']!r}: it is both the penalty the "
                 "policy decides with and the one each hold is charged"
             )
-        check_params("scheduler", self.scheduler.lower(), self.params)
+        check_params(
+            "scheduler",
+            self.scheduler.lower(),
+            self.params,
+            parameters_of("scheduler", self.scheduler),
+        )
         if self.scheduler.lower() == "bbsched":  # the GA's work, policy.window's G and P included
             from market_hpc.policies.params import check_work
 
@@ -321,6 +330,7 @@ class PolicyConfig:
                     "population": self.window.population,
                     **self.params,
                 },
+                parameters_of("scheduler", "bbsched"),
             )
 
 

@@ -25,13 +25,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from market_hpc.algorithms.market_auction import RULES
 from market_hpc.core.model import HPCModel
 from market_hpc.experiment.paper_figures import profit_figure
 from market_hpc.experiment.stats import RELATIVE_METHOD, format_differences, paired_differences
 from market_hpc.workload.applications import CURVE_REGIMES, library_job_set
 
-POLICIES = ("sjq", "maxv", "maxvd", "minvr", "sjqh", "maxvh", "maxvdh", "minvrh")
-LOOKAHEAD = ("sjqlh", "maxvlh", "maxvdlh", "minvrlh")
+POLICIES = (*RULES, *(rule + "h" for rule in RULES))
+LOOKAHEAD = tuple(rule + "lh" for rule in RULES)
 LABELS = {
     "sjq": "SJQ",
     "maxv": "maxV",
@@ -107,10 +108,7 @@ def claims(table: pd.DataFrame) -> dict[str, Any]:
     """Check the paper's claims on a study table (counts per job set)."""
     table = table[table.policy.isin(POLICIES)]
     wide = table.pivot_table(index=["seed", "n_jobs"], columns="policy", values="total_profit")
-    holding_ok = {
-        base: int((wide[base + "h"] >= wide[base] - 1e-9).sum())
-        for base in ("sjq", "maxv", "maxvd", "minvr")
-    }
+    holding_ok = {base: int((wide[base + "h"] >= wide[base] - 1e-9).sum()) for base in RULES}
     best = wide.idxmax(axis=1)
     gain = (wide["maxvh"] - wide["maxv"]) / wide["maxv"]
     return {
@@ -136,9 +134,7 @@ def claims_with_confidence(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
         pair = table[table.policy.isin((policy, baseline))]
         return paired_differences(pair, "policy", "total_profit", "seed", baseline, [policy])
 
-    holding = pd.concat(
-        [diff(base + "h", base) for base in ("sjq", "maxv", "maxvd", "minvr")], ignore_index=True
-    )
+    holding = pd.concat([diff(base + "h", base) for base in RULES], ignore_index=True)
     best = pd.concat(
         [diff("maxvh", other) for other in POLICIES if other != "maxvh"], ignore_index=True
     )

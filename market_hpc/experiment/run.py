@@ -477,12 +477,10 @@ def summary_extra(
         "policy": model.policy.name,
         "seed": config.seed,
     }
-    policy_stats = getattr(model.policy, "stats", None)
+    policy_stats = model.policy_hooks.stats
     if isinstance(policy_stats, dict):  # BBSched window schedulers: invocations, solver time
         extra.update({f"policy_{key}": value for key, value in policy_stats.items()})
-    summary_stats = getattr(model.policy, "summary_stats", None)
-    if summary_stats is not None:  # e.g. the CP dispatchers' status counts and model sizes
-        extra.update(summary_stats())
+    extra.update(model.policy_hooks.summary_stats())  # e.g. the CP dispatchers' status counts
     return extra
 
 

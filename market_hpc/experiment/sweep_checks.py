@@ -110,12 +110,12 @@ def swept_value(config: dict[str, Any], path: str, given: Any) -> Any:
 def scheduler_hint(base: dict[str, Any], point: dict[str, Any]) -> str:
     """Why a point's ``policy.params`` do not fit its scheduler, when the point's scheduler
     is not the base's: both schedulers and the key (empty otherwise)."""
-    from market_hpc.policies.params import SCHEDULER_PARAMS
+    from market_hpc.policies.registry import parameters_of
 
     scheduler = _scheduler(point)
     base_scheduler = _scheduler(base)
     params = (point.get("policy") or {}).get("params")
-    declared = SCHEDULER_PARAMS.get(scheduler.lower()) if isinstance(scheduler, str) else None
+    declared = parameters_of("scheduler", scheduler) if isinstance(scheduler, str) else None
     if scheduler == base_scheduler or declared is None or not isinstance(params, dict):
         return ""
     stray = [key for key in params if key not in declared]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import numpy as np
 
 from market_hpc.algorithms.allocation import best_fit, exclusive_fit, first_fit, units_fit
 from market_hpc.algorithms.free_index import FreeCoreIndex
 from market_hpc.domain.job import Job
+from market_hpc.parameters import Param
 from market_hpc.policies.base import Allocation, NodeRuns, View
 from market_hpc.policies.registry import register_allocator
 
@@ -23,6 +27,7 @@ class FirstFit:
     """Fill nodes in index order."""
 
     name = "first-fit"
+    parameters: ClassVar[Mapping[str, Param]] = {}
 
     def allocate(self, job: Job, free: np.ndarray, view: View) -> Allocation | None:
         """Place ``job`` on the lowest-index nodes that have room."""
@@ -44,6 +49,7 @@ class BestFit:
     """Fill the tightest nodes first."""
 
     name = "best-fit"
+    parameters: ClassVar[Mapping[str, Param]] = {}
 
     def allocate(self, job: Job, free: np.ndarray, view: View) -> Allocation | None:
         """Place ``job`` on the nodes with the fewest free cores that have room."""
@@ -67,6 +73,7 @@ class MaxBid:
     """Worst-fit on one node: the node with the most free cores, ties by lowest index."""
 
     name = "max-bid"
+    parameters: ClassVar[Mapping[str, Param]] = {}
 
     def allocate(self, job: Job, free: np.ndarray, view: View) -> Allocation | None:
         """Place all of ``job``'s units on the node with the most free cores, if they fit."""

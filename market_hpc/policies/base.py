@@ -10,13 +10,24 @@ naming the policy and the time for anything it cannot execute.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, cast, runtime_checkable
+from types import MappingProxyType
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Literal,
+    NamedTuple,
+    Protocol,
+    cast,
+    runtime_checkable,
+)
 
 import numpy as np
 
 from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
+from market_hpc.parameters import Param
 
 if TYPE_CHECKING:
     from market_hpc.algorithms.bidding import Asks
@@ -48,6 +59,8 @@ __all__ = [
     "NodeRuns",
     "PassAwareAllocator",
     "Policy",
+    "PolicyBase",
+    "PolicyHooks",
     "QueueAgentView",
     "RoutedQueue",
     "RunningJob",
@@ -204,6 +217,94 @@ class Policy(Protocol):
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """Return the actions to take at ``view.time``."""
+
+
+class PolicyBase:
+    """The base class of the built-in policies: what the model and the run read of a policy
+    beyond ``name`` and ``decide``, each with the default a policy has that does not set it.
+
+    A policy need not derive from it (plugins written as plain classes work unchanged): the
+    model reads these members through :class:`PolicyHooks`, which gives a plain class the
+    same defaults.
+
+    Attributes:
+        parameters: Its declared keyword parameters (``market_hpc.parameters``), a class
+            attribute; the registry reads their defaults from ``__init__`` once, when the
+            class is registered.
+        penalty: The holding penalty it decides with (market policies); ``None``: it decides
+            without one (the model refuses a ready policy whose penalty differs from the one
+            it charges).
+        stats: Counters the run reports in ``summary.json`` as ``policy_<key>`` (e.g. the
+            BBSched window schedulers' invocations and solver time); ``None``: none.
+        wake_after: ``wake_after(view) -> time | None``, asked after every decision for a
+            time to decide again even if nothing happens then (the market's value-curve
+            breakpoints); ``None``: never asked (the model's fast path).
+    """
+
+    name: str
+    parameters: ClassVar[Mapping[str, Param]] = MappingProxyType({})
+    penalty: float | None = None
+    stats: dict[str, Any] | None = None
+    wake_after: Callable[[View], float | None] | None = None
+
+    def summary_stats(self) -> dict[str, Any]:
+        """Entries the run adds to ``summary.json`` (the CP dispatchers' status counts and
+        model sizes); default: none."""
+        return {}
+
+    def configure(self, config: QueueConfig) -> None:
+        """Put another queue configuration in force (the hybrid queues' policies, when the
+        queues are split or merged); default: nothing to do."""
+
+
+class PolicyHooks:
+    """What the model reads of ``policy`` beyond ``decide``: its :class:`PolicyBase`
+    members, or their defaults where a plain class (a plugin's) lacks them. The one adapter
+    between the core and policies that do not derive from :class:`PolicyBase`.
+
+    >>> class Plain:
+    ...     name = "plain"
+    >>> hooks = PolicyHooks(Plain())
+    >>> hooks.penalty, hooks.stats, hooks.wake_after, hooks.summary_stats()
+    (None, None, None, {})
+    """
+
+    def __init__(self, policy: object) -> None:
+        self.policy = policy
+
+    @property
+    def name(self) -> str:
+        """The policy's name (its class's when it has none)."""
+        return str(getattr(self.policy, "name", type(self.policy).__name__))
+
+    @property
+    def penalty(self) -> float | None:
+        """:attr:`PolicyBase.penalty`."""
+        return cast("float | None", getattr(self.policy, "penalty", PolicyBase.penalty))
+
+    @property
+    def stats(self) -> dict[str, Any] | None:
+        """:attr:`PolicyBase.stats` (read when asked: a policy may replace its counters)."""
+        return cast("dict[str, Any] | None", getattr(self.policy, "stats", PolicyBase.stats))
+
+    @property
+    def wake_after(self) -> Callable[[View], float | None] | None:
+        """:attr:`PolicyBase.wake_after`."""
+        return cast(
+            "Callable[[View], float | None] | None",
+            getattr(self.policy, "wake_after", PolicyBase.wake_after),
+        )
+
+    def summary_stats(self) -> dict[str, Any]:
+        """:meth:`PolicyBase.summary_stats`."""
+        method = getattr(self.policy, "summary_stats", None)
+        return {} if method is None else cast("dict[str, Any]", method())
+
+    def configure(self, config: QueueConfig) -> None:
+        """:meth:`PolicyBase.configure`."""
+        method = getattr(self.policy, "configure", None)
+        if method is not None:
+            method(config)
 
 
 class Allocator(Protocol):

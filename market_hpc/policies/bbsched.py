@@ -18,7 +18,8 @@ windows of up to 62 jobs.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -33,10 +34,11 @@ from market_hpc.algorithms.bbsched import (
     exact_pareto,
     weighted_pick,
 )
-from market_hpc.algorithms.bbsched_exact import dp_cost, dp_pareto
+from market_hpc.algorithms.bbsched_exact import EXACT_BUDGET, dp_cost, dp_pareto
 from market_hpc.algorithms.bbsched_ga import ga_pareto
 from market_hpc.algorithms.bbsched_ga_common import GaSettings
 from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.parameters import FRACTION, Param
 from market_hpc.policies.base import Allocator, View
 from market_hpc.policies.bbsched_window import (
     BASE_ORDERS,
@@ -44,7 +46,8 @@ from market_hpc.policies.bbsched_window import (
     WindowScheduler,
     wfp_order,
 )
-from market_hpc.policies.registry import register_scheduler
+from market_hpc.policies.registry import register_scheduler, scheduler_entry
+from market_hpc.validation import MAX_INT, Range
 
 __all__ = [
     "ALLOCATORS",
@@ -58,7 +61,6 @@ __all__ = [
 
 ALLOCATORS = ("first-fit", "best-fit")
 SOLVERS = ("auto", "exact", "ga")
-EXACT_BUDGET = 4_000_000
 """BBSched schedules node counts; the heterogeneity allocators (Netti et al.) add nothing here
 (and every allocator pair multiplies the conformance suite)."""
 
@@ -149,6 +151,10 @@ class BbBinPacking(WindowScheduler):
     """Bin_Packing; ``normalise=False``: raw units as the reference code (default: by capacity)."""
 
     label = "bb-binpacking"
+    parameters: ClassVar[Mapping[str, Param]] = {
+        **WindowScheduler.parameters,
+        "normalise": Param("bool"),
+    }
 
     def __init__(self, allocator: Allocator, normalise: bool = True, **params: Any) -> None:
         super().__init__(allocator, **params)
@@ -183,6 +189,21 @@ class BbSched(WindowScheduler):
 
     label = "bbsched"
     max_window = 62
+    parameters: ClassVar[Mapping[str, Param]] = {
+        **WindowScheduler.parameters,
+        "solver": Param("str"),  # one of SOLVERS (checked below)
+        # with population, bounded together by params.GA_WORK_LIMIT; alone: 200 x the
+        # paper's G = 500
+        "generations": Param("int", Range(0, 100_000, integer=True)),
+        # 50 x the paper's P = 20: survivor selection grows faster than P (per chromosome
+        # and generation about 0.1 ms at P = 1,000, 2.7 ms at P = 20,000:
+        # benchmarks/bbsched.py shape)
+        "population": Param("int", Range(2, 1_000, integer=True)),
+        "mutation": Param("float", FRACTION),
+        "rule": Param("str"),  # one of RULES (checked below)
+        "exhaustive_up_to": Param("int", Range(0, MAX_EXACT_JOBS, integer=True)),
+        "exact_budget": Param("int", Range(0, MAX_INT, integer=True)),
+    }
 
     def __init__(
         self,
@@ -259,25 +280,7 @@ BB_SCHEDULERS = (
     "bb-binpacking",
 )
 
-_COMMON = {
-    "size": "window",
-    "order": "order",
-    "starvation": "starvation",
-    "starvation_by": "starvation_by",
-    "starvation_backstop": "starvation_backstop",
-}
-_OWN = {
-    "bbsched": (
-        "solver",
-        "exact_budget",
-        "generations",
-        "population",
-        "mutation",
-        "rule",
-        "exhaustive_up_to",
-    ),
-    "bb-binpacking": ("normalise",),
-}
+_SETTING = {"window": "size"}  # a declared parameter's policy.window key, where it differs
 
 
 def window_params(scheduler: str, settings: dict[str, Any]) -> dict[str, Any] | None:
@@ -291,6 +294,6 @@ def window_params(scheduler: str, settings: dict[str, Any]) -> dict[str, Any] | 
     """
     if scheduler not in BB_SCHEDULERS:
         return None
-    params = {name: settings[key] for key, name in _COMMON.items() if key in settings}
-    params.update({key: settings[key] for key in _OWN.get(scheduler, ()) if key in settings})
-    return params
+    declared = scheduler_entry(scheduler).parameters or {}
+    keys = ((name, _SETTING.get(name, name)) for name in declared)
+    return {name: settings[key] for name, key in keys if key in settings}

@@ -42,18 +42,21 @@ forcings that change nothing are not counted, ``forced_jobs`` counts them all);
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
+from typing import Any, ClassVar
 
 import numpy as np
 
 from market_hpc.algorithms.bbsched import Window
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, UnknownNameError
-from market_hpc.policies.base import Allocator, Decision, View
+from market_hpc.parameters import Param
+from market_hpc.policies.base import Allocator, Decision, PolicyBase, View
 from market_hpc.policies.bbsched_starvation import DEFAULT_BACKSTOP, DEFAULT_READING, Starvation
 from market_hpc.policies.classic import Easy
+from market_hpc.validation import Range
 
 BASE_ORDERS = ("fcfs", "wfp")
 DEFAULT_STARVATION = 50.0
@@ -170,7 +173,7 @@ def greedy_backfill(
     return taken
 
 
-class WindowScheduler:
+class WindowScheduler(PolicyBase):
     """Base order, window, starvation bound and a selector, under multi-resource EASY.
 
     Args:
@@ -186,6 +189,14 @@ class WindowScheduler:
 
     label = "bb-baseline"
     max_window = 64
+    # the policy.window settings arrive under these names too (``size`` as ``window``)
+    parameters: ClassVar[Mapping[str, Param]] = {
+        "window": Param("int", Range(1, 1_000_000, integer=True)),
+        "order": Param("str"),  # one of BASE_ORDERS (checked below)
+        "starvation": Param("float", Range(0.0, 2.0**50, low_open=True)),
+        "starvation_by": Param("str"),  # one of bbsched_starvation.STARVATION_READINGS
+        "starvation_backstop": Param("float", Range(0.0, 2.0**50)),
+    }
 
     def __init__(
         self,
@@ -214,7 +225,7 @@ class WindowScheduler:
             None  # window, free nodes and BB at its start
         )
         self._had_choice = False  # two or more window jobs were eligible in this invocation
-        self.stats = {
+        self.stats: dict[str, Any] = {
             "invocations": 0,
             "fit_two_plus": 0,
             "optimiser_runs": 0,

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from market_hpc.algorithms.market_auction import RULES as MARKET_RULES
 from market_hpc.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -199,11 +200,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], dict[str, object], str, str], ...] 
     ),
     (
         "market",
-        tuple(
-            rule + suffix
-            for rule in ("sjq", "maxv", "maxvd", "minvr")
-            for suffix in ("", "h", "lh")
-        ),
+        tuple(rule + suffix for rule in MARKET_RULES for suffix in ("", "h", "lh")),
         {**_MARKET, "resources": RESOURCES, "value_curves": True},
         (
             "free resources of each node (bids; cores, GPUs, MICs, memory per unit), burst buffer, value curves, "

@@ -25,6 +25,7 @@ from market_hpc.policies.base import (
     Allocation,
     Allocator,
     Decision,
+    PolicyBase,
     Start,
     View,
     fast_view,
@@ -44,7 +45,7 @@ def longest_first(job: Job) -> tuple[float, float, int]:
     return (-job.estimate, job.submit, job.job_id)
 
 
-class _OrderedScheduler:
+class _OrderedScheduler(PolicyBase):
     """Start jobs in an order while they fit; stop at the first that does not."""
 
     label = ""
@@ -121,7 +122,7 @@ class Ljf(_OrderedScheduler):
     key = staticmethod(longest_first)
 
 
-class Backfilling:
+class Backfilling(PolicyBase):
     """EASY backfilling (Mu'alem & Feitelson 2001) over any queue order: the base class
     of backfilling schedulers.
 

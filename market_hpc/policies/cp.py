@@ -35,7 +35,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -56,11 +56,23 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.platform import MIB_PER_GB
 from market_hpc.domain.resources import MEM
 from market_hpc.errors import ConfigError
+from market_hpc.parameters import Param
 from market_hpc.policies.allocators import job_fits
-from market_hpc.policies.base import NOTHING, Action, Allocation, Allocator, Decision, Start, View
+from market_hpc.policies.base import (
+    NOTHING,
+    Action,
+    Allocation,
+    Allocator,
+    Decision,
+    PolicyBase,
+    Start,
+    View,
+)
 from market_hpc.policies.hetero import announce
-from market_hpc.policies.hetero_schedulers import DEFAULT_EXPECTED_WAIT, take_nodes
+from market_hpc.policies.hetero_schedulers import DEFAULT_EXPECTED_WAIT, Prb, take_nodes
+from market_hpc.policies.params import SOLVE_SECONDS
 from market_hpc.policies.registry import register_scheduler
+from market_hpc.validation import Range
 
 QUEUE_LIMIT = 100
 STATUS_KEYS = ("OPTIMAL", "FEASIBLE", "FALLBACK", "TRIVIAL")
@@ -102,7 +114,7 @@ def _ceil_units(
     return tuple(-(-int(amounts[c] * times) // k) for c, k in columns)
 
 
-class CpScheduler:
+class CpScheduler(PolicyBase):
     """Shared machinery of the four CP dispatchers (see the module docstring).
 
     Args:
@@ -122,6 +134,18 @@ class CpScheduler:
 
     label = ""
     default_budget: float | None = None
+    parameters: ClassVar[Mapping[str, Param]] = {
+        "deterministic_time": Param("float", SOLVE_SECONDS),
+        # one CP-SAT thread per worker: past the cores of the largest node they only
+        # time-slice (and each holds a copy of the model), and the papers use 1
+        "workers": Param("int", Range(1, 64, integer=True)),
+        "solver_seed": Param("int", Range(0, 2**31 - 1, integer=True)),
+        "wall_seconds": Param("float", SOLVE_SECONDS, optional=True),
+        # the authors' q_length is 100; the model and its building grow linearly in it
+        "queue_limit": Param("int", Range(1, 10_000, integer=True)),
+        # 0: none (cp_budget.Budget); at most 10 minutes
+        "decision_budget": Param("float", Range(0.0, 600.0)),
+    }
 
     def __init__(
         self,
@@ -445,6 +469,18 @@ class Pcp20(CpScheduler):
     label = "pcp20"
     search = True
     default_budget = DECISION_BUDGET
+    parameters: ClassVar[Mapping[str, Param]] = {
+        **CpScheduler.parameters,
+        # the authors' paper control uses 30; the work of a decision grows with its square
+        "max_retries": Param("int", Range(0, 100, integer=True), optional=True),
+        "levels": Param("int", Range(0, 64, integer=True)),
+        "branching": Param("str"),  # one of cp_pcp20.BRANCHINGS (checked where it is used)
+        "time_control": Param("str", choices=("deterministic", "paper")),
+        "hint": Param("str"),  # one of cp_pcp20.HINTS (checked below)
+        "cuts": Param("str-list"),  # names of cp_cuts.CUTS (checked below)
+        "relax": Param("bool"),
+        "unit_limit": Param("int", Range(0, 1_000_000_000, integer=True), optional=True),
+    }
 
     def __init__(
         self,
@@ -475,7 +511,7 @@ class Pcp20(CpScheduler):
             )
         self.relax = relax
         from market_hpc.algorithms.cp_cuts import CUTS
-        from market_hpc.algorithms.cp_pcp20 import BRANCHINGS, HINTS
+        from market_hpc.algorithms.cp_pcp20 import HINTS, check_branching
 
         if hint not in HINTS:
             raise ConfigError(
@@ -492,11 +528,10 @@ class Pcp20(CpScheduler):
             raise ConfigError(
                 f"scheduler {self.label!r}: levels must be >= 0 (0: exact), got {levels}"
             )
-        if branching not in BRANCHINGS:
-            raise ConfigError(
-                f"scheduler {self.label!r}: branching must be one of {', '.join(BRANCHINGS)}, "
-                f"got {branching!r}"
-            )
+        try:
+            check_branching(branching)
+        except ValueError as exc:
+            raise ConfigError(f"scheduler {self.label!r}: {exc}") from None
         if time_control not in TIME_CONTROLS:
             raise ConfigError(
                 f"scheduler {self.label!r}: time_control must be one of "
@@ -601,6 +636,7 @@ class Cph(CpScheduler):
     """
 
     label = "cph"
+    parameters: ClassVar[Mapping[str, Param]] = {**CpScheduler.parameters, **Prb.parameters}
 
     def __init__(
         self,

@@ -17,7 +17,8 @@ lists the decisions taken where the paper is silent); the schedulers PRB and EBF
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -35,9 +36,13 @@ from market_hpc.algorithms.hetero import (
 from market_hpc.domain.job import Job
 from market_hpc.domain.resources import GPUS, MICS, RESOURCES
 from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.parameters import POSITIVE, Param
 from market_hpc.policies.allocators import job_fits
 from market_hpc.policies.base import Allocation, Allocator, View, pass_aware
 from market_hpc.policies.registry import register_allocator
+from market_hpc.validation import MAX_INT, Range
+
+_CRITICAL = Param("str-list", choices=("cores", "gpus", "mics", "mem"))
 
 
 def announce(allocator: Allocator, jobs: Sequence[Job], view: View) -> None:
@@ -79,6 +84,7 @@ class Balanced:
     """
 
     name = "balanced"
+    parameters: ClassVar[Mapping[str, Param]] = {"critical": _CRITICAL}
 
     def __init__(self, critical: Sequence[str] = ("mics", "gpus")) -> None:
         self.critical = _critical_columns(critical)
@@ -125,6 +131,10 @@ class Weighted:
     """
 
     name = "weighted"
+    parameters: ClassVar[Mapping[str, Param]] = {
+        "window": Param("int", Range(1, MAX_INT, integer=True), optional=True),
+        "unit_free": Param("bool"),
+    }
 
     def __init__(self, window: int | None = 100, unit_free: bool = False) -> None:
         if window is not None and window < 0:
@@ -200,6 +210,12 @@ class PriorityWeighted(Weighted):
     """
 
     name = "priority-weighted"
+    parameters: ClassVar[Mapping[str, Param]] = {
+        **Weighted.parameters,
+        "critical": _CRITICAL,
+        "bound": Param("float", POSITIVE),
+        "step": Param("float", POSITIVE),
+    }
 
     def __init__(
         self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from market_hpc.algorithms.hetero import job_demand, prb_order
 from market_hpc.domain.job import Job
 from market_hpc.domain.resources import RESOURCES
 from market_hpc.errors import ConfigError
+from market_hpc.parameters import Param
 from market_hpc.policies.allocators import job_fits
 from market_hpc.policies.base import (
     NOTHING,
@@ -27,6 +28,7 @@ from market_hpc.policies.base import (
     Allocation,
     Allocator,
     Decision,
+    PolicyBase,
     Start,
     View,
     failure_counting,
@@ -37,6 +39,7 @@ from market_hpc.policies.hetero import announce, unit_array
 from market_hpc.policies.pass_view import PassView
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import take_dense
+from market_hpc.validation import Range
 
 DEFAULT_EXPECTED_WAIT = 1800.0
 """PRB's expected queue wait when none is known (AccaSim's default)."""
@@ -108,7 +111,7 @@ class _Behind:
 @register_scheduler(
     "prb", "Netti et al. PRB: longest wait relative to the queue's expected wait first; skips"
 )
-class Prb:
+class Prb(PolicyBase):
     """Priority Rule-Based scheduling (Borghesi et al., as in Netti et al. 2018).
 
     Jobs are ordered by urgency (waiting time over their queue's expected waiting time),
@@ -122,6 +125,11 @@ class Prb:
             "longest waiting first" (as in AccaSim).
         default_wait: The expected wait of queues without data.
     """
+
+    parameters: ClassVar[Mapping[str, Param]] = {  # CPH's too
+        "expected_wait": Param("wait-table", optional=True),
+        "default_wait": Param("float", Range(0.0, 2.0**50, low_open=True)),
+    }
 
     def __init__(
         self,
@@ -202,7 +210,7 @@ Release = tuple[float, Allocation, tuple[int, ...], float]  # end, allocation, u
 @register_scheduler(
     "ebf", "Netti et al. EBF: EASY backfilling, reservation placed by the allocator (AccaSim)"
 )
-class Ebf:
+class Ebf(PolicyBase):
     """EASY backfilling as AccaSim implements it for Netti et al. (2018), static reservation.
 
     Jobs start in arrival order until one does not fit. That job is *blocked* and gets a
@@ -224,6 +232,8 @@ class Ebf:
         allocator: Where jobs go, and where the reservation is placed.
         static_reservation: Keep a reservation until its job starts.
     """
+
+    parameters: ClassVar[Mapping[str, Param]] = {"static_reservation": Param("bool")}
 
     def __init__(self, allocator: Allocator, static_reservation: bool = True) -> None:
         self.allocator = allocator

@@ -42,7 +42,7 @@ import numpy as np
 from market_hpc.algorithms.allocation import Allocation, place_in_order, units_fit
 from market_hpc.algorithms.bidding import clear_auction, offer_rows
 from market_hpc.algorithms.market import Executing, HoldPlan
-from market_hpc.algorithms.market_auction import Auction
+from market_hpc.algorithms.market_auction import RULES, Auction
 from market_hpc.algorithms.market_columns import MarketColumns
 from market_hpc.algorithms.market_holding import (
     SPANNING,
@@ -59,6 +59,7 @@ from market_hpc.algorithms.market_holding import (
 from market_hpc.algorithms.market_offers import bid_order, pick
 from market_hpc.domain.job import CORE_UNIT
 from market_hpc.errors import ConfigError
+from market_hpc.parameters import FRACTION, Param
 from market_hpc.policies.base import (
     NOTHING,
     Action,
@@ -71,8 +72,13 @@ from market_hpc.policies.base import (
     fast_view,
 )
 from market_hpc.policies.registry import register_scheduler
+from market_hpc.validation import Range
 
-RULES = ("sjq", "maxv", "maxvd", "minvr")
+HOLDING_PARAMETERS = {"penalty": Param("float", FRACTION)}
+LOOKAHEAD_PARAMETERS = {
+    **HOLDING_PARAMETERS,
+    "max_holds": Param("int", Range(0, 1000, integer=True)),
+}
 _ASKS_CORES_ONLY = (
     "node offers with a reserve (a bidder with asks, e.g. offer-reserve) apply to the cores-only "
     "market auction; this queue or platform needs the auction over every resource (jobs asking "
@@ -519,6 +525,7 @@ for _rule, _summary in _SUMMARIES.items():
         allocators=("max-bid",),
         default_allocator="max-bid",
         market=True,
+        parameters=HOLDING_PARAMETERS,
     )(_factory(_rule, False))
     register_scheduler(
         _rule + "h",
@@ -526,6 +533,7 @@ for _rule, _summary in _SUMMARIES.items():
         allocators=("max-bid",),
         default_allocator="max-bid",
         market=True,
+        parameters=HOLDING_PARAMETERS,
     )(_factory(_rule, True))
     register_scheduler(
         _rule + "lh",
@@ -534,4 +542,5 @@ for _rule, _summary in _SUMMARIES.items():
         allocators=("max-bid",),
         default_allocator="max-bid",
         market=True,
+        parameters=LOOKAHEAD_PARAMETERS,
     )(_factory(_rule, True, lookahead=True))

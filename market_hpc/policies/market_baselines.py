@@ -32,22 +32,28 @@ Decisions where nothing is prescribed:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import numpy as np
 
 from market_hpc.algorithms.easy import shadow_and_extra
 from market_hpc.algorithms.moldable import mold_width, scaled_profile
 from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError
-from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start, View
+from market_hpc.parameters import FRACTION, Param
+from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, PolicyBase, Start, View
 from market_hpc.policies.registry import register_scheduler
 
 
-class MoldableEasy:
+class MoldableEasy(PolicyBase):
     """EASY backfilling over moldable jobs (see the module docstring).
 
     Args:
         allocator: Must be ``max-bid`` (one node, the one with the most free cores).
     """
+
+    parameters: ClassVar[Mapping[str, Param]] = {"penalty": Param("float", FRACTION)}
 
     def __init__(self, allocator: Allocator, penalty: float = 0.0) -> None:
         self.allocator = allocator

@@ -451,10 +451,15 @@ def _factory(mode: str) -> Callable[..., QueueDispatcher]:
 register_scheduler(
     "queues-partitioned",
     "hybrid queues: EASY in each queue's partition, large queue by reservation",
+    parameters={},  # theirs come from [queues]
 )(_factory("partitioned"))
 register_scheduler(
-    "queues-shared", "hybrid queues: non-partitioned queues, one EASY over the whole machine"
+    "queues-shared",
+    "hybrid queues: non-partitioned queues, one EASY over the whole machine",
+    parameters={},
 )(_factory("shared"))
 register_scheduler(
-    "queues-hybrid", "hybrid queues: partitions plus a common pool by priority factor"
+    "queues-hybrid",
+    "hybrid queues: partitions plus a common pool by priority factor",
+    parameters={},
 )(_factory("hybrid"))

@@ -17,11 +17,12 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.parameters import Param, declared_parameters
 from market_hpc.policies.base import Allocator, Policy
 from market_hpc.policies.capabilities import BUILTIN, UNDECLARED, UNDECLARED_MARKET, Capabilities
 from market_hpc.policies.params import check_params
@@ -43,6 +44,8 @@ class SchedulerEntry:
         summary: One line for ``--help`` and docs.
         market: Whether it is a market dispatcher (Singh et al.) (needs value curves).
         handles: What it handles (``policies.capabilities``); ``None``: undeclared.
+        parameters: Its declared keyword parameters with their defaults (the class's
+            ``parameters``, ``market_hpc.parameters``); ``None``: undeclared (a plugin's).
     """
 
     name: str
@@ -52,6 +55,7 @@ class SchedulerEntry:
     summary: str
     market: bool = False
     handles: Capabilities | None = None
+    parameters: Mapping[str, Param] | None = None
 
     @property
     def capabilities(self) -> Capabilities:
@@ -68,6 +72,8 @@ is ``factory(allocator, argument, **params)``."""
 ALLOCATORS: dict[str, tuple[AllocatorFactory, str]] = {}
 BIDDERS: dict[str, tuple[BidderFactory, str]] = {}
 MARKET_ONLY_ALLOCATORS: set[str] = set()
+DECLARED: dict[str, dict[str, Mapping[str, Param] | None]] = {"allocator": {}, "bidder": {}}
+"""The declared parameters of each allocator and bidder (a scheduler's are its entry's)."""
 
 
 def _check_new(kind: str, name: str, factory: Any, known: dict[str, Any]) -> None:
@@ -93,6 +99,7 @@ def register_scheduler(
     default_allocator: str = "first-fit",
     market: bool = False,
     handles: Capabilities | None = None,
+    parameters: Mapping[str, Param] | None = None,
 ) -> Callable[[SchedulerFactory], SchedulerFactory]:
     """Class/function decorator adding a scheduler to the registry.
 
@@ -100,16 +107,20 @@ def register_scheduler(
     ``name`` and ``decide(view, rng) -> Decision`` (docs/extending.md). ``handles``
     declares what it handles (``policies.capabilities.handles(...)``); workloads needing
     something else are refused before the run. Undeclared schedulers are listed as such
-    and assumed to handle what the built-ins of their kind do.
+    and assumed to handle what the built-ins of their kind do. Its keyword parameters are
+    the class's ``parameters`` (``market_hpc.parameters``), or ``parameters`` for a factory
+    function; without either they are undeclared and the factory checks them.
 
     Raises:
-        ConfigError: the name is taken, or what is decorated is not callable.
+        ConfigError: the name is taken, what is decorated is not callable, or its declared
+            parameters are not its constructor's keywords.
     """
 
     def add(factory: SchedulerFactory) -> SchedulerFactory:
         _check_new("scheduler", name, factory, SCHEDULERS)
+        declared = declared_parameters("scheduler", name, factory, parameters)
         SCHEDULERS[name] = SchedulerEntry(
-            name, factory, allocators, default_allocator, summary, market, handles
+            name, factory, allocators, default_allocator, summary, market, handles, declared
         )
         return factory
 
@@ -184,6 +195,7 @@ def register_allocator(
 
     def add(factory: AllocatorFactory) -> AllocatorFactory:
         _check_new("allocator", name, factory, ALLOCATORS)
+        DECLARED["allocator"][name] = declared_parameters("allocator", name, factory)
         ALLOCATORS[name] = (factory, summary)
         if market_only:
             MARKET_ONLY_ALLOCATORS.add(name)
@@ -204,6 +216,7 @@ def register_bidder(name: str, summary: str) -> Callable[[BidderFactory], Bidder
 
     def add(factory: BidderFactory) -> BidderFactory:
         _check_new("bidder", name, factory, BIDDERS)
+        DECLARED["bidder"][name] = declared_parameters("bidder", name, factory)
         BIDDERS[name] = (factory, summary)
         return factory
 
@@ -284,12 +297,29 @@ def restore(names: tuple[frozenset[str], ...]) -> None:
         for name in set(table) - kept:
             del table[name]
             MARKET_ONLY_ALLOCATORS.discard(name)
+            for declared in DECLARED.values():
+                declared.pop(name, None)
 
 
 def _unknown(kind: str, name: str, choices: Any) -> UnknownNameError:
     from market_hpc.policies.plugins import failure_note
 
     return UnknownNameError(kind, name, choices, failure_note())
+
+
+def parameters_of(kind: str, name: str) -> Mapping[str, Param] | None:
+    """The declared parameters of a registered scheduler, allocator or bidder (``None``
+    when it declares none, or no such name is registered: a plugin's factory checks its own).
+
+    >>> parameters_of("scheduler", "bbsched")["exact_budget"].default
+    4000000
+    """
+    _load_builtin()
+    key = name.lower()
+    if kind == "scheduler":
+        entry = SCHEDULERS.get(key)
+        return entry.parameters if entry is not None else None
+    return DECLARED[kind].get(key)
 
 
 def scheduler_names() -> list[str]:
@@ -327,7 +357,7 @@ def make_bidder(name: str, **params: Any) -> Any:
     key = name.lower()
     if key not in BIDDERS:
         raise _unknown("bidder", name, BIDDERS)
-    check_params("bidder", key, params)
+    check_params("bidder", key, params, DECLARED["bidder"][key])
     try:
         return BIDDERS[key][0](**params)
     except TypeError as exc:
@@ -360,7 +390,7 @@ def make_allocator(name: str, **params: Any) -> Allocator:
     key = name.lower()
     if key not in ALLOCATORS:
         raise _unknown("allocator", name, ALLOCATORS)
-    check_params("allocator", key, params)
+    check_params("allocator", key, params, DECLARED["allocator"][key])
     return ALLOCATORS[key][0](**params)
 
 

@@ -46,6 +46,7 @@ from pettingzoo import ParallelEnv
 
 from market_hpc.algorithms.bidding import OfferReserveBidder
 from market_hpc.algorithms.market import c_star
+from market_hpc.algorithms.market_auction import RULES as MARKET_RULES
 from market_hpc.core.model import HPCModel, release_model
 from market_hpc.core.recorder import JOB_COLUMNS
 from market_hpc.domain.job import Job
@@ -55,7 +56,7 @@ from market_hpc.policies.base import Decision, Hold, Start
 from market_hpc.rl.env import episode_start, start_indices
 from market_hpc.validation import Range, check
 
-RULES = ("sjq", "maxv", "maxvd", "minvr")
+RULES = MARKET_RULES
 """The market rules the environment runs (no holding: see the module docstring)."""
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 """Default shares of its free cores a node may offer."""

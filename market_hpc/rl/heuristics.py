@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from market_hpc.domain.job import Job
-from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start, View
+from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, PolicyBase, Start, View
 from market_hpc.policies.capabilities import KINDS, RESOURCES, handles
 from market_hpc.policies.classic import Backfilling, shortest_first
 from market_hpc.policies.registry import register_scheduler
@@ -105,7 +105,7 @@ def strict_pass(view: View, ordered: Sequence[Job], allocator: Allocator) -> Dec
     return Decision(tuple(actions)) if actions else NOTHING
 
 
-class _Scored:
+class _Scored(PolicyBase):
     """A strict scheduler over a score's order."""
 
     label = ""

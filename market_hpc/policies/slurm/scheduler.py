@@ -27,7 +27,8 @@ jobs are held and resumed later anywhere (``SUSPEND``; ``REQUEUE`` too, with
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from market_hpc.algorithms.slurm.priority import (
     weighted_priority,
 )
 from market_hpc.domain.job import Job
+from market_hpc.parameters import Param
 from market_hpc.policies.base import (
     Action,
     Allocator,
@@ -53,6 +55,7 @@ from market_hpc.policies.capabilities import KINDS, handles
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.slurm.conf import Partition
 from market_hpc.policies.slurm.settings import SlurmSettings, settings
+from market_hpc.validation import Range
 
 CAPABILITIES = handles(
     ("cores", "gpus", "mics", "mem", "bb"),
@@ -64,6 +67,11 @@ CAPABILITIES = handles(
     ),
     ignores="value curves, moldability (runs the requested size)",
 )
+
+
+_INTERVAL = Param("float", Range(0.0, 30 * 86_400.0, low_open=True))  # up to 30 days
+_WEIGHT = Param("int", Range(0, 2**32 - 1, integer=True))
+_COUNT = Param("int", Range(0, 1_000_000, integer=True))
 
 
 @register_scheduler(
@@ -80,6 +88,37 @@ class Slurm:
         slurm_conf: A slurm.conf to read (``policies.slurm.conf``).
         **params: ``SlurmSettings`` fields, overriding the slurm.conf.
     """
+
+    params_to = SlurmSettings  # where **params go (their defaults: its fields')
+    parameters: ClassVar[Mapping[str, Param]] = {
+        "slurm_conf": Param("str", optional=True),
+        "priority_type": Param("str", choices=("basic", "multifactor")),
+        "scheduler_type": Param("str", choices=("backfill", "builtin")),
+        **{
+            f"weight_{name}": _WEIGHT
+            for name in ("age", "fairshare", "job_size", "partition", "qos")
+        },
+        "max_age": _INTERVAL,
+        "decay_half_life": Param("float", Range(0.0, 2.0**40)),
+        "calc_period": _INTERVAL,
+        "favor_small": Param("bool"),
+        "fs_dampening": Param("int", Range(1, 2**32 - 1, integer=True)),
+        "shares": Param("number-table"),
+        "fairshare_account": Param("bool"),
+        "account_share": Param("float", Range(0.0, 1.0, low_open=True)),
+        "charge_at_end": Param("bool"),
+        "qos_priority": Param("number-table"),
+        "bf_interval": _INTERVAL,
+        "bf_window": _INTERVAL,
+        "bf_resolution": _INTERVAL,
+        "sched_interval": _INTERVAL,
+        "bf_max_job_test": _COUNT,
+        "bf_max_job_start": _COUNT,
+        "default_queue_depth": _COUNT,
+        "bf_continue": Param("bool"),
+        "preempt": Param("bool"),
+        "preempt_mode": Param("str", choices=("off", "suspend", "requeue")),
+    }
 
     def __init__(self, allocator: Allocator, slurm_conf: str | None = None, **params: Any) -> None:
         self.allocator = allocator
@@ -115,7 +154,7 @@ class Slurm:
         self.masks: dict[str, np.ndarray] = {}
         self.free_bb = 0.0
         self.runnable: set[int] = set()  # waiting jobs their partition can hold (checked once)
-        self.stats = {
+        self.stats: dict[str, Any] = {
             "slurm_backfill_passes": 0,
             "slurm_backfill_starts": 0,
             "slurm_main_starts": 0,

@@ -66,8 +66,9 @@ class SlurmSettings:
     preempt: bool = False
     preempt_mode: str = "off"
     slurm_conf: str | None = None
-    partitions: tuple[Partition, ...] = ()
-    unmodelled: tuple[str, ...] = ()
+    # read from the slurm.conf, never given as parameters
+    partitions: tuple[Partition, ...] = field(default=(), metadata={"parameter": False})
+    unmodelled: tuple[str, ...] = field(default=(), metadata={"parameter": False})
 
     @property
     def weights(self) -> Weights:
@@ -91,9 +92,7 @@ class SlurmSettings:
         return self.scheduler_type == "backfill"
 
 
-PARAMETERS = tuple(
-    f.name for f in fields(SlurmSettings) if f.name not in ("partitions", "unmodelled")
-)
+PARAMETERS = tuple(f.name for f in fields(SlurmSettings) if f.metadata.get("parameter", True))
 
 
 def settings(slurm_conf: str | None = None, **params: Any) -> SlurmSettings:
