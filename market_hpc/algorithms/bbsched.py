@@ -298,7 +298,8 @@ def generational_distance(
     >>> true = ParetoSet(np.array([1, 2]), np.array([[100, 20], [80, 90]]))
     >>> generational_distance(true, true, 100, 100)
     0.0
-    >>> round(generational_distance(ParetoSet(np.array([3]), np.array([[90, 20]])), true, 100, 100), 12)
+    >>> found = ParetoSet(np.array([3]), np.array([[90, 20]]))
+    >>> round(generational_distance(found, true, 100, 100), 12)
     0.1
     """
     if not len(found.masks):
@@ -340,7 +341,8 @@ def weighted_pick(
     ``weighted_select``'s choice, masks included, for any window size (tested against it).
 
     >>> front = ParetoSet(np.array([0b10001, 0b11110]), np.array([[100, 20], [80, 90]]))
-    >>> bin(weighted_pick(front, 5, 0.8, 0.2, 100, 100)), bin(weighted_pick(front, 5, 0.5, 0.5, 100, 100))
+    >>> (bin(weighted_pick(front, 5, 0.8, 0.2, 100, 100)),
+    ...  bin(weighted_pick(front, 5, 0.5, 0.5, 100, 100)))
     ('0b10001', '0b11110')
     """
     if not len(front.masks):
@@ -376,7 +378,8 @@ def weighted_select(
     oracle of ``weighted_pick``, which the Weighted baselines run).
 
     >>> table1 = Window.of([80, 10, 40, 10, 20], [20, 85, 5, 0, 0], 100, 100)
-    >>> bin(weighted_select(table1, 0.8, 0.2, 100, 100)), bin(weighted_select(table1, 0.5, 0.5, 100, 100))
+    >>> (bin(weighted_select(table1, 0.8, 0.2, 100, 100)),
+    ...  bin(weighted_select(table1, 0.5, 0.5, 100, 100)))
     ('0b10001', '0b11110')
     """
     masks, objectives = enumerate_feasible(window)

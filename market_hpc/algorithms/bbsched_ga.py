@@ -196,7 +196,8 @@ def survivors(order: list[int], born: list[int], value: dict[int, int], size: in
     order they were made (the last made is the youngest); ``value`` packs each mask's
     objectives as ``nodes << SHIFT | bb``.
 
-    >>> value = {m: (n << SHIFT) | b for m, n, b in [(1, 10, 0), (2, 5, 5), (4, 4, 4), (8, 3, 3), (16, 2, 2)]}
+    >>> triples = [(1, 10, 0), (2, 5, 5), (4, 4, 4), (8, 3, 3), (16, 2, 2)]
+    >>> value = {m: (n << SHIFT) | b for m, n, b in triples}
     >>> survivors([4, 8], [16, 1, 2], value, 3)   # Set 1 = {1, 2}; Set 2 youngest first: 16, 4, 8
     [2, 1, 16]
     """

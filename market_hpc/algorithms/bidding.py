@@ -151,7 +151,8 @@ class LocalityAwareBidder:
         weight: How much one unit of distance discounts a bid (>= 0).
 
     >>> bidder = LocalityAwareBidder(distance=[2, 0, 1], weight=1.0)
-    >>> bidder.bids(np.array([[9, 0], [5, 0], [6, 0]]), np.array([[9, 0]] * 3), np.arange(3)).tolist()
+    >>> free, total = np.array([[9, 0], [5, 0], [6, 0]]), np.array([[9, 0]] * 3)
+    >>> bidder.bids(free, total, np.arange(3)).tolist()
     [3.0, 5.0, 3.0]
     """
 
@@ -248,7 +249,8 @@ def offer_rows(free: np.ndarray, withheld: np.ndarray) -> np.ndarray:
     the decision began (``free cores - Asks.cores`` then), never below 0. Starts in the
     decision take from the offer; cores a hold frees add to it.
 
-    >>> offer_rows(np.array([2, 3]), np.array([2, 0])).tolist()   # node 0 offered 2 of 4 and gave them
+    >>> # node 0 offered 2 of 4 and gave them
+    >>> offer_rows(np.array([2, 3]), np.array([2, 0])).tolist()
     [0, 3]
     """
     offers: np.ndarray = np.maximum(free - withheld, 0)
@@ -263,9 +265,11 @@ def check_asks(asks: Asks, free_cores: np.ndarray, bidder: str) -> Asks:
         ConfigError: naming the bidder, the rule broken and the nodes that broke it.
 
     >>> check_asks(Asks(np.array([5]), np.zeros(1)), np.array([4]), "greedy")
+    ... # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    market_hpc.errors.ConfigError: bidder 'greedy' offers cores outside [0, free cores] on nodes [0]: offered [5], free [4]
+    market_hpc.errors.ConfigError: bidder 'greedy' offers cores outside [0, free cores] on
+        nodes [0]: offered [5], free [4]
     """
     cores, reserve = np.asarray(asks.cores), np.asarray(asks.reserve, dtype=float)
     if cores.shape != free_cores.shape or reserve.shape != free_cores.shape:
@@ -297,8 +301,9 @@ def asks_refusal(bidder: Bidder, jobs: Sequence[Job], n_nodes: int, exclusive: b
     >>> jobs = [Job(1, 0.0, 1.0, 1.0), Job(2, 0.0, 1.0, 1.0, bb=5.0)]
     >>> asks_refusal(OfferReserveBidder(), jobs[:1], 4, False) is None
     True
-    >>> asks_refusal(OfferReserveBidder(), jobs, 4, False)
-    "bidder 'offer-reserve' makes offers, which apply to the cores-only market auction: job 2 asks for more than cores (burst buffer 5 GB)"
+    >>> asks_refusal(OfferReserveBidder(), jobs, 4, False)  # doctest: +NORMALIZE_WHITESPACE
+    "bidder 'offer-reserve' makes offers, which apply to the cores-only market auction: job 2
+     asks for more than cores (burst buffer 5 GB)"
     """
     if not hasattr(bidder, "asks"):
         return None

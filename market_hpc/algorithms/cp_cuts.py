@@ -105,7 +105,8 @@ def slot_limits(instance: CpInstance) -> list[tuple[list[int], list[int], int]]:
 
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
     >>> inst = CpInstance(np.array([[20], [20]]),
-    ...                   (CpJob(1, 2, (20,), 5, 1), CpJob(2, 1, (10,), 5, 1), CpJob(3, 1, (10,), 5, 1)),
+    ...                   (CpJob(1, 2, (20,), 5, 1), CpJob(2, 1, (10,), 5, 1),
+    ...                    CpJob(3, 1, (10,), 5, 1)),
     ...                   (CpRunning(9, ((0, (5,)),)),))
     >>> slot_limits(inst)   # 20-core units: node 1 only; 10-core units: 1 + 2
     [([0], [2], 1), ([0, 1, 2], [4, 1, 1], 3)]
@@ -130,7 +131,8 @@ def identical_pairs(instance: CpInstance) -> list[tuple[int, int]]:
     identical jobs (same units, unit, duration and weight): ``s_i <= s_j``.
 
     >>> from market_hpc.algorithms.cp_instance import CpJob
-    >>> jobs = (CpJob(1, 1, (2,), 5, 7), CpJob(2, 1, (2,), 6, 7), CpJob(3, 1, (2,), 5, 7), CpJob(4, 1, (2,), 5, 7))
+    >>> jobs = (CpJob(1, 1, (2,), 5, 7), CpJob(2, 1, (2,), 6, 7), CpJob(3, 1, (2,), 5, 7),
+    ...         CpJob(4, 1, (2,), 5, 7))
     >>> identical_pairs(CpInstance(np.array([[4]]), jobs))
     [(0, 2), (2, 3)]
     """
@@ -159,9 +161,11 @@ def fluid_start_bound(jobs: list[tuple[int, int, int]], profile: list[tuple[int,
 
     >>> fluid_start_bound([(1, 4, 2), (1, 4, 2)], [(0, 2)])      # one after the other: 0 + 4
     4.0
-    >>> fluid_start_bound([(3, 2, 1), (1, 2, 1)], [(0, 0), (5, 1)])  # nothing free before 5: 3 * 5 + 7
+    >>> # nothing free before 5: 3 * 5 + 7
+    >>> fluid_start_bound([(3, 2, 1), (1, 2, 1)], [(0, 0), (5, 1)])
     22.0
-    >>> fluid_start_bound([(1, 2, 2), (1, 2, 2)], [(0, 3)])  # the 2nd gets 1 core for 2 s, then 2: M = 1.75
+    >>> # the 2nd gets 1 core for 2 s, then 2: M = 1.75
+    >>> fluid_start_bound([(1, 2, 2), (1, 2, 2)], [(0, 3)])
     0.75
     """
     n = len(jobs)
@@ -209,7 +213,8 @@ def objective_bound(instance: CpInstance) -> int:
       dominates ``sigma``.
 
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
-    >>> inst = CpInstance(np.array([[2], [2]]), (CpJob(1, 1, (2,), 4, 10), CpJob(2, 1, (2,), 4, 10)),
+    >>> inst = CpInstance(np.array([[2], [2]]),
+    ...                   (CpJob(1, 1, (2,), 4, 10), CpJob(2, 1, (2,), 4, 10)),
     ...                   (CpRunning(3, ((0, (2,)),)),))
     >>> objective_bound(inst)   # one 2-core slot now, two from 3: the 2nd job starts at >= 3
     30

@@ -155,8 +155,10 @@ def _one_node_plan(instance: CpInstance) -> Plan:
     at least one unit and one resource.
 
     >>> from market_hpc.algorithms.cp_instance import CpJob, CpRunning
-    >>> inst = CpInstance(np.array([[6, 2]]), (CpJob(1, 2, (2, 1), 5, 1), CpJob(2, 3, (2, 0), 4, 1),
-    ...                                         CpJob(3, 1, (1, 0), 9, 1)), (CpRunning(3, ((0, (1, 0)),)),))
+    >>> inst = CpInstance(np.array([[6, 2]]),
+    ...                   (CpJob(1, 2, (2, 1), 5, 1), CpJob(2, 3, (2, 0), 4, 1),
+    ...                    CpJob(3, 1, (1, 0), 9, 1)),
+    ...                   (CpRunning(3, ((0, (1, 0)),)),))
     >>> fast, general = _one_node_plan(inst), shelf_plan(inst)
     >>> fast == general, fast.starts, fast.positions[2]
     (True, {1: 0, 2: 5, 3: 9}, [(0, -1), (2, -1), (4, -1)])

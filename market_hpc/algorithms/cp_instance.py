@@ -338,7 +338,8 @@ def add_strategy(
     >>> xs = [model.new_int_var(0, 3, "x") for _ in range(3)]
     >>> ys = [reference.new_int_var(0, 3, "x") for _ in range(3)]
     >>> add_strategy(model, [2, 0], cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
-    >>> reference.add_decision_strategy([ys[2], ys[0]], cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+    >>> reference.add_decision_strategy(
+    ...     [ys[2], ys[0]], cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
     >>> str(model.proto) == str(reference.proto)
     True
     """

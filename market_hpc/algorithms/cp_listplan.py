@@ -63,7 +63,8 @@ def list_plan(instance: CpInstance, base: Plan | None = None) -> Plan:
 
     >>> from market_hpc.algorithms.cp_instance import CpRunning
     >>> inst = CpInstance(np.array([[2], [2]]),
-    ...                   (CpJob(1, 1, (2,), 5, 1), CpJob(2, 1, (1,), 4, 1), CpJob(3, 1, (2,), 6, 1)),
+    ...                   (CpJob(1, 1, (2,), 5, 1), CpJob(2, 1, (1,), 4, 1),
+    ...                    CpJob(3, 1, (2,), 6, 1)),
     ...                   (CpRunning(3, ((0, (2,)),)), CpRunning(50, ((1, (1,)),))))
     >>> shelf_plan(inst).starts
     {1: 50, 2: 0, 3: 50}

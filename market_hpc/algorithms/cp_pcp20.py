@@ -536,7 +536,8 @@ def _read(
     placements: dict[int, tuple[tuple[int, int], ...]],
     watch: Stopwatch,
 ) -> CpOutcome:
-    """The outcome of a solved PCP'20 model: every start and allocation, the start-now placements."""
+    """The outcome of a solved PCP'20 model: every start and allocation, the start-now
+    placements."""
     starts = {key: int(solver.value(var)) for key, var in built.starts.items()}
     planned = {key: _counts(solver.value(node) for node in built.nodes[key]) for key in starts}
     found = {key: planned[key] for key, start in starts.items() if start == 0}

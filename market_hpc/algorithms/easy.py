@@ -166,8 +166,9 @@ def reservation(
         need: What the head needs per resource.
         started: ``(expected_end, amounts)`` of the jobs started now, sorted.
         cores_releases: The same releases as cores alone, or ``None`` when some running
-            job holds more than cores (burst buffer included). When the head and ``started`` ask for cores only,
-            the walk runs on plain numbers (same result; other resources keep ``free``).
+            job holds more than cores (burst buffer included). When the head and
+            ``started`` ask for cores only, the walk runs on plain numbers (same result;
+            other resources keep ``free``).
 
     >>> free, running = (1, 0, 0, 0), lambda: [(10.0, (2, 0, 0, 0)), (20.0, (3, 0, 0, 0))]
     >>> reservation(free, running, (4, 0, 0, 0))

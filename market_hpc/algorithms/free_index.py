@@ -412,7 +412,8 @@ class FreeCoreIndex(IndexJournal):
     def take(
         self, allocation: NodeRuns, cores_per_unit: int = 1, whole_nodes: bool = False
     ) -> None:
-        """Remove an allocation's cores (``whole_nodes``: every core of its nodes), in one splice."""
+        """Remove an allocation's cores (``whole_nodes``: every core of its nodes), in one
+        splice."""
         if cores_per_unit == 1 and not whole_nodes:
             self.move(allocation, -1)
             return

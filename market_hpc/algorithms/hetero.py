@@ -63,7 +63,8 @@ def balanced_order(
     An 8-node worked example: n1-n4 GPU nodes with 0, 1, 2, 2 free GPUs, n5-n8
     MIC nodes with 2, 2, 2, 1 free MICs (0-based here):
 
-    >>> free = np.array([[16, g, 0, 0] for g in (0, 1, 2, 2)] + [[16, 0, m, 0] for m in (2, 2, 2, 1)])
+    >>> free = np.array([[16, g, 0, 0] for g in (0, 1, 2, 2)]
+    ...                 + [[16, 0, m, 0] for m in (2, 2, 2, 1)])
     >>> (balanced_order(free, free, np.ones(8, dtype=int)) + 1).tolist()
     [1, 8, 5, 2, 6, 3, 7, 4]
     """
@@ -109,7 +110,8 @@ def criticality_weights(
 
     All amounts in ranking units (``RANK_SCALE``).
 
-    >>> criticality_weights(np.array([2.0, 1.0]), np.array([3.0, 0.0]), np.array([4.0, 2.0])).tolist()
+    >>> criticality_weights(np.array([2.0, 1.0]), np.array([3.0, 0.0]),
+    ...                     np.array([4.0, 2.0])).tolist()
     [0.5, 0.25]
     >>> criticality_weights(np.array([2.0, 1.0]), np.array([3.0, 0.0]), np.array([4.0, 0.0]),
     ...                     np.array([1.0, 5.0])).tolist()
@@ -143,7 +145,8 @@ def weighted_order(
 
     >>> free = np.array([[8, 2, 0, 0], [8, 0, 2, 0], [4, 0, 0, 0]])
     >>> fits = np.array([4, 4, 2])
-    >>> weighted_order(free, fits, np.array([2, 0, 0, 0]), 2, np.array([0.1, 1.0, 0.5, 0.0])).tolist()
+    >>> weighted_order(free, fits, np.array([2, 0, 0, 0]), 2,
+    ...                np.array([0.1, 1.0, 0.5, 0.0])).tolist()
     [2, 1, 0]
     """
     candidates = np.flatnonzero(fits)
@@ -197,7 +200,8 @@ def prb_order(
     ascending, then by queue position. ``max_ewt`` is ``expected_wait.max()`` unless
     ``max_wait`` gives it (ordering part of a queue as the whole queue orders it).
 
-    >>> prb_order(10.0, np.array([0.0, 5.0, 0.0]), np.full(3, 1800.0), np.array([9.0, 1.0, 3.0])).tolist()
+    >>> prb_order(10.0, np.array([0.0, 5.0, 0.0]), np.full(3, 1800.0),
+    ...           np.array([9.0, 1.0, 3.0])).tolist()
     [2, 0, 1]
     """
     if submit.size == 0:
@@ -227,7 +231,8 @@ def window_sums(
     Row ``i`` covers the first ``i`` jobs, so a window ``[a, b)`` sums to
     ``cum[b] - cum[a]``.
 
-    >>> demand, length = window_sums(np.array([1.0, 3.0]), np.array([2, 1]), np.array([[1, 0, 0, 0], [2, 1, 0, 0]]))
+    >>> demand, length = window_sums(np.array([1.0, 3.0]), np.array([2, 1]),
+    ...                              np.array([[1, 0, 0, 0], [2, 1, 0, 0]]))
     >>> demand.tolist(), length.tolist()
     ([[0.0, 0.0, 0.0, 0.0], [4.0, 0.0, 0.0, 0.0], [12.0, 4.0, 0.0, 0.0]], [0.0, 2.0, 6.0])
     """

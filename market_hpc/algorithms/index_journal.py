@@ -1,9 +1,10 @@
 """The journal, scratch blocks and proposals of the free-core index (its base class).
 
-A placement pass tries allocations on the live :class:`~market_hpc.algorithms.free_index.FreeCoreIndex`
-and undoes them afterwards, or leaves them as *proposals* that the model claims as it
-applies the matching starts. Updates are ``(first, end, delta)`` pieces; adds commute, so
-undoing them in any order is exact.
+A placement pass tries allocations on the live
+:class:`~market_hpc.algorithms.free_index.FreeCoreIndex` and undoes them afterwards, or
+leaves them as *proposals* that the model claims as it applies the matching starts.
+Updates are ``(first, end, delta)`` pieces; adds commute, so undoing them in any order is
+exact.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""One instant's job selection of the market dispatchers (Singh et al.), used by ``policies.market``.
+"""One instant's job selection of the market dispatchers (Singh et al.), used by
+``policies.market``.
 
 The auction prices only the queued jobs that can matter (``algorithms.market_index`` and
 ``MarketColumns``), with the scalar code's arithmetic, so it picks exactly the job that

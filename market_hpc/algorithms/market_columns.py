@@ -52,7 +52,8 @@ def one_core_units(job: Job) -> bool:
     """Whether ``job`` asks for one-core units and no burst buffer: what the cores-only
     market auction serves (with ``spans_nodes`` only on a one-node platform; ``plain``).
 
-    >>> one_core_units(Job(1, 0.0, 1.0, 1.0)), one_core_units(Job(2, 0.0, 1.0, 1.0, unit=(2, 0, 0, 0)))
+    >>> (one_core_units(Job(1, 0.0, 1.0, 1.0)),
+    ...  one_core_units(Job(2, 0.0, 1.0, 1.0, unit=(2, 0, 0, 0))))
     (True, False)
     """
     return not (job.unit != CORE_UNIT or job.bb > 0)

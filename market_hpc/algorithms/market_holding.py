@@ -353,7 +353,8 @@ def hold_search_resources(
     """Algorithm 3 over every resource (``search`` over ``resource_instances``).
 
     >>> from market_hpc.algorithms.valuecurve import StepCurve
-    >>> gpu_job = Candidate(9, 0.0, StepCurve(300.0, 12.0), (20.0, 10.0), 0.0, True, 2, unit=(1, 1, 0, 0))
+    >>> gpu_job = Candidate(9, 0.0, StepCurve(300.0, 12.0), (20.0, 10.0), 0.0, True, 2,
+    ...                     unit=(1, 1, 0, 0))
     >>> cpu = Executing(1, 0, 2, 0.0, 1, 10.0, 10.0)                       # cores only: no help
     >>> gpu = Executing(2, 1, 2, 0.0, 2, 50.0, 50.0, unit=(1, 1, 0, 0))   # holds node 1's GPUs
     >>> free = np.array([[0, 0, 0, 0], [0, 0, 0, 0]])

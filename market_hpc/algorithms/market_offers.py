@@ -23,8 +23,9 @@ may run on several nodes. The rules (docs/market.md, "Resources and jobs that sp
 - **Placement of a spanning job.** Greedy over the bidding nodes in bid order, each taking
   as many units as it holds, until the width the rule chose is placed (the fewest nodes
   under the free-cores bid).
-- **Holding** (``algorithms.market_holding``) is tried for a recent arrival that fits nowhere (no node holds one unit of
-  it, or its burst buffer is not free): for the paper's rule, "no core is free anywhere".
+- **Holding** (``algorithms.market_holding``) is tried for a recent arrival that fits
+  nowhere (no node holds one unit of it, or its burst buffer is not free): for the
+  paper's rule, "no core is free anywhere".
   A held job frees all it holds, on every node, and its burst buffer. For a single-node
   arrival the instances are Algorithm 3's (per node, latest-start prefixes of the jobs
   with units there); for a spanning arrival the whole machine is one node: the prefixes
@@ -80,13 +81,14 @@ def offers(columns: MarketColumns, free: np.ndarray, free_bb: float, order: np.n
     >>> from market_hpc.algorithms.valuecurve import StepCurve
     >>> from market_hpc.domain.job import Job
     >>> curve = {"value_curve": StepCurve(10.0, 100.0)}
-    >>> columns = MarketColumns([(Job(1, 0.0, 4.0, 4.0, units=2, unit=(1, 1, 0, 0), profile=(4.0, 2.0),
-    ...                               payload=curve), 0.0, 0),
+    >>> columns = MarketColumns([(Job(1, 0.0, 4.0, 4.0, units=2, unit=(1, 1, 0, 0),
+    ...                               profile=(4.0, 2.0), payload=curve), 0.0, 0),
     ...                          (Job(2, 0.0, 4.0, 4.0, units=3, profile=(4.0, 2.0, 1.0),
     ...                               payload={**curve, "spans_nodes": True}), 0.0, 0)])
     >>> free = np.array([[4, 0, 0, 0], [2, 1, 0, 0]])   # node 0 bids highest, holds no GPU
     >>> got = offers(columns, free, 0.0, np.array([0, 1]))
-    >>> got.cap.tolist(), got.turn.tolist()   # job 1: 1 unit on node 1; job 2: 6 cores, capped at 3 later
+    >>> # job 1: 1 unit on node 1; job 2: 6 cores, capped at 3 later
+    >>> got.cap.tolist(), got.turn.tolist()
     ([1, 6], [1, 0])
     """
     count = len(order)

@@ -141,7 +141,8 @@ class QueueColumns:
 
         >>> columns = QueueColumns([Job(1, 0.0, 5.0, 5.0, units=8), Job(2, 0.0, 5.0, 5.0, units=2),
         ...                         Job(3, 0.0, 5.0, 5.0, units=3, bb=10.0)])
-        >>> [j.job_id for j in columns.fitting(4)], [j.job_id for j in columns.fitting(4, 5.0, after=1)]
+        >>> ([j.job_id for j in columns.fitting(4)],
+        ...  [j.job_id for j in columns.fitting(4, 5.0, after=1)])
         ([2, 3], [2])
         """
         first = 0 if after is None else self._position[after] + 1

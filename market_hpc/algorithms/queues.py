@@ -42,7 +42,8 @@ def route(config: QueueConfig, cores: int, estimate: float) -> int:
     (overlapping ranges, e.g. idqueue inside small, after merges), ties in list order.
     A request no queue contains goes to ``config.catch_all`` when there is one.
 
-    >>> cfg = QueueConfig((QueueSpec("id", 1, 8, 0, 7200), QueueSpec("small", 1, 64)), partitions=(1, 1))
+    >>> cfg = QueueConfig((QueueSpec("id", 1, 8, 0, 7200), QueueSpec("small", 1, 64)),
+    ...                   partitions=(1, 1))
     >>> route(cfg, 4, 3600), route(cfg, 4, 9000), route(cfg, 100, 60)
     (0, 1, -1)
     """
@@ -61,7 +62,8 @@ def route(config: QueueConfig, cores: int, estimate: float) -> int:
 def route_all(config: QueueConfig, cores: np.ndarray, estimates: np.ndarray) -> np.ndarray:
     """``route`` over arrays of requests (one queue index per job, -1 unrouted).
 
-    >>> cfg = QueueConfig((QueueSpec("id", 1, 8, 0, 7200), QueueSpec("small", 1, 64)), partitions=(1, 1))
+    >>> cfg = QueueConfig((QueueSpec("id", 1, 8, 0, 7200), QueueSpec("small", 1, 64)),
+    ...                   partitions=(1, 1))
     >>> route_all(cfg, np.array([4, 4, 100]), np.array([3600.0, 9000.0, 60.0])).tolist()
     [0, 1, -1]
     """
@@ -174,7 +176,8 @@ def layout(
     every queue (reservation ones too) schedules on all nodes; reservation queues get
     the whole machine in every mode.
 
-    >>> cfg = QueueConfig((QueueSpec("a", 1, 2), QueueSpec("b", 3, 4), QueueSpec("big", 5, 9, reservation=True)),
+    >>> cfg = QueueConfig((QueueSpec("a", 1, 2), QueueSpec("b", 3, 4),
+    ...                    QueueSpec("big", 5, 9, reservation=True)),
     ...                   mode="hybrid", partitions=(2, 3, 0), pool=1)
     >>> layout(cfg, 6)
     (((0, 2), (2, 5), (0, 6)), (5, 6))
@@ -244,8 +247,9 @@ def default_config(mode: str, n_nodes: int, total_cores: int) -> QueueConfig:
     *large* (advance reservations); partitions halve the nodes, a hybrid pool takes a
     quarter of them.
 
-    >>> default_config("hybrid", 8, 32).describe()
-    'hybrid (hybrid): narrow[cores 1-4, wall 0-inf h]=3, wide[cores 5-16, wall 0-inf h]=3, large[cores 17-32, wall 0-inf h]=reservation, pool=2'
+    >>> default_config("hybrid", 8, 32).describe()  # doctest: +NORMALIZE_WHITESPACE
+    'hybrid (hybrid): narrow[cores 1-4, wall 0-inf h]=3, wide[cores 5-16, wall 0-inf h]=3,
+     large[cores 17-32, wall 0-inf h]=reservation, pool=2'
     """
     narrow = max(1, total_cores // 8)
     wide = max(narrow + 1, total_cores // 2)

@@ -196,7 +196,8 @@ def epoch_weights(count: int) -> tuple[float, ...]:
 def weighted_waits(epoch_waits: Sequence[np.ndarray], weights: Sequence[float]) -> np.ndarray:
     """Per sample, the recency-weighted mean of its epochs' waits (Eq. 2 on the samples).
 
-    >>> weighted_waits([np.array([0.0, 9.0]), np.array([0.0, 9.0]), np.array([10.0, 0.0])], epoch_weights(3))
+    >>> waits = [np.array([0.0, 9.0]), np.array([0.0, 9.0]), np.array([10.0, 0.0])]
+    >>> weighted_waits(waits, epoch_weights(3))
     array([5. , 4.5])
     """
     total = np.zeros(len(epoch_waits[0]))

@@ -133,8 +133,8 @@ def easy_waits(jobs: QueueJobs, capacity: int) -> np.ndarray:
 def utilisation(jobs: QueueJobs, capacity: int, waits: np.ndarray, span: float) -> float:
     """Busy share of ``capacity`` cores over ``span`` seconds (or the makespan if longer).
 
-    >>> utilisation(QueueJobs(np.array([0.0]), np.array([10.0]), np.array([10.0]), np.array([2])), 4,
-    ...             np.array([0.0]), 10.0)
+    >>> jobs = QueueJobs(np.array([0.0]), np.array([10.0]), np.array([10.0]), np.array([2]))
+    >>> utilisation(jobs, 4, np.array([0.0]), 10.0)
     0.5
     """
     if len(jobs) == 0 or capacity <= 0:

@@ -57,7 +57,8 @@ class RunTables:
         self._matrix = np.zeros((4, self.size + 1), dtype=np.int64)
 
     def offsets(self, units: int, size: int) -> np.ndarray:
-        """Node ``n``'s entry ``;n:units`` is ``data()[offsets[n]:offsets[n + 1]]`` (``n < size``)."""
+        """Node ``n``'s entry ``;n:units`` is ``data()[offsets[n]:offsets[n + 1]]``
+        (``n < size``)."""
         if size > self.size:
             self._grow(size)
         found = self._offsets.get(units)
@@ -138,7 +139,8 @@ def _ragged_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 def _piece(
     runs: np.ndarray, first_run: np.ndarray, run_count: np.ndarray, tables: RunTables
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`runs_text` of jobs whose runs are ``runs[first_run[k]:first_run[k] + run_count[k]]``."""
+    """:func:`runs_text` of jobs whose runs are
+    ``runs[first_run[k]:first_run[k] + run_count[k]]``."""
     n_jobs = len(first_run)
     selected = runs[_ragged_index(first_run, run_count)].astype(np.int64)
     if not len(selected):

@@ -104,7 +104,8 @@ class FreeResources:
 def check_runs(runs: NodeRuns, n_nodes: int) -> bool:
     """Whether runs are non-empty, disjoint, in increasing node order and on the platform.
 
-    >>> check_runs(NodeRuns(((0, 2, 1), (3, 1, 2))), 4), check_runs(NodeRuns(((1, 2, 1), (2, 1, 1))), 4)
+    >>> (check_runs(NodeRuns(((0, 2, 1), (3, 1, 2))), 4),
+    ...  check_runs(NodeRuns(((1, 2, 1), (2, 1, 1))), 4))
     (True, False)
     """
     end = 0

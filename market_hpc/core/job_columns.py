@@ -274,7 +274,8 @@ class JobColumns:
 
     def nodes_text(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The ``nodes`` text of the jobs ``rows`` as ``(offsets, data)``: row ``k``'s text is
-        ``data[offsets[k]:offsets[k + 1]]`` (ASCII, :func:`~market_hpc.algorithms.runs_text.runs_text`)."""
+        ``data[offsets[k]:offsets[k + 1]]`` (ASCII,
+        :func:`~market_hpc.algorithms.runs_text.runs_text`)."""
         self.flush()
         runs = (
             np.frombuffer(self.runs, dtype=np.int32)

@@ -82,7 +82,8 @@ def run_end(jobs: pd.DataFrame) -> float:
     """The run's last event in the jobs frame: the latest submit, first start or end time
     of any job (NaN without jobs).
 
-    >>> frame = pd.DataFrame({"submit_time": [0.0, 50.0], "start_time": [0.0, None], "end_time": [40.0, None]})
+    >>> frame = pd.DataFrame({"submit_time": [0.0, 50.0], "start_time": [0.0, None],
+    ...                       "end_time": [40.0, None]})
     >>> run_end(frame)
     50.0
     """
@@ -100,13 +101,15 @@ def waits_all(
     ``recorded`` maps job ids to the workload's run times: an unfinished job then takes
     its own (the time a dropped job would have needed), not the time it ran.
 
-    >>> frame = pd.DataFrame({"status": ["finished", "dropped", "queued"], "submit_time": [0.0, 0.0, 10.0],
+    >>> frame = pd.DataFrame({"status": ["finished", "dropped", "queued"],
+    ...                       "submit_time": [0.0, 0.0, 10.0],
     ...                       "start_time": [10.0, None, None], "end_time": [30.0, 50.0, None],
     ...                       "wait_time": [10.0, None, None], "run_time": [20.0, None, None]})
     >>> [s.tolist() for s in waits_all(frame)]      # the run ends at 50
     [[10.0, 50.0, 40.0], [1.5, 5.0, 4.0]]
     >>> frame["job_id"] = [1, 2, 3]
-    >>> waits_all(frame, recorded={1: 20.0, 2: 25.0, 3: 5.0})[1].tolist()  # (50 + 25) / 25, (40 + 5) / 10
+    >>> # (50 + 25) / 25, (40 + 5) / 10
+    >>> waits_all(frame, recorded={1: 20.0, 2: 25.0, 3: 5.0})[1].tolist()
     [1.5, 3.0, 4.5]
     """
     finished = jobs["status"] == "finished"
@@ -122,7 +125,8 @@ def completed_work(jobs: pd.DataFrame) -> dict[str, float]:
     """``completed_core_hours`` and ``completed_share`` (module docstring); NaN core-hours
     without a ``cores`` column, NaN share without jobs.
 
-    >>> frame = pd.DataFrame({"status": ["finished", "dropped"], "cores": [4, 8], "run_time": [1800.0, 600.0]})
+    >>> frame = pd.DataFrame({"status": ["finished", "dropped"], "cores": [4, 8],
+    ...                       "run_time": [1800.0, 600.0]})
     >>> completed_work(frame)
     {'completed_core_hours': 2.0, 'completed_share': 0.5}
     """

@@ -80,9 +80,10 @@ def _check_penalty(policy: Policy, hold_penalty: float) -> None:
     if penalty is not None and penalty != hold_penalty:
         name = hooks.name
         raise ConfigError(
-            f"HPCModel(hold_penalty={hold_penalty}) charges that penalty, but policy {name!r} decides "
-            f"with penalty {penalty}; make the policy with make_policy({name!r}, "
-            f"scheduler_params={{'penalty': {hold_penalty}}}) or pass scheduler={name!r} instead of policy="
+            f"HPCModel(hold_penalty={hold_penalty}) charges that penalty, but policy {name!r} "
+            f"decides with penalty {penalty}; make the policy with make_policy({name!r}, "
+            f"scheduler_params={{'penalty': {hold_penalty}}}) or pass scheduler={name!r} "
+            "instead of policy="
         )
 
 

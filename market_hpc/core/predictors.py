@@ -157,10 +157,11 @@ def make_predictor(name: str) -> Predictor:
 
     >>> make_predictor("real").name
     'real'
-    >>> make_predictor("oracle")
+    >>> make_predictor("oracle")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    market_hpc.errors.UnknownNameError: unknown predictor 'oracle'; valid choices: data-driven, real, wall-time
+    market_hpc.errors.UnknownNameError: unknown predictor 'oracle'; valid choices: data-driven,
+        real, wall-time
     """
     factory = PREDICTORS.get(name.lower())
     if factory is None:

@@ -1,5 +1,5 @@
-"""Hybrid queues (Kondameedi & Vadhiyar) in the model: a ``QueueAgent`` per queue, routing at arrival
-and reconfiguration events.
+"""Hybrid queues (Kondameedi & Vadhiyar) in the model: a ``QueueAgent`` per queue, routing
+at arrival and reconfiguration events.
 
 ``HPCModel(..., queues=config, reconfigurations=[(time, config), ...])`` calls
 :func:`install_queues`: the model's queue agent becomes a :class:`RoutedQueueAgent`,

@@ -303,7 +303,8 @@ class Recorder:
         return self._segment_runs.nodes_text(np.asarray(rows, dtype=np.int64))
 
     def segment_field(self, name: str) -> np.ndarray:
-        """One numeric column of the segments (``_SEGMENT_COLUMNS`` or ``cores`` .. ``held``), a copy."""
+        """One numeric column of the segments (``_SEGMENT_COLUMNS`` or ``cores`` .. ``held``),
+        a copy."""
         if name in _SEGMENT_COLUMNS:
             values, width, index = (
                 self._segments.values(),

@@ -24,7 +24,8 @@ class RunningJobs(Sequence[RunningJob]):
 
     >>> from market_hpc.domain.job import Job
     >>> jobs = RunningJobs()
-    >>> def running(est, seq): return RunningJob(est, seq, Job(seq, 0.0, 1.0, 1.0), 0.0, ((0, 1),), 1)
+    >>> def running(est, seq):
+    ...     return RunningJob(est, seq, Job(seq, 0.0, 1.0, 1.0), 0.0, ((0, 1),), 1)
     >>> a, b = running(9.0, 1), running(5.0, 2)
     >>> jobs.add(a); jobs.add(b); len(jobs)
     2

@@ -287,7 +287,8 @@ def window_params(scheduler: str, settings: dict[str, Any]) -> dict[str, Any] | 
     """Constructor parameters of a window scheduler from ``policy.window`` settings
     (``None`` for other schedulers, which take none of them).
 
-    >>> window_params("bb-weighted", {"size": 10, "order": "wfp", "starvation": 60.0, "rule": "code"})
+    >>> window_params("bb-weighted",
+    ...               {"size": 10, "order": "wfp", "starvation": 60.0, "rule": "code"})
     {'window': 10, 'order': 'wfp', 'starvation': 60.0}
     >>> window_params("easy", {"size": 10}) is None
     True

@@ -45,7 +45,7 @@ class Starvation:
     ...     s.counted([a, b], set(), 5.0, 0.0, had_choice=False)
     >>> s.starving(a, 20.0), s.starving(b, 20.0)      # a passed over twice (> 1); b never fitted
     (True, False)
-    >>> s.starving(b, 100.5)                          # the backstop: 100.5 s since first in a window
+    >>> s.starving(b, 100.5)         # the backstop: 100.5 s since first in a window
     True
     """
 

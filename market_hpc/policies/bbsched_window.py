@@ -104,7 +104,8 @@ def wfp_order_fast(queue: Sequence[Job], now: float, small: int = 48) -> list[Jo
 def greedy_prefix(jobs: Sequence[Job], free_nodes: float, free_bb: float) -> list[Job]:
     """The jobs the base order starts first: in order while they fit (Slurm-like).
 
-    >>> jobs = [Job(1, 0.0, 1.0, 1.0, units=4), Job(2, 0.0, 1.0, 1.0, units=8), Job(3, 0.0, 1.0, 1.0, units=1)]
+    >>> jobs = [Job(1, 0.0, 1.0, 1.0, units=4), Job(2, 0.0, 1.0, 1.0, units=8),
+    ...         Job(3, 0.0, 1.0, 1.0, units=1)]
     >>> [j.job_id for j in greedy_prefix(jobs, 10, 0)]
     [1]
     """
@@ -153,8 +154,9 @@ def greedy_backfill(
     fits what is left of the extra.
 
     >>> res = Reservation(0.0, 10.0, 4, 0)
-    >>> jobs = [Job(1, 0.0, 20.0, 20.0, units=6), Job(2, 0.0, 20.0, 20.0, units=3), Job(3, 0.0, 5.0, 5.0, units=4)]
-    >>> [j.job_id for j in greedy_backfill(jobs, 8, 0, res)]      # 1 would delay the head; 3 ends by t = 10
+    >>> jobs = [Job(1, 0.0, 20.0, 20.0, units=6), Job(2, 0.0, 20.0, 20.0, units=3),
+    ...         Job(3, 0.0, 5.0, 5.0, units=4)]
+    >>> [j.job_id for j in greedy_backfill(jobs, 8, 0, res)]  # 1 would delay the head; 3 ends by 10
     [2, 3]
     """
     taken = []

@@ -1,4 +1,5 @@
-"""The built-in bidding strategies of the market auction (``algorithms.bidding``) in the registry."""
+"""The built-in bidding strategies of the market auction (``algorithms.bidding``) in the
+registry."""
 
 from __future__ import annotations
 

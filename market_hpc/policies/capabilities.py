@@ -82,7 +82,8 @@ class Capabilities:
         unknown = (set(self.resources) - set(RESOURCES)) | (set(self.kinds) - set(KINDS))
         if unknown or "cores" not in self.resources or not self.kinds:
             raise ConfigError(
-                f"capabilities: resources must include 'cores' and be among {', '.join(RESOURCES)}; "
+                "capabilities: resources must include 'cores' and be among "
+                f"{', '.join(RESOURCES)}; "
                 f"kinds among {', '.join(KINDS)} (at least one); got resources "
                 f"{sorted(self.resources)}, kinds {sorted(self.kinds)}"
             )
@@ -186,7 +187,10 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], dict[str, object], str, str], ...] 
         "queues",
         ("queues-shared",),
         {**_RIGID, "queues": True},
-        "queue ids (one EASY over the machine), every node resource per unit, burst buffer; estimates",
+        (
+            "queue ids (one EASY over the machine), every node resource per unit, burst buffer; "
+            "estimates"
+        ),
         "value curves, moldability (runs the requested size)",
     ),
     # A moldable job runs at its requested size, like a rigid one: in its queue's partition
@@ -203,7 +207,8 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], dict[str, object], str, str], ...] 
         tuple(rule + suffix for rule in MARKET_RULES for suffix in ("", "h", "lh")),
         {**_MARKET, "resources": RESOURCES, "value_curves": True},
         (
-            "free resources of each node (bids; cores, GPUs, MICs, memory per unit), burst buffer, value curves, "
+            "free resources of each node (bids; cores, GPUs, MICs, memory per unit), burst buffer, "
+            "value curves, "
             "speedup profiles; a spans_nodes job (market rule) takes several nodes' offers"
         ),
         "estimates, queue ids; task-graph jobs stay on one node",
@@ -213,8 +218,8 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], dict[str, object], str, str], ...] 
         ("easy-mold",),
         {**_MARKET, "resources": ("cores", "bb")},
         (
-            "free cores (of several nodes for a spans_nodes job), burst buffer (checked, not reserved), "
-            "speedup profiles, estimates"
+            "free cores (of several nodes for a spans_nodes job), burst buffer (checked, not "
+            "reserved), speedup profiles, estimates"
         ),
         "GPUs, MICs, memory, value curves, queue ids",
     ),
@@ -262,7 +267,8 @@ def workload_needs(jobs: Sequence[Job], platform: Platform) -> WorkloadNeeds:
 
     >>> from market_hpc.domain.job import Job
     >>> from market_hpc.domain.platform import load_platform
-    >>> needs = workload_needs([Job(4, 0.0, 1.0, 1.0, unit=(1, 1, 0, 0), bb=2.0)], load_platform("nodes=1,cores=2"))
+    >>> job = Job(4, 0.0, 1.0, 1.0, unit=(1, 1, 0, 0), bb=2.0)
+    >>> needs = workload_needs([job], load_platform("nodes=1,cores=2"))
     >>> sorted(needs.needs), needs.needs["gpus"]
     (['bb', 'cores', 'gpus', 'rigid'], Need(count=1, example=4))
     """
@@ -345,8 +351,8 @@ def lacks(caps: Capabilities, needs: WorkloadNeeds, table: dict[str, Capabilitie
             name for name, other in sorted(table.items()) if not other.value_curves
         )
         found.append(
-            f"it needs value curves, missing for {_jobs(needs.no_value_curve)} (use a task-graph job "
-            f"set or workload.market = true; schedulers that need none: {curve_free})"
+            f"it needs value curves, missing for {_jobs(needs.no_value_curve)} (use a task-graph "
+            f"job set or workload.market = true; schedulers that need none: {curve_free})"
         )
     if not caps.molds and needs.oversized_moldable is not None:
         molders = ", ".join(name for name, other in sorted(table.items()) if other.molds)
@@ -400,6 +406,7 @@ def family_table(table: dict[str, Capabilities] | None = None) -> str:
     lines = ["| family | schedulers | handles | reads | ignores |", "|---|---|---|---|---|"]
     for (family, described, reads, ignores), names in rows.items():
         lines.append(
-            f"| {family} | {', '.join(f'`{n}`' for n in names)} | {described} | {reads} | {ignores} |"
+            f"| {family} | {', '.join(f'`{n}`' for n in names)} | {described} | {reads} "
+            f"| {ignores} |"
         )
     return "\n".join(lines)

@@ -411,7 +411,8 @@ class CpScheduler(PolicyBase):
             "cp_optimal_share": (self.statuses["OPTIMAL"] + self.statuses[TRIVIAL]) / solved
             if solved
             else 0.0,
-            # the greedy plan for want of a solution: retries spent (FALLBACK) or budget spent (BUDGET)
+            # the greedy plan for want of a solution: retries spent (FALLBACK) or budget spent
+            # (BUDGET)
             "cp_fallback_share": (self.statuses["FALLBACK"] + self.statuses[BUDGET]) / solved
             if solved
             else 0.0,

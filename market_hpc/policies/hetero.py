@@ -1,4 +1,5 @@
-"""Netti et al. (ISC'18) allocators BALANCED, WEIGHTED, PRIORITY-WEIGHTED (PRB, EBF: ``hetero_schedulers``).
+"""Netti et al. (ISC'18) allocators BALANCED, WEIGHTED, PRIORITY-WEIGHTED (PRB, EBF:
+``hetero_schedulers``).
 
 The orderings are the pure functions of ``market_hpc.algorithms.hetero`` (its docstring
 lists the decisions taken where the paper is silent); the schedulers PRB and EBF live in

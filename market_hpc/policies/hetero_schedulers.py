@@ -347,7 +347,8 @@ class Ebf(PolicyBase):
                 self.reserved_at = end
                 self.reserved_nodes = np.array([node for node, _ in reservation], dtype=np.int64)
                 return
-        self._clear()  # no predicted time (estimates disagree with the pool): retry the head next time
+        # no predicted time (estimates disagree with the pool): retry the head next time
+        self._clear()
 
     def _backfill(
         self, view: View, inside: _Arena, jobs: Sequence[Job], start: Any, free_cores: int | None

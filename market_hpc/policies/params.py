@@ -72,9 +72,11 @@ def check_params(
     >>> pcp20 = parameters_of("scheduler", "pcp20")
     >>> check_params("scheduler", "pcp20", {"queue_limit": 50}, pcp20)
     >>> check_params("scheduler", "pcp20", {"queue_limit": 2.5}, pcp20)
+    ... # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    market_hpc.errors.ConfigError: scheduler 'pcp20': policy.params.queue_limit = 2.5 is invalid; ...
+    market_hpc.errors.ConfigError: scheduler 'pcp20': policy.params.queue_limit = 2.5 is
+        invalid; ...
     """
     if declared is None:
         return

@@ -23,7 +23,8 @@ class RunningReleases:
     the first few releases reach costs those few, not every running job.
 
     >>> from market_hpc.domain.job import Job
-    >>> def running(est, seq, node): return RunningJob(est, seq, Job(seq, 0.0, 1.0, 1.0), 0.0, ((node, 1),), 1)
+    >>> def running(est, seq, node):
+    ...     return RunningJob(est, seq, Job(seq, 0.0, 1.0, 1.0), 0.0, ((node, 1),), 1)
     >>> jobs = [running(3.0, 1, 0), running(5.0, 2, 1), running(7.0, 3, 0)]
     >>> lazy = RunningReleases(jobs, 4.0, lambda r: [(r.allocation[0][0], (1, 0, 0, 0))], 2)
     >>> next(lazy.releases(1)), lazy.walked        # the past estimate counts as now

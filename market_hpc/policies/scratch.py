@@ -6,10 +6,11 @@ index (``view.free_index``) through allocators that offer ``allocate_indexed(job
 view)`` (first-fit, best-fit), taking each placement on the index only when a later
 indexed placement of the same pass needs it (a pass that starts one job and stops costs
 no update at all). Placements taken are left on the index as proposals the model claims
-when it applies the starts, so a start costs one index update, not three. Everything else (GPU/MIC units, allocators
-that need the dense array such as the heterogeneity family's BALANCED and WEIGHTED, views without an
-index) gets the classic scratch copy of ``view.free``, built only when first needed and
-kept in step with every placement of the pass. Allocations from both paths are plain
+when it applies the starts, so a start costs one index update, not three. Everything else
+(GPU/MIC units, allocators that need the dense array such as the heterogeneity family's
+BALANCED and WEIGHTED, views without an index) gets the classic scratch copy of
+``view.free``, built only when first needed and kept in step with every placement of the
+pass. Allocations from both paths are plain
 allocations for the model to validate.
 """
 
