@@ -80,7 +80,9 @@ class PolicyUnderTest:
                 **options,
             )
         policy = self.make()
-        common["hold_penalty"] = getattr(policy, "penalty", common["hold_penalty"])
+        decides_with = getattr(policy, "penalty", None)  # None: decides without one
+        if decides_with is not None:
+            common["hold_penalty"] = decides_with
         return HPCModel(
             workload.jobs, platform=workload.platform, policy=policy, **common, **options
         )
