@@ -10,16 +10,14 @@ over 800 days (so that every shipped window holds jobs), at most 64 processors, 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import gzip
 import hashlib
-import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import REPO
+from local_mirror import serving
 
 from market_hpc.cli import main
 from market_hpc.experiment.sweep_exec import RunTask, execute_run
@@ -45,11 +43,6 @@ def _stand_in(seed: int) -> bytes:
     return gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0)
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 def _names(scenario: Path) -> set[str]:
     """The catalogue names a scenario or sweep file mentions."""
     text = scenario.read_text()
@@ -63,13 +56,8 @@ def mirror(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
     for seed, (name, entry) in enumerate(sorted(CATALOGUE.items())):
         files[name] = _stand_in(seed + 1)
         (served / entry.file).write_bytes(files[name])
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(served))
-    )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", files
-    server.shutdown()
-    server.server_close()
+    with serving(served) as url:
+        yield url, files
 
 
 @pytest.fixture

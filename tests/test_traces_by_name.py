@@ -6,17 +6,15 @@ a small KTH-like trace under the KTH file name."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import gzip
 import hashlib
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import REPO, SHARED_TRACES
+from local_mirror import serving
 
 from market_hpc.cli import main
 from market_hpc.experiment.config import load_scenario
@@ -25,11 +23,6 @@ from market_hpc.workload.trace_catalogue import CATALOGUE, cached_path, resolve_
 
 KTH = CATALOGUE["kth-sp2"]
 SMALL_KTH = gzip.compress((REPO / "traces" / "lf-kth-like-2000.swf").read_bytes(), mtime=0)
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 @pytest.fixture
@@ -52,13 +45,8 @@ def small_kth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         "kth-sp2",
         dataclasses.replace(KTH, size=len(SMALL_KTH), sha256=hashlib.sha256(SMALL_KTH).hexdigest()),
     )
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(served))
-    )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with serving(served) as url:
+        yield url
 
 
 def test_fetch_then_run_a_shipped_scenario_without_shared(
