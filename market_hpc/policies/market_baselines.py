@@ -73,7 +73,7 @@ class MoldableEasy(PolicyBase):
             expected, requested = _expected(job)
             cpu = job.unit[0]  # cores per unit: widths count units, free counts cores
             spans = bool(job.payload.get("spans_nodes")) and not exclusive
-            room = int((free // cpu).sum()) if spans else int((free // cpu).max())
+            room = _room(free, cpu, spans)
             fits_bb = job.bb <= pool
             width = requested if requested <= room and fits_bb else 0
             if not width:
@@ -97,8 +97,7 @@ class MoldableEasy(PolicyBase):
                 expected, requested = _expected(job)
                 cpu = job.unit[0]
                 spans = bool(job.payload.get("spans_nodes")) and not exclusive
-                room = int((free // cpu).sum()) if spans else int((free // cpu).max())
-                width = min(requested, room)
+                width = min(requested, _room(free, cpu, spans))
                 if width < 1 or width < requested and not job.may_mold or job.bb > pool:
                     continue
                 ends_in_time = now + expected[width - 1] <= shadow
@@ -118,6 +117,17 @@ class MoldableEasy(PolicyBase):
         releases += started
         releases.sort()
         return shadow_and_extra((int(free.sum()),), releases, (need,))
+
+
+def _room(free: np.ndarray, cpu: int, spans: bool) -> int:
+    """Units of ``cpu`` cores that fit now: across nodes for a job that spans them, else on
+    the roomiest node.
+
+    >>> _room(np.array([3, 5, 1]), 2, True), _room(np.array([3, 5, 1]), 2, False)
+    (3, 2)
+    """
+    per_node = free // cpu
+    return int(per_node.sum()) if spans else int(per_node.max())
 
 
 def _take(

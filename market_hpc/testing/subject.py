@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from market_hpc.policies.base import PolicyHooks
 from market_hpc.policies.capabilities import UNDECLARED, UNDECLARED_MARKET, Capabilities
 from market_hpc.testing.workloads import Workload, workloads_for
 
@@ -80,7 +81,7 @@ class PolicyUnderTest:
                 **options,
             )
         policy = self.make()
-        decides_with = getattr(policy, "penalty", None)  # None: decides without one
+        decides_with = PolicyHooks(policy).penalty  # None: it decides without one
         if decides_with is not None:
             common["hold_penalty"] = decides_with
         return HPCModel(
