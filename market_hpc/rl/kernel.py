@@ -58,10 +58,12 @@ else:
             batch = obs.shape[0]
             jobs = obs[:, : self.window * _F].reshape(batch, self.window, _F)
             platform = obs[:, self.window * _F :].unsqueeze(1).expand(batch, self.window, _G)
-            return self.score(torch.cat((jobs, platform), dim=2)).squeeze(-1)
+            scores: torch.Tensor = self.score(torch.cat((jobs, platform), dim=2)).squeeze(-1)
+            return scores
 
         def forward_critic(self, obs: torch.Tensor) -> torch.Tensor:
-            return self.critic(obs)
+            value: torch.Tensor = self.critic(obs)
+            return value
 
         def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             return self.forward_actor(obs), self.forward_critic(obs)
