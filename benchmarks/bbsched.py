@@ -35,16 +35,16 @@ from typing import Any
 
 import numpy as np
 
-from market_hpc.algorithms.bbsched import (
+from market_hpc.algorithms.bbsched.exact import dp_cost, dp_pareto
+from market_hpc.algorithms.bbsched.ga import GaSettings, ga_pareto
+from market_hpc.algorithms.bbsched.selection import (
     ParetoSet,
     Window,
     choose,
     exact_pareto,
     generational_distance,
 )
-from market_hpc.algorithms.bbsched_exact import dp_cost, dp_pareto
-from market_hpc.algorithms.bbsched_ga import GaSettings, ga_pareto
-from market_hpc.policies.bbsched import EXACT_BUDGET
+from market_hpc.policies.bbsched.schedulers import EXACT_BUDGET
 
 SYSTEMS = {"KTH-like": (100, 28700, 40), "HPC2N-like": (240, 35773, 60)}
 

@@ -23,14 +23,14 @@ import os
 import numpy as np
 from bbsched import timed, windows
 
-from market_hpc.algorithms.bbsched import (
+from market_hpc.algorithms.bbsched.exact import dp_pareto
+from market_hpc.algorithms.bbsched.selection import (
     Window,
     constrained_pick,
     constrained_select,
     weighted_pick,
     weighted_select,
 )
-from market_hpc.algorithms.bbsched_exact import dp_pareto
 
 NODES, POOL = 100, 28700
 

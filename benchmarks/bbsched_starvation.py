@@ -1,7 +1,7 @@
 """BBSched (Fan et al., HPDC'19): what the reading of the paper's starvation bound does.
 
 The paper bounds "the number of iterations that a job can stay in the window ... (e.g.,
-50)" and defines neither the value nor an iteration (``policies/bbsched_starvation.py``).
+50)" and defines neither the value nor an iteration (``policies/bbsched/starvation.py``).
 This runs the baseline and BBSched on the study's eight regime workloads
 (``scenarios/bbsched_regime.toml``: KTH and HPC2N, S1-S4) under each reading below, and
 prints per reading and workload BBSched's optimiser share (optimiser runs over the

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from market_hpc.domain.job import Job
-from market_hpc.policies.bbsched_window import wfp_order, wfp_order_fast
+from market_hpc.policies.bbsched.window import wfp_order, wfp_order_fast
 
 
 def queue(count: int, seed: int = 3) -> list[Job]:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from market_hpc.algorithms.cp_instance import (
+from market_hpc.algorithms.cp.instance import (
     CpInstance,
     CpJob,
     CpLimits,
@@ -34,8 +34,8 @@ from market_hpc.algorithms.cp_instance import (
     CpRunning,
     slowdown_weight,
 )
-from market_hpc.algorithms.cp_pcp19 import solve_pcp19
-from market_hpc.algorithms.cp_pcp20 import solve_pcp20
+from market_hpc.algorithms.cp.pcp19 import solve_pcp19
+from market_hpc.algorithms.cp.pcp20 import solve_pcp20
 from market_hpc.policies.cp import DETERMINISTIC_TIME
 
 SIZES = (64, 1173, 5544)
@@ -148,10 +148,10 @@ def dispatch_times(repeats: int, pcp19_repeats: int) -> None:
 def exact_sizes(repeats: int) -> None:
     """Model size of the exact mode (``levels = 0``: every node and running job) against the
     reduced one, per node count and queue length (the models are built, not solved)."""
-    from market_hpc.algorithms.cp_greedy import greedy_plan
-    from market_hpc.algorithms.cp_instance import model_size
-    from market_hpc.algorithms.cp_pcp20 import Pcp20Model
-    from market_hpc.algorithms.cp_reduce import reduce_instance
+    from market_hpc.algorithms.cp.greedy import greedy_plan
+    from market_hpc.algorithms.cp.instance import model_size
+    from market_hpc.algorithms.cp.pcp20 import Pcp20Model
+    from market_hpc.algorithms.cp.reduce import reduce_instance
 
     print(
         f"{'nodes':>6} {'queue':>5} | {'exact vars':>10} {'exact cons':>10} {'build ms':>8} | "

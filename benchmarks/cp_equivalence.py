@@ -38,7 +38,9 @@ SYNTHETIC_UNITS = [
 @contextmanager
 def model_digests() -> Iterator[list[str]]:
     """Digest of every model solved inside the block (proto bytes + solver parameters)."""
-    from market_hpc.algorithms import cp_instance, cp_pcp20, cp_pooled
+    from market_hpc.algorithms.cp import instance as cp_instance
+    from market_hpc.algorithms.cp import pcp20 as cp_pcp20
+    from market_hpc.algorithms.cp import pooled as cp_pooled
 
     digests: list[str] = []
     original = cp_instance.solve

@@ -3,9 +3,9 @@ et al.): each one-line mutation must fail a test.
 
     python benchmarks/cp_mutations.py
 
-Applies each mutation to the source, runs ``tests/test_cp_cuts.py`` and
-``tests/test_cp_relax.py`` (and, for the relaxation's strength-only lines, the pinned
-PCP'20 decisions of ``tests/test_cp_decisions.py``), restores the file,
+Applies each mutation to the source, runs ``tests/cp/test_cuts.py`` and
+``tests/cp/test_relax.py`` (and, for the relaxation's strength-only lines, the pinned
+PCP'20 decisions of ``tests/cp/test_decisions.py``), restores the file,
 and prints which test failed (CAUGHT) or SURVIVED when no test noticed
 (``mutation_check.py``). Edits files in place: never run it beside other runs of this tree.
 """
@@ -13,11 +13,11 @@ and prints which test failed (CAUGHT) or SURVIVED when no test noticed
 from mutation_check import run_mutations
 
 CUTS, PLAN, MODEL = (
-    "market_hpc/algorithms/cp_cuts.py",
-    "market_hpc/algorithms/cp_listplan.py",
-    "market_hpc/algorithms/cp_rules.py",
+    "market_hpc/algorithms/cp/cuts.py",
+    "market_hpc/algorithms/cp/listplan.py",
+    "market_hpc/algorithms/cp/rules.py",
 )
-RELAX, PCP20 = "market_hpc/algorithms/cp_relax.py", "market_hpc/algorithms/cp_pcp20.py"
+RELAX, PCP20 = "market_hpc/algorithms/cp/relax.py", "market_hpc/algorithms/cp/pcp20.py"
 M = [
     (
         "event bound one second late",
@@ -206,10 +206,10 @@ M = [
     ),
 ]
 PINNED = (
-    "tests/test_cp_decisions.py::"
+    "tests/cp/test_decisions.py::"
     "test_cp_decisions_and_models_match_the_unoptimised_code[pcp20-default-core]"
 )
-tests = ["tests/test_cp_cuts.py", "tests/test_cp_relax.py", PINNED]
+tests = ["tests/cp/test_cuts.py", "tests/cp/test_relax.py", PINNED]
 
 if __name__ == "__main__":
     raise SystemExit(run_mutations(M, tests))

@@ -64,7 +64,9 @@ def workload(jobs: int) -> tuple[str, str, list[Any]]:
 
 def measure(scheduler: str, jobs: int) -> dict[str, Any]:
     """Decisions, decide seconds and solve seconds of one replay."""
-    from market_hpc.algorithms import cp_instance, cp_pcp20, cp_pooled
+    from market_hpc.algorithms.cp import instance as cp_instance
+    from market_hpc.algorithms.cp import pcp20 as cp_pcp20
+    from market_hpc.algorithms.cp import pooled as cp_pooled
     from market_hpc.core.model import HPCModel
 
     name, platform, loaded = workload(jobs)

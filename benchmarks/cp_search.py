@@ -37,13 +37,13 @@ from pathlib import Path
 
 import numpy as np
 
-from market_hpc.algorithms import cp_relax
-from market_hpc.algorithms.cp_cuts import CUTS
-from market_hpc.algorithms.cp_greedy import greedy_plan
-from market_hpc.algorithms.cp_instance import CpInstance, CpLimits
-from market_hpc.algorithms.cp_listplan import list_plan
-from market_hpc.algorithms.cp_pcp20 import BRANCHINGS, solve_pcp20
-from market_hpc.algorithms.cp_reduce import reduce_instance
+from market_hpc.algorithms.cp import relax as cp_relax
+from market_hpc.algorithms.cp.cuts import CUTS
+from market_hpc.algorithms.cp.greedy import greedy_plan
+from market_hpc.algorithms.cp.instance import CpInstance, CpLimits
+from market_hpc.algorithms.cp.listplan import list_plan
+from market_hpc.algorithms.cp.pcp20 import BRANCHINGS, solve_pcp20
+from market_hpc.algorithms.cp.reduce import reduce_instance
 
 
 def capture(out: Path, seeds: list[int], jobs: int) -> None:
@@ -82,7 +82,8 @@ HINT = "list"
 
 def with_parameters(settings: list[str]) -> None:
     """Apply ``KEY=VALUE`` CP-SAT parameters on top of every solve's own (benchmark only)."""
-    from market_hpc.algorithms import cp_instance, cp_pcp20
+    from market_hpc.algorithms.cp import instance as cp_instance
+    from market_hpc.algorithms.cp import pcp20 as cp_pcp20
 
     for item in list(settings):  # PCP'20 sets its LP level after ``configure``: patch it there
         if item.startswith("linearization_level="):

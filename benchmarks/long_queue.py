@@ -121,7 +121,7 @@ def without_shortcut(policy: str) -> Iterator[None]:
             Easy.columns_from = saved
         return
     if policy.startswith("bb"):  # seed 003 windows: always arranged over the whole queue
-        from market_hpc.policies.bbsched import WindowScheduler
+        from market_hpc.policies.bbsched.schedulers import WindowScheduler
 
         saved_front = WindowScheduler._arrange_front
         WindowScheduler._arrange_front = lambda *args: None  # type: ignore[method-assign]
@@ -131,7 +131,7 @@ def without_shortcut(policy: str) -> Iterator[None]:
             WindowScheduler._arrange_front = saved_front  # type: ignore[method-assign]
         return
     if policy in ("prb", "ebf"):  # seed 000: every waiting job tried, placeable or not
-        from market_hpc.policies import hetero_schedulers
+        from market_hpc.policies.hetero import schedulers as hetero_schedulers
 
         saved_skip = hetero_schedulers._skips_unplaceable
         hetero_schedulers._skips_unplaceable = lambda allocator: False

@@ -27,7 +27,7 @@ from functools import partial
 
 import numpy as np
 
-import market_hpc.policies.market as market_policy
+import market_hpc.policies.market.dispatchers as market_policy
 from market_hpc.core.model import HPCModel
 from market_hpc.workload.applications import library_job_set
 

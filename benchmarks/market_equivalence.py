@@ -240,7 +240,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.general:
-        from market_hpc.policies import market
+        from market_hpc.policies.market import dispatchers as market
 
         market._cores_only = lambda *args: False  # type: ignore[assignment]
     results, seconds = collect(args.only, args.first_n)

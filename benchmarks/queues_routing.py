@@ -21,7 +21,7 @@ from market_hpc.domain.platform import load_platform
 from market_hpc.experiment import load_scenario
 from market_hpc.experiment.queues import queue_run
 from market_hpc.experiment.run import build_workload
-from market_hpc.policies.queues import QueueDispatcher
+from market_hpc.policies.queues.dispatchers import QueueDispatcher
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "queues.toml"
 TRACES = {

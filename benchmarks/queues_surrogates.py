@@ -20,8 +20,8 @@ import numpy as np
 from scipy.interpolate import RBFInterpolator
 from scipy.optimize import minimize
 
-from market_hpc.algorithms.queues import apportion
-from market_hpc.algorithms.queues_fit import fit_cubic, weighted_waits
+from market_hpc.algorithms.queues.fit import fit_cubic, weighted_waits
+from market_hpc.algorithms.queues.partitions import apportion
 from market_hpc.domain.platform import load_platform
 from market_hpc.experiment.config import QueuesConfig
 from market_hpc.experiment.queues import Surface, plan_period

@@ -4,7 +4,7 @@
 Both sides run the same slices of a trace (default KTH-SP2, 10 slices of 1,024 jobs)
 through ``HPCModel`` end to end: the replay with ``easy`` (model loop + EASY decisions),
 and ``HPCDispatchEnv`` with backfilling driven by a first-job agent, which makes exactly
-EASY's decisions (tests/test_rl_env.py), so the difference is what the environment costs:
+EASY's decisions (tests/rl/test_env.py), so the difference is what the environment costs:
 pausing and resuming the model, the observation (K = 128 jobs), the mask and the
 job-by-job hand-off. A random masked agent is timed as well (other decisions, same cost
 per step). The figure of merit is the CPU time of one environment step over the CPU time

@@ -6,7 +6,7 @@ Starts Debian's ``munge``, MariaDB, ``slurmdbd``, ``slurmctld`` and ``slurmd`` o
 submits a compressed workload drawn from an archive trace (``sleep`` jobs of 2-60 s with
 the trace's sizes, users and time limits scaled down), reads ``sacct``, replays the same
 jobs in the simulator under the same slurm.conf and prints the agreement
-(``market_hpc/experiment/slurm_compare.py``). One run per configuration in ``CONFIGS``; each
+(``market_hpc/studies/slurm_compare.py``). One run per configuration in ``CONFIGS``; each
 configuration's slurm.conf and sacct export are kept under ``--out``. It runs in real
 time (a few minutes per configuration) and stops the daemons at the end.
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from market_hpc.experiment.slurm_compare import FORMAT, compare, parse_sacct, replay
+from market_hpc.studies.slurm_compare import FORMAT, compare, parse_sacct, replay
 
 TRACE = Path("/work/shared/traces/KTH-SP2-1996-2.1-cln.swf.gz")
 HOST = "localhost"

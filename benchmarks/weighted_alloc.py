@@ -1,6 +1,6 @@
 """One WEIGHTED allocation on a CEA-Curie-sized platform (5,544 nodes): target < 5 ms.
 
-Times ``market_hpc.policies.hetero.Weighted.allocate`` (numpy, vectorised over nodes)
+Times ``market_hpc.policies.hetero.allocators.Weighted.allocate`` (numpy, vectorised over nodes)
 against a plain-Python loop computing the same ranking and placement, on the `curie`
 preset with a random half-busy state and a 100-job lookahead window; checks both give
 the same allocation and prints the best time of each and the ratio.
@@ -18,7 +18,7 @@ import numpy as np
 from market_hpc.core.view import StaticView
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import PRESETS, Platform
-from market_hpc.policies.hetero import PriorityWeighted, Weighted
+from market_hpc.policies.hetero.allocators import PriorityWeighted, Weighted
 
 MIB_PER_GB = 1024
 TARGET_MS = 5.0

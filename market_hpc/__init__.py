@@ -29,7 +29,7 @@ from market_hpc.errors import (
 )
 
 if TYPE_CHECKING:
-    from market_hpc.algorithms.bidding import Bidder
+    from market_hpc.algorithms.market.bidding import Bidder
     from market_hpc.core.model import HPCModel
     from market_hpc.domain.job import Job, JobStatus
     from market_hpc.domain.platform import NodeType, Platform, load_platform
@@ -106,7 +106,7 @@ _LAZY = {
     "RunningJob": "market_hpc.policies.base",
     "Start": "market_hpc.policies.base",
     "View": "market_hpc.policies.base",
-    "Bidder": "market_hpc.algorithms.bidding",
+    "Bidder": "market_hpc.algorithms.market.bidding",
     "PassScratch": "market_hpc.policies.scratch",
     # the registry
     "register_scheduler": "market_hpc.policies.registry",

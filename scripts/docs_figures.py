@@ -30,8 +30,8 @@ from matplotlib.figure import Figure
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from market_hpc.experiment.paper_figures import save_svg, series_style
 from market_hpc.experiment.stats import t_interval
+from market_hpc.studies.market_figures import save_svg, series_style
 
 DATA, IMAGES = ROOT / "docs" / "data", ROOT / "docs" / "img"
 MARKET_PAIRS = (

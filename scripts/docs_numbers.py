@@ -104,8 +104,8 @@ def replay_example() -> str:
 
 def demo_quick_line() -> str:
     """The minVRH - minVR line of ``market-hpc demo --quick`` under the steep value curves."""
-    from market_hpc.experiment.demo import LABELS, QUICK_SIZES, run_study
     from market_hpc.experiment.stats import format_differences, paired_differences
+    from market_hpc.studies.demo import LABELS, QUICK_SIZES, run_study
 
     table = run_study(QUICK_SIZES, 3, curves="steep", policies=("minvr", "minvrh"))
     diff = paired_differences(table, "policy", "total_profit", "seed", "minvr", ["minvrh"])

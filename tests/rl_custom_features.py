@@ -1,4 +1,4 @@
-"""A custom reward and observation for tests/test_rl_registry.py, registered on import (as a
+"""A custom reward and observation for tests/rl/test_registry.py, registered on import (as a
 researcher's module or a ``market_hpc.rl`` plugin registers its own)."""
 
 from __future__ import annotations

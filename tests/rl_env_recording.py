@@ -1,5 +1,5 @@
 """Seeded ``HPCDispatchEnv`` episodes recorded step by step (observations, masks, rewards,
-actions and the starts), for tests/test_rl_env_recorded.py: the environment's hot path
+actions and the starts), for tests/rl/test_env_recorded.py: the environment's hot path
 may change, what it gives an agent may not. ``tests/data/rl_env_recorded.npz`` holds the
 episodes as the implementation before the step was optimised gave them; re-record only
 for an intended change of the observation or reward (``python tests/rl_env_recording.py``).

@@ -12,7 +12,7 @@ from types import ModuleType
 import numpy as np
 import pandas as pd
 
-from market_hpc.experiment.paper_figures import profit_figure
+from market_hpc.studies.market_figures import profit_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ("market", "cp", "bbsched", "queues", "heterogeneity")

@@ -52,7 +52,7 @@ def test_the_demo_quick_line_is_what_the_demo_computes() -> None:
 
 
 def test_the_measured_demo_time_names_its_machine_and_the_demo_run_count() -> None:
-    from market_hpc.experiment.demo import CURVES, JOB_SET_SIZES, LOOKAHEAD, POLICIES
+    from market_hpc.studies.demo import CURVES, JOB_SET_SIZES, LOOKAHEAD, POLICIES
 
     runs = len(POLICIES + LOOKAHEAD) * len(JOB_SET_SIZES) * 3 * len(CURVES)
     readme = block(NUMBERS.README, "demo-time")

@@ -273,7 +273,7 @@ def test_queue_dispatcher_skipping_passes_where_nothing_fits_keeps_its_schedule(
 def test_queue_dispatcher_caches_stay_bounded_and_pruning_keeps_the_schedule(
     mode: str, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    from market_hpc.policies.queues import QueueDispatcher
+    from market_hpc.policies.queues.dispatchers import QueueDispatcher
 
     queues = (
         QueueSpec("short", 1, 12, 0, 20),

@@ -31,6 +31,8 @@ FORBIDDEN = {
     "workload": ("mesa", "market_hpc.core", "market_hpc.experiment", "market_hpc.cli"),
     # the conformance suite sits beside experiment: it runs policies in the core's model
     "testing": ("market_hpc.cli", "market_hpc.viz"),
+    # the per-paper studies use experiment; experiment never uses them
+    "experiment": ("market_hpc.studies", "market_hpc.cli"),
 }
 
 
@@ -106,6 +108,55 @@ def test_the_package_has_no_import_cycles():
     )  # the scan sees imports at all
     cycles = sorted(sorted(cycle) for cycle in nx.simple_cycles(graph))
     assert not cycles, f"import cycles: {cycles}"
+
+
+def package_of(module: str) -> str:
+    """The node ``module`` counts as in the package graph: a module inside a family package of a
+    layer (``market_hpc.algorithms.cp.pcp20``) counts as its package
+    (``market_hpc.algorithms.cp``); a module at the top of a layer or of the package is its own
+    node (the shared algorithms, ``policies.base``, ``errors``).
+
+    >>> package_of("market_hpc.algorithms.cp.pcp20"), package_of("market_hpc.algorithms.easy")
+    ('market_hpc.algorithms.cp', 'market_hpc.algorithms.easy')
+    """
+    parts = module.split(".")
+    return ".".join(parts[:3]) if len(parts) > 3 else module
+
+
+def package_graph(graph: nx.DiGraph) -> nx.DiGraph:
+    """``graph`` with each module replaced by :func:`package_of` (edges inside one package
+    dropped)."""
+    packages = nx.DiGraph()
+    packages.add_edges_from(
+        (package_of(a), package_of(b)) for a, b in graph.edges if package_of(a) != package_of(b)
+    )
+    return packages
+
+
+@pytest.mark.smoke
+def test_the_family_packages_have_no_import_cycles_between_them():
+    packages = package_graph(import_graph())
+    assert {
+        "market_hpc.algorithms.market",
+        "market_hpc.policies.market",
+        "market_hpc.algorithms.cp",
+    } <= set(packages)
+    cycles = sorted(sorted(cycle) for cycle in nx.simple_cycles(packages))
+    assert not cycles, f"import cycles between packages: {cycles}"
+
+
+def test_the_package_cycle_check_sees_a_cycle_through_two_modules_each():
+    # cp.pcp20 -> market.auction and market.holding -> cp.budget: no module cycle, a package one
+    modules = nx.DiGraph(
+        [
+            ("market_hpc.algorithms.cp.pcp20", "market_hpc.algorithms.market.auction"),
+            ("market_hpc.algorithms.market.holding", "market_hpc.algorithms.cp.budget"),
+        ]
+    )
+    assert not list(nx.simple_cycles(modules))
+    assert sorted(map(sorted, nx.simple_cycles(package_graph(modules)))) == [
+        ["market_hpc.algorithms.cp", "market_hpc.algorithms.market"]
+    ]
 
 
 def test_the_cycle_check_sees_type_checking_imports(tmp_path):

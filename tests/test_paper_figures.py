@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from market_hpc.experiment import paper_figures
-from market_hpc.experiment.demo import LABELS, LOOKAHEAD, POLICIES
-from market_hpc.experiment.paper_figures import profit_bands, relative_to
+from market_hpc.studies import market_figures as paper_figures
+from market_hpc.studies.demo import LABELS, LOOKAHEAD, POLICIES
+from market_hpc.studies.market_figures import profit_bands, relative_to
 
 
 def study() -> pd.DataFrame:

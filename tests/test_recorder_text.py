@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from market.test_holding import Scripted
+from market.test_market import overload_jobs
 from market_fixtures import market_job
-from test_market import overload_jobs
-from test_market_holding import Scripted
 from test_streaming_replay import synthetic_trace
 
 from market_hpc.algorithms.runs_text import runs_strings, runs_text

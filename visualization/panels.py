@@ -9,7 +9,7 @@ import heapq
 import math
 from dataclasses import dataclass
 
-from market_hpc.algorithms.market import c_star, profit
+from market_hpc.algorithms.market.maths import c_star, profit
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.core.model import HPCModel
 from market_hpc.core.recorder import JOB_COLUMNS, format_allocation
@@ -153,7 +153,7 @@ def queue_layout(model: HPCModel) -> str:
     config = _queue_config(model)
     if config is None:
         return "one queue"
-    from market_hpc.algorithms.queues import layout
+    from market_hpc.algorithms.queues.partitions import layout
 
     platform = model.platform
     if config.mode == "shared":
@@ -178,7 +178,7 @@ def _queue_config(model: HPCModel):  # type: ignore[no-untyped-def]
     mode = getattr(policy, "mode", None)
     if mode is None or not hasattr(policy, "configure"):
         return None
-    from market_hpc.algorithms.queues import default_config
+    from market_hpc.algorithms.queues.partitions import default_config
 
     platform = model.platform
     return getattr(policy, "config", None) or default_config(mode, platform.n_nodes, platform.total_cores)
@@ -191,7 +191,7 @@ def queue_bands(model: HPCModel) -> list[tuple[str, int, int]]:
     config = _queue_config(model)
     if config is None or config.mode == "shared":
         return []
-    from market_hpc.algorithms.queues import layout
+    from market_hpc.algorithms.queues.partitions import layout
 
     ranges, pool = layout(config, model.platform.n_nodes)
     bands = [(queue.name, lo, hi) for queue, (lo, hi) in zip(config.queues, ranges, strict=True)

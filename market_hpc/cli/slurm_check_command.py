@@ -1,5 +1,5 @@
 """``market-hpc slurm-check EXPORT --slurm-conf FILE``: how close the ``slurm`` scheduler
-comes to a site's recorded start times (:mod:`market_hpc.experiment.slurm_check`)."""
+comes to a site's recorded start times (:mod:`market_hpc.studies.slurm_check`)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from market_hpc.cli.tools import LENIENT_HELP
 
 FORMAT = "JobID,User,Submit,Start,End,Timelimit,NCPUS,State,Partition"
 """The columns the check needs (``slurm_compare.FORMAT``, repeated so that building the
-parser imports no experiment module; tests/test_slurm_check.py keeps them equal)."""
+parser imports no experiment module; tests/slurm/test_check.py keeps them equal)."""
 
 
 def cmd_slurm_check(args: argparse.Namespace) -> int:
     """Replay the export under its slurm.conf, print the agreement, write the CSV."""
     from market_hpc.errors import TraceFormatError
-    from market_hpc.experiment.slurm_check import check_export, write_check_csv
+    from market_hpc.studies.slurm_check import check_export, write_check_csv
 
     try:
         check = check_export(args.export, args.slurm_conf, args.platform, lenient=args.lenient)

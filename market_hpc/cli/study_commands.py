@@ -14,8 +14,8 @@ MAX_RUNS = 100_000
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from market_hpc.experiment.demo import run_demo
     from market_hpc.experiment.out_dir import staged_out_dir
+    from market_hpc.studies.demo import run_demo
 
     seeds = flag_number(args.seeds, COUNT, "--seeds", integer=True)
     if args.out is None:  # the demo's own folder: re-running the README's first command replaces it

@@ -16,8 +16,8 @@ import mesa
 import numpy as np
 from sortedcontainers import SortedKeyList
 
-from market_hpc.algorithms.bidding import Asks, Bidder, FreeCoresBidder, check_asks
-from market_hpc.algorithms.market_columns import MarketColumns
+from market_hpc.algorithms.market.bidding import Asks, Bidder, FreeCoresBidder, check_asks
+from market_hpc.algorithms.market.columns import MarketColumns
 from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.algorithms.queue_columns import QueueColumns, SmallestRequest
 from market_hpc.core.state import SimulationState

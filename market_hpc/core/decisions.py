@@ -20,8 +20,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from market_hpc.algorithms.free_index import FreeCoreIndex
-from market_hpc.algorithms.market import remaining_time
-from market_hpc.algorithms.market_holding import resume_overhead
+from market_hpc.algorithms.market.holding import resume_overhead
+from market_hpc.algorithms.market.maths import remaining_time
 from market_hpc.algorithms.node_runs import NodeRuns
 from market_hpc.core.agents import JobAgent, QueueAgent
 from market_hpc.core.free_state import FreeResources, check_runs

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from market_hpc.algorithms.allocation import units_fit
-from market_hpc.algorithms.bidding import Bidder, FreeCoresBidder, asks_refusal
 from market_hpc.algorithms.free_index import FreeCoreIndex
+from market_hpc.algorithms.market.bidding import Bidder, FreeCoresBidder, asks_refusal
 from market_hpc.core.agents import JobAgent, NodeAgent, QueueAgent, ResourceManagerAgent
 from market_hpc.core.collector import TimeSeriesCollector
 from market_hpc.core.decisions import apply_decision, leave, release
@@ -67,7 +67,7 @@ def release_model(model: mesa.Model | None) -> None:
 
 def _is_market(policy: Policy) -> bool:
     """Whether ``policy`` runs the market auctions (where node offers apply)."""
-    from market_hpc.policies.market import MarketPolicy
+    from market_hpc.policies.market.dispatchers import MarketPolicy
 
     return isinstance(policy, MarketPolicy)
 

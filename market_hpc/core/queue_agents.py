@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from market_hpc.algorithms.queues import route, unroutable_message
+from market_hpc.algorithms.queues.partitions import route, unroutable_message
 from market_hpc.core.agents import QueueAgent
 from market_hpc.core.state import DECISION, SimulationState
 from market_hpc.domain.job import Job
@@ -98,7 +98,7 @@ def install_queues(
 ) -> RoutedQueueAgent:
     """Replace ``model``'s queue agent by a routed one and schedule reconfigurations;
     every job in ``jobs`` must have a queue in every configuration (checked now, at load)."""
-    from market_hpc.algorithms.queues import layout
+    from market_hpc.algorithms.queues.partitions import layout
 
     for _, later in ((0.0, config), *reconfigurations):
         layout(later, model.platform.n_nodes)  # raises if it needs more nodes than exist

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
-from market_hpc.algorithms.bidding import Asks
 from market_hpc.algorithms.free_index import FreeCoreIndex
-from market_hpc.algorithms.market_columns import MarketColumns
+from market_hpc.algorithms.market.bidding import Asks
+from market_hpc.algorithms.market.columns import MarketColumns
 from market_hpc.algorithms.queue_columns import QueueColumns
 from market_hpc.core.queue_agents import RoutedQueueAgent
 from market_hpc.core.state import SimulationState

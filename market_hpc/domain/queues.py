@@ -10,7 +10,7 @@ Queues marked ``reservation`` (the paper's *large* queue) own no partition: thei
 machine-wide through an advance reservation.
 
 Partitions are counted in nodes and laid out as contiguous node index ranges in queue
-order, the pool last (``market_hpc.algorithms.queues.layout``).
+order, the pool last (``market_hpc.algorithms.queues.partitions.layout``).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from market_hpc.algorithms.bbsched_exact import EXACT_BUDGET
+from market_hpc.algorithms.bbsched.exact import EXACT_BUDGET
 from market_hpc.errors import ConfigError, InvalidNumberError, UnknownNameError
 from market_hpc.tomlfile import read_toml
 from market_hpc.validation import (
@@ -176,7 +176,7 @@ class WorkloadConfig:
 @dataclass(frozen=True)
 class WindowConfig:
     """Parameters of the BBSched window schedulers (``policy.window``; ``bbsched`` and
-    ``bb-*``, see ``market_hpc.policies.bbsched``).
+    ``bb-*``, see ``market_hpc.policies.bbsched.schedulers``).
 
     Attributes:
         size: Window size w.
@@ -186,7 +186,7 @@ class WindowConfig:
         starvation_by: What counts as an iteration: ``invocations`` (default: every
             scheduling invocation in the window, bound 50), ``optimised``,
             ``passed-over`` (invocations in which the job fitted and did not start), or
-            ``seconds`` (``market_hpc.policies.bbsched_starvation``).
+            ``seconds`` (``market_hpc.policies.bbsched.starvation``).
         starvation_backstop: Seconds since first entering a window after which a job
             is starving whatever its count (default 0: none; ``passed-over`` needs one
             > 0).
@@ -219,7 +219,7 @@ class WindowConfig:
         check(self.exact_budget, NON_NEGATIVE_INT, "policy.window.exact_budget")
         check(self.starvation, TIME, "policy.window.starvation")
         check(self.starvation_backstop, TIME, "policy.window.starvation_backstop")
-        from market_hpc.policies.bbsched_starvation import STARVATION_READINGS
+        from market_hpc.policies.bbsched.starvation import STARVATION_READINGS
 
         if self.starvation_by not in STARVATION_READINGS:
             raise UnknownNameError(

@@ -25,8 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from market_hpc.algorithms.queues import apportion, proportional_partitions, scaled_table1
-from market_hpc.algorithms.queues_fit import (
+from market_hpc.algorithms.queues.fit import (
     NlpProblem,
     cross_r2,
     epoch_weights,
@@ -35,7 +34,12 @@ from market_hpc.algorithms.queues_fit import (
     share_floor,
     weighted_waits,
 )
-from market_hpc.algorithms.queues_search import (
+from market_hpc.algorithms.queues.partitions import (
+    apportion,
+    proportional_partitions,
+    scaled_table1,
+)
+from market_hpc.algorithms.queues.search import (
     DqrLog,
     Evaluation,
     History,
@@ -45,7 +49,7 @@ from market_hpc.algorithms.queues_search import (
     sample_partitions,
     utilisation_bounds,
 )
-from market_hpc.algorithms.queues_sim import QueueJobs, easy_waits, utilisation
+from market_hpc.algorithms.queues.sim import QueueJobs, easy_waits, utilisation
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.domain.queues import QueueConfig

@@ -391,7 +391,7 @@ def _make_policy(config: RunConfig) -> Any:
     """The configured dispatcher: BBSched window schedulers get ``policy.window``, and
     ``[policy.params]`` (e.g. the CP dispatchers' limits) goes to the scheduler."""
     from market_hpc.policies import make_policy
-    from market_hpc.policies.bbsched import window_params
+    from market_hpc.policies.bbsched.schedulers import window_params
     from market_hpc.policies.registry import scheduler_entry
 
     params = window_params(

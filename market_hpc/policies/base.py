@@ -30,9 +30,9 @@ from market_hpc.domain.platform import Platform
 from market_hpc.parameters import Param
 
 if TYPE_CHECKING:
-    from market_hpc.algorithms.bidding import Asks
     from market_hpc.algorithms.free_index import FreeCoreIndex
-    from market_hpc.algorithms.market_columns import MarketColumns
+    from market_hpc.algorithms.market.bidding import Asks
+    from market_hpc.algorithms.market.columns import MarketColumns
     from market_hpc.algorithms.queue_columns import QueueColumns
     from market_hpc.domain.queues import QueueConfig
 

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from market_hpc.algorithms.market_auction import RULES as MARKET_RULES
+from market_hpc.algorithms.market.auction import RULES as MARKET_RULES
 from market_hpc.errors import ConfigError
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """CP-SAT dispatchers: PCP'20, PCP'19, HCP'19 (Galleguillos et al.) and CPH (Netti et al., ISC'18).
 
-Each turns the view into a ``CpInstance`` (``market_hpc.algorithms.cp_instance``), solves
+Each turns the view into a ``CpInstance`` (``market_hpc.algorithms.cp.instance``), solves
 it, and starts the jobs the plan starts now; the others stay queued with their submit
 time. Decisions taken where the papers are silent (also in ``docs/cp.md``):
 
@@ -39,8 +39,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from market_hpc.algorithms.cp_budget import DECISION_BUDGET
-from market_hpc.algorithms.cp_instance import (
+from market_hpc.algorithms.cp.budget import DECISION_BUDGET
+from market_hpc.algorithms.cp.instance import (
     BUDGET,
     TRIVIAL,
     UNIT_LIMITED,
@@ -51,7 +51,7 @@ from market_hpc.algorithms.cp_instance import (
     CpRunning,
     slowdown_weight,
 )
-from market_hpc.algorithms.hetero import prb_order
+from market_hpc.algorithms.hetero.orderings import prb_order
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import MIB_PER_GB
 from market_hpc.domain.resources import MEM
@@ -68,8 +68,8 @@ from market_hpc.policies.base import (
     Start,
     View,
 )
-from market_hpc.policies.hetero import announce
-from market_hpc.policies.hetero_schedulers import DEFAULT_EXPECTED_WAIT, Prb, take_nodes
+from market_hpc.policies.hetero.allocators import announce
+from market_hpc.policies.hetero.schedulers import DEFAULT_EXPECTED_WAIT, Prb, take_nodes
 from market_hpc.policies.params import SOLVE_SECONDS
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.validation import Range
@@ -210,7 +210,7 @@ class CpScheduler(PolicyBase):
         self._fit_totals: dict[tuple[int, ...], int] | None = None  # during a decision
         # OR-Tools is loaded when the scheduler is made, not inside the first decision's
         # timing (importing it costs ~0.5 s; registering the policies stays free of it)
-        import market_hpc.algorithms.cp_pcp20  # noqa: F401  (imports ortools.sat)
+        import market_hpc.algorithms.cp.pcp20  # noqa: F401  (imports ortools.sat)
 
     # ------------------------------------------------------------ instance
     def durations(self, jobs: Sequence[Job]) -> list[int]:
@@ -443,7 +443,7 @@ def _fits(job: Job, allocation: Allocation, free: np.ndarray, view: View) -> boo
     default_allocator="best-fit",
 )
 class Pcp20(CpScheduler):
-    """PCP'20 (``market_hpc.algorithms.cp_pcp20``); the allocator (best-fit or first-fit)
+    """PCP'20 (``market_hpc.algorithms.cp.pcp20``); the allocator (best-fit or first-fit)
     only repairs allocations the checks reject and serves the idle-machine rule.
 
     Args:
@@ -497,7 +497,7 @@ class Pcp20(CpScheduler):
         **limits: Any,
     ) -> None:
         super().__init__(allocator, **limits)
-        from market_hpc.algorithms.cp_pcp20 import UNIT_LIMIT
+        from market_hpc.algorithms.cp.pcp20 import UNIT_LIMIT
 
         unit_limit = UNIT_LIMIT if unit_limit is None else unit_limit
         if not isinstance(unit_limit, int) or isinstance(unit_limit, bool) or unit_limit < 0:
@@ -511,8 +511,8 @@ class Pcp20(CpScheduler):
                 f"scheduler {self.label!r}: relax must be true or false, got {relax!r}"
             )
         self.relax = relax
-        from market_hpc.algorithms.cp_cuts import CUTS
-        from market_hpc.algorithms.cp_pcp20 import HINTS, check_branching
+        from market_hpc.algorithms.cp.cuts import CUTS
+        from market_hpc.algorithms.cp.pcp20 import HINTS, check_branching
 
         if hint not in HINTS:
             raise ConfigError(
@@ -547,7 +547,7 @@ class Pcp20(CpScheduler):
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the PCP'20 model (or, without search, return its greedy plan)."""
-        from market_hpc.algorithms.cp_pcp20 import solve_pcp20  # OR-Tools on first use
+        from market_hpc.algorithms.cp.pcp20 import solve_pcp20  # OR-Tools on first use
 
         return solve_pcp20(
             instance,
@@ -591,13 +591,13 @@ class GreedyPlan(Pcp20):
     default_allocator="best-fit",
 )
 class Pcp19(CpScheduler):
-    """PCP'19 (``market_hpc.algorithms.cp_pcp19``) with the doubling time control."""
+    """PCP'19 (``market_hpc.algorithms.cp.pcp19``) with the doubling time control."""
 
     label = "pcp19"
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the per-node model."""
-        from market_hpc.algorithms.cp_pcp19 import solve_pcp19  # OR-Tools on first use
+        from market_hpc.algorithms.cp.pcp19 import solve_pcp19  # OR-Tools on first use
 
         return solve_pcp19(instance, self.limits)
 
@@ -609,7 +609,7 @@ class Pcp19(CpScheduler):
     default_allocator="best-fit",
 )
 class Hcp19(CpScheduler):
-    """HCP'19: pooled schedule (``market_hpc.algorithms.cp_pooled``), best-fit placement
+    """HCP'19: pooled schedule (``market_hpc.algorithms.cp.pooled``), best-fit placement
     (the paper's; first-fit is accepted as a variant)."""
 
     label = "hcp19"
@@ -617,7 +617,7 @@ class Hcp19(CpScheduler):
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the pooled model under the doubling time control."""
-        from market_hpc.algorithms.cp_pooled import solve_pooled  # OR-Tools on first use
+        from market_hpc.algorithms.cp.pooled import solve_pooled  # OR-Tools on first use
 
         return solve_pooled(instance, self.limits)
 
@@ -683,7 +683,7 @@ class Cph(CpScheduler):
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the pooled model, doubling the limit only until a solution is found."""
-        from market_hpc.algorithms.cp_pooled import solve_pooled  # OR-Tools on first use
+        from market_hpc.algorithms.cp.pooled import solve_pooled  # OR-Tools on first use
 
         return solve_pooled(instance, self.limits, stable_runs=1)
 

@@ -208,7 +208,7 @@ def register_bidder(name: str, summary: str) -> Callable[[BidderFactory], Bidder
     """Class/function decorator adding a market bidding strategy to the registry.
 
     The factory is called as ``factory(**params)`` and returns an object with ``name`` and
-    ``bids(free, capacity, nodes) -> array`` (``market_hpc.algorithms.bidding.Bidder``).
+    ``bids(free, capacity, nodes) -> array`` (``market_hpc.algorithms.market.bidding.Bidder``).
 
     Raises:
         ConfigError: the name is taken, or what is decorated is not callable.
@@ -226,14 +226,14 @@ def register_bidder(name: str, summary: str) -> Callable[[BidderFactory], Bidder
 BUILTIN_MODULES = (
     "allocators",
     "classic",
-    "market",
-    "hetero",
-    "hetero_schedulers",
-    "market_baselines",
-    "bbsched",
-    "queues",
+    "market.dispatchers",
+    "hetero.allocators",
+    "hetero.schedulers",
+    "market.baselines",
+    "bbsched.schedulers",
+    "queues.dispatchers",
     "cp",
-    "bidders",
+    "market.bidders",
     "slurm",
 )
 FAMILY_MODULES = ("market_hpc.rl.heuristics", "market_hpc.rl.learned")

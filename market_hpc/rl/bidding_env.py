@@ -44,9 +44,9 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from market_hpc.algorithms.bidding import OfferReserveBidder
-from market_hpc.algorithms.market import c_star
-from market_hpc.algorithms.market_auction import RULES as MARKET_RULES
+from market_hpc.algorithms.market.auction import RULES as MARKET_RULES
+from market_hpc.algorithms.market.bidding import OfferReserveBidder
+from market_hpc.algorithms.market.maths import c_star
 from market_hpc.core.model import HPCModel, release_model
 from market_hpc.core.recorder import JOB_COLUMNS
 from market_hpc.domain.job import Job

@@ -12,7 +12,7 @@ first K waiting jobs (queue order). Each choice names one job of the window:
 
 The instant also ends when no waiting job can fit what is left. Choosing the queue's
 first job at every step is therefore FIFO, choosing the shortest estimate is SJF, and
-with backfilling the first job gives EASY: start for start (``tests/test_rl_env.py``).
+with backfilling the first job gives EASY: start for start (``tests/rl/test_env.py``).
 The choice is asked again at the next instant whatever was chosen before (a head holds
 nothing across instants), so any priority order reproduces its strict scheduler.
 

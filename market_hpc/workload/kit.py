@@ -129,7 +129,7 @@ def require_fits(jobs: tuple[Job, ...] | list[Job], platform: Platform, source: 
     market_hpc.errors.ConfigError: demo: job 7 can never run on 'nodes=2,cores=4': a unit needs
     gpus=1 but the largest node has 0
     """
-    from market_hpc.algorithms.cp_instance import unfit_reason
+    from market_hpc.algorithms.cp.instance import unfit_reason
 
     capacity = platform.capacity
     checked: dict[tuple[tuple[int, ...], int], str | None] = {}

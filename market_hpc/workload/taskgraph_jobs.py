@@ -37,7 +37,7 @@ from typing import Any, TypeAlias
 import networkx as nx
 import numpy as np
 
-from market_hpc.algorithms.market import c_star
+from market_hpc.algorithms.market.maths import c_star
 from market_hpc.algorithms.taskgraph import (
     DEFAULT_SHAPES,
     WCET_RANGE,

@@ -1,0 +1,300 @@
+"""BBSched (Fan et al., HPDC'19) and its seven baselines, all windowed and under EASY.
+
+Every method runs the same invocation (``market_hpc.policies.bbsched.window``: base order
+``fcfs`` or ``wfp``, window, the paper's starvation bound, the method's selection,
+multi-resource EASY) and differs only in how it selects from the window.
+
+"Nodes" are the processors a job requests (SWF traces count processors; on one-core-
+per-node presets such as ``kth-sp2`` they are nodes) and the burst buffer is the shared
+pool ``view.free_bb`` in GB.
+
+Methods: ``bb-baseline`` (Slurm-like: no window optimisation), ``bb-weighted`` (50/50),
+``bb-weighted-cpu`` (80/20), ``bb-weighted-bb`` (20/80), ``bb-constrained-cpu``,
+``bb-constrained-bb``, ``bb-binpacking`` (Tetris-like alignment) and ``bbsched`` (the
+paper's Pareto set and decision rule). The weighted and constrained optima are exact,
+read off the window's exact Pareto set (``algorithms.bbsched_exact.dp_pareto``), for
+windows of up to 62 jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from market_hpc.algorithms.bbsched.exact import EXACT_BUDGET, dp_cost, dp_pareto
+from market_hpc.algorithms.bbsched.ga import ga_pareto
+from market_hpc.algorithms.bbsched.ga_common import GaSettings
+from market_hpc.algorithms.bbsched.selection import (
+    MAX_EXACT_JOBS,
+    RULES,
+    ParetoSet,
+    Window,
+    bin_packing_select,
+    choose,
+    constrained_pick,
+    exact_pareto,
+    weighted_pick,
+)
+from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.parameters import FRACTION, Param
+from market_hpc.policies.base import Allocator, View
+from market_hpc.policies.bbsched.window import (
+    BASE_ORDERS,
+    DEFAULT_STARVATION,
+    WindowScheduler,
+    wfp_order,
+)
+from market_hpc.policies.registry import register_scheduler, scheduler_entry
+from market_hpc.validation import MAX_INT, Range
+
+__all__ = [
+    "ALLOCATORS",
+    "BASE_ORDERS",
+    "BB_SCHEDULERS",
+    "DEFAULT_STARVATION",
+    "WindowScheduler",
+    "wfp_order",
+    "window_params",
+]
+
+ALLOCATORS = ("first-fit", "best-fit")
+SOLVERS = ("auto", "exact", "ga")
+"""BBSched schedules node counts; the heterogeneity allocators (Netti et al.) add nothing here
+(and every allocator pair multiplies the conformance suite)."""
+
+
+def _totals(view: View) -> tuple[float, float]:
+    return float(view.platform.total[0]), float(view.platform.burst_buffer)
+
+
+@register_scheduler(
+    "bb-baseline",
+    "BBSched Baseline: base order (fcfs/wfp) under EASY over nodes and burst buffer",
+    allocators=ALLOCATORS,
+)
+class BbBaseline(WindowScheduler):
+    """The naive method (Slurm-like): serve the base order while jobs fit, then EASY."""
+
+
+class _Weighted(WindowScheduler):
+    weights = (0.5, 0.5)
+    max_window = 62
+
+    def select(self, window: Window, view: View, rng: np.random.Generator) -> int | None:
+        return weighted_pick(dp_pareto(window), window.size, *self.weights, *_totals(view))
+
+
+@register_scheduler(
+    "bb-weighted",
+    "BBSched Weighted: max 0.5 node + 0.5 burst-buffer utilisation of the window",
+    allocators=ALLOCATORS,
+)
+class BbWeighted(_Weighted):
+    label = "bb-weighted"
+
+
+@register_scheduler(
+    "bb-weighted-cpu",
+    "BBSched Weighted_CPU: max 0.8 node + 0.2 burst-buffer utilisation",
+    allocators=ALLOCATORS,
+)
+class BbWeightedCpu(_Weighted):
+    label = "bb-weighted-cpu"
+    weights = (0.8, 0.2)
+
+
+@register_scheduler(
+    "bb-weighted-bb",
+    "BBSched Weighted_BB: max 0.2 node + 0.8 burst-buffer utilisation",
+    allocators=ALLOCATORS,
+)
+class BbWeightedBb(_Weighted):
+    label = "bb-weighted-bb"
+    weights = (0.2, 0.8)
+
+
+class _Constrained(WindowScheduler):
+    resource = "nodes"
+    max_window = 62
+
+    def select(self, window: Window, view: View, rng: np.random.Generator) -> int | None:
+        return constrained_pick(dp_pareto(window), window.size, self.resource)
+
+
+@register_scheduler(
+    "bb-constrained-cpu",
+    "BBSched Constrained_CPU: max nodes used, burst buffer as a constraint",
+    allocators=ALLOCATORS,
+)
+class BbConstrainedCpu(_Constrained):
+    label = "bb-constrained-cpu"
+
+
+@register_scheduler(
+    "bb-constrained-bb",
+    "BBSched Constrained_BB: max burst buffer used, nodes as a constraint",
+    allocators=ALLOCATORS,
+)
+class BbConstrainedBb(_Constrained):
+    label = "bb-constrained-bb"
+    resource = "bb"
+
+
+@register_scheduler(
+    "bb-binpacking",
+    "BBSched Bin_Packing: Tetris-like alignment score over the window",
+    allocators=ALLOCATORS,
+)
+class BbBinPacking(WindowScheduler):
+    """Bin_Packing; ``normalise=False``: raw units as the reference code (default: by capacity)."""
+
+    label = "bb-binpacking"
+    parameters: ClassVar[Mapping[str, Param]] = {
+        **WindowScheduler.parameters,
+        "normalise": Param("bool"),
+    }
+
+    def __init__(self, allocator: Allocator, normalise: bool = True, **params: Any) -> None:
+        super().__init__(allocator, **params)
+        self.normalise = normalise
+
+    def select(self, window: Window, view: View, rng: np.random.Generator) -> int | None:
+        return bin_packing_select(window, *_totals(view), normalise=self.normalise)
+
+
+@register_scheduler(
+    "bbsched",
+    "BBSched: GA Pareto set of (nodes, burst buffer) + the paper's decision rule",
+    allocators=ALLOCATORS,
+)
+class BbSched(WindowScheduler):
+    """BBSched (Fan et al. 2019): the window's Pareto set, then the paper's decision rule.
+
+    Args:
+        allocator: Where jobs go.
+        solver: How the Pareto set is found. ``auto`` (default): exactly by dynamic
+            programming (``algorithms.bbsched_exact``) when that costs at most
+            ``exact_budget`` machine words (``dp_cost``), else the paper's GA; ``exact``:
+            always exactly; ``ga``: the paper's GA, except that windows of at most
+            ``exhaustive_up_to`` fitting jobs are enumerated (the reference code's 10).
+        generations: G (500). population: P (20). mutation: p_m (0.0005).
+        rule: Decision rule, ``paper`` (2x) or ``code`` (the reference implementation's).
+        exhaustive_up_to: See ``solver = "ga"`` (0: the GA always runs).
+        exact_budget: See ``solver = "auto"``; the default is where the exact solver
+            costs about what the GA (G = 500, P = 20) costs (``benchmarks/bbsched.py``).
+        **params: ``window``, ``order``, ``starvation``, ``starvation_by``, ``starvation_backstop``.
+    """
+
+    label = "bbsched"
+    max_window = 62
+    parameters: ClassVar[Mapping[str, Param]] = {
+        **WindowScheduler.parameters,
+        "solver": Param("str"),  # one of SOLVERS (checked below)
+        # with population, bounded together by params.GA_WORK_LIMIT; alone: 200 x the
+        # paper's G = 500
+        "generations": Param("int", Range(0, 100_000, integer=True)),
+        # 50 x the paper's P = 20: survivor selection grows faster than P (per chromosome
+        # and generation about 0.1 ms at P = 1,000, 2.7 ms at P = 20,000:
+        # benchmarks/bbsched.py shape)
+        "population": Param("int", Range(2, 1_000, integer=True)),
+        "mutation": Param("float", FRACTION),
+        "rule": Param("str"),  # one of RULES (checked below)
+        "exhaustive_up_to": Param("int", Range(0, MAX_EXACT_JOBS, integer=True)),
+        "exact_budget": Param("int", Range(0, MAX_INT, integer=True)),
+    }
+
+    def __init__(
+        self,
+        allocator: Allocator,
+        solver: str = "auto",
+        generations: int = 500,
+        population: int = 20,
+        mutation: float = 0.0005,
+        rule: str = "paper",
+        exhaustive_up_to: int = 10,
+        exact_budget: int = EXACT_BUDGET,
+        **params: Any,
+    ) -> None:
+        super().__init__(allocator, **params)
+        if rule not in RULES:
+            raise UnknownNameError("bbsched rule", rule, RULES)
+        if solver not in SOLVERS:
+            raise UnknownNameError("bbsched solver", solver, SOLVERS)
+        if not 0 <= exhaustive_up_to <= MAX_EXACT_JOBS:
+            raise ConfigError(
+                f"bbsched: exhaustive_up_to must be in 0..{MAX_EXACT_JOBS}, got {exhaustive_up_to}"
+            )
+        if exact_budget < 0:
+            raise ConfigError(f"bbsched: exact_budget must be >= 0, got {exact_budget}")
+        try:
+            self.settings = GaSettings(generations, population, mutation)
+        except ValueError as exc:
+            raise ConfigError(f"bbsched: {exc}") from None
+        self.solver = solver
+        self.rule = rule
+        self.exhaustive_up_to = exhaustive_up_to
+        self.exact_budget = exact_budget
+        self.stats["ga_runs"] = 0
+        self.stats["exact_runs"] = 0
+
+    def pareto(self, window: Window, rng: np.random.Generator) -> ParetoSet:
+        """The window's Pareto set by the configured solver (counted in ``stats``)."""
+        if window.long_start < window.size:
+            use_ga = False  # under a reservation: the GA kernels know only the free capacities
+        elif self.solver == "ga":
+            use_ga = window.size > self.exhaustive_up_to
+        else:
+            use_ga = self.solver == "auto" and dp_cost(window) > self.exact_budget
+        if self.recording:
+            self.stats["ga_runs" if use_ga else "exact_runs"] += 1
+        if not use_ga:
+            enumerate_it = self.solver == "ga" and window.size <= self.exhaustive_up_to
+            return exact_pareto(window) if enumerate_it else dp_pareto(window)
+        return ga_pareto(window, self.settings, int(rng.integers(2**63)))
+
+    def select(self, window: Window, view: View, rng: np.random.Generator) -> int | None:
+        front = self.pareto(window, rng)
+        total_nodes, total_bb = _totals(view)
+        used_bb = total_bb - view.free_bb
+        return choose(
+            front,
+            window.size,
+            total_nodes,
+            total_bb,
+            self.rule,
+            total_nodes - view.free_total[0],
+            used_bb,
+        )
+
+
+BB_SCHEDULERS = (
+    "bbsched",
+    "bb-baseline",
+    "bb-weighted",
+    "bb-weighted-cpu",
+    "bb-weighted-bb",
+    "bb-constrained-cpu",
+    "bb-constrained-bb",
+    "bb-binpacking",
+)
+
+_SETTING = {"window": "size"}  # a declared parameter's policy.window key, where it differs
+
+
+def window_params(scheduler: str, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """Constructor parameters of a window scheduler from ``policy.window`` settings
+    (``None`` for other schedulers, which take none of them).
+
+    >>> window_params("bb-weighted",
+    ...               {"size": 10, "order": "wfp", "starvation": 60.0, "rule": "code"})
+    {'window': 10, 'order': 'wfp', 'starvation': 60.0}
+    >>> window_params("easy", {"size": 10}) is None
+    True
+    """
+    if scheduler not in BB_SCHEDULERS:
+        return None
+    declared = scheduler_entry(scheduler).parameters or {}
+    keys = ((name, _SETTING.get(name, name)) for name in declared)
+    return {name: settings[key] for name, key in keys if key in settings}

@@ -1,0 +1,3 @@
+"""The market dispatchers (Singh et al., HPCS'15), their fair EASY baselines and the registered
+bidders.
+"""

@@ -1,0 +1,1 @@
+"""Multi-queue dispatchers (Kondameedi & Vadhiyar) and the views they hand each partition."""

@@ -1,0 +1,1 @@
+"""Tests of the bbsched family, named after the modules they test."""

@@ -1,0 +1,1 @@
+"""Tests of the cp family, named after the modules they test."""

@@ -1,0 +1,1 @@
+"""Tests of the hetero family, named after the modules they test."""

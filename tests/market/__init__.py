@@ -1,0 +1,1 @@
+"""Tests of the market family, named after the modules they test."""

@@ -1,0 +1,1 @@
+"""Tests of the queues family, named after the modules they test."""

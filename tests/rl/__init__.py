@@ -1,0 +1,1 @@
+"""Tests of the rl family, named after the modules they test."""

@@ -1,0 +1,1 @@
+"""Tests of the slurm family, named after the modules they test."""
