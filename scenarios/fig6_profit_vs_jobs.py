@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from market_hpc.experiment.demo import (
+from market_hpc.studies.demo import (
     LABELS,
     LOOKAHEAD,
     POLICIES,
@@ -25,7 +25,7 @@ from market_hpc.experiment.demo import (
     claims_with_confidence,
     run_study,
 )
-from market_hpc.experiment.paper_figures import REGIMES, profit_figure
+from market_hpc.studies.market_figures import REGIMES, profit_figure
 from market_hpc.workload.applications import CURVE_REGIMES
 
 

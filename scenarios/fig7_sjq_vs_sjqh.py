@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from market_hpc.core.model import HPCModel
-from market_hpc.experiment.paper_figures import REGIMES, series_style
+from market_hpc.studies.market_figures import REGIMES, series_style
 from market_hpc.workload.applications import CURVE_REGIMES, library_job_set
 from market_hpc.workload.taskgraph_jobs import CURVE_SHAPES
 
