@@ -26,7 +26,8 @@ The rules, which a new command in either page falls under:
   none, and a ``sitecustomize`` on ``PYTHONPATH`` gives the catalogue the stand-ins' sizes
   and SHA-256 (the real logs' checksums cannot match them).
 - **Long commands** run their quick form: :data:`QUICK` maps a command as written to the
-  form run instead, and the same page must name that form verbatim.
+  form run instead, and the same page must name that form verbatim; a block runs each quick
+  form once (the overload study's three lines are one quick sweep).
 - **Files a page shows.** A ``toml`` block whose first line is ``# PATH`` is that file:
   written into the folder when the repository has none (the page says to save it), else
   its settings (lines other than comments and blank ones) must be the file's, in order.
@@ -60,8 +61,7 @@ SETUP = re.compile(r"(^|[\s;&|/])(python3? -m venv|pip3? install|\./run-tests)(\
 BLOCK_TIMEOUT = 600  # seconds; a command that never ends (a server) fails, not hangs
 
 # Long commands as the pages write them -> the quick form each page names and the test runs.
-# The 2x sweep's quick form is the study's --quick: its KTH-SP2 part (the same quick command
-# on a second line resumes and skips every stored run).
+# The 2x sweep's quick form is the study's --quick: its KTH-SP2 part.
 OVERLOAD_QUICK = "market-hpc sweep scenarios/overload_study.toml --quick --workers 2"
 QUICK = {
     "market-hpc demo": "market-hpc demo --quick",
@@ -163,11 +163,15 @@ def command_of(line: str) -> str:
 
 
 def as_run(text: str, mirror: str) -> str:
-    """A block's script as the test runs it: quick forms, ``--mirror`` on trace fetches."""
-    script = []
+    """A block's script as the test runs it: quick forms (a quick form the block already ran
+    is not run again), ``--mirror`` on trace fetches."""
+    script: list[str] = []
     for line in logical_lines(text):
         command = command_of(line)
-        command = QUICK.get(command, command)
+        if command in QUICK:
+            command = QUICK[command]
+            if command in script:
+                continue
         if command.startswith("market-hpc trace fetch ") and "--mirror" not in command:
             command += f" --mirror {mirror}"
         script.append(command)
@@ -273,9 +277,10 @@ def test_shell_blocks_finds_fenced_shell_blocks_and_their_exclusions() -> None:
     assert logical_lines(shell_blocks(page)[2].text) == [
         "market-hpc replay a --out b   # the results"
     ]
-    assert as_run(
-        "market-hpc demo  # the study\nmarket-hpc trace fetch kth-sp2\n", "http://m/"
-    ) == ("market-hpc demo --quick\nmarket-hpc trace fetch kth-sp2 --mirror http://m/\n")
+    block = "market-hpc demo  # the study\nmarket-hpc trace fetch kth-sp2\nmarket-hpc demo\n"
+    assert as_run(block, "http://m/") == (
+        "market-hpc demo --quick\nmarket-hpc trace fetch kth-sp2 --mirror http://m/\n"
+    )
 
 
 def test_file_blocks_name_their_file_on_the_first_line() -> None:
