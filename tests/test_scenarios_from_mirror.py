@@ -10,14 +10,13 @@ over 800 days (so that every shipped window holds jobs), at most 64 processors, 
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import REPO
-from local_mirror import serving
+from local_mirror import serving, stand_in
 
 from market_hpc.cli import main
 from market_hpc.experiment.sweep_exec import RunTask, execute_run
@@ -26,21 +25,6 @@ from market_hpc.workload.trace_catalogue import CATALOGUE, cached_path
 
 SCENARIOS = sorted((REPO / "scenarios").glob("*.toml"))
 FIRST_JOBS = 40  # each run's first jobs (after its window)
-
-
-def _stand_in(seed: int) -> bytes:
-    """A gzipped SWF trace: a job every 4 h for 800 days, 1-64 processors."""
-    lines = ["; a synthetic stand-in served by tests/test_scenarios_from_mirror.py"]
-    state = seed
-    for job in range(1, 800 * 6 + 1):
-        state = (state * 1103515245 + 12345) % 2**31
-        procs = 1 + state % 64
-        run = 60 + (state // 64) % 7140
-        lines.append(
-            f"{job} {(job - 1) * 14400} -1 {run} {procs} -1 -1 {procs} {run * 2} -1 1 "
-            f"{1 + job % 7} -1 -1 1 -1 -1 -1"
-        )
-    return gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0)
 
 
 def _names(scenario: Path) -> set[str]:
@@ -54,7 +38,7 @@ def mirror(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
     served = tmp_path_factory.mktemp("served")
     files = {}
     for seed, (name, entry) in enumerate(sorted(CATALOGUE.items())):
-        files[name] = _stand_in(seed + 1)
+        files[name] = stand_in(seed + 1)
         (served / entry.file).write_bytes(files[name])
     with serving(served) as url:
         yield url, files
