@@ -72,7 +72,7 @@ def test_a_taken_name_is_refused(scratch_names) -> None:  # type: ignore[no-unty
     with pytest.raises(ConfigError) as caught:
         register_reward("test-one-argument")(lambda job: 0.0)
     assert str(caught.value) == (
-        "reward 'test-one-argument': test_rl_registry.test_a_taken_name_is_refused.<locals>."
+        f"reward 'test-one-argument': {__name__}.test_a_taken_name_is_refused.<locals>."
         "<lambda> takes 1 positional argument(s); a reward takes 2 (job, start), then "
         "keyword parameters"
     )
