@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -272,7 +273,14 @@ def test_viz_step_browser_measures_play_and_pause(sync_api) -> None:  # type: ig
     )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert "load factor 2.5, seed 1, play interval 100 ms; load average " in lines[0], lines
+    interval = re.search(
+        r"^PLAY_INTERVAL_MS = (\d+)$",
+        (Path(__file__).resolve().parents[1] / "visualization" / "app.py").read_text(),
+        re.MULTILINE,
+    )
+    assert interval, "visualization/app.py sets no PLAY_INTERVAL_MS"
+    expected = f"load factor 2.5, seed 1, play interval {interval.group(1)} ms; load average "
+    assert expected in lines[0], lines
     played = re.fullmatch(
         r"  easy@kth-sp2: steps (\d+) -> (\d+) in [\d.]+ s = [\d.]+ steps/s \(load average "
         r"[\d./]+ \(1/5/15 min\) at Play\); paused: (\d+) -> (\d+)",

@@ -20,12 +20,13 @@ Works with Mesa 3.3 (the newest for Python 3.11) to 3.5. Where they differ:
   fixed parameter ``scenario_file``.
 
 Play: Mesa sleeps ``play_interval`` between steps and the tiles render in between; the
-interval is 100 ms and a step renders in a few tens of ms (SVG plots, numpy grid): 5
-steps/s or more. Each step waits for the picture of the previous one and the tiles read
-the model under its lock (``visualization/pacing.py``), so a render pass slower than the
+interval is 60 ms and a step renders in a few tens of ms (SVG plots, numpy grid): 6.4
+steps/s on the default page of an idle 2-core machine (``benchmarks/viz_step.py
+--browser``). Each step waits for the picture of the previous one and the tiles read the
+model under its lock (``visualization/pacing.py``), so a render pass slower than the
 interval (a loaded machine) slows Play down instead of looping renders ("Too many renders
 triggered") or drawing a model halfway through a step. Mesa's Play Interval slider steps
-from 1 ms by 10 ms, which the browser would snap 100 ms to 101 ms: its steps start at
+from 1 ms by 10 ms, which the browser would snap 60 ms to 61 ms: its steps start at
 10 ms here (``on_steps``).
 
 Rendering offline needs the pinned ``viz`` extra (solara 1.58.2 with solara-assets
@@ -52,10 +53,12 @@ import warnings
 # session), and solara warns that a session cookie on plain http to 127.0.0.1 falls back
 # to samesite=lax (what a local server wants). Only these two are silenced; set before
 # Mesa's components are defined.
-warnings.filterwarnings("ignore", message=r".*mesa[/\\]visualization[/\\]solara_viz\.py:\d+: ",
-                        category=UserWarning)
-warnings.filterwarnings("ignore", message="Cookies with samesite=none require https",
-                        category=UserWarning)
+warnings.filterwarnings(
+    "ignore", message=r".*mesa[/\\]visualization[/\\]solara_viz\.py:\d+: ", category=UserWarning
+)
+warnings.filterwarnings(
+    "ignore", message="Cookies with samesite=none require https", category=UserWarning
+)
 
 import solara
 from mesa.visualization import Slider, SolaraViz, solara_viz
@@ -78,7 +81,7 @@ from visualization.model import (
 )
 
 TITLE = "market_hpc: the live market"
-PLAY_INTERVAL_MS = 100
+PLAY_INTERVAL_MS = 60
 
 
 def _layout(num_components: int) -> list[dict[str, int]]:
@@ -98,8 +101,15 @@ def _ValueSlider(name: str, options: Slider, on_change: Any) -> None:
 
     slider = solara.SliderFloat if options.is_float_slider else solara.SliderInt
     shown = f"{value:g}" if isinstance(value, float) else f"{value:,}"
-    slider(f"{options.label}: {shown}", value=value, min=options.min, max=options.max,
-           step=options.step, on_value=changed, thumb_label=False)
+    slider(
+        f"{options.label}: {shown}",
+        value=value,
+        min=options.min,
+        max=options.max,
+        step=options.step,
+        on_value=changed,
+        thumb_label=False,
+    )
 
 
 @solara.component
@@ -125,8 +135,13 @@ class _SolaraForMesa:
     @staticmethod
     def SliderInt(label: str, value: Any = 0, min: int = 0, step: int = 1, **kwargs: Any) -> Any:
         current = value.value if isinstance(value, solara.Reactive) else value
-        return solara.SliderInt(f"{label}: {current:,}", value=value, min=on_steps(current, min, step),
-                                step=step, **kwargs)
+        return solara.SliderInt(
+            f"{label}: {current:,}",
+            value=value,
+            min=on_steps(current, min, step),
+            step=step,
+            **kwargs,
+        )
 
 
 def on_steps(value: int, low: int, step: int) -> int:
@@ -134,7 +149,7 @@ def on_steps(value: int, low: int, step: int) -> int:
 
     The browser moves a value between a slider's steps (``low + k * step``) to the
     nearest one and sends it back: Mesa's Play Interval slider (1 ms to 500 ms in steps
-    of 10, on Mesa 3.3 to 3.5) would turn the app's 100 ms into 101 ms.
+    of 10, on Mesa 3.3 to 3.5) would turn the app's 60 ms into 61 ms.
 
     >>> on_steps(100, 1, 10), on_steps(1, 1, 2), on_steps(250, 10, 10)
     (10, 1, 10)
@@ -156,18 +171,36 @@ if _mesa_user_inputs is not None:  # (a Mesa without it keeps its own sliders)
 
 def model_params(scenario: str) -> dict[str, object]:
     """SolaraViz controls, starting from the scenario's values when one is given."""
-    start: dict[str, Any] = {"policy": DEFAULT_POLICY, "platform": DEFAULT_PLATFORM, "seed": 1,
-                             "hold_penalty": 0.1, "load": 2.0, "allocator": DEFAULT_ALLOCATOR}
+    start: dict[str, Any] = {
+        "policy": DEFAULT_POLICY,
+        "platform": DEFAULT_PLATFORM,
+        "seed": 1,
+        "hold_penalty": 0.1,
+        "load": 2.0,
+        "allocator": DEFAULT_ALLOCATOR,
+    }
     if scenario:
         start.update(scenario_defaults(scenario))
     platforms = list(dict.fromkeys([*EXTRA_PLATFORMS, *PRESETS, str(start["platform"]), CUSTOM]))
     params: dict[str, object] = {
-        "policy": {"type": "Select", "label": "policy (scheduler)", "value": start["policy"],
-                   "values": scheduler_names()},
-        "allocator": {"type": "Select", "label": "allocator", "value": start["allocator"],
-                      "values": [DEFAULT_ALLOCATOR, *allocator_names()]},
-        "platform": {"type": "Select", "label": "platform", "value": start["platform"],
-                     "values": platforms},
+        "policy": {
+            "type": "Select",
+            "label": "policy (scheduler)",
+            "value": start["policy"],
+            "values": scheduler_names(),
+        },
+        "allocator": {
+            "type": "Select",
+            "label": "allocator",
+            "value": start["allocator"],
+            "values": [DEFAULT_ALLOCATOR, *allocator_names()],
+        },
+        "platform": {
+            "type": "Select",
+            "label": "platform",
+            "value": start["platform"],
+            "values": platforms,
+        },
         "nodes": Slider("custom platform: nodes", 32, 1, 512, 1),
         "cores": Slider("custom platform: cores per node", 16, 1, 128, 1),
         "gpus": Slider("custom platform: GPUs per node", 0, 0, 8, 1),
@@ -175,17 +208,26 @@ def model_params(scenario: str) -> dict[str, object]:
     }
     if not scenario:
         params |= {
-            "workload": {"type": "Select", "label": "workload", "value": AUTO, "values": list(WORKLOADS)},
-            "trace": {"type": "InputText", "label": "trace file (SWF, for workload 'trace file')",
-                      "value": ""},
+            "workload": {
+                "type": "Select",
+                "label": "workload",
+                "value": AUTO,
+                "values": list(WORKLOADS),
+            },
+            "trace": {
+                "type": "InputText",
+                "label": "trace file (SWF, for workload 'trace file')",
+                "value": "",
+            },
             "jobs": Slider("jobs (generated, or first N of the trace)", 1500, 100, 5000, 100),
             "gpu_share": Slider("share of GPU jobs", 0.0, 0.0, 1.0, 0.05),
             "mic_share": Slider("share of MIC jobs", 0.0, 0.0, 1.0, 0.05),
         }
     params |= {
         "load": Slider("load factor", float(start["load"]), 0.25, 5.0, 0.25),
-        "hold_penalty": Slider("holding penalty (share of max value)",
-                               float(start["hold_penalty"]), 0.0, 1.0, 0.05),
+        "hold_penalty": Slider(
+            "holding penalty (share of max value)", float(start["hold_penalty"]), 0.0, 1.0, 0.05
+        ),
         "seed": Slider("seed", int(start["seed"]), 0, 99, 1),
         "scenario_file": scenario,  # fixed: not a control
     }
@@ -213,5 +255,10 @@ def Page() -> None:
     """The app; every browser session gets its own model."""
     model = solara.use_memo(lambda: VizModel(**initial_values(_params)), [])  # type: ignore[arg-type]
     solara.Title(TITLE)
-    SolaraViz(model, components=[(component, 0) for component in COMPONENTS],
-              model_params=_params, name=TITLE, play_interval=PLAY_INTERVAL_MS)
+    SolaraViz(
+        model,
+        components=[(component, 0) for component in COMPONENTS],
+        model_params=_params,
+        name=TITLE,
+        play_interval=PLAY_INTERVAL_MS,
+    )
