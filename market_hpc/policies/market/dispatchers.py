@@ -406,12 +406,16 @@ class MarketPolicy:
         rule = self.holding_rule
         limits = rule.limits_holds
         soonest = math.inf  # the first estimated end: the kept lists hold until then
+        now = view.time
+        append_end = ends.append
         for running in view.running:
             job = running.job
             node = running.allocation[0][0]
-            soonest = min(soonest, running.est_end)
-            end = view.expected_end(running)  # past its estimate: ends now
-            ends.append((end, node, running.units, job.job_id))
+            est_end = running.est_end
+            if est_end < soonest:  # (min and expected_end written out: a hot loop)  # noqa: PLR1730
+                soonest = est_end
+            end = est_end if est_end > now else now  # past its estimate: now  # noqa: FURB136
+            append_end((end, node, running.units, job.job_id))
             if limits and not may_be_held(rule, view.state(job.job_id).hold_count):
                 continue
             curve = job.payload["value_curve"]
