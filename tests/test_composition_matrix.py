@@ -89,9 +89,8 @@ CELLS: dict[str, Callable[[], list[Job]]] = {
 
 def handlers(builtin: str, predicate: Callable[[str], bool]) -> str:
     """The pinned built-in names plus the registered non-built-ins that satisfy ``predicate``."""
-    names = set(builtin.split(", ")) | {
-        name for name in capability_table() if name not in BUILTIN and predicate(name)
-    }
+    pinned = set(builtin.split(", "))
+    names = pinned | {name for name in capability_table() if name not in pinned and predicate(name)}
     return ", ".join(sorted(names))
 
 

@@ -68,6 +68,7 @@ from market_hpc.policies.base import (
     Start,
     View,
 )
+from market_hpc.policies.capabilities import CP, HETEROGENEITY
 from market_hpc.policies.hetero.allocators import announce
 from market_hpc.policies.hetero.schedulers import DEFAULT_EXPECTED_WAIT, Prb, take_nodes
 from market_hpc.policies.params import SOLVE_SECONDS
@@ -133,6 +134,7 @@ class CpScheduler(PolicyBase):
     """
 
     label = ""
+    handles = CP
     default_budget: float | None = None
     parameters: ClassVar[Mapping[str, Param]] = {
         "deterministic_time": Param("float", SOLVE_SECONDS),
@@ -435,13 +437,7 @@ def _fits(job: Job, allocation: Allocation, free: np.ndarray, view: View) -> boo
     )
 
 
-@register_scheduler(
-    "pcp20",
-    "PCP'20 (Galleguillos et al.): CP-SAT schedule and allocation, model size independent of the "
-    "node count",
-    allocators=("best-fit", "first-fit"),
-    default_allocator="best-fit",
-)
+@register_scheduler
 class Pcp20(CpScheduler):
     """PCP'20 (``market_hpc.algorithms.cp.pcp20``); the allocator (best-fit or first-fit)
     only repairs allocations the checks reject and serves the idle-machine rule.
@@ -468,6 +464,12 @@ class Pcp20(CpScheduler):
     """
 
     label = "pcp20"
+    summary = (
+        "PCP'20 (Galleguillos et al.): CP-SAT schedule and allocation, model size independent "
+        "of the node count"
+    )
+    allocators = ("best-fit", "first-fit")
+    default_allocator = "best-fit"
     search = True
     default_budget = DECISION_BUDGET
     parameters: ClassVar[Mapping[str, Param]] = {
@@ -564,12 +566,7 @@ class Pcp20(CpScheduler):
         )
 
 
-@register_scheduler(
-    "greedy-plan",
-    "PCP'20 ablation: its greedy plan alone (same reduction and placement, no solver)",
-    allocators=("best-fit", "first-fit"),
-    default_allocator="best-fit",
-)
+@register_scheduler
 class GreedyPlan(Pcp20):
     """PCP'20 without the search: the greedy plan that PCP'20's hint starts from, on the
     same reduced system, decides (status ``GREEDY``): the same jobs start now on the same
@@ -577,23 +574,26 @@ class GreedyPlan(Pcp20):
     starts). Every PCP'20 result is read against it."""
 
     label = "greedy-plan"
+    summary = "PCP'20 ablation: its greedy plan alone (same reduction and placement, no solver)"
+    allocators = ("best-fit", "first-fit")
+    default_allocator = "best-fit"
     search = False
 
     def adapt_queue_length(self, outcome: CpOutcome, modelled: int) -> None:
         """Keeps its queue length: a plan is always found."""
 
 
-@register_scheduler(
-    "pcp19",
-    "PCP'19 (PCP'20's baseline): CP-SAT with per-node allocation variables (grows with the "
-    "node count)",
-    allocators=("best-fit", "first-fit"),
-    default_allocator="best-fit",
-)
+@register_scheduler
 class Pcp19(CpScheduler):
     """PCP'19 (``market_hpc.algorithms.cp.pcp19``) with the doubling time control."""
 
     label = "pcp19"
+    summary = (
+        "PCP'19 (PCP'20's baseline): CP-SAT with per-node allocation variables (grows with the "
+        "node count)"
+    )
+    allocators = ("best-fit", "first-fit")
+    default_allocator = "best-fit"
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the per-node model."""
@@ -602,17 +602,15 @@ class Pcp19(CpScheduler):
         return solve_pcp19(instance, self.limits)
 
 
-@register_scheduler(
-    "hcp19",
-    "HCP'19 (PCP'20's baseline): CP-SAT on pooled capacity, then best-fit allocation",
-    allocators=("best-fit", "first-fit"),
-    default_allocator="best-fit",
-)
+@register_scheduler
 class Hcp19(CpScheduler):
     """HCP'19: pooled schedule (``market_hpc.algorithms.cp.pooled``), best-fit placement
     (the paper's; first-fit is accepted as a variant)."""
 
     label = "hcp19"
+    summary = "HCP'19 (PCP'20's baseline): CP-SAT on pooled capacity, then best-fit allocation"
+    allocators = ("best-fit", "first-fit")
+    default_allocator = "best-fit"
     default_budget = DECISION_BUDGET
 
     def solve(self, instance: CpInstance) -> CpOutcome:
@@ -622,11 +620,7 @@ class Hcp19(CpScheduler):
         return solve_pooled(instance, self.limits)
 
 
-@register_scheduler(
-    "cph",
-    "CPH (Netti et al.): CP-SAT on pooled capacity (PRB priorities, weighted waits), then "
-    "any allocator",
-)
+@register_scheduler
 class Cph(CpScheduler):
     """CPH (Borghesi et al., in Netti et al. 2018): pooled schedule, jobs starting now go
     to the allocator in PRB order, skipping those it cannot place.
@@ -637,6 +631,11 @@ class Cph(CpScheduler):
     """
 
     label = "cph"
+    handles = HETEROGENEITY
+    summary = (
+        "CPH (Netti et al.): CP-SAT on pooled capacity (PRB priorities, weighted waits), then "
+        "any allocator"
+    )
     parameters: ClassVar[Mapping[str, Param]] = {**CpScheduler.parameters, **Prb.parameters}
 
     def __init__(

@@ -19,17 +19,18 @@ import importlib
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.parameters import Param, declared_parameters
 from market_hpc.policies.base import Allocator, Policy
-from market_hpc.policies.capabilities import BUILTIN, UNDECLARED, UNDECLARED_MARKET, Capabilities
+from market_hpc.policies.capabilities import UNDECLARED, UNDECLARED_MARKET, Capabilities
 from market_hpc.policies.params import check_params
 
 SchedulerFactory = Callable[..., Policy]
 AllocatorFactory = Callable[..., Allocator]
 BidderFactory = Callable[..., Any]  # -> algorithms.bidding.Bidder
+_Class = TypeVar("_Class", bound=type)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,12 @@ class SchedulerEntry:
     market: bool = False
     handles: Capabilities | None = None
     parameters: Mapping[str, Param] | None = None
+
+    @property
+    def family(self) -> str:
+        """Its family (``classic``, ``cp``, ``bbsched``, ...: its capabilities'), ``plugin``
+        when it declares none."""
+        return self.capabilities.family or "plugin"
 
     @property
     def capabilities(self) -> Capabilities:
@@ -91,6 +98,11 @@ def _check_new(kind: str, name: str, factory: Any, known: dict[str, Any]) -> Non
         )
 
 
+@overload
+def register_scheduler(name: _Class, /) -> _Class: ...
+
+
+@overload
 def register_scheduler(
     name: str,
     summary: str,
@@ -100,7 +112,19 @@ def register_scheduler(
     market: bool = False,
     handles: Capabilities | None = None,
     parameters: Mapping[str, Param] | None = None,
-) -> Callable[[SchedulerFactory], SchedulerFactory]:
+) -> Callable[[SchedulerFactory], SchedulerFactory]: ...
+
+
+def register_scheduler(
+    name: str | type,
+    summary: str | None = None,
+    *,
+    allocators: tuple[str, ...] | None = None,
+    default_allocator: str = "first-fit",
+    market: bool = False,
+    handles: Capabilities | None = None,
+    parameters: Mapping[str, Param] | None = None,
+) -> Any:
     """Class/function decorator adding a scheduler to the registry.
 
     The factory is called as ``factory(allocator, **params)`` and returns an object with
@@ -111,20 +135,49 @@ def register_scheduler(
     the class's ``parameters`` (``market_hpc.parameters``), or ``parameters`` for a factory
     function; without either they are undeclared and the factory checks them.
 
+    Used bare (``@register_scheduler`` on a class), it reads the whole entry from the
+    class's declarations (``PolicyBase``: ``label``, ``summary``, ``handles``,
+    ``allocators``, ``default_allocator``, ``market``, ``parameters``).
+
     Raises:
-        ConfigError: the name is taken, what is decorated is not callable, or its declared
+        ConfigError: the name is taken, what is decorated is not callable, a bare use
+            decorates a class without a ``label`` and ``summary``, or its declared
             parameters are not its constructor's keywords.
     """
+    if isinstance(name, type):
+        return _register_declared(name)
+    if summary is None:
+        raise ConfigError(f"scheduler {name!r}: register_scheduler needs a summary")
+    text = summary
 
     def add(factory: SchedulerFactory) -> SchedulerFactory:
         _check_new("scheduler", name, factory, SCHEDULERS)
         declared = declared_parameters("scheduler", name, factory, parameters)
         SCHEDULERS[name] = SchedulerEntry(
-            name, factory, allocators, default_allocator, summary, market, handles, declared
+            name, factory, allocators, default_allocator, text, market, handles, declared
         )
         return factory
 
     return add
+
+
+def _register_declared(cls: _Class) -> _Class:
+    """Register ``cls`` from its class attributes (``register_scheduler`` used bare)."""
+    label, summary = getattr(cls, "label", ""), getattr(cls, "summary", "")
+    if not label or not summary:
+        raise ConfigError(
+            f"scheduler class {cls.__qualname__!r}: a bare @register_scheduler needs the "
+            f"class to declare label and summary (got {label!r}, {summary!r})"
+        )
+    register_scheduler(
+        label,
+        summary,
+        allocators=getattr(cls, "allocators", None),
+        default_allocator=getattr(cls, "default_allocator", "first-fit"),
+        market=getattr(cls, "market", False),
+        handles=getattr(cls, "handles", None),
+    )(cls)
+    return cls
 
 
 def register_scheduler_family(
@@ -251,12 +304,6 @@ def _load_builtin() -> None:
         importlib.import_module(f"market_hpc.policies.{module}")
     for module in FAMILY_MODULES:
         importlib.import_module(module)
-    for (
-        name,
-        caps,
-    ) in BUILTIN.items():  # declared here, beside each other, not in the policy modules
-        if name in SCHEDULERS and SCHEDULERS[name].handles is None:
-            SCHEDULERS[name] = dataclasses.replace(SCHEDULERS[name], handles=caps)
     from market_hpc.policies.plugins import load_plugins
 
     load_plugins(sys.modules[__name__])  # this module is the Registry the loader fills

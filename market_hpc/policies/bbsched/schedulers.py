@@ -69,13 +69,13 @@ def _totals(view: View) -> tuple[float, float]:
     return float(view.platform.total[0]), float(view.platform.burst_buffer)
 
 
-@register_scheduler(
-    "bb-baseline",
-    "BBSched Baseline: base order (fcfs/wfp) under EASY over nodes and burst buffer",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbBaseline(WindowScheduler):
     """The naive method (Slurm-like): serve the base order while jobs fit, then EASY."""
+
+    label = "bb-baseline"
+    summary = "BBSched Baseline: base order (fcfs/wfp) under EASY over nodes and burst buffer"
+    allocators = ALLOCATORS
 
 
 class _Weighted(WindowScheduler):
@@ -86,32 +86,26 @@ class _Weighted(WindowScheduler):
         return weighted_pick(dp_pareto(window), window.size, *self.weights, *_totals(view))
 
 
-@register_scheduler(
-    "bb-weighted",
-    "BBSched Weighted: max 0.5 node + 0.5 burst-buffer utilisation of the window",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbWeighted(_Weighted):
     label = "bb-weighted"
+    summary = "BBSched Weighted: max 0.5 node + 0.5 burst-buffer utilisation of the window"
+    allocators = ALLOCATORS
 
 
-@register_scheduler(
-    "bb-weighted-cpu",
-    "BBSched Weighted_CPU: max 0.8 node + 0.2 burst-buffer utilisation",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbWeightedCpu(_Weighted):
     label = "bb-weighted-cpu"
+    summary = "BBSched Weighted_CPU: max 0.8 node + 0.2 burst-buffer utilisation"
+    allocators = ALLOCATORS
     weights = (0.8, 0.2)
 
 
-@register_scheduler(
-    "bb-weighted-bb",
-    "BBSched Weighted_BB: max 0.2 node + 0.8 burst-buffer utilisation",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbWeightedBb(_Weighted):
     label = "bb-weighted-bb"
+    summary = "BBSched Weighted_BB: max 0.2 node + 0.8 burst-buffer utilisation"
+    allocators = ALLOCATORS
     weights = (0.2, 0.8)
 
 
@@ -123,34 +117,28 @@ class _Constrained(WindowScheduler):
         return constrained_pick(dp_pareto(window), window.size, self.resource)
 
 
-@register_scheduler(
-    "bb-constrained-cpu",
-    "BBSched Constrained_CPU: max nodes used, burst buffer as a constraint",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbConstrainedCpu(_Constrained):
     label = "bb-constrained-cpu"
+    summary = "BBSched Constrained_CPU: max nodes used, burst buffer as a constraint"
+    allocators = ALLOCATORS
 
 
-@register_scheduler(
-    "bb-constrained-bb",
-    "BBSched Constrained_BB: max burst buffer used, nodes as a constraint",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbConstrainedBb(_Constrained):
     label = "bb-constrained-bb"
+    summary = "BBSched Constrained_BB: max burst buffer used, nodes as a constraint"
+    allocators = ALLOCATORS
     resource = "bb"
 
 
-@register_scheduler(
-    "bb-binpacking",
-    "BBSched Bin_Packing: Tetris-like alignment score over the window",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbBinPacking(WindowScheduler):
     """Bin_Packing; ``normalise=False``: raw units as the reference code (default: by capacity)."""
 
     label = "bb-binpacking"
+    summary = "BBSched Bin_Packing: Tetris-like alignment score over the window"
+    allocators = ALLOCATORS
     parameters: ClassVar[Mapping[str, Param]] = {
         **WindowScheduler.parameters,
         "normalise": Param("bool"),
@@ -164,11 +152,7 @@ class BbBinPacking(WindowScheduler):
         return bin_packing_select(window, *_totals(view), normalise=self.normalise)
 
 
-@register_scheduler(
-    "bbsched",
-    "BBSched: GA Pareto set of (nodes, burst buffer) + the paper's decision rule",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbSched(WindowScheduler):
     """BBSched (Fan et al. 2019): the window's Pareto set, then the paper's decision rule.
 
@@ -188,6 +172,8 @@ class BbSched(WindowScheduler):
     """
 
     label = "bbsched"
+    summary = "BBSched: GA Pareto set of (nodes, burst buffer) + the paper's decision rule"
+    allocators = ALLOCATORS
     max_window = 62
     parameters: ClassVar[Mapping[str, Param]] = {
         **WindowScheduler.parameters,

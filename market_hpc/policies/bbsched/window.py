@@ -55,6 +55,7 @@ from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.parameters import Param
 from market_hpc.policies.base import Allocator, Decision, PolicyBase, View
 from market_hpc.policies.bbsched.starvation import DEFAULT_BACKSTOP, DEFAULT_READING, Starvation
+from market_hpc.policies.capabilities import BBSCHED
 from market_hpc.policies.classic import Easy
 from market_hpc.validation import Range
 
@@ -190,6 +191,7 @@ class WindowScheduler(PolicyBase):
     """
 
     label = "bb-baseline"
+    handles = BBSCHED
     max_window = 64
     # the policy.window settings arrive under these names too (``size`` as ``window``)
     parameters: ClassVar[Mapping[str, Param]] = {

@@ -56,6 +56,7 @@ from market_hpc.policies.base import (
     View,
     fast_view,
 )
+from market_hpc.policies.capabilities import QUEUES_PARTITIONED, QUEUES_SHARED
 from market_hpc.policies.queues.views import (
     Amounts,
     GroupJobs,
@@ -451,15 +452,18 @@ def _factory(mode: str) -> Callable[..., QueueDispatcher]:
 register_scheduler(
     "queues-partitioned",
     "hybrid queues: EASY in each queue's partition, large queue by reservation",
+    handles=QUEUES_PARTITIONED,
     parameters={},  # theirs come from [queues]
 )(_factory("partitioned"))
 register_scheduler(
     "queues-shared",
     "hybrid queues: non-partitioned queues, one EASY over the whole machine",
+    handles=QUEUES_SHARED,
     parameters={},
 )(_factory("shared"))
 register_scheduler(
     "queues-hybrid",
     "hybrid queues: partitions plus a common pool by priority factor",
+    handles=QUEUES_PARTITIONED,
     parameters={},
 )(_factory("hybrid"))
