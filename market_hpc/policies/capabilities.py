@@ -379,23 +379,9 @@ def refusal(
 
 
 # ------------------------------------------------------- allocators and bidders
-ALLOCATOR_PLACES = {
-    "first-fit": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
-    "best-fit": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
-    "balanced": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
-    "weighted": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
-    "priority-weighted": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
-    "max-bid": "cores, gpus, mics, mem per unit, bb checked; one node",
-}
-"""What each built-in allocator places (every one checks the burst buffer before placing)."""
-BIDDER_PRICES = {
-    "free-cores": "free cores",
-    "energy": "free cores per watt",
-    "locality": "free cores and distance",
-    "offer-reserve": "a share of the free cores, at a reserve value per core",
-}
-"""What each built-in bidder prices."""
 UNDECLARED_TEXT = "undeclared"
+"""What ``market-hpc policies`` shows for an allocator without ``places`` or a bidder without
+``prices`` (a plugin's)."""
 
 
 def family_table(table: Mapping[str, Capabilities] | None = None) -> str:

@@ -146,9 +146,7 @@ def register_scheduler(
     """
     if isinstance(name, type):
         return _register_declared(name)
-    if summary is None:
-        raise ConfigError(f"scheduler {name!r}: register_scheduler needs a summary")
-    text = summary
+    text = _summary_given("scheduler", name, summary)
 
     def add(factory: SchedulerFactory) -> SchedulerFactory:
         _check_new("scheduler", name, factory, SCHEDULERS)
@@ -234,22 +232,40 @@ def _family_member(name: str) -> SchedulerEntry | None:
     return dataclasses.replace(family, name=f"{prefix.lower()}:{argument}", factory=factory)
 
 
+@overload
+def register_allocator(name: _Class, /) -> _Class: ...
+
+
+@overload
 def register_allocator(
     name: str, summary: str, *, market_only: bool = False
-) -> Callable[[AllocatorFactory], AllocatorFactory]:
+) -> Callable[[AllocatorFactory], AllocatorFactory]: ...
+
+
+def register_allocator(
+    name: str | type, summary: str | None = None, *, market_only: bool = False
+) -> Any:
     """Class/function decorator adding an allocator to the registry.
 
     ``market_only`` allocators (the auction's single-node ``max-bid``) are offered only to
-    schedulers that list them explicitly.
+    schedulers that list them explicitly. Used bare (``@register_allocator`` on a class),
+    it reads the entry from the class: ``name``, ``summary``, ``market_only``, ``parameters``
+    (and ``places``, what ``market-hpc policies`` says it places).
 
     Raises:
-        ConfigError: the name is taken, or what is decorated is not callable.
+        ConfigError: the name is taken, what is decorated is not callable, or a bare use
+            decorates a class without a ``name`` and ``summary``.
     """
+    if isinstance(name, type):
+        cls = name
+        label, text = _declared_names("allocator", cls)
+        return register_allocator(label, text, market_only=getattr(cls, "market_only", False))(cls)
+    text = _summary_given("allocator", name, summary)
 
     def add(factory: AllocatorFactory) -> AllocatorFactory:
         _check_new("allocator", name, factory, ALLOCATORS)
         DECLARED["allocator"][name] = declared_parameters("allocator", name, factory)
-        ALLOCATORS[name] = (factory, summary)
+        ALLOCATORS[name] = (factory, text)
         if market_only:
             MARKET_ONLY_ALLOCATORS.add(name)
         return factory
@@ -257,23 +273,55 @@ def register_allocator(
     return add
 
 
-def register_bidder(name: str, summary: str) -> Callable[[BidderFactory], BidderFactory]:
+@overload
+def register_bidder(name: _Class, /) -> _Class: ...
+
+
+@overload
+def register_bidder(name: str, summary: str) -> Callable[[BidderFactory], BidderFactory]: ...
+
+
+def register_bidder(name: str | type, summary: str | None = None) -> Any:
     """Class/function decorator adding a market bidding strategy to the registry.
 
     The factory is called as ``factory(**params)`` and returns an object with ``name`` and
     ``bids(free, capacity, nodes) -> array`` (``market_hpc.algorithms.market.bidding.Bidder``).
+    Used bare (``register_bidder(cls)``), it reads ``name``, ``summary`` and
+    ``parameters`` from the class (and ``prices``, what ``market-hpc policies`` says it
+    prices).
 
     Raises:
-        ConfigError: the name is taken, or what is decorated is not callable.
+        ConfigError: the name is taken, what is decorated is not callable, or a bare use
+            decorates a class without a ``name`` and ``summary``.
     """
+    if isinstance(name, type):
+        return register_bidder(*_declared_names("bidder", name))(name)
+    text = _summary_given("bidder", name, summary)
 
     def add(factory: BidderFactory) -> BidderFactory:
         _check_new("bidder", name, factory, BIDDERS)
         DECLARED["bidder"][name] = declared_parameters("bidder", name, factory)
-        BIDDERS[name] = (factory, summary)
+        BIDDERS[name] = (factory, text)
         return factory
 
     return add
+
+
+def _declared_names(kind: str, cls: type) -> tuple[str, str]:
+    """The ``name`` and ``summary`` an allocator or bidder class declares."""
+    label, summary = getattr(cls, "name", ""), getattr(cls, "summary", "")
+    if not isinstance(label, str) or not label or not summary:
+        raise ConfigError(
+            f"{kind} class {cls.__qualname__!r}: a bare @register_{kind} needs the class to "
+            f"declare name and summary (got {label!r}, {summary!r})"
+        )
+    return label, summary
+
+
+def _summary_given(kind: str, name: str, summary: str | None) -> str:
+    if summary is None:
+        raise ConfigError(f"{kind} {name!r}: register_{kind} needs a summary")
+    return summary
 
 
 BUILTIN_MODULES = (
