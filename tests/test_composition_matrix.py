@@ -23,8 +23,7 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.platform import NodeType, Platform
 from market_hpc.errors import ConfigError
 from market_hpc.policies import allocators_for, scheduler_names
-from market_hpc.policies.capabilities import BUILTIN
-from market_hpc.policies.registry import capability_table
+from market_hpc.policies.registry import BUILTIN, capability_table
 from market_hpc.workload.applications import library_job_set
 from market_hpc.workload.market_rule import apply_market_rule
 

@@ -271,9 +271,27 @@ class PolicyBase:
         model sizes); default: none."""
         return {}
 
+    def check_declared(self, **values: Any) -> None:
+        """Refuse constructor arguments their declarations (``parameters``) refuse: the
+        check a configuration gets when read, for a policy built by ``make_policy`` or by
+        hand.
+
+        Raises:
+            ConfigError: ``scheduler 'LABEL': NAME = VALUE is invalid; valid: ...``.
+        """
+        from market_hpc.policies.params import check_value
+
+        for key, value in values.items():
+            check_value("scheduler", self.label, key, value, self.parameters[key])
+
     def configure(self, config: QueueConfig) -> None:
         """Put another queue configuration in force (the hybrid queues' policies, when the
         queues are split or merged); default: nothing to do."""
+
+    def queue_config(self, platform: Platform) -> QueueConfig | None:
+        """The queue configuration it schedules by on ``platform`` (the hybrid queues'
+        policies; the browser view draws its partitions); default: ``None``, one queue."""
+        return None
 
 
 class PolicyHooks:
@@ -284,8 +302,8 @@ class PolicyHooks:
     >>> class Plain:
     ...     name = "plain"
     >>> hooks = PolicyHooks(Plain())
-    >>> hooks.penalty, hooks.stats, hooks.wake_after, hooks.summary_stats()
-    (None, None, None, {})
+    >>> hooks.penalty, hooks.stats, hooks.wake_after, hooks.summary_stats(), hooks.name
+    (None, None, None, {}, 'plain')
     """
 
     def __init__(self, policy: object) -> None:
@@ -324,6 +342,11 @@ class PolicyHooks:
         method = getattr(self.policy, "configure", None)
         if method is not None:
             method(config)
+
+    def queue_config(self, platform: Platform) -> QueueConfig | None:
+        """:meth:`PolicyBase.queue_config`."""
+        method = getattr(self.policy, "queue_config", None)
+        return None if method is None else cast("QueueConfig | None", method(platform))
 
 
 class Allocator(Protocol):

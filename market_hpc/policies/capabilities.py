@@ -27,7 +27,7 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -209,34 +209,6 @@ MARKET_BASELINE = handles(
 )
 
 
-class _BuiltinTable(Mapping[str, Capabilities]):
-    """The built-in schedulers' declared capabilities by name, in registration order, read
-    from the registry when first asked (each class declares its own ``handles``)."""
-
-    def _table(self) -> dict[str, Capabilities]:
-        from market_hpc.policies import registry
-
-        registry.scheduler_names()  # loads the built-ins
-        return {
-            name: entry.handles
-            for name, entry in registry.SCHEDULERS.items()
-            if entry.handles is not None and registry.origin(entry.factory) == "built in"
-        }
-
-    def __getitem__(self, name: str) -> Capabilities:
-        return self._table()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
-
-
-BUILTIN: Mapping[str, Capabilities] = _BuiltinTable()
-"""The built-in schedulers' capabilities (declared on each class; the matrix test pins them)."""
-
-
 # ----------------------------------------------------------------- workload needs
 @dataclass(frozen=True)
 class Need:
@@ -384,15 +356,15 @@ UNDECLARED_TEXT = "undeclared"
 ``prices`` (a plugin's)."""
 
 
-def family_table(table: Mapping[str, Capabilities] | None = None) -> str:
+def family_table(table: Mapping[str, Capabilities]) -> str:
     """The docs table "What each family reads and what it ignores" (markdown), one row per
-    family and capability set, from the built-in declarations (``BUILTIN``) by default.
+    family and capability set, from ``table`` (``registry.BUILTIN``: the built-ins').
 
-    >>> family_table().splitlines()[0]
+    >>> family_table({"easy": CLASSIC}).splitlines()[0]
     '| family | schedulers | handles | reads | ignores |'
     """
     rows: dict[tuple[str, str, str, str], list[str]] = {}
-    for name, caps in (BUILTIN if table is None else table).items():
+    for name, caps in table.items():
         rows.setdefault((caps.family, caps.describe(), caps.reads, caps.ignores), []).append(name)
     lines = ["| family | schedulers | handles | reads | ignores |", "|---|---|---|---|---|"]
     for (family, described, reads, ignores), names in rows.items():

@@ -41,6 +41,7 @@ import numpy as np
 
 from market_hpc.algorithms.cp.budget import DECISION_BUDGET
 from market_hpc.algorithms.cp.instance import (
+    BRANCHINGS,
     BUDGET,
     TRIVIAL,
     UNIT_LIMITED,
@@ -477,7 +478,7 @@ class Pcp20(CpScheduler):
         # the authors' paper control uses 30; the work of a decision grows with its square
         "max_retries": Param("int", Range(0, 100, integer=True), optional=True),
         "levels": Param("int", Range(0, 64, integer=True)),
-        "branching": Param("str"),  # one of cp_pcp20.BRANCHINGS (checked where it is used)
+        "branching": Param("str", choices=BRANCHINGS),
         "time_control": Param("str", choices=("deterministic", "paper")),
         "hint": Param("str"),  # one of cp_pcp20.HINTS (checked below)
         "cuts": Param("str-list"),  # names of cp_cuts.CUTS (checked below)
@@ -514,7 +515,7 @@ class Pcp20(CpScheduler):
             )
         self.relax = relax
         from market_hpc.algorithms.cp.cuts import CUTS
-        from market_hpc.algorithms.cp.pcp20 import HINTS, check_branching
+        from market_hpc.algorithms.cp.pcp20 import HINTS
 
         if hint not in HINTS:
             raise ConfigError(
@@ -531,10 +532,7 @@ class Pcp20(CpScheduler):
             raise ConfigError(
                 f"scheduler {self.label!r}: levels must be >= 0 (0: exact), got {levels}"
             )
-        try:
-            check_branching(branching)
-        except ValueError as exc:
-            raise ConfigError(f"scheduler {self.label!r}: {exc}") from None
+        self.check_declared(branching=branching)
         if time_control not in TIME_CONTROLS:
             raise ConfigError(
                 f"scheduler {self.label!r}: time_control must be one of "

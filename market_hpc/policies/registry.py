@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -340,6 +340,7 @@ BUILTIN_MODULES = (
 FAMILY_MODULES = ("market_hpc.rl.heuristics", "market_hpc.rl.learned")
 """Built-in policies whose family lives outside ``market_hpc.policies`` (full module names)."""
 _loaded = False
+_BUILTIN_NAMES: list[str] = []  # the schedulers registered by BUILTIN_MODULES and FAMILY_MODULES
 
 
 def _load_builtin() -> None:
@@ -352,6 +353,7 @@ def _load_builtin() -> None:
         importlib.import_module(f"market_hpc.policies.{module}")
     for module in FAMILY_MODULES:
         importlib.import_module(module)
+    _BUILTIN_NAMES.extend(SCHEDULERS)
     from market_hpc.policies.plugins import load_plugins
 
     load_plugins(sys.modules[__name__])  # this module is the Registry the loader fills
@@ -527,6 +529,29 @@ def make_policy(
             f"returned a {type(policy).__name__}, which has no decide(view, rng) method"
         )
     return policy
+
+
+class _BuiltinTable(Mapping[str, Capabilities]):
+    """The built-in schedulers' declared capabilities by name, in registration order, read
+    from the registry when first asked (each class declares its own ``handles``)."""
+
+    def _table(self) -> dict[str, Capabilities]:
+        _load_builtin()
+        entries = (SCHEDULERS[name] for name in _BUILTIN_NAMES if name in SCHEDULERS)
+        return {entry.name: entry.handles for entry in entries if entry.handles is not None}
+
+    def __getitem__(self, name: str) -> Capabilities:
+        return self._table()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+BUILTIN: Mapping[str, Capabilities] = _BuiltinTable()
+"""The built-in schedulers' capabilities (declared on each class; the matrix test pins them)."""
 
 
 def capability_table() -> dict[str, Capabilities]:

@@ -38,7 +38,7 @@ from market_hpc.algorithms.bbsched.selection import (
     weighted_pick,
 )
 from market_hpc.errors import ConfigError, UnknownNameError
-from market_hpc.parameters import FRACTION, Param
+from market_hpc.parameters import FRACTION, Param, constructor_keywords
 from market_hpc.policies.base import Allocator, View
 from market_hpc.policies.bbsched.window import (
     BASE_ORDERS,
@@ -54,8 +54,10 @@ __all__ = [
     "BASE_ORDERS",
     "BB_SCHEDULERS",
     "DEFAULT_STARVATION",
+    "WINDOW_SCHEDULERS",
     "WindowScheduler",
     "wfp_order",
+    "window_defaults",
     "window_params",
 ]
 
@@ -255,16 +257,19 @@ class BbSched(WindowScheduler):
         )
 
 
-BB_SCHEDULERS = (
-    "bbsched",
-    "bb-baseline",
-    "bb-weighted",
-    "bb-weighted-cpu",
-    "bb-weighted-bb",
-    "bb-constrained-cpu",
-    "bb-constrained-bb",
-    "bb-binpacking",
+WINDOW_SCHEDULERS: tuple[type[WindowScheduler], ...] = (
+    BbSched,
+    BbBaseline,
+    BbWeighted,
+    BbWeightedCpu,
+    BbWeightedBb,
+    BbConstrainedCpu,
+    BbConstrainedBb,
+    BbBinPacking,
 )
+"""The window scheduler classes: ``policy.window`` is the union of their parameters."""
+BB_SCHEDULERS = tuple(cls.label for cls in WINDOW_SCHEDULERS)
+"""Their registered names."""
 
 _SETTING = {"window": "size"}  # a declared parameter's policy.window key, where it differs
 
@@ -284,3 +289,19 @@ def window_params(scheduler: str, settings: dict[str, Any]) -> dict[str, Any] | 
     declared = scheduler_entry(scheduler).parameters or {}
     keys = ((name, _SETTING.get(name, name)) for name in declared)
     return {name: settings[key] for name, key in keys if key in settings}
+
+
+def window_defaults() -> dict[str, Any]:
+    """The default of every ``policy.window`` setting: the window schedulers' constructor
+    defaults (their declarations), by setting name (``size`` for ``window``);
+    ``experiment.config.WindowConfig`` takes its defaults from here.
+
+    >>> defaults = window_defaults()
+    >>> defaults["size"], defaults["rule"], defaults["exact_budget"], defaults["normalise"]
+    (20, 'paper', 4000000, True)
+    """
+    found: dict[str, Any] = {}
+    for cls in WINDOW_SCHEDULERS:
+        for name, default in constructor_keywords(cls).items():
+            found.setdefault(_SETTING.get(name, name), default)
+    return found

@@ -43,6 +43,7 @@ from market_hpc.algorithms.easy import (
 from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
 from market_hpc.algorithms.queues.partitions import default_config, layout, route
 from market_hpc.domain.job import Job
+from market_hpc.domain.platform import Platform
 from market_hpc.domain.queues import QueueConfig
 from market_hpc.policies.base import (
     NOTHING,
@@ -50,6 +51,7 @@ from market_hpc.policies.base import (
     Allocation,
     Allocator,
     Decision,
+    PolicyBase,
     RoutedQueue,
     RunningJob,
     Start,
@@ -70,7 +72,7 @@ from market_hpc.policies.scratch import take_dense
 INF = float("inf")
 
 
-class QueueDispatcher:
+class QueueDispatcher(PolicyBase):
     """The hybrid-queue dispatcher; see the module docstring.
 
     Args:
@@ -103,6 +105,10 @@ class QueueDispatcher:
         """Put another configuration in force (running jobs keep their nodes)."""
         self.config = config
         self._key = None
+
+    def queue_config(self, platform: Platform) -> QueueConfig:
+        """The configuration in force, or its mode's default on ``platform``."""
+        return self.config or default_config(self.mode, platform.n_nodes, platform.total_cores)
 
     # ------------------------------------------------------------------ set-up
     def _prepare(self, view: View) -> None:
