@@ -40,9 +40,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from market_hpc.algorithms.cp.budget import DECISION_BUDGET
+from market_hpc.algorithms.cp.cuts import CUTS
 from market_hpc.algorithms.cp.instance import (
     BRANCHINGS,
     BUDGET,
+    HINTS,
     TRIVIAL,
     UNIT_LIMITED,
     CpInstance,
@@ -453,7 +455,7 @@ class Pcp20(CpScheduler):
         time_control: ``deterministic`` (reproducible) or ``paper`` (1 s of wall clock,
             +0.5 s per retry while no solution, ``max_retries`` 30 by default).
         hint: ``list`` (the default: the greedy plan's start-now jobs, the rest by list
-            scheduling) or ``shelf`` (the greedy shelf plan); ``cp_pcp20.HINTS``.
+            scheduling) or ``shelf`` (the greedy shelf plan); ``cp_instance.HINTS``.
         cuts: The redundant rules of ``cp_cuts`` to add (default all: ``event``,
             ``slots``, ``identical``, ``bound``, ``cumulative``); ``[]`` for none.
         relax: Solve the schedule relaxation first (``cp_relax``: its schedule, packed,
@@ -480,8 +482,8 @@ class Pcp20(CpScheduler):
         "levels": Param("int", Range(0, 64, integer=True)),
         "branching": Param("str", choices=BRANCHINGS),
         "time_control": Param("str", choices=("deterministic", "paper")),
-        "hint": Param("str"),  # one of cp_pcp20.HINTS (checked below)
-        "cuts": Param("str-list"),  # names of cp_cuts.CUTS (checked below)
+        "hint": Param("str", choices=HINTS),
+        "cuts": Param("str-list", choices=CUTS),
         "relax": Param("bool"),
         "unit_limit": Param("int", Range(0, 1_000_000_000, integer=True), optional=True),
     }
@@ -514,8 +516,6 @@ class Pcp20(CpScheduler):
                 f"scheduler {self.label!r}: relax must be true or false, got {relax!r}"
             )
         self.relax = relax
-        from market_hpc.algorithms.cp.cuts import CUTS
-        from market_hpc.algorithms.cp.pcp20 import HINTS
 
         if hint not in HINTS:
             raise ConfigError(

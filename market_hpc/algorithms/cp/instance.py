@@ -38,6 +38,10 @@ BUDGET = "BUDGET"
 """Status of a decision whose work budget (``CpLimits.decision_budget``) ran out before any
 solve found a solution: the greedy plan is used instead."""
 
+HINTS = ("list", "shelf")
+"""PCP'20 hints: ``list`` (``cp_listplan``: the shelf plan's start-now jobs, the rest by list
+scheduling at every end; the default) or ``shelf`` (the shelf plan alone). Both start the
+same jobs now on the same nodes."""
 BRANCHINGS = ("priority", "earliest", "auto")
 """PCP'20's search orders (``cp_pcp20``); the PCP'20 dispatchers declare them as their
 ``branching`` parameter's choices, so a configuration naming another is refused when read."""

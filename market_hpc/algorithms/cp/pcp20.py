@@ -50,6 +50,7 @@ from market_hpc.algorithms.cp.instance import (
     BUDGET,
     FALLBACK,
     GREEDY,
+    HINTS,
     UNIT_LIMITED,
     CpInstance,
     CpLimits,
@@ -279,11 +280,6 @@ for 76,000 one-core units (CEA-Curie) gives a model of 150,000 unit variables th
 12-67 s of CPU per decision; on the overload study's Curie slice at load 2.0 the 10 of 28
 modelled decisions above 8,192 units took 97.5 % of PCP'20's CPU (250 of 257 s).
 Above the limit the greedy plan decides (``UNIT_LIMITED``)."""
-
-HINTS = ("list", "shelf")
-"""PCP'20 hints: ``list`` (``cp_listplan``: the shelf plan's start-now jobs, the rest by list
-scheduling at every end; the default) or ``shelf`` (the shelf plan alone). Both start the
-same jobs now on the same nodes."""
 
 
 """PCP'20 search orders: ``priority`` (per job in priority order: start, then its

@@ -179,7 +179,7 @@ class BbSched(WindowScheduler):
     max_window = 62
     parameters: ClassVar[Mapping[str, Param]] = {
         **WindowScheduler.parameters,
-        "solver": Param("str"),  # one of SOLVERS (checked below)
+        "solver": Param("str", choices=SOLVERS),
         # with population, bounded together by params.GA_WORK_LIMIT; alone: 200 x the
         # paper's G = 500
         "generations": Param("int", Range(0, 100_000, integer=True)),
@@ -188,7 +188,7 @@ class BbSched(WindowScheduler):
         # benchmarks/bbsched.py shape)
         "population": Param("int", Range(2, 1_000, integer=True)),
         "mutation": Param("float", FRACTION),
-        "rule": Param("str"),  # one of RULES (checked below)
+        "rule": Param("str", choices=RULES),
         "exhaustive_up_to": Param("int", Range(0, MAX_EXACT_JOBS, integer=True)),
         "exact_budget": Param("int", Range(0, MAX_INT, integer=True)),
     }
