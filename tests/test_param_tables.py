@@ -43,7 +43,7 @@ def test_each_docs_parameter_table_is_the_declarations(name: str) -> None:
 
 
 def test_the_bbsched_table_has_each_window_setting_once() -> None:
-    rows = docs_block("bbsched.md", "bbsched-parameters").splitlines()[2:]
+    rows = docs_block("parameters.md", "bbsched-parameters").splitlines()[2:]
     settings = [row.split("|")[1].strip().strip("`") for row in rows]
     assert sorted(settings) == sorted(WINDOW_DEFAULTS)
     assert "| `exact_budget` | int | an integer in [0, 2^53 - 1] | 4000000 | `bbsched` |" in rows

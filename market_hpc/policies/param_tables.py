@@ -1,9 +1,9 @@
 """The docs' parameter tables, generated from the declarations (``market_hpc.parameters``).
 
-A family page lists the keyword parameters of its schedulers in a generated block
-(``<!-- NAME:start -->`` .. ``<!-- NAME:end -->``, written by ``scripts/policy_tables.py``);
-a test compares each block with :func:`parameter_table`, so a parameter declared on a class
-appears in its page with no other edit.
+``docs/parameters.md`` lists the keyword parameters of each family's schedulers in a
+generated block (``<!-- NAME:start -->`` .. ``<!-- NAME:end -->``, written by
+``scripts/policy_tables.py``); a test compares each block with :func:`parameter_table`, so a
+parameter declared on a class appears there with no other edit.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ class TableBlock:
 
 BLOCKS = {
     "bbsched-parameters": TableBlock(
-        "bbsched.md",
+        "parameters.md",
         "market_hpc.policies.bbsched.window:WindowScheduler",
         "policy.window",
         {"window": "size"},
     ),
-    "cp-parameters": TableBlock("cp.md", "market_hpc.policies.cp:CpScheduler"),
+    "cp-parameters": TableBlock("parameters.md", "market_hpc.policies.cp:CpScheduler"),
 }
 """The generated parameter tables, by block name."""
 
