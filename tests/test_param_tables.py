@@ -189,6 +189,6 @@ def test_the_explicit_decorator_form_still_registers_a_plugin(registered: None) 
 
 def test_parameter_rows_name_who_takes_them() -> None:
     members = family_members(WindowScheduler)
-    assert list(members)[:2] == ["bb-baseline", "bb-weighted"]
+    assert list(members)[:2] == ["bb-baseline", "bb-binpacking"]
     table = parameter_table(members, {"window": "size"})
     assert "| `normalise` | bool | true or false | true | `bb-binpacking` |" in table

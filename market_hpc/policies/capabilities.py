@@ -358,7 +358,8 @@ UNDECLARED_TEXT = "undeclared"
 
 def family_table(table: Mapping[str, Capabilities]) -> str:
     """The docs table "What each family reads and what it ignores" (markdown), one row per
-    family and capability set, from ``table`` (``registry.BUILTIN``: the built-ins').
+    family and capability set (by family, then first name), from ``table``
+    (``registry.BUILTIN``: the built-ins').
 
     >>> family_table({"easy": CLASSIC}).splitlines()[0]
     '| family | schedulers | handles | reads | ignores |'
@@ -367,7 +368,9 @@ def family_table(table: Mapping[str, Capabilities]) -> str:
     for name, caps in table.items():
         rows.setdefault((caps.family, caps.describe(), caps.reads, caps.ignores), []).append(name)
     lines = ["| family | schedulers | handles | reads | ignores |", "|---|---|---|---|---|"]
-    for (family, described, reads, ignores), names in rows.items():
+    for (family, described, reads, ignores), names in sorted(
+        rows.items(), key=lambda row: (row[0][0], row[1])
+    ):
         lines.append(
             f"| {family} | {', '.join(f'`{n}`' for n in names)} | {described} | {reads} "
             f"| {ignores} |"

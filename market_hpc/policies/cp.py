@@ -138,6 +138,8 @@ class CpScheduler(PolicyBase):
 
     label = ""
     handles = CP
+    allocators: ClassVar[tuple[str, ...] | None] = ("best-fit", "first-fit")
+    default_allocator = "best-fit"
     default_budget: float | None = None
     parameters: ClassVar[Mapping[str, Param]] = {
         "deterministic_time": Param("float", SOLVE_SECONDS),
@@ -471,8 +473,6 @@ class Pcp20(CpScheduler):
         "PCP'20 (Galleguillos et al.): CP-SAT schedule and allocation, model size independent "
         "of the node count"
     )
-    allocators = ("best-fit", "first-fit")
-    default_allocator = "best-fit"
     search = True
     default_budget = DECISION_BUDGET
     parameters: ClassVar[Mapping[str, Param]] = {
@@ -573,8 +573,6 @@ class GreedyPlan(Pcp20):
 
     label = "greedy-plan"
     summary = "PCP'20 ablation: its greedy plan alone (same reduction and placement, no solver)"
-    allocators = ("best-fit", "first-fit")
-    default_allocator = "best-fit"
     search = False
 
     def adapt_queue_length(self, outcome: CpOutcome, modelled: int) -> None:
@@ -590,8 +588,6 @@ class Pcp19(CpScheduler):
         "PCP'19 (PCP'20's baseline): CP-SAT with per-node allocation variables (grows with the "
         "node count)"
     )
-    allocators = ("best-fit", "first-fit")
-    default_allocator = "best-fit"
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the per-node model."""
@@ -607,8 +603,6 @@ class Hcp19(CpScheduler):
 
     label = "hcp19"
     summary = "HCP'19 (PCP'20's baseline): CP-SAT on pooled capacity, then best-fit allocation"
-    allocators = ("best-fit", "first-fit")
-    default_allocator = "best-fit"
     default_budget = DECISION_BUDGET
 
     def solve(self, instance: CpInstance) -> CpOutcome:
@@ -630,6 +624,8 @@ class Cph(CpScheduler):
 
     label = "cph"
     handles = HETEROGENEITY
+    allocators = None  # any: it places with the allocator
+    default_allocator = "first-fit"
     summary = (
         "CPH (Netti et al.): CP-SAT on pooled capacity (PRB priorities, weighted waits), then "
         "any allocator"

@@ -48,13 +48,13 @@ BLOCKS = {
 
 def family_members(base: type) -> dict[str, Mapping[str, Param]]:
     """The declared parameters of every registered scheduler whose class derives from
-    ``base``, by name, in registration order."""
+    ``base``, by name (sorted)."""
     from market_hpc.policies import registry
 
     registry.scheduler_names()
     return {
         name: entry.parameters
-        for name, entry in registry.SCHEDULERS.items()
+        for name, entry in sorted(registry.SCHEDULERS.items())
         if isinstance(entry.factory, type)
         and issubclass(entry.factory, base)
         and entry.parameters is not None

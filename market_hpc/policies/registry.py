@@ -532,12 +532,12 @@ def make_policy(
 
 
 class _BuiltinTable(Mapping[str, Capabilities]):
-    """The built-in schedulers' declared capabilities by name, in registration order, read
+    """The built-in schedulers' declared capabilities by name, sorted, read
     from the registry when first asked (each class declares its own ``handles``)."""
 
     def _table(self) -> dict[str, Capabilities]:
         _load_builtin()
-        entries = (SCHEDULERS[name] for name in _BUILTIN_NAMES if name in SCHEDULERS)
+        entries = (SCHEDULERS[name] for name in sorted(_BUILTIN_NAMES) if name in SCHEDULERS)
         return {entry.name: entry.handles for entry in entries if entry.handles is not None}
 
     def __getitem__(self, name: str) -> Capabilities:

@@ -61,10 +61,9 @@ __all__ = [
     "window_params",
 ]
 
-ALLOCATORS = ("first-fit", "best-fit")
+ALLOCATORS = WindowScheduler.allocators
+"""The allocators every window scheduler composes with (declared on ``WindowScheduler``)."""
 SOLVERS = ("auto", "exact", "ga")
-"""BBSched schedules node counts; the heterogeneity allocators (Netti et al.) add nothing here
-(and every allocator pair multiplies the conformance suite)."""
 
 
 def _totals(view: View) -> tuple[float, float]:
@@ -77,7 +76,6 @@ class BbBaseline(WindowScheduler):
 
     label = "bb-baseline"
     summary = "BBSched Baseline: base order (fcfs/wfp) under EASY over nodes and burst buffer"
-    allocators = ALLOCATORS
 
 
 class _Weighted(WindowScheduler):
@@ -92,14 +90,12 @@ class _Weighted(WindowScheduler):
 class BbWeighted(_Weighted):
     label = "bb-weighted"
     summary = "BBSched Weighted: max 0.5 node + 0.5 burst-buffer utilisation of the window"
-    allocators = ALLOCATORS
 
 
 @register_scheduler
 class BbWeightedCpu(_Weighted):
     label = "bb-weighted-cpu"
     summary = "BBSched Weighted_CPU: max 0.8 node + 0.2 burst-buffer utilisation"
-    allocators = ALLOCATORS
     weights = (0.8, 0.2)
 
 
@@ -107,7 +103,6 @@ class BbWeightedCpu(_Weighted):
 class BbWeightedBb(_Weighted):
     label = "bb-weighted-bb"
     summary = "BBSched Weighted_BB: max 0.2 node + 0.8 burst-buffer utilisation"
-    allocators = ALLOCATORS
     weights = (0.2, 0.8)
 
 
@@ -123,14 +118,12 @@ class _Constrained(WindowScheduler):
 class BbConstrainedCpu(_Constrained):
     label = "bb-constrained-cpu"
     summary = "BBSched Constrained_CPU: max nodes used, burst buffer as a constraint"
-    allocators = ALLOCATORS
 
 
 @register_scheduler
 class BbConstrainedBb(_Constrained):
     label = "bb-constrained-bb"
     summary = "BBSched Constrained_BB: max burst buffer used, nodes as a constraint"
-    allocators = ALLOCATORS
     resource = "bb"
 
 
@@ -140,7 +133,6 @@ class BbBinPacking(WindowScheduler):
 
     label = "bb-binpacking"
     summary = "BBSched Bin_Packing: Tetris-like alignment score over the window"
-    allocators = ALLOCATORS
     parameters: ClassVar[Mapping[str, Param]] = {
         **WindowScheduler.parameters,
         "normalise": Param("bool"),
@@ -175,7 +167,6 @@ class BbSched(WindowScheduler):
 
     label = "bbsched"
     summary = "BBSched: GA Pareto set of (nodes, burst buffer) + the paper's decision rule"
-    allocators = ALLOCATORS
     max_window = 62
     parameters: ClassVar[Mapping[str, Param]] = {
         **WindowScheduler.parameters,

@@ -197,6 +197,9 @@ class WindowScheduler(PolicyBase):
 
     label = "bb-baseline"
     handles = BBSCHED
+    # BBSched schedules node counts; the heterogeneity allocators (Netti et al.) add nothing
+    # here (and every allocator pair multiplies the conformance suite)
+    allocators = ("first-fit", "best-fit")
     max_window = 64
     # the policy.window settings arrive under these names too (``size`` as ``window``)
     parameters: ClassVar[Mapping[str, Param]] = {
