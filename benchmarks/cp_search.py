@@ -40,9 +40,9 @@ import numpy as np
 from market_hpc.algorithms.cp import relax as cp_relax
 from market_hpc.algorithms.cp.cuts import CUTS
 from market_hpc.algorithms.cp.greedy import greedy_plan
-from market_hpc.algorithms.cp.instance import CpInstance, CpLimits
+from market_hpc.algorithms.cp.instance import BRANCHINGS, CpInstance, CpLimits
 from market_hpc.algorithms.cp.listplan import list_plan
-from market_hpc.algorithms.cp.pcp20 import BRANCHINGS, solve_pcp20
+from market_hpc.algorithms.cp.pcp20 import solve_pcp20
 from market_hpc.algorithms.cp.reduce import reduce_instance
 
 

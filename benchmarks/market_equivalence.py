@@ -39,22 +39,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from market_hpc.policies.market.dispatchers import MARKET_SCHEDULERS
+
 REPO = Path(__file__).resolve().parents[1]
 HPC2N = REPO.parent / "shared" / "traces" / "HPC2N-2002-2.1-cln.swf.gz"
-MARKET = (
-    "sjq",
-    "maxv",
-    "maxvd",
-    "minvr",
-    "sjqh",
-    "maxvh",
-    "maxvdh",
-    "minvrh",
-    "sjqlh",
-    "maxvlh",
-    "maxvdlh",
-    "minvrlh",
-)
+MARKET = MARKET_SCHEDULERS
 BASELINES = ("easy-mold",)
 DEMO_SIZES = (10, 25, 50, 100)
 TIMING = ("seconds", "dispatch_ms", "duration", "cpu_per_decision")

@@ -19,20 +19,9 @@ from typing import Any
 
 import pandas as pd
 
-MARKET = (
-    "sjq",
-    "maxv",
-    "maxvd",
-    "minvr",
-    "sjqh",
-    "maxvh",
-    "maxvdh",
-    "minvrh",
-    "sjqlh",
-    "maxvlh",
-    "maxvdlh",
-    "minvrlh",
-)
+from market_hpc.policies.market.dispatchers import MARKET_SCHEDULERS
+
+MARKET = MARKET_SCHEDULERS
 
 
 def run(case: tuple[str, int, int, bool]) -> dict[str, Any]:

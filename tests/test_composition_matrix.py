@@ -23,8 +23,7 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.platform import NodeType, Platform
 from market_hpc.errors import ConfigError
 from market_hpc.policies import allocators_for, scheduler_names
-from market_hpc.policies.capabilities import BUILTIN
-from market_hpc.policies.registry import capability_table
+from market_hpc.policies.registry import BUILTIN, capability_table
 from market_hpc.workload.applications import library_job_set
 from market_hpc.workload.market_rule import apply_market_rule
 
@@ -89,9 +88,8 @@ CELLS: dict[str, Callable[[], list[Job]]] = {
 
 def handlers(builtin: str, predicate: Callable[[str], bool]) -> str:
     """The pinned built-in names plus the registered non-built-ins that satisfy ``predicate``."""
-    names = set(builtin.split(", ")) | {
-        name for name in capability_table() if name not in BUILTIN and predicate(name)
-    }
+    pinned = set(builtin.split(", "))
+    names = pinned | {name for name in capability_table() if name not in pinned and predicate(name)}
     return ", ".join(sorted(names))
 
 

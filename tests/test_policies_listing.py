@@ -7,6 +7,7 @@ from pathlib import Path
 
 from market_hpc.cli import main
 from market_hpc.policies.capabilities import family_table
+from market_hpc.policies.registry import BUILTIN
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "concepts.md"
 
@@ -68,7 +69,7 @@ def test_the_docs_table_is_generated_from_the_registry() -> None:
     start, end = "<!-- family-table:start -->\n", "\n<!-- family-table:end -->"
     assert start in text and end in text
     table = text[text.index(start) + len(start) : text.index(end)]
-    assert table == family_table()
+    assert table == family_table(BUILTIN)
 
 
 LEARNED_SUMMARY = (
@@ -138,12 +139,16 @@ def test_policies_name_lists_each_declared_parameter_with_type_range_and_default
 
     assert main(["policies", "bbsched"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "scheduler bbsched parameters (name: type; valid; default):"
+    assert lines[0] == (
+        "scheduler bbsched [bbsched; built in]: BBSched: GA Pareto set of (nodes, burst buffer) "
+        "+ the paper's decision rule"
+    )
+    assert lines[1] == "scheduler bbsched parameters (name: type; valid; default):"
     assert "  exact_budget: int; an integer in [0, 2^53 - 1]; default 4000000" in lines
     assert "  window: int; an integer in [1, 1e+06]; default 20" in lines
-    assert len(lines) == 1 + 12
+    assert len(lines) == 2 + 12
     assert main(["policies", "locality"]) == 0
-    assert capsys.readouterr().out.splitlines()[1:] == [
+    assert capsys.readouterr().out.splitlines()[2:] == [
         "  distance: float-list; a list of numbers, each a finite number >= 0; default required",
         "  weight: float; a finite number >= 0; default 1.0",
     ]

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from market_hpc.policies import Decision, Start, make_policy
-from market_hpc.policies.capabilities import BUILTIN, handles
+from market_hpc.policies.capabilities import handles
 from market_hpc.policies.classic import Fifo
+from market_hpc.policies.registry import BUILTIN
 from market_hpc.testing import (
     CHECKS,
     MARKET_ONLY,

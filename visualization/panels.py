@@ -174,14 +174,7 @@ def queue_layout(model: HPCModel) -> str:
 
 def _queue_config(model: HPCModel):  # type: ignore[no-untyped-def]
     """The seed 004 queue configuration the policy uses (None: one queue)."""
-    policy = model.policy
-    mode = getattr(policy, "mode", None)
-    if mode is None or not hasattr(policy, "configure"):
-        return None
-    from market_hpc.algorithms.queues.partitions import default_config
-
-    platform = model.platform
-    return getattr(policy, "config", None) or default_config(mode, platform.n_nodes, platform.total_cores)
+    return model.policy_hooks.queue_config(model.platform)
 
 
 def queue_bands(model: HPCModel) -> list[tuple[str, int, int]]:

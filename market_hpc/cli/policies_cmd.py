@@ -14,7 +14,7 @@ def policies_listing() -> list[str]:
     # Imported here, not at the top: ``market-hpc --help`` imports this module and must not
     # load numpy (tests/test_startup.py).
     from market_hpc.policies import registry
-    from market_hpc.policies.capabilities import ALLOCATOR_PLACES, BIDDER_PRICES, UNDECLARED_TEXT
+    from market_hpc.policies.capabilities import UNDECLARED_TEXT
 
     registry.scheduler_names()  # loads the built-ins and the plugins
     lines = ["schedulers (name [family; origin]: summary / handles / allocators):"]
@@ -27,7 +27,7 @@ def policies_listing() -> list[str]:
             else sorted(set(registry.ALLOCATORS) - registry.MARKET_ONLY_ALLOCATORS)
         )
         lines.append(
-            f"  {entry.name} [{caps.family}; {registry.origin(entry.factory)}]: {entry.summary}"
+            f"  {entry.name} [{entry.family}; {registry.origin(entry.factory)}]: {entry.summary}"
         )
         lines.append(f"      handles: {caps.describe()}")
         lines.append(
@@ -36,11 +36,11 @@ def policies_listing() -> list[str]:
     lines.append("allocators (name [origin]: summary / places):")
     for name, (factory, summary) in sorted(registry.ALLOCATORS.items()):
         lines.append(f"  {name} [{registry.origin(factory)}]: {summary}")
-        lines.append(f"      places: {ALLOCATOR_PLACES.get(name, UNDECLARED_TEXT)}")
+        lines.append(f"      places: {getattr(factory, 'places', None) or UNDECLARED_TEXT}")
     lines.append("bidders (name [origin]: summary / prices):")
     for name, (factory, summary) in sorted(registry.BIDDERS.items()):
         lines.append(f"  {name} [{registry.origin(factory)}]: {summary}")
-        lines.append(f"      prices: {BIDDER_PRICES.get(name, UNDECLARED_TEXT)}")
+        lines.append(f"      prices: {getattr(factory, 'prices', None) or UNDECLARED_TEXT}")
     return lines
 
 
@@ -67,7 +67,7 @@ def parameter_listing(name: str) -> list[str]:
         registry.scheduler_entry(name)  # a family member, or the unknown-name error
         kind = "scheduler"
     declared = registry.parameters_of(kind, key)
-    lines = [f"{kind} {key} parameters (name: type; valid; default):"]
+    lines = [_headline(kind, name), f"{kind} {key} parameters (name: type; valid; default):"]
     if declared is None:
         lines.append("  undeclared (a plugin's: its factory checks them)")
     elif not declared:
@@ -77,6 +77,23 @@ def parameter_listing(name: str) -> list[str]:
             f"  {parameter}: {param.kind}; {param.describe()}; default {param.default_text()}"
         )
     return lines
+
+
+def _headline(kind: str, name: str) -> str:
+    """``KIND NAME [FAMILY; ORIGIN]: SUMMARY`` (a scheduler's family; allocators and bidders
+    have none)."""
+    from market_hpc.policies import registry
+
+    if kind == "scheduler":
+        entry = registry.scheduler_entry(name)
+        return (
+            f"scheduler {entry.name} [{entry.family}; {registry.origin(entry.factory)}]: "
+            f"{entry.summary}"
+        )
+    factory, summary = (registry.ALLOCATORS if kind == "allocator" else registry.BIDDERS)[
+        name.lower()
+    ]
+    return f"{kind} {name.lower()} [{registry.origin(factory)}]: {summary}"
 
 
 def cmd_policies(args: argparse.Namespace) -> int:

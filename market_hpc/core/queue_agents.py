@@ -23,6 +23,7 @@ from market_hpc.core.state import DECISION, SimulationState
 from market_hpc.domain.job import Job
 from market_hpc.domain.queues import QueueConfig
 from market_hpc.errors import ConfigError
+from market_hpc.policies.base import PolicyHooks
 
 
 class QueueHost(SimulationState, Protocol):
@@ -30,7 +31,7 @@ class QueueHost(SimulationState, Protocol):
     this protocol so that the model's lazy import of this module makes no import cycle)."""
 
     policy: Any
-    policy_hooks: Any  # a policies.base.PolicyHooks over the policy
+    policy_hooks: PolicyHooks  # what the model reads of the policy
     queue_agent: Any  # the model's QueueAgent (a mesa.Agent), removed and replaced here
 
     def _push(self, when: float, order: int, event: Any) -> None: ...

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from market_hpc.algorithms.bbsched.exact import EXACT_BUDGET
 from market_hpc.errors import ConfigError, InvalidNumberError, UnknownNameError
+from market_hpc.policies.bbsched.schedulers import window_defaults
 from market_hpc.tomlfile import read_toml
 from market_hpc.validation import (
     COUNT,
@@ -173,6 +173,9 @@ class WorkloadConfig:
             )
 
 
+_WINDOW = window_defaults()  # the window schedulers' declared defaults, by setting
+
+
 @dataclass(frozen=True)
 class WindowConfig:
     """Parameters of the BBSched window schedulers (``policy.window``; ``bbsched`` and
@@ -196,21 +199,24 @@ class WindowConfig:
         exact_budget: ``auto`` solves exactly up to this cost (machine words).
         exhaustive_up_to: With ``solver = "ga"``, enumerate when at most this many jobs fit.
         normalise: Bin_Packing's capacity-normalised alignment score.
+
+    Each default is the window schedulers' (``policies.bbsched.schedulers.window_defaults``,
+    read from their constructors); a test keeps the fields equal to their parameters.
     """
 
-    size: int = 20
-    order: str = "fcfs"
-    starvation: float = 50.0
-    starvation_by: str = "invocations"
-    starvation_backstop: float = 0.0
-    generations: int = 500
-    population: int = 20
-    mutation: float = 0.0005
-    rule: str = "paper"
-    solver: str = "auto"
-    exact_budget: int = EXACT_BUDGET
-    exhaustive_up_to: int = 10
-    normalise: bool = True
+    size: int = _WINDOW["size"]
+    order: str = _WINDOW["order"]
+    starvation: float = _WINDOW["starvation"]
+    starvation_by: str = _WINDOW["starvation_by"]
+    starvation_backstop: float = _WINDOW["starvation_backstop"]
+    generations: int = _WINDOW["generations"]
+    population: int = _WINDOW["population"]
+    mutation: float = _WINDOW["mutation"]
+    rule: str = _WINDOW["rule"]
+    solver: str = _WINDOW["solver"]
+    exact_budget: int = _WINDOW["exact_budget"]
+    exhaustive_up_to: int = _WINDOW["exhaustive_up_to"]
+    normalise: bool = _WINDOW["normalise"]
 
     def __post_init__(self) -> None:
         for key in ("size", "generations", "population"):

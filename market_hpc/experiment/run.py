@@ -474,7 +474,7 @@ def summary_extra(
         **estimate_fallback_entries(report),  # (the trace's jobs without a wall-time request)
         "scheduler": config.policy.scheduler,
         "allocator": allocator_used(config),
-        "policy": model.policy.name,
+        "policy": model.policy_hooks.name,
         "seed": config.seed,
     }
     policy_stats = model.policy_hooks.stats

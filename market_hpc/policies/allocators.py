@@ -14,6 +14,9 @@ from market_hpc.parameters import Param
 from market_hpc.policies.base import Allocation, NodeRuns, View
 from market_hpc.policies.registry import register_allocator
 
+SPANS_NODES = "cores, gpus, mics, mem per unit, bb checked; spans nodes"
+"""What an allocator placing a job over several nodes places (``market-hpc policies``)."""
+
 
 def job_fits(job: Job, free: np.ndarray, view: View) -> np.ndarray:
     """Units of ``job`` each node can take, honouring node-exclusive mode."""
@@ -22,11 +25,13 @@ def job_fits(job: Job, free: np.ndarray, view: View) -> np.ndarray:
     return units_fit(free, job.unit)
 
 
-@register_allocator("first-fit", "lowest-index nodes first")
+@register_allocator
 class FirstFit:
     """Fill nodes in index order."""
 
     name = "first-fit"
+    summary = "lowest-index nodes first"
+    places = SPANS_NODES
     parameters: ClassVar[Mapping[str, Param]] = {}
 
     def allocate(self, job: Job, free: np.ndarray, view: View) -> Allocation | None:
@@ -44,11 +49,13 @@ class FirstFit:
         return index.first_fit(job.units)
 
 
-@register_allocator("best-fit", "nodes with the fewest free cores first")
+@register_allocator
 class BestFit:
     """Fill the tightest nodes first."""
 
     name = "best-fit"
+    summary = "nodes with the fewest free cores first"
+    places = SPANS_NODES
     parameters: ClassVar[Mapping[str, Param]] = {}
 
     def allocate(self, job: Job, free: np.ndarray, view: View) -> Allocation | None:
@@ -64,15 +71,14 @@ class BestFit:
         return index.best_fit(job.units)
 
 
-@register_allocator(
-    "max-bid",
-    "the node bidding the most free cores (market auction, Singh et al.; single node)",
-    market_only=True,
-)
+@register_allocator
 class MaxBid:
     """Worst-fit on one node: the node with the most free cores, ties by lowest index."""
 
     name = "max-bid"
+    summary = "the node bidding the most free cores (market auction, Singh et al.; single node)"
+    places = "cores, gpus, mics, mem per unit, bb checked; one node"
+    market_only = True
     parameters: ClassVar[Mapping[str, Param]] = {}
 
     def allocate(self, job: Job, free: np.ndarray, view: View) -> Allocation | None:

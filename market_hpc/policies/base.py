@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from market_hpc.algorithms.market.columns import MarketColumns
     from market_hpc.algorithms.queue_columns import QueueColumns
     from market_hpc.domain.queues import QueueConfig
+    from market_hpc.policies.capabilities import Capabilities
 
 Allocation = tuple[tuple[int, int], ...]
 """Where a job runs: ``((node_index, units_on_that_node), ...)`` with node indices increasing.
@@ -227,7 +228,19 @@ class PolicyBase:
     model reads these members through :class:`PolicyHooks`, which gives a plain class the
     same defaults.
 
+    The class attributes declare its registry entry: ``@register_scheduler`` on the class
+    (no arguments) registers it under ``label`` with these, so a built-in policy is declared
+    once, on its class (a plugin may still pass them to the decorator instead).
+
     Attributes:
+        label: Its registered name (lower case, e.g. ``easy``); its instances' ``name`` is
+            ``label + "+" + allocator`` where it composes with one.
+        summary: One line for ``market-hpc policies`` and the docs.
+        handles: What it handles (``policies.capabilities``), its family included;
+            ``None``: undeclared (assumed as a plugin's).
+        allocators: The allocators it composes with; ``None``: every one not market-only.
+        default_allocator: The allocator used when the configuration names none.
+        market: Whether it is a market dispatcher (chooses nodes by auction).
         parameters: Its declared keyword parameters (``market_hpc.parameters``), a class
             attribute; the registry reads their defaults from ``__init__`` once, when the
             class is registered.
@@ -242,6 +255,12 @@ class PolicyBase:
     """
 
     name: str
+    label: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    handles: ClassVar[Capabilities | None] = None
+    allocators: ClassVar[tuple[str, ...] | None] = None
+    default_allocator: ClassVar[str] = "first-fit"
+    market: ClassVar[bool] = False
     parameters: ClassVar[Mapping[str, Param]] = MappingProxyType({})
     penalty: float | None = None
     stats: dict[str, Any] | None = None
@@ -252,9 +271,27 @@ class PolicyBase:
         model sizes); default: none."""
         return {}
 
+    def check_declared(self, **values: Any) -> None:
+        """Refuse constructor arguments their declarations (``parameters``) refuse: the
+        check a configuration gets when read, for a policy built by ``make_policy`` or by
+        hand.
+
+        Raises:
+            ConfigError: ``scheduler 'LABEL': NAME = VALUE is invalid; valid: ...``.
+        """
+        from market_hpc.policies.params import check_value
+
+        for key, value in values.items():
+            check_value("scheduler", self.label, key, value, self.parameters[key])
+
     def configure(self, config: QueueConfig) -> None:
         """Put another queue configuration in force (the hybrid queues' policies, when the
         queues are split or merged); default: nothing to do."""
+
+    def queue_config(self, platform: Platform) -> QueueConfig | None:
+        """The queue configuration it schedules by on ``platform`` (the hybrid queues'
+        policies; the browser view draws its partitions); default: ``None``, one queue."""
+        return None
 
 
 class PolicyHooks:
@@ -265,8 +302,8 @@ class PolicyHooks:
     >>> class Plain:
     ...     name = "plain"
     >>> hooks = PolicyHooks(Plain())
-    >>> hooks.penalty, hooks.stats, hooks.wake_after, hooks.summary_stats()
-    (None, None, None, {})
+    >>> hooks.penalty, hooks.stats, hooks.wake_after, hooks.summary_stats(), hooks.name
+    (None, None, None, {}, 'plain')
     """
 
     def __init__(self, policy: object) -> None:
@@ -305,6 +342,11 @@ class PolicyHooks:
         method = getattr(self.policy, "configure", None)
         if method is not None:
             method(config)
+
+    def queue_config(self, platform: Platform) -> QueueConfig | None:
+        """:meth:`PolicyBase.queue_config`."""
+        method = getattr(self.policy, "queue_config", None)
+        return None if method is None else cast("QueueConfig | None", method(platform))
 
 
 class Allocator(Protocol):

@@ -27,11 +27,10 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from market_hpc.algorithms.market.auction import RULES as MARKET_RULES
 from market_hpc.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -139,97 +138,75 @@ UNDECLARED_MARKET = Capabilities(
     declared=False,
 )
 
-_RIGID: dict[str, object] = {"resources": RESOURCES, "kinds": KINDS}
-_MARKET: dict[str, object] = {
-    "resources": ("cores",),
-    "kinds": ("moldable", "task-graph"),
-    "molds": True,
-}
-_FAMILIES: tuple[tuple[str, tuple[str, ...], dict[str, object], str, str], ...] = (
-    (
-        "classic",
-        ("fifo", "sjf", "ljf", "easy"),
-        _RIGID,
-        "cores, GPUs, MICs, memory (via the allocator), burst buffer; estimates",
-        "queue ids, value curves, moldability (runs the requested size)",
-    ),
-    (
-        "heterogeneity",
-        ("prb", "ebf", "cph"),
-        _RIGID,
-        "every node resource per unit, burst buffer; estimates (PRB: the queue's expected wait)",
-        "queue ids, value curves, moldability (runs the requested size)",
-    ),
-    (
-        "cp",
-        ("pcp20", "greedy-plan", "pcp19", "hcp19"),
-        _RIGID,
-        "every node resource per unit, burst buffer; estimates",
-        "queue ids, value curves, moldability (runs the requested size)",
-    ),
-    (
-        "bbsched",
-        (
-            "bbsched",
-            "bb-baseline",
-            "bb-weighted",
-            "bb-weighted-cpu",
-            "bb-weighted-bb",
-            "bb-constrained-cpu",
-            "bb-constrained-bb",
-            "bb-binpacking",
-        ),
-        _RIGID,
-        "cores and burst buffer in the window's objectives; other node resources via the allocator",
-        "queue ids, value curves, moldability (runs the requested size)",
-    ),
-    (
-        "queues",
-        ("queues-shared",),
-        {**_RIGID, "queues": True},
-        (
-            "queue ids (one EASY over the machine), every node resource per unit, burst buffer; "
-            "estimates"
-        ),
-        "value curves, moldability (runs the requested size)",
-    ),
-    # A moldable job runs at its requested size, like a rigid one: in its queue's partition
-    # when that holds the size, else machine-wide (as a rigid job larger than its partition).
-    (
-        "queues",
-        ("queues-partitioned", "queues-hybrid"),
-        {**_RIGID, "queues": True},
-        "queue ids (partitions), every node resource per unit, burst buffer; estimates",
-        "value curves, moldability (runs the requested size)",
-    ),
-    (
-        "market",
-        tuple(rule + suffix for rule in MARKET_RULES for suffix in ("", "h", "lh")),
-        {**_MARKET, "resources": RESOURCES, "value_curves": True},
-        (
-            "free resources of each node (bids; cores, GPUs, MICs, memory per unit), burst buffer, "
-            "value curves, "
-            "speedup profiles; a spans_nodes job (market rule) takes several nodes' offers"
-        ),
-        "estimates, queue ids; task-graph jobs stay on one node",
-    ),
-    (
-        "market baseline",
-        ("easy-mold",),
-        {**_MARKET, "resources": ("cores", "bb")},
-        (
-            "free cores (of several nodes for a spans_nodes job), burst buffer (checked, not "
-            "reserved), speedup profiles, estimates"
-        ),
-        "GPUs, MICs, memory, value curves, queue ids",
-    ),
+_RIGID_IGNORES = "queue ids, value curves, moldability (runs the requested size)"
+# What each family of built-in schedulers handles, reads and ignores; each scheduler class
+# names its family's as its ``handles`` (the registry reads it there; the matrix test pins
+# them).
+CLASSIC = handles(
+    family="classic",
+    reads="cores, GPUs, MICs, memory (via the allocator), burst buffer; estimates",
+    ignores=_RIGID_IGNORES,
 )
-BUILTIN: dict[str, Capabilities] = {
-    name: handles(**options, family=family, reads=reads, ignores=ignores)  # type: ignore[arg-type]
-    for family, names, options, reads, ignores in _FAMILIES
-    for name in names
-}
-"""The built-in schedulers' capabilities (read from each policy; the matrix test pins them)."""
+HETEROGENEITY = handles(
+    family="heterogeneity",
+    reads=(
+        "every node resource per unit, burst buffer; estimates (PRB: the queue's expected wait)"
+    ),
+    ignores=_RIGID_IGNORES,
+)
+CP = handles(
+    family="cp",
+    reads="every node resource per unit, burst buffer; estimates",
+    ignores=_RIGID_IGNORES,
+)
+BBSCHED = handles(
+    family="bbsched",
+    reads=(
+        "cores and burst buffer in the window's objectives; other node resources via the allocator"
+    ),
+    ignores=_RIGID_IGNORES,
+)
+QUEUES_SHARED = handles(
+    queues=True,
+    family="queues",
+    reads=(
+        "queue ids (one EASY over the machine), every node resource per unit, burst buffer; "
+        "estimates"
+    ),
+    ignores="value curves, moldability (runs the requested size)",
+)
+# A moldable job runs at its requested size, like a rigid one: in its queue's partition
+# when that holds the size, else machine-wide (as a rigid job larger than its partition).
+QUEUES_PARTITIONED = handles(
+    queues=True,
+    family="queues",
+    reads="queue ids (partitions), every node resource per unit, burst buffer; estimates",
+    ignores="value curves, moldability (runs the requested size)",
+)
+MARKET = handles(
+    RESOURCES,
+    ("moldable", "task-graph"),
+    molds=True,
+    value_curves=True,
+    family="market",
+    reads=(
+        "free resources of each node (bids; cores, GPUs, MICs, memory per unit), burst buffer, "
+        "value curves, "
+        "speedup profiles; a spans_nodes job (market rule) takes several nodes' offers"
+    ),
+    ignores="estimates, queue ids; task-graph jobs stay on one node",
+)
+MARKET_BASELINE = handles(
+    ("cores", "bb"),
+    ("moldable", "task-graph"),
+    molds=True,
+    family="market baseline",
+    reads=(
+        "free cores (of several nodes for a spans_nodes job), burst buffer (checked, not "
+        "reserved), speedup profiles, estimates"
+    ),
+    ignores="GPUs, MICs, memory, value curves, queue ids",
+)
 
 
 # ----------------------------------------------------------------- workload needs
@@ -374,37 +351,26 @@ def refusal(
 
 
 # ------------------------------------------------------- allocators and bidders
-ALLOCATOR_PLACES = {
-    "first-fit": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
-    "best-fit": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
-    "balanced": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
-    "weighted": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
-    "priority-weighted": "cores, gpus, mics, mem per unit, bb checked; spans nodes",
-    "max-bid": "cores, gpus, mics, mem per unit, bb checked; one node",
-}
-"""What each built-in allocator places (every one checks the burst buffer before placing)."""
-BIDDER_PRICES = {
-    "free-cores": "free cores",
-    "energy": "free cores per watt",
-    "locality": "free cores and distance",
-    "offer-reserve": "a share of the free cores, at a reserve value per core",
-}
-"""What each built-in bidder prices."""
 UNDECLARED_TEXT = "undeclared"
+"""What ``market-hpc policies`` shows for an allocator without ``places`` or a bidder without
+``prices`` (a plugin's)."""
 
 
-def family_table(table: dict[str, Capabilities] | None = None) -> str:
+def family_table(table: Mapping[str, Capabilities]) -> str:
     """The docs table "What each family reads and what it ignores" (markdown), one row per
-    family and capability set, from the built-in declarations (``BUILTIN``) by default.
+    family and capability set (by family, then first name), from ``table``
+    (``registry.BUILTIN``: the built-ins').
 
-    >>> family_table().splitlines()[0]
+    >>> family_table({"easy": CLASSIC}).splitlines()[0]
     '| family | schedulers | handles | reads | ignores |'
     """
     rows: dict[tuple[str, str, str, str], list[str]] = {}
-    for name, caps in (BUILTIN if table is None else table).items():
+    for name, caps in table.items():
         rows.setdefault((caps.family, caps.describe(), caps.reads, caps.ignores), []).append(name)
     lines = ["| family | schedulers | handles | reads | ignores |", "|---|---|---|---|---|"]
-    for (family, described, reads, ignores), names in rows.items():
+    for (family, described, reads, ignores), names in sorted(
+        rows.items(), key=lambda row: (row[0][0], row[1])
+    ):
         lines.append(
             f"| {family} | {', '.join(f'`{n}`' for n in names)} | {described} | {reads} "
             f"| {ignores} |"

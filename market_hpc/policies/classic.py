@@ -31,6 +31,7 @@ from market_hpc.policies.base import (
     fast_view,
     pass_aware,
 )
+from market_hpc.policies.capabilities import CLASSIC
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.policies.scratch import PassScratch
 
@@ -49,6 +50,7 @@ class _OrderedScheduler(PolicyBase):
     """Start jobs in an order while they fit; stop at the first that does not."""
 
     label = ""
+    handles = CLASSIC
     # The order as a sort key (``None``: queue order). The model's views keep the queue
     # sorted by it between decisions (``view.queue_sorted``), so a pass over a long queue
     # costs the jobs it looks at, not a sort of the whole queue.
@@ -105,20 +107,23 @@ def _served(
     return order(view.queue) if kept is None else kept.queue_sorted(key)
 
 
-@register_scheduler("fifo", "first come, first served; the head blocks the queue")
+@register_scheduler
 class Fifo(_OrderedScheduler):
     label = "fifo"
+    summary = "first come, first served; the head blocks the queue"
 
 
-@register_scheduler("sjf", "shortest estimate first; blocks at the first job that does not fit")
+@register_scheduler
 class Sjf(_OrderedScheduler):
     label = "sjf"
+    summary = "shortest estimate first; blocks at the first job that does not fit"
     key = staticmethod(shortest_first)
 
 
-@register_scheduler("ljf", "longest estimate first; blocks at the first job that does not fit")
+@register_scheduler
 class Ljf(_OrderedScheduler):
     label = "ljf"
+    summary = "longest estimate first; blocks at the first job that does not fit"
     key = staticmethod(longest_first)
 
 
@@ -157,6 +162,7 @@ class Backfilling(PolicyBase):
     """
 
     label = "backfilling"
+    handles = CLASSIC
     key: Callable[[Job], Any] | None = None
     # A vectorised filter costs more than a short walk.
     columns_from = 64
@@ -263,11 +269,12 @@ class Backfilling(PolicyBase):
         )
 
 
-@register_scheduler("easy", "FIFO with EASY backfilling (Mu'alem & Feitelson 2001)")
+@register_scheduler
 class Easy(Backfilling):
     """EASY backfilling in queue (arrival) order: :class:`Backfilling` as it stands."""
 
     label = "easy"
+    summary = "FIFO with EASY backfilling (Mu'alem & Feitelson 2001)"
 
 
 # ``Start(job_id, allocation)`` and ``Decision(actions)`` without the named tuples' Python

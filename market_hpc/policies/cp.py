@@ -40,8 +40,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from market_hpc.algorithms.cp.budget import DECISION_BUDGET
+from market_hpc.algorithms.cp.cuts import CUTS
 from market_hpc.algorithms.cp.instance import (
+    BRANCHINGS,
     BUDGET,
+    HINTS,
     TRIVIAL,
     UNIT_LIMITED,
     CpInstance,
@@ -68,6 +71,7 @@ from market_hpc.policies.base import (
     Start,
     View,
 )
+from market_hpc.policies.capabilities import CP, HETEROGENEITY
 from market_hpc.policies.hetero.allocators import announce
 from market_hpc.policies.hetero.schedulers import DEFAULT_EXPECTED_WAIT, Prb, take_nodes
 from market_hpc.policies.params import SOLVE_SECONDS
@@ -133,6 +137,9 @@ class CpScheduler(PolicyBase):
     """
 
     label = ""
+    handles = CP
+    allocators: ClassVar[tuple[str, ...] | None] = ("best-fit", "first-fit")
+    default_allocator = "best-fit"
     default_budget: float | None = None
     parameters: ClassVar[Mapping[str, Param]] = {
         "deterministic_time": Param("float", SOLVE_SECONDS),
@@ -435,13 +442,7 @@ def _fits(job: Job, allocation: Allocation, free: np.ndarray, view: View) -> boo
     )
 
 
-@register_scheduler(
-    "pcp20",
-    "PCP'20 (Galleguillos et al.): CP-SAT schedule and allocation, model size independent of the "
-    "node count",
-    allocators=("best-fit", "first-fit"),
-    default_allocator="best-fit",
-)
+@register_scheduler
 class Pcp20(CpScheduler):
     """PCP'20 (``market_hpc.algorithms.cp.pcp20``); the allocator (best-fit or first-fit)
     only repairs allocations the checks reject and serves the idle-machine rule.
@@ -456,7 +457,7 @@ class Pcp20(CpScheduler):
         time_control: ``deterministic`` (reproducible) or ``paper`` (1 s of wall clock,
             +0.5 s per retry while no solution, ``max_retries`` 30 by default).
         hint: ``list`` (the default: the greedy plan's start-now jobs, the rest by list
-            scheduling) or ``shelf`` (the greedy shelf plan); ``cp_pcp20.HINTS``.
+            scheduling) or ``shelf`` (the greedy shelf plan); ``cp_instance.HINTS``.
         cuts: The redundant rules of ``cp_cuts`` to add (default all: ``event``,
             ``slots``, ``identical``, ``bound``, ``cumulative``); ``[]`` for none.
         relax: Solve the schedule relaxation first (``cp_relax``: its schedule, packed,
@@ -468,6 +469,10 @@ class Pcp20(CpScheduler):
     """
 
     label = "pcp20"
+    summary = (
+        "PCP'20 (Galleguillos et al.): CP-SAT schedule and allocation, model size independent "
+        "of the node count"
+    )
     search = True
     default_budget = DECISION_BUDGET
     parameters: ClassVar[Mapping[str, Param]] = {
@@ -475,10 +480,10 @@ class Pcp20(CpScheduler):
         # the authors' paper control uses 30; the work of a decision grows with its square
         "max_retries": Param("int", Range(0, 100, integer=True), optional=True),
         "levels": Param("int", Range(0, 64, integer=True)),
-        "branching": Param("str"),  # one of cp_pcp20.BRANCHINGS (checked where it is used)
+        "branching": Param("str", choices=BRANCHINGS),
         "time_control": Param("str", choices=("deterministic", "paper")),
-        "hint": Param("str"),  # one of cp_pcp20.HINTS (checked below)
-        "cuts": Param("str-list"),  # names of cp_cuts.CUTS (checked below)
+        "hint": Param("str", choices=HINTS),
+        "cuts": Param("str-list", choices=CUTS),
         "relax": Param("bool"),
         "unit_limit": Param("int", Range(0, 1_000_000_000, integer=True), optional=True),
     }
@@ -511,8 +516,6 @@ class Pcp20(CpScheduler):
                 f"scheduler {self.label!r}: relax must be true or false, got {relax!r}"
             )
         self.relax = relax
-        from market_hpc.algorithms.cp.cuts import CUTS
-        from market_hpc.algorithms.cp.pcp20 import HINTS, check_branching
 
         if hint not in HINTS:
             raise ConfigError(
@@ -529,10 +532,7 @@ class Pcp20(CpScheduler):
             raise ConfigError(
                 f"scheduler {self.label!r}: levels must be >= 0 (0: exact), got {levels}"
             )
-        try:
-            check_branching(branching)
-        except ValueError as exc:
-            raise ConfigError(f"scheduler {self.label!r}: {exc}") from None
+        self.check_declared(branching=branching)
         if time_control not in TIME_CONTROLS:
             raise ConfigError(
                 f"scheduler {self.label!r}: time_control must be one of "
@@ -564,12 +564,7 @@ class Pcp20(CpScheduler):
         )
 
 
-@register_scheduler(
-    "greedy-plan",
-    "PCP'20 ablation: its greedy plan alone (same reduction and placement, no solver)",
-    allocators=("best-fit", "first-fit"),
-    default_allocator="best-fit",
-)
+@register_scheduler
 class GreedyPlan(Pcp20):
     """PCP'20 without the search: the greedy plan that PCP'20's hint starts from, on the
     same reduced system, decides (status ``GREEDY``): the same jobs start now on the same
@@ -577,23 +572,22 @@ class GreedyPlan(Pcp20):
     starts). Every PCP'20 result is read against it."""
 
     label = "greedy-plan"
+    summary = "PCP'20 ablation: its greedy plan alone (same reduction and placement, no solver)"
     search = False
 
     def adapt_queue_length(self, outcome: CpOutcome, modelled: int) -> None:
         """Keeps its queue length: a plan is always found."""
 
 
-@register_scheduler(
-    "pcp19",
-    "PCP'19 (PCP'20's baseline): CP-SAT with per-node allocation variables (grows with the "
-    "node count)",
-    allocators=("best-fit", "first-fit"),
-    default_allocator="best-fit",
-)
+@register_scheduler
 class Pcp19(CpScheduler):
     """PCP'19 (``market_hpc.algorithms.cp.pcp19``) with the doubling time control."""
 
     label = "pcp19"
+    summary = (
+        "PCP'19 (PCP'20's baseline): CP-SAT with per-node allocation variables (grows with the "
+        "node count)"
+    )
 
     def solve(self, instance: CpInstance) -> CpOutcome:
         """Solve the per-node model."""
@@ -602,17 +596,13 @@ class Pcp19(CpScheduler):
         return solve_pcp19(instance, self.limits)
 
 
-@register_scheduler(
-    "hcp19",
-    "HCP'19 (PCP'20's baseline): CP-SAT on pooled capacity, then best-fit allocation",
-    allocators=("best-fit", "first-fit"),
-    default_allocator="best-fit",
-)
+@register_scheduler
 class Hcp19(CpScheduler):
     """HCP'19: pooled schedule (``market_hpc.algorithms.cp.pooled``), best-fit placement
     (the paper's; first-fit is accepted as a variant)."""
 
     label = "hcp19"
+    summary = "HCP'19 (PCP'20's baseline): CP-SAT on pooled capacity, then best-fit allocation"
     default_budget = DECISION_BUDGET
 
     def solve(self, instance: CpInstance) -> CpOutcome:
@@ -622,11 +612,7 @@ class Hcp19(CpScheduler):
         return solve_pooled(instance, self.limits)
 
 
-@register_scheduler(
-    "cph",
-    "CPH (Netti et al.): CP-SAT on pooled capacity (PRB priorities, weighted waits), then "
-    "any allocator",
-)
+@register_scheduler
 class Cph(CpScheduler):
     """CPH (Borghesi et al., in Netti et al. 2018): pooled schedule, jobs starting now go
     to the allocator in PRB order, skipping those it cannot place.
@@ -637,6 +623,13 @@ class Cph(CpScheduler):
     """
 
     label = "cph"
+    handles = HETEROGENEITY
+    allocators = None  # any: it places with the allocator
+    default_allocator = "first-fit"
+    summary = (
+        "CPH (Netti et al.): CP-SAT on pooled capacity (PRB priorities, weighted waits), then "
+        "any allocator"
+    )
     parameters: ClassVar[Mapping[str, Param]] = {**CpScheduler.parameters, **Prb.parameters}
 
     def __init__(

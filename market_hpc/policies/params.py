@@ -29,6 +29,7 @@ __all__ = [
     "SOLVE_SECONDS",
     "Param",
     "check_params",
+    "check_value",
     "check_work",
     "decision_seconds",
 ]
@@ -87,13 +88,28 @@ def check_params(
             raise ConfigError(
                 f"{kind} {name!r}: unknown parameter {key!r}; valid parameters: {valid}"
             )
-        if not spec.accepts(value):
-            source = f"policy.params.{key}" if kind == "scheduler" else key
-            raise ConfigError(
-                f"{kind} {name!r}: {source} = {value!r} is invalid; valid: {spec.describe()}"
-            )
+        check_value(kind, name, f"policy.params.{key}" if kind == "scheduler" else key, value, spec)
     if kind == "scheduler":
         check_work(name, params, declared)
+
+
+def check_value(kind: str, name: str, source: str, value: Any, spec: Param) -> None:
+    """Refuse ``value`` when its declaration ``spec`` does not accept it.
+
+    Raises:
+        ConfigError: ``KIND 'NAME': SOURCE = VALUE is invalid; valid: ...``.
+
+    >>> check_value("scheduler", "pcp20", "branching", "random",
+    ...             Param("str", choices=("priority", "auto")))  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    market_hpc.errors.ConfigError: scheduler 'pcp20': branching = 'random' is invalid;
+        valid: one of priority, auto
+    """
+    if not spec.accepts(value):
+        raise ConfigError(
+            f"{kind} {name!r}: {source} = {value!r} is invalid; valid: {spec.describe()}"
+        )
 
 
 def check_work(name: str, params: Mapping[str, Any], declared: Mapping[str, Param] | None) -> None:

@@ -17,19 +17,20 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.parameters import Param, declared_parameters
 from market_hpc.policies.base import Allocator, Policy
-from market_hpc.policies.capabilities import BUILTIN, UNDECLARED, UNDECLARED_MARKET, Capabilities
+from market_hpc.policies.capabilities import UNDECLARED, UNDECLARED_MARKET, Capabilities
 from market_hpc.policies.params import check_params
 
 SchedulerFactory = Callable[..., Policy]
 AllocatorFactory = Callable[..., Allocator]
 BidderFactory = Callable[..., Any]  # -> algorithms.bidding.Bidder
+_Class = TypeVar("_Class", bound=type)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,12 @@ class SchedulerEntry:
     market: bool = False
     handles: Capabilities | None = None
     parameters: Mapping[str, Param] | None = None
+
+    @property
+    def family(self) -> str:
+        """Its family (``classic``, ``cp``, ``bbsched``, ...: its capabilities'), ``plugin``
+        when it declares none."""
+        return self.capabilities.family or "plugin"
 
     @property
     def capabilities(self) -> Capabilities:
@@ -91,6 +98,11 @@ def _check_new(kind: str, name: str, factory: Any, known: dict[str, Any]) -> Non
         )
 
 
+@overload
+def register_scheduler(name: _Class, /) -> _Class: ...
+
+
+@overload
 def register_scheduler(
     name: str,
     summary: str,
@@ -100,7 +112,19 @@ def register_scheduler(
     market: bool = False,
     handles: Capabilities | None = None,
     parameters: Mapping[str, Param] | None = None,
-) -> Callable[[SchedulerFactory], SchedulerFactory]:
+) -> Callable[[SchedulerFactory], SchedulerFactory]: ...
+
+
+def register_scheduler(
+    name: str | type,
+    summary: str | None = None,
+    *,
+    allocators: tuple[str, ...] | None = None,
+    default_allocator: str = "first-fit",
+    market: bool = False,
+    handles: Capabilities | None = None,
+    parameters: Mapping[str, Param] | None = None,
+) -> Any:
     """Class/function decorator adding a scheduler to the registry.
 
     The factory is called as ``factory(allocator, **params)`` and returns an object with
@@ -111,20 +135,47 @@ def register_scheduler(
     the class's ``parameters`` (``market_hpc.parameters``), or ``parameters`` for a factory
     function; without either they are undeclared and the factory checks them.
 
+    Used bare (``@register_scheduler`` on a class), it reads the whole entry from the
+    class's declarations (``PolicyBase``: ``label``, ``summary``, ``handles``,
+    ``allocators``, ``default_allocator``, ``market``, ``parameters``).
+
     Raises:
-        ConfigError: the name is taken, what is decorated is not callable, or its declared
+        ConfigError: the name is taken, what is decorated is not callable, a bare use
+            decorates a class without a ``label`` and ``summary``, or its declared
             parameters are not its constructor's keywords.
     """
+    if isinstance(name, type):
+        return _register_declared(name)
+    text = _summary_given("scheduler", name, summary)
 
     def add(factory: SchedulerFactory) -> SchedulerFactory:
         _check_new("scheduler", name, factory, SCHEDULERS)
         declared = declared_parameters("scheduler", name, factory, parameters)
         SCHEDULERS[name] = SchedulerEntry(
-            name, factory, allocators, default_allocator, summary, market, handles, declared
+            name, factory, allocators, default_allocator, text, market, handles, declared
         )
         return factory
 
     return add
+
+
+def _register_declared(cls: _Class) -> _Class:
+    """Register ``cls`` from its class attributes (``register_scheduler`` used bare)."""
+    label, summary = getattr(cls, "label", ""), getattr(cls, "summary", "")
+    if not label or not summary:
+        raise ConfigError(
+            f"scheduler class {cls.__qualname__!r}: a bare @register_scheduler needs the "
+            f"class to declare label and summary (got {label!r}, {summary!r})"
+        )
+    register_scheduler(
+        label,
+        summary,
+        allocators=getattr(cls, "allocators", None),
+        default_allocator=getattr(cls, "default_allocator", "first-fit"),
+        market=getattr(cls, "market", False),
+        handles=getattr(cls, "handles", None),
+    )(cls)
+    return cls
 
 
 def register_scheduler_family(
@@ -181,22 +232,40 @@ def _family_member(name: str) -> SchedulerEntry | None:
     return dataclasses.replace(family, name=f"{prefix.lower()}:{argument}", factory=factory)
 
 
+@overload
+def register_allocator(name: _Class, /) -> _Class: ...
+
+
+@overload
 def register_allocator(
     name: str, summary: str, *, market_only: bool = False
-) -> Callable[[AllocatorFactory], AllocatorFactory]:
+) -> Callable[[AllocatorFactory], AllocatorFactory]: ...
+
+
+def register_allocator(
+    name: str | type, summary: str | None = None, *, market_only: bool = False
+) -> Any:
     """Class/function decorator adding an allocator to the registry.
 
     ``market_only`` allocators (the auction's single-node ``max-bid``) are offered only to
-    schedulers that list them explicitly.
+    schedulers that list them explicitly. Used bare (``@register_allocator`` on a class),
+    it reads the entry from the class: ``name``, ``summary``, ``market_only``, ``parameters``
+    (and ``places``, what ``market-hpc policies`` says it places).
 
     Raises:
-        ConfigError: the name is taken, or what is decorated is not callable.
+        ConfigError: the name is taken, what is decorated is not callable, or a bare use
+            decorates a class without a ``name`` and ``summary``.
     """
+    if isinstance(name, type):
+        cls = name
+        label, text = _declared_names("allocator", cls)
+        return register_allocator(label, text, market_only=getattr(cls, "market_only", False))(cls)
+    text = _summary_given("allocator", name, summary)
 
     def add(factory: AllocatorFactory) -> AllocatorFactory:
         _check_new("allocator", name, factory, ALLOCATORS)
         DECLARED["allocator"][name] = declared_parameters("allocator", name, factory)
-        ALLOCATORS[name] = (factory, summary)
+        ALLOCATORS[name] = (factory, text)
         if market_only:
             MARKET_ONLY_ALLOCATORS.add(name)
         return factory
@@ -204,23 +273,55 @@ def register_allocator(
     return add
 
 
-def register_bidder(name: str, summary: str) -> Callable[[BidderFactory], BidderFactory]:
+@overload
+def register_bidder(name: _Class, /) -> _Class: ...
+
+
+@overload
+def register_bidder(name: str, summary: str) -> Callable[[BidderFactory], BidderFactory]: ...
+
+
+def register_bidder(name: str | type, summary: str | None = None) -> Any:
     """Class/function decorator adding a market bidding strategy to the registry.
 
     The factory is called as ``factory(**params)`` and returns an object with ``name`` and
     ``bids(free, capacity, nodes) -> array`` (``market_hpc.algorithms.market.bidding.Bidder``).
+    Used bare (``register_bidder(cls)``), it reads ``name``, ``summary`` and
+    ``parameters`` from the class (and ``prices``, what ``market-hpc policies`` says it
+    prices).
 
     Raises:
-        ConfigError: the name is taken, or what is decorated is not callable.
+        ConfigError: the name is taken, what is decorated is not callable, or a bare use
+            decorates a class without a ``name`` and ``summary``.
     """
+    if isinstance(name, type):
+        return register_bidder(*_declared_names("bidder", name))(name)
+    text = _summary_given("bidder", name, summary)
 
     def add(factory: BidderFactory) -> BidderFactory:
         _check_new("bidder", name, factory, BIDDERS)
         DECLARED["bidder"][name] = declared_parameters("bidder", name, factory)
-        BIDDERS[name] = (factory, summary)
+        BIDDERS[name] = (factory, text)
         return factory
 
     return add
+
+
+def _declared_names(kind: str, cls: type) -> tuple[str, str]:
+    """The ``name`` and ``summary`` an allocator or bidder class declares."""
+    label, summary = getattr(cls, "name", ""), getattr(cls, "summary", "")
+    if not isinstance(label, str) or not label or not summary:
+        raise ConfigError(
+            f"{kind} class {cls.__qualname__!r}: a bare @register_{kind} needs the class to "
+            f"declare name and summary (got {label!r}, {summary!r})"
+        )
+    return label, summary
+
+
+def _summary_given(kind: str, name: str, summary: str | None) -> str:
+    if summary is None:
+        raise ConfigError(f"{kind} {name!r}: register_{kind} needs a summary")
+    return summary
 
 
 BUILTIN_MODULES = (
@@ -239,6 +340,7 @@ BUILTIN_MODULES = (
 FAMILY_MODULES = ("market_hpc.rl.heuristics", "market_hpc.rl.learned")
 """Built-in policies whose family lives outside ``market_hpc.policies`` (full module names)."""
 _loaded = False
+_BUILTIN_NAMES: list[str] = []  # the schedulers registered by BUILTIN_MODULES and FAMILY_MODULES
 
 
 def _load_builtin() -> None:
@@ -251,12 +353,7 @@ def _load_builtin() -> None:
         importlib.import_module(f"market_hpc.policies.{module}")
     for module in FAMILY_MODULES:
         importlib.import_module(module)
-    for (
-        name,
-        caps,
-    ) in BUILTIN.items():  # declared here, beside each other, not in the policy modules
-        if name in SCHEDULERS and SCHEDULERS[name].handles is None:
-            SCHEDULERS[name] = dataclasses.replace(SCHEDULERS[name], handles=caps)
+    _BUILTIN_NAMES.extend(SCHEDULERS)
     from market_hpc.policies.plugins import load_plugins
 
     load_plugins(sys.modules[__name__])  # this module is the Registry the loader fills
@@ -432,6 +529,29 @@ def make_policy(
             f"returned a {type(policy).__name__}, which has no decide(view, rng) method"
         )
     return policy
+
+
+class _BuiltinTable(Mapping[str, Capabilities]):
+    """The built-in schedulers' declared capabilities by name, sorted, read
+    from the registry when first asked (each class declares its own ``handles``)."""
+
+    def _table(self) -> dict[str, Capabilities]:
+        _load_builtin()
+        entries = (SCHEDULERS[name] for name in sorted(_BUILTIN_NAMES) if name in SCHEDULERS)
+        return {entry.name: entry.handles for entry in entries if entry.handles is not None}
+
+    def __getitem__(self, name: str) -> Capabilities:
+        return self._table()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+BUILTIN: Mapping[str, Capabilities] = _BuiltinTable()
+"""The built-in schedulers' capabilities (declared on each class; the matrix test pins them)."""
 
 
 def capability_table() -> dict[str, Capabilities]:

@@ -145,36 +145,39 @@ def _register(name: str, score: Score, summary: str) -> None:
     strict = type(
         name.upper(),
         (_Scored,),
-        {"label": name, "score": staticmethod(score), "__module__": __name__, "__doc__": summary},
+        {
+            "label": name,
+            "summary": summary + "; blocks at the first job that does not fit",
+            "handles": CAPABILITIES,
+            "score": staticmethod(score),
+            "__module__": __name__,
+            "__doc__": summary,
+        },
     )
     easy = type(
         name.upper() + "Easy",
         (_ScoredEasy,),
         {
             "label": f"{name}-easy",
+            "summary": summary + ", with EASY backfilling",
+            "handles": CAPABILITIES,
             "score": staticmethod(score),
             "__module__": __name__,
             "__doc__": summary + ", with EASY backfilling",
         },
     )
-    register_scheduler(
-        name, summary + "; blocks at the first job that does not fit", handles=CAPABILITIES
-    )(strict)
-    register_scheduler(f"{name}-easy", summary + ", with EASY backfilling", handles=CAPABILITIES)(
-        easy
-    )
+    register_scheduler(strict)
+    register_scheduler(easy)
 
 
-@register_scheduler(
-    "sjf-easy",
-    "SJF with EASY backfilling (RLScheduler's SJF row with backfilling)",
-    handles=CAPABILITIES,
-)
+@register_scheduler
 class SjfEasy(Backfilling):
     """EASY backfilling over SJF's order (estimate, submit time, job id): the model keeps
     the queue sorted by this static key between decisions."""
 
     label = "sjf-easy"
+    summary = "SJF with EASY backfilling (RLScheduler's SJF row with backfilling)"
+    handles = CAPABILITIES
     key = staticmethod(shortest_first)
 
 

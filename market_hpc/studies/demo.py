@@ -33,19 +33,11 @@ from market_hpc.workload.applications import CURVE_REGIMES, library_job_set
 
 POLICIES = (*RULES, *(rule + "h" for rule in RULES))
 LOOKAHEAD = tuple(rule + "lh" for rule in RULES)
+_RULE_LABELS = dict(zip(RULES, ("SJQ", "maxV", "maxVD", "minVR"), strict=True))
 LABELS = {
-    "sjq": "SJQ",
-    "maxv": "maxV",
-    "maxvd": "maxVD",
-    "minvr": "minVR",
-    "sjqh": "SJQH",
-    "maxvh": "maxVH",
-    "maxvdh": "maxVDH",
-    "minvrh": "minVRH",
-    "sjqlh": "SJQ-LH",
-    "maxvlh": "maxV-LH",
-    "maxvdlh": "maxVD-LH",
-    "minvrlh": "minVR-LH",
+    rule + suffix: _RULE_LABELS[rule] + label
+    for suffix, label in (("", ""), ("h", "H"), ("lh", "-LH"))
+    for rule in RULES
 }
 JOB_SET_SIZES = (10, 25, 50, 100)
 QUICK_SIZES = (10, 30)

@@ -399,7 +399,9 @@ def test_bad_scheduler_parameters_fail_with_the_scheduler_name() -> None:
     with pytest.raises(ConfigError, match="scheduler 'pcp20': levels must be >= 0"):
         make_policy("pcp20", scheduler_params={"levels": -1})
     with pytest.raises(
-        ConfigError, match="scheduler 'pcp20': branching must be one of priority, earliest, auto"
+        ConfigError,
+        match=r"^scheduler 'pcp20': branching = 'random' is invalid; valid: one of priority, "
+        r"earliest, auto$",
     ):
         make_policy("pcp20", scheduler_params={"branching": "random"})
     with pytest.raises(

@@ -38,6 +38,28 @@ BUDGET = "BUDGET"
 """Status of a decision whose work budget (``CpLimits.decision_budget``) ran out before any
 solve found a solution: the greedy plan is used instead."""
 
+HINTS = ("list", "shelf")
+"""PCP'20 hints: ``list`` (``cp_listplan``: the shelf plan's start-now jobs, the rest by list
+scheduling at every end; the default) or ``shelf`` (the shelf plan alone). Both start the
+same jobs now on the same nodes."""
+BRANCHINGS = ("priority", "earliest", "auto")
+"""PCP'20's search orders (``cp_pcp20``); the PCP'20 dispatchers declare them as their
+``branching`` parameter's choices, so a configuration naming another is refused when read."""
+
+
+def check_branching(branching: str) -> None:
+    """Refuse a search order not in ``BRANCHINGS`` (``solve_pcp20``'s own check, for callers
+    of the algorithm that are not a dispatcher).
+
+    >>> check_branching("random")
+    Traceback (most recent call last):
+    ...
+    ValueError: branching must be one of priority, earliest, auto, got 'random'
+    """
+    if branching not in BRANCHINGS:
+        raise ValueError(f"branching must be one of {', '.join(BRANCHINGS)}, got {branching!r}")
+
+
 SLOWDOWN_SCALE = 100_000
 """The authors' integer scale of ``1 / d`` in the slowdown objective (from their code)."""
 

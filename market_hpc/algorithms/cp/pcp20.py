@@ -23,7 +23,7 @@ that is with load and system size; ``solve_pcp20`` therefore models the
 reduced system of ``cp_reduce`` (bounded fixed boxes and nodes, placements mapped back).
 
 Objective: total slowdown ``sum (s - q + d) / d``, i.e. ``sum round(1e5 / d) * s``
-(constants dropped). Search (``BRANCHINGS``): ``auto``, CP-SAT's own search (chosen by
+(constants dropped). Search (``cp_instance.BRANCHINGS``): ``auto``, CP-SAT's own search (chosen by
 measurement, docs/cp.md); ``priority``, per job in priority order its start at its
 minimum, then its allocation variables by smallest domain at their maximum (the paper's
 interleaved search); ``earliest``, the paper's "can start first" rule over the starts,
@@ -50,6 +50,7 @@ from market_hpc.algorithms.cp.instance import (
     BUDGET,
     FALLBACK,
     GREEDY,
+    HINTS,
     UNIT_LIMITED,
     CpInstance,
     CpLimits,
@@ -58,6 +59,7 @@ from market_hpc.algorithms.cp.instance import (
     add_hints,
     add_strategy,
     changed_from,
+    check_branching,
     model_size,
     new_model,
     solve,
@@ -278,26 +280,6 @@ for 76,000 one-core units (CEA-Curie) gives a model of 150,000 unit variables th
 12-67 s of CPU per decision; on the overload study's Curie slice at load 2.0 the 10 of 28
 modelled decisions above 8,192 units took 97.5 % of PCP'20's CPU (250 of 257 s).
 Above the limit the greedy plan decides (``UNIT_LIMITED``)."""
-
-HINTS = ("list", "shelf")
-"""PCP'20 hints: ``list`` (``cp_listplan``: the shelf plan's start-now jobs, the rest by list
-scheduling at every end; the default) or ``shelf`` (the shelf plan alone). Both start the
-same jobs now on the same nodes."""
-
-BRANCHINGS = ("priority", "earliest", "auto")
-
-
-def check_branching(branching: str) -> None:
-    """Refuse a search order not in ``BRANCHINGS`` (the one check: the PCP'20 dispatchers'
-    constructors call it too, to fail before the run).
-
-    >>> check_branching("random")
-    Traceback (most recent call last):
-    ...
-    ValueError: branching must be one of priority, earliest, auto, got 'random'
-    """
-    if branching not in BRANCHINGS:
-        raise ValueError(f"branching must be one of {', '.join(BRANCHINGS)}, got {branching!r}")
 
 
 """PCP'20 search orders: ``priority`` (per job in priority order: start, then its

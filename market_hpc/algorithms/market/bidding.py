@@ -93,6 +93,8 @@ class FreeCoresBidder:
     parameters: ClassVar[Mapping[str, Param]] = {}
 
     name = "free-cores"
+    summary = "bid the node's free cores (Singh et al., HPCS'15)"
+    prices = "free cores"
 
     def bids(self, free: np.ndarray, capacity: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         """Return the free cores column."""
@@ -117,6 +119,8 @@ class EnergyAwareBidder:
     """
 
     name = "energy"
+    summary = "free cores per watt, idle nodes discounted (watts_per_core, idle_factor)"
+    prices = "free cores per watt"
 
     parameters: ClassVar[Mapping[str, Param]] = {  # watts_per_core: one number or one per node
         "watts_per_core": Param("float-list", POSITIVE, scalar_too=True),
@@ -157,6 +161,8 @@ class LocalityAwareBidder:
     """
 
     name = "locality"
+    summary = "free cores discounted by distance to the data (distance: one per node)"
+    prices = "free cores and distance"
 
     parameters: ClassVar[Mapping[str, Param]] = {
         "distance": Param("float-list", Range(0.0, math.inf)),
@@ -219,6 +225,11 @@ class OfferReserveBidder:
     """
 
     name = "offer-reserve"
+    summary = (
+        "offer a share of the free cores at a reserve value per core (fraction, reserve; "
+        "one value or one per node)"
+    )
+    prices = "a share of the free cores, at a reserve value per core"
     parameters: ClassVar[Mapping[str, Param]] = {  # each one number or one per node
         "fraction": Param("float-list", FRACTION, scalar_too=True),
         "reserve": Param("float-list", Range(0.0, math.inf), scalar_too=True),

@@ -38,7 +38,7 @@ from market_hpc.algorithms.bbsched.selection import (
     weighted_pick,
 )
 from market_hpc.errors import ConfigError, UnknownNameError
-from market_hpc.parameters import FRACTION, Param
+from market_hpc.parameters import FRACTION, Param, constructor_keywords
 from market_hpc.policies.base import Allocator, View
 from market_hpc.policies.bbsched.window import (
     BASE_ORDERS,
@@ -54,28 +54,28 @@ __all__ = [
     "BASE_ORDERS",
     "BB_SCHEDULERS",
     "DEFAULT_STARVATION",
+    "WINDOW_SCHEDULERS",
     "WindowScheduler",
     "wfp_order",
+    "window_defaults",
     "window_params",
 ]
 
-ALLOCATORS = ("first-fit", "best-fit")
+ALLOCATORS = WindowScheduler.allocators
+"""The allocators every window scheduler composes with (declared on ``WindowScheduler``)."""
 SOLVERS = ("auto", "exact", "ga")
-"""BBSched schedules node counts; the heterogeneity allocators (Netti et al.) add nothing here
-(and every allocator pair multiplies the conformance suite)."""
 
 
 def _totals(view: View) -> tuple[float, float]:
     return float(view.platform.total[0]), float(view.platform.burst_buffer)
 
 
-@register_scheduler(
-    "bb-baseline",
-    "BBSched Baseline: base order (fcfs/wfp) under EASY over nodes and burst buffer",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbBaseline(WindowScheduler):
     """The naive method (Slurm-like): serve the base order while jobs fit, then EASY."""
+
+    label = "bb-baseline"
+    summary = "BBSched Baseline: base order (fcfs/wfp) under EASY over nodes and burst buffer"
 
 
 class _Weighted(WindowScheduler):
@@ -86,32 +86,23 @@ class _Weighted(WindowScheduler):
         return weighted_pick(dp_pareto(window), window.size, *self.weights, *_totals(view))
 
 
-@register_scheduler(
-    "bb-weighted",
-    "BBSched Weighted: max 0.5 node + 0.5 burst-buffer utilisation of the window",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbWeighted(_Weighted):
     label = "bb-weighted"
+    summary = "BBSched Weighted: max 0.5 node + 0.5 burst-buffer utilisation of the window"
 
 
-@register_scheduler(
-    "bb-weighted-cpu",
-    "BBSched Weighted_CPU: max 0.8 node + 0.2 burst-buffer utilisation",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbWeightedCpu(_Weighted):
     label = "bb-weighted-cpu"
+    summary = "BBSched Weighted_CPU: max 0.8 node + 0.2 burst-buffer utilisation"
     weights = (0.8, 0.2)
 
 
-@register_scheduler(
-    "bb-weighted-bb",
-    "BBSched Weighted_BB: max 0.2 node + 0.8 burst-buffer utilisation",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbWeightedBb(_Weighted):
     label = "bb-weighted-bb"
+    summary = "BBSched Weighted_BB: max 0.2 node + 0.8 burst-buffer utilisation"
     weights = (0.2, 0.8)
 
 
@@ -123,34 +114,25 @@ class _Constrained(WindowScheduler):
         return constrained_pick(dp_pareto(window), window.size, self.resource)
 
 
-@register_scheduler(
-    "bb-constrained-cpu",
-    "BBSched Constrained_CPU: max nodes used, burst buffer as a constraint",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbConstrainedCpu(_Constrained):
     label = "bb-constrained-cpu"
+    summary = "BBSched Constrained_CPU: max nodes used, burst buffer as a constraint"
 
 
-@register_scheduler(
-    "bb-constrained-bb",
-    "BBSched Constrained_BB: max burst buffer used, nodes as a constraint",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbConstrainedBb(_Constrained):
     label = "bb-constrained-bb"
+    summary = "BBSched Constrained_BB: max burst buffer used, nodes as a constraint"
     resource = "bb"
 
 
-@register_scheduler(
-    "bb-binpacking",
-    "BBSched Bin_Packing: Tetris-like alignment score over the window",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbBinPacking(WindowScheduler):
     """Bin_Packing; ``normalise=False``: raw units as the reference code (default: by capacity)."""
 
     label = "bb-binpacking"
+    summary = "BBSched Bin_Packing: Tetris-like alignment score over the window"
     parameters: ClassVar[Mapping[str, Param]] = {
         **WindowScheduler.parameters,
         "normalise": Param("bool"),
@@ -164,11 +146,7 @@ class BbBinPacking(WindowScheduler):
         return bin_packing_select(window, *_totals(view), normalise=self.normalise)
 
 
-@register_scheduler(
-    "bbsched",
-    "BBSched: GA Pareto set of (nodes, burst buffer) + the paper's decision rule",
-    allocators=ALLOCATORS,
-)
+@register_scheduler
 class BbSched(WindowScheduler):
     """BBSched (Fan et al. 2019): the window's Pareto set, then the paper's decision rule.
 
@@ -188,10 +166,11 @@ class BbSched(WindowScheduler):
     """
 
     label = "bbsched"
+    summary = "BBSched: GA Pareto set of (nodes, burst buffer) + the paper's decision rule"
     max_window = 62
     parameters: ClassVar[Mapping[str, Param]] = {
         **WindowScheduler.parameters,
-        "solver": Param("str"),  # one of SOLVERS (checked below)
+        "solver": Param("str", choices=SOLVERS),
         # with population, bounded together by params.GA_WORK_LIMIT; alone: 200 x the
         # paper's G = 500
         "generations": Param("int", Range(0, 100_000, integer=True)),
@@ -200,7 +179,7 @@ class BbSched(WindowScheduler):
         # benchmarks/bbsched.py shape)
         "population": Param("int", Range(2, 1_000, integer=True)),
         "mutation": Param("float", FRACTION),
-        "rule": Param("str"),  # one of RULES (checked below)
+        "rule": Param("str", choices=RULES),
         "exhaustive_up_to": Param("int", Range(0, MAX_EXACT_JOBS, integer=True)),
         "exact_budget": Param("int", Range(0, MAX_INT, integer=True)),
     }
@@ -269,16 +248,19 @@ class BbSched(WindowScheduler):
         )
 
 
-BB_SCHEDULERS = (
-    "bbsched",
-    "bb-baseline",
-    "bb-weighted",
-    "bb-weighted-cpu",
-    "bb-weighted-bb",
-    "bb-constrained-cpu",
-    "bb-constrained-bb",
-    "bb-binpacking",
+WINDOW_SCHEDULERS: tuple[type[WindowScheduler], ...] = (
+    BbSched,
+    BbBaseline,
+    BbWeighted,
+    BbWeightedCpu,
+    BbWeightedBb,
+    BbConstrainedCpu,
+    BbConstrainedBb,
+    BbBinPacking,
 )
+"""The window scheduler classes: ``policy.window`` is the union of their parameters."""
+BB_SCHEDULERS = tuple(cls.label for cls in WINDOW_SCHEDULERS)
+"""Their registered names."""
 
 _SETTING = {"window": "size"}  # a declared parameter's policy.window key, where it differs
 
@@ -298,3 +280,19 @@ def window_params(scheduler: str, settings: dict[str, Any]) -> dict[str, Any] | 
     declared = scheduler_entry(scheduler).parameters or {}
     keys = ((name, _SETTING.get(name, name)) for name in declared)
     return {name: settings[key] for name, key in keys if key in settings}
+
+
+def window_defaults() -> dict[str, Any]:
+    """The default of every ``policy.window`` setting: the window schedulers' constructor
+    defaults (their declarations), by setting name (``size`` for ``window``);
+    ``experiment.config.WindowConfig`` takes its defaults from here.
+
+    >>> defaults = window_defaults()
+    >>> defaults["size"], defaults["rule"], defaults["exact_budget"], defaults["normalise"]
+    (20, 'paper', 4000000, True)
+    """
+    found: dict[str, Any] = {}
+    for cls in WINDOW_SCHEDULERS:
+        for name, default in constructor_keywords(cls).items():
+            found.setdefault(_SETTING.get(name, name), default)
+    return found

@@ -54,7 +54,13 @@ from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.parameters import Param
 from market_hpc.policies.base import Allocator, Decision, PolicyBase, View
-from market_hpc.policies.bbsched.starvation import DEFAULT_BACKSTOP, DEFAULT_READING, Starvation
+from market_hpc.policies.bbsched.starvation import (
+    DEFAULT_BACKSTOP,
+    DEFAULT_READING,
+    STARVATION_READINGS,
+    Starvation,
+)
+from market_hpc.policies.capabilities import BBSCHED
 from market_hpc.policies.classic import Easy
 from market_hpc.validation import Range
 
@@ -190,13 +196,17 @@ class WindowScheduler(PolicyBase):
     """
 
     label = "bb-baseline"
+    handles = BBSCHED
+    # BBSched schedules node counts; the heterogeneity allocators (Netti et al.) add nothing
+    # here (and every allocator pair multiplies the conformance suite)
+    allocators = ("first-fit", "best-fit")
     max_window = 64
     # the policy.window settings arrive under these names too (``size`` as ``window``)
     parameters: ClassVar[Mapping[str, Param]] = {
         "window": Param("int", Range(1, 1_000_000, integer=True)),
-        "order": Param("str"),  # one of BASE_ORDERS (checked below)
+        "order": Param("str", choices=BASE_ORDERS),
         "starvation": Param("float", Range(0.0, 2.0**50, low_open=True)),
-        "starvation_by": Param("str"),  # one of bbsched_starvation.STARVATION_READINGS
+        "starvation_by": Param("str", choices=STARVATION_READINGS),
         "starvation_backstop": Param("float", Range(0.0, 2.0**50)),
     }
 

@@ -38,7 +38,7 @@ from market_hpc.domain.job import Job
 from market_hpc.domain.resources import GPUS, MICS, RESOURCES
 from market_hpc.errors import ConfigError, UnknownNameError
 from market_hpc.parameters import POSITIVE, Param
-from market_hpc.policies.allocators import job_fits
+from market_hpc.policies.allocators import SPANS_NODES, job_fits
 from market_hpc.policies.base import Allocation, Allocator, View, pass_aware
 from market_hpc.policies.registry import register_allocator
 from market_hpc.validation import MAX_INT, Range
@@ -74,9 +74,7 @@ def unit_array(unit: tuple[int, ...]) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- allocators
-@register_allocator(
-    "balanced", "Netti et al. BALANCED: critical (GPU/MIC) nodes last, interleaved by kind"
-)
+@register_allocator
 class Balanced:
     """BALANCED (Netti et al. 2018): limit and balance the use of critical nodes.
 
@@ -85,6 +83,8 @@ class Balanced:
     """
 
     name = "balanced"
+    summary = "Netti et al. BALANCED: critical (GPU/MIC) nodes last, interleaved by kind"
+    places = SPANS_NODES
     parameters: ClassVar[Mapping[str, Param]] = {"critical": _CRITICAL}
 
     def __init__(self, critical: Sequence[str] = ("mics", "gpus")) -> None:
@@ -117,9 +117,7 @@ class _PassDemand:
         self.used = (total - np.asarray(view.free_total)) * RANK_SCALE
 
 
-@register_allocator(
-    "weighted", "Netti et al. WEIGHTED: rank nodes by leftover resources weighted by demand x load"
-)
+@register_allocator
 class Weighted:
     """WEIGHTED (Netti et al. 2018, eq. 1): nodes by ascending ``sum_k w_k imp_k``.
 
@@ -132,6 +130,8 @@ class Weighted:
     """
 
     name = "weighted"
+    summary = "Netti et al. WEIGHTED: rank nodes by leftover resources weighted by demand x load"
+    places = SPANS_NODES
     parameters: ClassVar[Mapping[str, Param]] = {
         "window": Param("int", Range(1, MAX_INT, integer=True), optional=True),
         "unit_free": Param("bool"),
@@ -194,10 +194,7 @@ class Weighted:
         self.attempted(job, False)
 
 
-@register_allocator(
-    "priority-weighted",
-    "Netti et al. PRIORITY-WEIGHTED: WEIGHTED with bounded priority counters on GPU/MIC",
-)
+@register_allocator
 class PriorityWeighted(Weighted):
     """PRIORITY-WEIGHTED (Netti et al. 2018): WEIGHTED with ``w_k`` of critical kinds
     multiplied by a counter ``p_k`` in ``[1, bound]``, +``step`` when an allocation of a
@@ -211,6 +208,7 @@ class PriorityWeighted(Weighted):
     """
 
     name = "priority-weighted"
+    summary = "Netti et al. PRIORITY-WEIGHTED: WEIGHTED with bounded priority counters on GPU/MIC"
     parameters: ClassVar[Mapping[str, Param]] = {
         **Weighted.parameters,
         "critical": _CRITICAL,

@@ -35,6 +35,7 @@ from market_hpc.policies.base import (
     fast_view,
     pass_aware,
 )
+from market_hpc.policies.capabilities import HETEROGENEITY
 from market_hpc.policies.hetero.allocators import announce, unit_array
 from market_hpc.policies.pass_view import PassView
 from market_hpc.policies.registry import register_scheduler
@@ -108,9 +109,7 @@ class _Behind:
         return self._jobs
 
 
-@register_scheduler(
-    "prb", "Netti et al. PRB: longest wait relative to the queue's expected wait first; skips"
-)
+@register_scheduler
 class Prb(PolicyBase):
     """Priority Rule-Based scheduling (Borghesi et al., as in Netti et al. 2018).
 
@@ -125,6 +124,10 @@ class Prb(PolicyBase):
             "longest waiting first" (as in AccaSim).
         default_wait: The expected wait of queues without data.
     """
+
+    label = "prb"
+    handles = HETEROGENEITY
+    summary = "Netti et al. PRB: longest wait relative to the queue's expected wait first; skips"
 
     parameters: ClassVar[Mapping[str, Param]] = {  # CPH's too
         "expected_wait": Param("wait-table", optional=True),
@@ -207,9 +210,7 @@ def note_failure(allocator: Allocator, job: Job) -> None:
 Release = tuple[float, Allocation, tuple[int, ...], float]  # end, allocation, unit, burst buffer
 
 
-@register_scheduler(
-    "ebf", "Netti et al. EBF: EASY backfilling, reservation placed by the allocator (AccaSim)"
-)
+@register_scheduler
 class Ebf(PolicyBase):
     """EASY backfilling as AccaSim implements it for Netti et al. (2018), static reservation.
 
@@ -232,6 +233,10 @@ class Ebf(PolicyBase):
         allocator: Where jobs go, and where the reservation is placed.
         static_reservation: Keep a reservation until its job starts.
     """
+
+    label = "ebf"
+    handles = HETEROGENEITY
+    summary = "Netti et al. EBF: EASY backfilling, reservation placed by the allocator (AccaSim)"
 
     parameters: ClassVar[Mapping[str, Param]] = {"static_reservation": Param("bool")}
 

@@ -43,6 +43,7 @@ from market_hpc.domain.job import Job
 from market_hpc.errors import ConfigError
 from market_hpc.parameters import FRACTION, Param
 from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, PolicyBase, Start, View
+from market_hpc.policies.capabilities import MARKET_BASELINE
 from market_hpc.policies.registry import register_scheduler
 
 
@@ -53,6 +54,12 @@ class MoldableEasy(PolicyBase):
         allocator: Must be ``max-bid`` (one node, the one with the most free cores).
     """
 
+    label = "easy-mold"
+    summary = "EASY backfilling with the market's moldability (fair market baseline)"
+    handles = MARKET_BASELINE
+    allocators = ("max-bid",)
+    default_allocator = "max-bid"
+    market = True
     parameters: ClassVar[Mapping[str, Param]] = {"penalty": Param("float", FRACTION)}
 
     def __init__(self, allocator: Allocator, penalty: float = 0.0) -> None:
@@ -176,10 +183,4 @@ def _expected(job: Job) -> tuple[tuple[float, ...], int]:
     return scaled_profile(job.profile, job.estimate, job.run_time), requested
 
 
-register_scheduler(
-    "easy-mold",
-    "EASY backfilling with the market's moldability (fair market baseline)",
-    allocators=("max-bid",),
-    default_allocator="max-bid",
-    market=True,
-)(MoldableEasy)
+register_scheduler(MoldableEasy)

@@ -11,15 +11,5 @@ from market_hpc.algorithms.market.bidding import (
 )
 from market_hpc.policies.registry import register_bidder
 
-register_bidder("free-cores", "bid the node's free cores (Singh et al., HPCS'15)")(FreeCoresBidder)
-register_bidder(
-    "energy", "free cores per watt, idle nodes discounted (watts_per_core, idle_factor)"
-)(EnergyAwareBidder)
-register_bidder(
-    "locality", "free cores discounted by distance to the data (distance: one per node)"
-)(LocalityAwareBidder)
-register_bidder(
-    "offer-reserve",
-    "offer a share of the free cores at a reserve value per core (fraction, reserve; "
-    "one value or one per node)",
-)(OfferReserveBidder)
+for _bidder in (FreeCoresBidder, EnergyAwareBidder, LocalityAwareBidder, OfferReserveBidder):
+    register_bidder(_bidder)

@@ -71,6 +71,7 @@ from market_hpc.policies.base import (
     View,
     fast_view,
 )
+from market_hpc.policies.capabilities import MARKET
 from market_hpc.policies.registry import register_scheduler
 from market_hpc.validation import Range
 
@@ -522,13 +523,21 @@ _SUMMARIES = {
     "maxvd": "maximum value density (value / cores) first",
     "minvr": "minimum remaining value (area under the curve) first",
 }
-for _rule, _summary in _SUMMARIES.items():
+"""Each rule's summary, by ``auction.RULES`` (the one list of the rules)."""
+SUFFIXES = ("", "h", "lh")
+"""The registered names are ``RULE + SUFFIX``: without holding, with it (the paper's), with
+look-ahead holding."""
+MARKET_SCHEDULERS = tuple(rule + suffix for suffix in SUFFIXES for rule in RULES)
+"""Every market dispatcher's registered name, the rules' order within each suffix's."""
+for _rule in RULES:
+    _summary = _SUMMARIES[_rule]
     register_scheduler(
         _rule,
         f"market (Singh et al.): {_summary}",
         allocators=("max-bid",),
         default_allocator="max-bid",
         market=True,
+        handles=MARKET,
         parameters=HOLDING_PARAMETERS,
     )(_factory(_rule, False))
     register_scheduler(
@@ -537,6 +546,7 @@ for _rule, _summary in _SUMMARIES.items():
         allocators=("max-bid",),
         default_allocator="max-bid",
         market=True,
+        handles=MARKET,
         parameters=HOLDING_PARAMETERS,
     )(_factory(_rule, True))
     register_scheduler(
@@ -546,5 +556,6 @@ for _rule, _summary in _SUMMARIES.items():
         allocators=("max-bid",),
         default_allocator="max-bid",
         market=True,
+        handles=MARKET,
         parameters=LOOKAHEAD_PARAMETERS,
     )(_factory(_rule, True, lookahead=True))

@@ -43,6 +43,7 @@ from market_hpc.algorithms.easy import (
 from market_hpc.algorithms.queue_columns import BackfillLimits, QueueColumns
 from market_hpc.algorithms.queues.partitions import default_config, layout, route
 from market_hpc.domain.job import Job
+from market_hpc.domain.platform import Platform
 from market_hpc.domain.queues import QueueConfig
 from market_hpc.policies.base import (
     NOTHING,
@@ -50,12 +51,14 @@ from market_hpc.policies.base import (
     Allocation,
     Allocator,
     Decision,
+    PolicyBase,
     RoutedQueue,
     RunningJob,
     Start,
     View,
     fast_view,
 )
+from market_hpc.policies.capabilities import QUEUES_PARTITIONED, QUEUES_SHARED
 from market_hpc.policies.queues.views import (
     Amounts,
     GroupJobs,
@@ -69,7 +72,7 @@ from market_hpc.policies.scratch import take_dense
 INF = float("inf")
 
 
-class QueueDispatcher:
+class QueueDispatcher(PolicyBase):
     """The hybrid-queue dispatcher; see the module docstring.
 
     Args:
@@ -102,6 +105,10 @@ class QueueDispatcher:
         """Put another configuration in force (running jobs keep their nodes)."""
         self.config = config
         self._key = None
+
+    def queue_config(self, platform: Platform) -> QueueConfig:
+        """The configuration in force, or its mode's default on ``platform``."""
+        return self.config or default_config(self.mode, platform.n_nodes, platform.total_cores)
 
     # ------------------------------------------------------------------ set-up
     def _prepare(self, view: View) -> None:
@@ -451,15 +458,18 @@ def _factory(mode: str) -> Callable[..., QueueDispatcher]:
 register_scheduler(
     "queues-partitioned",
     "hybrid queues: EASY in each queue's partition, large queue by reservation",
+    handles=QUEUES_PARTITIONED,
     parameters={},  # theirs come from [queues]
 )(_factory("partitioned"))
 register_scheduler(
     "queues-shared",
     "hybrid queues: non-partitioned queues, one EASY over the whole machine",
+    handles=QUEUES_SHARED,
     parameters={},
 )(_factory("shared"))
 register_scheduler(
     "queues-hybrid",
     "hybrid queues: partitions plus a common pool by priority factor",
+    handles=QUEUES_PARTITIONED,
     parameters={},
 )(_factory("hybrid"))

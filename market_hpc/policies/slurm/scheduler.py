@@ -74,12 +74,7 @@ _WEIGHT = Param("int", Range(0, 2**32 - 1, integer=True))
 _COUNT = Param("int", Range(0, 1_000_000, integer=True))
 
 
-@register_scheduler(
-    "slurm",
-    "Slurm's multifactor priority and sched/backfill, configured from slurm.conf",
-    allocators=("first-fit", "best-fit"),
-    handles=CAPABILITIES,
-)
+@register_scheduler
 class Slurm:
     """Slurm's scheduling over any ``first-fit``/``best-fit`` placement.
 
@@ -88,6 +83,11 @@ class Slurm:
         slurm_conf: A slurm.conf to read (``policies.slurm.conf``).
         **params: ``SlurmSettings`` fields, overriding the slurm.conf.
     """
+
+    label = "slurm"
+    summary = "Slurm's multifactor priority and sched/backfill, configured from slurm.conf"
+    allocators = ("first-fit", "best-fit")
+    handles = CAPABILITIES
 
     params_to = SlurmSettings  # where **params go (their defaults: its fields')
     parameters: ClassVar[Mapping[str, Param]] = {
