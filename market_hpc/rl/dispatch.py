@@ -21,8 +21,10 @@ Everything here is numpy and the model's own code; gymnasium is not needed.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, cast
 
@@ -116,10 +118,11 @@ class _Table:
     the job's observation row (``wait``, ``value_*`` and ``fits_now`` filled per step) and
     what the fit test compares."""
 
-    __slots__ = ("beyond_cores", "curves", "features", "index", "need", "submit", "used")
+    __slots__ = ("beyond_cores", "curves", "features", "index", "jobs", "need", "submit", "used")
 
     def __init__(self) -> None:
         self.index: dict[int, int] = {}
+        self.jobs: dict[int, Job] = {}  # by id: the jobs a backfilling pass starts
         self.features = np.zeros((256, _F), dtype=np.float32)
         self.need = np.zeros(
             (5, 256)
@@ -153,6 +156,7 @@ class _Table:
             self.submit = np.concatenate([self.submit, np.zeros_like(self.submit)])
         self.used += 1
         self.index[job.job_id] = row
+        self.jobs[job.job_id] = job
         total = platform.total
         amounts = [job.units * a for a in job.unit]
         shares = [amounts[r] / total[r] if total[r] > 0 else 0.0 for r in (0, 1, 3)]
@@ -204,9 +208,15 @@ class InstantDispatcher:
         self._need = np.zeros((5, 0))
         self._releases: list[tuple[float, int]] = []
         self._released: list[float] | None = None
+        # The running jobs' expected ends and the cores released by each (prefix sums),
+        # for the running set of ``_running_key`` (its container and version).
+        self._ends: list[float] = []
+        self._prefix: list[float] = [0.0]
+        self._running_key: tuple[object, int] | None = None
         self._cores_only = False
         self._view_type: type | None = None
         self._min_cores_offered = False
+        self._version_offered = False
         self._masks: dict[int, np.ndarray] = {}  # by the slots offered
 
     # ------------------------------------------------------------ an instant
@@ -226,6 +236,7 @@ class InstantDispatcher:
         if type(view) is not self._view_type:
             self._view_type = type(view)
             self._min_cores_offered = fast_view(view, "queue_min_cores") is not None
+            self._version_offered = fast_view(view, "running_version") is not None
         self.view = view
         self.queue = list(view.queue)
         self.started, self.actions, self.head = [], [], None
@@ -235,12 +246,13 @@ class InstantDispatcher:
         self._rows = None
         if not self.queue:
             return False
-        if (  # what needs_choice would find, without the rows
-            self._cores_only
-            and self._min_cores_offered
-            and cast("FastView", view).queue_min_cores > view.free_total[0]
-        ):
-            return False
+        if self._cores_only and self._min_cores_offered:
+            # What needs_choice would find (the smallest request fits the free cores or
+            # not), without it; the rows only when a choice is needed.
+            if cast("FastView", view).queue_min_cores > view.free_total[0]:
+                return False
+            self._build()
+            return True
         self._build()
         return self.needs_choice()
 
@@ -358,8 +370,8 @@ class InstantDispatcher:
         added = self.actions[len(self.started) :]
         if not added:
             return []
-        by_id = {job.job_id: job for job in queue}
-        return [by_id[action.job_id] for action in added]
+        jobs = self._table.jobs
+        return [jobs[action.job_id] for action in added]
 
     def _close(self, undo: bool = False) -> None:
         scratch, self._scratch = self._scratch, None
@@ -381,27 +393,28 @@ class InstantDispatcher:
     def _released_by(self, view: View) -> list[float]:
         """The cores the running jobs release by each of ``RELEASE_HORIZONS`` from now, by
         their expected ends (``view.running`` is sorted by them): the same all instant long
-        (the jobs chosen now are added per observation), so counted once per instant, in
-        one walk that stops at the last horizon."""
+        (the jobs chosen now are added per observation), so counted once per instant, from
+        the running jobs' ends and prefix sums of their cores, read again only when the
+        running jobs changed (``FastView.running_version``; every instant without it)."""
         released = self._released
         if released is None:
-            released = []
-            now = view.time
-            limits = [now + horizon for horizon in RELEASE_HORIZONS]
-            limit = limits[0]
-            total = 0.0
-            for running in view.running:
-                if running.est_end > limit:
-                    while running.est_end > limit:
-                        released.append(total)
-                        if len(released) == len(limits):
-                            break
-                        limit = limits[len(released)]
-                    if len(released) == len(limits):
-                        break
-                total += running.units * running.job.unit[0]
-            released.extend([total] * (len(limits) - len(released)))
-            self._released = released
+            running = view.running
+            key = (
+                (running, cast("FastView", view).running_version)
+                if self._version_offered
+                else None
+            )
+            if key is None or key != self._running_key:
+                self._ends = [job.est_end for job in running]
+                # The same sums, in the same order, as a walk adding each job's cores.
+                self._prefix = list(
+                    accumulate((job.units * job.job.unit[0] for job in running), initial=0.0)
+                )
+                self._running_key = key
+            ends, prefix, now = self._ends, self._prefix, view.time
+            released = self._released = [
+                prefix[bisect_right(ends, now + horizon)] for horizon in RELEASE_HORIZONS
+            ]
         return released
 
     def observation(self) -> np.ndarray:
@@ -411,21 +424,25 @@ class InstantDispatcher:
         assert view is not None
         if self._rows is None:
             self._build()
+        rows = self._rows
+        assert rows is not None
         k = self.options.window
         obs = np.zeros(k * _F + _G, dtype=np.float32)
         now = view.time
         table = self._table
         queued = len(self.queue)
-        n = min(queued, k)
+        n = queued if queued < k else k
         free = self._free
+        free_cores, gpus, mics, mem, bb = free.tolist()
         if n:
-            rows = self._rows[:n]  # type: ignore[index]  # built above
+            rows = rows[:n]
             block = obs[: n * _F].reshape(n, _F)  # the slots holding a job
             table.features.take(rows, axis=0, out=block)
             wait = now - table.submit.take(rows)
-            block[:, 0] = wait / (wait + TIME_SCALE)
+            wait /= wait + TIME_SCALE
+            block[:, 0] = wait
             if self._cores_only:
-                block[:, 8] = self._need[0, :n] <= free[0]
+                block[:, 8] = self._need[0, :n] <= free_cores
             else:
                 block[:, 8] = (self._need[:, :n] <= free[:, None]).all(axis=0)
             if table.curves:
@@ -441,7 +458,6 @@ class InstantDispatcher:
                         later = float(curve.value_at(elapsed + TIME_SCALE))
                         block[i, 6] = value / top
                         block[i, 7] = max(-1.0, (later - value) / top)
-        free_cores, gpus, mics, mem, bb = free.tolist()
         inverse = self._inverse_total
         tail = [
             free_cores * inverse[0],
@@ -452,7 +468,9 @@ class InstantDispatcher:
             queued / (queued + k),
         ]
         cores = self._total_cores
-        if cores > 0:
+        if cores <= 0:
+            tail.extend([0.0] * len(RELEASE_HORIZONS))
+        elif self._releases:
             extra = self._releases
             for horizon, released in zip(RELEASE_HORIZONS, self._released_by(view), strict=True):
                 by = now + horizon
@@ -461,7 +479,7 @@ class InstantDispatcher:
                         released += amount
                 tail.append(min(1.0, (free_cores + released) / cores))
         else:
-            tail.extend([0.0] * len(RELEASE_HORIZONS))
+            tail.extend([min(1.0, (free_cores + r) / cores) for r in self._released_by(view)])
         obs[k * _F :] = tail
         return obs
 
