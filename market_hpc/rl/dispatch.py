@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import attrgetter
+from struct import Struct
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -72,6 +73,10 @@ _F = len(JOB_FEATURES)
 _G = len(PLATFORM_FEATURES)
 _WINDOW = Range(1, 100_000, integer=True)
 _MIN = np.minimum.reduce  # ndarray.min without its Python-level wrapper
+# The platform features written as float32 into the observation in one call: the C cast
+# numpy's float64 -> float32 assignment makes (values in [0, 1], far from overflow).
+_TAIL = Struct(f"={_G}f")
+_NO_RELEASES = (0.0,) * len(RELEASE_HORIZONS)
 _JOB_ID = attrgetter("job_id")
 
 
@@ -400,9 +405,7 @@ class InstantDispatcher:
         if released is None:
             running = view.running
             key = (
-                (running, cast("FastView", view).running_version)
-                if self._version_offered
-                else None
+                (running, cast("FastView", view).running_version) if self._version_offered else None
             )
             if key is None or key != self._running_key:
                 self._ends = [job.est_end for job in running]
@@ -431,7 +434,7 @@ class InstantDispatcher:
         now = view.time
         table = self._table
         queued = len(self.queue)
-        n = queued if queued < k else k
+        n = min(k, queued)
         free = self._free
         free_cores, gpus, mics, mem, bb = free.tolist()
         if n:
@@ -459,28 +462,31 @@ class InstantDispatcher:
                         block[i, 6] = value / top
                         block[i, 7] = max(-1.0, (later - value) / top)
         inverse = self._inverse_total
-        tail = [
+        cores = self._total_cores
+        if cores <= 0:
+            shares: Sequence[float] = _NO_RELEASES
+        else:
+            shares = []
+            extra = self._releases
+            for horizon, released in zip(RELEASE_HORIZONS, self._released_by(view), strict=True):
+                if extra:
+                    by = now + horizon
+                    for end, amount in extra:
+                        if end <= by:
+                            released += amount
+                share = (free_cores + released) / cores
+                shares.append(share if share < 1.0 else 1.0)  # noqa: FURB136  # min(), no call
+        _TAIL.pack_into(
+            obs,
+            4 * k * _F,
             free_cores * inverse[0],
             gpus * inverse[1],
             mics * inverse[2],
             mem * inverse[3],
             bb * self._inverse_bb,
             queued / (queued + k),
-        ]
-        cores = self._total_cores
-        if cores <= 0:
-            tail.extend([0.0] * len(RELEASE_HORIZONS))
-        elif self._releases:
-            extra = self._releases
-            for horizon, released in zip(RELEASE_HORIZONS, self._released_by(view), strict=True):
-                by = now + horizon
-                for end, amount in extra:
-                    if end <= by:
-                        released += amount
-                tail.append(min(1.0, (free_cores + released) / cores))
-        else:
-            tail.extend([min(1.0, (free_cores + r) / cores) for r in self._released_by(view)])
-        obs[k * _F :] = tail
+            *shares,
+        )
         return obs
 
 
