@@ -206,7 +206,9 @@ class InstantDispatcher:
         self.actions: list[Action] = []
         self.head: Job | None = None
         self._scratch: PassScratch | None = None
-        self._free = np.zeros(5)
+        # What is free (cores, GPUs, MICs, memory, burst buffer) as Python numbers: the
+        # cores-only fit tests and the observation read them without a numpy call.
+        self._free_values: list[float] = [0.0] * 5
         # The window's rows and needs, built when a choice may be needed (None until then:
         # most instants at which nothing fits are told so by the queue's smallest request).
         self._rows: np.ndarray | None = np.zeros(0, dtype=np.intp)
@@ -265,7 +267,7 @@ class InstantDispatcher:
         """The free totals and the queue's rows and needs (once per instant that needs them)."""
         view = self.view
         assert view is not None, "begin(view) first"
-        self._free = np.array([*view.free_total, view.free_bb], dtype=float)
+        self._free_values = [*view.free_total, view.free_bb]
         self._rows = self._table.rows(self.queue, view.platform)
         self._need = self._table.need.take(self._rows, axis=1)
 
@@ -276,23 +278,27 @@ class InstantDispatcher:
         if self._rows is None:
             self._build()
         if self._cores_only:
-            return bool(_MIN(self._need[0]) <= self._free[0])
-        return bool((self._need <= self._free[:, None]).all(axis=0).any())
+            return bool(_MIN(self._need[0]) <= self._free_values[0])
+        return bool((self._need <= self._free_column()).all(axis=0).any())
 
     def _fits_totals(self, slot: int) -> bool:
         if self._cores_only and not self._table.beyond_cores:  # the other rows are all 0
-            return bool(self._need[0, slot] <= self._free[0])
-        return bool((self._need[:, slot] <= self._free).all())
+            return bool(self._need[0, slot] <= self._free_values[0])
+        return bool((self._need[:, slot] <= self._free_column()[:, 0]).all())
+
+    def _free_column(self) -> np.ndarray:
+        """What is free as a ``(5, 1)`` float column (compared with the needs' columns)."""
+        return np.array(self._free_values, dtype=float)[:, None]
 
     @property
     def free(self) -> np.ndarray:
         """What is free now, after this instant's starts so far: cores, GPUs, MICs, memory
-        (summed over the nodes) and burst buffer (read-only: the dispatcher's own array)."""
+        (summed over the nodes) and burst buffer (read-only, as of this call)."""
         if self._rows is None and self.view is not None:
             self._build()
-        view = self._free.view()
-        view.flags.writeable = False
-        return view
+        free = np.array(self._free_values, dtype=float)
+        free.flags.writeable = False
+        return free
 
     def window(self) -> list[Job]:
         """The jobs offered now, slot by slot."""
@@ -313,7 +319,7 @@ class InstantDispatcher:
             self._build()
         mask = np.zeros(self.options.window, dtype=bool)
         k = min(len(self.queue), self.options.window)
-        mask[:k] = (self._need[:, :k] <= self._free[:, None]).all(axis=0)
+        mask[:k] = (self._need[:, :k] <= self._free_column()).all(axis=0)
         return mask
 
     def choose(self, slot: int) -> tuple[list[Job], bool]:
@@ -347,7 +353,9 @@ class InstantDispatcher:
             self.actions.append(Start(job.job_id, allocation))
             self.started.append(job)
             need = self._need
-            self._free -= need[:, slot]
+            self._free_values = [
+                free - taken for free, taken in zip(self._free_values, need[:, slot].tolist())
+            ]
             del queue[slot]
             if slot == 0:  # views, no copy
                 self._rows, self._need = rows[1:], need[:, 1:]
@@ -435,8 +443,7 @@ class InstantDispatcher:
         table = self._table
         queued = len(self.queue)
         n = min(k, queued)
-        free = self._free
-        free_cores, gpus, mics, mem, bb = free.tolist()
+        free_cores, gpus, mics, mem, bb = self._free_values
         if n:
             rows = rows[:n]
             block = obs[: n * _F].reshape(n, _F)  # the slots holding a job
@@ -447,7 +454,7 @@ class InstantDispatcher:
             if self._cores_only:
                 block[:, 8] = self._need[0, :n] <= free_cores
             else:
-                block[:, 8] = (self._need[:, :n] <= free[:, None]).all(axis=0)
+                block[:, 8] = (self._need[:, :n] <= self._free_column()).all(axis=0)
             if table.curves:
                 curves = table.curves
                 for i, row in enumerate(rows.tolist()):
@@ -477,7 +484,7 @@ class InstantDispatcher:
                 share = (free_cores + released) / cores
                 shares.append(share if share < 1.0 else 1.0)  # noqa: FURB136  # min(), no call
         _TAIL.pack_into(
-            obs,
+            obs,  # type: ignore[arg-type]  # an ndarray is a writable buffer (numpy's stubs say not)
             4 * k * _F,
             free_cores * inverse[0],
             gpus * inverse[1],

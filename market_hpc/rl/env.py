@@ -230,7 +230,7 @@ class HPCDispatchEnv(gym.Env):
         if self._done or self.model is None:
             raise RuntimeError("the episode is over: call reset()")
         offered = min(len(self.dispatcher.queue), self.options.window)
-        slot = action_slot(action, offered)
+        slot = action if type(action) is int else action_slot(action, offered)
         invalid = not 0 <= slot < offered
         if invalid:
             if self.invalid_action == "raise":
