@@ -22,7 +22,7 @@ Everything here is numpy and the model's own code; gymnasium is not needed.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import attrgetter
@@ -34,7 +34,16 @@ import numpy as np
 from market_hpc.domain.job import Job
 from market_hpc.domain.platform import Platform
 from market_hpc.errors import ConfigError
-from market_hpc.policies.base import NOTHING, Action, Allocator, Decision, Start, View, fast_view
+from market_hpc.policies.base import (
+    NOTHING,
+    Action,
+    Allocator,
+    Decision,
+    RunningJob,
+    Start,
+    View,
+    fast_view,
+)
 from market_hpc.policies.classic import Easy
 from market_hpc.policies.scratch import PassScratch
 from market_hpc.validation import Range, check
@@ -416,10 +425,11 @@ class InstantDispatcher:
                 (running, cast("FastView", view).running_version) if self._version_offered else None
             )
             if key is None or key != self._running_key:
-                self._ends = [job.est_end for job in running]
+                jobs = list(running)  # one walk over the sorted container
+                self._ends = [job.est_end for job in jobs]
                 # The same sums, in the same order, as a walk adding each job's cores.
                 self._prefix = list(
-                    accumulate((job.units * job.job.unit[0] for job in running), initial=0.0)
+                    accumulate([job.units * job.job.unit[0] for job in jobs], initial=0.0)
                 )
                 self._running_key = key
             ends, prefix, now = self._ends, self._prefix, view.time
@@ -497,6 +507,35 @@ class InstantDispatcher:
         return obs
 
 
+def cores_released_by(running: Iterable[RunningJob], now: float) -> list[float]:
+    """The cores the running jobs (sorted by expected end) release by each of
+    ``RELEASE_HORIZONS`` from ``now``, in one walk: the reference of
+    ``InstantDispatcher``'s bisection over their ends and prefix sums.
+
+    >>> def running(end, cores, seq):
+    ...     job = Job(seq, 0.0, end, end, units=cores)
+    ...     return RunningJob(end, seq, job, 0.0, ((0, cores),), cores)
+    >>> cores_released_by([running(600.0, 2, 1), running(5000.0, 4, 2)], 0.0)  # by 900 s, 1 h, ...
+    [2.0, 2.0, 6.0, 6.0, 6.0]
+    """
+    released: list[float] = []
+    limits = [now + horizon for horizon in RELEASE_HORIZONS]
+    limit = limits[0]
+    total = 0.0
+    for job in running:
+        if job.est_end > limit:
+            while job.est_end > limit:
+                released.append(total)
+                if len(released) == len(limits):
+                    break
+                limit = limits[len(released)]
+            if len(released) == len(limits):
+                break
+        total += job.units * job.job.unit[0]
+    released.extend([total] * (len(limits) - len(released)))
+    return released
+
+
 def _run_of(job: Job) -> float:
     """What the job's value is read at: completion after its estimate (rigid jobs) or its
     requested size's profile time (moldable jobs started at their size)."""
@@ -547,6 +586,7 @@ __all__ = [
     "TIME_SCALE",
     "DispatchOptions",
     "InstantDispatcher",
+    "cores_released_by",
     "first_fit_slot",
     "job_metric",
     "job_run_time",
