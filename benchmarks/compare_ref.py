@@ -50,10 +50,11 @@ def _replays(quick: bool) -> dict[str, list[str]]:
     """Replay name -> the ``market_hpc`` arguments (``OUT`` is replaced by a folder)."""
     traces = _traces()
     # each tree's own scenario file (run from that tree: its relative trace path resolves)
-    market = ["run", "scenarios/hpc2n_market.toml", "--out", "OUT", "--overwrite"]
+    # each run writes a new folder, so no --overwrite (a flag older refs do not have)
+    market = ["run", "scenarios/hpc2n_market.toml", "--out", "OUT"]
     if quick:
         market += ["--set", "workload.first_n=20000"]
-    replay = ["replay", "--no-timeseries", "--out", "OUT", "--overwrite"]
+    replay = ["replay", "--no-timeseries", "--out", "OUT"]
     return {
         "kth-fifo": [
             *replay,
@@ -119,8 +120,8 @@ def compare(ref_tree: Path, names: list[str], pairs: int, quick: bool, check: bo
     for name in names:
         ratios = []
         with tempfile.TemporaryDirectory() as scratch:
-            outs = {"here": Path(scratch) / "here", "ref": Path(scratch) / "ref"}
             for pair in range(pairs):
+                outs = {side: Path(scratch) / f"{side}-{pair}" for side in ("here", "ref")}
                 order = ["here", "ref"] if pair % 2 == 0 else ["ref", "here"]
                 cpu = {
                     side: _cpu(REPO if side == "here" else ref_tree, replays[name], outs[side])

@@ -256,21 +256,22 @@ def easy_pass(
     remaining = iter(jobs)
     head = None
     for job in remaining:
-        need = needs(job, with_bb)
         uses_outer = False
         if bounded:
+            need = needs(job, with_bb)
             allowed, uses_outer = may_backfill(now, job.estimate, need, shadow_out, extra_out)
             if not allowed:
                 head = job
                 break
-        placement = (
-            place(job) if job.units * job.unit[0] <= free_cores and job.bb <= free_bb else None
-        )
+        cores = job.units * job.unit[0]
+        placement = place(job) if cores <= free_cores and job.bb <= free_bb else None
         if placement is None:
             head = job
             break
         start(job, placement)
-        free_cores -= need[0]
+        if not bounded:  # (the head's needs are read only when there is a head: lazily)
+            need = needs(job, with_bb)
+        free_cores -= cores
         free_bb -= job.bb
         started.append((now + job.estimate, need))
         if uses_outer:
@@ -279,8 +280,12 @@ def easy_pass(
         return Reservation(shadow_out, extra_out)
     if recount is not None:
         left = tuple(recount())
-    else:
+    elif free_cores <= 0:  # nothing can backfill (what else is free does not matter)
+        return Reservation(shadow_out, extra_out)
+    elif started:
         left = tuple(f - sum(amounts[i] for _, amounts in started) for i, f in enumerate(free))
+    else:
+        left = tuple(free)
     free_cores = left[0]
     if free_cores <= 0:  # nothing can backfill
         return Reservation(shadow_out, extra_out)

@@ -225,7 +225,10 @@ class HPCModel(mesa.Model):  # type: ignore[misc]  # Mesa ships no type hints: m
             # 10^6-job trace never sits in memory; order and ids are checked on arrival.
             self._arrivals: Iterator[Job] = jobs
             # ``presorted_unique``: its producer checked order and ids (no id set, to save memory).
-            self._stream_ids = None if getattr(jobs, "presorted_unique", False) else set()
+            checked = getattr(jobs, "presorted_unique", False)
+            self._stream_ids = None if checked else set()
+            if checked and hasattr(jobs, "unwrapped"):
+                self._arrivals = jobs.unwrapped  # (the stream itself: no wrapper call per job)
         else:
             ordered = sorted(jobs, key=lambda j: (j.submit, j.job_id))
             if len({j.job_id for j in ordered}) != len(ordered):

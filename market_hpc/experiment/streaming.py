@@ -96,6 +96,9 @@ class TraceJobs:
         self.last_submit = -math.inf
         self.work = array("d")  # cores x run time of each job handed out (after scaling)
         self.submits = [math.inf, -math.inf]  # first and last submit handed out (after scaling)
+        # each job's id and recorded run time, as handed out (the every-job metrics; 16 B a job)
+        self.ids = array("q")
+        self.run_times = array("d")
 
     def expected(self) -> int | None:
         """Jobs the iteration yields, when known without reading the trace again."""
@@ -106,19 +109,27 @@ class TraceJobs:
 
     def __iter__(self) -> Iterator[Job]:
         spec = self.spec
-        jobs = self._counted(
-            windowed(self.stream, spec.start, spec.end, spec.first_n, by_submit=True)
-        )
+        jobs = windowed(self.stream, spec.start, spec.end, spec.first_n, by_submit=True)
         if spec.load_factor != 1.0:
-            jobs = _scaled(jobs, spec.load_factor)
-        return self._measured(jobs)
+            return self._measured(_scaled(self._counted(jobs), spec.load_factor), False)
+        return self._measured(jobs, True)  # (counted and measured in one pass)
 
-    def _measured(self, jobs: Iterator[Job]) -> Iterator[Job]:
-        work, submits = self.work, self.submits
+    def _measured(self, jobs: Iterator[Job], count: bool) -> Iterator[Job]:
+        """``jobs``, each one's work, submit, id and run time kept (and, with ``count``,
+        counted as :meth:`_counted` does: one generator per job instead of two)."""
+        work, submits, ids, run_times = self.work, self.submits, self.ids, self.run_times
         for job in jobs:
+            if count:
+                self.count += 1
+                self.last_submit = job.submit
             work.append(job.cores * job.run_time)
-            submits[0] = min(submits[0], job.submit)
-            submits[1] = max(submits[1], job.submit)
+            ids.append(job.job_id)
+            run_times.append(job.run_time)
+            submit = job.submit
+            if submit < submits[0]:  # (min without the call)  # noqa: PLR1730
+                submits[0] = submit
+            if submit > submits[1]:  # noqa: PLR1730
+                submits[1] = submit
             yield job
 
     def offered_load(self, total_cores: int) -> dict[str, float]:
@@ -149,6 +160,12 @@ class CheckedJobs:
 
     def __next__(self) -> Job:
         return next(self._jobs)
+
+    @property
+    def unwrapped(self) -> Iterator[Job]:
+        """The checked iterator itself (the model reads it directly once it has seen the
+        flag: no wrapper call per job)."""
+        return self._jobs
 
 
 def _scaled(jobs: Iterator[Job], factor: float) -> Iterator[Job]:
@@ -231,14 +248,6 @@ class StreamedResult:
         return Path(out)
 
 
-def _remembered(jobs: Iterator[Job], ids: array[int], run_times: array[float]) -> Iterator[Job]:
-    """``jobs``, each job's id and run time appended to ``ids`` and ``run_times`` as it passes."""
-    for job in jobs:
-        ids.append(job.job_id)
-        run_times.append(job.run_time)
-        yield job
-
-
 def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | StreamedResult:
     """``simulate(config)``, streamed when :func:`can_stream` says so.
 
@@ -263,14 +272,11 @@ def simulate_streaming(config: RunConfig, progress: bool = False) -> Result | St
     skipped = stream.skipped.records()
     check_window_keeps_jobs(stream.submits, spec.start, spec.end, stream.source)
     jobs = TraceJobs(stream, spec)
-    ids, run_times = (
-        array("q"),
-        array("d"),
-    )  # the every-job metrics' recorded run times (16 B a job)
+    ids, run_times = jobs.ids, jobs.run_times  # the every-job metrics' recorded run times
     model, elapsed = run_model(
         config,
         platform,
-        CheckedJobs(_remembered(iter(jobs), ids, run_times)),
+        CheckedJobs(iter(jobs)),
         jobs.expected(),
         progress,
     )

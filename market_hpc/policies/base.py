@@ -454,9 +454,9 @@ FastMember = Literal[
 def _offers(obj: object, name: str) -> bool:
     """Whether ``obj`` has ``name`` (not ``None``), without reading it: a property such as
     ``market_columns`` may build what it returns. The instance's own attributes answer
-    first, then the namespaces of its class and its bases in method-resolution order (what
-    ``inspect.getattr_static`` finds for plain classes, read live, at a few dict lookups a
-    decision instead of its general walk).
+    first, then its class and its bases in method-resolution order (what
+    ``inspect.getattr_static`` finds for plain classes, read live: ``getattr`` on the class
+    walks the bases in C and returns a property itself, without calling it).
 
     >>> class Plain: ...
     >>> class Aware:
@@ -471,17 +471,16 @@ def _offers(obj: object, name: str) -> bool:
     own = getattr(obj, "__dict__", None)
     if own is not None and name in own:
         return own[name] is not None
-    for kind in type(obj).__mro__:
-        namespace = kind.__dict__
-        if name in namespace:
-            return namespace[name] is not None
-    return False
+    return getattr(type(obj), name, None) is not None
 
 
 def fast_view(view: View, member: FastMember) -> FastView | None:
     """``view`` typed as a :class:`FastView` when it offers ``member``, else ``None``
     (then use the member's fallback). Only ``member`` may be read from the result."""
-    return cast(FastView, view) if _offers(view, member) else None
+    own = getattr(view, "__dict__", None)  # ``_offers``, inlined: one call a member read
+    if own is not None and member in own:
+        return cast(FastView, view) if own[member] is not None else None
+    return cast(FastView, view) if getattr(type(view), member, None) is not None else None
 
 
 def indexed(allocator: Allocator) -> IndexedAllocator | None:

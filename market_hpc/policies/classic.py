@@ -208,10 +208,11 @@ class Backfilling(PolicyBase):
         with_bb = view.platform.burst_buffer > 0
         actions: list[Action] = []
         with PassScratch(view) as scratch:
+            take = scratch.take
 
             def start(job: Job, allocation: Allocation) -> None:
-                actions.append(Start(job.job_id, allocation))
-                scratch.take(job, allocation)
+                actions.append(_start((job.job_id, allocation)))
+                take(job, allocation)
 
             easy_pass(
                 itertools.chain((first,), queue),
@@ -224,7 +225,7 @@ class Backfilling(PolicyBase):
                 cores_releases=None if with_bb else partial(self._cores_releases, view),
                 scan=scan,
             )
-        return Decision(tuple(actions)) if actions else NOTHING
+        return _decision((tuple(actions), None)) if actions else NOTHING
 
     def _cores_releases(self, view: View) -> Iterator[tuple[float, int]] | None:
         """Running jobs' releases as cores alone, when they hold cores only (every job on a
@@ -238,7 +239,11 @@ class Backfilling(PolicyBase):
             if kept is None or kept.running_beyond_cores != 0:
                 return None
         now = view.time
-        return ((max(r.est_end, now), r.units * r.job.unit[0]) for r in view.running)
+        # ``a if a > b else b`` instead of ``max``: half the cost per running job (FURB136 off)
+        return (
+            (r.est_end if r.est_end > now else now, r.units * r.job.unit[0])  # noqa: FURB136
+            for r in view.running
+        )
 
     def reservation_after(
         self, view: View, starts: Sequence[Job], head: Job
@@ -265,6 +270,12 @@ class Easy(Backfilling):
     label = "easy"
 
 
+# ``Start(job_id, allocation)`` and ``Decision(actions)`` without the named tuples' Python
+# ``__new__`` (a frame per start; the same tuples).
+_start = partial(tuple.__new__, Start)
+_decision = partial(tuple.__new__, Decision)
+
+
 def _free(view: View, with_bb: bool) -> tuple[float, ...]:
     """What is free per resource, the burst-buffer pool last when ``with_bb``."""
     return (*view.free_total, view.free_bb) if with_bb else view.free_total
@@ -274,4 +285,7 @@ def _releases(view: View, with_bb: bool) -> Iterator[tuple[float, tuple[float, .
     """Running jobs' ``(expected end, amounts)`` by expected end (a job past its estimate
     is expected to end now)."""
     now = view.time
-    return ((max(r.est_end, now), needs(r.job, with_bb, r.units)) for r in view.running)
+    return (
+        (r.est_end if r.est_end > now else now, needs(r.job, with_bb, r.units))  # noqa: FURB136
+        for r in view.running
+    )
