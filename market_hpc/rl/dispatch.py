@@ -226,6 +226,7 @@ class InstantDispatcher:
         self._view_type: type | None = None
         self._min_cores_offered = False
         self._masks: dict[int, np.ndarray] = {}  # by the slots offered
+        self._blank = np.zeros(observation_size(options.window), dtype=np.float32)
 
     # ------------------------------------------------------------ an instant
     def begin(self, view: View) -> bool:
@@ -422,7 +423,7 @@ class InstantDispatcher:
         rows = self._rows
         assert rows is not None
         k = self.options.window
-        obs = np.zeros(k * _F + _G, dtype=np.float32)
+        obs = self._blank.copy()  # a copy costs less than a new zeroed array
         now = view.time
         table = self._table
         queued = len(self.queue)
