@@ -15,15 +15,30 @@ of another checkout's ``market_hpc/rl/dispatch.py`` (``git show REF:market_hpc/r
 > FILE``), slice by slice in alternated order, with the EASY replay of each slice between:
 on a busy machine the only comparison that holds (both sides see the same load).
 
+``--against REF`` compares whole checkouts instead (what ``--reference`` cannot, when the
+change is not in ``dispatch.py`` alone): REF's ``market_hpc`` (``git archive``, in a
+temporary folder) and this tree's, each in a child process running this script
+(``--json``), in ``--pairs`` alternated pairs. Each child measures as the default mode
+does (EASY, then the first-job agent, best of ``--repeat``) and then plays the slices once
+more, untimed, with the first-job and a seeded random masked agent, hashing every
+observation, mask, reward and info: both sides must give the same hash.
+
     python benchmarks/rl_env_speed.py [--trace PATH] [--slices 10] [--jobs 1024] [--window 128]
     python benchmarks/rl_env_speed.py --reference /tmp/dispatch_before.py
+    python benchmarks/rl_env_speed.py --against main --pairs 5
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
+import json
+import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -52,7 +67,12 @@ def main(argv: list[str] | None = None) -> float:
     parser.add_argument(
         "--reference", default=None, help="another checkout's rl/dispatch.py, timed alternately"
     )
+    parser.add_argument("--against", default=None, help="a git ref: whole checkouts, in pairs")
+    parser.add_argument("--pairs", type=int, default=5, help="--against: alternated pairs")
+    parser.add_argument("--json", action="store_true", help="one JSON line (for --against)")
     args = parser.parse_args(argv)
+    if args.against:
+        return against(args)
 
     jobs = list(read_swf(args.trace).jobs)
     starts = slice_starts(len(jobs), args.jobs, args.slices, seed=0)
@@ -93,6 +113,18 @@ def main(argv: list[str] | None = None) -> float:
         return paired(args, jobs, starts, env)
     easy = min((easy_round() for _ in range(args.repeat)), key=lambda r: r[0])
     first = min((env_round("first") for _ in range(args.repeat)), key=lambda r: r[0])
+    if args.json:
+        per_step, per_decision = first[0] / first[1], easy[0] / easy[1]
+        result = {
+            "easy_us": per_decision * 1e6,
+            "step_us": per_step * 1e6,
+            "ratio": per_step / per_decision,
+            "steps": first[1],
+            "decisions": easy[1],
+            "digest": digest(env, starts),
+        }
+        print(json.dumps(result))
+        return result["ratio"]
     rand = min((env_round("random") for _ in range(args.repeat)), key=lambda r: r[0])
     per_decision = easy[0] / easy[1]
     print(
@@ -109,7 +141,7 @@ def main(argv: list[str] | None = None) -> float:
             "decision"
         )
     ratio = first[0] / first[1] / per_decision
-    print(f"ratio (first-job agent, the same decisions as easy): {ratio:.2f} (goal <= 3)")
+    print(f"ratio (first-job agent, the same decisions as easy): {ratio:.2f} (goal <= 2)")
     # The environment asks no step at instants where nothing can fit (it decides them
     # itself), so per decided instant, the unit the replay counts, it costs less:
     print(
@@ -118,6 +150,76 @@ def main(argv: list[str] | None = None) -> float:
         f"{first[0] / easy[0]:.2f}"
     )
     return ratio
+
+
+def digest(env: HPCDispatchEnv, starts: list[int]) -> str:
+    """A hash of every observation, mask, reward and info of the slices played by the
+    first-job agent and by a seeded random masked agent (untimed)."""
+    hashed = hashlib.sha256()
+    for agent in ("first", "random"):
+        rng = np.random.default_rng(1)
+        for start in starts:
+            obs, info = env.reset(options={"start": start})
+            hashed.update(obs.tobytes() + repr(sorted(info.items())).encode())
+            done = False
+            while not done:
+                mask = env.action_masks()
+                action = 0 if agent == "first" else int(rng.choice(np.flatnonzero(mask)))
+                obs, reward, done, _, info = env.step(action)
+                hashed.update(mask.tobytes() + obs.tobytes() + np.float64(reward).tobytes())
+                hashed.update(repr(sorted(info.items())).encode())
+    return hashed.hexdigest()
+
+
+def against(args: argparse.Namespace) -> float:
+    """This tree's ``market_hpc`` and ``args.against``'s, each measured by a child process
+    (this script, ``--json``), in alternated pairs; returns the median of the pairs' step
+    CPU ratios this / ref."""
+    here = Path(__file__).resolve().parents[1]
+    passed = ["--trace", args.trace, "--platform", args.platform, "--slices", str(args.slices)]
+    passed += ["--jobs", str(args.jobs), "--window", str(args.window), "--repeat", str(args.repeat)]
+    with tempfile.TemporaryDirectory() as ref_tree:
+        archive = subprocess.run(
+            ["git", "-C", str(here), "archive", args.against, "market_hpc"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", ref_tree], input=archive, check=True)
+        trees = {"this": str(here), "ref": ref_tree}
+        results: dict[str, list[dict]] = {"this": [], "ref": []}
+        for pair in range(args.pairs):
+            order = ("this", "ref") if pair % 2 == 0 else ("ref", "this")
+            for side in order:
+                child = subprocess.run(
+                    [sys.executable, __file__, *passed, "--json"],
+                    env={**os.environ, "PYTHONPATH": trees[side]},
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                )
+                results[side].append(json.loads(child.stdout.strip().splitlines()[-1]))
+            this, ref = results["this"][-1], results["ref"][-1]
+            print(
+                f"pair {pair + 1} ({order[0]} first): this {this['step_us']:.1f} us a step, "
+                f"{this['easy_us']:.1f} us a decision, ratio {this['ratio']:.2f}; ref "
+                f"{ref['step_us']:.1f} us, {ref['easy_us']:.1f} us, ratio {ref['ratio']:.2f}; "
+                f"step this / ref {this['step_us'] / ref['step_us']:.3f}",
+                flush=True,
+            )
+    steps = statistics.median(t["step_us"] / r["step_us"] for t, r in zip(*results.values()))
+    for side in ("ref", "this"):
+        print(
+            f"{side:4s} ({args.against if side == 'ref' else 'this tree'}): median ratio "
+            f"{statistics.median(r['ratio'] for r in results[side]):.2f}, step "
+            f"{statistics.median(r['step_us'] for r in results[side]):.1f} us, EASY decision "
+            f"{statistics.median(r['easy_us'] for r in results[side]):.1f} us"
+        )
+    same = {r["digest"] for side in results.values() for r in side}
+    print(
+        f"step CPU this / ref: median {steps:.3f} over {args.pairs} pairs; episodes "
+        + ("identical (observations, masks, rewards, infos)" if len(same) == 1 else "DIFFER")
+    )
+    return steps
 
 
 def paired(args: argparse.Namespace, jobs: list, starts: list[int], env: HPCDispatchEnv) -> float:

@@ -13,6 +13,7 @@ from conftest import real_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invariants import assert_schedule_invariants, random_workload
+from rl_env_recording import CASES
 
 from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
@@ -20,7 +21,7 @@ from market_hpc.domain.platform import PRESETS
 from market_hpc.errors import ConfigError
 from market_hpc.policies.classic import shortest_first
 from market_hpc.rl.dispatch import JOB_FEATURES, first_fit_slot, job_metric
-from market_hpc.rl.env import HPCDispatchEnv
+from market_hpc.rl.env import HPCDispatchEnv, episode_metrics, episode_metrics_frame
 from market_hpc.workload.market_rule import apply_market_rule
 from market_hpc.workload.synthetic import lublin_feitelson
 
@@ -212,6 +213,23 @@ def test_step_rewards_add_up_to_the_episode_reward_and_the_metric() -> None:
     assert -episode_rewards[-1] == pytest.approx(bsld.mean())
     assert info["episode_metrics"]["bsld"] == pytest.approx(bsld.mean())
     assert info["episode_metrics"]["wait"] == pytest.approx(frame["wait_time"].mean())
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_episode_metrics_are_the_frames_bit_for_bit(name: str) -> None:
+    env = CASES[name]()[0]
+    rng = np.random.default_rng(7)
+    env.reset(seed=7)
+    done, steps = False, 0
+    while not done:
+        _, _, done, _, info = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        steps += 1
+        if steps % 11 == 0 or done:  # mid-episode too: jobs still running or waiting
+            fast, frame = episode_metrics(env.model), episode_metrics_frame(env.model)
+            assert fast.keys() == frame.keys()
+            for key, value in frame.items():
+                assert np.float64(fast[key]).tobytes() == np.float64(value).tobytes(), key
+    assert info["episode_metrics"] == episode_metrics_frame(env.model)
 
 
 def test_value_reward_counts_what_market_jobs_earn() -> None:
