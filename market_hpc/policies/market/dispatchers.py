@@ -403,7 +403,8 @@ class MarketPolicy:
         version, kept = _still_kept(self._kept, view)
         if kept is not None:
             return kept[2], kept[3]
-        executing, ends = [], []
+        executing: list[Executing] = []
+        ends: list[Release] = []
         rule = self.holding_rule
         limits = rule.limits_holds
         soonest = math.inf  # the first estimated end: the kept lists hold until then
