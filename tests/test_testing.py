@@ -15,7 +15,7 @@ import pytest
 from market_hpc.policies import Decision, Start, make_policy
 from market_hpc.policies.capabilities import handles
 from market_hpc.policies.classic import Fifo
-from market_hpc.policies.registry import BUILTIN
+from market_hpc.policies.registry import builtin_capabilities
 from market_hpc.testing import (
     CHECKS,
     MARKET_ONLY,
@@ -150,7 +150,7 @@ BROKEN = [
     ),
     (
         LosesHeldWork,
-        {"handles": BUILTIN["maxvh"]},
+        {"handles": builtin_capabilities()["maxvh"]},
         "check_held_jobs_keep_their_work",
         (
             "check_held_jobs_keep_their_work failed for policy 'LosesHeldWork+max-bid' on workload "
@@ -180,7 +180,7 @@ def test_every_policy_gets_the_common_checks_and_market_policies_the_market_one(
     maxvh = policy_under_test("maxvh")
     assert (maxvh.label, maxvh.market, maxvh.hold_penalty) == ("maxvh+max-bid", True, 0.2)
     assert [c.__name__ for c in checks_for(maxvh)] == [*COMMON, "check_held_jobs_keep_their_work"]
-    factory = policy_under_test(LosesHeldWork, handles=BUILTIN["maxvh"])
+    factory = policy_under_test(LosesHeldWork, handles=builtin_capabilities()["maxvh"])
     assert (factory.label, factory.market) == ("LosesHeldWork+max-bid", True)
     assert policy_under_test(("easy", "best-fit")).label == "easy+best-fit"
 

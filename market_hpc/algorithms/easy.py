@@ -269,7 +269,7 @@ def easy_pass(
             head = job
             break
         start(job, placement)
-        if not bounded:  # (the head's needs are read only when there is a head: lazily)
+        if not bounded:  # (a job's needs, read once it has started: never the head's here)
             need = needs(job, with_bb)
         free_cores -= cores
         free_bb -= job.bb

@@ -519,10 +519,7 @@ def _offers(obj: object, name: str) -> bool:
 def fast_view(view: View, member: FastMember) -> FastView | None:
     """``view`` typed as a :class:`FastView` when it offers ``member``, else ``None``
     (then use the member's fallback). Only ``member`` may be read from the result."""
-    own = getattr(view, "__dict__", None)  # ``_offers``, inlined: one call a member read
-    if own is not None and member in own:
-        return cast(FastView, view) if own[member] is not None else None
-    return cast(FastView, view) if getattr(type(view), member, None) is not None else None
+    return cast(FastView, view) if _offers(view, member) else None
 
 
 def indexed(allocator: Allocator) -> IndexedAllocator | None:

@@ -359,7 +359,7 @@ UNDECLARED_TEXT = "undeclared"
 def family_table(table: Mapping[str, Capabilities]) -> str:
     """The docs table "What each family reads and what it ignores" (markdown), one row per
     family and capability set (by family, then first name), from ``table``
-    (``registry.BUILTIN``: the built-ins').
+    (``registry.builtin_capabilities()``: the built-ins').
 
     >>> family_table({"easy": CLASSIC}).splitlines()[0]
     '| family | schedulers | handles | reads | ignores |'

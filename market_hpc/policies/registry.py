@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -531,27 +531,12 @@ def make_policy(
     return policy
 
 
-class _BuiltinTable(Mapping[str, Capabilities]):
-    """The built-in schedulers' declared capabilities by name, sorted, read
-    from the registry when first asked (each class declares its own ``handles``)."""
-
-    def _table(self) -> dict[str, Capabilities]:
-        _load_builtin()
-        entries = (SCHEDULERS[name] for name in sorted(_BUILTIN_NAMES) if name in SCHEDULERS)
-        return {entry.name: entry.handles for entry in entries if entry.handles is not None}
-
-    def __getitem__(self, name: str) -> Capabilities:
-        return self._table()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
-
-
-BUILTIN: Mapping[str, Capabilities] = _BuiltinTable()
-"""The built-in schedulers' capabilities (declared on each class; the matrix test pins them)."""
+def builtin_capabilities() -> dict[str, Capabilities]:
+    """The built-in schedulers' declared capabilities by name, sorted (each class declares
+    its own ``handles``; the matrix test pins them)."""
+    _load_builtin()
+    entries = (SCHEDULERS[name] for name in sorted(_BUILTIN_NAMES) if name in SCHEDULERS)
+    return {entry.name: entry.handles for entry in entries if entry.handles is not None}
 
 
 def capability_table() -> dict[str, Capabilities]:
