@@ -31,6 +31,7 @@ from market_hpc.domain.platform import PRESETS, Platform, load_platform
 from market_hpc.errors import ConfigError, InvalidNumberError, UnknownNameError
 from market_hpc.policies.base import Decision
 from market_hpc.rl.dispatch import DispatchOptions, InstantDispatcher
+from market_hpc.rl.evaluate import episode_metrics
 from market_hpc.rl.registry import (
     ModelSpec,
     make_observation,
@@ -311,54 +312,6 @@ class HPCDispatchEnv(gym.Env):
         that started (read from the model's results at the episode's end)."""
         assert self.model is not None
         return episode_metrics(self.model)
-
-
-def episode_metrics(model: HPCModel) -> dict[str, float]:
-    """The mean bounded slowdown and wait, and the value earned, over the jobs of
-    ``model``'s results that started: :func:`episode_metrics_frame`'s figures, bit for bit
-    (the same columns in the same order, the same sums), from the result columns without
-    building the frame.
-    """
-    recorder = model.recorder
-    order = recorder.job_order()
-    columns = recorder.jobs
-    start = columns.field("start_time", order)
-    kept = ~np.isnan(start)
-    start = start[kept]
-    run = columns.field("end_time", order)[kept] - start
-    wait = start - columns.field("submit_time", order)[kept]
-    bsld = np.maximum(1.0, (wait + run) / np.maximum(run, 10.0))
-    return {
-        "bsld": _skipna_mean(bsld),
-        "wait": _skipna_mean(wait),
-        "value": _skipna_sum(columns.field("value", order)[kept]),
-        "jobs": len(start),
-    }
-
-
-def episode_metrics_frame(model: HPCModel) -> dict[str, float]:
-    """:func:`episode_metrics` from ``model.jobs_frame()`` with pandas (the reference)."""
-    frame = model.jobs_frame()
-    frame = frame[frame["start_time"].notna()]
-    run = frame["end_time"] - frame["start_time"]
-    bsld = np.maximum(1.0, (frame["wait_time"] + run) / np.maximum(run, 10.0))
-    return {
-        "bsld": float(bsld.mean()),
-        "wait": float(frame["wait_time"].mean()),
-        "value": float(frame["value"].sum()),
-        "jobs": len(frame),
-    }
-
-
-def _skipna_sum(values: np.ndarray) -> float:
-    """``pandas.Series.sum``: the sum of the values, NaN counted as 0."""
-    return float(np.where(np.isnan(values), 0.0, values).sum())
-
-
-def _skipna_mean(values: np.ndarray) -> float:
-    """``pandas.Series.mean``: the sum of the values that are not NaN over their count."""
-    count = len(values) - int(np.isnan(values).sum())
-    return _skipna_sum(values) / count if count else math.nan
 
 
 def episode_start(

@@ -21,7 +21,8 @@ from market_hpc.domain.platform import PRESETS
 from market_hpc.errors import ConfigError
 from market_hpc.policies.classic import shortest_first
 from market_hpc.rl.dispatch import JOB_FEATURES, first_fit_slot, job_metric
-from market_hpc.rl.env import HPCDispatchEnv, episode_metrics, episode_metrics_frame
+from market_hpc.rl.env import HPCDispatchEnv
+from market_hpc.rl.evaluate import episode_metrics, episode_metrics_frame
 from market_hpc.workload.market_rule import apply_market_rule
 from market_hpc.workload.synthetic import lublin_feitelson
 
