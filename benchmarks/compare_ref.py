@@ -7,7 +7,9 @@ For each replay the script runs the same command with this tree's code and with 
 each child's CPU (user + system, ``os.wait4``). It prints every pair's ratio (this tree /
 REF) and their median, and checks that both sides wrote the same ``jobs.csv`` (a speed
 change must not change a schedule; ``--no-check`` skips it for a REF whose results are
-known to differ).
+known to differ). Both trees' bytecode is compiled first and the children may use it
+(``PYTHONDONTWRITEBYTECODE`` removed), as an installed package runs; ``--no-bytecode``
+keeps the variable, and then every run also pays for compiling every module it imports.
 
 Replays (traces from ``$MARKET_HPC_TRACES``, else ``../shared/traces``):
 
@@ -84,10 +86,31 @@ def _replays(quick: bool) -> dict[str, list[str]]:
     }
 
 
-def _cpu(code: Path, arguments: list[str], out: Path) -> float:
+def _env(code: Path, bytecode: bool) -> dict[str, str]:
+    """The children's environment: ``code`` first on the path; with ``bytecode``, Python's
+    cached bytecode allowed (``PYTHONDONTWRITEBYTECODE`` removed), as an installed package
+    runs. Without it, a machine that sets ``PYTHONDONTWRITEBYTECODE`` compiles every module
+    from source in every run, which charges a run for the size of the source tree."""
+    env = {**os.environ, "PYTHONPATH": str(code), "MARKET_HPC_TRACES": str(_traces())}
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _compile(code: Path) -> None:
+    """Write ``code``'s bytecode cache (``compileall``) before any timed run."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(code / "market_hpc")],
+        env=_env(code, bytecode=True),
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def _cpu(code: Path, arguments: list[str], out: Path, bytecode: bool) -> float:
     """Run ``python -m market_hpc ARGUMENTS`` with ``code`` imported first; its CPU seconds."""
     argv = [sys.executable, "-m", "market_hpc", *[str(out) if a == "OUT" else a for a in arguments]]
-    env = {**os.environ, "PYTHONPATH": str(code), "MARKET_HPC_TRACES": str(_traces())}
+    env = _env(code, bytecode)
     with open(os.devnull, "wb") as sink:
         child = subprocess.Popen(argv, cwd=code, env=env, stdout=sink, stderr=subprocess.PIPE)
         assert child.stderr is not None
@@ -113,9 +136,14 @@ def _worktree(ref: str) -> Path:
     return target
 
 
-def compare(ref_tree: Path, names: list[str], pairs: int, quick: bool, check: bool) -> bool:
+def compare(
+    ref_tree: Path, names: list[str], pairs: int, quick: bool, check: bool, bytecode: bool = True
+) -> bool:
     """Print each replay's pair ratios; whether every checked replay gave the same jobs.csv."""
     replays = _replays(quick)
+    if bytecode:
+        for tree in (REPO, ref_tree):
+            _compile(tree)
     same = True
     for name in names:
         ratios = []
@@ -124,7 +152,9 @@ def compare(ref_tree: Path, names: list[str], pairs: int, quick: bool, check: bo
                 outs = {side: Path(scratch) / f"{side}-{pair}" for side in ("here", "ref")}
                 order = ["here", "ref"] if pair % 2 == 0 else ["ref", "here"]
                 cpu = {
-                    side: _cpu(REPO if side == "here" else ref_tree, replays[name], outs[side])
+                    side: _cpu(
+                        REPO if side == "here" else ref_tree, replays[name], outs[side], bytecode
+                    )
                     for side in order
                 }
                 ratios.append(cpu["here"] / cpu["ref"])
@@ -165,6 +195,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="do not compare the two sides' jobs.csv",
     )
+    parser.add_argument(
+        "--no-bytecode",
+        dest="bytecode",
+        action="store_false",
+        help="keep PYTHONDONTWRITEBYTECODE if set: every run compiles every module from source",
+    )
     args = parser.parse_args(argv)
     pairs = args.pairs if args.pairs is not None else (3 if args.quick else 5)
     if pairs < 1:
@@ -174,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"trace {missing[0]} not in {_traces()} (set MARKET_HPC_TRACES)")
     tree = _worktree(args.ref)
     try:
-        same = compare(tree, args.only or list(_replays(False)), pairs, args.quick, args.check)
+        same = compare(
+            tree, args.only or list(_replays(False)), pairs, args.quick, args.check, args.bytecode
+        )
     finally:
         subprocess.run(
             ["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
