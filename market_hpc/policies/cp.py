@@ -164,17 +164,11 @@ class CpScheduler(PolicyBase):
         queue_limit: int = QUEUE_LIMIT,
         decision_budget: float | None = None,
     ) -> None:
-        if queue_limit < 1:
-            raise ConfigError(
-                f"scheduler {self.label!r}: queue_limit must be >= 1, got {queue_limit}"
-            )
+        self.check_declared(queue_limit=queue_limit)  # (the ranges of ``parameters``)
         if decision_budget is None:
             decision_budget = self.default_budget
-        elif isinstance(decision_budget, bool) or not decision_budget >= 0:
-            raise ConfigError(
-                f"scheduler {self.label!r}: decision_budget must be a number >= 0 "
-                f"(0: none), got {decision_budget!r}"
-            )
+        else:
+            self.check_declared(decision_budget=decision_budget)
         try:
             self.limits = CpLimits(
                 float(deterministic_time),

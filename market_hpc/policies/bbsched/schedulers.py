@@ -37,7 +37,7 @@ from market_hpc.algorithms.bbsched.selection import (
     exact_pareto,
     weighted_pick,
 )
-from market_hpc.errors import ConfigError, UnknownNameError
+from market_hpc.errors import ConfigError
 from market_hpc.parameters import FRACTION, Param, constructor_keywords
 from market_hpc.policies.base import Allocator, View
 from market_hpc.policies.bbsched.window import (
@@ -197,16 +197,10 @@ class BbSched(WindowScheduler):
         **params: Any,
     ) -> None:
         super().__init__(allocator, **params)
-        if rule not in RULES:
-            raise UnknownNameError("bbsched rule", rule, RULES)
-        if solver not in SOLVERS:
-            raise UnknownNameError("bbsched solver", solver, SOLVERS)
-        if not 0 <= exhaustive_up_to <= MAX_EXACT_JOBS:
-            raise ConfigError(
-                f"bbsched: exhaustive_up_to must be in 0..{MAX_EXACT_JOBS}, got {exhaustive_up_to}"
-            )
-        if exact_budget < 0:
-            raise ConfigError(f"bbsched: exact_budget must be >= 0, got {exact_budget}")
+        # (the choices and ranges of ``parameters``, as a configuration is checked)
+        self.check_declared(
+            rule=rule, solver=solver, exhaustive_up_to=exhaustive_up_to, exact_budget=exact_budget
+        )
         try:
             self.settings = GaSettings(generations, population, mutation)
         except ValueError as exc:
