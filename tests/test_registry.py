@@ -151,3 +151,30 @@ def test_registering_a_name_twice_fails_and_keeps_the_first() -> None:
     with pytest.raises(ConfigError, match=re.escape("allocator 'first-fit' is already registered")):
         register_allocator("first-fit", "again")(object)  # type: ignore[arg-type]
     assert make_policy("easy", "first-fit").name == "easy+first-fit"
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "allocator", "key", "value", "valid"),
+    [
+        ("pcp20", "best-fit", "decision_budget", 700.0, "a finite number in [0, 600]"),
+        ("hcp19", "best-fit", "decision_budget", -1.0, "a finite number in [0, 600]"),
+        ("pcp20", "best-fit", "queue_limit", 0, "an integer in [1, 10000]"),
+        ("bbsched", "first-fit", "rule", "x", "one of paper, code"),
+        ("bbsched", "first-fit", "solver", "y", "one of auto, exact, ga"),
+        ("bbsched", "first-fit", "exhaustive_up_to", 99, "an integer in [0, 22]"),
+        ("bbsched", "first-fit", "exact_budget", -1, "an integer in [0, 2^53 - 1]"),
+    ],
+)
+def test_a_constructor_refuses_what_its_declarations_refuse(
+    scheduler: str, allocator: str, key: str, value: object, valid: str
+) -> None:
+    # built by hand or from a configuration: one check (the declaration's), one message
+    from market_hpc.policies.registry import make_allocator, scheduler_entry
+
+    message = f"scheduler {scheduler!r}: {key} = {value!r} is invalid; valid: {valid}"
+    with pytest.raises(ConfigError) as refused:
+        scheduler_entry(scheduler).factory(make_allocator(allocator), **{key: value})
+    assert str(refused.value) == message
+    with pytest.raises(ConfigError) as configured:
+        make_policy(scheduler, allocator, scheduler_params={key: value})
+    assert str(configured.value) == message

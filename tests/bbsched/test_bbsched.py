@@ -22,7 +22,6 @@ from market_hpc.algorithms.bbsched.selection import (
 )
 from market_hpc.core.model import HPCModel
 from market_hpc.domain.job import Job
-from market_hpc.errors import ConfigError
 
 # Table 1 (100 nodes, 100 TB; TB used as the unit): J1..J5 -> bits 0..4
 TABLE1 = Window.of([80, 10, 40, 10, 20], [20, 85, 5, 0, 0], 100, 100)
@@ -180,29 +179,3 @@ def test_generational_distance_is_zero_only_on_the_front() -> None:
     assert generational_distance(exact, exact, 100, 100) == 0.0
     worse = ParetoSet(np.array([0b01001]), np.array([[90, 20]]))
     assert generational_distance(worse, exact, 100, 100) == pytest.approx(0.1)
-
-
-@pytest.mark.parametrize(
-    ("key", "value", "valid"),
-    [
-        ("rule", "x", "one of paper, code"),
-        ("solver", "y", "one of auto, exact, ga"),
-        ("exhaustive_up_to", 99, "an integer in [0, 22]"),
-        ("exact_budget", -1, "an integer in [0, 2^53 - 1]"),
-    ],
-)
-def test_the_constructor_refuses_what_the_declarations_refuse(
-    key: str, value: object, valid: str
-) -> None:
-    # built by hand or from a configuration: one check, the declaration's, one message
-    from market_hpc.policies import make_policy
-    from market_hpc.policies.bbsched.schedulers import BbSched
-    from market_hpc.policies.registry import make_allocator
-
-    message = f"scheduler 'bbsched': {key} = {value!r} is invalid; valid: {valid}"
-    with pytest.raises(ConfigError) as refused:
-        BbSched(make_allocator("first-fit"), **{key: value})
-    assert str(refused.value) == message
-    with pytest.raises(ConfigError) as configured:
-        make_policy("bbsched", scheduler_params={key: value})
-    assert str(configured.value) == message

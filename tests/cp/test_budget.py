@@ -141,27 +141,3 @@ def test_the_budget_parameter_is_declared_and_checked() -> None:
             )
     with pytest.raises(ConfigError, match="decision_budget"):
         make_policy("pcp20", scheduler_params={"decision_budget": -2})
-
-
-@pytest.mark.parametrize(
-    ("key", "value", "valid"),
-    [
-        ("decision_budget", 700.0, "a finite number in [0, 600]"),
-        ("decision_budget", -1.0, "a finite number in [0, 600]"),
-        ("queue_limit", 0, "an integer in [1, 10000]"),
-    ],
-)
-def test_the_constructor_refuses_what_the_declarations_refuse(
-    key: str, value: float, valid: str
-) -> None:
-    # built by hand, not through the configuration: the same ranges and the same message
-    from market_hpc.policies.cp import Pcp20
-    from market_hpc.policies.registry import make_allocator
-
-    message = f"scheduler 'pcp20': {key} = {value} is invalid; valid: {valid}"
-    with pytest.raises(ConfigError) as refused:
-        Pcp20(make_allocator("best-fit"), **{key: value})
-    assert str(refused.value) == message
-    with pytest.raises(ConfigError) as configured:
-        make_policy("pcp20", scheduler_params={key: value})
-    assert str(configured.value) == message

@@ -215,3 +215,46 @@ def test_default_pcp20_is_deterministic() -> None:
         second.status,
         second.objective,
     )
+
+
+def _free_profile_by_loops(instance: CpInstance) -> tuple[list[int], np.ndarray]:
+    """The reference of ``free_profile``: every running job's usage taken from the
+    segments it is busy in, one entry at a time."""
+    times = [0] + sorted({job.remaining for job in instance.running})
+    free = np.repeat(instance.capacity[None, :, :], len(times), axis=0).astype(np.int64)
+    for job in instance.running:
+        last = int(np.searchsorted(times, job.remaining))  # busy in segments 0 .. last - 1
+        for node, amounts in job.usage:
+            free[:last, node] -= np.asarray(amounts, dtype=np.int64)
+    return times, np.maximum(free, 0)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_free_profile_and_used_equal_their_loop_references(seed: int) -> None:
+    # ties in remaining times, several entries per node, usage above capacity (clipped),
+    # idle nodes and no running job at all
+    rng = np.random.default_rng(seed)
+    nodes, types = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+    capacity = rng.integers(0, 9, size=(nodes, types))
+    running = tuple(
+        CpRunning(
+            int(rng.integers(1, 6)),
+            tuple(
+                (int(node), tuple(int(a) for a in rng.integers(0, 6, size=types)))
+                for node in rng.choice(nodes, size=int(rng.integers(1, nodes + 1)))
+            ),
+        )
+        for _ in range(int(rng.integers(0, 7)))
+    )
+    instance = CpInstance(capacity, (), running)
+    times, free = free_profile(instance)
+    want_times, want_free = _free_profile_by_loops(instance)
+    assert times == want_times and free.dtype == want_free.dtype
+    assert np.array_equal(free, want_free)
+    used = np.zeros_like(capacity)
+    for job in running:
+        for node, amounts in job.usage:
+            used[node] += amounts
+    assert np.array_equal(instance.used, np.minimum(used, capacity))
+    instance.used[...] = -1  # a new array each time: the instance is unchanged
+    assert np.array_equal(instance.used, np.minimum(used, capacity))

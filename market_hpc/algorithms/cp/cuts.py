@@ -255,12 +255,15 @@ def free_profile(instance: CpInstance) -> tuple[list[int], np.ndarray]:
     ([0, 3, 5], [[0, 3], [4, 3], [4, 4]])
     """
     times = [0] + sorted({job.remaining for job in instance.running})
-    free = np.repeat(instance.capacity[None, :, :], len(times), axis=0).astype(np.int64)
-    for job in instance.running:
-        last = int(np.searchsorted(times, job.remaining))  # busy in segments 0 .. last - 1
-        for node, amounts in job.usage:
-            free[:last, node] -= np.asarray(amounts, dtype=np.int64)
-    return times, np.maximum(free, 0)
+    capacity = instance.capacity.astype(np.int64)
+    jobs, nodes, amounts = instance.usage_rows
+    # a job is busy in segments 0 .. last - 1: its amounts go in at ``last`` and the busy
+    # amount of segment k is the sum of what goes in after k (a reverse cumulative sum)
+    last = np.searchsorted(times, [job.remaining for job in instance.running])
+    ending = np.zeros((len(times) + 1, *capacity.shape), dtype=np.int64)
+    np.add.at(ending, (last[jobs], nodes), amounts)
+    busy = np.cumsum(ending[::-1], axis=0)[::-1][1:]
+    return times, np.maximum(capacity[None, :, :] - busy, 0)
 
 
 def slot_profile(free: np.ndarray, shape: tuple[int, ...]) -> list[int]:

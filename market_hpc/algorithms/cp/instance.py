@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -110,13 +111,34 @@ class CpInstance:
     jobs: tuple[CpJob, ...]
     running: tuple[CpRunning, ...] = ()
 
+    @cached_property
+    def usage_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The running jobs' usage as rows (computed once; read only): ``(job, node,
+        amounts)``, one row per ``(node, amounts)`` entry of ``running[job].usage``, in
+        that order (``amounts`` an ``int64`` matrix with a column per resource).
+
+        >>> inst = CpInstance(np.array([[4], [4]]), (),
+        ...     (CpRunning(3, ((0, (4,)),)), CpRunning(5, ((0, (0,)), (1, (1,))))))
+        >>> [rows.tolist() for rows in inst.usage_rows]
+        [[0, 1, 1], [0, 0, 1], [[4], [0], [1]]]
+        """
+        entries = [
+            (j, node, amounts) for j, job in enumerate(self.running) for node, amounts in job.usage
+        ]
+        width = self.capacity.shape[1]
+        jobs = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
+        nodes = np.fromiter((e[1] for e in entries), dtype=np.int64, count=len(entries))
+        amounts = np.array([e[2] for e in entries], dtype=np.int64).reshape(len(entries), width)
+        for rows in (jobs, nodes, amounts):
+            rows.flags.writeable = False
+        return jobs, nodes, amounts
+
     @property
     def used(self) -> np.ndarray:
-        """Per-node usage of the running jobs, clipped to the capacity."""
+        """Per-node usage of the running jobs, clipped to the capacity (a new array)."""
+        _, nodes, amounts = self.usage_rows
         used = np.zeros_like(self.capacity)
-        for job in self.running:
-            for node, amounts in job.usage:
-                used[node] += amounts
+        np.add.at(used, nodes, amounts.astype(used.dtype, copy=False))
         clipped: np.ndarray = np.minimum(used, self.capacity)
         return clipped
 
