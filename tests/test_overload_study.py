@@ -80,3 +80,15 @@ def test_tiny_overload_study_runs_every_family_and_ranks_them(tmp_path: Path) ->
     assert (report / "pareto_load_2.png").is_file() and (report / "rank_heatmap.png").is_file()
     cost = pd.read_csv(report / "cost.csv")
     assert len(cost) == len(POLICIES) and (cost["run_cpu_s_mean"] > 0).all()
+
+
+def test_the_cp_budget_sweep_runs_on_the_study_s_own_slices_and_tracks() -> None:
+    # scenarios/overload_cp_budget.toml copies the study's slice and track groups (a sweep
+    # file cannot include another's): the copies must not drift from the study
+    import tomllib
+
+    def groups(name: str) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+        spec = tomllib.loads((REPO / "scenarios" / name).read_text())
+        return spec["zip"][1:], spec["quick"]["zip"][1:]
+
+    assert groups("overload_cp_budget.toml") == groups("overload_study.toml")
