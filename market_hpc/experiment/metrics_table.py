@@ -112,7 +112,9 @@ METRICS: dict[str, Metric] = {
         Metric(
             "cp_optimal_share", "share of CP-SAT decisions OPTIMAL or TRIVIAL", "fraction", "higher"
         ),
-        Metric("cp_models", "CP-SAT decisions that built a model"),
+        Metric(
+            "cp_models", "CP-SAT decisions that went to a model (built, or not needed, or refused)"
+        ),
         Metric(
             "cp_model_optimal_share",
             "share of CP-SAT models solved to OPTIMAL",

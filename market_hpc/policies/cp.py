@@ -84,6 +84,8 @@ STATUS_KEYS = ("OPTIMAL", "FEASIBLE", "FALLBACK", "TRIVIAL")
 the dispatchers with a decision budget, BUDGET, when they occur)."""
 RELAXATION_TAGS = ("proved", "proved-cut", "unpacked", "bound", "skipped")
 """What PCP'20's schedule relaxation did per model (``CpOutcome.relaxation``)."""
+UNBUILT = ("relaxation", "budget")
+"""Why a modelled decision built no PCP'20 model (``CpOutcome.unbuilt``)."""
 TIME_CONTROLS = ("deterministic", "paper")
 """PCP'20 time control: deterministic-time limits (reproducible), or the authors' wall
 clock (1 s, +0.5 s per retry while no solution, 30 retries)."""
@@ -191,7 +193,9 @@ class CpScheduler(PolicyBase):
         self.changed = (
             0  # ... of which started other jobs now, or on other nodes, than the greedy plan
         )
-        self.model_statuses: Counter[str] = Counter()  # status of the decisions that built a model
+        # status of the decisions that went to a model (built, or not needed, or refused)
+        self.model_statuses: Counter[str] = Counter()
+        self.unbuilt: Counter[str] = Counter()  # ... of which built none, by CpOutcome.unbuilt
         self.relaxations: Counter[str] = (
             Counter()
         )  # what PCP'20's schedule relaxation did (cp_relax)
@@ -334,9 +338,12 @@ class CpScheduler(PolicyBase):
         if outcome.variables:  # a model was built
             self.variables.append(outcome.variables)
             self.constraints.append(outcome.constraints)
+        if outcome.variables or outcome.unbuilt:
             self.model_statuses[outcome.status] += 1
         if outcome.relaxation:
             self.relaxations[outcome.relaxation] += 1
+        if outcome.unbuilt:
+            self.unbuilt[outcome.unbuilt] += 1
         if outcome.budget_spent:
             self.budget_spent.append(outcome.budget_spent)
             self.budget_exhausted += outcome.budget_exhausted
@@ -397,7 +404,7 @@ class CpScheduler(PolicyBase):
         solved = sum(self.statuses.values())
         variables = np.asarray(self.variables or [0])
         constraints = np.asarray(self.constraints or [0])
-        models = len(self.variables)
+        models = sum(self.model_statuses.values())
         counts = dict.fromkeys(
             STATUS_KEYS + ((BUDGET,) if self.limits.decision_budget else ()), 0
         ) | dict(self.statuses)
@@ -422,6 +429,9 @@ class CpScheduler(PolicyBase):
             "cp_mean_constraints": float(constraints.mean()),
             "cp_max_constraints": int(constraints.max()),
             "cp_relaxation_counts": {tag: self.relaxations[tag] for tag in RELAXATION_TAGS},
+            # decisions that needed no PCP'20 model (the relaxation answered) or could not
+            # pay for one (refused by its size bound before it was built)
+            "cp_models_unbuilt": {why: self.unbuilt[why] for why in UNBUILT},
             "cp_decision_budget": self.limits.decision_budget or 0.0,
             "cp_budget_exhausted": self.budget_exhausted,
             "cp_budget_spent_mean": float(spent.mean()),

@@ -13,9 +13,19 @@ import numpy as np
 import pytest
 from invariants import random_workload
 
-from market_hpc.algorithms.cp.budget import Budget
-from market_hpc.algorithms.cp.instance import BUDGET, CpInstance, CpJob, CpLimits, CpRunning
-from market_hpc.algorithms.cp.pcp20 import solve_pcp20
+from market_hpc.algorithms.cp import pcp20
+from market_hpc.algorithms.cp.budget import SIZE_SECONDS, Budget
+from market_hpc.algorithms.cp.cuts import CUTS
+from market_hpc.algorithms.cp.greedy import greedy_plan
+from market_hpc.algorithms.cp.instance import (
+    BUDGET,
+    CpInstance,
+    CpJob,
+    CpLimits,
+    CpRunning,
+    model_size,
+)
+from market_hpc.algorithms.cp.pcp20 import Pcp20Model, model_size_bound, solve_pcp20
 from market_hpc.algorithms.cp.pooled import solve_pooled
 from market_hpc.core.model import HPCModel
 from market_hpc.errors import ConfigError
@@ -50,7 +60,73 @@ def test_pcp20_takes_the_greedy_plan_when_the_budget_cannot_pay_for_a_solve(rela
     tiny = solve_pcp20(TWO_JOBS, CpLimits(decision_budget=1e-6), relax=relax)
     assert tiny.status == BUDGET and tiny.budget_exhausted
     assert tiny.starts == {1: 0, 2: 4} and tiny.placements == {1: ((1, 1),)}  # the greedy plan
-    assert tiny.variables > 0  # the model was built, no solve ran
+    # the model's size bound alone exceeds the budget: it was not built, no solve ran
+    assert tiny.variables == 0 and tiny.unbuilt == "budget"
+    assert tiny.budget_spent >= model_size_bound(TWO_JOBS) * SIZE_SECONDS  # its loading charged
+
+
+def test_pcp20_builds_no_model_when_the_relaxation_answers() -> None:
+    # the relaxation's optimum is packed into PCP'20's positions: still no PCP'20 model, so
+    # the answer needed none (with relax=False the search builds it)
+    relaxed = solve_pcp20(TWO_JOBS, CpLimits(decision_budget=10.0))
+    assert relaxed.relaxation == "proved" and relaxed.status == "OPTIMAL"
+    searched = solve_pcp20(TWO_JOBS, CpLimits(decision_budget=10.0), relax=False)
+    assert searched.variables > 0 and searched.unbuilt == ""
+    assert relaxed.starts == searched.starts
+
+
+def mixed_instance(seed: int) -> CpInstance:
+    """Two node types over three resources, a few multi-unit jobs, some running jobs."""
+    rng = np.random.default_rng(seed)
+    thin, fat = (4, 0, 8), (8, 2, 32)
+    capacity = np.array(
+        [thin] * int(rng.integers(1, 4)) + [fat] * int(rng.integers(1, 3)), dtype=np.int64
+    )
+    jobs = []
+    for key in range(int(rng.integers(2, 9))):
+        unit = (int(rng.integers(1, 5)), int(rng.integers(0, 3)), int(rng.integers(0, 9)))
+        hosts = int((capacity >= unit).all(axis=1).sum())  # one unit per host fits
+        units = int(rng.integers(1, hosts + 1))
+        jobs.append(CpJob(key, units, unit, int(rng.integers(1, 50)), int(rng.integers(1, 999))))
+    running = tuple(
+        CpRunning(int(rng.integers(1, 40)), ((node, (int(rng.integers(1, 5)), 0, 1)),))
+        for node in range(len(capacity))
+        if rng.random() < 0.5
+    )
+    return CpInstance(capacity, tuple(jobs), running)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_model_size_bound_never_exceeds_the_built_model(seed: int) -> None:
+    # the bound lets PCP'20 skip building a model its budget would refuse: it must be a
+    # lower bound, or a model the budget could pay for would be refused
+    instance = mixed_instance(seed)
+    bound = model_size_bound(instance)
+    built = sum(model_size(Pcp20Model(instance, greedy_plan(instance), cuts=CUTS).model))
+    assert 0 < bound <= built
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_refusing_by_the_size_bound_decides_as_building_and_refusing_would(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the same decisions whether the budget refuses a model before building it (its size
+    # bound) or after (its exact size, as before the bound): budgets around the model's
+    # loading cost, so that both happen
+    instance = mixed_instance(seed)
+    size = model_size_bound(instance)
+    for units in (0.5 * size * SIZE_SECONDS, 1.5 * size * SIZE_SECONDS, 0.05, 1.0):
+        limits = CpLimits(decision_budget=units)
+        early = solve_pcp20(instance, limits)
+        with monkeypatch.context() as patch:
+            patch.setattr(pcp20, "model_size_bound", lambda instance: 0)
+            late = solve_pcp20(instance, limits)
+        assert (early.status, early.starts, early.placements) == (
+            late.status,
+            late.starts,
+            late.placements,
+        ), units
+        assert early.budget_exhausted == late.budget_exhausted
 
 
 @pytest.mark.parametrize("relax", [True, False], ids=["relaxation", "search"])

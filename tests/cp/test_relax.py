@@ -200,8 +200,9 @@ def test_identical_twins_may_start_together_in_the_relaxation() -> None:
 def test_a_relaxation_not_proven_optimal_is_not_packed() -> None:
     # big_and_small's optimal schedule, but reported FEASIBLE (the relaxation ran out of
     # budget): it proves nothing, so PCP'20's own search decides with its bound
+    from market_hpc.algorithms.cp.budget import Budget
     from market_hpc.algorithms.cp.greedy import greedy_plan
-    from market_hpc.algorithms.cp.pcp20 import Pcp20Model, _from_relaxation
+    from market_hpc.algorithms.cp.pcp20 import _from_relaxation, _LazyModel
     from market_hpc.algorithms.cp.relax import Relaxed
 
     inst = big_and_small()
@@ -209,7 +210,7 @@ def test_a_relaxation_not_proven_optimal_is_not_packed() -> None:
     assert (
         plan.objective(inst) > 100
     )  # the greedy plan starts A now: the relaxation's schedule is better
-    built = Pcp20Model(inst, plan, branching="auto")
+    built = _LazyModel(inst, plan, "auto", (), Budget(None))  # built when packing needs it
     placements = {key: plan.allocation(key) for key, start in plan.starts.items() if start == 0}
     feasible = Relaxed("FEASIBLE", {1: 10, 2: 0}, 100, 50)
     assert _from_relaxation(built, feasible, plan, placements, CpLimits(), Stopwatch()) == (

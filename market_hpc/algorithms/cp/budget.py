@@ -82,6 +82,24 @@ class Budget:
         work = min(own, left)
         return round(work / DET_SECONDS, 9), max(1, round(work / CONFLICT_SECONDS))
 
+    def refuses(self, size: int) -> bool:
+        """Whether a model of at least ``size`` variables and constraints is refused by
+        ``limits`` whatever its exact size; then its loading is charged at ``size`` and the
+        budget is exhausted, so that it need not be built (``False``: build it, ``limits``
+        charges the exact size).
+
+        >>> budget = Budget(0.03)
+        >>> budget.refuses(100), budget.refuses(300), round(budget.spent, 6), budget.exhausted
+        (False, True, 0.039, True)
+        >>> Budget(None).refuses(10**9)
+        False
+        """
+        if self.units is None or self.units - self.spent - size * SIZE_SECONDS >= 1e-3 * self.units:
+            return False
+        self.spent += size * SIZE_SECONDS
+        self.exhausted = True
+        return True
+
     def charge(self, deterministic_time: float, conflicts: int) -> None:
         """Add what one solve spent (CP-SAT's ``deterministic_time`` and ``num_conflicts``)."""
         if self.units is not None:

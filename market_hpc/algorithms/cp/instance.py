@@ -210,6 +210,9 @@ class CpOutcome:
             ``cp_relax.RELAX_JOBS``). Empty when it is off or no model was built.
         budget_spent: Work units the decision's solves spent (``Budget``; 0 without one).
         budget_exhausted: Whether the budget refused or cut short a solve.
+        unbuilt: Why PCP'20's model was not built: ``relaxation`` (the relaxation
+            answered first), ``budget`` (the budget could not pay for loading it, by its
+            size bound: the greedy plan decides, ``BUDGET``); empty otherwise.
     """
 
     starts: dict[int, int]
@@ -225,6 +228,7 @@ class CpOutcome:
     relaxation: str = ""
     budget_spent: float = 0.0
     budget_exhausted: bool = False
+    unbuilt: str = ""
 
 
 def changed_from(

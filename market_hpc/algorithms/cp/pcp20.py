@@ -264,6 +264,33 @@ class Pcp20Model:
             values.append(int(position[r]))
 
 
+def model_size_bound(instance: CpInstance) -> int:
+    """A lower bound on the variables and constraints of ``Pcp20Model(instance)``, counted
+    without building it: per job its start and interval; per unit its node variable, its
+    positions and their boxes, its links to the groups that can hold it (and, with several,
+    a Boolean, an exactly-one and an enforced node range per group), the order after the
+    job's previous unit. The running boxes, the cuts and the cumulatives are left out.
+
+    >>> from market_hpc.algorithms.cp.instance import CpJob, CpRunning
+    >>> inst = CpInstance(np.array([[2], [2], [4]]),
+    ...                   (CpJob(1, 2, (1,), 10, 10), CpJob(2, 1, (3,), 5, 20)), ())
+    >>> model_size_bound(inst)  # job 1: 2 + 2 x (1 + 1 + 1 + 2 + 5 + 1) - 1; job 2: 2 + 4
+    29
+    >>> sum(model_size(Pcp20Model(inst).model))
+    31
+    """
+    capacity = instance.capacity
+    caps = [capacity[first].tolist() for first, _ in node_groups(capacity)]
+    size = 0
+    for job in instance.jobs:
+        asked = [r for r, amount in enumerate(job.unit) if amount > 0]
+        groups = sum(all(cap[r] >= job.unit[r] for r in asked) for cap in caps)
+        choice = 2 * groups + 1 if groups > 1 else 0  # Booleans, enforced ranges, exactly-one
+        per_unit = 1 + len(asked) * (2 + groups) + choice
+        size += 2 + job.units * (per_unit + len(asked)) - len(asked)
+    return size
+
+
 def _assign(field: Any, values: list[int]) -> None:
     """Replace a repeated proto field's values (OR-Tools' pybind container or protobuf's)."""
     if hasattr(field, "clear"):
@@ -382,14 +409,13 @@ def solve_pcp20(
             plan,
         )
     work = Budget(None if paper_time else limits.decision_budget)
-    built = Pcp20Model(instance, plan, branching=branching, cuts=cuts)
-    variables, constraints = model_size(built.model)
+    lazy = _LazyModel(instance, plan, branching, cuts, work)
     tag = "skipped" if relax else ""
     if relax and len(instance.jobs) <= cp_relax.RELAX_JOBS:
         forbidden: list[frozenset[int]] = []
         for _ in range(cp_relax.RELAX_ROUNDS):
             relaxed = solve_relaxation(instance, plan, limits, forbidden=forbidden, budget=work)
-            tag, answer = _from_relaxation(built, relaxed, plan, placements, limits, watch, work)
+            tag, answer = _from_relaxation(lazy, relaxed, plan, placements, limits, watch, work)
             if tag != "unpacked" or relaxed.starts is None:
                 break
             now = frozenset(
@@ -403,24 +429,28 @@ def solve_pcp20(
             return _real_nodes(
                 replace(
                     answer,
-                    variables=variables,
-                    constraints=constraints,
+                    variables=lazy.variables,
+                    constraints=lazy.constraints,
                     relaxation=tag,
                     budget_spent=work.spent,
                     budget_exhausted=work.exhausted,
+                    unbuilt=lazy.unbuilt,
                 ),
                 real,
             )
-        if relaxed.bound > built.lower_bound:
-            built.model.add(
+        bounded = lazy.get()
+        if bounded is not None and relaxed.bound > bounded.lower_bound:
+            bounded.model.add(
                 cp_model.LinearExpr.weighted_sum(
-                    [built.starts[job.key] for job in instance.jobs],
+                    [bounded.starts[job.key] for job in instance.jobs],
                     [job.weight for job in instance.jobs],
                 )
                 >= relaxed.bound
             )
+    built = lazy.get()  # None: the budget cannot pay for loading it (BUDGET, no solve)
     budget = limits.deterministic_time
-    for attempt in range(max_retries + 1):
+    attempt = 0
+    while built is not None and attempt <= max_retries:
         if paper_time:
             run_limits, budget = (
                 replace(limits, wall_seconds=1.0 + 0.5 * attempt),
@@ -441,34 +471,69 @@ def solve_pcp20(
             return _real_nodes(
                 replace(
                     outcome,
-                    variables=variables,
-                    constraints=constraints,
+                    variables=lazy.variables,
+                    constraints=lazy.constraints,
                     relaxation=tag,
                     budget_spent=work.spent,
                     budget_exhausted=work.exhausted,
                 ),
                 real,
             )
-        if work.exhausted:
+        if work.exhausted or attempt == max_retries:
             break
         budget += 0.5 * limits.deterministic_time
+        attempt += 1
     return _real_nodes(
         CpOutcome(
             dict(plan.starts),
             placements,
             BUDGET if work.exhausted else FALLBACK,
-            variables,
-            constraints,
+            lazy.variables,
+            lazy.constraints,
             plan.objective(instance),
             attempt + 1,
             watch.seconds(),
             relaxation=tag,
             budget_spent=work.spent,
             budget_exhausted=work.exhausted,
+            unbuilt=lazy.unbuilt,
         ),
         real,
         plan,
     )
+
+
+class _LazyModel:
+    """PCP'20's model of one decision, built when a solve first needs it and only when
+    the decision's budget can pay for loading it (``model_size_bound``): the relaxation
+    often answers without it, and a model the budget refuses is not worth building."""
+
+    def __init__(
+        self,
+        instance: CpInstance,
+        plan: Plan,
+        branching: str,
+        cuts: Iterable[str],
+        work: Budget,
+    ) -> None:
+        self.instance, self.plan, self.branching, self.cuts = instance, plan, branching, cuts
+        self.work = work
+        self.built: Pcp20Model | None = None
+        self.variables = self.constraints = 0
+        self.unbuilt = "relaxation"  # why it was not built: "relaxation" or "budget"
+
+    def get(self) -> Pcp20Model | None:
+        """The model, built on first use; None when the budget refuses it (charged once)."""
+        if self.built is None and self.unbuilt != "budget":
+            if self.work.refuses(model_size_bound(self.instance)):
+                self.unbuilt = "budget"
+                return None
+            self.built = Pcp20Model(
+                self.instance, self.plan, branching=self.branching, cuts=self.cuts
+            )
+            self.variables, self.constraints = model_size(self.built.model)
+            self.unbuilt = ""
+        return self.built
 
 
 PLACE_TIME = 0.05
@@ -476,7 +541,7 @@ PLACE_TIME = 0.05
 
 
 def _from_relaxation(
-    built: Pcp20Model,
+    lazy: _LazyModel,
     relaxed: Relaxed,
     plan: Plan,
     placements: dict[int, tuple[tuple[int, int], ...]],
@@ -485,7 +550,7 @@ def _from_relaxation(
     work: Budget | None = None,
 ) -> tuple[str, CpOutcome | None]:
     """``(what the relaxation did, the answer it gives or None)`` (``CpOutcome.relaxation``)."""
-    instance = built.instance
+    instance = lazy.instance
     if (
         relaxed.starts is None or relaxed.status != "OPTIMAL"
     ):  # packing an unproven schedule rarely paid (docs/cp.md)
@@ -501,6 +566,9 @@ def _from_relaxation(
             changed=False,
             planned={key: plan.allocation(key) for key in plan.starts},
         )
+    built = lazy.get()
+    if built is None:  # the budget cannot pay for loading the model (as ``place``'s refusal)
+        return "unpacked", None
     solver, status = built.place(relaxed.starts, limits, PLACE_TIME, work)
     if status not in ("OPTIMAL", "FEASIBLE"):
         return "unpacked", None
