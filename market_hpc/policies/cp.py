@@ -108,6 +108,9 @@ def model_units(platform_capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return cols, scale, platform_capacity[:, cols] // scale
 
 
+Usage = tuple[tuple[int, tuple[int, ...]], ...]  # a running job's (node, amounts) entries
+
+
 def _ceil_units(
     amounts: Sequence[int], columns: Sequence[tuple[int, int]], times: int = 1
 ) -> tuple[int, ...]:
@@ -212,6 +215,9 @@ class CpScheduler(PolicyBase):
         self._whole: tuple[Any, list[tuple[int, ...]]] | None = (
             None  # per platform: node -> model units
         )
+        # per running job id: (allocation, exclusive, usage, its nodes, its amounts) in
+        # model units before clipping (``_running_usage``)
+        self._usage_cache: dict[int, tuple[Any, bool, Usage, np.ndarray, np.ndarray]] = {}
         self._fit_totals: dict[tuple[int, ...], int] | None = None  # during a decision
         # OR-Tools is loaded when the scheduler is made, not inside the first decision's
         # timing (importing it costs ~0.5 s; registering the policies stays free of it)
@@ -263,6 +269,7 @@ class CpScheduler(PolicyBase):
             cols, scale, model_capacity = model_units(view.platform.capacity)
             self._units = (view.platform, list(zip(cols.tolist(), scale.tolist())), model_capacity)
             self._ceil_cache = {}
+            self._usage_cache = {}
         _, columns, capacity = self._units
         ceil_cache = self._ceil_cache
         durations = self.durations(jobs)
@@ -272,24 +279,69 @@ class CpScheduler(PolicyBase):
             if unit is None:
                 unit = ceil_cache[job.unit] = _ceil_units(job.unit, columns)
             cp_jobs.append(CpJob(job.job_id, job.units, unit, d, w))
-        # per node, each running job takes what it uses in model units, clipped to what
-        # the jobs before it left (``min(amount, room)``, room >= 0): plain integers
-        room = capacity.tolist()
-        running = []
+        usages, rows = self._running_usage(view, columns, capacity)
+        running = tuple(
+            CpRunning(max(1, math.ceil(view.expected_end(run) - view.time)), usage)
+            for run, usage in zip(view.running, usages)
+        )
+        if rows is None:
+            return CpInstance(capacity, tuple(cp_jobs), running)
+        return CpInstance.with_usage_rows(capacity, tuple(cp_jobs), running, rows)
+
+    def _running_usage(
+        self, view: View, columns: list[tuple[int, int]], capacity: np.ndarray
+    ) -> tuple[list[Usage], tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+        """Per running job, ``(node, amounts)`` per node of its allocation in model units,
+        each clipped to what the jobs before it left on the node (``min(amount, room)``,
+        room >= 0; rounding memory up to whole GB can over-fill a node); and, when nothing
+        was clipped, the instance's ``usage_rows`` of them.
+
+        A job's unclipped usage is kept while it runs with the same allocation; with no
+        node over-full the clipping changes nothing and is skipped.
+        """
         exclusive = view.exclusive
         whole = self._whole_nodes(view) if exclusive else []
+        kept, fresh = self._usage_cache, {}
+        entries = []
         for run in view.running:
-            remaining = max(1, math.ceil(view.expected_end(run) - view.time))
-            usage = []
-            unit = run.job.unit
-            for node, units in run.allocation:
-                amounts = whole[node] if exclusive else _ceil_units(unit, columns, units)
+            entry = kept.get(run.job.job_id)
+            if entry is None or entry[0] is not run.allocation or entry[1] != exclusive:
+                unit = run.job.unit
+                usage = tuple(
+                    (node, whole[node] if exclusive else _ceil_units(unit, columns, units))
+                    for node, units in run.allocation
+                )
+                entry = (
+                    run.allocation,
+                    exclusive,
+                    usage,
+                    np.array([node for node, _ in usage], dtype=np.int64),
+                    np.array([a for _, a in usage], dtype=np.int64).reshape(
+                        len(usage), len(columns)
+                    ),
+                )
+            fresh[run.job.job_id] = entry
+            entries.append(entry)
+        self._usage_cache = fresh
+        if entries:
+            nodes = np.concatenate([e[3] for e in entries])
+            amounts = np.concatenate([e[4] for e in entries])
+            total = np.zeros_like(capacity)
+            np.add.at(total, nodes, amounts)
+            if (total <= capacity).all():
+                jobs = np.repeat(np.arange(len(entries)), [len(e[3]) for e in entries])
+                return [e[2] for e in entries], (jobs, nodes, amounts)
+        room = capacity.tolist()
+        usages: list[Usage] = []
+        for entry in entries:
+            clipped = []
+            for node, asked in entry[2]:
                 left = room[node]
-                taken = tuple(min(a, r) for a, r in zip(amounts, left))
+                taken = tuple(min(a, r) for a, r in zip(asked, left))
                 room[node] = [r - t for r, t in zip(left, taken)]
-                usage.append((node, taken))
-            running.append(CpRunning(remaining, tuple(usage)))
-        return CpInstance(capacity, tuple(cp_jobs), tuple(running))
+                clipped.append((node, taken))
+            usages.append(tuple(clipped))
+        return usages, None
 
     def _whole_nodes(self, view: View) -> list[tuple[int, ...]]:
         """Each node's whole capacity in model units (what a node-exclusive job takes)."""

@@ -10,6 +10,8 @@ registered schedulers like every other one.
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -441,3 +443,56 @@ def test_the_cp_study_sweep_runs_end_to_end_on_small_data() -> None:
         result = simulate(config, jobs=jobs)
         assert_schedule_invariants(jobs, result.jobs, config.platform, segments=result.segments)
         assert result.summary["jobs_completed"] == len(jobs), run.params
+
+
+def _reference_usage(
+    capacity: np.ndarray, columns: list[tuple[int, int]], running: list[Any]
+) -> list[tuple[Any, ...]]:
+    """The running jobs' model usage as first written: node by node, each clipped to what
+    the jobs before it left."""
+    room = capacity.tolist()
+    out: list[tuple[Any, ...]] = []
+    for run in running:
+        usage = []
+        for node, units in run.allocation:
+            amounts = [-(-run.job.unit[c] * units // k) for c, k in columns]
+            taken = tuple(min(a, r) for a, r in zip(amounts, room[node]))
+            room[node] = [r - t for r, t in zip(room[node], taken)]
+            usage.append((node, taken))
+        out.append(tuple(usage))
+    return out
+
+
+def test_the_instance_clips_running_usage_only_where_a_node_is_over_full() -> None:
+    # 2 nodes of 16 cores and 4 GB; a job's memory on a node is rounded up to whole GB
+    platform = SimpleNamespace(capacity=np.array([[16, 0, 0, 4096], [16, 0, 0, 4096]]))
+
+    def run(job_id: int, unit: tuple[int, ...], allocation: tuple[tuple[int, int], ...]) -> Any:
+        return SimpleNamespace(job=SimpleNamespace(job_id=job_id, unit=unit), allocation=allocation)
+
+    def view(running: list[Any]) -> Any:
+        return SimpleNamespace(
+            platform=platform,
+            running=running,
+            exclusive=False,
+            time=0.0,
+            expected_end=lambda r: 10.0 * r.job.job_id,
+        )
+
+    policy: Any = make_policy("pcp20")
+    columns = [(0, 1), (3, 1024)]
+    capacity = np.array([[16, 4], [16, 4]])
+    fits = [run(1, (2, 0, 0, 1500), ((0, 1), (1, 1))), run(2, (1, 0, 0, 1024), ((1, 2),))]
+    over = [run(3, (1, 0, 0, 1500), ((0, 2),)), run(4, (1, 0, 0, 1500), ((0, 1), (1, 1)))]
+    for running in (fits, over, fits + over, over[::-1]):
+        instance = policy.instance((), (), view(running))
+        usage = [job.usage for job in instance.running]
+        assert usage == _reference_usage(capacity, columns, running)
+        assert [job.remaining for job in instance.running] == [10 * r.job.job_id for r in running]
+        computed = CpInstance(instance.capacity, (), instance.running).usage_rows
+        assert all((a == b).all() for a, b in zip(instance.usage_rows, computed))
+    # job 3 takes 3 GB (2 x 1,500 MiB) of node 0's 4; job 4's 2 GB there are clipped to 1
+    assert policy.instance((), (), view(over)).running[1].usage == ((0, (1, 1)), (1, (1, 2)))
+    # a job kept in the cache under its id is re-read when its allocation changes
+    moved = [run(1, (2, 0, 0, 1500), ((1, 2),))]
+    assert policy.instance((), (), view(moved)).running[0].usage == ((1, (4, 3)),)

@@ -19,7 +19,7 @@ import pytest
 
 from market_hpc.algorithms.cp.instance import CpInstance, CpJob, CpLimits, CpOutcome, CpRunning
 from market_hpc.algorithms.cp.pcp20 import solve_pcp20
-from market_hpc.algorithms.cp.reduce import end_levels, reduce_instance
+from market_hpc.algorithms.cp.reduce import LEVELS, end_levels, reduce_instance
 
 LONG = CpLimits(deterministic_time=10.0)
 
@@ -175,3 +175,15 @@ def test_every_search_order_and_the_paper_time_control_find_the_optimum(branchin
     assert solve_pcp20(instance, LONG, branching=branching).starts == {7: 4}
     paper = solve_pcp20(instance, CpLimits(), max_retries=30, branching=branching, paper_time=True)
     assert (paper.status, paper.starts) == ("OPTIMAL", {7: 4})
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_reduced_instance_carries_the_usage_rows_of_its_running_jobs(seed: int) -> None:
+    for levels in (1, 3, LEVELS):
+        reduced = reduce_instance(many_ends(seed), levels).instance
+        assert all(len(run.usage) == 1 and run.remaining > 0 for run in reduced.running)
+        computed = CpInstance(reduced.capacity, reduced.jobs, reduced.running).usage_rows
+        assert all(
+            (given == rows).all() and given.shape == rows.shape
+            for given, rows in zip(reduced.usage_rows, computed)
+        )

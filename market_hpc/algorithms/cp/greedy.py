@@ -12,6 +12,7 @@ contiguous block inside one node, as the PCP'20 model requires.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,10 +43,7 @@ class Plan:
 
     def allocation(self, key: int) -> tuple[tuple[int, int], ...]:
         """``((node, units), ...)`` of a planned job, nodes increasing."""
-        counts: dict[int, int] = {}
-        for node in self.nodes[key]:
-            counts[node] = counts.get(node, 0) + 1
-        return tuple(sorted(counts.items()))
+        return tuple(sorted(Counter(self.nodes[key]).items()))
 
 
 class _Shelf:
@@ -120,25 +118,38 @@ def shelf_plan(instance: CpInstance) -> Plan:
                 raise ValueError(f"job {job.key} does not fit the empty platform")
             chosen = (shelf, allocation)
         shelf, allocation = chosen
-        nodes: list[int] = []
-        positions: list[tuple[int, ...]] = []
-        asked = [r for r, amount in enumerate(job.unit) if amount > 0]
-        for node, count in allocation:
-            # unit k of this node starts at the node's offset + fill + k * unit, per asked type
-            base = (offsets[node] + shelf.fill[node]).tolist()
-            for k in range(count):
-                row = [-1] * len(job.unit)
-                for r in asked:
-                    row[r] = base[r] + k * job.unit[r]
-                nodes.append(node)
-                positions.append(tuple(row))
-            shelf.fill[node] += count * unit
-            shelf.free[node] -= count * unit
+        nodes, positions = _unit_positions(allocation, unit, offsets, shelf)
         plan.starts[job.key] = shelf.start
         plan.nodes[job.key] = nodes
         plan.positions[job.key] = positions
         shelf.end = max(shelf.end, shelf.start + job.duration)
     return plan
+
+
+def _unit_positions(
+    allocation: Allocation, unit: np.ndarray, offsets: np.ndarray, shelf: _Shelf
+) -> tuple[list[int], list[tuple[int, ...]]]:
+    """The node and start positions of each unit of ``allocation`` on ``shelf``, whose
+    fill and free resources it then takes: unit ``k`` of a node starts at the node's
+    offset + the shelf's fill + ``k * unit`` in each requested type, ``-1`` elsewhere
+    (the allocation's nodes are distinct, as ``best_fit`` gives them).
+
+    >>> shelf = _Shelf(0, np.array([[4, 2], [4, 2]]), np.array([[1, 0], [0, 0]]), 0)
+    >>> _unit_positions(((0, 2), (1, 1)), np.array([1, 0]), np.array([[0, 0], [5, 2]]), shelf)
+    ([0, 0, 1], [(1, -1), (2, -1), (5, -1)])
+    >>> shelf.fill.tolist(), shelf.free.tolist()
+    ([[3, 0], [1, 0]], [[2, 2], [3, 2]])
+    """
+    where = np.array([node for node, _ in allocation], dtype=np.int64)
+    counts = np.array([count for _, count in allocation], dtype=np.int64)
+    total = int(counts.sum())
+    k = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    rows = np.repeat(offsets[where] + shelf.fill[where], counts, axis=0) + k[:, None] * unit
+    rows[:, unit <= 0] = -1
+    taken = counts[:, None] * unit
+    shelf.fill[where] += taken
+    shelf.free[where] -= taken
+    return np.repeat(where, counts).tolist(), list(map(tuple, rows.tolist()))
 
 
 def _place(free: np.ndarray, job: CpJob) -> Allocation | None:

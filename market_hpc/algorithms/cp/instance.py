@@ -111,6 +111,30 @@ class CpInstance:
     jobs: tuple[CpJob, ...]
     running: tuple[CpRunning, ...] = ()
 
+    @classmethod
+    def with_usage_rows(
+        cls,
+        capacity: np.ndarray,
+        jobs: tuple[CpJob, ...],
+        running: tuple[CpRunning, ...],
+        rows: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> CpInstance:
+        """The instance with ``usage_rows`` given (the caller built ``running`` from them,
+        so they are what ``usage_rows`` would compute; made read only here).
+
+        >>> run = (CpRunning(3, ((0, (4,)),)), CpRunning(5, ((0, (0,)), (1, (1,)))))
+        >>> rows = (np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([[4], [0], [1]]))
+        >>> given = CpInstance.with_usage_rows(np.array([[4], [4]]), (), run, rows)
+        >>> computed = CpInstance(np.array([[4], [4]]), (), run).usage_rows
+        >>> all((a == b).all() for a, b in zip(given.usage_rows, computed))
+        True
+        """
+        instance = cls(capacity, jobs, running)
+        for array in rows:
+            array.flags.writeable = False
+        instance.__dict__["usage_rows"] = rows  # the cached_property's slot
+        return instance
+
     @cached_property
     def usage_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The running jobs' usage as rows (computed once; read only): ``(job, node,
@@ -122,13 +146,13 @@ class CpInstance:
         >>> [rows.tolist() for rows in inst.usage_rows]
         [[0, 1, 1], [0, 0, 1], [[4], [0], [1]]]
         """
-        entries = [
-            (j, node, amounts) for j, job in enumerate(self.running) for node, amounts in job.usage
-        ]
+        entries = [entry for job in self.running for entry in job.usage]
         width = self.capacity.shape[1]
-        jobs = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
-        nodes = np.fromiter((e[1] for e in entries), dtype=np.int64, count=len(entries))
-        amounts = np.array([e[2] for e in entries], dtype=np.int64).reshape(len(entries), width)
+        jobs = np.repeat(
+            np.arange(len(self.running), dtype=np.int64), [len(job.usage) for job in self.running]
+        )
+        nodes = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
+        amounts = np.array([e[1] for e in entries], dtype=np.int64).reshape(len(entries), width)
         for rows in (jobs, nodes, amounts):
             rows.flags.writeable = False
         return jobs, nodes, amounts

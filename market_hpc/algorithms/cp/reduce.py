@@ -158,13 +158,12 @@ def reduce_instance(instance: CpInstance, levels: int = LEVELS) -> Reduced:
         np.asarray((unit_rows > 0).all(axis=0)) if len(unit_rows) else np.zeros(n_res, dtype=bool)
     )
     level = end_levels([job.remaining for job in instance.running], levels)
-    nodes = [node for job in instance.running for node, _ in job.usage]
-    ends = [level[job.remaining] for job in instance.running for _ in job.usage]
-    amounts = [used for job in instance.running for _, used in job.usage]
+    job_of, nodes, amounts = instance.usage_rows
+    job_level = np.array([level[job.remaining] for job in instance.running], dtype=np.int64)
     rows = node_profiles(
-        np.array(nodes, dtype=np.int64),
-        np.array(ends, dtype=np.int64),
-        np.array(amounts, dtype=np.int64).reshape(-1, n_res),
+        nodes,
+        job_level[job_of],
+        amounts,
         capacity,
         blocking,
         max(1, len(set(level.values()))),
@@ -183,16 +182,18 @@ def reduce_instance(instance: CpInstance, levels: int = LEVELS) -> Reduced:
     class_start = np.flatnonzero(boundary)
     rank = np.arange(n_nodes) - np.repeat(class_start, np.diff(np.append(class_start, n_nodes)))
     kept = order[rank < wanted[order]]
-    running: list[CpRunning] = []
-    width = 1 + n_res
-    for new, row in enumerate(rows[kept].tolist()):
-        for column in range(0, len(row), width):
-            if row[column] == 0:
-                break
-            running.append(
-                CpRunning(row[column], ((new, tuple(row[column + 1 : column + width])),))
-            )
-    reduced = CpInstance(capacity[kept], instance.jobs, tuple(running))
+    # one running job per entry of a kept node's row, node by node, longest first (a row's
+    # entries are packed from its start, so its nonzero ends are a prefix)
+    entries = rows[kept].reshape(len(kept), -1, 1 + n_res)
+    new, level_of = np.nonzero(entries[:, :, 0])
+    ends = entries[new, level_of, 0]
+    taken = entries[new, level_of, 1:]
+    running = tuple(
+        CpRunning(end, ((node, tuple(amounts)),))
+        for end, node, amounts in zip(ends.tolist(), new.tolist(), taken.tolist())
+    )
+    usage = (np.arange(len(running), dtype=np.int64), new.astype(np.int64), taken)
+    reduced = CpInstance.with_usage_rows(capacity[kept], instance.jobs, running, usage)
     return Reduced(reduced, kept.astype(np.int64))
 
 
