@@ -35,7 +35,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -109,6 +109,17 @@ def model_units(platform_capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
 
 
 Usage = tuple[tuple[int, tuple[int, ...]], ...]  # a running job's (node, amounts) entries
+
+
+class _RunUsage(NamedTuple):
+    """A running job's usage in model units before clipping, kept while it runs on
+    ``allocation`` (``CpScheduler._running_usage``)."""
+
+    allocation: Any
+    exclusive: bool
+    usage: Usage
+    nodes: np.ndarray  # the usage's nodes ...
+    amounts: np.ndarray  # ... and amounts, as rows
 
 
 def _ceil_units(
@@ -215,9 +226,7 @@ class CpScheduler(PolicyBase):
         self._whole: tuple[Any, list[tuple[int, ...]]] | None = (
             None  # per platform: node -> model units
         )
-        # per running job id: (allocation, exclusive, usage, its nodes, its amounts) in
-        # model units before clipping (``_running_usage``)
-        self._usage_cache: dict[int, tuple[Any, bool, Usage, np.ndarray, np.ndarray]] = {}
+        self._usage_cache: dict[int, _RunUsage] = {}  # per running job id
         self._fit_totals: dict[tuple[int, ...], int] | None = None  # during a decision
         # OR-Tools is loaded when the scheduler is made, not inside the first decision's
         # timing (importing it costs ~0.5 s; registering the policies stays free of it)
@@ -302,16 +311,20 @@ class CpScheduler(PolicyBase):
         exclusive = view.exclusive
         whole = self._whole_nodes(view) if exclusive else []
         kept, fresh = self._usage_cache, {}
-        entries = []
+        entries: list[_RunUsage] = []
         for run in view.running:
             entry = kept.get(run.job.job_id)
-            if entry is None or entry[0] is not run.allocation or entry[1] != exclusive:
+            if (
+                entry is None
+                or entry.allocation is not run.allocation
+                or entry.exclusive != exclusive
+            ):
                 unit = run.job.unit
                 usage = tuple(
                     (node, whole[node] if exclusive else _ceil_units(unit, columns, units))
                     for node, units in run.allocation
                 )
-                entry = (
+                entry = _RunUsage(
                     run.allocation,
                     exclusive,
                     usage,
@@ -324,18 +337,18 @@ class CpScheduler(PolicyBase):
             entries.append(entry)
         self._usage_cache = fresh
         if entries:
-            nodes = np.concatenate([e[3] for e in entries])
-            amounts = np.concatenate([e[4] for e in entries])
+            nodes = np.concatenate([e.nodes for e in entries])
+            amounts = np.concatenate([e.amounts for e in entries])
             total = np.zeros_like(capacity)
             np.add.at(total, nodes, amounts)
             if (total <= capacity).all():
-                jobs = np.repeat(np.arange(len(entries)), [len(e[3]) for e in entries])
-                return [e[2] for e in entries], (jobs, nodes, amounts)
+                jobs = np.repeat(np.arange(len(entries)), [len(e.nodes) for e in entries])
+                return [e.usage for e in entries], (jobs, nodes, amounts)
         room = capacity.tolist()
         usages: list[Usage] = []
         for entry in entries:
             clipped = []
-            for node, asked in entry[2]:
+            for node, asked in entry.usage:
                 left = room[node]
                 taken = tuple(min(a, r) for a, r in zip(asked, left))
                 room[node] = [r - t for r, t in zip(left, taken)]
