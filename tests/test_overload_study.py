@@ -92,3 +92,17 @@ def test_the_cp_budget_sweep_runs_on_the_study_s_own_slices_and_tracks() -> None
         return spec["zip"][1:], spec["quick"]["zip"][1:]
 
     assert groups("overload_cp_budget.toml") == groups("overload_study.toml")
+
+
+def test_the_study_runs_the_cp_dispatchers_at_the_budget_its_page_names() -> None:
+    # docs/overload.md: PCP'20 and HCP'19 decide within 0.03 work units in the study (within
+    # 50x EASY's CPU on every slice); every other policy takes no parameters there
+    import tomllib
+
+    for name in ("overload_study.toml", "overload_study_2x.toml"):
+        spec = tomllib.loads((REPO / "scenarios" / name).read_text())
+        groups = [spec["zip"][0], *([spec["quick"]["zip"][0]] if "quick" in spec else [])]
+        for group in groups:
+            params = dict(zip(group["policy.scheduler"], group["policy.params"], strict=True))
+            assert params.pop("pcp20") == params.pop("hcp19") == {"decision_budget": 0.03}
+            assert all(value == {} for value in params.values()), name
