@@ -192,3 +192,24 @@ def test_parameter_rows_name_who_takes_them() -> None:
     assert list(members)[:2] == ["bb-baseline", "bb-binpacking"]
     table = parameter_table(members, {"window": "size"})
     assert "| `normalise` | bool | true or false | true | `bb-binpacking` |" in table
+
+
+def test_families_built_by_factories_get_their_tables_by_declared_family() -> None:
+    # the auctions are made by factory functions (no common class): their table is chosen
+    # by SchedulerEntry.family; CPH (heterogeneity family, a CP dispatcher) stays in the CP
+    # table only
+    from market_hpc.policies.cp import CpScheduler
+
+    market = family_members(None, ("market", "market baseline"))
+    assert {"maxv", "minvrh", "maxvlh", "easy-mold"} <= set(market)
+    assert all(set(params) <= {"penalty", "max_holds"} for params in market.values())
+    assert "max_holds" in market["maxvlh"] and "max_holds" not in market["maxv"]
+    hetero = family_members(None, ("heterogeneity",), except_base=CpScheduler)
+    assert set(hetero) == {"ebf", "prb"}
+    assert "cph" in family_members(None, ("heterogeneity",))
+    assert "cph" in family_members(CpScheduler)
+    rows = docs_block("parameters.md", "market-parameters").splitlines()
+    assert (
+        "| `max_holds` | int | an integer in [0, 1000] | 2 | "
+        "`maxvdlh`, `maxvlh`, `minvrlh`, `sjqlh` |" in rows
+    )

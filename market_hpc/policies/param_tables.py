@@ -22,16 +22,22 @@ class TableBlock:
         page: The page under ``docs/`` that holds it.
         base: The module and class name of the family's base class
             (``market_hpc.policies.cp:CpScheduler``): every registered scheduler whose class
-            derives from it is in the table.
+            derives from it is in the table (``""``: none is chosen by its class).
         setting: How its parameters are written in a scenario (``policy.params`` or
             ``policy.window``).
         rename: A parameter's name in the scenario, where it differs from the constructor's.
+        families: Declared families (``SchedulerEntry.family``) whose every scheduler is in
+            the table, for families built by factory functions rather than one base class.
+        except_base: A base class (as ``base``) whose schedulers are left out: they have a
+            table of their own (CPH is of the heterogeneity family and a CP dispatcher).
     """
 
     page: str
-    base: str
+    base: str = ""
     setting: str = "policy.params"
     rename: Mapping[str, str] = field(default_factory=dict)
+    families: tuple[str, ...] = ()
+    except_base: str = ""
 
 
 BLOCKS = {
@@ -42,22 +48,35 @@ BLOCKS = {
         {"window": "size"},
     ),
     "cp-parameters": TableBlock("parameters.md", "market_hpc.policies.cp:CpScheduler"),
+    "market-parameters": TableBlock("parameters.md", families=("market", "market baseline")),
+    "hetero-parameters": TableBlock(
+        "parameters.md",
+        families=("heterogeneity",),
+        except_base="market_hpc.policies.cp:CpScheduler",
+    ),
+    "slurm-parameters": TableBlock("parameters.md", families=("slurm",)),
 }
 """The generated parameter tables, by block name."""
 
 
-def family_members(base: type) -> dict[str, Mapping[str, Param]]:
+def family_members(
+    base: type | None, families: tuple[str, ...] = (), except_base: type | None = None
+) -> dict[str, Mapping[str, Param]]:
     """The declared parameters of every registered scheduler whose class derives from
-    ``base``, by name (sorted)."""
+    ``base`` or whose declared family is one of ``families``, leaving out those whose class
+    derives from ``except_base``, by name (sorted)."""
     from market_hpc.policies import registry
+
+    def derives(factory: object, cls: type | None) -> bool:
+        return cls is not None and isinstance(factory, type) and issubclass(factory, cls)
 
     registry.scheduler_names()
     return {
         name: entry.parameters
         for name, entry in sorted(registry.SCHEDULERS.items())
-        if isinstance(entry.factory, type)
-        and issubclass(entry.factory, base)
-        and entry.parameters is not None
+        if entry.parameters is not None
+        and (derives(entry.factory, base) or entry.family in families)
+        and not derives(entry.factory, except_base)
     }
 
 
@@ -102,6 +121,12 @@ def block_table(block: TableBlock) -> str:
     """The table of one generated block, read from the registry."""
     import importlib
 
-    module, _, qualname = block.base.partition(":")
-    base = getattr(importlib.import_module(module), qualname)
-    return parameter_table(family_members(base), block.rename)
+    def load(path: str) -> type | None:
+        if not path:
+            return None
+        module, _, qualname = path.partition(":")
+        found: type = getattr(importlib.import_module(module), qualname)
+        return found
+
+    members = family_members(load(block.base), block.families, load(block.except_base))
+    return parameter_table(members, block.rename)
