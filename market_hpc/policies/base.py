@@ -519,7 +519,8 @@ def _offers(obj: object, name: str) -> bool:
 def fast_view(view: View, member: FastMember) -> FastView | None:
     """``view`` typed as a :class:`FastView` when it offers ``member``, else ``None``
     (then use the member's fallback). Only ``member`` may be read from the result."""
-    return cast(FastView, view) if _offers(view, member) else None
+    # (``view`` itself, not ``cast(FastView, view)``: one Python call less per read)
+    return view if _offers(view, member) else None  # type: ignore[return-value]
 
 
 def indexed(allocator: Allocator) -> IndexedAllocator | None:

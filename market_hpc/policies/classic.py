@@ -25,6 +25,7 @@ from market_hpc.policies.base import (
     Allocation,
     Allocator,
     Decision,
+    PassAwareAllocator,
     PolicyBase,
     Start,
     View,
@@ -55,6 +56,10 @@ class _OrderedScheduler(PolicyBase):
     # sorted by it between decisions (``view.queue_sorted``), so a pass over a long queue
     # costs the jobs it looks at, not a sort of the whole queue.
     key: Callable[[Job], Any] | None = None
+    # Whether the allocator looks ahead (``pass_aware``), asked once per allocator object
+    # rather than at every decision (the allocator it was asked of, and the answer).
+    _asked_allocator: Allocator | None = None
+    _looking_ahead: PassAwareAllocator | None = None
 
     def __init__(self, allocator: Allocator) -> None:
         self.allocator = allocator
@@ -67,7 +72,10 @@ class _OrderedScheduler(PolicyBase):
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         free_cores = view.free_total[0]
         ordered = _served(view, self.key, self.order)
-        looking_ahead = pass_aware(self.allocator)
+        allocator = self.allocator
+        if allocator is not self._asked_allocator:
+            self._asked_allocator, self._looking_ahead = allocator, pass_aware(allocator)
+        looking_ahead = self._looking_ahead
         if looking_ahead is not None:  # WEIGHTED (Netti et al.) looks ahead along this order
             ordered = list(ordered)
             looking_ahead.begin_pass(ordered, view)

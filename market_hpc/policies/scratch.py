@@ -17,7 +17,7 @@ allocations for the model to validate.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Self, cast
+from typing import Self
 
 import numpy as np
 
@@ -27,7 +27,6 @@ from market_hpc.domain.job import CORE_UNIT, Job
 from market_hpc.policies.base import (
     Allocation,
     Allocator,
-    IndexedAllocator,
     NodeRuns,
     View,
     fast_view,
@@ -117,7 +116,8 @@ class PassScratch:
             if usable is None:
                 placement = _indexed_path(allocator)
             else:
-                placement = cast(IndexedAllocator, allocator).allocate_indexed if usable else None
+                # (no typing.cast here: a Python call per placement)
+                placement = allocator.allocate_indexed if usable else None  # type: ignore[attr-defined]
             if placement is not None:
                 if self._unindexed:
                     self._take_on_index(index)

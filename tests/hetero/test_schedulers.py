@@ -157,3 +157,22 @@ def test_same_seed_same_results_with_stateful_allocators() -> None:
     frames = [run(jobs, "eurora", "ebf", "priority-weighted") for _ in range(2)]
     pd.testing.assert_frame_equal(*frames)
     assert np.isfinite(frames[0]["end_time"]).all()
+
+
+def test_a_scheduler_asks_a_new_allocator_whether_it_looks_ahead() -> None:
+    # fifo/sjf ask pass_aware once per allocator object, not per decision: an allocator set
+    # after the first decision is asked again (its passes announced), the old one no more
+    from market_hpc.policies.allocators import FirstFit
+    from market_hpc.policies.registry import scheduler_entry
+
+    policy = scheduler_entry("fifo").factory(FirstFit())
+    jobs = [core_job(9, 0, 3, 100), core_job(1, 1, 4, 30), core_job(2, 2, 4, 20)]
+    model = HPCModel(jobs, "nodes=1,cores=4", policy=policy)
+    model.run(until=1.0)  # decided with first-fit: no pass to announce
+    first, second = SpyWeighted(), SpyWeighted()
+    policy.allocator = first
+    model.run(until=2.0)
+    assert first.passes == [[1, 2]]
+    policy.allocator = second
+    model.run(until=200.0)
+    assert first.passes == [[1, 2]] and second.passes and second.passes[0][0] in (1, 2)
