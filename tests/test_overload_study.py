@@ -4,6 +4,7 @@ small trace, two policies per family, two slices, twice the recorded load."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
@@ -99,10 +100,33 @@ def test_the_study_runs_the_cp_dispatchers_at_the_budget_its_page_names() -> Non
     # 50x EASY's CPU on every slice); every other policy takes no parameters there
     import tomllib
 
-    for name in ("overload_study.toml", "overload_study_2x.toml"):
+    for name in ("overload_study.toml", "overload_study_2x.toml", "overload_more_slices.toml"):
         spec = tomllib.loads((REPO / "scenarios" / name).read_text())
         groups = [spec["zip"][0], *([spec["quick"]["zip"][0]] if "quick" in spec else [])]
         for group in groups:
             params = dict(zip(group["policy.scheduler"], group["policy.params"], strict=True))
             assert params.pop("pcp20") == params.pop("hcp19") == {"decision_budget": 0.03}
             assert all(value == {} for value in params.values()), name
+
+
+def test_the_more_slices_sweep_keeps_the_study_s_windows_of_its_traces() -> None:
+    # scenarios/overload_more_slices.toml copies the study's KTH-SP2 and HPC2N slices (and
+    # adds 10 more each): the copies must not drift from the study's windows
+    import tomllib
+
+    def windows(name: str) -> set[tuple[str, float, float, float]]:
+        group = tomllib.loads((REPO / "scenarios" / name).read_text())["zip"][1]
+        rows = zip(
+            group["workload.trace"],
+            group["workload.start"],
+            group["workload.end"],
+            group["queues.period_days"],
+            strict=True,
+        )
+        return {row for row in rows if row[0] in ("kth-sp2", "hpc2n")}
+
+    study, more = windows("overload_study.toml"), windows("overload_more_slices.toml")
+    assert len(study) == 10 and study <= more and len(more) == 30
+    for trace in ("kth-sp2", "hpc2n"):  # disjoint slices: the replicates share no job
+        spans = sorted((start, end) for name, start, end, _ in more if name == trace)
+        assert all(end <= later for (_, end), (later, _) in pairwise(spans)), trace
