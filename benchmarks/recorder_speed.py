@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The recorder before and after, in one process, on the calls of a real replay.
 
-A replay runs once with a recorder that also keeps every ``job_left``, ``segment`` and
-``busy`` call. Those calls are then fed, in their order, to the recorder of this
-checkout and to ``market_hpc/core/recorder.py`` as it was at ``--before`` (read with
-``git show``), and each side's ``jobs_frame()`` and ``write_jobs_csv()`` are timed (CPU
-time, best of ``--repeat``). The frames must be equal and the CSV files identical. The
-loop that feeds the calls is timed alone too (a recorder whose methods do nothing) and
-taken off both sides, so the figures are what the recorder itself costs per job.
+A replay runs once with a recorder that also keeps every ``job_left`` and ``segment``
+call (a recorder from before a segment was one call gets the segment's first six
+arguments and, for its busy time, a ``busy`` call). Those calls are then fed, in their
+order, to the recorder of this checkout and to ``market_hpc/core/recorder.py`` as it was
+at ``--before`` (read with ``git show``), and each side's ``jobs_frame()`` and
+``write_jobs_csv()`` are timed (CPU time, best of ``--repeat``). The frames must be equal
+and the CSV files identical. The loop that feeds the calls is timed alone too (a recorder
+whose methods do nothing) and taken off both sides, so the figures are what the recorder
+itself costs per job.
 
 Usage (from the repository root)::
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
+import inspect
 import subprocess
 import sys
 import tempfile
@@ -43,7 +46,7 @@ TRACES = {
     "kth": ("KTH-SP2-1996-2.1-cln.swf.gz", "nodes=100,cores=1"),
     "hpc2n": ("HPC2N-2002-2.1-cln.swf.gz", "nodes=240,cores=1"),
 }
-METHODS = ("job_left", "segment", "busy")
+METHODS = ("job_left", "segment")
 
 
 def recorder_before(commit: str) -> types.ModuleType:
@@ -75,10 +78,6 @@ def recorded_calls(
             calls.append((1, args))
             super().segment(*args)
 
-        def busy(self, *args: Any) -> None:
-            calls.append((2, args))
-            super().busy(*args)
-
     model = HPCModel(
         read_swf(trace).jobs, platform, scheduler, "first-fit", record_timeseries=False
     )
@@ -96,13 +95,18 @@ class Null:
     def segment(self, *args: Any) -> None:
         pass
 
-    def busy(self, *args: Any) -> None:
-        pass
-
 
 def feed(recorder: Any, calls: list[tuple[int, tuple]]) -> float:
     """CPU seconds to make every call on ``recorder``."""
     methods = tuple(getattr(recorder, name) for name in METHODS)
+    if len(inspect.signature(recorder.segment).parameters) == 6:  # an older recorder
+        old_segment, busy = recorder.segment, recorder.busy
+
+        def segment(*args: Any) -> None:
+            busy(args[7], args[2] - args[1])
+            old_segment(*args[:6])
+
+        methods = (methods[0], segment)
     gc.collect()
     gc.disable()
     began = time.process_time()

@@ -200,7 +200,7 @@ class ReferenceRecorder(Recorder):
 
     def segment(self, *values) -> None:  # type: ignore[no-untyped-def]
         super().segment(*values)
-        self.plain_segments.append(values)
+        self.plain_segments.append(values[:6])  # the segments_frame() columns
 
     def sample(self, model) -> None:  # type: ignore[no-untyped-def]
         before = len(self._samples)

@@ -92,9 +92,12 @@ def leave(model: ModelInternals, agent: JobAgent) -> None:
     agent.remove()
 
 
-def release(model: ModelInternals, agent: JobAgent, held: bool = False) -> None:
-    """Give a running job's resources back and count the segment's busy time; tell the
-    recorder what the segment held and whether it ended by a hold (``held``)."""
+def release(
+    model: ModelInternals, agent: JobAgent, progress_after: float, held: bool = False
+) -> None:
+    """Give a running job's resources back, count the segment's busy time and record the
+    segment: what it held, the job's progress before it and after (``progress_after``),
+    and whether it ended by a hold (``held``)."""
     running = agent.running
     assert running is not None and agent.runs is not None
     if agent.taken is None:  # plain cores, core-level: run by run
@@ -107,10 +110,21 @@ def release(model: ModelInternals, agent: JobAgent, held: bool = False) -> None:
         _adjust_free_total(model, agent.taken_total, 1)
     model.free_bb += agent.job.bb
     model.running_by_end.remove(running)
-    elapsed = model.now - running.start
-    agent.busy_time += elapsed
-    model.recorder.busy(agent.taken_total, elapsed)
-    model.recorder.segment_ending(running.allocation, agent.taken_total, agent.job.bb, held)
+    now = model.now
+    start = running.start
+    agent.busy_time += now - start
+    model.recorder.segment(
+        agent.job.job_id,
+        start,
+        now,
+        running.units,
+        agent.progress,
+        progress_after,
+        running.allocation,
+        agent.taken_total,
+        agent.job.bb,
+        held,
+    )
 
 
 def _fail(model: ModelInternals, message: str) -> PolicyError:
@@ -330,19 +344,12 @@ def _hold(model: ModelInternals, action: Hold) -> None:
         raise _fail(model, f"cannot hold job {action.job_id}: it is {state}, not running")
     assert agent.running is not None
     done = max(model.now - agent.running.start - agent.seg_overhead, 0.0)
-    release(model, agent, held=True)
-    before = agent.progress
+    progress = agent.progress
     if agent.seg_full > 0:
         kept = done * (1.0 - model.hold_progress_loss)
-        agent.progress = min(agent.progress + kept / agent.seg_full, 1.0)
-    model.recorder.segment(
-        agent.job.job_id,
-        agent.running.start,
-        model.now,
-        agent.running.units,
-        before,
-        agent.progress,
-    )
+        progress = min(progress + kept / agent.seg_full, 1.0)
+    release(model, agent, progress, held=True)
+    agent.progress = progress
     agent.last_allocation = agent.running.allocation
     agent.running = None
     agent.status = JobStatus.HELD

@@ -360,17 +360,18 @@ class HPCModel(mesa.Model):  # type: ignore[misc]  # Mesa ships no type hints: m
                 instants (used for the terminal progress bar).
         """
         advance = self._advance
-        # One definition of the next instant: calling next_time() costs ~60 ns an instant
-        # more than an inline copy of it did (3 ms of a >= 1.3 s KTH-SP2 replay, 54,725
-        # instants: 0.2 %), too little to keep two copies.
-        next_time = self.next_time
+        heap = self._heap
         instants = 0
         # The loop allocates many short-lived, acyclic objects; cyclic GC passes over the
         # growing result lists cost ~10% and reclaim nothing, so pause it while running.
         with gc_paused():
             try:
                 while True:
-                    upcoming = next_time()
+                    # next_time(), inline (a call fewer an instant)
+                    upcoming = heap[0][0] if heap else _NEVER
+                    arrival = self._upcoming
+                    if arrival is not None and arrival.submit < upcoming:
+                        upcoming = arrival.submit
                     if upcoming == _NEVER or upcoming > until:
                         break
                     advance(upcoming)
@@ -462,7 +463,14 @@ class HPCModel(mesa.Model):  # type: ignore[misc]  # Mesa ships no type hints: m
                 self._paused = cause
                 return True
             self._decide(cause)
-        self._end_instant(now)
+        if (
+            self.every_step
+            or self.recorder.record_timeseries
+            or heap
+            and heap[0][1] == DECISION
+            and type(heap[0][3]) is int
+        ):
+            self._end_instant(now)  # (skipped when it would do nothing: the common instant)
         return True
 
     def _end_instant(self, now: float) -> None:
@@ -568,16 +576,7 @@ class HPCModel(mesa.Model):  # type: ignore[misc]  # Mesa ships no type hints: m
         return limits[0] >= job.units
 
     def _finish(self, agent: JobAgent) -> None:
-        release(self, agent)
-        assert agent.running is not None
-        self.recorder.segment(
-            agent.job.job_id,
-            agent.running.start,
-            self.now,
-            agent.running.units,
-            agent.progress,
-            1.0,
-        )
+        release(self, agent, 1.0)
         agent.progress = 1.0
         agent.status = _FINISHED
         curve = agent.job.payload.get("value_curve")

@@ -89,7 +89,7 @@ number (1, 2, ...). ``nodes`` is ``jobs.csv``'s ``node:units;...`` text of the s
 allocation; ``cores`` .. ``mem`` are the amounts it held in all (whole nodes in exclusive
 mode), ``bb`` its burst buffer; ``ended`` is ``finished``, ``held`` (resumed later) or
 ``dropped`` (held, then dropped while waiting)."""
-_NO_ENDING = (None, (0, 0, 0, 0), 0.0, 0.0)
+_SEGMENT_WIDTH = len(_SEGMENT_COLUMNS) + len(_SEGMENT_HELD)  # one recorded segment
 _STATUSES = STATUSES
 # Enum members read once: ``JobStatus.X`` and hashing a member cost ~0.4 us each.
 _FINISHED, _DROPPED, _REJECTED = JobStatus.FINISHED, JobStatus.DROPPED, JobStatus.REJECTED
@@ -120,11 +120,10 @@ class Recorder:
         )
         self._pending_runs, self._flush_jobs = self.jobs.pending_runs, self.jobs.FLUSH_JOBS
         self._samples = BufferedFloats()  # TIMESERIES_COLUMNS values, instant after instant
-        self._segments = BufferedFloats()  # _SEGMENT_COLUMNS values, segment after segment
+        # _SEGMENT_COLUMNS then _SEGMENT_HELD values, segment after segment (one row each)
+        self._segments = BufferedFloats()
         self._sample_list, self._segment_list = self._samples.pending, self._segments.pending
-        self._segment_held = BufferedFloats()  # _SEGMENT_HELD values, segment after segment
         self._segment_runs = JobColumns()  # only its runs: each segment's allocation
-        self._ending: tuple[Any, tuple[int, ...], float, float] | None = None
         self.record_timeseries = record_timeseries
         self._busy = [0.0] * len(RESOURCES)
         self._total = tuple(platform.total.tolist())
@@ -204,24 +203,6 @@ class Recorder:
         """Jobs that left, in leaving order, as ``JOB_COLUMNS`` tuples (built on access)."""
         return JobRows(self.jobs)
 
-    def busy(self, taken_total: tuple[int, ...], seconds: float) -> None:
-        """Add resource-seconds used by a finished or held segment."""
-        busy = self._busy
-        if len(taken_total) == 4:  # cores, gpus, mics, mem (unrolled: the hot path)
-            cores, gpus, mics, mem = taken_total
-            if cores:
-                busy[0] += cores * seconds
-            if gpus:
-                busy[1] += gpus * seconds
-            if mics:
-                busy[2] += mics * seconds
-            if mem:
-                busy[3] += mem * seconds
-            return
-        for index, amount in enumerate(taken_total):
-            if amount:
-                busy[index] += amount * seconds
-
     @property
     def busy_resource_seconds(self) -> np.ndarray:
         """Resource-seconds used so far, per resource."""
@@ -235,19 +216,48 @@ class Recorder:
         units: int,
         progress_before: float,
         progress_after: float,
+        allocation: Sequence[tuple[int, int]] | None = None,
+        taken_total: tuple[int, ...] = (0, 0, 0, 0),
+        bb: float = 0.0,
+        held: bool = False,
     ) -> None:
-        """Record one execution segment (a job runs once, or once per hold/resume cycle),
-        with what :meth:`segment_ending` said the segment held (nothing if not called)."""
-        pending = self._segment_list
-        pending.extend((job_id, start, end, units, progress_before, progress_after))
-        ending = self._ending or _NO_ENDING
-        self._ending = None
-        allocation, taken_total, bb, held = ending
-        held_list = self._segment_held.pending
-        if len(taken_total) == 4:
-            held_list.extend((*taken_total, bb, held))
+        """Record one execution segment (a job runs once, or once per hold/resume cycle):
+        its allocation, the amounts it took in all (cores, gpus, mics, mem; their
+        resource-seconds are added to ``busy_resource_seconds``), its burst buffer, and
+        whether it ended by a hold (else the job finished)."""
+        seconds = end - start
+        busy = self._busy
+        if len(taken_total) == 4:  # cores, gpus, mics, mem (unrolled: the hot path)
+            cores, gpus, mics, mem = taken_total
+            if cores:
+                busy[0] += cores * seconds
+            if gpus:
+                busy[1] += gpus * seconds
+            if mics:
+                busy[2] += mics * seconds
+            if mem:
+                busy[3] += mem * seconds
         else:
-            held_list.extend((*taken_total[:4], *(0,) * (4 - len(taken_total)), bb, held))
+            for index, amount in enumerate(taken_total):
+                busy[index] += amount * seconds
+            cores, gpus, mics, mem = (*taken_total[:4], *(0,) * (4 - len(taken_total)))
+        pending = self._segment_list
+        pending.extend(
+            (
+                job_id,
+                start,
+                end,
+                units,
+                progress_before,
+                progress_after,
+                cores,
+                gpus,
+                mics,
+                mem,
+                bb,
+                1.0 if held else 0.0,
+            )
+        )  # _SEGMENT_COLUMNS + _SEGMENT_HELD
         runs = self._segment_runs.pending_runs
         if type(allocation) is NodeRuns:
             runs.append(allocation.runs)
@@ -255,35 +265,18 @@ class Recorder:
             runs.append(as_runs(allocation).runs if allocation else ())
         if len(pending) >= BUFFER_LIMIT:  # (a module constant: no attribute read per call)
             self._segments.flush()
-            self._segment_held.flush()
             self._segment_runs.flush()
-
-    def segment_ending(
-        self,
-        allocation: Sequence[tuple[int, int]] | None,
-        taken_total: tuple[int, ...],
-        bb: float,
-        held: bool,
-    ) -> None:
-        """Say what the segment :meth:`segment` records next held: its allocation, the
-        amounts taken in all (cores, gpus, mics, mem), its burst buffer, and whether it
-        ended by a hold (else the job finished)."""
-        self._ending = (allocation, taken_total, bb, 1.0 if held else 0.0)
 
     def segment_table(self, rows: np.ndarray | None = None) -> pd.DataFrame:
         """Segments ``rows`` (all, in recording order, if ``None``) with their allocation:
         ``SEGMENT_COLUMNS`` but ``segment`` and ``ended`` (see ``experiment.segments_out``),
         plus ``held`` (1.0 if the segment ended by a hold)."""
-        width, held_width = len(_SEGMENT_COLUMNS), len(_SEGMENT_HELD)
-        base = np.frombuffer(self._segments.values(), dtype=np.float64).reshape(-1, width)
-        held = np.frombuffer(self._segment_held.values(), dtype=np.float64).reshape(-1, held_width)
+        values = np.frombuffer(self._segments.values(), dtype=np.float64)
+        table = values.reshape(-1, _SEGMENT_WIDTH)
         if rows is None:
-            rows = np.arange(len(base))
-        frame = pd.DataFrame(base[rows], columns=list(_SEGMENT_COLUMNS))
-        picked = held[rows]
-        del base, held  # the exported buffers would stop the arrays from growing
-        for k, name in enumerate(_SEGMENT_HELD):
-            frame[name] = picked[:, k]
+            rows = np.arange(len(table))
+        frame = pd.DataFrame(table[rows], columns=[*_SEGMENT_COLUMNS, *_SEGMENT_HELD])
+        del values, table  # the exported buffer would stop the array from growing
         frame = frame.astype(
             {
                 "job_id": np.int64,
@@ -305,21 +298,11 @@ class Recorder:
     def segment_field(self, name: str) -> np.ndarray:
         """One numeric column of the segments (``_SEGMENT_COLUMNS`` or ``cores`` .. ``held``),
         a copy."""
-        if name in _SEGMENT_COLUMNS:
-            values, width, index = (
-                self._segments.values(),
-                len(_SEGMENT_COLUMNS),
-                _SEGMENT_COLUMNS.index(name),
-            )
-        else:
-            values, width, index = (
-                self._segment_held.values(),
-                len(_SEGMENT_HELD),
-                _SEGMENT_HELD.index(name),
-            )
+        index = (*_SEGMENT_COLUMNS, *_SEGMENT_HELD).index(name)
+        values = self._segments.values()
         if not len(values):
             return np.zeros(0)
-        view = np.frombuffer(values, dtype=np.float64).reshape(-1, width)[:, index]
+        view = np.frombuffer(values, dtype=np.float64).reshape(-1, _SEGMENT_WIDTH)[:, index]
         column = view.copy()
         del view  # the exported buffer would stop the array from growing
         return column
@@ -327,7 +310,7 @@ class Recorder:
     @property
     def segment_count(self) -> int:
         """Segments recorded so far."""
-        return len(self._segments) // len(_SEGMENT_COLUMNS)
+        return len(self._segments) // _SEGMENT_WIDTH
 
     @property
     def segments(self) -> list[tuple[int, float, float, int, float, float]]:
@@ -337,10 +320,8 @@ class Recorder:
 
     def segments_frame(self) -> pd.DataFrame:
         """One row per execution segment."""
-        values = np.array(self._segments.values(), dtype=np.float64).reshape(
-            -1, len(_SEGMENT_COLUMNS)
-        )
-        frame = pd.DataFrame(values, columns=list(_SEGMENT_COLUMNS))
+        values = np.array(self._segments.values(), dtype=np.float64).reshape(-1, _SEGMENT_WIDTH)
+        frame = pd.DataFrame(values[:, : len(_SEGMENT_COLUMNS)], columns=list(_SEGMENT_COLUMNS))
         return frame.astype({"job_id": np.int64, "units": np.int64})
 
     def penalty(self, amount: float) -> None:
