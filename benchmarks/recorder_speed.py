@@ -133,7 +133,7 @@ def main() -> int:
     )
     parser.add_argument("--scheduler", default="fifo", choices=("fifo", "easy"))
     parser.add_argument(
-        "--before", default="3ac6551", help="commit of the recorder to compare with"
+        "--before", default="8c0f8a0", help="commit of the recorder to compare with"
     )
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
