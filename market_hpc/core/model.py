@@ -462,7 +462,12 @@ class HPCModel(mesa.Model):  # type: ignore[misc]  # Mesa ships no type hints: m
             ):  # next_decision(): stop before deciding; resume() ends the instant
                 self._paused = cause
                 return True
-            self._decide(cause)
+            # _decide(cause), inline for the policy's decision (a call less an instant)
+            self._generation += 1
+            self.decision_causes[cause] += 1
+            apply_decision(self, self.manager.dispatch())
+            if self._wake_after is not None:
+                self._wake_up()
         if (
             self.every_step
             or self.recorder.record_timeseries
@@ -594,9 +599,15 @@ class HPCModel(mesa.Model):  # type: ignore[misc]  # Mesa ships no type hints: m
         self.decision_causes[cause] += 1
         apply_decision(self, self.manager.dispatch() if decision is None else decision)
         if self._wake_after is not None:
-            wake = self._wake_after(self.decision_view())
-            if wake is not None and wake > self.now:
-                self._push(wake, DECISION, self._generation)
+            self._wake_up()
+
+    def _wake_up(self) -> None:
+        """Ask the policy's ``wake_after`` when to decide next; that wake-up supersedes
+        earlier ones."""
+        assert self._wake_after is not None
+        wake = self._wake_after(self.decision_view())
+        if wake is not None and wake > self.now:
+            self._push(wake, DECISION, self._generation)
 
     def make_view(self) -> ModelView:
         """The read-only snapshot policies decide on."""

@@ -117,15 +117,16 @@ class TraceJobs:
     def _measured(self, jobs: Iterator[Job], count: bool) -> Iterator[Job]:
         """``jobs``, each one's work, submit, id and run time kept (and, with ``count``,
         counted as :meth:`_counted` does: one generator per job instead of two)."""
-        work, submits, ids, run_times = self.work, self.submits, self.ids, self.run_times
+        add_work, add_id, add_run_time = self.work.append, self.ids.append, self.run_times.append
+        submits = self.submits
         for job in jobs:
+            submit, run_time = job.submit, job.run_time
             if count:
                 self.count += 1
-                self.last_submit = job.submit
-            work.append(job.cores * job.run_time)
-            ids.append(job.job_id)
-            run_times.append(job.run_time)
-            submit = job.submit
+                self.last_submit = submit
+            add_work(job.units * job.unit[0] * run_time)  # job.cores x run time
+            add_id(job.job_id)
+            add_run_time(run_time)
             if submit < submits[0]:  # (min without the call)  # noqa: PLR1730
                 submits[0] = submit
             if submit > submits[1]:  # noqa: PLR1730

@@ -71,7 +71,7 @@ class _OrderedScheduler(PolicyBase):
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         free_cores = view.free_total[0]
-        ordered = _served(view, self.key, self.order)
+        ordered = view.queue if self.key is None else _served(view, self.key, self.order)
         allocator = self.allocator
         if allocator is not self._asked_allocator:
             self._asked_allocator, self._looking_ahead = allocator, pass_aware(allocator)
@@ -97,18 +97,19 @@ class _OrderedScheduler(PolicyBase):
                 allocation = scratch.allocate(self.allocator, job)
                 if allocation is None:
                     break
-                actions.append(Start(job.job_id, allocation))
+                actions.append(_start((job.job_id, allocation)))
                 scratch.take(job, allocation)
                 free_cores -= cores
                 free_bb -= job.bb
-        return Decision(tuple(actions)) if actions else NOTHING
+        return _decision((tuple(actions), None)) if actions else NOTHING
 
 
 def _served(
     view: View, key: Callable[[Job], Any] | None, order: Callable[[Iterable[Job]], Iterable[Job]]
 ) -> Iterable[Job]:
     """The waiting jobs in the order ``key`` gives (queue order for ``None``): the view's
-    sorted queue when it keeps one (``FastView.queue_sorted``), else ``order(queue)``."""
+    sorted queue when it keeps one (``FastView.queue_sorted``), else ``order(queue)``.
+    (``_OrderedScheduler.decide`` reads ``view.queue`` itself for ``None``: a call less.)"""
     if key is None:
         return view.queue
     kept = fast_view(view, "queue_sorted")
