@@ -56,8 +56,16 @@ def random_runs(
     return np.array(runs, dtype=np.int32), np.array(offsets, dtype=np.int64)
 
 
+@pytest.mark.parametrize("long_slice", [0, 64, 10**9])
 @pytest.mark.parametrize("seed", range(8))
-def test_runs_text_equals_format_runs(seed: int) -> None:
+def test_runs_text_equals_format_runs(
+    seed: int, long_slice: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both ways of copying the slices (one gather; ``bytes.join`` from ``_LONG_SLICE``
+    mean bytes per run: 0 always joins, 10^9 never) give ``format_runs``' text."""
+    import market_hpc.algorithms.runs_text as module
+
+    monkeypatch.setattr(module, "_LONG_SLICE", long_slice)
     rng = np.random.default_rng(seed)
     runs, offsets = random_runs(rng, int(rng.integers(0, 300)))
     n_jobs = len(offsets) - 1

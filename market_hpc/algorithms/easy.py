@@ -270,7 +270,9 @@ def easy_pass(
             break
         start(job, placement)
         if not bounded:  # (a job's needs, read once it has started: never the head's here)
-            need = needs(job, with_bb)
+            # needs(job, with_bb), without its two calls for a plain core job
+            plain = not with_bb and job.unit == CORE_UNIT
+            need = (cores, 0, 0, 0) if plain else needs(job, with_bb)
         free_cores -= cores
         free_bb -= job.bb
         started.append((now + job.estimate, need))

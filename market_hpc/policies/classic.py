@@ -189,7 +189,9 @@ class Backfilling(PolicyBase):
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """EASY over the waiting jobs in this scheduler's order (:meth:`schedule`)."""
-        return self.schedule(view, _served(view, self.key, self.order))
+        return self.schedule(
+            view, view.queue if self.key is None else _served(view, self.key, self.order)
+        )
 
     def schedule(self, view: View, ordered: Iterable[Job]) -> Decision:
         """EASY over ``ordered`` (the queue in the order to serve it): one
