@@ -29,9 +29,16 @@ from market_hpc.algorithms.runs_text import runs_strings, runs_text
 from market_hpc.algorithms.valuecurve import StepCurve
 from market_hpc.core.job_columns import JobColumns
 from market_hpc.core.model import HPCModel
-from market_hpc.core.recorder import JOB_COLUMNS, TIMESERIES_COLUMNS, Recorder, format_runs
+from market_hpc.core.recorder import (
+    JOB_COLUMNS,
+    TIMESERIES_COLUMNS,
+    Recorder,
+    format_allocation,
+    format_runs,
+)
 from market_hpc.csv_text import csv_bytes, csv_parts, write_csv
 from market_hpc.domain.job import Job, JobStatus
+from market_hpc.domain.platform import load_platform
 from market_hpc.experiment import config_from_dict
 from market_hpc.experiment.run import with_reasons
 from market_hpc.experiment.streaming import StreamedResult, simulate_streaming
@@ -173,6 +180,7 @@ class ReferenceRecorder(Recorder):
         self.plain_rows: list[tuple] = []
         self.plain_samples: list[tuple] = []
         self.plain_segments: list[tuple] = []
+        self.plain_segment_nodes: list[str] = []  # each segment's allocation, as recorded
 
     def job_left(self, job, status, first_start, end, busy_time, hold_count, value, allocation):  # type: ignore[no-untyped-def]
         super().job_left(job, status, first_start, end, busy_time, hold_count, value, allocation)
@@ -209,6 +217,7 @@ class ReferenceRecorder(Recorder):
     def segment(self, *values) -> None:  # type: ignore[no-untyped-def]
         super().segment(*values)
         self.plain_segments.append(values[:6])  # the segments_frame() columns
+        self.plain_segment_nodes.append(format_allocation(values[6]))
 
     def sample(self, model) -> None:  # type: ignore[no-untyped-def]
         before = len(self._samples)
@@ -247,6 +256,8 @@ def check_against_reference(recorder: ReferenceRecorder, tmp_path: Path) -> pd.D
     pd.testing.assert_frame_equal(
         recorder.segments_frame(), segments.astype({"job_id": np.int64, "units": np.int64})
     )
+    # a finished segment's nodes read from its job's row, a held one's from its own runs
+    assert list(recorder.segment_table()["nodes"]) == recorder.plain_segment_nodes
     if recorder.plain_samples:
         samples = np.array(recorder.plain_samples, dtype=np.float64)
         assert np.array_equal(recorder.samples, samples)
@@ -363,3 +374,26 @@ def test_streamed_results_with_skipped_lines_equal_the_plain_frame(
         assert (out / "jobs.csv").read_bytes() == expected.to_csv(index=False).encode()
         assert (out / "timeseries.csv").read_bytes() == series.to_csv(index=False).encode()
     assert set(expected["status"]) == {"finished", "rejected", "skipped"}
+
+
+def test_a_finished_segments_job_leaves_next_on_its_allocation() -> None:
+    """A finished segment takes its ``nodes`` from its job's row: the recorder refuses a
+    job that leaves on another allocation, or a second finished segment before it."""
+    platform = load_platform("nodes=2,cores=1")
+    job = Job(1, 0.0, 5.0, 5.0)
+    recorder = Recorder(platform, False)
+    recorder.segment(1, 0.0, 5.0, 1, 0.0, 1.0, ((0, 1),), (1, 0, 0, 0))
+    with pytest.raises(RuntimeError, match="segment of job 2 finished before"):
+        recorder.segment(2, 0.0, 5.0, 1, 0.0, 1.0, ((1, 1),), (1, 0, 0, 0))
+    recorder = Recorder(platform, False)
+    recorder.segment(1, 0.0, 5.0, 1, 0.0, 1.0, ((0, 1),), (1, 0, 0, 0))
+    with pytest.raises(RuntimeError, match="job 1 left on another allocation"):
+        recorder.job_left(job, JobStatus.FINISHED, 0.0, 5.0, 5.0, 0, 0.0, ((1, 1),))
+    recorder = Recorder(platform, False)
+    held, final = ((1, 1),), ((0, 1),)
+    recorder.segment(1, 0.0, 2.0, 1, 0.0, 0.4, held, (1, 0, 0, 0), held=True)
+    recorder.segment(1, 3.0, 6.0, 1, 0.4, 1.0, final, (1, 0, 0, 0))
+    assert list(recorder.segment_table()["nodes"]) == ["1:1", "0:1"]  # read before it left
+    recorder.job_left(job, JobStatus.FINISHED, 0.0, 6.0, 5.0, 1, 0.0, final)
+    assert list(recorder.segment_table()["nodes"]) == ["1:1", "0:1"]
+    assert recorder.busy_resource_seconds.tolist() == [5.0, 0.0, 0.0, 0.0]

@@ -10,6 +10,7 @@ frames are built once, vectorised, when the run is over (pandas only then).
 from __future__ import annotations
 
 import operator
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from market_hpc.algorithms.node_runs import NodeRuns, as_runs
+from market_hpc.algorithms.runs_text import runs_text
 from market_hpc.core.job_columns import (
     BUFFER_LIMIT,
     JOB_COLUMNS,
@@ -90,6 +92,7 @@ allocation; ``cores`` .. ``mem`` are the amounts it held in all (whole nodes in 
 mode), ``bb`` its burst buffer; ``ended`` is ``finished``, ``held`` (resumed later) or
 ``dropped`` (held, then dropped while waiting)."""
 _SEGMENT_WIDTH = len(_SEGMENT_COLUMNS) + len(_SEGMENT_HELD)  # one recorded segment
+_NOT_FINISHING = object()
 _STATUSES = STATUSES
 # Enum members read once: ``JobStatus.X`` and hashing a member cost ~0.4 us each.
 _FINISHED, _DROPPED, _REJECTED = JobStatus.FINISHED, JobStatus.DROPPED, JobStatus.REJECTED
@@ -123,7 +126,13 @@ class Recorder:
         # _SEGMENT_COLUMNS then _SEGMENT_HELD values, segment after segment (one row each)
         self._segments = BufferedFloats()
         self._sample_list, self._segment_list = self._samples.pending, self._segments.pending
-        self._segment_runs = JobColumns()  # only its runs: each segment's allocation
+        # A segment's allocation: a finished segment's is its job's (``jobs``' row, kept
+        # when the job leaves, just after); a held segment's is kept here (only its runs).
+        self._segment_runs = JobColumns()
+        self._segment_source = array("q")  # per segment: the job's row, or ~k: held run k
+        self._held_runs = 0
+        self._job_rows = 0  # jobs recorded (the row the next one gets)
+        self._finishing: Any = _NOT_FINISHING  # a finished segment's allocation till its job left
         self.record_timeseries = record_timeseries
         self._busy = [0.0] * len(RESOURCES)
         self._total = tuple(platform.total.tolist())
@@ -154,6 +163,15 @@ class Recorder:
         allocators) and formatted only when the frame is built.
         """
         nan = _NAN
+        if self._finishing is not _NOT_FINISHING:  # the segment that just finished is this job's
+            if allocation is not self._finishing:
+                raise RuntimeError(
+                    f"job {job.job_id} left on another allocation than the finished segment"
+                    " recorded just before it (a finished segment's job leaves next)"
+                )
+            self._finishing = _NOT_FINISHING
+            self._segment_source.append(self._job_rows)
+        self._job_rows += 1
         if status is _FINISHED:
             self.finished += 1
             self.value_earned += value
@@ -258,14 +276,36 @@ class Recorder:
                 1.0 if held else 0.0,
             )
         )  # _SEGMENT_COLUMNS + _SEGMENT_HELD
+        if held:
+            self._hold_runs(allocation)
+        elif self._finishing is _NOT_FINISHING:
+            self._finishing = allocation  # its job leaves next, with it (``job_left``)
+        else:
+            raise RuntimeError(
+                f"segment of job {job_id} finished before the job of the previous finished"
+                " segment left"
+            )
+        if len(pending) >= BUFFER_LIMIT:  # (a module constant: no attribute read per call)
+            self._segments.flush()
+            self._segment_runs.flush()
+
+    def _hold_runs(self, allocation: Sequence[tuple[int, int]] | None) -> None:
+        """Keep a segment's own allocation (a held segment's, or a finished one whose job
+        has not left yet when the segments are read)."""
         runs = self._segment_runs.pending_runs
         if type(allocation) is NodeRuns:
             runs.append(allocation.runs)
         else:
             runs.append(as_runs(allocation).runs if allocation else ())
-        if len(pending) >= BUFFER_LIMIT:  # (a module constant: no attribute read per call)
-            self._segments.flush()
-            self._segment_runs.flush()
+        self._segment_source.append(~self._held_runs)
+        self._held_runs += 1
+
+    def _segment_sources(self) -> np.ndarray:
+        """Each segment's allocation source (``_segment_source``), every segment counted."""
+        if self._finishing is not _NOT_FINISHING:  # read before its job left: keep its own
+            finishing, self._finishing = self._finishing, _NOT_FINISHING
+            self._hold_runs(finishing)
+        return np.array(self._segment_source, dtype=np.int64)
 
     def segment_table(self, rows: np.ndarray | None = None) -> pd.DataFrame:
         """Segments ``rows`` (all, in recording order, if ``None``) with their allocation:
@@ -287,13 +327,27 @@ class Recorder:
                 "mem": np.int64,
             }
         )
-        frame["nodes"] = self._segment_runs.nodes_column(rows) if len(rows) else []
+        frame["nodes"] = text_array(*self.segment_nodes_text(rows)) if len(rows) else []
         return frame
 
     def segment_nodes_text(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The ``nodes`` text of segments ``rows`` (in that order) as ``(offsets, data)``:
-        row ``k``'s text is ``data[offsets[k]:offsets[k + 1]]`` (ASCII)."""
-        return self._segment_runs.nodes_text(np.asarray(rows, dtype=np.int64))
+        row ``k``'s text is ``data[offsets[k]:offsets[k + 1]]`` (ASCII): a finished
+        segment's from its job's runs, a held segment's from its own."""
+        sources = self._segment_sources()[np.asarray(rows, dtype=np.int64)]
+        jobs = self.jobs
+        if (sources >= 0).all():
+            return jobs.nodes_text(sources)
+        held = self._segment_runs
+        job_offsets = np.array(jobs.run_offsets, dtype=np.int64)
+        runs = np.concatenate(
+            (np.array(jobs.runs, dtype=np.int32), np.array(held.runs, dtype=np.int32))
+        )
+        offsets = np.concatenate(
+            (job_offsets[:-1], np.array(held.run_offsets, dtype=np.int64) + job_offsets[-1])
+        )
+        rows_in_both = np.where(sources >= 0, sources, len(job_offsets) - 1 + ~sources)
+        return runs_text(runs, offsets, rows_in_both, jobs.tables)
 
     def segment_field(self, name: str) -> np.ndarray:
         """One numeric column of the segments (``_SEGMENT_COLUMNS`` or ``cores`` .. ``held``),
