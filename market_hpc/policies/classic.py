@@ -205,9 +205,11 @@ class Backfilling(PolicyBase):
         free_cores = view.free_total[0]
         queue = iter(ordered)
         first = next(queue, None)
-        if first is None or (first.cores > free_cores and free_cores == 0):
-            return NOTHING  # nothing can start or backfill now
-        if first.cores > free_cores:
+        if first is None:
+            return NOTHING
+        if first.units * first.unit[0] > free_cores:  # (first.cores, without its call)
+            if free_cores == 0:
+                return NOTHING  # nothing can start or backfill now
             smallest = fast_view(view, "queue_min_cores")
             if smallest is not None and smallest.queue_min_cores > free_cores:
                 return NOTHING  # no waiting job fits the free cores: the pass would start nothing
