@@ -80,3 +80,38 @@ def test_gc_left_off_when_the_caller_turned_it_off(tmp_path: Path) -> None:
         assert not gc.isenabled() and gc.get_freeze_count() == 0
     finally:
         gc.enable()
+
+
+def test_a_classic_replay_imports_only_the_policy_modules_it_names(tmp_path: Path) -> None:
+    """The registry imports built-in policy modules until the name it looks up is there: a
+    FIFO replay loads neither the other families (CP, Slurm, the market auctions, the
+    learned dispatchers) nor the plugins; a name no built-in registers, or listing the
+    names, loads everything."""
+    trace = write_trace(tmp_path / "t.swf")
+    other_families = [
+        "market_hpc.policies.cp",
+        "market_hpc.policies.slurm.scheduler",
+        "market_hpc.algorithms.market.auction",
+        "market_hpc.rl.registry",
+        "market_hpc.policies.plugins",
+    ]
+    probe = (
+        "import json, sys\n"
+        "from market_hpc.cli import main\n"
+        f"code = main(['replay', {str(trace)!r}, '--platform', 'nodes=4,cores=1', '--out', "
+        f"{str(tmp_path / 'out')!r}])\n"
+        f"after_fifo = sorted(set({other_families!r}) & set(sys.modules))\n"
+        "from market_hpc.policies import registry\n"
+        "try:\n"
+        "    registry.scheduler_entry('no-such-policy')\n"
+        "except Exception as error:\n"
+        "    named = 'easy' in str(error) and 'maxvh' in str(error)\n"
+        f"print(json.dumps([code, after_fifo, named, sorted(set({other_families!r}) - "
+        "set(sys.modules))]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    code, after_fifo, named, missing = json.loads(done.stdout.strip().splitlines()[-1])
+    assert code == 0 and after_fifo == []
+    assert named and missing == []  # the unknown name's error lists every family's names

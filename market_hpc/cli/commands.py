@@ -103,7 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(arguments: list[str], argv: Sequence[str] | None) -> int:
-    parser = build_parser(list_choices="replay" in arguments)
+    # (the choices are only read by ``replay --help``: listing them imports every family)
+    parser = build_parser(
+        list_choices="replay" in arguments and bool({"-h", "--help"} & set(arguments))
+    )
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

@@ -340,6 +340,7 @@ BUILTIN_MODULES = (
 FAMILY_MODULES = ("market_hpc.rl.heuristics", "market_hpc.rl.learned")
 """Built-in policies whose family lives outside ``market_hpc.policies`` (full module names)."""
 _loaded = False
+_imported = 0  # BUILTIN_MODULES imported so far, in order (``_load_until``)
 _BUILTIN_NAMES: list[str] = []  # the schedulers registered by BUILTIN_MODULES and FAMILY_MODULES
 
 
@@ -357,6 +358,20 @@ def _load_builtin() -> None:
     from market_hpc.policies.plugins import load_plugins
 
     load_plugins(sys.modules[__name__])  # this module is the Registry the loader fills
+
+
+def _load_until(table: Mapping[str, Any], key: str) -> None:
+    """Import the built-in policy modules, in ``BUILTIN_MODULES`` order, until ``key`` is
+    registered in ``table``; everything (``_load_builtin``: the families and the installed
+    plugins too) when no built-in module registers it. A run of ``fifo`` imports the
+    allocators and the classic schedulers only, not every family."""
+    global _imported
+    while not _loaded and key not in table:
+        if _imported == len(BUILTIN_MODULES):
+            _load_builtin()
+            return
+        _imported += 1  # (before importing: a module may look names up while it registers)
+        importlib.import_module(f"market_hpc.policies.{BUILTIN_MODULES[_imported - 1]}")
 
 
 def snapshot() -> tuple[frozenset[str], ...]:
@@ -411,11 +426,12 @@ def parameters_of(kind: str, name: str) -> Mapping[str, Param] | None:
     >>> parameters_of("scheduler", "bbsched")["exact_budget"].default
     4000000
     """
-    _load_builtin()
     key = name.lower()
     if kind == "scheduler":
+        _load_until(SCHEDULERS, key)
         entry = SCHEDULERS.get(key)
         return entry.parameters if entry is not None else None
+    _load_until(DECLARED[kind], key)
     return DECLARED[kind].get(key)
 
 
@@ -450,8 +466,8 @@ def make_bidder(name: str, **params: Any) -> Any:
         UnknownNameError: for an unknown name (lists the valid ones).
         ConfigError: for parameters the bidder does not take.
     """
-    _load_builtin()
     key = name.lower()
+    _load_until(BIDDERS, key)
     if key not in BIDDERS:
         raise _unknown("bidder", name, BIDDERS)
     check_params("bidder", key, params, DECLARED["bidder"][key])
@@ -466,13 +482,14 @@ def allocators_for(scheduler: str) -> list[str]:
     entry = scheduler_entry(scheduler)
     if entry.allocators is not None:
         return sorted(entry.allocators)
+    _load_builtin()
     return sorted(set(ALLOCATORS) - MARKET_ONLY_ALLOCATORS)
 
 
 def scheduler_entry(name: str) -> SchedulerEntry:
     """Look up a scheduler; unknown names fail listing the known ones."""
-    _load_builtin()
     key = name.lower()
+    _load_until(SCHEDULERS, key)
     if key not in SCHEDULERS:
         member = _family_member(name)
         if member is not None:
@@ -483,8 +500,8 @@ def scheduler_entry(name: str) -> SchedulerEntry:
 
 def make_allocator(name: str, **params: Any) -> Allocator:
     """Instantiate a registered allocator by name."""
-    _load_builtin()
     key = name.lower()
+    _load_until(ALLOCATORS, key)
     if key not in ALLOCATORS:
         raise _unknown("allocator", name, ALLOCATORS)
     check_params("allocator", key, params, DECLARED["allocator"][key])
@@ -511,11 +528,15 @@ def make_policy(
         raise ConfigError(
             f"allocator {alloc_name!r}: bad parameters {allocator_params}: {exc}"
         ) from None
-    valid = allocators_for(entry.name)
-    if alloc_name not in valid:
+    composes = (
+        alloc_name in entry.allocators
+        if entry.allocators is not None
+        else alloc_name not in MARKET_ONLY_ALLOCATORS  # (known: make_allocator registered it)
+    )
+    if not composes:
         raise ConfigError(
             f"scheduler {entry.name!r} does not work with allocator {alloc_name!r}; "
-            f"valid choices: {', '.join(valid)}"
+            f"valid choices: {', '.join(allocators_for(entry.name))}"
         )
     try:
         policy = entry.factory(alloc, **(scheduler_params or {}))
@@ -569,11 +590,12 @@ def check_composition(scheduler: str, jobs: Any, platform: Any) -> None:
         ConfigError: naming the scheduler, what it lacks, how many jobs need it (with an
             example job id) and the registered schedulers that handle it.
     """
-    from market_hpc.policies.capabilities import refusal, workload_needs
+    from market_hpc.policies.capabilities import lacks, refusal, workload_needs
 
     entry = scheduler_entry(scheduler)
-    message = refusal(
-        entry.name, entry.capabilities, workload_needs(jobs, platform), capability_table()
-    )
+    needs = workload_needs(jobs, platform)
+    if not lacks(entry.capabilities, needs, {}):
+        return  # (the table of every scheduler only names the alternatives of a refusal)
+    message = refusal(entry.name, entry.capabilities, needs, capability_table())
     if message is not None:
         raise ConfigError(message)
