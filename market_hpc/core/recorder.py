@@ -257,7 +257,8 @@ class Recorder:
                 busy[3] += mem * seconds
         else:
             for index, amount in enumerate(taken_total):
-                busy[index] += amount * seconds
+                if amount:
+                    busy[index] += amount * seconds
             cores, gpus, mics, mem = (*taken_total[:4], *(0,) * (4 - len(taken_total)))
         pending = self._segment_list
         pending.extend(

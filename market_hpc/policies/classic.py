@@ -71,7 +71,7 @@ class _OrderedScheduler(PolicyBase):
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         free_cores = view.free_total[0]
-        ordered = view.queue if self.key is None else _served(view, self.key, self.order)
+        ordered = _served(view, self.key, self.order)
         allocator = self.allocator
         if allocator is not self._asked_allocator:
             self._asked_allocator, self._looking_ahead = allocator, pass_aware(allocator)
@@ -108,8 +108,7 @@ def _served(
     view: View, key: Callable[[Job], Any] | None, order: Callable[[Iterable[Job]], Iterable[Job]]
 ) -> Iterable[Job]:
     """The waiting jobs in the order ``key`` gives (queue order for ``None``): the view's
-    sorted queue when it keeps one (``FastView.queue_sorted``), else ``order(queue)``.
-    (``_OrderedScheduler.decide`` reads ``view.queue`` itself for ``None``: a call less.)"""
+    sorted queue when it keeps one (``FastView.queue_sorted``), else ``order(queue)``."""
     if key is None:
         return view.queue
     kept = fast_view(view, "queue_sorted")
@@ -189,9 +188,7 @@ class Backfilling(PolicyBase):
 
     def decide(self, view: View, rng: np.random.Generator) -> Decision:
         """EASY over the waiting jobs in this scheduler's order (:meth:`schedule`)."""
-        return self.schedule(
-            view, view.queue if self.key is None else _served(view, self.key, self.order)
-        )
+        return self.schedule(view, _served(view, self.key, self.order))
 
     def schedule(self, view: View, ordered: Iterable[Job]) -> Decision:
         """EASY over ``ordered`` (the queue in the order to serve it): one
