@@ -14,10 +14,12 @@ import pytest
 
 from market_hpc.cli import main
 from market_hpc.errors import ConfigError
+from market_hpc.experiment import config as config_module
 from market_hpc.experiment.config import PolicyConfig, WindowConfig
 from market_hpc.parameters import Param, constructor_keywords
 from market_hpc.policies import make_policy, registry
 from market_hpc.policies.base import Allocator
+from market_hpc.policies.bbsched import schedulers
 from market_hpc.policies.bbsched.schedulers import WINDOW_SCHEDULERS, BbSched
 from market_hpc.policies.bbsched.window import WindowScheduler
 from market_hpc.policies.cp import Pcp20
@@ -63,6 +65,34 @@ def test_window_config_defaults_are_the_bbsched_declarations() -> None:
         fields["exact_budget"]
         == registry.parameters_of("scheduler", "bbsched")["exact_budget"].default
     )  # type: ignore[index]
+
+
+def test_a_window_parameter_declared_on_a_window_scheduler_is_a_policy_window_field(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Patient(BbSched):  # not registered: only policy.window reads the declaration
+        label = "tmp-patient-bbsched"
+        parameters: ClassVar[Mapping[str, Param]] = {
+            **BbSched.parameters,
+            "patience": Param("int", registry_range(1, 9)),
+        }
+
+        def __init__(self, allocator: Allocator, patience: int = 3, **params: Any):
+            super().__init__(allocator, **params)
+
+    monkeypatch.setattr(schedulers, "WINDOW_SCHEDULERS", (Patient, *WINDOW_SCHEDULERS))
+    window = config_module._window_config()
+    assert {f.name: f.default for f in dataclasses.fields(window)} == {
+        **WINDOW_DEFAULTS,
+        "patience": 3,
+    }
+    assert window(patience=9).patience == 9
+    with pytest.raises(ConfigError) as refused:
+        window(patience=10)
+    assert str(refused.value) == "policy.window.patience: got 10; valid: an integer in [1, 9]"
+    with pytest.raises(ConfigError) as refused:
+        window(rule="best")
+    assert str(refused.value) == "unknown policy.window.rule 'best'; valid choices: code, paper"
 
 
 @pytest.fixture

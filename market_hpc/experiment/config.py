@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from market_hpc.errors import ConfigError, InvalidNumberError, UnknownNameError
-from market_hpc.policies.bbsched.schedulers import window_defaults
+from market_hpc.policies.bbsched.schedulers import window_declarations
 from market_hpc.tomlfile import read_toml
 from market_hpc.validation import (
     COUNT,
@@ -173,78 +173,64 @@ class WorkloadConfig:
             )
 
 
-_WINDOW = window_defaults()  # the window schedulers' declared defaults, by setting
+_KINDS = {"int": int, "float": float, "str": str, "bool": bool}  # a declared kind's type
 
 
-@dataclass(frozen=True)
-class WindowConfig:
-    """Parameters of the BBSched window schedulers (``policy.window``; ``bbsched`` and
-    ``bb-*``, see ``market_hpc.policies.bbsched.schedulers``).
+def _check_window(self: Any) -> None:
+    """Every setting against its declaration (``window_declarations``), then the one rule
+    between two of them."""
+    for key, declared in window_declarations().items():
+        value = getattr(self, key)
+        if declared.accepts(value):
+            continue
+        if declared.choices:
+            raise UnknownNameError(f"policy.window.{key}", value, declared.choices)
+        raise InvalidNumberError(f"policy.window.{key}", value, declared.describe())
+    if self.starvation_by == "passed-over" and self.starvation_backstop == 0:
+        raise ConfigError(
+            "policy.window.starvation_backstop must be > 0 seconds with starvation_by = "
+            '"passed-over" (a job that never fits is never passed over)'
+        )
 
-    Attributes:
-        size: Window size w.
-        order: Base order, ``fcfs`` or ``wfp``.
-        starvation: The starvation bound: iterations spent in a window (the paper's,
-            default 50) or seconds since first entering one, per ``starvation_by``.
-        starvation_by: What counts as an iteration: ``invocations`` (default: every
-            scheduling invocation in the window, bound 50), ``optimised``,
-            ``passed-over`` (invocations in which the job fitted and did not start), or
-            ``seconds`` (``market_hpc.policies.bbsched.starvation``).
-        starvation_backstop: Seconds since first entering a window after which a job
-            is starving whatever its count (default 0: none; ``passed-over`` needs one
-            > 0).
-        generations: BBSched's G. population: P. mutation: p_m.
-        rule: BBSched's decision rule, ``paper`` or ``code``.
-        solver: BBSched's Pareto solver, ``auto``, ``exact`` or ``ga``.
-        exact_budget: ``auto`` solves exactly up to this cost (machine words).
-        exhaustive_up_to: With ``solver = "ga"``, enumerate when at most this many jobs fit.
-        normalise: Bin_Packing's capacity-normalised alignment score.
 
-    Each default is the window schedulers' (``policies.bbsched.schedulers.window_defaults``,
-    read from their constructors); a test keeps the fields equal to their parameters.
-    """
+def _window_config() -> type:
+    """``WindowConfig``: a frozen dataclass with one field per declared window setting."""
+    declared = window_declarations()
+    return dataclasses.make_dataclass(
+        "WindowConfig",
+        [
+            (key, _KINDS[param.kind], field(default=param.default))
+            for key, param in declared.items()
+        ],
+        frozen=True,
+        namespace={
+            "__module__": __name__,
+            "__post_init__": _check_window,
+            "__doc__": _WINDOW_DOC,
+        },
+    )
 
-    size: int = _WINDOW["size"]
-    order: str = _WINDOW["order"]
-    starvation: float = _WINDOW["starvation"]
-    starvation_by: str = _WINDOW["starvation_by"]
-    starvation_backstop: float = _WINDOW["starvation_backstop"]
-    generations: int = _WINDOW["generations"]
-    population: int = _WINDOW["population"]
-    mutation: float = _WINDOW["mutation"]
-    rule: str = _WINDOW["rule"]
-    solver: str = _WINDOW["solver"]
-    exact_budget: int = _WINDOW["exact_budget"]
-    exhaustive_up_to: int = _WINDOW["exhaustive_up_to"]
-    normalise: bool = _WINDOW["normalise"]
 
-    def __post_init__(self) -> None:
-        for key in ("size", "generations", "population"):
-            check(getattr(self, key), COUNT, f"policy.window.{key}")
-        check(self.exhaustive_up_to, NON_NEGATIVE_INT, "policy.window.exhaustive_up_to")
-        check(self.exact_budget, NON_NEGATIVE_INT, "policy.window.exact_budget")
-        check(self.starvation, TIME, "policy.window.starvation")
-        check(self.starvation_backstop, TIME, "policy.window.starvation_backstop")
-        from market_hpc.policies.bbsched.starvation import STARVATION_READINGS
+_WINDOW_DOC = """Parameters of the BBSched window schedulers (``policy.window``; ``bbsched`` and
+``bb-*``, see ``market_hpc.policies.bbsched.schedulers``).
 
-        if self.starvation_by not in STARVATION_READINGS:
-            raise UnknownNameError(
-                "policy.window.starvation_by", self.starvation_by, STARVATION_READINGS
-            )
-        if self.starvation_by == "passed-over" and self.starvation_backstop == 0:
-            raise ConfigError(
-                "policy.window.starvation_backstop must be > 0 seconds with starvation_by = "
-                '"passed-over" (a job that never fits is never passed over)'
-            )
-        check(self.mutation, FRACTION, "policy.window.mutation")
-        from market_hpc.policies.registry import parameters_of
+One field per parameter the window schedulers declare (``window_declarations``: ``size``
+is their ``window``), of the declared kind, with the constructor's default, checked
+against the declared range or choices when built; ``market-hpc policies bbsched`` and the
+parameter tables of ``docs/bbsched.md`` list them. Declaring a parameter on a window
+scheduler adds its field here.
+"""
 
-        declared = parameters_of("scheduler", "bbsched") or {}
-        for key in ("generations", "population"):  # the ranges of policy.params.<key>
-            if not declared[key].accepts(getattr(self, key)):
-                raise InvalidNumberError(
-                    f"policy.window.{key}", getattr(self, key), declared[key].describe()
-                )
+if typing.TYPE_CHECKING:
+
+    class WindowConfig:  # what the type checker sees of the class made below
+        __dataclass_fields__: typing.ClassVar[dict[str, Any]]
+
+        def __init__(self, **settings: Any) -> None: ...
+        def __getattr__(self, name: str) -> Any: ...
+
+else:
+    WindowConfig = _window_config()
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from market_hpc.algorithms.bbsched.selection import (
     weighted_pick,
 )
 from market_hpc.errors import ConfigError
-from market_hpc.parameters import FRACTION, Param, constructor_keywords
+from market_hpc.parameters import FRACTION, Param, declared_parameters
 from market_hpc.policies.base import Allocator, View
 from market_hpc.policies.bbsched.window import (
     BASE_ORDERS,
@@ -57,7 +57,7 @@ __all__ = [
     "WINDOW_SCHEDULERS",
     "WindowScheduler",
     "wfp_order",
-    "window_defaults",
+    "window_declarations",
     "window_params",
 ]
 
@@ -276,17 +276,20 @@ def window_params(scheduler: str, settings: dict[str, Any]) -> dict[str, Any] | 
     return {name: settings[key] for name, key in keys if key in settings}
 
 
-def window_defaults() -> dict[str, Any]:
-    """The default of every ``policy.window`` setting: the window schedulers' constructor
-    defaults (their declarations), by setting name (``size`` for ``window``);
-    ``experiment.config.WindowConfig`` takes its defaults from here.
+def window_declarations() -> dict[str, Param]:
+    """Every ``policy.window`` setting as the window schedulers declare it (kind, range or
+    choices, and the constructor's default), by setting name (``size`` for ``window``); the
+    first scheduler of ``WINDOW_SCHEDULERS`` declaring a name gives it.
+    ``experiment.config.WindowConfig`` is made of these.
 
-    >>> defaults = window_defaults()
-    >>> defaults["size"], defaults["rule"], defaults["exact_budget"], defaults["normalise"]
-    (20, 'paper', 4000000, True)
+    >>> declared = window_declarations()
+    >>> declared["size"].default, declared["rule"].default, declared["exact_budget"].default
+    (20, 'paper', 4000000)
+    >>> declared["normalise"].kind, declared["population"].describe()
+    ('bool', 'an integer in [2, 1000]')
     """
-    found: dict[str, Any] = {}
+    found: dict[str, Param] = {}
     for cls in WINDOW_SCHEDULERS:
-        for name, default in constructor_keywords(cls).items():
-            found.setdefault(_SETTING.get(name, name), default)
+        for name, param in (declared_parameters("scheduler", cls.label, cls) or {}).items():
+            found.setdefault(_SETTING.get(name, name), param)
     return found
