@@ -178,3 +178,28 @@ def test_a_constructor_refuses_what_its_declarations_refuse(
     with pytest.raises(ConfigError) as configured:
         make_policy(scheduler, allocator, scheduler_params={key: value})
     assert str(configured.value) == message
+
+
+def test_every_built_in_scheduler_is_a_policy_base() -> None:
+    """What the core reads of a policy is declared once, on ``PolicyBase``: every built-in
+    scheduler (classes and factories alike) makes one, so none answers by ``PolicyHooks``'
+    fallbacks (a plain class is a plugin's)."""
+    from market_hpc.policies.base import PolicyBase
+
+    built_in = [
+        name
+        for name in scheduler_names()
+        if scheduler_entry(name).factory.__module__.startswith("market_hpc.")
+    ]
+    assert {"fifo", "easy", "slurm", "maxvh", "queues-hybrid", "bbsched"} <= set(built_in)
+    plain = [name for name in built_in if not isinstance(make_policy(name), PolicyBase)]
+    assert plain == []
+
+
+def test_a_market_policys_penalty_is_its_holding_rules() -> None:
+    policy = make_policy("maxvh", scheduler_params={"penalty": 0.2})
+    assert policy.penalty == policy.holding_rule.penalty == 0.2  # type: ignore[attr-defined]
+    policy.penalty = 0.3  # type: ignore[attr-defined]
+    assert policy.holding_rule.penalty == 0.3  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match=r"holding penalty must be in \[0, 1\], got 1.5"):
+        policy.penalty = 1.5  # type: ignore[attr-defined]

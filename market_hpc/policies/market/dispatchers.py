@@ -33,6 +33,7 @@ Without such a bidder nothing of this runs.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -67,6 +68,7 @@ from market_hpc.policies.base import (
     Decision,
     Drop,
     Hold,
+    PolicyBase,
     Start,
     View,
     fast_view,
@@ -105,7 +107,7 @@ def _columns(view: View) -> MarketColumns:
     return columns
 
 
-class MarketPolicy:
+class MarketPolicy(PolicyBase):
     """One of the eight market dispatchers.
 
     Args:
@@ -152,6 +154,10 @@ class MarketPolicy:
     @property
     def penalty(self) -> float:
         return self.holding_rule.penalty
+
+    @penalty.setter
+    def penalty(self, value: float) -> None:  # (PolicyBase.penalty is writable)
+        self.holding_rule = dataclasses.replace(self.holding_rule, penalty=value)
 
     @property
     def lookahead(self) -> bool:

@@ -47,6 +47,7 @@ from market_hpc.policies.base import (
     Decision,
     Drop,
     Hold,
+    PolicyBase,
     RunningJob,
     Start,
     View,
@@ -75,7 +76,7 @@ _COUNT = Param("int", Range(0, 1_000_000, integer=True))
 
 
 @register_scheduler
-class Slurm:
+class Slurm(PolicyBase):
     """Slurm's scheduling over any ``first-fit``/``best-fit`` placement.
 
     Args:
