@@ -6,6 +6,7 @@ and validates every decision.
 
 from __future__ import annotations
 
+import math
 import time as _time
 from array import array
 from collections import OrderedDict
@@ -24,12 +25,15 @@ from market_hpc.core.state import SimulationState
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.policies.base import Decision, Policy, RunningJob
 
-CPU_SAMPLE = 32
-"""Every ``CPU_SAMPLE``-th decision (the first included) reads the process CPU clock around
-``decide``; the others read only the wall clock. A CPU-clock read is a system call (5.5 us
-here against 0.3 us for ``perf_counter``, about a tenth of a FIFO decision), so
-``dispatch_cpu_seconds`` is the decisions' wall time scaled by the sampled CPU / wall
-ratio."""
+CPU_SAMPLE_SECONDS = 0.02
+"""A decision reads the process CPU clock around ``decide`` when the decisions from the
+last one that did on took at least this long (wall time; the first decision reads it too);
+the others read only the wall clock. A CPU-clock read is a system call (5.5 us on an idle
+machine here, up to a few hundred us of wall time when the machine is loaded, against
+0.1 us for ``perf_counter``), so it is paid at most twice per 20 ms of deciding rather
+than once per few decisions; ``dispatch_cpu_seconds`` is the decisions' wall time scaled
+by the sampled decisions' CPU / wall ratio. Which decisions are sampled depends on the
+earlier ones' durations only, not on the sampled one's."""
 
 
 class NodeAgent(mesa.Agent):  # type: ignore[misc]  # Mesa ships no type hints: mesa.Agent is Any
@@ -228,8 +232,9 @@ class ResourceManagerAgent(mesa.Agent):  # type: ignore[misc]  # Mesa ships no t
         self.decisions = 0
         self.decide_seconds = 0.0
         self.decide_times = array("d")  # seconds of each decision, for p99/max in summaries
-        self._sampled_cpu = 0.0  # process CPU of the sampled decisions (every CPU_SAMPLE-th)
+        self._sampled_cpu = 0.0  # process CPU of the sampled decisions (CPU_SAMPLE_SECONDS)
         self._sampled_wall = 0.0  # their wall time
+        self._unsampled = math.inf  # wall time of the decisions from the last sampled one on
         self._nodes = np.arange(model.platform.n_nodes)
         self._shared: Bidder | None | bool = False  # False: not checked in this decision
 
@@ -298,7 +303,7 @@ class ResourceManagerAgent(mesa.Agent):  # type: ignore[misc]  # Mesa ships no t
     @property
     def decide_cpu_seconds(self) -> float:
         """Process CPU time of all decisions: their wall time scaled by the CPU / wall
-        ratio of the sampled ones (every ``CPU_SAMPLE``-th, the first included)."""
+        ratio of the sampled ones (``CPU_SAMPLE_SECONDS``, the first included)."""
         if self._sampled_wall <= 0.0:
             return self._sampled_cpu
         return self.decide_seconds * self._sampled_cpu / self._sampled_wall
@@ -308,7 +313,7 @@ class ResourceManagerAgent(mesa.Agent):  # type: ignore[misc]  # Mesa ships no t
         model = self.model
         self._shared = False  # node agents may have changed strategy since the last decision
         view = model.decision_view()
-        sampled = not self.decisions % CPU_SAMPLE
+        sampled = self._unsampled >= CPU_SAMPLE_SECONDS
         cpu = _time.process_time() if sampled else 0.0
         began = _time.perf_counter()
         decision = self.policy.decide(view, model.policy_rng)
@@ -316,6 +321,9 @@ class ResourceManagerAgent(mesa.Agent):  # type: ignore[misc]  # Mesa ships no t
         if sampled:
             self._sampled_cpu += _time.process_time() - cpu
             self._sampled_wall += took
+            self._unsampled = took
+        else:
+            self._unsampled += took
         self.decide_seconds += took
         self.decide_times.append(took)
         self.decisions += 1
