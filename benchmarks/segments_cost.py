@@ -2,8 +2,8 @@
 """What writing ``segments.csv`` and ``segments.parquet`` costs a whole replay.
 
 One ``market-hpc replay`` (in this process, through the CLI's ``main``) is run
-alternately with and without the segment files (B: ``results_out.write_segments``
-replaced by a function that writes nothing), ``--rounds`` times each, and each run's CPU
+alternately with and without the segment files (B: ``results_out.SegmentFiles`` replaced
+by a writer that writes nothing), ``--rounds`` times each, and each run's CPU
 time (``time.process_time``, the whole command: read, simulate, write) is recorded. The
 medians and their ratio (with / without) are printed, with the CPU time of the segment
 writer alone in the A runs and its share of the replay. Target: the ratio at most 1.03.
@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -43,18 +43,49 @@ from market_hpc.experiment import results_out
 KTH = ROOT.parent / "shared" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
 
 
+class NoSegmentFiles:
+    """``SegmentFiles`` that writes nothing (the B side)."""
+
+    def __init__(self, *call: Any, **keywords: Any) -> None: ...
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None: ...
+
+    def write_through(self, *call: Any, **keywords: Any) -> None: ...
+
+
 def one_run(args: argparse.Namespace, out: Path, with_segments: bool) -> tuple[float, float]:
     """CPU seconds of one replay command, and of its segment writing (0 without)."""
-    real = results_out.write_segments
+    real = results_out.SegmentFiles
     spent = [0.0]
 
-    def timed(*call: Any, **keywords: Any) -> int:
-        begin = time.process_time()
-        rows = real(*call, **keywords)
-        spent[0] += time.process_time() - begin
-        return rows
+    class Timed(real):  # type: ignore[misc, valid-type]
+        """``SegmentFiles`` timing its own work (opening, each block, closing)."""
 
-    results_out.write_segments = timed if with_segments else (lambda *call, **keywords: 0)
+        def __init__(self, *call: Any, **keywords: Any) -> None:
+            begin = time.process_time()
+            super().__init__(*call, **keywords)
+            spent[0] += time.process_time() - begin
+
+        def __enter__(self) -> Self:
+            begin = time.process_time()
+            super().__enter__()
+            spent[0] += time.process_time() - begin
+            return self
+
+        def __exit__(self, *exc_info: object) -> None:
+            begin = time.process_time()
+            super().__exit__(*exc_info)
+            spent[0] += time.process_time() - begin
+
+        def write_through(self, *call: Any, **keywords: Any) -> None:
+            begin = time.process_time()
+            super().write_through(*call, **keywords)
+            spent[0] += time.process_time() - begin
+
+    results_out.SegmentFiles = Timed if with_segments else NoSegmentFiles  # type: ignore[misc]
     command = [
         "replay",
         str(args.trace),
@@ -73,7 +104,7 @@ def one_run(args: argparse.Namespace, out: Path, with_segments: bool) -> tuple[f
             status = main(command)
         cpu = time.process_time() - begin
     finally:
-        results_out.write_segments = real
+        results_out.SegmentFiles = real  # type: ignore[misc]
     if status != 0:
         raise SystemExit(f"replay failed ({status}): {' '.join(command)}")
     if with_segments != (out / "segments.csv").exists():

@@ -39,7 +39,8 @@ from market_hpc.core.recorder import (
 from market_hpc.csv_text import csv_bytes, csv_parts, write_csv
 from market_hpc.domain.job import Job, JobStatus
 from market_hpc.domain.platform import load_platform
-from market_hpc.experiment import config_from_dict
+from market_hpc.experiment import config_from_dict, segments_out
+from market_hpc.experiment.results_out import write_jobs
 from market_hpc.experiment.run import with_reasons
 from market_hpc.experiment.streaming import StreamedResult, simulate_streaming
 from market_hpc.policies import Drop, Hold, Start
@@ -258,10 +259,31 @@ def check_against_reference(recorder: ReferenceRecorder, tmp_path: Path) -> pd.D
     )
     # a finished segment's nodes read from its job's row, a held one's from its own runs
     assert list(recorder.segment_table()["nodes"]) == recorder.plain_segment_nodes
+    check_segment_files(recorder, tmp_path)
     if recorder.plain_samples:
         samples = np.array(recorder.plain_samples, dtype=np.float64)
         assert np.array_equal(recorder.samples, samples)
     return frame
+
+
+def check_segment_files(recorder: ReferenceRecorder, tmp_path: Path) -> None:
+    """``segments.csv`` and ``.parquet`` written beside ``jobs.csv`` (a finished segment's
+    ``nodes`` text taken from its job's chunk) and on their own are ``segments_frame``'s,
+    whatever the chunks; every finished segment took its text from its job's."""
+    frame = segments_out.segments_frame(recorder)
+    finished = int((frame["ended"] == "finished").sum())
+    for chunk_rows in (1, 3, 100_000):
+        beside, alone = tmp_path / f"beside{chunk_rows}", tmp_path / f"alone{chunk_rows}"
+        beside.mkdir(exist_ok=True)
+        alone.mkdir(exist_ok=True)
+        with segments_out.SegmentFiles(beside, recorder, chunk_rows) as files:
+            write_jobs(beside, recorder, [], chunk_rows, files)
+        assert files.shared == finished
+        assert segments_out.write_segments(alone, recorder, chunk_rows) == len(frame)
+        for folder in (beside, alone):
+            assert (folder / "segments.csv").read_bytes() == frame.to_csv(index=False).encode()
+            read = pd.read_parquet(folder / "segments.parquet")
+            pd.testing.assert_frame_equal(read.astype(frame.dtypes.to_dict()), frame)
 
 
 def test_held_resumed_dropped_queued_rejected_multi_resource(tmp_path: Path) -> None:
@@ -397,3 +419,22 @@ def test_a_finished_segments_job_leaves_next_on_its_allocation() -> None:
     recorder.job_left(job, JobStatus.FINISHED, 0.0, 6.0, 5.0, 1, 0.0, final)
     assert list(recorder.segment_table()["nodes"]) == ["1:1", "0:1"]
     assert recorder.busy_resource_seconds.tolist() == [5.0, 0.0, 0.0, 0.0]
+
+
+def test_segment_files_take_no_text_from_another_job_of_the_same_id(tmp_path: Path) -> None:
+    """The model refuses duplicate job ids, but a recorder fed by hand may hold two jobs with
+    one id in different ``jobs.csv`` chunks: each finished segment keeps its own job's text."""
+    platform = load_platform("nodes=3,cores=1")
+    recorder = Recorder(platform, False)
+    for row, (job_id, node) in enumerate(((1, 0), (2, 1), (1, 2))):
+        allocation = ((node, 1),)
+        recorder.segment(job_id, 0.0, 5.0, 1, 0.0, 1.0, allocation, (1, 0, 0, 0))
+        recorder.job_left(
+            Job(job_id, float(row), 5.0, 5.0), JobStatus.FINISHED, 0.0, 5.0, 5.0, 0, 0.0, allocation
+        )
+    frame = segments_out.segments_frame(recorder)
+    assert list(frame["nodes"]) == ["0:1", "2:1", "1:1"]  # by job id, then recording order
+    with segments_out.SegmentFiles(tmp_path, recorder, 1) as files:
+        write_jobs(tmp_path, recorder, [], 1, files)
+    assert (tmp_path / "segments.csv").read_bytes() == frame.to_csv(index=False).encode()
+    assert files.shared == 2  # the second job 1's segment was not in the first chunk

@@ -288,16 +288,24 @@ class JobColumns:
         del runs  # the exported buffer would stop the array from growing
         return offsets, data
 
-    def columns(self, order: np.ndarray | None = None) -> dict[str, Any]:
+    def columns(
+        self,
+        order: np.ndarray | None = None,
+        nodes_text: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> dict[str, Any]:
         """Every ``JOB_COLUMNS`` column as a numpy array or list, in leaving order (or
-        for the rows ``order`` selects, in that order)."""
+        for the rows ``order`` selects, in that order); ``nodes_text``: their ``nodes_text``,
+        when the caller has it."""
         float_rows, int_rows = self._pick(order)
         values: dict[str, Any] = {name: float_rows[:, k] for k, name in enumerate(FLOAT_FIELDS)}
         values.update(_int_columns(int_rows))
         values["wait_time"] = values["start_time"] - values["submit_time"]
         names = np.array([status.value for status in STATUSES], dtype=object)
         values["status"] = names[values["status"]]
-        values["nodes"] = self.nodes_column(np.arange(len(self)) if order is None else order)
+        if nodes_text is not None:
+            values["nodes"] = text_array(*nodes_text) if len(nodes_text[0]) > 1 else []
+        else:
+            values["nodes"] = self.nodes_column(np.arange(len(self)) if order is None else order)
         return {name: values[name] for name in JOB_COLUMNS}
 
     def row(self, index: int) -> tuple[Any, ...]:

@@ -301,8 +301,10 @@ class Recorder:
         self._segment_source.append(~self._held_runs)
         self._held_runs += 1
 
-    def _segment_sources(self) -> np.ndarray:
-        """Each segment's allocation source (``_segment_source``), every segment counted."""
+    def segment_sources(self) -> np.ndarray:
+        """Where each segment's allocation is kept, in recording order: its job's row of
+        ``jobs`` (a finished segment ran on its job's allocation), or ``~k`` for the
+        ``k``-th held segment's own runs."""
         if self._finishing is not _NOT_FINISHING:  # read before its job left: keep its own
             finishing, self._finishing = self._finishing, _NOT_FINISHING
             self._hold_runs(finishing)
@@ -335,7 +337,7 @@ class Recorder:
         """The ``nodes`` text of segments ``rows`` (in that order) as ``(offsets, data)``:
         row ``k``'s text is ``data[offsets[k]:offsets[k + 1]]`` (ASCII): a finished
         segment's from its job's runs, a held segment's from its own."""
-        sources = self._segment_sources()[np.asarray(rows, dtype=np.int64)]
+        sources = self.segment_sources()[np.asarray(rows, dtype=np.int64)]
         jobs = self.jobs
         if (sources >= 0).all():
             return jobs.nodes_text(sources)

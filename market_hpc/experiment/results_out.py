@@ -28,7 +28,7 @@ from market_hpc.experiment.run import (
     skipped_jobs_frame,
     write_json_files,
 )
-from market_hpc.experiment.segments_out import write_segments
+from market_hpc.experiment.segments_out import SegmentFiles
 
 _STATUS_NAMES = np.array([status.value for status in JobStatus], dtype=object)
 _REJECTED = list(JobStatus).index(JobStatus.REJECTED)
@@ -144,6 +144,8 @@ class JobChunks:
             )  # pd.concat + sort_values("job_id", kind="stable")
             self.total = len(keys)
         self.dtypes = _frame_dtypes(recorder, self.order, self.extra, self.reason_object)
+        # the recorder rows of the chunk just yielded and their nodes text (offsets, data)
+        self.text: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def __iter__(self) -> Iterator[pd.DataFrame]:
         columns, order, extra, n_jobs = self.recorder.jobs, self.order, self.extra, self.n_jobs
@@ -154,7 +156,10 @@ class JobChunks:
             end = min(begin + self.chunk_rows, self.total)
             positions = np.arange(begin, end) if self.merged is None else self.merged[begin:end]
             is_job = positions < n_jobs
-            values = columns.columns(order[positions[is_job]])
+            rows = order[positions[is_job]]
+            offsets, data = columns.nodes_text(rows)
+            self.text = (rows, offsets, data)
+            values = columns.columns(rows, nodes_text=(offsets, data))
             if self.text_as_object:
                 for name in _TEXT:
                     values[name] = pd.Series(values[name], dtype=object)
@@ -190,9 +195,15 @@ def _frame_dtypes(
 
 
 def write_jobs(
-    directory: Path, recorder: Recorder, skipped: list[dict[str, Any]], chunk_rows: int
+    directory: Path,
+    recorder: Recorder,
+    skipped: list[dict[str, Any]],
+    chunk_rows: int,
+    segments: SegmentFiles | None = None,
 ) -> int:
-    """Write ``jobs.csv`` and ``jobs.parquet`` chunk by chunk; returns the rows written."""
+    """Write ``jobs.csv`` and ``jobs.parquet`` chunk by chunk; returns the rows written.
+    With ``segments``, each chunk is followed by the segments of its jobs, which take a
+    finished segment's ``nodes`` text from the chunk's."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -214,6 +225,9 @@ def write_jobs(
                         pa.Table.from_pandas(part, schema=schema, preserve_index=False, nthreads=1)
                     )
                 rows += len(part)
+                if segments is not None and chunks.text is not None and len(chunks.text[0]):
+                    job_ids = part["job_id"].to_numpy()
+                    segments.write_through(int(job_ids[-1]), chunks.text)
                 del part
                 pool.release_unused()  # Arrow's allocator would keep every chunk's pages
     finally:
@@ -266,8 +280,8 @@ def write_results(
     the results folder only once every file is written.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    write_jobs(directory, recorder, skipped, chunk_rows)
+    with SegmentFiles(directory, recorder, chunk_rows) as segments:
+        write_jobs(directory, recorder, skipped, chunk_rows, segments)
     write_timeseries(directory / "timeseries.csv", recorder, chunk_rows)
-    write_segments(directory, recorder, chunk_rows)
     write_json_files(directory, summary, provenance(config, workload_report))
     return directory

@@ -8,7 +8,7 @@ time so a replay of a big trace never holds all the ``nodes`` text at once.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import pandas as pd
@@ -81,45 +81,90 @@ def _empty() -> pd.DataFrame:
     return frame
 
 
-def write_segments(directory: Path, recorder: Recorder, chunk_rows: int = 100_000) -> int:
-    """Write ``segments.csv`` and ``segments.parquet`` chunk by chunk; returns the rows.
+JobsText = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""``(rows, offsets, data)``: the ``nodes`` text of the job rows ``rows`` (recorder rows,
+in that order), as ``JobColumns.nodes_text`` gives it."""
 
-    Each chunk goes from the recorder's columns to Arrow arrays and from them to both
+
+class SegmentFiles:
+    """``segments.csv`` and ``segments.parquet`` written in file order, through a job id at
+    a time (:meth:`write_through`), so that they can follow ``jobs.csv`` chunk by chunk and
+    take a finished segment's ``nodes`` text from its job's (a finished segment runs on its
+    job's allocation): each allocation's text is then built once for both files. Use it
+    as a context manager; the files are complete when the block ends without an error.
+
+    Each block goes from the recorder's columns to Arrow arrays and from them to both
     files, without a pandas frame: the CSV bytes are ``segments_frame(recorder).to_csv``'s
     (:mod:`market_hpc.csv_text`'s rules), the Parquet columns its types.
     """
-    import pyarrow.parquet as pq
 
-    from market_hpc.csv_text import line_parts
+    def __init__(self, directory: Path, recorder: Recorder, chunk_rows: int = 100_000) -> None:
+        self.directory, self.recorder, self.chunk_rows = directory, recorder, chunk_rows
+        self.order, self.number, self.ending = segment_order(recorder)
+        self.rows = len(self.order)
+        self.numbers = {name: recorder.segment_field(name) for name in _NUMBERS}
+        self.job_ids = self.numbers["job_id"][self.order].astype(np.int64)  # ascending
+        self.sources = recorder.segment_sources()
+        self.written = 0  # rows of the file written so far
+        self.shared = 0  # of them, with their nodes text taken from their job's
+        self._position = np.zeros(len(recorder.jobs), dtype=np.int64)  # job row -> place in a chunk
+        self._handle: Any = None
+        self._writer: Any = None
 
-    order, number, ending = segment_order(recorder)
-    if not len(order):
-        empty = _empty()
-        with open(directory / "segments.csv", "wb") as handle:
-            write_csv(empty, handle, header=True)
-        empty.to_parquet(directory / "segments.parquet", index=False)
-        return 0
-    numbers = {name: recorder.segment_field(name) for name in _NUMBERS}
-    with (
-        open(directory / "segments.csv", "wb") as handle,
-        pq.ParquetWriter(
+    def __enter__(self) -> Self:
+        import pyarrow.parquet as pq
+
+        directory = self.directory
+        if not self.rows:
+            empty = _empty()
+            with open(directory / "segments.csv", "wb") as handle:
+                write_csv(empty, handle, header=True)
+            empty.to_parquet(directory / "segments.parquet", index=False)
+            return self
+        self._handle = open(directory / "segments.csv", "wb")  # (closed by __exit__)
+        self._writer = pq.ParquetWriter(
             directory / "segments.parquet",
             _schema(),
             compression="snappy",
             use_dictionary=["nodes", "ended"],
-        ) as writer,
-    ):  # (numbers: plain is faster, as small)
-        handle.write((",".join(SEGMENT_COLUMNS) + "\n").encode())
-        for begin in range(0, len(order), chunk_rows):
-            rows = order[begin : begin + chunk_rows]
+        )  # (numbers: plain is faster, as small)
+        self._handle.write((",".join(SEGMENT_COLUMNS) + "\n").encode())
+        return self
+
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
+        if self._handle is None:
+            return
+        try:
+            if exc_type is None:
+                self.write_through(None)
+        finally:
+            self._writer.close()
+            self._handle.close()
+
+    def write_through(self, job_id: int | None, jobs_text: JobsText | None = None) -> None:
+        """Write every segment not yet written whose job id is at most ``job_id`` (every
+        one for ``None``), ``chunk_rows`` rows at a time. A finished segment whose job row
+        is in ``jobs_text`` takes its text from there; the others have theirs built."""
+        if self._handle is None:
+            return
+        stop = (
+            self.rows
+            if job_id is None
+            else int(np.searchsorted(self.job_ids, job_id, side="right"))
+        )
+        from market_hpc.csv_text import line_parts
+
+        for begin in range(self.written, stop, self.chunk_rows):
+            end = min(begin + self.chunk_rows, stop)
+            rows = self.order[begin:end]
             arrays = _arrow_columns(
-                recorder,
-                numbers,
+                self.numbers,
                 rows,
-                number[begin : begin + chunk_rows],
-                ending[begin : begin + chunk_rows],
+                self.number[begin:end],
+                self.ending[begin:end],
+                self._nodes(rows, jobs_text),
             )
-            handle.writelines(
+            self._handle.writelines(
                 line_parts(
                     [
                         _text(name, array)
@@ -127,8 +172,37 @@ def write_segments(directory: Path, recorder: Recorder, chunk_rows: int = 100_00
                     ]
                 )
             )
-            writer.write_table(_table(arrays))
-    return len(order)
+            self._writer.write_table(_table(arrays))
+        self.written = max(self.written, stop)
+
+    def _nodes(self, rows: np.ndarray, jobs_text: JobsText | None) -> Any:
+        """The ``nodes`` text of segments ``rows`` as an Arrow string array."""
+        import pyarrow as pa
+
+        if jobs_text is None:
+            return _text_array(*self.recorder.segment_nodes_text(rows))
+        job_rows, offsets, data = jobs_text
+        sources = self.sources[rows]
+        position = self._position
+        position[job_rows] = np.arange(len(job_rows))
+        place = position[np.maximum(sources, 0)]
+        shared = (sources >= 0) & (job_rows[np.minimum(place, len(job_rows) - 1)] == sources)
+        jobs = _text_array(offsets, data)
+        count = int(shared.sum())
+        self.shared += count
+        if count == len(rows):
+            return jobs.take(pa.array(place))
+        own = _text_array(*self.recorder.segment_nodes_text(rows[~shared]))
+        index = np.where(shared, place, len(jobs) + np.cumsum(~shared) - 1)
+        return pa.concat_arrays([jobs, own]).take(pa.array(index))
+
+
+def write_segments(directory: Path, recorder: Recorder, chunk_rows: int = 100_000) -> int:
+    """Write ``segments.csv`` and ``segments.parquet`` (every allocation's text built
+    here; ``SegmentFiles`` beside ``jobs.csv`` shares the jobs'); returns the rows."""
+    with SegmentFiles(directory, recorder, chunk_rows) as files:
+        files.write_through(None)
+    return files.rows
 
 
 _NUMBERS = (
@@ -166,27 +240,38 @@ def _schema() -> Any:
 
 
 def _arrow_columns(
-    recorder: Recorder,
     numbers: dict[str, np.ndarray],
     rows: np.ndarray,
     number: np.ndarray,
     ending: np.ndarray,
+    nodes: Any,
 ) -> list[Any]:
-    """The ``SEGMENT_COLUMNS`` of segments ``rows`` as Arrow arrays."""
+    """The ``SEGMENT_COLUMNS`` of segments ``rows`` as Arrow arrays (``nodes``: their text)."""
     import pyarrow as pa
 
-    offsets, data = recorder.segment_nodes_text(rows)
-    nodes = pa.LargeStringArray.from_buffers(
-        len(rows), pa.py_buffer(np.ascontiguousarray(offsets, dtype=np.int64)), pa.py_buffer(data)
-    ).cast(pa.string())
     ended = pa.DictionaryArray.from_arrays(
         pa.array(ending, type=pa.int8()), pa.array(ENDINGS, type=pa.string())
     ).cast(pa.string())
-    columns = {"segment": pa.array(number, type=pa.int64()), "nodes": nodes, "ended": ended}
+    columns = {
+        "segment": pa.array(number, type=pa.int64()),
+        "nodes": nodes.cast(pa.string()),
+        "ended": ended,
+    }
     for name, values in numbers.items():
         picked = values[rows]
         columns[name] = pa.array(picked if name in _FLOATS else picked.astype(np.int64))
     return [columns[name] for name in SEGMENT_COLUMNS]
+
+
+def _text_array(offsets: np.ndarray, data: np.ndarray) -> Any:
+    """Strings ``data[offsets[k]:offsets[k + 1]]`` as an Arrow large string array (no copy)."""
+    import pyarrow as pa
+
+    return pa.LargeStringArray.from_buffers(
+        len(offsets) - 1,
+        pa.py_buffer(np.ascontiguousarray(offsets, dtype=np.int64)),
+        pa.py_buffer(data),
+    )
 
 
 def _text(name: str, array: Any) -> Any:
