@@ -115,3 +115,21 @@ def test_a_classic_replay_imports_only_the_policy_modules_it_names(tmp_path: Pat
     code, after_fifo, named, missing = json.loads(done.stdout.strip().splitlines()[-1])
     assert code == 0 and after_fifo == []
     assert named and missing == []  # the unknown name's error lists every family's names
+
+
+def test_a_replay_does_not_import_the_http_stack(tmp_path: Path) -> None:
+    """Only ``trace fetch`` downloads: a replay leaves ``workload.http_fetch`` (and with it
+    ``http.client`` and ``urllib.request``) unimported."""
+    trace = write_trace(tmp_path / "t.swf")
+    probe = (
+        "import json, sys\n"
+        "from market_hpc.cli import main\n"
+        f"code = main(['replay', {str(trace)!r}, '--platform', 'nodes=4,cores=1', '--out', "
+        f"{str(tmp_path / 'out')!r}])\n"
+        "names = ['market_hpc.workload.http_fetch', 'http.client', 'urllib.request']\n"
+        "print(json.dumps([code, [name for name in names if name in sys.modules]]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [0, []]

@@ -24,14 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from market_hpc.errors import ConfigError, MarketHpcError, UnknownNameError
-from market_hpc.workload.http_fetch import (
-    DEFAULT_DEADLINE,
-    DEFAULT_MIN_RATE,
-    RATE_WINDOW,
-    DownloadError,
-    check_base_url,
-    download,
-)
 
 ARCHIVE = "https://www.cs.huji.ac.il/labs/parallel/workload"
 _CHUNK = 1 << 16
@@ -187,9 +179,9 @@ def fetch_trace(
     mirror: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     force: bool = False,
-    deadline: float = DEFAULT_DEADLINE,
-    min_rate: float = DEFAULT_MIN_RATE,
-    rate_window: float = RATE_WINDOW,
+    deadline: float | None = None,
+    min_rate: float | None = None,
+    rate_window: float | None = None,
 ) -> Path:
     """Download ``entry`` into the cache, verify its SHA-256 and return its path.
 
@@ -204,9 +196,12 @@ def fetch_trace(
             (``http://`` or ``https://``).
         progress: Called as ``progress(bytes_so_far, total_bytes)`` while downloading.
         force: Download even when a verified copy is cached.
-        deadline: Seconds the whole download may take.
-        min_rate: Bytes per second each ``rate_window`` seconds must reach (0: no minimum).
-        rate_window: Seconds over which the rate is measured.
+        deadline: Seconds the whole download may take (``None``:
+            ``http_fetch.DEFAULT_DEADLINE``).
+        min_rate: Bytes per second each ``rate_window`` seconds must reach (0: no minimum;
+            ``None``: ``http_fetch.DEFAULT_MIN_RATE``).
+        rate_window: Seconds over which the rate is measured (``None``:
+            ``http_fetch.RATE_WINDOW``).
 
     Returns:
         The cached file.
@@ -217,8 +212,10 @@ def fetch_trace(
             the cache folder cannot be written, or the file's size or checksum differ from
             the catalogue's.
     """
+    from market_hpc.workload import http_fetch  # (only a fetch needs http.client and ssl)
+
     if mirror is not None:
-        check_base_url(mirror)
+        http_fetch.check_base_url(mirror)
     target = cached_path(entry)
     if not force and is_verified(entry):
         return target
@@ -235,13 +232,13 @@ def fetch_trace(
     url = entry.url(mirror)
     try:
         with os.fdopen(handle, "wb") as out:
-            digest = download(
+            digest = http_fetch.download(
                 url,
                 out,
                 entry.size,
-                deadline=deadline,
-                min_rate=min_rate,
-                rate_window=rate_window,
+                deadline=http_fetch.DEFAULT_DEADLINE if deadline is None else deadline,
+                min_rate=http_fetch.DEFAULT_MIN_RATE if min_rate is None else min_rate,
+                rate_window=http_fetch.RATE_WINDOW if rate_window is None else rate_window,
                 progress=progress,
             )
         if digest != entry.sha256:
@@ -250,7 +247,7 @@ def fetch_trace(
                 f"{entry.size:,} bytes with SHA-256 {entry.sha256}; the file was not kept"
             )
         partial.replace(target)
-    except DownloadError as error:
+    except http_fetch.DownloadError as error:
         hint = (
             "; without direct access, fetch from a mirror: --mirror URL" if mirror is None else ""
         )
