@@ -85,6 +85,17 @@ def format_runs(flat: Sequence[int]) -> str:
     return ";".join(parts)
 
 
+def arrow_text(offsets: np.ndarray, data: np.ndarray) -> Any:
+    """Strings ``data[offsets[k]:offsets[k + 1]]`` (ASCII) as an Arrow large string array,
+    built straight from the buffers."""
+    import pyarrow as pa
+
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    return pa.LargeStringArray.from_buffers(
+        len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data)
+    )
+
+
 def text_array(offsets: np.ndarray, data: np.ndarray) -> Any:
     """Strings ``data[offsets[k]:offsets[k + 1]]`` (ASCII) as the array pandas makes of a
     list of them: Arrow-backed ``str`` built straight from the buffers when that is what
@@ -95,13 +106,7 @@ def text_array(offsets: np.ndarray, data: np.ndarray) -> Any:
     """
     dtype = _inferred_text_dtype()
     if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
-        import pyarrow as pa
-
-        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        strings = pa.LargeStringArray.from_buffers(
-            len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data)
-        )
-        return pd.array(strings, dtype=dtype)
+        return pd.array(arrow_text(offsets, data), dtype=dtype)
     text = data.tobytes().decode()
     return [text[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
 
@@ -264,13 +269,16 @@ class JobColumns:
         """The ``nodes`` text of the ``index``-th job."""
         return format_runs(self.runs[self.run_offsets[index] : self.run_offsets[index + 1]])
 
-    def nodes_column(self, rows: np.ndarray) -> Any:
+    def nodes_column(
+        self, rows: np.ndarray, text: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> Any:
         """The ``nodes`` text of the jobs ``rows`` (in that order), built at once by
-        :func:`~market_hpc.algorithms.runs_text.runs_text`: the array pandas would make of
-        the list of their strings (Arrow-backed ``str`` under pandas 3), that list otherwise."""
+        :func:`~market_hpc.algorithms.runs_text.runs_text` (or ``text``, their
+        :meth:`nodes_text` when the caller has it): the array pandas would make of the list
+        of their strings (Arrow-backed ``str`` under pandas 3), that list otherwise."""
         if not len(rows):
             return []
-        return text_array(*self.nodes_text(rows))
+        return text_array(*(self.nodes_text(rows) if text is None else text))
 
     def nodes_text(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The ``nodes`` text of the jobs ``rows`` as ``(offsets, data)``: row ``k``'s text is
@@ -302,10 +310,8 @@ class JobColumns:
         values["wait_time"] = values["start_time"] - values["submit_time"]
         names = np.array([status.value for status in STATUSES], dtype=object)
         values["status"] = names[values["status"]]
-        if nodes_text is not None:
-            values["nodes"] = text_array(*nodes_text) if len(nodes_text[0]) > 1 else []
-        else:
-            values["nodes"] = self.nodes_column(np.arange(len(self)) if order is None else order)
+        rows = np.arange(len(self)) if order is None else order
+        values["nodes"] = self.nodes_column(rows, nodes_text)
         return {name: values[name] for name in JOB_COLUMNS}
 
     def row(self, index: int) -> tuple[Any, ...]:

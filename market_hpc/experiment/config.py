@@ -177,9 +177,9 @@ _KINDS = {"int": int, "float": float, "str": str, "bool": bool}  # a declared ki
 
 
 def _check_window(self: Any) -> None:
-    """Every setting against its declaration (``window_declarations``), then the one rule
-    between two of them."""
-    for key, declared in window_declarations().items():
+    """Every setting against its declaration (the class's ``declared``, read once from
+    ``window_declarations``), then the one rule between two of them."""
+    for key, declared in self.declared.items():
         value = getattr(self, key)
         if declared.accepts(value):
             continue
@@ -207,6 +207,7 @@ def _window_config() -> type:
             "__module__": __name__,
             "__post_init__": _check_window,
             "__doc__": _WINDOW_DOC,
+            "declared": types.MappingProxyType(declared),
         },
     )
 
@@ -217,7 +218,7 @@ _WINDOW_DOC = """Parameters of the BBSched window schedulers (``policy.window``;
 One field per parameter the window schedulers declare (``window_declarations``: ``size``
 is their ``window``), of the declared kind, with the constructor's default, checked
 against the declared range or choices when built; ``market-hpc policies bbsched`` and the
-parameter tables of ``docs/bbsched.md`` list them. Declaring a parameter on a window
+parameter tables of ``docs/parameters.md`` list them. Declaring a parameter on a window
 scheduler adds its field here.
 """
 

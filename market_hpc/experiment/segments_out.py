@@ -13,7 +13,7 @@ from typing import Any, Self
 import numpy as np
 import pandas as pd
 
-from market_hpc.core.job_columns import STATUSES
+from market_hpc.core.job_columns import STATUSES, arrow_text
 from market_hpc.core.recorder import SEGMENT_COLUMNS, Recorder
 from market_hpc.csv_text import write_csv
 from market_hpc.domain.job import JobStatus
@@ -180,19 +180,19 @@ class SegmentFiles:
         import pyarrow as pa
 
         if jobs_text is None:
-            return _text_array(*self.recorder.segment_nodes_text(rows))
+            return arrow_text(*self.recorder.segment_nodes_text(rows))
         job_rows, offsets, data = jobs_text
         sources = self.sources[rows]
         position = self._position
         position[job_rows] = np.arange(len(job_rows))
         place = position[np.maximum(sources, 0)]
         shared = (sources >= 0) & (job_rows[np.minimum(place, len(job_rows) - 1)] == sources)
-        jobs = _text_array(offsets, data)
+        jobs = arrow_text(offsets, data)
         count = int(shared.sum())
         self.shared += count
         if count == len(rows):
             return jobs.take(pa.array(place))
-        own = _text_array(*self.recorder.segment_nodes_text(rows[~shared]))
+        own = arrow_text(*self.recorder.segment_nodes_text(rows[~shared]))
         index = np.where(shared, place, len(jobs) + np.cumsum(~shared) - 1)
         return pa.concat_arrays([jobs, own]).take(pa.array(index))
 
@@ -261,17 +261,6 @@ def _arrow_columns(
         picked = values[rows]
         columns[name] = pa.array(picked if name in _FLOATS else picked.astype(np.int64))
     return [columns[name] for name in SEGMENT_COLUMNS]
-
-
-def _text_array(offsets: np.ndarray, data: np.ndarray) -> Any:
-    """Strings ``data[offsets[k]:offsets[k + 1]]`` as an Arrow large string array (no copy)."""
-    import pyarrow as pa
-
-    return pa.LargeStringArray.from_buffers(
-        len(offsets) - 1,
-        pa.py_buffer(np.ascontiguousarray(offsets, dtype=np.int64)),
-        pa.py_buffer(data),
-    )
 
 
 def _text(name: str, array: Any) -> Any:
