@@ -34,6 +34,27 @@ def float_text(values: np.ndarray) -> Any:
     >>> float_text(np.array([3.0, -0.0, np.nan, 0.5, 1e16, -7.0])).to_pylist()
     ['3.0', '-0.0', '', '0.5', '1e+16', '-7.0']
     """
+    text, suffix = float_cells(values)
+    if not suffix:
+        return text
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise(text, suffix, "")
+
+
+def float_cells(values: np.ndarray) -> tuple[Any, str]:
+    """``values`` (float64) as ``to_csv``'s text, in two parts: an Arrow string array and
+    a suffix every cell ends with (``".0"`` when every value is an integral value below
+    10^16, not -0.0: the array is then their integer text; else ``""``). The suffix is
+    joined once with the line (:func:`line_parts`), not cell by cell.
+
+    >>> text, suffix = float_cells(np.array([3.0, -7.0]))
+    >>> text.to_pylist(), suffix
+    (['3', '-7'], '.0')
+    >>> text, suffix = float_cells(np.array([3.0, 0.5]))
+    >>> text.to_pylist(), suffix
+    (['3.0', '0.5'], '')
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -44,25 +65,27 @@ def float_text(values: np.ndarray) -> Any:
             & (values == np.trunc(values))
             & ~((values == 0) & np.signbit(values))
         )
-    integers = np.where(whole, values, 0).astype(np.int64)
-    text = pc.binary_join_element_wise(pc.cast(pa.array(integers), pa.string()), ".0", "")
+    integers = pc.cast(pa.array(np.where(whole, values, 0).astype(np.int64)), pa.string())
     other = ~whole
-    if other.any():
-        missing = np.isnan(values[other])
-        formatted = values[other].astype(str).astype(object)
-        formatted[missing] = ""
-        text = pc.replace_with_mask(text, pa.array(other), pa.array(formatted, type=pa.string()))
-    return text
+    if not other.any():
+        return integers, ".0"
+    text = pc.binary_join_element_wise(integers, ".0", "")
+    missing = np.isnan(values[other])
+    formatted = values[other].astype(str).astype(object)
+    formatted[missing] = ""
+    text = pc.replace_with_mask(text, pa.array(other), pa.array(formatted, type=pa.string()))
+    return text, ""
 
 
 def _column_text(column: pd.Series) -> Any:
-    """One column's cells as an Arrow string array, or ``None`` when pandas must write it."""
+    """One column's cells as an Arrow string array (a float column: ``float_cells``' pair),
+    or ``None`` when pandas must write it."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     dtype = column.dtype
     if dtype.kind == "f" and dtype == np.float64:
-        return float_text(column.to_numpy())
+        return float_cells(column.to_numpy())
     if dtype.kind in "iu" and isinstance(dtype, np.dtype):
         return pc.cast(pa.array(column.to_numpy()), pa.string())
     if isinstance(dtype, pd.StringDtype) or dtype == object:
@@ -110,16 +133,25 @@ def csv_parts(frame: pd.DataFrame, header: bool = True) -> list[Any] | None:
 def line_parts(cells: list[Any]) -> list[Any]:
     """CSV lines of equally long Arrow string columns (already CSV text: nothing quoted),
     cells joined by ``,``, each line ended by ``\\n``, as buffers to write one after the other.
+    A column may be given as ``(array, suffix)`` (``float_cells``): each of its cells is
+    the array's text followed by ``suffix``. The lines are one Arrow join of the columns
+    and the separators (suffixes included) as scalars.
 
     >>> import pyarrow as pa
     >>> b"".join(line_parts([pa.array(["1", "2"]), pa.array(["a", ""])]))
     b'1,a\\n2,\\n'
+    >>> b"".join(line_parts([(pa.array(["1", "2"]), ".0"), pa.array(["a", ""])]))
+    b'1.0,a\\n2.0,\\n'
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    rows = pc.binary_join_element_wise(*cells, ",") if len(cells) > 1 else cells[0]
-    lines = pc.binary_join_element_wise(rows, "\n", "")
+    pieces: list[Any] = []
+    last = len(cells) - 1
+    for index, cell in enumerate(cells):
+        text, suffix = cell if isinstance(cell, tuple) else (cell, "")
+        pieces += (text, suffix + ("\n" if index == last else ","))
+    lines = pc.binary_join_element_wise(*pieces, "")
     return [
         _string_data(chunk)
         for chunk in (lines.chunks if isinstance(lines, pa.ChunkedArray) else [lines])

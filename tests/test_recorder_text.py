@@ -137,6 +137,7 @@ def random_frame(rng: np.random.Generator, n: int) -> pd.DataFrame:
             "o": pd.Series(rng.choice(texts, n), dtype=object),
             "reason": pd.Series(rng.choice(reasons, n), dtype=object),
             "nan": np.full(n, np.nan),
+            "whole_last": rng.integers(-99, 99, n).astype(float),  # its ".0" ends the line
         }
     )
 

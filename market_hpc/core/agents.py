@@ -229,9 +229,7 @@ class ResourceManagerAgent(mesa.Agent):  # type: ignore[misc]  # Mesa ships no t
     def __init__(self, model: SimulationState, policy: Policy) -> None:
         super().__init__(model)
         self.policy = policy
-        self.decisions = 0
-        self.decide_seconds = 0.0
-        self.decide_times = array("d")  # seconds of each decision, for p99/max in summaries
+        self.decide_times = array("d")  # seconds of each decision (their count, total, p99)
         self._sampled_cpu = 0.0  # process CPU of the sampled decisions (CPU_SAMPLE_SECONDS)
         self._sampled_wall = 0.0  # their wall time
         self._unsampled = math.inf  # wall time of the decisions from the last sampled one on
@@ -309,7 +307,8 @@ class ResourceManagerAgent(mesa.Agent):  # type: ignore[misc]  # Mesa ships no t
         return self.decide_seconds * self._sampled_cpu / self._sampled_wall
 
     def dispatch(self) -> Decision:
-        """Ask the policy what to do now."""
+        """Ask the policy what to do now (its wall time kept; its CPU time read once per
+        ``CPU_SAMPLE_SECONDS`` of deciding: a CPU-clock read is a system call)."""
         model = self.model
         self._shared = False  # node agents may have changed strategy since the last decision
         view = model.decision_view()
@@ -324,7 +323,18 @@ class ResourceManagerAgent(mesa.Agent):  # type: ignore[misc]  # Mesa ships no t
             self._unsampled = took
         else:
             self._unsampled += took
-        self.decide_seconds += took
         self.decide_times.append(took)
-        self.decisions += 1
         return decision
+
+    @property
+    def decisions(self) -> int:
+        """Decisions the policy was asked for."""
+        return len(self.decide_times)
+
+    @property
+    def decide_seconds(self) -> float:
+        """Wall time of all decisions (their times added in order)."""
+        total = 0.0
+        for took in self.decide_times:
+            total += took
+        return total

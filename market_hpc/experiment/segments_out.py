@@ -264,14 +264,14 @@ def _arrow_columns(
 
 
 def _text(name: str, array: Any) -> Any:
-    """One column's CSV text, as ``to_csv`` writes it."""
+    """One column's CSV text, as ``to_csv`` writes it (a float column: ``float_cells``' pair)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from market_hpc.csv_text import float_text
+    from market_hpc.csv_text import float_cells
 
     if name in _FLOATS:
-        return float_text(array.to_numpy(zero_copy_only=False))
+        return float_cells(array.to_numpy(zero_copy_only=False))
     return array if array.type == pa.string() else pc.cast(array, pa.string())
 
 

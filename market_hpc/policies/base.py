@@ -18,6 +18,7 @@ from typing import (
     Literal,
     NamedTuple,
     Protocol,
+    TypeVar,
     cast,
     runtime_checkable,
 )
@@ -480,6 +481,8 @@ class FailureCountingAllocator(Allocator, Protocol):
         """Count an attempt to place ``job`` that failed without ``allocate``."""
 
 
+_Obj = TypeVar("_Obj")
+
 FastMember = Literal[
     "queue_sorted",
     "queue_min_cores",
@@ -493,10 +496,10 @@ FastMember = Literal[
 """The name of one :class:`FastView` member (each is optional on its own)."""
 
 
-def _offers(obj: object, name: str) -> bool:
-    """Whether ``obj`` has ``name`` (not ``None``), without reading it: a property such as
-    ``market_columns`` may build what it returns. The instance's own attributes answer
-    first, then its class and its bases in method-resolution order (what
+def _offering(obj: _Obj, name: str) -> _Obj | None:
+    """``obj`` when it has ``name`` (not ``None``), else ``None``, without reading it: a
+    property such as ``market_columns`` may build what it returns. The instance's own
+    attributes answer first, then its class and its bases in method-resolution order (what
     ``inspect.getattr_static`` finds for plain classes, read live: ``getattr`` on the class
     walks the bases in C and returns a property itself, without calling it).
 
@@ -504,52 +507,45 @@ def _offers(obj: object, name: str) -> bool:
     >>> class Aware:
     ...     def begin_pass(self): ...
     >>> class Child(Aware): ...
-    >>> [_offers(kind(), "begin_pass") for kind in (Plain, Aware, Child)]
+    >>> [_offering(kind(), "begin_pass") is not None for kind in (Plain, Aware, Child)]
     [False, True, True]
     >>> shadowed = Aware(); shadowed.begin_pass = None
-    >>> _offers(shadowed, "begin_pass")
-    False
-    """
-    own = getattr(obj, "__dict__", None)
-    if own is not None and name in own:
-        return own[name] is not None
-    return getattr(type(obj), name, None) is not None
-
-
-def fast_view(view: View, member: FastMember) -> FastView | None:
-    """``view`` typed as a :class:`FastView` when it offers ``member``, else ``None``
-    (then use the member's fallback). Only ``member`` may be read from the result.
-    It answers as :func:`_offers` does, without reading the member:
-
+    >>> _offering(shadowed, "begin_pass") is None
+    True
     >>> class Kept:
     ...     @property
     ...     def queue_min_cores(self): raise AssertionError("not read")
-    >>> kept, plain, shadowed = Kept(), object(), Kept()
-    >>> shadowed.__dict__["queue_min_cores"] = None
-    >>> [fast_view(v, "queue_min_cores") is v for v in (kept, plain, shadowed)]
+    >>> kept, plain, hidden = Kept(), object(), Kept()
+    >>> hidden.__dict__["queue_min_cores"] = None
+    >>> [fast_view(v, "queue_min_cores") is v for v in (kept, plain, hidden)]
     [True, False, False]
     """
-    # (``view`` itself, not ``cast(FastView, view)``: one Python call less per read)
-    return view if _offers(view, member) else None  # type: ignore[return-value]
+    own = getattr(obj, "__dict__", None)
+    if own is not None and name in own:
+        return obj if own[name] is not None else None
+    return obj if getattr(type(obj), name, None) is not None else None
+
+
+fast_view = cast("Callable[[View, FastMember], FastView | None]", _offering)
+"""``fast_view(view, member)``: ``view`` typed as a :class:`FastView` when it offers
+``member``, else ``None`` (then use the member's fallback). Only ``member`` may be read
+from the result. It is :func:`_offering` itself (one Python call per read, none for a
+wrapper): it answers without reading the member."""
 
 
 def indexed(allocator: Allocator) -> IndexedAllocator | None:
     """``allocator`` when it is an :class:`IndexedAllocator`, else ``None``."""
-    return cast(IndexedAllocator, allocator) if _offers(allocator, "allocate_indexed") else None
+    return cast("IndexedAllocator | None", _offering(allocator, "allocate_indexed"))
 
 
 def pass_aware(allocator: Allocator) -> PassAwareAllocator | None:
     """``allocator`` when it is a :class:`PassAwareAllocator`, else ``None``."""
-    return cast(PassAwareAllocator, allocator) if _offers(allocator, "begin_pass") else None
+    return cast("PassAwareAllocator | None", _offering(allocator, "begin_pass"))
 
 
 def failure_counting(allocator: Allocator) -> FailureCountingAllocator | None:
     """``allocator`` when it is a :class:`FailureCountingAllocator`, else ``None``."""
-    return (
-        cast(FailureCountingAllocator, allocator)
-        if _offers(allocator, "note_failed_attempt")
-        else None
-    )
+    return cast("FailureCountingAllocator | None", _offering(allocator, "note_failed_attempt"))
 
 
 def iter_units(allocation: Allocation) -> Iterator[int]:
