@@ -28,20 +28,6 @@ _SPECIAL = '[,"\r\n]'  # characters the csv module (QUOTE_MINIMAL) would quote a
 _FAST_LIMIT = 1e16  # numpy (and repr) switch to exponent notation from here
 
 
-def float_text(values: np.ndarray) -> Any:
-    """``values`` (float64) as the text ``to_csv`` writes for them, an Arrow string array.
-
-    >>> float_text(np.array([3.0, -0.0, np.nan, 0.5, 1e16, -7.0])).to_pylist()
-    ['3.0', '-0.0', '', '0.5', '1e+16', '-7.0']
-    """
-    text, suffix = float_cells(values)
-    if not suffix:
-        return text
-    import pyarrow.compute as pc
-
-    return pc.binary_join_element_wise(text, suffix, "")
-
-
 def float_cells(values: np.ndarray) -> tuple[Any, str]:
     """``values`` (float64) as ``to_csv``'s text, in two parts: an Arrow string array and
     a suffix every cell ends with (``".0"`` when every value is an integral value below
@@ -51,9 +37,9 @@ def float_cells(values: np.ndarray) -> tuple[Any, str]:
     >>> text, suffix = float_cells(np.array([3.0, -7.0]))
     >>> text.to_pylist(), suffix
     (['3', '-7'], '.0')
-    >>> text, suffix = float_cells(np.array([3.0, 0.5]))
+    >>> text, suffix = float_cells(np.array([3.0, -0.0, np.nan, 0.5, 1e16, -7.0]))
     >>> text.to_pylist(), suffix
-    (['3.0', '0.5'], '')
+    (['3.0', '-0.0', '', '0.5', '1e+16', '-7.0'], '')
     """
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -333,8 +333,5 @@ class ResourceManagerAgent(mesa.Agent):  # type: ignore[misc]  # Mesa ships no t
 
     @property
     def decide_seconds(self) -> float:
-        """Wall time of all decisions (their times added in order)."""
-        total = 0.0
-        for took in self.decide_times:
-            total += took
-        return total
+        """Wall time of all decisions."""
+        return math.fsum(self.decide_times)
